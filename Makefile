@@ -1,0 +1,121 @@
+# stepwise: build, test and demo. `make help` lists the targets.
+
+CC      ?= gcc
+CFLAGS  ?= -O2
+# The reference numbers must not depend on the compiler: no fused multiply-add
+# (-ffp-contract=off), never -ffast-math.
+CFLAGS  += -std=c11 -Wall -Wextra -Werror -ffp-contract=off -D_POSIX_C_SOURCE=200809L
+LDLIBS  := -lcjson -lm
+BUILD   := build
+
+STEPWISE_MODELS ?= $(if $(wildcard ../shared/models),../shared/models,$(BUILD)/models)
+export STEPWISE_MODELS
+
+# Debian packages the project needs (see README.md for why each).
+DEB_PACKAGES := libcjson-dev libcriterion-dev clang-format python3-sentencepiece
+
+LIB_SRC  := $(filter-out ref/main.c,$(wildcard ref/*.c)) $(wildcard trace/*.c)
+LIB_OBJ  := $(patsubst %.c,$(BUILD)/obj/%.o,$(LIB_SRC)) $(BUILD)/obj/gen/tiny_model_json.o
+TEST_SRC := $(wildcard tests/*.c)
+TEST_OBJ := $(patsubst %.c,$(BUILD)/obj/%.o,$(TEST_SRC))
+C_FILES  := $(wildcard ref/*.c ref/*.h trace/*.c trace/*.h tests/*.c tests/*.h)
+
+.PHONY: all help deps build test unit-tests fmt fmt-check demo models clean
+
+all: build
+
+help:
+	@echo "make deps      install the Debian packages stepwise needs (apt-get, sudo if not root)"
+	@echo "make build     build build/stepwise"
+	@echo "make test      install what is missing, build, check formatting, run every test"
+	@echo "make demo      install what is missing, build, generate a story (stories260K if present)"
+	@echo "make models    copy the real models from \$$STEPWISE_MODELS, or download and verify them"
+	@echo "make fmt       clang-format every C file in place"
+
+deps:
+	@missing=""; for p in $(DEB_PACKAGES); do \
+	  dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
+	if [ -n "$$missing" ]; then \
+	  sudo=""; [ "$$(id -u)" -ne 0 ] && sudo=sudo; \
+	  echo "installing:$$missing"; \
+	  $$sudo apt-get update -qq && \
+	  DEBIAN_FRONTEND=noninteractive $$sudo apt-get install -y -qq $$missing >/dev/null; \
+	fi
+
+build: $(BUILD)/stepwise
+
+$(BUILD)/stepwise: $(BUILD)/obj/ref/main.o $(BUILD)/libstepwise.a
+	$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS)
+
+$(BUILD)/libstepwise.a: $(LIB_OBJ)
+	rm -f $@ && ar rcs $@ $^
+
+$(BUILD)/obj/%.o: %.c $(wildcard ref/*.h trace/*.h tests/*.h)
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) -c -o $@ $<
+
+# The tiny model is compiled in, so `stepwise` runs with no files at all.
+$(BUILD)/gen/tiny_model_json.c: data/tiny-model.json
+	@mkdir -p $(@D)
+	{ echo '/* Generated from data/tiny-model.json by the Makefile. */'; \
+	  echo 'const char stepwise_tiny_model_json[] ='; \
+	  sed -e 's/\\/\\\\/g' -e 's/"/\\"/g' -e 's/^/"/' -e 's/$$/\\n"/' $<; \
+	  echo ';'; } > $@
+
+$(BUILD)/obj/gen/%.o: $(BUILD)/gen/%.c
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) -c -o $@ $<
+
+$(BUILD)/stepwise-tests: $(TEST_OBJ) $(BUILD)/libstepwise.a
+	$(CC) $(CFLAGS) -o $@ $^ -lcriterion $(LDLIBS)
+
+test: deps
+	$(MAKE) --no-print-directory fmt-check build $(BUILD)/stepwise-tests
+	$(MAKE) --no-print-directory unit-tests
+
+unit-tests:
+	@echo "models: $(STEPWISE_MODELS)"
+	$(BUILD)/stepwise-tests --jobs 2
+
+fmt:
+	clang-format -i $(C_FILES)
+
+fmt-check:
+	clang-format --dry-run --Werror $(C_FILES)
+
+demo: deps
+	$(MAKE) --no-print-directory build
+	@if [ -f "$(STEPWISE_MODELS)/stories260K.bin" ]; then \
+	  echo "== stories260K, greedy, 200 tokens from 'Once upon a time'"; \
+	  $(BUILD)/stepwise generate --model $(STEPWISE_MODELS)/stories260K.bin \
+	    --tokenizer $(STEPWISE_MODELS)/tok512.bin --prompt "Once upon a time" --steps 200; \
+	else \
+	  echo "== stories260K not found in $(STEPWISE_MODELS) (make models); the built-in tiny model:"; \
+	  $(BUILD)/stepwise generate --prompt "cat" --steps 8; \
+	fi
+
+# Real models: copied from $STEPWISE_MODELS when it is set, else downloaded
+# from their public homes and checked against the pinned sha256.
+MODEL_DIR := $(BUILD)/models
+MODEL_URLS := \
+  stories260K.bin=https://huggingface.co/karpathy/tinyllamas/resolve/main/stories260K/stories260K.bin \
+  tok512.bin=https://huggingface.co/karpathy/tinyllamas/resolve/main/stories260K/tok512.bin \
+  tok512.model=https://huggingface.co/karpathy/tinyllamas/resolve/main/stories260K/tok512.model \
+  tokenizer.bin=https://raw.githubusercontent.com/karpathy/llama2.c/master/tokenizer.bin
+
+models:
+	@mkdir -p $(MODEL_DIR)
+	@set -e; for entry in $(MODEL_URLS); do \
+	  f=$${entry%%=*}; url=$${entry#*=}; \
+	  if [ -n "$$STEPWISE_MODELS_SOURCE" ] || [ "$(origin STEPWISE_MODELS)" = environment ]; then \
+	    src=$${STEPWISE_MODELS_SOURCE:-$(STEPWISE_MODELS)}; \
+	    [ "$$src/$$f" -ef "$(MODEL_DIR)/$$f" ] || cp "$$src/$$f" "$(MODEL_DIR)/$$f"; \
+	  else \
+	    curl -fsSL -o "$(MODEL_DIR)/$$f.part" "$$url" && mv "$(MODEL_DIR)/$$f.part" "$(MODEL_DIR)/$$f"; \
+	  fi; \
+	done
+	cd $(MODEL_DIR) && sha256sum -c $(CURDIR)/data/models.sha256
+	@echo "models in $(MODEL_DIR); use STEPWISE_MODELS=$(MODEL_DIR)"
+
+clean:
+	rm -rf $(BUILD)

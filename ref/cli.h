@@ -1,0 +1,10 @@
+/* cli.h: the subcommands of the stepwise program. Each takes the arguments
+ * after its name (argv[0] is the subcommand) and returns the exit status. */
+#ifndef STEPWISE_CLI_H
+#define STEPWISE_CLI_H
+
+#define STEPWISE_VERSION "0.1.0"
+
+int cli_generate(int argc, char **argv);
+
+#endif

@@ -1,0 +1,72 @@
+/* config.c: validation and derived sizes of a transformer shape. */
+#include "config.h"
+
+int config_head_dim(const Config *c) {
+    return c->dim / c->n_heads;
+}
+
+int config_kv_dim(const Config *c) {
+    return c->n_kv_heads * config_head_dim(c);
+}
+
+const char *config_attention_kind(const Config *c) {
+    if (c->n_kv_heads == c->n_heads) return "MHA";
+    if (c->n_kv_heads == 1) return "MQA";
+    return "GQA";
+}
+
+/* Largest float count we accept for any one computation: 2^40 floats (4 TiB)
+ * is far beyond this machine, and leaves uint64 products below overflow. */
+#define MAX_FLOATS ((uint64_t)1 << 40)
+
+bool config_validate(const Config *c, const char *what, StepError *err) {
+    const struct {
+        const char *name;
+        int value;
+    } sizes[] = {
+        {"dim", c->dim},         {"hidden_dim", c->hidden_dim}, {"n_layers", c->n_layers},
+        {"n_heads", c->n_heads}, {"n_kv_heads", c->n_kv_heads}, {"vocab_size", c->vocab_size},
+        {"seq_len", c->seq_len}};
+    for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
+        if (sizes[i].value <= 0)
+            return step_fail(err, "%s: %s must be positive, got %d", what, sizes[i].name,
+                             sizes[i].value);
+    }
+    if (c->dim % c->n_heads != 0)
+        return step_fail(err, "%s: dim %d is not divisible by n_heads %d", what, c->dim,
+                         c->n_heads);
+    if (c->n_kv_heads > c->n_heads || c->n_heads % c->n_kv_heads != 0)
+        return step_fail(err, "%s: n_heads %d is not a multiple of n_kv_heads %d", what, c->n_heads,
+                         c->n_kv_heads);
+    if (config_head_dim(c) % 2 != 0)
+        return step_fail(err, "%s: head size %d is odd; RoPE rotates pairs of dimensions", what,
+                         config_head_dim(c));
+    /* Every product below is of factors < 2^31, checked pairwise against MAX_FLOATS. */
+    uint64_t dim = (uint64_t)c->dim, layers = (uint64_t)c->n_layers;
+    uint64_t products[] = {dim * (uint64_t)c->hidden_dim, dim * (uint64_t)c->vocab_size, dim * dim,
+                           dim * (uint64_t)c->seq_len};
+    for (size_t i = 0; i < sizeof products / sizeof products[0]; i++) {
+        if (products[i] > MAX_FLOATS / layers / 4)
+            return step_fail(err, "%s: sizes are too large (their product overflows)", what);
+    }
+    return true;
+}
+
+uint64_t config_param_count(const Config *c) {
+    uint64_t dim = (uint64_t)c->dim, hidden = (uint64_t)c->hidden_dim;
+    uint64_t kv_dim = (uint64_t)config_kv_dim(c), vocab = (uint64_t)c->vocab_size;
+    uint64_t per_layer = dim                 /* rms_att */
+                         + dim * dim         /* wq */
+                         + 2 * kv_dim * dim  /* wk, wv */
+                         + dim * dim         /* wo */
+                         + dim               /* rms_ffn */
+                         + 3 * hidden * dim; /* w1, w2, w3 */
+    uint64_t total = vocab * dim + (uint64_t)c->n_layers * per_layer + dim;
+    if (!c->shared_classifier) total += vocab * dim;
+    return total;
+}
+
+uint64_t kv_cache_bytes(const Config *c, int tokens) {
+    return (uint64_t)tokens * (uint64_t)c->n_layers * (uint64_t)config_kv_dim(c) * 2u *
+           sizeof(float);
+}

@@ -1,0 +1,140 @@
+/* forward.c: one forward pass of the transformer over T tokens. */
+#include "forward.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "layers.h"
+
+/* RoPE angle for position pos and pair i of a head: pos · θ_i with
+ * θ_i = 10000^(-2i / head_dim), in run.c's float arithmetic. */
+static void rope_tables_fill(float *cos_t, float *sin_t, int capacity, int head_dim) {
+    int half = head_dim / 2;
+    for (int pos = 0; pos < capacity; pos++) {
+        for (int i = 0; i < half; i++) {
+            float freq = 1.0f / powf(10000.0f, (float)(2 * i) / (float)head_dim);
+            float angle = (float)pos * freq;
+            cos_t[(size_t)pos * half + i] = cosf(angle);
+            sin_t[(size_t)pos * half + i] = sinf(angle);
+        }
+    }
+}
+
+bool run_state_init(RunState *s, const Config *c, int capacity, int max_tokens, StepError *err) {
+    memset(s, 0, sizeof *s);
+    if (capacity < 1 || capacity > c->seq_len || max_tokens < 1 || max_tokens > capacity)
+        return step_fail(err, "run state: capacity %d / max_tokens %d outside [1, seq_len %d]",
+                         capacity, max_tokens, c->seq_len);
+    size_t T = (size_t)max_tokens, dim = (size_t)c->dim, hidden = (size_t)c->hidden_dim;
+    size_t kv_floats = (size_t)c->n_layers * (size_t)capacity * (size_t)config_kv_dim(c);
+    size_t half = (size_t)config_head_dim(c) / 2;
+    s->cache = (KVCache){capacity, c->n_layers, config_kv_dim(c), malloc(kv_floats * sizeof(float)),
+                         malloc(kv_floats * sizeof(float))};
+    s->max_tokens = max_tokens;
+    s->x = malloc(T * dim * sizeof(float));
+    s->xb = malloc(T * dim * sizeof(float));
+    s->xb2 = malloc(T * dim * sizeof(float));
+    s->q = malloc(T * dim * sizeof(float));
+    s->hb = malloc(T * hidden * sizeof(float));
+    s->hb2 = malloc(T * hidden * sizeof(float));
+    s->scores = malloc((size_t)capacity * sizeof(float));
+    s->logits = malloc(T * (size_t)c->vocab_size * sizeof(float));
+    s->rope_cos = malloc((size_t)capacity * half * sizeof(float));
+    s->rope_sin = malloc((size_t)capacity * half * sizeof(float));
+    if (!s->cache.key || !s->cache.value || !s->x || !s->xb || !s->xb2 || !s->q || !s->hb ||
+        !s->hb2 || !s->scores || !s->logits || !s->rope_cos || !s->rope_sin) {
+        run_state_free(s);
+        return step_fail(err, "run state: out of memory for %d positions", capacity);
+    }
+    rope_tables_fill(s->rope_cos, s->rope_sin, capacity, config_head_dim(c));
+    return true;
+}
+
+void run_state_free(RunState *s) {
+    free(s->cache.key);
+    free(s->cache.value);
+    free(s->x);
+    free(s->xb);
+    free(s->xb2);
+    free(s->q);
+    free(s->hb);
+    free(s->hb2);
+    free(s->scores);
+    free(s->logits);
+    free(s->rope_cos);
+    free(s->rope_sin);
+    memset(s, 0, sizeof *s);
+}
+
+static void emit_kv_rows(const StepObserver *obs, const float *k, const float *v, int T, int pos0,
+                         int layer, int kv_dim, const int *tokens) {
+    for (int t = 0; t < T; t++) {
+        if (!hook_wanted(obs, HOOK_KV_ROW, layer, pos0 + t)) continue;
+        HookTensor h = {HOOK_KV_ROW,
+                        layer,
+                        pos0 + t,
+                        tokens[t],
+                        k + (size_t)t * kv_dim,
+                        kv_dim,
+                        v + (size_t)t * kv_dim,
+                        kv_dim};
+        obs->emit(obs->ctx, &h);
+    }
+}
+
+const float *forward_tokens(const Model *m, RunState *s, const int *tokens, int T, int pos0,
+                            bool all_logits, const StepObserver *obs) {
+    const Config *c = &m->config;
+    const Weights *w = &m->weights;
+    int dim = c->dim, hidden = c->hidden_dim, kv_dim = config_kv_dim(c);
+    int head_dim = config_head_dim(c);
+    size_t layer_kv = (size_t)s->cache.capacity * kv_dim; /* floats per layer of cache */
+
+    /* x[t] = embedding row of tokens[t] */
+    for (int t = 0; t < T; t++)
+        memcpy(s->x + (size_t)t * dim, w->token_embedding + (size_t)tokens[t] * dim,
+               (size_t)dim * sizeof(float));
+
+    for (int l = 0; l < c->n_layers; l++) {
+        size_t ld = (size_t)l * dim, lkv = (size_t)l * kv_dim;
+        float *key_l = s->cache.key + l * layer_kv, *value_l = s->cache.value + l * layer_kv;
+        float *k_new = key_l + (size_t)pos0 * kv_dim, *v_new = value_l + (size_t)pos0 * kv_dim;
+
+        /* attention: Q, K, V of the new tokens; K and V go straight into the cache */
+        rmsnorm_forward(s->xb, s->x, w->rms_att + ld, T, dim);
+        matmul_forward(s->q, s->xb, w->wq + ld * dim, T, dim, dim);
+        matmul_forward(k_new, s->xb, w->wk + lkv * dim, T, dim, kv_dim);
+        matmul_forward(v_new, s->xb, w->wv + lkv * dim, T, dim, kv_dim);
+        rope_forward(s->q, T, dim, head_dim, pos0, s->rope_cos, s->rope_sin);
+        rope_forward(k_new, T, kv_dim, head_dim, pos0, s->rope_cos, s->rope_sin);
+        emit_kv_rows(obs, k_new, v_new, T, pos0, l, kv_dim, tokens);
+        attention_forward(s->xb, s->q, key_l, value_l, s->scores, T, pos0, c->n_heads,
+                          c->n_kv_heads, head_dim);
+        matmul_forward(s->xb2, s->xb, w->wo + ld * dim, T, dim, dim);
+        residual_forward(s->x, s->xb2, T * dim);
+
+        /* feed-forward: x += w2 · (silu(w1 · x̂) ⊙ (w3 · x̂)) */
+        rmsnorm_forward(s->xb, s->x, w->rms_ffn + ld, T, dim);
+        matmul_forward(s->hb, s->xb, w->w1 + (size_t)l * hidden * dim, T, dim, hidden);
+        matmul_forward(s->hb2, s->xb, w->w3 + (size_t)l * hidden * dim, T, dim, hidden);
+        swiglu_forward(s->hb, s->hb2, T * hidden);
+        matmul_forward(s->xb, s->hb, w->w2 + (size_t)l * dim * hidden, T, hidden, dim);
+        residual_forward(s->x, s->xb, T * dim);
+    }
+
+    /* Only the rows whose logits are wanted go through the classifier. */
+    int rows = all_logits ? T : 1;
+    float *x_rows = s->x + (size_t)(T - rows) * dim;
+    rmsnorm_forward(x_rows, x_rows, w->rms_final, rows, dim);
+    matmul_forward(s->logits, x_rows, w->wcls, rows, dim, c->vocab_size);
+    for (int r = 0; r < rows; r++) {
+        int t = T - rows + r;
+        if (!hook_wanted(obs, HOOK_LOGITS, -1, pos0 + t)) continue;
+        HookTensor h = {
+            HOOK_LOGITS,   -1,   pos0 + t, tokens[t], s->logits + (size_t)r * c->vocab_size,
+            c->vocab_size, NULL, 0};
+        obs->emit(obs->ctx, &h);
+    }
+    return s->logits;
+}

@@ -1,0 +1,102 @@
+/* layers.c: the arithmetic of one transformer block, kept in run.c's order. */
+#include "layers.h"
+
+#include <math.h>
+#include <string.h>
+
+void rmsnorm_forward(float *out, const float *x, const float *weight, int T, int C) {
+    for (int t = 0; t < T; t++) {
+        const float *xt = x + (size_t)t * C;
+        float *ot = out + (size_t)t * C;
+        float ss = 0.0f;
+        for (int i = 0; i < C; i++) ss += xt[i] * xt[i];
+        ss /= C;
+        ss += 1e-5f;
+        ss = 1.0f / sqrtf(ss);
+        for (int i = 0; i < C; i++) ot[i] = weight[i] * (ss * xt[i]);
+    }
+}
+
+void matmul_forward(float *out, const float *x, const float *w, int T, int C, int OC) {
+    for (int t = 0; t < T; t++) {
+        const float *xt = x + (size_t)t * C;
+        float *ot = out + (size_t)t * OC;
+        for (int o = 0; o < OC; o++) {
+            const float *wo = w + (size_t)o * C;
+            float sum = 0.0f;
+            for (int i = 0; i < C; i++) sum += wo[i] * xt[i];
+            ot[o] = sum;
+        }
+    }
+}
+
+void rope_forward(float *x, int T, int width, int head_dim, int pos0, const float *rope_cos,
+                  const float *rope_sin) {
+    int half = head_dim / 2;
+    for (int t = 0; t < T; t++) {
+        const float *c = rope_cos + (size_t)(pos0 + t) * half;
+        const float *s = rope_sin + (size_t)(pos0 + t) * half;
+        float *xt = x + (size_t)t * width;
+        for (int i = 0; i < width; i += 2) {
+            int pair = (i % head_dim) / 2;
+            float v0 = xt[i], v1 = xt[i + 1];
+            xt[i] = v0 * c[pair] - v1 * s[pair];
+            xt[i + 1] = v0 * s[pair] + v1 * c[pair];
+        }
+    }
+}
+
+void softmax_forward(float *x, int n) {
+    float max_val = x[0];
+    for (int i = 1; i < n; i++) {
+        if (x[i] > max_val) max_val = x[i];
+    }
+    float sum = 0.0f;
+    for (int i = 0; i < n; i++) {
+        x[i] = expf(x[i] - max_val);
+        sum += x[i];
+    }
+    for (int i = 0; i < n; i++) x[i] /= sum;
+}
+
+void attention_forward(float *out, const float *q, const float *key_cache, const float *value_cache,
+                       float *scores, int T, int pos0, int n_heads, int n_kv_heads, int head_dim) {
+    int dim = n_heads * head_dim, kv_dim = n_kv_heads * head_dim;
+    int group = n_heads / n_kv_heads; /* query heads per KV head */
+    float scale = sqrtf((float)head_dim);
+    for (int t = 0; t < T; t++) {
+        int pos = pos0 + t; /* this query sees positions 0..pos */
+        for (int h = 0; h < n_heads; h++) {
+            const float *qh = q + (size_t)t * dim + (size_t)h * head_dim;
+            int kv_off = (h / group) * head_dim;
+            /* scores[p] = q·k_p / sqrt(head_dim) */
+            for (int p = 0; p <= pos; p++) {
+                const float *k = key_cache + (size_t)p * kv_dim + kv_off;
+                float score = 0.0f;
+                for (int i = 0; i < head_dim; i++) score += qh[i] * k[i];
+                scores[p] = score / scale;
+            }
+            softmax_forward(scores, pos + 1);
+            /* out = Σ_p softmax(scores)[p] · v_p, accumulated in position order */
+            float *oh = out + (size_t)t * dim + (size_t)h * head_dim;
+            memset(oh, 0, (size_t)head_dim * sizeof(float));
+            for (int p = 0; p <= pos; p++) {
+                const float *v = value_cache + (size_t)p * kv_dim + kv_off;
+                float a = scores[p];
+                for (int i = 0; i < head_dim; i++) oh[i] += a * v[i];
+            }
+        }
+    }
+}
+
+void residual_forward(float *x, const float *y, int n) {
+    for (int i = 0; i < n; i++) x[i] += y[i];
+}
+
+void swiglu_forward(float *gate, const float *up, int n) {
+    for (int i = 0; i < n; i++) {
+        float v = gate[i];
+        v *= 1.0f / (1.0f + expf(-v)); /* silu(v) = v · σ(v) */
+        gate[i] = v * up[i];
+    }
+}

@@ -1,0 +1,42 @@
+/* layers.h: the transformer's building blocks, each over T tokens at once.
+ *
+ * Every function takes its shapes explicitly. Activations are row-major
+ * [T, width]: row t belongs to token t. Each dot product sums its terms in
+ * index order starting from 0.0f, as llama2.c's run.c does, so results are
+ * bitwise-identical to it whatever T is. */
+#ifndef STEPWISE_LAYERS_H
+#define STEPWISE_LAYERS_H
+
+/* out[t] = weight ⊙ x[t] / sqrt(mean(x[t]²) + 1e-5), for each of T rows of
+ * width C. out may alias x. */
+void rmsnorm_forward(float *out, const float *x, const float *weight, int T, int C);
+
+/* out[t][o] = Σ_i w[o][i] · x[t][i]: x is [T, C], w is [OC, C] (one row per
+ * output), out is [T, OC]. */
+void matmul_forward(float *out, const float *x, const float *w, int T, int C, int OC);
+
+/* Rotate each (even, odd) pair of every head of x [T, width] by the angle of
+ * its position: x is T rows for positions pos0..pos0+T-1, with heads of
+ * head_dim; cos/sin tables are [positions, head_dim / 2]. */
+void rope_forward(float *x, int T, int width, int head_dim, int pos0, const float *rope_cos,
+                  const float *rope_sin);
+
+/* Causal attention of T queries at positions pos0..pos0+T-1 over the cached
+ * keys and values of positions 0..pos0+t (inclusive) for query t.
+ * out, q: [T, n_heads × head_dim]; key_cache, value_cache: [positions, kv_dim]
+ * with kv_dim = n_kv_heads × head_dim, query head h reading KV head
+ * h / (n_heads / n_kv_heads); scores: scratch of [pos0 + T] floats. */
+void attention_forward(float *out, const float *q, const float *key_cache, const float *value_cache,
+                       float *scores, int T, int pos0, int n_heads, int n_kv_heads, int head_dim);
+
+/* In place over n values: x[i] = x[i] + y[i]. */
+void residual_forward(float *x, const float *y, int n);
+
+/* SwiGLU: gate[i] = silu(gate[i]) · up[i], with silu(v) = v · σ(v), over n values. */
+void swiglu_forward(float *gate, const float *up, int n);
+
+/* Softmax over n values in place: subtract the max, exponentiate, divide by
+ * the sum (summed in index order). */
+void softmax_forward(float *x, int n);
+
+#endif

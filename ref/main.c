@@ -1,0 +1,36 @@
+/* main.c: `stepwise SUBCOMMAND [options]`. */
+#include <stdio.h>
+#include <string.h>
+
+#include "cli.h"
+#include "cli_common.h"
+
+static const char USAGE[] =
+    "usage: stepwise <command> [options]\n"
+    "\n"
+    "stepwise: LLM inference in plain C, one traceable step at a time.\n"
+    "\n"
+    "commands:\n"
+    "  generate   run a prompt and generate text, optionally writing a JSON Lines trace\n"
+    "\n"
+    "  stepwise <command> --help   options of one command\n"
+    "  stepwise --version          print the version\n";
+
+int main(int argc, char **argv) {
+    if (argc < 2) {
+        fputs(USAGE, stderr);
+        return EXIT_BAD_INPUT;
+    }
+    const char *cmd = argv[1];
+    if (strcmp(cmd, "-h") == 0 || strcmp(cmd, "--help") == 0) {
+        fputs(USAGE, stdout);
+        return 0;
+    }
+    if (strcmp(cmd, "--version") == 0) {
+        printf("stepwise %s\n", STEPWISE_VERSION);
+        return 0;
+    }
+    if (strcmp(cmd, "generate") == 0) return cli_generate(argc - 1, argv + 1);
+    fprintf(stderr, "stepwise: error: unknown command '%s' (see stepwise --help)\n", cmd);
+    return EXIT_BAD_INPUT;
+}

@@ -1,0 +1,110 @@
+/* model.c: the llama2.c checkpoint loader and the weight views. */
+#include "model.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+uint64_t model_storage_floats(const Config *c) {
+    return config_param_count(c);
+}
+
+void model_bind_weights(Model *m) {
+    const Config *c = &m->config;
+    uint64_t dim = (uint64_t)c->dim, hidden = (uint64_t)c->hidden_dim;
+    uint64_t kv_dim = (uint64_t)config_kv_dim(c), layers = (uint64_t)c->n_layers;
+    const float *p = m->storage;
+    Weights *w = &m->weights;
+    w->token_embedding = p, p += (uint64_t)c->vocab_size * dim;
+    w->rms_att = p, p += layers * dim;
+    w->wq = p, p += layers * dim * dim;
+    w->wk = p, p += layers * kv_dim * dim;
+    w->wv = p, p += layers * kv_dim * dim;
+    w->wo = p, p += layers * dim * dim;
+    w->rms_ffn = p, p += layers * dim;
+    w->w1 = p, p += layers * hidden * dim;
+    w->w2 = p, p += layers * dim * hidden;
+    w->w3 = p, p += layers * hidden * dim;
+    w->rms_final = p, p += dim;
+    w->wcls = c->shared_classifier ? w->token_embedding : p;
+}
+
+#define HEADER_INTS 7
+
+/* Bytes a checkpoint with this config must have: the header, the weights, and
+ * the two legacy RoPE tables that llama2.c still writes and we skip. */
+static uint64_t checkpoint_bytes(const Config *c) {
+    uint64_t rope_floats = (uint64_t)c->seq_len * (uint64_t)config_head_dim(c); /* 2 × half */
+    return HEADER_INTS * sizeof(int32_t) + (model_storage_floats(c) + rope_floats) * sizeof(float);
+}
+
+static bool read_exact(FILE *f, void *dst, size_t bytes) {
+    return fread(dst, 1, bytes, f) == bytes;
+}
+
+bool model_load_checkpoint(Model *m, const char *path, StepError *err) {
+    memset(m, 0, sizeof *m);
+    FILE *f = fopen(path, "rb");
+    if (f == NULL) return step_fail(err, "model %s: cannot open: %s", path, strerror(errno));
+    struct stat st;
+    if (fstat(fileno(f), &st) != 0 || !S_ISREG(st.st_mode)) {
+        fclose(f);
+        return step_fail(err, "model %s: not a regular file", path);
+    }
+    uint64_t file_bytes = (uint64_t)st.st_size;
+    int32_t header[HEADER_INTS];
+    if (file_bytes < sizeof header || !read_exact(f, header, sizeof header)) {
+        fclose(f);
+        return step_fail(err, "model %s: %llu bytes is too short for the %zu-byte header", path,
+                         (unsigned long long)file_bytes, sizeof header);
+    }
+    Config *c = &m->config;
+    c->dim = header[0], c->hidden_dim = header[1], c->n_layers = header[2];
+    c->n_heads = header[3], c->n_kv_heads = header[4], c->seq_len = header[6];
+    /* The one legal negative: vocab_size < 0 marks an untied classifier. */
+    c->shared_classifier = header[5] > 0;
+    c->vocab_size = header[5] == INT32_MIN ? 0 : (header[5] < 0 ? -header[5] : header[5]);
+    char what[600];
+    snprintf(what, sizeof what, "model %s", path);
+    if (!config_validate(c, what, err)) {
+        fclose(f);
+        return false;
+    }
+    uint64_t expected = checkpoint_bytes(c);
+    if (file_bytes != expected) {
+        fclose(f);
+        return step_fail(err, "model %s: header expects %llu bytes but the file has %llu (%s)",
+                         path, (unsigned long long)expected, (unsigned long long)file_bytes,
+                         file_bytes < expected ? "truncated" : "oversized");
+    }
+    uint64_t floats = model_storage_floats(c);
+    uint64_t dim = (uint64_t)c->dim, vocab = (uint64_t)c->vocab_size;
+    /* Floats before the RoPE tables: everything, minus an untied classifier. */
+    uint64_t before_rope = c->shared_classifier ? floats : floats - vocab * dim;
+    m->storage = malloc(floats * sizeof(float));
+    if (m->storage == NULL) {
+        fclose(f);
+        return step_fail(err, "model %s: cannot allocate %llu bytes of weights", path,
+                         (unsigned long long)(floats * sizeof(float)));
+    }
+    bool ok = read_exact(f, m->storage, before_rope * sizeof(float));
+    if (ok && !c->shared_classifier) {
+        long rope_bytes = (long)((uint64_t)c->seq_len * (uint64_t)config_head_dim(c) * 4u);
+        ok = fseek(f, rope_bytes, SEEK_CUR) == 0 &&
+             read_exact(f, m->storage + before_rope, vocab * dim * sizeof(float));
+    }
+    fclose(f);
+    if (!ok) {
+        model_free(m);
+        return step_fail(err, "model %s: read error in the weights", path);
+    }
+    model_bind_weights(m);
+    return true;
+}
+
+void model_free(Model *m) {
+    free(m->storage);
+    memset(m, 0, sizeof *m);
+}

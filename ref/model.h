@@ -1,0 +1,49 @@
+/* model.h: a transformer's weights, loaded read-only and shared by every
+ * request that runs on them. */
+#ifndef STEPWISE_MODEL_H
+#define STEPWISE_MODEL_H
+
+#include "config.h"
+#include "error.h"
+
+/* Views into Model.storage. Matrices are row-major [out, in]: row i holds the
+ * weights that produce output i, so out[i] = dot(row i, input). */
+typedef struct {
+    const float *token_embedding; /* [vocab_size, dim] */
+    const float *rms_att;         /* [n_layers, dim] */
+    const float *wq;              /* [n_layers, dim, dim] */
+    const float *wk;              /* [n_layers, kv_dim, dim] */
+    const float *wv;              /* [n_layers, kv_dim, dim] */
+    const float *wo;              /* [n_layers, dim, dim] */
+    const float *rms_ffn;         /* [n_layers, dim] */
+    const float *w1;              /* [n_layers, hidden_dim, dim] gate */
+    const float *w2;              /* [n_layers, dim, hidden_dim] down */
+    const float *w3;              /* [n_layers, hidden_dim, dim] up */
+    const float *rms_final;       /* [dim] */
+    const float *wcls;            /* [vocab_size, dim]; == token_embedding when tied */
+} Weights;
+
+typedef struct {
+    Config config;
+    Weights weights;
+    float *storage; /* owns every weight; freed by model_free */
+} Model;
+
+/* Load a llama2.c checkpoint in the legacy float32 layout: a header of seven
+ * int32 (dim, hidden_dim, n_layers, n_heads, n_kv_heads, vocab_size, seq_len;
+ * a negative vocab_size marks an untied classifier stored last), then the
+ * weights in the order of Weights, with two unused RoPE tables of
+ * seq_len × head_dim / 2 floats each before the classifier. The header is
+ * checked against the file size before any weight is read. */
+bool model_load_checkpoint(Model *m, const char *path, StepError *err);
+
+/* Point m->weights into m->storage, laid out as in a checkpoint body (without
+ * the RoPE tables). Used by every loader once storage is filled. */
+void model_bind_weights(Model *m);
+
+/* Number of floats model_bind_weights expects in storage. */
+uint64_t model_storage_floats(const Config *c);
+
+void model_free(Model *m);
+
+#endif

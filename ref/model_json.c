@@ -1,0 +1,178 @@
+/* model_json.c: load the JSON model format with cJSON. */
+#include "model_json.h"
+
+#include <cjson/cJSON.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "file_util.h"
+
+static bool read_int_field(const cJSON *obj, const char *key, int *out, const char *what,
+                           StepError *err) {
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, key);
+    if (!cJSON_IsNumber(v) || v->valuedouble != (double)(int)v->valuedouble)
+        return step_fail(err, "%s: config.%s must be an integer", what, key);
+    *out = (int)v->valuedouble;
+    return true;
+}
+
+/* Copy a JSON array of `n` numbers into dst. */
+static bool read_vector(const cJSON *arr, int n, float *dst, const char *name, const char *what,
+                        StepError *err) {
+    if (!cJSON_IsArray(arr) || cJSON_GetArraySize(arr) != n)
+        return step_fail(err, "%s: %s must be an array of %d numbers", what, name, n);
+    int i = 0;
+    const cJSON *v;
+    cJSON_ArrayForEach(v, arr) {
+        if (!cJSON_IsNumber(v)) return step_fail(err, "%s: %s[%d] is not a number", what, name, i);
+        dst[i++] = (float)v->valuedouble;
+    }
+    return true;
+}
+
+/* Copy a JSON array of `rows` arrays of `cols` numbers into dst [rows, cols]. */
+static bool read_matrix(const cJSON *arr, int rows, int cols, float *dst, const char *name,
+                        const char *what, StepError *err) {
+    if (!cJSON_IsArray(arr) || cJSON_GetArraySize(arr) != rows)
+        return step_fail(err, "%s: %s must have %d rows of %d numbers", what, name, rows, cols);
+    int r = 0;
+    const cJSON *row;
+    cJSON_ArrayForEach(row, arr) {
+        char row_name[64];
+        snprintf(row_name, sizeof row_name, "%s[%d]", name, r);
+        if (!read_vector(row, cols, dst + (size_t)r * cols, row_name, what, err)) return false;
+        r++;
+    }
+    return true;
+}
+
+static bool read_config(const cJSON *root, Config *c, const char *what, StepError *err) {
+    const cJSON *cfg = cJSON_GetObjectItemCaseSensitive(root, "config");
+    if (!cJSON_IsObject(cfg)) return step_fail(err, "%s: missing \"config\" object", what);
+    return read_int_field(cfg, "dim", &c->dim, what, err) &&
+           read_int_field(cfg, "hidden_dim", &c->hidden_dim, what, err) &&
+           read_int_field(cfg, "n_layers", &c->n_layers, what, err) &&
+           read_int_field(cfg, "n_heads", &c->n_heads, what, err) &&
+           read_int_field(cfg, "n_kv_heads", &c->n_kv_heads, what, err) &&
+           read_int_field(cfg, "vocab_size", &c->vocab_size, what, err) &&
+           read_int_field(cfg, "seq_len", &c->seq_len, what, err) && config_validate(c, what, err);
+}
+
+static bool read_tokenizer(const cJSON *root, Tokenizer *tok, int vocab_size, const char *what,
+                           StepError *err) {
+    const cJSON *arr = cJSON_GetObjectItemCaseSensitive(root, "tokenizer");
+    if (!cJSON_IsArray(arr) || cJSON_GetArraySize(arr) != vocab_size)
+        return step_fail(err, "%s: \"tokenizer\" must list %d [piece, score] pairs", what,
+                         vocab_size);
+    const char **pieces = malloc((size_t)vocab_size * sizeof *pieces);
+    float *scores = malloc((size_t)vocab_size * sizeof *scores);
+    bool ok = pieces != NULL && scores != NULL;
+    if (!ok) step_fail(err, "%s: out of memory", what);
+    int i = 0;
+    const cJSON *pair;
+    cJSON_ArrayForEach(pair, arr) {
+        if (!ok) break;
+        const cJSON *piece = cJSON_GetArrayItem(pair, 0), *score = cJSON_GetArrayItem(pair, 1);
+        if (cJSON_GetArraySize(pair) != 2 || !cJSON_IsString(piece) || !cJSON_IsNumber(score)) {
+            ok = step_fail(err, "%s: tokenizer[%d] must be [piece, score]", what, i);
+            break;
+        }
+        pieces[i] = piece->valuestring;
+        scores[i++] = (float)score->valuedouble;
+    }
+    if (ok) ok = tokenizer_init(tok, vocab_size, pieces, scores, err);
+    free(pieces);
+    free(scores);
+    return ok;
+}
+
+/* Writable view of a weight inside the model's own storage. */
+static float *slot(Model *m, const float *view) {
+    return m->storage + (view - m->storage);
+}
+
+static bool read_layers(const cJSON *layers, Model *m, const char *what, StepError *err) {
+    const Config *c = &m->config;
+    const Weights *w = &m->weights;
+    size_t dim = (size_t)c->dim, hidden = (size_t)c->hidden_dim, kv = (size_t)config_kv_dim(c);
+    if (!cJSON_IsArray(layers) || cJSON_GetArraySize(layers) != c->n_layers)
+        return step_fail(err, "%s: weights.layers must list %d layers", what, c->n_layers);
+    for (int l = 0; l < c->n_layers; l++) {
+        const cJSON *L = cJSON_GetArrayItem(layers, l);
+        struct {
+            const char *key;
+            const float *view;
+            int rows, cols;
+        } parts[] = {
+            {"rms_att", w->rms_att + l * dim, 0, c->dim},
+            {"wq", w->wq + l * dim * dim, c->dim, c->dim},
+            {"wk", w->wk + l * kv * dim, (int)kv, c->dim},
+            {"wv", w->wv + l * kv * dim, (int)kv, c->dim},
+            {"wo", w->wo + l * dim * dim, c->dim, c->dim},
+            {"rms_ffn", w->rms_ffn + l * dim, 0, c->dim},
+            {"w1", w->w1 + l * hidden * dim, c->hidden_dim, c->dim},
+            {"w2", w->w2 + l * dim * hidden, c->dim, c->hidden_dim},
+            {"w3", w->w3 + l * hidden * dim, c->hidden_dim, c->dim},
+        };
+        for (size_t i = 0; i < sizeof parts / sizeof parts[0]; i++) {
+            char name[64];
+            snprintf(name, sizeof name, "layers[%d].%s", l, parts[i].key);
+            const cJSON *arr = cJSON_GetObjectItemCaseSensitive(L, parts[i].key);
+            float *dst = slot(m, parts[i].view);
+            bool ok = parts[i].rows == 0
+                          ? read_vector(arr, parts[i].cols, dst, name, what, err)
+                          : read_matrix(arr, parts[i].rows, parts[i].cols, dst, name, what, err);
+            if (!ok) return false;
+        }
+    }
+    return true;
+}
+
+static bool read_weights(const cJSON *root, Model *m, const char *what, StepError *err) {
+    const Config *c = &m->config;
+    const cJSON *w = cJSON_GetObjectItemCaseSensitive(root, "weights");
+    if (!cJSON_IsObject(w)) return step_fail(err, "%s: missing \"weights\" object", what);
+    const cJSON *cls = cJSON_GetObjectItemCaseSensitive(w, "classifier");
+    return read_matrix(cJSON_GetObjectItemCaseSensitive(w, "token_embedding"), c->vocab_size,
+                       c->dim, slot(m, m->weights.token_embedding), "token_embedding", what, err) &&
+           read_layers(cJSON_GetObjectItemCaseSensitive(w, "layers"), m, what, err) &&
+           read_vector(cJSON_GetObjectItemCaseSensitive(w, "rms_final"), c->dim,
+                       slot(m, m->weights.rms_final), "rms_final", what, err) &&
+           (cls == NULL || read_matrix(cls, c->vocab_size, c->dim, slot(m, m->weights.wcls),
+                                       "classifier", what, err));
+}
+
+bool model_load_json_text(Model *m, Tokenizer *tok, const char *text, const char *what,
+                          StepError *err) {
+    memset(m, 0, sizeof *m);
+    memset(tok, 0, sizeof *tok);
+    cJSON *root = cJSON_Parse(text);
+    if (root == NULL) return step_fail(err, "%s: not valid JSON", what);
+    bool ok = cJSON_IsObject(root) && cJSON_IsNumber(cJSON_GetObjectItem(root, "stepwise_model"));
+    if (!ok) step_fail(err, "%s: not a stepwise JSON model (no \"stepwise_model\" version)", what);
+    if (ok) ok = read_config(root, &m->config, what, err);
+    if (ok) {
+        const cJSON *w = cJSON_GetObjectItemCaseSensitive(root, "weights");
+        m->config.shared_classifier = !cJSON_HasObjectItem(w, "classifier");
+        m->storage = calloc(model_storage_floats(&m->config), sizeof(float));
+        if (m->storage == NULL) ok = step_fail(err, "%s: out of memory for weights", what);
+    }
+    if (ok) {
+        model_bind_weights(m);
+        ok = read_weights(root, m, what, err) &&
+             read_tokenizer(root, tok, m->config.vocab_size, what, err);
+    }
+    cJSON_Delete(root);
+    if (!ok) model_free(m);
+    return ok;
+}
+
+bool model_load_json_file(Model *m, Tokenizer *tok, const char *path, StepError *err) {
+    char *text = NULL;
+    if (!file_read_text(path, "model", &text, err)) return false;
+    bool ok = model_load_json_text(m, tok, text, path, err);
+    free(text);
+    return ok;
+}

@@ -1,0 +1,308 @@
+/* tokenizer.c: sentencepiece-compatible BPE encoding and run.c's decoding. */
+#include "tokenizer.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* A piece spelled exactly <0xXX> (upper-case hex) stands for one raw byte. */
+static int parse_byte_piece(const char *piece) {
+    unsigned int byte;
+    char tail;
+    if (strlen(piece) != 6 || strncmp(piece, "<0x", 3) != 0 || piece[5] != '>') return -1;
+    if (sscanf(piece + 3, "%2X%c", &byte, &tail) != 2 || tail != '>') return -1;
+    return (int)byte;
+}
+
+/* Compare two byte strings given as (pointer, length), as memcmp then length. */
+static int compare_bytes(const char *a, size_t na, const char *b, size_t nb) {
+    int c = memcmp(a, b, na < nb ? na : nb);
+    if (c != 0) return c;
+    return (na > nb) - (na < nb);
+}
+
+/* qsort_r is not C11; the sort key is the piece text, so sort (text, id)
+ * records instead and copy the ids out. */
+typedef struct {
+    const char *text;
+    int id;
+} PieceRef;
+
+static int compare_piece_refs(const void *a, const void *b) {
+    const PieceRef *pa = a, *pb = b;
+    int c = strcmp(pa->text, pb->text);
+    return c != 0 ? c : (pa->id > pb->id) - (pa->id < pb->id);
+}
+
+static bool is_space_run(const char *s) {
+    size_t n = strlen(s);
+    return n >= 2 && strspn(s, " ") == n;
+}
+
+bool tokenizer_init(Tokenizer *t, int vocab_size, const char *const *pieces, const float *scores,
+                    StepError *err) {
+    memset(t, 0, sizeof *t);
+    if (vocab_size < 3) return step_fail(err, "tokenizer: needs at least <unk>, BOS and EOS");
+    t->vocab_size = vocab_size;
+    t->pieces = calloc((size_t)vocab_size, sizeof *t->pieces);
+    t->scores = malloc((size_t)vocab_size * sizeof *t->scores);
+    t->sorted_ids = malloc((size_t)vocab_size * sizeof *t->sorted_ids);
+    PieceRef *refs = malloc((size_t)vocab_size * sizeof *refs);
+    if (t->pieces == NULL || t->scores == NULL || t->sorted_ids == NULL || refs == NULL) {
+        free(refs);
+        tokenizer_free(t);
+        return step_fail(err, "tokenizer: out of memory");
+    }
+    for (int b = 0; b < 256; b++) t->byte_ids[b] = -1;
+    t->collapse_spaces = true;
+    for (int id = 0; id < vocab_size; id++) {
+        t->pieces[id] = strdup(pieces[id]);
+        if (t->pieces[id] == NULL) {
+            free(refs);
+            tokenizer_free(t);
+            return step_fail(err, "tokenizer: out of memory");
+        }
+        t->scores[id] = scores[id];
+        int byte = parse_byte_piece(pieces[id]);
+        if (byte >= 0 && t->byte_ids[byte] < 0) t->byte_ids[byte] = id;
+        if (id <= TOKEN_EOS || byte >= 0) continue; /* control and byte pieces never merge */
+        if (is_space_run(pieces[id])) t->collapse_spaces = false;
+        refs[t->n_mergeable++] = (PieceRef){t->pieces[id], id};
+    }
+    qsort(refs, (size_t)t->n_mergeable, sizeof *refs, compare_piece_refs);
+    for (int i = 0; i < t->n_mergeable; i++) t->sorted_ids[i] = refs[i].id;
+    free(refs);
+    return true;
+}
+
+/* Id of the normal piece spelled s[0..n), or -1. Binary search; on duplicate
+ * spellings the lowest id sorts first and wins. */
+static int lookup_piece(const Tokenizer *t, const char *s, size_t n) {
+    int lo = 0, hi = t->n_mergeable;
+    while (lo < hi) {
+        int mid = lo + (hi - lo) / 2;
+        const char *p = t->pieces[t->sorted_ids[mid]];
+        if (compare_bytes(p, strlen(p), s, n) < 0)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    if (lo < t->n_mergeable) {
+        const char *p = t->pieces[t->sorted_ids[lo]];
+        if (compare_bytes(p, strlen(p), s, n) == 0) return t->sorted_ids[lo];
+    }
+    return -1;
+}
+
+bool tokenizer_load_bin(Tokenizer *t, const char *path, int vocab_size, StepError *err) {
+    memset(t, 0, sizeof *t);
+    FILE *f = fopen(path, "rb");
+    if (f == NULL) return step_fail(err, "tokenizer %s: cannot open: %s", path, strerror(errno));
+    int32_t max_len;
+    char **pieces = calloc((size_t)vocab_size, sizeof *pieces);
+    float *scores = malloc((size_t)vocab_size * sizeof *scores);
+    bool ok = pieces != NULL && scores != NULL;
+    if (!ok) step_fail(err, "tokenizer %s: out of memory", path);
+    if (ok && (fread(&max_len, sizeof max_len, 1, f) != 1 || max_len <= 0)) {
+        ok = step_fail(err, "tokenizer %s: missing or bad max_token_length header", path);
+    }
+    int n = 0;
+    while (ok && n < vocab_size) {
+        int32_t len;
+        if (fread(&scores[n], sizeof(float), 1, f) != 1 || fread(&len, sizeof len, 1, f) != 1) {
+            ok = step_fail(err, "tokenizer %s: has %d tokens but the model's vocabulary has %d",
+                           path, n, vocab_size);
+            break;
+        }
+        if (len < 0 || len > max_len) {
+            ok = step_fail(err, "tokenizer %s: token %d has length %d outside [0, %d]", path, n,
+                           len, max_len);
+            break;
+        }
+        pieces[n] = malloc((size_t)len + 1);
+        if (pieces[n] == NULL || fread(pieces[n], 1, (size_t)len, f) != (size_t)len) {
+            ok = step_fail(err, "tokenizer %s: truncated in token %d", path, n);
+            n += pieces[n] != NULL;
+            break;
+        }
+        pieces[n++][len] = '\0';
+    }
+    if (ok && fgetc(f) != EOF) {
+        ok = step_fail(err, "tokenizer %s: has more tokens than the model's vocabulary of %d", path,
+                       vocab_size);
+    }
+    fclose(f);
+    if (ok) ok = tokenizer_init(t, vocab_size, (const char *const *)pieces, scores, err);
+    for (int i = 0; i < n; i++) free(pieces[i]);
+    free(pieces);
+    free(scores);
+    return ok;
+}
+
+/* Length of the UTF-8 character starting at s (1 for an invalid byte, which
+ * then stands alone and falls back to its byte piece). */
+static size_t utf8_char_len(const unsigned char *s, size_t avail) {
+    size_t n = s[0] < 0x80           ? 1
+               : (s[0] >> 5) == 0x6  ? 2
+               : (s[0] >> 4) == 0xE  ? 3
+               : (s[0] >> 3) == 0x1E ? 4
+                                     : 1;
+    if (n > avail) return 1;
+    for (size_t i = 1; i < n; i++) {
+        if ((s[i] & 0xC0) != 0x80) return 1;
+    }
+    return n;
+}
+
+/* sentencepiece's normalisation for these models: with collapse_spaces,
+ * drop leading and trailing spaces and squeeze runs to one; then prefix one
+ * space (the dummy prefix) unless nothing is left. Returns a malloc'd string. */
+static char *normalize_text(const Tokenizer *t, const char *text) {
+    size_t n = strlen(text);
+    char *out = malloc(n + 2);
+    if (out == NULL) return NULL;
+    size_t o = 1;
+    out[0] = ' ';
+    bool pending_space = false;
+    for (size_t i = 0; i < n; i++) {
+        if (t->collapse_spaces && text[i] == ' ') {
+            pending_space = o > 1;
+            continue;
+        }
+        if (pending_space) out[o++] = ' ', pending_space = false;
+        out[o++] = text[i];
+    }
+    out[o] = '\0';
+    if (o == 1) out[0] = '\0'; /* nothing to encode: no dummy prefix either */
+    return out;
+}
+
+/* The working sequence of the BPE merge loop: symbols as byte ranges of the
+ * normalised text in a doubly linked list, with the id of the piece their
+ * pair with the next symbol would form (-1: that pair never merges). */
+typedef struct {
+    size_t *start, *len;
+    int *prev, *next, *pair_id;
+} Symbols;
+
+static void update_pair(const Tokenizer *t, const char *text, Symbols *s, int i) {
+    if (i < 0) return;
+    int j = s->next[i];
+    s->pair_id[i] = j < 0 ? -1 : lookup_piece(t, text + s->start[i], s->len[i] + s->len[j]);
+}
+
+bool tokenizer_encode(const Tokenizer *t, const char *text, bool add_bos, int **out, int *n_out,
+                      StepError *err) {
+    char *norm = normalize_text(t, text);
+    size_t n = norm ? strlen(norm) : 0;
+    Symbols s = {malloc((n + 1) * sizeof(size_t)), malloc((n + 1) * sizeof(size_t)),
+                 malloc((n + 1) * sizeof(int)), malloc((n + 1) * sizeof(int)),
+                 malloc((n + 1) * sizeof(int))};
+    /* Every byte becomes at most one token, plus BOS. */
+    int *ids = malloc((n + 1) * sizeof(int));
+    if (!norm || !s.start || !s.len || !s.prev || !s.next || !s.pair_id || !ids) {
+        free(norm), free(s.start), free(s.len), free(s.prev), free(s.next), free(s.pair_id);
+        free(ids);
+        return step_fail(err, "tokenizer: out of memory encoding %zu bytes", strlen(text));
+    }
+    int count = 0;
+    for (size_t i = 0; i < n; count++) {
+        s.start[count] = i;
+        s.len[count] = utf8_char_len((const unsigned char *)norm + i, n - i);
+        s.prev[count] = count - 1;
+        s.next[count] = count + 1;
+        i += s.len[count];
+    }
+    if (count > 0) s.next[count - 1] = -1;
+    for (int i = 0; i < count; i++) update_pair(t, norm, &s, i);
+
+    /* Merge the best pair until none is left: highest score, leftmost on ties. */
+    int head = count > 0 ? 0 : -1;
+    for (;;) {
+        int best = -1;
+        for (int i = head; i >= 0; i = s.next[i]) {
+            if (s.pair_id[i] >= 0 &&
+                (best < 0 || t->scores[s.pair_id[i]] > t->scores[s.pair_id[best]]))
+                best = i;
+        }
+        if (best < 0) break;
+        int gone = s.next[best];
+        s.len[best] += s.len[gone];
+        s.next[best] = s.next[gone];
+        if (s.next[gone] >= 0) s.prev[s.next[gone]] = best;
+        update_pair(t, norm, &s, s.prev[best]);
+        update_pair(t, norm, &s, best);
+    }
+
+    int n_ids = 0;
+    if (add_bos) ids[n_ids++] = TOKEN_BOS;
+    for (int i = head; i >= 0; i = s.next[i]) {
+        int id = lookup_piece(t, norm + s.start[i], s.len[i]);
+        if (id >= 0) {
+            ids[n_ids++] = id;
+            continue;
+        }
+        for (size_t b = 0; b < s.len[i]; b++) { /* byte fallback, else <unk> */
+            int byte_id = t->byte_ids[(unsigned char)norm[s.start[i] + b]];
+            ids[n_ids++] = byte_id >= 0 ? byte_id : TOKEN_UNK;
+            if (byte_id < 0) break; /* one <unk> per unknown character */
+        }
+    }
+    free(norm), free(s.start), free(s.len), free(s.prev), free(s.next), free(s.pair_id);
+    *out = ids;
+    *n_out = n_ids;
+    return true;
+}
+
+const char *tokenizer_decode(const Tokenizer *t, int prev, int token, char buf[8], int *len) {
+    if (token < 0 || token >= t->vocab_size) {
+        *len = 0;
+        return "";
+    }
+    const char *piece = t->pieces[token];
+    if (prev == TOKEN_BOS && piece[0] == ' ') piece++;
+    int byte = parse_byte_piece(piece);
+    if (byte >= 0) {
+        buf[0] = (char)byte;
+        buf[1] = '\0';
+        *len = 1;
+        return buf;
+    }
+    *len = (int)strlen(piece);
+    return piece;
+}
+
+char *tokenizer_decode_tokens(const Tokenizer *t, const int *tokens, int n, int prev) {
+    size_t cap = 64, len = 0;
+    char *text = malloc(cap);
+    for (int i = 0; text != NULL && i < n; prev = tokens[i++]) {
+        if (tokens[i] == TOKEN_BOS || tokens[i] == TOKEN_EOS) continue;
+        char buf[8];
+        int piece_len;
+        const char *piece = tokenizer_decode(t, prev, tokens[i], buf, &piece_len);
+        if (len + (size_t)piece_len + 1 > cap) {
+            while (len + (size_t)piece_len + 1 > cap) cap *= 2;
+            char *grown = realloc(text, cap);
+            if (grown == NULL) free(text);
+            text = grown;
+            if (text == NULL) break;
+        }
+        memcpy(text + len, piece, (size_t)piece_len);
+        len += (size_t)piece_len;
+    }
+    if (text != NULL) text[len] = '\0';
+    return text;
+}
+
+void tokenizer_free(Tokenizer *t) {
+    if (t->pieces != NULL) {
+        for (int i = 0; i < t->vocab_size; i++) free(t->pieces[i]);
+    }
+    free(t->pieces);
+    free(t->scores);
+    free(t->sorted_ids);
+    memset(t, 0, sizeof *t);
+}

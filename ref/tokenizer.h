@@ -1,0 +1,59 @@
+/* tokenizer.h: text <-> token ids, the way sentencepiece's BPE does it.
+ *
+ * Encoding: collapse runs of spaces (unless the vocabulary keeps them), add a
+ * dummy-prefix space, split into UTF-8 characters, then repeatedly merge the
+ * adjacent pair whose concatenation is the highest-scoring vocabulary piece
+ * (leftmost on ties). A character left unknown falls back to its bytes
+ * (<0xXX> pieces), or to <unk> when the vocabulary has no byte pieces. */
+#ifndef STEPWISE_TOKENIZER_H
+#define STEPWISE_TOKENIZER_H
+
+#include <stdbool.h>
+
+#include "error.h"
+
+enum { TOKEN_UNK = 0, TOKEN_BOS = 1, TOKEN_EOS = 2 };
+
+typedef struct {
+    int vocab_size;
+    char **pieces;   /* [vocab_size] NUL-terminated piece text; spaces as ' ' */
+    float *scores;   /* [vocab_size] merge priority: higher merges first */
+    int *sorted_ids; /* [n_mergeable] ids of normal pieces, sorted by text */
+    int n_mergeable;
+    int byte_ids[256]; /* id of the piece <0xXX> for each byte, or -1 */
+    /* sentencepiece's remove_extra_whitespaces: strip leading and trailing
+     * spaces and collapse runs. True unless the vocabulary has a piece of two
+     * or more spaces, which a model trained that way could never have learnt
+     * (Llama 2's tokenizer has one; tok512 has none). */
+    bool collapse_spaces;
+} Tokenizer;
+
+/* Build from parallel arrays (copied). Ids 0, 1, 2 are <unk>, BOS and EOS;
+ * pieces spelled <0xXX> are byte pieces; neither kind is ever merged into. */
+bool tokenizer_init(Tokenizer *t, int vocab_size, const char *const *pieces, const float *scores,
+                    StepError *err);
+
+/* Read llama2.c's tokenizer.bin: int32 max_token_length, then per token a
+ * float32 score, an int32 byte length and the bytes. The file must hold
+ * exactly `vocab_size` tokens (the model's vocabulary). */
+bool tokenizer_load_bin(Tokenizer *t, const char *path, int vocab_size, StepError *err);
+
+/* Encode text into ids, BOS first when add_bos. *out is malloc'd (caller frees);
+ * *n_out its length. */
+bool tokenizer_encode(const Tokenizer *t, const char *text, bool add_bos, int **out, int *n_out,
+                      StepError *err);
+
+/* The bytes `token` stands for when it follows `prev`: a byte piece is its raw
+ * byte, and the leading space of a piece right after BOS is dropped (it is
+ * the dummy prefix). Writes into buf (at least 8 bytes) for byte pieces.
+ * *len receives the length (byte pieces may be NUL). */
+const char *tokenizer_decode(const Tokenizer *t, int prev, int token, char buf[8], int *len);
+
+/* The text of tokens[0..n), each decoded after its predecessor (`prev` for
+ * the first). BOS and EOS add nothing. Returns a malloc'd string (NULL when
+ * out of memory); its length is strlen unless a byte piece decoded to NUL. */
+char *tokenizer_decode_tokens(const Tokenizer *t, const int *tokens, int n, int prev);
+
+void tokenizer_free(Tokenizer *t);
+
+#endif
