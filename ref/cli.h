@@ -6,5 +6,6 @@
 #define STEPWISE_VERSION "0.1.0"
 
 int cli_generate(int argc, char **argv);
+int cli_tokenize(int argc, char **argv);
 
 #endif

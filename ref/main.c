@@ -12,6 +12,7 @@ static const char USAGE[] =
     "\n"
     "commands:\n"
     "  generate   run a prompt and generate text, optionally writing a JSON Lines trace\n"
+    "  tokenize   encode text into token ids and pieces\n"
     "\n"
     "  stepwise <command> --help   options of one command\n"
     "  stepwise --version          print the version\n";
@@ -31,6 +32,7 @@ int main(int argc, char **argv) {
         return 0;
     }
     if (strcmp(cmd, "generate") == 0) return cli_generate(argc - 1, argv + 1);
+    if (strcmp(cmd, "tokenize") == 0) return cli_tokenize(argc - 1, argv + 1);
     fprintf(stderr, "stepwise: error: unknown command '%s' (see stepwise --help)\n", cmd);
     return EXIT_BAD_INPUT;
 }

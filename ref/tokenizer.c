@@ -97,45 +97,66 @@ static int lookup_piece(const Tokenizer *t, const char *s, size_t n) {
     return -1;
 }
 
+/* Read one token record (score, length, bytes) into *piece (malloc'd).
+ * Returns 1 on success, 0 at a clean end of file, -1 on error (in err). */
+static int read_token_record(FILE *f, int32_t max_len, float *score, char **piece, int index,
+                             const char *path, StepError *err) {
+    int32_t len;
+    size_t got = fread(score, sizeof(float), 1, f);
+    if (got == 0 && feof(f)) return 0;
+    if (got != 1 || fread(&len, sizeof len, 1, f) != 1) {
+        step_fail(err, "tokenizer %s: truncated in token %d", path, index);
+        return -1;
+    }
+    if (len < 0 || len > max_len) {
+        step_fail(err, "tokenizer %s: token %d has length %d outside [0, %d]", path, index, len,
+                  max_len);
+        return -1;
+    }
+    *piece = malloc((size_t)len + 1);
+    if (*piece == NULL || fread(*piece, 1, (size_t)len, f) != (size_t)len) {
+        free(*piece);
+        *piece = NULL;
+        step_fail(err, "tokenizer %s: truncated in token %d", path, index);
+        return -1;
+    }
+    (*piece)[len] = '\0';
+    return 1;
+}
+
 bool tokenizer_load_bin(Tokenizer *t, const char *path, int vocab_size, StepError *err) {
     memset(t, 0, sizeof *t);
     FILE *f = fopen(path, "rb");
     if (f == NULL) return step_fail(err, "tokenizer %s: cannot open: %s", path, strerror(errno));
     int32_t max_len;
-    char **pieces = calloc((size_t)vocab_size, sizeof *pieces);
-    float *scores = malloc((size_t)vocab_size * sizeof *scores);
-    bool ok = pieces != NULL && scores != NULL;
-    if (!ok) step_fail(err, "tokenizer %s: out of memory", path);
-    if (ok && (fread(&max_len, sizeof max_len, 1, f) != 1 || max_len <= 0)) {
+    bool ok = true;
+    if (fread(&max_len, sizeof max_len, 1, f) != 1 || max_len <= 0 || max_len > 65536)
         ok = step_fail(err, "tokenizer %s: missing or bad max_token_length header", path);
-    }
-    int n = 0;
-    while (ok && n < vocab_size) {
-        int32_t len;
-        if (fread(&scores[n], sizeof(float), 1, f) != 1 || fread(&len, sizeof len, 1, f) != 1) {
-            ok = step_fail(err, "tokenizer %s: has %d tokens but the model's vocabulary has %d",
-                           path, n, vocab_size);
-            break;
+    int n = 0, cap = 0;
+    char **pieces = NULL;
+    float *scores = NULL;
+    while (ok) {
+        if (n == cap) { /* grow both arrays together */
+            cap = cap ? cap * 2 : 1024;
+            char **p = realloc(pieces, (size_t)cap * sizeof *pieces);
+            if (p != NULL) pieces = p;
+            float *s = realloc(scores, (size_t)cap * sizeof *scores);
+            if (s != NULL) scores = s;
+            if (p == NULL || s == NULL) {
+                ok = step_fail(err, "tokenizer %s: out of memory", path);
+                break;
+            }
         }
-        if (len < 0 || len > max_len) {
-            ok = step_fail(err, "tokenizer %s: token %d has length %d outside [0, %d]", path, n,
-                           len, max_len);
-            break;
-        }
-        pieces[n] = malloc((size_t)len + 1);
-        if (pieces[n] == NULL || fread(pieces[n], 1, (size_t)len, f) != (size_t)len) {
-            ok = step_fail(err, "tokenizer %s: truncated in token %d", path, n);
-            n += pieces[n] != NULL;
-            break;
-        }
-        pieces[n++][len] = '\0';
-    }
-    if (ok && fgetc(f) != EOF) {
-        ok = step_fail(err, "tokenizer %s: has more tokens than the model's vocabulary of %d", path,
-                       vocab_size);
+        int got = read_token_record(f, max_len, &scores[n], &pieces[n], n, path, err);
+        if (got < 0) ok = false;
+        if (got <= 0) break;
+        n++;
     }
     fclose(f);
-    if (ok) ok = tokenizer_init(t, vocab_size, (const char *const *)pieces, scores, err);
+    if (ok && vocab_size > 0 && n != vocab_size)
+        ok = step_fail(err, "tokenizer %s: has %d tokens but the model's vocabulary has %d", path,
+                       n, vocab_size);
+    if (ok) ok = tokenizer_init(t, n, (const char *const *)pieces, scores, err);
     for (int i = 0; i < n; i++) free(pieces[i]);
     free(pieces);
     free(scores);

@@ -34,8 +34,9 @@ bool tokenizer_init(Tokenizer *t, int vocab_size, const char *const *pieces, con
                     StepError *err);
 
 /* Read llama2.c's tokenizer.bin: int32 max_token_length, then per token a
- * float32 score, an int32 byte length and the bytes. The file must hold
- * exactly `vocab_size` tokens (the model's vocabulary). */
+ * float32 score, an int32 byte length and the bytes, to the end of the file.
+ * With vocab_size > 0 the file must hold exactly that many tokens (the
+ * model's vocabulary); 0 takes whatever it holds. */
 bool tokenizer_load_bin(Tokenizer *t, const char *path, int vocab_size, StepError *err);
 
 /* Encode text into ids, BOS first when add_bos. *out is malloc'd (caller frees);

@@ -1,0 +1,85 @@
+#!/usr/bin/python3
+"""Compare stepwise's BPE encoder with sentencepiece on tok512.model.
+
+sentencepiece is the reference: the model was trained with it.
+
+  sentencepiece_check.py write OUT.json     write the fixed expectations that
+                                            tests/test_tokenizer.c checks
+  sentencepiece_check.py check STEPWISE N   encode N seeded random strings with
+                                            both and require equal ids
+
+Needs Debian's python3-sentencepiece; the models folder comes from
+STEPWISE_MODELS (default ../shared/models).
+"""
+import json
+import os
+import random
+import subprocess
+import sys
+
+import sentencepiece as spm
+
+MODELS = os.environ.get("STEPWISE_MODELS", "../shared/models")
+
+# Hand-picked cases: every rule of the encoder that can go wrong.
+FIXED = [
+    "", " ", "   ", "Once upon a time", "once upon a time", "Hello world!",
+    "  leading spaces", "trailing spaces   ", "runs   of    spaces", "a  b",
+    "tab\tand\nnewline", "\n\n", " \n ", "line one\nline two",
+    "héllo ☃ 😀", "naïve café", "日本語", "x\u3000y", "\u00a0nbsp", "emoji 🙂🙃 pair",
+    "<s> literal </s>", "<0x41>", "<unk>", "1234567890", "3.14159", "don't stop",
+    "Lily and Ben went to the park. They saw a big dog!",
+    "\"Quotes,\" she said; (parens) [brackets] {braces}",
+    "The quick brown fox jumps over the lazy dog.", "aaaaaaaaaaaaaaaa", "ab" * 20,
+    "Tim's mom said, \"No!\"", "~`@#$%^&*_+=|\\/<>", "MiXeD CaSe WoRdS", "end.",
+]
+
+PALETTE = list("abcdefghijklmnopqrstuvwxyz ABCDEFT    .,!?'\"-\n\t0123456789") + [
+    "é", "ü", "☃", "😀", "日", "\u00a0", "\u3000", "  ", "the", " and", "ing"]
+
+
+def random_texts(n, seed=20261129):
+    rng = random.Random(seed)
+    return ["".join(rng.choice(PALETTE) for _ in range(rng.randint(0, 40))) for _ in range(n)]
+
+
+def processor():
+    return spm.SentencePieceProcessor(model_file=os.path.join(MODELS, "tok512.model"))
+
+
+def write(path):
+    sp = processor()
+    cases = [{"text": t, "ids": sp.encode(t)} for t in FIXED + random_texts(200, seed=7)]
+    doc = {
+        "source": "sentencepiece %s encoding with tok512.model (no BOS); regenerate with "
+                  "tests/sentencepiece_check.py write" % spm.__version__,
+        "cases": cases,
+    }
+    with open(path, "w", encoding="utf-8") as f:
+        json.dump(doc, f, ensure_ascii=False, indent=0)
+        f.write("\n")
+
+
+def check(stepwise, n):
+    sp = processor()
+    tok = os.path.join(MODELS, "tok512.bin")
+    bad = 0
+    for text in random_texts(n):
+        out = subprocess.run([stepwise, "tokenize", "--tokenizer", tok, "--no-bos", "--json",
+                              "--text", text], capture_output=True, check=True)
+        got = json.loads(out.stdout)["ids"]
+        want = sp.encode(text)
+        if got != want:
+            bad += 1
+            print("MISMATCH %r\n  stepwise      %s\n  sentencepiece %s" % (text, got, want))
+    print("sentencepiece: %d passed, %d failed" % (n - bad, bad))
+    return bad == 0
+
+
+if __name__ == "__main__":
+    if len(sys.argv) == 3 and sys.argv[1] == "write":
+        write(sys.argv[2])
+    elif len(sys.argv) == 4 and sys.argv[1] == "check":
+        sys.exit(0 if check(sys.argv[2], int(sys.argv[3])) else 1)
+    else:
+        sys.exit(__doc__)

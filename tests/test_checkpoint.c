@@ -1,0 +1,162 @@
+/* test_checkpoint.c: the llama2.c checkpoint loader, on files the test
+ * writes itself: good ones (tied and untied) and every kind of bad one. */
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../ref/forward.h"
+#include "helpers.h"
+
+/* Write the tiny model as a llama2.c checkpoint: header, weights in layout
+ * order, the two RoPE tables (zeros), and the classifier when untied. */
+static void write_checkpoint(const char *path, const Model *m, bool untied, long extra_bytes) {
+    const Config *c = &m->config;
+    FILE *f = fopen(path, "wb");
+    cr_assert_not_null(f);
+    int32_t header[7] = {c->dim,     c->hidden_dim, c->n_layers,
+                         c->n_heads, c->n_kv_heads, untied ? -c->vocab_size : c->vocab_size,
+                         c->seq_len};
+    fwrite(header, sizeof header, 1, f);
+    size_t cls = (size_t)c->vocab_size * c->dim;
+    size_t body = model_storage_floats(c) - (c->shared_classifier ? 0 : cls);
+    fwrite(m->storage, sizeof(float), body, f);
+    float zero = 0.0f;
+    for (int i = 0; i < c->seq_len * config_head_dim(c); i++) fwrite(&zero, sizeof zero, 1, f);
+    if (untied) fwrite(m->weights.wcls, sizeof(float), cls, f);
+    for (long i = 0; i < extra_bytes; i++) fputc(0, f);
+    fclose(f);
+}
+
+static void write_header_only(const char *path, const int32_t header[7], long pad_floats) {
+    FILE *f = fopen(path, "wb");
+    fwrite(header, sizeof(int32_t), 7, f);
+    float zero = 0.0f;
+    for (long i = 0; i < pad_floats; i++) fwrite(&zero, sizeof zero, 1, f);
+    fclose(f);
+}
+
+static void expect_load_error(const char *path, const char *fragment) {
+    Model m;
+    StepError err;
+    cr_assert(!model_load_checkpoint(&m, path, &err), "loaded a bad file");
+    cr_expect(strstr(err.message, fragment) != NULL, "error '%s' lacks '%s'", err.message,
+              fragment);
+    cr_expect(strchr(err.message, '\n') == NULL, "one line");
+}
+
+/* The tiny JSON model, its untied classifier written last, reloaded: the
+ * same logits to the bit. */
+Test(checkpoint, untied_classifier_round_trips) {
+    Model json, bin;
+    Tokenizer tok;
+    load_tiny(&json, &tok);
+    cr_assert(!json.config.shared_classifier);
+    const char *path = temp_path("tiny-untied.bin");
+    write_checkpoint(path, &json, true, 0);
+    StepError err;
+    cr_assert(model_load_checkpoint(&bin, path, &err), "%s", err.message);
+    cr_expect(!bin.config.shared_classifier);
+    cr_expect_eq(bin.config.vocab_size, 13);
+    RunState a, b;
+    cr_assert(run_state_init(&a, &json.config, 3, 3, &err));
+    cr_assert(run_state_init(&b, &bin.config, 3, 3, &err));
+    int tokens[] = {1, 11, 12};
+    const float *la = forward_tokens(&json, &a, tokens, 3, 0, true, NULL);
+    const float *lb = forward_tokens(&bin, &b, tokens, 3, 0, true, NULL);
+    cr_expect_eq(memcmp(la, lb, 3 * 13 * sizeof(float)), 0);
+    run_state_free(&a), run_state_free(&b);
+    model_free(&bin), model_free(&json), tokenizer_free(&tok);
+}
+
+/* A tied checkpoint has no classifier: its logits use the embedding rows. */
+Test(checkpoint, tied_classifier_is_the_embedding) {
+    Model json, bin;
+    Tokenizer tok;
+    load_tiny(&json, &tok);
+    json.config.shared_classifier = true; /* write without the classifier */
+    const char *path = temp_path("tiny-tied.bin");
+    write_checkpoint(path, &json, false, 0);
+    json.config.shared_classifier = false;
+    StepError err;
+    cr_assert(model_load_checkpoint(&bin, path, &err), "%s", err.message);
+    cr_expect(bin.config.shared_classifier);
+    cr_expect_eq(bin.weights.wcls, bin.weights.token_embedding);
+    model_free(&bin), model_free(&json), tokenizer_free(&tok);
+}
+
+Test(checkpoint, bad_files_get_one_line_errors) {
+    Model json;
+    Tokenizer tok;
+    load_tiny(&json, &tok);
+    const char *path = temp_path("bad.bin");
+    expect_load_error("build/tmp/does-not-exist.bin", "cannot open");
+    FILE *f = fopen(path, "wb");
+    fclose(f);
+    expect_load_error(path, "too short");
+    write_checkpoint(path, &json, true, -0);
+    /* truncate by 4 bytes: rewrite with one float less */
+    {
+        FILE *in = fopen(path, "rb");
+        fseek(in, 0, SEEK_END);
+        long n = ftell(in);
+        rewind(in);
+        char *buf = malloc((size_t)n);
+        cr_assert_eq(fread(buf, 1, (size_t)n, in), (size_t)n);
+        fclose(in);
+        FILE *out = fopen(path, "wb");
+        fwrite(buf, 1, (size_t)n - 4, out);
+        fclose(out);
+        free(buf);
+    }
+    expect_load_error(path, "truncated");
+    write_checkpoint(path, &json, true, 4);
+    expect_load_error(path, "oversized");
+    model_free(&json), tokenizer_free(&tok);
+}
+
+Test(checkpoint, bad_headers_get_one_line_errors) {
+    const char *path = temp_path("header.bin");
+    /* dim, hidden, layers, heads, kv_heads, vocab, seq_len */
+    struct {
+        int32_t h[7];
+        const char *fragment;
+    } cases[] = {
+        {{0, 4, 1, 1, 1, 8, 4}, "dim must be positive"},
+        {{4, 4, -1, 1, 1, 8, 4}, "n_layers must be positive"},
+        {{4, 4, 1, 1, 1, 0, 4}, "vocab_size must be positive"},
+        {{4, 4, 1, 1, 1, 8, 0}, "seq_len must be positive"},
+        {{4, 0, 1, 1, 1, 8, 4}, "hidden_dim must be positive"},
+        {{6, 4, 1, 4, 4, 8, 4}, "not divisible by n_heads"},
+        {{8, 4, 1, 4, 3, 8, 4}, "not a multiple of n_kv_heads"},
+        {{8, 4, 1, 2, 4, 8, 4}, "not a multiple of n_kv_heads"},
+        {{6, 4, 1, 2, 2, 8, 4}, "odd"},
+        {{1 << 30, 1 << 30, 1 << 30, 2, 2, 1 << 30, 1 << 30}, "overflows"},
+        {{1 << 20, 1 << 20, 64, 2, 2, 8, 4}, "overflows"},
+        {{4, 4, 1, 1, 1, INT32_MIN, 4}, "vocab_size must be positive"},
+        {{4, 4, 1, 1, 1, 8, 4}, "truncated"}, /* a fine header, no weights */
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        write_header_only(path, cases[i].h, 0);
+        expect_load_error(path, cases[i].fragment);
+    }
+}
+
+Test(checkpoint, sizes_derived_from_the_header) {
+    /* stories260K: dim 64, 5 layers, 8 heads, 4 KV heads: head_dim 8,
+     * kv_dim 32; cache bytes per token = 5 layers × 32 × 2 × 4 = 1280. */
+    Config c = {64, 172, 5, 8, 4, 512, 512, true};
+    cr_expect_eq(config_head_dim(&c), 8);
+    cr_expect_eq(config_kv_dim(&c), 32);
+    cr_expect_str_eq(config_attention_kind(&c), "GQA");
+    cr_expect_eq(kv_cache_bytes(&c, 1), 1280u);
+    cr_expect_eq(kv_cache_bytes(&c, 512), 655360u);
+    /* Parameters: 512·64 embedding + 5·(64 + 4096 + 2·2048 + 4096 + 64 + 3·11008) + 64
+     *           = 32768 + 5·45440 + 64 = 260032 (the "260K" of its name; the file
+     * is 28 + 4·(260032 + 512·8 RoPE floats) = 1056540 bytes). */
+    cr_expect_eq(config_param_count(&c), 260032u);
+    c.n_kv_heads = 8;
+    cr_expect_str_eq(config_attention_kind(&c), "MHA");
+    c.n_kv_heads = 1;
+    cr_expect_str_eq(config_attention_kind(&c), "MQA");
+}

@@ -1,0 +1,117 @@
+/* test_cli.c: the stepwise program as a user runs it: clear one-line errors
+ * with exit status 2 for bad input, never a crash or a half-written trace. */
+#include <criterion/criterion.h>
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "helpers.h"
+
+static char out[1 << 16], err[1 << 16];
+
+/* Exit status 2 and exactly one line on stderr that contains `fragment`. */
+static void expect_bad_input(const char *args, const char *fragment) {
+    int status = run_stepwise(args, out, sizeof out, err, sizeof err);
+    cr_expect_eq(status, 2, "'%s' exited %d: %s", args, status, err);
+    cr_expect(strstr(err, fragment) != NULL, "'%s': stderr '%s' lacks '%s'", args, err, fragment);
+    const char *nl = strchr(err, '\n');
+    cr_expect(nl != NULL && nl[1] == '\0', "'%s': stderr is not one line: '%s'", args, err);
+}
+
+Test(cli, help_and_version) {
+    cr_expect_eq(run_stepwise("--help", out, sizeof out, err, sizeof err), 0);
+    cr_expect(strstr(out, "generate") != NULL);
+    cr_expect_eq(run_stepwise("generate --help", out, sizeof out, err, sizeof err), 0);
+    cr_expect(strstr(out, "--steps") != NULL);
+    cr_expect_eq(run_stepwise("--version", out, sizeof out, err, sizeof err), 0);
+    cr_expect(strncmp(out, "stepwise ", 9) == 0);
+}
+
+Test(cli, built_in_model_generates_without_any_file) {
+    int status = run_stepwise("generate --prompt cat", out, sizeof out, err, sizeof err);
+    cr_assert_eq(status, 0, "%s", err);
+    cr_expect_str_eq(out, "cat sat\n");
+    cr_expect(strstr(err, "stop: eos") != NULL, "%s", err);
+    cr_expect(strstr(err, "ttft") != NULL && strstr(err, "tokens/s") != NULL, "%s", err);
+}
+
+Test(cli, bad_options) {
+    expect_bad_input("generate --frobnicate", "unknown option '--frobnicate'");
+    expect_bad_input("generate --steps", "needs a value");
+    expect_bad_input("generate --steps ten", "--steps expects a whole number, got 'ten'");
+    expect_bad_input("generate --steps 12x", "whole number");
+    expect_bad_input("generate --steps 0", "--steps must be in");
+    expect_bad_input("generate --steps 99999999999999999999", "whole number");
+    expect_bad_input("generate stray", "unexpected argument 'stray'");
+    expect_bad_input("frobnicate", "unknown command 'frobnicate'");
+}
+
+Test(cli, bad_model_files) {
+    expect_bad_input("generate --model build/tmp/missing.bin --tokenizer x", "cannot open");
+    expect_bad_input("generate --model build/tmp/missing.bin", "--tokenizer is required");
+    const char *empty = temp_path("empty.bin");
+    fclose(fopen(empty, "wb"));
+    char args[1024];
+    snprintf(args, sizeof args, "generate --model %s --tokenizer x", empty);
+    expect_bad_input(args, "too short");
+    const char *bad_json = temp_path("bad.json");
+    FILE *f = fopen(bad_json, "w");
+    fputs("{\"stepwise_model\": 1, \"config\": {\"dim\": 2}", f);
+    fclose(f);
+    snprintf(args, sizeof args, "generate --model %s", bad_json);
+    expect_bad_input(args, "not valid JSON");
+}
+
+Test(cli, tokenizer_that_does_not_match_the_model) {
+    const char *model = model_file("stories260K.bin");
+    if (model == NULL || model_file("tokenizer.bin") == NULL) cr_skip_test("models not found");
+    char args[4096];
+    snprintf(args, sizeof args, "generate --model %s --tokenizer %s", model,
+             model_file("tokenizer.bin"));
+    expect_bad_input(args, "has 32000 tokens but the model's vocabulary has 512");
+}
+
+/* The tiny model's window is 8 positions: BOS + 9 pieces cannot fit. No
+ * trace file may be left behind. */
+Test(cli, prompt_longer_than_the_context_leaves_no_trace) {
+    const char *trace = temp_path("long.jsonl");
+    char args[1024];
+    snprintf(args, sizeof args,
+             "generate --prompt 'cat sat cat sat cat sat cat sat cat' --trace %s", trace);
+    expect_bad_input(args, "the prompt has 10 tokens but the context holds 8");
+    cr_expect_neq(access(trace, F_OK), 0, "a trace file was left behind");
+}
+
+Test(cli, trace_of_the_tiny_model) {
+    const char *trace = temp_path("tiny.jsonl");
+    char args[1024];
+    snprintf(args, sizeof args, "generate --prompt cat --trace %s --trace-kv --all-logits", trace);
+    cr_assert_eq(run_stepwise(args, out, sizeof out, err, sizeof err), 0, "%s", err);
+    FILE *f = fopen(trace, "r");
+    cr_assert_not_null(f);
+    char line[1 << 14];
+    const char *events[8];
+    int n = 0;
+    cJSON *lines[8];
+    while (n < 8 && fgets(line, sizeof line, f) != NULL) {
+        lines[n] = cJSON_Parse(line);
+        cr_assert_not_null(lines[n], "line %d is not JSON", n + 1);
+        events[n] = cJSON_GetObjectItem(lines[n], "event")->valuestring;
+        n++;
+    }
+    fclose(f);
+    /* prompt [BOS, " cat"]: prefill writes kv rows 0 and 1 and (all logits)
+     * logits at 0 and 1; " sat" is decoded at pos 2 (kv row, logits); EOS. */
+    const char *want[] = {"run", "kv", "kv", "logits", "logits", "kv", "logits", "done"};
+    cr_assert_eq(n, 8);
+    for (int i = 0; i < 8; i++) cr_expect_str_eq(events[i], want[i], "line %d", i + 1);
+    const cJSON *logits0 = cJSON_GetObjectItem(lines[3], "logits");
+    cr_expect_eq(cJSON_GetArraySize(logits0), 13);
+    /* pos 0 is BOS: the hand-computed 2.548268 for " cat" (test_tiny.c) */
+    cr_expect(fabs(cJSON_GetArrayItem(logits0, 11)->valuedouble - 2.548268) < 2e-5);
+    cr_expect_str_eq(cJSON_GetObjectItem(lines[7], "stop_reason")->valuestring, "eos");
+    cr_expect_str_eq(cJSON_GetObjectItem(lines[7], "text")->valuestring, "cat sat");
+    cr_expect_str_eq(cJSON_GetObjectItem(lines[7], "completion")->valuestring, " sat");
+    for (int i = 0; i < n; i++) cJSON_Delete(lines[i]);
+}
