@@ -126,9 +126,11 @@ models:
 	  f=$${entry%%=*}; url=$${entry#*=}; \
 	  if [ -n "$$STEPWISE_MODELS_SOURCE" ] || [ "$(origin STEPWISE_MODELS)" = environment ]; then \
 	    src=$${STEPWISE_MODELS_SOURCE:-$(STEPWISE_MODELS)}; \
-	    [ "$$src/$$f" -ef "$(MODEL_DIR)/$$f" ] || cp "$$src/$$f" "$(MODEL_DIR)/$$f"; \
+	    [ "$$src/$$f" -ef "$(MODEL_DIR)/$$f" ] || install -m 0644 "$$src/$$f" "$(MODEL_DIR)/$$f"; \
 	  else \
-	    curl -fsSL -o "$(MODEL_DIR)/$$f.part" "$$url" && mv "$(MODEL_DIR)/$$f.part" "$(MODEL_DIR)/$$f"; \
+	    curl -fsSL -o "$(MODEL_DIR)/$$f.part" "$$url" || \
+	      { rm -f "$(MODEL_DIR)/$$f.part"; echo "make models: cannot download $$url" >&2; exit 2; }; \
+	    mv "$(MODEL_DIR)/$$f.part" "$(MODEL_DIR)/$$f"; \
 	  fi; \
 	done
 	cd $(MODEL_DIR) && sha256sum -c $(CURDIR)/data/models.sha256

@@ -155,6 +155,7 @@ static bool run_generate(const GenerateArgs *a, const Model *m, const Tokenizer 
         return false;
     }
     putchar('\n');
+    fflush(stdout); /* the text's last line before the metrics on stderr */
     print_metrics(&r);
     if (to.writer != NULL) {
         /* The stop token, if any, is the last token and adds no text. */

@@ -2,6 +2,7 @@
  * with exit status 2 for bad input, never a crash or a half-written trace. */
 #include <criterion/criterion.h>
 #include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
@@ -114,4 +115,22 @@ Test(cli, trace_of_the_tiny_model) {
     cr_expect_str_eq(cJSON_GetObjectItem(lines[7], "text")->valuestring, "cat sat");
     cr_expect_str_eq(cJSON_GetObjectItem(lines[7], "completion")->valuestring, " sat");
     for (int i = 0; i < n; i++) cJSON_Delete(lines[i]);
+}
+
+/* A header with a zero size, and a header whose weights are missing, through
+ * the whole program: exit status 2 and one line. */
+Test(cli, bad_checkpoint_headers) {
+    const char *path = temp_path("zero-dim.bin");
+    int32_t header[7] = {0, 4, 1, 1, 1, 8, 4};
+    FILE *f = fopen(path, "wb");
+    fwrite(header, sizeof header, 1, f);
+    fclose(f);
+    char args[1024];
+    snprintf(args, sizeof args, "generate --model %s --tokenizer x", path);
+    expect_bad_input(args, "dim must be positive, got 0");
+    header[0] = 4;
+    f = fopen(path, "wb");
+    fwrite(header, sizeof header, 1, f);
+    fclose(f);
+    expect_bad_input(args, "(truncated)");
 }
