@@ -7,5 +7,6 @@
 
 int cli_generate(int argc, char **argv);
 int cli_tokenize(int argc, char **argv);
+int cli_sample(int argc, char **argv);
 
 #endif

@@ -2,6 +2,7 @@
 #include "cli_common.h"
 
 #include <errno.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,6 +22,73 @@ bool cli_parse_int(const char *text, const char *option, long min, long max, int
         return step_fail(err, "%s must be in [%ld, %ld], got %ld", option, min, max, v);
     *out = (int)v;
     return true;
+}
+
+bool cli_parse_float(const char *text, const char *option, bool allow_inf, float *out,
+                     StepError *err) {
+    char *end;
+    errno = 0;
+    float v = strtof(text, &end);
+    if (text[0] == '\0' || *end != '\0')
+        return step_fail(err, "%s expects a number, got '%s'", option, text);
+    if (isnan(v)) return step_fail(err, "%s: NaN is not allowed", option);
+    if (isinf(v) && !allow_inf) return step_fail(err, "%s must be finite, got '%s'", option, text);
+    *out = v;
+    return true;
+}
+
+bool cli_parse_float_list(const char *text, const char *option, bool allow_inf, float **out, int *n,
+                          StepError *err) {
+    *out = NULL, *n = 0;
+    if (text[0] == '\0') return step_fail(err, "%s is empty", option);
+    size_t len = strlen(text);
+    char *copy = malloc(len + 1);
+    float *values = malloc((len / 2 + 1) * sizeof(float)); /* a comma between each two */
+    if (copy == NULL || values == NULL) {
+        free(copy), free(values);
+        return step_fail(err, "%s: out of memory", option);
+    }
+    memcpy(copy, text, len + 1);
+    int count = 0;
+    bool ok = true;
+    for (char *item = copy, *next; ok && item != NULL; item = next) {
+        next = strchr(item, ',');
+        if (next != NULL) *next++ = '\0';
+        ok = cli_parse_float(item, option, allow_inf, &values[count++], err);
+    }
+    free(copy);
+    if (!ok) {
+        free(values);
+        return false;
+    }
+    *out = values, *n = count;
+    return true;
+}
+
+int cli_sampler_option(int c, const char *arg, SamplerParams *p, StepError *err) {
+    int seed;
+    switch (c) {
+        case OPT_TEMPERATURE:
+            return cli_parse_float(arg, "--temperature", false, &p->temperature, err) ? 1 : -1;
+        case OPT_TOP_K:
+            return cli_parse_int(arg, "--top-k", -(1L << 30), 1L << 30, &p->top_k, err) ? 1 : -1;
+        case OPT_TOP_P:
+            return cli_parse_float(arg, "--top-p", false, &p->top_p, err) ? 1 : -1;
+        case OPT_MIN_P:
+            return cli_parse_float(arg, "--min-p", false, &p->min_p, err) ? 1 : -1;
+        case OPT_SEED:
+            if (!cli_parse_int(arg, "--seed", 1, 2147483647L, &seed, err)) return -1;
+            p->seed = (uint64_t)seed;
+            return 1;
+        case OPT_SAMPLER_ORDER:
+            return sampler_order_parse(p, arg, err) ? 1 : -1;
+        case OPT_RNG:
+            if (strcmp(arg, "xorshift") == 0) return 1;
+            step_fail(err, "unknown --rng '%s' (xorshift is the one generator)", arg);
+            return -1;
+        default:
+            return 0;
+    }
 }
 
 static bool ends_with(const char *s, const char *suffix) {

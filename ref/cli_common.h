@@ -5,6 +5,7 @@
 
 #include "error.h"
 #include "model.h"
+#include "sampler.h"
 #include "tokenizer.h"
 
 /* Exit status for bad input: files, options, JSON. */
@@ -13,6 +14,51 @@
 /* Parse a whole decimal integer in [min, max] given to `option`. */
 bool cli_parse_int(const char *text, const char *option, long min, long max, int *out,
                    StepError *err);
+
+/* Parse a whole decimal float given to `option` (NaN is refused; "inf"
+ * and "-inf" are accepted only when allow_inf). */
+bool cli_parse_float(const char *text, const char *option, bool allow_inf, float *out,
+                     StepError *err);
+
+/* Parse a comma-separated list of floats into a malloc'd array (*out, caller
+ * frees) of *n entries (at least one). */
+bool cli_parse_float_list(const char *text, const char *option, bool allow_inf, float **out, int *n,
+                          StepError *err);
+
+/* The sampler's options, shared by generate and sample. */
+enum {
+    OPT_TEMPERATURE = 512,
+    OPT_TOP_K,
+    OPT_TOP_P,
+    OPT_MIN_P,
+    OPT_SEED,
+    OPT_SAMPLER_ORDER,
+    OPT_RNG,
+};
+#define SAMPLER_LONG_OPTIONS                                                                       \
+    {"temperature", required_argument, NULL, OPT_TEMPERATURE},                                     \
+        {"top-k", required_argument, NULL, OPT_TOP_K},                                             \
+        {"top-p", required_argument, NULL, OPT_TOP_P},                                             \
+        {"min-p", required_argument, NULL, OPT_MIN_P},                                             \
+        {"seed", required_argument, NULL, OPT_SEED},                                               \
+        {"sampler-order", required_argument, NULL, OPT_SAMPLER_ORDER}, {                           \
+        "rng", required_argument, NULL, OPT_RNG                                                    \
+    }
+
+#define SAMPLER_OPTIONS_HELP                                                                       \
+    "  --temperature T    divide the logits by T; 0 = greedy (argmax, no draw)\n"                  \
+    "  --top-k K          keep the K highest logits; 0 = off (default)\n"                          \
+    "  --top-p P          keep the smallest top set whose probability reaches P; 1 = off\n"        \
+    "  --min-p M          keep tokens with probability >= M x the top one; 0 = off\n"              \
+    "  --seed S           seed of the random draw (default 42; not 0)\n"                           \
+    "  --sampler-order O  default|hf (T, top-k, top-p, min-p), llama.cpp (top-k, top-p,\n"         \
+    "                     min-p, T) or vllm (T, min-p, top-k, top-p)\n"                            \
+    "  --rng NAME         the generator: xorshift (llama2.c's xorshift*, the only one)\n"
+
+/* Apply one sampler option (c from getopt_long) to p. Returns 1 if c was a
+ * sampler option, 0 if not, -1 on a bad value (err filled). The ranges are
+ * checked later by sampler_params_validate. */
+int cli_sampler_option(int c, const char *arg, SamplerParams *p, StepError *err);
 
 /* Load the model at model_path (NULL: stepwise's embedded tiny model; a
  * path ending in .json: a JSON model with its own tokenizer; anything else: a

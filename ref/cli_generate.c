@@ -13,9 +13,10 @@
 static const char GENERATE_USAGE[] =
     "usage: stepwise generate [options]\n"
     "\n"
-    "Run a prompt through the model and generate greedily, token by token:\n"
-    "prefill the prompt in one pass, then decode one token at a time against\n"
-    "the KV cache. The text streams to stdout; a metrics line goes to stderr.\n"
+    "Run a prompt through the model and generate, token by token: prefill the\n"
+    "prompt in one pass, then decode one token at a time against the KV cache.\n"
+    "Each next token is chosen by the sampler (greedy unless --temperature > 0).\n"
+    "The text streams to stdout; a metrics line goes to stderr.\n"
     "\n"
     "  --model FILE       llama2.c checkpoint (.bin) or stepwise JSON model (.json);\n"
     "                     default: the built-in tiny model (data/tiny-model.json)\n"
@@ -25,15 +26,20 @@ static const char GENERATE_USAGE[] =
     "  --trace FILE       write a JSON Lines trace (docs/trace-format.md)\n"
     "  --trace-kv         trace every KV-cache row written\n"
     "  --all-logits       compute and trace the logits of every prompt position\n"
-    "  -h, --help         show this help\n"
+    "  --trace-temperatures T1,T2,...\n"
+    "                     add the full softmax at each temperature to every sample event\n"
+    "\n"
+    "sampling (docs/sampling.md):\n" SAMPLER_OPTIONS_HELP "  -h, --help         show this help\n"
     "\n"
     "Generation stops on BOS or EOS, after --steps tokens, or when the context\n"
     "(seq_len) is full; the stop reason is in the metrics line and the trace.\n";
 
 typedef struct {
     const char *model, *tokenizer, *prompt, *trace;
-    int steps;
-    bool trace_kv, all_logits;
+    GenerateOptions gen;
+    bool trace_kv;
+    float *trace_temperatures; /* owned */
+    int n_trace_temperatures;
 } GenerateArgs;
 
 enum {
@@ -43,21 +49,26 @@ enum {
     OPT_STEPS,
     OPT_TRACE,
     OPT_TRACE_KV,
-    OPT_ALL_LOGITS
+    OPT_ALL_LOGITS,
+    OPT_TRACE_TEMPERATURES
 };
 
 /* 1: parsed; 0: --help printed; -1: error in err. */
 static int parse_generate_args(int argc, char **argv, GenerateArgs *a, StepError *err) {
-    static const struct option options[] = {{"model", required_argument, NULL, OPT_MODEL},
-                                            {"tokenizer", required_argument, NULL, OPT_TOKENIZER},
-                                            {"prompt", required_argument, NULL, OPT_PROMPT},
-                                            {"steps", required_argument, NULL, OPT_STEPS},
-                                            {"trace", required_argument, NULL, OPT_TRACE},
-                                            {"trace-kv", no_argument, NULL, OPT_TRACE_KV},
-                                            {"all-logits", no_argument, NULL, OPT_ALL_LOGITS},
-                                            {"help", no_argument, NULL, 'h'},
-                                            {NULL, 0, NULL, 0}};
-    *a = (GenerateArgs){.prompt = "", .steps = 256};
+    static const struct option options[] = {
+        {"model", required_argument, NULL, OPT_MODEL},
+        {"tokenizer", required_argument, NULL, OPT_TOKENIZER},
+        {"prompt", required_argument, NULL, OPT_PROMPT},
+        {"steps", required_argument, NULL, OPT_STEPS},
+        {"trace", required_argument, NULL, OPT_TRACE},
+        {"trace-kv", no_argument, NULL, OPT_TRACE_KV},
+        {"all-logits", no_argument, NULL, OPT_ALL_LOGITS},
+        {"trace-temperatures", required_argument, NULL, OPT_TRACE_TEMPERATURES},
+        SAMPLER_LONG_OPTIONS,
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0}};
+    *a = (GenerateArgs){.prompt = ""};
+    generate_options_default(&a->gen);
     opterr = 0;
     optind = 1;
     int c;
@@ -73,7 +84,7 @@ static int parse_generate_args(int argc, char **argv, GenerateArgs *a, StepError
                 a->prompt = optarg;
                 break;
             case OPT_STEPS:
-                if (!cli_parse_int(optarg, "--steps", 1, 1 << 30, &a->steps, err)) return -1;
+                if (!cli_parse_int(optarg, "--steps", 1, 1 << 30, &a->gen.steps, err)) return -1;
                 break;
             case OPT_TRACE:
                 a->trace = optarg;
@@ -82,21 +93,33 @@ static int parse_generate_args(int argc, char **argv, GenerateArgs *a, StepError
                 a->trace_kv = true;
                 break;
             case OPT_ALL_LOGITS:
-                a->all_logits = true;
+                a->gen.all_logits = true;
+                break;
+            case OPT_TRACE_TEMPERATURES:
+                free(a->trace_temperatures);
+                if (!cli_parse_float_list(optarg, "--trace-temperatures", false,
+                                          &a->trace_temperatures, &a->n_trace_temperatures, err))
+                    return -1;
+                for (int i = 0; i < a->n_trace_temperatures; i++) {
+                    if (a->trace_temperatures[i] <= 0.0f)
+                        return step_fail(err, "--trace-temperatures must all be > 0"), -1;
+                }
                 break;
             case 'h':
                 fputs(GENERATE_USAGE, stdout);
                 return 0;
-            default:
-                cli_option_error("generate", c, optopt, argv, optind, err);
-                return -1;
+            default: {
+                int handled = cli_sampler_option(c, optarg, &a->gen.sampler, err);
+                if (handled == 0) cli_option_error("generate", c, optopt, argv, optind, err);
+                if (handled <= 0) return -1;
+            }
         }
     }
     if (optind < argc) {
         step_fail(err, "generate: unexpected argument '%s' (see --help)", argv[optind]);
         return -1;
     }
-    return 1;
+    return sampler_params_validate(&a->gen.sampler, err) ? 1 : -1;
 }
 
 /* Streams each chosen token's text to stdout as soon as it is picked. */
@@ -128,7 +151,7 @@ static bool run_generate(const GenerateArgs *a, const Model *m, const Tokenizer 
         return step_fail(err, "the prompt has %d tokens but the context holds %d", n_prompt,
                          m->config.seq_len);
     }
-    TraceObserver to = {NULL, {.kv = a->trace_kv}};
+    TraceObserver to = {NULL, {a->trace_kv, a->trace_temperatures, a->n_trace_temperatures}};
     StepObserver obs = {0};
     if (a->trace != NULL) {
         if ((to.writer = trace_writer_open(a->trace, err)) == NULL) {
@@ -136,7 +159,8 @@ static bool run_generate(const GenerateArgs *a, const Model *m, const Tokenizer 
             return false;
         }
         obs = trace_observer(&to);
-        cJSON *run = trace_event_run(&m->config, a->prompt, prompt, n_prompt, a->steps);
+        cJSON *run =
+            trace_event_run(&m->config, &a->gen.sampler, a->prompt, prompt, n_prompt, a->gen.steps);
         trace_writer_write(to.writer, run);
         cJSON_Delete(run);
     }
@@ -145,10 +169,9 @@ static bool run_generate(const GenerateArgs *a, const Model *m, const Tokenizer 
     fflush(stdout);
     free(prompt_text);
 
-    GenerateOptions opt = {.steps = a->steps, .all_logits = a->all_logits};
     TokenSink sink = {(void *)tok, print_token};
     GenerateResult r;
-    bool ok = generate(m, prompt, n_prompt, &opt, &obs, &sink, &r, err);
+    bool ok = generate(m, prompt, n_prompt, &a->gen, &obs, &sink, &r, err);
     free(prompt);
     if (!ok) {
         trace_writer_discard(to.writer);
@@ -183,17 +206,18 @@ int cli_generate(int argc, char **argv) {
     int parsed = parse_generate_args(argc, argv, &a, &err);
     if (parsed <= 0) {
         if (parsed < 0) cli_print_error(&err);
+        free(a.trace_temperatures);
         return parsed < 0 ? EXIT_BAD_INPUT : 0;
     }
     Model m;
     Tokenizer tok;
-    if (!cli_load_model(a.model, a.tokenizer, &m, &tok, &err)) {
-        cli_print_error(&err);
-        return EXIT_BAD_INPUT;
+    bool ok = cli_load_model(a.model, a.tokenizer, &m, &tok, &err);
+    if (ok) {
+        ok = run_generate(&a, &m, &tok, &err);
+        model_free(&m);
+        tokenizer_free(&tok);
     }
-    bool ok = run_generate(&a, &m, &tok, &err);
     if (!ok) cli_print_error(&err);
-    model_free(&m);
-    tokenizer_free(&tok);
+    free(a.trace_temperatures);
     return ok ? 0 : EXIT_BAD_INPUT;
 }

@@ -21,6 +21,11 @@ const char *stop_reason_name(StopReason r) {
     return "unknown";
 }
 
+void generate_options_default(GenerateOptions *opt) {
+    *opt = (GenerateOptions){.steps = 256, .all_logits = false};
+    sampler_params_default(&opt->sampler);
+}
+
 bool generate(const Model *m, const int *prompt, int n_prompt, const GenerateOptions *opt,
               const StepObserver *obs, const TokenSink *sink, GenerateResult *result,
               StepError *err) {
@@ -40,11 +45,18 @@ bool generate(const Model *m, const int *prompt, int n_prompt, const GenerateOpt
      * last, capped by the window. The cache is sized for exactly that. */
     long fed = (long)n_prompt + opt->steps - 1;
     int capacity = fed < c->seq_len ? (int)fed : c->seq_len;
+    Sampler sampler;
+    if (!sampler_init(&sampler, c->vocab_size, &opt->sampler, err)) return false;
+    sampler.record_survivors = obs != NULL && obs->sample != NULL;
     RunState s;
-    if (!run_state_init(&s, c, capacity, n_prompt, err)) return false;
+    if (!run_state_init(&s, c, capacity, n_prompt, err)) {
+        sampler_free(&sampler);
+        return false;
+    }
     result->tokens = malloc(((size_t)n_prompt + (size_t)opt->steps) * sizeof(int));
     if (result->tokens == NULL) {
         run_state_free(&s);
+        sampler_free(&sampler);
         return step_fail(err, "out of memory for %d tokens", n_prompt + opt->steps);
     }
     for (int i = 0; i < n_prompt; i++) result->tokens[i] = prompt[i];
@@ -57,9 +69,15 @@ bool generate(const Model *m, const int *prompt, int n_prompt, const GenerateOpt
     result->prefill_seconds = clock_seconds() - t0;
 
     int pos = n_prompt - 1; /* position of the token whose logits we hold */
+    bool ok = true;
     for (int generated = 0;;) {
         int prev = result->tokens[result->n_tokens - 1];
-        int next = sample_argmax(logits, c->vocab_size);
+        int next;
+        if (!sampler_sample(&sampler, logits, &next, err)) {
+            ok = false;
+            break;
+        }
+        if (sampler.record_survivors) obs->sample(obs->ctx, pos, logits, &sampler);
         result->tokens[result->n_tokens++] = next;
         generated++;
         if (generated == 1) result->first_token_seconds = clock_seconds() - t0;
@@ -84,7 +102,9 @@ bool generate(const Model *m, const int *prompt, int n_prompt, const GenerateOpt
         result->n_decoded++;
     }
     run_state_free(&s);
-    return true;
+    sampler_free(&sampler);
+    if (!ok) generate_result_free(result);
+    return ok;
 }
 
 void generate_result_free(GenerateResult *r) {

@@ -7,6 +7,7 @@
 #include "forward.h"
 #include "hooks.h"
 #include "model.h"
+#include "sampler.h"
 
 typedef enum {
     STOP_BOS,          /* the model emitted BOS (stories models do, between stories) */
@@ -19,9 +20,13 @@ typedef enum {
 const char *stop_reason_name(StopReason r);
 
 typedef struct {
-    int steps;       /* most new tokens to generate (≥ 1) */
-    bool all_logits; /* also compute the logits of every prompt position */
+    int steps;             /* most new tokens to generate (≥ 1) */
+    bool all_logits;       /* also compute the logits of every prompt position */
+    SamplerParams sampler; /* how each next token is chosen (see sampler.h) */
 } GenerateOptions;
+
+/* Greedy, 256 steps, prompt logits off. */
+void generate_options_default(GenerateOptions *opt);
 
 /* Called for every token as it is chosen (prompt tokens are not reported). */
 typedef struct {

@@ -8,6 +8,8 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "sampler.h"
+
 typedef enum {
     HOOK_LOGITS, /* a: [vocab_size] logits at pos, token = input token there */
     HOOK_KV_ROW, /* a: K row, b: V row, each [kv_dim], written at (layer, pos) */
@@ -30,6 +32,9 @@ typedef struct {
     bool (*wants)(void *ctx, HookPoint point, int layer, int pos);
     /* Receives the tensor; the pointers are valid only during the call. */
     void (*emit)(void *ctx, const HookTensor *tensor);
+    /* After each draw: the logits at pos (raw, as the forward pass gave them)
+     * and the sampler holding the record of every stage. NULL: not wanted. */
+    void (*sample)(void *ctx, int pos, const float *logits, const Sampler *sampler);
 } StepObserver;
 
 static inline bool hook_wanted(const StepObserver *o, HookPoint point, int layer, int pos) {

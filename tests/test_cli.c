@@ -92,10 +92,10 @@ Test(cli, trace_of_the_tiny_model) {
     FILE *f = fopen(trace, "r");
     cr_assert_not_null(f);
     char line[1 << 14];
-    const char *events[8];
+    const char *events[16];
     int n = 0;
-    cJSON *lines[8];
-    while (n < 8 && fgets(line, sizeof line, f) != NULL) {
+    cJSON *lines[16];
+    while (n < 16 && fgets(line, sizeof line, f) != NULL) {
         lines[n] = cJSON_Parse(line);
         cr_assert_not_null(lines[n], "line %d is not JSON", n + 1);
         events[n] = cJSON_GetObjectItem(lines[n], "event")->valuestring;
@@ -103,17 +103,23 @@ Test(cli, trace_of_the_tiny_model) {
     }
     fclose(f);
     /* prompt [BOS, " cat"]: prefill writes kv rows 0 and 1 and (all logits)
-     * logits at 0 and 1; " sat" is decoded at pos 2 (kv row, logits); EOS. */
-    const char *want[] = {"run", "kv", "kv", "logits", "logits", "kv", "logits", "done"};
-    cr_assert_eq(n, 8);
-    for (int i = 0; i < 8; i++) cr_expect_str_eq(events[i], want[i], "line %d", i + 1);
+     * logits at 0 and 1; the draw at pos 1 picks " sat"; " sat" is decoded
+     * at pos 2 (kv row, logits) and the draw there picks EOS. */
+    const char *want[] = {"run",    "kv", "kv",     "logits", "logits",
+                          "sample", "kv", "logits", "sample", "done"};
+    cr_assert_eq(n, 10);
+    for (int i = 0; i < 10; i++) cr_expect_str_eq(events[i], want[i], "line %d", i + 1);
+    cr_expect_eq(cJSON_GetObjectItem(lines[5], "pos")->valueint, 1);
+    cr_expect_eq(cJSON_GetObjectItem(lines[5], "token")->valueint, 12);
+    cr_expect(cJSON_IsTrue(cJSON_GetObjectItem(lines[5], "greedy")));
+    cr_expect_eq(cJSON_GetObjectItem(lines[8], "token")->valueint, 2);
     const cJSON *logits0 = cJSON_GetObjectItem(lines[3], "logits");
     cr_expect_eq(cJSON_GetArraySize(logits0), 13);
     /* pos 0 is BOS: the hand-computed 2.548268 for " cat" (test_tiny.c) */
     cr_expect(fabs(cJSON_GetArrayItem(logits0, 11)->valuedouble - 2.548268) < 2e-5);
-    cr_expect_str_eq(cJSON_GetObjectItem(lines[7], "stop_reason")->valuestring, "eos");
-    cr_expect_str_eq(cJSON_GetObjectItem(lines[7], "text")->valuestring, "cat sat");
-    cr_expect_str_eq(cJSON_GetObjectItem(lines[7], "completion")->valuestring, " sat");
+    cr_expect_str_eq(cJSON_GetObjectItem(lines[9], "stop_reason")->valuestring, "eos");
+    cr_expect_str_eq(cJSON_GetObjectItem(lines[9], "text")->valuestring, "cat sat");
+    cr_expect_str_eq(cJSON_GetObjectItem(lines[9], "completion")->valuestring, " sat");
     for (int i = 0; i < n; i++) cJSON_Delete(lines[i]);
 }
 

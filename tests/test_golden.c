@@ -121,7 +121,9 @@ Test(golden, greedy_from_bos_reproduces_run_c_token_for_token) {
     const cJSON *want = cJSON_GetObjectItem(g, "tokens");
     cr_assert_eq(cJSON_GetArraySize(want), 257);
     int bos = TOKEN_BOS;
-    GenerateOptions opt = {.steps = 256};
+    GenerateOptions opt;
+    generate_options_default(&opt);
+    opt.steps = 256;
     GenerateResult r;
     StepError err;
     cr_assert(generate(&m, &bos, 1, &opt, NULL, NULL, &r, &err), "%s", err.message);
@@ -132,6 +134,40 @@ Test(golden, greedy_from_bos_reproduces_run_c_token_for_token) {
         cr_assert_eq(r.tokens[i], cJSON_GetArrayItem(want, i)->valueint, "token %d", i);
     generate_result_free(&r);
     cJSON_Delete(g);
+    model_free(&m);
+    tokenizer_free(&tok);
+}
+
+/* run.c with seed 133742, temperature 1, top-p 0.9, from BOS, 200 positions
+ * (every one a draw, since the prompt is BOS alone). */
+Test(golden, seeded_top_p_run_reproduces_run_c_token_for_token) {
+    Model m;
+    Tokenizer tok;
+    load_stories260k(&m, &tok);
+    cJSON *doc = read_json_file(golden_file("stories260K/seeded_133742.json"));
+    cr_assert_not_null(doc);
+    const cJSON *g = cJSON_GetArrayItem(doc, 0);
+    const cJSON *want = cJSON_GetObjectItem(g, "ids_after_bos");
+    int n_want = cJSON_GetArraySize(want);
+    cr_assert_eq(n_want, 200);
+    GenerateOptions opt;
+    generate_options_default(&opt);
+    opt.steps = cJSON_GetObjectItem(g, "steps")->valueint;
+    opt.sampler.temperature = (float)cJSON_GetObjectItem(g, "temperature")->valuedouble;
+    opt.sampler.top_p = (float)cJSON_GetObjectItem(g, "top_p")->valuedouble;
+    opt.sampler.seed = (uint64_t)cJSON_GetObjectItem(g, "seed")->valuedouble;
+    int bos = TOKEN_BOS;
+    GenerateResult r;
+    StepError err;
+    cr_assert(generate(&m, &bos, 1, &opt, NULL, NULL, &r, &err), "%s", err.message);
+    cr_assert_eq(r.n_tokens, 1 + n_want);
+    for (int i = 0; i < n_want; i++)
+        cr_assert_eq(r.tokens[1 + i], cJSON_GetArrayItem(want, i)->valueint, "token %d", i + 1);
+    char *text = tokenizer_decode_tokens(&tok, r.tokens, r.n_tokens, -1);
+    cr_expect_str_eq(text, cJSON_GetObjectItem(g, "text")->valuestring);
+    free(text);
+    generate_result_free(&r);
+    cJSON_Delete(doc);
     model_free(&m);
     tokenizer_free(&tok);
 }

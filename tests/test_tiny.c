@@ -58,7 +58,9 @@ Test(tiny, greedy_says_cat_sat_then_stops_on_eos) {
     Tokenizer tok;
     load_tiny(&m, &tok);
     int bos = TOKEN_BOS;
-    GenerateOptions opt = {.steps = 10};
+    GenerateOptions opt;
+    generate_options_default(&opt);
+    opt.steps = 10;
     GenerateResult r;
     StepError err;
     cr_assert(generate(&m, &bos, 1, &opt, NULL, NULL, &r, &err), "%s", err.message);
@@ -83,7 +85,9 @@ Test(tiny, stops_when_the_context_is_full) {
     load_tiny(&m, &tok);
     m.config.seq_len = 2;
     int bos = TOKEN_BOS;
-    GenerateOptions opt = {.steps = 10};
+    GenerateOptions opt;
+    generate_options_default(&opt);
+    opt.steps = 10;
     GenerateResult r;
     StepError err;
     cr_assert(generate(&m, &bos, 1, &opt, NULL, NULL, &r, &err), "%s", err.message);
@@ -100,7 +104,9 @@ Test(tiny, stops_after_steps_tokens) {
     Tokenizer tok;
     load_tiny(&m, &tok);
     int bos = TOKEN_BOS;
-    GenerateOptions opt = {.steps = 1};
+    GenerateOptions opt;
+    generate_options_default(&opt);
+    opt.steps = 1;
     GenerateResult r;
     StepError err;
     cr_assert(generate(&m, &bos, 1, &opt, NULL, NULL, &r, &err), "%s", err.message);
@@ -122,7 +128,9 @@ Test(tiny, stops_on_bos) {
     cls[1 * 2] = -1.5f, cls[1 * 2 + 1] = -0.5f; /* row 1 (BOS) takes EOS's row */
     cls[2 * 2] = 0.0f, cls[2 * 2 + 1] = 0.0f;   /* row 2 (EOS) becomes [0, 0] */
     int bos = TOKEN_BOS;
-    GenerateOptions opt = {.steps = 10};
+    GenerateOptions opt;
+    generate_options_default(&opt);
+    opt.steps = 10;
     GenerateResult r;
     StepError err;
     cr_assert(generate(&m, &bos, 1, &opt, NULL, NULL, &r, &err), "%s", err.message);

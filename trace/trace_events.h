@@ -13,7 +13,9 @@
 
 /* What the trace records beyond its defaults. */
 typedef struct {
-    bool kv; /* one "kv" event per cache row written */
+    bool kv;                   /* one "kv" event per cache row written */
+    const float *temperatures; /* --trace-temperatures: a full softmax at each, per draw */
+    int n_temperatures;
 } TraceOptions;
 
 /* The observer's state: where events go and which are wanted. */
@@ -22,14 +24,21 @@ typedef struct {
     TraceOptions options;
 } TraceObserver;
 
-/* A StepObserver that writes "logits" (and, with options.kv, "kv") events.
+/* A StepObserver that writes "logits", "sample" and (with options.kv) "kv" events.
  * The observer points at `to`, which must outlive it. */
 StepObserver trace_observer(TraceObserver *to);
 
 /* The first event: {"event":"run", "format_version", "model":{config},
  * "prompt", "prompt_tokens", "steps"}. Caller owns the result. */
-cJSON *trace_event_run(const Config *c, const char *prompt, const int *prompt_tokens, int n_prompt,
-                       int steps);
+cJSON *trace_event_run(const Config *c, const SamplerParams *sampler, const char *prompt,
+                       const int *prompt_tokens, int n_prompt, int steps);
+
+/* {"event":"sample", "pos", ...}: the record of one draw (see
+ * docs/trace-format.md). logits are the raw logits at pos. */
+cJSON *trace_event_sample(int pos, const float *logits, const Sampler *s, const TraceOptions *opt);
+
+/* {"temperature", "order", "stages", "top_k", "top_p", "min_p", "seed", "rng"}. */
+cJSON *trace_sampler_params(const SamplerParams *p);
 
 /* Timing of a run; every wall-clock figure of a trace sits under one key. */
 typedef struct {

@@ -84,6 +84,15 @@ cJSON *trace_float_array(const float *v, int n) {
     return raw;
 }
 
+cJSON *trace_float(float v) {
+    char buf[32];
+    if (isfinite(v))
+        snprintf(buf, sizeof buf, "%.9g", (double)v);
+    else
+        snprintf(buf, sizeof buf, "null");
+    return cJSON_CreateRaw(buf);
+}
+
 cJSON *trace_int_array(const int *v, int n) {
     return cJSON_CreateIntArray(v, n);
 }

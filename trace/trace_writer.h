@@ -32,6 +32,9 @@ void trace_writer_discard(TraceWriter *tw);
  * added to). */
 cJSON *trace_float_array(const float *v, int n);
 
+/* One float as a JSON number, printed with %.9g (null if not finite). */
+cJSON *trace_float(float v);
+
 /* A JSON array of n ints. */
 cJSON *trace_int_array(const int *v, int n);
 

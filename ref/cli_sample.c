@@ -1,0 +1,290 @@
+/* cli_sample.c: `stepwise sample`, the sampler on a logit vector typed on
+ * the command line: the classroom's (2, 1, 0) table, and every stage of a
+ * draw, with no model at all. */
+#include <cjson/cJSON.h>
+#include <getopt.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+#include "cli_common.h"
+#include "layers.h"
+
+static const char SAMPLE_USAGE[] =
+    "usage: stepwise sample --logits L1,L2,... [options]\n"
+    "\n"
+    "Apply the sampler to a logit vector given on the command line. Prints the\n"
+    "softmax at each temperature as a table, then, for each temperature, what\n"
+    "each stage kept, the renormalised probabilities, the uniform number u and\n"
+    "the chosen token. Tokens are named A, B, C, ... (ids beyond 26).\n"
+    "Each temperature's draw starts from the same seed, so u is the same.\n"
+    "\n"
+    "  --logits LIST      comma-separated logits; -inf masks a token\n"
+    "  --temperature LIST comma-separated temperatures (default 1)\n" SAMPLER_OPTIONS_HELP
+    "  --json             print one JSON object instead (docs/sampling.md)\n"
+    "  -h, --help         show this help\n"
+    "\n"
+    "example: stepwise sample --logits 2,1,0 --temperature 0.5,1,2\n";
+
+enum { OPT_LOGITS = 256, OPT_JSON };
+
+typedef struct {
+    float *logits, *temperatures; /* owned */
+    int n_logits, n_temperatures;
+    SamplerParams params;
+    bool json;
+} SampleArgs;
+
+static void sample_args_free(SampleArgs *a) {
+    free(a->logits);
+    free(a->temperatures);
+}
+
+static int parse_sample_args(int argc, char **argv, SampleArgs *a, StepError *err) {
+    static const struct option options[] = {{"logits", required_argument, NULL, OPT_LOGITS},
+                                            SAMPLER_LONG_OPTIONS,
+                                            {"json", no_argument, NULL, OPT_JSON},
+                                            {"help", no_argument, NULL, 'h'},
+                                            {NULL, 0, NULL, 0}};
+    *a = (SampleArgs){0};
+    sampler_params_default(&a->params);
+    opterr = 0;
+    optind = 1;
+    int c;
+    while ((c = getopt_long(argc, argv, ":h", options, NULL)) != -1) {
+        switch (c) {
+            case OPT_LOGITS:
+                free(a->logits);
+                if (!cli_parse_float_list(optarg, "--logits", true, &a->logits, &a->n_logits, err))
+                    return -1;
+                break;
+            case OPT_TEMPERATURE:
+                free(a->temperatures);
+                if (!cli_parse_float_list(optarg, "--temperature", false, &a->temperatures,
+                                          &a->n_temperatures, err))
+                    return -1;
+                break;
+            case OPT_JSON:
+                a->json = true;
+                break;
+            case 'h':
+                fputs(SAMPLE_USAGE, stdout);
+                return 0;
+            default: {
+                int handled = cli_sampler_option(c, optarg, &a->params, err);
+                if (handled == 0) cli_option_error("sample", c, optopt, argv, optind, err);
+                if (handled <= 0) return -1;
+            }
+        }
+    }
+    if (optind < argc)
+        return step_fail(err, "sample: unexpected argument '%s' (see --help)", argv[optind]), -1;
+    if (a->logits == NULL) return step_fail(err, "sample: --logits is required (see --help)"), -1;
+    if (a->temperatures == NULL) {
+        a->temperatures = malloc(sizeof(float));
+        if (a->temperatures == NULL) return step_fail(err, "sample: out of memory"), -1;
+        a->temperatures[0] = 1.0f, a->n_temperatures = 1;
+    }
+    for (int i = 0; i < a->n_temperatures; i++) {
+        a->params.temperature = a->temperatures[i];
+        if (!sampler_params_validate(&a->params, err)) return -1;
+    }
+    return 1;
+}
+
+/* softmax(logits / t) into probs; t = 0 is the limit: all mass on the argmax. */
+static void softmax_at(const float *logits, int n, float t, float *probs) {
+    if (t == 0.0f) {
+        int best = sample_argmax(logits, n);
+        for (int i = 0; i < n; i++) probs[i] = i == best ? 1.0f : 0.0f;
+        return;
+    }
+    for (int i = 0; i < n; i++) probs[i] = logits[i] / t;
+    softmax_forward(probs, n);
+}
+
+static void token_label(int id, int n, char buf[16]) {
+    if (n <= 26)
+        snprintf(buf, 16, "%c", 'A' + id);
+    else
+        snprintf(buf, 16, "%d", id);
+}
+
+/* The classroom table: one row per temperature, one column per token. */
+static void print_table(const SampleArgs *a, float *probs) {
+    int n = a->n_logits;
+    char label[16], cell[32];
+    printf("| T   |");
+    for (int i = 0; i < n; i++) token_label(i, n, label), printf(" %-5s |", label);
+    printf("\n|-----|");
+    for (int i = 0; i < n; i++) printf("-------|");
+    putchar('\n');
+    for (int r = 0; r < a->n_temperatures; r++) {
+        softmax_at(a->logits, n, a->temperatures[r], probs);
+        snprintf(cell, sizeof cell, "%g", (double)a->temperatures[r]);
+        printf("| %-3s |", cell);
+        for (int i = 0; i < n; i++) {
+            snprintf(cell, sizeof cell, "%.1f%%", 100.0 * probs[i]);
+            printf(" %-5s |", cell);
+        }
+        putchar('\n');
+    }
+}
+
+static void print_ids(const int *ids, int k, int n) {
+    char label[16];
+    for (int i = 0; i < k; i++) token_label(ids[i], n, label), printf(" %s", label);
+}
+
+static void print_draw(const Sampler *s, float t, int n) {
+    char label[16];
+    printf("\nT = %g, order %s, seed %llu\n", (double)t, s->params.order_name,
+           (unsigned long long)s->params.seed);
+    if (s->greedy) {
+        token_label(s->token, n, label);
+        printf("  greedy (T = 0): the argmax, nothing drawn -> %s\n", label);
+        return;
+    }
+    for (int i = 0; i < N_STAGES; i++) {
+        const StageResult *r = &s->stages[i];
+        const SamplerParams *p = &s->params;
+        switch (r->stage) {
+            case STAGE_TEMPERATURE:
+                printf("  temperature  logits / %g\n", (double)t);
+                continue;
+            case STAGE_TOP_K:
+                if (r->active)
+                    printf("  top_k %-6d kept", p->top_k);
+                else
+                    printf("  top_k off    kept");
+                break;
+            case STAGE_TOP_P:
+                if (r->active)
+                    printf("  top_p %-6g kept", (double)p->top_p);
+                else
+                    printf("  top_p off    kept");
+                break;
+            case STAGE_MIN_P:
+                if (r->active)
+                    printf("  min_p %-6g kept", (double)p->min_p);
+                else
+                    printf("  min_p off    kept");
+                break;
+            case N_STAGES:
+                break;
+        }
+        print_ids(r->kept, r->n_kept, n);
+        if (r->stage == STAGE_TOP_P && r->active) printf("  (mass %.1f%%)", 100.0 * r->mass);
+        putchar('\n');
+    }
+    printf("  renormalised");
+    for (int i = 0; i < s->n_survivors; i++) {
+        token_label(s->survivors[i], n, label);
+        printf(" %s %.1f%%", label, 100.0 * s->survivor_probs[i]);
+    }
+    token_label(s->token, n, label);
+    printf("\n  u = %.6f -> %s\n", (double)s->u, label);
+}
+
+static cJSON *float_array(const float *v, int n) {
+    cJSON *arr = cJSON_CreateArray();
+    for (int i = 0; i < n; i++)
+        cJSON_AddItemToArray(arr, isfinite(v[i]) ? cJSON_CreateNumber(v[i]) : cJSON_CreateNull());
+    return arr;
+}
+
+static cJSON *draw_json(const Sampler *s, float t) {
+    cJSON *d = cJSON_CreateObject();
+    cJSON_AddNumberToObject(d, "temperature", t);
+    cJSON_AddBoolToObject(d, "greedy", s->greedy);
+    cJSON *stages = cJSON_AddArrayToObject(d, "stages");
+    for (int i = 0; i < N_STAGES && !s->greedy; i++) {
+        const StageResult *r = &s->stages[i];
+        cJSON *o = cJSON_CreateObject();
+        cJSON_AddStringToObject(o, "stage", sampler_stage_name(r->stage));
+        cJSON_AddBoolToObject(o, "active", r->active);
+        switch (r->stage) {
+            case STAGE_TEMPERATURE:
+                cJSON_AddNumberToObject(o, "t", t);
+                break;
+            case STAGE_TOP_K:
+                cJSON_AddNumberToObject(o, "k", s->params.top_k);
+                break;
+            case STAGE_TOP_P:
+                cJSON_AddNumberToObject(o, "p", s->params.top_p);
+                if (r->active) cJSON_AddNumberToObject(o, "mass", r->mass);
+                break;
+            case STAGE_MIN_P:
+                cJSON_AddNumberToObject(o, "min_p", s->params.min_p);
+                break;
+            case N_STAGES:
+                break;
+        }
+        if (r->kept != NULL)
+            cJSON_AddItemToObject(o, "kept", cJSON_CreateIntArray(r->kept, r->n_kept));
+        cJSON_AddItemToArray(stages, o);
+    }
+    cJSON_AddItemToObject(d, "kept", cJSON_CreateIntArray(s->survivors, s->n_survivors));
+    cJSON_AddItemToObject(d, "probs", float_array(s->survivor_probs, s->n_survivors));
+    if (!s->greedy) cJSON_AddNumberToObject(d, "u", s->u);
+    cJSON_AddNumberToObject(d, "token", s->token);
+    return d;
+}
+
+static bool run_sample(const SampleArgs *a, StepError *err) {
+    int n = a->n_logits;
+    float *probs = malloc((size_t)n * sizeof(float));
+    if (probs == NULL) return step_fail(err, "sample: out of memory");
+    cJSON *root = cJSON_CreateObject(), *tables = NULL, *draws = NULL;
+    if (a->json) {
+        cJSON_AddItemToObject(root, "logits", float_array(a->logits, n));
+        tables = cJSON_AddArrayToObject(root, "temperatures");
+        draws = cJSON_AddArrayToObject(root, "draws");
+    } else {
+        print_table(a, probs);
+    }
+    bool ok = true;
+    for (int r = 0; ok && r < a->n_temperatures; r++) {
+        float t = a->temperatures[r];
+        if (a->json) {
+            cJSON *row = cJSON_CreateObject();
+            cJSON_AddNumberToObject(row, "temperature", t);
+            softmax_at(a->logits, n, t, probs);
+            cJSON_AddItemToObject(row, "probs", float_array(probs, n));
+            cJSON_AddItemToArray(tables, row);
+        }
+        SamplerParams p = a->params;
+        p.temperature = t;
+        Sampler s;
+        int token;
+        ok = sampler_init(&s, n, &p, err);
+        if (!ok) break;
+        s.record_survivors = s.record_every_stage = true;
+        ok = sampler_sample(&s, a->logits, &token, err);
+        if (ok && a->json)
+            cJSON_AddItemToArray(draws, draw_json(&s, t));
+        else if (ok)
+            print_draw(&s, t, n);
+        sampler_free(&s);
+    }
+    if (ok && a->json) {
+        char *text = cJSON_PrintUnformatted(root);
+        puts(text);
+        cJSON_free(text);
+    }
+    cJSON_Delete(root);
+    free(probs);
+    return ok;
+}
+
+int cli_sample(int argc, char **argv) {
+    SampleArgs a;
+    StepError err;
+    int parsed = parse_sample_args(argc, argv, &a, &err);
+    bool ok = parsed > 0 ? run_sample(&a, &err) : parsed == 0;
+    if (!ok) cli_print_error(&err);
+    sample_args_free(&a);
+    return ok ? 0 : EXIT_BAD_INPUT;
+}
