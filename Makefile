@@ -57,6 +57,12 @@ $(BUILD)/obj/%.o: %.c $(wildcard ref/*.h trace/*.h tests/*.h)
 	@echo "  CC   $<"
 	@$(CC) $(CFLAGS) -c -o $@ $<
 
+# The build flags are recorded in every trace's run header.
+$(BUILD)/obj/ref/build_info.o: ref/build_info.c ref/build_info.h
+	@mkdir -p $(@D)
+	@echo "  CC   $<"
+	@$(CC) $(CFLAGS) -DSTEPWISE_CFLAGS='"$(CFLAGS)"' -c -o $@ $<
+
 # The tiny model is compiled in, so `stepwise` runs with no files at all.
 $(BUILD)/gen/tiny_model_json.c: data/tiny-model.json
 	@mkdir -p $(@D)

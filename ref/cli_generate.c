@@ -1,13 +1,16 @@
 /* cli_generate.c: `stepwise generate`, the generation loop from the command
  * line, with the text streamed to stdout and an optional JSON Lines trace. */
 #include <getopt.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "../trace/trace_events.h"
+#include "../trace/trace_observer.h"
 #include "cli.h"
 #include "cli_common.h"
+#include "clock.h"
 #include "generate.h"
 
 static const char GENERATE_USAGE[] =
@@ -23,23 +26,31 @@ static const char GENERATE_USAGE[] =
     "  --tokenizer FILE   llama2.c tokenizer.bin (required for a checkpoint)\n"
     "  --prompt TEXT      the prompt (default: empty, i.e. BOS only)\n"
     "  --steps N          most new tokens to generate (default 256)\n"
-    "  --trace FILE       write a JSON Lines trace (docs/trace-format.md)\n"
-    "  --trace-kv         trace every KV-cache row written\n"
-    "  --all-logits       compute and trace the logits of every prompt position\n"
+    "  --all-logits       compute the logits of every prompt position, not only the last\n"
+    "\n"
+    "sampling (docs/sampling.md):\n" SAMPLER_OPTIONS_HELP "\n"
+    "tracing (docs/trace-format.md):\n"
+    "  --trace FILE       write a JSON Lines trace\n"
+    "  --trace-level L    summary|tokens|logits|sampling|layers|full (default sampling)\n"
+    "  --trace-kv[=full]  add every KV-cache row written; =full also a snapshot of one\n"
+    "                     layer's whole cache after each step\n"
+    "  --trace-bpe        add each merge of the byte-pair encoder\n"
     "  --trace-temperatures T1,T2,...\n"
     "                     add the full softmax at each temperature to every sample event\n"
+    "  --trace-layers 0,3          only these layers\n"
+    "  --trace-positions 5-9,12    only these positions\n"
+    "  --trace-hooks PATTERNS      only activations whose names match these globs,\n"
+    "                              e.g. 'blocks.*.attn.pattern' (at any level)\n"
+    "  -h, --help         show this help\n"
     "\n"
-    "sampling (docs/sampling.md):\n" SAMPLER_OPTIONS_HELP "  -h, --help         show this help\n"
-    "\n"
-    "Generation stops on BOS or EOS, after --steps tokens, or when the context\n"
-    "(seq_len) is full; the stop reason is in the metrics line and the trace.\n";
+    "Generation stops on BOS or EOS, after --steps tokens, when the context\n"
+    "(seq_len) is full, or on Ctrl-C (exit status 130; the trace ends with an\n"
+    "error line).\n";
 
 typedef struct {
     const char *model, *tokenizer, *prompt, *trace;
     GenerateOptions gen;
-    bool trace_kv;
-    float *trace_temperatures; /* owned */
-    int n_trace_temperatures;
+    TraceOptions trace_opt; /* owns its lists */
 } GenerateArgs;
 
 enum {
@@ -47,11 +58,48 @@ enum {
     OPT_TOKENIZER,
     OPT_PROMPT,
     OPT_STEPS,
-    OPT_TRACE,
-    OPT_TRACE_KV,
     OPT_ALL_LOGITS,
-    OPT_TRACE_TEMPERATURES
+    OPT_TRACE,
+    OPT_TRACE_LEVEL,
+    OPT_TRACE_KV,
+    OPT_TRACE_BPE,
+    OPT_TRACE_TEMPERATURES,
+    OPT_TRACE_LAYERS,
+    OPT_TRACE_POSITIONS,
+    OPT_TRACE_HOOKS,
 };
+
+/* The options about the trace. Returns false with err on a bad value. */
+static bool trace_option(int c, const char *arg, TraceOptions *t, StepError *err) {
+    switch (c) {
+        case OPT_TRACE_LEVEL:
+            return trace_level_parse(arg, &t->level, err);
+        case OPT_TRACE_KV:
+            if (arg == NULL || strcmp(arg, "rows") == 0) return t->kv_rows = true;
+            if (strcmp(arg, "full") == 0) return t->kv_rows = t->kv_full = true;
+            return step_fail(err, "--trace-kv takes rows or full, got '%s'", arg);
+        case OPT_TRACE_BPE:
+            return t->bpe = true;
+        case OPT_TRACE_LAYERS:
+            return trace_layers_parse(t, arg, err);
+        case OPT_TRACE_POSITIONS:
+            return trace_positions_parse(t, arg, err);
+        case OPT_TRACE_HOOKS:
+            return trace_hooks_parse(t, arg, err);
+        case OPT_TRACE_TEMPERATURES:
+            free(t->temperatures);
+            t->temperatures = NULL;
+            if (!cli_parse_float_list(arg, "--trace-temperatures", false, &t->temperatures,
+                                      &t->n_temperatures, err))
+                return false;
+            for (int i = 0; i < t->n_temperatures; i++) {
+                if (t->temperatures[i] <= 0.0f)
+                    return step_fail(err, "--trace-temperatures must all be > 0");
+            }
+            return true;
+    }
+    return step_fail(err, "internal: not a trace option");
+}
 
 /* 1: parsed; 0: --help printed; -1: error in err. */
 static int parse_generate_args(int argc, char **argv, GenerateArgs *a, StepError *err) {
@@ -60,15 +108,21 @@ static int parse_generate_args(int argc, char **argv, GenerateArgs *a, StepError
         {"tokenizer", required_argument, NULL, OPT_TOKENIZER},
         {"prompt", required_argument, NULL, OPT_PROMPT},
         {"steps", required_argument, NULL, OPT_STEPS},
-        {"trace", required_argument, NULL, OPT_TRACE},
-        {"trace-kv", no_argument, NULL, OPT_TRACE_KV},
         {"all-logits", no_argument, NULL, OPT_ALL_LOGITS},
+        {"trace", required_argument, NULL, OPT_TRACE},
+        {"trace-level", required_argument, NULL, OPT_TRACE_LEVEL},
+        {"trace-kv", optional_argument, NULL, OPT_TRACE_KV},
+        {"trace-bpe", no_argument, NULL, OPT_TRACE_BPE},
         {"trace-temperatures", required_argument, NULL, OPT_TRACE_TEMPERATURES},
+        {"trace-layers", required_argument, NULL, OPT_TRACE_LAYERS},
+        {"trace-positions", required_argument, NULL, OPT_TRACE_POSITIONS},
+        {"trace-hooks", required_argument, NULL, OPT_TRACE_HOOKS},
         SAMPLER_LONG_OPTIONS,
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0}};
     *a = (GenerateArgs){.prompt = ""};
     generate_options_default(&a->gen);
+    trace_options_default(&a->trace_opt);
     opterr = 0;
     optind = 1;
     int c;
@@ -86,24 +140,20 @@ static int parse_generate_args(int argc, char **argv, GenerateArgs *a, StepError
             case OPT_STEPS:
                 if (!cli_parse_int(optarg, "--steps", 1, 1 << 30, &a->gen.steps, err)) return -1;
                 break;
-            case OPT_TRACE:
-                a->trace = optarg;
-                break;
-            case OPT_TRACE_KV:
-                a->trace_kv = true;
-                break;
             case OPT_ALL_LOGITS:
                 a->gen.all_logits = true;
                 break;
+            case OPT_TRACE:
+                a->trace = optarg;
+                break;
+            case OPT_TRACE_LEVEL:
+            case OPT_TRACE_KV:
+            case OPT_TRACE_BPE:
             case OPT_TRACE_TEMPERATURES:
-                free(a->trace_temperatures);
-                if (!cli_parse_float_list(optarg, "--trace-temperatures", false,
-                                          &a->trace_temperatures, &a->n_trace_temperatures, err))
-                    return -1;
-                for (int i = 0; i < a->n_trace_temperatures; i++) {
-                    if (a->trace_temperatures[i] <= 0.0f)
-                        return step_fail(err, "--trace-temperatures must all be > 0"), -1;
-                }
+            case OPT_TRACE_LAYERS:
+            case OPT_TRACE_POSITIONS:
+            case OPT_TRACE_HOOKS:
+                if (!trace_option(c, optarg, &a->trace_opt, err)) return -1;
                 break;
             case 'h':
                 fputs(GENERATE_USAGE, stdout);
@@ -141,83 +191,142 @@ static void print_metrics(const GenerateResult *r) {
             prefill_tps, r->n_decoded, decode_tps);
 }
 
-/* The run proper, once arguments are parsed and files loaded. */
-static bool run_generate(const GenerateArgs *a, const Model *m, const Tokenizer *tok,
-                         StepError *err) {
-    int *prompt = NULL, n_prompt = 0;
-    if (!tokenizer_encode(tok, a->prompt, true, &prompt, &n_prompt, err)) return false;
-    if (n_prompt > m->config.seq_len) {
-        free(prompt);
-        return step_fail(err, "the prompt has %d tokens but the context holds %d", n_prompt,
-                         m->config.seq_len);
-    }
-    TraceObserver to = {NULL, {a->trace_kv, a->trace_temperatures, a->n_trace_temperatures}};
-    StepObserver obs = {0};
-    if (a->trace != NULL) {
-        if ((to.writer = trace_writer_open(a->trace, err)) == NULL) {
-            free(prompt);
-            return false;
-        }
-        obs = trace_observer(&to);
-        cJSON *run =
-            trace_event_run(&m->config, &a->gen.sampler, a->prompt, prompt, n_prompt, a->gen.steps);
-        trace_writer_write(to.writer, run);
-        cJSON_Delete(run);
-    }
-    char *prompt_text = tokenizer_decode_tokens(tok, prompt, n_prompt, -1);
-    fputs(prompt_text ? prompt_text : "", stdout);
-    fflush(stdout);
-    free(prompt_text);
+/* Ctrl-C raises this flag; the loop stops before its next step. A signal
+ * handler can only reach static storage: the one piece of global mutable
+ * state in stepwise, and only this file touches it. */
+static volatile sig_atomic_t interrupted;
 
-    TokenSink sink = {(void *)tok, print_token};
-    GenerateResult r;
-    bool ok = generate(m, prompt, n_prompt, &a->gen, &obs, &sink, &r, err);
-    free(prompt);
-    if (!ok) {
-        trace_writer_discard(to.writer);
-        return false;
+static void on_sigint(int sig) {
+    (void)sig;
+    interrupted = 1;
+}
+
+/* The trace of one run, or nothing when no --trace was asked for. */
+typedef struct {
+    TraceObserver obs;
+    bool open;
+} RunTrace;
+
+static void trace_write(RunTrace *t, cJSON *event) {
+    if (t->open)
+        trace_observer_write(&t->obs, event);
+    else
+        cJSON_Delete(event);
+}
+
+static cJSON *done_event(const Model *m, const Tokenizer *tok, const GenerateResult *r,
+                         double total_seconds) {
+    char *text = tokenizer_decode_tokens(tok, r->tokens, r->n_tokens, -1);
+    char *completion = tokenizer_decode_tokens(
+        tok, r->tokens + r->n_prompt, r->n_tokens - r->n_prompt, r->tokens[r->n_prompt - 1]);
+    uint64_t per_token = kv_cache_bytes(&m->config, 1);
+    TraceDone d = {stop_reason_name(r->stop_reason),
+                   r->tokens,
+                   r->n_tokens,
+                   text ? text : "",
+                   completion ? completion : "",
+                   r->n_prompt,
+                   r->n_decoded,
+                   per_token,
+                   per_token * (uint64_t)r->cache_capacity,
+                   per_token * (uint64_t)r->positions_filled,
+                   r->first_token_seconds,
+                   r->prefill_seconds,
+                   r->decode_seconds,
+                   total_seconds};
+    cJSON *e = trace_event_done(&d);
+    free(text);
+    free(completion);
+    return e;
+}
+
+/* The run proper, once arguments are parsed and files loaded. Returns the
+ * exit status; err holds the message when it is not 0. */
+static int run_generate(GenerateArgs *a, const Model *m, const Tokenizer *tok, StepError *err) {
+    double t_start = clock_seconds();
+    RunTrace t = {{NULL, &a->trace_opt, tok, NULL}, false};
+    if (a->trace != NULL) {
+        if ((t.obs.writer = trace_writer_open(a->trace, err)) == NULL) return EXIT_BAD_INPUT;
+        t.open = true;
     }
-    putchar('\n');
-    fflush(stdout); /* the text's last line before the metrics on stderr */
-    print_metrics(&r);
-    if (to.writer != NULL) {
-        /* The stop token, if any, is the last token and adds no text. */
-        char *text = tokenizer_decode_tokens(tok, r.tokens, r.n_tokens, -1);
-        int last_prompt = r.tokens[r.n_prompt - 1];
-        char *completion = tokenizer_decode_tokens(tok, r.tokens + r.n_prompt,
-                                                   r.n_tokens - r.n_prompt, last_prompt);
-        TraceTiming timing = {r.first_token_seconds, r.prefill_seconds, r.decode_seconds,
-                              r.n_prompt, r.n_decoded};
-        cJSON *done = trace_event_done(stop_reason_name(r.stop_reason), r.tokens, r.n_tokens,
-                                       text ? text : "", completion ? completion : "", &timing);
-        trace_writer_write(to.writer, done);
-        cJSON_Delete(done);
-        free(text);
-        free(completion);
-        ok = trace_writer_commit(to.writer, err);
+    /* Encode first (its merges wait), then the header, then the merges. */
+    cJSON *merges = cJSON_CreateArray();
+    t.obs.held = t.open ? merges : NULL;
+    BpeObserver bpe = trace_bpe_observer(&t.obs);
+    int *prompt = NULL, n_prompt = 0;
+    if (!tokenizer_encode_observed(tok, a->prompt, true, t.open ? &bpe : NULL, &prompt, &n_prompt,
+                                   err)) {
+        cJSON_Delete(merges);
+        trace_writer_discard(t.obs.writer);
+        return EXIT_BAD_INPUT;
     }
+    t.obs.held = NULL;
+    TraceRunInfo info = {a->prompt, prompt, n_prompt, a->gen.steps, a->model, a->tokenizer};
+    trace_write(&t, trace_event_run(&m->config, &a->gen.sampler, &info, &a->trace_opt));
+    trace_write(&t, trace_event_tokenize(tok, a->prompt, prompt, n_prompt));
+    cJSON *merge;
+    while ((merge = cJSON_DetachItemFromArray(merges, 0)) != NULL) trace_write(&t, merge);
+    cJSON_Delete(merges);
+
+    int status = 0;
+    GenerateResult r = {0};
+    if (n_prompt > m->config.seq_len) {
+        step_fail(err, "the prompt has %d tokens but the context holds %d", n_prompt,
+                  m->config.seq_len);
+        trace_write(&t, trace_event_error("bad_input", err->message, prompt, n_prompt));
+        status = EXIT_BAD_INPUT;
+    } else {
+        char *prompt_text = tokenizer_decode_tokens(tok, prompt, n_prompt, -1);
+        fputs(prompt_text ? prompt_text : "", stdout);
+        fflush(stdout);
+        free(prompt_text);
+        StepObserver obs = t.open ? trace_step_observer(&t.obs) : (StepObserver){0};
+        TokenSink sink = {(void *)tok, print_token};
+        struct sigaction sa = {.sa_handler = on_sigint}, old;
+        sigemptyset(&sa.sa_mask);
+        interrupted = 0;
+        a->gen.interrupt = &interrupted;
+        sigaction(SIGINT, &sa, &old);
+        bool ok = generate(m, prompt, n_prompt, &a->gen, &obs, &sink, &r, err);
+        sigaction(SIGINT, &old, NULL);
+        putchar('\n');
+        fflush(stdout); /* the text's last line before the metrics on stderr */
+        if (!ok) {
+            trace_write(&t, trace_event_error("engine", err->message, prompt, n_prompt));
+            status = EXIT_BAD_INPUT;
+        } else if (r.stop_reason == STOP_INTERRUPTED) {
+            print_metrics(&r);
+            step_fail(err, "interrupted (SIGINT) after %d new tokens", r.n_tokens - r.n_prompt);
+            trace_write(&t, trace_event_error("interrupted", err->message, r.tokens, r.n_tokens));
+            status = 130; /* 128 + SIGINT, as shells report it */
+        } else {
+            print_metrics(&r);
+            trace_write(&t, done_event(m, tok, &r, clock_seconds() - t_start));
+        }
+    }
+    if (t.open && !trace_writer_commit(t.obs.writer, err)) status = EXIT_BAD_INPUT;
     generate_result_free(&r);
-    return ok;
+    free(prompt);
+    return status;
 }
 
 int cli_generate(int argc, char **argv) {
     GenerateArgs a;
     StepError err;
     int parsed = parse_generate_args(argc, argv, &a, &err);
-    if (parsed <= 0) {
-        if (parsed < 0) cli_print_error(&err);
-        free(a.trace_temperatures);
-        return parsed < 0 ? EXIT_BAD_INPUT : 0;
+    int status = parsed < 0 ? EXIT_BAD_INPUT : 0;
+    if (parsed > 0) {
+        Model m;
+        Tokenizer tok;
+        if (cli_load_model(a.model, a.tokenizer, &m, &tok, &err)) {
+            status = run_generate(&a, &m, &tok, &err);
+            model_free(&m);
+            tokenizer_free(&tok);
+        } else {
+            status = EXIT_BAD_INPUT;
+        }
     }
-    Model m;
-    Tokenizer tok;
-    bool ok = cli_load_model(a.model, a.tokenizer, &m, &tok, &err);
-    if (ok) {
-        ok = run_generate(&a, &m, &tok, &err);
-        model_free(&m);
-        tokenizer_free(&tok);
-    }
-    if (!ok) cli_print_error(&err);
-    free(a.trace_temperatures);
-    return ok ? 0 : EXIT_BAD_INPUT;
+    if (status != 0) cli_print_error(&err);
+    trace_options_free(&a.trace_opt);
+    return status;
 }

@@ -67,20 +67,32 @@ void run_state_free(RunState *s) {
     memset(s, 0, sizeof *s);
 }
 
-static void emit_kv_rows(const StepObserver *obs, const float *k, const float *v, int T, int pos0,
-                         int layer, int kv_dim, const int *tokens) {
+static void emit_kv_rows(const HookSite *site, const float *k, const float *v, int T, int kv_dim) {
     for (int t = 0; t < T; t++) {
-        if (!hook_wanted(obs, HOOK_KV_ROW, layer, pos0 + t)) continue;
-        HookTensor h = {HOOK_KV_ROW,
-                        layer,
-                        pos0 + t,
-                        tokens[t],
-                        k + (size_t)t * kv_dim,
-                        kv_dim,
-                        v + (size_t)t * kv_dim,
-                        kv_dim};
-        obs->emit(obs->ctx, &h);
+        int pos = site->pos0 + t;
+        if (!hook_wanted(site->obs, HOOK_KV_ROW, site->layer, pos)) continue;
+        HookTensor h = {HOOK_KV_ROW, site->layer,     pos,
+                        -1,          site->tokens[t], k + (size_t)t * kv_dim,
+                        1,           kv_dim,          v + (size_t)t * kv_dim};
+        site->obs->emit(site->obs->ctx, &h);
     }
+}
+
+/* After a pass: a layer's whole cache, positions 0..last, for observers that
+ * watch it grow. */
+static void emit_kv_snapshot(const HookSite *site, const KVCache *cache, int last, int token) {
+    if (!hook_wanted(site->obs, HOOK_KV_SNAPSHOT, site->layer, last)) return;
+    size_t layer_off = (size_t)site->layer * cache->capacity * cache->kv_dim;
+    HookTensor h = {HOOK_KV_SNAPSHOT,
+                    site->layer,
+                    last,
+                    -1,
+                    token,
+                    cache->key + layer_off,
+                    last + 1,
+                    cache->kv_dim,
+                    cache->value + layer_off};
+    site->obs->emit(site->obs->ctx, &h);
 }
 
 const float *forward_tokens(const Model *m, RunState *s, const int *tokens, int T, int pos0,
@@ -88,53 +100,66 @@ const float *forward_tokens(const Model *m, RunState *s, const int *tokens, int 
     const Config *c = &m->config;
     const Weights *w = &m->weights;
     int dim = c->dim, hidden = c->hidden_dim, kv_dim = config_kv_dim(c);
-    int head_dim = config_head_dim(c);
+    int head_dim = config_head_dim(c), n_heads = c->n_heads, n_kv = c->n_kv_heads;
     size_t layer_kv = (size_t)s->cache.capacity * kv_dim; /* floats per layer of cache */
+    HookSite site = {obs, -1, pos0, tokens};
 
     /* x[t] = embedding row of tokens[t] */
     for (int t = 0; t < T; t++)
         memcpy(s->x + (size_t)t * dim, w->token_embedding + (size_t)tokens[t] * dim,
                (size_t)dim * sizeof(float));
+    hook_emit_rows(&site, HOOK_EMBED, s->x, T, 1, dim);
 
     for (int l = 0; l < c->n_layers; l++) {
         size_t ld = (size_t)l * dim, lkv = (size_t)l * kv_dim;
         float *key_l = s->cache.key + l * layer_kv, *value_l = s->cache.value + l * layer_kv;
         float *k_new = key_l + (size_t)pos0 * kv_dim, *v_new = value_l + (size_t)pos0 * kv_dim;
+        site.layer = l;
+        hook_emit_rows(&site, HOOK_RESID_PRE, s->x, T, 1, dim);
 
         /* attention: Q, K, V of the new tokens; K and V go straight into the cache */
         rmsnorm_forward(s->xb, s->x, w->rms_att + ld, T, dim);
+        hook_emit_rows(&site, HOOK_LN1, s->xb, T, 1, dim);
         matmul_forward(s->q, s->xb, w->wq + ld * dim, T, dim, dim);
         matmul_forward(k_new, s->xb, w->wk + lkv * dim, T, dim, kv_dim);
         matmul_forward(v_new, s->xb, w->wv + lkv * dim, T, dim, kv_dim);
         rope_forward(s->q, T, dim, head_dim, pos0, s->rope_cos, s->rope_sin);
         rope_forward(k_new, T, kv_dim, head_dim, pos0, s->rope_cos, s->rope_sin);
-        emit_kv_rows(obs, k_new, v_new, T, pos0, l, kv_dim, tokens);
-        attention_forward(s->xb, s->q, key_l, value_l, s->scores, T, pos0, c->n_heads,
-                          c->n_kv_heads, head_dim);
+        hook_emit_rows(&site, HOOK_ATTN_Q, s->q, T, n_heads, head_dim);
+        hook_emit_rows(&site, HOOK_ATTN_K, k_new, T, n_kv, head_dim);
+        hook_emit_rows(&site, HOOK_ATTN_V, v_new, T, n_kv, head_dim);
+        emit_kv_rows(&site, k_new, v_new, T, kv_dim);
+        attention_forward(s->xb, s->q, key_l, value_l, s->scores, T, pos0, n_heads, n_kv, head_dim,
+                          &site);
+        hook_emit_rows(&site, HOOK_ATTN_Z, s->xb, T, n_heads, head_dim);
         matmul_forward(s->xb2, s->xb, w->wo + ld * dim, T, dim, dim);
+        hook_emit_rows(&site, HOOK_ATTN_OUT, s->xb2, T, 1, dim);
         residual_forward(s->x, s->xb2, T * dim);
+        hook_emit_rows(&site, HOOK_RESID_MID, s->x, T, 1, dim);
 
         /* feed-forward: x += w2 · (silu(w1 · x̂) ⊙ (w3 · x̂)) */
         rmsnorm_forward(s->xb, s->x, w->rms_ffn + ld, T, dim);
+        hook_emit_rows(&site, HOOK_LN2, s->xb, T, 1, dim);
         matmul_forward(s->hb, s->xb, w->w1 + (size_t)l * hidden * dim, T, dim, hidden);
         matmul_forward(s->hb2, s->xb, w->w3 + (size_t)l * hidden * dim, T, dim, hidden);
+        hook_emit_rows(&site, HOOK_MLP_GATE, s->hb, T, 1, hidden);
+        hook_emit_rows(&site, HOOK_MLP_UP, s->hb2, T, 1, hidden);
         swiglu_forward(s->hb, s->hb2, T * hidden);
+        hook_emit_rows(&site, HOOK_MLP_HIDDEN, s->hb, T, 1, hidden);
         matmul_forward(s->xb, s->hb, w->w2 + (size_t)l * dim * hidden, T, hidden, dim);
+        hook_emit_rows(&site, HOOK_MLP_OUT, s->xb, T, 1, dim);
         residual_forward(s->x, s->xb, T * dim);
+        hook_emit_rows(&site, HOOK_RESID_POST, s->x, T, 1, dim);
+        emit_kv_snapshot(&site, &s->cache, pos0 + T - 1, tokens[T - 1]);
     }
 
     /* Only the rows whose logits are wanted go through the classifier. */
     int rows = all_logits ? T : 1;
     float *x_rows = s->x + (size_t)(T - rows) * dim;
+    HookSite last = {obs, -1, pos0 + T - rows, tokens + (T - rows)};
     rmsnorm_forward(x_rows, x_rows, w->rms_final, rows, dim);
+    hook_emit_rows(&last, HOOK_FINAL_NORM, x_rows, rows, 1, dim);
     matmul_forward(s->logits, x_rows, w->wcls, rows, dim, c->vocab_size);
-    for (int r = 0; r < rows; r++) {
-        int t = T - rows + r;
-        if (!hook_wanted(obs, HOOK_LOGITS, -1, pos0 + t)) continue;
-        HookTensor h = {
-            HOOK_LOGITS,   -1,   pos0 + t, tokens[t], s->logits + (size_t)r * c->vocab_size,
-            c->vocab_size, NULL, 0};
-        obs->emit(obs->ctx, &h);
-    }
+    hook_emit_rows(&last, HOOK_LOGITS, s->logits, rows, 1, c->vocab_size);
     return s->logits;
 }

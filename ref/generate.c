@@ -17,6 +17,8 @@ const char *stop_reason_name(StopReason r) {
             return "steps";
         case STOP_CONTEXT_FULL:
             return "context_full";
+        case STOP_INTERRUPTED:
+            return "interrupted";
     }
     return "unknown";
 }
@@ -47,7 +49,6 @@ bool generate(const Model *m, const int *prompt, int n_prompt, const GenerateOpt
     int capacity = fed < c->seq_len ? (int)fed : c->seq_len;
     Sampler sampler;
     if (!sampler_init(&sampler, c->vocab_size, &opt->sampler, err)) return false;
-    sampler.record_survivors = obs != NULL && obs->sample != NULL;
     RunState s;
     if (!run_state_init(&s, c, capacity, n_prompt, err)) {
         sampler_free(&sampler);
@@ -64,6 +65,7 @@ bool generate(const Model *m, const int *prompt, int n_prompt, const GenerateOpt
 
     /* Prefill: the whole prompt in one pass; the last row's logits pick token 1. */
     double t0 = clock_seconds();
+    if (obs != NULL && obs->forward != NULL) obs->forward(obs->ctx, "prefill", 0, prompt, n_prompt);
     const float *logits = forward_tokens(m, &s, prompt, n_prompt, 0, opt->all_logits, obs);
     if (opt->all_logits) logits += (size_t)(n_prompt - 1) * c->vocab_size;
     result->prefill_seconds = clock_seconds() - t0;
@@ -77,7 +79,7 @@ bool generate(const Model *m, const int *prompt, int n_prompt, const GenerateOpt
             ok = false;
             break;
         }
-        if (sampler.record_survivors) obs->sample(obs->ctx, pos, logits, &sampler);
+        if (obs != NULL && obs->sample != NULL) obs->sample(obs->ctx, pos, logits, &sampler);
         result->tokens[result->n_tokens++] = next;
         generated++;
         if (generated == 1) result->first_token_seconds = clock_seconds() - t0;
@@ -94,13 +96,20 @@ bool generate(const Model *m, const int *prompt, int n_prompt, const GenerateOpt
             result->stop_reason = STOP_CONTEXT_FULL;
             break;
         }
+        if (opt->interrupt != NULL && *opt->interrupt) {
+            result->stop_reason = STOP_INTERRUPTED;
+            break;
+        }
         /* Decode: only the new token, against the cache. */
         double d0 = clock_seconds();
         pos++;
+        if (obs != NULL && obs->forward != NULL) obs->forward(obs->ctx, "decode", pos, &next, 1);
         logits = forward_tokens(m, &s, &next, 1, pos, false, obs);
         result->decode_seconds += clock_seconds() - d0;
         result->n_decoded++;
     }
+    result->cache_capacity = capacity;
+    result->positions_filled = n_prompt + result->n_decoded;
     run_state_free(&s);
     sampler_free(&sampler);
     if (!ok) generate_result_free(result);

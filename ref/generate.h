@@ -4,6 +4,8 @@
 #ifndef STEPWISE_GENERATE_H
 #define STEPWISE_GENERATE_H
 
+#include <signal.h>
+
 #include "forward.h"
 #include "hooks.h"
 #include "model.h"
@@ -14,15 +16,19 @@ typedef enum {
     STOP_EOS,          /* the model emitted EOS */
     STOP_STEPS,        /* --steps new tokens were generated */
     STOP_CONTEXT_FULL, /* the next token would sit at position seq_len */
+    STOP_INTERRUPTED,  /* the caller's interrupt flag was raised (Ctrl-C) */
 } StopReason;
 
-/* "bos", "eos", "steps" or "context_full". */
+/* "bos", "eos", "steps", "context_full" or "interrupted". */
 const char *stop_reason_name(StopReason r);
 
 typedef struct {
     int steps;             /* most new tokens to generate (≥ 1) */
     bool all_logits;       /* also compute the logits of every prompt position */
     SamplerParams sampler; /* how each next token is chosen (see sampler.h) */
+    /* When not NULL and raised (non-zero), the loop stops before the next
+     * decode step with STOP_INTERRUPTED. Set from a signal handler. */
+    const volatile sig_atomic_t *interrupt;
 } GenerateOptions;
 
 /* Greedy, 256 steps, prompt logits off. */
@@ -43,6 +49,8 @@ typedef struct {
     double first_token_seconds; /* prefill plus the first pick: time to first token */
     double decode_seconds;      /* every decode step */
     int n_decoded;              /* decode forward passes */
+    int cache_capacity;         /* positions the KV cache was allocated for */
+    int positions_filled;       /* positions written to it: n_prompt + n_decoded */
 } GenerateResult;
 
 /* Run the loop on prompt[0..n_prompt). The caller frees result->tokens with

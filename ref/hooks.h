@@ -1,7 +1,11 @@
 /* hooks.h: the one narrow interface between the engine and whatever watches
  * it (the trace writer, a test). The engine names a point and hands over the
- * numbers there; it never formats anything. An observer with NULL functions,
- * or a NULL observer, costs nothing. */
+ * numbers there; it never formats anything. A NULL observer costs nothing,
+ * and an observer is asked (`wants`) before any copy or extra work.
+ *
+ * Activation points are named like TransformerLens's hooks, so that
+ * "blocks.3.attn.pattern" means what people who know that library expect;
+ * docs/trace-format.md lists every name with its shape. */
 #ifndef STEPWISE_HOOKS_H
 #define STEPWISE_HOOKS_H
 
@@ -11,19 +15,46 @@
 #include "sampler.h"
 
 typedef enum {
-    HOOK_LOGITS, /* a: [vocab_size] logits at pos, token = input token there */
-    HOOK_KV_ROW, /* a: K row, b: V row, each [kv_dim], written at (layer, pos) */
+    HOOK_EMBED,        /* "embed"                [dim] token embedding */
+    HOOK_RESID_PRE,    /* "blocks.L.resid_pre"   [dim] residual entering the block */
+    HOOK_LN1,          /* "blocks.L.ln1"         [dim] RMSNorm before attention */
+    HOOK_ATTN_Q,       /* "blocks.L.attn.q"      [n_heads, head_dim] after RoPE */
+    HOOK_ATTN_K,       /* "blocks.L.attn.k"      [n_kv_heads, head_dim] after RoPE */
+    HOOK_ATTN_V,       /* "blocks.L.attn.v"      [n_kv_heads, head_dim] */
+    HOOK_ATTN_SCORES,  /* "blocks.L.attn.scores" [pos + 1] q·k/sqrt(head_dim), per head */
+    HOOK_ATTN_PATTERN, /* "blocks.L.attn.pattern" [pos + 1] softmax of the scores, per head */
+    HOOK_ATTN_Z,       /* "blocks.L.attn.z"      [n_heads, head_dim] pattern-weighted values */
+    HOOK_ATTN_OUT,     /* "blocks.L.attn_out"    [dim] after the output projection */
+    HOOK_RESID_MID,    /* "blocks.L.resid_mid"   [dim] residual after attention */
+    HOOK_LN2,          /* "blocks.L.ln2"         [dim] RMSNorm before the MLP */
+    HOOK_MLP_GATE,     /* "blocks.L.mlp.gate"    [hidden_dim] w1 · x */
+    HOOK_MLP_UP,       /* "blocks.L.mlp.up"      [hidden_dim] w3 · x */
+    HOOK_MLP_HIDDEN,   /* "blocks.L.mlp.hidden"  [hidden_dim] silu(gate) · up */
+    HOOK_MLP_OUT,      /* "blocks.L.mlp_out"     [dim] after the down projection */
+    HOOK_RESID_POST,   /* "blocks.L.resid_post"  [dim] residual leaving the block */
+    HOOK_FINAL_NORM,   /* "final_norm"           [dim] before the classifier */
+    HOOK_LOGITS,       /* "logits"  [vocab_size] */
+    HOOK_KV_ROW,       /* "kv"      a: K row, b: V row, each [kv_dim], written at (layer, pos) */
+    HOOK_KV_SNAPSHOT,  /* "kv_snapshot" a: K, b: V, each [pos + 1, kv_dim]: a layer's whole cache */
+    N_HOOKS
 } HookPoint;
+
+/* "blocks.3.attn.q", "final_norm", ... into buf; layer is ignored by the
+ * points outside a block. Returns buf. */
+const char *hook_name(HookPoint point, int layer, char *buf, size_t size);
+
+/* True for the points inside a transformer block (named blocks.L.*). */
+bool hook_in_block(HookPoint point);
 
 typedef struct {
     HookPoint point;
     int layer; /* -1 where no layer applies */
     int pos;
+    int head;  /* -1 where no head applies */
     int token; /* input token at pos */
     const float *a;
-    int na;
-    const float *b; /* second tensor, or NULL */
-    int nb;
+    int rows, cols; /* a is [rows, cols]; rows = 1 for a vector */
+    const float *b; /* second tensor (V of kv events), same shape, or NULL */
 } HookTensor;
 
 typedef struct {
@@ -32,6 +63,9 @@ typedef struct {
     bool (*wants)(void *ctx, HookPoint point, int layer, int pos);
     /* Receives the tensor; the pointers are valid only during the call. */
     void (*emit)(void *ctx, const HookTensor *tensor);
+    /* Before each forward pass: phase "prefill" or "decode", the first
+     * position and the tokens. NULL: not wanted. */
+    void (*forward)(void *ctx, const char *phase, int pos0, const int *tokens, int n_tokens);
     /* After each draw: the logits at pos (raw, as the forward pass gave them)
      * and the sampler holding the record of every stage. NULL: not wanted. */
     void (*sample)(void *ctx, int pos, const float *logits, const Sampler *sampler);
@@ -40,5 +74,18 @@ typedef struct {
 static inline bool hook_wanted(const StepObserver *o, HookPoint point, int layer, int pos) {
     return o != NULL && o->wants != NULL && o->emit != NULL && o->wants(o->ctx, point, layer, pos);
 }
+
+/* Where in a forward pass hooks fire: the observer, the layer, and the
+ * tokens of the pass with their first position. */
+typedef struct {
+    const StepObserver *obs;
+    int layer;
+    int pos0;
+    const int *tokens;
+} HookSite;
+
+/* Emit x [T, rows × cols] one token row at a time, for the wanted positions. */
+void hook_emit_rows(const HookSite *site, HookPoint point, const float *x, int T, int rows,
+                    int cols);
 
 #endif

@@ -59,8 +59,17 @@ void softmax_forward(float *x, int n) {
     for (int i = 0; i < n; i++) x[i] /= sum;
 }
 
+/* Hand one head's row of attention (scores or pattern) to the observer. */
+static void emit_head(const HookSite *site, HookPoint point, int t, int head, const float *row,
+                      int n) {
+    if (site == NULL || !hook_wanted(site->obs, point, site->layer, site->pos0 + t)) return;
+    HookTensor h = {point, site->layer, site->pos0 + t, head, site->tokens[t], row, 1, n, NULL};
+    site->obs->emit(site->obs->ctx, &h);
+}
+
 void attention_forward(float *out, const float *q, const float *key_cache, const float *value_cache,
-                       float *scores, int T, int pos0, int n_heads, int n_kv_heads, int head_dim) {
+                       float *scores, int T, int pos0, int n_heads, int n_kv_heads, int head_dim,
+                       const HookSite *site) {
     int dim = n_heads * head_dim, kv_dim = n_kv_heads * head_dim;
     int group = n_heads / n_kv_heads; /* query heads per KV head */
     float scale = sqrtf((float)head_dim);
@@ -76,7 +85,9 @@ void attention_forward(float *out, const float *q, const float *key_cache, const
                 for (int i = 0; i < head_dim; i++) score += qh[i] * k[i];
                 scores[p] = score / scale;
             }
+            emit_head(site, HOOK_ATTN_SCORES, t, h, scores, pos + 1);
             softmax_forward(scores, pos + 1);
+            emit_head(site, HOOK_ATTN_PATTERN, t, h, scores, pos + 1);
             /* out = Σ_p softmax(scores)[p] · v_p, accumulated in position order */
             float *oh = out + (size_t)t * dim + (size_t)h * head_dim;
             memset(oh, 0, (size_t)head_dim * sizeof(float));

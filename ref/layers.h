@@ -7,6 +7,8 @@
 #ifndef STEPWISE_LAYERS_H
 #define STEPWISE_LAYERS_H
 
+#include "hooks.h"
+
 /* out[t] = weight ⊙ x[t] / sqrt(mean(x[t]²) + 1e-5), for each of T rows of
  * width C. out may alias x. */
 void rmsnorm_forward(float *out, const float *x, const float *weight, int T, int C);
@@ -25,9 +27,11 @@ void rope_forward(float *x, int T, int width, int head_dim, int pos0, const floa
  * keys and values of positions 0..pos0+t (inclusive) for query t.
  * out, q: [T, n_heads × head_dim]; key_cache, value_cache: [positions, kv_dim]
  * with kv_dim = n_kv_heads × head_dim, query head h reading KV head
- * h / (n_heads / n_kv_heads); scores: scratch of [pos0 + T] floats. */
+ * h / (n_heads / n_kv_heads); scores: scratch of [pos0 + T] floats.
+ * site (may be NULL) receives each head's scores and pattern when wanted. */
 void attention_forward(float *out, const float *q, const float *key_cache, const float *value_cache,
-                       float *scores, int T, int pos0, int n_heads, int n_kv_heads, int head_dim);
+                       float *scores, int T, int pos0, int n_heads, int n_kv_heads, int head_dim,
+                       const HookSite *site);
 
 /* In place over n values: x[i] = x[i] + y[i]. */
 void residual_forward(float *x, const float *y, int n);

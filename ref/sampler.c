@@ -251,9 +251,13 @@ static float sort_survivors(Sampler *s, int n) {
     return total;
 }
 
-/* Renormalise the recorded survivors' probabilities so they sum to 1. */
-static void renormalise_survivors(Sampler *s, float total) {
-    for (int j = 0; j < s->n_survivors; j++) s->final_probs[j] /= total;
+/* Renormalise the recorded survivors' probabilities so they sum to 1. The
+ * sum is redone in double, so that the record sums to 1 within float
+ * rounding of each term, whatever the count (the draw used `total`). */
+static void renormalise_survivors(Sampler *s) {
+    double sum = 0.0;
+    for (int j = 0; j < s->n_survivors; j++) sum += s->final_probs[j];
+    for (int j = 0; j < s->n_survivors; j++) s->final_probs[j] = (float)(s->final_probs[j] / sum);
 }
 
 bool sampler_sample(Sampler *s, const float *logits, int *token, StepError *err) {
@@ -273,7 +277,8 @@ bool sampler_sample(Sampler *s, const float *logits, int *token, StepError *err)
         for (int j = 1; j < n; j++) best = s->values[j] > s->values[best] ? j : best;
         s->token = *token = s->ids[best];
         s->sorted[0] = s->token, s->final_probs[0] = 1.0f;
-        s->n_survivors = 1, s->survivors = s->sorted, s->survivor_probs = s->final_probs;
+        s->n_survivors = s->n_candidates = 1;
+        s->survivors = s->sorted, s->survivor_probs = s->final_probs;
         s->u = 0.0f;
         return true;
     }
@@ -319,6 +324,7 @@ bool sampler_sample(Sampler *s, const float *logits, int *token, StepError *err)
     /* The draw. Weights are the survivors' probabilities from the latest
      * softmax (a fresh one if none, or if the temperature came after it). */
     if (!probs_valid) candidate_softmax(s, n);
+    s->n_candidates = n;
     s->u = xorshift_f32(&s->rng);
     bool any_filter = p->top_k > 0 || p->top_p < 1.0f || p->min_p > 0.0f;
     if (!any_filter) {
@@ -334,7 +340,10 @@ bool sampler_sample(Sampler *s, const float *logits, int *token, StepError *err)
             }
         }
         s->n_survivors = 0; /* recorded only when asked for */
-        if (s->record_survivors) renormalise_survivors(s, sort_survivors(s, n));
+        if (s->record_survivors) {
+            sort_survivors(s, n);
+            renormalise_survivors(s);
+        }
     } else {
         /* Inverse CDF over the survivors in descending probability, scaled
          * by their mass: r = u · total, the first whose running sum exceeds
@@ -349,7 +358,7 @@ bool sampler_sample(Sampler *s, const float *logits, int *token, StepError *err)
                 break;
             }
         }
-        renormalise_survivors(s, total);
+        renormalise_survivors(s);
     }
     *token = s->token;
     return true;

@@ -69,7 +69,8 @@ typedef struct {
     /* the last draw */
     bool greedy;                  /* temperature 0: argmax, nothing drawn */
     StageResult stages[N_STAGES]; /* in the order they ran */
-    int n_survivors;              /* candidates left for the draw (0: not recorded) */
+    int n_candidates;             /* candidates left for the draw */
+    int n_survivors;              /* of them listed below (0: not recorded) */
     const int *survivors;         /* [n_survivors] ids, descending probability */
     const float *survivor_probs;  /* [n_survivors] renormalised: they sum to 1 */
     float u;                      /* the uniform number drawn */

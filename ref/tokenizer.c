@@ -215,8 +215,33 @@ static void update_pair(const Tokenizer *t, const char *text, Symbols *s, int i)
     s->pair_id[i] = j < 0 ? -1 : lookup_piece(t, text + s->start[i], s->len[i] + s->len[j]);
 }
 
+/* Show the merge just made, with the whole sequence after it. */
+static void report_merge(const BpeObserver *obs, const char *text, const Symbols *s, int head,
+                         int at, int left_len, int id, float score, int step, const char **symbols,
+                         int *lens) {
+    int n = 0;
+    for (int i = head; i >= 0; i = s->next[i])
+        symbols[n] = text + s->start[i], lens[n++] = (int)s->len[i];
+    BpeMerge m = {step,
+                  id,
+                  score,
+                  text + s->start[at],
+                  text + s->start[at] + left_len,
+                  left_len,
+                  (int)s->len[at] - left_len,
+                  n,
+                  symbols,
+                  lens};
+    obs->on_merge(obs->ctx, &m);
+}
+
 bool tokenizer_encode(const Tokenizer *t, const char *text, bool add_bos, int **out, int *n_out,
                       StepError *err) {
+    return tokenizer_encode_observed(t, text, add_bos, NULL, out, n_out, err);
+}
+
+bool tokenizer_encode_observed(const Tokenizer *t, const char *text, bool add_bos,
+                               const BpeObserver *obs, int **out, int *n_out, StepError *err) {
     char *norm = normalize_text(t, text);
     size_t n = norm ? strlen(norm) : 0;
     Symbols s = {malloc((n + 1) * sizeof(size_t)), malloc((n + 1) * sizeof(size_t)),
@@ -242,7 +267,11 @@ bool tokenizer_encode(const Tokenizer *t, const char *text, bool add_bos, int **
 
     /* Merge the best pair until none is left: highest score, leftmost on ties. */
     int head = count > 0 ? 0 : -1;
-    for (;;) {
+    bool watched = obs != NULL && obs->on_merge != NULL;
+    const char **view = watched ? malloc((n + 1) * sizeof(char *)) : NULL;
+    int *view_lens = watched ? malloc((n + 1) * sizeof(int)) : NULL;
+    watched = watched && view != NULL && view_lens != NULL;
+    for (int step = 1;; step++) {
         int best = -1;
         for (int i = head; i >= 0; i = s.next[i]) {
             if (s.pair_id[i] >= 0 &&
@@ -250,13 +279,18 @@ bool tokenizer_encode(const Tokenizer *t, const char *text, bool add_bos, int **
                 best = i;
         }
         if (best < 0) break;
-        int gone = s.next[best];
+        int gone = s.next[best], merged_id = s.pair_id[best], left_len = (int)s.len[best];
         s.len[best] += s.len[gone];
         s.next[best] = s.next[gone];
         if (s.next[gone] >= 0) s.prev[s.next[gone]] = best;
         update_pair(t, norm, &s, s.prev[best]);
         update_pair(t, norm, &s, best);
+        if (watched)
+            report_merge(obs, norm, &s, head, best, left_len, merged_id, t->scores[merged_id], step,
+                         view, view_lens);
     }
+    free(view);
+    free(view_lens);
 
     int n_ids = 0;
     if (add_bos) ids[n_ids++] = TOKEN_BOS;

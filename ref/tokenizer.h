@@ -44,6 +44,27 @@ bool tokenizer_load_bin(Tokenizer *t, const char *path, int vocab_size, StepErro
 bool tokenizer_encode(const Tokenizer *t, const char *text, bool add_bos, int **out, int *n_out,
                       StepError *err);
 
+/* One step of the byte-pair merge loop, for watching it work. */
+typedef struct {
+    int step;                 /* 1, 2, ... */
+    int id;                   /* the piece the pair became */
+    float score;              /* its score: the best of all adjacent pairs */
+    const char *left, *right; /* the pair (not NUL-terminated) */
+    int left_len, right_len;
+    int n_symbols;              /* the sequence after the merge: */
+    const char *const *symbols; /* [n_symbols] texts (not NUL-terminated) */
+    const int *symbol_lens;     /* [n_symbols] their lengths */
+} BpeMerge;
+
+typedef struct {
+    void *ctx;
+    void (*on_merge)(void *ctx, const BpeMerge *merge);
+} BpeObserver;
+
+/* tokenizer_encode, reporting every merge to obs (may be NULL). */
+bool tokenizer_encode_observed(const Tokenizer *t, const char *text, bool add_bos,
+                               const BpeObserver *obs, int **out, int *n_out, StepError *err);
+
 /* The bytes `token` stands for when it follows `prev`: a byte piece is its raw
  * byte, and the leading space of a piece right after BOS is dropped (it is
  * the dummy prefix). Writes into buf (at least 8 bytes) for byte pieces.

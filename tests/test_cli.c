@@ -73,15 +73,50 @@ Test(cli, tokenizer_that_does_not_match_the_model) {
     expect_bad_input(args, "has 32000 tokens but the model's vocabulary has 512");
 }
 
-/* The tiny model's window is 8 positions: BOS + 9 pieces cannot fit. No
- * trace file may be left behind. */
-Test(cli, prompt_longer_than_the_context_leaves_no_trace) {
+/* Read a JSON Lines file into at most `cap` parsed lines; returns the count. */
+static int read_jsonl(const char *path, cJSON **lines, int cap) {
+    FILE *f = fopen(path, "r");
+    cr_assert_not_null(f, "no file %s", path);
+    static char line[1 << 16];
+    int n = 0;
+    while (n < cap && fgets(line, sizeof line, f) != NULL) {
+        lines[n] = cJSON_Parse(line);
+        cr_assert_not_null(lines[n], "line %d is not JSON", n + 1);
+        n++;
+    }
+    fclose(f);
+    return n;
+}
+
+static const char *event_of(const cJSON *line) {
+    return cJSON_GetObjectItem(line, "event")->valuestring;
+}
+
+/* The tiny model's window is 8 positions: BOS + 9 pieces cannot fit. The
+ * trace is still complete: header, tokenization, and an error line. */
+Test(cli, prompt_longer_than_the_context_ends_the_trace_with_an_error) {
     const char *trace = temp_path("long.jsonl");
     char args[1024];
     snprintf(args, sizeof args,
              "generate --prompt 'cat sat cat sat cat sat cat sat cat' --trace %s", trace);
     expect_bad_input(args, "the prompt has 10 tokens but the context holds 8");
-    cr_expect_neq(access(trace, F_OK), 0, "a trace file was left behind");
+    cJSON *lines[8];
+    int n = read_jsonl(trace, lines, 8);
+    cr_assert_eq(n, 3);
+    cr_expect_str_eq(event_of(lines[0]), "run");
+    cr_expect_str_eq(event_of(lines[1]), "tokenize");
+    cr_expect_str_eq(event_of(lines[2]), "error");
+    cr_expect_str_eq(cJSON_GetObjectItem(lines[2], "kind")->valuestring, "bad_input");
+    for (int i = 0; i < n; i++) cJSON_Delete(lines[i]);
+}
+
+/* Options are checked before anything is written: no trace at all. */
+Test(cli, bad_options_leave_no_trace) {
+    const char *trace = temp_path("none.jsonl");
+    char args[1024];
+    snprintf(args, sizeof args, "generate --steps zero --trace %s", trace);
+    expect_bad_input(args, "--steps expects a whole number");
+    cr_expect_neq(access(trace, F_OK), 0, "a trace file was written");
 }
 
 Test(cli, trace_of_the_tiny_model) {
@@ -89,37 +124,36 @@ Test(cli, trace_of_the_tiny_model) {
     char args[1024];
     snprintf(args, sizeof args, "generate --prompt cat --trace %s --trace-kv --all-logits", trace);
     cr_assert_eq(run_stepwise(args, out, sizeof out, err, sizeof err), 0, "%s", err);
-    FILE *f = fopen(trace, "r");
-    cr_assert_not_null(f);
-    char line[1 << 14];
-    const char *events[16];
-    int n = 0;
-    cJSON *lines[16];
-    while (n < 16 && fgets(line, sizeof line, f) != NULL) {
-        lines[n] = cJSON_Parse(line);
-        cr_assert_not_null(lines[n], "line %d is not JSON", n + 1);
-        events[n] = cJSON_GetObjectItem(lines[n], "event")->valuestring;
-        n++;
-    }
-    fclose(f);
+    cJSON *lines[32];
+    int n = read_jsonl(trace, lines, 32);
     /* prompt [BOS, " cat"]: prefill writes kv rows 0 and 1 and (all logits)
-     * logits at 0 and 1; the draw at pos 1 picks " sat"; " sat" is decoded
-     * at pos 2 (kv row, logits) and the draw there picks EOS. */
-    const char *want[] = {"run",    "kv", "kv",     "logits", "logits",
-                          "sample", "kv", "logits", "sample", "done"};
-    cr_assert_eq(n, 10);
-    for (int i = 0; i < 10; i++) cr_expect_str_eq(events[i], want[i], "line %d", i + 1);
-    cr_expect_eq(cJSON_GetObjectItem(lines[5], "pos")->valueint, 1);
-    cr_expect_eq(cJSON_GetObjectItem(lines[5], "token")->valueint, 12);
-    cr_expect(cJSON_IsTrue(cJSON_GetObjectItem(lines[5], "greedy")));
-    cr_expect_eq(cJSON_GetObjectItem(lines[8], "token")->valueint, 2);
-    const cJSON *logits0 = cJSON_GetObjectItem(lines[3], "logits");
+     * logits at 0 and 1; the draw at pos 1 picks " sat" (token at pos 2),
+     * which is decoded at pos 2; the draw there picks EOS. */
+    const char *want[] = {"run",    "tokenize", "forward", "kv",    "kv",
+                          "logits", "logits",   "sample",  "token", "forward",
+                          "kv",     "logits",   "sample",  "token", "done"};
+    cr_assert_eq(n, 15);
+    for (int i = 0; i < 15; i++) cr_expect_str_eq(event_of(lines[i]), want[i], "line %d", i + 1);
+    cr_expect_str_eq(cJSON_GetObjectItem(lines[2], "phase")->valuestring, "prefill");
+    cr_expect_str_eq(cJSON_GetObjectItem(lines[9], "phase")->valuestring, "decode");
+    cr_expect_eq(cJSON_GetObjectItem(lines[7], "pos")->valueint, 1);
+    cr_expect_eq(cJSON_GetObjectItem(lines[7], "token")->valueint, 12);
+    cr_expect(cJSON_IsTrue(cJSON_GetObjectItem(lines[7], "greedy")));
+    cr_expect_eq(cJSON_GetObjectItem(lines[8], "pos")->valueint, 2);
+    cr_expect_str_eq(cJSON_GetObjectItem(lines[8], "piece")->valuestring, " sat");
+    cr_expect_eq(cJSON_GetObjectItem(lines[12], "token")->valueint, 2);
+    const cJSON *logits0 = cJSON_GetObjectItem(lines[5], "logits");
     cr_expect_eq(cJSON_GetArraySize(logits0), 13);
     /* pos 0 is BOS: the hand-computed 2.548268 for " cat" (test_tiny.c) */
     cr_expect(fabs(cJSON_GetArrayItem(logits0, 11)->valuedouble - 2.548268) < 2e-5);
-    cr_expect_str_eq(cJSON_GetObjectItem(lines[9], "stop_reason")->valuestring, "eos");
-    cr_expect_str_eq(cJSON_GetObjectItem(lines[9], "text")->valuestring, "cat sat");
-    cr_expect_str_eq(cJSON_GetObjectItem(lines[9], "completion")->valuestring, " sat");
+    const cJSON *done = lines[14];
+    cr_expect_str_eq(cJSON_GetObjectItem(done, "stop_reason")->valuestring, "eos");
+    cr_expect_str_eq(cJSON_GetObjectItem(done, "text")->valuestring, "cat sat");
+    cr_expect_str_eq(cJSON_GetObjectItem(done, "completion")->valuestring, " sat");
+    /* 3 positions fed (BOS, " cat", " sat") × 1 layer × kv_dim 2 × 2 × 4 bytes */
+    const cJSON *kv = cJSON_GetObjectItem(done, "kv_cache");
+    cr_expect_eq(cJSON_GetObjectItem(kv, "bytes_per_token")->valueint, 16);
+    cr_expect_eq(cJSON_GetObjectItem(kv, "peak_bytes")->valueint, 48);
     for (int i = 0; i < n; i++) cJSON_Delete(lines[i]);
 }
 

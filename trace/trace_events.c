@@ -4,59 +4,172 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../ref/build_info.h"
 #include "../ref/layers.h"
+#include "trace_writer.h"
 
-static bool observer_wants(void *ctx, HookPoint point, int layer, int pos) {
-    const TraceObserver *to = ctx;
-    (void)layer, (void)pos;
-    switch (point) {
-        case HOOK_LOGITS:
-            return true;
-        case HOOK_KV_ROW:
-            return to->options.kv;
-    }
-    return false;
+static cJSON *model_json(const Config *c) {
+    cJSON *m = cJSON_CreateObject();
+    cJSON_AddNumberToObject(m, "dim", c->dim);
+    cJSON_AddNumberToObject(m, "hidden_dim", c->hidden_dim);
+    cJSON_AddNumberToObject(m, "n_layers", c->n_layers);
+    cJSON_AddNumberToObject(m, "n_heads", c->n_heads);
+    cJSON_AddNumberToObject(m, "n_kv_heads", c->n_kv_heads);
+    cJSON_AddNumberToObject(m, "vocab_size", c->vocab_size);
+    cJSON_AddNumberToObject(m, "seq_len", c->seq_len);
+    cJSON_AddBoolToObject(m, "shared_classifier", c->shared_classifier);
+    cJSON_AddNumberToObject(m, "head_dim", config_head_dim(c));
+    cJSON_AddNumberToObject(m, "kv_dim", config_kv_dim(c));
+    cJSON_AddStringToObject(m, "attention", config_attention_kind(c));
+    cJSON_AddNumberToObject(m, "queries_per_kv_head", c->n_heads / c->n_kv_heads);
+    cJSON_AddNumberToObject(m, "params", (double)config_param_count(c));
+    cJSON_AddNumberToObject(m, "weight_bytes", (double)(config_param_count(c) * sizeof(float)));
+    return m;
 }
 
-static void observer_emit(void *ctx, const HookTensor *t) {
-    TraceObserver *to = ctx;
+static cJSON *kv_cache_json(const Config *c) {
+    cJSON *k = cJSON_CreateObject();
+    cJSON_AddStringToObject(k, "formula",
+                            "tokens x n_layers x n_kv_heads x head_dim x 2 (K and V) x 4 bytes");
+    cJSON_AddNumberToObject(k, "bytes_per_token", (double)kv_cache_bytes(c, 1));
+    cJSON_AddNumberToObject(k, "bytes_full_context", (double)kv_cache_bytes(c, c->seq_len));
+    return k;
+}
+
+static cJSON *trace_settings_json(const TraceOptions *o) {
+    cJSON *t = cJSON_CreateObject();
+    cJSON_AddStringToObject(t, "level", trace_level_name(o->level));
+    cJSON_AddBoolToObject(t, "kv_rows", o->kv_rows);
+    cJSON_AddBoolToObject(t, "kv_full", o->kv_full);
+    cJSON_AddBoolToObject(t, "bpe", o->bpe);
+    if (o->layers != NULL)
+        cJSON_AddItemToObject(t, "layers", cJSON_CreateIntArray(o->layers, o->n_layers));
+    if (o->positions != NULL) {
+        cJSON *ranges = cJSON_AddArrayToObject(t, "positions");
+        for (int i = 0; i < o->n_positions; i++) {
+            int r[2] = {o->positions[i].lo, o->positions[i].hi};
+            cJSON_AddItemToArray(ranges, cJSON_CreateIntArray(r, 2));
+        }
+    }
+    if (o->hooks != NULL)
+        cJSON_AddItemToObject(t, "hooks",
+                              cJSON_CreateStringArray((const char *const *)o->hooks, o->n_hooks));
+    if (o->n_temperatures > 0)
+        cJSON_AddItemToObject(t, "temperatures",
+                              trace_float_array(o->temperatures, o->n_temperatures));
+    return t;
+}
+
+cJSON *trace_event_run(const Config *c, const SamplerParams *sampler, const TraceRunInfo *info,
+                       const TraceOptions *opt) {
     cJSON *e = cJSON_CreateObject();
+    cJSON_AddStringToObject(e, "event", "run");
+    cJSON_AddNumberToObject(e, "format_version", TRACE_FORMAT_VERSION);
+    cJSON_AddItemToObject(e, "model", model_json(c));
+    cJSON_AddItemToObject(e, "kv_cache", kv_cache_json(c));
+    cJSON_AddItemToObject(e, "sampler", trace_sampler_params(sampler));
+    cJSON_AddItemToObject(e, "prompt", trace_text(info->prompt, strlen(info->prompt)));
+    cJSON_AddItemToObject(e, "prompt_tokens", trace_int_array(info->prompt_tokens, info->n_prompt));
+    cJSON_AddNumberToObject(e, "steps", info->steps);
+    cJSON_AddItemToObject(e, "trace", trace_settings_json(opt));
+    cJSON *env = cJSON_AddObjectToObject(e, "environment");
+    cJSON_AddStringToObject(env, "program", "stepwise");
+    cJSON_AddStringToObject(env, "version", STEPWISE_VERSION);
+    cJSON_AddStringToObject(env, "compiler", build_compiler());
+    cJSON_AddStringToObject(env, "cflags", build_cflags());
+    cJSON_AddStringToObject(env, "model_path", info->model_path ? info->model_path : "(built-in)");
+    cJSON_AddStringToObject(env, "tokenizer_path",
+                            info->tokenizer_path ? info->tokenizer_path : "(model's own)");
+    return e;
+}
+
+cJSON *trace_event_tokenize(const Tokenizer *tok, const char *text, const int *ids, int n) {
+    cJSON *e = cJSON_CreateObject();
+    cJSON_AddStringToObject(e, "event", "tokenize");
+    cJSON_AddItemToObject(e, "text", trace_text(text, strlen(text)));
+    cJSON_AddItemToObject(e, "ids", trace_int_array(ids, n));
+    cJSON *pieces = cJSON_AddArrayToObject(e, "pieces");
+    for (int i = 0; i < n; i++) {
+        const char *p = tok->pieces[ids[i]];
+        cJSON_AddItemToArray(pieces, trace_text(p, strlen(p)));
+    }
+    return e;
+}
+
+cJSON *trace_event_bpe_merge(const BpeMerge *m) {
+    cJSON *e = cJSON_CreateObject();
+    cJSON_AddStringToObject(e, "event", "bpe_merge");
+    cJSON_AddNumberToObject(e, "step", m->step);
+    cJSON_AddItemToObject(e, "left", trace_text(m->left, (size_t)m->left_len));
+    cJSON_AddItemToObject(e, "right", trace_text(m->right, (size_t)m->right_len));
+    cJSON_AddItemToObject(e, "piece", trace_text(m->left, (size_t)(m->left_len + m->right_len)));
+    cJSON_AddNumberToObject(e, "id", m->id);
+    cJSON_AddItemToObject(e, "score", trace_float(m->score));
+    cJSON *seq = cJSON_AddArrayToObject(e, "sequence");
+    for (int i = 0; i < m->n_symbols; i++)
+        cJSON_AddItemToArray(seq, trace_text(m->symbols[i], (size_t)m->symbol_lens[i]));
+    return e;
+}
+
+cJSON *trace_event_forward(const char *phase, int pos0, const int *tokens, int n) {
+    cJSON *e = cJSON_CreateObject();
+    cJSON_AddStringToObject(e, "event", "forward");
+    cJSON_AddStringToObject(e, "phase", phase);
+    cJSON_AddNumberToObject(e, "pos", pos0);
+    cJSON_AddNumberToObject(e, "n_tokens", n);
+    cJSON_AddItemToObject(e, "tokens", trace_int_array(tokens, n));
+    return e;
+}
+
+cJSON *trace_event_tensor(const HookTensor *t) {
+    cJSON *e = cJSON_CreateObject();
+    int n = t->rows * t->cols;
     switch (t->point) {
         case HOOK_LOGITS:
             cJSON_AddStringToObject(e, "event", "logits");
             cJSON_AddNumberToObject(e, "pos", t->pos);
             cJSON_AddNumberToObject(e, "token", t->token);
-            cJSON_AddItemToObject(e, "logits", trace_float_array(t->a, t->na));
-            break;
+            cJSON_AddItemToObject(e, "logits", trace_float_array(t->a, n));
+            return e;
         case HOOK_KV_ROW:
             cJSON_AddStringToObject(e, "event", "kv");
             cJSON_AddNumberToObject(e, "layer", t->layer);
             cJSON_AddNumberToObject(e, "pos", t->pos);
-            cJSON_AddItemToObject(e, "k", trace_float_array(t->a, t->na));
-            cJSON_AddItemToObject(e, "v", trace_float_array(t->b, t->nb));
+            cJSON_AddItemToObject(e, "k", trace_float_array(t->a, n));
+            cJSON_AddItemToObject(e, "v", trace_float_array(t->b, n));
+            return e;
+        case HOOK_KV_SNAPSHOT:
+            cJSON_AddStringToObject(e, "event", "kv_snapshot");
+            cJSON_AddNumberToObject(e, "layer", t->layer);
+            cJSON_AddNumberToObject(e, "pos", t->pos);
+            cJSON_AddNumberToObject(e, "n_pos", t->rows);
+            cJSON_AddItemToObject(e, "k", trace_float_matrix(t->a, t->rows, t->cols));
+            cJSON_AddItemToObject(e, "v", trace_float_matrix(t->b, t->rows, t->cols));
+            return e;
+        default:
             break;
     }
-    trace_writer_write(to->writer, e);
-    cJSON_Delete(e);
-}
-
-static void observer_sample(void *ctx, int pos, const float *logits, const Sampler *sampler) {
-    TraceObserver *to = ctx;
-    cJSON *e = trace_event_sample(pos, logits, sampler, &to->options);
-    trace_writer_write(to->writer, e);
-    cJSON_Delete(e);
-}
-
-StepObserver trace_observer(TraceObserver *to) {
-    return (StepObserver){to, observer_wants, observer_emit, observer_sample};
+    char name[64];
+    cJSON_AddStringToObject(e, "event", "activation");
+    cJSON_AddStringToObject(e, "hook", hook_name(t->point, t->layer, name, sizeof name));
+    if (t->layer >= 0) cJSON_AddNumberToObject(e, "layer", t->layer);
+    cJSON_AddNumberToObject(e, "pos", t->pos);
+    if (t->head >= 0) cJSON_AddNumberToObject(e, "head", t->head);
+    cJSON_AddNumberToObject(e, "token", t->token);
+    int shape[2] = {t->rows, t->cols};
+    cJSON_AddItemToObject(e, "shape",
+                          t->rows == 1 ? cJSON_CreateIntArray(&t->cols, 1)
+                                       : cJSON_CreateIntArray(shape, 2));
+    cJSON_AddItemToObject(e, "data", trace_float_array(t->a, n));
+    return e;
 }
 
 cJSON *trace_sampler_params(const SamplerParams *p) {
     cJSON *o = cJSON_CreateObject();
-    cJSON_AddNumberToObject(o, "temperature", p->temperature);
+    cJSON_AddItemToObject(o, "temperature", trace_float(p->temperature));
     cJSON_AddNumberToObject(o, "top_k", p->top_k);
-    cJSON_AddNumberToObject(o, "top_p", p->top_p);
-    cJSON_AddNumberToObject(o, "min_p", p->min_p);
+    cJSON_AddItemToObject(o, "top_p", trace_float(p->top_p));
+    cJSON_AddItemToObject(o, "min_p", trace_float(p->min_p));
     cJSON_AddStringToObject(o, "order", p->order_name);
     cJSON *stages = cJSON_AddArrayToObject(o, "stages");
     for (int i = 0; i < N_STAGES; i++)
@@ -71,16 +184,16 @@ static void add_stage(cJSON *e, const SamplerParams *p, const StageResult *r) {
     cJSON *o = cJSON_AddObjectToObject(e, sampler_stage_name(r->stage));
     switch (r->stage) {
         case STAGE_TEMPERATURE:
-            cJSON_AddNumberToObject(o, "t", p->temperature);
+            cJSON_AddItemToObject(o, "t", trace_float(p->temperature));
             break;
         case STAGE_TOP_K:
             cJSON_AddNumberToObject(o, "k", p->top_k);
             break;
         case STAGE_TOP_P:
-            cJSON_AddNumberToObject(o, "p", p->top_p);
+            cJSON_AddItemToObject(o, "p", trace_float(p->top_p));
             break;
         case STAGE_MIN_P:
-            cJSON_AddNumberToObject(o, "min_p", p->min_p);
+            cJSON_AddItemToObject(o, "min_p", trace_float(p->min_p));
             break;
         case N_STAGES:
             break;
@@ -92,23 +205,24 @@ static void add_stage(cJSON *e, const SamplerParams *p, const StageResult *r) {
 }
 
 /* softmax(logits / t) over the whole vocabulary, for each listed t. */
-static void add_softmax_at_temperatures(cJSON *e, const float *logits, int n,
-                                        const TraceOptions *opt) {
+static void add_softmax_at_temperatures(cJSON *e, const float *logits, int n, const float *temps,
+                                        int n_temps) {
     float *probs = malloc((size_t)n * sizeof(float));
     if (probs == NULL) return;
     cJSON *list = cJSON_AddArrayToObject(e, "softmax");
-    for (int i = 0; i < opt->n_temperatures; i++) {
-        for (int j = 0; j < n; j++) probs[j] = logits[j] / opt->temperatures[i];
+    for (int i = 0; i < n_temps; i++) {
+        for (int j = 0; j < n; j++) probs[j] = logits[j] / temps[i];
         softmax_forward(probs, n);
         cJSON *o = cJSON_CreateObject();
-        cJSON_AddNumberToObject(o, "temperature", opt->temperatures[i]);
+        cJSON_AddItemToObject(o, "temperature", trace_float(temps[i]));
         cJSON_AddItemToObject(o, "probs", trace_float_array(probs, n));
         cJSON_AddItemToArray(list, o);
     }
     free(probs);
 }
 
-cJSON *trace_event_sample(int pos, const float *logits, const Sampler *s, const TraceOptions *opt) {
+cJSON *trace_event_sample(int pos, const float *logits, const Sampler *s, const float *temperatures,
+                          int n_temperatures) {
     const SamplerParams *p = &s->params;
     cJSON *e = cJSON_CreateObject();
     cJSON_AddStringToObject(e, "event", "sample");
@@ -120,50 +234,91 @@ cJSON *trace_event_sample(int pos, const float *logits, const Sampler *s, const 
             cJSON_AddItemToArray(order, cJSON_CreateString(sampler_stage_name(s->stages[i].stage)));
             add_stage(e, p, &s->stages[i]);
         }
-        cJSON_AddItemToObject(e, "survivors", trace_int_array(s->survivors, s->n_survivors));
-        cJSON_AddItemToObject(e, "probs", trace_float_array(s->survivor_probs, s->n_survivors));
+        cJSON_AddNumberToObject(e, "n_survivors", s->n_candidates);
+        /* With every filter off the survivors are the whole vocabulary and
+         * their probabilities are softmax(logits / T): not repeated. */
+        if (s->n_survivors > 0) {
+            cJSON_AddItemToObject(e, "survivors", trace_int_array(s->survivors, s->n_survivors));
+            cJSON_AddItemToObject(e, "probs", trace_float_array(s->survivor_probs, s->n_survivors));
+        }
         cJSON_AddItemToObject(e, "u", trace_float(s->u));
     }
     cJSON_AddNumberToObject(e, "token", s->token);
-    if (opt != NULL && opt->n_temperatures > 0)
-        add_softmax_at_temperatures(e, logits, s->vocab_size, opt);
+    if (n_temperatures > 0)
+        add_softmax_at_temperatures(e, logits, s->vocab_size, temperatures, n_temperatures);
     return e;
 }
 
-cJSON *trace_event_run(const Config *c, const SamplerParams *sampler, const char *prompt,
-                       const int *prompt_tokens, int n_prompt, int steps) {
+cJSON *trace_event_token(const Tokenizer *tok, int pos, int token) {
     cJSON *e = cJSON_CreateObject();
-    cJSON_AddStringToObject(e, "event", "run");
-    cJSON_AddNumberToObject(e, "format_version", TRACE_FORMAT_VERSION);
-    cJSON *m = cJSON_AddObjectToObject(e, "model");
-    cJSON_AddNumberToObject(m, "dim", c->dim);
-    cJSON_AddNumberToObject(m, "hidden_dim", c->hidden_dim);
-    cJSON_AddNumberToObject(m, "n_layers", c->n_layers);
-    cJSON_AddNumberToObject(m, "n_heads", c->n_heads);
-    cJSON_AddNumberToObject(m, "n_kv_heads", c->n_kv_heads);
-    cJSON_AddNumberToObject(m, "vocab_size", c->vocab_size);
-    cJSON_AddNumberToObject(m, "seq_len", c->seq_len);
-    cJSON_AddBoolToObject(m, "shared_classifier", c->shared_classifier);
-    cJSON_AddStringToObject(e, "prompt", prompt);
-    cJSON_AddItemToObject(e, "prompt_tokens", trace_int_array(prompt_tokens, n_prompt));
-    cJSON_AddNumberToObject(e, "steps", steps);
-    cJSON_AddItemToObject(e, "sampler", trace_sampler_params(sampler));
+    cJSON_AddStringToObject(e, "event", "token");
+    cJSON_AddNumberToObject(e, "pos", pos);
+    cJSON_AddNumberToObject(e, "token", token);
+    const char *piece = tok->pieces[token];
+    cJSON_AddItemToObject(e, "piece", trace_text(piece, strlen(piece)));
     return e;
 }
 
-cJSON *trace_event_done(const char *stop_reason, const int *tokens, int n_tokens, const char *text,
-                        const char *completion, const TraceTiming *timing) {
+cJSON *trace_event_done(const TraceDone *d) {
     cJSON *e = cJSON_CreateObject();
     cJSON_AddStringToObject(e, "event", "done");
-    cJSON_AddStringToObject(e, "stop_reason", stop_reason);
-    cJSON_AddItemToObject(e, "tokens", trace_int_array(tokens, n_tokens));
-    cJSON_AddStringToObject(e, "text", text);
-    cJSON_AddStringToObject(e, "completion", completion);
+    cJSON_AddStringToObject(e, "stop_reason", d->stop_reason);
+    cJSON_AddItemToObject(e, "tokens", trace_int_array(d->tokens, d->n_tokens));
+    cJSON_AddItemToObject(e, "text", trace_text(d->text, strlen(d->text)));
+    cJSON_AddItemToObject(e, "completion", trace_text(d->completion, strlen(d->completion)));
+    cJSON_AddNumberToObject(e, "prefill_tokens", d->prefill_tokens);
+    cJSON_AddNumberToObject(e, "decode_tokens", d->decode_tokens);
+    cJSON *kv = cJSON_AddObjectToObject(e, "kv_cache");
+    cJSON_AddNumberToObject(kv, "bytes_per_token", (double)d->kv_bytes_per_token);
+    cJSON_AddNumberToObject(kv, "allocated_bytes", (double)d->kv_allocated_bytes);
+    cJSON_AddNumberToObject(kv, "peak_bytes", (double)d->kv_peak_bytes);
     cJSON *t = cJSON_AddObjectToObject(e, "timing");
-    cJSON_AddNumberToObject(t, "ttft_seconds", timing->ttft_seconds);
-    cJSON_AddNumberToObject(t, "prefill_seconds", timing->prefill_seconds);
-    cJSON_AddNumberToObject(t, "decode_seconds", timing->decode_seconds);
-    cJSON_AddNumberToObject(t, "prefill_tokens", timing->prefill_tokens);
-    cJSON_AddNumberToObject(t, "decode_tokens", timing->decode_tokens);
+    cJSON_AddNumberToObject(t, "ttft_seconds", d->ttft_seconds);
+    cJSON_AddNumberToObject(t, "prefill_seconds", d->prefill_seconds);
+    cJSON_AddNumberToObject(t, "decode_seconds", d->decode_seconds);
+    cJSON_AddNumberToObject(t, "total_seconds", d->total_seconds);
+    cJSON_AddNumberToObject(t, "prefill_tokens_per_second",
+                            d->prefill_seconds > 0 ? d->prefill_tokens / d->prefill_seconds : 0);
+    cJSON_AddNumberToObject(t, "decode_tokens_per_second",
+                            d->decode_seconds > 0 ? d->decode_tokens / d->decode_seconds : 0);
     return e;
+}
+
+cJSON *trace_event_error(const char *kind, const char *message, const int *tokens, int n_tokens) {
+    cJSON *e = cJSON_CreateObject();
+    cJSON_AddStringToObject(e, "event", "error");
+    cJSON_AddStringToObject(e, "kind", kind);
+    cJSON_AddItemToObject(e, "message", trace_text(message, strlen(message)));
+    cJSON_AddItemToObject(e, "tokens", trace_int_array(tokens, n_tokens));
+    return e;
+}
+
+/* Length of the valid UTF-8 sequence at s (0 if invalid or NUL). */
+static size_t valid_utf8_len(const unsigned char *s, size_t avail) {
+    if (s[0] == 0) return 0;
+    if (s[0] < 0x80) return 1;
+    size_t n = (s[0] >> 5) == 0x6 ? 2 : (s[0] >> 4) == 0xE ? 3 : (s[0] >> 3) == 0x1E ? 4 : 0;
+    if (n == 0 || n > avail) return 0;
+    for (size_t i = 1; i < n; i++) {
+        if ((s[i] & 0xC0) != 0x80) return 0;
+    }
+    return n;
+}
+
+cJSON *trace_text(const char *text, size_t n) {
+    char *clean = malloc(n * 3 + 1); /* each bad byte may become 3 bytes of U+FFFD */
+    if (clean == NULL) return cJSON_CreateString("");
+    size_t o = 0;
+    for (size_t i = 0; i < n;) {
+        size_t k = valid_utf8_len((const unsigned char *)text + i, n - i);
+        if (k == 0) {
+            memcpy(clean + o, "\xEF\xBF\xBD", 3), o += 3, i++;
+        } else {
+            memcpy(clean + o, text + i, k), o += k, i += k;
+        }
+    }
+    clean[o] = '\0';
+    cJSON *s = cJSON_CreateString(clean);
+    free(clean);
+    return s;
 }

@@ -1,4 +1,5 @@
 /* trace_events.h: the events of a stepwise trace, one JSON object per line.
+ * Each builder returns a new cJSON object the caller owns.
  * docs/trace-format.md is the reference for every field. */
 #ifndef STEPWISE_TRACE_EVENTS_H
 #define STEPWISE_TRACE_EVENTS_H
@@ -7,48 +8,70 @@
 
 #include "../ref/config.h"
 #include "../ref/hooks.h"
-#include "trace_writer.h"
+#include "../ref/sampler.h"
+#include "../ref/tokenizer.h"
+#include "trace_options.h"
 
 #define TRACE_FORMAT_VERSION 1
 
-/* What the trace records beyond its defaults. */
+/* What the run header describes beyond the model and sampler. */
 typedef struct {
-    bool kv;                   /* one "kv" event per cache row written */
-    const float *temperatures; /* --trace-temperatures: a full softmax at each, per draw */
-    int n_temperatures;
-} TraceOptions;
+    const char *prompt;
+    const int *prompt_tokens;
+    int n_prompt;
+    int steps;
+    const char *model_path;     /* NULL: the built-in tiny model */
+    const char *tokenizer_path; /* NULL: the model's own */
+} TraceRunInfo;
 
-/* The observer's state: where events go and which are wanted. */
-typedef struct {
-    TraceWriter *writer;
-    TraceOptions options;
-} TraceObserver;
+/* {"event":"run", ...}: format version, model and derived facts, KV-cache
+ * sizes, sampler, prompt, trace settings; what varies between builds and
+ * machines sits under "environment". */
+cJSON *trace_event_run(const Config *c, const SamplerParams *sampler, const TraceRunInfo *info,
+                       const TraceOptions *opt);
 
-/* A StepObserver that writes "logits", "sample" and (with options.kv) "kv" events.
- * The observer points at `to`, which must outlive it. */
-StepObserver trace_observer(TraceObserver *to);
+/* {"event":"tokenize", "text", "ids", "pieces"}. */
+cJSON *trace_event_tokenize(const Tokenizer *tok, const char *text, const int *ids, int n);
 
-/* The first event: {"event":"run", "format_version", "model":{config},
- * "prompt", "prompt_tokens", "steps"}. Caller owns the result. */
-cJSON *trace_event_run(const Config *c, const SamplerParams *sampler, const char *prompt,
-                       const int *prompt_tokens, int n_prompt, int steps);
+/* {"event":"bpe_merge", "step", "left", "right", "piece", "id", "score", "sequence"}. */
+cJSON *trace_event_bpe_merge(const BpeMerge *m);
 
-/* {"event":"sample", "pos", ...}: the record of one draw (see
- * docs/trace-format.md). logits are the raw logits at pos. */
-cJSON *trace_event_sample(int pos, const float *logits, const Sampler *s, const TraceOptions *opt);
+/* {"event":"forward", "phase", "pos", "n_tokens", "tokens"}. */
+cJSON *trace_event_forward(const char *phase, int pos0, const int *tokens, int n);
 
-/* {"temperature", "order", "stages", "top_k", "top_p", "min_p", "seed", "rng"}. */
+/* "logits", "kv", "kv_snapshot" or "activation", by the tensor's point. */
+cJSON *trace_event_tensor(const HookTensor *t);
+
+/* {"event":"sample", "pos", ...}: the record of one draw. logits are the raw
+ * logits at pos, needed only for temperatures (--trace-temperatures). */
+cJSON *trace_event_sample(int pos, const float *logits, const Sampler *s, const float *temperatures,
+                          int n_temperatures);
+
+/* {"event":"token", "pos", "token", "piece"}: a token joining the sequence. */
+cJSON *trace_event_token(const Tokenizer *tok, int pos, int token);
+
+/* The sampler's settings: temperature, top_k, top_p, min_p, order, stages, seed, rng. */
 cJSON *trace_sampler_params(const SamplerParams *p);
 
-/* Timing of a run; every wall-clock figure of a trace sits under one key. */
+/* The end of a run. Wall-clock figures sit under "timing" only. */
 typedef struct {
-    double ttft_seconds, prefill_seconds, decode_seconds;
+    const char *stop_reason;
+    const int *tokens;
+    int n_tokens;
+    const char *text, *completion;
     int prefill_tokens, decode_tokens;
-} TraceTiming;
+    uint64_t kv_bytes_per_token, kv_allocated_bytes, kv_peak_bytes;
+    double ttft_seconds, prefill_seconds, decode_seconds, total_seconds;
+} TraceDone;
 
-/* The last event: {"event":"done", "stop_reason", "tokens", "text",
- * "completion", "timing":{...}}. Caller owns the result. */
-cJSON *trace_event_done(const char *stop_reason, const int *tokens, int n_tokens, const char *text,
-                        const char *completion, const TraceTiming *timing);
+cJSON *trace_event_done(const TraceDone *d);
+
+/* {"event":"error", "kind", "message", "tokens"}: how a run that did not
+ * finish ended. kind: "bad_input", "interrupted" or "engine". */
+cJSON *trace_event_error(const char *kind, const char *message, const int *tokens, int n_tokens);
+
+/* A JSON string of text[0..n): invalid UTF-8 and NUL become U+FFFD, so the
+ * line stays valid JSON. */
+cJSON *trace_text(const char *text, size_t n);
 
 #endif

@@ -63,21 +63,42 @@ void trace_writer_discard(TraceWriter *tw) {
     free(tw);
 }
 
-cJSON *trace_float_array(const float *v, int n) {
+/* Append "[v0,v1,...]" to buf at *len; buf has room (17 bytes a float + 2). */
+static void append_floats(char *buf, size_t cap, size_t *len, const float *v, int n) {
+    buf[(*len)++] = '[';
+    for (int i = 0; i < n; i++) {
+        if (i > 0) buf[(*len)++] = ',';
+        if (isfinite(v[i]))
+            *len += (size_t)snprintf(buf + *len, cap - *len, "%.9g", (double)v[i]);
+        else
+            *len += (size_t)snprintf(buf + *len, cap - *len, "null");
+    }
+    buf[(*len)++] = ']';
+}
+
+cJSON *trace_float_matrix(const float *v, int rows, int cols) {
     /* "-1.23456789e-38," is at most 16 characters: %.9g of a float needs 9
-     * digits, a sign, a point, and e-XX. */
-    size_t cap = (size_t)n * 17 + 3, len = 0;
+     * digits, a sign, a point, and e-XX; plus brackets and commas. */
+    size_t cap = (size_t)rows * ((size_t)cols * 17 + 3) + 3, len = 0;
     char *buf = malloc(cap);
     if (buf == NULL) return NULL;
     buf[len++] = '[';
-    for (int i = 0; i < n; i++) {
-        if (i > 0) buf[len++] = ',';
-        if (isfinite(v[i]))
-            len += (size_t)snprintf(buf + len, cap - len, "%.9g", (double)v[i]);
-        else
-            len += (size_t)snprintf(buf + len, cap - len, "null");
+    for (int r = 0; r < rows; r++) {
+        if (r > 0) buf[len++] = ',';
+        append_floats(buf, cap, &len, v + (size_t)r * cols, cols);
     }
     buf[len++] = ']';
+    buf[len] = '\0';
+    cJSON *raw = cJSON_CreateRaw(buf);
+    free(buf);
+    return raw;
+}
+
+cJSON *trace_float_array(const float *v, int n) {
+    size_t cap = (size_t)n * 17 + 3, len = 0;
+    char *buf = malloc(cap);
+    if (buf == NULL) return NULL;
+    append_floats(buf, cap, &len, v, n);
     buf[len] = '\0';
     cJSON *raw = cJSON_CreateRaw(buf);
     free(buf);

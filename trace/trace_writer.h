@@ -32,6 +32,9 @@ void trace_writer_discard(TraceWriter *tw);
  * added to). */
 cJSON *trace_float_array(const float *v, int n);
 
+/* A JSON array of `rows` arrays of `cols` floats (v is [rows, cols]). */
+cJSON *trace_float_matrix(const float *v, int rows, int cols);
+
 /* One float as a JSON number, printed with %.9g (null if not finite). */
 cJSON *trace_float(float v);
 

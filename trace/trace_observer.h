@@ -1,0 +1,26 @@
+/* trace_observer.h: the trace as an observer of the engine. It implements
+ * the engine's StepObserver (and the tokenizer's BpeObserver), decides with
+ * TraceOptions what to record, and writes the events. */
+#ifndef STEPWISE_TRACE_OBSERVER_H
+#define STEPWISE_TRACE_OBSERVER_H
+
+#include "../ref/hooks.h"
+#include "../ref/tokenizer.h"
+#include "trace_options.h"
+#include "trace_writer.h"
+
+typedef struct {
+    TraceWriter *writer;
+    const TraceOptions *options;
+    const Tokenizer *tokenizer; /* for the pieces of token events */
+    cJSON *held;                /* when not NULL, events are appended here instead of written */
+} TraceObserver;
+
+/* Observers pointing at `to`, which must outlive them. */
+StepObserver trace_step_observer(TraceObserver *to);
+BpeObserver trace_bpe_observer(TraceObserver *to);
+
+/* Write one event and delete it (or hold it, see `held`). */
+void trace_observer_write(TraceObserver *to, cJSON *event);
+
+#endif
