@@ -12,10 +12,13 @@ STEPWISE_MODELS ?= $(if $(wildcard ../shared/models),../shared/models,$(BUILD)/m
 export STEPWISE_MODELS
 
 # Debian packages the project needs (see README.md for why each).
-DEB_PACKAGES := libcjson-dev libcriterion-dev clang-format python3-sentencepiece
+DEB_PACKAGES := libcjson-dev libcriterion-dev clang-format python3-sentencepiece \
+                python3-jsonschema
 
 LIB_SRC  := $(filter-out ref/main.c,$(wildcard ref/*.c)) $(wildcard trace/*.c)
-LIB_OBJ  := $(patsubst %.c,$(BUILD)/obj/%.o,$(LIB_SRC)) $(BUILD)/obj/gen/tiny_model_json.o
+LIB_OBJ  := $(patsubst %.c,$(BUILD)/obj/%.o,$(LIB_SRC)) $(BUILD)/obj/gen/tiny_model_json.o \
+            $(BUILD)/obj/gen/trace_schemas.o
+SCHEMAS  := $(sort $(wildcard trace/schema/*.schema.json))
 TEST_SRC := $(wildcard tests/*.c)
 TEST_OBJ := $(patsubst %.c,$(BUILD)/obj/%.o,$(TEST_SRC))
 C_FILES  := $(wildcard ref/*.c ref/*.h trace/*.c trace/*.h tests/*.c tests/*.h)
@@ -71,6 +74,18 @@ $(BUILD)/gen/tiny_model_json.c: data/tiny-model.json
 	  sed -e 's/\\/\\\\/g' -e 's/"/\\"/g' -e 's/^/"/' -e 's/$$/\\n"/' $<; \
 	  echo ';'; } > $@
 
+# So are the trace schemas, for `stepwise trace validate`.
+$(BUILD)/gen/trace_schemas.c: $(SCHEMAS)
+	@mkdir -p $(@D)
+	@{ echo '/* Generated from trace/schema/ by the Makefile. */'; \
+	  echo '#include "../../trace/schema_check.h"'; \
+	  for f in $^; do n=$$(basename $$f .schema.json); \
+	    echo "static const char schema_$$n[] ="; \
+	    sed -e 's/\\/\\\\/g' -e 's/"/\\"/g' -e 's/^/"/' -e 's/$$/\\n"/' $$f; echo ';'; done; \
+	  echo 'const TraceSchemaText trace_schema_texts[] = {'; \
+	  for f in $^; do n=$$(basename $$f .schema.json); echo "    {\"$$n\", schema_$$n},"; done; \
+	  echo '    {0, 0}};'; } > $@
+
 $(BUILD)/obj/gen/%.o: $(BUILD)/gen/%.c
 	@mkdir -p $(@D)
 	@$(CC) $(CFLAGS) -c -o $@ $<
@@ -91,6 +106,7 @@ unit-tests:
 	@if [ -f "$(STEPWISE_MODELS)/tok512.model" ]; then \
 	  /usr/bin/python3 tests/sentencepiece_check.py check $(BUILD)/stepwise 300; \
 	else echo "sentencepiece check skipped: no tok512.model in $(STEPWISE_MODELS)"; fi
+	bash tests/check_traces.sh
 
 # Every test under valgrind's memcheck: no leaks, no invalid reads.
 valgrind: build $(BUILD)/stepwise-tests

@@ -8,5 +8,6 @@
 int cli_generate(int argc, char **argv);
 int cli_tokenize(int argc, char **argv);
 int cli_sample(int argc, char **argv);
+int cli_trace(int argc, char **argv);
 
 #endif

@@ -14,6 +14,7 @@ static const char USAGE[] =
     "  generate   run a prompt and generate text, optionally writing a JSON Lines trace\n"
     "  tokenize   encode text into token ids and pieces\n"
     "  sample     apply the sampler to a logit vector (the classroom table)\n"
+    "  trace      show one step of a trace, or validate a trace\n"
     "\n"
     "  stepwise <command> --help   options of one command\n"
     "  stepwise --version          print the version\n";
@@ -35,6 +36,7 @@ int main(int argc, char **argv) {
     if (strcmp(cmd, "generate") == 0) return cli_generate(argc - 1, argv + 1);
     if (strcmp(cmd, "tokenize") == 0) return cli_tokenize(argc - 1, argv + 1);
     if (strcmp(cmd, "sample") == 0) return cli_sample(argc - 1, argv + 1);
+    if (strcmp(cmd, "trace") == 0) return cli_trace(argc - 1, argv + 1);
     fprintf(stderr, "stepwise: error: unknown command '%s' (see stepwise --help)\n", cmd);
     return EXIT_BAD_INPUT;
 }

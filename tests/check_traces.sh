@@ -1,0 +1,55 @@
+#!/usr/bin/env bash
+# Make real traces at every level, with every option, from a bad-input run
+# and from an interrupted run; validate them all with python3-jsonschema and
+# with `stepwise trace validate`. Run from the project root by `make test`.
+set -euo pipefail
+bin=build/stepwise
+out=build/tmp/traces
+models=${STEPWISE_MODELS:-../shared/models}
+rm -rf "$out" && mkdir -p "$out"
+
+run() { # NAME ARGS... : a trace that must succeed
+    local name=$1; shift
+    "$bin" generate "$@" --trace "$out/$name.jsonl" >/dev/null 2>&1
+}
+
+for level in summary tokens logits sampling layers full; do
+    run "tiny-$level" --prompt cat --trace-level "$level"
+done
+run tiny-options --prompt "cat sat" --trace-kv=full --trace-bpe --all-logits \
+    --temperature 1 --top-k 3 --top-p 0.9 --min-p 0.05 --trace-temperatures 0.5,1,2
+run tiny-filters --trace-level full --trace-layers 0 --trace-positions 1-2 \
+    --trace-hooks 'blocks.*.attn.pattern,final_norm'
+if [ -f "$models/stories260K.bin" ]; then
+    m=(--model "$models/stories260K.bin" --tokenizer "$models/tok512.bin")
+    for level in summary sampling layers full; do
+        run "stories-$level" "${m[@]}" --prompt "Once upon a time" --steps 12 --trace-level "$level"
+    done
+    run stories-sampled "${m[@]}" --steps 40 --temperature 1 --top-p 0.9 --seed 133742 --trace-kv
+    run stories-vllm "${m[@]}" --steps 20 --temperature 0.7 --top-k 40 --min-p 0.05 \
+        --sampler-order vllm --trace-temperatures 1
+    # interrupted: Ctrl-C while a slow (full-level) run is going
+    "$bin" generate "${m[@]}" --steps 500 --trace-level full --trace "$out/stories-interrupted.jsonl" \
+        >/dev/null 2>&1 &
+    pid=$!
+    sleep 0.3
+    kill -INT "$pid"
+    status=0
+    wait "$pid" || status=$?
+    [ "$status" -eq 130 ] || { echo "interrupted run exited $status, expected 130"; exit 1; }
+    tail -n 1 "$out/stories-interrupted.jsonl" | grep -q '"kind":"interrupted"' ||
+        { echo "interrupted trace does not end with an interrupted error"; exit 1; }
+fi
+# bad input that reaches the trace: a prompt longer than the context
+if "$bin" generate --prompt "cat sat cat sat cat sat cat sat cat" \
+    --trace "$out/tiny-bad-input.jsonl" >/dev/null 2>&1; then
+    echo "the too-long prompt was accepted"; exit 1
+fi
+
+/usr/bin/python3 tests/validate_traces.py "$out"/*.jsonl
+failed=0
+for f in "$out"/*.jsonl; do
+    "$bin" trace validate "$f" >/dev/null || { "$bin" trace validate "$f"; failed=$((failed + 1)); }
+done
+echo "trace validate: $(ls "$out"/*.jsonl | wc -l) traces, $failed failed"
+[ "$failed" -eq 0 ]

@@ -1,0 +1,41 @@
+/* trace_reader.c: see trace_reader.h. */
+#include "trace_reader.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+bool trace_reader_open(TraceReader *r, const char *path, StepError *err) {
+    *r = (TraceReader){0};
+    r->file = fopen(path, "r");
+    if (r->file == NULL) return step_fail(err, "trace %s: cannot open: %s", path, strerror(errno));
+    struct stat st;
+    if (fstat(fileno(r->file), &st) != 0 || !S_ISREG(st.st_mode)) {
+        fclose(r->file);
+        r->file = NULL;
+        return step_fail(err, "trace %s: not a regular file", path);
+    }
+    return true;
+}
+
+cJSON *trace_reader_next(TraceReader *r, bool *not_json) {
+    *not_json = false;
+    ssize_t n = getline(&r->line, &r->cap, r->file);
+    if (n < 0) return NULL;
+    r->line_no++;
+    cJSON *event = cJSON_ParseWithLength(r->line, (size_t)n);
+    *not_json = event == NULL;
+    return event;
+}
+
+void trace_reader_close(TraceReader *r) {
+    if (r->file != NULL) fclose(r->file);
+    free(r->line);
+    *r = (TraceReader){0};
+}
+
+const char *trace_event_name(const cJSON *event) {
+    const cJSON *e = cJSON_GetObjectItemCaseSensitive(event, "event");
+    return cJSON_IsString(e) ? e->valuestring : NULL;
+}
