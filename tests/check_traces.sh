@@ -10,7 +10,8 @@ rm -rf "$out" && mkdir -p "$out"
 
 run() { # NAME ARGS... : a trace that must succeed
     local name=$1; shift
-    "$bin" generate "$@" --trace "$out/$name.jsonl" >/dev/null 2>&1
+    "$bin" generate "$@" --trace "$out/$name.jsonl" >/dev/null 2>"$out/$name.err" ||
+        { echo "check_traces: run $name failed: $(cat "$out/$name.err")"; exit 1; }
 }
 
 for level in summary tokens logits sampling layers full; do
@@ -26,6 +27,10 @@ if [ -f "$models/stories260K.bin" ]; then
         run "stories-$level" "${m[@]}" --prompt "Once upon a time" --steps 12 --trace-level "$level"
     done
     run stories-sampled "${m[@]}" --steps 40 --temperature 1 --top-p 0.9 --seed 133742 --trace-kv
+    long_prompt=$(printf 'Once upon a time, there was a little girl named Lily. %.0s' $(seq 1 33))
+    run stories-context-full "${m[@]}" --prompt "$long_prompt" --steps 50 --trace-level tokens
+    grep -q '"stop_reason":"context_full"' "$out/stories-context-full.jsonl" ||
+        { echo "the long-prompt run did not stop on context_full"; exit 1; }
     run stories-vllm "${m[@]}" --steps 20 --temperature 0.7 --top-k 40 --min-p 0.05 \
         --sampler-order vllm --trace-temperatures 1
     # interrupted: Ctrl-C while a slow (full-level) run is going
