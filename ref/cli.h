@@ -9,5 +9,7 @@ int cli_generate(int argc, char **argv);
 int cli_tokenize(int argc, char **argv);
 int cli_sample(int argc, char **argv);
 int cli_trace(int argc, char **argv);
+int cli_make_model(int argc, char **argv);
+int cli_inspect(int argc, char **argv);
 
 #endif

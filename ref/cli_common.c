@@ -118,6 +118,15 @@ bool cli_load_model(const char *model_path, const char *tokenizer_path, Model *m
     return true;
 }
 
+bool cli_load_model_only(const char *model_path, Model *m, StepError *err) {
+    if (model_path != NULL && !ends_with(model_path, ".json"))
+        return model_load_checkpoint(m, model_path, err);
+    Tokenizer unused;
+    if (!cli_load_model(model_path, NULL, m, &unused, err)) return false;
+    tokenizer_free(&unused);
+    return true;
+}
+
 void cli_print_error(const StepError *err) {
     fprintf(stderr, "stepwise: error: %s\n", err->message);
 }

@@ -67,6 +67,10 @@ int cli_sampler_option(int c, const char *arg, SamplerParams *p, StepError *err)
 bool cli_load_model(const char *model_path, const char *tokenizer_path, Model *m, Tokenizer *tok,
                     StepError *err);
 
+/* Load only the model at model_path (NULL: the built-in tiny model), for
+ * commands that need its shape or weights but no tokenizer. */
+bool cli_load_model_only(const char *model_path, Model *m, StepError *err);
+
 /* Print "stepwise: error: <message>" on stderr. */
 void cli_print_error(const StepError *err);
 

@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 
 #include "../trace/trace_events.h"
 #include "../trace/trace_observer.h"
@@ -27,6 +28,16 @@ static const char GENERATE_USAGE[] =
     "  --prompt TEXT      the prompt (default: empty, i.e. BOS only)\n"
     "  --steps N          most new tokens to generate (default 256)\n"
     "  --all-logits       compute the logits of every prompt position, not only the last\n"
+    "\n"
+    "the KV cache and the context window (docs/kv-cache.md):\n"
+    "  --no-kv-cache      recompute K and V of the whole sequence at every step\n"
+    "                     (same logits, to the bit; the work grows with the square)\n"
+    "  --context N        a window of N positions (default: the model's seq_len)\n"
+    "  --context-policy P at a full window: stop (default), drop-oldest (drop the\n"
+    "                     oldest tokens and prefill the rest again) or keep-prefix\n"
+    "                     (keep the first --keep tokens and the most recent ones)\n"
+    "  --context-drop N   tokens dropped at a full window (default: half the window)\n"
+    "  --keep N           keep-prefix: the prefix kept, e.g. a system prompt (default 0)\n"
     "\n"
     "sampling (docs/sampling.md):\n" SAMPLER_OPTIONS_HELP "\n"
     "tracing (docs/trace-format.md):\n"
@@ -67,6 +78,11 @@ enum {
     OPT_TRACE_LAYERS,
     OPT_TRACE_POSITIONS,
     OPT_TRACE_HOOKS,
+    OPT_CONTEXT,
+    OPT_CONTEXT_POLICY,
+    OPT_CONTEXT_DROP,
+    OPT_KEEP,
+    OPT_NO_KV_CACHE,
 };
 
 /* The options about the trace. Returns false with err on a bad value. */
@@ -109,6 +125,11 @@ static int parse_generate_args(int argc, char **argv, GenerateArgs *a, StepError
         {"prompt", required_argument, NULL, OPT_PROMPT},
         {"steps", required_argument, NULL, OPT_STEPS},
         {"all-logits", no_argument, NULL, OPT_ALL_LOGITS},
+        {"context", required_argument, NULL, OPT_CONTEXT},
+        {"context-policy", required_argument, NULL, OPT_CONTEXT_POLICY},
+        {"context-drop", required_argument, NULL, OPT_CONTEXT_DROP},
+        {"keep", required_argument, NULL, OPT_KEEP},
+        {"no-kv-cache", no_argument, NULL, OPT_NO_KV_CACHE},
         {"trace", required_argument, NULL, OPT_TRACE},
         {"trace-level", required_argument, NULL, OPT_TRACE_LEVEL},
         {"trace-kv", optional_argument, NULL, OPT_TRACE_KV},
@@ -142,6 +163,23 @@ static int parse_generate_args(int argc, char **argv, GenerateArgs *a, StepError
                 break;
             case OPT_ALL_LOGITS:
                 a->gen.all_logits = true;
+                break;
+            case OPT_CONTEXT:
+                if (!cli_parse_int(optarg, "--context", 2, 1 << 30, &a->gen.context, err))
+                    return -1;
+                break;
+            case OPT_CONTEXT_POLICY:
+                if (!context_policy_parse(optarg, &a->gen.policy, err)) return -1;
+                break;
+            case OPT_CONTEXT_DROP:
+                if (!cli_parse_int(optarg, "--context-drop", 1, 1 << 30, &a->gen.context_drop, err))
+                    return -1;
+                break;
+            case OPT_KEEP:
+                if (!cli_parse_int(optarg, "--keep", 0, 1 << 30, &a->gen.keep, err)) return -1;
+                break;
+            case OPT_NO_KV_CACHE:
+                a->gen.no_kv_cache = true;
                 break;
             case OPT_TRACE:
                 a->trace = optarg;
@@ -181,14 +219,21 @@ static void print_token(void *ctx, int prev, int token) {
     fflush(stdout);
 }
 
+/* The process's peak resident memory, in bytes (Linux reports KiB). */
+static uint64_t peak_rss_bytes(void) {
+    struct rusage ru;
+    return getrusage(RUSAGE_SELF, &ru) == 0 ? (uint64_t)ru.ru_maxrss * 1024u : 0;
+}
+
 static void print_metrics(const GenerateResult *r) {
     double prefill_tps = r->prefill_seconds > 0 ? r->n_prompt / r->prefill_seconds : 0;
     double decode_tps = r->decode_seconds > 0 ? r->n_decoded / r->decode_seconds : 0;
     fprintf(stderr,
             "stop: %s | ttft %.3f ms | prefill %d tokens, %.1f tokens/s | decode %d tokens, "
-            "%.1f tokens/s\n",
+            "%.1f tokens/s | %.3g multiply-adds | peak RSS %.1f MiB\n",
             stop_reason_name(r->stop_reason), r->first_token_seconds * 1e3, r->n_prompt,
-            prefill_tps, r->n_decoded, decode_tps);
+            prefill_tps, r->n_decoded, decode_tps, (double)r->work.macs,
+            (double)peak_rss_bytes() / (1024.0 * 1024.0));
 }
 
 /* Ctrl-C raises this flag; the loop stops before its next step. A signal
@@ -220,20 +265,23 @@ static cJSON *done_event(const Model *m, const Tokenizer *tok, const GenerateRes
     char *completion = tokenizer_decode_tokens(
         tok, r->tokens + r->n_prompt, r->n_tokens - r->n_prompt, r->tokens[r->n_prompt - 1]);
     uint64_t per_token = kv_cache_bytes(&m->config, 1);
-    TraceDone d = {stop_reason_name(r->stop_reason),
-                   r->tokens,
-                   r->n_tokens,
-                   text ? text : "",
-                   completion ? completion : "",
-                   r->n_prompt,
-                   r->n_decoded,
-                   per_token,
-                   per_token * (uint64_t)r->cache_capacity,
-                   per_token * (uint64_t)r->positions_filled,
-                   r->first_token_seconds,
-                   r->prefill_seconds,
-                   r->decode_seconds,
-                   total_seconds};
+    TraceDone d = {.stop_reason = stop_reason_name(r->stop_reason),
+                   .tokens = r->tokens,
+                   .n_tokens = r->n_tokens,
+                   .text = text ? text : "",
+                   .completion = completion ? completion : "",
+                   .prefill_tokens = r->n_prompt,
+                   .decode_tokens = r->n_decoded,
+                   .context_shifts = r->context_shifts,
+                   .kv_bytes_per_token = per_token,
+                   .kv_allocated_bytes = per_token * (uint64_t)r->cache_capacity,
+                   .kv_peak_bytes = per_token * (uint64_t)r->positions_filled,
+                   .work = r->work,
+                   .ttft_seconds = r->first_token_seconds,
+                   .prefill_seconds = r->prefill_seconds,
+                   .decode_seconds = r->decode_seconds,
+                   .total_seconds = total_seconds,
+                   .peak_rss_bytes = peak_rss_bytes()};
     cJSON *e = trace_event_done(&d);
     free(text);
     free(completion);
@@ -244,7 +292,7 @@ static cJSON *done_event(const Model *m, const Tokenizer *tok, const GenerateRes
  * exit status; err holds the message when it is not 0. */
 static int run_generate(GenerateArgs *a, const Model *m, const Tokenizer *tok, StepError *err) {
     double t_start = clock_seconds();
-    RunTrace t = {{NULL, &a->trace_opt, tok, NULL}, false};
+    RunTrace t = {{NULL, &a->trace_opt, tok, kv_cache_bytes(&m->config, 1), NULL}, false};
     if (a->trace != NULL) {
         if ((t.obs.writer = trace_writer_open(a->trace, err)) == NULL) return EXIT_BAD_INPUT;
         t.open = true;
@@ -319,7 +367,8 @@ int cli_generate(int argc, char **argv) {
         Model m;
         Tokenizer tok;
         if (cli_load_model(a.model, a.tokenizer, &m, &tok, &err)) {
-            status = run_generate(&a, &m, &tok, &err);
+            bool valid = generate_options_validate(&a.gen, &m.config, &err);
+            status = valid ? run_generate(&a, &m, &tok, &err) : EXIT_BAD_INPUT;
             model_free(&m);
             tokenizer_free(&tok);
         } else {

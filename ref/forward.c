@@ -27,10 +27,11 @@ bool run_state_init(RunState *s, const Config *c, int capacity, int max_tokens, 
         return step_fail(err, "run state: capacity %d / max_tokens %d outside [1, seq_len %d]",
                          capacity, max_tokens, c->seq_len);
     size_t T = (size_t)max_tokens, dim = (size_t)c->dim, hidden = (size_t)c->hidden_dim;
-    size_t kv_floats = (size_t)c->n_layers * (size_t)capacity * (size_t)config_kv_dim(c);
     size_t half = (size_t)config_head_dim(c) / 2;
-    s->cache = (KVCache){capacity, c->n_layers, config_kv_dim(c), malloc(kv_floats * sizeof(float)),
-                         malloc(kv_floats * sizeof(float))};
+    /* The same function sizes the cache here and reports it in `inspect`. */
+    uint64_t bytes = kv_cache_bytes(c, capacity);
+    s->cache = (KVCache){capacity, c->n_layers,       config_kv_dim(c),
+                         bytes,    malloc(bytes / 2), malloc(bytes / 2)};
     s->max_tokens = max_tokens;
     s->x = malloc(T * dim * sizeof(float));
     s->xb = malloc(T * dim * sizeof(float));
@@ -65,6 +66,24 @@ void run_state_free(RunState *s) {
     free(s->rope_cos);
     free(s->rope_sin);
     memset(s, 0, sizeof *s);
+}
+
+/* A matmul of T rows through a [OC, C] weight: T·C·OC multiply-adds, and
+ * the weight's C·OC floats. */
+static void count_matmul(WorkCount *w, int T, int C, int OC) {
+    w->macs += (uint64_t)T * (uint64_t)C * (uint64_t)OC;
+    w->weight_bytes += (uint64_t)C * (uint64_t)OC * sizeof(float);
+}
+
+/* Attention of T queries from pos0: query t scores and mixes pos0 + t + 1
+ * positions in each head (2 · head_dim multiply-adds each), and reads that
+ * many K and V rows of the layer. */
+static void count_attention(WorkCount *w, int T, int pos0, int n_heads, int head_dim, int kv_dim) {
+    for (int t = 0; t < T; t++) {
+        uint64_t seen = (uint64_t)(pos0 + t + 1);
+        w->macs += seen * (uint64_t)n_heads * (uint64_t)head_dim * 2u;
+        w->kv_bytes_read += seen * (uint64_t)kv_dim * 2u * sizeof(float);
+    }
 }
 
 static void emit_kv_rows(const HookSite *site, const float *k, const float *v, int T, int kv_dim) {
@@ -103,6 +122,9 @@ const float *forward_tokens(const Model *m, RunState *s, const int *tokens, int 
     int head_dim = config_head_dim(c), n_heads = c->n_heads, n_kv = c->n_kv_heads;
     size_t layer_kv = (size_t)s->cache.capacity * kv_dim; /* floats per layer of cache */
     HookSite site = {obs, -1, pos0, tokens};
+    WorkCount *work = &s->work;
+    *work = (WorkCount){0};
+    work->weight_bytes = (uint64_t)T * dim * sizeof(float); /* embedding rows */
 
     /* x[t] = embedding row of tokens[t] */
     for (int t = 0; t < T; t++)
@@ -119,10 +141,15 @@ const float *forward_tokens(const Model *m, RunState *s, const int *tokens, int 
 
         /* attention: Q, K, V of the new tokens; K and V go straight into the cache */
         rmsnorm_forward(s->xb, s->x, w->rms_att + ld, T, dim);
+        work->weight_bytes += 2u * dim * sizeof(float); /* rms_att and rms_ffn */
         hook_emit_rows(&site, HOOK_LN1, s->xb, T, 1, dim);
         matmul_forward(s->q, s->xb, w->wq + ld * dim, T, dim, dim);
         matmul_forward(k_new, s->xb, w->wk + lkv * dim, T, dim, kv_dim);
         matmul_forward(v_new, s->xb, w->wv + lkv * dim, T, dim, kv_dim);
+        count_matmul(work, T, dim, dim);
+        count_matmul(work, T, dim, kv_dim);
+        count_matmul(work, T, dim, kv_dim);
+        work->kv_bytes_written += (uint64_t)T * kv_dim * 2u * sizeof(float);
         rope_forward(s->q, T, dim, head_dim, pos0, s->rope_cos, s->rope_sin);
         rope_forward(k_new, T, kv_dim, head_dim, pos0, s->rope_cos, s->rope_sin);
         hook_emit_rows(&site, HOOK_ATTN_Q, s->q, T, n_heads, head_dim);
@@ -131,8 +158,10 @@ const float *forward_tokens(const Model *m, RunState *s, const int *tokens, int 
         emit_kv_rows(&site, k_new, v_new, T, kv_dim);
         attention_forward(s->xb, s->q, key_l, value_l, s->scores, T, pos0, n_heads, n_kv, head_dim,
                           &site);
+        count_attention(work, T, pos0, n_heads, head_dim, kv_dim);
         hook_emit_rows(&site, HOOK_ATTN_Z, s->xb, T, n_heads, head_dim);
         matmul_forward(s->xb2, s->xb, w->wo + ld * dim, T, dim, dim);
+        count_matmul(work, T, dim, dim);
         hook_emit_rows(&site, HOOK_ATTN_OUT, s->xb2, T, 1, dim);
         residual_forward(s->x, s->xb2, T * dim);
         hook_emit_rows(&site, HOOK_RESID_MID, s->x, T, 1, dim);
@@ -147,6 +176,9 @@ const float *forward_tokens(const Model *m, RunState *s, const int *tokens, int 
         swiglu_forward(s->hb, s->hb2, T * hidden);
         hook_emit_rows(&site, HOOK_MLP_HIDDEN, s->hb, T, 1, hidden);
         matmul_forward(s->xb, s->hb, w->w2 + (size_t)l * dim * hidden, T, hidden, dim);
+        count_matmul(work, T, dim, hidden);
+        count_matmul(work, T, dim, hidden);
+        count_matmul(work, T, hidden, dim);
         hook_emit_rows(&site, HOOK_MLP_OUT, s->xb, T, 1, dim);
         residual_forward(s->x, s->xb, T * dim);
         hook_emit_rows(&site, HOOK_RESID_POST, s->x, T, 1, dim);
@@ -160,6 +192,8 @@ const float *forward_tokens(const Model *m, RunState *s, const int *tokens, int 
     rmsnorm_forward(x_rows, x_rows, w->rms_final, rows, dim);
     hook_emit_rows(&last, HOOK_FINAL_NORM, x_rows, rows, 1, dim);
     matmul_forward(s->logits, x_rows, w->wcls, rows, dim, c->vocab_size);
+    work->weight_bytes += (uint64_t)dim * sizeof(float); /* rms_final */
+    count_matmul(work, rows, dim, c->vocab_size);
     hook_emit_rows(&last, HOOK_LOGITS, s->logits, rows, 1, c->vocab_size);
     return s->logits;
 }

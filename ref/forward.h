@@ -10,6 +10,7 @@
 #include "error.h"
 #include "hooks.h"
 #include "model.h"
+#include "work.h"
 
 /* The keys and values of every position seen so far. Q is never cached: a
  * query is only used by its own position. */
@@ -17,14 +18,16 @@ typedef struct {
     int capacity; /* positions it can hold */
     int n_layers;
     int kv_dim;
-    float *key;   /* [n_layers, capacity, kv_dim] (after RoPE) */
-    float *value; /* [n_layers, capacity, kv_dim] */
+    uint64_t bytes; /* of key and value together: kv_cache_bytes(config, capacity) */
+    float *key;     /* [n_layers, capacity, kv_dim] (after RoPE) */
+    float *value;   /* [n_layers, capacity, kv_dim] */
 } KVCache;
 
 /* One request's state: its cache, and scratch for up to max_tokens tokens
  * per forward call. */
 typedef struct {
     KVCache cache;
+    WorkCount work; /* of the last forward_tokens call */
     int max_tokens;
     float *x;        /* [max_tokens, dim] residual stream */
     float *xb;       /* [max_tokens, dim] normed input, then attention output */

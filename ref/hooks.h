@@ -13,6 +13,7 @@
 #include <stddef.h>
 
 #include "sampler.h"
+#include "work.h"
 
 typedef enum {
     HOOK_EMBED,        /* "embed"                [dim] token embedding */
@@ -57,18 +58,35 @@ typedef struct {
     const float *b; /* second tensor (V of kv events), same shape, or NULL */
 } HookTensor;
 
+/* What a context policy did when the window was full (see generate.h). */
+typedef struct {
+    const char *policy; /* "drop-oldest" or "keep-prefix" */
+    int window;         /* positions the window holds */
+    int first_dropped;  /* position of the first dropped token */
+    const int *dropped; /* [n_dropped] the tokens dropped */
+    int n_dropped;
+    int kept;             /* tokens kept, re-prefilled at positions 0..kept-1 */
+    int positions_before; /* cache positions filled before (= window) */
+    int positions_after;  /* after the rebuild: kept + the new token */
+} ContextShift;
+
 typedef struct {
     void *ctx;
     /* Whether the observer wants this point at (layer, pos); NULL means no. */
     bool (*wants)(void *ctx, HookPoint point, int layer, int pos);
     /* Receives the tensor; the pointers are valid only during the call. */
     void (*emit)(void *ctx, const HookTensor *tensor);
-    /* Before each forward pass: phase "prefill" or "decode", the first
-     * position and the tokens. NULL: not wanted. */
+    /* Before each forward pass: its phase ("prefill", "decode", "recompute"
+     * without a cache, "rebuild" after a context shift), the first position
+     * and the tokens. NULL: not wanted. */
     void (*forward)(void *ctx, const char *phase, int pos0, const int *tokens, int n_tokens);
     /* After each draw: the logits at pos (raw, as the forward pass gave them)
      * and the sampler holding the record of every stage. NULL: not wanted. */
     void (*sample)(void *ctx, int pos, const float *logits, const Sampler *sampler);
+    /* After each forward pass: what it did. NULL: not wanted. */
+    void (*work)(void *ctx, const char *phase, int pos0, int n_tokens, const WorkCount *work);
+    /* When a context policy drops tokens. NULL: not wanted. */
+    void (*context)(void *ctx, const ContextShift *shift);
 } StepObserver;
 
 static inline bool hook_wanted(const StepObserver *o, HookPoint point, int layer, int pos) {

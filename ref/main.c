@@ -15,6 +15,8 @@ static const char USAGE[] =
     "  tokenize   encode text into token ids and pieces\n"
     "  sample     apply the sampler to a logit vector (the classroom table)\n"
     "  trace      show one step of a trace, or validate a trace\n"
+    "  inspect    a model's weights and KV-cache bytes, with the formula\n"
+    "  make-model write a random-weight checkpoint of any shape (MHA, GQA, MQA)\n"
     "\n"
     "  stepwise <command> --help   options of one command\n"
     "  stepwise --version          print the version\n";
@@ -37,6 +39,8 @@ int main(int argc, char **argv) {
     if (strcmp(cmd, "tokenize") == 0) return cli_tokenize(argc - 1, argv + 1);
     if (strcmp(cmd, "sample") == 0) return cli_sample(argc - 1, argv + 1);
     if (strcmp(cmd, "trace") == 0) return cli_trace(argc - 1, argv + 1);
+    if (strcmp(cmd, "inspect") == 0) return cli_inspect(argc - 1, argv + 1);
+    if (strcmp(cmd, "make-model") == 0) return cli_make_model(argc - 1, argv + 1);
     fprintf(stderr, "stepwise: error: unknown command '%s' (see stepwise --help)\n", cmd);
     return EXIT_BAD_INPUT;
 }

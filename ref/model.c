@@ -5,7 +5,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <math.h>
 #include <sys/stat.h>
+
+#include "file_util.h"
+#include "rng.h"
 
 uint64_t model_storage_floats(const Config *c) {
     return config_param_count(c);
@@ -101,6 +105,87 @@ bool model_load_checkpoint(Model *m, const char *path, StepError *err) {
         return step_fail(err, "model %s: read error in the weights", path);
     }
     model_bind_weights(m);
+    return true;
+}
+
+/* Write n floats; false on a short write. */
+static bool write_floats(FILE *f, const float *v, uint64_t n) {
+    return fwrite(v, sizeof(float), n, f) == n;
+}
+
+bool model_save_checkpoint(const Model *m, const char *path, StepError *err) {
+    const Config *c = &m->config;
+    AtomicFile out;
+    if (!atomic_file_open(&out, path, err)) return false;
+    int32_t header[HEADER_INTS] = {
+        c->dim,     c->hidden_dim, c->n_layers,
+        c->n_heads, c->n_kv_heads, c->shared_classifier ? c->vocab_size : -c->vocab_size,
+        c->seq_len};
+    uint64_t cls = (uint64_t)c->vocab_size * (uint64_t)c->dim;
+    uint64_t body = model_storage_floats(c) - (c->shared_classifier ? 0 : cls);
+    bool ok =
+        fwrite(header, sizeof header, 1, out.file) == 1 && write_floats(out.file, m->storage, body);
+    int half = config_head_dim(c) / 2;
+    for (int table = 0; ok && table < 2; table++) { /* freq_cis_real, then freq_cis_imag */
+        for (int pos = 0; ok && pos < c->seq_len; pos++) {
+            for (int i = 0; ok && i < half; i++) {
+                float freq = 1.0f / powf(10000.0f, (float)(2 * i) / (float)config_head_dim(c));
+                float v = table == 0 ? cosf((float)pos * freq) : sinf((float)pos * freq);
+                ok = write_floats(out.file, &v, 1);
+            }
+        }
+    }
+    if (ok && !c->shared_classifier) ok = write_floats(out.file, m->weights.wcls, cls);
+    if (!ok) {
+        atomic_file_discard(&out);
+        return step_fail(err, "model %s: write failed", path);
+    }
+    return atomic_file_commit(&out, err);
+}
+
+/* Fill n floats uniform in ±scale. */
+static void fill_uniform(float *v, uint64_t n, float scale, XorshiftRng *rng) {
+    for (uint64_t i = 0; i < n; i++) v[i] = (2.0f * xorshift_f32(rng) - 1.0f) * scale;
+}
+
+bool model_init_random(Model *m, const Config *c, uint64_t seed, StepError *err) {
+    memset(m, 0, sizeof *m);
+    if (!config_validate(c, "make-model", err)) return false;
+    if (seed == 0) return step_fail(err, "make-model: seed must not be 0");
+    m->config = *c;
+    m->storage = malloc(model_storage_floats(c) * sizeof(float));
+    if (m->storage == NULL) return step_fail(err, "make-model: out of memory for the weights");
+    model_bind_weights(m);
+    XorshiftRng rng = {seed};
+    uint64_t dim = (uint64_t)c->dim, hidden = (uint64_t)c->hidden_dim, L = (uint64_t)c->n_layers;
+    uint64_t kv = (uint64_t)config_kv_dim(c), vocab = (uint64_t)c->vocab_size;
+    float in_dim = 1.0f / sqrtf((float)c->dim), in_hidden = 1.0f / sqrtf((float)c->hidden_dim);
+    /* In storage order, so that the stream of random numbers is the layout's. */
+    struct {
+        const float *view;
+        uint64_t n;
+        float scale; /* 0: a norm weight, all ones */
+    } parts[] = {{m->weights.token_embedding, vocab * dim, in_dim},
+                 {m->weights.rms_att, L * dim, 0},
+                 {m->weights.wq, L * dim * dim, in_dim},
+                 {m->weights.wk, L * kv * dim, in_dim},
+                 {m->weights.wv, L * kv * dim, in_dim},
+                 {m->weights.wo, L * dim * dim, in_dim},
+                 {m->weights.rms_ffn, L * dim, 0},
+                 {m->weights.w1, L * hidden * dim, in_dim},
+                 {m->weights.w2, L * dim * hidden, in_hidden},
+                 {m->weights.w3, L * hidden * dim, in_dim},
+                 {m->weights.rms_final, dim, 0},
+                 {c->shared_classifier ? NULL : m->weights.wcls, vocab * dim, in_dim}};
+    for (size_t i = 0; i < sizeof parts / sizeof parts[0]; i++) {
+        if (parts[i].view == NULL) continue;
+        float *dst = m->storage + (parts[i].view - m->storage);
+        if (parts[i].scale == 0) {
+            for (uint64_t j = 0; j < parts[i].n; j++) dst[j] = 1.0f;
+        } else {
+            fill_uniform(dst, parts[i].n, parts[i].scale, &rng);
+        }
+    }
     return true;
 }
 

@@ -44,6 +44,16 @@ void model_bind_weights(Model *m);
 /* Number of floats model_bind_weights expects in storage. */
 uint64_t model_storage_floats(const Config *c);
 
+/* Write m as a llama2.c checkpoint (the layout model_load_checkpoint reads),
+ * atomically: the file appears whole or not at all. The two legacy RoPE
+ * tables are written with llama2.c's values, cos and sin of pos · θ_i. */
+bool model_save_checkpoint(const Model *m, const char *path, StepError *err);
+
+/* A model of shape c with seeded random weights: norm weights 1, every
+ * matrix (the embedding too) uniform in ±1/sqrt(fan_in), from llama2.c's
+ * xorshift* generator. The same seed gives the same weights, bit for bit. */
+bool model_init_random(Model *m, const Config *c, uint64_t seed, StepError *err);
+
 void model_free(Model *m);
 
 #endif

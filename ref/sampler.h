@@ -9,6 +9,7 @@
 #include <stdint.h>
 
 #include "error.h"
+#include "rng.h"
 
 typedef enum { STAGE_TEMPERATURE, STAGE_TOP_K, STAGE_TOP_P, STAGE_MIN_P, N_STAGES } SamplerStage;
 
@@ -35,15 +36,6 @@ bool sampler_order_parse(SamplerParams *p, const char *name, StepError *err);
 bool sampler_params_validate(const SamplerParams *p, StepError *err);
 
 const char *sampler_stage_name(SamplerStage s); /* "temperature", "top_k", "top_p", "min_p" */
-
-/* llama2.c's generator: xorshift* on 64 bits of state. */
-typedef struct {
-    uint64_t state;
-} XorshiftRng;
-
-uint32_t xorshift_u32(XorshiftRng *r);
-/* A float in [0, 1): the top 24 bits of xorshift_u32 / 2^24, as run.c. */
-float xorshift_f32(XorshiftRng *r);
 
 /* What one stage did in the last draw. */
 typedef struct {

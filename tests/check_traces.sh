@@ -33,6 +33,14 @@ if [ -f "$models/stories260K.bin" ]; then
         { echo "the long-prompt run did not stop on context_full"; exit 1; }
     run stories-vllm "${m[@]}" --steps 20 --temperature 0.7 --top-k 40 --min-p 0.05 \
         --sampler-order vllm --trace-temperatures 1
+    run stories-no-cache "${m[@]}" --steps 12 --no-kv-cache --trace-level layers
+    run stories-drop-oldest "${m[@]}" --steps 40 --context 16 --context-policy drop-oldest \
+        --trace-level full --trace-layers 1
+    run stories-keep-prefix "${m[@]}" --steps 40 --context 16 --context-policy keep-prefix --keep 3 \
+        --context-drop 5 --temperature 1 --top-p 0.9
+    "$bin" make-model --dim 32 --hidden 48 --layers 2 --heads 4 --kv-heads 2 --vocab 512 \
+        --seq-len 64 --untied --out "$out/gqa.bin" 2>/dev/null
+    run gqa-full --model "$out/gqa.bin" --tokenizer "$models/tok512.bin" --steps 10 --trace-level full
     # interrupted: Ctrl-C while a slow (full-level) run is going
     "$bin" generate "${m[@]}" --steps 500 --trace-level full --trace "$out/stories-interrupted.jsonl" \
         >/dev/null 2>&1 &

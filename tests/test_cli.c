@@ -129,24 +129,29 @@ Test(cli, trace_of_the_tiny_model) {
     /* prompt [BOS, " cat"]: prefill writes kv rows 0 and 1 and (all logits)
      * logits at 0 and 1; the draw at pos 1 picks " sat" (token at pos 2),
      * which is decoded at pos 2; the draw there picks EOS. */
-    const char *want[] = {"run",    "tokenize", "forward", "kv",    "kv",
-                          "logits", "logits",   "sample",  "token", "forward",
-                          "kv",     "logits",   "sample",  "token", "done"};
-    cr_assert_eq(n, 15);
-    for (int i = 0; i < 15; i++) cr_expect_str_eq(event_of(lines[i]), want[i], "line %d", i + 1);
+    const char *want[] = {"run",    "tokenize", "forward", "kv",    "kv",      "logits",
+                          "logits", "work",     "sample",  "token", "forward", "kv",
+                          "logits", "work",     "sample",  "token", "done"};
+    cr_assert_eq(n, 17);
+    for (int i = 0; i < 17; i++) cr_expect_str_eq(event_of(lines[i]), want[i], "line %d", i + 1);
     cr_expect_str_eq(cJSON_GetObjectItem(lines[2], "phase")->valuestring, "prefill");
-    cr_expect_str_eq(cJSON_GetObjectItem(lines[9], "phase")->valuestring, "decode");
-    cr_expect_eq(cJSON_GetObjectItem(lines[7], "pos")->valueint, 1);
-    cr_expect_eq(cJSON_GetObjectItem(lines[7], "token")->valueint, 12);
-    cr_expect(cJSON_IsTrue(cJSON_GetObjectItem(lines[7], "greedy")));
-    cr_expect_eq(cJSON_GetObjectItem(lines[8], "pos")->valueint, 2);
-    cr_expect_str_eq(cJSON_GetObjectItem(lines[8], "piece")->valuestring, " sat");
-    cr_expect_eq(cJSON_GetObjectItem(lines[12], "token")->valueint, 2);
+    cr_expect_str_eq(cJSON_GetObjectItem(lines[10], "phase")->valuestring, "decode");
+    cr_expect_eq(cJSON_GetObjectItem(lines[8], "pos")->valueint, 1);
+    cr_expect_eq(cJSON_GetObjectItem(lines[8], "token")->valueint, 12);
+    cr_expect(cJSON_IsTrue(cJSON_GetObjectItem(lines[8], "greedy")));
+    cr_expect_eq(cJSON_GetObjectItem(lines[9], "pos")->valueint, 2);
+    cr_expect_str_eq(cJSON_GetObjectItem(lines[9], "piece")->valuestring, " sat");
+    cr_expect_eq(cJSON_GetObjectItem(lines[14], "token")->valueint, 2);
+    /* the prefill's work: 2 tokens, 1 layer, d = 2, kv_dim 2, hidden 2, vocab 13,
+     * 1 head of 2: matmuls 2 tokens × (wq 4 + wk 4 + wv 4 + wo 4 + w1 4 + w3 4 + w2 4) = 56;
+     * classifier (--all-logits: both rows) 2 × 2 × 13 = 52; attention: positions
+     * seen 1 + 2 = 3, × 1 head × 2 (scores and mix) × head_dim 2 = 12. 120 in all. */
+    cr_expect_eq(cJSON_GetObjectItem(lines[7], "macs")->valueint, 120);
     const cJSON *logits0 = cJSON_GetObjectItem(lines[5], "logits");
     cr_expect_eq(cJSON_GetArraySize(logits0), 13);
     /* pos 0 is BOS: the hand-computed 2.548268 for " cat" (test_tiny.c) */
     cr_expect(fabs(cJSON_GetArrayItem(logits0, 11)->valuedouble - 2.548268) < 2e-5);
-    const cJSON *done = lines[14];
+    const cJSON *done = lines[16];
     cr_expect_str_eq(cJSON_GetObjectItem(done, "stop_reason")->valuestring, "eos");
     cr_expect_str_eq(cJSON_GetObjectItem(done, "text")->valuestring, "cat sat");
     cr_expect_str_eq(cJSON_GetObjectItem(done, "completion")->valuestring, " sat");

@@ -121,6 +121,44 @@ cJSON *trace_event_forward(const char *phase, int pos0, const int *tokens, int n
     return e;
 }
 
+static cJSON *work_json(cJSON *o, const WorkCount *w) {
+    cJSON_AddNumberToObject(o, "macs", (double)w->macs);
+    cJSON_AddNumberToObject(o, "weight_bytes", (double)w->weight_bytes);
+    cJSON_AddNumberToObject(o, "kv_bytes_read", (double)w->kv_bytes_read);
+    cJSON_AddNumberToObject(o, "kv_bytes_written", (double)w->kv_bytes_written);
+    return o;
+}
+
+cJSON *trace_event_work(const char *phase, int pos0, int n_tokens, const WorkCount *w) {
+    cJSON *e = cJSON_CreateObject();
+    cJSON_AddStringToObject(e, "event", "work");
+    cJSON_AddStringToObject(e, "phase", phase);
+    cJSON_AddNumberToObject(e, "pos", pos0);
+    cJSON_AddNumberToObject(e, "n_tokens", n_tokens);
+    return work_json(e, w);
+}
+
+cJSON *trace_event_context(const ContextShift *shift, uint64_t bytes_per_token) {
+    cJSON *e = cJSON_CreateObject();
+    cJSON_AddStringToObject(e, "event", "context");
+    cJSON_AddStringToObject(e, "policy", shift->policy);
+    cJSON_AddNumberToObject(e, "window", shift->window);
+    cJSON_AddNumberToObject(e, "first_dropped", shift->first_dropped);
+    cJSON_AddItemToObject(e, "dropped", trace_int_array(shift->dropped, shift->n_dropped));
+    cJSON_AddNumberToObject(e, "kept", shift->kept);
+    cJSON_AddNumberToObject(e, "positions_before", shift->positions_before);
+    cJSON_AddNumberToObject(e, "positions_after", shift->positions_after);
+    cJSON_AddNumberToObject(e, "cache_bytes_before",
+                            (double)(bytes_per_token * (uint64_t)shift->positions_before));
+    cJSON_AddNumberToObject(e, "cache_bytes_after",
+                            (double)(bytes_per_token * (uint64_t)shift->positions_after));
+    cJSON_AddStringToObject(e, "why_rebuild",
+                            "each cached K row carries the RoPE rotation of the position it was "
+                            "computed at; the kept tokens move to new positions, so their K (and "
+                            "V) are computed again by prefilling them");
+    return e;
+}
+
 cJSON *trace_event_tensor(const HookTensor *t) {
     cJSON *e = cJSON_CreateObject();
     int n = t->rows * t->cols;
@@ -268,11 +306,13 @@ cJSON *trace_event_done(const TraceDone *d) {
     cJSON_AddItemToObject(e, "completion", trace_text(d->completion, strlen(d->completion)));
     cJSON_AddNumberToObject(e, "prefill_tokens", d->prefill_tokens);
     cJSON_AddNumberToObject(e, "decode_tokens", d->decode_tokens);
+    cJSON_AddNumberToObject(e, "context_shifts", d->context_shifts);
+    work_json(cJSON_AddObjectToObject(e, "work"), &d->work);
     cJSON *kv = cJSON_AddObjectToObject(e, "kv_cache");
     cJSON_AddNumberToObject(kv, "bytes_per_token", (double)d->kv_bytes_per_token);
     cJSON_AddNumberToObject(kv, "allocated_bytes", (double)d->kv_allocated_bytes);
     cJSON_AddNumberToObject(kv, "peak_bytes", (double)d->kv_peak_bytes);
-    cJSON *t = cJSON_AddObjectToObject(e, "timing");
+    cJSON *t = cJSON_AddObjectToObject(e, "measured");
     cJSON_AddNumberToObject(t, "ttft_seconds", d->ttft_seconds);
     cJSON_AddNumberToObject(t, "prefill_seconds", d->prefill_seconds);
     cJSON_AddNumberToObject(t, "decode_seconds", d->decode_seconds);
@@ -281,6 +321,7 @@ cJSON *trace_event_done(const TraceDone *d) {
                             d->prefill_seconds > 0 ? d->prefill_tokens / d->prefill_seconds : 0);
     cJSON_AddNumberToObject(t, "decode_tokens_per_second",
                             d->decode_seconds > 0 ? d->decode_tokens / d->decode_seconds : 0);
+    cJSON_AddNumberToObject(t, "peak_rss_bytes", (double)d->peak_rss_bytes);
     return e;
 }
 

@@ -39,6 +39,14 @@ cJSON *trace_event_bpe_merge(const BpeMerge *m);
 /* {"event":"forward", "phase", "pos", "n_tokens", "tokens"}. */
 cJSON *trace_event_forward(const char *phase, int pos0, const int *tokens, int n);
 
+/* {"event":"work", "phase", "pos", "n_tokens", "macs", "weight_bytes",
+ * "kv_bytes_read", "kv_bytes_written"}: what one forward pass did. */
+cJSON *trace_event_work(const char *phase, int pos0, int n_tokens, const WorkCount *w);
+
+/* {"event":"context", "policy", "window", "dropped", ...}: a context policy
+ * dropping tokens at a full window. */
+cJSON *trace_event_context(const ContextShift *shift, uint64_t bytes_per_token);
+
 /* "logits", "kv", "kv_snapshot" or "activation", by the tensor's point. */
 cJSON *trace_event_tensor(const HookTensor *t);
 
@@ -53,15 +61,18 @@ cJSON *trace_event_token(const Tokenizer *tok, int pos, int token);
 /* The sampler's settings: temperature, top_k, top_p, min_p, order, stages, seed, rng. */
 cJSON *trace_sampler_params(const SamplerParams *p);
 
-/* The end of a run. Wall-clock figures sit under "timing" only. */
+/* The end of a run. Measured figures (clock, memory) sit under "measured" only. */
 typedef struct {
     const char *stop_reason;
     const int *tokens;
     int n_tokens;
     const char *text, *completion;
     int prefill_tokens, decode_tokens;
+    int context_shifts;
     uint64_t kv_bytes_per_token, kv_allocated_bytes, kv_peak_bytes;
+    WorkCount work; /* every pass together */
     double ttft_seconds, prefill_seconds, decode_seconds, total_seconds;
+    uint64_t peak_rss_bytes; /* the process's peak resident memory */
 } TraceDone;
 
 cJSON *trace_event_done(const TraceDone *d);

@@ -43,8 +43,25 @@ static void observer_merge(void *ctx, const BpeMerge *m) {
         trace_observer_write(to, trace_event_bpe_merge(m));
 }
 
+static void observer_work(void *ctx, const char *phase, int pos0, int n, const WorkCount *work) {
+    TraceObserver *to = ctx;
+    if (to->options->level >= TRACE_TOKENS)
+        trace_observer_write(to, trace_event_work(phase, pos0, n, work));
+}
+
+static void observer_context(void *ctx, const ContextShift *shift) {
+    TraceObserver *to = ctx;
+    trace_observer_write(to, trace_event_context(shift, to->bytes_per_token));
+}
+
 StepObserver trace_step_observer(TraceObserver *to) {
-    return (StepObserver){to, observer_wants, observer_emit, observer_forward, observer_sample};
+    return (StepObserver){to,
+                          observer_wants,
+                          observer_emit,
+                          observer_forward,
+                          observer_sample,
+                          observer_work,
+                          observer_context};
 }
 
 BpeObserver trace_bpe_observer(TraceObserver *to) {

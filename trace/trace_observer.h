@@ -13,6 +13,7 @@ typedef struct {
     TraceWriter *writer;
     const TraceOptions *options;
     const Tokenizer *tokenizer; /* for the pieces of token events */
+    uint64_t bytes_per_token;   /* of the KV cache, for context events */
     cJSON *held;                /* when not NULL, events are appended here instead of written */
 } TraceObserver;
 

@@ -136,6 +136,11 @@ static void check_consistency(Validation *v, const cJSON *e, const char *name) {
         check_sample(v, e);
     } else if (strcmp(name, "token") == 0) {
         expect_increasing(v, &v->last_token_pos, int_field(e, "pos"), "token");
+    } else if (strcmp(name, "context") == 0) {
+        /* the kept tokens are prefilled again from position 0 */
+        int kept = int_field(e, "kept");
+        v->last_logits_pos = v->last_sample_pos = kept - 1;
+        v->last_token_pos = kept;
     } else if (strcmp(name, "done") == 0 || strcmp(name, "error") == 0) {
         if (strcmp(name, "done") == 0) check_done(v, e);
         v->ended_by = strcmp(name, "done") == 0 ? "done" : "error";

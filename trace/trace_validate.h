@@ -13,8 +13,8 @@
  * event; the first line is "run" and the last "done" or "error", with nothing
  * after; logits have vocab_size values and kv rows kv_dim; an activation's
  * data fits its shape; positions of logits, sample and token events
- * increase; a sample's probs sum to 1 within 1e-6 and its token survived
- * every filter; done's tokens start with the prompt's. */
+ * increase (restarting after a context shift); a sample's probs sum to 1 within 1e-6 and its token
+ * survived every filter; done's tokens start with the prompt's. */
 int trace_validate_file(const char *path, FILE *report, StepError *err);
 
 #endif

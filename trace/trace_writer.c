@@ -2,6 +2,8 @@
 
 #include "trace_writer.h"
 
+#include "../ref/file_util.h"
+
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
@@ -11,27 +13,18 @@
 #include <unistd.h>
 
 struct TraceWriter {
-    FILE *file;
-    char *path;     /* where the trace belongs */
-    char *tmp_path; /* where it is written until commit */
-    bool failed;    /* a write failed */
+    AtomicFile out;
+    bool failed; /* a write failed */
 };
 
 TraceWriter *trace_writer_open(const char *path, StepError *err) {
     TraceWriter *tw = calloc(1, sizeof *tw);
-    size_t n = strlen(path);
-    if (tw == NULL || (tw->path = strdup(path)) == NULL || (tw->tmp_path = malloc(n + 8)) == NULL) {
-        trace_writer_discard(tw);
+    if (tw == NULL) {
         step_fail(err, "trace %s: out of memory", path);
         return NULL;
     }
-    snprintf(tw->tmp_path, n + 8, "%s.XXXXXX", path);
-    int fd = mkstemp(tw->tmp_path);
-    if (fd >= 0) fchmod(fd, 0644); /* mkstemp makes 0600; a trace is for reading */
-    if (fd < 0 || (tw->file = fdopen(fd, "w")) == NULL) {
-        step_fail(err, "trace %s: cannot create: %s", path, strerror(errno));
-        if (fd >= 0) close(fd), unlink(tw->tmp_path);
-        free(tw->tmp_path), free(tw->path), free(tw);
+    if (!atomic_file_open(&tw->out, path, err)) {
+        free(tw);
         return NULL;
     }
     return tw;
@@ -39,27 +32,26 @@ TraceWriter *trace_writer_open(const char *path, StepError *err) {
 
 void trace_writer_write(TraceWriter *tw, const cJSON *event) {
     char *line = cJSON_PrintUnformatted(event);
-    if (line == NULL || fputs(line, tw->file) < 0 || fputc('\n', tw->file) < 0) tw->failed = true;
+    if (line == NULL || fputs(line, tw->out.file) < 0 || fputc('\n', tw->out.file) < 0)
+        tw->failed = true;
     cJSON_free(line);
 }
 
 bool trace_writer_commit(TraceWriter *tw, StepError *err) {
-    bool ok = !tw->failed && fflush(tw->file) == 0 && !ferror(tw->file);
-    ok = fclose(tw->file) == 0 && ok;
-    tw->file = NULL;
-    if (ok && rename(tw->tmp_path, tw->path) != 0) ok = false;
-    if (ok) free(tw->tmp_path), tw->tmp_path = NULL; /* nothing left to remove */
-    if (!ok) step_fail(err, "trace %s: write failed: %s", tw->path, strerror(errno));
-    trace_writer_discard(tw);
+    bool ok;
+    if (tw->failed) {
+        ok = step_fail(err, "trace %s: a write failed", tw->out.path);
+        atomic_file_discard(&tw->out);
+    } else {
+        ok = atomic_file_commit(&tw->out, err);
+    }
+    free(tw);
     return ok;
 }
 
 void trace_writer_discard(TraceWriter *tw) {
     if (tw == NULL) return;
-    if (tw->file != NULL) fclose(tw->file);
-    if (tw->tmp_path != NULL) unlink(tw->tmp_path);
-    free(tw->tmp_path);
-    free(tw->path);
+    atomic_file_discard(&tw->out);
     free(tw);
 }
 

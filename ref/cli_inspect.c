@@ -1,0 +1,192 @@
+/* cli_inspect.c: `stepwise inspect`, what a model costs: its weights, and
+ * the KV cache it needs per token, per context and per request, with the
+ * formula written out, and the same for every possible KV-head count. */
+#include <cjson/cJSON.h>
+#include <getopt.h>
+#include <stdio.h>
+
+#include "cli.h"
+#include "cli_common.h"
+
+static const char INSPECT_USAGE[] =
+    "usage: stepwise inspect [--model FILE] [--context N] [--requests R] [--json]\n"
+    "\n"
+    "Print a model's shape and attention kind, its parameters and weight bytes,\n"
+    "and its KV cache: bytes per token, at N tokens, for R concurrent requests,\n"
+    "the context at which the cache outgrows the weights, and the same for every\n"
+    "KV-head count that divides the query heads (what if it were MQA/GQA/MHA).\n"
+    "\n"
+    "  --model FILE     checkpoint (.bin) or JSON model (default: the built-in tiny model)\n"
+    "  --context N      tokens per request (default: the model's seq_len; may exceed it,\n"
+    "                   as a what-if)\n"
+    "  --requests R     concurrent requests, each with its own cache (default 1)\n"
+    "  --json           print one JSON object (docs/kv-cache.md)\n";
+
+enum { OPT_MODEL = 256, OPT_CONTEXT, OPT_REQUESTS, OPT_JSON };
+
+/* The cache facts of one shape at a context and request count. */
+typedef struct {
+    uint64_t weight_bytes, per_token, at_context, total;
+    uint64_t outgrows_at; /* smallest context whose caches exceed the weights */
+} CacheFacts;
+
+static CacheFacts cache_facts(const Config *c, int context, int requests) {
+    CacheFacts f;
+    f.weight_bytes = config_param_count(c) * sizeof(float);
+    f.per_token = kv_cache_bytes(c, 1);
+    f.at_context = kv_cache_bytes(c, context);
+    f.total = f.at_context * (uint64_t)requests;
+    f.outgrows_at = f.weight_bytes / (f.per_token * (uint64_t)requests) + 1;
+    return f;
+}
+
+static double mib(uint64_t bytes) {
+    return (double)bytes / (1024.0 * 1024.0);
+}
+
+static void print_text(const char *name, const Config *c, int context, int requests) {
+    CacheFacts f = cache_facts(c, context, requests);
+    int head_dim = config_head_dim(c), group = c->n_heads / c->n_kv_heads;
+    printf("model %s\n", name);
+    printf("  dim %d, hidden_dim %d, %d layers, vocab %d, seq_len %d, %s classifier\n", c->dim,
+           c->hidden_dim, c->n_layers, c->vocab_size, c->seq_len,
+           c->shared_classifier ? "tied" : "untied");
+    printf("  attention: %s, %d query heads, %d KV heads: %d query head%s share each KV head; "
+           "head_dim %d, kv_dim %d\n",
+           config_attention_kind(c), c->n_heads, c->n_kv_heads, group, group == 1 ? "" : "s",
+           head_dim, config_kv_dim(c));
+    printf("  parameters: %llu, weights %llu bytes (%.2f MiB of float32)\n",
+           (unsigned long long)config_param_count(c), (unsigned long long)f.weight_bytes,
+           mib(f.weight_bytes));
+    printf("\nKV cache (the K and V of every position, in every layer; Q is not cached):\n");
+    printf(
+        "  per token: %d layers x %d KV heads x %d head_dim x 2 (K and V) x 4 bytes = %llu bytes\n",
+        c->n_layers, c->n_kv_heads, head_dim, (unsigned long long)f.per_token);
+    printf("  at %d tokens: %d x %llu = %llu bytes (%.2f MiB)%s\n", context, context,
+           (unsigned long long)f.per_token, (unsigned long long)f.at_context, mib(f.at_context),
+           context > c->seq_len ? ", beyond the model's seq_len" : "");
+    printf("  for %d request%s: %d x %llu = %llu bytes (%.2f MiB), %.2fx the weights\n", requests,
+           requests == 1 ? "" : "s", requests, (unsigned long long)f.at_context,
+           (unsigned long long)f.total, mib(f.total), (double)f.total / (double)f.weight_bytes);
+    printf("  the cache outgrows the weights at %llu tokens per request\n",
+           (unsigned long long)f.outgrows_at);
+    printf("\nwhat if this model had another number of KV heads (same %d query heads):\n\n",
+           c->n_heads);
+    printf("| KV heads | kind | query heads per KV head | weight bytes | KV bytes per token "
+           "| KV bytes, %d tokens x %d | outgrows weights at |\n",
+           context, requests);
+    printf("|---|---|---|---|---|---|---|\n");
+    for (int kv = 1; kv <= c->n_heads; kv++) {
+        if (c->n_heads % kv != 0) continue;
+        Config v = *c;
+        v.n_kv_heads = kv;
+        CacheFacts g = cache_facts(&v, context, requests);
+        printf("| %d%s | %s | %d | %llu | %llu | %llu | %llu |\n", kv,
+               kv == c->n_kv_heads ? " (this model)" : "", config_attention_kind(&v),
+               c->n_heads / kv, (unsigned long long)g.weight_bytes, (unsigned long long)g.per_token,
+               (unsigned long long)g.total, (unsigned long long)g.outgrows_at);
+    }
+}
+
+static cJSON *facts_json(const Config *c, int context, int requests) {
+    CacheFacts f = cache_facts(c, context, requests);
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddNumberToObject(o, "n_kv_heads", c->n_kv_heads);
+    cJSON_AddStringToObject(o, "attention", config_attention_kind(c));
+    cJSON_AddNumberToObject(o, "queries_per_kv_head", c->n_heads / c->n_kv_heads);
+    cJSON_AddNumberToObject(o, "params", (double)config_param_count(c));
+    cJSON_AddNumberToObject(o, "weight_bytes", (double)f.weight_bytes);
+    cJSON_AddNumberToObject(o, "kv_bytes_per_token", (double)f.per_token);
+    cJSON_AddNumberToObject(o, "kv_bytes_at_context", (double)f.at_context);
+    cJSON_AddNumberToObject(o, "kv_bytes_total", (double)f.total);
+    cJSON_AddNumberToObject(o, "outgrows_weights_at", (double)f.outgrows_at);
+    return o;
+}
+
+static void print_json(const char *name, const Config *c, int context, int requests) {
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddStringToObject(o, "model_path", name);
+    cJSON *m = cJSON_AddObjectToObject(o, "model");
+    cJSON_AddNumberToObject(m, "dim", c->dim);
+    cJSON_AddNumberToObject(m, "hidden_dim", c->hidden_dim);
+    cJSON_AddNumberToObject(m, "n_layers", c->n_layers);
+    cJSON_AddNumberToObject(m, "n_heads", c->n_heads);
+    cJSON_AddNumberToObject(m, "n_kv_heads", c->n_kv_heads);
+    cJSON_AddNumberToObject(m, "vocab_size", c->vocab_size);
+    cJSON_AddNumberToObject(m, "seq_len", c->seq_len);
+    cJSON_AddBoolToObject(m, "shared_classifier", c->shared_classifier);
+    cJSON_AddNumberToObject(m, "head_dim", config_head_dim(c));
+    cJSON_AddNumberToObject(m, "kv_dim", config_kv_dim(c));
+    cJSON_AddNumberToObject(o, "context", context);
+    cJSON_AddNumberToObject(o, "requests", requests);
+    char formula[256];
+    snprintf(formula, sizeof formula,
+             "%d tokens x %d layers x %d KV heads x %d head_dim x 2 x 4 bytes x %d requests",
+             context, c->n_layers, c->n_kv_heads, config_head_dim(c), requests);
+    cJSON_AddStringToObject(o, "formula", formula);
+    cJSON_AddItemToObject(o, "this_model", facts_json(c, context, requests));
+    cJSON *variants = cJSON_AddArrayToObject(o, "variants");
+    for (int kv = 1; kv <= c->n_heads; kv++) {
+        if (c->n_heads % kv != 0) continue;
+        Config v = *c;
+        v.n_kv_heads = kv;
+        cJSON_AddItemToArray(variants, facts_json(&v, context, requests));
+    }
+    char *s = cJSON_Print(o);
+    puts(s);
+    cJSON_free(s);
+    cJSON_Delete(o);
+}
+
+int cli_inspect(int argc, char **argv) {
+    static const struct option options[] = {{"model", required_argument, NULL, OPT_MODEL},
+                                            {"context", required_argument, NULL, OPT_CONTEXT},
+                                            {"requests", required_argument, NULL, OPT_REQUESTS},
+                                            {"json", no_argument, NULL, OPT_JSON},
+                                            {"help", no_argument, NULL, 'h'},
+                                            {NULL, 0, NULL, 0}};
+    const char *model = NULL;
+    int context = 0, requests = 1;
+    bool json = false, ok = true;
+    StepError err;
+    opterr = 0;
+    optind = 1;
+    int c;
+    while (ok && (c = getopt_long(argc, argv, ":h", options, NULL)) != -1) {
+        switch (c) {
+            case OPT_MODEL:
+                model = optarg;
+                break;
+            case OPT_CONTEXT:
+                ok = cli_parse_int(optarg, "--context", 1, 1 << 30, &context, &err);
+                break;
+            case OPT_REQUESTS:
+                ok = cli_parse_int(optarg, "--requests", 1, 1 << 20, &requests, &err);
+                break;
+            case OPT_JSON:
+                json = true;
+                break;
+            case 'h':
+                fputs(INSPECT_USAGE, stdout);
+                return 0;
+            default:
+                ok = cli_option_error("inspect", c, optopt, argv, optind, &err);
+        }
+    }
+    if (ok && optind < argc)
+        ok = step_fail(&err, "inspect: unexpected argument '%s'", argv[optind]);
+    Model m = {0};
+    if (ok) ok = cli_load_model_only(model, &m, &err);
+    if (!ok) {
+        cli_print_error(&err);
+        return EXIT_BAD_INPUT;
+    }
+    if (context == 0) context = m.config.seq_len;
+    const char *name = model ? model : "(built-in tiny model)";
+    if (json)
+        print_json(name, &m.config, context, requests);
+    else
+        print_text(name, &m.config, context, requests);
+    model_free(&m);
+    return 0;
+}

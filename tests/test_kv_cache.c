@@ -1,0 +1,373 @@
+/* test_kv_cache.c: the cache is an optimisation, not a different model;
+ * its size is what inspect says; its work is what the formulas say; and a
+ * full window is handled as each policy promises. */
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "../ref/generate.h"
+#include "helpers.h"
+
+/* Records, per draw, the logits at the sampled position; per pass, the work;
+ * per context shift, the shift. */
+#define MAX_STEPS 64
+typedef struct {
+    int vocab;
+    int n_draws;
+    int draw_pos[MAX_STEPS];
+    float *logits[MAX_STEPS];
+    int n_passes;
+    WorkCount work[MAX_STEPS];
+    int pass_pos0[MAX_STEPS], pass_tokens[MAX_STEPS];
+    int n_shifts;
+    ContextShift shifts[8];
+    int shift_dropped[8][64];
+} Recorder;
+
+static void on_sample(void *ctx, int pos, const float *logits, const Sampler *s) {
+    Recorder *r = ctx;
+    (void)s;
+    cr_assert_lt(r->n_draws, MAX_STEPS);
+    r->draw_pos[r->n_draws] = pos;
+    r->logits[r->n_draws] = malloc((size_t)r->vocab * sizeof(float));
+    memcpy(r->logits[r->n_draws++], logits, (size_t)r->vocab * sizeof(float));
+}
+
+static void on_work(void *ctx, const char *phase, int pos0, int n, const WorkCount *w) {
+    Recorder *r = ctx;
+    (void)phase;
+    cr_assert_lt(r->n_passes, MAX_STEPS);
+    r->work[r->n_passes] = *w;
+    r->pass_pos0[r->n_passes] = pos0;
+    r->pass_tokens[r->n_passes++] = n;
+}
+
+static void on_context(void *ctx, const ContextShift *shift) {
+    Recorder *r = ctx;
+    cr_assert_lt(r->n_shifts, 8);
+    r->shifts[r->n_shifts] = *shift;
+    memcpy(r->shift_dropped[r->n_shifts], shift->dropped, (size_t)shift->n_dropped * sizeof(int));
+    r->shifts[r->n_shifts].dropped = r->shift_dropped[r->n_shifts];
+    r->n_shifts++;
+}
+
+static void recorder_free(Recorder *r) {
+    for (int i = 0; i < r->n_draws; i++) free(r->logits[i]);
+}
+
+static GenerateResult run(const Model *m, const int *prompt, int n_prompt, GenerateOptions *opt,
+                          Recorder *rec) {
+    *rec = (Recorder){.vocab = m->config.vocab_size};
+    StepObserver obs = {rec, NULL, NULL, NULL, on_sample, on_work, on_context};
+    GenerateResult r;
+    StepError err;
+    cr_assert(generate(m, prompt, n_prompt, opt, &obs, NULL, &r, &err), "%s", err.message);
+    return r;
+}
+
+/* A random model whose classifier rows for BOS and EOS are zero, so that
+ * greedy decoding (nearly surely) never stops early. */
+static void random_model(Model *m, int dim, int hidden, int layers, int heads, int kv, int vocab,
+                         int seq_len, bool untied) {
+    Config c = {dim, hidden, layers, heads, kv, vocab, seq_len, !untied};
+    StepError err;
+    cr_assert(model_init_random(m, &c, 1234, &err), "%s", err.message);
+    float *cls = m->storage + (m->weights.wcls - m->storage);
+    memset(cls + 1 * dim, 0, 2 * (size_t)dim * sizeof(float));
+}
+
+/* The same run with and without a cache: bitwise-equal logits at every step. */
+static void expect_cache_changes_nothing(const Model *m, const int *prompt, int n_prompt,
+                                         int steps) {
+    GenerateOptions opt;
+    generate_options_default(&opt);
+    opt.steps = steps;
+    Recorder cached, recomputed;
+    GenerateResult a = run(m, prompt, n_prompt, &opt, &cached);
+    opt.no_kv_cache = true;
+    GenerateResult b = run(m, prompt, n_prompt, &opt, &recomputed);
+    cr_assert_eq(a.n_tokens, b.n_tokens);
+    cr_assert_eq(memcmp(a.tokens, b.tokens, (size_t)a.n_tokens * sizeof(int)), 0);
+    cr_assert_eq(cached.n_draws, recomputed.n_draws);
+    for (int i = 0; i < cached.n_draws; i++)
+        cr_assert_eq(memcmp(cached.logits[i], recomputed.logits[i],
+                            (size_t)m->config.vocab_size * sizeof(float)),
+                     0, "logits differ at draw %d (pos %d)", i, cached.draw_pos[i]);
+    /* the no-cache path does more work at every step after the first */
+    cr_expect_gt(b.work.macs, a.work.macs);
+    generate_result_free(&a), generate_result_free(&b);
+    recorder_free(&cached), recorder_free(&recomputed);
+}
+
+Test(kv_cache, no_cache_gives_bitwise_identical_logits_on_stories260k) {
+    Model m;
+    Tokenizer tok;
+    load_stories260k(&m, &tok);
+    int prompt[] = {1, 403, 407, 261, 378};
+    expect_cache_changes_nothing(&m, prompt, 5, 40);
+    model_free(&m), tokenizer_free(&tok);
+}
+
+Test(kv_cache, no_cache_gives_bitwise_identical_logits_on_mha_gqa_mqa) {
+    struct {
+        int heads, kv;
+        bool untied;
+    } shapes[] = {{4, 4, false}, {4, 2, false}, {4, 1, false}, {4, 2, true}};
+    for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++) {
+        Model m;
+        random_model(&m, 16, 24, 2, shapes[i].heads, shapes[i].kv, 40, 32, shapes[i].untied);
+        int prompt[] = {1, 7, 9, 3};
+        expect_cache_changes_nothing(&m, prompt, 4, 20);
+        model_free(&m);
+    }
+}
+
+/* The closed forms, for a pass of T tokens from pos0 with `rows` logit rows
+ * (L layers, dim d, kv_dim k, hidden h, vocab V, n_heads H, head_dim hd):
+ *   macs   = T·L·(2d² + 2dk + 3dh) + rows·d·V + L·H·hd·2·Σ_t (pos0 + t + 1)
+ *   weight = 4·(T·d + L·(2d + 2d² + 2dk + 3dh) + d + V·d)
+ *   read   = L·k·2·4·Σ_t (pos0 + t + 1)
+ *   write  = T·L·k·2·4 */
+static WorkCount closed_form(const Config *c, int T, int pos0, int rows) {
+    uint64_t d = c->dim, k = config_kv_dim(c), h = c->hidden_dim, V = c->vocab_size;
+    uint64_t L = c->n_layers, H = c->n_heads, hd = config_head_dim(c), seen = 0;
+    for (int t = 0; t < T; t++) seen += (uint64_t)(pos0 + t + 1);
+    WorkCount w;
+    w.macs = T * L * (2 * d * d + 2 * d * k + 3 * d * h) + rows * d * V + L * H * hd * 2 * seen;
+    w.weight_bytes = 4 * (T * d + L * (2 * d + 2 * d * d + 2 * d * k + 3 * d * h) + d + V * d);
+    w.kv_bytes_read = L * k * 2 * 4 * seen;
+    w.kv_bytes_written = (uint64_t)T * L * k * 2 * 4;
+    return w;
+}
+
+static void expect_work(const WorkCount *got, const WorkCount *want, int pass) {
+    cr_expect_eq(got->macs, want->macs, "pass %d macs %llu, formula %llu", pass,
+                 (unsigned long long)got->macs, (unsigned long long)want->macs);
+    cr_expect_eq(got->weight_bytes, want->weight_bytes, "pass %d weight bytes", pass);
+    cr_expect_eq(got->kv_bytes_read, want->kv_bytes_read, "pass %d kv read", pass);
+    cr_expect_eq(got->kv_bytes_written, want->kv_bytes_written, "pass %d kv written", pass);
+}
+
+/* Cached: a prefill of 3 then decodes at 3, 4, 5 (linear in the position).
+ * Without a cache: passes of 3, 4, 5, 6 tokens from 0 (quadratic). */
+Test(kv_cache, work_counts_match_the_closed_forms) {
+    Model m;
+    random_model(&m, 8, 12, 2, 4, 2, 32, 16, false);
+    int prompt[] = {1, 5, 6};
+    GenerateOptions opt;
+    generate_options_default(&opt);
+    opt.steps = 4;
+    Recorder rec;
+    GenerateResult r = run(&m, prompt, 3, &opt, &rec);
+    cr_assert_eq(rec.n_passes, 4);
+    WorkCount total = {0};
+    for (int p = 0; p < 4; p++) {
+        int T = p == 0 ? 3 : 1, pos0 = p == 0 ? 0 : 2 + p;
+        cr_expect_eq(rec.pass_tokens[p], T);
+        cr_expect_eq(rec.pass_pos0[p], pos0);
+        WorkCount want = closed_form(&m.config, T, pos0, 1);
+        expect_work(&rec.work[p], &want, p);
+        work_add(&total, &want);
+    }
+    expect_work(&r.work, &total, -1);
+    generate_result_free(&r), recorder_free(&rec);
+
+    opt.no_kv_cache = true;
+    r = run(&m, prompt, 3, &opt, &rec);
+    cr_assert_eq(rec.n_passes, 4);
+    for (int p = 0; p < 4; p++) {
+        WorkCount want = closed_form(&m.config, 3 + p, 0, 1);
+        cr_expect_eq(rec.pass_tokens[p], 3 + p);
+        expect_work(&rec.work[p], &want, p);
+    }
+    generate_result_free(&r), recorder_free(&rec);
+    model_free(&m);
+}
+
+/* inspect's bytes are the bytes the engine allocates: stories260K holds
+ * 5 layers × 4 KV heads × 8 × 2 × 4 = 1280 bytes a token; 100 tokens for 3
+ * requests: 128000 bytes each, 384000 in all. */
+Test(kv_cache, inspect_reports_what_the_engine_allocates) {
+    Model m;
+    Tokenizer tok;
+    load_stories260k(&m, &tok);
+    static char out[1 << 16], err[1 << 12];
+    char args[1024];
+    snprintf(args, sizeof args, "inspect --model %s --context 100 --requests 3 --json",
+             model_file("stories260K.bin"));
+    cr_assert_eq(run_stepwise(args, out, sizeof out, err, sizeof err), 0, "%s", err);
+    cJSON *doc = cJSON_Parse(out);
+    cr_assert_not_null(doc, "%s", out);
+    const cJSON *facts = cJSON_GetObjectItem(doc, "this_model");
+    RunState s;
+    StepError e;
+    cr_assert(run_state_init(&s, &m.config, 100, 1, &e));
+    double at_context = cJSON_GetObjectItem(facts, "kv_bytes_at_context")->valuedouble;
+    cr_expect_eq(at_context, (double)s.cache.bytes);
+    cr_expect_eq(at_context, 128000.0);
+    cr_expect_eq(cJSON_GetObjectItem(facts, "kv_bytes_total")->valuedouble, 384000.0);
+    cr_expect_eq(cJSON_GetObjectItem(facts, "kv_bytes_per_token")->valuedouble, 1280.0);
+    /* weights 260032 × 4 = 1040128 bytes; 1040128 / (1280 × 3) = 270.9 → 271 */
+    cr_expect_eq(cJSON_GetObjectItem(facts, "outgrows_weights_at")->valuedouble, 271.0);
+    /* MQA variant: 1 KV head: 5 × 1 × 8 × 2 × 4 = 320 bytes a token */
+    const cJSON *mqa = cJSON_GetArrayItem(cJSON_GetObjectItem(doc, "variants"), 0);
+    cr_expect_str_eq(cJSON_GetObjectItem(mqa, "attention")->valuestring, "MQA");
+    cr_expect_eq(cJSON_GetObjectItem(mqa, "kv_bytes_per_token")->valuedouble, 320.0);
+    cr_expect_eq(cJSON_GetArraySize(cJSON_GetObjectItem(doc, "variants")), 4); /* 1, 2, 4, 8 */
+    run_state_free(&s);
+    cJSON_Delete(doc);
+    model_free(&m), tokenizer_free(&tok);
+}
+
+/* The logits after a rebuild are those of a fresh prefill of what was kept
+ * plus the new token: the rebuilt cache is exactly a new cache. */
+static void expect_rebuild_is_a_fresh_prefill(const Model *m, const Recorder *rec,
+                                              const GenerateResult *r, const int *kept, int n_kept,
+                                              int draw) {
+    RunState s;
+    StepError err;
+    cr_assert(run_state_init(&s, &m->config, n_kept, n_kept, &err));
+    const float *fresh = forward_tokens(m, &s, kept, n_kept, 0, false, NULL);
+    cr_expect_eq(memcmp(fresh, rec->logits[draw], (size_t)m->config.vocab_size * sizeof(float)), 0,
+                 "the rebuilt logits differ from a fresh prefill");
+    (void)r;
+    run_state_free(&s);
+}
+
+/* Window 8, drop 4: when 8 positions are full, the oldest 4 go and the
+ * other 4 are prefilled again with the new token (5 positions). */
+Test(kv_cache, drop_oldest_drops_and_rebuilds) {
+    Model m;
+    random_model(&m, 8, 12, 2, 4, 2, 32, 64, false);
+    int prompt[] = {1, 5, 6};
+    GenerateOptions opt;
+    generate_options_default(&opt);
+    opt.steps = 12, opt.context = 8, opt.policy = CONTEXT_DROP_OLDEST, opt.context_drop = 4;
+    Recorder rec;
+    GenerateResult r = run(&m, prompt, 3, &opt, &rec);
+    cr_assert_eq(r.stop_reason, STOP_STEPS);
+    cr_assert_geq(rec.n_shifts, 1);
+    const ContextShift *s = &rec.shifts[0];
+    /* tokens 0..7 filled the window; token 8 (r.tokens[8]) needed position 8 */
+    cr_expect_eq(s->first_dropped, 0);
+    cr_expect_eq(s->n_dropped, 4);
+    for (int i = 0; i < 4; i++) cr_expect_eq(s->dropped[i], r.tokens[i]);
+    cr_expect_eq(s->kept, 4);
+    cr_expect_eq(s->positions_before, 8);
+    cr_expect_eq(s->positions_after, 5);
+    /* the draw after the rebuild sampled position 4 of tokens 4..8 */
+    int draw = 6; /* draws 0..5 sample positions 2..7; draw 6 is the first after it */
+    cr_expect_eq(rec.draw_pos[draw], 4);
+    expect_rebuild_is_a_fresh_prefill(&m, &rec, &r, r.tokens + 4, 5, draw);
+    cr_expect_eq(r.positions_filled, 8);
+    cr_expect_eq(r.cache_capacity, 8);
+    generate_result_free(&r), recorder_free(&rec);
+    model_free(&m);
+}
+
+/* keep-prefix keeps the first 2 (say, BOS and a system token) and the most
+ * recent 8 - 4 - 2 = 2; the 4 in between go. */
+Test(kv_cache, keep_prefix_keeps_the_prefix_and_the_recent_tokens) {
+    Model m;
+    random_model(&m, 8, 12, 2, 4, 2, 32, 64, false);
+    int prompt[] = {1, 5, 6};
+    GenerateOptions opt;
+    generate_options_default(&opt);
+    opt.steps = 12, opt.context = 8, opt.policy = CONTEXT_KEEP_PREFIX, opt.context_drop = 4;
+    opt.keep = 2;
+    Recorder rec;
+    GenerateResult r = run(&m, prompt, 3, &opt, &rec);
+    cr_assert_geq(rec.n_shifts, 1);
+    const ContextShift *s = &rec.shifts[0];
+    cr_expect_eq(s->first_dropped, 2);
+    for (int i = 0; i < 4; i++) cr_expect_eq(s->dropped[i], r.tokens[2 + i]);
+    cr_expect_eq(s->kept, 4);
+    int kept[5] = {r.tokens[0], r.tokens[1], r.tokens[6], r.tokens[7], r.tokens[8]};
+    expect_rebuild_is_a_fresh_prefill(&m, &rec, &r, kept, 5, 6);
+    generate_result_free(&r), recorder_free(&rec);
+    model_free(&m);
+}
+
+/* stop ends with context_full; --context shrinks the window. */
+Test(kv_cache, stop_policy_ends_at_the_window) {
+    Model m;
+    random_model(&m, 8, 12, 2, 4, 2, 32, 64, false);
+    int prompt[] = {1, 5, 6};
+    GenerateOptions opt;
+    generate_options_default(&opt);
+    opt.steps = 30, opt.context = 6;
+    Recorder rec;
+    GenerateResult r = run(&m, prompt, 3, &opt, &rec);
+    cr_expect_eq(r.stop_reason, STOP_CONTEXT_FULL);
+    cr_expect_eq(r.n_tokens, 7); /* positions 0..5 fed, one more token drawn */
+    cr_expect_eq(r.cache_capacity, 6);
+    generate_result_free(&r), recorder_free(&rec);
+    model_free(&m);
+}
+
+static char out[1 << 16], err_text[1 << 12];
+
+static void expect_bad(const char *args, const char *fragment) {
+    int status = run_stepwise(args, out, sizeof out, err_text, sizeof err_text);
+    cr_expect_eq(status, 2, "'%s' exited %d", args, status);
+    cr_expect(strstr(err_text, fragment) != NULL, "'%s': '%s' lacks '%s'", args, err_text,
+              fragment);
+}
+
+Test(kv_cache, bad_window_and_shape_options) {
+    const char *out_path = temp_path("never.bin");
+    char args[1024];
+    snprintf(args, sizeof args,
+             "make-model --dim 16 --hidden 8 --layers 1 --heads 4 --kv-heads 3 --vocab 8 "
+             "--seq-len 4 --out %s",
+             out_path);
+    expect_bad(args, "not a multiple of n_kv_heads");
+    snprintf(args, sizeof args,
+             "make-model --dim 0 --hidden 8 --layers 1 --heads 4 --vocab 8 --seq-len 4 --out %s",
+             out_path);
+    expect_bad(args, "dim must be positive");
+    snprintf(args, sizeof args,
+             "make-model --dim 16 --hidden 8 --layers -2 --heads 4 --vocab 8 --seq-len 4 --out %s",
+             out_path);
+    expect_bad(args, "n_layers must be positive");
+    expect_bad("make-model --dim 16", "--out is required");
+    cr_expect_neq(access(out_path, F_OK), 0, "a model file was written");
+    expect_bad("generate --context 9", "--context 9 is outside [2, 8]");
+    expect_bad("generate --context 4 --keep 4",
+               "--keep 4 must be smaller than the context window 4");
+    expect_bad("generate --context 8 --context-policy keep-prefix --keep 4",
+               "--keep 4 leaves no recent tokens");
+    expect_bad("generate --context-policy sideways", "unknown --context-policy 'sideways'");
+    expect_bad("inspect --context 0", "--context must be in");
+}
+
+/* make-model: the same seed gives the same bytes; another seed others; the
+ * untied flag writes a negative vocab_size and a classifier of its own. */
+Test(kv_cache, make_model_is_reproducible) {
+    char a[512], b[512], args[2048];
+    snprintf(a, sizeof a, "%s", temp_path("a.bin"));
+    snprintf(b, sizeof b, "%s", temp_path("b.bin"));
+    const char *shape =
+        "--dim 16 --hidden 24 --layers 2 --heads 4 --kv-heads 2 --vocab 40 --seq-len 32";
+    snprintf(args, sizeof args, "make-model %s --seed 7 --out %s", shape, a);
+    cr_assert_eq(run_stepwise(args, out, sizeof out, err_text, sizeof err_text), 0, "%s", err_text);
+    snprintf(args, sizeof args, "make-model %s --seed 7 --out %s", shape, b);
+    cr_assert_eq(run_stepwise(args, out, sizeof out, err_text, sizeof err_text), 0);
+    snprintf(args, sizeof args, "cmp -s %s %s", a, b);
+    cr_expect_eq(system(args), 0, "same seed, different bytes");
+    snprintf(args, sizeof args, "make-model %s --seed 8 --out %s", shape, b);
+    cr_assert_eq(run_stepwise(args, out, sizeof out, err_text, sizeof err_text), 0);
+    snprintf(args, sizeof args, "cmp -s %s %s", a, b);
+    cr_expect_neq(system(args), 0, "another seed, same bytes");
+    snprintf(args, sizeof args, "make-model %s --untied --out %s", shape, b);
+    cr_assert_eq(run_stepwise(args, out, sizeof out, err_text, sizeof err_text), 0);
+    Model m;
+    StepError e;
+    cr_assert(model_load_checkpoint(&m, b, &e), "%s", e.message);
+    cr_expect(!m.config.shared_classifier);
+    cr_expect_eq(m.config.n_kv_heads, 2);
+    cr_expect_str_eq(config_attention_kind(&m.config), "GQA");
+    model_free(&m);
+}
