@@ -23,7 +23,7 @@ TEST_SRC := $(wildcard tests/*.c)
 TEST_OBJ := $(patsubst %.c,$(BUILD)/obj/%.o,$(TEST_SRC))
 C_FILES  := $(wildcard ref/*.c ref/*.h trace/*.c trace/*.h tests/*.c tests/*.h)
 
-.PHONY: all help deps build test unit-tests valgrind fmt fmt-check demo models clean
+.PHONY: all help deps build test unit-tests valgrind fmt fmt-check demo models kv-tables clean
 
 all: build
 
@@ -35,6 +35,7 @@ help:
 	@echo "make models    copy the real models from \$$STEPWISE_MODELS, or download and verify them"
 	@echo "make fmt       clang-format every C file in place"
 	@echo "make valgrind  run the tests and a traced generation under valgrind"
+	@echo "make kv-tables print the measured tables of docs/kv-cache.md"
 
 deps:
 	@missing=""; for p in $(DEB_PACKAGES); do \
@@ -157,6 +158,11 @@ models:
 	done
 	cd $(MODEL_DIR) && sha256sum -c $(CURDIR)/data/models.sha256
 	@echo "models in $(MODEL_DIR); use STEPWISE_MODELS=$(MODEL_DIR)"
+
+# The measured tables of docs/kv-cache.md.
+kv-tables: build
+	@mkdir -p $(BUILD)/tmp
+	bash docs/kv-tables.sh
 
 clean:
 	rm -rf $(BUILD)
