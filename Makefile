@@ -23,7 +23,7 @@ TEST_SRC := $(wildcard tests/*.c)
 TEST_OBJ := $(patsubst %.c,$(BUILD)/obj/%.o,$(TEST_SRC))
 C_FILES  := $(wildcard ref/*.c ref/*.h trace/*.c trace/*.h tests/*.c tests/*.h)
 
-.PHONY: all help deps build test unit-tests valgrind fmt fmt-check demo models kv-tables clean
+.PHONY: all help deps build test unit-tests valgrind fmt fmt-check demo models kv-tables golden clean
 
 all: build
 
@@ -36,6 +36,7 @@ help:
 	@echo "make fmt       clang-format every C file in place"
 	@echo "make valgrind  run the tests and a traced generation under valgrind"
 	@echo "make kv-tables print the measured tables of docs/kv-cache.md"
+	@echo "make golden    write a golden set for stories260K into build/golden"
 
 deps:
 	@missing=""; for p in $(DEB_PACKAGES); do \
@@ -158,6 +159,11 @@ models:
 	done
 	cd $(MODEL_DIR) && sha256sum -c $(CURDIR)/data/models.sha256
 	@echo "models in $(MODEL_DIR); use STEPWISE_MODELS=$(MODEL_DIR)"
+
+# A golden set for stories260K (docs/oracle.md).
+golden: build
+	$(BUILD)/stepwise golden --model $(STEPWISE_MODELS)/stories260K.bin \
+	  --tokenizer $(STEPWISE_MODELS)/tok512.bin --out $(BUILD)/golden
 
 # The measured tables of docs/kv-cache.md.
 kv-tables: build

@@ -11,5 +11,8 @@ int cli_sample(int argc, char **argv);
 int cli_trace(int argc, char **argv);
 int cli_make_model(int argc, char **argv);
 int cli_inspect(int argc, char **argv);
+int cli_score(int argc, char **argv);
+int cli_diff(int argc, char **argv);
+int cli_golden(int argc, char **argv);
 
 #endif

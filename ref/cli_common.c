@@ -91,6 +91,51 @@ int cli_sampler_option(int c, const char *arg, SamplerParams *p, StepError *err)
     }
 }
 
+int cli_trace_option(int c, const char *arg, TraceOptions *t, StepError *err) {
+    bool ok = true;
+    switch (c) {
+        case OPT_TRACE_LEVEL:
+            ok = trace_level_parse(arg, &t->level, err);
+            break;
+        case OPT_TRACE_KV:
+            if (arg == NULL || strcmp(arg, "rows") == 0)
+                t->kv_rows = true;
+            else if (strcmp(arg, "full") == 0)
+                t->kv_rows = t->kv_full = true;
+            else
+                ok = step_fail(err, "--trace-kv takes rows or full, got '%s'", arg);
+            break;
+        case OPT_TRACE_BPE:
+            t->bpe = true;
+            break;
+        case OPT_TRACE_LAYERS:
+            ok = trace_layers_parse(t, arg, err);
+            break;
+        case OPT_TRACE_POSITIONS:
+            ok = trace_positions_parse(t, arg, err);
+            break;
+        case OPT_TRACE_HOOKS:
+            ok = trace_hooks_parse(t, arg, err);
+            break;
+        case OPT_REPRODUCIBLE:
+            t->reproducible = true;
+            break;
+        case OPT_TRACE_TEMPERATURES:
+            free(t->temperatures);
+            t->temperatures = NULL;
+            ok = cli_parse_float_list(arg, "--trace-temperatures", false, &t->temperatures,
+                                      &t->n_temperatures, err);
+            for (int i = 0; ok && i < t->n_temperatures; i++) {
+                if (t->temperatures[i] <= 0.0f)
+                    ok = step_fail(err, "--trace-temperatures must all be > 0");
+            }
+            break;
+        default:
+            return 0;
+    }
+    return ok ? 1 : -1;
+}
+
 static bool ends_with(const char *s, const char *suffix) {
     size_t n = strlen(s), k = strlen(suffix);
     return n >= k && strcmp(s + n - k, suffix) == 0;

@@ -6,6 +6,7 @@
 #include "error.h"
 #include "model.h"
 #include "sampler.h"
+#include "../trace/trace_options.h"
 #include "tokenizer.h"
 
 /* Exit status for bad input: files, options, JSON. */
@@ -59,6 +60,46 @@ enum {
  * sampler option, 0 if not, -1 on a bad value (err filled). The ranges are
  * checked later by sampler_params_validate. */
 int cli_sampler_option(int c, const char *arg, SamplerParams *p, StepError *err);
+
+/* The trace's options, shared by generate and score. */
+enum {
+    OPT_TRACE_LEVEL = 640,
+    OPT_TRACE_KV,
+    OPT_TRACE_BPE,
+    OPT_TRACE_TEMPERATURES,
+    OPT_TRACE_LAYERS,
+    OPT_TRACE_POSITIONS,
+    OPT_TRACE_HOOKS,
+    OPT_REPRODUCIBLE,
+};
+#define TRACE_LONG_OPTIONS                                                                         \
+    {"trace-level", required_argument, NULL, OPT_TRACE_LEVEL},                                     \
+        {"trace-kv", optional_argument, NULL, OPT_TRACE_KV},                                       \
+        {"trace-bpe", no_argument, NULL, OPT_TRACE_BPE},                                           \
+        {"trace-temperatures", required_argument, NULL, OPT_TRACE_TEMPERATURES},                   \
+        {"trace-layers", required_argument, NULL, OPT_TRACE_LAYERS},                               \
+        {"trace-positions", required_argument, NULL, OPT_TRACE_POSITIONS},                         \
+        {"trace-hooks", required_argument, NULL, OPT_TRACE_HOOKS}, {                               \
+        "reproducible", no_argument, NULL, OPT_REPRODUCIBLE                                        \
+    }
+
+#define TRACE_OPTIONS_HELP                                                                         \
+    "  --trace-level L    summary|tokens|logits|sampling|layers|full (default sampling)\n"         \
+    "  --trace-kv[=full]  add every KV-cache row written; =full also a snapshot of one\n"          \
+    "                     layer's whole cache after each step\n"                                   \
+    "  --trace-bpe        add each merge of the byte-pair encoder\n"                               \
+    "  --trace-temperatures T1,T2,...\n"                                                           \
+    "                     add the full softmax at each temperature to every sample event\n"        \
+    "  --trace-layers 0,3          only these layers\n"                                            \
+    "  --trace-positions 5-9,12    only these positions\n"                                         \
+    "  --trace-hooks PATTERNS      only activations whose names match these globs,\n"              \
+    "                              e.g. 'blocks.*.attn.pattern' (at any level)\n"                  \
+    "  --reproducible     leave out every measured figure (clock, memory), so that the\n"          \
+    "                     same run writes the same bytes\n"
+
+/* Apply one trace option (c from getopt_long) to o: 1 if it was one, 0 if
+ * not, -1 on a bad value (err filled). */
+int cli_trace_option(int c, const char *arg, TraceOptions *o, StepError *err);
 
 /* Load the model at model_path (NULL: stepwise's embedded tiny model; a
  * path ending in .json: a JSON model with its own tokenizer; anything else: a

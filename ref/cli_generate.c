@@ -28,6 +28,7 @@ static const char GENERATE_USAGE[] =
     "  --prompt TEXT      the prompt (default: empty, i.e. BOS only)\n"
     "  --steps N          most new tokens to generate (default 256)\n"
     "  --all-logits       compute the logits of every prompt position, not only the last\n"
+    "  --quiet            print nothing but errors (the trace still records everything)\n"
     "\n"
     "the KV cache and the context window (docs/kv-cache.md):\n"
     "  --no-kv-cache      recompute K and V of the whole sequence at every step\n"
@@ -41,17 +42,7 @@ static const char GENERATE_USAGE[] =
     "\n"
     "sampling (docs/sampling.md):\n" SAMPLER_OPTIONS_HELP "\n"
     "tracing (docs/trace-format.md):\n"
-    "  --trace FILE       write a JSON Lines trace\n"
-    "  --trace-level L    summary|tokens|logits|sampling|layers|full (default sampling)\n"
-    "  --trace-kv[=full]  add every KV-cache row written; =full also a snapshot of one\n"
-    "                     layer's whole cache after each step\n"
-    "  --trace-bpe        add each merge of the byte-pair encoder\n"
-    "  --trace-temperatures T1,T2,...\n"
-    "                     add the full softmax at each temperature to every sample event\n"
-    "  --trace-layers 0,3          only these layers\n"
-    "  --trace-positions 5-9,12    only these positions\n"
-    "  --trace-hooks PATTERNS      only activations whose names match these globs,\n"
-    "                              e.g. 'blocks.*.attn.pattern' (at any level)\n"
+    "  --trace FILE       write a JSON Lines trace\n" TRACE_OPTIONS_HELP
     "  -h, --help         show this help\n"
     "\n"
     "Generation stops on BOS or EOS, after --steps tokens, when the context\n"
@@ -62,6 +53,7 @@ typedef struct {
     const char *model, *tokenizer, *prompt, *trace;
     GenerateOptions gen;
     TraceOptions trace_opt; /* owns its lists */
+    bool quiet;             /* no text on stdout, no metrics on stderr */
 } GenerateArgs;
 
 enum {
@@ -71,51 +63,13 @@ enum {
     OPT_STEPS,
     OPT_ALL_LOGITS,
     OPT_TRACE,
-    OPT_TRACE_LEVEL,
-    OPT_TRACE_KV,
-    OPT_TRACE_BPE,
-    OPT_TRACE_TEMPERATURES,
-    OPT_TRACE_LAYERS,
-    OPT_TRACE_POSITIONS,
-    OPT_TRACE_HOOKS,
     OPT_CONTEXT,
     OPT_CONTEXT_POLICY,
     OPT_CONTEXT_DROP,
     OPT_KEEP,
     OPT_NO_KV_CACHE,
+    OPT_QUIET,
 };
-
-/* The options about the trace. Returns false with err on a bad value. */
-static bool trace_option(int c, const char *arg, TraceOptions *t, StepError *err) {
-    switch (c) {
-        case OPT_TRACE_LEVEL:
-            return trace_level_parse(arg, &t->level, err);
-        case OPT_TRACE_KV:
-            if (arg == NULL || strcmp(arg, "rows") == 0) return t->kv_rows = true;
-            if (strcmp(arg, "full") == 0) return t->kv_rows = t->kv_full = true;
-            return step_fail(err, "--trace-kv takes rows or full, got '%s'", arg);
-        case OPT_TRACE_BPE:
-            return t->bpe = true;
-        case OPT_TRACE_LAYERS:
-            return trace_layers_parse(t, arg, err);
-        case OPT_TRACE_POSITIONS:
-            return trace_positions_parse(t, arg, err);
-        case OPT_TRACE_HOOKS:
-            return trace_hooks_parse(t, arg, err);
-        case OPT_TRACE_TEMPERATURES:
-            free(t->temperatures);
-            t->temperatures = NULL;
-            if (!cli_parse_float_list(arg, "--trace-temperatures", false, &t->temperatures,
-                                      &t->n_temperatures, err))
-                return false;
-            for (int i = 0; i < t->n_temperatures; i++) {
-                if (t->temperatures[i] <= 0.0f)
-                    return step_fail(err, "--trace-temperatures must all be > 0");
-            }
-            return true;
-    }
-    return step_fail(err, "internal: not a trace option");
-}
 
 /* 1: parsed; 0: --help printed; -1: error in err. */
 static int parse_generate_args(int argc, char **argv, GenerateArgs *a, StepError *err) {
@@ -130,14 +84,9 @@ static int parse_generate_args(int argc, char **argv, GenerateArgs *a, StepError
         {"context-drop", required_argument, NULL, OPT_CONTEXT_DROP},
         {"keep", required_argument, NULL, OPT_KEEP},
         {"no-kv-cache", no_argument, NULL, OPT_NO_KV_CACHE},
+        {"quiet", no_argument, NULL, OPT_QUIET},
         {"trace", required_argument, NULL, OPT_TRACE},
-        {"trace-level", required_argument, NULL, OPT_TRACE_LEVEL},
-        {"trace-kv", optional_argument, NULL, OPT_TRACE_KV},
-        {"trace-bpe", no_argument, NULL, OPT_TRACE_BPE},
-        {"trace-temperatures", required_argument, NULL, OPT_TRACE_TEMPERATURES},
-        {"trace-layers", required_argument, NULL, OPT_TRACE_LAYERS},
-        {"trace-positions", required_argument, NULL, OPT_TRACE_POSITIONS},
-        {"trace-hooks", required_argument, NULL, OPT_TRACE_HOOKS},
+        TRACE_LONG_OPTIONS,
         SAMPLER_LONG_OPTIONS,
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0}};
@@ -178,26 +127,21 @@ static int parse_generate_args(int argc, char **argv, GenerateArgs *a, StepError
             case OPT_KEEP:
                 if (!cli_parse_int(optarg, "--keep", 0, 1 << 30, &a->gen.keep, err)) return -1;
                 break;
+            case OPT_QUIET:
+                a->quiet = true;
+                break;
             case OPT_NO_KV_CACHE:
                 a->gen.no_kv_cache = true;
                 break;
             case OPT_TRACE:
                 a->trace = optarg;
                 break;
-            case OPT_TRACE_LEVEL:
-            case OPT_TRACE_KV:
-            case OPT_TRACE_BPE:
-            case OPT_TRACE_TEMPERATURES:
-            case OPT_TRACE_LAYERS:
-            case OPT_TRACE_POSITIONS:
-            case OPT_TRACE_HOOKS:
-                if (!trace_option(c, optarg, &a->trace_opt, err)) return -1;
-                break;
             case 'h':
                 fputs(GENERATE_USAGE, stdout);
                 return 0;
             default: {
                 int handled = cli_sampler_option(c, optarg, &a->gen.sampler, err);
+                if (handled == 0) handled = cli_trace_option(c, optarg, &a->trace_opt, err);
                 if (handled == 0) cli_option_error("generate", c, optopt, argv, optind, err);
                 if (handled <= 0) return -1;
             }
@@ -260,7 +204,7 @@ static void trace_write(RunTrace *t, cJSON *event) {
 }
 
 static cJSON *done_event(const Model *m, const Tokenizer *tok, const GenerateResult *r,
-                         double total_seconds) {
+                         double total_seconds, bool measured) {
     char *text = tokenizer_decode_tokens(tok, r->tokens, r->n_tokens, -1);
     char *completion = tokenizer_decode_tokens(
         tok, r->tokens + r->n_prompt, r->n_tokens - r->n_prompt, r->tokens[r->n_prompt - 1]);
@@ -281,6 +225,7 @@ static cJSON *done_event(const Model *m, const Tokenizer *tok, const GenerateRes
                    .prefill_seconds = r->prefill_seconds,
                    .decode_seconds = r->decode_seconds,
                    .total_seconds = total_seconds,
+                   .measured = measured,
                    .peak_rss_bytes = peak_rss_bytes()};
     cJSON *e = trace_event_done(&d);
     free(text);
@@ -309,7 +254,8 @@ static int run_generate(GenerateArgs *a, const Model *m, const Tokenizer *tok, S
         return EXIT_BAD_INPUT;
     }
     t.obs.held = NULL;
-    TraceRunInfo info = {a->prompt, prompt, n_prompt, a->gen.steps, a->model, a->tokenizer};
+    TraceRunInfo info = {"generate",   a->prompt, prompt,      n_prompt,
+                         a->gen.steps, a->model,  a->tokenizer};
     trace_write(&t, trace_event_run(&m->config, &a->gen.sampler, &info, &a->trace_opt));
     trace_write(&t, trace_event_tokenize(tok, a->prompt, prompt, n_prompt));
     cJSON *merge;
@@ -325,11 +271,11 @@ static int run_generate(GenerateArgs *a, const Model *m, const Tokenizer *tok, S
         status = EXIT_BAD_INPUT;
     } else {
         char *prompt_text = tokenizer_decode_tokens(tok, prompt, n_prompt, -1);
-        fputs(prompt_text ? prompt_text : "", stdout);
+        if (!a->quiet) fputs(prompt_text ? prompt_text : "", stdout);
         fflush(stdout);
         free(prompt_text);
         StepObserver obs = t.open ? trace_step_observer(&t.obs) : (StepObserver){0};
-        TokenSink sink = {(void *)tok, print_token};
+        TokenSink sink = {(void *)tok, a->quiet ? NULL : print_token};
         struct sigaction sa = {.sa_handler = on_sigint}, old;
         sigemptyset(&sa.sa_mask);
         interrupted = 0;
@@ -337,19 +283,20 @@ static int run_generate(GenerateArgs *a, const Model *m, const Tokenizer *tok, S
         sigaction(SIGINT, &sa, &old);
         bool ok = generate(m, prompt, n_prompt, &a->gen, &obs, &sink, &r, err);
         sigaction(SIGINT, &old, NULL);
-        putchar('\n');
+        if (!a->quiet) putchar('\n');
         fflush(stdout); /* the text's last line before the metrics on stderr */
         if (!ok) {
             trace_write(&t, trace_event_error("engine", err->message, prompt, n_prompt));
             status = EXIT_BAD_INPUT;
         } else if (r.stop_reason == STOP_INTERRUPTED) {
-            print_metrics(&r);
+            if (!a->quiet) print_metrics(&r);
             step_fail(err, "interrupted (SIGINT) after %d new tokens", r.n_tokens - r.n_prompt);
             trace_write(&t, trace_event_error("interrupted", err->message, r.tokens, r.n_tokens));
             status = 130; /* 128 + SIGINT, as shells report it */
         } else {
-            print_metrics(&r);
-            trace_write(&t, done_event(m, tok, &r, clock_seconds() - t_start));
+            if (!a->quiet) print_metrics(&r);
+            trace_write(
+                &t, done_event(m, tok, &r, clock_seconds() - t_start, !a->trace_opt.reproducible));
         }
     }
     if (t.open && !trace_writer_commit(t.obs.writer, err)) status = EXIT_BAD_INPUT;

@@ -12,6 +12,9 @@ static const char USAGE[] =
     "\n"
     "commands:\n"
     "  generate   run a prompt and generate text, optionally writing a JSON Lines trace\n"
+    "  score      teacher-forced logits, log-probabilities and perplexity of a sequence\n"
+    "  diff       compare another engine's logits with the reference's\n"
+    "  golden     write a golden set of reference outputs for a model\n"
     "  tokenize   encode text into token ids and pieces\n"
     "  sample     apply the sampler to a logit vector (the classroom table)\n"
     "  trace      show one step of a trace, or validate a trace\n"
@@ -37,6 +40,9 @@ int main(int argc, char **argv) {
     }
     if (strcmp(cmd, "generate") == 0) return cli_generate(argc - 1, argv + 1);
     if (strcmp(cmd, "tokenize") == 0) return cli_tokenize(argc - 1, argv + 1);
+    if (strcmp(cmd, "score") == 0) return cli_score(argc - 1, argv + 1);
+    if (strcmp(cmd, "diff") == 0) return cli_diff(argc - 1, argv + 1);
+    if (strcmp(cmd, "golden") == 0) return cli_golden(argc - 1, argv + 1);
     if (strcmp(cmd, "sample") == 0) return cli_sample(argc - 1, argv + 1);
     if (strcmp(cmd, "trace") == 0) return cli_trace(argc - 1, argv + 1);
     if (strcmp(cmd, "inspect") == 0) return cli_inspect(argc - 1, argv + 1);

@@ -33,6 +33,10 @@ if [ -f "$models/stories260K.bin" ]; then
         { echo "the long-prompt run did not stop on context_full"; exit 1; }
     run stories-vllm "${m[@]}" --steps 20 --temperature 0.7 --top-k 40 --min-p 0.05 \
         --sampler-order vllm --trace-temperatures 1
+    "$bin" score "${m[@]}" --text "Once upon a time, there was a little girl" --top-n 3 \
+        --trace-kv --out "$out/stories-score.jsonl" 2>/dev/null
+    "$bin" score "${m[@]}" --tokens 1,403,407 --reproducible --out "$out/stories-score-ids.jsonl" \
+        2>/dev/null
     run stories-no-cache "${m[@]}" --steps 12 --no-kv-cache --trace-level layers
     run stories-drop-oldest "${m[@]}" --steps 40 --context 16 --context-policy drop-oldest \
         --trace-level full --trace-layers 1

@@ -259,7 +259,7 @@ Test(trace, validate_names_the_line_of_each_violation) {
         const char *what, *fragment;
     } cases[] = {{"probs", "probs sum to"},
                  {"token", "did not survive top_k"},
-                 {"drop-done", "does not end with a done or error line"},
+                 {"drop-done", "does not end with a done, scored or error line"},
                  {"not-json", "not valid JSON"},
                  {"unknown", "unknown event"},
                  {"extra-field", "is not allowed here"}};

@@ -53,8 +53,8 @@ def validate(path, validators):
         events.append(name)
     if not events or events[0] != "run":
         problems.append("%s: the first event is not run" % path)
-    if not events or events[-1] not in ("done", "error"):
-        problems.append("%s: the last event is neither done nor error" % path)
+    if not events or events[-1] not in ("done", "scored", "error"):
+        problems.append("%s: the last event is not done, scored or error" % path)
     return problems
 
 

@@ -42,6 +42,7 @@ static cJSON *trace_settings_json(const TraceOptions *o) {
     cJSON_AddBoolToObject(t, "kv_rows", o->kv_rows);
     cJSON_AddBoolToObject(t, "kv_full", o->kv_full);
     cJSON_AddBoolToObject(t, "bpe", o->bpe);
+    cJSON_AddBoolToObject(t, "reproducible", o->reproducible);
     if (o->layers != NULL)
         cJSON_AddItemToObject(t, "layers", cJSON_CreateIntArray(o->layers, o->n_layers));
     if (o->positions != NULL) {
@@ -65,9 +66,10 @@ cJSON *trace_event_run(const Config *c, const SamplerParams *sampler, const Trac
     cJSON *e = cJSON_CreateObject();
     cJSON_AddStringToObject(e, "event", "run");
     cJSON_AddNumberToObject(e, "format_version", TRACE_FORMAT_VERSION);
+    cJSON_AddStringToObject(e, "mode", info->mode);
     cJSON_AddItemToObject(e, "model", model_json(c));
     cJSON_AddItemToObject(e, "kv_cache", kv_cache_json(c));
-    cJSON_AddItemToObject(e, "sampler", trace_sampler_params(sampler));
+    if (sampler != NULL) cJSON_AddItemToObject(e, "sampler", trace_sampler_params(sampler));
     cJSON_AddItemToObject(e, "prompt", trace_text(info->prompt, strlen(info->prompt)));
     cJSON_AddItemToObject(e, "prompt_tokens", trace_int_array(info->prompt_tokens, info->n_prompt));
     cJSON_AddNumberToObject(e, "steps", info->steps);
@@ -312,6 +314,7 @@ cJSON *trace_event_done(const TraceDone *d) {
     cJSON_AddNumberToObject(kv, "bytes_per_token", (double)d->kv_bytes_per_token);
     cJSON_AddNumberToObject(kv, "allocated_bytes", (double)d->kv_allocated_bytes);
     cJSON_AddNumberToObject(kv, "peak_bytes", (double)d->kv_peak_bytes);
+    if (!d->measured) return e;
     cJSON *t = cJSON_AddObjectToObject(e, "measured");
     cJSON_AddNumberToObject(t, "ttft_seconds", d->ttft_seconds);
     cJSON_AddNumberToObject(t, "prefill_seconds", d->prefill_seconds);
@@ -322,6 +325,45 @@ cJSON *trace_event_done(const TraceDone *d) {
     cJSON_AddNumberToObject(t, "decode_tokens_per_second",
                             d->decode_seconds > 0 ? d->decode_tokens / d->decode_seconds : 0);
     cJSON_AddNumberToObject(t, "peak_rss_bytes", (double)d->peak_rss_bytes);
+    return e;
+}
+
+cJSON *trace_event_logprobs(const ScoredPosition *sp, const Tokenizer *tok) {
+    cJSON *e = cJSON_CreateObject();
+    cJSON_AddStringToObject(e, "event", "logprobs");
+    cJSON_AddNumberToObject(e, "pos", sp->pos);
+    cJSON_AddNumberToObject(e, "token", sp->token);
+    if (sp->next >= 0) {
+        cJSON_AddNumberToObject(e, "next", sp->next);
+        cJSON_AddNumberToObject(e, "logprob", sp->logprob_next);
+    }
+    cJSON *top = cJSON_AddArrayToObject(e, "top");
+    for (int i = 0; i < sp->n_top; i++) {
+        cJSON *t = cJSON_CreateObject();
+        int id = sp->top_ids[i];
+        cJSON_AddNumberToObject(t, "token", id);
+        const char *piece = tok != NULL ? tok->pieces[id] : "";
+        cJSON_AddItemToObject(t, "piece", trace_text(piece, strlen(piece)));
+        cJSON_AddNumberToObject(t, "logprob", sp->top_logprobs[i]);
+        cJSON_AddItemToArray(top, t);
+    }
+    return e;
+}
+
+cJSON *trace_event_scored(const ScoreResult *r, const ScoreMeasured *measured) {
+    cJSON *e = cJSON_CreateObject();
+    cJSON_AddStringToObject(e, "event", "scored");
+    cJSON_AddNumberToObject(e, "n_tokens", r->n);
+    cJSON_AddNumberToObject(e, "n_predicted", r->n - 1);
+    cJSON_AddNumberToObject(e, "total_logprob", r->total_logprob);
+    cJSON_AddNumberToObject(e, "cross_entropy", r->cross_entropy);
+    cJSON_AddNumberToObject(e, "perplexity", r->perplexity);
+    work_json(cJSON_AddObjectToObject(e, "work"), &r->work);
+    if (measured != NULL) {
+        cJSON *m = cJSON_AddObjectToObject(e, "measured");
+        cJSON_AddNumberToObject(m, "total_seconds", measured->total_seconds);
+        cJSON_AddNumberToObject(m, "peak_rss_bytes", (double)measured->peak_rss_bytes);
+    }
     return e;
 }
 

@@ -9,6 +9,7 @@
 #include "../ref/config.h"
 #include "../ref/hooks.h"
 #include "../ref/sampler.h"
+#include "../ref/score.h"
 #include "../ref/tokenizer.h"
 #include "trace_options.h"
 
@@ -16,6 +17,7 @@
 
 /* What the run header describes beyond the model and sampler. */
 typedef struct {
+    const char *mode; /* "generate" or "score" */
     const char *prompt;
     const int *prompt_tokens;
     int n_prompt;
@@ -29,6 +31,18 @@ typedef struct {
  * machines sits under "environment". */
 cJSON *trace_event_run(const Config *c, const SamplerParams *sampler, const TraceRunInfo *info,
                        const TraceOptions *opt);
+
+/* {"event":"logprobs", "pos", "token", "next", "logprob", "top"}: one scored
+ * position, its top tokens with their pieces. */
+cJSON *trace_event_logprobs(const ScoredPosition *sp, const Tokenizer *tok);
+
+/* {"event":"scored", ...}: the last line of a score file. measured may be
+ * NULL (--reproducible). */
+typedef struct {
+    double total_seconds;
+    uint64_t peak_rss_bytes;
+} ScoreMeasured;
+cJSON *trace_event_scored(const ScoreResult *r, const ScoreMeasured *measured);
 
 /* {"event":"tokenize", "text", "ids", "pieces"}. */
 cJSON *trace_event_tokenize(const Tokenizer *tok, const char *text, const int *ids, int n);
@@ -71,6 +85,7 @@ typedef struct {
     int context_shifts;
     uint64_t kv_bytes_per_token, kv_allocated_bytes, kv_peak_bytes;
     WorkCount work; /* every pass together */
+    bool measured;  /* false (--reproducible): leave out the measured figures below */
     double ttft_seconds, prefill_seconds, decode_seconds, total_seconds;
     uint64_t peak_rss_bytes; /* the process's peak resident memory */
 } TraceDone;

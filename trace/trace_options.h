@@ -30,6 +30,7 @@ typedef struct {
     bool kv_rows;        /* --trace-kv: kv events at any level */
     bool kv_full;        /* --trace-kv=full: also kv_snapshot events */
     bool bpe;            /* --trace-bpe: bpe_merge events at any level */
+    bool reproducible;   /* --reproducible: leave out every measured figure */
     float *temperatures; /* --trace-temperatures (owned) */
     int n_temperatures;
     int *layers; /* --trace-layers (owned); NULL: every layer */

@@ -20,8 +20,8 @@ typedef struct {
     int vocab_size, kv_dim;
     cJSON *prompt_tokens; /* owned copy */
     /* ordering */
-    int last_logits_pos, last_sample_pos, last_token_pos;
-    const char *ended_by; /* "done" or "error" once seen */
+    int last_logits_pos, last_sample_pos, last_token_pos, last_logprobs_pos;
+    const char *ended_by; /* "done", "scored" or "error" once seen */
 } Validation;
 
 static void violation(Validation *v, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -99,6 +99,24 @@ static void check_done(Validation *v, const cJSON *e) {
     }
 }
 
+/* A scored position: its top list best first, and the next token's
+ * log-probability no better than the best. */
+static void check_logprobs(Validation *v, const cJSON *e) {
+    expect_increasing(v, &v->last_logprobs_pos, int_field(e, "pos"), "logprobs");
+    const cJSON *top = cJSON_GetObjectItemCaseSensitive(e, "top"), *t;
+    double prev = 1.0;
+    cJSON_ArrayForEach(t, top) {
+        double lp = cJSON_GetObjectItemCaseSensitive(t, "logprob")->valuedouble;
+        if (lp > prev) violation(v, "logprobs top list is not in descending order");
+        prev = lp;
+    }
+    const cJSON *lp = cJSON_GetObjectItemCaseSensitive(e, "logprob");
+    const cJSON *best = cJSON_GetArrayItem(top, 0);
+    if (lp != NULL && best != NULL &&
+        lp->valuedouble > cJSON_GetObjectItemCaseSensitive(best, "logprob")->valuedouble + 1e-12)
+        violation(v, "logprob of the next token exceeds the best listed");
+}
+
 /* The checks of one event against the trace so far. */
 static void check_consistency(Validation *v, const cJSON *e, const char *name) {
     if (v->ended_by != NULL) violation(v, "event after the final %s line", v->ended_by);
@@ -141,9 +159,14 @@ static void check_consistency(Validation *v, const cJSON *e, const char *name) {
         int kept = int_field(e, "kept");
         v->last_logits_pos = v->last_sample_pos = kept - 1;
         v->last_token_pos = kept;
-    } else if (strcmp(name, "done") == 0 || strcmp(name, "error") == 0) {
+    } else if (strcmp(name, "logprobs") == 0) {
+        check_logprobs(v, e);
+    } else if (strcmp(name, "done") == 0 || strcmp(name, "error") == 0 ||
+               strcmp(name, "scored") == 0) {
         if (strcmp(name, "done") == 0) check_done(v, e);
-        v->ended_by = strcmp(name, "done") == 0 ? "done" : "error";
+        v->ended_by = strcmp(name, "done") == 0    ? "done"
+                      : strcmp(name, "error") == 0 ? "error"
+                                                   : "scored";
     }
 }
 
@@ -155,7 +178,7 @@ int trace_validate_file(const char *path, FILE *report, StepError *err) {
     cJSON *schemas[32] = {0};
     for (int i = 0; i < n_schemas && i < 32; i++)
         schemas[i] = cJSON_Parse(trace_schema_texts[i].json);
-    Validation v = {path, report, 0, 0, false, 0, 0, NULL, -1, -1, -1, NULL};
+    Validation v = {path, report, 0, 0, false, 0, 0, NULL, -1, -1, -1, -1, NULL};
     cJSON *e;
     bool not_json;
     while ((e = trace_reader_next(&r, &not_json)) != NULL || not_json) {

@@ -10,7 +10,7 @@
 /* Check the trace at path, printing each violation as "path:line: message"
  * to report. Returns the number of violations, or -1 (err set) when the file
  * cannot be read. Checks: each line is JSON and matches the schema of its
- * event; the first line is "run" and the last "done" or "error", with nothing
+ * event; the first line is "run" and the last "done", "scored" or "error", with nothing
  * after; logits have vocab_size values and kv rows kv_dim; an activation's
  * data fits its shape; positions of logits, sample and token events
  * increase (restarting after a context shift); a sample's probs sum to 1 within 1e-6 and its token

@@ -1,0 +1,207 @@
+/* cli_golden.c: `stepwise golden`, a self-describing set of reference
+ * outputs for one model: scored sequences, greedy and seeded generations,
+ * and the KV cache after a prompt, with a manifest naming the model by its
+ * SHA-256 and each file by the command that made it. The same command makes
+ * the same bytes. */
+#include <cjson/cJSON.h>
+#include <errno.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "build_info.h"
+#include "cli.h"
+#include "cli_common.h"
+#include "file_util.h"
+#include "sha256.h"
+
+static const char GOLDEN_USAGE[] =
+    "usage: stepwise golden --model M --tokenizer T --out DIR\n"
+    "\n"
+    "Write a golden set into DIR (created if missing): manifest.json, scored\n"
+    "sequences (score-*.jsonl), greedy generations (greedy-*.jsonl), seeded\n"
+    "generations (seeded-*.jsonl) and the KV cache after a prompt (kv-*.jsonl).\n"
+    "Every file leaves out measured figures, so the set is byte-identical run\n"
+    "to run. docs/oracle.md says how to compare another engine against it.\n";
+
+/* The prompts scored and generated from; short stories-style text. */
+static const char *const PROMPTS[] = {
+    "Once upon a time",
+    "Lily and Ben went to the park. They saw a big dog.",
+    "One day, a little boy named Tim found a shiny red ball in the garden.",
+    "The cat sat on the mat and looked at the moon.",
+};
+#define N_PROMPTS (int)(sizeof PROMPTS / sizeof PROMPTS[0])
+
+/* One file of the set: the subcommand and its arguments after the model's. */
+typedef struct {
+    const char *file, *kind, *what;
+    const char *args[24];
+} GoldenFile;
+
+/* Run `stepwise <argv>` in this process; returns its exit status. */
+static int run_command(int argc, char **argv) {
+    if (strcmp(argv[0], "score") == 0) return cli_score(argc, argv);
+    return cli_generate(argc, argv);
+}
+
+static bool make_file(const GoldenFile *g, const char *model, const char *tokenizer,
+                      const char *dir, cJSON *files, StepError *err) {
+    char path[4096];
+    snprintf(path, sizeof path, "%s/%s", dir, g->file);
+    char *argv[40];
+    int argc = 0;
+    argv[argc++] = (char *)g->args[0];
+    argv[argc++] = "--model", argv[argc++] = (char *)model;
+    argv[argc++] = "--tokenizer", argv[argc++] = (char *)tokenizer;
+    for (int i = 1; g->args[i] != NULL; i++) argv[argc++] = (char *)g->args[i];
+    const char *out_flag = strcmp(g->args[0], "score") == 0 ? "--out" : "--trace";
+    argv[argc++] = (char *)out_flag, argv[argc++] = path;
+    argv[argc++] = "--reproducible";
+    argv[argc] = NULL;
+    /* the command as a person would type it, with the file relative to DIR */
+    char command[4096] = "stepwise";
+    for (int i = 0; i < argc; i++) {
+        const char *word = argv[i] == path ? g->file : argv[i];
+        bool quote = strchr(word, ' ') != NULL || strchr(word, ',') != NULL;
+        size_t len = strlen(command);
+        snprintf(command + len, sizeof command - len, quote ? " '%s'" : " %s", word);
+    }
+    if (run_command(argc, argv) != 0)
+        return step_fail(err, "golden: making %s failed (see above)", g->file);
+    cJSON *entry = cJSON_CreateObject();
+    cJSON_AddStringToObject(entry, "file", g->file);
+    cJSON_AddStringToObject(entry, "kind", g->kind);
+    cJSON_AddStringToObject(entry, "what", g->what);
+    cJSON_AddStringToObject(entry, "command", command);
+    cJSON_AddItemToArray(files, entry);
+    return true;
+}
+
+static cJSON *file_identity(const char *path, StepError *err) {
+    char hex[65];
+    if (!sha256_file(path, hex, err)) return NULL;
+    const char *base = strrchr(path, '/');
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddStringToObject(o, "file", base ? base + 1 : path);
+    cJSON_AddStringToObject(o, "sha256", hex);
+    return o;
+}
+
+static bool make_golden(const char *model, const char *tokenizer, const char *dir, StepError *err) {
+    if (mkdir(dir, 0755) != 0 && errno != EEXIST)
+        return step_fail(err, "golden: cannot create %s: %s", dir, strerror(errno));
+    cJSON *manifest = cJSON_CreateObject(), *files = cJSON_CreateArray();
+    cJSON_AddStringToObject(manifest, "format", "stepwise-golden");
+    cJSON_AddNumberToObject(manifest, "version", 1);
+    cJSON_AddStringToObject(manifest, "stepwise_version", STEPWISE_VERSION);
+    cJSON *build = cJSON_AddObjectToObject(manifest, "build");
+    cJSON_AddStringToObject(build, "compiler", build_compiler());
+    cJSON_AddStringToObject(build, "cflags", build_cflags());
+    cJSON *model_id = file_identity(model, err),
+          *tok_id = model_id ? file_identity(tokenizer, err) : NULL;
+    bool ok = model_id != NULL && tok_id != NULL;
+    if (ok) {
+        cJSON_AddItemToObject(manifest, "model", model_id);
+        cJSON_AddItemToObject(manifest, "tokenizer", tok_id);
+    } else {
+        cJSON_Delete(model_id);
+    }
+    cJSON_AddStringToObject(manifest, "how_to_compare",
+                            "stepwise diff FILE CANDIDATE: see docs/oracle.md");
+    char names[N_PROMPTS][32];
+    for (int i = 0; ok && i < N_PROMPTS; i++) {
+        snprintf(names[i], sizeof names[i], "score-%02d.jsonl", i);
+        GoldenFile g = {names[i],
+                        "score",
+                        "teacher-forced logits and log-probabilities of a prompt",
+                        {"score", "--text", PROMPTS[i], "--top-n", "5", NULL}};
+        ok = make_file(&g, model, tokenizer, dir, files, err);
+    }
+    const GoldenFile rest[] = {
+        {"greedy-00.jsonl",
+         "greedy",
+         "greedy generation from BOS, every logit",
+         {"generate", "--steps", "64", "--trace-level", "logits", "--quiet", NULL}},
+        {"greedy-01.jsonl",
+         "greedy",
+         "greedy generation from a prompt, every logit",
+         {"generate", "--prompt", PROMPTS[0], "--steps", "64", "--trace-level", "logits",
+          "--all-logits", "--quiet", NULL}},
+        {"seeded-00.jsonl",
+         "seeded",
+         "llama2.c's defaults: temperature 1, top-p 0.9",
+         {"generate", "--steps", "64", "--temperature", "1", "--top-p", "0.9", "--seed", "133742",
+          "--quiet", NULL}},
+        {"seeded-01.jsonl",
+         "seeded",
+         "temperature 0.8, top-k 40, min-p 0.05 in vllm's order",
+         {"generate", "--prompt", PROMPTS[1], "--steps", "64", "--temperature", "0.8", "--top-k",
+          "40", "--min-p", "0.05", "--sampler-order", "vllm", "--seed", "42", "--quiet", NULL}},
+        {"kv-00.jsonl",
+         "kv",
+         "the KV cache after a prompt: every row, every layer",
+         {"score", "--text", PROMPTS[1], "--top-n", "0", "--trace-kv", NULL}},
+    };
+    for (size_t i = 0; ok && i < sizeof rest / sizeof rest[0]; i++)
+        ok = make_file(&rest[i], model, tokenizer, dir, files, err);
+    cJSON_AddItemToObject(manifest, "files", files);
+    if (ok) {
+        char path[4096];
+        snprintf(path, sizeof path, "%s/manifest.json", dir);
+        AtomicFile out;
+        ok = atomic_file_open(&out, path, err);
+        if (ok) {
+            char *text = cJSON_Print(manifest);
+            fputs(text, out.file);
+            fputc('\n', out.file);
+            cJSON_free(text);
+            ok = atomic_file_commit(&out, err);
+        }
+    }
+    cJSON_Delete(manifest);
+    return ok;
+}
+
+int cli_golden(int argc, char **argv) {
+    enum { OPT_MODEL = 256, OPT_TOKENIZER, OPT_OUT };
+    static const struct option options[] = {{"model", required_argument, NULL, OPT_MODEL},
+                                            {"tokenizer", required_argument, NULL, OPT_TOKENIZER},
+                                            {"out", required_argument, NULL, OPT_OUT},
+                                            {"help", no_argument, NULL, 'h'},
+                                            {NULL, 0, NULL, 0}};
+    const char *model = NULL, *tokenizer = NULL, *out = NULL;
+    StepError err;
+    bool ok = true;
+    opterr = 0;
+    optind = 1;
+    int c;
+    while (ok && (c = getopt_long(argc, argv, ":h", options, NULL)) != -1) {
+        switch (c) {
+            case OPT_MODEL:
+                model = optarg;
+                break;
+            case OPT_TOKENIZER:
+                tokenizer = optarg;
+                break;
+            case OPT_OUT:
+                out = optarg;
+                break;
+            case 'h':
+                fputs(GOLDEN_USAGE, stdout);
+                return 0;
+            default:
+                ok = cli_option_error("golden", c, optopt, argv, optind, &err);
+        }
+    }
+    if (ok && (model == NULL || tokenizer == NULL || out == NULL || optind < argc))
+        ok = step_fail(&err, "golden: needs --model, --tokenizer and --out (see --help)");
+    if (ok) ok = make_golden(model, tokenizer, out, &err);
+    if (!ok) {
+        cli_print_error(&err);
+        return EXIT_BAD_INPUT;
+    }
+    fprintf(stderr, "golden set written to %s (manifest.json lists its files)\n", out);
+    return 0;
+}

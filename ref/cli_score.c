@@ -1,0 +1,198 @@
+/* cli_score.c: `stepwise score`, teacher-forced scoring of a fixed sequence
+ * into a file of trace events: every position's logits and log-probabilities,
+ * the cross-entropy of each next token, and the perplexity. */
+#include <ctype.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+
+#include "../trace/trace_events.h"
+#include "../trace/trace_observer.h"
+#include "cli.h"
+#include "cli_common.h"
+#include "clock.h"
+#include "file_util.h"
+#include "score.h"
+
+static const char SCORE_USAGE[] =
+    "usage: stepwise score --model M [--tokenizer T] (--text STR | --tokens 1,403,407 |\n"
+    "                      --tokens-file F) --out FILE [options]\n"
+    "\n"
+    "Run one prefill over a fixed sequence and write, as trace events\n"
+    "(docs/oracle.md): the logits at every position, each position's top\n"
+    "log-probabilities with their pieces, the log-probability (cross-entropy) of\n"
+    "the token that actually comes next, and the sequence's perplexity. Prompt\n"
+    "tokens get log-probabilities too: every token after the first is predicted.\n"
+    "\n"
+    "  --text STR         encode this text (BOS first)\n"
+    "  --tokens LIST      these token ids, e.g. 1,403,407\n"
+    "  --tokens-file F    token ids from a file, separated by commas or white space\n"
+    "  --out FILE         where to write (written whole or not at all)\n"
+    "  --top-n N          most likely tokens listed per position (default 5; 0: none)\n"
+    "  --trace-kv         also write the KV-cache rows after the prefill\n"
+    "  --reproducible     leave out the measured figures (clock, memory)\n"
+    "  -h, --help         show this help\n";
+
+enum { OPT_MODEL = 256, OPT_TOKENIZER, OPT_TEXT, OPT_TOKENS, OPT_TOKENS_FILE, OPT_OUT, OPT_TOP_N };
+
+typedef struct {
+    const char *model, *tokenizer, *text, *tokens, *tokens_file, *out;
+    int top_n;
+    TraceOptions trace;
+} ScoreArgs;
+
+/* Parse integers separated by commas or white space into a malloc'd array. */
+static bool parse_token_list(const char *text, const char *what, int **out, int *n,
+                             StepError *err) {
+    size_t len = strlen(text);
+    int *ids = malloc((len / 2 + 1) * sizeof(int));
+    if (ids == NULL) return step_fail(err, "%s: out of memory", what);
+    int count = 0;
+    const char *p = text;
+    while (*p) {
+        while (*p == ',' || isspace((unsigned char)*p)) p++;
+        if (*p == '\0') break;
+        char *end;
+        long v = strtol(p, &end, 10);
+        if (end == p || v < 0 || v > 1 << 30 ||
+            (*end && *end != ',' && !isspace((unsigned char)*end))) {
+            free(ids);
+            return step_fail(err, "%s: expects token ids separated by commas, near '%.20s'", what,
+                             p);
+        }
+        ids[count++] = (int)v;
+        p = end;
+    }
+    if (count == 0) {
+        free(ids);
+        return step_fail(err, "%s: no token ids", what);
+    }
+    *out = ids, *n = count;
+    return true;
+}
+
+static int parse_score_args(int argc, char **argv, ScoreArgs *a, StepError *err) {
+    static const struct option options[] = {
+        {"model", required_argument, NULL, OPT_MODEL},
+        {"tokenizer", required_argument, NULL, OPT_TOKENIZER},
+        {"text", required_argument, NULL, OPT_TEXT},
+        {"tokens", required_argument, NULL, OPT_TOKENS},
+        {"tokens-file", required_argument, NULL, OPT_TOKENS_FILE},
+        {"out", required_argument, NULL, OPT_OUT},
+        {"top-n", required_argument, NULL, OPT_TOP_N},
+        TRACE_LONG_OPTIONS,
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0}};
+    *a = (ScoreArgs){.top_n = 5};
+    trace_options_default(&a->trace);
+    a->trace.level = TRACE_LOGITS;
+    opterr = 0;
+    optind = 1;
+    int c;
+    while ((c = getopt_long(argc, argv, ":h", options, NULL)) != -1) {
+        switch (c) {
+            case OPT_MODEL:
+                a->model = optarg;
+                break;
+            case OPT_TOKENIZER:
+                a->tokenizer = optarg;
+                break;
+            case OPT_TEXT:
+                a->text = optarg;
+                break;
+            case OPT_TOKENS:
+                a->tokens = optarg;
+                break;
+            case OPT_TOKENS_FILE:
+                a->tokens_file = optarg;
+                break;
+            case OPT_OUT:
+                a->out = optarg;
+                break;
+            case OPT_TOP_N:
+                if (!cli_parse_int(optarg, "--top-n", 0, 1000, &a->top_n, err)) return -1;
+                break;
+            case 'h':
+                fputs(SCORE_USAGE, stdout);
+                return 0;
+            default: {
+                int handled = cli_trace_option(c, optarg, &a->trace, err);
+                if (handled == 0) cli_option_error("score", c, optopt, argv, optind, err);
+                if (handled <= 0) return -1;
+            }
+        }
+    }
+    if (a->trace.level < TRACE_LOGITS) a->trace.level = TRACE_LOGITS; /* the point of a score */
+    if (optind < argc) return step_fail(err, "score: unexpected argument '%s'", argv[optind]), -1;
+    int sources = (a->text != NULL) + (a->tokens != NULL) + (a->tokens_file != NULL);
+    if (sources != 1)
+        return step_fail(err, "score: give exactly one of --text, --tokens, --tokens-file"), -1;
+    if (a->out == NULL) return step_fail(err, "score: --out is required (see --help)"), -1;
+    return 1;
+}
+
+/* The sequence to score, from whichever source was given. */
+static bool score_input(const ScoreArgs *a, const Tokenizer *tok, int **ids, int *n,
+                        StepError *err) {
+    if (a->text != NULL) return tokenizer_encode(tok, a->text, true, ids, n, err);
+    if (a->tokens != NULL) return parse_token_list(a->tokens, "--tokens", ids, n, err);
+    char *text;
+    if (!file_read_text(a->tokens_file, "tokens file", &text, err)) return false;
+    bool ok = parse_token_list(text, a->tokens_file, ids, n, err);
+    free(text);
+    return ok;
+}
+
+static int run_score(ScoreArgs *a, const Model *m, const Tokenizer *tok, StepError *err) {
+    double t0 = clock_seconds();
+    int *ids = NULL, n = 0;
+    if (!score_input(a, tok, &ids, &n, err)) return EXIT_BAD_INPUT;
+    TraceObserver to = {NULL, &a->trace, tok, kv_cache_bytes(&m->config, 1), NULL};
+    if ((to.writer = trace_writer_open(a->out, err)) == NULL) {
+        free(ids);
+        return EXIT_BAD_INPUT;
+    }
+    TraceRunInfo info = {"score", a->text ? a->text : "", ids, n, 0, a->model, a->tokenizer};
+    trace_observer_write(&to, trace_event_run(&m->config, NULL, &info, &a->trace));
+    if (a->text != NULL) trace_observer_write(&to, trace_event_tokenize(tok, a->text, ids, n));
+    StepObserver obs = trace_step_observer(&to);
+    ScoreResult r;
+    int status = 0;
+    if (!score_tokens(m, ids, n, a->top_n, &obs, &r, err)) {
+        trace_observer_write(&to, trace_event_error("bad_input", err->message, ids, n));
+        status = EXIT_BAD_INPUT;
+    } else {
+        for (int p = 0; p < r.n; p++)
+            trace_observer_write(&to, trace_event_logprobs(&r.positions[p], tok));
+        struct rusage ru;
+        getrusage(RUSAGE_SELF, &ru);
+        ScoreMeasured measured = {clock_seconds() - t0, (uint64_t)ru.ru_maxrss * 1024u};
+        trace_observer_write(&to, trace_event_scored(&r, a->trace.reproducible ? NULL : &measured));
+        fprintf(stderr, "scored %d tokens: cross-entropy %.4f nats/token, perplexity %.4f\n", r.n,
+                r.cross_entropy, r.perplexity);
+        score_result_free(&r);
+    }
+    if (!trace_writer_commit(to.writer, err)) status = EXIT_BAD_INPUT;
+    free(ids);
+    return status;
+}
+
+int cli_score(int argc, char **argv) {
+    ScoreArgs a;
+    StepError err;
+    int parsed = parse_score_args(argc, argv, &a, &err);
+    int status = parsed < 0 ? EXIT_BAD_INPUT : 0;
+    if (parsed > 0) {
+        Model m = {0};
+        Tokenizer tok = {0};
+        bool loaded = cli_load_model(a.model, a.tokenizer, &m, &tok, &err);
+        status = loaded ? run_score(&a, &m, &tok, &err) : EXIT_BAD_INPUT;
+        model_free(&m);
+        tokenizer_free(&tok);
+    }
+    if (status != 0) cli_print_error(&err);
+    trace_options_free(&a.trace);
+    return status;
+}

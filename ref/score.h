@@ -1,0 +1,45 @@
+/* score.h: teacher-forced scoring. One prefill over a fixed sequence gives
+ * the logits at every position; from them, each position's log-probabilities,
+ * the cross-entropy of the token that actually comes next, and the
+ * sequence's perplexity. Two engines can be compared on identical inputs
+ * this way, even where their sampling would diverge. */
+#ifndef STEPWISE_SCORE_H
+#define STEPWISE_SCORE_H
+
+#include "forward.h"
+#include "hooks.h"
+#include "model.h"
+
+/* One position of a scored sequence. */
+typedef struct {
+    int pos;
+    int token;           /* the input at pos */
+    int next;            /* the token at pos + 1, or -1 at the last position */
+    double logprob_next; /* log p(next | tokens 0..pos), natural log; 0 when next < 0 */
+    int n_top;
+    int *top_ids;         /* [n_top] most likely next tokens, best first (lower id on ties) */
+    double *top_logprobs; /* [n_top] their log-probabilities */
+} ScoredPosition;
+
+typedef struct {
+    int n; /* positions (= tokens) */
+    ScoredPosition *positions;
+    double total_logprob; /* Σ logprob_next over the n - 1 predicted tokens */
+    double cross_entropy; /* -total / (n - 1): mean nats per predicted token */
+    double perplexity;    /* exp(cross_entropy) */
+    WorkCount work;
+} ScoreResult;
+
+/* Log-probabilities of logits[0..n) into out, in double:
+ * z_i - max - log Σ_j exp(z_j - max). */
+void log_softmax(const float *logits, int n, double *out);
+
+/* Score tokens[0..n) (BOS first, n in [2, seq_len]) in one prefill with the
+ * logits of every position, keeping the top_n most likely next tokens of each.
+ * Hooks fire as in generation (the logits events among them). */
+bool score_tokens(const Model *m, const int *tokens, int n, int top_n, const StepObserver *obs,
+                  ScoreResult *result, StepError *err);
+
+void score_result_free(ScoreResult *r);
+
+#endif

@@ -1,0 +1,341 @@
+/* test_oracle.c: score, golden and diff, the oracle for other engines. */
+#include <criterion/criterion.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "../ref/sha256.h"
+#include "helpers.h"
+
+static char out[1 << 16], err[1 << 14];
+
+/* Lines of a JSONL file, parsed. */
+typedef struct {
+    cJSON **e;
+    int n;
+} Lines;
+
+static Lines read_lines(const char *path) {
+    Lines l = {NULL, 0};
+    FILE *f = fopen(path, "r");
+    cr_assert_not_null(f, "%s", path);
+    char *line = NULL;
+    size_t cap = 0;
+    while (getline(&line, &cap, f) > 0) {
+        l.e = realloc(l.e, (size_t)(l.n + 1) * sizeof(cJSON *));
+        l.e[l.n] = cJSON_Parse(line);
+        cr_assert_not_null(l.e[l.n]);
+        l.n++;
+    }
+    free(line);
+    fclose(f);
+    return l;
+}
+
+static void write_lines(const char *path, const Lines *l) {
+    FILE *f = fopen(path, "w");
+    for (int i = 0; i < l->n; i++) {
+        if (l->e[i] == NULL) continue;
+        char *s = cJSON_PrintUnformatted(l->e[i]);
+        fprintf(f, "%s\n", s);
+        free(s);
+    }
+    fclose(f);
+}
+
+static void free_lines(Lines *l) {
+    for (int i = 0; i < l->n; i++) cJSON_Delete(l->e[i]);
+    free(l->e);
+}
+
+static const char *name_of(const cJSON *e) {
+    return cJSON_GetObjectItem(e, "event")->valuestring;
+}
+
+static cJSON *logits_at(const Lines *l, int pos) {
+    for (int i = 0; i < l->n; i++) {
+        if (l->e[i] && strcmp(name_of(l->e[i]), "logits") == 0 &&
+            cJSON_GetObjectItem(l->e[i], "pos")->valueint == pos)
+            return cJSON_GetObjectItem(l->e[i], "logits");
+    }
+    cr_assert_fail("no logits at pos %d", pos);
+    return NULL;
+}
+
+/* Score the 48 tokens of llama2.c's golden run. */
+static const char *score_golden_tokens(cJSON **golden) {
+    const char *model = model_file("stories260K.bin");
+    if (model == NULL) cr_skip_test("stories260K not found");
+    *golden = read_json_file(golden_file("stories260K/once_upon_a_time.json"));
+    cr_assert_not_null(*golden);
+    char tokens[2048] = "";
+    const cJSON *step;
+    cJSON_ArrayForEach(step, cJSON_GetObjectItem(*golden, "steps")) {
+        size_t n = strlen(tokens);
+        snprintf(tokens + n, sizeof tokens - n, "%s%d", n ? "," : "",
+                 cJSON_GetObjectItem(step, "token")->valueint);
+    }
+    static char path[512];
+    snprintf(path, sizeof path, "%s", temp_path("golden-score.jsonl"));
+    char args[8192];
+    snprintf(args, sizeof args,
+             "score --model %s --tokenizer %s --tokens %s --out %s --reproducible", model,
+             model_file("tok512.bin"), tokens, path);
+    cr_assert_eq(run_stepwise(args, out, sizeof out, err, sizeof err), 0, "%s", err);
+    return path;
+}
+
+/* score's logits are run.c's, within 1e-5, at all 48 positions; and its
+ * log-probability of the next token is the golden logit minus the log-sum-exp
+ * of the golden logits, computed here from the golden file. */
+Test(oracle, score_matches_run_c_and_its_logprobs_follow_from_the_logits) {
+    cJSON *golden;
+    Lines l = read_lines(score_golden_tokens(&golden));
+    const cJSON *steps = cJSON_GetObjectItem(golden, "steps");
+    cr_assert_eq(cJSON_GetArraySize(steps), 48);
+    double total = 0;
+    for (int p = 0; p < 48; p++) {
+        const cJSON *gl = cJSON_GetObjectItem(cJSON_GetArrayItem(steps, p), "logits");
+        const cJSON *ours = logits_at(&l, p);
+        double max_d = 0, max_z = -1e30, sum = 0;
+        for (int i = 0; i < 512; i++) {
+            double g = cJSON_GetArrayItem(gl, i)->valuedouble;
+            max_d = fmax(max_d, fabs(cJSON_GetArrayItem(ours, i)->valuedouble - g));
+            max_z = fmax(max_z, g);
+        }
+        cr_expect_leq(max_d, 1e-5, "pos %d: max |dlogit| %g", p, max_d);
+        if (p == 47) continue;
+        for (int i = 0; i < 512; i++) sum += exp(cJSON_GetArrayItem(gl, i)->valuedouble - max_z);
+        int next = cJSON_GetObjectItem(cJSON_GetArrayItem(steps, p + 1), "token")->valueint;
+        double want = cJSON_GetArrayItem(gl, next)->valuedouble - max_z - log(sum);
+        total += want;
+        for (int i = 0; i < l.n; i++) {
+            if (strcmp(name_of(l.e[i]), "logprobs") != 0 ||
+                cJSON_GetObjectItem(l.e[i], "pos")->valueint != p)
+                continue;
+            cr_expect_eq(cJSON_GetObjectItem(l.e[i], "next")->valueint, next);
+            cr_expect(fabs(cJSON_GetObjectItem(l.e[i], "logprob")->valuedouble - want) < 1e-4,
+                      "pos %d logprob", p);
+        }
+    }
+    const cJSON *scored = l.e[l.n - 1];
+    cr_assert_str_eq(name_of(scored), "scored");
+    double ce = -total / 47;
+    cr_expect(fabs(cJSON_GetObjectItem(scored, "cross_entropy")->valuedouble - ce) < 1e-5);
+    cr_expect(fabs(cJSON_GetObjectItem(scored, "perplexity")->valuedouble - exp(ce)) < 1e-4);
+    cr_expect_null(cJSON_GetObjectItem(scored, "measured"), "--reproducible leaves it out");
+    free_lines(&l);
+    cJSON_Delete(golden);
+}
+
+static cJSON *run_diff_json(const char *ref, const char *cand, const char *extra, int want_status) {
+    char args[2048];
+    snprintf(args, sizeof args, "diff %s %s --json %s", ref, cand, extra);
+    int status = run_stepwise(args, out, sizeof out, err, sizeof err);
+    cr_assert_eq(status, want_status, "diff exited %d: %s %s", status, out, err);
+    cJSON *doc = cJSON_Parse(out);
+    cr_assert_not_null(doc, "%s", out);
+    return doc;
+}
+
+static double num(const cJSON *o, const char *path1, const char *path2) {
+    const cJSON *x = cJSON_GetObjectItem(o, path1);
+    if (path2 != NULL) x = cJSON_GetObjectItem(x, path2);
+    cr_assert_not_null(x, "no %s.%s", path1, path2 ? path2 : "");
+    return x->valuedouble;
+}
+
+Test(oracle, identical_candidate_passes_with_zero_statistics) {
+    cJSON *golden;
+    const char *ref = score_golden_tokens(&golden);
+    cJSON *d = run_diff_json(ref, ref, "", 0);
+    cr_expect_eq(num(d, "max_abs", "value"), 0);
+    cr_expect_eq(num(d, "kl", "mean"), 0);
+    cr_expect_eq(num(d, "kl", "max"), 0);
+    cr_expect_eq(num(d, "nmse", "max"), 0);
+    cr_expect_eq(num(d, "top1_agreement", NULL), 1);
+    cr_expect_eq(num(d, "first_argmax_diff", "pos"), -1);
+    cr_expect_str_eq(cJSON_GetObjectItem(d, "verdict")->valuestring, "pass");
+    cJSON_Delete(d), cJSON_Delete(golden);
+}
+
+/* +0.5 at (pos 2, token 7) and -0.25 at (pos 9, token 100): reported with
+ * exactly those amounts (as the float32 the file holds) and places. */
+Test(oracle, perturbed_candidate_is_reported_exactly) {
+    cJSON *golden;
+    const char *ref = score_golden_tokens(&golden);
+    Lines l = read_lines(ref);
+    cJSON *a = cJSON_GetArrayItem(logits_at(&l, 2), 7),
+          *b = cJSON_GetArrayItem(logits_at(&l, 9), 100);
+    float ra = (float)a->valuedouble, rb = (float)b->valuedouble;
+    float ca = ra + 0.5f, cb = rb - 0.25f;
+    cJSON_SetNumberValue(a, ca);
+    cJSON_SetNumberValue(b, cb);
+    const char *cand = temp_path("perturbed.jsonl");
+    write_lines(cand, &l);
+    cJSON *d = run_diff_json(ref, cand, "", 1);
+    cr_expect_eq(num(d, "max_abs", "value"), (double)ca - (double)ra);
+    cr_expect_eq(num(d, "max_abs", "pos"), 2);
+    cr_expect_eq(num(d, "max_abs", "token"), 7);
+    const cJSON *tol = cJSON_GetObjectItem(d, "tolerance");
+    cr_expect_eq(num(tol, "outside", NULL), 2);
+    cr_expect_eq(num(tol, "first_outside", "pos"), 2);
+    cr_expect_eq(num(tol, "first_outside", "token"), 7);
+    cr_expect_eq(num(tol, "first_outside", "candidate"), (double)ca);
+    cr_expect_str_eq(cJSON_GetObjectItem(d, "verdict")->valuestring, "fail");
+    /* the text report names the place too, and its last line is the verdict */
+    char args[2048];
+    snprintf(args, sizeof args, "diff %s %s", ref, cand);
+    cr_expect_eq(run_stepwise(args, out, sizeof out, err, sizeof err), 1);
+    cr_expect(strstr(out, "first outside       pos 2, token 7") != NULL, "%s", out);
+    const char *last = strstr(out, "verdict: FAIL");
+    cr_expect(last != NULL && strchr(last, '\n')[1] == '\0', "%s", out);
+    cJSON_Delete(d), free_lines(&l), cJSON_Delete(golden);
+}
+
+/* Lower the reference's top token at pos 3 by 20: the candidate's argmax
+ * becomes the reference's runner-up; diff names the position and both ids. */
+Test(oracle, wrong_argmax_is_named) {
+    cJSON *golden;
+    const char *ref = score_golden_tokens(&golden);
+    Lines l = read_lines(ref);
+    cJSON *row = logits_at(&l, 3);
+    int best = 0, second = -1;
+    for (int i = 1; i < 512; i++)
+        if (cJSON_GetArrayItem(row, i)->valuedouble > cJSON_GetArrayItem(row, best)->valuedouble)
+            best = i;
+    for (int i = 0; i < 512; i++)
+        if (i != best && (second < 0 || cJSON_GetArrayItem(row, i)->valuedouble >
+                                            cJSON_GetArrayItem(row, second)->valuedouble))
+            second = i;
+    cJSON *top = cJSON_GetArrayItem(row, best);
+    cJSON_SetNumberValue(top, top->valuedouble - 20);
+    const char *cand = temp_path("argmax.jsonl");
+    write_lines(cand, &l);
+    cJSON *d = run_diff_json(ref, cand, "", 1);
+    const cJSON *fa = cJSON_GetObjectItem(d, "first_argmax_diff");
+    cr_expect_eq(num(fa, "pos", NULL), 3);
+    cr_expect_eq(num(fa, "reference", NULL), best);
+    cr_expect_eq(num(fa, "candidate", NULL), second);
+    cr_expect(cJSON_IsTrue(cJSON_GetObjectItem(fa, "candidate_in_reference_top5")));
+    cr_expect_eq(num(d, "top1_agreement", NULL), 47.0 / 48);
+    cJSON_Delete(d), free_lines(&l), cJSON_Delete(golden);
+}
+
+static void expect_diff_error(const char *ref, const char *cand, const char *fragment) {
+    char args[2048];
+    snprintf(args, sizeof args, "diff %s %s", ref, cand);
+    int status = run_stepwise(args, out, sizeof out, err, sizeof err);
+    cr_expect_eq(status, 2, "exit %d: %s", status, err);
+    cr_expect(strstr(err, fragment) != NULL, "'%s' lacks '%s'", err, fragment);
+}
+
+Test(oracle, malformed_truncated_or_mismatched_candidates_are_errors) {
+    cJSON *golden;
+    const char *ref = score_golden_tokens(&golden);
+    Lines l = read_lines(ref);
+    /* truncated mid-line */
+    const char *trunc = temp_path("truncated.jsonl");
+    write_lines(trunc, &l);
+    FILE *f = fopen(trunc, "r+");
+    fseek(f, 0, SEEK_END);
+    long size = ftell(f);
+    fclose(f);
+    cr_assert_eq(truncate(trunc, size / 2), 0);
+    expect_diff_error(ref, trunc, "not valid JSON");
+    /* one logit fewer at pos 5: another vocabulary */
+    Lines v = read_lines(ref);
+    cJSON_DeleteItemFromArray(logits_at(&v, 5), 0);
+    const char *vocab = temp_path("vocab.jsonl");
+    write_lines(vocab, &v);
+    expect_diff_error(ref, vocab, "logits has 511 values");
+    /* a whole position missing */
+    for (int i = 0; i < l.n; i++) {
+        if (strcmp(name_of(l.e[i]), "logits") == 0 &&
+            cJSON_GetObjectItem(l.e[i], "pos")->valueint == 47) {
+            cJSON_Delete(l.e[i]);
+            l.e[i] = NULL;
+        }
+    }
+    const char *shorter = temp_path("shorter.jsonl");
+    write_lines(shorter, &l);
+    expect_diff_error(ref, shorter, "the reference has 48 positions, the candidate 47");
+    expect_diff_error(ref, "build/tmp/no-such-file.jsonl", "cannot open");
+    free_lines(&l), free_lines(&v), cJSON_Delete(golden);
+}
+
+/* The raw alternative: float32 [positions, vocab] with a JSON sidecar. */
+Test(oracle, raw_float32_candidate_compares_like_a_trace) {
+    cJSON *golden;
+    const char *ref = score_golden_tokens(&golden);
+    Lines l = read_lines(ref);
+    char raw[512], sidecar[600];
+    snprintf(raw, sizeof raw, "%s", temp_path("cand.f32"));
+    snprintf(sidecar, sizeof sidecar, "%s.json", raw);
+    FILE *f = fopen(raw, "wb");
+    for (int p = 0; p < 48; p++) {
+        const cJSON *v;
+        cJSON_ArrayForEach(v, logits_at(&l, p)) {
+            float x = (float)v->valuedouble;
+            fwrite(&x, sizeof x, 1, f);
+        }
+    }
+    fclose(f);
+    f = fopen(sidecar, "w");
+    fputs("{\"format\": \"stepwise-logits-f32\", \"vocab_size\": 512, \"positions\": 48}\n", f);
+    fclose(f);
+    cJSON *d = run_diff_json(ref, raw, "", 0);
+    cr_expect_eq(num(d, "max_abs", "value"), 0);
+    cJSON_Delete(d);
+    /* a short raw file is an error, not a crash */
+    cr_assert_eq(truncate(raw, 1000), 0);
+    expect_diff_error(ref, raw, "the sidecar promises");
+    free_lines(&l), cJSON_Delete(golden);
+}
+
+/* The golden set, made twice, is the same bytes. */
+Test(oracle, golden_set_is_byte_identical_run_to_run, .timeout = 120) {
+    const char *model = model_file("stories260K.bin");
+    if (model == NULL) cr_skip_test("stories260K not found");
+    char a[512], b[512], args[4096];
+    snprintf(a, sizeof a, "%s", temp_path("golden-a"));
+    snprintf(b, sizeof b, "%s", temp_path("golden-b"));
+    for (int i = 0; i < 2; i++) {
+        snprintf(args, sizeof args, "golden --model %s --tokenizer %s --out %s", model,
+                 model_file("tok512.bin"), i == 0 ? a : b);
+        cr_assert_eq(run_stepwise(args, out, sizeof out, err, sizeof err), 0, "%s", err);
+    }
+    snprintf(args, sizeof args, "diff -r %s %s > /dev/null", a, b);
+    cr_expect_eq(system(args), 0, "the two golden sets differ");
+    char manifest[600];
+    snprintf(manifest, sizeof manifest, "%s/manifest.json", a);
+    cJSON *m = read_json_file(manifest);
+    cr_assert_not_null(m);
+    /* the model's sha256 is the one ../shared/models/README.md publishes */
+    cr_expect_str_eq(cJSON_GetObjectItem(cJSON_GetObjectItem(m, "model"), "sha256")->valuestring,
+                     "b0a507e7ad0f626624f17112325e66691f9076d622e1d3274d103d00299f2696");
+    cr_expect_geq(cJSON_GetArraySize(cJSON_GetObjectItem(m, "files")), 9);
+    cJSON_Delete(m);
+    snprintf(args, sizeof args, "rm -rf %s %s", a, b);
+    cr_expect_eq(system(args), 0);
+}
+
+/* FIPS 180-4's examples. */
+Test(oracle, sha256_of_the_standard_examples) {
+    Sha256 s;
+    char hex[65];
+    sha256_init(&s);
+    sha256_hex(&s, hex);
+    cr_expect_str_eq(hex, "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
+    sha256_init(&s);
+    sha256_update(&s, "abc", 3);
+    sha256_hex(&s, hex);
+    cr_expect_str_eq(hex, "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+    const char *two_blocks = "abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq";
+    sha256_init(&s);
+    sha256_update(&s, two_blocks, strlen(two_blocks));
+    sha256_hex(&s, hex);
+    cr_expect_str_eq(hex, "248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1");
+}
