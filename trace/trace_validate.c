@@ -207,7 +207,7 @@ int trace_validate_file(const char *path, FILE *report, StepError *err) {
     if (r.line_no == 0)
         violation(&v, "the trace is empty");
     else if (v.ended_by == NULL)
-        violation(&v, "the trace does not end with a done or error line");
+        violation(&v, "the trace does not end with a done, scored or error line");
     if (v.violations > MAX_REPORTED)
         fprintf(report, "%s: %d more violations not shown\n", path, v.violations - MAX_REPORTED);
     for (int i = 0; i < n_schemas && i < 32; i++) cJSON_Delete(schemas[i]);
