@@ -70,3 +70,8 @@ uint64_t kv_cache_bytes(const Config *c, int tokens) {
     return (uint64_t)tokens * (uint64_t)c->n_layers * (uint64_t)config_kv_dim(c) * 2u *
            sizeof(float);
 }
+
+uint64_t kv_cache_bytes_q8(const Config *c, int tokens) {
+    return (uint64_t)tokens * (uint64_t)c->n_layers * 2u *
+           ((uint64_t)config_kv_dim(c) + (uint64_t)c->n_kv_heads * sizeof(float));
+}

@@ -40,4 +40,9 @@ uint64_t config_param_count(const Config *c);
  * tokens × n_layers × kv_dim × 2 (K and V) × sizeof(float). */
 uint64_t kv_cache_bytes(const Config *c, int tokens);
 
+/* The same cache stored in int8: per position, layer and K or V, kv_dim
+ * one-byte codes and one float32 scale per KV head:
+ * tokens × n_layers × 2 × (kv_dim + n_kv_heads × 4). */
+uint64_t kv_cache_bytes_q8(const Config *c, int tokens);
+
 #endif

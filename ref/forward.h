@@ -10,6 +10,7 @@
 #include "error.h"
 #include "hooks.h"
 #include "model.h"
+#include "quant.h"
 #include "work.h"
 
 /* The keys and values of every position seen so far. Q is never cached: a
@@ -18,9 +19,13 @@ typedef struct {
     int capacity; /* positions it can hold */
     int n_layers;
     int kv_dim;
-    uint64_t bytes; /* of key and value together: kv_cache_bytes(config, capacity) */
-    float *key;     /* [n_layers, capacity, kv_dim] (after RoPE) */
-    float *value;   /* [n_layers, capacity, kv_dim] */
+    int n_kv_heads;
+    uint64_t bytes; /* of key and value together: kv_cache_bytes(_q8)(config, capacity) */
+    float *key;     /* [n_layers, capacity, kv_dim] (after RoPE); NULL when int8 */
+    float *value;   /* [n_layers, capacity, kv_dim]; NULL when int8 */
+    /* int8 (QuantRuntime.kv): codes and one scale per (position, KV head) */
+    int8_t *key_q, *value_q; /* [n_layers, capacity, kv_dim] */
+    float *key_s, *value_s;  /* [n_layers, capacity, n_kv_heads] */
 } KVCache;
 
 /* One request's state: its cache, and scratch for up to max_tokens tokens
@@ -39,11 +44,23 @@ typedef struct {
     float *logits;   /* [max_tokens, vocab_size] */
     float *rope_cos; /* [capacity, head_dim / 2] cos(pos · θ_i) */
     float *rope_sin; /* [capacity, head_dim / 2] sin(pos · θ_i) */
+    /* quantization while running (quant.h); scratch used only then */
+    QuantRuntime quant;
+    int8_t *xq;           /* [max(dim, hidden_dim)] one quantized input row */
+    float *xs;            /* its scales */
+    float *xfake;         /* [max_tokens, max(dim, hidden_dim)] quantized-then-dequantized input */
+    float *k_new, *v_new; /* [max_tokens, kv_dim] new rows before int8 storage */
+    float *layer_k, *layer_v; /* [capacity, kv_dim] one layer's cache, dequantized */
 } RunState;
 
 /* Allocate a state whose cache holds `capacity` positions (at most seq_len)
- * and whose forward calls take up to max_tokens tokens. */
+ * and whose forward calls take up to max_tokens tokens; float32 throughout. */
 bool run_state_init(RunState *s, const Config *c, int capacity, int max_tokens, StepError *err);
+
+/* The same, quantizing activations and/or the KV cache as q says (NULL:
+ * float32). */
+bool run_state_init_quant(RunState *s, const Config *c, int capacity, int max_tokens,
+                          const QuantRuntime *q, StepError *err);
 void run_state_free(RunState *s);
 
 /* Run tokens[0..T) at positions pos0..pos0+T-1, writing their K and V into

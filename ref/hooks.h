@@ -11,6 +11,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "sampler.h"
 #include "work.h"
@@ -70,6 +71,16 @@ typedef struct {
     int positions_after;  /* after the rebuild: kept + the new token */
 } ContextShift;
 
+/* One quantized row, for watching values collapse onto int8 codes. */
+typedef struct {
+    const char *tensor;  /* "blocks.0.attn.wq", "kv.k", ... */
+    int layer, pos;      /* -1 where they do not apply */
+    int n, group;        /* the row's length and group size */
+    const float *values; /* [n] the original values, or NULL when unknown (a .q8 file) */
+    const int8_t *codes; /* [n] */
+    const float *scales; /* [ceil(n / group)] */
+} QuantRecord;
+
 typedef struct {
     void *ctx;
     /* Whether the observer wants this point at (layer, pos); NULL means no. */
@@ -87,6 +98,8 @@ typedef struct {
     void (*work)(void *ctx, const char *phase, int pos0, int n_tokens, const WorkCount *work);
     /* When a context policy drops tokens. NULL: not wanted. */
     void (*context)(void *ctx, const ContextShift *shift);
+    /* When a row is quantized (KV rows as they are stored). NULL: not wanted. */
+    void (*quant)(void *ctx, const QuantRecord *record);
 } StepObserver;
 
 static inline bool hook_wanted(const StepObserver *o, HookPoint point, int layer, int pos) {

@@ -9,6 +9,7 @@
 #include <sys/stat.h>
 
 #include "file_util.h"
+#include "quant_model.h"
 #include "rng.h"
 
 uint64_t model_storage_floats(const Config *c) {
@@ -191,5 +192,6 @@ bool model_init_random(Model *m, const Config *c, uint64_t seed, StepError *err)
 
 void model_free(Model *m) {
     free(m->storage);
+    quant_weights_free(m->quant);
     memset(m, 0, sizeof *m);
 }

@@ -23,10 +23,13 @@ typedef struct {
     const float *wcls;            /* [vocab_size, dim]; == token_embedding when tied */
 } Weights;
 
+struct QuantWeights; /* quant_model.h */
+
 typedef struct {
     Config config;
     Weights weights;
-    float *storage; /* owns every weight; freed by model_free */
+    float *storage;             /* owns every float weight; freed by model_free */
+    struct QuantWeights *quant; /* int8 matrices (quant_model.h), or NULL: float32 */
 } Model;
 
 /* Load a llama2.c checkpoint in the legacy float32 layout: a header of seven

@@ -60,7 +60,7 @@ static void recorder_free(Recorder *r) {
 static GenerateResult run(const Model *m, const int *prompt, int n_prompt, GenerateOptions *opt,
                           Recorder *rec) {
     *rec = (Recorder){.vocab = m->config.vocab_size};
-    StepObserver obs = {rec, NULL, NULL, NULL, on_sample, on_work, on_context};
+    StepObserver obs = {.ctx = rec, .sample = on_sample, .work = on_work, .context = on_context};
     GenerateResult r;
     StepError err;
     cr_assert(generate(m, prompt, n_prompt, opt, &obs, NULL, &r, &err), "%s", err.message);

@@ -161,6 +161,33 @@ cJSON *trace_event_context(const ContextShift *shift, uint64_t bytes_per_token) 
     return e;
 }
 
+#define QUANT_SHOWN 8 /* values of a row shown in a quant event */
+
+cJSON *trace_event_quant(const QuantRecord *r) {
+    cJSON *e = cJSON_CreateObject();
+    int shown = r->n < QUANT_SHOWN ? r->n : QUANT_SHOWN;
+    float deq[QUANT_SHOWN];
+    int codes[QUANT_SHOWN];
+    dequantize_row(r->codes, r->scales, shown, r->group, deq);
+    for (int i = 0; i < shown; i++) codes[i] = r->codes[i];
+    cJSON_AddStringToObject(e, "event", "quant");
+    cJSON_AddStringToObject(e, "tensor", r->tensor);
+    if (r->layer >= 0) cJSON_AddNumberToObject(e, "layer", r->layer);
+    if (r->pos >= 0) cJSON_AddNumberToObject(e, "pos", r->pos);
+    cJSON_AddNumberToObject(e, "n", r->n);
+    cJSON_AddNumberToObject(e, "group", r->group);
+    cJSON_AddItemToObject(e, "scale", trace_float(r->scales[0]));
+    if (r->values != NULL) cJSON_AddItemToObject(e, "values", trace_float_array(r->values, shown));
+    cJSON_AddItemToObject(e, "codes", trace_int_array(codes, shown));
+    cJSON_AddItemToObject(e, "dequantized", trace_float_array(deq, shown));
+    if (r->values != NULL) {
+        QuantStats st = quant_row_stats(r->values, r->codes, r->scales, r->n, r->group);
+        cJSON_AddItemToObject(e, "max_error", trace_float(st.max_error));
+        cJSON_AddNumberToObject(e, "collapsed", st.collapsed);
+    }
+    return e;
+}
+
 cJSON *trace_event_tensor(const HookTensor *t) {
     cJSON *e = cJSON_CreateObject();
     int n = t->rows * t->cols;

@@ -61,6 +61,11 @@ cJSON *trace_event_work(const char *phase, int pos0, int n_tokens, const WorkCou
  * dropping tokens at a full window. */
 cJSON *trace_event_context(const ContextShift *shift, uint64_t bytes_per_token);
 
+/* {"event":"quant", "tensor", "group", "scale", "values", "codes",
+ * "dequantized", "max_error", "collapsed"}: one quantized row, its first
+ * values shown (the whole row counted). */
+cJSON *trace_event_quant(const QuantRecord *r);
+
 /* "logits", "kv", "kv_snapshot" or "activation", by the tensor's point. */
 cJSON *trace_event_tensor(const HookTensor *t);
 

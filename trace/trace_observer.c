@@ -54,6 +54,13 @@ static void observer_context(void *ctx, const ContextShift *shift) {
     trace_observer_write(to, trace_event_context(shift, to->bytes_per_token));
 }
 
+static void observer_quant(void *ctx, const QuantRecord *r) {
+    TraceObserver *to = ctx;
+    const TraceOptions *o = to->options;
+    if (o->level < TRACE_LAYERS || (r->pos >= 0 && !trace_position_selected(o, r->pos))) return;
+    trace_observer_write(to, trace_event_quant(r));
+}
+
 StepObserver trace_step_observer(TraceObserver *to) {
     return (StepObserver){to,
                           observer_wants,
@@ -61,7 +68,8 @@ StepObserver trace_step_observer(TraceObserver *to) {
                           observer_forward,
                           observer_sample,
                           observer_work,
-                          observer_context};
+                          observer_context,
+                          observer_quant};
 }
 
 BpeObserver trace_bpe_observer(TraceObserver *to) {

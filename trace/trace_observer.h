@@ -22,6 +22,7 @@ StepObserver trace_step_observer(TraceObserver *to);
 BpeObserver trace_bpe_observer(TraceObserver *to);
 
 /* Write one event and delete it (or hold it, see `held`). */
+/* (quant events: at level layers and above, within the position filter) */
 void trace_observer_write(TraceObserver *to, cJSON *event);
 
 #endif

@@ -1,0 +1,96 @@
+/* quant.c: see quant.h. */
+#include "quant.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+int quant_groups(int n, int group) {
+    return (n + group - 1) / group;
+}
+
+void quantize_row(const float *x, int n, int group, int8_t *q, float *scales) {
+    for (int g = 0, start = 0; start < n; g++, start += group) {
+        int len = n - start < group ? n - start : group;
+        float amax = 0.0f;
+        for (int i = 0; i < len; i++) amax = fmaxf(amax, fabsf(x[start + i]));
+        float scale = amax / 127.0f;
+        scales[g] = scale;
+        for (int i = 0; i < len; i++) {
+            float v = scale > 0.0f ? roundf(x[start + i] / scale) : 0.0f;
+            q[start + i] = (int8_t)(v > 127.0f ? 127.0f : v < -127.0f ? -127.0f : v);
+        }
+    }
+}
+
+void dequantize_row(const int8_t *q, const float *scales, int n, int group, float *out) {
+    for (int i = 0; i < n; i++) out[i] = (float)q[i] * scales[i / group];
+}
+
+float dot_q8(const int8_t *qx, const float *sx, const int8_t *qw, const float *sw, int n,
+             int group) {
+    float sum = 0.0f;
+    for (int g = 0, start = 0; start < n; g++, start += group) {
+        int len = n - start < group ? n - start : group;
+        int32_t acc = 0; /* |acc| <= 127 · 127 · group: fits for any group < 133,000 */
+        for (int i = 0; i < len; i++) acc += (int32_t)qx[start + i] * (int32_t)qw[start + i];
+        sum += (float)acc * (sx[g] * sw[g]);
+    }
+    return sum;
+}
+
+float dot_f32_q8(const float *x, const int8_t *qw, const float *sw, int n, int group) {
+    float sum = 0.0f;
+    for (int g = 0, start = 0; start < n; g++, start += group) {
+        int len = n - start < group ? n - start : group;
+        float acc = 0.0f;
+        for (int i = 0; i < len; i++) acc += x[start + i] * (float)qw[start + i];
+        sum += acc * sw[g];
+    }
+    return sum;
+}
+
+uint64_t quant_matrix_bytes(int rows, int cols, int group) {
+    return (uint64_t)rows * (uint64_t)cols +
+           (uint64_t)rows * (uint64_t)quant_groups(cols, group) * sizeof(float);
+}
+
+bool quant_matrix_init(QuantMatrix *m, const float *w, int rows, int cols, int group) {
+    m->rows = rows, m->cols = cols, m->group = group;
+    m->groups_per_row = quant_groups(cols, group);
+    m->q = malloc((size_t)rows * (size_t)cols);
+    m->scales = malloc((size_t)rows * (size_t)m->groups_per_row * sizeof(float));
+    if (m->q == NULL || m->scales == NULL) {
+        quant_matrix_free(m);
+        return false;
+    }
+    for (int r = 0; r < rows && w != NULL; r++)
+        quantize_row(w + (size_t)r * cols, cols, group, m->q + (size_t)r * cols,
+                     m->scales + (size_t)r * m->groups_per_row);
+    return true;
+}
+
+void quant_matrix_free(QuantMatrix *m) {
+    free(m->q);
+    free(m->scales);
+    memset(m, 0, sizeof *m);
+}
+
+QuantStats quant_row_stats(const float *x, const int8_t *q, const float *scales, int n, int group) {
+    QuantStats s = {scales[0], 0.0f, 0};
+    for (int i = 0; i < n; i++) {
+        float err = fabsf(x[i] - (float)q[i] * scales[i / group]);
+        s.max_error = fmaxf(s.max_error, err);
+        /* Does an earlier, different value of the same group share this code? */
+        int start = (i / group) * group;
+        for (int j = start; j < i; j++) {
+            if (q[j] == q[i] && x[j] != x[i]) {
+                bool first_of_value = true;
+                for (int k = start; k < i; k++) first_of_value &= !(x[k] == x[i]);
+                s.collapsed += first_of_value;
+                break;
+            }
+        }
+    }
+    return s;
+}

@@ -1,0 +1,203 @@
+/* quant_model.c: see quant_model.h. */
+#include "quant_model.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "file_util.h"
+
+#define Q8_MAGIC   "SWQ8"
+#define Q8_VERSION 1u
+
+const QuantMatrix *quant_classifier(const QuantWeights *q) {
+    return q->wcls.q != NULL ? &q->wcls : &q->token_embedding;
+}
+
+/* The matrices in file order, with their shapes. rows = n_layers × out. */
+typedef struct {
+    QuantMatrix *m;
+    const float *src; /* float weights to quantize, or NULL */
+    int rows, cols;
+} QuantSlot;
+
+static int quant_slots(QuantWeights *q, const Model *m, QuantSlot slots[9]) {
+    const Config *c = &m->config;
+    const Weights *w = &m->weights;
+    int L = c->n_layers, d = c->dim, h = c->hidden_dim, kv = config_kv_dim(c);
+    int n = 0;
+    slots[n++] = (QuantSlot){&q->token_embedding, w->token_embedding, c->vocab_size, d};
+    slots[n++] = (QuantSlot){&q->wq, w->wq, L * d, d};
+    slots[n++] = (QuantSlot){&q->wk, w->wk, L * kv, d};
+    slots[n++] = (QuantSlot){&q->wv, w->wv, L * kv, d};
+    slots[n++] = (QuantSlot){&q->wo, w->wo, L * d, d};
+    slots[n++] = (QuantSlot){&q->w1, w->w1, L * h, d};
+    slots[n++] = (QuantSlot){&q->w2, w->w2, L * d, h};
+    slots[n++] = (QuantSlot){&q->w3, w->w3, L * h, d};
+    if (!c->shared_classifier) slots[n++] = (QuantSlot){&q->wcls, w->wcls, c->vocab_size, d};
+    return n;
+}
+
+void quant_weights_free(QuantWeights *q) {
+    if (q == NULL) return;
+    QuantMatrix *all[] = {
+        &q->token_embedding, &q->wq, &q->wk, &q->wv, &q->wo, &q->w1, &q->w2, &q->w3, &q->wcls};
+    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) quant_matrix_free(all[i]);
+    free(q);
+}
+
+bool model_quantize(Model *m, int group, StepError *err) {
+    if (group < 1) return step_fail(err, "quantization group must be >= 1, got %d", group);
+    QuantWeights *q = calloc(1, sizeof *q);
+    if (q == NULL) return step_fail(err, "quantize: out of memory");
+    q->group = group;
+    QuantSlot slots[9];
+    int n = quant_slots(q, m, slots);
+    for (int i = 0; i < n; i++) {
+        if (!quant_matrix_init(slots[i].m, slots[i].src, slots[i].rows, slots[i].cols, group)) {
+            quant_weights_free(q);
+            return step_fail(err, "quantize: out of memory");
+        }
+    }
+    quant_weights_free(m->quant);
+    m->quant = q;
+    return true;
+}
+
+uint64_t quant_weight_bytes(const Config *c, int group) {
+    uint64_t L = (uint64_t)c->n_layers, d = (uint64_t)c->dim, h = (uint64_t)c->hidden_dim;
+    uint64_t kv = (uint64_t)config_kv_dim(c), V = (uint64_t)c->vocab_size;
+    uint64_t bytes = quant_matrix_bytes(c->vocab_size, c->dim, group) +
+                     quant_matrix_bytes((int)(L * d), c->dim, group) * 2 +    /* wq, wo */
+                     quant_matrix_bytes((int)(L * kv), c->dim, group) * 2 +   /* wk, wv */
+                     quant_matrix_bytes((int)(L * h), c->dim, group) * 2 +    /* w1, w3 */
+                     quant_matrix_bytes((int)(L * d), c->hidden_dim, group) + /* w2 */
+                     (2 * L * d + d) * sizeof(float);                         /* norms */
+    (void)V;
+    if (!c->shared_classifier) bytes += quant_matrix_bytes(c->vocab_size, c->dim, group);
+    return bytes;
+}
+
+/* The norms, in file order: rms_att, rms_ffn (after wo), rms_final (last). */
+bool model_save_q8(const Model *m, const char *path, StepError *err) {
+    const Config *c = &m->config;
+    const QuantWeights *q = m->quant;
+    if (q == NULL) return step_fail(err, "save: the model is not quantized");
+    AtomicFile out;
+    if (!atomic_file_open(&out, path, err)) return false;
+    uint32_t version = Q8_VERSION;
+    int32_t header[8] = {c->dim,        c->hidden_dim,
+                         c->n_layers,   c->n_heads,
+                         c->n_kv_heads, c->shared_classifier ? c->vocab_size : -c->vocab_size,
+                         c->seq_len,    q->group};
+    FILE *f = out.file;
+    bool ok = fwrite(Q8_MAGIC, 4, 1, f) == 1 && fwrite(&version, 4, 1, f) == 1 &&
+              fwrite(header, sizeof header, 1, f) == 1;
+    const QuantMatrix *mats[] = {
+        &q->token_embedding, &q->wq, &q->wk, &q->wv, &q->wo, &q->w1, &q->w2, &q->w3, &q->wcls};
+    const float *norms[] = {m->weights.rms_att, m->weights.rms_ffn, m->weights.rms_final};
+    uint64_t norm_n[] = {(uint64_t)c->n_layers * c->dim, (uint64_t)c->n_layers * c->dim,
+                         (uint64_t)c->dim};
+    for (int i = 0; ok && i < 9; i++) {
+        if (i == 1) ok = fwrite(norms[0], sizeof(float), norm_n[0], f) == norm_n[0];
+        if (i == 5) ok = ok && fwrite(norms[1], sizeof(float), norm_n[1], f) == norm_n[1];
+        if (i == 8) ok = ok && fwrite(norms[2], sizeof(float), norm_n[2], f) == norm_n[2];
+        const QuantMatrix *qm = mats[i];
+        if (!ok || qm->q == NULL) continue; /* a tied classifier is not stored */
+        size_t codes = (size_t)qm->rows * qm->cols, scales = (size_t)qm->rows * qm->groups_per_row;
+        ok = fwrite(qm->q, 1, codes, f) == codes &&
+             fwrite(qm->scales, sizeof(float), scales, f) == scales;
+    }
+    if (!ok) {
+        atomic_file_discard(&out);
+        return step_fail(err, "%s: write failed", path);
+    }
+    return atomic_file_commit(&out, err);
+}
+
+bool model_file_is_q8(const char *path) {
+    FILE *f = fopen(path, "rb");
+    char magic[4] = {0};
+    bool yes = f != NULL && fread(magic, 1, 4, f) == 4 && memcmp(magic, Q8_MAGIC, 4) == 0;
+    if (f != NULL) fclose(f);
+    return yes;
+}
+
+static bool read_matrix(FILE *f, QuantMatrix *m, int rows, int cols, int group) {
+    if (!quant_matrix_init(m, NULL, rows, cols, group)) return false;
+    size_t codes = (size_t)rows * cols, scales = (size_t)rows * m->groups_per_row;
+    return fread(m->q, 1, codes, f) == codes &&
+           fread(m->scales, sizeof(float), scales, f) == scales;
+}
+
+bool model_load_q8(Model *m, const char *path, StepError *err) {
+    memset(m, 0, sizeof *m);
+    FILE *f = fopen(path, "rb");
+    if (f == NULL) return step_fail(err, "model %s: cannot open: %s", path, strerror(errno));
+    struct stat st;
+    char magic[4];
+    uint32_t version;
+    int32_t h[8];
+    bool ok = fstat(fileno(f), &st) == 0 && fread(magic, 4, 1, f) == 1 &&
+              memcmp(magic, Q8_MAGIC, 4) == 0 && fread(&version, 4, 1, f) == 1 &&
+              fread(h, sizeof h, 1, f) == 1;
+    if (!ok || version != Q8_VERSION) {
+        fclose(f);
+        return step_fail(err, "model %s: not a stepwise .q8 file of version %u (bad header)", path,
+                         Q8_VERSION);
+    }
+    Config *c = &m->config;
+    *c = (Config){h[0], h[1], h[2], h[3], h[4], h[5] == INT32_MIN ? 0 : abs(h[5]), h[6], h[5] > 0};
+    int group = h[7];
+    char what[600];
+    snprintf(what, sizeof what, "model %s", path);
+    if (!config_validate(c, what, err)) {
+        fclose(f);
+        return false;
+    }
+    if (group < 1 || group > c->dim * 64) {
+        fclose(f);
+        return step_fail(err, "model %s: group size %d is out of range", path, group);
+    }
+    uint64_t want = 4 + 4 + sizeof h + quant_weight_bytes(c, group);
+    if ((uint64_t)st.st_size != want) {
+        fclose(f);
+        return step_fail(err, "model %s: header expects %llu bytes but the file has %llu (%s)",
+                         path, (unsigned long long)want, (unsigned long long)st.st_size,
+                         (uint64_t)st.st_size < want ? "truncated" : "oversized");
+    }
+    uint64_t L = (uint64_t)c->n_layers, d = (uint64_t)c->dim;
+    m->storage = malloc((2 * L * d + d) * sizeof(float));
+    QuantWeights *q = calloc(1, sizeof *q);
+    ok = m->storage != NULL && q != NULL;
+    if (ok) {
+        q->group = group;
+        m->quant = q;
+        m->weights.rms_att = m->storage;
+        m->weights.rms_ffn = m->storage + L * d;
+        m->weights.rms_final = m->storage + 2 * L * d;
+        int Li = c->n_layers, di = c->dim, hd = c->hidden_dim, kv = config_kv_dim(c);
+        ok = read_matrix(f, &q->token_embedding, c->vocab_size, di, group) &&
+             fread(m->storage, sizeof(float), L * d, f) == L * d &&
+             read_matrix(f, &q->wq, Li * di, di, group) &&
+             read_matrix(f, &q->wk, Li * kv, di, group) &&
+             read_matrix(f, &q->wv, Li * kv, di, group) &&
+             read_matrix(f, &q->wo, Li * di, di, group) &&
+             fread(m->storage + L * d, sizeof(float), L * d, f) == L * d &&
+             read_matrix(f, &q->w1, Li * hd, di, group) &&
+             read_matrix(f, &q->w2, Li * di, hd, group) &&
+             read_matrix(f, &q->w3, Li * hd, di, group) &&
+             fread(m->storage + 2 * L * d, sizeof(float), d, f) == d &&
+             (c->shared_classifier || read_matrix(f, &q->wcls, c->vocab_size, di, group));
+    } else {
+        free(q);
+    }
+    fclose(f);
+    if (!ok) {
+        model_free(m);
+        return step_fail(err, "model %s: read error in the weights", path);
+    }
+    return true;
+}

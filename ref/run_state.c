@@ -1,0 +1,110 @@
+/* run_state.c: one request's state: its KV cache (float32 or int8) and the
+ * scratch of its forward passes. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "forward.h"
+
+/* RoPE angle for position pos and pair i of a head: pos · θ_i with
+ * θ_i = 10000^(-2i / head_dim), in run.c's float arithmetic. */
+static void rope_tables_fill(float *cos_t, float *sin_t, int capacity, int head_dim) {
+    int half = head_dim / 2;
+    for (int pos = 0; pos < capacity; pos++) {
+        for (int i = 0; i < half; i++) {
+            float freq = 1.0f / powf(10000.0f, (float)(2 * i) / (float)head_dim);
+            float angle = (float)pos * freq;
+            cos_t[(size_t)pos * half + i] = cosf(angle);
+            sin_t[(size_t)pos * half + i] = sinf(angle);
+        }
+    }
+}
+
+/* The cache: float32, or int8 codes with a scale per (position, KV head).
+ * Its size comes from the same functions `inspect` prints. */
+static bool kv_cache_alloc(KVCache *k, const Config *c, int capacity, bool int8) {
+    size_t rows = (size_t)c->n_layers * (size_t)capacity;
+    size_t kv_dim = (size_t)config_kv_dim(c);
+    *k = (KVCache){.capacity = capacity,
+                   .n_layers = c->n_layers,
+                   .kv_dim = (int)kv_dim,
+                   .n_kv_heads = c->n_kv_heads,
+                   .bytes = int8 ? kv_cache_bytes_q8(c, capacity) : kv_cache_bytes(c, capacity)};
+    if (!int8) {
+        k->key = malloc(rows * kv_dim * sizeof(float));
+        k->value = malloc(rows * kv_dim * sizeof(float));
+        return k->key && k->value;
+    }
+    k->key_q = malloc(rows * kv_dim);
+    k->value_q = malloc(rows * kv_dim);
+    k->key_s = malloc(rows * (size_t)c->n_kv_heads * sizeof(float));
+    k->value_s = malloc(rows * (size_t)c->n_kv_heads * sizeof(float));
+    return k->key_q && k->value_q && k->key_s && k->value_s;
+}
+
+bool run_state_init(RunState *s, const Config *c, int capacity, int max_tokens, StepError *err) {
+    return run_state_init_quant(s, c, capacity, max_tokens, NULL, err);
+}
+
+bool run_state_init_quant(RunState *s, const Config *c, int capacity, int max_tokens,
+                          const QuantRuntime *q, StepError *err) {
+    memset(s, 0, sizeof *s);
+    if (capacity < 1 || capacity > c->seq_len || max_tokens < 1 || max_tokens > capacity)
+        return step_fail(err, "run state: capacity %d / max_tokens %d outside [1, seq_len %d]",
+                         capacity, max_tokens, c->seq_len);
+    if (q != NULL) s->quant = *q;
+    if (s->quant.group < 1) s->quant.group = 32;
+    size_t T = (size_t)max_tokens, dim = (size_t)c->dim, hidden = (size_t)c->hidden_dim;
+    size_t widest = dim > hidden ? dim : hidden, kv_dim = (size_t)config_kv_dim(c);
+    size_t half = (size_t)config_head_dim(c) / 2;
+    bool ok = kv_cache_alloc(&s->cache, c, capacity, s->quant.kv);
+    s->max_tokens = max_tokens;
+    s->x = malloc(T * dim * sizeof(float));
+    s->xb = malloc(T * dim * sizeof(float));
+    s->xb2 = malloc(T * dim * sizeof(float));
+    s->q = malloc(T * dim * sizeof(float));
+    s->hb = malloc(T * hidden * sizeof(float));
+    s->hb2 = malloc(T * hidden * sizeof(float));
+    s->scores = malloc((size_t)capacity * sizeof(float));
+    s->logits = malloc(T * (size_t)c->vocab_size * sizeof(float));
+    s->rope_cos = malloc((size_t)capacity * half * sizeof(float));
+    s->rope_sin = malloc((size_t)capacity * half * sizeof(float));
+    ok = ok && s->x && s->xb && s->xb2 && s->q && s->hb && s->hb2 && s->scores && s->logits &&
+         s->rope_cos && s->rope_sin;
+    if (ok && s->quant.activations) {
+        s->xq = malloc(widest);
+        s->xs = malloc(widest * sizeof(float)); /* at most one scale per value */
+        s->xfake = malloc(T * widest * sizeof(float));
+        ok = s->xq && s->xs && s->xfake;
+    }
+    if (ok && s->quant.kv) {
+        s->k_new = malloc(T * kv_dim * sizeof(float));
+        s->v_new = malloc(T * kv_dim * sizeof(float));
+        s->layer_k = malloc((size_t)capacity * kv_dim * sizeof(float));
+        s->layer_v = malloc((size_t)capacity * kv_dim * sizeof(float));
+        ok = s->k_new && s->v_new && s->layer_k && s->layer_v;
+    }
+    if (!ok) {
+        run_state_free(s);
+        return step_fail(err, "run state: out of memory for %d positions", capacity);
+    }
+    rope_tables_fill(s->rope_cos, s->rope_sin, capacity, config_head_dim(c));
+    return true;
+}
+
+void run_state_free(RunState *s) {
+    void *all[] = {s->cache.key,   s->cache.value,
+                   s->cache.key_q, s->cache.value_q,
+                   s->cache.key_s, s->cache.value_s,
+                   s->x,           s->xb,
+                   s->xb2,         s->q,
+                   s->hb,          s->hb2,
+                   s->scores,      s->logits,
+                   s->rope_cos,    s->rope_sin,
+                   s->xq,          s->xs,
+                   s->xfake,       s->k_new,
+                   s->v_new,       s->layer_k,
+                   s->layer_v};
+    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) free(all[i]);
+    memset(s, 0, sizeof *s);
+}
