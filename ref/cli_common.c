@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "model_json.h"
+#include "quant_model.h"
 
 extern const char stepwise_tiny_model_json[]; /* data/tiny-model.json, built in */
 
@@ -136,6 +137,34 @@ int cli_trace_option(int c, const char *arg, TraceOptions *t, StepError *err) {
     return ok ? 1 : -1;
 }
 
+/* "int8" or "float32". */
+static int parse_precision(const char *arg, const char *option, bool *int8, StepError *err) {
+    if (strcmp(arg, "int8") == 0) return *int8 = true, 1;
+    if (strcmp(arg, "float32") == 0) return *int8 = false, 1;
+    step_fail(err, "%s takes int8 or float32, got '%s'", option, arg);
+    return -1;
+}
+
+int cli_quant_option(int c, const char *arg, CliQuant *q, StepError *err) {
+    switch (c) {
+        case OPT_QUANT_WEIGHTS:
+            return parse_precision(arg, "--quant-weights", &q->weights, err);
+        case OPT_QUANT_ACTIVATIONS:
+            return parse_precision(arg, "--quant-activations", &q->run.activations, err);
+        case OPT_QUANT_KV:
+            return parse_precision(arg, "--quant-kv", &q->run.kv, err);
+        case OPT_QUANT_GROUP:
+            return cli_parse_int(arg, "--quant-group", 1, 1 << 20, &q->run.group, err) ? 1 : -1;
+        default:
+            return 0;
+    }
+}
+
+bool cli_apply_quant(Model *m, const CliQuant *q, StepError *err) {
+    if (q->weights && m->quant == NULL && !model_quantize(m, q->run.group, err)) return false;
+    return true;
+}
+
 static bool ends_with(const char *s, const char *suffix) {
     size_t n = strlen(s), k = strlen(suffix);
     return n >= k && strcmp(s + n - k, suffix) == 0;
@@ -152,7 +181,8 @@ bool cli_load_model(const char *model_path, const char *tokenizer_path, Model *m
         if (tokenizer_path == NULL)
             return step_fail(err, "model %s is a checkpoint: --tokenizer is required", model_path);
         memset(tok, 0, sizeof *tok);
-        ok = model_load_checkpoint(m, model_path, err);
+        ok = model_file_is_q8(model_path) ? model_load_q8(m, model_path, err)
+                                          : model_load_checkpoint(m, model_path, err);
     }
     if (!ok || tokenizer_path == NULL) return ok;
     tokenizer_free(tok);
@@ -164,6 +194,8 @@ bool cli_load_model(const char *model_path, const char *tokenizer_path, Model *m
 }
 
 bool cli_load_model_only(const char *model_path, Model *m, StepError *err) {
+    if (model_path != NULL && model_file_is_q8(model_path))
+        return model_load_q8(m, model_path, err);
     if (model_path != NULL && !ends_with(model_path, ".json"))
         return model_load_checkpoint(m, model_path, err);
     Tokenizer unused;

@@ -5,6 +5,7 @@
 
 #include "error.h"
 #include "model.h"
+#include "quant.h"
 #include "sampler.h"
 #include "../trace/trace_options.h"
 #include "tokenizer.h"
@@ -100,6 +101,31 @@ enum {
 /* Apply one trace option (c from getopt_long) to o: 1 if it was one, 0 if
  * not, -1 on a bad value (err filled). */
 int cli_trace_option(int c, const char *arg, TraceOptions *o, StepError *err);
+
+/* What to quantize (docs/quantization.md), shared by generate and score. */
+typedef struct {
+    bool weights;     /* --quant-weights int8 */
+    QuantRuntime run; /* --quant-activations int8, --quant-kv int8, --quant-group G */
+} CliQuant;
+
+enum { OPT_QUANT_WEIGHTS = 700, OPT_QUANT_ACTIVATIONS, OPT_QUANT_KV, OPT_QUANT_GROUP };
+#define QUANT_LONG_OPTIONS                                                                         \
+    {"quant-weights", required_argument, NULL, OPT_QUANT_WEIGHTS},                                 \
+        {"quant-activations", required_argument, NULL, OPT_QUANT_ACTIVATIONS},                     \
+        {"quant-kv", required_argument, NULL, OPT_QUANT_KV}, {                                     \
+        "quant-group", required_argument, NULL, OPT_QUANT_GROUP                                    \
+    }
+#define QUANT_OPTIONS_HELP                                                                         \
+    "  --quant-weights int8      every matrix and the embedding in int8 (norms stay float)\n"      \
+    "  --quant-activations int8  quantize each matmul input on the fly\n"                          \
+    "  --quant-kv int8           store the KV cache in int8, one scale per position and head\n"    \
+    "  --quant-group G           values per scale (default 32; float32 everywhere by default)\n"
+
+/* Apply one quantization option: 1 if it was one, 0 if not, -1 on a bad value. */
+int cli_quant_option(int c, const char *arg, CliQuant *q, StepError *err);
+
+/* Quantize m's weights when asked and not already int8 (a .q8 file). */
+bool cli_apply_quant(Model *m, const CliQuant *q, StepError *err);
 
 /* Load the model at model_path (NULL: stepwise's embedded tiny model; a
  * path ending in .json: a JSON model with its own tokenizer; anything else: a

@@ -13,6 +13,7 @@
 #include "cli_common.h"
 #include "clock.h"
 #include "generate.h"
+#include "quant_model.h"
 
 static const char GENERATE_USAGE[] =
     "usage: stepwise generate [options]\n"
@@ -30,6 +31,7 @@ static const char GENERATE_USAGE[] =
     "  --all-logits       compute the logits of every prompt position, not only the last\n"
     "  --quiet            print nothing but errors (the trace still records everything)\n"
     "\n"
+    "quantization (docs/quantization.md):\n" QUANT_OPTIONS_HELP "\n"
     "the KV cache and the context window (docs/kv-cache.md):\n"
     "  --no-kv-cache      recompute K and V of the whole sequence at every step\n"
     "                     (same logits, to the bit; the work grows with the square)\n"
@@ -54,6 +56,7 @@ typedef struct {
     GenerateOptions gen;
     TraceOptions trace_opt; /* owns its lists */
     bool quiet;             /* no text on stdout, no metrics on stderr */
+    CliQuant quant;
 } GenerateArgs;
 
 enum {
@@ -87,10 +90,11 @@ static int parse_generate_args(int argc, char **argv, GenerateArgs *a, StepError
         {"quiet", no_argument, NULL, OPT_QUIET},
         {"trace", required_argument, NULL, OPT_TRACE},
         TRACE_LONG_OPTIONS,
+        QUANT_LONG_OPTIONS,
         SAMPLER_LONG_OPTIONS,
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0}};
-    *a = (GenerateArgs){.prompt = ""};
+    *a = (GenerateArgs){.prompt = "", .quant = {.run = {.group = 32}}};
     generate_options_default(&a->gen);
     trace_options_default(&a->trace_opt);
     opterr = 0;
@@ -142,6 +146,7 @@ static int parse_generate_args(int argc, char **argv, GenerateArgs *a, StepError
             default: {
                 int handled = cli_sampler_option(c, optarg, &a->gen.sampler, err);
                 if (handled == 0) handled = cli_trace_option(c, optarg, &a->trace_opt, err);
+                if (handled == 0) handled = cli_quant_option(c, optarg, &a->quant, err);
                 if (handled == 0) cli_option_error("generate", c, optopt, argv, optind, err);
                 if (handled <= 0) return -1;
             }
@@ -254,9 +259,18 @@ static int run_generate(GenerateArgs *a, const Model *m, const Tokenizer *tok, S
         return EXIT_BAD_INPUT;
     }
     t.obs.held = NULL;
-    TraceRunInfo info = {"generate",   a->prompt, prompt,      n_prompt,
-                         a->gen.steps, a->model,  a->tokenizer};
+    a->gen.quant = a->quant.run;
+    TraceRunInfo info = {.mode = "generate",
+                         .prompt = a->prompt,
+                         .prompt_tokens = prompt,
+                         .n_prompt = n_prompt,
+                         .steps = a->gen.steps,
+                         .model_path = a->model,
+                         .tokenizer_path = a->tokenizer,
+                         .weight_group = m->quant ? m->quant->group : 0,
+                         .quant = a->gen.quant};
     trace_write(&t, trace_event_run(&m->config, &a->gen.sampler, &info, &a->trace_opt));
+    if (t.open) trace_weight_quant_events(&t.obs, m);
     trace_write(&t, trace_event_tokenize(tok, a->prompt, prompt, n_prompt));
     cJSON *merge;
     while ((merge = cJSON_DetachItemFromArray(merges, 0)) != NULL) trace_write(&t, merge);
@@ -311,16 +325,14 @@ int cli_generate(int argc, char **argv) {
     int parsed = parse_generate_args(argc, argv, &a, &err);
     int status = parsed < 0 ? EXIT_BAD_INPUT : 0;
     if (parsed > 0) {
-        Model m;
-        Tokenizer tok;
-        if (cli_load_model(a.model, a.tokenizer, &m, &tok, &err)) {
-            bool valid = generate_options_validate(&a.gen, &m.config, &err);
-            status = valid ? run_generate(&a, &m, &tok, &err) : EXIT_BAD_INPUT;
-            model_free(&m);
-            tokenizer_free(&tok);
-        } else {
-            status = EXIT_BAD_INPUT;
-        }
+        Model m = {0};
+        Tokenizer tok = {0};
+        bool ready = cli_load_model(a.model, a.tokenizer, &m, &tok, &err) &&
+                     cli_apply_quant(&m, &a.quant, &err) &&
+                     generate_options_validate(&a.gen, &m.config, &err);
+        status = ready ? run_generate(&a, &m, &tok, &err) : EXIT_BAD_INPUT;
+        model_free(&m);
+        tokenizer_free(&tok);
     }
     if (status != 0) cli_print_error(&err);
     trace_options_free(&a.trace_opt);

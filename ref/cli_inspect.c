@@ -7,6 +7,7 @@
 
 #include "cli.h"
 #include "cli_common.h"
+#include "quant_model.h"
 
 static const char INSPECT_USAGE[] =
     "usage: stepwise inspect [--model FILE] [--context N] [--requests R] [--json]\n"
@@ -44,20 +45,25 @@ static double mib(uint64_t bytes) {
     return (double)bytes / (1024.0 * 1024.0);
 }
 
-static void print_text(const char *name, const Config *c, int context, int requests) {
+static void print_text(const char *name, const Config *c, int context, int requests, int group,
+                       bool is_q8) {
     CacheFacts f = cache_facts(c, context, requests);
-    int head_dim = config_head_dim(c), group = c->n_heads / c->n_kv_heads;
+    int head_dim = config_head_dim(c), sharing = c->n_heads / c->n_kv_heads;
     printf("model %s\n", name);
     printf("  dim %d, hidden_dim %d, %d layers, vocab %d, seq_len %d, %s classifier\n", c->dim,
            c->hidden_dim, c->n_layers, c->vocab_size, c->seq_len,
            c->shared_classifier ? "tied" : "untied");
     printf("  attention: %s, %d query heads, %d KV heads: %d query head%s share each KV head; "
            "head_dim %d, kv_dim %d\n",
-           config_attention_kind(c), c->n_heads, c->n_kv_heads, group, group == 1 ? "" : "s",
+           config_attention_kind(c), c->n_heads, c->n_kv_heads, sharing, sharing == 1 ? "" : "s",
            head_dim, config_kv_dim(c));
     printf("  parameters: %llu, weights %llu bytes (%.2f MiB of float32)\n",
            (unsigned long long)config_param_count(c), (unsigned long long)f.weight_bytes,
            mib(f.weight_bytes));
+    uint64_t q8 = quant_weight_bytes(c, group);
+    printf("  in int8 (group %d): %llu bytes (%.2f MiB, %.2fx smaller)%s\n", group,
+           (unsigned long long)q8, mib(q8), (double)f.weight_bytes / (double)q8,
+           is_q8 ? ": this file" : "");
     printf("\nKV cache (the K and V of every position, in every layer; Q is not cached):\n");
     printf(
         "  per token: %d layers x %d KV heads x %d head_dim x 2 (K and V) x 4 bytes = %llu bytes\n",
@@ -70,6 +76,11 @@ static void print_text(const char *name, const Config *c, int context, int reque
            (unsigned long long)f.total, mib(f.total), (double)f.total / (double)f.weight_bytes);
     printf("  the cache outgrows the weights at %llu tokens per request\n",
            (unsigned long long)f.outgrows_at);
+    uint64_t kv8 = kv_cache_bytes_q8(c, 1);
+    printf("  in int8 (one scale per position and KV head): %llu bytes per token, %llu at %d "
+           "tokens x %d (%.2fx smaller)\n",
+           (unsigned long long)kv8, (unsigned long long)(kv8 * (uint64_t)context * requests),
+           context, requests, (double)f.per_token / (double)kv8);
     printf("\nwhat if this model had another number of KV heads (same %d query heads):\n\n",
            c->n_heads);
     printf("| KV heads | kind | query heads per KV head | weight bytes | KV bytes per token "
@@ -103,7 +114,8 @@ static cJSON *facts_json(const Config *c, int context, int requests) {
     return o;
 }
 
-static void print_json(const char *name, const Config *c, int context, int requests) {
+static void print_json(const char *name, const Config *c, int context, int requests, int group,
+                       bool is_q8) {
     cJSON *o = cJSON_CreateObject();
     cJSON_AddStringToObject(o, "model_path", name);
     cJSON *m = cJSON_AddObjectToObject(o, "model");
@@ -125,6 +137,13 @@ static void print_json(const char *name, const Config *c, int context, int reque
              context, c->n_layers, c->n_kv_heads, config_head_dim(c), requests);
     cJSON_AddStringToObject(o, "formula", formula);
     cJSON_AddItemToObject(o, "this_model", facts_json(c, context, requests));
+    cJSON *q = cJSON_AddObjectToObject(o, "int8");
+    cJSON_AddBoolToObject(q, "this_file", is_q8);
+    cJSON_AddNumberToObject(q, "group", group);
+    cJSON_AddNumberToObject(q, "weight_bytes", (double)quant_weight_bytes(c, group));
+    cJSON_AddNumberToObject(q, "kv_bytes_per_token", (double)kv_cache_bytes_q8(c, 1));
+    cJSON_AddNumberToObject(q, "kv_bytes_total",
+                            (double)(kv_cache_bytes_q8(c, context) * (uint64_t)requests));
     cJSON *variants = cJSON_AddArrayToObject(o, "variants");
     for (int kv = 1; kv <= c->n_heads; kv++) {
         if (c->n_heads % kv != 0) continue;
@@ -183,10 +202,11 @@ int cli_inspect(int argc, char **argv) {
     }
     if (context == 0) context = m.config.seq_len;
     const char *name = model ? model : "(built-in tiny model)";
+    int group = m.quant != NULL ? m.quant->group : 32;
     if (json)
-        print_json(name, &m.config, context, requests);
+        print_json(name, &m.config, context, requests, group, m.quant != NULL);
     else
-        print_text(name, &m.config, context, requests);
+        print_text(name, &m.config, context, requests, group, m.quant != NULL);
     model_free(&m);
     return 0;
 }

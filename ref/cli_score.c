@@ -14,6 +14,7 @@
 #include "cli_common.h"
 #include "clock.h"
 #include "file_util.h"
+#include "quant_model.h"
 #include "score.h"
 
 static const char SCORE_USAGE[] =
@@ -32,7 +33,7 @@ static const char SCORE_USAGE[] =
     "  --out FILE         where to write (written whole or not at all)\n"
     "  --top-n N          most likely tokens listed per position (default 5; 0: none)\n"
     "  --trace-kv         also write the KV-cache rows after the prefill\n"
-    "  --reproducible     leave out the measured figures (clock, memory)\n"
+    "  --reproducible     leave out the measured figures (clock, memory)\n" QUANT_OPTIONS_HELP
     "  -h, --help         show this help\n";
 
 enum { OPT_MODEL = 256, OPT_TOKENIZER, OPT_TEXT, OPT_TOKENS, OPT_TOKENS_FILE, OPT_OUT, OPT_TOP_N };
@@ -41,6 +42,7 @@ typedef struct {
     const char *model, *tokenizer, *text, *tokens, *tokens_file, *out;
     int top_n;
     TraceOptions trace;
+    CliQuant quant;
 } ScoreArgs;
 
 /* Parse integers separated by commas or white space into a malloc'd array. */
@@ -85,7 +87,7 @@ static int parse_score_args(int argc, char **argv, ScoreArgs *a, StepError *err)
         TRACE_LONG_OPTIONS,
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0}};
-    *a = (ScoreArgs){.top_n = 5};
+    *a = (ScoreArgs){.top_n = 5, .quant = {.run = {.group = 32}}};
     trace_options_default(&a->trace);
     a->trace.level = TRACE_LOGITS;
     opterr = 0;
@@ -119,6 +121,7 @@ static int parse_score_args(int argc, char **argv, ScoreArgs *a, StepError *err)
                 return 0;
             default: {
                 int handled = cli_trace_option(c, optarg, &a->trace, err);
+                if (handled == 0) handled = cli_quant_option(c, optarg, &a->quant, err);
                 if (handled == 0) cli_option_error("score", c, optopt, argv, optind, err);
                 if (handled <= 0) return -1;
             }
@@ -154,13 +157,21 @@ static int run_score(ScoreArgs *a, const Model *m, const Tokenizer *tok, StepErr
         free(ids);
         return EXIT_BAD_INPUT;
     }
-    TraceRunInfo info = {"score", a->text ? a->text : "", ids, n, 0, a->model, a->tokenizer};
+    TraceRunInfo info = {.mode = "score",
+                         .prompt = a->text ? a->text : "",
+                         .prompt_tokens = ids,
+                         .n_prompt = n,
+                         .model_path = a->model,
+                         .tokenizer_path = a->tokenizer,
+                         .weight_group = m->quant ? m->quant->group : 0,
+                         .quant = a->quant.run};
     trace_observer_write(&to, trace_event_run(&m->config, NULL, &info, &a->trace));
     if (a->text != NULL) trace_observer_write(&to, trace_event_tokenize(tok, a->text, ids, n));
     StepObserver obs = trace_step_observer(&to);
     ScoreResult r;
     int status = 0;
-    if (!score_tokens(m, ids, n, a->top_n, &obs, &r, err)) {
+    r.keep_logits = false;
+    if (!score_tokens(m, ids, n, a->top_n, &a->quant.run, &obs, &r, err)) {
         trace_observer_write(&to, trace_event_error("bad_input", err->message, ids, n));
         status = EXIT_BAD_INPUT;
     } else {
@@ -187,7 +198,8 @@ int cli_score(int argc, char **argv) {
     if (parsed > 0) {
         Model m = {0};
         Tokenizer tok = {0};
-        bool loaded = cli_load_model(a.model, a.tokenizer, &m, &tok, &err);
+        bool loaded = cli_load_model(a.model, a.tokenizer, &m, &tok, &err) &&
+                      cli_apply_quant(&m, &a.quant, &err);
         status = loaded ? run_score(&a, &m, &tok, &err) : EXIT_BAD_INPUT;
         model_free(&m);
         tokenizer_free(&tok);

@@ -75,22 +75,18 @@ static void kv_store_q8(RunState *s, int l, int pos0, int T, int head_dim,
         quantize_row(s->v_new + t * kv, k->kv_dim, head_dim, k->value_q + row * kv,
                      k->value_s + row * H);
         if (obs != NULL && obs->quant != NULL) {
-            QuantRecord rk = {"kv.k",
-                              l,
-                              pos0 + t,
-                              k->kv_dim,
-                              head_dim,
-                              s->k_new + t * kv,
-                              k->key_q + row * kv,
-                              k->key_s + row * H};
-            QuantRecord rv = {"kv.v",
-                              l,
-                              pos0 + t,
-                              k->kv_dim,
-                              head_dim,
-                              s->v_new + t * kv,
-                              k->value_q + row * kv,
-                              k->value_s + row * H};
+            QuantRecord rk = {.tensor = "kv.k",
+                              .layer = l,
+                              .pos = pos0 + t,
+                              .rows = 1,
+                              .n = k->kv_dim,
+                              .group = head_dim,
+                              .values = s->k_new + t * kv,
+                              .codes = k->key_q + row * kv,
+                              .scales = k->key_s + row * H};
+            QuantRecord rv = rk;
+            rv.tensor = "kv.v", rv.values = s->v_new + t * kv;
+            rv.codes = k->value_q + row * kv, rv.scales = k->value_s + row * H;
             obs->quant(obs->ctx, &rk);
             obs->quant(obs->ctx, &rv);
         }

@@ -41,7 +41,7 @@ bool context_policy_parse(const char *text, ContextPolicy *p, StepError *err) {
 }
 
 void generate_options_default(GenerateOptions *opt) {
-    *opt = (GenerateOptions){.steps = 256, .policy = CONTEXT_STOP};
+    *opt = (GenerateOptions){.steps = 256, .policy = CONTEXT_STOP, .quant = {.group = 32}};
     sampler_params_default(&opt->sampler);
 }
 
@@ -148,7 +148,8 @@ bool generate(const Model *m, const int *prompt, int n_prompt, const GenerateOpt
         free(L.window_tokens);
         return false;
     }
-    if (!run_state_init(&L.s, c, capacity, long_passes ? capacity : n_prompt, err)) {
+    if (!run_state_init_quant(&L.s, c, capacity, long_passes ? capacity : n_prompt, &opt->quant,
+                              err)) {
         sampler_free(&sampler);
         free(L.window_tokens);
         return false;

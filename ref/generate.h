@@ -42,6 +42,7 @@ typedef struct {
     int context_drop;      /* tokens dropped at a full window; 0 means half the window */
     int keep;              /* keep-prefix: the prefix kept (a system prompt, say) */
     bool no_kv_cache;      /* recompute K and V of the whole sequence at every step */
+    QuantRuntime quant;    /* int8 activations and/or KV cache (weights: the model's) */
     bool all_logits;       /* also compute the logits of every prompt position */
     SamplerParams sampler; /* how each next token is chosen (see sampler.h) */
     /* When not NULL and raised (non-zero), the loop stops before the next

@@ -71,14 +71,15 @@ typedef struct {
     int positions_after;  /* after the rebuild: kept + the new token */
 } ContextShift;
 
-/* One quantized row, for watching values collapse onto int8 codes. */
+/* Quantized rows, for watching values collapse onto int8 codes: one KV
+ * row, or a whole weight tensor. */
 typedef struct {
     const char *tensor;  /* "blocks.0.attn.wq", "kv.k", ... */
     int layer, pos;      /* -1 where they do not apply */
-    int n, group;        /* the row's length and group size */
-    const float *values; /* [n] the original values, or NULL when unknown (a .q8 file) */
-    const int8_t *codes; /* [n] */
-    const float *scales; /* [ceil(n / group)] */
+    int rows, n, group;  /* rows of n values, grouped by `group` */
+    const float *values; /* [rows, n] the originals, or NULL when unknown (a .q8 file) */
+    const int8_t *codes; /* [rows, n] */
+    const float *scales; /* [rows, ceil(n / group)] */
 } QuantRecord;
 
 typedef struct {

@@ -20,6 +20,8 @@ static const char USAGE[] =
     "  trace      show one step of a trace, or validate a trace\n"
     "  inspect    a model's weights and KV-cache bytes, with the formula\n"
     "  make-model write a random-weight checkpoint of any shape (MHA, GQA, MQA)\n"
+    "  quantize   write a model's weights in int8 (a .q8 file)\n"
+    "  compare-quant  what int8 weights, activations and KV cache cost in accuracy\n"
     "\n"
     "  stepwise <command> --help   options of one command\n"
     "  stepwise --version          print the version\n";
@@ -47,6 +49,8 @@ int main(int argc, char **argv) {
     if (strcmp(cmd, "trace") == 0) return cli_trace(argc - 1, argv + 1);
     if (strcmp(cmd, "inspect") == 0) return cli_inspect(argc - 1, argv + 1);
     if (strcmp(cmd, "make-model") == 0) return cli_make_model(argc - 1, argv + 1);
+    if (strcmp(cmd, "quantize") == 0) return cli_quantize(argc - 1, argv + 1);
+    if (strcmp(cmd, "compare-quant") == 0) return cli_compare_quant(argc - 1, argv + 1);
     fprintf(stderr, "stepwise: error: unknown command '%s' (see stepwise --help)\n", cmd);
     return EXIT_BAD_INPUT;
 }

@@ -27,9 +27,10 @@ static void top_k_of(const double *lp, int n, int k, int *ids, double *vals) {
     for (int j = 0; j < k; j++) vals[j] = lp[ids[j]];
 }
 
-bool score_tokens(const Model *m, const int *tokens, int n, int top_n, const StepObserver *obs,
-                  ScoreResult *result, StepError *err) {
+bool score_tokens(const Model *m, const int *tokens, int n, int top_n, const QuantRuntime *quant,
+                  const StepObserver *obs, ScoreResult *result, StepError *err) {
     const Config *c = &m->config;
+    bool keep_logits = result->keep_logits;
     memset(result, 0, sizeof *result);
     if (n < 2) return step_fail(err, "score: needs at least 2 tokens, got %d", n);
     if (n > c->seq_len)
@@ -41,7 +42,7 @@ bool score_tokens(const Model *m, const int *tokens, int n, int top_n, const Ste
     }
     if (top_n > c->vocab_size) top_n = c->vocab_size;
     RunState s;
-    if (!run_state_init(&s, c, n, n, err)) return false;
+    if (!run_state_init_quant(&s, c, n, n, quant, err)) return false;
     double *lp = malloc((size_t)c->vocab_size * sizeof(double));
     result->positions = calloc((size_t)n, sizeof(ScoredPosition));
     if (lp == NULL || result->positions == NULL) {
@@ -51,6 +52,15 @@ bool score_tokens(const Model *m, const int *tokens, int n, int top_n, const Ste
     if (obs != NULL && obs->forward != NULL) obs->forward(obs->ctx, "prefill", 0, tokens, n);
     const float *logits = forward_tokens(m, &s, tokens, n, 0, true, obs);
     result->work = s.work;
+    if (keep_logits) {
+        size_t bytes = (size_t)n * c->vocab_size * sizeof(float);
+        result->logits = malloc(bytes);
+        if (result->logits == NULL) {
+            free(lp), run_state_free(&s), score_result_free(result);
+            return step_fail(err, "score: out of memory");
+        }
+        memcpy(result->logits, logits, bytes);
+    }
     if (obs != NULL && obs->work != NULL) obs->work(obs->ctx, "prefill", 0, n, &s.work);
     result->n = n;
     for (int p = 0; p < n; p++) {
@@ -81,5 +91,6 @@ void score_result_free(ScoreResult *r) {
         free(r->positions[p].top_logprobs);
     }
     free(r->positions);
+    free(r->logits);
     memset(r, 0, sizeof *r);
 }

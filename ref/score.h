@@ -28,6 +28,8 @@ typedef struct {
     double cross_entropy; /* -total / (n - 1): mean nats per predicted token */
     double perplexity;    /* exp(cross_entropy) */
     WorkCount work;
+    bool keep_logits; /* set before scoring to keep: */
+    float *logits;    /* [n, vocab_size] every position's logits, or NULL */
 } ScoreResult;
 
 /* Log-probabilities of logits[0..n) into out, in double:
@@ -35,10 +37,12 @@ typedef struct {
 void log_softmax(const float *logits, int n, double *out);
 
 /* Score tokens[0..n) (BOS first, n in [2, seq_len]) in one prefill with the
- * logits of every position, keeping the top_n most likely next tokens of each.
- * Hooks fire as in generation (the logits events among them). */
-bool score_tokens(const Model *m, const int *tokens, int n, int top_n, const StepObserver *obs,
-                  ScoreResult *result, StepError *err);
+ * logits of every position, keeping the top_n most likely next tokens of each,
+ * with activations and KV cache quantized as quant says (NULL: float32).
+ * Hooks fire as in generation (the logits events among them). When
+ * result->logits is wanted, keep_logits copies them [n, vocab_size]. */
+bool score_tokens(const Model *m, const int *tokens, int n, int top_n, const QuantRuntime *quant,
+                  const StepObserver *obs, ScoreResult *result, StepError *err);
 
 void score_result_free(ScoreResult *r);
 

@@ -37,6 +37,9 @@ if [ -f "$models/stories260K.bin" ]; then
         --trace-kv --out "$out/stories-score.jsonl" 2>/dev/null
     "$bin" score "${m[@]}" --tokens 1,403,407 --reproducible --out "$out/stories-score-ids.jsonl" \
         2>/dev/null
+    run stories-int8 "${m[@]}" --steps 8 --quant-weights int8 --quant-activations int8 \
+        --quant-kv int8 --trace-level layers
+    run stories-int8-kv "${m[@]}" --steps 8 --quant-kv int8 --trace-level full --trace-layers 2
     run stories-no-cache "${m[@]}" --steps 12 --no-kv-cache --trace-level layers
     run stories-drop-oldest "${m[@]}" --steps 40 --context 16 --context-policy drop-oldest \
         --trace-level full --trace-layers 1

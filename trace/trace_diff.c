@@ -202,6 +202,7 @@ static void compare_position(const float *r, const float *c, int V, int pos,
             rep->max_abs = d, rep->max_abs_pos = pos, rep->max_abs_id = i;
             rep->max_abs_ref = r[i], rep->max_abs_cand = c[i];
         }
+        rep->mean_abs += d;
         double allowed = tol->atol + tol->rtol * fabs((double)r[i]);
         if (!(d <= allowed)) {
             if (rep->outside++ == 0) {
@@ -291,6 +292,7 @@ bool trace_diff(const LogitsSet *ref, const LogitsSet *cand, const DiffTolerance
         rep->kl_mean += kl[p];
     }
     rep->nmse_mean /= ref->n;
+    rep->mean_abs /= (double)ref->n * V;
     rep->kl_mean /= ref->n;
     rep->dp_top_rms = sqrt(rep->dp_top_rms / ref->n);
     qsort(kl, (size_t)ref->n, sizeof(double), compare_doubles);

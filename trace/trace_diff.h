@@ -40,7 +40,7 @@ bool diff_tolerance_preset(DiffTolerance *t, const char *name, StepError *err);
 typedef struct {
     int n, vocab_size;
     /* largest elementwise difference */
-    double max_abs;
+    double max_abs, mean_abs;
     int max_abs_pos, max_abs_id;
     double max_abs_ref, max_abs_cand;
     double nmse_mean, nmse_max;

@@ -74,6 +74,14 @@ cJSON *trace_event_run(const Config *c, const SamplerParams *sampler, const Trac
     cJSON_AddItemToObject(e, "prompt_tokens", trace_int_array(info->prompt_tokens, info->n_prompt));
     cJSON_AddNumberToObject(e, "steps", info->steps);
     cJSON_AddItemToObject(e, "trace", trace_settings_json(opt));
+    cJSON *q = cJSON_AddObjectToObject(e, "quant");
+    cJSON_AddStringToObject(q, "weights", info->weight_group > 0 ? "int8" : "float32");
+    cJSON_AddStringToObject(q, "activations", info->quant.activations ? "int8" : "float32");
+    cJSON_AddStringToObject(q, "kv", info->quant.kv ? "int8" : "float32");
+    if (info->weight_group > 0) cJSON_AddNumberToObject(q, "weight_group", info->weight_group);
+    if (info->quant.activations)
+        cJSON_AddNumberToObject(q, "activation_group",
+                                info->weight_group > 0 ? info->weight_group : info->quant.group);
     cJSON *env = cJSON_AddObjectToObject(e, "environment");
     cJSON_AddStringToObject(env, "program", "stepwise");
     cJSON_AddStringToObject(env, "version", STEPWISE_VERSION);
@@ -174,16 +182,26 @@ cJSON *trace_event_quant(const QuantRecord *r) {
     cJSON_AddStringToObject(e, "tensor", r->tensor);
     if (r->layer >= 0) cJSON_AddNumberToObject(e, "layer", r->layer);
     if (r->pos >= 0) cJSON_AddNumberToObject(e, "pos", r->pos);
+    cJSON_AddNumberToObject(e, "rows", r->rows);
     cJSON_AddNumberToObject(e, "n", r->n);
     cJSON_AddNumberToObject(e, "group", r->group);
     cJSON_AddItemToObject(e, "scale", trace_float(r->scales[0]));
     if (r->values != NULL) cJSON_AddItemToObject(e, "values", trace_float_array(r->values, shown));
     cJSON_AddItemToObject(e, "codes", trace_int_array(codes, shown));
     cJSON_AddItemToObject(e, "dequantized", trace_float_array(deq, shown));
-    if (r->values != NULL) {
-        QuantStats st = quant_row_stats(r->values, r->codes, r->scales, r->n, r->group);
-        cJSON_AddItemToObject(e, "max_error", trace_float(st.max_error));
-        cJSON_AddNumberToObject(e, "collapsed", st.collapsed);
+    if (r->values != NULL) { /* over every row of the tensor */
+        float max_error = 0.0f;
+        long collapsed = 0;
+        int gpr = quant_groups(r->n, r->group);
+        for (int row = 0; row < r->rows; row++) {
+            size_t off = (size_t)row * r->n;
+            QuantStats st = quant_row_stats(r->values + off, r->codes + off,
+                                            r->scales + (size_t)row * gpr, r->n, r->group);
+            max_error = st.max_error > max_error ? st.max_error : max_error;
+            collapsed += st.collapsed;
+        }
+        cJSON_AddItemToObject(e, "max_error", trace_float(max_error));
+        cJSON_AddNumberToObject(e, "collapsed", (double)collapsed);
     }
     return e;
 }

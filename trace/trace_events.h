@@ -8,6 +8,7 @@
 
 #include "../ref/config.h"
 #include "../ref/hooks.h"
+#include "../ref/quant.h"
 #include "../ref/sampler.h"
 #include "../ref/score.h"
 #include "../ref/tokenizer.h"
@@ -24,6 +25,8 @@ typedef struct {
     int steps;
     const char *model_path;     /* NULL: the built-in tiny model */
     const char *tokenizer_path; /* NULL: the model's own */
+    int weight_group;           /* the weights' group when int8, else 0 */
+    QuantRuntime quant;         /* activations and KV cache */
 } TraceRunInfo;
 
 /* {"event":"run", ...}: format version, model and derived facts, KV-cache

@@ -3,6 +3,10 @@
 
 #include "trace_events.h"
 
+#include <stdio.h>
+
+#include "../ref/quant_model.h"
+
 void trace_observer_write(TraceObserver *to, cJSON *event) {
     if (to->held != NULL) {
         cJSON_AddItemToArray(to->held, event);
@@ -59,6 +63,52 @@ static void observer_quant(void *ctx, const QuantRecord *r) {
     const TraceOptions *o = to->options;
     if (o->level < TRACE_LAYERS || (r->pos >= 0 && !trace_position_selected(o, r->pos))) return;
     trace_observer_write(to, trace_event_quant(r));
+}
+
+void trace_weight_quant_events(TraceObserver *to, const Model *m) {
+    const QuantWeights *q = m->quant;
+    if (q == NULL || to->options->level < TRACE_LAYERS) return;
+    const Config *c = &m->config;
+    const Weights *w = &m->weights;
+    int d = c->dim, h = c->hidden_dim, kv = config_kv_dim(c);
+    struct {
+        const char *name;
+        const QuantMatrix *qm;
+        const float *src;
+        int out; /* rows per layer, 0: not per layer */
+    } tensors[] = {{"token_embedding", &q->token_embedding, w->token_embedding, 0},
+                   {"attn.wq", &q->wq, w->wq, d},
+                   {"attn.wk", &q->wk, w->wk, kv},
+                   {"attn.wv", &q->wv, w->wv, kv},
+                   {"attn.wo", &q->wo, w->wo, d},
+                   {"mlp.w1", &q->w1, w->w1, h},
+                   {"mlp.w2", &q->w2, w->w2, d},
+                   {"mlp.w3", &q->w3, w->w3, h},
+                   {"classifier", &q->wcls, c->shared_classifier ? NULL : w->wcls, 0}};
+    for (size_t i = 0; i < sizeof tensors / sizeof tensors[0]; i++) {
+        const QuantMatrix *qm = tensors[i].qm;
+        if (qm->q == NULL) continue; /* a tied classifier is the embedding */
+        int layers = tensors[i].out > 0 ? c->n_layers : 1;
+        int rows = tensors[i].out > 0 ? tensors[i].out : qm->rows;
+        for (int l = 0; l < layers; l++) {
+            char name[64];
+            if (tensors[i].out > 0)
+                snprintf(name, sizeof name, "blocks.%d.%s", l, tensors[i].name);
+            else
+                snprintf(name, sizeof name, "%s", tensors[i].name);
+            size_t row0 = (size_t)l * rows;
+            QuantRecord r = {name,
+                             tensors[i].out > 0 ? l : -1,
+                             -1,
+                             rows,
+                             qm->cols,
+                             qm->group,
+                             tensors[i].src ? tensors[i].src + row0 * qm->cols : NULL,
+                             qm->q + row0 * qm->cols,
+                             qm->scales + row0 * qm->groups_per_row};
+            trace_observer_write(to, trace_event_quant(&r));
+        }
+    }
 }
 
 StepObserver trace_step_observer(TraceObserver *to) {

@@ -5,6 +5,7 @@
 #define STEPWISE_TRACE_OBSERVER_H
 
 #include "../ref/hooks.h"
+#include "../ref/model.h"
 #include "../ref/tokenizer.h"
 #include "trace_options.h"
 #include "trace_writer.h"
@@ -20,6 +21,10 @@ typedef struct {
 /* Observers pointing at `to`, which must outlive them. */
 StepObserver trace_step_observer(TraceObserver *to);
 BpeObserver trace_bpe_observer(TraceObserver *to);
+
+/* One quant event per quantized weight tensor of m (per layer for the
+ * block matrices), at level layers and above. */
+void trace_weight_quant_events(TraceObserver *to, const Model *m);
 
 /* Write one event and delete it (or hold it, see `held`). */
 /* (quant events: at level layers and above, within the position filter) */

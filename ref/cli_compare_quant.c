@@ -1,0 +1,164 @@
+/* cli_compare_quant.c: `stepwise compare-quant`, what int8 costs. One text
+ * is teacher-forced through the float32 model and through each quantized
+ * configuration, and the logits are compared position by position with the
+ * statistics of llama.cpp's KL-divergence mode. */
+#include <cjson/cJSON.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../trace/trace_diff.h"
+#include "cli.h"
+#include "cli_common.h"
+#include "file_util.h"
+#include "quant_model.h"
+#include "score.h"
+
+static const char COMPARE_QUANT_USAGE[] =
+    "usage: stepwise compare-quant --model M --tokenizer T --text FILE [--group G] [--json]\n"
+    "\n"
+    "Teacher-force the text of FILE (BOS first, cut to the model's seq_len) through\n"
+    "the float32 model and through int8 weights (W), activations (A), KV cache (KV),\n"
+    "W+A and W+A+KV, and print for each: max and mean |dlogit|, Mean KLD and\n"
+    "99.0% KLD (KL of the quantized distribution from float32's), Same top p (the\n"
+    "share of positions whose argmax matches), and the perplexity of both.\n"
+    "\n"
+    "  --group G   values per scale (default 32)\n"
+    "  --json      print the table as JSON\n";
+
+typedef struct {
+    const char *name;
+    bool weights;
+    QuantRuntime run;
+} QuantConfig;
+
+/* Wrap scored logits as a LogitsSet (borrowing, not copying). */
+static LogitsSet as_set(const ScoreResult *r, int vocab, int *pos) {
+    LogitsSet s = {0};
+    s.vocab_size = vocab, s.n = r->n, s.pos = pos, s.logits = r->logits;
+    return s;
+}
+
+int cli_compare_quant(int argc, char **argv) {
+    enum { OPT_MODEL = 256, OPT_TOKENIZER, OPT_TEXT, OPT_GROUP, OPT_JSON };
+    static const struct option options[] = {{"model", required_argument, NULL, OPT_MODEL},
+                                            {"tokenizer", required_argument, NULL, OPT_TOKENIZER},
+                                            {"text", required_argument, NULL, OPT_TEXT},
+                                            {"group", required_argument, NULL, OPT_GROUP},
+                                            {"json", no_argument, NULL, OPT_JSON},
+                                            {"help", no_argument, NULL, 'h'},
+                                            {NULL, 0, NULL, 0}};
+    const char *model = NULL, *tokenizer = NULL, *text_path = NULL;
+    int group = 32;
+    bool json = false, ok = true;
+    StepError err;
+    opterr = 0;
+    optind = 1;
+    int c;
+    while (ok && (c = getopt_long(argc, argv, ":h", options, NULL)) != -1) {
+        switch (c) {
+            case OPT_MODEL:
+                model = optarg;
+                break;
+            case OPT_TOKENIZER:
+                tokenizer = optarg;
+                break;
+            case OPT_TEXT:
+                text_path = optarg;
+                break;
+            case OPT_GROUP:
+                ok = cli_parse_int(optarg, "--group", 1, 1 << 20, &group, &err);
+                break;
+            case OPT_JSON:
+                json = true;
+                break;
+            case 'h':
+                fputs(COMPARE_QUANT_USAGE, stdout);
+                return 0;
+            default:
+                ok = cli_option_error("compare-quant", c, optopt, argv, optind, &err);
+        }
+    }
+    if (ok && (text_path == NULL || optind < argc))
+        ok = step_fail(&err, "compare-quant: needs --text FILE (see --help)");
+    Model m = {0};
+    Tokenizer tok = {0};
+    char *text = NULL;
+    int *ids = NULL, n = 0, *pos = NULL;
+    if (ok) ok = cli_load_model(model, tokenizer, &m, &tok, &err);
+    if (ok && m.quant != NULL) ok = step_fail(&err, "compare-quant: the model must be float32");
+    if (ok) ok = file_read_text(text_path, "text", &text, &err);
+    if (ok) ok = tokenizer_encode(&tok, text, true, &ids, &n, &err);
+    if (ok && n > m.config.seq_len) n = m.config.seq_len; /* the window: the rest is not scored */
+    if (ok && n < 2) ok = step_fail(&err, "compare-quant: %s has no text to score", text_path);
+    ScoreResult base = {.keep_logits = true};
+    if (ok) ok = score_tokens(&m, ids, n, 0, NULL, NULL, &base, &err);
+    if (ok) ok = (pos = malloc((size_t)n * sizeof(int))) != NULL;
+    for (int i = 0; ok && i < n; i++) pos[i] = i;
+    if (ok) ok = model_quantize(&m, group, &err);
+    struct QuantWeights *qw = ok ? m.quant : NULL;
+    const QuantConfig configs[] = {
+        {"W", true, {false, false, group}},    {"A", false, {true, false, group}},
+        {"KV", false, {false, true, group}},   {"W+A", true, {true, false, group}},
+        {"W+A+KV", true, {true, true, group}},
+    };
+    cJSON *rows = cJSON_CreateArray();
+    if (ok && !json) {
+        printf("%s: %d tokens scored, float32 perplexity %.4f, group %d\n\n", text_path, n,
+               base.perplexity, group);
+        printf("| config | max abs dlogit | mean abs dlogit | Mean KLD | 99.0%% KLD | Same top p "
+               "| PPL(Q) | PPL(base) |\n|---|---|---|---|---|---|---|---|\n");
+    }
+    DiffTolerance tol;
+    diff_tolerance_preset(&tol, "int8", &err);
+    for (size_t i = 0; ok && i < sizeof configs / sizeof configs[0]; i++) {
+        m.quant = configs[i].weights ? qw : NULL;
+        ScoreResult q = {.keep_logits = true};
+        DiffReport r;
+        ok = score_tokens(&m, ids, n, 0, &configs[i].run, NULL, &q, &err);
+        LogitsSet a = as_set(&base, m.config.vocab_size, pos),
+                  b = as_set(&q, m.config.vocab_size, pos);
+        if (ok) ok = trace_diff(&a, &b, &tol, &r, &err);
+        if (ok && !json) {
+            printf("| %s | %.4f | %.5f | %.6f | %.6f | %.2f%% | %.4f | %.4f |\n", configs[i].name,
+                   r.max_abs, r.mean_abs, r.kl_mean, r.kl_p99, 100.0 * r.top1_agree / r.n,
+                   q.perplexity, base.perplexity);
+        } else if (ok) {
+            cJSON *row = cJSON_CreateObject();
+            cJSON_AddStringToObject(row, "config", configs[i].name);
+            cJSON_AddNumberToObject(row, "max_abs_dlogit", r.max_abs);
+            cJSON_AddNumberToObject(row, "mean_abs_dlogit", r.mean_abs);
+            cJSON_AddNumberToObject(row, "kl_mean", r.kl_mean);
+            cJSON_AddNumberToObject(row, "kl_p99", r.kl_p99);
+            cJSON_AddNumberToObject(row, "top1_agreement", (double)r.top1_agree / r.n);
+            cJSON_AddNumberToObject(row, "ppl_quant", q.perplexity);
+            cJSON_AddNumberToObject(row, "ppl_base", base.perplexity);
+            cJSON_AddItemToArray(rows, row);
+        }
+        score_result_free(&q);
+    }
+    if (ok && json) {
+        cJSON *o = cJSON_CreateObject();
+        cJSON_AddStringToObject(o, "text", text_path);
+        cJSON_AddNumberToObject(o, "tokens", n);
+        cJSON_AddNumberToObject(o, "group", group);
+        cJSON_AddItemToObject(o, "configs", rows);
+        rows = NULL;
+        char *s = cJSON_Print(o);
+        puts(s);
+        cJSON_free(s);
+        cJSON_Delete(o);
+    }
+    cJSON_Delete(rows);
+    m.quant = qw; /* freed with the model */
+    score_result_free(&base);
+    free(pos), free(ids), free(text);
+    model_free(&m);
+    tokenizer_free(&tok);
+    if (!ok) {
+        cli_print_error(&err);
+        return EXIT_BAD_INPUT;
+    }
+    return 0;
+}

@@ -1,0 +1,66 @@
+/* cli_quantize.c: `stepwise quantize`, a float32 checkpoint written as
+ * stepwise's int8 file (.q8), loadable by generate, score and inspect. */
+#include <getopt.h>
+#include <stdio.h>
+
+#include "cli.h"
+#include "cli_common.h"
+#include "quant_model.h"
+
+static const char QUANTIZE_USAGE[] =
+    "usage: stepwise quantize --model M --out FILE.q8 [--group G]\n"
+    "\n"
+    "Quantize every matrix and the embedding of M to int8 with one float32 scale\n"
+    "per group of G values along each row (default 32; the last group of a row\n"
+    "is shorter when G does not divide it), and write the .q8 file described in\n"
+    "docs/quantization.md. Norm weights stay float32.\n";
+
+int cli_quantize(int argc, char **argv) {
+    enum { OPT_MODEL = 256, OPT_OUT, OPT_GROUP };
+    static const struct option options[] = {{"model", required_argument, NULL, OPT_MODEL},
+                                            {"out", required_argument, NULL, OPT_OUT},
+                                            {"group", required_argument, NULL, OPT_GROUP},
+                                            {"help", no_argument, NULL, 'h'},
+                                            {NULL, 0, NULL, 0}};
+    const char *model = NULL, *out = NULL;
+    int group = 32;
+    StepError err;
+    bool ok = true;
+    opterr = 0;
+    optind = 1;
+    int c;
+    while (ok && (c = getopt_long(argc, argv, ":h", options, NULL)) != -1) {
+        switch (c) {
+            case OPT_MODEL:
+                model = optarg;
+                break;
+            case OPT_OUT:
+                out = optarg;
+                break;
+            case OPT_GROUP:
+                ok = cli_parse_int(optarg, "--group", 1, 1 << 20, &group, &err);
+                break;
+            case 'h':
+                fputs(QUANTIZE_USAGE, stdout);
+                return 0;
+            default:
+                ok = cli_option_error("quantize", c, optopt, argv, optind, &err);
+        }
+    }
+    if (ok && (model == NULL || out == NULL || optind < argc))
+        ok = step_fail(&err, "quantize: needs --model and --out (see --help)");
+    Model m = {0};
+    if (ok) ok = cli_load_model_only(model, &m, &err);
+    if (ok && m.quant != NULL) ok = step_fail(&err, "quantize: %s is already int8", model);
+    if (ok) ok = model_quantize(&m, group, &err) && model_save_q8(&m, out, &err);
+    if (ok)
+        fprintf(stderr, "wrote %s: %llu bytes of weights in int8 (group %d), %llu in float32\n",
+                out, (unsigned long long)quant_weight_bytes(&m.config, group), group,
+                (unsigned long long)(config_param_count(&m.config) * sizeof(float)));
+    model_free(&m);
+    if (!ok) {
+        cli_print_error(&err);
+        return EXIT_BAD_INPUT;
+    }
+    return 0;
+}
