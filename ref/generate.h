@@ -59,6 +59,11 @@ void generate_options_default(GenerateOptions *opt);
  * at least one recent token. */
 bool generate_options_validate(const GenerateOptions *opt, const Config *c, StepError *err);
 
+/* The window in positions (context, or seq_len), and the tokens a full window
+ * drops (context_drop, or half the window). */
+int generate_window(const GenerateOptions *opt, const Config *c);
+int generate_drop(const GenerateOptions *opt, int window);
+
 /* Called for every token as it is chosen (prompt tokens are not reported). */
 typedef struct {
     void *ctx;

@@ -18,14 +18,16 @@ void rmsnorm_forward(float *out, const float *x, const float *weight, int T, int
 }
 
 void matmul_forward(float *out, const float *x, const float *w, int T, int C, int OC) {
-    for (int t = 0; t < T; t++) {
-        const float *xt = x + (size_t)t * C;
-        float *ot = out + (size_t)t * OC;
-        for (int o = 0; o < OC; o++) {
-            const float *wo = w + (size_t)o * C;
+    /* Output rows outside, tokens inside: each weight row is read once for
+     * all T tokens (prefill, a batch), and each dot product still sums its
+     * terms in index order from 0.0f, so the bits do not change. */
+    for (int o = 0; o < OC; o++) {
+        const float *wo = w + (size_t)o * C;
+        for (int t = 0; t < T; t++) {
+            const float *xt = x + (size_t)t * C;
             float sum = 0.0f;
             for (int i = 0; i < C; i++) sum += wo[i] * xt[i];
-            ot[o] = sum;
+            out[(size_t)t * OC + o] = sum;
         }
     }
 }

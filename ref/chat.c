@@ -1,0 +1,123 @@
+/* chat.c: see chat.h. */
+#include "chat.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+bool chat_template_parse(const char *name, ChatTemplate *t, StepError *err) {
+    if (strcmp(name, "llama2") == 0) return *t = CHAT_LLAMA2, true;
+    if (strcmp(name, "chatml") == 0) return *t = CHAT_CHATML, true;
+    return step_fail(err, "unknown --chat-template '%s' (llama2, chatml)", name);
+}
+
+const char *chat_template_name(ChatTemplate t) {
+    return t == CHAT_LLAMA2 ? "llama2" : "chatml";
+}
+
+/* The sequence being built. */
+typedef struct {
+    const Tokenizer *tok;
+    ChatPrompt *p;
+    int cap_tokens, cap_segments;
+    StepError *err;
+} Builder;
+
+static bool push_segment(Builder *b, const char *source, int turn, int start) {
+    ChatPrompt *p = b->p;
+    if (p->n_segments == b->cap_segments) {
+        int cap = b->cap_segments ? 2 * b->cap_segments : 16;
+        ChatSegment *s = realloc(p->segments, (size_t)cap * sizeof *s);
+        if (s == NULL) return step_fail(b->err, "chat: out of memory");
+        p->segments = s, b->cap_segments = cap;
+    }
+    p->segments[p->n_segments++] = (ChatSegment){source, turn, start, p->n};
+    return true;
+}
+
+static bool push_tokens(Builder *b, const int *ids, int n) {
+    ChatPrompt *p = b->p;
+    if (p->n + n > b->cap_tokens) {
+        int cap = b->cap_tokens ? b->cap_tokens : 64;
+        while (cap < p->n + n) cap *= 2;
+        int *t = realloc(p->tokens, (size_t)cap * sizeof *t);
+        if (t == NULL) return step_fail(b->err, "chat: out of memory");
+        p->tokens = t, b->cap_tokens = cap;
+    }
+    memcpy(p->tokens + p->n, ids, (size_t)n * sizeof(int));
+    p->n += n;
+    return true;
+}
+
+static bool add_special(Builder *b, int id, const char *source, int turn) {
+    int start = b->p->n;
+    return push_tokens(b, &id, 1) && push_segment(b, source, turn, start);
+}
+
+/* Encode text on its own (no BOS) and append it as one segment. */
+static bool add_text(Builder *b, const char *text, const char *source, int turn) {
+    int *ids, n, start = b->p->n;
+    if (!tokenizer_encode(b->tok, text, false, &ids, &n, b->err)) return false;
+    bool ok = push_tokens(b, ids, n) && push_segment(b, source, turn, start);
+    free(ids);
+    return ok;
+}
+
+static bool check_conversation(const ChatMessage *m, int n, StepError *err) {
+    if (n == 0) return step_fail(err, "chat: no messages");
+    for (int i = 0; i < n; i++) {
+        if (m[i].role == NULL) return step_fail(err, "message %d has no role", i);
+        bool user = strcmp(m[i].role, "user") == 0, assistant = strcmp(m[i].role, "assistant") == 0;
+        if (!user && !assistant)
+            return step_fail(err, "message %d has an unknown role '%s' (user, assistant)", i,
+                             m[i].role);
+        if (m[i].content == NULL) return step_fail(err, "message %d has no content", i);
+        if (user != (i % 2 == 0))
+            return step_fail(err, "message %d: messages alternate user, assistant, user, ...", i);
+    }
+    if (strcmp(m[n - 1].role, "user") != 0)
+        return step_fail(err, "the last message must be the user's");
+    return true;
+}
+
+static bool assemble_llama2(Builder *b, const char *system, const ChatMessage *m, int n) {
+    bool ok = true;
+    for (int i = 0; ok && i < n; i += 2) {
+        ok = add_special(b, TOKEN_BOS, "bos", i) && add_text(b, "[INST]", "marker", i);
+        if (ok && i == 0 && system != NULL)
+            ok = add_text(b, "<<SYS>>", "marker", -1) && add_text(b, system, "system", -1) &&
+                 add_text(b, "<</SYS>>", "marker", -1);
+        ok = ok && add_text(b, m[i].content, "user", i) && add_text(b, "[/INST]", "marker", i);
+        if (ok && i + 1 < n)
+            ok = add_text(b, m[i + 1].content, "assistant", i + 1) &&
+                 add_special(b, TOKEN_EOS, "eos", i + 1);
+    }
+    return ok;
+}
+
+static bool assemble_chatml(Builder *b, const char *system, const ChatMessage *m, int n) {
+    bool ok = add_special(b, TOKEN_BOS, "bos", -1);
+    if (ok && system != NULL)
+        ok = add_text(b, "<|im_start|>", "marker", -1) && add_text(b, "system", "marker", -1) &&
+             add_text(b, system, "system", -1) && add_text(b, "<|im_end|>", "marker", -1);
+    for (int i = 0; ok && i < n; i++)
+        ok = add_text(b, "<|im_start|>", "marker", i) && add_text(b, m[i].role, "marker", i) &&
+             add_text(b, m[i].content, m[i].role, i) && add_text(b, "<|im_end|>", "marker", i);
+    return ok && add_text(b, "<|im_start|>", "marker", n) && add_text(b, "assistant", "marker", n);
+}
+
+bool chat_assemble(const Tokenizer *tok, ChatTemplate t, const char *system,
+                   const ChatMessage *messages, int n_messages, ChatPrompt *out, StepError *err) {
+    memset(out, 0, sizeof *out);
+    if (!check_conversation(messages, n_messages, err)) return false;
+    Builder b = {tok, out, 0, 0, err};
+    bool ok = t == CHAT_LLAMA2 ? assemble_llama2(&b, system, messages, n_messages)
+                               : assemble_chatml(&b, system, messages, n_messages);
+    if (!ok) chat_prompt_free(out);
+    return ok;
+}
+
+void chat_prompt_free(ChatPrompt *p) {
+    free(p->tokens);
+    free(p->segments);
+    memset(p, 0, sizeof *p);
+}

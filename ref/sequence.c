@@ -1,0 +1,154 @@
+/* sequence.c: see sequence.h. */
+#include "sequence.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "clock.h"
+#include "tokenizer.h"
+
+/* One forward pass of tokens[0..T) from pos0, reported before and after. */
+static const float *run_pass(Sequence *q, const char *phase, const int *tokens, int T, int pos0,
+                             bool all_logits) {
+    const StepObserver *obs = q->obs;
+    if (obs != NULL && obs->forward != NULL) obs->forward(obs->ctx, phase, pos0, tokens, T);
+    const float *logits = forward_tokens(q->m, &q->s, tokens, T, pos0, all_logits, obs);
+    work_add(&q->result->work, &q->s.work);
+    if (obs != NULL && obs->work != NULL) obs->work(obs->ctx, phase, pos0, T, &q->s.work);
+    if (all_logits) logits += (size_t)(T - 1) * q->m->config.vocab_size;
+    return logits;
+}
+
+bool sequence_init(Sequence *q, const Model *m, const int *prompt, int n_prompt,
+                   const GenerateOptions *opt, const StepObserver *obs, const TokenSink *sink,
+                   GenerateResult *result, StepError *err) {
+    const Config *c = &m->config;
+    memset(q, 0, sizeof *q);
+    *result = (GenerateResult){0};
+    if (!generate_options_validate(opt, c, err)) return false;
+    int window = generate_window(opt, c);
+    if (n_prompt < 1) return step_fail(err, "the prompt has no tokens (not even BOS)");
+    if (n_prompt > window)
+        return step_fail(err, "the prompt has %d tokens but the context holds %d", n_prompt,
+                         window);
+    for (int i = 0; i < n_prompt; i++) {
+        if (prompt[i] < 0 || prompt[i] >= c->vocab_size)
+            return step_fail(err, "prompt token %d is outside the vocabulary [0, %d)", prompt[i],
+                             c->vocab_size);
+    }
+    /* Positions actually fed: the prompt, then every generated token but the
+     * last, capped by the window. The cache is sized for exactly that. Passes
+     * of more than the prompt (recompute, rebuild) need scratch for them all. */
+    long fed = (long)n_prompt + opt->steps - 1;
+    int capacity = fed < window ? (int)fed : window;
+    bool long_passes = opt->no_kv_cache || opt->policy != CONTEXT_STOP;
+    *q = (Sequence){
+        .m = m, .opt = opt, .obs = obs, .sink = sink, .window = window, .result = result};
+    q->window_tokens = malloc((size_t)window * sizeof(int));
+    result->tokens = malloc(((size_t)n_prompt + (size_t)opt->steps) * sizeof(int));
+    if (q->window_tokens == NULL || result->tokens == NULL) {
+        sequence_free(q);
+        return step_fail(err, "out of memory for %d tokens", n_prompt + opt->steps);
+    }
+    if (!sampler_init(&q->sampler, c->vocab_size, &opt->sampler, err)) {
+        sequence_free(q);
+        return false;
+    }
+    if (!run_state_init_quant(&q->s, c, capacity, long_passes ? capacity : n_prompt, &opt->quant,
+                              err)) {
+        sequence_free(q);
+        return false;
+    }
+    memcpy(result->tokens, prompt, (size_t)n_prompt * sizeof(int));
+    memcpy(q->window_tokens, prompt, (size_t)n_prompt * sizeof(int));
+    result->n_tokens = result->n_prompt = q->n = n_prompt;
+    result->cache_capacity = capacity;
+    return true;
+}
+
+void sequence_prefill(Sequence *q) {
+    q->t0 = clock_seconds();
+    q->logits = run_pass(q, "prefill", q->window_tokens, q->n, 0, q->opt->all_logits);
+    q->result->prefill_seconds = clock_seconds() - q->t0;
+    q->result->positions_filled = q->n;
+}
+
+bool sequence_pick(Sequence *q, bool *failed, StepError *err) {
+    GenerateResult *r = q->result;
+    const GenerateOptions *opt = q->opt;
+    *failed = false;
+    int prev = r->tokens[r->n_tokens - 1], next;
+    if (!sampler_sample(&q->sampler, q->logits, &next, err)) return *failed = true;
+    if (q->obs != NULL && q->obs->sample != NULL)
+        q->obs->sample(q->obs->ctx, q->n - 1, q->logits, &q->sampler);
+    r->tokens[r->n_tokens++] = next;
+    if (++q->generated == 1) r->first_token_seconds = clock_seconds() - q->t0;
+    if (next == TOKEN_BOS || next == TOKEN_EOS) {
+        r->stop_reason = next == TOKEN_BOS ? STOP_BOS : STOP_EOS;
+        return true;
+    }
+    if (q->sink != NULL && q->sink->on_token != NULL) q->sink->on_token(q->sink->ctx, prev, next);
+    if (q->generated == opt->steps) return r->stop_reason = STOP_STEPS, true;
+    if (q->n == q->window && opt->policy == CONTEXT_STOP)
+        return r->stop_reason = STOP_CONTEXT_FULL, true;
+    if (opt->interrupt != NULL && *opt->interrupt) return r->stop_reason = STOP_INTERRUPTED, true;
+    return false;
+}
+
+/* The window is full: drop tokens by the policy, keeping the survivors in
+ * order at positions 0..kept-1. The cache cannot just be shifted: each K row
+ * carries the RoPE rotation of the position it was computed at, and every
+ * kept token moves to a new position, so they are all prefilled again. */
+static void shift_window(Sequence *q) {
+    const GenerateOptions *opt = q->opt;
+    int drop = generate_drop(opt, q->window);
+    int first = opt->policy == CONTEXT_KEEP_PREFIX ? opt->keep : 0;
+    ContextShift shift = {context_policy_name(opt->policy),
+                          q->window,
+                          first,
+                          q->window_tokens + first,
+                          drop,
+                          q->n - drop,
+                          q->n,
+                          q->n - drop + 1};
+    if (q->obs != NULL && q->obs->context != NULL) q->obs->context(q->obs->ctx, &shift);
+    memmove(q->window_tokens + first, q->window_tokens + first + drop,
+            (size_t)(q->n - first - drop) * sizeof(int));
+    q->n -= drop;
+    q->result->context_shifts++;
+}
+
+bool sequence_decodes_plainly(const Sequence *q) {
+    return q->n < q->window && !q->opt->no_kv_cache;
+}
+
+int sequence_push_picked(Sequence *q) {
+    q->window_tokens[q->n++] = q->result->tokens[q->result->n_tokens - 1];
+    if (q->n > q->result->positions_filled) q->result->positions_filled = q->n;
+    q->result->n_decoded++;
+    return q->n - 1;
+}
+
+void sequence_advance(Sequence *q) {
+    double d0 = clock_seconds();
+    const char *phase = "decode";
+    if (q->n == q->window) {
+        shift_window(q);
+        phase = "rebuild";
+    } else if (q->opt->no_kv_cache) {
+        phase = "recompute";
+    }
+    int pos = sequence_push_picked(q);
+    if (strcmp(phase, "decode") == 0)
+        q->logits = run_pass(q, phase, &q->window_tokens[pos], 1, pos, false);
+    else /* every token in the window, from position 0 */
+        q->logits = run_pass(q, phase, q->window_tokens, q->n, 0, false);
+    q->result->decode_seconds += clock_seconds() - d0;
+}
+
+void sequence_free(Sequence *q) {
+    run_state_free(&q->s);
+    sampler_free(&q->sampler);
+    free(q->window_tokens);
+    q->window_tokens = NULL;
+}

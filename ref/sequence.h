@@ -1,0 +1,55 @@
+/* sequence.h: one request's generation, step by step: its window of tokens,
+ * its KV cache, its sampler and its result. `generate` drives one sequence;
+ * `batch` drives many, decoding them together (batch.h). */
+#ifndef STEPWISE_SEQUENCE_H
+#define STEPWISE_SEQUENCE_H
+
+#include "generate.h"
+
+typedef struct {
+    const Model *m;
+    const GenerateOptions *opt;
+    const StepObserver *obs;
+    const TokenSink *sink;
+    RunState s;
+    Sampler sampler;
+    int window;         /* positions the window holds */
+    int *window_tokens; /* [window] the tokens at positions 0..n-1 */
+    int n;
+    GenerateResult *result;
+    const float *logits; /* [vocab_size] of the last position fed */
+    int generated;
+    double t0; /* when the prefill began */
+} Sequence;
+
+/* Check the prompt and options and allocate the state (the cache for the
+ * positions this run can feed). */
+bool sequence_init(Sequence *q, const Model *m, const int *prompt, int n_prompt,
+                   const GenerateOptions *opt, const StepObserver *obs, const TokenSink *sink,
+                   GenerateResult *result, StepError *err);
+
+/* The whole prompt in one pass. */
+void sequence_prefill(Sequence *q);
+
+/* Draw the next token from the last logits, append it, and check the stop
+ * conditions. Returns true when the sequence is finished (result->stop_reason
+ * set); false (with *failed false) when it goes on. *failed: the sampler
+ * refused the logits (err set). */
+bool sequence_pick(Sequence *q, bool *failed, StepError *err);
+
+/* Feed the token just picked: a decode pass, or, without a cache, a
+ * recompute of the window, or, at a full window, a context shift and a
+ * rebuild. */
+void sequence_advance(Sequence *q);
+
+/* A plain decode pass (what sequence_advance does when the window has room
+ * and the cache is on) is what a batch step can run for this sequence. */
+bool sequence_decodes_plainly(const Sequence *q);
+
+/* For a batch step: make room for the picked token and return its position
+ * (the pass itself is forward_batch's). */
+int sequence_push_picked(Sequence *q);
+
+void sequence_free(Sequence *q);
+
+#endif
