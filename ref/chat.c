@@ -99,9 +99,12 @@ static bool assemble_chatml(Builder *b, const char *system, const ChatMessage *m
     if (ok && system != NULL)
         ok = add_text(b, "<|im_start|>", "marker", -1) && add_text(b, "system", "marker", -1) &&
              add_text(b, system, "system", -1) && add_text(b, "<|im_end|>", "marker", -1);
-    for (int i = 0; ok && i < n; i++)
-        ok = add_text(b, "<|im_start|>", "marker", i) && add_text(b, m[i].role, "marker", i) &&
-             add_text(b, m[i].content, m[i].role, i) && add_text(b, "<|im_end|>", "marker", i);
+    for (int i = 0; ok && i < n; i++) {
+        /* segment sources are static strings: the messages may not outlive us */
+        const char *role = strcmp(m[i].role, "user") == 0 ? "user" : "assistant";
+        ok = add_text(b, "<|im_start|>", "marker", i) && add_text(b, role, "marker", i) &&
+             add_text(b, m[i].content, role, i) && add_text(b, "<|im_end|>", "marker", i);
+    }
     return ok && add_text(b, "<|im_start|>", "marker", n) && add_text(b, "assistant", "marker", n);
 }
 

@@ -20,7 +20,7 @@ typedef struct {
 
 /* Where a run of tokens came from. */
 typedef struct {
-    const char *source; /* "bos", "eos", "marker", "system", "user", "assistant" */
+    const char *source; /* "bos", "eos", "marker", "system", "user", "assistant" (static) */
     int turn;           /* which message (0-based; -1 for the system prompt and BOS/EOS of none) */
     int start, end;     /* tokens [start, end) */
 } ChatSegment;

@@ -16,5 +16,6 @@ int cli_diff(int argc, char **argv);
 int cli_golden(int argc, char **argv);
 int cli_quantize(int argc, char **argv);
 int cli_compare_quant(int argc, char **argv);
+int cli_batch(int argc, char **argv);
 
 #endif

@@ -9,6 +9,8 @@
 
 #include "model_json.h"
 #include "quant_model.h"
+#include "../trace/trace_events.h"
+#include <sys/resource.h>
 
 extern const char stepwise_tiny_model_json[]; /* data/tiny-model.json, built in */
 
@@ -202,6 +204,42 @@ bool cli_load_model_only(const char *model_path, Model *m, StepError *err) {
     if (!cli_load_model(model_path, NULL, m, &unused, err)) return false;
     tokenizer_free(&unused);
     return true;
+}
+
+/* The process's peak resident memory, in bytes (Linux reports KiB). */
+uint64_t cli_peak_rss_bytes(void) {
+    struct rusage ru;
+    return getrusage(RUSAGE_SELF, &ru) == 0 ? (uint64_t)ru.ru_maxrss * 1024u : 0;
+}
+
+cJSON *cli_done_event(const Model *m, const Tokenizer *tok, const GenerateResult *r,
+                      double total_seconds, bool measured) {
+    char *text = tokenizer_decode_tokens(tok, r->tokens, r->n_tokens, -1);
+    char *completion = tokenizer_decode_tokens(
+        tok, r->tokens + r->n_prompt, r->n_tokens - r->n_prompt, r->tokens[r->n_prompt - 1]);
+    uint64_t per_token = kv_cache_bytes(&m->config, 1);
+    TraceDone d = {.stop_reason = stop_reason_name(r->stop_reason),
+                   .tokens = r->tokens,
+                   .n_tokens = r->n_tokens,
+                   .text = text ? text : "",
+                   .completion = completion ? completion : "",
+                   .prefill_tokens = r->n_prompt,
+                   .decode_tokens = r->n_decoded,
+                   .context_shifts = r->context_shifts,
+                   .kv_bytes_per_token = per_token,
+                   .kv_allocated_bytes = per_token * (uint64_t)r->cache_capacity,
+                   .kv_peak_bytes = per_token * (uint64_t)r->positions_filled,
+                   .work = r->work,
+                   .ttft_seconds = r->first_token_seconds,
+                   .prefill_seconds = r->prefill_seconds,
+                   .decode_seconds = r->decode_seconds,
+                   .total_seconds = total_seconds,
+                   .measured = measured,
+                   .peak_rss_bytes = cli_peak_rss_bytes()};
+    cJSON *e = trace_event_done(&d);
+    free(text);
+    free(completion);
+    return e;
 }
 
 void cli_print_error(const StepError *err) {

@@ -4,6 +4,9 @@
 #define STEPWISE_CLI_COMMON_H
 
 #include "error.h"
+#include <cjson/cJSON.h>
+
+#include "generate.h"
 #include "model.h"
 #include "quant.h"
 #include "sampler.h"
@@ -137,6 +140,14 @@ bool cli_load_model(const char *model_path, const char *tokenizer_path, Model *m
 /* Load only the model at model_path (NULL: the built-in tiny model), for
  * commands that need its shape or weights but no tokenizer. */
 bool cli_load_model_only(const char *model_path, Model *m, StepError *err);
+
+/* The process's peak resident memory, in bytes. */
+uint64_t cli_peak_rss_bytes(void);
+
+/* The trace's done event of a finished generation (measured figures unless
+ * measured is false). Caller owns it. */
+cJSON *cli_done_event(const Model *m, const Tokenizer *tok, const GenerateResult *r,
+                      double total_seconds, bool measured);
 
 /* Print "stepwise: error: <message>" on stderr. */
 void cli_print_error(const StepError *err);

@@ -5,7 +5,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/resource.h>
 
 #include "../trace/trace_events.h"
 #include "../trace/trace_observer.h"
@@ -168,12 +167,6 @@ static void print_token(void *ctx, int prev, int token) {
     fflush(stdout);
 }
 
-/* The process's peak resident memory, in bytes (Linux reports KiB). */
-static uint64_t peak_rss_bytes(void) {
-    struct rusage ru;
-    return getrusage(RUSAGE_SELF, &ru) == 0 ? (uint64_t)ru.ru_maxrss * 1024u : 0;
-}
-
 static void print_metrics(const GenerateResult *r) {
     double prefill_tps = r->prefill_seconds > 0 ? r->n_prompt / r->prefill_seconds : 0;
     double decode_tps = r->decode_seconds > 0 ? r->n_decoded / r->decode_seconds : 0;
@@ -182,7 +175,7 @@ static void print_metrics(const GenerateResult *r) {
             "%.1f tokens/s | %.3g multiply-adds | peak RSS %.1f MiB\n",
             stop_reason_name(r->stop_reason), r->first_token_seconds * 1e3, r->n_prompt,
             prefill_tps, r->n_decoded, decode_tps, (double)r->work.macs,
-            (double)peak_rss_bytes() / (1024.0 * 1024.0));
+            (double)cli_peak_rss_bytes() / (1024.0 * 1024.0));
 }
 
 /* Ctrl-C raises this flag; the loop stops before its next step. A signal
@@ -206,36 +199,6 @@ static void trace_write(RunTrace *t, cJSON *event) {
         trace_observer_write(&t->obs, event);
     else
         cJSON_Delete(event);
-}
-
-static cJSON *done_event(const Model *m, const Tokenizer *tok, const GenerateResult *r,
-                         double total_seconds, bool measured) {
-    char *text = tokenizer_decode_tokens(tok, r->tokens, r->n_tokens, -1);
-    char *completion = tokenizer_decode_tokens(
-        tok, r->tokens + r->n_prompt, r->n_tokens - r->n_prompt, r->tokens[r->n_prompt - 1]);
-    uint64_t per_token = kv_cache_bytes(&m->config, 1);
-    TraceDone d = {.stop_reason = stop_reason_name(r->stop_reason),
-                   .tokens = r->tokens,
-                   .n_tokens = r->n_tokens,
-                   .text = text ? text : "",
-                   .completion = completion ? completion : "",
-                   .prefill_tokens = r->n_prompt,
-                   .decode_tokens = r->n_decoded,
-                   .context_shifts = r->context_shifts,
-                   .kv_bytes_per_token = per_token,
-                   .kv_allocated_bytes = per_token * (uint64_t)r->cache_capacity,
-                   .kv_peak_bytes = per_token * (uint64_t)r->positions_filled,
-                   .work = r->work,
-                   .ttft_seconds = r->first_token_seconds,
-                   .prefill_seconds = r->prefill_seconds,
-                   .decode_seconds = r->decode_seconds,
-                   .total_seconds = total_seconds,
-                   .measured = measured,
-                   .peak_rss_bytes = peak_rss_bytes()};
-    cJSON *e = trace_event_done(&d);
-    free(text);
-    free(completion);
-    return e;
 }
 
 /* The run proper, once arguments are parsed and files loaded. Returns the
@@ -309,8 +272,8 @@ static int run_generate(GenerateArgs *a, const Model *m, const Tokenizer *tok, S
             status = 130; /* 128 + SIGINT, as shells report it */
         } else {
             if (!a->quiet) print_metrics(&r);
-            trace_write(
-                &t, done_event(m, tok, &r, clock_seconds() - t_start, !a->trace_opt.reproducible));
+            trace_write(&t, cli_done_event(m, tok, &r, clock_seconds() - t_start,
+                                           !a->trace_opt.reproducible));
         }
     }
     if (t.open && !trace_writer_commit(t.obs.writer, err)) status = EXIT_BAD_INPUT;

@@ -223,3 +223,138 @@ const float *forward_tokens(const Model *m, RunState *s, const int *tokens, int 
     hook_emit_rows(&last, HOOK_LOGITS, s->logits, rows, 1, c->vocab_size);
     return s->logits;
 }
+
+/* The work of a linear of C → OC for one row, as linear() counts it. */
+static void count_linear_row(WorkCount *w, int C, int OC, const QuantMatrix *qm) {
+    count_matmul(w, 1, C, OC,
+                 qm ? quant_matrix_bytes(OC, C, qm->group) : (uint64_t)C * OC * sizeof(float));
+}
+
+/* Hook emissions of row b alone. */
+static void emit_row(const BatchRow *r, int layer, HookPoint point, const float *x, int rows,
+                     int cols) {
+    HookSite site = {r->obs, layer, r->pos, &r->token};
+    hook_emit_rows(&site, point, x, 1, rows, cols);
+}
+
+const float *forward_batch(const Model *m, RunState *s, const BatchRow *rows, int B) {
+    const Config *c = &m->config;
+    const Weights *w = &m->weights;
+    const QuantWeights *qw = m->quant;
+    int dim = c->dim, hidden = c->hidden_dim, kv_dim = config_kv_dim(c), V = c->vocab_size;
+    int head_dim = config_head_dim(c), n_heads = c->n_heads, n_kv = c->n_kv_heads;
+
+    for (int b = 0; b < B; b++) {
+        RunState *rs = rows[b].state;
+        rs->work = (WorkCount){0};
+        float *xb = s->x + (size_t)b * dim;
+        if (qw != NULL) {
+            const QuantMatrix *e = &qw->token_embedding;
+            dequantize_row(e->q + (size_t)rows[b].token * dim,
+                           e->scales + (size_t)rows[b].token * e->groups_per_row, dim, e->group,
+                           xb);
+        } else {
+            memcpy(xb, w->token_embedding + (size_t)rows[b].token * dim,
+                   (size_t)dim * sizeof(float));
+        }
+        rs->work.weight_bytes =
+            qw ? quant_matrix_bytes(1, dim, qw->group) : (uint64_t)dim * sizeof(float);
+        emit_row(&rows[b], -1, HOOK_EMBED, xb, 1, dim);
+    }
+    for (int l = 0; l < c->n_layers; l++) {
+        size_t ld = (size_t)l * dim, lkv = (size_t)l * kv_dim, lh = (size_t)l * hidden * dim;
+        for (int b = 0; b < B; b++)
+            emit_row(&rows[b], l, HOOK_RESID_PRE, s->x + (size_t)b * dim, 1, dim);
+        rmsnorm_forward(s->xb, s->x, w->rms_att + ld, B, dim);
+        /* Q, K, V of all rows at once; each row's K and V then go to its own cache */
+        float *k_rows = s->k_new, *v_rows = s->v_new;
+        linear(s, s->q, s->xb, B, dim, dim, at(w->wq, ld * dim), qw ? &qw->wq : NULL, l * dim);
+        linear(s, k_rows, s->xb, B, dim, kv_dim, at(w->wk, lkv * dim), qw ? &qw->wk : NULL,
+               l * kv_dim);
+        linear(s, v_rows, s->xb, B, dim, kv_dim, at(w->wv, lkv * dim), qw ? &qw->wv : NULL,
+               l * kv_dim);
+        for (int b = 0; b < B; b++) {
+            const BatchRow *r = &rows[b];
+            RunState *rs = r->state;
+            bool kv8 = rs->quant.kv;
+            uint64_t row_bytes = kv8 ? (uint64_t)kv_dim + (uint64_t)n_kv * sizeof(float)
+                                     : (uint64_t)kv_dim * sizeof(float);
+            size_t layer_kv = (size_t)rs->cache.capacity * kv_dim;
+            float *q = s->q + (size_t)b * dim, *k = k_rows + (size_t)b * kv_dim;
+            float *v = v_rows + (size_t)b * kv_dim;
+            rs->work.weight_bytes += 2u * dim * sizeof(float);
+            count_linear_row(&rs->work, dim, dim, qw ? &qw->wq : NULL);
+            count_linear_row(&rs->work, dim, kv_dim, qw ? &qw->wk : NULL);
+            count_linear_row(&rs->work, dim, kv_dim, qw ? &qw->wv : NULL);
+            emit_row(r, l, HOOK_LN1, s->xb + (size_t)b * dim, 1, dim);
+            rope_forward(q, 1, dim, head_dim, r->pos, rs->rope_cos, rs->rope_sin);
+            rope_forward(k, 1, kv_dim, head_dim, r->pos, rs->rope_cos, rs->rope_sin);
+            rs->work.kv_bytes_written += row_bytes * 2u;
+            emit_row(r, l, HOOK_ATTN_Q, q, n_heads, head_dim);
+            emit_row(r, l, HOOK_ATTN_K, k, n_kv, head_dim);
+            emit_row(r, l, HOOK_ATTN_V, v, n_kv, head_dim);
+            float *key_l = kv8 ? rs->layer_k : rs->cache.key + l * layer_kv;
+            float *value_l = kv8 ? rs->layer_v : rs->cache.value + l * layer_kv;
+            if (kv8) {
+                memcpy(rs->k_new, k, (size_t)kv_dim * sizeof(float));
+                memcpy(rs->v_new, v, (size_t)kv_dim * sizeof(float));
+                kv_store_q8(rs, l, r->pos, 1, head_dim, r->obs);
+            } else {
+                memcpy(key_l + (size_t)r->pos * kv_dim, k, (size_t)kv_dim * sizeof(float));
+                memcpy(value_l + (size_t)r->pos * kv_dim, v, (size_t)kv_dim * sizeof(float));
+            }
+            HookSite site = {r->obs, l, r->pos, &r->token};
+            emit_kv_rows(&site, key_l + (size_t)r->pos * kv_dim, value_l + (size_t)r->pos * kv_dim,
+                         1, kv_dim);
+            attention_forward(s->xb + (size_t)b * dim, q, key_l, value_l, rs->scores, 1, r->pos,
+                              n_heads, n_kv, head_dim, &site);
+            count_attention(&rs->work, 1, r->pos, n_heads, head_dim, row_bytes);
+            emit_row(r, l, HOOK_ATTN_Z, s->xb + (size_t)b * dim, n_heads, head_dim);
+            count_linear_row(&rs->work, dim, dim, qw ? &qw->wo : NULL);
+            count_linear_row(&rs->work, dim, hidden, qw ? &qw->w1 : NULL);
+            count_linear_row(&rs->work, dim, hidden, qw ? &qw->w3 : NULL);
+            count_linear_row(&rs->work, hidden, dim, qw ? &qw->w2 : NULL);
+        }
+        linear(s, s->xb2, s->xb, B, dim, dim, at(w->wo, ld * dim), qw ? &qw->wo : NULL, l * dim);
+        for (int b = 0; b < B; b++)
+            emit_row(&rows[b], l, HOOK_ATTN_OUT, s->xb2 + (size_t)b * dim, 1, dim);
+        residual_forward(s->x, s->xb2, B * dim);
+        for (int b = 0; b < B; b++)
+            emit_row(&rows[b], l, HOOK_RESID_MID, s->x + (size_t)b * dim, 1, dim);
+        rmsnorm_forward(s->xb, s->x, w->rms_ffn + ld, B, dim);
+        linear(s, s->hb, s->xb, B, dim, hidden, at(w->w1, lh), qw ? &qw->w1 : NULL, l * hidden);
+        linear(s, s->hb2, s->xb, B, dim, hidden, at(w->w3, lh), qw ? &qw->w3 : NULL, l * hidden);
+        for (int b = 0; b < B; b++) {
+            emit_row(&rows[b], l, HOOK_LN2, s->xb + (size_t)b * dim, 1, dim);
+            emit_row(&rows[b], l, HOOK_MLP_GATE, s->hb + (size_t)b * hidden, 1, hidden);
+            emit_row(&rows[b], l, HOOK_MLP_UP, s->hb2 + (size_t)b * hidden, 1, hidden);
+        }
+        swiglu_forward(s->hb, s->hb2, B * hidden);
+        for (int b = 0; b < B; b++)
+            emit_row(&rows[b], l, HOOK_MLP_HIDDEN, s->hb + (size_t)b * hidden, 1, hidden);
+        linear(s, s->xb, s->hb, B, hidden, dim, at(w->w2, lh), qw ? &qw->w2 : NULL, l * dim);
+        for (int b = 0; b < B; b++)
+            emit_row(&rows[b], l, HOOK_MLP_OUT, s->xb + (size_t)b * dim, 1, dim);
+        residual_forward(s->x, s->xb, B * dim);
+        for (int b = 0; b < B; b++) {
+            const BatchRow *r = &rows[b];
+            RunState *rs = r->state;
+            emit_row(r, l, HOOK_RESID_POST, s->x + (size_t)b * dim, 1, dim);
+            size_t layer_kv = (size_t)rs->cache.capacity * kv_dim;
+            HookSite site = {r->obs, l, r->pos, &r->token};
+            emit_kv_snapshot(&site, rs->quant.kv ? rs->layer_k : rs->cache.key + l * layer_kv,
+                             rs->quant.kv ? rs->layer_v : rs->cache.value + l * layer_kv, kv_dim,
+                             r->pos, r->token);
+        }
+    }
+    rmsnorm_forward(s->x, s->x, w->rms_final, B, dim);
+    linear(s, s->logits, s->x, B, dim, V, w->wcls, qw ? quant_classifier(qw) : NULL, 0);
+    for (int b = 0; b < B; b++) {
+        RunState *rs = rows[b].state;
+        rs->work.weight_bytes += (uint64_t)dim * sizeof(float);
+        count_linear_row(&rs->work, dim, V, qw ? quant_classifier(qw) : NULL);
+        emit_row(&rows[b], -1, HOOK_FINAL_NORM, s->x + (size_t)b * dim, 1, dim);
+        emit_row(&rows[b], -1, HOOK_LOGITS, s->logits + (size_t)b * V, 1, V);
+    }
+    return s->logits;
+}

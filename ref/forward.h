@@ -49,7 +49,7 @@ typedef struct {
     int8_t *xq;           /* [max(dim, hidden_dim)] one quantized input row */
     float *xs;            /* its scales */
     float *xfake;         /* [max_tokens, max(dim, hidden_dim)] quantized-then-dequantized input */
-    float *k_new, *v_new; /* [max_tokens, kv_dim] new rows before int8 storage */
+    float *k_new, *v_new; /* [max_tokens, kv_dim] new rows: before int8 storage, or a batch's */
     float *layer_k, *layer_v; /* [capacity, kv_dim] one layer's cache, dequantized */
 } RunState;
 
@@ -69,5 +69,23 @@ void run_state_free(RunState *s);
  * logits (row t - (T - rows) for token t). Hooks fire at their named points. */
 const float *forward_tokens(const Model *m, RunState *s, const int *tokens, int T, int pos0,
                             bool all_logits, const StepObserver *obs);
+
+/* One row of a batched decode step: a sequence's state (its cache), its
+ * observer, and the token it feeds at pos. */
+typedef struct {
+    RunState *state;
+    const StepObserver *obs;
+    int token;
+    int pos;
+} BatchRow;
+
+/* One decode step for B sequences together: the matmuls take all B rows at
+ * once (each weight row read once for all of them), while RoPE, the cache
+ * and attention are each row's own. Every row's arithmetic is a T = 1
+ * forward_tokens', so its logits, cache rows, hooks and work counts (in
+ * rows[b].state->work) are bitwise the same as decoding it alone. scratch
+ * holds the batch's activations (max_tokens >= B) and its quantization of
+ * activations; returns [B, vocab_size] logits, row b for rows[b]. */
+const float *forward_batch(const Model *m, RunState *scratch, const BatchRow *rows, int B);
 
 #endif

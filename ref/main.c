@@ -12,6 +12,7 @@ static const char USAGE[] =
     "\n"
     "commands:\n"
     "  generate   run a prompt and generate text, optionally writing a JSON Lines trace\n"
+    "  batch      serve many requests with one model, decoding them together\n"
     "  score      teacher-forced logits, log-probabilities and perplexity of a sequence\n"
     "  diff       compare another engine's logits with the reference's\n"
     "  golden     write a golden set of reference outputs for a model\n"
@@ -41,6 +42,7 @@ int main(int argc, char **argv) {
         return 0;
     }
     if (strcmp(cmd, "generate") == 0) return cli_generate(argc - 1, argv + 1);
+    if (strcmp(cmd, "batch") == 0) return cli_batch(argc - 1, argv + 1);
     if (strcmp(cmd, "tokenize") == 0) return cli_tokenize(argc - 1, argv + 1);
     if (strcmp(cmd, "score") == 0) return cli_score(argc - 1, argv + 1);
     if (strcmp(cmd, "diff") == 0) return cli_diff(argc - 1, argv + 1);

@@ -77,12 +77,14 @@ bool run_state_init_quant(RunState *s, const Config *c, int capacity, int max_to
         s->xfake = malloc(T * widest * sizeof(float));
         ok = s->xq && s->xs && s->xfake;
     }
+    /* new K and V rows before they go to an int8 cache, or a batch's rows */
+    s->k_new = malloc(T * kv_dim * sizeof(float));
+    s->v_new = malloc(T * kv_dim * sizeof(float));
+    ok = ok && s->k_new && s->v_new;
     if (ok && s->quant.kv) {
-        s->k_new = malloc(T * kv_dim * sizeof(float));
-        s->v_new = malloc(T * kv_dim * sizeof(float));
         s->layer_k = malloc((size_t)capacity * kv_dim * sizeof(float));
         s->layer_v = malloc((size_t)capacity * kv_dim * sizeof(float));
-        ok = s->k_new && s->v_new && s->layer_k && s->layer_v;
+        ok = s->layer_k && s->layer_v;
     }
     if (!ok) {
         run_state_free(s);

@@ -48,6 +48,16 @@ if [ -f "$models/stories260K.bin" ]; then
     "$bin" make-model --dim 32 --hidden 48 --layers 2 --heads 4 --kv-heads 2 --vocab 512 \
         --seq-len 64 --untied --out "$out/gqa.bin" 2>/dev/null
     run gqa-full --model "$out/gqa.bin" --tokenizer "$models/tok512.bin" --steps 10 --trace-level full
+    cat > "$out/requests.txt" <<'JSON'
+{"id": "story", "prompt": "Once upon a time", "max_tokens": 16}
+{"id": "chat", "system": "You tell short stories.", "messages": [{"role": "user", "content": "A cat?"}, {"role": "assistant", "content": "A cat sat."}, {"role": "user", "content": "And then?"}], "max_tokens": 12, "temperature": 1, "top_p": 0.9, "seed": 3}
+{"id": "bad", "prompt": "x", "max_tokens": 0}
+JSON
+    for tmpl in llama2 chatml; do
+        "$bin" batch "${m[@]}" --requests "$out/requests.txt" --chat-template "$tmpl" \
+            --trace "$out/batch-$tmpl" --trace-level layers --quiet >/dev/null 2>&1 || true
+        for f in "$out/batch-$tmpl"/*.jsonl; do mv "$f" "$out/batch-$tmpl-$(basename "$f")"; done
+    done
     # interrupted: Ctrl-C while a slow (full-level) run is going
     "$bin" generate "${m[@]}" --steps 500 --trace-level full --trace "$out/stories-interrupted.jsonl" \
         >/dev/null 2>&1 &

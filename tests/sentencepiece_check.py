@@ -7,6 +7,10 @@ sentencepiece is the reference: the model was trained with it.
                                             tests/test_tokenizer.c checks
   sentencepiece_check.py check STEPWISE N   encode N seeded random strings with
                                             both and require equal ids
+  sentencepiece_check.py chat OUT.json      write the token ids of a fixed
+                                            conversation under each chat template
+                                            (docs/batching.md's rule: each part
+                                            encoded on its own)
 
 Needs Debian's python3-sentencepiece; the models folder comes from
 STEPWISE_MODELS (default ../shared/models).
@@ -76,9 +80,53 @@ def check(stepwise, n):
     return bad == 0
 
 
+CONVERSATION = {
+    "system": "You are a kind storyteller.",
+    "messages": [
+        {"role": "user", "content": "Tell me a story about a dog."},
+        {"role": "assistant", "content": "Once upon a time, there was a dog named Max."},
+        {"role": "user", "content": "What did Max do next?"},
+    ],
+}
+BOS, EOS = 1, 2
+
+
+def chat_ids(sp, template):
+    """The documented templates, part by part, with sentencepiece's own ids."""
+    ids, system, msgs = [], CONVERSATION["system"], CONVERSATION["messages"]
+    enc = sp.encode
+    if template == "llama2":
+        for i in range(0, len(msgs), 2):
+            ids += [BOS] + enc("[INST]")
+            if i == 0:
+                ids += enc("<<SYS>>") + enc(system) + enc("<</SYS>>")
+            ids += enc(msgs[i]["content"]) + enc("[/INST]")
+            if i + 1 < len(msgs):
+                ids += enc(msgs[i + 1]["content"]) + [EOS]
+    else:
+        ids += [BOS] + enc("<|im_start|>") + enc("system") + enc(system) + enc("<|im_end|>")
+        for m in msgs:
+            ids += enc("<|im_start|>") + enc(m["role"]) + enc(m["content"]) + enc("<|im_end|>")
+        ids += enc("<|im_start|>") + enc("assistant")
+    return ids
+
+
+def write_chat(path):
+    sp = processor()
+    doc = {"source": "sentencepiece %s with tok512.model; tests/sentencepiece_check.py chat"
+                     % spm.__version__,
+           "conversation": CONVERSATION,
+           "llama2": chat_ids(sp, "llama2"), "chatml": chat_ids(sp, "chatml")}
+    with open(path, "w", encoding="utf-8") as f:
+        json.dump(doc, f, ensure_ascii=False, indent=1)
+        f.write("\n")
+
+
 if __name__ == "__main__":
     if len(sys.argv) == 3 and sys.argv[1] == "write":
         write(sys.argv[2])
+    elif len(sys.argv) == 3 and sys.argv[1] == "chat":
+        write_chat(sys.argv[2])
     elif len(sys.argv) == 4 and sys.argv[1] == "check":
         sys.exit(0 if check(sys.argv[2], int(sys.argv[3])) else 1)
     else:

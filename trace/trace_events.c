@@ -106,6 +106,22 @@ cJSON *trace_event_tokenize(const Tokenizer *tok, const char *text, const int *i
     return e;
 }
 
+cJSON *trace_event_chat(const char *template_name, const ChatSegment *segments, int n) {
+    cJSON *e = cJSON_CreateObject();
+    cJSON_AddStringToObject(e, "event", "chat");
+    cJSON_AddStringToObject(e, "template", template_name);
+    cJSON *list = cJSON_AddArrayToObject(e, "segments");
+    for (int i = 0; i < n; i++) {
+        cJSON *o = cJSON_CreateObject();
+        cJSON_AddStringToObject(o, "source", segments[i].source);
+        cJSON_AddNumberToObject(o, "turn", segments[i].turn);
+        cJSON_AddNumberToObject(o, "start", segments[i].start);
+        cJSON_AddNumberToObject(o, "end", segments[i].end);
+        cJSON_AddItemToArray(list, o);
+    }
+    return e;
+}
+
 cJSON *trace_event_bpe_merge(const BpeMerge *m) {
     cJSON *e = cJSON_CreateObject();
     cJSON_AddStringToObject(e, "event", "bpe_merge");

@@ -6,6 +6,7 @@
 
 #include <cjson/cJSON.h>
 
+#include "../ref/chat.h"
 #include "../ref/config.h"
 #include "../ref/hooks.h"
 #include "../ref/quant.h"
@@ -49,6 +50,10 @@ cJSON *trace_event_scored(const ScoreResult *r, const ScoreMeasured *measured);
 
 /* {"event":"tokenize", "text", "ids", "pieces"}. */
 cJSON *trace_event_tokenize(const Tokenizer *tok, const char *text, const int *ids, int n);
+
+/* {"event":"chat", "template", "segments":[{"source","turn","start","end"}]}:
+ * which tokens of an assembled conversation came from where. */
+cJSON *trace_event_chat(const char *template_name, const ChatSegment *segments, int n);
 
 /* {"event":"bpe_merge", "step", "left", "right", "piece", "id", "score", "sequence"}. */
 cJSON *trace_event_bpe_merge(const BpeMerge *m);

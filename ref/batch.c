@@ -1,0 +1,208 @@
+/* batch.c: see batch.h. */
+#include "batch.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "clock.h"
+
+void batch_request_free(BatchRequest *r) {
+    free(r->id), free(r->prompt_text), free(r->prompt), free(r->error), free(r->token_times);
+    chat_prompt_free(&r->chat);
+    generate_result_free(&r->result);
+    sequence_free(&r->seq);
+    memset(r, 0, sizeof *r);
+}
+
+static int compare_doubles(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+/* Fill r->metrics from its times (seconds since the start). */
+static void request_metrics(BatchRequest *r, double *scratch) {
+    int n = r->seq.generated;
+    double arrival = r->arrival_ms / 1000.0;
+    RequestMetrics *m = &r->metrics;
+    m->queue_ms = (r->t_admitted - arrival) * 1e3;
+    m->ttft_ms = n > 0 ? (r->token_times[0] - arrival) * 1e3 : 0;
+    m->e2e_ms = (r->t_finished - arrival) * 1e3;
+    m->tokens_per_second = m->e2e_ms > 0 ? n / (m->e2e_ms / 1e3) : 0;
+    m->itl_mean_ms = m->itl_p95_ms = 0;
+    if (n < 2) return;
+    for (int i = 1; i < n; i++) scratch[i - 1] = (r->token_times[i] - r->token_times[i - 1]) * 1e3;
+    double sum = 0;
+    for (int i = 0; i < n - 1; i++) sum += scratch[i];
+    m->itl_mean_ms = sum / (n - 1);
+    qsort(scratch, (size_t)(n - 1), sizeof(double), compare_doubles);
+    int i95 = (int)ceil(0.95 * (n - 1)) - 1;
+    m->itl_p95_ms = scratch[i95 < 0 ? 0 : i95];
+}
+
+/* Requests in the order they are served: arrival time, then file order. */
+static int compare_arrivals(const void *a, const void *b) {
+    const BatchRequest *x = *(BatchRequest *const *)a, *y = *(BatchRequest *const *)b;
+    if (x->arrival_ms != y->arrival_ms) return x->arrival_ms < y->arrival_ms ? -1 : 1;
+    return (x > y) - (x < y);
+}
+
+typedef struct {
+    const Model *m;
+    const BatchSink *sink;
+    BatchMetrics *out;
+    double start;
+    double *itl_scratch;
+    uint64_t kv_bytes; /* allocated by active sequences now */
+    int active;
+} Server;
+
+static double now(const Server *s) {
+    return clock_seconds() - s->start;
+}
+
+static void finish(Server *s, BatchRequest *r) {
+    r->t_finished = now(s);
+    r->state = REQUEST_DONE;
+    if (r->error == NULL) {
+        request_metrics(r, s->itl_scratch);
+        s->out->completed++;
+        s->out->generated += r->seq.generated;
+        s->out->mean_ttft_ms += r->metrics.ttft_ms;
+        s->out->mean_itl_ms += r->metrics.itl_mean_ms;
+        s->out->mean_e2e_ms += r->metrics.e2e_ms;
+    } else {
+        s->out->failed++;
+    }
+    s->kv_bytes -= r->seq.s.cache.bytes; /* 0 if it never had one */
+    if (s->sink && s->sink->finished) s->sink->finished(s->sink->ctx, r);
+    sequence_free(&r->seq); /* the cache goes with the request */
+}
+
+/* Pick the next token of r; true when r is finished. */
+static bool pick(Server *s, BatchRequest *r) {
+    bool failed;
+    StepError err;
+    bool done = sequence_pick(&r->seq, &failed, &err);
+    if (failed)
+        r->error = strdup(err.message);
+    else
+        r->token_times[r->seq.generated - 1] = now(s);
+    return done || failed;
+}
+
+/* Admit r: allocate, prefill, pick its first token. True when it stays active. */
+static bool admit(Server *s, BatchRequest *r) {
+    r->t_admitted = now(s);
+    StepError err;
+    r->token_times = malloc((size_t)r->opt.steps * sizeof(double));
+    if (r->token_times == NULL) r->error = strdup("out of memory");
+    if (r->error == NULL && s->sink && s->sink->admitted) s->sink->admitted(s->sink->ctx, r);
+    if (r->error == NULL && !sequence_init(&r->seq, s->m, r->prompt, r->n_prompt, &r->opt, r->obs,
+                                           NULL, &r->result, &err))
+        r->error = strdup(err.message);
+    if (r->error != NULL) {
+        finish(s, r);
+        return false;
+    }
+    s->kv_bytes += r->seq.s.cache.bytes;
+    if (s->kv_bytes > s->out->peak_kv_bytes) s->out->peak_kv_bytes = s->kv_bytes;
+    sequence_prefill(&r->seq);
+    if (pick(s, r)) {
+        finish(s, r);
+        return false;
+    }
+    r->state = REQUEST_ACTIVE;
+    return true;
+}
+
+static void sleep_until(const Server *s, double t) {
+    double wait = t - now(s);
+    if (wait <= 0) return;
+    struct timespec ts = {(time_t)wait, (long)((wait - (double)(time_t)wait) * 1e9)};
+    nanosleep(&ts, NULL);
+}
+
+/* One decode step for every active request together. */
+static void step(Server *s, RunState *scratch, BatchRequest **active, int n_active,
+                 BatchRow *rows) {
+    double t0 = clock_seconds();
+    for (int b = 0; b < n_active; b++) {
+        Sequence *q = &active[b]->seq;
+        int pos = sequence_push_picked(q);
+        rows[b] = (BatchRow){&q->s, q->obs, q->window_tokens[pos], pos};
+        if (q->obs && q->obs->forward)
+            q->obs->forward(q->obs->ctx, "decode", pos, &rows[b].token, 1);
+    }
+    const float *logits = forward_batch(s->m, scratch, rows, n_active);
+    double dt = clock_seconds() - t0;
+    for (int b = 0; b < n_active; b++) {
+        Sequence *q = &active[b]->seq;
+        work_add(&q->result->work, &q->s.work);
+        if (q->obs && q->obs->work) q->obs->work(q->obs->ctx, "decode", rows[b].pos, 1, &q->s.work);
+        q->logits = logits + (size_t)b * s->m->config.vocab_size;
+        q->result->decode_seconds += dt;
+    }
+    s->out->steps++;
+}
+
+bool batch_run(const Model *m, BatchRequest *reqs, int n, int max_batch,
+               const QuantRuntime *activations, const BatchSink *sink, BatchMetrics *out,
+               StepError *err) {
+    memset(out, 0, sizeof *out);
+    out->requests = n;
+    if (max_batch < 1) return step_fail(err, "--max-batch must be at least 1");
+    if (max_batch > m->config.seq_len) max_batch = m->config.seq_len;
+    int max_steps = 1;
+    for (int i = 0; i < n; i++)
+        max_steps = reqs[i].opt.steps > max_steps ? reqs[i].opt.steps : max_steps;
+    BatchRequest **order = malloc((size_t)(n > 0 ? n : 1) * sizeof *order);
+    BatchRequest **active = malloc((size_t)max_batch * sizeof *active);
+    BatchRow *rows = malloc((size_t)max_batch * sizeof *rows);
+    double *itl = malloc((size_t)max_steps * sizeof(double));
+    RunState scratch;
+    QuantRuntime act = activations ? *activations : (QuantRuntime){.group = 32};
+    act.kv = false; /* the scratch has no cache of its own to speak of */
+    bool allocated = order && active && rows && itl;
+    if (!allocated ||
+        !run_state_init_quant(&scratch, &m->config, max_batch, max_batch, &act, err)) {
+        free(order), free(active), free(rows), free(itl);
+        return allocated ? false : step_fail(err, "batch: out of memory");
+    }
+    for (int i = 0; i < n; i++) order[i] = &reqs[i];
+    qsort(order, (size_t)n, sizeof *order, compare_arrivals);
+    Server s = {m, sink, out, clock_seconds(), itl, 0, 0};
+    int next = 0, n_active = 0;
+    while (next < n || n_active > 0) {
+        while (next < n && n_active < max_batch && order[next]->arrival_ms / 1000.0 <= now(&s)) {
+            BatchRequest *r = order[next++];
+            if (admit(&s, r)) active[n_active++] = r;
+        }
+        while (next < n && order[next]->error != NULL) finish(&s, order[next++]);
+        if (n_active > out->peak_active) out->peak_active = n_active;
+        if (n_active == 0) {
+            if (next < n) sleep_until(&s, order[next]->arrival_ms / 1000.0);
+            continue;
+        }
+        step(&s, &scratch, active, n_active, rows);
+        int kept = 0;
+        for (int b = 0; b < n_active; b++) {
+            if (pick(&s, active[b]))
+                finish(&s, active[b]);
+            else
+                active[kept++] = active[b];
+        }
+        n_active = kept;
+    }
+    out->seconds = now(&s);
+    out->throughput = out->seconds > 0 ? out->generated / out->seconds : 0;
+    if (out->completed > 0) {
+        out->mean_ttft_ms /= out->completed;
+        out->mean_itl_ms /= out->completed;
+        out->mean_e2e_ms /= out->completed;
+    }
+    run_state_free(&scratch);
+    free(order), free(active), free(rows), free(itl);
+    return true;
+}

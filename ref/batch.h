@@ -1,0 +1,75 @@
+/* batch.h: one model serving many requests. Each request owns its
+ * sequence (tokens, KV cache, sampler); the weights are shared, read-only.
+ * Up to max_batch sequences are active at once; each step decodes one token
+ * for every active sequence together (forward_batch); requests are prefilled
+ * as they arrive and leave the batch as soon as they finish (continuous
+ * batching). Every request's tokens, logits and trace are bitwise those of
+ * running it alone with `generate`. */
+#ifndef STEPWISE_BATCH_H
+#define STEPWISE_BATCH_H
+
+#include "chat.h"
+#include "sequence.h"
+
+/* Serving metrics of one request, named as vLLM names them (milliseconds). */
+typedef struct {
+    double queue_ms;    /* arrival to admission into the batch */
+    double ttft_ms;     /* arrival to the first token: time to first token */
+    double itl_mean_ms; /* inter-token latency: between successive tokens */
+    double itl_p95_ms;
+    double e2e_ms;            /* arrival to the last token: end-to-end latency */
+    double tokens_per_second; /* generated tokens / end-to-end latency */
+} RequestMetrics;
+
+typedef enum { REQUEST_PENDING, REQUEST_ACTIVE, REQUEST_DONE } RequestState;
+
+typedef struct BatchRequest {
+    /* given */
+    char *id;
+    char *prompt_text; /* the "prompt" field, or NULL for a chat */
+    int *prompt;       /* the tokens (owned) */
+    int n_prompt;
+    ChatPrompt chat; /* for a chat request: its tokens' origins */
+    GenerateOptions opt;
+    double arrival_ms;
+    char *error; /* a request that cannot run: why (owned); it is not scheduled */
+    /* filled while serving */
+    const StepObserver *obs; /* its trace, set by the sink's `admitted`, or NULL */
+    RequestState state;
+    Sequence seq;
+    GenerateResult result;
+    RequestMetrics metrics;
+    double t_admitted, t_finished; /* seconds since the batch started */
+    double *token_times;           /* [opt.steps] when each token was picked */
+} BatchRequest;
+
+/* What the run did as a whole. */
+typedef struct {
+    int requests, completed, failed;
+    long generated;         /* tokens */
+    double seconds;         /* the whole run */
+    double throughput;      /* generated tokens / seconds: total tokens/s */
+    int peak_active;        /* the most sequences in the batch at once */
+    uint64_t peak_kv_bytes; /* the most KV-cache bytes allocated at once */
+    double mean_ttft_ms, mean_itl_ms, mean_e2e_ms;
+    int steps; /* batched decode steps */
+} BatchMetrics;
+
+typedef struct {
+    void *ctx;
+    /* A request enters the batch (before its prefill): it may set r->obs. */
+    void (*admitted)(void *ctx, BatchRequest *r);
+    /* A request finished (r->result, r->metrics) or failed (r->error). */
+    void (*finished)(void *ctx, BatchRequest *r);
+} BatchSink;
+
+/* Serve reqs[0..n) in arrival order (arrival_ms, then file order) with at
+ * most max_batch active, activations quantized as `activations` says (the
+ * weights: the model's). Requests with an error are reported and skipped. */
+bool batch_run(const Model *m, BatchRequest *reqs, int n, int max_batch,
+               const QuantRuntime *activations, const BatchSink *sink, BatchMetrics *out,
+               StepError *err);
+
+void batch_request_free(BatchRequest *r);
+
+#endif

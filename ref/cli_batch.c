@@ -1,0 +1,347 @@
+/* cli_batch.c: `stepwise batch`, one model serving many requests, with a
+ * JSON line per finished request and the serving metrics at the end. */
+#include <cjson/cJSON.h>
+#include <errno.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "../trace/trace_events.h"
+#include "../trace/trace_observer.h"
+#include "cli.h"
+#include "cli_common.h"
+#include "file_util.h"
+#include "quant_model.h"
+#include "requests.h"
+
+static const char BATCH_USAGE[] =
+    "usage: stepwise batch --model M --tokenizer T --requests FILE.jsonl [options]\n"
+    "\n"
+    "Serve every request of FILE.jsonl (one JSON object per line: docs/batching.md)\n"
+    "with one model: each request has its own tokens, KV cache and sampler; up to\n"
+    "--max-batch of them are decoded together, one token each per step; requests\n"
+    "are prefilled as they arrive and leave as soon as they finish. Each request's\n"
+    "result is bitwise what `stepwise generate` gives for it alone.\n"
+    "\n"
+    "  --max-batch B        most requests decoded together (default 8)\n"
+    "  --chat-template T    llama2 (default) or chatml, for requests with messages\n"
+    "  --out FILE           one JSON line per finished request (default stdout)\n"
+    "  --trace DIR          one trace per request, DIR/<id>.jsonl (trace options as\n"
+    "                       for generate: --trace-level, --reproducible, ...)\n"
+    "  --metrics-json FILE  the summary and every request's metrics as JSON\n"
+    "  --quiet              no progress or summary on stderr\n" QUANT_OPTIONS_HELP "\n"
+    "exit status: 0 when every request was served, 1 when some failed (each has\n"
+    "its error line), 2 when the model or the requests file cannot be read.\n";
+
+enum {
+    OPT_MODEL = 256,
+    OPT_TOKENIZER,
+    OPT_REQUESTS,
+    OPT_MAX_BATCH,
+    OPT_CHAT_TEMPLATE,
+    OPT_OUT,
+    OPT_TRACE_DIR,
+    OPT_METRICS_JSON,
+    OPT_QUIET
+};
+
+typedef struct {
+    const char *model, *tokenizer, *requests, *out, *trace_dir, *metrics_json;
+    int max_batch;
+    ChatTemplate chat;
+    bool quiet;
+    TraceOptions trace;
+    CliQuant quant;
+} BatchArgs;
+
+/* What the sink needs while the batch runs. */
+typedef struct {
+    const BatchArgs *a;
+    const Model *m;
+    const Tokenizer *tok;
+    BatchRequest *reqs;
+    FILE *out;
+    TraceObserver *traces;   /* [n] one per request */
+    StepObserver *observers; /* [n] */
+    int done;
+    int n;
+} BatchCli;
+
+static int parse_batch_args(int argc, char **argv, BatchArgs *a, StepError *err) {
+    static const struct option options[] = {
+        {"model", required_argument, NULL, OPT_MODEL},
+        {"tokenizer", required_argument, NULL, OPT_TOKENIZER},
+        {"requests", required_argument, NULL, OPT_REQUESTS},
+        {"max-batch", required_argument, NULL, OPT_MAX_BATCH},
+        {"chat-template", required_argument, NULL, OPT_CHAT_TEMPLATE},
+        {"out", required_argument, NULL, OPT_OUT},
+        {"trace", required_argument, NULL, OPT_TRACE_DIR},
+        {"metrics-json", required_argument, NULL, OPT_METRICS_JSON},
+        {"quiet", no_argument, NULL, OPT_QUIET},
+        TRACE_LONG_OPTIONS,
+        QUANT_LONG_OPTIONS,
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0}};
+    *a = (BatchArgs){.max_batch = 8, .chat = CHAT_LLAMA2, .quant = {.run = {.group = 32}}};
+    trace_options_default(&a->trace);
+    opterr = 0;
+    optind = 1;
+    int c;
+    while ((c = getopt_long(argc, argv, ":h", options, NULL)) != -1) {
+        bool ok = true;
+        switch (c) {
+            case OPT_MODEL:
+                a->model = optarg;
+                break;
+            case OPT_TOKENIZER:
+                a->tokenizer = optarg;
+                break;
+            case OPT_REQUESTS:
+                a->requests = optarg;
+                break;
+            case OPT_MAX_BATCH:
+                ok = cli_parse_int(optarg, "--max-batch", 1, 4096, &a->max_batch, err);
+                break;
+            case OPT_CHAT_TEMPLATE:
+                ok = chat_template_parse(optarg, &a->chat, err);
+                break;
+            case OPT_OUT:
+                a->out = optarg;
+                break;
+            case OPT_TRACE_DIR:
+                a->trace_dir = optarg;
+                break;
+            case OPT_METRICS_JSON:
+                a->metrics_json = optarg;
+                break;
+            case OPT_QUIET:
+                a->quiet = true;
+                break;
+            case 'h':
+                fputs(BATCH_USAGE, stdout);
+                return 0;
+            default: {
+                int handled = cli_trace_option(c, optarg, &a->trace, err);
+                if (handled == 0) handled = cli_quant_option(c, optarg, &a->quant, err);
+                if (handled == 0) cli_option_error("batch", c, optopt, argv, optind, err);
+                ok = handled > 0;
+            }
+        }
+        if (!ok) return -1;
+    }
+    if (optind < argc) return step_fail(err, "batch: unexpected argument '%s'", argv[optind]), -1;
+    if (a->requests == NULL)
+        return step_fail(err, "batch: --requests is required (see --help)"), -1;
+    return 1;
+}
+
+/* Before its prefill: open the request's trace and write what generate
+ * writes before its prefill: the run header, the tokenization (and BPE
+ * merges), and for a chat the origin of each token. */
+static void on_admitted(void *ctx, BatchRequest *r) {
+    BatchCli *b = ctx;
+    if (b->a->trace_dir == NULL) return;
+    int i = (int)(r - b->reqs);
+    TraceObserver *to = &b->traces[i];
+    char path[4096];
+    StepError err;
+    snprintf(path, sizeof path, "%s/%s.jsonl", b->a->trace_dir, r->id);
+    *to = (TraceObserver){NULL, &b->a->trace, b->tok, kv_cache_bytes(&b->m->config, 1), NULL};
+    if ((to->writer = trace_writer_open(path, &err)) == NULL) {
+        r->error = strdup(err.message);
+        return;
+    }
+    cJSON *merges = cJSON_CreateArray();
+    if (r->prompt_text != NULL && (b->a->trace.bpe || b->a->trace.level == TRACE_FULL)) {
+        int *ids, n;
+        BpeObserver bpe = trace_bpe_observer(to);
+        to->held = merges;
+        if (tokenizer_encode_observed(b->tok, r->prompt_text, true, &bpe, &ids, &n, &err))
+            free(ids);
+        to->held = NULL;
+    }
+    TraceRunInfo info = {.mode = "generate",
+                         .prompt = r->prompt_text ? r->prompt_text : "",
+                         .prompt_tokens = r->prompt,
+                         .n_prompt = r->n_prompt,
+                         .steps = r->opt.steps,
+                         .model_path = b->a->model,
+                         .tokenizer_path = b->a->tokenizer,
+                         .weight_group = b->m->quant ? b->m->quant->group : 0,
+                         .quant = r->opt.quant};
+    trace_observer_write(to, trace_event_run(&b->m->config, &r->opt.sampler, &info, &b->a->trace));
+    trace_observer_write(to, trace_event_tokenize(b->tok, r->prompt_text ? r->prompt_text : "",
+                                                  r->prompt, r->n_prompt));
+    cJSON *merge;
+    while ((merge = cJSON_DetachItemFromArray(merges, 0)) != NULL) trace_observer_write(to, merge);
+    cJSON_Delete(merges);
+    if (r->prompt_text == NULL)
+        trace_observer_write(to, trace_event_chat(chat_template_name(b->a->chat), r->chat.segments,
+                                                  r->chat.n_segments));
+    b->observers[i] = trace_step_observer(to);
+    r->obs = &b->observers[i];
+}
+
+static cJSON *metrics_json(const RequestMetrics *m) {
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddNumberToObject(o, "queue_time_ms", m->queue_ms);
+    cJSON_AddNumberToObject(o, "ttft_ms", m->ttft_ms);
+    cJSON_AddNumberToObject(o, "itl_mean_ms", m->itl_mean_ms);
+    cJSON_AddNumberToObject(o, "itl_p95_ms", m->itl_p95_ms);
+    cJSON_AddNumberToObject(o, "e2e_latency_ms", m->e2e_ms);
+    cJSON_AddNumberToObject(o, "tokens_per_second", m->tokens_per_second);
+    return o;
+}
+
+/* A finished (or failed) request: its output line, and the end of its trace. */
+static void on_finished(void *ctx, BatchRequest *r) {
+    BatchCli *b = ctx;
+    int i = (int)(r - b->reqs);
+    TraceObserver *to = b->traces ? &b->traces[i] : NULL;
+    cJSON *line = cJSON_CreateObject();
+    cJSON_AddStringToObject(line, "id", r->id);
+    if (r->error != NULL) {
+        cJSON_AddStringToObject(line, "error", r->error);
+        if (to != NULL && to->writer != NULL)
+            trace_observer_write(to,
+                                 trace_event_error("bad_input", r->error, r->prompt, r->n_prompt));
+    } else {
+        const GenerateResult *g = &r->result;
+        char *text = tokenizer_decode_tokens(b->tok, g->tokens, g->n_tokens, -1);
+        char *completion = tokenizer_decode_tokens(
+            b->tok, g->tokens + g->n_prompt, g->n_tokens - g->n_prompt, g->tokens[g->n_prompt - 1]);
+        cJSON_AddStringToObject(line, "stop_reason", stop_reason_name(g->stop_reason));
+        cJSON_AddItemToObject(line, "text", trace_text(text ? text : "", text ? strlen(text) : 0));
+        cJSON_AddItemToObject(
+            line, "completion",
+            trace_text(completion ? completion : "", completion ? strlen(completion) : 0));
+        cJSON_AddItemToObject(line, "tokens", cJSON_CreateIntArray(g->tokens, g->n_tokens));
+        cJSON_AddNumberToObject(line, "prompt_tokens", g->n_prompt);
+        cJSON_AddNumberToObject(line, "generated_tokens", g->n_tokens - g->n_prompt);
+        cJSON_AddItemToObject(line, "metrics", metrics_json(&r->metrics));
+        free(text), free(completion);
+        if (to != NULL && to->writer != NULL)
+            trace_observer_write(to, cli_done_event(b->m, b->tok, g, r->metrics.e2e_ms / 1e3,
+                                                    !b->a->trace.reproducible));
+    }
+    StepError err;
+    if (to != NULL && to->writer != NULL && !trace_writer_commit(to->writer, &err))
+        fprintf(stderr, "stepwise: error: %s\n", err.message);
+    if (to != NULL) to->writer = NULL;
+    char *s = cJSON_PrintUnformatted(line);
+    fprintf(b->out, "%s\n", s);
+    fflush(b->out);
+    cJSON_free(s);
+    cJSON_Delete(line);
+    b->done++;
+    if (!b->a->quiet)
+        fprintf(stderr, "[%d/%d] %s: %s\n", b->done, b->n, r->id,
+                r->error ? r->error : stop_reason_name(r->result.stop_reason));
+}
+
+static void print_summary(const BatchMetrics *m, int max_batch) {
+    fprintf(stderr,
+            "\n| requests | completed | failed | max batch | generated tokens | seconds | "
+            "throughput (tokens/s) | peak active | peak KV bytes | mean TTFT (ms) | mean ITL (ms) "
+            "| mean e2e (ms) |\n|---|---|---|---|---|---|---|---|---|---|---|---|\n"
+            "| %d | %d | %d | %d | %ld | %.3f | %.1f | %d | %llu | %.2f | %.2f | %.2f |\n",
+            m->requests, m->completed, m->failed, max_batch, m->generated, m->seconds,
+            m->throughput, m->peak_active, (unsigned long long)m->peak_kv_bytes, m->mean_ttft_ms,
+            m->mean_itl_ms, m->mean_e2e_ms);
+}
+
+static bool write_metrics_json(const char *path, const BatchMetrics *m, int max_batch,
+                               const BatchRequest *reqs, int n, StepError *err) {
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddNumberToObject(o, "requests", m->requests);
+    cJSON_AddNumberToObject(o, "completed", m->completed);
+    cJSON_AddNumberToObject(o, "failed", m->failed);
+    cJSON_AddNumberToObject(o, "max_batch", max_batch);
+    cJSON_AddNumberToObject(o, "generated_tokens", (double)m->generated);
+    cJSON_AddNumberToObject(o, "seconds", m->seconds);
+    cJSON_AddNumberToObject(o, "throughput_tokens_per_second", m->throughput);
+    cJSON_AddNumberToObject(o, "peak_active", m->peak_active);
+    cJSON_AddNumberToObject(o, "peak_kv_bytes", (double)m->peak_kv_bytes);
+    cJSON_AddNumberToObject(o, "mean_ttft_ms", m->mean_ttft_ms);
+    cJSON_AddNumberToObject(o, "mean_itl_ms", m->mean_itl_ms);
+    cJSON_AddNumberToObject(o, "mean_e2e_latency_ms", m->mean_e2e_ms);
+    cJSON_AddNumberToObject(o, "batched_steps", m->steps);
+    cJSON *per = cJSON_AddArrayToObject(o, "per_request");
+    for (int i = 0; i < n; i++) {
+        cJSON *r = metrics_json(&reqs[i].metrics);
+        cJSON_AddStringToObject(r, "id", reqs[i].id);
+        if (reqs[i].error) cJSON_AddStringToObject(r, "error", reqs[i].error);
+        cJSON_AddItemToArray(per, r);
+    }
+    AtomicFile f;
+    bool ok = atomic_file_open(&f, path, err);
+    if (ok) {
+        char *s = cJSON_Print(o);
+        fprintf(f.file, "%s\n", s);
+        cJSON_free(s);
+        ok = atomic_file_commit(&f, err);
+    }
+    cJSON_Delete(o);
+    return ok;
+}
+
+static int run_batch(BatchArgs *a, Model *m, const Tokenizer *tok, StepError *err) {
+    GenerateOptions defaults;
+    generate_options_default(&defaults);
+    defaults.quant = a->quant.run;
+    BatchRequest *reqs = NULL;
+    int n = 0;
+    if (!requests_load(a->requests, m, tok, a->chat, &defaults, &reqs, &n, err))
+        return EXIT_BAD_INPUT;
+    if (a->trace_dir != NULL && mkdir(a->trace_dir, 0755) != 0 && errno != EEXIST) {
+        step_fail(err, "batch: cannot create %s: %s", a->trace_dir, strerror(errno));
+        for (int i = 0; i < n; i++) batch_request_free(&reqs[i]);
+        free(reqs);
+        return EXIT_BAD_INPUT;
+    }
+    BatchCli b = {a, m, tok, reqs, stdout, NULL, NULL, 0, n};
+    AtomicFile out = {0};
+    bool ok = true;
+    if (a->out != NULL && (ok = atomic_file_open(&out, a->out, err))) b.out = out.file;
+    if (ok && a->trace_dir != NULL) {
+        b.traces = calloc((size_t)(n > 0 ? n : 1), sizeof *b.traces);
+        b.observers = calloc((size_t)(n > 0 ? n : 1), sizeof *b.observers);
+        ok = b.traces && b.observers;
+        if (!ok) step_fail(err, "batch: out of memory");
+    }
+    BatchMetrics metrics;
+    BatchSink sink = {&b, on_admitted, on_finished};
+    if (ok) ok = batch_run(m, reqs, n, a->max_batch, &a->quant.run, &sink, &metrics, err);
+    if (ok && a->out != NULL)
+        ok = atomic_file_commit(&out, err);
+    else if (a->out != NULL)
+        atomic_file_discard(&out);
+    if (ok && !a->quiet) print_summary(&metrics, a->max_batch);
+    if (ok && a->metrics_json != NULL)
+        ok = write_metrics_json(a->metrics_json, &metrics, a->max_batch, reqs, n, err);
+    int status = !ok ? EXIT_BAD_INPUT : metrics.failed > 0 ? 1 : 0;
+    for (int i = 0; i < n; i++) batch_request_free(&reqs[i]);
+    free(reqs), free(b.traces), free(b.observers);
+    return status;
+}
+
+int cli_batch(int argc, char **argv) {
+    BatchArgs a;
+    StepError err;
+    int parsed = parse_batch_args(argc, argv, &a, &err);
+    int status = parsed < 0 ? EXIT_BAD_INPUT : 0;
+    if (parsed > 0) {
+        Model m = {0};
+        Tokenizer tok = {0};
+        bool ready = cli_load_model(a.model, a.tokenizer, &m, &tok, &err) &&
+                     cli_apply_quant(&m, &a.quant, &err);
+        status = ready ? run_batch(&a, &m, &tok, &err) : EXIT_BAD_INPUT;
+        model_free(&m);
+        tokenizer_free(&tok);
+    }
+    if (status == EXIT_BAD_INPUT) cli_print_error(&err);
+    trace_options_free(&a.trace);
+    return status;
+}

@@ -1,0 +1,220 @@
+/* requests.c: see requests.h. */
+#include "requests.h"
+
+#include <cjson/cJSON.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "file_util.h"
+
+static const char *const FIELDS[] = {"id",         "prompt",      "system",        "messages",
+                                     "max_tokens", "temperature", "top_k",         "top_p",
+                                     "min_p",      "seed",        "sampler_order", "arrival_ms"};
+
+/* Set r->error (formatted) and return false. */
+static bool reject(BatchRequest *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static bool reject(BatchRequest *r, const char *fmt, ...) {
+    StepError e;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(e.message, sizeof e.message, fmt, ap);
+    va_end(ap);
+    free(r->error);
+    r->error = strdup(e.message);
+    return false;
+}
+
+/* A filename-safe id: letters, digits, '.', '_', '-'; 1 to 64 of them. */
+static bool id_is_safe(const char *id) {
+    size_t n = strlen(id);
+    if (n == 0 || n > 64 || id[0] == '.') return false;
+    for (size_t i = 0; i < n; i++) {
+        char c = id[i];
+        bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+                  c == '.' || c == '_' || c == '-';
+        if (!ok) return false;
+    }
+    return true;
+}
+
+static bool read_id(BatchRequest *r, const cJSON *o, int line) {
+    const cJSON *id = cJSON_GetObjectItemCaseSensitive(o, "id");
+    char buf[64];
+    if (cJSON_IsString(id)) {
+        r->id = strdup(id->valuestring);
+    } else if (cJSON_IsNumber(id) && id->valuedouble == (double)(long)id->valuedouble) {
+        snprintf(buf, sizeof buf, "%ld", (long)id->valuedouble);
+        r->id = strdup(buf);
+    } else {
+        snprintf(buf, sizeof buf, "line-%d", line);
+        r->id = strdup(buf);
+        return reject(r, "line %d: needs an \"id\" (a string or a whole number)", line);
+    }
+    if (!id_is_safe(r->id))
+        return reject(r, "id '%s' may only use letters, digits, '.', '_' and '-' (64 at most)",
+                      r->id);
+    return true;
+}
+
+/* The sampler fields, over the defaults. */
+static bool read_sampler(BatchRequest *r, const cJSON *o) {
+    SamplerParams *p = &r->opt.sampler;
+    const cJSON *v;
+    if ((v = cJSON_GetObjectItemCaseSensitive(o, "temperature")) != NULL) {
+        if (!cJSON_IsNumber(v)) return reject(r, "temperature must be a number");
+        p->temperature = (float)v->valuedouble;
+    }
+    if ((v = cJSON_GetObjectItemCaseSensitive(o, "top_k")) != NULL) {
+        if (!cJSON_IsNumber(v)) return reject(r, "top_k must be a number");
+        p->top_k = v->valueint;
+    }
+    if ((v = cJSON_GetObjectItemCaseSensitive(o, "top_p")) != NULL) {
+        if (!cJSON_IsNumber(v)) return reject(r, "top_p must be a number");
+        p->top_p = (float)v->valuedouble;
+    }
+    if ((v = cJSON_GetObjectItemCaseSensitive(o, "min_p")) != NULL) {
+        if (!cJSON_IsNumber(v)) return reject(r, "min_p must be a number");
+        p->min_p = (float)v->valuedouble;
+    }
+    if ((v = cJSON_GetObjectItemCaseSensitive(o, "seed")) != NULL) {
+        if (!cJSON_IsNumber(v) || v->valuedouble < 1 || v->valuedouble > 2147483647.0)
+            return reject(r, "seed must be a whole number in [1, 2147483647]");
+        p->seed = (uint64_t)v->valuedouble;
+    }
+    StepError e;
+    if ((v = cJSON_GetObjectItemCaseSensitive(o, "sampler_order")) != NULL &&
+        (!cJSON_IsString(v) || !sampler_order_parse(p, v->valuestring, &e)))
+        return reject(r, "%s", cJSON_IsString(v) ? e.message : "sampler_order must be a string");
+    if (!sampler_params_validate(p, &e)) return reject(r, "%s", e.message);
+    return true;
+}
+
+static bool read_chat(BatchRequest *r, const cJSON *o, const Tokenizer *tok, ChatTemplate tmpl) {
+    const cJSON *system = cJSON_GetObjectItemCaseSensitive(o, "system");
+    const cJSON *messages = cJSON_GetObjectItemCaseSensitive(o, "messages");
+    if (system != NULL && !cJSON_IsString(system)) return reject(r, "system must be a string");
+    if (!cJSON_IsArray(messages)) return reject(r, "messages must be an array");
+    int n = cJSON_GetArraySize(messages);
+    ChatMessage *m = calloc((size_t)(n > 0 ? n : 1), sizeof *m);
+    if (m == NULL) return reject(r, "out of memory");
+    int i = 0;
+    const cJSON *msg;
+    cJSON_ArrayForEach(msg, messages) {
+        const cJSON *role = cJSON_GetObjectItemCaseSensitive(msg, "role");
+        const cJSON *content = cJSON_GetObjectItemCaseSensitive(msg, "content");
+        m[i].role = cJSON_IsString(role) ? role->valuestring : NULL;
+        m[i].content = cJSON_IsString(content) ? content->valuestring : NULL;
+        i++;
+    }
+    StepError e;
+    bool ok = chat_assemble(tok, tmpl, system ? system->valuestring : NULL, m, n, &r->chat, &e);
+    free(m);
+    if (!ok) return reject(r, "%s", e.message);
+    r->prompt = malloc((size_t)r->chat.n * sizeof(int));
+    if (r->prompt == NULL) return reject(r, "out of memory");
+    memcpy(r->prompt, r->chat.tokens, (size_t)r->chat.n * sizeof(int));
+    r->n_prompt = r->chat.n;
+    return true;
+}
+
+/* One line into r; false (r->error set) when it cannot be a request. */
+static bool read_request(BatchRequest *r, const char *line, int number, const Model *model,
+                         const Tokenizer *tok, ChatTemplate tmpl) {
+    cJSON *o = cJSON_Parse(line);
+    if (!cJSON_IsObject(o)) {
+        char buf[64];
+        snprintf(buf, sizeof buf, "line-%d", number);
+        r->id = strdup(buf);
+        bool parsed = o != NULL;
+        cJSON_Delete(o);
+        return reject(r, "line %d: %s", number, parsed ? "not a JSON object" : "not valid JSON");
+    }
+    bool ok = read_id(r, o, number);
+    const cJSON *field;
+    cJSON_ArrayForEach(field, o) {
+        bool known = false;
+        for (size_t i = 0; i < sizeof FIELDS / sizeof FIELDS[0]; i++)
+            known |= strcmp(field->string, FIELDS[i]) == 0;
+        if (ok && !known) ok = reject(r, "unknown field \"%s\"", field->string);
+    }
+    const cJSON *prompt = cJSON_GetObjectItemCaseSensitive(o, "prompt");
+    const cJSON *messages = cJSON_GetObjectItemCaseSensitive(o, "messages");
+    const cJSON *max_tokens = cJSON_GetObjectItemCaseSensitive(o, "max_tokens");
+    const cJSON *arrival = cJSON_GetObjectItemCaseSensitive(o, "arrival_ms");
+    if (ok && (prompt == NULL) == (messages == NULL))
+        ok = reject(r, "give either \"prompt\" or \"messages\"");
+    if (ok && max_tokens != NULL) {
+        if (!cJSON_IsNumber(max_tokens) || max_tokens->valuedouble != (double)max_tokens->valueint)
+            ok = reject(r, "max_tokens must be a whole number");
+        else if (max_tokens->valueint < 1)
+            ok = reject(r, "max_tokens must be at least 1, got %d", max_tokens->valueint);
+        else
+            r->opt.steps = max_tokens->valueint;
+    }
+    if (ok && arrival != NULL) {
+        if (!cJSON_IsNumber(arrival) || arrival->valuedouble < 0)
+            ok = reject(r, "arrival_ms must be a number >= 0");
+        else
+            r->arrival_ms = arrival->valuedouble;
+    }
+    if (ok) ok = read_sampler(r, o);
+    if (ok && prompt != NULL) {
+        StepError e;
+        if (!cJSON_IsString(prompt))
+            ok = reject(r, "prompt must be a string");
+        else if ((r->prompt_text = strdup(prompt->valuestring)) == NULL)
+            ok = reject(r, "out of memory");
+        else if (!tokenizer_encode(tok, prompt->valuestring, true, &r->prompt, &r->n_prompt, &e))
+            ok = reject(r, "%s", e.message);
+    } else if (ok) {
+        ok = read_chat(r, o, tok, tmpl);
+    }
+    if (ok && r->n_prompt > model->config.seq_len)
+        ok = reject(r, "the assembled prompt has %d tokens but the context holds %d", r->n_prompt,
+                    model->config.seq_len);
+    cJSON_Delete(o);
+    return ok;
+}
+
+bool requests_load(const char *path, const Model *m, const Tokenizer *tok, ChatTemplate tmpl,
+                   const GenerateOptions *defaults, BatchRequest **out, int *n, StepError *err) {
+    char *text;
+    if (!file_read_text(path, "requests", &text, err)) return false;
+    int cap = 16, count = 0, number = 0;
+    BatchRequest *reqs = calloc((size_t)cap, sizeof *reqs);
+    bool ok = reqs != NULL;
+    for (char *line = text, *end; ok && line != NULL && *line; line = end) {
+        end = strchr(line, '\n');
+        if (end != NULL) *end++ = '\0';
+        number++;
+        if (line[strspn(line, " \t\r")] == '\0') continue; /* blank */
+        if (count == cap) {
+            BatchRequest *grown = realloc(reqs, (size_t)(cap *= 2) * sizeof *reqs);
+            if (grown == NULL) {
+                ok = false;
+                break;
+            }
+            reqs = grown;
+        }
+        BatchRequest *r = &reqs[count++];
+        memset(r, 0, sizeof *r);
+        r->opt = *defaults;
+        if (!read_request(r, line, number, m, tok, tmpl)) continue;
+        for (int j = 0; j < count - 1; j++) {
+            if (reqs[j].id != NULL && strcmp(reqs[j].id, r->id) == 0) {
+                reject(r, "duplicate id '%s' (line %d)", r->id, number);
+                break;
+            }
+        }
+    }
+    free(text);
+    if (!ok) {
+        for (int i = 0; i < count; i++) batch_request_free(&reqs[i]);
+        free(reqs);
+        return step_fail(err, "requests %s: out of memory", path);
+    }
+    *out = reqs, *n = count;
+    return true;
+}
