@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "model_json.h"
+#include "pack.h"
 #include "quant_model.h"
 #include "../trace/trace_events.h"
 #include <sys/resource.h>
@@ -164,7 +165,8 @@ int cli_quant_option(int c, const char *arg, CliQuant *q, StepError *err) {
 
 bool cli_apply_quant(Model *m, const CliQuant *q, StepError *err) {
     if (q->weights && m->quant == NULL && !model_quantize(m, q->run.group, err)) return false;
-    return true;
+    /* float weights go into the fast layout; the numbers do not change */
+    return m->quant != NULL || model_pack(m, err);
 }
 
 static bool ends_with(const char *s, const char *suffix) {

@@ -127,7 +127,8 @@ enum { OPT_QUANT_WEIGHTS = 700, OPT_QUANT_ACTIVATIONS, OPT_QUANT_KV, OPT_QUANT_G
 /* Apply one quantization option: 1 if it was one, 0 if not, -1 on a bad value. */
 int cli_quant_option(int c, const char *arg, CliQuant *q, StepError *err);
 
-/* Quantize m's weights when asked and not already int8 (a .q8 file). */
+/* Quantize m's weights when asked and not already int8 (a .q8 file);
+ * otherwise put its float weights into the fast layout (pack.h). */
 bool cli_apply_quant(Model *m, const CliQuant *q, StepError *err);
 
 /* Load the model at model_path (NULL: stepwise's embedded tiny model; a

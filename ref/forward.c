@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "layers.h"
+#include "pack.h"
 #include "quant_model.h"
 
 /* A matmul of T rows through a [OC, C] weight of `bytes`: T·C·OC
@@ -27,38 +28,89 @@ static void count_attention(WorkCount *w, int T, int pos0, int n_heads, int head
     }
 }
 
-/* out [T, OC] = x [T, C] · Wᵀ, with W either float32 ([OC, C] at w) or
- * int8 (rows row0..row0+OC-1 of qm). With int8 weights and quantized
- * activations each input row is quantized with the weights' grouping and
- * every dot product is int8 × int8 (dot_q8); with float weights and
- * quantized activations the input is quantized and read back. */
-static void linear(RunState *s, float *out, const float *x, int T, int C, int OC, const float *w,
-                   const QuantMatrix *qm, int row0) {
-    if (qm != NULL) {
-        int g = qm->group, gpr = qm->groups_per_row;
-        for (int t = 0; t < T; t++) {
-            const float *xt = x + (size_t)t * C;
-            float *ot = out + (size_t)t * OC;
-            if (s->quant.activations) quantize_row(xt, C, g, s->xq, s->xs);
-            for (int o = 0; o < OC; o++) {
-                const int8_t *qw = qm->q + (size_t)(row0 + o) * C;
-                const float *sw = qm->scales + (size_t)(row0 + o) * gpr;
-                ot[o] = s->quant.activations ? dot_q8(s->xq, s->xs, qw, sw, C, g)
-                                             : dot_f32_q8(xt, qw, sw, C, g);
+/* A weight matrix in every form the model may hold it. */
+typedef struct {
+    const float *w;         /* row-major float32 [OC, C], or NULL */
+    const PackedMatrix *pm; /* float32, fast layout (pack.h), or NULL */
+    const PackedQ8 *pq;     /* int8, fast layout (quant_model.h), or NULL */
+} Weight;
+
+typedef enum { M_WQ, M_WK, M_WV, M_WO, M_W1, M_W2, M_W3, M_CLS } MatrixKind;
+
+/* Layer l's matrix of this kind, as the model holds it. */
+static Weight weight_of(const Model *m, MatrixKind k, int l) {
+    const Config *c = &m->config;
+    const Weights *w = &m->weights;
+    const QuantWeights *q = m->quant;
+    const PackedWeights *p = m->packed;
+    size_t d = (size_t)c->dim, h = (size_t)c->hidden_dim, kv = (size_t)config_kv_dim(c);
+    switch (k) {
+        case M_WQ:
+            return (Weight){w->wq ? w->wq + l * d * d : NULL, p ? &p->wq[l] : NULL,
+                            q ? &q->pwq[l] : NULL};
+        case M_WK:
+            return (Weight){w->wk ? w->wk + l * kv * d : NULL, p ? &p->wk[l] : NULL,
+                            q ? &q->pwk[l] : NULL};
+        case M_WV:
+            return (Weight){w->wv ? w->wv + l * kv * d : NULL, p ? &p->wv[l] : NULL,
+                            q ? &q->pwv[l] : NULL};
+        case M_WO:
+            return (Weight){w->wo ? w->wo + l * d * d : NULL, p ? &p->wo[l] : NULL,
+                            q ? &q->pwo[l] : NULL};
+        case M_W1:
+            return (Weight){w->w1 ? w->w1 + l * h * d : NULL, p ? &p->w1[l] : NULL,
+                            q ? &q->pw1[l] : NULL};
+        case M_W2:
+            return (Weight){w->w2 ? w->w2 + l * d * h : NULL, p ? &p->w2[l] : NULL,
+                            q ? &q->pw2[l] : NULL};
+        case M_W3:
+            return (Weight){w->w3 ? w->w3 + l * h * d : NULL, p ? &p->w3[l] : NULL,
+                            q ? &q->pw3[l] : NULL};
+        case M_CLS:
+            return (Weight){w->wcls, p ? &p->wcls : NULL, q ? &q->pcls : NULL};
+    }
+    return (Weight){NULL, NULL, NULL};
+}
+
+/* Bytes a pass reads of this weight: int8 codes and scales, or floats. */
+static uint64_t weight_bytes(const Weight *w, int C, int OC) {
+    if (w->pq != NULL) return quant_matrix_bytes(OC, C, w->pq->group);
+    return (uint64_t)C * OC * sizeof(float);
+}
+
+/* out [T, OC] = x [T, C] · Wᵀ, with W int8 (then, with quantized
+ * activations, each input row is quantized with the weights' grouping and
+ * every dot product is int8 × int8 in int32 per group), or float32 in the
+ * fast layout, or row-major (then, with quantized activations, the input is
+ * quantized and read back first). Every form sums each dot product in index
+ * order: the fast layouts are bitwise the plain loops. */
+static void linear(RunState *s, float *out, const float *x, int T, int C, int OC, Weight w) {
+    if (w.pq != NULL) {
+        const int8_t *qx = NULL;
+        if (s->quant.activations) {
+            int groups = quant_groups(C, w.pq->group);
+            for (int t = 0; t < T; t++)
+                quantize_row(x + (size_t)t * C, C, w.pq->group, s->xq + (size_t)t * C,
+                             s->xs + (size_t)t * groups);
+            qx = s->xq;
+        }
+        matmul_q8_packed(out, x, qx, s->xs, w.pq, T);
+    } else {
+        if (s->quant.activations) {
+            for (int t = 0; t < T; t++) {
+                quantize_row(x + (size_t)t * C, C, s->quant.group, s->xq, s->xs);
+                dequantize_row(s->xq, s->xs, C, s->quant.group, s->xfake + (size_t)t * C);
             }
+            x = s->xfake;
         }
-        count_matmul(&s->work, T, C, OC, quant_matrix_bytes(OC, C, g));
-        return;
+        if (w.pm != NULL)
+            matmul_packed(out, x, w.pm, T);
+        else if (s->matmul_override != NULL)
+            s->matmul_override(out, x, w.w, T, C, OC);
+        else
+            matmul_forward(out, x, w.w, T, C, OC, s->xT);
     }
-    if (s->quant.activations) {
-        for (int t = 0; t < T; t++) {
-            quantize_row(x + (size_t)t * C, C, s->quant.group, s->xq, s->xs);
-            dequantize_row(s->xq, s->xs, C, s->quant.group, s->xfake + (size_t)t * C);
-        }
-        x = s->xfake;
-    }
-    matmul_forward(out, x, w, T, C, OC);
-    count_matmul(&s->work, T, C, OC, (uint64_t)C * OC * sizeof(float));
+    count_matmul(&s->work, T, C, OC, weight_bytes(&w, C, OC));
 }
 
 /* Store T new K and V rows of layer l from pos0 as int8 (one scale per KV
@@ -121,16 +173,12 @@ static void emit_kv_snapshot(const HookSite *site, const float *key_l, const flo
     site->obs->emit(site->obs->ctx, &h);
 }
 
-/* A float weight view at offset, or NULL when the model has none (int8). */
-static const float *at(const float *w, size_t offset) {
-    return w != NULL ? w + offset : NULL;
-}
-
 const float *forward_tokens(const Model *m, RunState *s, const int *tokens, int T, int pos0,
                             bool all_logits, const StepObserver *obs) {
     const Config *c = &m->config;
     const Weights *w = &m->weights;
     const QuantWeights *qw = m->quant;
+    const PackedWeights *pk = m->packed;
     int dim = c->dim, hidden = c->hidden_dim, kv_dim = config_kv_dim(c);
     int head_dim = config_head_dim(c), n_heads = c->n_heads, n_kv = c->n_kv_heads;
     size_t layer_kv = (size_t)s->cache.capacity * kv_dim; /* values per layer of cache */
@@ -149,6 +197,8 @@ const float *forward_tokens(const Model *m, RunState *s, const int *tokens, int 
             const QuantMatrix *e = &qw->token_embedding;
             dequantize_row(e->q + (size_t)tokens[t] * dim,
                            e->scales + (size_t)tokens[t] * e->groups_per_row, dim, e->group, xt);
+        } else if (w->token_embedding == NULL) { /* packed and tied: the classifier's row */
+            packed_row(&pk->wcls, tokens[t], xt);
         } else {
             memcpy(xt, w->token_embedding + (size_t)tokens[t] * dim, (size_t)dim * sizeof(float));
         }
@@ -158,7 +208,7 @@ const float *forward_tokens(const Model *m, RunState *s, const int *tokens, int 
     hook_emit_rows(&site, HOOK_EMBED, s->x, T, 1, dim);
 
     for (int l = 0; l < c->n_layers; l++) {
-        size_t ld = (size_t)l * dim, lkv = (size_t)l * kv_dim;
+        size_t ld = (size_t)l * dim;
         /* float cache: new rows go straight into it; int8: through k_new/v_new */
         float *key_l = kv8 ? s->layer_k : s->cache.key + l * layer_kv;
         float *value_l = kv8 ? s->layer_v : s->cache.value + l * layer_kv;
@@ -171,11 +221,9 @@ const float *forward_tokens(const Model *m, RunState *s, const int *tokens, int 
         rmsnorm_forward(s->xb, s->x, w->rms_att + ld, T, dim);
         work->weight_bytes += 2u * dim * sizeof(float); /* rms_att and rms_ffn */
         hook_emit_rows(&site, HOOK_LN1, s->xb, T, 1, dim);
-        linear(s, s->q, s->xb, T, dim, dim, at(w->wq, ld * dim), qw ? &qw->wq : NULL, l * dim);
-        linear(s, k_new, s->xb, T, dim, kv_dim, at(w->wk, lkv * dim), qw ? &qw->wk : NULL,
-               l * kv_dim);
-        linear(s, v_new, s->xb, T, dim, kv_dim, at(w->wv, lkv * dim), qw ? &qw->wv : NULL,
-               l * kv_dim);
+        linear(s, s->q, s->xb, T, dim, dim, weight_of(m, M_WQ, l));
+        linear(s, k_new, s->xb, T, dim, kv_dim, weight_of(m, M_WK, l));
+        linear(s, v_new, s->xb, T, dim, kv_dim, weight_of(m, M_WV, l));
         rope_forward(s->q, T, dim, head_dim, pos0, s->rope_cos, s->rope_sin);
         rope_forward(k_new, T, kv_dim, head_dim, pos0, s->rope_cos, s->rope_sin);
         work->kv_bytes_written += (uint64_t)T * row_bytes * 2u;
@@ -189,7 +237,7 @@ const float *forward_tokens(const Model *m, RunState *s, const int *tokens, int 
                           &site);
         count_attention(work, T, pos0, n_heads, head_dim, row_bytes);
         hook_emit_rows(&site, HOOK_ATTN_Z, s->xb, T, n_heads, head_dim);
-        linear(s, s->xb2, s->xb, T, dim, dim, at(w->wo, ld * dim), qw ? &qw->wo : NULL, l * dim);
+        linear(s, s->xb2, s->xb, T, dim, dim, weight_of(m, M_WO, l));
         hook_emit_rows(&site, HOOK_ATTN_OUT, s->xb2, T, 1, dim);
         residual_forward(s->x, s->xb2, T * dim);
         hook_emit_rows(&site, HOOK_RESID_MID, s->x, T, 1, dim);
@@ -197,14 +245,13 @@ const float *forward_tokens(const Model *m, RunState *s, const int *tokens, int 
         /* feed-forward: x += w2 · (silu(w1 · x̂) ⊙ (w3 · x̂)) */
         rmsnorm_forward(s->xb, s->x, w->rms_ffn + ld, T, dim);
         hook_emit_rows(&site, HOOK_LN2, s->xb, T, 1, dim);
-        size_t lh = (size_t)l * hidden * dim;
-        linear(s, s->hb, s->xb, T, dim, hidden, at(w->w1, lh), qw ? &qw->w1 : NULL, l * hidden);
-        linear(s, s->hb2, s->xb, T, dim, hidden, at(w->w3, lh), qw ? &qw->w3 : NULL, l * hidden);
+        linear(s, s->hb, s->xb, T, dim, hidden, weight_of(m, M_W1, l));
+        linear(s, s->hb2, s->xb, T, dim, hidden, weight_of(m, M_W3, l));
         hook_emit_rows(&site, HOOK_MLP_GATE, s->hb, T, 1, hidden);
         hook_emit_rows(&site, HOOK_MLP_UP, s->hb2, T, 1, hidden);
         swiglu_forward(s->hb, s->hb2, T * hidden);
         hook_emit_rows(&site, HOOK_MLP_HIDDEN, s->hb, T, 1, hidden);
-        linear(s, s->xb, s->hb, T, hidden, dim, at(w->w2, lh), qw ? &qw->w2 : NULL, l * dim);
+        linear(s, s->xb, s->hb, T, hidden, dim, weight_of(m, M_W2, l));
         hook_emit_rows(&site, HOOK_MLP_OUT, s->xb, T, 1, dim);
         residual_forward(s->x, s->xb, T * dim);
         hook_emit_rows(&site, HOOK_RESID_POST, s->x, T, 1, dim);
@@ -218,16 +265,14 @@ const float *forward_tokens(const Model *m, RunState *s, const int *tokens, int 
     rmsnorm_forward(x_rows, x_rows, w->rms_final, rows, dim);
     work->weight_bytes += (uint64_t)dim * sizeof(float); /* rms_final */
     hook_emit_rows(&last, HOOK_FINAL_NORM, x_rows, rows, 1, dim);
-    linear(s, s->logits, x_rows, rows, dim, c->vocab_size, w->wcls,
-           qw ? quant_classifier(qw) : NULL, 0);
+    linear(s, s->logits, x_rows, rows, dim, c->vocab_size, weight_of(m, M_CLS, 0));
     hook_emit_rows(&last, HOOK_LOGITS, s->logits, rows, 1, c->vocab_size);
     return s->logits;
 }
 
 /* The work of a linear of C → OC for one row, as linear() counts it. */
-static void count_linear_row(WorkCount *w, int C, int OC, const QuantMatrix *qm) {
-    count_matmul(w, 1, C, OC,
-                 qm ? quant_matrix_bytes(OC, C, qm->group) : (uint64_t)C * OC * sizeof(float));
+static void count_linear_row(WorkCount *w, int C, int OC, Weight weight) {
+    count_matmul(w, 1, C, OC, weight_bytes(&weight, C, OC));
 }
 
 /* Hook emissions of row b alone. */
@@ -241,6 +286,7 @@ const float *forward_batch(const Model *m, RunState *s, const BatchRow *rows, in
     const Config *c = &m->config;
     const Weights *w = &m->weights;
     const QuantWeights *qw = m->quant;
+    const PackedWeights *pk = m->packed;
     int dim = c->dim, hidden = c->hidden_dim, kv_dim = config_kv_dim(c), V = c->vocab_size;
     int head_dim = config_head_dim(c), n_heads = c->n_heads, n_kv = c->n_kv_heads;
 
@@ -253,6 +299,8 @@ const float *forward_batch(const Model *m, RunState *s, const BatchRow *rows, in
             dequantize_row(e->q + (size_t)rows[b].token * dim,
                            e->scales + (size_t)rows[b].token * e->groups_per_row, dim, e->group,
                            xb);
+        } else if (w->token_embedding == NULL) { /* packed and tied: the classifier's row */
+            packed_row(&pk->wcls, rows[b].token, xb);
         } else {
             memcpy(xb, w->token_embedding + (size_t)rows[b].token * dim,
                    (size_t)dim * sizeof(float));
@@ -262,17 +310,15 @@ const float *forward_batch(const Model *m, RunState *s, const BatchRow *rows, in
         emit_row(&rows[b], -1, HOOK_EMBED, xb, 1, dim);
     }
     for (int l = 0; l < c->n_layers; l++) {
-        size_t ld = (size_t)l * dim, lkv = (size_t)l * kv_dim, lh = (size_t)l * hidden * dim;
+        size_t ld = (size_t)l * dim;
         for (int b = 0; b < B; b++)
             emit_row(&rows[b], l, HOOK_RESID_PRE, s->x + (size_t)b * dim, 1, dim);
         rmsnorm_forward(s->xb, s->x, w->rms_att + ld, B, dim);
         /* Q, K, V of all rows at once; each row's K and V then go to its own cache */
         float *k_rows = s->k_new, *v_rows = s->v_new;
-        linear(s, s->q, s->xb, B, dim, dim, at(w->wq, ld * dim), qw ? &qw->wq : NULL, l * dim);
-        linear(s, k_rows, s->xb, B, dim, kv_dim, at(w->wk, lkv * dim), qw ? &qw->wk : NULL,
-               l * kv_dim);
-        linear(s, v_rows, s->xb, B, dim, kv_dim, at(w->wv, lkv * dim), qw ? &qw->wv : NULL,
-               l * kv_dim);
+        linear(s, s->q, s->xb, B, dim, dim, weight_of(m, M_WQ, l));
+        linear(s, k_rows, s->xb, B, dim, kv_dim, weight_of(m, M_WK, l));
+        linear(s, v_rows, s->xb, B, dim, kv_dim, weight_of(m, M_WV, l));
         for (int b = 0; b < B; b++) {
             const BatchRow *r = &rows[b];
             RunState *rs = r->state;
@@ -283,9 +329,9 @@ const float *forward_batch(const Model *m, RunState *s, const BatchRow *rows, in
             float *q = s->q + (size_t)b * dim, *k = k_rows + (size_t)b * kv_dim;
             float *v = v_rows + (size_t)b * kv_dim;
             rs->work.weight_bytes += 2u * dim * sizeof(float);
-            count_linear_row(&rs->work, dim, dim, qw ? &qw->wq : NULL);
-            count_linear_row(&rs->work, dim, kv_dim, qw ? &qw->wk : NULL);
-            count_linear_row(&rs->work, dim, kv_dim, qw ? &qw->wv : NULL);
+            count_linear_row(&rs->work, dim, dim, weight_of(m, M_WQ, l));
+            count_linear_row(&rs->work, dim, kv_dim, weight_of(m, M_WK, l));
+            count_linear_row(&rs->work, dim, kv_dim, weight_of(m, M_WV, l));
             emit_row(r, l, HOOK_LN1, s->xb + (size_t)b * dim, 1, dim);
             rope_forward(q, 1, dim, head_dim, r->pos, rs->rope_cos, rs->rope_sin);
             rope_forward(k, 1, kv_dim, head_dim, r->pos, rs->rope_cos, rs->rope_sin);
@@ -310,20 +356,20 @@ const float *forward_batch(const Model *m, RunState *s, const BatchRow *rows, in
                               n_heads, n_kv, head_dim, &site);
             count_attention(&rs->work, 1, r->pos, n_heads, head_dim, row_bytes);
             emit_row(r, l, HOOK_ATTN_Z, s->xb + (size_t)b * dim, n_heads, head_dim);
-            count_linear_row(&rs->work, dim, dim, qw ? &qw->wo : NULL);
-            count_linear_row(&rs->work, dim, hidden, qw ? &qw->w1 : NULL);
-            count_linear_row(&rs->work, dim, hidden, qw ? &qw->w3 : NULL);
-            count_linear_row(&rs->work, hidden, dim, qw ? &qw->w2 : NULL);
+            count_linear_row(&rs->work, dim, dim, weight_of(m, M_WO, l));
+            count_linear_row(&rs->work, dim, hidden, weight_of(m, M_W1, l));
+            count_linear_row(&rs->work, dim, hidden, weight_of(m, M_W3, l));
+            count_linear_row(&rs->work, hidden, dim, weight_of(m, M_W2, l));
         }
-        linear(s, s->xb2, s->xb, B, dim, dim, at(w->wo, ld * dim), qw ? &qw->wo : NULL, l * dim);
+        linear(s, s->xb2, s->xb, B, dim, dim, weight_of(m, M_WO, l));
         for (int b = 0; b < B; b++)
             emit_row(&rows[b], l, HOOK_ATTN_OUT, s->xb2 + (size_t)b * dim, 1, dim);
         residual_forward(s->x, s->xb2, B * dim);
         for (int b = 0; b < B; b++)
             emit_row(&rows[b], l, HOOK_RESID_MID, s->x + (size_t)b * dim, 1, dim);
         rmsnorm_forward(s->xb, s->x, w->rms_ffn + ld, B, dim);
-        linear(s, s->hb, s->xb, B, dim, hidden, at(w->w1, lh), qw ? &qw->w1 : NULL, l * hidden);
-        linear(s, s->hb2, s->xb, B, dim, hidden, at(w->w3, lh), qw ? &qw->w3 : NULL, l * hidden);
+        linear(s, s->hb, s->xb, B, dim, hidden, weight_of(m, M_W1, l));
+        linear(s, s->hb2, s->xb, B, dim, hidden, weight_of(m, M_W3, l));
         for (int b = 0; b < B; b++) {
             emit_row(&rows[b], l, HOOK_LN2, s->xb + (size_t)b * dim, 1, dim);
             emit_row(&rows[b], l, HOOK_MLP_GATE, s->hb + (size_t)b * hidden, 1, hidden);
@@ -332,7 +378,7 @@ const float *forward_batch(const Model *m, RunState *s, const BatchRow *rows, in
         swiglu_forward(s->hb, s->hb2, B * hidden);
         for (int b = 0; b < B; b++)
             emit_row(&rows[b], l, HOOK_MLP_HIDDEN, s->hb + (size_t)b * hidden, 1, hidden);
-        linear(s, s->xb, s->hb, B, hidden, dim, at(w->w2, lh), qw ? &qw->w2 : NULL, l * dim);
+        linear(s, s->xb, s->hb, B, hidden, dim, weight_of(m, M_W2, l));
         for (int b = 0; b < B; b++)
             emit_row(&rows[b], l, HOOK_MLP_OUT, s->xb + (size_t)b * dim, 1, dim);
         residual_forward(s->x, s->xb, B * dim);
@@ -348,11 +394,11 @@ const float *forward_batch(const Model *m, RunState *s, const BatchRow *rows, in
         }
     }
     rmsnorm_forward(s->x, s->x, w->rms_final, B, dim);
-    linear(s, s->logits, s->x, B, dim, V, w->wcls, qw ? quant_classifier(qw) : NULL, 0);
+    linear(s, s->logits, s->x, B, dim, V, weight_of(m, M_CLS, 0));
     for (int b = 0; b < B; b++) {
         RunState *rs = rows[b].state;
         rs->work.weight_bytes += (uint64_t)dim * sizeof(float);
-        count_linear_row(&rs->work, dim, V, qw ? quant_classifier(qw) : NULL);
+        count_linear_row(&rs->work, dim, V, weight_of(m, M_CLS, 0));
         emit_row(&rows[b], -1, HOOK_FINAL_NORM, s->x + (size_t)b * dim, 1, dim);
         emit_row(&rows[b], -1, HOOK_LOGITS, s->logits + (size_t)b * V, 1, V);
     }

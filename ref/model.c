@@ -9,6 +9,7 @@
 #include <sys/stat.h>
 
 #include "file_util.h"
+#include "pack.h"
 #include "quant_model.h"
 #include "rng.h"
 
@@ -193,5 +194,6 @@ bool model_init_random(Model *m, const Config *c, uint64_t seed, StepError *err)
 void model_free(Model *m) {
     free(m->storage);
     quant_weights_free(m->quant);
+    packed_weights_free(m->packed, m->config.n_layers);
     memset(m, 0, sizeof *m);
 }

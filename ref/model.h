@@ -23,13 +23,15 @@ typedef struct {
     const float *wcls;            /* [vocab_size, dim]; == token_embedding when tied */
 } Weights;
 
-struct QuantWeights; /* quant_model.h */
+struct QuantWeights;  /* quant_model.h */
+struct PackedWeights; /* pack.h */
 
 typedef struct {
     Config config;
     Weights weights;
-    float *storage;             /* owns every float weight; freed by model_free */
-    struct QuantWeights *quant; /* int8 matrices (quant_model.h), or NULL: float32 */
+    float *storage;               /* owns every float weight; freed by model_free */
+    struct QuantWeights *quant;   /* int8 matrices (quant_model.h), or NULL: float32 */
+    struct PackedWeights *packed; /* float matrices in the fast layout (pack.h), or NULL */
 } Model;
 
 /* Load a llama2.c checkpoint in the legacy float32 layout: a header of seven

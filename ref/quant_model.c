@@ -40,8 +40,110 @@ static int quant_slots(QuantWeights *q, const Model *m, QuantSlot slots[9]) {
     return n;
 }
 
+#define Q8_ROWS 32
+
+static bool pack_q8(PackedQ8 *p, const QuantMatrix *m, int row0, int rows) {
+    int C = m->cols, gpr = m->groups_per_row, blocks = (rows + Q8_ROWS - 1) / Q8_ROWS;
+    *p = (PackedQ8){rows,
+                    C,
+                    m->group,
+                    gpr,
+                    calloc((size_t)blocks * C * Q8_ROWS, 1),
+                    calloc((size_t)blocks * gpr * Q8_ROWS, sizeof(float))};
+    if (p->q == NULL || p->scales == NULL) return false;
+    for (int r = 0; r < rows; r++) {
+        int b = r / Q8_ROWS, l = r % Q8_ROWS;
+        const int8_t *src = m->q + (size_t)(row0 + r) * C;
+        const float *ss = m->scales + (size_t)(row0 + r) * gpr;
+        for (int i = 0; i < C; i++) p->q[((size_t)b * C + i) * Q8_ROWS + l] = src[i];
+        for (int g = 0; g < gpr; g++) p->scales[((size_t)b * gpr + g) * Q8_ROWS + l] = ss[g];
+    }
+    return true;
+}
+
+static void packed_q8_free(PackedQ8 *p, int n) {
+    for (int i = 0; p != NULL && i < n; i++) free(p[i].q), free(p[i].scales);
+    free(p);
+}
+
+#if defined(__GNUC__) && defined(__x86_64__) && !defined(__clang__)
+#define Q8_CLONES __attribute__((target_clones("avx2", "default")))
+#else
+#define Q8_CLONES
+#endif
+
+/* One block of 8 rows against one token: float activations. */
+Q8_CLONES static void q8_block_f32(float *out, const float *x, const int8_t *q, const float *sc,
+                                   int C, int group, int rows) {
+    float sum[Q8_ROWS] = {0};
+    for (int g = 0, start = 0; start < C; g++, start += group) {
+        int end = start + group < C ? start + group : C;
+        float acc[Q8_ROWS] = {0};
+        for (int i = start; i < end; i++) {
+            float xi = x[i];
+            for (int l = 0; l < Q8_ROWS; l++) acc[l] += xi * (float)q[(size_t)i * Q8_ROWS + l];
+        }
+        for (int l = 0; l < Q8_ROWS; l++) sum[l] += acc[l] * sc[(size_t)g * Q8_ROWS + l];
+    }
+    for (int l = 0; l < rows; l++) out[l] = sum[l];
+}
+
+/* One block of 8 rows against one token: int8 activations. */
+Q8_CLONES static void q8_block_q8(float *out, const int8_t *qx, const float *sx, const int8_t *q,
+                                  const float *sc, int C, int group, int rows) {
+    float sum[Q8_ROWS] = {0};
+    for (int g = 0, start = 0; start < C; g++, start += group) {
+        int end = start + group < C ? start + group : C;
+        int32_t acc[Q8_ROWS] = {0};
+        for (int i = start; i < end; i++) {
+            int32_t xi = qx[i];
+            for (int l = 0; l < Q8_ROWS; l++) acc[l] += xi * (int32_t)q[(size_t)i * Q8_ROWS + l];
+        }
+        for (int l = 0; l < Q8_ROWS; l++)
+            sum[l] += (float)acc[l] * (sx[g] * sc[(size_t)g * Q8_ROWS + l]);
+    }
+    for (int l = 0; l < rows; l++) out[l] = sum[l];
+}
+
+void matmul_q8_packed(float *out, const float *x, const int8_t *qx, const float *sx,
+                      const PackedQ8 *w, int T) {
+    int C = w->cols, OC = w->rows, blocks = (OC + Q8_ROWS - 1) / Q8_ROWS;
+    for (int b = 0; b < blocks; b++) {
+        const int8_t *q = w->q + (size_t)b * C * Q8_ROWS;
+        const float *sc = w->scales + (size_t)b * w->groups_per_row * Q8_ROWS;
+        int row0 = b * Q8_ROWS, rows = OC - row0 < Q8_ROWS ? OC - row0 : Q8_ROWS;
+        for (int t = 0; t < T; t++) {
+            float *o = out + (size_t)t * OC + row0;
+            if (qx != NULL)
+                q8_block_q8(o, qx + (size_t)t * C, sx + (size_t)t * w->groups_per_row, q, sc, C,
+                            w->group, rows);
+            else
+                q8_block_f32(o, x + (size_t)t * C, q, sc, C, w->group, rows);
+        }
+    }
+}
+
+/* Build the fast layout of every matrix, per layer. */
+static bool quant_pack(QuantWeights *q, const Config *c) {
+    int L = c->n_layers, d = c->dim, h = c->hidden_dim, kv = config_kv_dim(c);
+    PackedQ8 **lists[] = {&q->pwq, &q->pwk, &q->pwv, &q->pwo, &q->pw1, &q->pw2, &q->pw3};
+    const QuantMatrix *mats[] = {&q->wq, &q->wk, &q->wv, &q->wo, &q->w1, &q->w2, &q->w3};
+    int out[] = {d, kv, kv, d, h, d, h};
+    for (int k = 0; k < 7; k++) {
+        *lists[k] = calloc((size_t)L, sizeof(PackedQ8));
+        if (*lists[k] == NULL) return false;
+        for (int l = 0; l < L; l++)
+            if (!pack_q8(&(*lists[k])[l], mats[k], l * out[k], out[k])) return false;
+    }
+    const QuantMatrix *cls = quant_classifier(q);
+    return pack_q8(&q->pcls, cls, 0, cls->rows);
+}
+
 void quant_weights_free(QuantWeights *q) {
     if (q == NULL) return;
+    PackedQ8 *lists[] = {q->pwq, q->pwk, q->pwv, q->pwo, q->pw1, q->pw2, q->pw3};
+    for (int k = 0; k < 7; k++) packed_q8_free(lists[k], q->n_layers);
+    free(q->pcls.q), free(q->pcls.scales);
     QuantMatrix *all[] = {
         &q->token_embedding, &q->wq, &q->wk, &q->wv, &q->wo, &q->w1, &q->w2, &q->w3, &q->wcls};
     for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) quant_matrix_free(all[i]);
@@ -60,6 +162,11 @@ bool model_quantize(Model *m, int group, StepError *err) {
             quant_weights_free(q);
             return step_fail(err, "quantize: out of memory");
         }
+    }
+    q->n_layers = m->config.n_layers;
+    if (!quant_pack(q, &m->config)) {
+        quant_weights_free(q);
+        return step_fail(err, "quantize: out of memory");
     }
     quant_weights_free(m->quant);
     m->quant = q;
@@ -191,6 +298,8 @@ bool model_load_q8(Model *m, const char *path, StepError *err) {
              read_matrix(f, &q->w3, Li * hd, di, group) &&
              fread(m->storage + 2 * L * d, sizeof(float), d, f) == d &&
              (c->shared_classifier || read_matrix(f, &q->wcls, c->vocab_size, di, group));
+        q->n_layers = c->n_layers;
+        ok = ok && quant_pack(q, c);
     } else {
         free(q);
     }

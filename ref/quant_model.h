@@ -13,13 +13,33 @@
 #include "model.h"
 #include "quant.h"
 
+/* One layer's int8 matrix in the fast layout (as pack.h's float one):
+ * blocks of 32 output rows interleaved along the input, codes [blocks, C, 32]
+ * and scales [blocks, groups per row, 32]. Same arithmetic as quant.h's. */
+typedef struct {
+    int rows, cols, group, groups_per_row;
+    int8_t *q;
+    float *scales;
+} PackedQ8;
+
 typedef struct QuantWeights {
     int group;
+    int n_layers;
+    /* the fast layout, one per layer (and the classifier), built at load */
+    PackedQ8 *pwq, *pwk, *pwv, *pwo, *pw1, *pw2, *pw3;
+    PackedQ8 pcls;
     QuantMatrix token_embedding; /* [vocab, dim] */
     QuantMatrix wq, wk, wv, wo;  /* [n_layers × out, in] */
     QuantMatrix w1, w2, w3;
     QuantMatrix wcls; /* [vocab, dim]; empty when tied (the embedding serves) */
 } QuantWeights;
+
+/* out[t][o] for the packed int8 w [OC, C] and float x [T, C]: per group,
+ * Σ x·q in float then × scale; with qx/sx given (activations quantized with
+ * the same grouping, [T, C] and [T, groups]), per group Σ qx·q in int32 then
+ * × sx·sw. Bitwise quant.h's dot_f32_q8 and dot_q8. */
+void matmul_q8_packed(float *out, const float *x, const int8_t *qx, const float *sx,
+                      const PackedQ8 *w, int T);
 
 /* The classifier: wcls, or the embedding when tied. */
 const QuantMatrix *quant_classifier(const QuantWeights *q);

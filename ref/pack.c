@@ -1,0 +1,130 @@
+/* pack.c: see pack.h. */
+#include "pack.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#if defined(__GNUC__) && defined(__x86_64__) && !defined(__clang__)
+#define PACK_CLONES __attribute__((target_clones("avx2", "default")))
+#else
+#define PACK_CLONES
+#endif
+
+#define PACK_TOKENS 4 /* tokens sharing each weight load */
+
+static bool pack_matrix(PackedMatrix *p, const float *w, int rows, int cols) {
+    int blocks = (rows + PACK_ROWS - 1) / PACK_ROWS;
+    p->rows = rows, p->cols = cols;
+    p->data = calloc((size_t)blocks * cols * PACK_ROWS, sizeof(float));
+    if (p->data == NULL) return false;
+    for (int r = 0; r < rows; r++) {
+        float *dst = p->data + (size_t)(r / PACK_ROWS) * cols * PACK_ROWS + r % PACK_ROWS;
+        for (int i = 0; i < cols; i++) dst[(size_t)i * PACK_ROWS] = w[(size_t)r * cols + i];
+    }
+    return true;
+}
+
+void packed_row(const PackedMatrix *m, int r, float *out) {
+    const float *src = m->data + (size_t)(r / PACK_ROWS) * m->cols * PACK_ROWS + r % PACK_ROWS;
+    for (int i = 0; i < m->cols; i++) out[i] = src[(size_t)i * PACK_ROWS];
+}
+
+/* One block of PACK_ROWS output rows against PACK_TOKENS tokens, written to
+ * out [PACK_TOKENS, OC] at column row0: sum[t][l] is row row0 + l against
+ * token t, summed over i in order. Each weight load serves every token. */
+PACK_CLONES static void block_tokens(float *out, const float *x, const float *block, int C, int OC,
+                                     int row0, int rows) {
+    float s0[PACK_ROWS] = {0}, s1[PACK_ROWS] = {0}, s2[PACK_ROWS] = {0}, s3[PACK_ROWS] = {0};
+    const float *x0 = x, *x1 = x + C, *x2 = x + 2 * (size_t)C, *x3 = x + 3 * (size_t)C;
+    for (int i = 0; i < C; i++) {
+        const float *wi = block + (size_t)i * PACK_ROWS;
+        float a = x0[i], b = x1[i], c = x2[i], d = x3[i];
+        for (int l = 0; l < PACK_ROWS; l++) {
+            s0[l] += wi[l] * a;
+            s1[l] += wi[l] * b;
+            s2[l] += wi[l] * c;
+            s3[l] += wi[l] * d;
+        }
+    }
+    for (int l = 0; l < rows; l++) {
+        out[row0 + l] = s0[l];
+        out[(size_t)OC + row0 + l] = s1[l];
+        out[2 * (size_t)OC + row0 + l] = s2[l];
+        out[3 * (size_t)OC + row0 + l] = s3[l];
+    }
+}
+
+/* The same for one token (decode). */
+PACK_CLONES static void block_token(float *out, const float *x, const float *block, int C, int row0,
+                                    int rows) {
+    float s[PACK_ROWS] = {0};
+    for (int i = 0; i < C; i++) {
+        const float *wi = block + (size_t)i * PACK_ROWS;
+        float xi = x[i];
+        for (int l = 0; l < PACK_ROWS; l++) s[l] += wi[l] * xi;
+    }
+    for (int l = 0; l < rows; l++) out[row0 + l] = s[l];
+}
+
+void matmul_packed(float *out, const float *x, const PackedMatrix *w, int T) {
+    int C = w->cols, OC = w->rows, blocks = (OC + PACK_ROWS - 1) / PACK_ROWS;
+    for (int b = 0; b < blocks; b++) {
+        const float *block = w->data + (size_t)b * C * PACK_ROWS;
+        int row0 = b * PACK_ROWS, rows = OC - row0 < PACK_ROWS ? OC - row0 : PACK_ROWS;
+        int t = 0;
+        for (; t + PACK_TOKENS <= T; t += PACK_TOKENS)
+            block_tokens(out + (size_t)t * OC, x + (size_t)t * C, block, C, OC, row0, rows);
+        for (; t < T; t++)
+            block_token(out + (size_t)t * OC, x + (size_t)t * C, block, C, row0, rows);
+    }
+}
+
+void packed_weights_free(PackedWeights *p, int n_layers) {
+    if (p == NULL) return;
+    PackedMatrix *per_layer[] = {p->wq, p->wk, p->wv, p->wo, p->w1, p->w2, p->w3};
+    for (int k = 0; k < 7; k++) {
+        for (int l = 0; per_layer[k] != NULL && l < n_layers; l++) free(per_layer[k][l].data);
+        free(per_layer[k]);
+    }
+    free(p->wcls.data);
+    free(p);
+}
+
+bool model_pack(Model *m, StepError *err) {
+    if (m->quant != NULL || m->packed != NULL) return true;
+    const Config *c = &m->config;
+    const Weights *w = &m->weights;
+    int L = c->n_layers, d = c->dim, h = c->hidden_dim, kv = config_kv_dim(c);
+    PackedWeights *p = calloc(1, sizeof *p);
+    bool ok = p != NULL;
+    PackedMatrix **lists[] = {&p->wq, &p->wk, &p->wv, &p->wo, &p->w1, &p->w2, &p->w3};
+    const float *src[] = {w->wq, w->wk, w->wv, w->wo, w->w1, w->w2, w->w3};
+    int out[] = {d, kv, kv, d, h, d, h}, in[] = {d, d, d, d, d, h, d};
+    for (int k = 0; ok && k < 7; k++) {
+        *lists[k] = calloc((size_t)L, sizeof(PackedMatrix));
+        ok = *lists[k] != NULL;
+        for (int l = 0; ok && l < L; l++)
+            ok = pack_matrix(&(*lists[k])[l], src[k] + (size_t)l * out[k] * in[k], out[k], in[k]);
+    }
+    if (ok) ok = pack_matrix(&p->wcls, w->wcls, c->vocab_size, d);
+    /* What stays row-major: the norms, and an untied embedding (for lookups). */
+    uint64_t norms = (uint64_t)(2 * L + 1) * d,
+             emb = c->shared_classifier ? 0 : (uint64_t)c->vocab_size * d;
+    float *storage = ok ? malloc((norms + emb) * sizeof(float)) : NULL;
+    if (storage == NULL) {
+        packed_weights_free(p, L);
+        return step_fail(err, "pack: out of memory for the weights");
+    }
+    memcpy(storage, w->rms_att, (size_t)L * d * sizeof(float));
+    memcpy(storage + (size_t)L * d, w->rms_ffn, (size_t)L * d * sizeof(float));
+    memcpy(storage + (size_t)2 * L * d, w->rms_final, (size_t)d * sizeof(float));
+    if (emb > 0) memcpy(storage + norms, w->token_embedding, emb * sizeof(float));
+    free(m->storage);
+    m->storage = storage;
+    m->weights = (Weights){.rms_att = storage,
+                           .rms_ffn = storage + (size_t)L * d,
+                           .rms_final = storage + (size_t)2 * L * d,
+                           .token_embedding = emb > 0 ? storage + norms : NULL};
+    m->packed = p;
+    return true;
+}
