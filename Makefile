@@ -23,7 +23,7 @@ TEST_SRC := $(wildcard tests/*.c)
 TEST_OBJ := $(patsubst %.c,$(BUILD)/obj/%.o,$(TEST_SRC))
 C_FILES  := $(wildcard ref/*.c ref/*.h trace/*.c trace/*.h tests/*.c tests/*.h)
 
-.PHONY: all help deps build test unit-tests valgrind fmt fmt-check demo models kv-tables golden bench-batch clean
+.PHONY: all help deps build test unit-tests valgrind fmt fmt-check demo models kv-tables golden bench bench-batch clean
 
 all: build
 
@@ -37,6 +37,7 @@ help:
 	@echo "make valgrind  run the tests and a traced generation under valgrind"
 	@echo "make kv-tables print the measured tables of docs/kv-cache.md"
 	@echo "make golden    write a golden set for stories260K into build/golden"
+	@echo "make bench     decode and prefill speed, int8, trace cost, memory (a table)"
 	@echo "make bench-batch  throughput against latency for batch sizes 1 to 16"
 
 deps:
@@ -165,6 +166,10 @@ models:
 golden: build
 	$(BUILD)/stepwise golden --model $(STEPWISE_MODELS)/stories260K.bin \
 	  --tokenizer $(STEPWISE_MODELS)/tok512.bin --out $(BUILD)/golden
+
+# Speed, measured (docs/performance.md): a benchmark, not a test.
+bench: build
+	/usr/bin/python3 tests/bench.py
 
 # Throughput against latency (docs/batching.md): a benchmark, not a test.
 bench-batch: build
