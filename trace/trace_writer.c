@@ -3,6 +3,8 @@
 #include "trace_writer.h"
 
 #include "../ref/file_util.h"
+#include "float_format.h"
+#include "float_format.h"
 
 #include <errno.h>
 #include <math.h>
@@ -61,7 +63,7 @@ static void append_floats(char *buf, size_t cap, size_t *len, const float *v, in
     for (int i = 0; i < n; i++) {
         if (i > 0) buf[(*len)++] = ',';
         if (isfinite(v[i]))
-            *len += (size_t)snprintf(buf + *len, cap - *len, "%.9g", (double)v[i]);
+            *len += (size_t)format_float9(v[i], buf + *len);
         else
             *len += (size_t)snprintf(buf + *len, cap - *len, "null");
     }
@@ -100,7 +102,7 @@ cJSON *trace_float_array(const float *v, int n) {
 cJSON *trace_float(float v) {
     char buf[32];
     if (isfinite(v))
-        snprintf(buf, sizeof buf, "%.9g", (double)v);
+        format_float9(v, buf);
     else
         snprintf(buf, sizeof buf, "null");
     return cJSON_CreateRaw(buf);
