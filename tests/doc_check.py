@@ -1,0 +1,103 @@
+#!/usr/bin/python3
+"""doc-check: the commands in the docs still do what the docs say.
+
+  doc_check.py FILE.md ...
+
+A fenced block opened with ```sh runnable is run with bash in a scratch
+directory that looks like a checkout: build/, data/ and docs/ link to the
+project's, and ../shared/models links to $STEPWISE_MODELS (as for the tests),
+so the commands read as a reader would type them and leave no files behind. If the next fenced block is opened
+with ```text expected, the command's standard output must equal it (line
+ends trimmed); otherwise it must just succeed. Prints one line per block and
+"doc-check: N passed, N failed, N skipped"; exits 1 on any failure. Blocks
+that use ../shared/models are skipped, saying so, when stories260K is absent.
+"""
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+
+FENCE = re.compile(r"^```(\S*)(.*)$")
+
+
+def blocks(path):
+    """(info, text, line) of every fenced block of a markdown file."""
+    lines = open(path, encoding="utf-8").read().split("\n")
+    i = 0
+    while i < len(lines):
+        m = FENCE.match(lines[i])
+        if m and m.group(1):
+            start, body = i + 1, []
+            i += 1
+            while i < len(lines) and not lines[i].startswith("```"):
+                body.append(lines[i])
+                i += 1
+            yield (m.group(1) + m.group(2)).strip(), "\n".join(body), start
+        i += 1
+
+
+def trim(text):
+    return "\n".join(line.rstrip() for line in text.strip("\n").split("\n"))
+
+
+def make_sandbox(root, models):
+    """A scratch checkout: links to build/, data/, docs/ and ../shared/models."""
+    top = tempfile.mkdtemp(prefix="stepwise-doc-check-")
+    work = os.path.join(top, "stepwise")
+    os.makedirs(os.path.join(top, "shared"))
+    os.makedirs(work)
+    for name in ("build", "data", "docs"):
+        os.symlink(os.path.join(root, name), os.path.join(work, name))
+    os.symlink(models, os.path.join(top, "shared", "models"))
+    return top, work
+
+
+def main(paths):
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    env = dict(os.environ)
+    models = os.path.abspath(os.path.join(root, env.get("STEPWISE_MODELS", "../shared/models")))
+    env["STEPWISE_MODELS"] = models
+    top, work = make_sandbox(root, models)
+    try:
+        return check_all([os.path.abspath(p) for p in paths], work, env)
+    finally:
+        shutil.rmtree(top)
+
+
+def check_all(paths, work, env):
+    passed = failed = skipped = 0
+    have_models = os.path.exists(os.path.join(env["STEPWISE_MODELS"], "stories260K.bin"))
+    for path in paths:
+        found = list(blocks(path))
+        for k, (info, text, line) in enumerate(found):
+            if info != "sh runnable":
+                continue
+            where = "%s:%d" % (os.path.relpath(path), line)
+            if "shared/models" in text and not have_models:
+                skipped += 1
+                print("skip  %s (no stories260K in $STEPWISE_MODELS: make models)" % where)
+                continue
+            expected = None
+            if k + 1 < len(found) and found[k + 1][0] == "text expected":
+                expected = found[k + 1][1]
+            done = subprocess.run(["bash", "-e", "-o", "pipefail", "-c", text],
+                                  capture_output=True, text=True, env=env, cwd=work)
+            ok = done.returncode == 0 and (expected is None or trim(done.stdout) == trim(expected))
+            if ok:
+                passed += 1
+                print("ok    " + where)
+            else:
+                failed += 1
+                print("FAIL  %s (exit %d)" % (where, done.returncode))
+                if done.stderr:
+                    print("  stderr: " + done.stderr.strip()[:500])
+                if expected is not None:
+                    print("  expected:\n" + expected + "\n  got:\n" + done.stdout)
+    print("doc-check: %d passed, %d failed, %d skipped" % (passed, failed, skipped))
+    return 1 if failed or passed + skipped == 0 else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
