@@ -13,7 +13,8 @@ export STEPWISE_MODELS
 
 # Debian packages the project needs (see README.md for why each).
 DEB_PACKAGES := libcjson-dev libcriterion-dev clang-format python3-sentencepiece \
-                python3-jsonschema
+                python3-jsonschema python3-numpy python3-matplotlib python3-nbconvert \
+                python3-ipykernel
 
 LIB_SRC  := $(filter-out ref/main.c,$(wildcard ref/*.c)) $(wildcard trace/*.c)
 LIB_OBJ  := $(patsubst %.c,$(BUILD)/obj/%.o,$(LIB_SRC)) $(BUILD)/obj/gen/tiny_model_json.o \
@@ -23,7 +24,7 @@ TEST_SRC := $(wildcard tests/*.c)
 TEST_OBJ := $(patsubst %.c,$(BUILD)/obj/%.o,$(TEST_SRC))
 C_FILES  := $(wildcard ref/*.c ref/*.h trace/*.c trace/*.h tests/*.c tests/*.h)
 
-.PHONY: all help deps build test unit-tests valgrind fmt fmt-check demo models kv-tables golden bench bench-batch clean
+.PHONY: all help deps build test unit-tests notebooks doc-check valgrind fmt fmt-check demo models kv-tables golden bench bench-batch clean
 
 all: build
 
@@ -34,6 +35,8 @@ help:
 	@echo "make demo      install what is missing, build, generate a story (stories260K if present)"
 	@echo "make models    copy the real models from \$$STEPWISE_MODELS, or download and verify them"
 	@echo "make fmt       clang-format every C file in place"
+	@echo "make notebooks execute every notebook and render it to HTML in build/notebooks"
+	@echo "make doc-check run the commands of docs/ marked runnable and check their output"
 	@echo "make valgrind  run the tests and a traced generation under valgrind"
 	@echo "make kv-tables print the measured tables of docs/kv-cache.md"
 	@echo "make golden    write a golden set for stories260K into build/golden"
@@ -101,6 +104,8 @@ $(BUILD)/stepwise-tests: $(TEST_OBJ) $(BUILD)/libstepwise.a
 test: deps
 	$(MAKE) --no-print-directory fmt-check build $(BUILD)/stepwise-tests
 	$(MAKE) --no-print-directory unit-tests
+	$(MAKE) --no-print-directory doc-check
+	$(MAKE) --no-print-directory notebooks
 
 # Criterion's tests, then the live check of the encoder against sentencepiece
 # (skipped, saying so, when tok512.model is absent).
@@ -111,6 +116,29 @@ unit-tests:
 	  /usr/bin/python3 tests/sentencepiece_check.py check $(BUILD)/stepwise 300; \
 	else echo "sentencepiece check skipped: no tok512.model in $(STEPWISE_MODELS)"; fi
 	bash tests/check_traces.sh
+
+# Every notebook, executed headless (a failed assertion fails the target),
+# then rendered to HTML for a projector: build/notebooks/.
+NOTEBOOKS := $(sort $(wildcard notebooks/*.ipynb))
+notebooks: build
+	@mkdir -p $(BUILD)/notebooks
+	@/usr/bin/python3 tests/notebooks_clean.py $(NOTEBOOKS)
+	@set -e; ran=0; skipped=0; for nb in $(NOTEBOOKS); do \
+	  if grep -q 'st.stories()\|st.model(' "$$nb" && [ ! -f "$(STEPWISE_MODELS)/stories260K.bin" ]; then \
+	    echo "  SKIP     $$nb (needs stories260K and tok512 in $(STEPWISE_MODELS): make models)"; \
+	    skipped=$$((skipped+1)); continue; fi; \
+	  echo "  NOTEBOOK $$nb"; \
+	  PYDEVD_DISABLE_FILE_VALIDATION=1 /usr/bin/python3 -m nbconvert --to notebook --execute --log-level=WARN \
+	    --output-dir $(BUILD)/notebooks "$$nb"; \
+	  /usr/bin/python3 -m nbconvert --to html --log-level=WARN \
+	    --output-dir $(BUILD)/notebooks "$(BUILD)/notebooks/$$(basename $$nb)"; \
+	  ran=$$((ran+1)); \
+	done; echo "notebooks: $$ran passed, $$skipped skipped"
+
+# Every command in docs/ marked runnable, run, and its output compared with
+# the block marked expected after it (tests/doc_check.py).
+doc-check: build
+	/usr/bin/python3 tests/doc_check.py docs/*.md
 
 # Every test under valgrind's memcheck: no leaks, no invalid reads.
 valgrind: build $(BUILD)/stepwise-tests
