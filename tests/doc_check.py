@@ -10,6 +10,8 @@ so the commands read as a reader would type them and leave no files behind. If t
 with ```text expected, the command's standard output must equal it (line
 ends trimmed); otherwise it must just succeed. Prints one line per block and
 "doc-check: N passed, N failed, N skipped"; exits 1 on any failure. Blocks
+Every relative link must lead to a file, and every function a page's
+"> **Code:**" line names must be defined in the file it links. Blocks
 that use ../shared/models are skipped, saying so, when stories260K is absent.
 """
 import os
@@ -20,6 +22,36 @@ import sys
 import tempfile
 
 FENCE = re.compile(r"^```(\S*)(.*)$")
+LINK = re.compile(r"\]\(([^)#\s]+)(#[^)]*)?\)")
+CODE_ITEM = re.compile(r"`([a-z_][a-z0-9_]*)`")
+
+
+def check_links(path):
+    """Problems with the page's relative links and its **Code:** line: every
+    linked file must exist, and every function the **Code:** line names must
+    be defined in the file linked after it (in the same clause)."""
+    found = []
+    here = os.path.dirname(path)
+    text = open(path, encoding="utf-8").read()
+    for m in LINK.finditer(text):
+        target = m.group(1)
+        if "://" in target or target.startswith("mailto:"):
+            continue
+        if not os.path.exists(os.path.join(here, target)):
+            found.append("link to a missing file: " + target)
+    for line in text.split("\n"):
+        if not line.startswith("> **Code:**"):
+            continue
+        code = line.split("**Notebook", 1)[0]
+        for clause in code.split(";"):
+            files = [os.path.join(here, t) for t, _ in LINK.findall(clause)]
+            names = CODE_ITEM.findall(clause)
+            for name in names:
+                pattern = re.compile(r"\b%s\(" % re.escape(name))
+                if not any(os.path.exists(f) and pattern.search(open(f, encoding="utf-8").read())
+                           for f in files):
+                    found.append("**Code:** names %s, not found in %s" % (name, ", ".join(files)))
+    return found
 
 
 def blocks(path):
@@ -70,6 +102,9 @@ def check_all(paths, work, env):
     passed = failed = skipped = 0
     have_models = os.path.exists(os.path.join(env["STEPWISE_MODELS"], "stories260K.bin"))
     for path in paths:
+        for problem in check_links(path):
+            failed += 1
+            print("FAIL  %s: %s" % (os.path.relpath(path), problem))
         found = list(blocks(path))
         for k, (info, text, line) in enumerate(found):
             if info != "sh runnable":

@@ -61,3 +61,92 @@ Test(forward, prefill_and_decode_are_bitwise_identical_on_tiny_model) {
     model_free(&m);
     tokenizer_free(&tok);
 }
+
+/* A generated model of 8 query heads of 4 over 2 layers, with n_kv KV heads. */
+static void make_attention_model(Model *m, int n_kv) {
+    Config c = {.dim = 32,
+                .hidden_dim = 48,
+                .n_layers = 2,
+                .n_heads = 8,
+                .n_kv_heads = n_kv,
+                .vocab_size = 64,
+                .seq_len = 16,
+                .shared_classifier = true};
+    StepError err;
+    cr_assert(model_init_random(m, &c, 7, &err), "%s", err.message);
+}
+
+/* Writable view of a weight inside the model's own storage. */
+static float *weight_in_storage(Model *m, const float *view) {
+    return m->storage + (view - m->storage);
+}
+
+/* The sharing rule, derived independently: a model with n_kv KV heads must
+ * compute what an MHA model computes when each of its query heads h is given
+ * a copy of KV head h / (n_heads / n_kv), the K and V rows of that head
+ * repeated. Build that MHA model from the shared one's weights and compare
+ * every logit of a 12-token prefill, bitwise. */
+static void expect_sharing_equals_expanded_mha(int n_kv) {
+    Model shared, mha;
+    make_attention_model(&shared, n_kv);
+    make_attention_model(&mha, 8);
+    const Config *c = &shared.config;
+    int hd = config_head_dim(c), group = c->n_heads / n_kv, dim = c->dim;
+    const Weights *s = &shared.weights;
+    Weights *w = &mha.weights;
+    size_t L = (size_t)c->n_layers, D = (size_t)dim, H = (size_t)c->hidden_dim;
+    struct {
+        const float *from, *to;
+        size_t n;
+    } same[] = {{s->token_embedding, w->token_embedding, (size_t)c->vocab_size * D},
+                {s->rms_att, w->rms_att, L * D},
+                {s->wq, w->wq, L * D * D},
+                {s->wo, w->wo, L * D * D},
+                {s->rms_ffn, w->rms_ffn, L * D},
+                {s->w1, w->w1, L * H * D},
+                {s->w2, w->w2, L * D * H},
+                {s->w3, w->w3, L * H * D},
+                {s->rms_final, w->rms_final, D}};
+    for (size_t i = 0; i < sizeof same / sizeof same[0]; i++)
+        memcpy(weight_in_storage(&mha, same[i].to), same[i].from, same[i].n * sizeof(float));
+    size_t kv_dim = (size_t)config_kv_dim(c);
+    for (size_t l = 0; l < L; l++) {
+        for (int h = 0; h < c->n_heads; h++) {
+            size_t rows = (size_t)hd * D, from = l * kv_dim * D + (size_t)(h / group) * rows;
+            size_t to = l * D * D + (size_t)h * rows;
+            memcpy(weight_in_storage(&mha, w->wk) + to, s->wk + from, rows * sizeof(float));
+            memcpy(weight_in_storage(&mha, w->wv) + to, s->wv + from, rows * sizeof(float));
+        }
+    }
+    int tokens[12] = {1, 5, 9, 33, 2, 60, 17, 17, 40, 8, 3, 21};
+    StepError err;
+    RunState a, b;
+    cr_assert(run_state_init(&a, c, 12, 12, &err), "%s", err.message);
+    cr_assert(run_state_init(&b, &mha.config, 12, 12, &err), "%s", err.message);
+    const float *la = forward_tokens(&shared, &a, tokens, 12, 0, true, NULL);
+    const float *lb = forward_tokens(&mha, &b, tokens, 12, 0, true, NULL);
+    cr_assert_eq(memcmp(la, lb, 12 * (size_t)c->vocab_size * sizeof(float)), 0,
+                 "%d KV heads: logits differ from the expanded MHA model", n_kv);
+    run_state_free(&a);
+    run_state_free(&b);
+    model_free(&shared);
+    model_free(&mha);
+}
+
+Test(forward, gqa_and_mqa_equal_mha_with_each_kv_head_repeated_for_its_group) {
+    expect_sharing_equals_expanded_mha(2); /* GQA: 4 query heads per KV head */
+    expect_sharing_equals_expanded_mha(4); /* GQA: 2 per KV head */
+    expect_sharing_equals_expanded_mha(1); /* MQA: all 8 share one */
+}
+
+Test(forward, prefill_and_decode_are_bitwise_identical_for_mha_gqa_and_mqa) {
+    int tokens[] = {1, 5, 9, 33, 2, 60, 17, 17, 40, 8, 3, 21, 11, 12, 13, 14};
+    int kv_heads[] = {8, 2, 1};
+    for (int i = 0; i < 3; i++) {
+        Model m;
+        make_attention_model(&m, kv_heads[i]);
+        expect_prefill_equals_decode(&m, tokens, 16, 1);
+        expect_prefill_equals_decode(&m, tokens, 16, 5);
+        model_free(&m);
+    }
+}
