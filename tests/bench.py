@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """make bench: stepwise's speed, measured (docs/performance.md).
 
-Single thread, median of RUNS runs with the min and max beside it, timed
+Single thread, median of RUNS runs (TRACE_RUNS pairs for the trace's cost) with the min and max beside it, timed
 inside the process around the phases (the metrics line of `generate`):
 decode tokens/s for 256 new tokens from BOS, prefill tokens/s for the prompt
 of data/text/prompt-100.txt, on the 15M shape and on stories260K; decode with
@@ -18,6 +18,9 @@ import subprocess
 import sys
 
 RUNS = 5
+# The trace ratio compares two runs of about 40 ms each, where a busy moment
+# on a shared machine moves one of them by half: more pairs, interleaved.
+TRACE_RUNS = 15
 BIN = "build/stepwise"
 MODELS = os.environ.get("STEPWISE_MODELS", "../shared/models")
 M15 = "build/m15.bin"
@@ -65,7 +68,7 @@ def main():
     q8 = [generate(model, tok, "--steps", "256", "--quant-weights", "int8")[2] for _ in range(RUNS)]
     rows.append({"what": "15M decode, int8 weights", "unit": "tokens/s", **stats(q8)})
     model, tok = models["stories260K"]
-    ratios = [total_seconds(model, tok, "sampling") / total_seconds(model, tok, "summary") for _ in range(RUNS)]
+    ratios = [total_seconds(model, tok, "sampling") / total_seconds(model, tok, "summary") for _ in range(TRACE_RUNS)]
     rows.append({"what": "stories260K 256 tokens, default trace / untraced", "unit": "x", **stats(ratios)})
     model, tok = models["15M"]
     rss = [generate(model, tok, "--steps", "256")[3] for _ in range(RUNS)]

@@ -14,7 +14,7 @@ static void expect_same(float v) {
     char want[64], got[64];
     snprintf(want, sizeof want, "%.9g", (double)v);
     int n = format_float9(v, got);
-    cr_assert_str_eq(got, want, "bits %08x", 0);
+    cr_assert_str_eq(got, want, "%.9g", (double)v);
     cr_assert_eq(n, (int)strlen(want));
 }
 
@@ -44,4 +44,18 @@ Test(float_format, random_bit_patterns, .timeout = 60) {
         expect_same(v);
     }
     cr_expect_gt(checked, 2900000);
+}
+
+/* Around every power of ten a float can hold, where the digit count turns
+ * over and the first estimate of the exponent is most often one too small:
+ * the 64 floats on either side of the nearest float to 10^k. */
+Test(float_format, neighbours_of_powers_of_ten) {
+    for (int k = -45; k <= 38; k++) {
+        float p = (float)pow(10.0, k);
+        float lo = p, hi = p;
+        for (int i = 0; i < 64; i++) {
+            expect_same(lo), expect_same(-lo), expect_same(hi), expect_same(-hi);
+            lo = nextafterf(lo, 0.0f), hi = nextafterf(hi, INFINITY);
+        }
+    }
 }

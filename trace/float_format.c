@@ -14,10 +14,29 @@
 
 typedef unsigned __int128 u128;
 
+/* 10^k for 0 <= k <= 30: 10^19 is the largest power of ten in 64 bits. */
 static u128 pow10_u128(int k) {
-    u128 p = 1;
-    while (k-- > 0) p *= 10;
-    return p;
+    static const uint64_t small[20] = {1u,
+                                       10u,
+                                       100u,
+                                       1000u,
+                                       10000u,
+                                       100000u,
+                                       1000000u,
+                                       10000000u,
+                                       100000000u,
+                                       1000000000u,
+                                       10000000000u,
+                                       100000000000u,
+                                       1000000000000u,
+                                       10000000000000u,
+                                       100000000000000u,
+                                       1000000000000000u,
+                                       10000000000000000u,
+                                       100000000000000000u,
+                                       1000000000000000000u,
+                                       10000000000000000000u};
+    return k < 20 ? (u128)small[k] : (u128)small[19] * small[k - 19];
 }
 
 /* N = round-half-even(m · 10^k · 2^e), or false when out of the exact range. */
@@ -35,13 +54,37 @@ static int scaled_digits(uint32_t m, int e, int k, uint64_t *n) {
     return 1;
 }
 
+/* floor(n · log10 2), for |n| < 1650, in integers. */
+static int floor_log10_pow2(int n) {
+    return n >= 0 ? (n * 78913) >> 18 : -((-n * 78913 + (1 << 18) - 1) >> 18);
+}
+
+/* Write "e+XX" or "e-XX" (at least two digits, as printf does) at p. */
+static char *put_exponent(char *p, int d) {
+    *p++ = 'e';
+    *p++ = d < 0 ? '-' : '+';
+    int a = d < 0 ? -d : d;
+    if (a >= 100) *p++ = (char)('0' + a / 100);
+    *p++ = (char)('0' + a / 10 % 10);
+    *p++ = (char)('0' + a % 10);
+    return p;
+}
+
 int format_float9(float v, char *buf) {
     if (v == 0.0f) return (int)(strcpy(buf, signbit(v) ? "-0" : "0"), strlen(buf));
-    double x = fabs((double)v);
-    int e2;
-    double mant = frexp(x, &e2); /* x = mant · 2^e2, mant in [0.5, 1) */
-    uint32_t m = (uint32_t)ldexp(mant, 24);
-    int e = e2 - 24, d = (int)floor(log10(x));
+    /* x = |v| = m · 2^e read from the bits: 24-bit m with the implicit one
+     * for a normal float; a subnormal's e = -149 is outside the exact range. */
+    uint32_t bits;
+    memcpy(&bits, &v, sizeof bits);
+    int biased = (int)((bits >> 23) & 0xffu);
+    uint32_t m = bits & 0x7fffffu;
+    if (biased == 0) return snprintf(buf, 32, "%.9g", (double)v);
+    m |= 0x800000u;
+    int e = biased - 150;
+    /* x is in [2^(e+23), 2^(e+24)), so floor(log10 x) is floor((e + 23) · log10 2)
+     * or one more; 78913 / 2^18 is log10 2 to the precision that needs. The
+     * loop below moves d up or down when N comes out with ten or eight digits. */
+    int d = floor_log10_pow2(e + 23);
     uint64_t n = 0;
     for (int tries = 0; tries < 3; tries++) {
         if (!scaled_digits(m, e, 8 - d, &n)) return snprintf(buf, 32, "%.9g", (double)v);
@@ -65,7 +108,7 @@ int format_float9(float v, char *buf) {
             *p++ = '.';
             memcpy(p, digits + 1, (size_t)nd - 1), p += nd - 1;
         }
-        p += sprintf(p, "e%c%02d", d < 0 ? '-' : '+', d < 0 ? -d : d);
+        p = put_exponent(p, d);
     } else if (d >= 0) { /* ddd.ddd */
         int whole = d + 1;
         for (int i = 0; i < whole; i++) *p++ = i < nd ? digits[i] : '0';

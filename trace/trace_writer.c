@@ -4,7 +4,6 @@
 
 #include "../ref/file_util.h"
 #include "float_format.h"
-#include "float_format.h"
 
 #include <errno.h>
 #include <math.h>
