@@ -1,4 +1,8 @@
 /* model.c: the llama2.c checkpoint loader and the weight views. */
+
+/* madvise(MADV_DONTNEED) is not in POSIX (posix_madvise's DONTNEED is only
+ * advice, and glibc ignores it); _DEFAULT_SOURCE declares it. */
+#define _DEFAULT_SOURCE
 #include "model.h"
 
 #include <errno.h>
@@ -6,7 +10,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <math.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "file_util.h"
 #include "pack.h"
@@ -85,29 +91,36 @@ bool model_load_checkpoint(Model *m, const char *path, StepError *err) {
                          path, (unsigned long long)expected, (unsigned long long)file_bytes,
                          file_bytes < expected ? "truncated" : "oversized");
     }
-    uint64_t floats = model_storage_floats(c);
-    uint64_t dim = (uint64_t)c->dim, vocab = (uint64_t)c->vocab_size;
-    /* Floats before the RoPE tables: everything, minus an untied classifier. */
-    uint64_t before_rope = c->shared_classifier ? floats : floats - vocab * dim;
-    m->storage = malloc(floats * sizeof(float));
-    if (m->storage == NULL) {
-        fclose(f);
-        return step_fail(err, "model %s: cannot allocate %llu bytes of weights", path,
-                         (unsigned long long)(floats * sizeof(float)));
-    }
-    bool ok = read_exact(f, m->storage, before_rope * sizeof(float));
-    if (ok && !c->shared_classifier) {
-        long rope_bytes = (long)((uint64_t)c->seq_len * (uint64_t)config_head_dim(c) * 4u);
-        ok = fseek(f, rope_bytes, SEEK_CUR) == 0 &&
-             read_exact(f, m->storage + before_rope, vocab * dim * sizeof(float));
-    }
+    /* Copy-on-write, so that the weights are ours to read for the model's
+     * life whatever happens to the file's name, and writable like any other
+     * model's storage without touching the file. */
+    void *map = mmap(NULL, (size_t)file_bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE, fileno(f), 0);
     fclose(f);
-    if (!ok) {
-        model_free(m);
-        return step_fail(err, "model %s: read error in the weights", path);
-    }
+    if (map == MAP_FAILED)
+        return step_fail(err, "model %s: cannot map the weights: %s", path, strerror(errno));
+    m->mapping = map, m->mapping_bytes = (size_t)file_bytes;
+    m->storage = (float *)((char *)map + sizeof header);
     model_bind_weights(m);
+    if (!c->shared_classifier) /* the untied classifier comes after the RoPE tables */
+        m->weights.wcls =
+            m->weights.rms_final + c->dim + (uint64_t)c->seq_len * (uint64_t)config_head_dim(c);
     return true;
+}
+
+void model_release_pages(const Model *m, const float *from, uint64_t n_floats) {
+    if (m->mapping == NULL || n_floats == 0) return;
+    uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
+    uintptr_t lo = ((uintptr_t)from + page - 1) / page * page; /* whole pages inside */
+    uintptr_t hi = ((uintptr_t)(from + n_floats)) / page * page;
+    if (hi > lo) madvise((void *)lo, hi - lo, MADV_DONTNEED);
+}
+
+void model_release_storage(Model *m) {
+    if (m->mapping != NULL)
+        munmap(m->mapping, m->mapping_bytes);
+    else
+        free(m->storage);
+    m->storage = NULL, m->mapping = NULL, m->mapping_bytes = 0;
 }
 
 /* Write n floats; false on a short write. */
@@ -192,7 +205,7 @@ bool model_init_random(Model *m, const Config *c, uint64_t seed, StepError *err)
 }
 
 void model_free(Model *m) {
-    free(m->storage);
+    model_release_storage(m);
     quant_weights_free(m->quant);
     packed_weights_free(m->packed, m->config.n_layers);
     memset(m, 0, sizeof *m);

@@ -29,7 +29,10 @@ struct PackedWeights; /* pack.h */
 typedef struct {
     Config config;
     Weights weights;
-    float *storage;               /* owns every float weight; freed by model_free */
+    float *storage;               /* every float weight; owned (freed by model_free) or, when
+                                     mapping is set, a view into the mapped checkpoint */
+    void *mapping;                /* the checkpoint file mapped copy-on-write, or NULL */
+    size_t mapping_bytes;         /* its length, for munmap */
     struct QuantWeights *quant;   /* int8 matrices (quant_model.h), or NULL: float32 */
     struct PackedWeights *packed; /* float matrices in the fast layout (pack.h), or NULL */
 } Model;
@@ -41,6 +44,17 @@ typedef struct {
  * seq_len × head_dim / 2 floats each before the classifier. The header is
  * checked against the file size before any weight is read. */
 bool model_load_checkpoint(Model *m, const char *path, StepError *err);
+
+/* The checkpoint is mapped (mmap, private), not read: a weight costs memory
+ * only once it is touched, and model_pack releases each matrix's pages as it
+ * repacks them, so the resident peak stays near one copy of the weights.
+ * Pages of a mapped model that nobody wrote are read again from the file if
+ * touched after a release: the values never change. For any other model
+ * this does nothing. */
+void model_release_pages(const Model *m, const float *from, uint64_t n_floats);
+
+/* Free (or unmap) m->storage and set it to NULL; the views are not touched. */
+void model_release_storage(Model *m);
 
 /* Point m->weights into m->storage, laid out as in a checkpoint body (without
  * the RoPE tables). Used by every loader once storage is filled. */

@@ -12,14 +12,23 @@
 
 #define PACK_TOKENS 4 /* tokens sharing each weight load */
 
-static bool pack_matrix(PackedMatrix *p, const float *w, int rows, int cols) {
+#define PACK_RELEASE_ROWS 256 /* rows of the source released at a time */
+
+/* Pack w [rows, cols] of model m, releasing the source rows' pages of a
+ * mapped checkpoint as they are done (model_release_pages), so that the two
+ * layouts never both hold the whole matrix. */
+static bool pack_matrix(const Model *m, PackedMatrix *p, const float *w, int rows, int cols) {
     int blocks = (rows + PACK_ROWS - 1) / PACK_ROWS;
     p->rows = rows, p->cols = cols;
     p->data = calloc((size_t)blocks * cols * PACK_ROWS, sizeof(float));
     if (p->data == NULL) return false;
-    for (int r = 0; r < rows; r++) {
-        float *dst = p->data + (size_t)(r / PACK_ROWS) * cols * PACK_ROWS + r % PACK_ROWS;
-        for (int i = 0; i < cols; i++) dst[(size_t)i * PACK_ROWS] = w[(size_t)r * cols + i];
+    for (int r0 = 0; r0 < rows; r0 += PACK_RELEASE_ROWS) {
+        int r1 = r0 + PACK_RELEASE_ROWS < rows ? r0 + PACK_RELEASE_ROWS : rows;
+        for (int r = r0; r < r1; r++) {
+            float *dst = p->data + (size_t)(r / PACK_ROWS) * cols * PACK_ROWS + r % PACK_ROWS;
+            for (int i = 0; i < cols; i++) dst[(size_t)i * PACK_ROWS] = w[(size_t)r * cols + i];
+        }
+        model_release_pages(m, w + (size_t)r0 * cols, (uint64_t)(r1 - r0) * (uint64_t)cols);
     }
     return true;
 }
@@ -104,9 +113,10 @@ bool model_pack(Model *m, StepError *err) {
         *lists[k] = calloc((size_t)L, sizeof(PackedMatrix));
         ok = *lists[k] != NULL;
         for (int l = 0; ok && l < L; l++)
-            ok = pack_matrix(&(*lists[k])[l], src[k] + (size_t)l * out[k] * in[k], out[k], in[k]);
+            ok =
+                pack_matrix(m, &(*lists[k])[l], src[k] + (size_t)l * out[k] * in[k], out[k], in[k]);
     }
-    if (ok) ok = pack_matrix(&p->wcls, w->wcls, c->vocab_size, d);
+    if (ok) ok = pack_matrix(m, &p->wcls, w->wcls, c->vocab_size, d);
     /* What stays row-major: the norms, and an untied embedding (for lookups). */
     uint64_t norms = (uint64_t)(2 * L + 1) * d,
              emb = c->shared_classifier ? 0 : (uint64_t)c->vocab_size * d;
@@ -119,7 +129,7 @@ bool model_pack(Model *m, StepError *err) {
     memcpy(storage + (size_t)L * d, w->rms_ffn, (size_t)L * d * sizeof(float));
     memcpy(storage + (size_t)2 * L * d, w->rms_final, (size_t)d * sizeof(float));
     if (emb > 0) memcpy(storage + norms, w->token_embedding, emb * sizeof(float));
-    free(m->storage);
+    model_release_storage(m);
     m->storage = storage;
     m->weights = (Weights){.rms_att = storage,
                            .rms_ffn = storage + (size_t)L * d,

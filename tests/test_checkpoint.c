@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "../ref/forward.h"
+#include "../ref/pack.h"
 #include "helpers.h"
 
 /* Write the tiny model as a llama2.c checkpoint: header, weights in layout
@@ -159,4 +160,38 @@ Test(checkpoint, sizes_derived_from_the_header) {
     cr_expect_str_eq(config_attention_kind(&c), "MHA");
     c.n_kv_heads = 1;
     cr_expect_str_eq(config_attention_kind(&c), "MQA");
+}
+
+/* A checkpoint is mapped, not read: releasing a matrix's pages (as packing
+ * does) must leave its values as they were, read again from the file, and a
+ * packed model must give the logits of the unpacked one to the bit. */
+Test(checkpoint, released_pages_read_back_the_same_weights) {
+    const char *path = model_file("stories260K.bin");
+    if (path == NULL) cr_skip_test("stories260K.bin not in the models folder");
+    Model a, b;
+    StepError err;
+    cr_assert(model_load_checkpoint(&a, path, &err), "%s", err.message);
+    cr_assert(model_load_checkpoint(&b, path, &err), "%s", err.message);
+    cr_assert_not_null(a.mapping, "the checkpoint is mapped");
+    const Config *c = &a.config;
+    uint64_t n = (uint64_t)c->n_layers * (uint64_t)c->hidden_dim * (uint64_t)c->dim;
+    model_release_pages(&a, a.weights.w1, n);
+    model_release_pages(&a, a.weights.token_embedding, (uint64_t)c->vocab_size * c->dim);
+    cr_assert_eq(memcmp(a.weights.w1, b.weights.w1, n * sizeof(float)), 0);
+    cr_assert_eq(memcmp(a.weights.token_embedding, b.weights.token_embedding,
+                        (size_t)c->vocab_size * c->dim * sizeof(float)),
+                 0);
+    cr_assert(model_pack(&a, &err), "%s", err.message);
+    cr_assert_null(a.mapping, "packing lets go of the mapping");
+    int tokens[] = {1, 403, 407, 261, 378};
+    RunState sa, sb;
+    cr_assert(run_state_init(&sa, c, 5, 5, &err), "%s", err.message);
+    cr_assert(run_state_init(&sb, c, 5, 5, &err), "%s", err.message);
+    const float *la = forward_tokens(&a, &sa, tokens, 5, 0, true, NULL);
+    const float *lb = forward_tokens(&b, &sb, tokens, 5, 0, true, NULL);
+    cr_assert_eq(memcmp(la, lb, 5 * (size_t)c->vocab_size * sizeof(float)), 0);
+    run_state_free(&sa);
+    run_state_free(&sb);
+    model_free(&a);
+    model_free(&b);
 }
