@@ -162,6 +162,9 @@ bool model_quantize(Model *m, int group, StepError *err) {
             quant_weights_free(q);
             return step_fail(err, "quantize: out of memory");
         }
+        /* The float copy is read again only if someone asks (compare-quant's
+         * float runs); until then it need not be resident. */
+        model_release_pages(m, slots[i].src, (uint64_t)slots[i].rows * (uint64_t)slots[i].cols);
     }
     q->n_layers = m->config.n_layers;
     if (!quant_pack(q, &m->config)) {

@@ -6,8 +6,8 @@ inside the process around the phases (the metrics line of `generate`):
 decode tokens/s for 256 new tokens from BOS, prefill tokens/s for the prompt
 of data/text/prompt-100.txt, on the 15M shape and on stories260K; decode with
 int8 weights; the cost of the default-level trace on a 256-token stories260K
-run; and the peak resident memory against the weights plus the KV-cache
-formula. Prints one table and writes it as JSON to build/bench/bench.json.
+run; and the peak resident memory, float32 and int8, against the weights plus
+the KV-cache formula. Prints one table and writes it as JSON to build/bench/bench.json.
 A benchmark, not a test: nothing is asserted.
 """
 import json
@@ -77,6 +77,10 @@ def main():
     formula = (info["this_model"]["weight_bytes"] + info["this_model"]["kv_bytes_at_context"]) / 2**20
     rows.append({"what": "15M peak resident memory (weights + KV formula: %.1f MiB)" % formula,
                  "unit": "MiB", **stats(rss)})
+    rss8 = [generate(model, tok, "--steps", "256", "--quant-weights", "int8")[3] for _ in range(RUNS)]
+    formula8 = (info["int8"]["weight_bytes"] + info["this_model"]["kv_bytes_at_context"]) / 2**20
+    rows.append({"what": "15M peak resident memory, int8 weights (int8 weights + KV: %.1f MiB)" % formula8,
+                 "unit": "MiB", **stats(rss8)})
     print("| measurement | median | min | max | unit |")
     print("|---|---|---|---|---|")
     for r in rows:
