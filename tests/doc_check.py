@@ -5,14 +5,19 @@
 
 A fenced block opened with ```sh runnable is run with bash in a scratch
 directory that looks like a checkout: build/, data/ and docs/ link to the
-project's, and ../shared/models links to $STEPWISE_MODELS (as for the tests),
-so the commands read as a reader would type them and leave no files behind. If the next fenced block is opened
-with ```text expected, the command's standard output must equal it (line
-ends trimmed); otherwise it must just succeed. Prints one line per block and
-"doc-check: N passed, N failed, N skipped"; exits 1 on any failure. Blocks
+project's, and ../shared/models links to $STEPWISE_MODELS (as for the
+tests), so the commands read as a reader would type them and leave no files
+behind. If the next fenced block is opened with ```text expected, the
+command's standard output must equal it (line ends trimmed); otherwise it
+must just succeed. A ```sh block not marked runnable is a failure: every
+command in docs/ is run (a usage form goes in a text block). Blocks that use
+../shared/models are skipped, saying so, when stories260K is absent.
+
 Every relative link must lead to a file, and every function a page's
-"> **Code:**" line names must be defined in the file it links. Blocks
-that use ../shared/models are skipped, saying so, when stories260K is absent.
+"> **Code:**" line names must be defined in the file it links.
+
+Prints one line per block and "doc-check: N passed, N failed, N skipped";
+exits 1 on any failure.
 """
 import os
 import re
@@ -107,6 +112,11 @@ def check_all(paths, work, env):
             print("FAIL  %s: %s" % (os.path.relpath(path), problem))
         found = list(blocks(path))
         for k, (info, text, line) in enumerate(found):
+            if info == "sh":
+                failed += 1
+                print("FAIL  %s:%d: a sh block not marked runnable (every command in docs/ "
+                      "is run; a usage form goes in a text block)" % (os.path.relpath(path), line))
+                continue
             if info != "sh runnable":
                 continue
             where = "%s:%d" % (os.path.relpath(path), line)
