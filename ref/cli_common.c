@@ -174,6 +174,22 @@ static bool ends_with(const char *s, const char *suffix) {
     return n >= k && strcmp(s + n - k, suffix) == 0;
 }
 
+/* The tokenizer of a stepwise JSON model (data/tiny-model.json, say), for a
+ * checkpoint of the same vocabulary: a generated model can then be run and
+ * traced without a tokenizer.bin. */
+static bool load_json_tokenizer(Tokenizer *tok, const char *path, int vocab_size, StepError *err) {
+    Model donor;
+    StepError why;
+    if (!model_load_json_file(&donor, tok, path, &why))
+        return step_fail(err, "--tokenizer: %s", why.message);
+    model_free(&donor);
+    int has = tok->vocab_size;
+    if (has == vocab_size) return true;
+    tokenizer_free(tok);
+    return step_fail(err, "tokenizer %s has %d tokens but the model's vocabulary has %d", path, has,
+                     vocab_size);
+}
+
 bool cli_load_model(const char *model_path, const char *tokenizer_path, Model *m, Tokenizer *tok,
                     StepError *err) {
     bool ok;
@@ -190,11 +206,11 @@ bool cli_load_model(const char *model_path, const char *tokenizer_path, Model *m
     }
     if (!ok || tokenizer_path == NULL) return ok;
     tokenizer_free(tok);
-    if (!tokenizer_load_bin(tok, tokenizer_path, m->config.vocab_size, err)) {
-        model_free(m);
-        return false;
-    }
-    return true;
+    ok = ends_with(tokenizer_path, ".json")
+             ? load_json_tokenizer(tok, tokenizer_path, m->config.vocab_size, err)
+             : tokenizer_load_bin(tok, tokenizer_path, m->config.vocab_size, err);
+    if (!ok) model_free(m);
+    return ok;
 }
 
 bool cli_load_model_only(const char *model_path, Model *m, StepError *err) {

@@ -179,3 +179,41 @@ Test(cli, bad_checkpoint_headers) {
     fclose(f);
     expect_bad_input(args, "(truncated)");
 }
+
+/* A generated checkpoint has no tokenizer of its own; the tiny model's JSON
+ * lends it one when the vocabularies agree (13 tokens), and is refused with
+ * one line when they do not. */
+Test(cli, json_model_lends_its_tokenizer_to_a_checkpoint) {
+    const char *v13 = temp_path("v13.bin"), *v20 = temp_path("v20.bin");
+    const char *trace = temp_path("v13.jsonl");
+    char args[4096];
+    snprintf(args, sizeof args,
+             "make-model --dim 16 --hidden 16 --layers 1 --heads 4 --kv-heads 2 --vocab 13 "
+             "--seq-len 16 --out %s",
+             v13);
+    cr_assert_eq(run_stepwise(args, out, sizeof out, err, sizeof err), 0, "%s", err);
+    snprintf(args, sizeof args,
+             "generate --model %s --tokenizer data/tiny-model.json --prompt cat --steps 2 "
+             "--trace %s",
+             v13, trace);
+    cr_assert_eq(run_stepwise(args, out, sizeof out, err, sizeof err), 0, "%s", err);
+    cJSON *lines[16];
+    int n = read_jsonl(trace, lines, 16);
+    cr_assert_gt(n, 2);
+    /* " cat" is piece 11 of the tiny model (data/tiny-model.json) */
+    cr_expect_str_eq(event_of(lines[1]), "tokenize");
+    const cJSON *ids = cJSON_GetObjectItem(lines[1], "ids");
+    cr_expect_eq(cJSON_GetArraySize(ids), 2);
+    cr_expect_eq(cJSON_GetArrayItem(ids, 0)->valueint, 1);
+    cr_expect_eq(cJSON_GetArrayItem(ids, 1)->valueint, 11);
+    for (int i = 0; i < n; i++) cJSON_Delete(lines[i]);
+    snprintf(args, sizeof args,
+             "make-model --dim 16 --hidden 16 --layers 1 --heads 4 --vocab 20 --seq-len 16 "
+             "--out %s",
+             v20);
+    cr_assert_eq(run_stepwise(args, out, sizeof out, err, sizeof err), 0, "%s", err);
+    snprintf(args, sizeof args, "generate --model %s --tokenizer data/tiny-model.json", v20);
+    expect_bad_input(args, "has 13 tokens but the model's vocabulary has 20");
+    expect_bad_input("generate --model data/tiny-model.json --tokenizer build/no-such.json",
+                     "--tokenizer: ");
+}
