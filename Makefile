@@ -12,7 +12,7 @@ STEPWISE_MODELS ?= $(if $(wildcard ../shared/models),../shared/models,$(BUILD)/m
 export STEPWISE_MODELS
 
 # Debian packages the project needs (see README.md for why each).
-DEB_PACKAGES := libcjson-dev libcriterion-dev clang-format python3-sentencepiece \
+DEB_PACKAGES := libcjson-dev libcriterion-dev clang-format clang python3-sentencepiece \
                 python3-jsonschema python3-numpy python3-matplotlib python3-nbconvert \
                 python3-ipykernel
 
@@ -85,7 +85,7 @@ $(BUILD)/gen/tiny_model_json.c: data/tiny-model.json
 $(BUILD)/gen/trace_schemas.c: $(SCHEMAS)
 	@mkdir -p $(@D)
 	@{ echo '/* Generated from trace/schema/ by the Makefile. */'; \
-	  echo '#include "../../trace/schema_check.h"'; \
+	  echo '#include "trace/schema_check.h"'; \
 	  for f in $^; do n=$$(basename $$f .schema.json); \
 	    echo "static const char schema_$$n[] ="; \
 	    sed -e 's/\\/\\\\/g' -e 's/"/\\"/g' -e 's/^/"/' -e 's/$$/\\n"/' $$f; echo ';'; done; \
@@ -95,7 +95,7 @@ $(BUILD)/gen/trace_schemas.c: $(SCHEMAS)
 
 $(BUILD)/obj/gen/%.o: $(BUILD)/gen/%.c
 	@mkdir -p $(@D)
-	@$(CC) $(CFLAGS) -c -o $@ $<
+	@$(CC) $(CFLAGS) -I. -c -o $@ $<
 
 $(BUILD)/stepwise-tests: $(TEST_OBJ) $(BUILD)/libstepwise.a
 	@echo "  LINK $@"
@@ -116,6 +116,7 @@ unit-tests:
 	  /usr/bin/python3 tests/sentencepiece_check.py check $(BUILD)/stepwise 300; \
 	else echo "sentencepiece check skipped: no tok512.model in $(STEPWISE_MODELS)"; fi
 	bash tests/check_traces.sh
+	bash tests/check_determinism.sh
 
 # Every notebook, executed headless (a failed assertion fails the target),
 # then rendered to HTML for a projector: build/notebooks/.
