@@ -335,8 +335,7 @@ int cli_batch(int argc, char **argv) {
     if (parsed > 0) {
         Model m = {0};
         Tokenizer tok = {0};
-        bool ready = cli_load_model(a.model, a.tokenizer, &m, &tok, &err) &&
-                     cli_apply_quant(&m, &a.quant, &err);
+        bool ready = cli_load_model_to_run(a.model, a.tokenizer, &a.quant, &m, &tok, &err);
         status = ready ? run_batch(&a, &m, &tok, &err) : EXIT_BAD_INPUT;
         model_free(&m);
         tokenizer_free(&tok);

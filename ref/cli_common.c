@@ -163,12 +163,6 @@ int cli_quant_option(int c, const char *arg, CliQuant *q, StepError *err) {
     }
 }
 
-bool cli_apply_quant(Model *m, const CliQuant *q, StepError *err) {
-    if (q->weights && m->quant == NULL && !model_quantize(m, q->run.group, err)) return false;
-    /* float weights go into the fast layout; the numbers do not change */
-    return m->quant != NULL || model_pack(m, err);
-}
-
 static bool ends_with(const char *s, const char *suffix) {
     size_t n = strlen(s), k = strlen(suffix);
     return n >= k && strcmp(s + n - k, suffix) == 0;
@@ -211,6 +205,14 @@ bool cli_load_model(const char *model_path, const char *tokenizer_path, Model *m
              : tokenizer_load_bin(tok, tokenizer_path, m->config.vocab_size, err);
     if (!ok) model_free(m);
     return ok;
+}
+
+bool cli_load_model_to_run(const char *model_path, const char *tokenizer_path, const CliQuant *q,
+                           Model *m, Tokenizer *tok, StepError *err) {
+    if (!cli_load_model(model_path, tokenizer_path, m, tok, err)) return false;
+    if (q->weights && m->quant == NULL && !model_quantize(m, q->run.group, err)) return false;
+    /* float weights go into the fast layout; the numbers do not change */
+    return m->quant != NULL || model_pack(m, err);
 }
 
 bool cli_load_model_only(const char *model_path, Model *m, StepError *err) {

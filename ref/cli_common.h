@@ -127,16 +127,19 @@ enum { OPT_QUANT_WEIGHTS = 700, OPT_QUANT_ACTIVATIONS, OPT_QUANT_KV, OPT_QUANT_G
 /* Apply one quantization option: 1 if it was one, 0 if not, -1 on a bad value. */
 int cli_quant_option(int c, const char *arg, CliQuant *q, StepError *err);
 
-/* Quantize m's weights when asked and not already int8 (a .q8 file);
- * otherwise put its float weights into the fast layout (pack.h). */
-bool cli_apply_quant(Model *m, const CliQuant *q, StepError *err);
-
 /* Load the model at model_path (NULL: stepwise's embedded tiny model; a
  * path ending in .json: a JSON model with its own tokenizer; anything else: a
  * llama2.c checkpoint, which needs tokenizer_path). A tokenizer_path always
  * wins over a JSON model's own tokenizer. */
 bool cli_load_model(const char *model_path, const char *tokenizer_path, Model *m, Tokenizer *tok,
                     StepError *err);
+
+/* cli_load_model, then make the model ready to run: quantize its weights
+ * when q asks and they are not already int8 (a .q8 file), otherwise put its
+ * float weights into the fast layout (pack.h). The caller frees m and tok
+ * either way. */
+bool cli_load_model_to_run(const char *model_path, const char *tokenizer_path, const CliQuant *q,
+                           Model *m, Tokenizer *tok, StepError *err);
 
 /* Load only the model at model_path (NULL: the built-in tiny model), for
  * commands that need its shape or weights but no tokenizer. */

@@ -291,8 +291,7 @@ int cli_generate(int argc, char **argv) {
     if (parsed > 0) {
         Model m = {0};
         Tokenizer tok = {0};
-        bool ready = cli_load_model(a.model, a.tokenizer, &m, &tok, &err) &&
-                     cli_apply_quant(&m, &a.quant, &err) &&
+        bool ready = cli_load_model_to_run(a.model, a.tokenizer, &a.quant, &m, &tok, &err) &&
                      generate_options_validate(&a.gen, &m.config, &err);
         status = ready ? run_generate(&a, &m, &tok, &err) : EXIT_BAD_INPUT;
         model_free(&m);

@@ -8,6 +8,7 @@
 #include "cli.h"
 #include "cli_common.h"
 #include "quant_model.h"
+#include "../trace/trace_events.h"
 
 static const char INSPECT_USAGE[] =
     "usage: stepwise inspect [--model FILE] [--context N] [--requests R] [--json]\n"
@@ -118,17 +119,7 @@ static void print_json(const char *name, const Config *c, int context, int reque
                        bool is_q8) {
     cJSON *o = cJSON_CreateObject();
     cJSON_AddStringToObject(o, "model_path", name);
-    cJSON *m = cJSON_AddObjectToObject(o, "model");
-    cJSON_AddNumberToObject(m, "dim", c->dim);
-    cJSON_AddNumberToObject(m, "hidden_dim", c->hidden_dim);
-    cJSON_AddNumberToObject(m, "n_layers", c->n_layers);
-    cJSON_AddNumberToObject(m, "n_heads", c->n_heads);
-    cJSON_AddNumberToObject(m, "n_kv_heads", c->n_kv_heads);
-    cJSON_AddNumberToObject(m, "vocab_size", c->vocab_size);
-    cJSON_AddNumberToObject(m, "seq_len", c->seq_len);
-    cJSON_AddBoolToObject(m, "shared_classifier", c->shared_classifier);
-    cJSON_AddNumberToObject(m, "head_dim", config_head_dim(c));
-    cJSON_AddNumberToObject(m, "kv_dim", config_kv_dim(c));
+    cJSON_AddItemToObject(o, "model", trace_config_json(c));
     cJSON_AddNumberToObject(o, "context", context);
     cJSON_AddNumberToObject(o, "requests", requests);
     char formula[256];

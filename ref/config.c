@@ -66,12 +66,15 @@ uint64_t config_param_count(const Config *c) {
     return total;
 }
 
+uint64_t kv_row_bytes(const Config *c, bool int8) {
+    uint64_t kv_dim = (uint64_t)config_kv_dim(c);
+    return int8 ? kv_dim + (uint64_t)c->n_kv_heads * sizeof(float) : kv_dim * sizeof(float);
+}
+
 uint64_t kv_cache_bytes(const Config *c, int tokens) {
-    return (uint64_t)tokens * (uint64_t)c->n_layers * (uint64_t)config_kv_dim(c) * 2u *
-           sizeof(float);
+    return (uint64_t)tokens * (uint64_t)c->n_layers * 2u * kv_row_bytes(c, false);
 }
 
 uint64_t kv_cache_bytes_q8(const Config *c, int tokens) {
-    return (uint64_t)tokens * (uint64_t)c->n_layers * 2u *
-           ((uint64_t)config_kv_dim(c) + (uint64_t)c->n_kv_heads * sizeof(float));
+    return (uint64_t)tokens * (uint64_t)c->n_layers * 2u * kv_row_bytes(c, true);
 }

@@ -36,6 +36,10 @@ bool config_validate(const Config *c, const char *what, StepError *err);
  * a validated config (no overflow then). */
 uint64_t config_param_count(const Config *c);
 
+/* Bytes of one cached K (or V) row: one position of one layer. float32:
+ * kv_dim × 4; int8: kv_dim one-byte codes and one float32 scale per KV head. */
+uint64_t kv_row_bytes(const Config *c, bool int8);
+
 /* Bytes of KV cache for `tokens` positions of one request:
  * tokens × n_layers × kv_dim × 2 (K and V) × sizeof(float). */
 uint64_t kv_cache_bytes(const Config *c, int tokens);

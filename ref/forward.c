@@ -173,38 +173,40 @@ static void emit_kv_snapshot(const HookSite *site, const float *key_l, const flo
     site->obs->emit(site->obs->ctx, &h);
 }
 
+/* x [dim] = the embedding row of token (int8: read back from its codes; a
+ * packed tied model: the classifier's row). Returns the bytes it read. */
+static uint64_t embed_token(const Model *m, int token, float *x) {
+    int dim = m->config.dim;
+    const QuantWeights *qw = m->quant;
+    if (qw != NULL) {
+        const QuantMatrix *e = &qw->token_embedding;
+        dequantize_row(e->q + (size_t)token * dim, e->scales + (size_t)token * e->groups_per_row,
+                       dim, e->group, x);
+        return quant_matrix_bytes(1, dim, qw->group);
+    }
+    if (m->weights.token_embedding == NULL)
+        packed_row(&m->packed->wcls, token, x);
+    else
+        memcpy(x, m->weights.token_embedding + (size_t)token * dim, (size_t)dim * sizeof(float));
+    return (uint64_t)dim * sizeof(float);
+}
+
 const float *forward_tokens(const Model *m, RunState *s, const int *tokens, int T, int pos0,
                             bool all_logits, const StepObserver *obs) {
     const Config *c = &m->config;
     const Weights *w = &m->weights;
-    const QuantWeights *qw = m->quant;
-    const PackedWeights *pk = m->packed;
     int dim = c->dim, hidden = c->hidden_dim, kv_dim = config_kv_dim(c);
     int head_dim = config_head_dim(c), n_heads = c->n_heads, n_kv = c->n_kv_heads;
     size_t layer_kv = (size_t)s->cache.capacity * kv_dim; /* values per layer of cache */
     bool kv8 = s->quant.kv;
-    /* bytes of one cached K (or V) row */
-    uint64_t row_bytes =
-        kv8 ? (uint64_t)kv_dim + (uint64_t)n_kv * sizeof(float) : (uint64_t)kv_dim * sizeof(float);
+    uint64_t row_bytes = kv_row_bytes(c, kv8);
     HookSite site = {obs, -1, pos0, tokens};
     WorkCount *work = &s->work;
     *work = (WorkCount){0};
 
-    /* x[t] = embedding row of tokens[t] (int8: read back from its codes) */
-    for (int t = 0; t < T; t++) {
-        float *xt = s->x + (size_t)t * dim;
-        if (qw != NULL) {
-            const QuantMatrix *e = &qw->token_embedding;
-            dequantize_row(e->q + (size_t)tokens[t] * dim,
-                           e->scales + (size_t)tokens[t] * e->groups_per_row, dim, e->group, xt);
-        } else if (w->token_embedding == NULL) { /* packed and tied: the classifier's row */
-            packed_row(&pk->wcls, tokens[t], xt);
-        } else {
-            memcpy(xt, w->token_embedding + (size_t)tokens[t] * dim, (size_t)dim * sizeof(float));
-        }
-    }
-    work->weight_bytes =
-        (uint64_t)T * (qw ? quant_matrix_bytes(1, dim, qw->group) : (uint64_t)dim * 4);
+    /* x[t] = embedding row of tokens[t] */
+    for (int t = 0; t < T; t++)
+        work->weight_bytes += embed_token(m, tokens[t], s->x + (size_t)t * dim);
     hook_emit_rows(&site, HOOK_EMBED, s->x, T, 1, dim);
 
     for (int l = 0; l < c->n_layers; l++) {
@@ -285,8 +287,6 @@ static void emit_row(const BatchRow *r, int layer, HookPoint point, const float 
 const float *forward_batch(const Model *m, RunState *s, const BatchRow *rows, int B) {
     const Config *c = &m->config;
     const Weights *w = &m->weights;
-    const QuantWeights *qw = m->quant;
-    const PackedWeights *pk = m->packed;
     int dim = c->dim, hidden = c->hidden_dim, kv_dim = config_kv_dim(c), V = c->vocab_size;
     int head_dim = config_head_dim(c), n_heads = c->n_heads, n_kv = c->n_kv_heads;
 
@@ -294,19 +294,7 @@ const float *forward_batch(const Model *m, RunState *s, const BatchRow *rows, in
         RunState *rs = rows[b].state;
         rs->work = (WorkCount){0};
         float *xb = s->x + (size_t)b * dim;
-        if (qw != NULL) {
-            const QuantMatrix *e = &qw->token_embedding;
-            dequantize_row(e->q + (size_t)rows[b].token * dim,
-                           e->scales + (size_t)rows[b].token * e->groups_per_row, dim, e->group,
-                           xb);
-        } else if (w->token_embedding == NULL) { /* packed and tied: the classifier's row */
-            packed_row(&pk->wcls, rows[b].token, xb);
-        } else {
-            memcpy(xb, w->token_embedding + (size_t)rows[b].token * dim,
-                   (size_t)dim * sizeof(float));
-        }
-        rs->work.weight_bytes =
-            qw ? quant_matrix_bytes(1, dim, qw->group) : (uint64_t)dim * sizeof(float);
+        rs->work.weight_bytes = embed_token(m, rows[b].token, xb);
         emit_row(&rows[b], -1, HOOK_EMBED, xb, 1, dim);
     }
     for (int l = 0; l < c->n_layers; l++) {
@@ -323,8 +311,7 @@ const float *forward_batch(const Model *m, RunState *s, const BatchRow *rows, in
             const BatchRow *r = &rows[b];
             RunState *rs = r->state;
             bool kv8 = rs->quant.kv;
-            uint64_t row_bytes = kv8 ? (uint64_t)kv_dim + (uint64_t)n_kv * sizeof(float)
-                                     : (uint64_t)kv_dim * sizeof(float);
+            uint64_t row_bytes = kv_row_bytes(c, kv8);
             size_t layer_kv = (size_t)rs->cache.capacity * kv_dim;
             float *q = s->q + (size_t)b * dim, *k = k_rows + (size_t)b * kv_dim;
             float *v = v_rows + (size_t)b * kv_dim;

@@ -178,14 +178,13 @@ bool model_quantize(Model *m, int group, StepError *err) {
 
 uint64_t quant_weight_bytes(const Config *c, int group) {
     uint64_t L = (uint64_t)c->n_layers, d = (uint64_t)c->dim, h = (uint64_t)c->hidden_dim;
-    uint64_t kv = (uint64_t)config_kv_dim(c), V = (uint64_t)c->vocab_size;
+    uint64_t kv = (uint64_t)config_kv_dim(c);
     uint64_t bytes = quant_matrix_bytes(c->vocab_size, c->dim, group) +
                      quant_matrix_bytes((int)(L * d), c->dim, group) * 2 +    /* wq, wo */
                      quant_matrix_bytes((int)(L * kv), c->dim, group) * 2 +   /* wk, wv */
                      quant_matrix_bytes((int)(L * h), c->dim, group) * 2 +    /* w1, w3 */
                      quant_matrix_bytes((int)(L * d), c->hidden_dim, group) + /* w2 */
                      (2 * L * d + d) * sizeof(float);                         /* norms */
-    (void)V;
     if (!c->shared_classifier) bytes += quant_matrix_bytes(c->vocab_size, c->dim, group);
     return bytes;
 }

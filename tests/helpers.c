@@ -85,3 +85,14 @@ const char *temp_path(const char *name) {
     unlink(path);
     return path;
 }
+
+GenerateResult greedy_from_bos(const Model *m, int steps) {
+    int bos = TOKEN_BOS;
+    GenerateOptions opt;
+    generate_options_default(&opt);
+    opt.steps = steps;
+    GenerateResult r;
+    StepError err;
+    cr_assert(generate(m, &bos, 1, &opt, NULL, NULL, &r, &err), "%s", err.message);
+    return r;
+}

@@ -6,6 +6,7 @@
 #include <cjson/cJSON.h>
 #include <stdbool.h>
 
+#include "../ref/generate.h"
 #include "../ref/model.h"
 #include "../ref/tokenizer.h"
 
@@ -25,6 +26,10 @@ void load_stories260k(Model *m, Tokenizer *tok);
 
 /* Load the built-in tiny model (data/tiny-model.json). */
 void load_tiny(Model *m, Tokenizer *tok);
+
+/* Greedy generation from BOS alone, up to `steps` new tokens, with the
+ * default options; fails the test if generate does. Caller frees. */
+GenerateResult greedy_from_bos(const Model *m, int steps);
 
 /* Run `build/stepwise ARGS...` through the shell; returns its exit status and
  * fills out/err (each up to cap bytes, NUL-terminated) when not NULL. */

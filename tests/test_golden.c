@@ -120,13 +120,7 @@ Test(golden, greedy_from_bos_reproduces_run_c_token_for_token) {
     cr_assert_not_null(g);
     const cJSON *want = cJSON_GetObjectItem(g, "tokens");
     cr_assert_eq(cJSON_GetArraySize(want), 257);
-    int bos = TOKEN_BOS;
-    GenerateOptions opt;
-    generate_options_default(&opt);
-    opt.steps = 256;
-    GenerateResult r;
-    StepError err;
-    cr_assert(generate(&m, &bos, 1, &opt, NULL, NULL, &r, &err), "%s", err.message);
+    GenerateResult r = greedy_from_bos(&m, 256);
     cr_assert_eq(r.n_tokens, 257);
     cr_assert_eq(r.stop_reason, STOP_STEPS);
     cr_assert_eq(r.n_decoded, 255, "256 forward passes: one prefill, 255 decodes");

@@ -223,16 +223,14 @@ Test(kv_cache, inspect_reports_what_the_engine_allocates) {
 
 /* The logits after a rebuild are those of a fresh prefill of what was kept
  * plus the new token: the rebuilt cache is exactly a new cache. */
-static void expect_rebuild_is_a_fresh_prefill(const Model *m, const Recorder *rec,
-                                              const GenerateResult *r, const int *kept, int n_kept,
-                                              int draw) {
+static void expect_rebuild_is_a_fresh_prefill(const Model *m, const Recorder *rec, const int *kept,
+                                              int n_kept, int draw) {
     RunState s;
     StepError err;
     cr_assert(run_state_init(&s, &m->config, n_kept, n_kept, &err));
     const float *fresh = forward_tokens(m, &s, kept, n_kept, 0, false, NULL);
     cr_expect_eq(memcmp(fresh, rec->logits[draw], (size_t)m->config.vocab_size * sizeof(float)), 0,
                  "the rebuilt logits differ from a fresh prefill");
-    (void)r;
     run_state_free(&s);
 }
 
@@ -260,7 +258,7 @@ Test(kv_cache, drop_oldest_drops_and_rebuilds) {
     /* the draw after the rebuild sampled position 4 of tokens 4..8 */
     int draw = 6; /* draws 0..5 sample positions 2..7; draw 6 is the first after it */
     cr_expect_eq(rec.draw_pos[draw], 4);
-    expect_rebuild_is_a_fresh_prefill(&m, &rec, &r, r.tokens + 4, 5, draw);
+    expect_rebuild_is_a_fresh_prefill(&m, &rec, r.tokens + 4, 5, draw);
     cr_expect_eq(r.positions_filled, 8);
     cr_expect_eq(r.cache_capacity, 8);
     generate_result_free(&r), recorder_free(&rec);
@@ -285,7 +283,7 @@ Test(kv_cache, keep_prefix_keeps_the_prefix_and_the_recent_tokens) {
     for (int i = 0; i < 4; i++) cr_expect_eq(s->dropped[i], r.tokens[2 + i]);
     cr_expect_eq(s->kept, 4);
     int kept[5] = {r.tokens[0], r.tokens[1], r.tokens[6], r.tokens[7], r.tokens[8]};
-    expect_rebuild_is_a_fresh_prefill(&m, &rec, &r, kept, 5, 6);
+    expect_rebuild_is_a_fresh_prefill(&m, &rec, kept, 5, 6);
     generate_result_free(&r), recorder_free(&rec);
     model_free(&m);
 }

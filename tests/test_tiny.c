@@ -57,13 +57,7 @@ Test(tiny, greedy_says_cat_sat_then_stops_on_eos) {
     Model m;
     Tokenizer tok;
     load_tiny(&m, &tok);
-    int bos = TOKEN_BOS;
-    GenerateOptions opt;
-    generate_options_default(&opt);
-    opt.steps = 10;
-    GenerateResult r;
-    StepError err;
-    cr_assert(generate(&m, &bos, 1, &opt, NULL, NULL, &r, &err), "%s", err.message);
+    GenerateResult r = greedy_from_bos(&m, 10);
     cr_assert_eq(r.n_tokens, 4);
     cr_expect_eq(r.tokens[1], 11);
     cr_expect_eq(r.tokens[2], 12);
@@ -84,13 +78,7 @@ Test(tiny, stops_when_the_context_is_full) {
     Tokenizer tok;
     load_tiny(&m, &tok);
     m.config.seq_len = 2;
-    int bos = TOKEN_BOS;
-    GenerateOptions opt;
-    generate_options_default(&opt);
-    opt.steps = 10;
-    GenerateResult r;
-    StepError err;
-    cr_assert(generate(&m, &bos, 1, &opt, NULL, NULL, &r, &err), "%s", err.message);
+    GenerateResult r = greedy_from_bos(&m, 10);
     cr_expect_eq(r.stop_reason, STOP_CONTEXT_FULL);
     cr_assert_eq(r.n_tokens, 3);
     cr_expect_eq(r.tokens[2], 12);
@@ -103,13 +91,7 @@ Test(tiny, stops_after_steps_tokens) {
     Model m;
     Tokenizer tok;
     load_tiny(&m, &tok);
-    int bos = TOKEN_BOS;
-    GenerateOptions opt;
-    generate_options_default(&opt);
-    opt.steps = 1;
-    GenerateResult r;
-    StepError err;
-    cr_assert(generate(&m, &bos, 1, &opt, NULL, NULL, &r, &err), "%s", err.message);
+    GenerateResult r = greedy_from_bos(&m, 1);
     cr_expect_eq(r.stop_reason, STOP_STEPS);
     cr_expect_eq(r.n_tokens, 2);
     cr_expect_eq(r.n_decoded, 0);
@@ -127,13 +109,7 @@ Test(tiny, stops_on_bos) {
     float *cls = m.storage + (m.weights.wcls - m.storage);
     cls[1 * 2] = -1.5f, cls[1 * 2 + 1] = -0.5f; /* row 1 (BOS) takes EOS's row */
     cls[2 * 2] = 0.0f, cls[2 * 2 + 1] = 0.0f;   /* row 2 (EOS) becomes [0, 0] */
-    int bos = TOKEN_BOS;
-    GenerateOptions opt;
-    generate_options_default(&opt);
-    opt.steps = 10;
-    GenerateResult r;
-    StepError err;
-    cr_assert(generate(&m, &bos, 1, &opt, NULL, NULL, &r, &err), "%s", err.message);
+    GenerateResult r = greedy_from_bos(&m, 10);
     cr_expect_eq(r.stop_reason, STOP_BOS);
     cr_expect_eq(r.tokens[r.n_tokens - 1], TOKEN_BOS);
     generate_result_free(&r);

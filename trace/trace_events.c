@@ -8,7 +8,7 @@
 #include "../ref/layers.h"
 #include "trace_writer.h"
 
-static cJSON *model_json(const Config *c) {
+cJSON *trace_config_json(const Config *c) {
     cJSON *m = cJSON_CreateObject();
     cJSON_AddNumberToObject(m, "dim", c->dim);
     cJSON_AddNumberToObject(m, "hidden_dim", c->hidden_dim);
@@ -20,6 +20,12 @@ static cJSON *model_json(const Config *c) {
     cJSON_AddBoolToObject(m, "shared_classifier", c->shared_classifier);
     cJSON_AddNumberToObject(m, "head_dim", config_head_dim(c));
     cJSON_AddNumberToObject(m, "kv_dim", config_kv_dim(c));
+    return m;
+}
+
+/* The run header's model: its shape, and what follows from it. */
+static cJSON *model_json(const Config *c) {
+    cJSON *m = trace_config_json(c);
     cJSON_AddStringToObject(m, "attention", config_attention_kind(c));
     cJSON_AddNumberToObject(m, "queries_per_kv_head", c->n_heads / c->n_kv_heads);
     cJSON_AddNumberToObject(m, "params", (double)config_param_count(c));

@@ -30,6 +30,11 @@ typedef struct {
     QuantRuntime quant;         /* activations and KV cache */
 } TraceRunInfo;
 
+/* A model's shape as JSON: dim, hidden_dim, n_layers, n_heads, n_kv_heads,
+ * vocab_size, seq_len, shared_classifier, head_dim, kv_dim (the run header's
+ * "model" starts with these; `stepwise inspect --json` prints them). */
+cJSON *trace_config_json(const Config *c);
+
 /* {"event":"run", ...}: format version, model and derived facts, KV-cache
  * sizes, sampler, prompt, trace settings; what varies between builds and
  * machines sits under "environment". */
