@@ -41,6 +41,12 @@ static void request_metrics(BatchRequest *r, double *scratch) {
     m->itl_p95_ms = scratch[i95 < 0 ? 0 : i95];
 }
 
+/* The most tokens r can generate: max_tokens, or what the context leaves
+ * (a batch stops at a full context), whichever is fewer. */
+static int most_tokens(const Model *m, const BatchRequest *r) {
+    return r->opt.steps < m->config.seq_len ? r->opt.steps : m->config.seq_len;
+}
+
 /* Requests in the order they are served: arrival time, then file order. */
 static int compare_arrivals(const void *a, const void *b) {
     const BatchRequest *x = *(BatchRequest *const *)a, *y = *(BatchRequest *const *)b;
@@ -96,7 +102,7 @@ static bool pick(Server *s, BatchRequest *r) {
 static bool admit(Server *s, BatchRequest *r) {
     r->t_admitted = now(s);
     StepError err;
-    r->token_times = malloc((size_t)r->opt.steps * sizeof(double));
+    r->token_times = malloc((size_t)most_tokens(s->m, r) * sizeof(double));
     if (r->token_times == NULL) r->error = strdup("out of memory");
     if (r->error == NULL && s->sink && s->sink->admitted) s->sink->admitted(s->sink->ctx, r);
     if (r->error == NULL && !sequence_init(&r->seq, s->m, r->prompt, r->n_prompt, &r->opt, r->obs,
@@ -117,6 +123,11 @@ static bool admit(Server *s, BatchRequest *r) {
     return true;
 }
 
+static bool interrupted(const BatchRequest *r) {
+    return r->opt.interrupt != NULL && *r->opt.interrupt;
+}
+
+/* Sleep until t seconds after the start; a signal cuts the sleep short. */
 static void sleep_until(const Server *s, double t) {
     double wait = t - now(s);
     if (wait <= 0) return;
@@ -156,7 +167,7 @@ bool batch_run(const Model *m, BatchRequest *reqs, int n, int max_batch,
     if (max_batch > m->config.seq_len) max_batch = m->config.seq_len;
     int max_steps = 1;
     for (int i = 0; i < n; i++)
-        max_steps = reqs[i].opt.steps > max_steps ? reqs[i].opt.steps : max_steps;
+        max_steps = most_tokens(m, &reqs[i]) > max_steps ? most_tokens(m, &reqs[i]) : max_steps;
     BatchRequest **order = malloc((size_t)(n > 0 ? n : 1) * sizeof *order);
     BatchRequest **active = malloc((size_t)max_batch * sizeof *active);
     BatchRow *rows = malloc((size_t)max_batch * sizeof *rows);
@@ -175,6 +186,13 @@ bool batch_run(const Model *m, BatchRequest *reqs, int n, int max_batch,
     Server s = {m, sink, out, clock_seconds(), itl, 0, 0};
     int next = 0, n_active = 0;
     while (next < n || n_active > 0) {
+        /* Interrupted: the requests still waiting are not served; the
+         * active ones stop at their next pick (STOP_INTERRUPTED). */
+        while (next < n && interrupted(order[next])) {
+            if (order[next]->error == NULL)
+                order[next]->error = strdup("interrupted before it was served");
+            finish(&s, order[next++]);
+        }
         while (next < n && n_active < max_batch && order[next]->arrival_ms / 1000.0 <= now(&s)) {
             BatchRequest *r = order[next++];
             if (admit(&s, r)) active[n_active++] = r;

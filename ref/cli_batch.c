@@ -12,6 +12,7 @@
 #include "../trace/trace_observer.h"
 #include "cli.h"
 #include "cli_common.h"
+#include "cli_signals.h"
 #include "file_util.h"
 #include "quant_model.h"
 #include "requests.h"
@@ -67,6 +68,7 @@ typedef struct {
     StepObserver *observers; /* [n] */
     int done;
     int n;
+    int trace_failures; /* traces that could not be opened or written */
 } BatchCli;
 
 static int parse_batch_args(int argc, char **argv, BatchArgs *a, StepError *err) {
@@ -134,6 +136,9 @@ static int parse_batch_args(int argc, char **argv, BatchArgs *a, StepError *err)
     if (optind < argc) return step_fail(err, "batch: unexpected argument '%s'", argv[optind]), -1;
     if (a->requests == NULL)
         return step_fail(err, "batch: --requests is required (see --help)"), -1;
+    if ((a->out != NULL && !file_check_output(a->out, "--out", err)) ||
+        (a->metrics_json != NULL && !file_check_output(a->metrics_json, "--metrics-json", err)))
+        return -1;
     return 1;
 }
 
@@ -151,6 +156,7 @@ static void on_admitted(void *ctx, BatchRequest *r) {
     *to = (TraceObserver){NULL, &b->a->trace, b->tok, kv_cache_bytes(&b->m->config, 1), NULL};
     if ((to->writer = trace_writer_open(path, &err)) == NULL) {
         r->error = strdup(err.message);
+        b->trace_failures++;
         return;
     }
     cJSON *merges = cJSON_CreateArray();
@@ -222,13 +228,18 @@ static void on_finished(void *ctx, BatchRequest *r) {
         cJSON_AddNumberToObject(line, "generated_tokens", g->n_tokens - g->n_prompt);
         cJSON_AddItemToObject(line, "metrics", metrics_json(&r->metrics));
         free(text), free(completion);
-        if (to != NULL && to->writer != NULL)
+        if (to != NULL && to->writer != NULL && g->stop_reason == STOP_INTERRUPTED)
+            trace_observer_write(to, trace_event_error("interrupted", "interrupted by a signal",
+                                                       g->tokens, g->n_tokens));
+        else if (to != NULL && to->writer != NULL)
             trace_observer_write(to, cli_done_event(b->m, b->tok, g, r->metrics.e2e_ms / 1e3,
                                                     !b->a->trace.reproducible));
     }
     StepError err;
-    if (to != NULL && to->writer != NULL && !trace_writer_commit(to->writer, &err))
+    if (to != NULL && to->writer != NULL && !trace_writer_commit(to->writer, &err)) {
         fprintf(stderr, "stepwise: error: %s\n", err.message);
+        b->trace_failures++;
+    }
     if (to != NULL) to->writer = NULL;
     char *s = cJSON_PrintUnformatted(line);
     fprintf(b->out, "%s\n", s);
@@ -291,6 +302,7 @@ static int run_batch(BatchArgs *a, Model *m, const Tokenizer *tok, StepError *er
     GenerateOptions defaults;
     generate_options_default(&defaults);
     defaults.quant = a->quant.run;
+    defaults.interrupt = cli_interrupt_flag(); /* a signal stops every request */
     BatchRequest *reqs = NULL;
     int n = 0;
     if (!requests_load(a->requests, m, tok, a->chat, &defaults, &reqs, &n, err))
@@ -301,7 +313,7 @@ static int run_batch(BatchArgs *a, Model *m, const Tokenizer *tok, StepError *er
         free(reqs);
         return EXIT_BAD_INPUT;
     }
-    BatchCli b = {a, m, tok, reqs, stdout, NULL, NULL, 0, n};
+    BatchCli b = {.a = a, .m = m, .tok = tok, .reqs = reqs, .out = stdout, .n = n};
     AtomicFile out = {0};
     bool ok = true;
     if (a->out != NULL && (ok = atomic_file_open(&out, a->out, err))) b.out = out.file;
@@ -321,7 +333,14 @@ static int run_batch(BatchArgs *a, Model *m, const Tokenizer *tok, StepError *er
     if (ok && !a->quiet) print_summary(&metrics, a->max_batch);
     if (ok && a->metrics_json != NULL)
         ok = write_metrics_json(a->metrics_json, &metrics, a->max_batch, reqs, n, err);
+    if (ok && b.trace_failures > 0)
+        ok = step_fail(err, "batch: %d trace%s could not be written (see above)", b.trace_failures,
+                       b.trace_failures == 1 ? "" : "s");
     int status = !ok ? EXIT_BAD_INPUT : metrics.failed > 0 ? 1 : 0;
+    if (cli_signal_caught() != 0) {
+        status = 128 + cli_signal_caught();
+        step_fail(err, "batch: interrupted (%s)", cli_signal_name(cli_signal_caught()));
+    }
     for (int i = 0; i < n; i++) batch_request_free(&reqs[i]);
     free(reqs), free(b.traces), free(b.observers);
     return status;
@@ -335,12 +354,15 @@ int cli_batch(int argc, char **argv) {
     if (parsed > 0) {
         Model m = {0};
         Tokenizer tok = {0};
-        bool ready = cli_load_model_to_run(a.model, a.tokenizer, &a.quant, &m, &tok, &err);
+        bool ready = cli_load_model_to_run(a.model, a.tokenizer, &a.quant, &m, &tok, &err) &&
+                     trace_layers_check(&a.trace, m.config.n_layers, &err);
+        cli_signals_defer_begin(); /* a signal ends every request and trace properly */
         status = ready ? run_batch(&a, &m, &tok, &err) : EXIT_BAD_INPUT;
+        cli_signals_defer_end();
         model_free(&m);
         tokenizer_free(&tok);
     }
-    if (status == EXIT_BAD_INPUT) cli_print_error(&err);
+    if (status == EXIT_BAD_INPUT || status > 128) cli_print_error(&err);
     trace_options_free(&a.trace);
     return status;
 }

@@ -10,6 +10,8 @@
 #include "../trace/trace_observer.h"
 #include "cli.h"
 #include "cli_common.h"
+#include "cli_signals.h"
+#include "file_util.h"
 #include "clock.h"
 #include "generate.h"
 #include "quant_model.h"
@@ -156,6 +158,7 @@ static int parse_generate_args(int argc, char **argv, GenerateArgs *a, StepError
         step_fail(err, "generate: unexpected argument '%s' (see --help)", argv[optind]);
         return -1;
     }
+    if (a->trace != NULL && !file_check_output(a->trace, "--trace", err)) return -1;
     return sampler_params_validate(&a->gen.sampler, err) ? 1 : -1;
 }
 
@@ -179,16 +182,6 @@ static void print_metrics(const GenerateResult *r) {
             (double)cli_peak_rss_bytes() / (1024.0 * 1024.0));
 }
 
-/* Ctrl-C raises this flag; the loop stops before its next step. A signal
- * handler can only reach static storage: the one piece of global mutable
- * state in stepwise, and only this file touches it. */
-static volatile sig_atomic_t interrupted;
-
-static void on_sigint(int sig) {
-    (void)sig;
-    interrupted = 1;
-}
-
 /* The trace of one run, or nothing when no --trace was asked for. */
 typedef struct {
     TraceObserver obs;
@@ -206,6 +199,13 @@ static void trace_write(RunTrace *t, cJSON *event) {
  * exit status; err holds the message when it is not 0. */
 static int run_generate(GenerateArgs *a, const Model *m, const Tokenizer *tok, StepError *err) {
     double t_start = clock_seconds();
+    if (!tokenizer_may_fit(tok, a->prompt, m->config.seq_len)) {
+        step_fail(err,
+                  "the prompt's %zu bytes need more than %d tokens (none covers more than %d "
+                  "bytes) but the context holds %d",
+                  strlen(a->prompt), m->config.seq_len, tok->max_piece_bytes, m->config.seq_len);
+        return EXIT_BAD_INPUT;
+    }
     RunTrace t = {{NULL, &a->trace_opt, tok, kv_cache_bytes(&m->config, 1), NULL}, false};
     if (a->trace != NULL) {
         if ((t.obs.writer = trace_writer_open(a->trace, err)) == NULL) return EXIT_BAD_INPUT;
@@ -254,13 +254,8 @@ static int run_generate(GenerateArgs *a, const Model *m, const Tokenizer *tok, S
         free(prompt_text);
         StepObserver obs = t.open ? trace_step_observer(&t.obs) : (StepObserver){0};
         TokenSink sink = {(void *)tok, a->quiet ? NULL : print_token};
-        struct sigaction sa = {.sa_handler = on_sigint}, old;
-        sigemptyset(&sa.sa_mask);
-        interrupted = 0;
-        a->gen.interrupt = &interrupted;
-        sigaction(SIGINT, &sa, &old);
+        a->gen.interrupt = cli_interrupt_flag(); /* a signal stops the loop at its next step */
         bool ok = generate(m, prompt, n_prompt, &a->gen, &obs, &sink, &r, err);
-        sigaction(SIGINT, &old, NULL);
         if (!a->quiet) putchar('\n');
         fflush(stdout); /* the text's last line before the metrics on stderr */
         if (!ok) {
@@ -268,9 +263,11 @@ static int run_generate(GenerateArgs *a, const Model *m, const Tokenizer *tok, S
             status = EXIT_BAD_INPUT;
         } else if (r.stop_reason == STOP_INTERRUPTED) {
             if (!a->quiet) print_metrics(&r);
-            step_fail(err, "interrupted (SIGINT) after %d new tokens", r.n_tokens - r.n_prompt);
+            int sig = cli_signal_caught();
+            step_fail(err, "interrupted (%s) after %d new tokens", cli_signal_name(sig),
+                      r.n_tokens - r.n_prompt);
             trace_write(&t, trace_event_error("interrupted", err->message, r.tokens, r.n_tokens));
-            status = 130; /* 128 + SIGINT, as shells report it */
+            status = 128 + sig; /* as shells report it: 130 for SIGINT */
         } else {
             if (!a->quiet) print_metrics(&r);
             trace_write(&t, cli_done_event(m, tok, &r, clock_seconds() - t_start,
@@ -292,8 +289,11 @@ int cli_generate(int argc, char **argv) {
         Model m = {0};
         Tokenizer tok = {0};
         bool ready = cli_load_model_to_run(a.model, a.tokenizer, &a.quant, &m, &tok, &err) &&
-                     generate_options_validate(&a.gen, &m.config, &err);
+                     generate_options_validate(&a.gen, &m.config, &err) &&
+                     trace_layers_check(&a.trace_opt, m.config.n_layers, &err);
+        cli_signals_defer_begin(); /* from here, the run ends its trace itself */
         status = ready ? run_generate(&a, &m, &tok, &err) : EXIT_BAD_INPUT;
+        cli_signals_defer_end();
         model_free(&m);
         tokenizer_free(&tok);
     }

@@ -8,20 +8,27 @@
 #include <getopt.h>
 #include <stdio.h>
 #include <string.h>
+#include <dirent.h>
+#include <limits.h>
+#include <stdlib.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "build_info.h"
 #include "cli.h"
 #include "cli_common.h"
+#include "cli_signals.h"
 #include "file_util.h"
 #include "sha256.h"
 
 static const char GOLDEN_USAGE[] =
     "usage: stepwise golden --model M --tokenizer T --out DIR\n"
     "\n"
-    "Write a golden set into DIR (created if missing): manifest.json, scored\n"
+    "Write a golden set into DIR: manifest.json, scored\n"
     "sequences (score-*.jsonl), greedy generations (greedy-*.jsonl), seeded\n"
     "generations (seeded-*.jsonl) and the KV cache after a prompt (kv-*.jsonl).\n"
+    "The set is written beside DIR and moved into place whole; an older set at\n"
+    "DIR is replaced, any other non-empty folder is refused.\n"
     "Every file leaves out measured figures, so the set is byte-identical run\n"
     "to run. docs/oracle.md says how to compare another engine against it.\n";
 
@@ -48,7 +55,7 @@ static int run_command(int argc, char **argv) {
 
 static bool make_file(const GoldenFile *g, const char *model, const char *tokenizer,
                       const char *dir, cJSON *files, StepError *err) {
-    char path[4096];
+    char path[PATH_MAX + 64];
     snprintf(path, sizeof path, "%s/%s", dir, g->file);
     char *argv[40];
     int argc = 0;
@@ -89,9 +96,7 @@ static cJSON *file_identity(const char *path, StepError *err) {
     return o;
 }
 
-static bool make_golden(const char *model, const char *tokenizer, const char *dir, StepError *err) {
-    if (mkdir(dir, 0755) != 0 && errno != EEXIST)
-        return step_fail(err, "golden: cannot create %s: %s", dir, strerror(errno));
+static bool write_set(const char *model, const char *tokenizer, const char *dir, StepError *err) {
     cJSON *manifest = cJSON_CreateObject(), *files = cJSON_CreateArray();
     cJSON_AddStringToObject(manifest, "format", "stepwise-golden");
     cJSON_AddNumberToObject(manifest, "version", 1);
@@ -111,7 +116,7 @@ static bool make_golden(const char *model, const char *tokenizer, const char *di
     cJSON_AddStringToObject(manifest, "how_to_compare",
                             "stepwise diff FILE CANDIDATE: see docs/oracle.md");
     char names[N_PROMPTS][32];
-    for (int i = 0; ok && i < N_PROMPTS; i++) {
+    for (int i = 0; ok && i < N_PROMPTS && !cli_signal_caught(); i++) {
         snprintf(names[i], sizeof names[i], "score-%02d.jsonl", i);
         GoldenFile g = {names[i],
                         "score",
@@ -144,11 +149,11 @@ static bool make_golden(const char *model, const char *tokenizer, const char *di
          "the KV cache after a prompt: every row, every layer",
          {"score", "--text", PROMPTS[1], "--top-n", "0", "--trace-kv", NULL}},
     };
-    for (size_t i = 0; ok && i < sizeof rest / sizeof rest[0]; i++)
+    for (size_t i = 0; ok && i < sizeof rest / sizeof rest[0] && !cli_signal_caught(); i++)
         ok = make_file(&rest[i], model, tokenizer, dir, files, err);
     cJSON_AddItemToObject(manifest, "files", files);
     if (ok) {
-        char path[4096];
+        char path[PATH_MAX + 64];
         snprintf(path, sizeof path, "%s/manifest.json", dir);
         AtomicFile out;
         ok = atomic_file_open(&out, path, err);
@@ -161,6 +166,74 @@ static bool make_golden(const char *model, const char *tokenizer, const char *di
         }
     }
     cJSON_Delete(manifest);
+    return ok;
+}
+
+/* Remove a folder this command made, and the files in it. */
+static void remove_folder(const char *dir) {
+    DIR *d = opendir(dir);
+    struct dirent *entry;
+    char path[PATH_MAX];
+    while (d != NULL && (entry = readdir(d)) != NULL) {
+        if (strcmp(entry->d_name, ".") == 0 || strcmp(entry->d_name, "..") == 0) continue;
+        if (snprintf(path, sizeof path, "%s/%s", dir, entry->d_name) < (int)sizeof path)
+            unlink(path);
+    }
+    if (d != NULL) closedir(d);
+    rmdir(dir);
+}
+
+/* Whether an existing DIR may be replaced: an empty folder, or a golden set
+ * (it has a manifest.json). Anything else is the user's, and kept. */
+static bool replaceable(const char *dir, StepError *err) {
+    struct stat st;
+    if (stat(dir, &st) != 0) return true; /* nothing there */
+    if (!S_ISDIR(st.st_mode)) return step_fail(err, "golden: --out %s is not a folder", dir);
+    char manifest[PATH_MAX];
+    snprintf(manifest, sizeof manifest, "%s/manifest.json", dir);
+    if (access(manifest, F_OK) == 0) return true;
+    DIR *d = opendir(dir);
+    struct dirent *entry;
+    int others = 0;
+    while (d != NULL && (entry = readdir(d)) != NULL)
+        others += strcmp(entry->d_name, ".") != 0 && strcmp(entry->d_name, "..") != 0;
+    if (d != NULL) closedir(d);
+    if (d == NULL || others > 0)
+        return step_fail(err, "golden: --out %s is a folder that is not empty and holds no "
+                         "golden set (no manifest.json); not replacing it", dir);
+    return true;
+}
+
+/* The set is written into a new folder beside DIR and renamed into place
+ * only when whole: a failure or a signal leaves no partial set, and an
+ * older set at DIR is replaced in one step. */
+static bool make_golden(const char *model, const char *tokenizer, const char *dir, StepError *err) {
+    char tmp[PATH_MAX], old[PATH_MAX];
+    if (!replaceable(dir, err)) return false;
+    if (snprintf(tmp, sizeof tmp, "%s.XXXXXX", dir) >= (int)sizeof tmp ||
+        snprintf(old, sizeof old, "%s.old.XXXXXX", dir) >= (int)sizeof old)
+        return step_fail(err, "golden: --out %s: name too long", dir);
+    if (mkdtemp(tmp) == NULL)
+        return step_fail(err, "golden: cannot create a folder beside %s: %s", dir, strerror(errno));
+    chmod(tmp, 0755);
+    cli_signals_defer_begin(); /* a signal stops the set between files */
+    bool ok = write_set(model, tokenizer, tmp, err);
+    if (ok && cli_signal_caught())
+        ok = step_fail(err, "golden: interrupted (%s)", cli_signal_name(cli_signal_caught()));
+    struct stat st;
+    bool had_old = ok && stat(dir, &st) == 0;
+    /* An old set moves aside under a fresh name (mkdtemp makes it, rename
+     * replaces the empty folder), the new one moves in, the old is removed. */
+    if (had_old && (mkdtemp(old) == NULL || rename(dir, old) != 0))
+        ok = step_fail(err, "golden: cannot move the old set at %s aside: %s", dir,
+                       strerror(errno));
+    if (ok && rename(tmp, dir) != 0) {
+        ok = step_fail(err, "golden: cannot rename %s to %s: %s", tmp, dir, strerror(errno));
+        if (had_old) rename(old, dir);
+    }
+    if (!ok) remove_folder(tmp);
+    if (ok && had_old) remove_folder(old);
+    cli_signals_defer_end();
     return ok;
 }
 
@@ -200,7 +273,7 @@ int cli_golden(int argc, char **argv) {
     if (ok) ok = make_golden(model, tokenizer, out, &err);
     if (!ok) {
         cli_print_error(&err);
-        return EXIT_BAD_INPUT;
+        return cli_signal_caught() ? 128 + cli_signal_caught() : EXIT_BAD_INPUT;
     }
     fprintf(stderr, "golden set written to %s (manifest.json lists its files)\n", out);
     return 0;

@@ -6,6 +6,7 @@
 
 #include "cli.h"
 #include "cli_common.h"
+#include "file_util.h"
 
 static const char MAKE_MODEL_USAGE[] =
     "usage: stepwise make-model --dim D --hidden H --layers L --heads N [--kv-heads M]\n"
@@ -104,6 +105,7 @@ int cli_make_model(int argc, char **argv) {
     if (ok && optind < argc)
         ok = step_fail(&err, "make-model: unexpected argument '%s'", argv[optind]);
     if (ok && out == NULL) ok = step_fail(&err, "make-model: --out is required (see --help)");
+    if (ok) ok = file_check_output(out, "--out", &err);
     if (ok && seed <= 0) ok = step_fail(&err, "make-model: --seed must be positive, got %d", seed);
     if (ok && c.n_kv_heads == 0) c.n_kv_heads = c.n_heads;
     c.shared_classifier = !untied;

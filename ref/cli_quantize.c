@@ -5,6 +5,7 @@
 
 #include "cli.h"
 #include "cli_common.h"
+#include "file_util.h"
 #include "quant_model.h"
 
 static const char QUANTIZE_USAGE[] =
@@ -49,6 +50,7 @@ int cli_quantize(int argc, char **argv) {
     }
     if (ok && (model == NULL || out == NULL || optind < argc))
         ok = step_fail(&err, "quantize: needs --model and --out (see --help)");
+    if (ok) ok = file_check_output(out, "--out", &err);
     Model m = {0};
     if (ok) ok = cli_load_model_only(model, &m, &err);
     if (ok && m.quant != NULL) ok = step_fail(&err, "quantize: %s is already int8", model);

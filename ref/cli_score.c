@@ -133,7 +133,7 @@ static int parse_score_args(int argc, char **argv, ScoreArgs *a, StepError *err)
     if (sources != 1)
         return step_fail(err, "score: give exactly one of --text, --tokens, --tokens-file"), -1;
     if (a->out == NULL) return step_fail(err, "score: --out is required (see --help)"), -1;
-    return 1;
+    return file_check_output(a->out, "--out", err) ? 1 : -1;
 }
 
 /* The sequence to score, from whichever source was given. */
@@ -198,7 +198,8 @@ int cli_score(int argc, char **argv) {
     if (parsed > 0) {
         Model m = {0};
         Tokenizer tok = {0};
-        bool loaded = cli_load_model_to_run(a.model, a.tokenizer, &a.quant, &m, &tok, &err);
+        bool loaded = cli_load_model_to_run(a.model, a.tokenizer, &a.quant, &m, &tok, &err) &&
+                      trace_layers_check(&a.trace, m.config.n_layers, &err);
         status = loaded ? run_score(&a, &m, &tok, &err) : EXIT_BAD_INPUT;
         model_free(&m);
         tokenizer_free(&tok);

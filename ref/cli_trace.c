@@ -18,9 +18,11 @@ static const char TRACE_USAGE[] =
     "  --pos N          the position to show (default: the first draw)\n"
     "  --top N          how many tokens to list (default 10)\n"
     "  --tokenizer FILE tokenizer.bin, for the pieces the trace does not name\n"
+    "                   (a file named inside the trace is never opened)\n"
     "validate  check every line against its schema (trace/schema/) and the trace\n"
     "          against itself; prints FILE:LINE: for each violation and exits 1\n"
     "\n"
+    "FILE may be - for standard input.\n"
     "exit status: 0 fine, 1 violations found, 2 bad input.\n";
 
 enum { OPT_POS = 256, OPT_TOP, OPT_TOKENIZER };
@@ -71,7 +73,7 @@ static int trace_validate_command(int argc, char **argv, StepError *err) {
         fputs(TRACE_USAGE, stdout);
         return 0;
     }
-    if (argc != 2 || argv[1][0] == '-') {
+    if (argc != 2 || (argv[1][0] == '-' && argv[1][1] != '\0')) {
         step_fail(err, "trace validate: expects one trace file (see --help)");
         return EXIT_BAD_INPUT;
     }

@@ -4,6 +4,7 @@
 
 #include "cli.h"
 #include "cli_common.h"
+#include "cli_signals.h"
 
 static const char USAGE[] =
     "usage: stepwise <command> [options]\n"
@@ -28,6 +29,7 @@ static const char USAGE[] =
     "  stepwise --version          print the version\n";
 
 int main(int argc, char **argv) {
+    cli_signals_install();
     if (argc < 2) {
         fputs(USAGE, stderr);
         return EXIT_BAD_INPUT;

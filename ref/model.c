@@ -58,12 +58,12 @@ static bool read_exact(FILE *f, void *dst, size_t bytes) {
 
 bool model_load_checkpoint(Model *m, const char *path, StepError *err) {
     memset(m, 0, sizeof *m);
-    FILE *f = fopen(path, "rb");
-    if (f == NULL) return step_fail(err, "model %s: cannot open: %s", path, strerror(errno));
+    FILE *f = file_open_input(path, "model", err);
+    if (f == NULL) return false;
     struct stat st;
-    if (fstat(fileno(f), &st) != 0 || !S_ISREG(st.st_mode)) {
+    if (fstat(fileno(f), &st) != 0) {
         fclose(f);
-        return step_fail(err, "model %s: not a regular file", path);
+        return step_fail(err, "model %s: cannot stat: %s", path, strerror(errno));
     }
     uint64_t file_bytes = (uint64_t)st.st_size;
     int32_t header[HEADER_INTS];

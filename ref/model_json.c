@@ -3,18 +3,19 @@
 
 #include <cjson/cJSON.h>
 #include <errno.h>
+#include <limits.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "file_util.h"
+#include "json_util.h"
 
 static bool read_int_field(const cJSON *obj, const char *key, int *out, const char *what,
                            StepError *err) {
-    const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, key);
-    if (!cJSON_IsNumber(v) || v->valuedouble != (double)(int)v->valuedouble)
+    if (!json_int_field(obj, key, INT_MIN, INT_MAX, out))
         return step_fail(err, "%s: config.%s must be an integer", what, key);
-    *out = (int)v->valuedouble;
     return true;
 }
 
@@ -26,7 +27,8 @@ static bool read_vector(const cJSON *arr, int n, float *dst, const char *name, c
     int i = 0;
     const cJSON *v;
     cJSON_ArrayForEach(v, arr) {
-        if (!cJSON_IsNumber(v)) return step_fail(err, "%s: %s[%d] is not a number", what, name, i);
+        if (!cJSON_IsNumber(v) || !isfinite(json_float(v->valuedouble)))
+            return step_fail(err, "%s: %s[%d] is not a finite float32 number", what, name, i);
         dst[i++] = (float)v->valuedouble;
     }
     return true;
@@ -80,7 +82,7 @@ static bool read_tokenizer(const cJSON *root, Tokenizer *tok, int vocab_size, co
             break;
         }
         pieces[i] = piece->valuestring;
-        scores[i++] = (float)score->valuedouble;
+        scores[i++] = json_float(score->valuedouble);
     }
     if (ok) ok = tokenizer_init(tok, vocab_size, pieces, scores, err);
     free(pieces);

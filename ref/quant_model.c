@@ -227,7 +227,8 @@ bool model_save_q8(const Model *m, const char *path, StepError *err) {
 }
 
 bool model_file_is_q8(const char *path) {
-    FILE *f = fopen(path, "rb");
+    StepError ignored; /* the loader that runs next says what is wrong */
+    FILE *f = file_open_input(path, "model", &ignored);
     char magic[4] = {0};
     bool yes = f != NULL && fread(magic, 1, 4, f) == 4 && memcmp(magic, Q8_MAGIC, 4) == 0;
     if (f != NULL) fclose(f);
@@ -243,8 +244,8 @@ static bool read_matrix(FILE *f, QuantMatrix *m, int rows, int cols, int group) 
 
 bool model_load_q8(Model *m, const char *path, StepError *err) {
     memset(m, 0, sizeof *m);
-    FILE *f = fopen(path, "rb");
-    if (f == NULL) return step_fail(err, "model %s: cannot open: %s", path, strerror(errno));
+    FILE *f = file_open_input(path, "model", err);
+    if (f == NULL) return false;
     struct stat st;
     char magic[4];
     uint32_t version;
@@ -258,7 +259,14 @@ bool model_load_q8(Model *m, const char *path, StepError *err) {
                          Q8_VERSION);
     }
     Config *c = &m->config;
-    *c = (Config){h[0], h[1], h[2], h[3], h[4], h[5] == INT32_MIN ? 0 : abs(h[5]), h[6], h[5] > 0};
+    *c = (Config){.dim = h[0],
+                  .hidden_dim = h[1],
+                  .n_layers = h[2],
+                  .n_heads = h[3],
+                  .n_kv_heads = h[4],
+                  .vocab_size = h[5] == INT32_MIN ? 0 : abs(h[5]),
+                  .seq_len = h[6],
+                  .shared_classifier = h[5] > 0};
     int group = h[7];
     char what[600];
     snprintf(what, sizeof what, "model %s", path);

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "file_util.h"
+#include "json_util.h"
 
 static const char *const FIELDS[] = {"id",         "prompt",      "system",        "messages",
                                      "max_tokens", "temperature", "top_k",         "top_p",
@@ -42,10 +43,11 @@ static bool id_is_safe(const char *id) {
 static bool read_id(BatchRequest *r, const cJSON *o, int line) {
     const cJSON *id = cJSON_GetObjectItemCaseSensitive(o, "id");
     char buf[64];
+    long long whole;
     if (cJSON_IsString(id)) {
         r->id = strdup(id->valuestring);
-    } else if (cJSON_IsNumber(id) && id->valuedouble == (double)(long)id->valuedouble) {
-        snprintf(buf, sizeof buf, "%ld", (long)id->valuedouble);
+    } else if (json_whole_number(id, -1e15, 1e15, &whole)) {
+        snprintf(buf, sizeof buf, "%lld", whole);
         r->id = strdup(buf);
     } else {
         snprintf(buf, sizeof buf, "line-%d", line);
@@ -64,24 +66,27 @@ static bool read_sampler(BatchRequest *r, const cJSON *o) {
     const cJSON *v;
     if ((v = cJSON_GetObjectItemCaseSensitive(o, "temperature")) != NULL) {
         if (!cJSON_IsNumber(v)) return reject(r, "temperature must be a number");
-        p->temperature = (float)v->valuedouble;
+        p->temperature = json_float(v->valuedouble);
     }
     if ((v = cJSON_GetObjectItemCaseSensitive(o, "top_k")) != NULL) {
-        if (!cJSON_IsNumber(v)) return reject(r, "top_k must be a number");
-        p->top_k = v->valueint;
+        long long k;
+        if (!json_whole_number(v, 0, 2147483647.0, &k))
+            return reject(r, "top_k must be a whole number >= 0");
+        p->top_k = (int)k;
     }
     if ((v = cJSON_GetObjectItemCaseSensitive(o, "top_p")) != NULL) {
         if (!cJSON_IsNumber(v)) return reject(r, "top_p must be a number");
-        p->top_p = (float)v->valuedouble;
+        p->top_p = json_float(v->valuedouble);
     }
     if ((v = cJSON_GetObjectItemCaseSensitive(o, "min_p")) != NULL) {
         if (!cJSON_IsNumber(v)) return reject(r, "min_p must be a number");
-        p->min_p = (float)v->valuedouble;
+        p->min_p = json_float(v->valuedouble);
     }
     if ((v = cJSON_GetObjectItemCaseSensitive(o, "seed")) != NULL) {
-        if (!cJSON_IsNumber(v) || v->valuedouble < 1 || v->valuedouble > 2147483647.0)
+        long long seed;
+        if (!json_whole_number(v, 1, 2147483647.0, &seed))
             return reject(r, "seed must be a whole number in [1, 2147483647]");
-        p->seed = (uint64_t)v->valuedouble;
+        p->seed = (uint64_t)seed;
     }
     StepError e;
     if ((v = cJSON_GetObjectItemCaseSensitive(o, "sampler_order")) != NULL &&
@@ -145,17 +150,22 @@ static bool read_request(BatchRequest *r, const char *line, int number, const Mo
     const cJSON *arrival = cJSON_GetObjectItemCaseSensitive(o, "arrival_ms");
     if (ok && (prompt == NULL) == (messages == NULL))
         ok = reject(r, "give either \"prompt\" or \"messages\"");
+    long long steps;
     if (ok && max_tokens != NULL) {
-        if (!cJSON_IsNumber(max_tokens) || max_tokens->valuedouble != (double)max_tokens->valueint)
+        if (!json_whole_number(max_tokens, -1e15, 1e15, &steps))
             ok = reject(r, "max_tokens must be a whole number");
-        else if (max_tokens->valueint < 1)
-            ok = reject(r, "max_tokens must be at least 1, got %d", max_tokens->valueint);
+        else if (steps < 1)
+            ok = reject(r, "max_tokens must be at least 1, got %lld", steps);
+        else if (steps > REQUEST_MAX_TOKENS)
+            ok = reject(r, "max_tokens %lld is more than %d", steps, REQUEST_MAX_TOKENS);
         else
-            r->opt.steps = max_tokens->valueint;
+            r->opt.steps = (int)steps;
     }
     if (ok && arrival != NULL) {
-        if (!cJSON_IsNumber(arrival) || arrival->valuedouble < 0)
-            ok = reject(r, "arrival_ms must be a number >= 0");
+        if (!cJSON_IsNumber(arrival) || !(arrival->valuedouble >= 0) ||
+            arrival->valuedouble > REQUEST_MAX_ARRIVAL_MS)
+            ok = reject(r, "arrival_ms must be a number in [0, %d] (an hour)",
+                        REQUEST_MAX_ARRIVAL_MS);
         else
             r->arrival_ms = arrival->valuedouble;
     }
@@ -164,6 +174,12 @@ static bool read_request(BatchRequest *r, const char *line, int number, const Mo
         StepError e;
         if (!cJSON_IsString(prompt))
             ok = reject(r, "prompt must be a string");
+        else if (!tokenizer_may_fit(tok, prompt->valuestring, model->config.seq_len))
+            ok = reject(r,
+                        "the prompt's %zu bytes need more than %d tokens (none covers more than "
+                        "%d bytes) but the context holds %d",
+                        strlen(prompt->valuestring), model->config.seq_len, tok->max_piece_bytes,
+                        model->config.seq_len);
         else if ((r->prompt_text = strdup(prompt->valuestring)) == NULL)
             ok = reject(r, "out of memory");
         else if (!tokenizer_encode(tok, prompt->valuestring, true, &r->prompt, &r->n_prompt, &e))

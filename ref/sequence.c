@@ -45,10 +45,14 @@ bool sequence_init(Sequence *q, const Model *m, const int *prompt, int n_prompt,
     *q = (Sequence){
         .m = m, .opt = opt, .obs = obs, .sink = sink, .window = window, .result = result};
     q->window_tokens = malloc((size_t)window * sizeof(int));
-    result->tokens = malloc(((size_t)n_prompt + (size_t)opt->steps) * sizeof(int));
+    /* Under the stop policy the window bounds the tokens, whatever steps
+     * asks: the prompt and the generated ones, plus the last pick. */
+    size_t most = (size_t)n_prompt + (size_t)opt->steps;
+    if (opt->policy == CONTEXT_STOP && most > (size_t)window + 1) most = (size_t)window + 1;
+    result->tokens = malloc(most * sizeof(int));
     if (q->window_tokens == NULL || result->tokens == NULL) {
         sequence_free(q);
-        return step_fail(err, "out of memory for %d tokens", n_prompt + opt->steps);
+        return step_fail(err, "out of memory for %zu tokens", most);
     }
     if (!sampler_init(&q->sampler, c->vocab_size, &opt->sampler, err)) {
         sequence_free(q);

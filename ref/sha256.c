@@ -5,6 +5,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "file_util.h"
+
 static const uint32_t K[64] = {
     0x428a2f98, 0x71374491, 0xb5c0fbcf, 0xe9b5dba5, 0x3956c25b, 0x59f111f1, 0x923f82a4, 0xab1c5ed5,
     0xd807aa98, 0x12835b01, 0x243185be, 0x550c7dc3, 0x72be5d74, 0x80deb1fe, 0x9bdc06a7, 0xc19bf174,
@@ -70,8 +72,8 @@ void sha256_hex(Sha256 *s, char out[65]) {
 }
 
 bool sha256_file(const char *path, char out[65], StepError *err) {
-    FILE *f = fopen(path, "rb");
-    if (f == NULL) return step_fail(err, "%s: cannot open: %s", path, strerror(errno));
+    FILE *f = file_open_input(path, "file", err);
+    if (f == NULL) return false;
     Sha256 s;
     sha256_init(&s);
     uint8_t buf[1 << 16];

@@ -1,6 +1,8 @@
 /* tokenizer.c: sentencepiece-compatible BPE encoding and run.c's decoding. */
 #include "tokenizer.h"
 
+#include "file_util.h"
+
 #include <errno.h>
 #include <math.h>
 #include <stdint.h>
@@ -65,7 +67,14 @@ bool tokenizer_init(Tokenizer *t, int vocab_size, const char *const *pieces, con
             tokenizer_free(t);
             return step_fail(err, "tokenizer: out of memory");
         }
+        if (isnan(scores[id])) {
+            free(refs);
+            tokenizer_free(t);
+            return step_fail(err, "tokenizer: token %d has a score that is not a number", id);
+        }
         t->scores[id] = scores[id];
+        size_t bytes = strlen(pieces[id]);
+        if (bytes > (size_t)t->max_piece_bytes) t->max_piece_bytes = bytes > INT32_MAX ? INT32_MAX : (int)bytes;
         int byte = parse_byte_piece(pieces[id]);
         if (byte >= 0 && t->byte_ids[byte] < 0) t->byte_ids[byte] = id;
         if (id <= TOKEN_EOS || byte >= 0) continue; /* control and byte pieces never merge */
@@ -126,8 +135,8 @@ static int read_token_record(FILE *f, int32_t max_len, float *score, char **piec
 
 bool tokenizer_load_bin(Tokenizer *t, const char *path, int vocab_size, StepError *err) {
     memset(t, 0, sizeof *t);
-    FILE *f = fopen(path, "rb");
-    if (f == NULL) return step_fail(err, "tokenizer %s: cannot open: %s", path, strerror(errno));
+    FILE *f = file_open_input(path, "tokenizer", err);
+    if (f == NULL) return false;
     int32_t max_len;
     bool ok = true;
     if (fread(&max_len, sizeof max_len, 1, f) != 1 || max_len <= 0 || max_len > 65536)
@@ -202,17 +211,76 @@ static char *normalize_text(const Tokenizer *t, const char *text) {
 }
 
 /* The working sequence of the BPE merge loop: symbols as byte ranges of the
- * normalised text in a doubly linked list, with the id of the piece their
- * pair with the next symbol would form (-1: that pair never merges). */
+ * normalised text in a doubly linked list (len 0: merged away). */
 typedef struct {
     size_t *start, *len;
-    int *prev, *next, *pair_id;
+    int *prev, *next;
 } Symbols;
 
-static void update_pair(const Tokenizer *t, const char *text, Symbols *s, int i) {
-    if (i < 0) return;
+/* A candidate merge: the pair (left, next[left]) as it was when pushed.
+ * It is stale once either symbol has changed, which the lengths show:
+ * a symbol only ever grows, and one merged away has length 0. */
+typedef struct {
+    float score;
+    int left, right, id;
+    size_t left_len, right_len;
+} PairCandidate;
+
+/* A binary max-heap of candidates: highest score first, then leftmost (the
+ * lowest symbol index is the leftmost: the list keeps the text's order).
+ * This is the order of the plain loop that rescans every pair for the
+ * best, at O(log n) a merge instead of O(n): a long prompt encodes in
+ * O(n log n), as in sentencepiece and tiktoken. */
+typedef struct {
+    PairCandidate *items;
+    int n;
+} PairHeap;
+
+static bool comes_first(const PairCandidate *a, const PairCandidate *b) {
+    return a->score > b->score || (a->score == b->score && a->left < b->left);
+}
+
+static void heap_push(PairHeap *h, PairCandidate c) {
+    int i = h->n++;
+    while (i > 0 && comes_first(&c, &h->items[(i - 1) / 2])) {
+        h->items[i] = h->items[(i - 1) / 2];
+        i = (i - 1) / 2;
+    }
+    h->items[i] = c;
+}
+
+static PairCandidate heap_pop(PairHeap *h) {
+    PairCandidate top = h->items[0], last = h->items[--h->n];
+    int i = 0;
+    for (;;) {
+        int child = 2 * i + 1;
+        if (child >= h->n) break;
+        if (child + 1 < h->n && comes_first(&h->items[child + 1], &h->items[child])) child++;
+        if (!comes_first(&h->items[child], &last)) break;
+        h->items[i] = h->items[child];
+        i = child;
+    }
+    if (h->n > 0) h->items[i] = last;
+    return top;
+}
+
+/* Push the pair (i, next[i]) if it spells a mergeable piece. */
+static void push_pair(const Tokenizer *t, const char *text, const Symbols *s, PairHeap *h, int i) {
+    if (i < 0 || s->next[i] < 0) return;
     int j = s->next[i];
-    s->pair_id[i] = j < 0 ? -1 : lookup_piece(t, text + s->start[i], s->len[i] + s->len[j]);
+    int id = lookup_piece(t, text + s->start[i], s->len[i] + s->len[j]);
+    if (id >= 0)
+        heap_push(h, (PairCandidate){.score = t->scores[id],
+                                     .left = i,
+                                     .right = j,
+                                     .id = id,
+                                     .left_len = s->len[i],
+                                     .right_len = s->len[j]});
+}
+
+static bool is_current(const Symbols *s, const PairCandidate *c) {
+    return s->next[c->left] == c->right && s->len[c->left] == c->left_len &&
+           s->len[c->right] == c->right_len;
 }
 
 /* Show the merge just made, with the whole sequence after it. */
@@ -222,16 +290,16 @@ static void report_merge(const BpeObserver *obs, const char *text, const Symbols
     int n = 0;
     for (int i = head; i >= 0; i = s->next[i])
         symbols[n] = text + s->start[i], lens[n++] = (int)s->len[i];
-    BpeMerge m = {step,
-                  id,
-                  score,
-                  text + s->start[at],
-                  text + s->start[at] + left_len,
-                  left_len,
-                  (int)s->len[at] - left_len,
-                  n,
-                  symbols,
-                  lens};
+    BpeMerge m = {.step = step,
+                  .id = id,
+                  .score = score,
+                  .left = text + s->start[at],
+                  .right = text + s->start[at] + left_len,
+                  .left_len = left_len,
+                  .right_len = (int)s->len[at] - left_len,
+                  .n_symbols = n,
+                  .symbols = symbols,
+                  .symbol_lens = lens};
     obs->on_merge(obs->ctx, &m);
 }
 
@@ -240,22 +308,60 @@ bool tokenizer_encode(const Tokenizer *t, const char *text, bool add_bos, int **
     return tokenizer_encode_observed(t, text, add_bos, NULL, out, n_out, err);
 }
 
+bool tokenizer_may_fit(const Tokenizer *t, const char *text, int max_tokens) {
+    if (strlen(text) > TOKENIZER_MAX_TEXT_BYTES) return false;
+    char *norm = normalize_text(t, text);
+    size_t n = norm != NULL ? strlen(norm) : strlen(text);
+    free(norm);
+    return n <= (size_t)max_tokens * (size_t)(t->max_piece_bytes > 0 ? t->max_piece_bytes : 1);
+}
+
+/* The merge loop over the symbols from head: merge the best pair until
+ * none is left. Returns false when out of memory. */
+static bool merge_pairs(const Tokenizer *t, const char *norm, size_t n, Symbols *s, int count,
+                        const BpeObserver *obs) {
+    /* Each merge pushes at most two pairs: 3 per symbol is room for all. */
+    PairHeap h = {malloc((3 * (size_t)count + 1) * sizeof(PairCandidate)), 0};
+    bool watched = obs != NULL && obs->on_merge != NULL;
+    const char **view = watched ? malloc((n + 1) * sizeof(char *)) : NULL;
+    int *view_lens = watched ? malloc((n + 1) * sizeof(int)) : NULL;
+    bool ok = h.items != NULL && (!watched || (view != NULL && view_lens != NULL));
+    for (int i = 0; ok && i < count; i++) push_pair(t, norm, s, &h, i);
+    for (int step = 1; ok && h.n > 0;) {
+        PairCandidate c = heap_pop(&h);
+        if (!is_current(s, &c)) continue;
+        int best = c.left, gone = c.right, left_len = (int)s->len[best];
+        s->len[best] += s->len[gone];
+        s->len[gone] = 0;
+        s->next[best] = s->next[gone];
+        if (s->next[gone] >= 0) s->prev[s->next[gone]] = best;
+        push_pair(t, norm, s, &h, s->prev[best]);
+        push_pair(t, norm, s, &h, best);
+        if (watched)
+            report_merge(obs, norm, s, 0, best, left_len, c.id, t->scores[c.id], step, view,
+                         view_lens);
+        step++;
+    }
+    free(h.items), free(view), free(view_lens);
+    return ok;
+}
+
 bool tokenizer_encode_observed(const Tokenizer *t, const char *text, bool add_bos,
                                const BpeObserver *obs, int **out, int *n_out, StepError *err) {
+    if (strlen(text) > TOKENIZER_MAX_TEXT_BYTES)
+        return step_fail(err, "tokenizer: a text of %zu bytes is longer than the %d bytes allowed",
+                         strlen(text), TOKENIZER_MAX_TEXT_BYTES);
     char *norm = normalize_text(t, text);
     size_t n = norm ? strlen(norm) : 0;
-    Symbols s = {malloc((n + 1) * sizeof(size_t)), malloc((n + 1) * sizeof(size_t)),
-                 malloc((n + 1) * sizeof(int)), malloc((n + 1) * sizeof(int)),
-                 malloc((n + 1) * sizeof(int))};
+    Symbols s = {.start = malloc((n + 1) * sizeof(size_t)),
+                 .len = malloc((n + 1) * sizeof(size_t)),
+                 .prev = malloc((n + 1) * sizeof(int)),
+                 .next = malloc((n + 1) * sizeof(int))};
     /* Every byte becomes at most one token, plus BOS. */
     int *ids = malloc((n + 1) * sizeof(int));
-    if (!norm || !s.start || !s.len || !s.prev || !s.next || !s.pair_id || !ids) {
-        free(norm), free(s.start), free(s.len), free(s.prev), free(s.next), free(s.pair_id);
-        free(ids);
-        return step_fail(err, "tokenizer: out of memory encoding %zu bytes", strlen(text));
-    }
+    bool ok = norm && s.start && s.len && s.prev && s.next && ids;
     int count = 0;
-    for (size_t i = 0; i < n; count++) {
+    for (size_t i = 0; ok && i < n; count++) {
         s.start[count] = i;
         s.len[count] = utf8_char_len((const unsigned char *)norm + i, n - i);
         s.prev[count] = count - 1;
@@ -263,38 +369,12 @@ bool tokenizer_encode_observed(const Tokenizer *t, const char *text, bool add_bo
         i += s.len[count];
     }
     if (count > 0) s.next[count - 1] = -1;
-    for (int i = 0; i < count; i++) update_pair(t, norm, &s, i);
-
-    /* Merge the best pair until none is left: highest score, leftmost on ties. */
-    int head = count > 0 ? 0 : -1;
-    bool watched = obs != NULL && obs->on_merge != NULL;
-    const char **view = watched ? malloc((n + 1) * sizeof(char *)) : NULL;
-    int *view_lens = watched ? malloc((n + 1) * sizeof(int)) : NULL;
-    watched = watched && view != NULL && view_lens != NULL;
-    for (int step = 1;; step++) {
-        int best = -1;
-        for (int i = head; i >= 0; i = s.next[i]) {
-            if (s.pair_id[i] >= 0 &&
-                (best < 0 || t->scores[s.pair_id[i]] > t->scores[s.pair_id[best]]))
-                best = i;
-        }
-        if (best < 0) break;
-        int gone = s.next[best], merged_id = s.pair_id[best], left_len = (int)s.len[best];
-        s.len[best] += s.len[gone];
-        s.next[best] = s.next[gone];
-        if (s.next[gone] >= 0) s.prev[s.next[gone]] = best;
-        update_pair(t, norm, &s, s.prev[best]);
-        update_pair(t, norm, &s, best);
-        if (watched)
-            report_merge(obs, norm, &s, head, best, left_len, merged_id, t->scores[merged_id], step,
-                         view, view_lens);
-    }
-    free(view);
-    free(view_lens);
-
+    /* The first symbol is never merged away (only a right symbol is), so
+     * the list always starts at 0. */
+    ok = ok && merge_pairs(t, norm, n, &s, count, obs);
     int n_ids = 0;
-    if (add_bos) ids[n_ids++] = TOKEN_BOS;
-    for (int i = head; i >= 0; i = s.next[i]) {
+    if (ok && add_bos) ids[n_ids++] = TOKEN_BOS;
+    for (int i = count > 0 && ok ? 0 : -1; i >= 0; i = s.next[i]) {
         int id = lookup_piece(t, norm + s.start[i], s.len[i]);
         if (id >= 0) {
             ids[n_ids++] = id;
@@ -306,7 +386,11 @@ bool tokenizer_encode_observed(const Tokenizer *t, const char *text, bool add_bo
             if (byte_id < 0) break; /* one <unk> per unknown character */
         }
     }
-    free(norm), free(s.start), free(s.len), free(s.prev), free(s.next), free(s.pair_id);
+    free(norm), free(s.start), free(s.len), free(s.prev), free(s.next);
+    if (!ok) {
+        free(ids);
+        return step_fail(err, "tokenizer: out of memory encoding %zu bytes", strlen(text));
+    }
     *out = ids;
     *n_out = n_ids;
     return true;

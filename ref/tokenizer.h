@@ -26,7 +26,11 @@ typedef struct {
      * or more spaces, which a model trained that way could never have learnt
      * (Llama 2's tokenizer has one; tok512 has none). */
     bool collapse_spaces;
+    int max_piece_bytes; /* the longest piece: no token covers more text */
 } Tokenizer;
+
+/* The longest text the encoder takes (16 MiB): far beyond any context. */
+#define TOKENIZER_MAX_TEXT_BYTES (16 << 20)
 
 /* Build from parallel arrays (copied). Ids 0, 1, 2 are <unk>, BOS and EOS;
  * pieces spelled <0xXX> are byte pieces; neither kind is ever merged into. */
@@ -43,6 +47,12 @@ bool tokenizer_load_bin(Tokenizer *t, const char *path, int vocab_size, StepErro
  * *n_out its length. */
 bool tokenizer_encode(const Tokenizer *t, const char *text, bool add_bos, int **out, int *n_out,
                       StepError *err);
+
+/* Whether text could encode into max_tokens tokens at all, checked in
+ * O(n) before the encoder runs: no token covers more than max_piece_bytes
+ * of the normalised text.
+ * False means it cannot fit; true means it may. */
+bool tokenizer_may_fit(const Tokenizer *t, const char *text, int max_tokens);
 
 /* One step of the byte-pair merge loop, for watching it work. */
 typedef struct {

@@ -240,8 +240,8 @@ Test(quant, every_configuration_generates) {
     snprintf(tok, sizeof tok, "%s", model_file("tok512.bin"));
     const char *configs[] = {"--quant-weights int8", "--quant-activations int8", "--quant-kv int8",
                              "--quant-weights int8 --quant-activations int8",
-                             "--quant-weights int8 --quant-activations int8 --quant-kv int8 "
-                             "--quant-group 16"};
+                             ("--quant-weights int8 --quant-activations int8 --quant-kv int8 "
+                              "--quant-group 16")};
     for (size_t i = 0; i < sizeof configs / sizeof configs[0]; i++) {
         const char *trace = temp_path("q.jsonl");
         char args[4096];

@@ -3,6 +3,7 @@
 
 #include <cjson/cJSON.h>
 #include <errno.h>
+#include <stdint.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -10,6 +11,7 @@
 #include <sys/stat.h>
 
 #include "../ref/file_util.h"
+#include "../ref/json_util.h"
 #include "../ref/score.h"
 #include "trace_reader.h"
 
@@ -18,44 +20,61 @@ void logits_set_free(LogitsSet *s) {
     memset(s, 0, sizeof *s);
 }
 
+/* Bounds on what a file may claim: far beyond any model, small enough that
+ * no product of two of them overflows. */
+#define DIFF_MAX_VOCAB (1 << 24)
+#define DIFF_MAX_POS (1 << 30)
+#define DIFF_MAX_LAYER (1 << 20)
+
 /* Copy a JSON array of numbers (null: NaN) into dst[0..n); false if the
  * length differs. */
 static bool read_floats(const cJSON *arr, float *dst, int n) {
     if (!cJSON_IsArray(arr) || cJSON_GetArraySize(arr) != n) return false;
     int i = 0;
     const cJSON *v;
-    cJSON_ArrayForEach(v, arr) dst[i++] = cJSON_IsNumber(v) ? (float)v->valuedouble : NAN;
+    cJSON_ArrayForEach(v, arr) dst[i++] = cJSON_IsNumber(v) ? json_float(v->valuedouble) : NAN;
     return true;
 }
 
-/* Grow *p (of elem bytes) to hold `need` elements, doubling. */
-static bool grow(void **p, int *cap, int need, size_t elem) {
+/* Grow *p (of elem bytes each) to hold `need` elements, doubling. */
+static bool grow(void **p, size_t *cap, size_t need, size_t elem) {
     if (need <= *cap) return true;
-    int c = *cap ? *cap : 64;
+    size_t c = *cap ? *cap : 64;
     while (c < need) c *= 2;
-    void *q = realloc(*p, (size_t)c * elem);
+    if (c > SIZE_MAX / elem) return false;
+    void *q = realloc(*p, c * elem);
     if (q == NULL) return false;
     *p = q, *cap = c;
     return true;
 }
 
-static bool read_logits_event(LogitsSet *s, const cJSON *e, int *cap, long line, const char *path,
-                              StepError *err) {
+/* Row capacities of a LogitsSet being read. */
+typedef struct {
+    size_t pos, logits, kv_layer, kv_pos, k, v;
+} Caps;
+
+static bool read_logits_event(LogitsSet *s, const cJSON *e, Caps *cap, long line,
+                              const char *path, StepError *err) {
     const cJSON *arr = cJSON_GetObjectItemCaseSensitive(e, "logits");
-    const cJSON *pos = cJSON_GetObjectItemCaseSensitive(e, "pos");
-    if (!cJSON_IsArray(arr) || !cJSON_IsNumber(pos))
-        return step_fail(err, "%s:%ld: a logits event needs \"pos\" and \"logits\"", path, line);
+    int pos;
+    if (!cJSON_IsArray(arr) || !json_int_field(e, "pos", 0, DIFF_MAX_POS, &pos))
+        return step_fail(err, "%s:%ld: a logits event needs a whole \"pos\" >= 0 and \"logits\"",
+                         path, line);
     if (s->vocab_size == 0) s->vocab_size = cJSON_GetArraySize(arr);
-    int cap_pos = *cap;
+    if (s->vocab_size < 1 || s->vocab_size > DIFF_MAX_VOCAB)
+        return step_fail(err, "%s:%ld: logits has %d values (1 to %d expected)", path, line,
+                         s->vocab_size, DIFF_MAX_VOCAB);
     void *p = s->pos, *l = s->logits;
-    if (!grow(&p, &cap_pos, s->n + 1, sizeof(int)) ||
-        !grow(&l, cap, s->n + 1, (size_t)s->vocab_size * sizeof(float)))
-        return step_fail(err, "%s: out of memory", path);
-    s->pos = p, s->logits = l;
-    if (s->n > 0 && pos->valueint <= s->pos[s->n - 1])
+    size_t need = (size_t)s->n + 1;
+    bool grown = grow(&p, &cap->pos, need, sizeof(int));
+    s->pos = p;
+    grown = grown && grow(&l, &cap->logits, need, (size_t)s->vocab_size * sizeof(float));
+    s->logits = l;
+    if (!grown) return step_fail(err, "%s: out of memory", path);
+    if (s->n > 0 && pos <= s->pos[s->n - 1])
         return step_fail(err, "%s:%ld: logits at pos %d after pos %d (positions must increase)",
-                         path, line, pos->valueint, s->pos[s->n - 1]);
-    s->pos[s->n] = pos->valueint;
+                         path, line, pos, s->pos[s->n - 1]);
+    s->pos[s->n] = pos;
     if (!read_floats(arr, s->logits + (size_t)s->n * s->vocab_size, s->vocab_size))
         return step_fail(err, "%s:%ld: logits has %d values, the first had %d", path, line,
                          cJSON_GetArraySize(arr), s->vocab_size);
@@ -63,22 +82,35 @@ static bool read_logits_event(LogitsSet *s, const cJSON *e, int *cap, long line,
     return true;
 }
 
-static bool read_kv_event(LogitsSet *s, const cJSON *e, int *cap, long line, const char *path,
+static bool read_kv_event(LogitsSet *s, const cJSON *e, Caps *cap, long line, const char *path,
                           StepError *err) {
     const cJSON *k = cJSON_GetObjectItemCaseSensitive(e, "k");
     const cJSON *v = cJSON_GetObjectItemCaseSensitive(e, "v");
-    if (!cJSON_IsArray(k) || !cJSON_IsArray(v))
-        return step_fail(err, "%s:%ld: a kv event needs \"k\" and \"v\"", path, line);
+    int layer, pos;
+    if (!cJSON_IsArray(k) || !cJSON_IsArray(v) ||
+        !json_int_field(e, "layer", 0, DIFF_MAX_LAYER, &layer) ||
+        !json_int_field(e, "pos", 0, DIFF_MAX_POS, &pos))
+        return step_fail(err,
+                         "%s:%ld: a kv event needs whole \"layer\" and \"pos\" >= 0, "
+                         "\"k\" and \"v\"",
+                         path, line);
     if (s->kv_dim == 0) s->kv_dim = cJSON_GetArraySize(k);
-    int c1 = *cap, c2 = *cap, c3 = *cap;
+    if (s->kv_dim < 1 || s->kv_dim > DIFF_MAX_VOCAB)
+        return step_fail(err, "%s:%ld: a kv row has %d values (1 to %d expected)", path, line,
+                         s->kv_dim, DIFF_MAX_VOCAB);
     void *pl = s->kv_layer, *pp = s->kv_pos, *pk = s->k, *pv = s->v;
-    size_t row = (size_t)s->kv_dim * sizeof(float);
-    if (!grow(&pl, &c1, s->n_kv + 1, sizeof(int)) || !grow(&pp, &c2, s->n_kv + 1, sizeof(int)) ||
-        !grow(&pk, &c3, s->n_kv + 1, row) || !grow(&pv, cap, s->n_kv + 1, row))
-        return step_fail(err, "%s: out of memory", path);
-    s->kv_layer = pl, s->kv_pos = pp, s->k = pk, s->v = pv;
-    s->kv_layer[s->n_kv] = cJSON_GetObjectItemCaseSensitive(e, "layer")->valueint;
-    s->kv_pos[s->n_kv] = cJSON_GetObjectItemCaseSensitive(e, "pos")->valueint;
+    size_t row = (size_t)s->kv_dim * sizeof(float), need = (size_t)s->n_kv + 1;
+    bool grown = grow(&pl, &cap->kv_layer, need, sizeof(int));
+    s->kv_layer = pl;
+    grown = grown && grow(&pp, &cap->kv_pos, need, sizeof(int));
+    s->kv_pos = pp;
+    grown = grown && grow(&pk, &cap->k, need, row);
+    s->k = pk;
+    grown = grown && grow(&pv, &cap->v, need, row);
+    s->v = pv;
+    if (!grown) return step_fail(err, "%s: out of memory", path);
+    s->kv_layer[s->n_kv] = layer;
+    s->kv_pos[s->n_kv] = pos;
     if (!read_floats(k, s->k + (size_t)s->n_kv * s->kv_dim, s->kv_dim) ||
         !read_floats(v, s->v + (size_t)s->n_kv * s->kv_dim, s->kv_dim))
         return step_fail(err, "%s:%ld: kv rows have another length than the first (%d)", path, line,
@@ -90,7 +122,7 @@ static bool read_kv_event(LogitsSet *s, const cJSON *e, int *cap, long line, con
 static bool read_jsonl(LogitsSet *s, const char *path, StepError *err) {
     TraceReader r;
     if (!trace_reader_open(&r, path, err)) return false;
-    int cap = 0, kv_cap = 0;
+    Caps cap = {0};
     bool ok = true, not_json;
     cJSON *e;
     while (ok && ((e = trace_reader_next(&r, &not_json)) != NULL || not_json)) {
@@ -102,7 +134,7 @@ static bool read_jsonl(LogitsSet *s, const char *path, StepError *err) {
         if (name != NULL && strcmp(name, "logits") == 0)
             ok = read_logits_event(s, e, &cap, r.line_no, path, err);
         if (name != NULL && strcmp(name, "kv") == 0)
-            ok = read_kv_event(s, e, &kv_cap, r.line_no, path, err);
+            ok = read_kv_event(s, e, &cap, r.line_no, path, err);
         cJSON_Delete(e);
     }
     trace_reader_close(&r);
@@ -110,34 +142,43 @@ static bool read_jsonl(LogitsSet *s, const char *path, StepError *err) {
     return ok;
 }
 
-/* Raw float32 [positions, vocab_size], described by FILE.json beside it. */
-static bool read_raw(LogitsSet *s, const char *path, StepError *err) {
-    char sidecar[4096];
-    snprintf(sidecar, sizeof sidecar, "%s.json", path);
+/* The sidecar FILE.json of a raw float32 file: vocab_size, positions and
+ * first_pos, each checked. */
+static bool read_sidecar(LogitsSet *s, const char *sidecar, int *first_pos, StepError *err) {
     char *text;
     if (!file_read_text(sidecar, "sidecar", &text, err)) return false;
     cJSON *meta = cJSON_Parse(text);
     free(text);
-    const cJSON *fmt = cJSON_GetObjectItemCaseSensitive(meta, "format");
-    const cJSON *vocab = cJSON_GetObjectItemCaseSensitive(meta, "vocab_size");
-    const cJSON *n = cJSON_GetObjectItemCaseSensitive(meta, "positions");
-    const cJSON *first = cJSON_GetObjectItemCaseSensitive(meta, "first_pos");
-    bool ok = cJSON_IsString(fmt) && strcmp(fmt->valuestring, "stepwise-logits-f32") == 0 &&
-              cJSON_IsNumber(vocab) && vocab->valueint > 0 && cJSON_IsNumber(n) && n->valueint > 0;
-    if (!ok) {
-        cJSON_Delete(meta);
-        return step_fail(err,
-                         "%s: needs {\"format\": \"stepwise-logits-f32\", \"vocab_size\", "
-                         "\"positions\"}",
-                         sidecar);
-    }
-    s->vocab_size = vocab->valueint, s->n = n->valueint;
-    int first_pos = cJSON_IsNumber(first) ? first->valueint : 0;
+    const char *fmt = json_string_field(meta, "format");
+    *first_pos = 0;
+    bool ok = fmt != NULL && strcmp(fmt, "stepwise-logits-f32") == 0 &&
+              json_int_field(meta, "vocab_size", 1, DIFF_MAX_VOCAB, &s->vocab_size) &&
+              json_int_field(meta, "positions", 1, DIFF_MAX_POS, &s->n) &&
+              (cJSON_GetObjectItemCaseSensitive(meta, "first_pos") == NULL ||
+               json_int_field(meta, "first_pos", 0, DIFF_MAX_POS, first_pos));
     cJSON_Delete(meta);
+    if (!ok)
+        return step_fail(err,
+                         "%s: needs {\"format\": \"stepwise-logits-f32\", \"vocab_size\" "
+                         "(1 to %d), \"positions\" (1 to %d)} and a whole first_pos >= 0",
+                         sidecar, DIFF_MAX_VOCAB, DIFF_MAX_POS);
+    return true;
+}
+
+/* Raw float32 [positions, vocab_size], described by FILE.json beside it. */
+static bool read_raw(LogitsSet *s, const char *path, StepError *err) {
+    char sidecar[4096];
+    if (snprintf(sidecar, sizeof sidecar, "%s.json", path) >= (int)sizeof sidecar)
+        return step_fail(err, "%s: name too long", path);
+    int first_pos;
+    if (!read_sidecar(s, sidecar, &first_pos, err)) return false;
+    if ((int64_t)first_pos + s->n - 1 > INT32_MAX)
+        return step_fail(err, "%s: first_pos %d + positions %d is beyond %d", sidecar, first_pos,
+                         s->n, INT32_MAX);
     uint64_t want = (uint64_t)s->n * (uint64_t)s->vocab_size * sizeof(float);
-    FILE *f = fopen(path, "rb");
+    FILE *f = file_open_input(path, "logits", err);
+    if (f == NULL) return false;
     struct stat st;
-    if (f == NULL) return step_fail(err, "%s: cannot open: %s", path, strerror(errno));
     if (fstat(fileno(f), &st) != 0 || (uint64_t)st.st_size != want) {
         fclose(f);
         return step_fail(err, "%s: %lld bytes, the sidecar promises %llu (%d x %d float32)", path,
@@ -145,7 +186,7 @@ static bool read_raw(LogitsSet *s, const char *path, StepError *err) {
     }
     s->pos = malloc((size_t)s->n * sizeof(int));
     s->logits = malloc(want);
-    ok = s->pos != NULL && s->logits != NULL && fread(s->logits, 1, want, f) == want;
+    bool ok = s->pos != NULL && s->logits != NULL && fread(s->logits, 1, want, f) == want;
     fclose(f);
     if (!ok) return step_fail(err, "%s: read error", path);
     for (int i = 0; i < s->n; i++) s->pos[i] = first_pos + i;
@@ -234,34 +275,72 @@ static void compare_position(const float *r, const float *c, int V, int pos,
     }
 }
 
+/* A candidate KV row's key, for finding the row that matches a reference
+ * row in O(log n) rather than by scanning (a file may hold many rows). */
+typedef struct {
+    int layer, pos, index;
+} KvKey;
+
+static int compare_kv_keys(const void *a, const void *b) {
+    const KvKey *x = a, *y = b;
+    if (x->layer != y->layer) return (x->layer > y->layer) - (x->layer < y->layer);
+    if (x->pos != y->pos) return (x->pos > y->pos) - (x->pos < y->pos);
+    return (x->index > y->index) - (x->index < y->index);
+}
+
+/* The first candidate row (lowest index) at (layer, pos), or -1. */
+static int find_kv_row(const KvKey *keys, int n, int layer, int pos) {
+    int lo = 0, hi = n;
+    KvKey want = {layer, pos, -1};
+    while (lo < hi) {
+        int mid = lo + (hi - lo) / 2;
+        if (compare_kv_keys(&keys[mid], &want) < 0)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo < n && keys[lo].layer == layer && keys[lo].pos == pos ? keys[lo].index : -1;
+}
+
+/* One matched pair of rows: the per-layer maxima (for the first
+ * DIFF_KV_LAYERS layers) and whether any value is outside the tolerance. */
+static bool compare_kv_row(const LogitsSet *ref, int a, const LogitsSet *cand, int b, int layer,
+                           const DiffTolerance *tol, DiffReport *rep) {
+    bool over = false, tabled = layer < DIFF_KV_LAYERS;
+    for (int i = 0; i < ref->kv_dim; i++) {
+        size_t ia = (size_t)a * ref->kv_dim + i, ib = (size_t)b * ref->kv_dim + i;
+        double dk = fabs((double)cand->k[ib] - ref->k[ia]);
+        double dv = fabs((double)cand->v[ib] - ref->v[ia]);
+        if (tabled && dk > rep->kv_max_k[layer]) rep->kv_max_k[layer] = dk;
+        if (tabled && dv > rep->kv_max_v[layer]) rep->kv_max_v[layer] = dv;
+        over |= !(dk <= tol->atol + tol->rtol * fabs((double)ref->k[ia]));
+        over |= !(dv <= tol->atol + tol->rtol * fabs((double)ref->v[ia]));
+    }
+    return over;
+}
+
 /* KV rows present on both sides, matched by (layer, pos). */
-static void compare_kv(const LogitsSet *ref, const LogitsSet *cand, const DiffTolerance *tol,
+static bool compare_kv(const LogitsSet *ref, const LogitsSet *cand, const DiffTolerance *tol,
                        DiffReport *rep) {
     rep->kv_first_layer = rep->kv_first_pos = -1;
-    if (ref->n_kv == 0 || cand->n_kv == 0 || ref->kv_dim != cand->kv_dim) return;
+    if (ref->n_kv == 0 || cand->n_kv == 0 || ref->kv_dim != cand->kv_dim) return true;
+    KvKey *keys = malloc((size_t)cand->n_kv * sizeof *keys);
+    if (keys == NULL) return false;
+    for (int b = 0; b < cand->n_kv; b++) keys[b] = (KvKey){cand->kv_layer[b], cand->kv_pos[b], b};
+    qsort(keys, (size_t)cand->n_kv, sizeof *keys, compare_kv_keys);
     for (int a = 0; a < ref->n_kv; a++) {
-        for (int b = 0; b < cand->n_kv; b++) {
-            if (ref->kv_layer[a] != cand->kv_layer[b] || ref->kv_pos[a] != cand->kv_pos[b])
-                continue;
-            int layer = ref->kv_layer[a];
-            if (layer >= 64) break;
-            if (layer + 1 > rep->n_layers_kv) rep->n_layers_kv = layer + 1;
-            bool over = false;
-            for (int i = 0; i < ref->kv_dim; i++) {
-                size_t ia = (size_t)a * ref->kv_dim + i, ib = (size_t)b * ref->kv_dim + i;
-                double dk = fabs((double)cand->k[ib] - ref->k[ia]);
-                double dv = fabs((double)cand->v[ib] - ref->v[ia]);
-                if (dk > rep->kv_max_k[layer]) rep->kv_max_k[layer] = dk;
-                if (dv > rep->kv_max_v[layer]) rep->kv_max_v[layer] = dv;
-                over |= !(dk <= tol->atol + tol->rtol * fabs((double)ref->k[ia]));
-                over |= !(dv <= tol->atol + tol->rtol * fabs((double)ref->v[ia]));
-            }
-            rep->kv_compared++;
-            if (over && rep->kv_first_layer < 0)
-                rep->kv_first_layer = layer, rep->kv_first_pos = ref->kv_pos[a];
-            break;
-        }
+        int layer = ref->kv_layer[a];
+        int b = find_kv_row(keys, cand->n_kv, layer, ref->kv_pos[a]);
+        if (b < 0) continue;
+        int shown = layer < DIFF_KV_LAYERS ? layer + 1 : DIFF_KV_LAYERS;
+        if (shown > rep->n_layers_kv) rep->n_layers_kv = shown;
+        bool over = compare_kv_row(ref, a, cand, b, layer, tol, rep);
+        rep->kv_compared++;
+        if (over && rep->kv_first_layer < 0)
+            rep->kv_first_layer = layer, rep->kv_first_pos = ref->kv_pos[a];
     }
+    free(keys);
+    return true;
 }
 
 bool trace_diff(const LogitsSet *ref, const LogitsSet *cand, const DiffTolerance *tol,
@@ -299,7 +378,7 @@ bool trace_diff(const LogitsSet *ref, const LogitsSet *cand, const DiffTolerance
     int i99 = (int)ceil(0.99 * ref->n) - 1;
     rep->kl_p99 = kl[i99 < 0 ? 0 : i99];
     free(lr), free(lc), free(kl);
-    compare_kv(ref, cand, tol, rep);
+    if (!compare_kv(ref, cand, tol, rep)) return step_fail(err, "diff: out of memory");
     if (tol->by_kl)
         rep->pass =
             rep->kl_mean <= tol->kl_mean_max && (double)rep->top1_agree >= tol->top1_min * rep->n;

@@ -24,6 +24,10 @@ typedef struct {
 bool logits_set_read(LogitsSet *s, const char *path, StepError *err);
 void logits_set_free(LogitsSet *s);
 
+/* Layers whose largest K and V differences are tabled; rows of deeper
+ * layers are compared all the same. */
+#define DIFF_KV_LAYERS 64
+
 /* When a candidate counts as matching. */
 typedef struct {
     const char *preset; /* "fp32", "fp16", "bf16" or "int8" */
@@ -57,8 +61,8 @@ typedef struct {
     int first_outside_pos, first_outside_id;
     double first_outside_ref, first_outside_cand, first_outside_allowed;
     /* KV rows, when both sides have them */
-    int n_layers_kv;
-    double kv_max_k[64], kv_max_v[64]; /* per layer */
+    int n_layers_kv;                                       /* rows in the table below */
+    double kv_max_k[DIFF_KV_LAYERS], kv_max_v[DIFF_KV_LAYERS]; /* per layer, the first 64 */
     int kv_first_layer, kv_first_pos;  /* first row over tolerance, or -1 */
     long kv_compared;
     bool pass;

@@ -177,3 +177,12 @@ bool trace_wants(const TraceOptions *o, HookPoint point, int layer, int pos) {
             return activation_wanted(o, point, layer);
     }
 }
+
+bool trace_layers_check(const TraceOptions *o, int n_layers, StepError *err) {
+    for (int i = 0; i < o->n_layers; i++) {
+        if (o->layers[i] >= n_layers)
+            return step_fail(err, "--trace-layers %d: the model has layers 0 to %d", o->layers[i],
+                             n_layers - 1);
+    }
+    return true;
+}

@@ -56,6 +56,10 @@ bool trace_positions_parse(TraceOptions *o, const char *text, StepError *err);
 /* "blocks.*.attn.pattern,final_norm": comma-separated fnmatch patterns. */
 bool trace_hooks_parse(TraceOptions *o, const char *text, StepError *err);
 
+/* Whether every --trace-layers entry names one of the model's n_layers
+ * layers (a layer the model lacks would silently trace nothing). */
+bool trace_layers_check(const TraceOptions *o, int n_layers, StepError *err);
+
 /* Whether the trace records this point at (layer, pos). */
 bool trace_wants(const TraceOptions *o, HookPoint point, int layer, int pos);
 

@@ -1,6 +1,8 @@
 /* trace_reader.c: see trace_reader.h. */
 #include "trace_reader.h"
 
+#include "../ref/file_util.h"
+
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -8,15 +10,8 @@
 
 bool trace_reader_open(TraceReader *r, const char *path, StepError *err) {
     *r = (TraceReader){0};
-    r->file = fopen(path, "r");
-    if (r->file == NULL) return step_fail(err, "trace %s: cannot open: %s", path, strerror(errno));
-    struct stat st;
-    if (fstat(fileno(r->file), &st) != 0 || !S_ISREG(st.st_mode)) {
-        fclose(r->file);
-        r->file = NULL;
-        return step_fail(err, "trace %s: not a regular file", path);
-    }
-    return true;
+    r->file = file_open_stream(path, "trace", err);
+    return r->file != NULL;
 }
 
 cJSON *trace_reader_next(TraceReader *r, bool *not_json) {
@@ -30,7 +25,7 @@ cJSON *trace_reader_next(TraceReader *r, bool *not_json) {
 }
 
 void trace_reader_close(TraceReader *r) {
-    if (r->file != NULL) fclose(r->file);
+    file_close_input(r->file);
     free(r->line);
     *r = (TraceReader){0};
 }

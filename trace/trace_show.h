@@ -10,8 +10,9 @@
 #include "../ref/tokenizer.h"
 
 /* Show the step at position pos (-1: the first draw) of the trace at path.
- * Token pieces come from the trace itself, and from tok when not NULL (else
- * from the tokenizer file the run header names, when it can be read).
+ * Token pieces come from the trace itself, and from tok when not NULL (a
+ * path named inside the trace is never opened: a trace may come from
+ * anywhere). top: how many tokens to list.
  * top: how many tokens to list. */
 bool trace_show_step(const char *path, int pos, const Tokenizer *tok, int top, FILE *out,
                      StepError *err);

@@ -1,8 +1,10 @@
 /* trace_validate.c: see trace_validate.h. */
 #include "trace_validate.h"
 
+#include <limits.h>
 #include <math.h>
 #include <stdarg.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "schema_check.h"
@@ -106,14 +108,15 @@ static void check_logprobs(Validation *v, const cJSON *e) {
     const cJSON *top = cJSON_GetObjectItemCaseSensitive(e, "top"), *t;
     double prev = 1.0;
     cJSON_ArrayForEach(t, top) {
-        double lp = cJSON_GetObjectItemCaseSensitive(t, "logprob")->valuedouble;
+        const cJSON *lp_item = cJSON_GetObjectItemCaseSensitive(t, "logprob");
+        double lp = cJSON_IsNumber(lp_item) ? lp_item->valuedouble : NAN;
         if (lp > prev) violation(v, "logprobs top list is not in descending order");
         prev = lp;
     }
     const cJSON *lp = cJSON_GetObjectItemCaseSensitive(e, "logprob");
     const cJSON *best = cJSON_GetArrayItem(top, 0);
-    if (lp != NULL && best != NULL &&
-        lp->valuedouble > cJSON_GetObjectItemCaseSensitive(best, "logprob")->valuedouble + 1e-12)
+    const cJSON *best_lp = cJSON_GetObjectItemCaseSensitive(best, "logprob");
+    if (cJSON_IsNumber(lp) && cJSON_IsNumber(best_lp) && lp->valuedouble > best_lp->valuedouble + 1e-12)
         violation(v, "logprob of the next token exceeds the best listed");
 }
 
@@ -146,10 +149,17 @@ static void check_consistency(Validation *v, const cJSON *e, const char *name) {
         expect_length(v, e, "k", n_pos, "n_pos rows");
         expect_length(v, e, "v", n_pos, "n_pos rows");
     } else if (strcmp(name, "activation") == 0) {
+        /* In 64 bits, stopping past INT_MAX: no product can wrap to a
+         * small number that a short data array would then match. */
         const cJSON *shape = cJSON_GetObjectItemCaseSensitive(e, "shape"), *d;
-        int n = 1;
-        cJSON_ArrayForEach(d, shape) n *= d->valueint;
-        expect_length(v, e, "data", n, "the product of shape");
+        long long n = 1;
+        cJSON_ArrayForEach(d, shape) {
+            if (d->valueint < 0 || (n *= d->valueint) > INT_MAX) break;
+        }
+        if (d != NULL)
+            violation(v, "activation shape is negative or its product exceeds %d", INT_MAX);
+        else
+            expect_length(v, e, "data", (int)n, "the product of shape");
     } else if (strcmp(name, "sample") == 0) {
         check_sample(v, e);
     } else if (strcmp(name, "token") == 0) {
@@ -170,37 +180,65 @@ static void check_consistency(Validation *v, const cJSON *e, const char *name) {
     }
 }
 
-int trace_validate_file(const char *path, FILE *report, StepError *err) {
+struct TraceSchemas {
+    int n;
+    cJSON *parsed[64]; /* [n], in the order of trace_schema_texts */
+};
+
+TraceSchemas *trace_schemas_load(void) {
+    TraceSchemas *s = calloc(1, sizeof *s);
+    if (s == NULL) return NULL;
+    while (trace_schema_texts[s->n].event != NULL && s->n < 64) {
+        s->parsed[s->n] = cJSON_Parse(trace_schema_texts[s->n].json);
+        if (s->parsed[s->n++] == NULL) { /* the compiled-in text is ours: cannot happen */
+            trace_schemas_free(s);
+            return NULL;
+        }
+    }
+    return s;
+}
+
+void trace_schemas_free(TraceSchemas *s) {
+    for (int i = 0; s != NULL && i < s->n; i++) cJSON_Delete(s->parsed[i]);
+    free(s);
+}
+
+/* One line: its schema, then its consistency with the lines before it. */
+static void validate_event(Validation *v, const TraceSchemas *schemas, const cJSON *e) {
+    const char *name = trace_event_name(e);
+    const cJSON *schema = NULL;
+    for (int i = 0; name != NULL && i < schemas->n; i++) {
+        if (strcmp(trace_schema_texts[i].event, name) == 0) schema = schemas->parsed[i];
+    }
+    char msg[600];
+    if (name == NULL)
+        violation(v, "no \"event\" field");
+    else if (schema == NULL)
+        violation(v, "unknown event \"%.60s\"", name);
+    else if (!schema_check(schema, e, msg, sizeof msg))
+        violation(v, "%s: %s", name, msg);
+    else
+        check_consistency(v, e, name);
+}
+
+int trace_validate_with(const TraceSchemas *schemas, const char *path, FILE *report,
+                        StepError *err) {
     TraceReader r;
     if (!trace_reader_open(&r, path, err)) return -1;
-    int n_schemas = 0;
-    while (trace_schema_texts[n_schemas].event != NULL) n_schemas++;
-    cJSON *schemas[32] = {0};
-    for (int i = 0; i < n_schemas && i < 32; i++)
-        schemas[i] = cJSON_Parse(trace_schema_texts[i].json);
-    Validation v = {path, report, 0, 0, false, 0, 0, NULL, -1, -1, -1, -1, NULL};
+    Validation v = {.path = path,
+                    .report = report,
+                    .last_logits_pos = -1,
+                    .last_sample_pos = -1,
+                    .last_token_pos = -1,
+                    .last_logprobs_pos = -1};
     cJSON *e;
     bool not_json;
     while ((e = trace_reader_next(&r, &not_json)) != NULL || not_json) {
         v.line = r.line_no;
-        if (not_json) {
+        if (not_json)
             violation(&v, "not valid JSON");
-            continue;
-        }
-        const char *name = trace_event_name(e);
-        const cJSON *schema = NULL;
-        for (int i = 0; name != NULL && i < n_schemas; i++) {
-            if (strcmp(trace_schema_texts[i].event, name) == 0) schema = schemas[i];
-        }
-        char msg[600];
-        if (name == NULL)
-            violation(&v, "no \"event\" field");
-        else if (schema == NULL)
-            violation(&v, "unknown event \"%s\"", name);
-        else if (!schema_check(schema, e, msg, sizeof msg))
-            violation(&v, "%s: %s", name, msg);
         else
-            check_consistency(&v, e, name);
+            validate_event(&v, schemas, e);
         cJSON_Delete(e);
     }
     v.line = r.line_no;
@@ -210,8 +248,18 @@ int trace_validate_file(const char *path, FILE *report, StepError *err) {
         violation(&v, "the trace does not end with a done, scored or error line");
     if (v.violations > MAX_REPORTED)
         fprintf(report, "%s: %d more violations not shown\n", path, v.violations - MAX_REPORTED);
-    for (int i = 0; i < n_schemas && i < 32; i++) cJSON_Delete(schemas[i]);
     cJSON_Delete(v.prompt_tokens);
     trace_reader_close(&r);
     return v.violations;
+}
+
+int trace_validate_file(const char *path, FILE *report, StepError *err) {
+    TraceSchemas *schemas = trace_schemas_load();
+    if (schemas == NULL) {
+        step_fail(err, "trace validate: out of memory");
+        return -1;
+    }
+    int violations = trace_validate_with(schemas, path, report, err);
+    trace_schemas_free(schemas);
+    return violations;
 }

@@ -17,4 +17,11 @@
  * survived every filter; done's tokens start with the prompt's. */
 int trace_validate_file(const char *path, FILE *report, StepError *err);
 
+/* The schemas, parsed once, for a caller that validates many traces. */
+typedef struct TraceSchemas TraceSchemas;
+TraceSchemas *trace_schemas_load(void); /* NULL when out of memory */
+void trace_schemas_free(TraceSchemas *s);
+int trace_validate_with(const TraceSchemas *schemas, const char *path, FILE *report,
+                        StepError *err);
+
 #endif

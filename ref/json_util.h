@@ -1,0 +1,29 @@
+/* json_util.h: reading numbers from JSON that came from elsewhere.
+ *
+ * cJSON keeps every number as a double and fills valueint by a saturating
+ * cast; a file can hold 1e400, -0.5 or 2^31. These helpers accept a number
+ * only when it is a whole number inside the range the caller can use, so
+ * that no float-to-int conversion is ever out of range. */
+#ifndef STEPWISE_JSON_UTIL_H
+#define STEPWISE_JSON_UTIL_H
+
+#include <cjson/cJSON.h>
+#include <stdbool.h>
+
+/* Whether v is a number, whole, within [min, max]; *out gets it. */
+bool json_whole_number(const cJSON *v, double min, double max, long long *out);
+
+/* obj[key] (case-sensitive) as an int within [min, max]. */
+bool json_int_field(const cJSON *obj, const char *key, int min, int max, int *out);
+
+/* obj[key] as a finite number within [min, max]. */
+bool json_number_field(const cJSON *obj, const char *key, double min, double max, double *out);
+
+/* A JSON number as a float32: beyond float's range it is the infinity of
+ * its sign (a plain cast would be undefined there). */
+float json_float(double d);
+
+/* obj[key] if it is a string, else NULL. */
+const char *json_string_field(const cJSON *obj, const char *key);
+
+#endif
