@@ -3,8 +3,9 @@
 CC      ?= gcc
 CFLAGS  ?= -O2
 # The reference numbers must not depend on the compiler: no fused multiply-add
-# (-ffp-contract=off), never -ffast-math.
-CFLAGS  += -std=c11 -Wall -Wextra -Werror -ffp-contract=off -D_POSIX_C_SOURCE=200809L
+# (-ffp-contract=off), never -ffast-math. `override`: these stay when a
+# command line sets CFLAGS (the determinism and sanitizer builds do).
+override CFLAGS += -std=c11 -Wall -Wextra -Werror -ffp-contract=off -D_POSIX_C_SOURCE=200809L
 LDLIBS  := -lcjson -lm
 BUILD   := build
 
@@ -12,7 +13,8 @@ STEPWISE_MODELS ?= $(if $(wildcard ../shared/models),../shared/models,$(BUILD)/m
 export STEPWISE_MODELS
 
 # Debian packages the project needs (see README.md for why each).
-DEB_PACKAGES := libcjson-dev libcriterion-dev clang-format clang python3-sentencepiece \
+DEB_PACKAGES := libcjson-dev libcriterion-dev clang-format clang libclang-rt-14-dev \
+                python3-sentencepiece \
                 python3-jsonschema python3-numpy python3-matplotlib python3-nbconvert \
                 python3-ipykernel
 
@@ -22,9 +24,10 @@ LIB_OBJ  := $(patsubst %.c,$(BUILD)/obj/%.o,$(LIB_SRC)) $(BUILD)/obj/gen/tiny_mo
 SCHEMAS  := $(sort $(wildcard trace/schema/*.schema.json))
 TEST_SRC := $(wildcard tests/*.c)
 TEST_OBJ := $(patsubst %.c,$(BUILD)/obj/%.o,$(TEST_SRC))
-C_FILES  := $(wildcard ref/*.c ref/*.h trace/*.c trace/*.h tests/*.c tests/*.h)
+C_FILES  := $(wildcard ref/*.c ref/*.h trace/*.c trace/*.h tests/*.c tests/*.h tests/fuzz/*.c \
+              tests/fuzz/*.h)
 
-.PHONY: all help deps build test unit-tests notebooks doc-check valgrind fmt fmt-check demo models kv-tables golden bench bench-batch clean
+.PHONY: all help deps build test unit-tests sanitize fuzz fuzz-build fuzz-smoke bad-inputs notebooks doc-check valgrind fmt fmt-check demo models kv-tables golden bench bench-batch clean
 
 all: build
 
@@ -41,6 +44,9 @@ help:
 	@echo "make kv-tables print the measured tables of docs/kv-cache.md"
 	@echo "make golden    write a golden set for stories260K into build/golden"
 	@echo "make bench     decode and prefill speed, int8, trace cost, memory (a table)"
+	@echo "make sanitize  the tests and trace checks built by clang with ASan and UBSan"
+	@echo "make fuzz      every libFuzzer target for FUZZ_SECONDS each (default 60)"
+	@echo "make bad-inputs  the bad-input matrix: every input surface, exit status and message"
 	@echo "make bench-batch  throughput against latency for batch sizes 1 to 16"
 
 deps:
@@ -104,6 +110,9 @@ $(BUILD)/stepwise-tests: $(TEST_OBJ) $(BUILD)/libstepwise.a
 test: deps
 	$(MAKE) --no-print-directory fmt-check build $(BUILD)/stepwise-tests
 	$(MAKE) --no-print-directory unit-tests
+	$(MAKE) --no-print-directory bad-inputs
+	$(MAKE) --no-print-directory fuzz-smoke
+	$(MAKE) --no-print-directory sanitize
 	$(MAKE) --no-print-directory doc-check
 	$(MAKE) --no-print-directory notebooks
 
@@ -117,6 +126,72 @@ unit-tests:
 	else echo "sentencepiece check skipped: no tok512.model in $(STEPWISE_MODELS)"; fi
 	bash tests/check_traces.sh
 	bash tests/check_determinism.sh
+
+# The bad-input matrix (tests/bad_inputs.py): every input surface, each case
+# with its exit status and the words its error line must hold, under a
+# timeout; nothing may crash, hang, or write outside its target.
+bad-inputs: build
+	/usr/bin/python3 tests/bad_inputs.py $(BUILD)/stepwise
+
+# Sanitizers: the Criterion suite and the trace checks, built by clang with
+# AddressSanitizer and UndefinedBehaviorSanitizer (any report fails the run).
+# LeakSanitizer runs too, with one suppression: Criterion's own 48 bytes.
+SAN_FLAGS := -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=all
+SAN_DIR   := $(BUILD)/san
+SAN_ENV   := ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
+             UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+             LSAN_OPTIONS=suppressions=$(CURDIR)/tests/lsan.supp:print_suppressions=0 \
+             STEPWISE_BIN=$(SAN_DIR)/stepwise
+sanitize:
+	@$(MAKE) --no-print-directory BUILD=$(SAN_DIR) CC=clang CFLAGS="$(SAN_FLAGS)" \
+	  $(SAN_DIR)/stepwise $(SAN_DIR)/stepwise-tests
+	$(SAN_ENV) $(SAN_DIR)/stepwise-tests --jobs 2 --filter '!(speed/*)'
+	$(SAN_ENV) bash tests/check_traces.sh
+
+# libFuzzer targets (tests/fuzz/): each input goes through the real reader.
+# `make fuzz FUZZ_SECONDS=N` runs each for N seconds from its committed seed
+# corpus (tests/fuzz/corpus/T), keeping what it finds in build/fuzz/corpus/T;
+# `make fuzz-smoke` (in `make test`) replays every committed crash
+# reproducer (tests/fuzz/crashes/T) and fuzzes each target for a few seconds.
+FUZZ_TARGETS := checkpoint tokenizer model_json requests trace diff
+FUZZ_DIR     := $(BUILD)/fuzz
+FUZZ_SECONDS ?= 60
+FUZZ_SMOKE_SECONDS ?= 4
+fuzz-build:
+	@$(MAKE) --no-print-directory BUILD=$(FUZZ_DIR) CC=clang \
+	  CFLAGS="$(SAN_FLAGS) -fsanitize=fuzzer-no-link" $(patsubst %,$(FUZZ_DIR)/fuzz_%,$(FUZZ_TARGETS))
+
+$(BUILD)/fuzz_%: tests/fuzz/fuzz_%.c tests/fuzz/fuzz_file.h $(BUILD)/libstepwise.a
+	@echo "  LINK $@"
+	@$(CC) $(CFLAGS) -fsanitize=fuzzer -I. -o $@ $< $(BUILD)/libstepwise.a $(LDLIBS)
+
+# FUZZ T [ARGS]: run target T from its corpora with its dictionary, if any.
+FUZZ_RUN = $(FUZZ_DIR)/fuzz_$$t $$( [ -f tests/fuzz/$$t.dict ] && echo -dict=tests/fuzz/$$t.dict ) \
+	   -artifact_prefix=$(FUZZ_DIR)/crash-$$t-
+
+fuzz: fuzz-build
+	@set -e; for t in $(FUZZ_TARGETS); do \
+	  mkdir -p $(FUZZ_DIR)/corpus/$$t; \
+	  echo "== fuzz_$$t for $(FUZZ_SECONDS) s"; \
+	  $(FUZZ_RUN) -max_total_time=$(FUZZ_SECONDS) -print_final_stats=1 \
+	    $(FUZZ_DIR)/corpus/$$t tests/fuzz/corpus/$$t >$(FUZZ_DIR)/fuzz-$$t.log 2>&1 || \
+	    { tail -40 $(FUZZ_DIR)/fuzz-$$t.log; echo "fuzz_$$t found a crash"; exit 1; }; \
+	  grep -E "^stat::number_of_executed_units" $(FUZZ_DIR)/fuzz-$$t.log; \
+	done; echo "fuzz: no crash"
+
+fuzz-smoke: fuzz-build
+	@set -e; for t in $(FUZZ_TARGETS); do \
+	  n=0; if ls tests/fuzz/crashes/$$t/* >/dev/null 2>&1; then \
+	    n=$$(ls tests/fuzz/crashes/$$t | wc -l); \
+	    $(FUZZ_DIR)/fuzz_$$t tests/fuzz/crashes/$$t/* >$(FUZZ_DIR)/replay-$$t.log 2>&1 || \
+	      { tail -40 $(FUZZ_DIR)/replay-$$t.log; echo "fuzz_$$t: a committed reproducer fails"; exit 1; }; \
+	  fi; \
+	  mkdir -p $(FUZZ_DIR)/smoke/$$t; \
+	  $(FUZZ_RUN) -max_total_time=$(FUZZ_SMOKE_SECONDS) $(FUZZ_DIR)/smoke/$$t tests/fuzz/corpus/$$t \
+	    >$(FUZZ_DIR)/smoke-$$t.log 2>&1 || \
+	    { tail -40 $(FUZZ_DIR)/smoke-$$t.log; echo "fuzz_$$t: crashed"; exit 1; }; \
+	  echo "  FUZZ     $$t: $$n reproducers replayed, $$(grep -o 'Done [0-9]* runs' $(FUZZ_DIR)/smoke-$$t.log)"; \
+	done
 
 # Every notebook, executed headless (a failed assertion fails the target),
 # then rendered to HTML for a projector: build/notebooks/.

@@ -199,8 +199,10 @@ static bool replaceable(const char *dir, StepError *err) {
         others += strcmp(entry->d_name, ".") != 0 && strcmp(entry->d_name, "..") != 0;
     if (d != NULL) closedir(d);
     if (d == NULL || others > 0)
-        return step_fail(err, "golden: --out %s is a folder that is not empty and holds no "
-                         "golden set (no manifest.json); not replacing it", dir);
+        return step_fail(err,
+                         "golden: --out %s is a folder that is not empty and holds no "
+                         "golden set (no manifest.json); not replacing it",
+                         dir);
     return true;
 }
 
@@ -213,10 +215,12 @@ static bool make_golden(const char *model, const char *tokenizer, const char *di
     if (snprintf(tmp, sizeof tmp, "%s.XXXXXX", dir) >= (int)sizeof tmp ||
         snprintf(old, sizeof old, "%s.old.XXXXXX", dir) >= (int)sizeof old)
         return step_fail(err, "golden: --out %s: name too long", dir);
-    if (mkdtemp(tmp) == NULL)
+    cli_signals_defer_begin(); /* from before the folder exists: a signal stops between files */
+    if (mkdtemp(tmp) == NULL) {
+        cli_signals_defer_end();
         return step_fail(err, "golden: cannot create a folder beside %s: %s", dir, strerror(errno));
+    }
     chmod(tmp, 0755);
-    cli_signals_defer_begin(); /* a signal stops the set between files */
     bool ok = write_set(model, tokenizer, tmp, err);
     if (ok && cli_signal_caught())
         ok = step_fail(err, "golden: interrupted (%s)", cli_signal_name(cli_signal_caught()));
@@ -225,8 +229,8 @@ static bool make_golden(const char *model, const char *tokenizer, const char *di
     /* An old set moves aside under a fresh name (mkdtemp makes it, rename
      * replaces the empty folder), the new one moves in, the old is removed. */
     if (had_old && (mkdtemp(old) == NULL || rename(dir, old) != 0))
-        ok = step_fail(err, "golden: cannot move the old set at %s aside: %s", dir,
-                       strerror(errno));
+        ok =
+            step_fail(err, "golden: cannot move the old set at %s aside: %s", dir, strerror(errno));
     if (ok && rename(tmp, dir) != 0) {
         ok = step_fail(err, "golden: cannot rename %s to %s: %s", tmp, dir, strerror(errno));
         if (had_old) rename(old, dir);

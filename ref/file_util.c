@@ -54,8 +54,7 @@ void file_close_input(FILE *f) {
     if (f != NULL && f != stdin) fclose(f);
 }
 
-bool file_read_bytes(const char *path, const char *what, char **out, size_t *len,
-                     StepError *err) {
+bool file_read_bytes(const char *path, const char *what, char **out, size_t *len, StepError *err) {
     *out = NULL;
     FILE *f = file_open_stream(path, what, err);
     if (f == NULL) return false;
@@ -68,8 +67,8 @@ bool file_read_bytes(const char *path, const char *what, char **out, size_t *len
             size_t grown = cap ? cap * 2 : 4096;
             char *p = grown <= (size_t)FILE_TEXT_MAX_BYTES + 1 ? realloc(text, grown + 1) : NULL;
             if (p == NULL) {
-                ok = step_fail(err, "%s %s: larger than %ld bytes", what, path,
-                               FILE_TEXT_MAX_BYTES);
+                ok =
+                    step_fail(err, "%s %s: larger than %ld bytes", what, path, FILE_TEXT_MAX_BYTES);
                 break;
             }
             text = p, cap = grown;
@@ -181,7 +180,8 @@ bool atomic_file_open(AtomicFile *f, const char *path, StepError *err) {
     if (f->path == NULL) return step_fail(err, "%s: out of memory", path);
     struct stat st, lst;
     bool exists = stat(path, &st) == 0;
-    if (strcmp(path, "-") == 0 || (exists && !S_ISREG(st.st_mode))) return open_direct(f, path, err);
+    if (strcmp(path, "-") == 0 || (exists && !S_ISREG(st.st_mode)))
+        return open_direct(f, path, err);
     /* A symlink to a regular file: replace the file it names, keep the link. */
     bool is_link = lstat(path, &lst) == 0 && S_ISLNK(lst.st_mode);
     f->final_path = is_link ? realpath(path, NULL) : strdup(path);

@@ -30,8 +30,7 @@ void file_close_input(FILE *f);
  * (*out, caller frees) of *len bytes (len may be NULL). Refuses an empty file
  * and one over FILE_TEXT_MAX_BYTES. */
 bool file_read_text(const char *path, const char *what, char **out, StepError *err);
-bool file_read_bytes(const char *path, const char *what, char **out, size_t *len,
-                     StepError *err);
+bool file_read_bytes(const char *path, const char *what, char **out, size_t *len, StepError *err);
 
 /* Whether path can be written as an output, checked before a run starts:
  * refuses a directory, a missing parent folder and a dangling symlink. */
@@ -44,8 +43,8 @@ bool file_check_output(const char *path, const char *what, StepError *err);
  * other existing target ("-", /dev/stdout, /dev/null, a FIFO) is written
  * directly, so it stays what it was. */
 typedef struct {
-    FILE *file; /* write here */
-    char *path; /* as the user named it, for messages */
+    FILE *file;       /* write here */
+    char *path;       /* as the user named it, for messages */
     char *final_path; /* where the rename goes (the symlink's target) */
     char *tmp_path;   /* NULL for a direct write */
     int tmp_slot;     /* index in the signal-time removal list, or -1 */

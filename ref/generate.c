@@ -62,8 +62,10 @@ bool generate_options_validate(const GenerateOptions *opt, const Config *c, Step
                          window);
     if (opt->policy == CONTEXT_STOP) return true; /* drop and keep are never used */
     if (window < 2)
-        return step_fail(err, "a context of %d position cannot drop tokens: use --context-policy "
-                         "stop", window);
+        return step_fail(err,
+                         "a context of %d position cannot drop tokens: use --context-policy "
+                         "stop",
+                         window);
     if (drop < 1 || drop >= window)
         return step_fail(err, "--context-drop %d is outside [1, %d]", drop, window - 1);
     if (opt->policy == CONTEXT_KEEP_PREFIX && opt->keep + 1 > window - drop)

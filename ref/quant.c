@@ -6,7 +6,7 @@
 #include <string.h>
 
 int quant_groups(int n, int group) {
-    return (n + group - 1) / group;
+    return n / group + (n % group != 0); /* ceil(n / group), without n + group - 1 overflowing */
 }
 
 void quantize_row(const float *x, int n, int group, int8_t *q, float *scales) {

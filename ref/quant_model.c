@@ -274,6 +274,14 @@ bool model_load_q8(Model *m, const char *path, StepError *err) {
         fclose(f);
         return false;
     }
+    /* A .q8 file stores each weight kind of all layers as one matrix whose
+     * row count is an int: refuse shapes beyond that before any size. */
+    uint64_t L = (uint64_t)c->n_layers;
+    if (L * (uint64_t)c->dim > INT32_MAX || L * (uint64_t)c->hidden_dim > INT32_MAX) {
+        fclose(f);
+        return step_fail(err, "model %s: %d layers of %d x %d are too many rows for a .q8 file",
+                         path, c->n_layers, c->dim, c->hidden_dim);
+    }
     if (group < 1 || group > c->dim * 64) {
         fclose(f);
         return step_fail(err, "model %s: group size %d is out of range", path, group);
@@ -285,7 +293,7 @@ bool model_load_q8(Model *m, const char *path, StepError *err) {
                          path, (unsigned long long)want, (unsigned long long)st.st_size,
                          (uint64_t)st.st_size < want ? "truncated" : "oversized");
     }
-    uint64_t L = (uint64_t)c->n_layers, d = (uint64_t)c->dim;
+    uint64_t d = (uint64_t)c->dim;
     m->storage = malloc((2 * L * d + d) * sizeof(float));
     QuantWeights *q = calloc(1, sizeof *q);
     ok = m->storage != NULL && q != NULL;

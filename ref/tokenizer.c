@@ -74,7 +74,8 @@ bool tokenizer_init(Tokenizer *t, int vocab_size, const char *const *pieces, con
         }
         t->scores[id] = scores[id];
         size_t bytes = strlen(pieces[id]);
-        if (bytes > (size_t)t->max_piece_bytes) t->max_piece_bytes = bytes > INT32_MAX ? INT32_MAX : (int)bytes;
+        if (bytes > (size_t)t->max_piece_bytes)
+            t->max_piece_bytes = bytes > INT32_MAX ? INT32_MAX : (int)bytes;
         int byte = parse_byte_piece(pieces[id]);
         if (byte >= 0 && t->byte_ids[byte] < 0) t->byte_ids[byte] = id;
         if (id <= TOKEN_EOS || byte >= 0) continue; /* control and byte pieces never merge */

@@ -3,7 +3,7 @@
 # and from an interrupted run; validate them all with python3-jsonschema and
 # with `stepwise trace validate`. Run from the project root by `make test`.
 set -euo pipefail
-bin=build/stepwise
+bin=${STEPWISE_BIN:-build/stepwise}
 out=build/tmp/traces
 models=${STEPWISE_MODELS:-../shared/models}
 rm -rf "$out" && mkdir -p "$out"

@@ -69,7 +69,9 @@ int run_stepwise(const char *args, char *out, int out_cap, char *err, int err_ca
     snprintf(out_path, sizeof out_path, "build/tmp/run-%d.out", (int)getpid());
     snprintf(err_path, sizeof err_path, "build/tmp/run-%d.err", (int)getpid());
     mkdir("build/tmp", 0755);
-    snprintf(cmd, sizeof cmd, "build/stepwise %s >%s 2>%s", args, out_path, err_path);
+    /* STEPWISE_BIN: the sanitizer run (make sanitize) tests its own build */
+    const char *bin = getenv("STEPWISE_BIN") ? getenv("STEPWISE_BIN") : "build/stepwise";
+    snprintf(cmd, sizeof cmd, "%s %s >%s 2>%s", bin, args, out_path, err_path);
     int status = system(cmd);
     read_all(out_path, out, out_cap);
     read_all(err_path, err, err_cap);

@@ -23,7 +23,7 @@ void logits_set_free(LogitsSet *s) {
 /* Bounds on what a file may claim: far beyond any model, small enough that
  * no product of two of them overflows. */
 #define DIFF_MAX_VOCAB (1 << 24)
-#define DIFF_MAX_POS (1 << 30)
+#define DIFF_MAX_POS   (1 << 30)
 #define DIFF_MAX_LAYER (1 << 20)
 
 /* Copy a JSON array of numbers (null: NaN) into dst[0..n); false if the
@@ -53,8 +53,8 @@ typedef struct {
     size_t pos, logits, kv_layer, kv_pos, k, v;
 } Caps;
 
-static bool read_logits_event(LogitsSet *s, const cJSON *e, Caps *cap, long line,
-                              const char *path, StepError *err) {
+static bool read_logits_event(LogitsSet *s, const cJSON *e, Caps *cap, long line, const char *path,
+                              StepError *err) {
     const cJSON *arr = cJSON_GetObjectItemCaseSensitive(e, "logits");
     int pos;
     if (!cJSON_IsArray(arr) || !json_int_field(e, "pos", 0, DIFF_MAX_POS, &pos))

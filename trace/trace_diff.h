@@ -61,9 +61,9 @@ typedef struct {
     int first_outside_pos, first_outside_id;
     double first_outside_ref, first_outside_cand, first_outside_allowed;
     /* KV rows, when both sides have them */
-    int n_layers_kv;                                       /* rows in the table below */
+    int n_layers_kv;                                           /* rows in the table below */
     double kv_max_k[DIFF_KV_LAYERS], kv_max_v[DIFF_KV_LAYERS]; /* per layer, the first 64 */
-    int kv_first_layer, kv_first_pos;  /* first row over tolerance, or -1 */
+    int kv_first_layer, kv_first_pos;                          /* first row over tolerance, or -1 */
     long kv_compared;
     bool pass;
 } DiffReport;

@@ -17,7 +17,7 @@
 /* The largest vocabulary and position a trace may name: far beyond any
  * model, and small enough that a table of pieces costs at most 16 MiB. */
 #define SHOW_MAX_VOCAB (1 << 21)
-#define SHOW_MAX_POS (1 << 30)
+#define SHOW_MAX_POS   (1 << 30)
 
 /* What the step needs from the whole trace. */
 typedef struct {
@@ -48,8 +48,8 @@ static bool read_header(Step *s, const cJSON *e, const char *path, long line, St
     s->pieces = calloc((size_t)s->vocab, sizeof(char *));
     if (s->pieces == NULL) return step_fail(err, "trace %s: out of memory", path);
     if (s->pos < 0 && s->n_prompt == 0)
-        return step_fail(err, "trace %s:%ld: the run header has no prompt_tokens; give --pos",
-                         path, line);
+        return step_fail(err, "trace %s:%ld: the run header has no prompt_tokens; give --pos", path,
+                         line);
     if (s->pos < 0) s->pos = s->n_prompt - 1;
     return true;
 }
@@ -61,14 +61,13 @@ static bool logits_ok(const Step *s, const cJSON *e) {
     int n = cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(e, "logits"));
     return json_int_field(e, "pos", 0, SHOW_MAX_POS, &pos) &&
            json_int_field(e, "token", 0, s->vocab - 1, &token) &&
-           cJSON_IsArray(cJSON_GetObjectItemCaseSensitive(e, "logits")) && n > 0 &&
-           n <= s->vocab;
+           cJSON_IsArray(cJSON_GetObjectItemCaseSensitive(e, "logits")) && n > 0 && n <= s->vocab;
 }
 
 /* One event, after the header: remember its pieces, keep it if it is at
  * the step. Returns false (err set) on a malformed event the step needs. */
-static bool take_event(Step *s, cJSON *e, const char *name, const char *path, long line,
-                       bool *kept, StepError *err) {
+static bool take_event(Step *s, cJSON *e, const char *name, const char *path, long line, bool *kept,
+                       StepError *err) {
     int pos = -1, n = 0;
     if (strcmp(name, "tokenize") == 0) {
         const cJSON *ids = cJSON_GetObjectItemCaseSensitive(e, "ids"),
@@ -191,7 +190,8 @@ static bool print_top(FILE *out, const Step *s, const Tokenizer *tok, int top, f
     }
     int i = 0;
     const cJSON *v;
-    cJSON_ArrayForEach(v, arr) p[i++] = cJSON_IsNumber(v) ? json_float(v->valuedouble) / t : -INFINITY;
+    cJSON_ArrayForEach(v, arr) p[i++] =
+        cJSON_IsNumber(v) ? json_float(v->valuedouble) / t : -INFINITY;
     softmax_forward(p, n);
     for (i = 0; i < n; i++) order[i] = i;
     if (top > n) top = n;
@@ -293,8 +293,8 @@ bool trace_show_step(const char *path, int pos, const Tokenizer *tok, int top, F
             fputs("(no logits at this position: the trace level is below logits)\n", out);
         fputc('\n', out);
         if (s.sample != NULL) print_sampler(out, &s, tok);
-        int bytes = int_or(cJSON_GetObjectItemCaseSensitive(s.run, "kv_cache"), "bytes_per_token",
-                           -1);
+        int bytes =
+            int_or(cJSON_GetObjectItemCaseSensitive(s.run, "kv_cache"), "bytes_per_token", -1);
         if (bytes >= 0)
             fprintf(out, "\nKV cache after this step: %d positions x %d bytes = %lld bytes\n",
                     s.pos + 1, bytes, (long long)(s.pos + 1) * bytes);

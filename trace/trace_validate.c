@@ -116,7 +116,8 @@ static void check_logprobs(Validation *v, const cJSON *e) {
     const cJSON *lp = cJSON_GetObjectItemCaseSensitive(e, "logprob");
     const cJSON *best = cJSON_GetArrayItem(top, 0);
     const cJSON *best_lp = cJSON_GetObjectItemCaseSensitive(best, "logprob");
-    if (cJSON_IsNumber(lp) && cJSON_IsNumber(best_lp) && lp->valuedouble > best_lp->valuedouble + 1e-12)
+    if (cJSON_IsNumber(lp) && cJSON_IsNumber(best_lp) &&
+        lp->valuedouble > best_lp->valuedouble + 1e-12)
         violation(v, "logprob of the next token exceeds the best listed");
 }
 

@@ -1,0 +1,664 @@
+#!/usr/bin/python3
+"""The bad-input matrix: every input surface of stepwise given what it should
+refuse (models, tokenizers, JSON models, requests, traces, diff inputs,
+command-line options, output targets, signals).
+
+Each case states the exit status it expects and the words the first error
+line must contain. Every case runs under a timeout, and after each the
+scratch folder must hold only what the case may create: no crash (a death by
+signal), no hang, no file written beside its target, no PASS on nonsense.
+
+usage: tests/bad_inputs.py build/stepwise      (run by `make test`)
+"""
+import json
+import os
+import shutil
+import signal
+import stat
+import struct
+import subprocess
+import sys
+import time
+
+BIN = os.path.abspath(sys.argv[1] if len(sys.argv) > 1 else "build/stepwise")
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+TMP = os.path.join(ROOT, "build", "tmp", "bad-inputs")
+TINY = os.path.join(ROOT, "data", "tiny-model.json")
+TIMEOUT = 20  # seconds a case may take; each is a fraction of a second when right
+
+
+# ---------------------------------------------------------------- fixtures
+
+
+def path(name):
+    return os.path.join(TMP, name)
+
+
+def write(name, data):
+    with open(path(name), "wb") as f:
+        f.write(data if isinstance(data, bytes) else data.encode())
+    return path(name)
+
+
+def header(dim=8, hidden=16, layers=1, heads=2, kv_heads=2, vocab=13, seq_len=4):
+    return struct.pack("<7i", dim, hidden, layers, heads, kv_heads, vocab, seq_len)
+
+
+def checkpoint_floats(dim=8, hidden=16, layers=1, heads=2, kv_heads=2, vocab=13, seq_len=4):
+    """Floats a tied llama2.c checkpoint of this shape holds (run.c's layout)."""
+    head = dim // heads
+    kv = kv_heads * head
+    per_layer = dim + dim * dim + 2 * kv * dim + dim * dim + dim + 3 * dim * hidden
+    return vocab * dim + layers * per_layer + dim + seq_len * head
+
+
+def tokenizer_bin(entries, max_len=None):
+    out = struct.pack("<i", max_len or max(len(p) for p, _ in entries))
+    for piece, score in entries:
+        out += struct.pack("<fi", score, len(piece)) + piece
+    return out
+
+
+def tiny_tokenizer_entries():
+    model = json.load(open(TINY))
+    return [(p.encode(), float(s)) for p, s in model["tokenizer"]]
+
+
+def setup():
+    shutil.rmtree(TMP, ignore_errors=True)
+    os.makedirs(TMP)
+    # A good checkpoint of the tiny model's vocabulary, and its tokenizer.
+    subprocess.run([BIN, "make-model", "--dim", "8", "--hidden", "16", "--layers", "1",
+                    "--heads", "2", "--vocab", "13", "--seq-len", "4", "--out", path("good.bin")],
+                   check=True, capture_output=True)
+    subprocess.run([BIN, "make-model", "--dim", "8", "--hidden", "16", "--layers", "1",
+                    "--heads", "2", "--vocab", "13", "--seq-len", "1", "--out", path("seq1.bin")],
+                   check=True, capture_output=True)
+    subprocess.run([BIN, "make-model", "--dim", "8", "--hidden", "16", "--layers", "2",
+                    "--heads", "2", "--vocab", "13", "--seq-len", "64", "--out", path("long.bin")],
+                   check=True, capture_output=True)
+    subprocess.run([BIN, "quantize", "--model", path("good.bin"), "--group", "4",
+                    "--out", path("good.q8")], check=True, capture_output=True)
+    write("tok.bin", tokenizer_bin(tiny_tokenizer_entries()))
+    os.mkfifo(path("fifo"))
+    os.mkdir(path("dir"))
+    write("text.txt", "hello\n")
+    # Traces the readers accept, to break one field at a time.
+    subprocess.run([BIN, "generate", "--prompt", "cat", "--temperature", "1", "--top-k", "3",
+                    "--reproducible", "--trace-kv", "--trace", path("good.jsonl")],
+                   check=True, capture_output=True)
+    subprocess.run([BIN, "generate", "--prompt", "cat", "--trace-level", "layers",
+                    "--reproducible", "--trace", path("layers.jsonl")], check=True,
+                   capture_output=True)
+    # Big enough that a golden set takes seconds: a signal lands mid-set.
+    subprocess.run([BIN, "make-model", "--dim", "384", "--hidden", "1536", "--layers", "4",
+                    "--heads", "4", "--vocab", "13", "--seq-len", "256", "--out", path("big.bin")],
+                   check=True, capture_output=True)
+    subprocess.run([BIN, "score", "--text", "cat sat", "--reproducible", "--trace-kv",
+                    "--out", path("score.jsonl")], check=True, capture_output=True)
+
+
+FIXTURES = None  # the scratch folder's names after setup
+
+
+# ---------------------------------------------------------------- cases
+
+CASES = []
+
+
+def case(name, args, status, words, files=None, creates=(), stream="stderr", check=None,
+         stdin=None, timeout=TIMEOUT):
+    """args: the command line after `stepwise` (strings; {x} is path(x)).
+    files: {name: bytes} written before the run. creates: names the case may
+    leave. words: what the first error line (stream) must contain."""
+    CASES.append(dict(name=name, args=args, status=status, words=words, files=files or {},
+                      creates=set(creates), stream=stream, check=check, stdin=stdin,
+                      timeout=timeout))
+
+
+M = ["--model", "{good.bin}", "--tokenizer", "{tok.bin}"]
+
+
+def model_cases():
+    n = checkpoint_floats()
+    good = header() + struct.pack("<%df" % n, *([0.5] * n))
+    bad = {
+        "missing": (None, "cannot open"),
+        "directory": ("{dir}", "is a directory"),
+        "fifo": ("{fifo}", "is a FIFO"),
+        "device": ("/dev/null", "is a character device"),
+        "empty": (b"", "too short"),
+        "short header": (header()[:12], "too short"),
+        "zero dims": (header(dim=0) + good[28:], "dim"),
+        "negative layers": (header(layers=-1) + good[28:], "n_layers"),
+        "dim not divisible": (header(dim=9) + good[28:], "not divisible"),
+        "kv heads above heads": (header(kv_heads=4) + good[28:], "n_kv_heads"),
+        "vocab INT_MIN": (header(vocab=-2**31) + good[28:], "vocab_size"),
+        "truncated weights": (good[:-4], "truncated"),
+        "oversized": (good + b"\0" * 4, "oversized"),
+        "huge seq_len": (header(seq_len=2**30) + good[28:], "model"),
+        "huge shape": (header(dim=2**30, hidden=2**30, heads=1, kv_heads=1) + good[28:], "model"),
+        "a text file": (b"this is not a model at all, just some text\n", "model"),
+        "q8 bad version": (b"SWQ8" + struct.pack("<I", 99) + b"\0" * 64, "version"),
+        "q8 truncated": (open(path("good.q8"), "rb").read()[:-10], "truncated"),
+        "q8 oversized": (open(path("good.q8"), "rb").read() + b"\0", "oversized"),
+        "q8 group 0": (open(path("good.q8"), "rb").read()[:36] + struct.pack("<i", 0) +
+                       open(path("good.q8"), "rb").read()[40:], "group"),
+    }
+    for name, (data, words) in bad.items():
+        if data is None:
+            target = path("no-such-model.bin")
+            files = {}
+        elif isinstance(data, str):
+            target, files = data, {}
+        else:
+            target, files = path("m.bin"), {"m.bin": data}
+        case("model: " + name, ["generate", "--model", target, "--tokenizer", "{tok.bin}"], 2,
+             [words], files=files)
+    case("model: symlink to a FIFO", ["inspect", "--model", "{link}"], 2, ["FIFO"],
+         files={"link": ("symlink", "fifo")})
+
+
+def tokenizer_cases():
+    e = tiny_tokenizer_entries()
+    bad = {
+        "missing": (None, "cannot open"),
+        "fifo": ("{fifo}", "is a FIFO"),
+        "directory": ("{dir}", "is a directory"),
+        "empty": (b"", "max_token_length"),
+        "max length 0": (struct.pack("<i", 0) + tokenizer_bin(e)[4:], "max_token_length"),
+        "negative piece length": (struct.pack("<ifi", 8, 0.0, -1), "length -1"),
+        "piece longer than max": (struct.pack("<ifi", 2, 0.0, 5) + b"hello", "outside"),
+        "truncated record": (tokenizer_bin(e)[:-3], "truncated"),
+        "other vocabulary": (tokenizer_bin(e[:-1]), "vocabulary has 13"),
+        "NaN score": (tokenizer_bin(e[:5] + [(b"zz", float("nan"))] + e[6:]), "not a number"),
+    }
+    for name, (data, words) in bad.items():
+        if data is None:
+            target, files = path("no-such-tok.bin"), {}
+        elif isinstance(data, str):
+            target, files = data, {}
+        else:
+            target, files = path("t.bin"), {"t.bin": data}
+        case("tokenizer: " + name, ["generate", "--model", "{good.bin}", "--tokenizer", target],
+             2, [words], files=files)
+    case("tokenizer: too few tokens", ["tokenize", "--tokenizer", "{t.bin}", "--text", "a"], 2,
+         ["at least"], files={"t.bin": tokenizer_bin(e[:2])})
+
+
+def json_model_cases():
+    tiny = json.load(open(TINY))
+
+    def variant(edit):
+        m = json.loads(json.dumps(tiny))
+        edit(m)
+        return json.dumps(m).encode()
+
+    def set_config(key, value):
+        return lambda m: m["config"].__setitem__(key, value)
+
+    bad = {
+        "not JSON": (b"{\"config\": ", "not valid JSON"),
+        "empty": (b"", "empty"),
+        "NUL byte": (json.dumps(tiny).encode()[:40] + b"\0" + json.dumps(tiny).encode()[40:], "NUL"),
+        "no config": (variant(lambda m: m.pop("config")), "config"),
+        "fractional dim": (variant(set_config("dim", 2.5)), "config.dim must be an integer"),
+        "dim 1e30": (variant(set_config("dim", 1e30)), "config.dim must be an integer"),
+        "negative heads": (variant(set_config("n_heads", -1)), "n_heads"),
+        "short embedding": (variant(lambda m: m["weights"]["token_embedding"].pop()), "token_embedding"),
+        "weight not a number": (variant(lambda m: m["weights"]["rms_final"].__setitem__(0, "x")),
+                                "rms_final[0]"),
+        "weight beyond float": (variant(lambda m: m["weights"]["rms_final"].__setitem__(0, 1e300)),
+                                "not a finite float32"),
+        "tokenizer not pairs": (variant(lambda m: m["tokenizer"].__setitem__(3, ["a"])), "tokenizer[3]"),
+        "tokenizer short": (variant(lambda m: m["tokenizer"].pop()), "tokenizer"),
+    }
+    for name, (data, words) in bad.items():
+        case("json model: " + name, ["generate", "--model", "{m.json}", "--prompt", "cat"], 2,
+             [words], files={"m.json": data})
+    case("json model: a FIFO named .json", ["generate", "--model", "{f.json}"], 2, ["FIFO"],
+         files={"f.json": ("fifo",)})
+
+
+def request_cases():
+    # The file as a whole: exit 2.
+    whole = {
+        "missing": (None, "cannot open"),
+        "fifo": ("{fifo}", "is a FIFO"),
+        "directory": ("{dir}", "is a directory"),
+        "empty": (b"", "empty"),
+        "NUL byte in a line": (b'{"id":"a","prompt":"cat"}\x00{"id":"b"}\n', "NUL byte"),
+    }
+    for name, (data, words) in whole.items():
+        if data is None:
+            target, files = path("no-such.jsonl"), {}
+        elif isinstance(data, str):
+            target, files = data, {}
+        else:
+            target, files = path("r.jsonl"), {"r.jsonl": data}
+        case("requests: " + name, ["batch", "--requests", target, "--quiet"], 2, [words],
+             files=files)
+    # One line each: the line is refused (stdout), the others served, exit 1.
+    ok = '{"id":"ok","prompt":"cat","max_tokens":2}\n'
+    lines = {
+        "arrival 1e12 (no sleep)": ('{"id":"x","prompt":"cat","arrival_ms":1e12}', "arrival_ms"),
+        "arrival 1e400 (no busy loop)": ('{"id":"x","prompt":"cat","arrival_ms":1e400}', "arrival_ms"),
+        "arrival negative": ('{"id":"x","prompt":"cat","arrival_ms":-1}', "arrival_ms"),
+        "max_tokens 1e12": ('{"id":"x","prompt":"cat","max_tokens":1e12}', "max_tokens"),
+        "max_tokens 2.5": ('{"id":"x","prompt":"cat","max_tokens":2.5}', "max_tokens"),
+        "max_tokens 0": ('{"id":"x","prompt":"cat","max_tokens":0}', "at least 1"),
+        "seed 1.5": ('{"id":"x","prompt":"cat","seed":1.5}', "seed must be a whole number"),
+        "seed 0": ('{"id":"x","prompt":"cat","seed":0}', "seed"),
+        "top_k 1.5": ('{"id":"x","prompt":"cat","top_k":1.5}', "top_k"),
+        "top_k 1e300": ('{"id":"x","prompt":"cat","top_k":1e300}', "top_k"),
+        "temperature 1e300": ('{"id":"x","prompt":"cat","temperature":1e300}', "temperature"),
+        "top_p 2": ('{"id":"x","prompt":"cat","top_p":2}', "top-p"),
+        "id 1e300": ('{"id":1e300,"prompt":"cat"}', "needs an \"id\""),
+        "id with a slash": ('{"id":"../x","prompt":"cat"}', "may only use"),
+        "unknown field": ('{"id":"x","prompt":"cat","colour":1}', "unknown field"),
+        "not JSON": ('{"id":"x",', "not valid JSON"),
+        "not an object": ('[1,2]', "not a JSON object"),
+        "prompt and messages": ('{"id":"x","prompt":"a","messages":[]}', "either"),
+        "bad role": ('{"id":"x","messages":[{"role":"wizard","content":"hi"}]}', "unknown role"),
+        "prompt beyond the context": ('{"id":"x","prompt":"%s"}' % ("cat sat " * 4000), "context holds 8"),
+    }
+    for name, (line, words) in lines.items():
+        case("request: " + name, ["batch", "--requests", "{r.jsonl}", "--quiet"], 1, [words],
+             files={"r.jsonl": ok + line + "\n"}, stream="stdout-error")
+
+
+def trace_cases():
+    good = open(path("good.jsonl")).read().splitlines()
+    run = good[0]
+    bad = {
+        "run header alone": ('{"event":"run"}\n', "vocab_size"),
+        "vocab 2^31": ('{"event":"run","model":{"vocab_size":2147483648},"prompt_tokens":[1]}\n',
+                       "vocab_size"),
+        "empty logits": ('{"event":"run","model":{"vocab_size":5},"prompt_tokens":[1]}\n'
+                         '{"event":"logits","pos":0,"token":1,"logits":[]}\n', "1 to 5 logits"),
+        "logits token out of range": ('{"event":"run","model":{"vocab_size":2},"prompt_tokens":[1]}\n'
+                                      '{"event":"logits","pos":0,"token":7,"logits":[1,2]}\n',
+                                      "token below vocab_size"),
+        "logits pos not whole": ('{"event":"run","model":{"vocab_size":2},"prompt_tokens":[1]}\n'
+                                 '{"event":"logits","pos":0.5,"token":1,"logits":[1,2]}\n', "pos"),
+        "forward without n_tokens": (run + '\n{"event":"forward","pos":0}\n', "n_tokens"),
+        "no prompt tokens": ('{"event":"run","model":{"vocab_size":2}}\n', "--pos"),
+        "no run header": ('{"event":"logits","pos":0,"token":1,"logits":[1]}\n', "no run header"),
+        "binary garbage": (b"\x00\xff\xfe garbage \x80\n", "no run header"),
+        "empty file": (b"", "no run header"),
+    }
+    for name, (data, words) in bad.items():
+        case("trace show: " + name, ["trace", "show", "{t.jsonl}"], 2, [words],
+             files={"t.jsonl": data})
+    for name, target, words in [("missing", path("none.jsonl"), "cannot open"),
+                                ("fifo", "{fifo}", "is a FIFO"),
+                                ("directory", "{dir}", "is a directory")]:
+        case("trace show: " + name, ["trace", "show", target], 2, [words])
+        case("trace validate: " + name, ["trace", "validate", target], 2, [words])
+    # A path named inside a trace is never opened: a FIFO there cannot hang it.
+    fifo_header = json.loads(run)
+    fifo_header["environment"] = {"tokenizer_path": path("fifo")}
+    case("trace show: tokenizer_path names a FIFO", ["trace", "show", "{t.jsonl}"], 0, [],
+         files={"t.jsonl": "\n".join([json.dumps(fifo_header)] + good[1:]) + "\n"})
+    # Valid traces without a sampler: a golden set's score and kv files.
+    case("trace show: a score trace (no sampler)", ["trace", "show", "{score.jsonl}", "--pos", "1"],
+         0, [])
+    case("trace show: --pos beyond the trace", ["trace", "show", "{good.jsonl}", "--pos", "99"], 2,
+         ["nothing recorded at position 99"])
+    case("trace show: --pos -1", ["trace", "show", "{good.jsonl}", "--pos", "-1"], 2, ["--pos"])
+    case("trace show: --top 0", ["trace", "show", "{good.jsonl}", "--top", "0"], 2, ["--top"])
+    # The validator: violations are exit 1 with FILE:LINE, never "valid".
+    layers = open(path("layers.jsonl")).read().splitlines()
+    act = next(json.loads(l) for l in layers if '"event":"activation"' in l)
+    act["shape"], act["data"] = [65536, 65536], []
+    overflow = "\n".join(layers[:2] + [json.dumps(act)] + layers[2:]) + "\n"
+    case("trace validate: a shape whose product overflows", ["trace", "validate", "{t.jsonl}"], 1,
+         ["exceeds"], files={"t.jsonl": overflow}, stream="stdout")
+    case("trace validate: not JSON", ["trace", "validate", "{t.jsonl}"], 1, ["not valid JSON"],
+         files={"t.jsonl": run + "\n{oops\n"}, stream="stdout")
+    case("trace validate: truncated (no done)", ["trace", "validate", "{t.jsonl}"], 1,
+         ["does not end"], files={"t.jsonl": "\n".join(good[:-1]) + "\n"}, stream="stdout")
+
+
+def diff_cases():
+    logit = lambda pos, values: json.dumps({"event": "logits", "pos": pos, "logits": values})
+    kv = lambda layer, pos, k: json.dumps({"event": "kv", "layer": layer, "pos": pos, "k": k, "v": [1]})
+    ref_kv = logit(0, [1, 2]) + "\n" + kv(-1, 0, [1]) + "\n"
+    bad = {
+        "first logits empty": ([logit(0, []), logit(1, [1, 2])], [logit(0, [1, 2])], 2,
+                               "0 values"),
+        "every logits empty": ([logit(0, [])], [logit(0, [])], 2, "0 values"),
+        "kv without layer": ([logit(0, [1]), '{"event":"kv","k":[1],"v":[1]}'], [logit(0, [1])], 2,
+                             "layer"),
+        "kv negative layer": ([logit(0, [1]), kv(-1, 0, [1])], [logit(0, [1]), kv(-1, 0, [2])], 2,
+                              "layer"),
+        "pos not whole": ([logit(0.5, [1])], [logit(0, [1])], 2, "pos"),
+        "positions not increasing": ([logit(1, [1]), logit(0, [1])], [logit(0, [1])], 2,
+                                     "positions must increase"),
+        "lengths differ": ([logit(0, [1, 2]), logit(1, [1])], [logit(0, [1])], 2,
+                           "the first had 2"),
+        "no logits at all": (['{"event":"run"}'], [logit(0, [1])], 2, "no logits"),
+        "other vocabulary": ([logit(0, [1, 2])], [logit(0, [1, 2, 3])], 2, "vocabulary sizes differ"),
+        "other positions": ([logit(0, [1])], [logit(0, [1]), logit(1, [1])], 2, "positions"),
+        "malformed line": ([logit(0, [1]), "{oops"], [logit(0, [1])], 2, "not valid JSON"),
+    }
+    for name, (ref, cand, status, words) in bad.items():
+        case("diff: " + name, ["diff", "{ref.jsonl}", "{cand.jsonl}"], status, [words],
+             files={"ref.jsonl": "\n".join(ref) + "\n", "cand.jsonl": "\n".join(cand) + "\n"},
+             check=no_pass)
+    # A real mismatch in a deep layer is a FAIL, not a PASS.
+    case("diff: KV mismatch in layer 100", ["diff", "{ref.jsonl}", "{cand.jsonl}"], 1, ["FAIL"],
+         files={"ref.jsonl": logit(0, [1]) + "\n" + kv(100, 0, [1]) + "\n",
+                "cand.jsonl": logit(0, [1]) + "\n" + kv(100, 0, [2]) + "\n"},
+         stream="stdout", check=no_pass)
+    meta = lambda **kw: json.dumps(dict({"format": "stepwise-logits-f32", "vocab_size": 2,
+                                         "positions": 1}, **kw))
+    floats = struct.pack("<2f", 1, 2)
+    raw = {
+        "no sidecar": ({"r.f32": floats}, "cannot open"),
+        "sidecar not JSON": ({"r.f32": floats, "r.f32.json": "{"}, "needs"),
+        "sidecar vocab 0": ({"r.f32": floats, "r.f32.json": meta(vocab_size=0)}, "needs"),
+        "sidecar vocab 1e300": ({"r.f32": floats, "r.f32.json": meta(vocab_size=1e300)}, "needs"),
+        "sidecar negative positions": ({"r.f32": floats, "r.f32.json": meta(positions=-3)}, "needs"),
+        "first_pos overflows": ({"r.f32": floats, "r.f32.json": meta(first_pos=2**31 - 1,
+                                                                      positions=1, vocab_size=2)},
+                                "needs"),
+        "first_pos fractional": ({"r.f32": floats, "r.f32.json": meta(first_pos=0.5)}, "needs"),
+        "size disagrees": ({"r.f32": floats + b"\0", "r.f32.json": meta()}, "promises"),
+        "sidecar a FIFO": ({"r.f32": floats, "r.f32.json": ("fifo",)}, "FIFO"),
+    }
+    for name, (files, words) in raw.items():
+        files = dict(files)
+        files["cand.jsonl"] = logit(0, [1, 2]) + "\n"
+        case("diff raw: " + name, ["diff", "{r.f32}", "{cand.jsonl}"], 2, [words], files=files,
+             check=no_pass)
+    case("diff: a FIFO", ["diff", "{fifo}", "{good.jsonl}"], 2, ["FIFO"], check=no_pass)
+
+
+def no_pass(result):
+    return "PASS" not in result.stdout or "a PASS on nonsense"
+
+
+def option_cases():
+    o = [
+        ("unknown command", ["frobnicate"], "unknown command"),
+        ("unknown option", ["generate", "--frob"], "--frob"),
+        ("missing value", ["generate", "--steps"], "--steps"),
+        ("--steps 0", ["generate", "--steps", "0"], "--steps"),
+        ("--steps abc", ["generate", "--steps", "abc"], "--steps"),
+        ("--steps 1e99", ["generate", "--steps", "99999999999999999999"], "--steps"),
+        ("--temperature nan", ["generate", "--temperature", "nan"], "--temperature"),
+        ("--temperature -1", ["generate", "--temperature", "-1"], "temperature"),
+        ("--top-p 2", ["generate", "--top-p", "2"], "top-p"),
+        ("--top-k -1", ["generate", "--top-k", "-1"], "top-k"),
+        ("--min-p 1.5", ["generate", "--min-p", "1.5"], "min-p"),
+        ("--seed 0", ["generate", "--seed", "0"], "seed"),
+        ("--sampler-order bogus", ["generate", "--sampler-order", "bogus"], "bogus"),
+        ("--rng bogus", ["generate", "--rng", "bogus"], "bogus"),
+        ("--trace-level bogus", ["generate", "--trace-level", "bogus"], "--trace-level"),
+        ("--trace-layers 99 on a 1-layer model", ["generate", "--trace-layers", "99"],
+         "--trace-layers 99"),
+        ("--trace-layers x", ["generate", "--trace-layers", "x"], "--trace-layers"),
+        ("--trace-positions 9-1", ["generate", "--trace-positions", "9-1"], "--trace-positions"),
+        ("--context 1", ["generate", "--context", "1"], "--context"),
+        ("--context beyond seq_len", ["generate", "--context", "99"], "--context"),
+        ("--context-policy bogus", ["generate", "--context-policy", "bogus"], "bogus"),
+        ("--quant-weights int4", ["generate", "--quant-weights", "int4"], "int4"),
+        ("--quant-group 0", ["generate", "--quant-group", "0"], "--quant-group"),
+        ("unexpected argument", ["generate", "stray"], "stray"),
+        ("score without input", ["score", "--out", "{o.jsonl}"], "exactly one"),
+        ("score token outside the vocabulary", ["score", "--tokens", "1,99999", "--out", "{o.jsonl}"],
+         "vocabulary"),  # its --out gets the trace with an error event: see the check below
+        ("score --tokens-file a FIFO", ["score", "--tokens-file", "{fifo}", "--out", "{o.jsonl}"],
+         "FIFO"),
+        ("inspect --requests 0", ["inspect", "--requests", "0"], "--requests"),
+        ("make-model --dim 0", ["make-model", "--dim", "0", "--hidden", "2", "--layers", "1",
+                                "--heads", "1", "--vocab", "4", "--seq-len", "2", "--out", "{o.bin}"],
+         "dim"),
+        ("quantize --group 0", ["quantize", "--model", "{good.bin}", "--group", "0", "--out", "{o.q8}"],
+         "--group"),
+        ("sample --logits empty", ["sample", "--logits", ""], "--logits"),
+        ("tokenize without text", ["tokenize"], "--text"),
+        ("trace with no subcommand", ["trace"], "show or validate"),
+        ("batch without requests", ["batch"], "--requests"),
+        ("golden without out", ["golden", "--model", "{good.bin}", "--tokenizer", "{tok.bin}"],
+         "--out"),
+    ]
+    for name, args, words in o:
+        case("option: " + name, args, 2, [words], creates=("o.jsonl",),
+             check=lambda r: not os.path.exists(path("o.jsonl")) or
+             '"event":"error"' in open(path("o.jsonl")).read() or "o.jsonl without its error")
+    big = "Once upon a time " * 7000  # 119 KB: fails at once, before any encoding
+    case("option: a 119 KB prompt", ["generate", "--prompt", big], 2, ["context holds 8"],
+         timeout=5)
+    case("option: a 119 KB prompt on a 64-position model",
+         ["generate", "--model", "{long.bin}", "--tokenizer", "{tok.bin}", "--prompt", big], 2,
+         ["context holds 64"], timeout=5)
+    # A model with seq_len 1 runs with the defaults (stop policy).
+    case("option: a model with seq_len 1", ["generate", "--model", "{seq1.bin}", "--tokenizer",
+                                            "{tok.bin}", "--steps", "3"], 0, [])
+    case("option: seq_len 1 with drop-oldest", ["generate", "--model", "{seq1.bin}",
+                                                "--tokenizer", "{tok.bin}", "--context-policy",
+                                                "drop-oldest"], 2, ["cannot drop"])
+
+
+def output_cases():
+    """Outputs: a directory is refused before the run; a device, a FIFO and
+    a symlink stay what they were."""
+    for cmd in (["generate", "--prompt", "cat", "--trace"],
+                ["score", "--text", "cat", "--out"],
+                ["make-model", "--dim", "2", "--hidden", "2", "--layers", "1", "--heads", "1",
+                 "--vocab", "4", "--seq-len", "2", "--out"],
+                ["quantize", "--model", "{good.bin}", "--out"],
+                ["batch", "--requests", "{r.jsonl}", "--out"],
+                ["batch", "--requests", "{r.jsonl}", "--metrics-json"]):
+        case("output: %s %s a directory" % (cmd[0], cmd[-1]), cmd + ["{dir}"], 2,
+             ["is a directory"], files={"r.jsonl": '{"id":"a","prompt":"cat"}\n'}, timeout=5)
+    case("output: --trace in a missing folder", ["generate", "--prompt", "cat", "--trace",
+                                                 "{nowhere/t.jsonl}"], 2, ["nowhere"])
+    case("output: --trace a dangling symlink", ["generate", "--prompt", "cat", "--trace",
+                                                "{dangling}"], 2, ["symbolic link"],
+         files={"dangling": ("symlink", "no-such-target")})
+    case("output: --trace /dev/null", ["generate", "--prompt", "cat", "--trace", "/dev/null"], 0,
+         [], check=lambda r: stat.S_ISCHR(os.stat("/dev/null").st_mode) or "/dev/null replaced")
+    case("output: --trace - (stdout)", ["generate", "--prompt", "cat", "--quiet", "--trace", "-"],
+         0, [], check=lambda r: '"event":"done"' in r.stdout or "no trace on stdout")
+    case("output: --trace a symlink to a file", ["generate", "--prompt", "cat", "--trace",
+                                                 "{link.jsonl}"], 0, [],
+         files={"real.jsonl": b"old\n", "link.jsonl": ("symlink", "real.jsonl")},
+         check=symlink_kept)
+    case("output: --trace a FIFO with a reader", ["generate", "--prompt", "cat", "--trace",
+                                                  "{out.fifo}"], 0, [],
+         files={"out.fifo": ("fifo",)}, check=fifo_kept, creates=("fifo-read",))
+    case("output: batch --trace under a file", ["batch", "--requests", "{r.jsonl}", "--trace",
+                                                "{text.txt}"], 2, ["text.txt"],
+         files={"r.jsonl": '{"id":"a","prompt":"cat"}\n'})
+    case("output: batch --trace, every trace fails", ["batch", "--requests", "{r.jsonl}",
+                                                      "--trace", "{tdir}", "--quiet"], 2,
+         ["could not be written"],
+         files={"r.jsonl": '{"id":"a","prompt":"cat"}\n', "tdir/a.jsonl/x": b""},
+         creates=("tdir", "tdir/a.jsonl", "tdir/a.jsonl/x"))
+    case("output: golden into a folder of other files",
+         ["golden", "--model", "{good.bin}", "--tokenizer", "{tok.bin}", "--out", "{mine}"], 2,
+         ["not empty"], files={"mine/keep.txt": b"mine\n"}, creates=("mine", "mine/keep.txt"),
+         check=lambda r: open(path("mine/keep.txt")).read() == "mine\n" or "golden touched it")
+    case("output: golden --out a file", ["golden", "--model", "{good.bin}", "--tokenizer",
+                                         "{tok.bin}", "--out", "{text.txt}"], 2, ["not a folder"])
+    case("output: golden with a model that fails", ["golden", "--model", "{seq1.bin}",
+                                                    "--tokenizer", "{tok.bin}", "--out", "{g}"],
+         2, ["context holds 1"], check=lambda r: not os.path.exists(path("g")) or "a partial golden set")
+
+
+def symlink_kept(result):
+    if not os.path.islink(path("link.jsonl")):
+        return "the symlink was replaced"
+    text = open(path("real.jsonl")).read()
+    return '"event":"run"' in text or "the link's target was not written"
+
+
+def fifo_kept(result):
+    if not stat.S_ISFIFO(os.stat(path("out.fifo")).st_mode):
+        return "the FIFO was replaced"
+    text = open(path("fifo-read")).read()
+    return '"event":"done"' in text or "the reader got no trace"
+
+
+def signal_cases():
+    """SIGTERM, SIGHUP and SIGINT: the exit status is 128 + the signal, no
+    temporary file is left, and a trace being written ends with its error."""
+    for sig in (signal.SIGTERM, signal.SIGHUP, signal.SIGINT):
+        case("signal: generate, %s mid-run" % sig.name,
+             ["generate", "--model", "{long.bin}", "--tokenizer", "{tok.bin}", "--steps", "1000000",
+              "--context-policy", "drop-oldest", "--trace-level", "full", "--trace", "{sig.jsonl}"],
+             128 + sig, ["interrupted (%s)" % sig.name], creates=("sig.jsonl",),
+             check=trace_ends_with_error, stdin=("signal", sig))
+    case("signal: batch, SIGTERM mid-run",
+         ["batch", "--model", "{long.bin}", "--tokenizer", "{tok.bin}", "--requests", "{r.jsonl}",
+          "--trace", "{bt}", "--quiet"], 128 + 15, ["interrupted (SIGTERM)"],
+         files={"r.jsonl": "".join('{"id":"r%d","prompt":"cat","max_tokens":1000,"arrival_ms":%d}\n'
+                                   % (i, 300 * i) for i in range(20))},
+         creates=("bt",) + tuple("bt/r%d.jsonl" % i for i in range(20)),
+         stdin=("signal", signal.SIGTERM), stream="stderr")
+    case("signal: golden, SIGTERM mid-run leaves no partial set",
+         ["golden", "--model", "{big.bin}", "--tokenizer", "{tok.bin}", "--out", "{gs}"],
+         128 + 15, ["interrupted"], stdin=("signal", signal.SIGTERM, 0.3),
+         check=lambda r: not any(n.startswith("gs") for n in os.listdir(TMP)) or "left " + str(
+             [n for n in os.listdir(TMP) if n.startswith("gs")]))
+
+
+def trace_ends_with_error(result):
+    lines = open(path("sig.jsonl")).read().splitlines()
+    last = json.loads(lines[-1]) if lines else {}
+    if last.get("event") != "error":
+        return "the trace does not end with an error event"
+    v = subprocess.run([BIN, "trace", "validate", path("sig.jsonl")], capture_output=True, text=True)
+    return v.returncode == 0 or "the interrupted trace is not valid: " + v.stdout[-300:]
+
+
+# ---------------------------------------------------------------- running
+
+
+def expand(arg):
+    if arg.startswith("{") and arg.endswith("}"):
+        return path(arg[1:-1])
+    return arg
+
+
+def make_files(files):
+    for name, data in files.items():
+        os.makedirs(os.path.dirname(path(name)), exist_ok=True)
+        if isinstance(data, tuple) and data[0] == "fifo":
+            os.mkfifo(path(name))
+        elif isinstance(data, tuple) and data[0] == "symlink":
+            os.symlink(data[1], path(name))
+        else:
+            write(name, data)
+
+
+def listing():
+    found = set()
+    for dirpath, dirnames, filenames in os.walk(TMP):
+        for n in dirnames + filenames:
+            found.add(os.path.relpath(os.path.join(dirpath, n), TMP))
+    return found
+
+
+def remove(names):
+    for name in sorted(names, key=len, reverse=True):
+        p = path(name)
+        if os.path.islink(p) or not os.path.isdir(p):
+            os.unlink(p)
+        else:
+            shutil.rmtree(p, ignore_errors=True)
+
+
+def run_case(c):
+    make_files(c["files"])
+    args = [BIN] + [expand(a) for a in c["args"]]
+    reader = None
+    if c["name"].startswith("output: --trace a FIFO"):
+        reader = subprocess.Popen(["sh", "-c", 'cat "$1" > "$2"', "sh", path("out.fifo"),
+                                   path("fifo-read")])
+    start = time.monotonic()
+    if c["stdin"] and c["stdin"][0] == "signal":
+        proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                errors="replace")
+        time.sleep(c["stdin"][2] if len(c["stdin"]) > 2 else 0.4)
+        proc.send_signal(c["stdin"][1])
+        try:
+            out, err = proc.communicate(timeout=c["timeout"])
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.communicate()
+            return "hung after the signal"
+        result = subprocess.CompletedProcess(args, proc.returncode, out, err)
+    else:
+        try:
+            result = subprocess.run(args, capture_output=True, text=True, errors="replace",
+                                    timeout=c["timeout"], stdin=subprocess.DEVNULL)
+        except subprocess.TimeoutExpired:
+            return "hung (no exit within %d s)" % c["timeout"]
+    if reader is not None:
+        reader.wait(timeout=10)
+    elapsed = time.monotonic() - start
+    problems = []
+    if result.returncode < 0:
+        problems.append("died by signal %d" % -result.returncode)
+    elif result.returncode != c["status"]:
+        problems.append("exit %d, expected %d" % (result.returncode, c["status"]))
+    for tool in ("AddressSanitizer", "runtime error", "LeakSanitizer"):
+        if tool in result.stderr:
+            problems.append(tool + " reported: " + result.stderr[-400:])
+    if c["words"]:
+        if c["stream"] == "stdout-error":
+            errors = [json.loads(l)["error"] for l in result.stdout.splitlines()
+                      if l.startswith("{") and '"error"' in l]
+            line = errors[0] if errors else ""
+        elif c["stream"] == "stdout":
+            line = result.stdout
+        else:
+            lines = [l for l in result.stderr.splitlines() if "error" in l]
+            line = lines[0] if lines else ""
+            if lines and not line.startswith("stepwise: error: "):
+                problems.append("first error line not 'stepwise: error: ...': " + line)
+        for w in c["words"]:
+            if w not in line:
+                problems.append("error line lacks %r: %r" % (w, line[:300]))
+    if c["check"] is not None:
+        verdict = c["check"](result)
+        if verdict is not True:
+            problems.append(str(verdict))
+    made = listing() - FIXTURES - set(c["files"]) - c["creates"]
+    made -= {os.path.dirname(n) for n in c["files"]} - {""}
+    if made:
+        problems.append("left files outside its target: " + ", ".join(sorted(made)))
+    remove(listing() - FIXTURES)
+    if elapsed > c["timeout"]:
+        problems.append("took %.1f s" % elapsed)
+    return "; ".join(problems)
+
+
+def main():
+    global FIXTURES
+    os.chdir(ROOT)
+    setup()
+    FIXTURES = listing()
+    for make in (model_cases, tokenizer_cases, json_model_cases, request_cases, trace_cases,
+                 diff_cases, option_cases, output_cases, signal_cases):
+        make()
+    failed = 0
+    for c in CASES:
+        problem = run_case(c)
+        if problem:
+            failed += 1
+            print("FAIL  %s: %s" % (c["name"], problem))
+    passed = len(CASES) - failed
+    print("bad inputs: %d passed, %d failed" % (passed, failed))
+    if len(CASES) < 100:
+        print("bad inputs: only %d cases (at least 100 expected)" % len(CASES))
+        return 1
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,24 @@
+/* fuzz_trace.c: a trace from elsewhere, through everything that reads one:
+ * `trace validate` (schemas parsed once, not per input), `trace show` at
+ * the first draw and at position 0, and diff's reader. */
+#include "fuzz_file.h"
+
+#include "trace/trace_diff.h"
+#include "trace/trace_show.h"
+#include "trace/trace_validate.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
+    static TraceSchemas *schemas;
+    static FILE *sink;
+    if (schemas == NULL && (schemas = trace_schemas_load()) == NULL) abort();
+    if (sink == NULL && (sink = fopen("/dev/null", "w")) == NULL) abort();
+    const char *path = fuzz_file("trace.jsonl", data, size);
+    StepError err;
+    trace_validate_with(schemas, path, sink, &err);
+    trace_show_step(path, -1, NULL, 5, sink, &err);
+    trace_show_step(path, 0, NULL, 5, sink, &err);
+    LogitsSet set;
+    if (logits_set_read(&set, path, &err)) logits_set_free(&set);
+    return 0;
+}

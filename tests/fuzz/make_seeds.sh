@@ -1,0 +1,73 @@
+#!/usr/bin/env bash
+# Write the fuzz targets' seed corpora (tests/fuzz/corpus/T) from stepwise's
+# own outputs: small, valid inputs of each kind, from which the fuzzer
+# mutates. Run once by hand (`bash tests/fuzz/make_seeds.sh`) after a format
+# changes; the corpora are committed. Needs build/stepwise.
+set -euo pipefail
+S=build/stepwise
+C=tests/fuzz/corpus
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+rm -rf "$C" && mkdir -p "$C"/{checkpoint,tokenizer,model_json,requests,trace,diff}
+
+# checkpoints: tied and untied, MHA and GQA, and a .q8 of each
+$S make-model --dim 8 --hidden 16 --layers 1 --heads 2 --vocab 16 --seq-len 4 --out "$C/checkpoint/tied.bin" 2>/dev/null
+$S make-model --dim 8 --hidden 8 --layers 2 --heads 4 --kv-heads 2 --vocab 8 --seq-len 2 --untied \
+    --out "$C/checkpoint/gqa-untied.bin" 2>/dev/null
+$S quantize --model "$C/checkpoint/tied.bin" --group 4 --out "$C/checkpoint/tied.q8" 2>/dev/null
+$S quantize --model "$C/checkpoint/gqa-untied.bin" --group 8 --out "$C/checkpoint/gqa-untied.q8" 2>/dev/null
+
+# tokenizers: the tiny model's vocabulary as tokenizer.bin, plus byte pieces,
+# after a 2-byte text length and the text to encode
+/usr/bin/python3 - "$C/tokenizer" <<'PY'
+import json, struct, sys
+model = json.load(open("data/tiny-model.json"))
+pieces = [(p, s) for p, s in model["tokenizer"]]
+with_bytes = pieces + [("<0x%02X>" % b, -100.0) for b in (0x0A, 0x41, 0xC3, 0xA9)]
+def tokenizer_bin(entries):
+    out = struct.pack("<i", max(len(p.encode()) for p, _ in entries))
+    for p, s in entries:
+        b = p.encode()
+        out += struct.pack("<fi", s, len(b)) + b
+    return out
+for name, entries, text in [("tiny", pieces, "cat sat"), ("bytes", with_bytes, "caté\nA  sat")]:
+    t = text.encode()
+    open(f"{sys.argv[1]}/{name}", "wb").write(struct.pack("<H", len(t)) + t + tokenizer_bin(entries))
+PY
+
+# JSON models
+cp data/tiny-model.json "$C/model_json/tiny.json"
+
+# requests, for the tiny model
+printf '%s\n' '{"id":"a","prompt":"cat","max_tokens":3}' \
+    '{"id":"b","prompt":"cat sat","max_tokens":2,"temperature":1,"top_k":2,"top_p":0.9,"min_p":0.1,"seed":7,"sampler_order":"vllm","arrival_ms":1}' \
+    '{"id":"c","system":"cat","messages":[{"role":"user","content":"cat"},{"role":"assistant","content":"sat"},{"role":"user","content":"cat"}]}' \
+    > "$C/requests/mixed.jsonl"
+printf '%s\n' '{"id":1,"prompt":"cat"}' '{"id":"x","prompt":"cat","max_tokens":-1}' 'not json' > "$C/requests/errors.jsonl"
+
+# traces of the tiny model: full with KV and merges, sampled, scored
+$S generate --prompt cat --trace-level full --trace-kv=full --trace-bpe --reproducible \
+    --trace "$C/trace/full.jsonl" >/dev/null 2>&1
+$S generate --prompt "cat sat" --temperature 1 --top-k 3 --top-p 0.9 --min-p 0.05 \
+    --trace-temperatures 0.5,2 --all-logits --reproducible --trace "$C/trace/sampled.jsonl" >/dev/null 2>&1
+$S score --text "cat sat" --reproducible --trace-kv --out "$C/trace/score.jsonl" 2>/dev/null
+$S generate --prompt "cat sat cat sat cat sat cat sat cat" --reproducible \
+    --trace "$C/trace/error.jsonl" >/dev/null 2>&1 || true
+
+# diff: [mode][2-byte length][reference][candidate]; raw sides are
+# [2-byte length][sidecar][float32 data]
+/usr/bin/python3 - "$C" <<'PY'
+import json, struct, sys
+C = sys.argv[1]
+def with_len(b): return struct.pack("<H", len(b)) + b
+score = open(f"{C}/trace/score.jsonl", "rb").read()
+sampled = open(f"{C}/trace/sampled.jsonl", "rb").read()
+meta = json.dumps({"format": "stepwise-logits-f32", "vocab_size": 4, "positions": 2,
+                   "first_pos": 1}).encode()
+raw = with_len(meta) + struct.pack("<8f", 1, 2, 3, 4, 4, 3, 2, 1)
+raw2 = with_len(meta) + struct.pack("<8f", 1, 2, 3, 4.5, 4, 3, 2, 1)
+for name, mode, ref, cand in [("traces", 0, score, score), ("two-traces", 4, score, sampled),
+                              ("raw", 3, raw, raw2), ("mixed", 1, raw, score)]:
+    open(f"{C}/diff/{name}", "wb").write(bytes([mode]) + with_len(ref) + cand)
+PY
+du -sh "$C"
