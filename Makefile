@@ -145,7 +145,7 @@ SAN_ENV   := ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
 sanitize:
 	@$(MAKE) --no-print-directory BUILD=$(SAN_DIR) CC=clang CFLAGS="$(SAN_FLAGS)" \
 	  $(SAN_DIR)/stepwise $(SAN_DIR)/stepwise-tests
-	$(SAN_ENV) $(SAN_DIR)/stepwise-tests --jobs 2 --filter '!(speed/*)'
+	$(SAN_ENV) $(SAN_DIR)/stepwise-tests --jobs 2
 	$(SAN_ENV) bash tests/check_traces.sh
 
 # libFuzzer targets (tests/fuzz/): each input goes through the real reader.

@@ -461,6 +461,9 @@ def output_cases():
          files={"dangling": ("symlink", "no-such-target")})
     case("output: --trace /dev/null", ["generate", "--prompt", "cat", "--trace", "/dev/null"], 0,
          [], check=lambda r: stat.S_ISCHR(os.stat("/dev/null").st_mode) or "/dev/null replaced")
+    case("output: --trace /dev/full", ["generate", "--prompt", "cat", "--trace", "/dev/full"], 2,
+         ["/dev/full: write failed: No space left on device"],
+         check=lambda r: stat.S_ISCHR(os.stat("/dev/full").st_mode) or "/dev/full replaced")
     case("output: --trace - (stdout)", ["generate", "--prompt", "cat", "--quiet", "--trace", "-"],
          0, [], check=lambda r: '"event":"done"' in r.stdout or "no trace on stdout")
     case("output: --trace a symlink to a file", ["generate", "--prompt", "cat", "--trace",

@@ -15,7 +15,8 @@
 
 struct TraceWriter {
     AtomicFile out;
-    bool failed; /* a write failed */
+    int failed_errno; /* why the first write failed, or 0 */
+    bool failed;      /* a write failed */
 };
 
 TraceWriter *trace_writer_open(const char *path, StepError *err) {
@@ -32,16 +33,21 @@ TraceWriter *trace_writer_open(const char *path, StepError *err) {
 }
 
 void trace_writer_write(TraceWriter *tw, const cJSON *event) {
+    if (tw->failed) return; /* the trace is lost already: say why once, at the commit */
     char *line = cJSON_PrintUnformatted(event);
-    if (line == NULL || fputs(line, tw->out.file) < 0 || fputc('\n', tw->out.file) < 0)
+    errno = 0;
+    if (line == NULL || fputs(line, tw->out.file) < 0 || fputc('\n', tw->out.file) < 0) {
         tw->failed = true;
+        tw->failed_errno = line == NULL ? ENOMEM : errno;
+    }
     cJSON_free(line);
 }
 
 bool trace_writer_commit(TraceWriter *tw, StepError *err) {
     bool ok;
     if (tw->failed) {
-        ok = step_fail(err, "trace %s: a write failed", tw->out.path);
+        ok = step_fail(err, "trace %s: write failed: %s", tw->out.path,
+                       tw->failed_errno ? strerror(tw->failed_errno) : "unknown error");
         atomic_file_discard(&tw->out);
     } else {
         ok = atomic_file_commit(&tw->out, err);
