@@ -156,7 +156,9 @@ static void on_admitted(void *ctx, BatchRequest *r) {
     char path[4096];
     StepError err;
     snprintf(path, sizeof path, "%s/%s.jsonl", b->a->trace_dir, r->id);
-    *to = (TraceObserver){NULL, &b->a->trace, b->tok, kv_cache_bytes(&b->m->config, 1), NULL};
+    *to = (TraceObserver){.options = &b->a->trace,
+                          .tokenizer = b->tok,
+                          .bytes_per_token = kv_cache_bytes_of(&b->m->config, 1, r->opt.quant.kv)};
     if ((to->writer = trace_writer_open(path, &err)) == NULL) {
         r->error = strdup(err.message);
         b->trace_failures++;

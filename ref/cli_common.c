@@ -237,7 +237,7 @@ cJSON *cli_done_event(const Model *m, const Tokenizer *tok, const GenerateResult
     char *text = tokenizer_decode_tokens(tok, r->tokens, r->n_tokens, -1);
     char *completion = tokenizer_decode_tokens(
         tok, r->tokens + r->n_prompt, r->n_tokens - r->n_prompt, r->tokens[r->n_prompt - 1]);
-    uint64_t per_token = kv_cache_bytes(&m->config, 1);
+    uint64_t per_token = kv_cache_bytes_of(&m->config, 1, r->kv_int8);
     TraceDone d = {.stop_reason = stop_reason_name(r->stop_reason),
                    .tokens = r->tokens,
                    .n_tokens = r->n_tokens,

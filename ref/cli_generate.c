@@ -206,7 +206,9 @@ static int run_generate(GenerateArgs *a, const Model *m, const Tokenizer *tok, S
                   strlen(a->prompt), m->config.seq_len, tok->max_piece_bytes, m->config.seq_len);
         return EXIT_BAD_INPUT;
     }
-    RunTrace t = {{NULL, &a->trace_opt, tok, kv_cache_bytes(&m->config, 1), NULL}, false};
+    RunTrace t = {.obs = {.options = &a->trace_opt,
+                          .tokenizer = tok,
+                          .bytes_per_token = kv_cache_bytes_of(&m->config, 1, a->quant.run.kv)}};
     if (a->trace != NULL) {
         if ((t.obs.writer = trace_writer_open(a->trace, err)) == NULL) return EXIT_BAD_INPUT;
         t.open = true;

@@ -152,7 +152,9 @@ static int run_score(ScoreArgs *a, const Model *m, const Tokenizer *tok, StepErr
     double t0 = clock_seconds();
     int *ids = NULL, n = 0;
     if (!score_input(a, tok, &ids, &n, err)) return EXIT_BAD_INPUT;
-    TraceObserver to = {NULL, &a->trace, tok, kv_cache_bytes(&m->config, 1), NULL};
+    TraceObserver to = {.options = &a->trace,
+                        .tokenizer = tok,
+                        .bytes_per_token = kv_cache_bytes_of(&m->config, 1, a->quant.run.kv)};
     if ((to.writer = trace_writer_open(a->out, err)) == NULL) {
         free(ids);
         return EXIT_BAD_INPUT;

@@ -78,3 +78,7 @@ uint64_t kv_cache_bytes(const Config *c, int tokens) {
 uint64_t kv_cache_bytes_q8(const Config *c, int tokens) {
     return (uint64_t)tokens * (uint64_t)c->n_layers * 2u * kv_row_bytes(c, true);
 }
+
+uint64_t kv_cache_bytes_of(const Config *c, int tokens, bool int8) {
+    return (uint64_t)tokens * (uint64_t)c->n_layers * 2u * kv_row_bytes(c, int8);
+}

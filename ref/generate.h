@@ -80,6 +80,7 @@ typedef struct {
     double decode_seconds;      /* every pass after the prefill */
     int n_decoded;              /* passes after the prefill (decode, recompute, rebuild) */
     int cache_capacity;         /* positions the KV cache was allocated for */
+    bool kv_int8;               /* the cache holds int8 codes and scales */
     int positions_filled;       /* the most positions the cache held at once */
     int context_shifts;         /* times a policy dropped tokens */
     WorkCount work;             /* the work of every pass */

@@ -29,7 +29,7 @@ static bool kv_cache_alloc(KVCache *k, const Config *c, int capacity, bool int8)
                    .n_layers = c->n_layers,
                    .kv_dim = (int)kv_dim,
                    .n_kv_heads = c->n_kv_heads,
-                   .bytes = int8 ? kv_cache_bytes_q8(c, capacity) : kv_cache_bytes(c, capacity)};
+                   .bytes = kv_cache_bytes_of(c, capacity, int8)};
     if (!int8) {
         k->key = malloc(rows * kv_dim * sizeof(float));
         k->value = malloc(rows * kv_dim * sizeof(float));

@@ -67,6 +67,7 @@ bool sequence_init(Sequence *q, const Model *m, const int *prompt, int n_prompt,
     memcpy(q->window_tokens, prompt, (size_t)n_prompt * sizeof(int));
     result->n_tokens = result->n_prompt = q->n = n_prompt;
     result->cache_capacity = capacity;
+    result->kv_int8 = opt->quant.kv;
     return true;
 }
 

@@ -221,6 +221,57 @@ Test(kv_cache, inspect_reports_what_the_engine_allocates) {
     model_free(&m), tokenizer_free(&tok);
 }
 
+/* With --quant-kv int8, every report of the cache's size (the run header,
+ * done, trace show, inspect) is the int8 cache the engine allocates: per
+ * token 5 layers × 2 (K, V) × 4 KV heads × (8 one-byte codes + a 4-byte
+ * scale) = 480 bytes on stories260K, not float32's 1280. */
+Test(kv_cache, int8_cache_size_is_reported_as_allocated) {
+    if (model_file("stories260K.bin") == NULL) cr_skip_test("stories260K not found");
+    static char out[1 << 16], err[1 << 12];
+    char args[2048], trace[512];
+    snprintf(trace, sizeof trace, "%s", temp_path("kv8.jsonl"));
+    snprintf(args, sizeof args,
+             "generate --model %s --tokenizer %s --quant-kv int8 --steps 6 --quiet --trace %s",
+             model_file("stories260K.bin"), model_file("tok512.bin"), trace);
+    cr_assert_eq(run_stepwise(args, out, sizeof out, err, sizeof err), 0, "%s", err);
+    FILE *f = fopen(trace, "r");
+    cr_assert_not_null(f);
+    static char line[1 << 16], first[1 << 16];
+    cr_assert_not_null(fgets(first, sizeof first, f));
+    while (fgets(line, sizeof line, f) != NULL) continue; /* the last line: done */
+    fclose(f);
+    cJSON *run = cJSON_Parse(first), *done = cJSON_Parse(line);
+    cr_assert(run && done);
+    double header =
+        cJSON_GetObjectItem(cJSON_GetObjectItem(run, "kv_cache"), "bytes_per_token")->valuedouble;
+    const cJSON *kv = cJSON_GetObjectItem(done, "kv_cache");
+    cr_expect_eq(header, 480.0);
+    cr_expect_eq(cJSON_GetObjectItem(kv, "bytes_per_token")->valuedouble, 480.0);
+    /* 1 prompt token + 6 steps: the cache holds 6 positions (the last pick is never fed) */
+    cr_expect_eq(cJSON_GetObjectItem(kv, "allocated_bytes")->valuedouble, 6 * 480.0);
+    Model m;
+    Tokenizer tok;
+    load_stories260k(&m, &tok);
+    RunState s;
+    StepError e;
+    QuantRuntime q8 = {.kv = true, .group = 32};
+    cr_assert(run_state_init_quant(&s, &m.config, 6, 1, &q8, &e));
+    cr_expect_eq((double)s.cache.bytes, 6 * 480.0, "the engine allocates %llu",
+                 (unsigned long long)s.cache.bytes);
+    run_state_free(&s);
+    model_free(&m), tokenizer_free(&tok);
+    snprintf(args, sizeof args, "trace show %s --pos 3", trace);
+    cr_assert_eq(run_stepwise(args, out, sizeof out, err, sizeof err), 0, "%s", err);
+    cr_expect(strstr(out, "4 positions x 480 bytes = 1920 bytes") != NULL, "%s", out);
+    snprintf(args, sizeof args, "inspect --model %s --json", model_file("stories260K.bin"));
+    cr_assert_eq(run_stepwise(args, out, sizeof out, err, sizeof err), 0, "%s", err);
+    cJSON *doc = cJSON_Parse(out);
+    cr_expect_eq(
+        cJSON_GetObjectItem(cJSON_GetObjectItem(doc, "int8"), "kv_bytes_per_token")->valuedouble,
+        header);
+    cJSON_Delete(doc), cJSON_Delete(run), cJSON_Delete(done);
+}
+
 /* The logits after a rebuild are those of a fresh prefill of what was kept
  * plus the new token: the rebuilt cache is exactly a new cache. */
 static void expect_rebuild_is_a_fresh_prefill(const Model *m, const Recorder *rec, const int *kept,

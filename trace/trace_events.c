@@ -33,12 +33,18 @@ static cJSON *model_json(const Config *c) {
     return m;
 }
 
-static cJSON *kv_cache_json(const Config *c) {
+/* The cache of the type the run allocates (float32, or int8 with a scale
+ * per KV head). */
+static cJSON *kv_cache_json(const Config *c, bool int8) {
     cJSON *k = cJSON_CreateObject();
     cJSON_AddStringToObject(k, "formula",
-                            "tokens x n_layers x n_kv_heads x head_dim x 2 (K and V) x 4 bytes");
-    cJSON_AddNumberToObject(k, "bytes_per_token", (double)kv_cache_bytes(c, 1));
-    cJSON_AddNumberToObject(k, "bytes_full_context", (double)kv_cache_bytes(c, c->seq_len));
+                            int8 ? "tokens x n_layers x 2 (K and V) x n_kv_heads x (head_dim x 1 "
+                                   "byte + a 4-byte scale)"
+                                 : "tokens x n_layers x n_kv_heads x head_dim x 2 (K and V) x 4 "
+                                   "bytes");
+    cJSON_AddNumberToObject(k, "bytes_per_token", (double)kv_cache_bytes_of(c, 1, int8));
+    cJSON_AddNumberToObject(k, "bytes_full_context",
+                            (double)kv_cache_bytes_of(c, c->seq_len, int8));
     return k;
 }
 
@@ -74,7 +80,7 @@ cJSON *trace_event_run(const Config *c, const SamplerParams *sampler, const Trac
     cJSON_AddNumberToObject(e, "format_version", TRACE_FORMAT_VERSION);
     cJSON_AddStringToObject(e, "mode", info->mode);
     cJSON_AddItemToObject(e, "model", model_json(c));
-    cJSON_AddItemToObject(e, "kv_cache", kv_cache_json(c));
+    cJSON_AddItemToObject(e, "kv_cache", kv_cache_json(c, info->quant.kv));
     if (sampler != NULL) cJSON_AddItemToObject(e, "sampler", trace_sampler_params(sampler));
     cJSON_AddItemToObject(e, "prompt", trace_text(info->prompt, strlen(info->prompt)));
     cJSON_AddItemToObject(e, "prompt_tokens", trace_int_array(info->prompt_tokens, info->n_prompt));
