@@ -18,14 +18,18 @@ DEB_PACKAGES := libcjson-dev libcriterion-dev clang-format clang libclang-rt-14-
                 python3-jsonschema python3-numpy python3-matplotlib python3-nbconvert \
                 python3-ipykernel
 
-LIB_SRC  := $(filter-out ref/main.c,$(wildcard ref/*.c)) $(wildcard trace/*.c)
+# The library is the engine (ref/) and the trace layer (trace/); the
+# command line (ref/cli/) is linked on top of it and nothing below calls it.
+LIB_SRC  := $(wildcard ref/*.c) $(wildcard trace/*.c)
+CLI_SRC  := $(wildcard ref/cli/*.c)
+CLI_OBJ  := $(patsubst %.c,$(BUILD)/obj/%.o,$(CLI_SRC))
 LIB_OBJ  := $(patsubst %.c,$(BUILD)/obj/%.o,$(LIB_SRC)) $(BUILD)/obj/gen/tiny_model_json.o \
             $(BUILD)/obj/gen/trace_schemas.o
 SCHEMAS  := $(sort $(wildcard trace/schema/*.schema.json))
 TEST_SRC := $(wildcard tests/*.c)
 TEST_OBJ := $(patsubst %.c,$(BUILD)/obj/%.o,$(TEST_SRC))
-C_FILES  := $(wildcard ref/*.c ref/*.h trace/*.c trace/*.h tests/*.c tests/*.h tests/fuzz/*.c \
-              tests/fuzz/*.h)
+C_FILES  := $(wildcard ref/*.c ref/*.h ref/cli/*.c ref/cli/*.h trace/*.c trace/*.h tests/*.c \
+              tests/*.h tests/fuzz/*.c tests/fuzz/*.h)
 
 .PHONY: all help deps build test unit-tests sanitize fuzz fuzz-build fuzz-smoke bad-inputs notebooks doc-check valgrind fmt fmt-check demo models kv-tables golden bench bench-batch clean
 
@@ -61,14 +65,14 @@ deps:
 
 build: $(BUILD)/stepwise
 
-$(BUILD)/stepwise: $(BUILD)/obj/ref/main.o $(BUILD)/libstepwise.a
+$(BUILD)/stepwise: $(CLI_OBJ) $(BUILD)/libstepwise.a
 	@echo "  LINK $@"
 	@$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS)
 
 $(BUILD)/libstepwise.a: $(LIB_OBJ)
 	@rm -f $@ && ar rcs $@ $^
 
-$(BUILD)/obj/%.o: %.c $(wildcard ref/*.h trace/*.h tests/*.h)
+$(BUILD)/obj/%.o: %.c $(wildcard ref/*.h ref/cli/*.h trace/*.h tests/*.h)
 	@mkdir -p $(@D)
 	@echo "  CC   $<"
 	@$(CC) $(CFLAGS) -c -o $@ $<
@@ -120,6 +124,7 @@ test: deps
 # (skipped, saying so, when tok512.model is absent).
 unit-tests:
 	@echo "models: $(STEPWISE_MODELS)"
+	/usr/bin/python3 tests/check_layers.py
 	$(BUILD)/stepwise-tests --jobs 2
 	@if [ -f "$(STEPWISE_MODELS)/tok512.model" ]; then \
 	  /usr/bin/python3 tests/sentencepiece_check.py check $(BUILD)/stepwise 300; \

@@ -144,14 +144,15 @@ static void step(Server *s, RunState *scratch, BatchRequest **active, int n_acti
         int pos = sequence_push_picked(q);
         rows[b] = (BatchRow){&q->s, q->obs, q->window_tokens[pos], pos};
         if (q->obs && q->obs->forward)
-            q->obs->forward(q->obs->ctx, "decode", pos, &rows[b].token, 1);
+            q->obs->forward(q->obs->ctx, PASS_DECODE, pos, &rows[b].token, 1);
     }
     const float *logits = forward_batch(s->m, scratch, rows, n_active);
     double dt = clock_seconds() - t0;
     for (int b = 0; b < n_active; b++) {
         Sequence *q = &active[b]->seq;
         work_add(&q->result->work, &q->s.work);
-        if (q->obs && q->obs->work) q->obs->work(q->obs->ctx, "decode", rows[b].pos, 1, &q->s.work);
+        if (q->obs && q->obs->work)
+            q->obs->work(q->obs->ctx, PASS_DECODE, rows[b].pos, 1, &q->s.work);
         q->logits = logits + (size_t)b * s->m->config.vocab_size;
         q->result->decode_seconds += dt;
     }

@@ -133,7 +133,7 @@ bool file_check_output(const char *path, const char *what, StepError *err) {
 
 /* The temporary files open now, so that a signal that ends the process can
  * remove them. A signal handler can only reach static storage: this list and
- * cli_signals.c's flag are stepwise's only global mutable state. A slot's
+ * cli/signals.c's flag are stepwise's only global mutable state. A slot's
  * path is written before it is marked used, and marked unused before the
  * path is changed, so the handler never reads a half-written name. */
 #define TEMP_SLOTS 64

@@ -58,7 +58,7 @@ bool atomic_file_commit(AtomicFile *f, StepError *err);
 void atomic_file_discard(AtomicFile *f);
 
 /* Remove every temporary file still open. Async-signal-safe: for the signal
- * handler that ends the process (cli_signals.c), and nothing else. */
+ * handler that ends the process (cli/signals.c), and nothing else. */
 void atomic_file_remove_all_temps(void);
 
 #endif

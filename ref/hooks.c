@@ -49,3 +49,17 @@ void hook_emit_rows(const HookSite *site, HookPoint point, const float *x, int T
         site->obs->emit(site->obs->ctx, &h);
     }
 }
+
+const char *pass_phase_name(PassPhase phase) {
+    switch (phase) {
+        case PASS_PREFILL:
+            return "prefill";
+        case PASS_DECODE:
+            return "decode";
+        case PASS_RECOMPUTE:
+            return "recompute";
+        case PASS_REBUILD:
+            return "rebuild";
+    }
+    return "unknown";
+}

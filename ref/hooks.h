@@ -13,8 +13,20 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "sampler.h"
 #include "work.h"
+
+struct Sampler; /* sampler.h: only pointed to here */
+
+/* The kind of a forward pass. */
+typedef enum {
+    PASS_PREFILL,   /* the prompt, in one pass */
+    PASS_DECODE,    /* one new token against the cache */
+    PASS_RECOMPUTE, /* the whole sequence again, without a cache */
+    PASS_REBUILD,   /* the tokens a context policy kept, prefilled again */
+} PassPhase;
+
+/* "prefill", "decode", "recompute", "rebuild": the trace's names. */
+const char *pass_phase_name(PassPhase phase);
 
 typedef enum {
     HOOK_EMBED,        /* "embed"                [dim] token embedding */
@@ -91,12 +103,12 @@ typedef struct {
     /* Before each forward pass: its phase ("prefill", "decode", "recompute"
      * without a cache, "rebuild" after a context shift), the first position
      * and the tokens. NULL: not wanted. */
-    void (*forward)(void *ctx, const char *phase, int pos0, const int *tokens, int n_tokens);
+    void (*forward)(void *ctx, PassPhase phase, int pos0, const int *tokens, int n_tokens);
     /* After each draw: the logits at pos (raw, as the forward pass gave them)
      * and the sampler holding the record of every stage. NULL: not wanted. */
-    void (*sample)(void *ctx, int pos, const float *logits, const Sampler *sampler);
+    void (*sample)(void *ctx, int pos, const float *logits, const struct Sampler *sampler);
     /* After each forward pass: what it did. NULL: not wanted. */
-    void (*work)(void *ctx, const char *phase, int pos0, int n_tokens, const WorkCount *work);
+    void (*work)(void *ctx, PassPhase phase, int pos0, int n_tokens, const WorkCount *work);
     /* When a context policy drops tokens. NULL: not wanted. */
     void (*context)(void *ctx, const ContextShift *shift);
     /* When a row is quantized (KV rows as they are stored). NULL: not wanted. */

@@ -15,8 +15,6 @@
 #include <unistd.h>
 
 #include "file_util.h"
-#include "pack.h"
-#include "quant_model.h"
 #include "rng.h"
 
 uint64_t model_storage_floats(const Config *c) {
@@ -206,7 +204,7 @@ bool model_init_random(Model *m, const Config *c, uint64_t seed, StepError *err)
 
 void model_free(Model *m) {
     model_release_storage(m);
-    quant_weights_free(m->quant);
-    packed_weights_free(m->packed, m->config.n_layers);
+    if (m->quant != NULL) m->free_quant(m->quant);
+    if (m->packed != NULL) m->free_packed(m->packed, m->config.n_layers);
     memset(m, 0, sizeof *m);
 }

@@ -35,6 +35,10 @@ typedef struct {
     size_t mapping_bytes;         /* its length, for munmap */
     struct QuantWeights *quant;   /* int8 matrices (quant_model.h), or NULL: float32 */
     struct PackedWeights *packed; /* float matrices in the fast layout (pack.h), or NULL */
+    /* How model_free frees quant and packed: set by the module that made
+     * them, so that this one depends on neither (they depend on it). */
+    void (*free_quant)(struct QuantWeights *q);
+    void (*free_packed)(struct PackedWeights *p, int n_layers);
 } Model;
 
 /* Load a llama2.c checkpoint in the legacy float32 layout: a header of seven

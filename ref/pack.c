@@ -136,5 +136,6 @@ bool model_pack(Model *m, StepError *err) {
                            .rms_final = storage + (size_t)2 * L * d,
                            .token_embedding = emb > 0 ? storage + norms : NULL};
     m->packed = p;
+    m->free_packed = packed_weights_free;
     return true;
 }

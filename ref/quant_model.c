@@ -173,6 +173,7 @@ bool model_quantize(Model *m, int group, StepError *err) {
     }
     quant_weights_free(m->quant);
     m->quant = q;
+    m->free_quant = quant_weights_free;
     return true;
 }
 
@@ -300,6 +301,7 @@ bool model_load_q8(Model *m, const char *path, StepError *err) {
     if (ok) {
         q->group = group;
         m->quant = q;
+        m->free_quant = quant_weights_free;
         m->weights.rms_att = m->storage;
         m->weights.rms_ffn = m->storage + L * d;
         m->weights.rms_final = m->storage + 2 * L * d;

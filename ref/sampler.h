@@ -48,7 +48,7 @@ typedef struct {
 
 /* The sampler: parameters, generator, workspace, and the record of its
  * last draw, which the trace and `stepwise sample` print. */
-typedef struct {
+typedef struct Sampler {
     int vocab_size;
     SamplerParams params;
     XorshiftRng rng;

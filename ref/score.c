@@ -49,7 +49,7 @@ bool score_tokens(const Model *m, const int *tokens, int n, int top_n, const Qua
         free(lp), run_state_free(&s), score_result_free(result);
         return step_fail(err, "score: out of memory");
     }
-    if (obs != NULL && obs->forward != NULL) obs->forward(obs->ctx, "prefill", 0, tokens, n);
+    if (obs != NULL && obs->forward != NULL) obs->forward(obs->ctx, PASS_PREFILL, 0, tokens, n);
     const float *logits = forward_tokens(m, &s, tokens, n, 0, true, obs);
     result->work = s.work;
     if (keep_logits) {
@@ -61,7 +61,7 @@ bool score_tokens(const Model *m, const int *tokens, int n, int top_n, const Qua
         }
         memcpy(result->logits, logits, bytes);
     }
-    if (obs != NULL && obs->work != NULL) obs->work(obs->ctx, "prefill", 0, n, &s.work);
+    if (obs != NULL && obs->work != NULL) obs->work(obs->ctx, PASS_PREFILL, 0, n, &s.work);
     result->n = n;
     for (int p = 0; p < n; p++) {
         ScoredPosition *sp = &result->positions[p];

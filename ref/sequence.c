@@ -8,7 +8,7 @@
 #include "tokenizer.h"
 
 /* One forward pass of tokens[0..T) from pos0, reported before and after. */
-static const float *run_pass(Sequence *q, const char *phase, const int *tokens, int T, int pos0,
+static const float *run_pass(Sequence *q, PassPhase phase, const int *tokens, int T, int pos0,
                              bool all_logits) {
     const StepObserver *obs = q->obs;
     if (obs != NULL && obs->forward != NULL) obs->forward(obs->ctx, phase, pos0, tokens, T);
@@ -73,7 +73,7 @@ bool sequence_init(Sequence *q, const Model *m, const int *prompt, int n_prompt,
 
 void sequence_prefill(Sequence *q) {
     q->t0 = clock_seconds();
-    q->logits = run_pass(q, "prefill", q->window_tokens, q->n, 0, q->opt->all_logits);
+    q->logits = run_pass(q, PASS_PREFILL, q->window_tokens, q->n, 0, q->opt->all_logits);
     q->result->prefill_seconds = clock_seconds() - q->t0;
     q->result->positions_filled = q->n;
 }
@@ -136,15 +136,15 @@ int sequence_push_picked(Sequence *q) {
 
 void sequence_advance(Sequence *q) {
     double d0 = clock_seconds();
-    const char *phase = "decode";
+    PassPhase phase = PASS_DECODE;
     if (q->n == q->window) {
         shift_window(q);
-        phase = "rebuild";
+        phase = PASS_REBUILD;
     } else if (q->opt->no_kv_cache) {
-        phase = "recompute";
+        phase = PASS_RECOMPUTE;
     }
     int pos = sequence_push_picked(q);
-    if (strcmp(phase, "decode") == 0)
+    if (phase == PASS_DECODE)
         q->logits = run_pass(q, phase, &q->window_tokens[pos], 1, pos, false);
     else /* every token in the window, from position 0 */
         q->logits = run_pass(q, phase, q->window_tokens, q->n, 0, false);

@@ -4,7 +4,10 @@
 #ifndef STEPWISE_SEQUENCE_H
 #define STEPWISE_SEQUENCE_H
 
-#include "generate.h"
+#include "forward.h"
+#include "generate_options.h"
+#include "hooks.h"
+#include "model.h"
 
 typedef struct {
     const Model *m;

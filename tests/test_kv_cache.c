@@ -7,6 +7,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "../ref/forward.h"
 #include "../ref/generate.h"
 #include "helpers.h"
 
@@ -35,7 +36,7 @@ static void on_sample(void *ctx, int pos, const float *logits, const Sampler *s)
     memcpy(r->logits[r->n_draws++], logits, (size_t)r->vocab * sizeof(float));
 }
 
-static void on_work(void *ctx, const char *phase, int pos0, int n, const WorkCount *w) {
+static void on_work(void *ctx, PassPhase phase, int pos0, int n, const WorkCount *w) {
     Recorder *r = ctx;
     (void)phase;
     cr_assert_lt(r->n_passes, MAX_STEPS);

@@ -149,10 +149,10 @@ cJSON *trace_event_bpe_merge(const BpeMerge *m) {
     return e;
 }
 
-cJSON *trace_event_forward(const char *phase, int pos0, const int *tokens, int n) {
+cJSON *trace_event_forward(PassPhase phase, int pos0, const int *tokens, int n) {
     cJSON *e = cJSON_CreateObject();
     cJSON_AddStringToObject(e, "event", "forward");
-    cJSON_AddStringToObject(e, "phase", phase);
+    cJSON_AddStringToObject(e, "phase", pass_phase_name(phase));
     cJSON_AddNumberToObject(e, "pos", pos0);
     cJSON_AddNumberToObject(e, "n_tokens", n);
     cJSON_AddItemToObject(e, "tokens", trace_int_array(tokens, n));
@@ -167,10 +167,10 @@ static cJSON *work_json(cJSON *o, const WorkCount *w) {
     return o;
 }
 
-cJSON *trace_event_work(const char *phase, int pos0, int n_tokens, const WorkCount *w) {
+cJSON *trace_event_work(PassPhase phase, int pos0, int n_tokens, const WorkCount *w) {
     cJSON *e = cJSON_CreateObject();
     cJSON_AddStringToObject(e, "event", "work");
-    cJSON_AddStringToObject(e, "phase", phase);
+    cJSON_AddStringToObject(e, "phase", pass_phase_name(phase));
     cJSON_AddNumberToObject(e, "pos", pos0);
     cJSON_AddNumberToObject(e, "n_tokens", n_tokens);
     return work_json(e, w);

@@ -64,11 +64,11 @@ cJSON *trace_event_chat(const char *template_name, const ChatSegment *segments, 
 cJSON *trace_event_bpe_merge(const BpeMerge *m);
 
 /* {"event":"forward", "phase", "pos", "n_tokens", "tokens"}. */
-cJSON *trace_event_forward(const char *phase, int pos0, const int *tokens, int n);
+cJSON *trace_event_forward(PassPhase phase, int pos0, const int *tokens, int n);
 
 /* {"event":"work", "phase", "pos", "n_tokens", "macs", "weight_bytes",
  * "kv_bytes_read", "kv_bytes_written"}: what one forward pass did. */
-cJSON *trace_event_work(const char *phase, int pos0, int n_tokens, const WorkCount *w);
+cJSON *trace_event_work(PassPhase phase, int pos0, int n_tokens, const WorkCount *w);
 
 /* {"event":"context", "policy", "window", "dropped", ...}: a context policy
  * dropping tokens at a full window. */

@@ -25,7 +25,7 @@ static void observer_emit(void *ctx, const HookTensor *t) {
     trace_observer_write(ctx, trace_event_tensor(t));
 }
 
-static void observer_forward(void *ctx, const char *phase, int pos0, const int *tokens, int n) {
+static void observer_forward(void *ctx, PassPhase phase, int pos0, const int *tokens, int n) {
     TraceObserver *to = ctx;
     if (to->options->level >= TRACE_TOKENS)
         trace_observer_write(to, trace_event_forward(phase, pos0, tokens, n));
@@ -47,7 +47,7 @@ static void observer_merge(void *ctx, const BpeMerge *m) {
         trace_observer_write(to, trace_event_bpe_merge(m));
 }
 
-static void observer_work(void *ctx, const char *phase, int pos0, int n, const WorkCount *work) {
+static void observer_work(void *ctx, PassPhase phase, int pos0, int n, const WorkCount *work) {
     TraceObserver *to = ctx;
     if (to->options->level >= TRACE_TOKENS)
         trace_observer_write(to, trace_event_work(phase, pos0, n, work));

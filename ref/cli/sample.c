@@ -1,4 +1,4 @@
-/* cli_sample.c: `stepwise sample`, the sampler on a logit vector typed on
+/* cli/sample.c: `stepwise sample`, the sampler on a logit vector typed on
  * the command line: the classroom's (2, 1, 0) table, and every stage of a
  * draw, with no model at all. */
 #include <cjson/cJSON.h>
@@ -8,9 +8,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cli.h"
-#include "cli_common.h"
-#include "layers.h"
+#include "commands.h"
+#include "common.h"
+#include "../layers.h"
 
 static const char SAMPLE_USAGE[] =
     "usage: stepwise sample --logits L1,L2,... [options]\n"

@@ -1,5 +1,5 @@
-/* cli_common.c: see cli_common.h. */
-#include "cli_common.h"
+/* cli/common.c: see common.h. */
+#include "common.h"
 
 #include <errno.h>
 #include <math.h>
@@ -7,10 +7,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "model_json.h"
-#include "pack.h"
-#include "quant_model.h"
-#include "../trace/trace_events.h"
+#include "../model_json.h"
+#include "../pack.h"
+#include "../quant_model.h"
+#include "../../trace/trace_events.h"
 #include <sys/resource.h>
 
 extern const char stepwise_tiny_model_json[]; /* data/tiny-model.json, built in */

@@ -1,12 +1,12 @@
-/* cli_quantize.c: `stepwise quantize`, a float32 checkpoint written as
+/* cli/quantize.c: `stepwise quantize`, a float32 checkpoint written as
  * stepwise's int8 file (.q8), loadable by generate, score and inspect. */
 #include <getopt.h>
 #include <stdio.h>
 
-#include "cli.h"
-#include "cli_common.h"
-#include "file_util.h"
-#include "quant_model.h"
+#include "commands.h"
+#include "common.h"
+#include "../file_util.h"
+#include "../quant_model.h"
 
 static const char QUANTIZE_USAGE[] =
     "usage: stepwise quantize --model M --out FILE.q8 [--group G]\n"

@@ -1,10 +1,10 @@
-/* cli_signals.c: see cli_signals.h. */
-#include "cli_signals.h"
+/* cli/signals.c: see signals.h. */
+#include "signals.h"
 
 #include <string.h>
 #include <unistd.h>
 
-#include "file_util.h"
+#include "../file_util.h"
 
 /* A signal handler can only reach static storage: these two and
  * file_util.c's list of temporary files are stepwise's only global mutable

@@ -1,4 +1,4 @@
-/* cli_generate.c: `stepwise generate`, the generation loop from the command
+/* cli/generate.c: `stepwise generate`, the generation loop from the command
  * line, with the text streamed to stdout and an optional JSON Lines trace. */
 #include <getopt.h>
 #include <signal.h>
@@ -6,15 +6,15 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../trace/trace_events.h"
-#include "../trace/trace_observer.h"
-#include "cli.h"
-#include "cli_common.h"
-#include "cli_signals.h"
-#include "file_util.h"
-#include "clock.h"
-#include "generate.h"
-#include "quant_model.h"
+#include "../../trace/trace_events.h"
+#include "../../trace/trace_observer.h"
+#include "commands.h"
+#include "common.h"
+#include "signals.h"
+#include "../file_util.h"
+#include "../clock.h"
+#include "../generate.h"
+#include "../quant_model.h"
 
 static const char GENERATE_USAGE[] =
     "usage: stepwise generate [options]\n"

@@ -1,12 +1,12 @@
-/* cli_tokenize.c: `stepwise tokenize`, the byte-pair encoder on its own:
+/* cli/tokenize.c: `stepwise tokenize`, the byte-pair encoder on its own:
  * text in, token ids and their pieces out. */
 #include <cjson/cJSON.h>
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "cli.h"
-#include "cli_common.h"
+#include "commands.h"
+#include "common.h"
 
 static const char TOKENIZE_USAGE[] =
     "usage: stepwise tokenize --text TEXT [options]\n"

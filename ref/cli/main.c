@@ -2,9 +2,9 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "cli.h"
-#include "cli_common.h"
-#include "cli_signals.h"
+#include "commands.h"
+#include "common.h"
+#include "signals.h"
 
 static const char USAGE[] =
     "usage: stepwise <command> [options]\n"

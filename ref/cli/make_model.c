@@ -1,12 +1,12 @@
-/* cli_make_model.c: `stepwise make-model`, a random-weight checkpoint of any
+/* cli/make_model.c: `stepwise make-model`, a random-weight checkpoint of any
  * shape, for shapes the real models do not have (MHA, GQA, MQA, untied,
  * the 15M benchmark shape). */
 #include <getopt.h>
 #include <stdio.h>
 
-#include "cli.h"
-#include "cli_common.h"
-#include "file_util.h"
+#include "commands.h"
+#include "common.h"
+#include "../file_util.h"
 
 static const char MAKE_MODEL_USAGE[] =
     "usage: stepwise make-model --dim D --hidden H --layers L --heads N [--kv-heads M]\n"

@@ -1,4 +1,4 @@
-/* cli_batch.c: `stepwise batch`, one model serving many requests, with a
+/* cli/batch.c: `stepwise batch`, one model serving many requests, with a
  * JSON line per finished request and the serving metrics at the end. */
 #include <cjson/cJSON.h>
 #include <errno.h>
@@ -8,14 +8,14 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "../trace/trace_events.h"
-#include "../trace/trace_observer.h"
-#include "cli.h"
-#include "cli_common.h"
-#include "cli_signals.h"
-#include "file_util.h"
-#include "quant_model.h"
-#include "requests.h"
+#include "../../trace/trace_events.h"
+#include "../../trace/trace_observer.h"
+#include "commands.h"
+#include "common.h"
+#include "signals.h"
+#include "../file_util.h"
+#include "../quant_model.h"
+#include "../requests.h"
 
 static const char BATCH_USAGE[] =
     "usage: stepwise batch --model M --tokenizer T --requests FILE.jsonl [options]\n"

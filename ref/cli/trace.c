@@ -1,12 +1,12 @@
-/* cli_trace.c: `stepwise trace show|validate`, reading traces. */
+/* cli/trace.c: `stepwise trace show|validate`, reading traces. */
 #include <getopt.h>
 #include <stdio.h>
 #include <string.h>
 
-#include "../trace/trace_show.h"
-#include "../trace/trace_validate.h"
-#include "cli.h"
-#include "cli_common.h"
+#include "../../trace/trace_show.h"
+#include "../../trace/trace_validate.h"
+#include "commands.h"
+#include "common.h"
 
 static const char TRACE_USAGE[] =
     "usage: stepwise trace show FILE [--pos N] [--top N] [--tokenizer FILE]\n"

@@ -1,9 +1,9 @@
-/* cli.h: the subcommands of the stepwise program. Each takes the arguments
+/* cli/commands.h: the subcommands of the stepwise program. Each takes the arguments
  * after its name (argv[0] is the subcommand) and returns the exit status. */
 #ifndef STEPWISE_CLI_H
 #define STEPWISE_CLI_H
 
-#include "build_info.h"
+#include "../build_info.h"
 
 int cli_generate(int argc, char **argv);
 int cli_tokenize(int argc, char **argv);

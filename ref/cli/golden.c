@@ -1,4 +1,4 @@
-/* cli_golden.c: `stepwise golden`, a self-describing set of reference
+/* cli/golden.c: `stepwise golden`, a self-describing set of reference
  * outputs for one model: scored sequences, greedy and seeded generations,
  * and the KV cache after a prompt, with a manifest naming the model by its
  * SHA-256 and each file by the command that made it. The same command makes
@@ -14,12 +14,12 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "build_info.h"
-#include "cli.h"
-#include "cli_common.h"
-#include "cli_signals.h"
-#include "file_util.h"
-#include "sha256.h"
+#include "../build_info.h"
+#include "commands.h"
+#include "common.h"
+#include "signals.h"
+#include "../file_util.h"
+#include "../sha256.h"
 
 static const char GOLDEN_USAGE[] =
     "usage: stepwise golden --model M --tokenizer T --out DIR\n"

@@ -1,13 +1,13 @@
-/* cli_diff.c: `stepwise diff REF CANDIDATE`, where and how much another
+/* cli/diff.c: `stepwise diff REF CANDIDATE`, where and how much another
  * engine's numbers differ from the reference. */
 #include <cjson/cJSON.h>
 #include <getopt.h>
 #include <stdio.h>
 #include <string.h>
 
-#include "../trace/trace_diff.h"
-#include "cli.h"
-#include "cli_common.h"
+#include "../../trace/trace_diff.h"
+#include "commands.h"
+#include "common.h"
 
 static const char DIFF_USAGE[] =
     "usage: stepwise diff REF CANDIDATE [--preset P] [--atol A] [--rtol R] [--json]\n"

@@ -1,4 +1,4 @@
-/* cli_signals.h: what SIGINT, SIGTERM and SIGHUP do to a running command.
+/* cli/signals.h: what SIGINT, SIGTERM and SIGHUP do to a running command.
  *
  * Outside a deferring stretch, a signal ends the process at once: the
  * temporary files of unfinished outputs are removed (atomic_file_*), one

@@ -1,4 +1,4 @@
-/* cli_score.c: `stepwise score`, teacher-forced scoring of a fixed sequence
+/* cli/score.c: `stepwise score`, teacher-forced scoring of a fixed sequence
  * into a file of trace events: every position's logits and log-probabilities,
  * the cross-entropy of each next token, and the perplexity. */
 #include <ctype.h>
@@ -8,14 +8,14 @@
 #include <string.h>
 #include <sys/resource.h>
 
-#include "../trace/trace_events.h"
-#include "../trace/trace_observer.h"
-#include "cli.h"
-#include "cli_common.h"
-#include "clock.h"
-#include "file_util.h"
-#include "quant_model.h"
-#include "score.h"
+#include "../../trace/trace_events.h"
+#include "../../trace/trace_observer.h"
+#include "commands.h"
+#include "common.h"
+#include "../clock.h"
+#include "../file_util.h"
+#include "../quant_model.h"
+#include "../score.h"
 
 static const char SCORE_USAGE[] =
     "usage: stepwise score --model M [--tokenizer T] (--text STR | --tokens 1,403,407 |\n"

@@ -1,17 +1,17 @@
-/* cli_common.h: what every stepwise subcommand shares: strict parsing of
+/* cli/common.h: what every stepwise subcommand shares: strict parsing of
  * option values, and finding the model and tokenizer the user named. */
 #ifndef STEPWISE_CLI_COMMON_H
 #define STEPWISE_CLI_COMMON_H
 
-#include "error.h"
+#include "../error.h"
 #include <cjson/cJSON.h>
 
-#include "generate.h"
-#include "model.h"
-#include "quant.h"
-#include "sampler.h"
-#include "../trace/trace_options.h"
-#include "tokenizer.h"
+#include "../generate.h"
+#include "../model.h"
+#include "../quant.h"
+#include "../sampler.h"
+#include "../../trace/trace_options.h"
+#include "../tokenizer.h"
 
 /* Exit status for bad input: files, options, JSON. */
 #define EXIT_BAD_INPUT 2

@@ -1,4 +1,4 @@
-/* cli_compare_quant.c: `stepwise compare-quant`, what int8 costs. One text
+/* cli/compare_quant.c: `stepwise compare-quant`, what int8 costs. One text
  * is teacher-forced through the float32 model and through each quantized
  * configuration, and the logits are compared position by position with the
  * statistics of llama.cpp's KL-divergence mode. */
@@ -8,12 +8,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../trace/trace_diff.h"
-#include "cli.h"
-#include "cli_common.h"
-#include "file_util.h"
-#include "quant_model.h"
-#include "score.h"
+#include "../../trace/trace_diff.h"
+#include "commands.h"
+#include "common.h"
+#include "../file_util.h"
+#include "../quant_model.h"
+#include "../score.h"
 
 static const char COMPARE_QUANT_USAGE[] =
     "usage: stepwise compare-quant --model M --tokenizer T --text FILE [--group G] [--json]\n"

@@ -1,14 +1,14 @@
-/* cli_inspect.c: `stepwise inspect`, what a model costs: its weights, and
+/* cli/inspect.c: `stepwise inspect`, what a model costs: its weights, and
  * the KV cache it needs per token, per context and per request, with the
  * formula written out, and the same for every possible KV-head count. */
 #include <cjson/cJSON.h>
 #include <getopt.h>
 #include <stdio.h>
 
-#include "cli.h"
-#include "cli_common.h"
-#include "quant_model.h"
-#include "../trace/trace_events.h"
+#include "commands.h"
+#include "common.h"
+#include "../quant_model.h"
+#include "../../trace/trace_events.h"
 
 static const char INSPECT_USAGE[] =
     "usage: stepwise inspect [--model FILE] [--context N] [--requests R] [--json]\n"
