@@ -137,25 +137,14 @@ static void sleep_until(const Server *s, double t) {
 
 /* One decode step for every active request together. */
 static void step(Server *s, RunState *scratch, BatchRequest **active, int n_active,
-                 BatchRow *rows) {
+                 ForwardRow *rows) {
     double t0 = clock_seconds();
-    for (int b = 0; b < n_active; b++) {
-        Sequence *q = &active[b]->seq;
-        int pos = sequence_push_picked(q);
-        rows[b] = (BatchRow){&q->s, q->obs, q->window_tokens[pos], pos};
-        if (q->obs && q->obs->forward)
-            q->obs->forward(q->obs->ctx, PASS_DECODE, pos, &rows[b].token, 1);
-    }
-    const float *logits = forward_batch(s->m, scratch, rows, n_active);
+    for (int b = 0; b < n_active; b++) rows[b] = sequence_begin_decode(&active[b]->seq);
+    const float *logits = forward(s->m, scratch, rows, n_active);
     double dt = clock_seconds() - t0;
-    for (int b = 0; b < n_active; b++) {
-        Sequence *q = &active[b]->seq;
-        work_add(&q->result->work, &q->s.work);
-        if (q->obs && q->obs->work)
-            q->obs->work(q->obs->ctx, PASS_DECODE, rows[b].pos, 1, &q->s.work);
-        q->logits = logits + (size_t)b * s->m->config.vocab_size;
-        q->result->decode_seconds += dt;
-    }
+    for (int b = 0; b < n_active; b++)
+        sequence_end_pass(&active[b]->seq, &rows[b], PASS_DECODE,
+                          logits + (size_t)b * s->m->config.vocab_size, dt);
     s->out->steps++;
 }
 
@@ -171,7 +160,7 @@ bool batch_run(const Model *m, BatchRequest *reqs, int n, int max_batch,
         max_steps = most_tokens(m, &reqs[i]) > max_steps ? most_tokens(m, &reqs[i]) : max_steps;
     BatchRequest **order = malloc((size_t)(n > 0 ? n : 1) * sizeof *order);
     BatchRequest **active = malloc((size_t)max_batch * sizeof *active);
-    BatchRow *rows = malloc((size_t)max_batch * sizeof *rows);
+    ForwardRow *rows = malloc((size_t)max_batch * sizeof *rows);
     double *itl = malloc((size_t)max_steps * sizeof(double));
     RunState scratch;
     QuantRuntime act = activations ? *activations : (QuantRuntime){.group = 32};

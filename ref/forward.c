@@ -1,4 +1,4 @@
-/* forward.c: one forward pass of the transformer over T tokens. */
+/* forward.c: the transformer over a batch of rows (forward.h). */
 #include "forward.h"
 
 #include <math.h>
@@ -110,21 +110,19 @@ static void linear(RunState *s, float *out, const float *x, int T, int C, int OC
         else
             matmul_forward(out, x, w.w, T, C, OC, s->xT);
     }
-    count_matmul(&s->work, T, C, OC, weight_bytes(&w, C, OC));
 }
 
-/* Store T new K and V rows of layer l from pos0 as int8 (one scale per KV
- * head), then read the layer's rows 0..pos0+T-1 back as floats for
- * attention. */
-static void kv_store_q8(RunState *s, int l, int pos0, int T, int head_dim,
-                        const StepObserver *obs) {
+/* Store T new K and V rows (k_new, v_new [T, kv_dim]) of layer l from pos0
+ * as int8 (one scale per KV head), then read the layer's rows
+ * 0..pos0+T-1 back as floats (s->layer_k, s->layer_v) for attention. */
+static void kv_store_q8(RunState *s, int l, int pos0, int T, int head_dim, const float *k_new,
+                        const float *v_new, const StepObserver *obs) {
     KVCache *k = &s->cache;
     size_t kv = (size_t)k->kv_dim, H = (size_t)k->n_kv_heads, base = (size_t)l * k->capacity;
     for (int t = 0; t < T; t++) {
         size_t row = base + (size_t)(pos0 + t);
-        quantize_row(s->k_new + t * kv, k->kv_dim, head_dim, k->key_q + row * kv,
-                     k->key_s + row * H);
-        quantize_row(s->v_new + t * kv, k->kv_dim, head_dim, k->value_q + row * kv,
+        quantize_row(k_new + t * kv, k->kv_dim, head_dim, k->key_q + row * kv, k->key_s + row * H);
+        quantize_row(v_new + t * kv, k->kv_dim, head_dim, k->value_q + row * kv,
                      k->value_s + row * H);
         if (obs != NULL && obs->quant != NULL) {
             QuantRecord rk = {.tensor = "kv.k",
@@ -133,11 +131,11 @@ static void kv_store_q8(RunState *s, int l, int pos0, int T, int head_dim,
                               .rows = 1,
                               .n = k->kv_dim,
                               .group = head_dim,
-                              .values = s->k_new + t * kv,
+                              .values = k_new + t * kv,
                               .codes = k->key_q + row * kv,
                               .scales = k->key_s + row * H};
             QuantRecord rv = rk;
-            rv.tensor = "kv.v", rv.values = s->v_new + t * kv;
+            rv.tensor = "kv.v", rv.values = v_new + t * kv;
             rv.codes = k->value_q + row * kv, rv.scales = k->value_s + row * H;
             obs->quant(obs->ctx, &rk);
             obs->quant(obs->ctx, &rv);
@@ -191,203 +189,181 @@ static uint64_t embed_token(const Model *m, int token, float *x) {
     return (uint64_t)dim * sizeof(float);
 }
 
+/* Rows in a pass: row r's tokens are rows t0(r) .. t0(r) + n_tokens - 1 of
+ * every activation [N, width], N the tokens of all rows. */
+#define EACH_ROW(r, t0, rows, n_rows)                                                              \
+    for (int r = 0, t0 = 0; r < (n_rows); t0 += (rows)[r++].n_tokens)
+
+/* Emit x [N, heads × head_dim] at `point`, each row to its own observer. */
+static void emit_each(const ForwardRow *rows, int n_rows, int layer, HookPoint point,
+                      const float *x, int heads, int head_dim) {
+    EACH_ROW(r, t0, rows, n_rows) {
+        HookSite site = {rows[r].obs, layer, rows[r].pos0, rows[r].tokens};
+        hook_emit_rows(&site, point, x + (size_t)t0 * heads * head_dim, rows[r].n_tokens, heads,
+                       head_dim);
+    }
+}
+
+/* Each row's work for a linear of C -> OC, as if it ran alone: its own
+ * tokens' multiply-adds, and the whole weight read once. */
+static void count_linear(const ForwardRow *rows, int n_rows, int C, int OC, Weight w) {
+    for (int r = 0; r < n_rows; r++)
+        count_matmul(&rows[r].state->work, rows[r].n_tokens, C, OC, weight_bytes(&w, C, OC));
+}
+
+/* out [N, OC] = in [N, C] · Wᵀ for every row's tokens at once: each weight
+ * row is read once for all of them. */
+static void linear_rows(RunState *s, const ForwardRow *rows, int n_rows, float *out,
+                        const float *in, int N, int C, int OC, Weight w) {
+    linear(s, out, in, N, C, OC, w);
+    count_linear(rows, n_rows, C, OC, w);
+}
+
+/* Row r's cache of layer l as floats: the cache itself, or (int8) the
+ * layer read back into the row's scratch. */
+static float *layer_keys(RunState *rs, int l) {
+    return rs->quant.kv ? rs->layer_k
+                        : rs->cache.key + (size_t)l * rs->cache.capacity * rs->cache.kv_dim;
+}
+static float *layer_values(RunState *rs, int l) {
+    return rs->quant.kv ? rs->layer_v
+                        : rs->cache.value + (size_t)l * rs->cache.capacity * rs->cache.kv_dim;
+}
+
+/* One row's part of attention in layer l: RoPE on its queries and new keys
+ * (k, v: its rows of the pass's new K and V), the new rows into its cache,
+ * then causal attention over its cache into out. */
+static void attend_row(const Model *m, const ForwardRow *row, int l, float *q, float *k, float *v,
+                       float *out) {
+    const Config *c = &m->config;
+    RunState *rs = row->state;
+    int T = row->n_tokens, pos0 = row->pos0, kv_dim = config_kv_dim(c);
+    int head_dim = config_head_dim(c), n_heads = c->n_heads, n_kv = c->n_kv_heads;
+    uint64_t row_bytes = kv_row_bytes(c, rs->quant.kv);
+    HookSite site = {row->obs, l, pos0, row->tokens};
+    rope_forward(q, T, c->dim, head_dim, pos0, rs->rope_cos, rs->rope_sin);
+    rope_forward(k, T, kv_dim, head_dim, pos0, rs->rope_cos, rs->rope_sin);
+    rs->work.kv_bytes_written += (uint64_t)T * row_bytes * 2u;
+    hook_emit_rows(&site, HOOK_ATTN_Q, q, T, n_heads, head_dim);
+    hook_emit_rows(&site, HOOK_ATTN_K, k, T, n_kv, head_dim);
+    hook_emit_rows(&site, HOOK_ATTN_V, v, T, n_kv, head_dim);
+    float *key_l = layer_keys(rs, l), *value_l = layer_values(rs, l);
+    if (rs->quant.kv) {
+        kv_store_q8(rs, l, pos0, T, head_dim, k, v, row->obs);
+    } else { /* K is cached after RoPE; Q never is */
+        memcpy(key_l + (size_t)pos0 * kv_dim, k, (size_t)T * kv_dim * sizeof(float));
+        memcpy(value_l + (size_t)pos0 * kv_dim, v, (size_t)T * kv_dim * sizeof(float));
+    }
+    emit_kv_rows(&site, key_l + (size_t)pos0 * kv_dim, value_l + (size_t)pos0 * kv_dim, T, kv_dim);
+    attention_forward(out, q, key_l, value_l, rs->scores, T, pos0, n_heads, n_kv, head_dim, &site);
+    count_attention(&rs->work, T, pos0, n_heads, head_dim, row_bytes);
+}
+
+/* x [N, dim] += wo · attention(rope(wq · x̂), cache ∪ rope(wk · x̂), wv · x̂),
+ * x̂ = rmsnorm(x). */
+static void attention_block(const Model *m, RunState *s, const ForwardRow *rows, int n_rows, int N,
+                            int l) {
+    const Config *c = &m->config;
+    int dim = c->dim, kv_dim = config_kv_dim(c), head_dim = config_head_dim(c);
+    rmsnorm_forward(s->xb, s->x, m->weights.rms_att + (size_t)l * dim, N, dim); /* xb [N, dim] */
+    emit_each(rows, n_rows, l, HOOK_LN1, s->xb, 1, dim);
+    linear_rows(s, rows, n_rows, s->q, s->xb, N, dim, dim, weight_of(m, M_WQ, l)); /* [N, dim] */
+    linear_rows(s, rows, n_rows, s->k_new, s->xb, N, dim, kv_dim, weight_of(m, M_WK, l));
+    linear_rows(s, rows, n_rows, s->v_new, s->xb, N, dim, kv_dim, weight_of(m, M_WV, l));
+    EACH_ROW(r, t0, rows, n_rows) /* xb [N, dim] = each row's attention output */
+    attend_row(m, &rows[r], l, s->q + (size_t)t0 * dim, s->k_new + (size_t)t0 * kv_dim,
+               s->v_new + (size_t)t0 * kv_dim, s->xb + (size_t)t0 * dim);
+    emit_each(rows, n_rows, l, HOOK_ATTN_Z, s->xb, c->n_heads, head_dim);
+    linear_rows(s, rows, n_rows, s->xb2, s->xb, N, dim, dim, weight_of(m, M_WO, l));
+    emit_each(rows, n_rows, l, HOOK_ATTN_OUT, s->xb2, 1, dim);
+    residual_forward(s->x, s->xb2, N * dim);
+    emit_each(rows, n_rows, l, HOOK_RESID_MID, s->x, 1, dim);
+}
+
+/* x [N, dim] += w2 · (silu(w1 · x̂) ⊙ (w3 · x̂)), x̂ = rmsnorm(x): SwiGLU. */
+static void mlp_block(const Model *m, RunState *s, const ForwardRow *rows, int n_rows, int N,
+                      int l) {
+    int dim = m->config.dim, hidden = m->config.hidden_dim;
+    rmsnorm_forward(s->xb, s->x, m->weights.rms_ffn + (size_t)l * dim, N, dim);
+    emit_each(rows, n_rows, l, HOOK_LN2, s->xb, 1, dim);
+    linear_rows(s, rows, n_rows, s->hb, s->xb, N, dim, hidden, weight_of(m, M_W1, l));
+    linear_rows(s, rows, n_rows, s->hb2, s->xb, N, dim, hidden, weight_of(m, M_W3, l));
+    emit_each(rows, n_rows, l, HOOK_MLP_GATE, s->hb, 1, hidden);
+    emit_each(rows, n_rows, l, HOOK_MLP_UP, s->hb2, 1, hidden);
+    swiglu_forward(s->hb, s->hb2, N * hidden); /* hb [N, hidden] */
+    emit_each(rows, n_rows, l, HOOK_MLP_HIDDEN, s->hb, 1, hidden);
+    linear_rows(s, rows, n_rows, s->xb, s->hb, N, hidden, dim, weight_of(m, M_W2, l));
+    emit_each(rows, n_rows, l, HOOK_MLP_OUT, s->xb, 1, dim);
+    residual_forward(s->x, s->xb, N * dim);
+    emit_each(rows, n_rows, l, HOOK_RESID_POST, s->x, 1, dim);
+}
+
+/* The tokens whose logits a row wants: all of them, or its last. */
+static int wanted(const ForwardRow *row) {
+    return row->all_logits ? row->n_tokens : 1;
+}
+
+/* logits [W, vocab] = wcls · rmsnorm(x) for the W wanted tokens, gathered
+ * row by row into xb first (the others never reach the classifier). */
+static const float *classify(const Model *m, RunState *s, const ForwardRow *rows, int n_rows) {
+    int dim = m->config.dim, V = m->config.vocab_size, W = 0;
+    EACH_ROW(r, t0, rows, n_rows) {
+        int n = wanted(&rows[r]), first = t0 + rows[r].n_tokens - n;
+        memcpy(s->xb + (size_t)W * dim, s->x + (size_t)first * dim,
+               (size_t)n * dim * sizeof(float));
+        W += n;
+    }
+    Weight cls = weight_of(m, M_CLS, 0);
+    rmsnorm_forward(s->xb, s->xb, m->weights.rms_final, W, dim);
+    linear(s, s->logits, s->xb, W, dim, V, cls);
+    for (int r = 0, w0 = 0; r < n_rows; w0 += wanted(&rows[r++])) {
+        const ForwardRow *row = &rows[r];
+        int n = wanted(row), first = row->n_tokens - n;
+        HookSite site = {row->obs, -1, row->pos0 + first, row->tokens + first};
+        row->state->work.weight_bytes += (uint64_t)dim * sizeof(float); /* rms_final */
+        count_matmul(&row->state->work, n, dim, V, weight_bytes(&cls, dim, V));
+        hook_emit_rows(&site, HOOK_FINAL_NORM, s->xb + (size_t)w0 * dim, n, 1, dim);
+        hook_emit_rows(&site, HOOK_LOGITS, s->logits + (size_t)w0 * V, n, 1, V);
+    }
+    return s->logits;
+}
+
+const float *forward(const Model *m, RunState *s, const ForwardRow *rows, int n_rows) {
+    const Config *c = &m->config;
+    int dim = c->dim, N = 0;
+    EACH_ROW(r, t0, rows, n_rows) { /* x [N, dim] = the embedding rows of every token */
+        RunState *rs = rows[r].state;
+        rs->work = (WorkCount){0};
+        for (int t = 0; t < rows[r].n_tokens; t++)
+            rs->work.weight_bytes +=
+                embed_token(m, rows[r].tokens[t], s->x + (size_t)(t0 + t) * dim);
+        N = t0 + rows[r].n_tokens;
+    }
+    emit_each(rows, n_rows, -1, HOOK_EMBED, s->x, 1, dim);
+    for (int l = 0; l < c->n_layers; l++) {
+        emit_each(rows, n_rows, l, HOOK_RESID_PRE, s->x, 1, dim);
+        for (int r = 0; r < n_rows; r++) /* rms_att and rms_ffn */
+            rows[r].state->work.weight_bytes += 2u * dim * sizeof(float);
+        attention_block(m, s, rows, n_rows, N, l);
+        mlp_block(m, s, rows, n_rows, N, l);
+        for (int r = 0; r < n_rows; r++) {
+            const ForwardRow *row = &rows[r];
+            int last = row->pos0 + row->n_tokens - 1;
+            HookSite site = {row->obs, l, row->pos0, row->tokens};
+            emit_kv_snapshot(&site, layer_keys(row->state, l), layer_values(row->state, l),
+                             config_kv_dim(c), last, row->tokens[row->n_tokens - 1]);
+        }
+    }
+    return classify(m, s, rows, n_rows);
+}
+
 const float *forward_tokens(const Model *m, RunState *s, const int *tokens, int T, int pos0,
                             bool all_logits, const StepObserver *obs) {
-    const Config *c = &m->config;
-    const Weights *w = &m->weights;
-    int dim = c->dim, hidden = c->hidden_dim, kv_dim = config_kv_dim(c);
-    int head_dim = config_head_dim(c), n_heads = c->n_heads, n_kv = c->n_kv_heads;
-    size_t layer_kv = (size_t)s->cache.capacity * kv_dim; /* values per layer of cache */
-    bool kv8 = s->quant.kv;
-    uint64_t row_bytes = kv_row_bytes(c, kv8);
-    HookSite site = {obs, -1, pos0, tokens};
-    WorkCount *work = &s->work;
-    *work = (WorkCount){0};
-
-    /* x[t] = embedding row of tokens[t] */
-    for (int t = 0; t < T; t++)
-        work->weight_bytes += embed_token(m, tokens[t], s->x + (size_t)t * dim);
-    hook_emit_rows(&site, HOOK_EMBED, s->x, T, 1, dim);
-
-    for (int l = 0; l < c->n_layers; l++) {
-        size_t ld = (size_t)l * dim;
-        /* float cache: new rows go straight into it; int8: through k_new/v_new */
-        float *key_l = kv8 ? s->layer_k : s->cache.key + l * layer_kv;
-        float *value_l = kv8 ? s->layer_v : s->cache.value + l * layer_kv;
-        float *k_new = kv8 ? s->k_new : key_l + (size_t)pos0 * kv_dim;
-        float *v_new = kv8 ? s->v_new : value_l + (size_t)pos0 * kv_dim;
-        site.layer = l;
-        hook_emit_rows(&site, HOOK_RESID_PRE, s->x, T, 1, dim);
-
-        /* attention: Q, K, V of the new tokens */
-        rmsnorm_forward(s->xb, s->x, w->rms_att + ld, T, dim);
-        work->weight_bytes += 2u * dim * sizeof(float); /* rms_att and rms_ffn */
-        hook_emit_rows(&site, HOOK_LN1, s->xb, T, 1, dim);
-        linear(s, s->q, s->xb, T, dim, dim, weight_of(m, M_WQ, l));
-        linear(s, k_new, s->xb, T, dim, kv_dim, weight_of(m, M_WK, l));
-        linear(s, v_new, s->xb, T, dim, kv_dim, weight_of(m, M_WV, l));
-        rope_forward(s->q, T, dim, head_dim, pos0, s->rope_cos, s->rope_sin);
-        rope_forward(k_new, T, kv_dim, head_dim, pos0, s->rope_cos, s->rope_sin);
-        work->kv_bytes_written += (uint64_t)T * row_bytes * 2u;
-        hook_emit_rows(&site, HOOK_ATTN_Q, s->q, T, n_heads, head_dim);
-        hook_emit_rows(&site, HOOK_ATTN_K, k_new, T, n_kv, head_dim);
-        hook_emit_rows(&site, HOOK_ATTN_V, v_new, T, n_kv, head_dim);
-        if (kv8) kv_store_q8(s, l, pos0, T, head_dim, obs);
-        emit_kv_rows(&site, key_l + (size_t)pos0 * kv_dim, value_l + (size_t)pos0 * kv_dim, T,
-                     kv_dim);
-        attention_forward(s->xb, s->q, key_l, value_l, s->scores, T, pos0, n_heads, n_kv, head_dim,
-                          &site);
-        count_attention(work, T, pos0, n_heads, head_dim, row_bytes);
-        hook_emit_rows(&site, HOOK_ATTN_Z, s->xb, T, n_heads, head_dim);
-        linear(s, s->xb2, s->xb, T, dim, dim, weight_of(m, M_WO, l));
-        hook_emit_rows(&site, HOOK_ATTN_OUT, s->xb2, T, 1, dim);
-        residual_forward(s->x, s->xb2, T * dim);
-        hook_emit_rows(&site, HOOK_RESID_MID, s->x, T, 1, dim);
-
-        /* feed-forward: x += w2 · (silu(w1 · x̂) ⊙ (w3 · x̂)) */
-        rmsnorm_forward(s->xb, s->x, w->rms_ffn + ld, T, dim);
-        hook_emit_rows(&site, HOOK_LN2, s->xb, T, 1, dim);
-        linear(s, s->hb, s->xb, T, dim, hidden, weight_of(m, M_W1, l));
-        linear(s, s->hb2, s->xb, T, dim, hidden, weight_of(m, M_W3, l));
-        hook_emit_rows(&site, HOOK_MLP_GATE, s->hb, T, 1, hidden);
-        hook_emit_rows(&site, HOOK_MLP_UP, s->hb2, T, 1, hidden);
-        swiglu_forward(s->hb, s->hb2, T * hidden);
-        hook_emit_rows(&site, HOOK_MLP_HIDDEN, s->hb, T, 1, hidden);
-        linear(s, s->xb, s->hb, T, hidden, dim, weight_of(m, M_W2, l));
-        hook_emit_rows(&site, HOOK_MLP_OUT, s->xb, T, 1, dim);
-        residual_forward(s->x, s->xb, T * dim);
-        hook_emit_rows(&site, HOOK_RESID_POST, s->x, T, 1, dim);
-        emit_kv_snapshot(&site, key_l, value_l, kv_dim, pos0 + T - 1, tokens[T - 1]);
-    }
-
-    /* Only the rows whose logits are wanted go through the classifier. */
-    int rows = all_logits ? T : 1;
-    float *x_rows = s->x + (size_t)(T - rows) * dim;
-    HookSite last = {obs, -1, pos0 + T - rows, tokens + (T - rows)};
-    rmsnorm_forward(x_rows, x_rows, w->rms_final, rows, dim);
-    work->weight_bytes += (uint64_t)dim * sizeof(float); /* rms_final */
-    hook_emit_rows(&last, HOOK_FINAL_NORM, x_rows, rows, 1, dim);
-    linear(s, s->logits, x_rows, rows, dim, c->vocab_size, weight_of(m, M_CLS, 0));
-    hook_emit_rows(&last, HOOK_LOGITS, s->logits, rows, 1, c->vocab_size);
-    return s->logits;
-}
-
-/* The work of a linear of C → OC for one row, as linear() counts it. */
-static void count_linear_row(WorkCount *w, int C, int OC, Weight weight) {
-    count_matmul(w, 1, C, OC, weight_bytes(&weight, C, OC));
-}
-
-/* Hook emissions of row b alone. */
-static void emit_row(const BatchRow *r, int layer, HookPoint point, const float *x, int rows,
-                     int cols) {
-    HookSite site = {r->obs, layer, r->pos, &r->token};
-    hook_emit_rows(&site, point, x, 1, rows, cols);
-}
-
-const float *forward_batch(const Model *m, RunState *s, const BatchRow *rows, int B) {
-    const Config *c = &m->config;
-    const Weights *w = &m->weights;
-    int dim = c->dim, hidden = c->hidden_dim, kv_dim = config_kv_dim(c), V = c->vocab_size;
-    int head_dim = config_head_dim(c), n_heads = c->n_heads, n_kv = c->n_kv_heads;
-
-    for (int b = 0; b < B; b++) {
-        RunState *rs = rows[b].state;
-        rs->work = (WorkCount){0};
-        float *xb = s->x + (size_t)b * dim;
-        rs->work.weight_bytes = embed_token(m, rows[b].token, xb);
-        emit_row(&rows[b], -1, HOOK_EMBED, xb, 1, dim);
-    }
-    for (int l = 0; l < c->n_layers; l++) {
-        size_t ld = (size_t)l * dim;
-        for (int b = 0; b < B; b++)
-            emit_row(&rows[b], l, HOOK_RESID_PRE, s->x + (size_t)b * dim, 1, dim);
-        rmsnorm_forward(s->xb, s->x, w->rms_att + ld, B, dim);
-        /* Q, K, V of all rows at once; each row's K and V then go to its own cache */
-        float *k_rows = s->k_new, *v_rows = s->v_new;
-        linear(s, s->q, s->xb, B, dim, dim, weight_of(m, M_WQ, l));
-        linear(s, k_rows, s->xb, B, dim, kv_dim, weight_of(m, M_WK, l));
-        linear(s, v_rows, s->xb, B, dim, kv_dim, weight_of(m, M_WV, l));
-        for (int b = 0; b < B; b++) {
-            const BatchRow *r = &rows[b];
-            RunState *rs = r->state;
-            bool kv8 = rs->quant.kv;
-            uint64_t row_bytes = kv_row_bytes(c, kv8);
-            size_t layer_kv = (size_t)rs->cache.capacity * kv_dim;
-            float *q = s->q + (size_t)b * dim, *k = k_rows + (size_t)b * kv_dim;
-            float *v = v_rows + (size_t)b * kv_dim;
-            rs->work.weight_bytes += 2u * dim * sizeof(float);
-            count_linear_row(&rs->work, dim, dim, weight_of(m, M_WQ, l));
-            count_linear_row(&rs->work, dim, kv_dim, weight_of(m, M_WK, l));
-            count_linear_row(&rs->work, dim, kv_dim, weight_of(m, M_WV, l));
-            emit_row(r, l, HOOK_LN1, s->xb + (size_t)b * dim, 1, dim);
-            rope_forward(q, 1, dim, head_dim, r->pos, rs->rope_cos, rs->rope_sin);
-            rope_forward(k, 1, kv_dim, head_dim, r->pos, rs->rope_cos, rs->rope_sin);
-            rs->work.kv_bytes_written += row_bytes * 2u;
-            emit_row(r, l, HOOK_ATTN_Q, q, n_heads, head_dim);
-            emit_row(r, l, HOOK_ATTN_K, k, n_kv, head_dim);
-            emit_row(r, l, HOOK_ATTN_V, v, n_kv, head_dim);
-            float *key_l = kv8 ? rs->layer_k : rs->cache.key + l * layer_kv;
-            float *value_l = kv8 ? rs->layer_v : rs->cache.value + l * layer_kv;
-            if (kv8) {
-                memcpy(rs->k_new, k, (size_t)kv_dim * sizeof(float));
-                memcpy(rs->v_new, v, (size_t)kv_dim * sizeof(float));
-                kv_store_q8(rs, l, r->pos, 1, head_dim, r->obs);
-            } else {
-                memcpy(key_l + (size_t)r->pos * kv_dim, k, (size_t)kv_dim * sizeof(float));
-                memcpy(value_l + (size_t)r->pos * kv_dim, v, (size_t)kv_dim * sizeof(float));
-            }
-            HookSite site = {r->obs, l, r->pos, &r->token};
-            emit_kv_rows(&site, key_l + (size_t)r->pos * kv_dim, value_l + (size_t)r->pos * kv_dim,
-                         1, kv_dim);
-            attention_forward(s->xb + (size_t)b * dim, q, key_l, value_l, rs->scores, 1, r->pos,
-                              n_heads, n_kv, head_dim, &site);
-            count_attention(&rs->work, 1, r->pos, n_heads, head_dim, row_bytes);
-            emit_row(r, l, HOOK_ATTN_Z, s->xb + (size_t)b * dim, n_heads, head_dim);
-            count_linear_row(&rs->work, dim, dim, weight_of(m, M_WO, l));
-            count_linear_row(&rs->work, dim, hidden, weight_of(m, M_W1, l));
-            count_linear_row(&rs->work, dim, hidden, weight_of(m, M_W3, l));
-            count_linear_row(&rs->work, hidden, dim, weight_of(m, M_W2, l));
-        }
-        linear(s, s->xb2, s->xb, B, dim, dim, weight_of(m, M_WO, l));
-        for (int b = 0; b < B; b++)
-            emit_row(&rows[b], l, HOOK_ATTN_OUT, s->xb2 + (size_t)b * dim, 1, dim);
-        residual_forward(s->x, s->xb2, B * dim);
-        for (int b = 0; b < B; b++)
-            emit_row(&rows[b], l, HOOK_RESID_MID, s->x + (size_t)b * dim, 1, dim);
-        rmsnorm_forward(s->xb, s->x, w->rms_ffn + ld, B, dim);
-        linear(s, s->hb, s->xb, B, dim, hidden, weight_of(m, M_W1, l));
-        linear(s, s->hb2, s->xb, B, dim, hidden, weight_of(m, M_W3, l));
-        for (int b = 0; b < B; b++) {
-            emit_row(&rows[b], l, HOOK_LN2, s->xb + (size_t)b * dim, 1, dim);
-            emit_row(&rows[b], l, HOOK_MLP_GATE, s->hb + (size_t)b * hidden, 1, hidden);
-            emit_row(&rows[b], l, HOOK_MLP_UP, s->hb2 + (size_t)b * hidden, 1, hidden);
-        }
-        swiglu_forward(s->hb, s->hb2, B * hidden);
-        for (int b = 0; b < B; b++)
-            emit_row(&rows[b], l, HOOK_MLP_HIDDEN, s->hb + (size_t)b * hidden, 1, hidden);
-        linear(s, s->xb, s->hb, B, hidden, dim, weight_of(m, M_W2, l));
-        for (int b = 0; b < B; b++)
-            emit_row(&rows[b], l, HOOK_MLP_OUT, s->xb + (size_t)b * dim, 1, dim);
-        residual_forward(s->x, s->xb, B * dim);
-        for (int b = 0; b < B; b++) {
-            const BatchRow *r = &rows[b];
-            RunState *rs = r->state;
-            emit_row(r, l, HOOK_RESID_POST, s->x + (size_t)b * dim, 1, dim);
-            size_t layer_kv = (size_t)rs->cache.capacity * kv_dim;
-            HookSite site = {r->obs, l, r->pos, &r->token};
-            emit_kv_snapshot(&site, rs->quant.kv ? rs->layer_k : rs->cache.key + l * layer_kv,
-                             rs->quant.kv ? rs->layer_v : rs->cache.value + l * layer_kv, kv_dim,
-                             r->pos, r->token);
-        }
-    }
-    rmsnorm_forward(s->x, s->x, w->rms_final, B, dim);
-    linear(s, s->logits, s->x, B, dim, V, weight_of(m, M_CLS, 0));
-    for (int b = 0; b < B; b++) {
-        RunState *rs = rows[b].state;
-        rs->work.weight_bytes += (uint64_t)dim * sizeof(float);
-        count_linear_row(&rs->work, dim, V, weight_of(m, M_CLS, 0));
-        emit_row(&rows[b], -1, HOOK_FINAL_NORM, s->x + (size_t)b * dim, 1, dim);
-        emit_row(&rows[b], -1, HOOK_LOGITS, s->logits + (size_t)b * V, 1, V);
-    }
-    return s->logits;
+    ForwardRow row = {.state = s,
+                      .obs = obs,
+                      .tokens = tokens,
+                      .n_tokens = T,
+                      .pos0 = pos0,
+                      .all_logits = all_logits};
+    return forward(m, s, &row, 1);
 }

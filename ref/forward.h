@@ -68,29 +68,34 @@ bool run_state_init_quant(RunState *s, const Config *c, int capacity, int max_to
                           const QuantRuntime *q, StepError *err);
 void run_state_free(RunState *s);
 
-/* Run tokens[0..T) at positions pos0..pos0+T-1, writing their K and V into
- * the cache. Logits are computed for the last token only, or for all T when
- * all_logits; returns a pointer to the first computed row of [vocab_size]
- * logits (row t - (T - rows) for token t). Hooks fire at their named points. */
-const float *forward_tokens(const Model *m, RunState *s, const int *tokens, int T, int pos0,
-                            bool all_logits, const StepObserver *obs);
-
-/* One row of a batched decode step: a sequence's state (its cache), its
- * observer, and the token it feeds at pos. */
+/* One row of a forward pass: a sequence's state (its KV cache, RoPE tables
+ * and work count), its observer, and the n_tokens tokens it feeds at
+ * positions pos0, pos0 + 1, ... Prefill is one row of the whole prompt,
+ * decode one row of one token, a batched decode step B rows of one token,
+ * and a recompute without a cache one row of the whole window from 0. */
 typedef struct {
     RunState *state;
-    const StepObserver *obs;
-    int token;
-    int pos;
-} BatchRow;
+    const StepObserver *obs; /* its hooks, or NULL */
+    const int *tokens;       /* [n_tokens] */
+    int n_tokens;
+    int pos0;
+    bool all_logits; /* the logits of every token, not only the last one's */
+} ForwardRow;
 
-/* One decode step for B sequences together: the matmuls take all B rows at
- * once (each weight row read once for all of them), while RoPE, the cache
- * and attention are each row's own. Every row's arithmetic is a T = 1
- * forward_tokens', so its logits, cache rows, hooks and work counts (in
- * rows[b].state->work) are bitwise the same as decoding it alone. scratch
- * holds the batch's activations (max_tokens >= B) and its quantization of
- * activations; returns [B, vocab_size] logits, row b for rows[b]. */
-const float *forward_batch(const Model *m, RunState *scratch, const BatchRow *rows, int B);
+/* The transformer over rows[0..n_rows): the matmuls take every row's tokens
+ * at once (each weight row read once for all of them); RoPE, the cache and
+ * attention are each row's own. scratch holds the activations of all the
+ * tokens (its max_tokens >= their number; a single row may use its own
+ * state) and the quantization of activations. Each row's logits, cache
+ * rows, hooks and work (rows[r].state->work) are bitwise what it would get
+ * alone. Returns the logits [wanted, vocab_size]: row by row, each row's
+ * wanted tokens (all of them, or its last). */
+const float *forward(const Model *m, RunState *scratch, const ForwardRow *rows, int n_rows);
+
+/* forward() of one row, with the state as its own scratch: tokens[0..T) at
+ * positions pos0..pos0+T-1; returns the first computed row of logits (the
+ * last token's, or all T when all_logits). */
+const float *forward_tokens(const Model *m, RunState *s, const int *tokens, int T, int pos0,
+                            bool all_logits, const StepObserver *obs);
 
 #endif

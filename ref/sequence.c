@@ -7,16 +7,37 @@
 #include "clock.h"
 #include "tokenizer.h"
 
-/* One forward pass of tokens[0..T) from pos0, reported before and after. */
-static const float *run_pass(Sequence *q, PassPhase phase, const int *tokens, int T, int pos0,
+/* The row of a pass over tokens[0..T) from pos0, announced to the observer. */
+static ForwardRow begin_pass(Sequence *q, PassPhase phase, const int *tokens, int T, int pos0,
                              bool all_logits) {
     const StepObserver *obs = q->obs;
     if (obs != NULL && obs->forward != NULL) obs->forward(obs->ctx, phase, pos0, tokens, T);
-    const float *logits = forward_tokens(q->m, &q->s, tokens, T, pos0, all_logits, obs);
+    return (ForwardRow){.state = &q->s,
+                        .obs = obs,
+                        .tokens = tokens,
+                        .n_tokens = T,
+                        .pos0 = pos0,
+                        .all_logits = all_logits};
+}
+
+void sequence_end_pass(Sequence *q, const ForwardRow *row, PassPhase phase, const float *logits,
+                       double seconds) {
+    const StepObserver *obs = q->obs;
     work_add(&q->result->work, &q->s.work);
-    if (obs != NULL && obs->work != NULL) obs->work(obs->ctx, phase, pos0, T, &q->s.work);
-    if (all_logits) logits += (size_t)(T - 1) * q->m->config.vocab_size;
-    return logits;
+    if (obs != NULL && obs->work != NULL)
+        obs->work(obs->ctx, phase, row->pos0, row->n_tokens, &q->s.work);
+    if (row->all_logits) logits += (size_t)(row->n_tokens - 1) * q->m->config.vocab_size;
+    q->logits = logits;
+    if (phase != PASS_PREFILL) q->result->decode_seconds += seconds;
+}
+
+/* One pass of this sequence alone: its state is its own scratch. */
+static void run_pass(Sequence *q, PassPhase phase, const int *tokens, int T, int pos0,
+                     bool all_logits) {
+    double t0 = clock_seconds();
+    ForwardRow row = begin_pass(q, phase, tokens, T, pos0, all_logits);
+    const float *logits = forward(q->m, &q->s, &row, 1);
+    sequence_end_pass(q, &row, phase, logits, clock_seconds() - t0);
 }
 
 bool sequence_init(Sequence *q, const Model *m, const int *prompt, int n_prompt,
@@ -73,7 +94,7 @@ bool sequence_init(Sequence *q, const Model *m, const int *prompt, int n_prompt,
 
 void sequence_prefill(Sequence *q) {
     q->t0 = clock_seconds();
-    q->logits = run_pass(q, PASS_PREFILL, q->window_tokens, q->n, 0, q->opt->all_logits);
+    run_pass(q, PASS_PREFILL, q->window_tokens, q->n, 0, q->opt->all_logits);
     q->result->prefill_seconds = clock_seconds() - q->t0;
     q->result->positions_filled = q->n;
 }
@@ -123,19 +144,20 @@ static void shift_window(Sequence *q) {
     q->result->context_shifts++;
 }
 
-bool sequence_decodes_plainly(const Sequence *q) {
-    return q->n < q->window && !q->opt->no_kv_cache;
-}
-
-int sequence_push_picked(Sequence *q) {
+/* Put the token just picked at the next position; returns that position. */
+static int push_picked(Sequence *q) {
     q->window_tokens[q->n++] = q->result->tokens[q->result->n_tokens - 1];
     if (q->n > q->result->positions_filled) q->result->positions_filled = q->n;
     q->result->n_decoded++;
     return q->n - 1;
 }
 
+ForwardRow sequence_begin_decode(Sequence *q) {
+    int pos = push_picked(q);
+    return begin_pass(q, PASS_DECODE, &q->window_tokens[pos], 1, pos, false);
+}
+
 void sequence_advance(Sequence *q) {
-    double d0 = clock_seconds();
     PassPhase phase = PASS_DECODE;
     if (q->n == q->window) {
         shift_window(q);
@@ -143,12 +165,11 @@ void sequence_advance(Sequence *q) {
     } else if (q->opt->no_kv_cache) {
         phase = PASS_RECOMPUTE;
     }
-    int pos = sequence_push_picked(q);
+    int pos = push_picked(q);
     if (phase == PASS_DECODE)
-        q->logits = run_pass(q, phase, &q->window_tokens[pos], 1, pos, false);
+        run_pass(q, phase, &q->window_tokens[pos], 1, pos, false);
     else /* every token in the window, from position 0 */
-        q->logits = run_pass(q, phase, q->window_tokens, q->n, 0, false);
-    q->result->decode_seconds += clock_seconds() - d0;
+        run_pass(q, phase, q->window_tokens, q->n, 0, false);
 }
 
 void sequence_free(Sequence *q) {

@@ -45,13 +45,14 @@ bool sequence_pick(Sequence *q, bool *failed, StepError *err);
  * rebuild. */
 void sequence_advance(Sequence *q);
 
-/* A plain decode pass (what sequence_advance does when the window has room
- * and the cache is on) is what a batch step can run for this sequence. */
-bool sequence_decodes_plainly(const Sequence *q);
-
-/* For a batch step: make room for the picked token and return its position
- * (the pass itself is forward_batch's). */
-int sequence_push_picked(Sequence *q);
+/* For a batch step, which runs many sequences' decodes in one forward():
+ * put the picked token at the next position and return this sequence's row
+ * (announced to its observer); after the pass, sequence_end_pass takes its
+ * logits row, its work and the pass's seconds. sequence_advance does the
+ * same for one sequence alone. */
+ForwardRow sequence_begin_decode(Sequence *q);
+void sequence_end_pass(Sequence *q, const ForwardRow *row, PassPhase phase, const float *logits,
+                       double seconds);
 
 void sequence_free(Sequence *q);
 
