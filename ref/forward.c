@@ -28,88 +28,106 @@ static void count_attention(WorkCount *w, int T, int pos0, int n_heads, int head
     }
 }
 
-/* A weight matrix in every form the model may hold it. */
+/* A weight matrix in every form the model may hold it: float32 row-major
+ * or packed (pack.h), int8 row-major or packed (quant_model.h). The plain
+ * kernels read the row-major forms, the fast kernels the packed ones. */
 typedef struct {
-    const float *w;         /* row-major float32 [OC, C], or NULL */
-    const PackedMatrix *pm; /* float32, fast layout (pack.h), or NULL */
-    const PackedQ8 *pq;     /* int8, fast layout (quant_model.h), or NULL */
+    const float *w;         /* float32 [OC, C], or NULL */
+    const PackedMatrix *pm; /* float32, fast layout, or NULL */
+    const int8_t *q;        /* int8 codes [OC, C], or NULL */
+    const float *q_scales;  /* [OC, groups] their scales */
+    int group;              /* int8: values per scale */
+    const PackedQ8 *pq;     /* int8, fast layout, or NULL */
 } Weight;
 
 typedef enum { M_WQ, M_WK, M_WV, M_WO, M_W1, M_W2, M_W3, M_CLS } MatrixKind;
 
+/* Rows row0.. of a float matrix, or NULL. */
+static const float *float_rows(const float *w, size_t row0, size_t C) {
+    return w != NULL ? w + row0 * C : NULL;
+}
+
 /* Layer l's matrix of this kind, as the model holds it. */
 static Weight weight_of(const Model *m, MatrixKind k, int l) {
     const Config *c = &m->config;
-    const Weights *w = &m->weights;
+    const Weights *fw = &m->weights;
     const QuantWeights *q = m->quant;
     const PackedWeights *p = m->packed;
     size_t d = (size_t)c->dim, h = (size_t)c->hidden_dim, kv = (size_t)config_kv_dim(c);
-    switch (k) {
-        case M_WQ:
-            return (Weight){w->wq ? w->wq + l * d * d : NULL, p ? &p->wq[l] : NULL,
-                            q ? &q->pwq[l] : NULL};
-        case M_WK:
-            return (Weight){w->wk ? w->wk + l * kv * d : NULL, p ? &p->wk[l] : NULL,
-                            q ? &q->pwk[l] : NULL};
-        case M_WV:
-            return (Weight){w->wv ? w->wv + l * kv * d : NULL, p ? &p->wv[l] : NULL,
-                            q ? &q->pwv[l] : NULL};
-        case M_WO:
-            return (Weight){w->wo ? w->wo + l * d * d : NULL, p ? &p->wo[l] : NULL,
-                            q ? &q->pwo[l] : NULL};
-        case M_W1:
-            return (Weight){w->w1 ? w->w1 + l * h * d : NULL, p ? &p->w1[l] : NULL,
-                            q ? &q->pw1[l] : NULL};
-        case M_W2:
-            return (Weight){w->w2 ? w->w2 + l * d * h : NULL, p ? &p->w2[l] : NULL,
-                            q ? &q->pw2[l] : NULL};
-        case M_W3:
-            return (Weight){w->w3 ? w->w3 + l * h * d : NULL, p ? &p->w3[l] : NULL,
-                            q ? &q->pw3[l] : NULL};
-        case M_CLS:
-            return (Weight){w->wcls, p ? &p->wcls : NULL, q ? &q->pcls : NULL};
+    /* what each kind is: its float view, its int8 matrix, its packed lists */
+    const struct {
+        const float *w;
+        size_t rows, cols;
+        const QuantMatrix *qm;
+        const PackedMatrix *pm;
+        const PackedQ8 *pq;
+    } kinds[] = {
+        [M_WQ] = {fw->wq, d, d, q ? &q->wq : NULL, p ? p->wq : NULL, q ? q->pwq : NULL},
+        [M_WK] = {fw->wk, kv, d, q ? &q->wk : NULL, p ? p->wk : NULL, q ? q->pwk : NULL},
+        [M_WV] = {fw->wv, kv, d, q ? &q->wv : NULL, p ? p->wv : NULL, q ? q->pwv : NULL},
+        [M_WO] = {fw->wo, d, d, q ? &q->wo : NULL, p ? p->wo : NULL, q ? q->pwo : NULL},
+        [M_W1] = {fw->w1, h, d, q ? &q->w1 : NULL, p ? p->w1 : NULL, q ? q->pw1 : NULL},
+        [M_W2] = {fw->w2, d, h, q ? &q->w2 : NULL, p ? p->w2 : NULL, q ? q->pw2 : NULL},
+        [M_W3] = {fw->w3, h, d, q ? &q->w3 : NULL, p ? p->w3 : NULL, q ? q->pw3 : NULL},
+    };
+    if (k == M_CLS) { /* one matrix, no layers */
+        const QuantMatrix *qc = q ? quant_classifier(q) : NULL;
+        return (Weight){.w = fw->wcls,
+                        .pm = p ? &p->wcls : NULL,
+                        .q = qc ? qc->q : NULL,
+                        .q_scales = qc ? qc->scales : NULL,
+                        .group = qc ? qc->group : 0,
+                        .pq = q && q->pwq ? &q->pcls : NULL};
     }
-    return (Weight){NULL, NULL, NULL};
+    size_t row0 = (size_t)l * kinds[k].rows;
+    const QuantMatrix *qm = kinds[k].qm;
+    return (Weight){.w = float_rows(kinds[k].w, row0, kinds[k].cols),
+                    .pm = kinds[k].pm ? &kinds[k].pm[l] : NULL,
+                    .q = qm ? qm->q + row0 * kinds[k].cols : NULL,
+                    .q_scales = qm ? qm->scales + row0 * (size_t)qm->groups_per_row : NULL,
+                    .group = qm ? qm->group : 0,
+                    .pq = kinds[k].pq ? &kinds[k].pq[l] : NULL};
 }
 
 /* Bytes a pass reads of this weight: int8 codes and scales, or floats. */
 static uint64_t weight_bytes(const Weight *w, int C, int OC) {
-    if (w->pq != NULL) return quant_matrix_bytes(OC, C, w->pq->group);
+    if (w->q != NULL) return quant_matrix_bytes(OC, C, w->group);
     return (uint64_t)C * OC * sizeof(float);
 }
 
-/* out [T, OC] = x [T, C] · Wᵀ, with W int8 (then, with quantized
- * activations, each input row is quantized with the weights' grouping and
- * every dot product is int8 × int8 in int32 per group), or float32 in the
- * fast layout, or row-major (then, with quantized activations, the input is
- * quantized and read back first). Every form sums each dot product in index
- * order: the fast layouts are bitwise the plain loops. */
+/* out [T, OC] = x [T, C] · Wᵀ. With int8 weights and quantized activations,
+ * each input row is quantized with the weights' grouping and every dot
+ * product is int8 × int8 in int32 per group; with float weights and
+ * quantized activations, the input is quantized and read back first. The
+ * fast kernels (packed forms) and the plain ones (row-major) sum each dot
+ * product in the same order: the same bits. */
 static void linear(RunState *s, float *out, const float *x, int T, int C, int OC, Weight w) {
-    if (w.pq != NULL) {
+    if (w.q != NULL) {
         const int8_t *qx = NULL;
         if (s->quant.activations) {
-            int groups = quant_groups(C, w.pq->group);
+            int groups = quant_groups(C, w.group);
             for (int t = 0; t < T; t++)
-                quantize_row(x + (size_t)t * C, C, w.pq->group, s->xq + (size_t)t * C,
+                quantize_row(x + (size_t)t * C, C, w.group, s->xq + (size_t)t * C,
                              s->xs + (size_t)t * groups);
             qx = s->xq;
         }
-        matmul_q8_packed(out, x, qx, s->xs, w.pq, T);
-    } else {
-        if (s->quant.activations) {
-            for (int t = 0; t < T; t++) {
-                quantize_row(x + (size_t)t * C, C, s->quant.group, s->xq, s->xs);
-                dequantize_row(s->xq, s->xs, C, s->quant.group, s->xfake + (size_t)t * C);
-            }
-            x = s->xfake;
-        }
-        if (w.pm != NULL)
-            matmul_packed(out, x, w.pm, T);
-        else if (s->matmul_override != NULL)
-            s->matmul_override(out, x, w.w, T, C, OC);
+        if (w.pq != NULL)
+            matmul_q8_packed(out, x, qx, s->xs, w.pq, T);
         else
-            matmul_forward(out, x, w.w, T, C, OC, s->xT);
+            matmul_q8_rows(out, x, qx, s->xs, w.q, w.q_scales, T, C, OC, w.group);
+        return;
     }
+    if (s->quant.activations) {
+        for (int t = 0; t < T; t++) {
+            quantize_row(x + (size_t)t * C, C, s->quant.group, s->xq, s->xs);
+            dequantize_row(s->xq, s->xs, C, s->quant.group, s->xfake + (size_t)t * C);
+        }
+        x = s->xfake;
+    }
+    if (w.pm != NULL)
+        matmul_packed(out, x, w.pm, T);
+    else
+        matmul_forward(out, x, w.w, T, C, OC);
 }
 
 /* Store T new K and V rows (k_new, v_new [T, kv_dim]) of layer l from pos0

@@ -43,12 +43,8 @@ typedef struct {
     float *hb2;      /* [max_tokens, hidden_dim] up */
     float *scores;   /* [capacity] attention scores of one query head */
     float *logits;   /* [max_tokens, vocab_size] */
-    float *xT;       /* [max(dim, hidden_dim), max_tokens] a matmul input, transposed */
     float *rope_cos; /* [capacity, head_dim / 2] cos(pos · θ_i) */
     float *rope_sin; /* [capacity, head_dim / 2] sin(pos · θ_i) */
-    /* Tests only: row-major float matmuls through this function instead of
-     * the fast kernels (NULL: the fast kernels). */
-    MatmulFn matmul_override;
     /* quantization while running (quant.h); scratch used only then */
     QuantRuntime quant;
     int8_t *xq;           /* [max(dim, hidden_dim)] one quantized input row */

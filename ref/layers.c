@@ -17,72 +17,21 @@ void rmsnorm_forward(float *out, const float *x, const float *weight, int T, int
     }
 }
 
-/* The kernels below compute many dot products at once, so that the
- * processor has independent additions in flight and the compiler can put
- * them in vector lanes. Every dot product still sums w[o][i] · x[t][i] over
- * i = 0, 1, ..., C-1 in order, starting from 0.0f, with no fused
- * multiply-add (-ffp-contract=off): the results are bitwise those of the
- * one-at-a-time loop (tests/test_speed.c keeps one to compare).
- * docs/performance.md explains. */
-
-#define MM_TOKENS 16 /* tokens per vector tile (prefill, batches) */
-#define MM_ROWS   8  /* output rows per tile (decode) */
-
-#if defined(__GNUC__) && defined(__x86_64__) && !defined(__clang__)
-#define MM_CLONES __attribute__((target_clones("avx2", "default")))
-#else
-#define MM_CLONES
-#endif
-
-/* Row o against tokens t0..t0+MM_TOKENS-1 of xT [C, T] (x transposed):
- * lane l accumulates token t0 + l. */
-MM_CLONES static void tile_tokens(float *out, const float *xT, const float *wo, int t0, int T,
-                                  int C, int OC, int o) {
-    float acc[MM_TOKENS] = {0.0f};
-    for (int i = 0; i < C; i++) {
-        float wi = wo[i];
-        const float *xi = xT + (size_t)i * T + t0;
-        for (int l = 0; l < MM_TOKENS; l++) acc[l] += wi * xi[l];
-    }
-    for (int l = 0; l < MM_TOKENS; l++) out[(size_t)(t0 + l) * OC + o] = acc[l];
-}
-
-/* Rows o..o+MM_ROWS-1 against one token x [C]: lane r accumulates row o + r. */
-MM_CLONES static void tile_rows(float *out, const float *x, const float *w, int C, int o) {
-    float acc[MM_ROWS] = {0.0f};
-    const float *wo = w + (size_t)o * C;
-    for (int i = 0; i < C; i++) {
-        float xi = x[i];
-        for (int r = 0; r < MM_ROWS; r++) acc[r] += wo[(size_t)r * C + i] * xi;
-    }
-    for (int r = 0; r < MM_ROWS; r++) out[o + r] = acc[r];
-}
-
-static float dot_in_order(const float *a, const float *b, int n) {
-    float sum = 0.0f;
-    for (int i = 0; i < n; i++) sum += a[i] * b[i];
-    return sum;
-}
-
-void matmul_forward(float *out, const float *x, const float *w, int T, int C, int OC, float *xT) {
-    int t_tiled = xT != NULL ? T / MM_TOKENS * MM_TOKENS : 0;
-    if (t_tiled > 0) {
-        /* transpose x once: xT[i][t] = x[t][i] */
-        for (int t = 0; t < T; t++)
-            for (int i = 0; i < C; i++) xT[(size_t)i * T + t] = x[(size_t)t * C + i];
+/* The plain kernel: one dot product at a time, each summed in index order
+ * from 0.0f, with no fused multiply-add (-ffp-contract=off): the loop of
+ * run.c's matmul, over T tokens. `--kernels plain` runs the model on this
+ * (and quant.c's matmul_q8_rows); the fast kernels (pack.c,
+ * quant_model.c) compute the same sums in the same order, many at once,
+ * and give the same bits. docs/performance.md explains. */
+void matmul_forward(float *out, const float *x, const float *w, int T, int C, int OC) {
+    for (int t = 0; t < T; t++) {
+        const float *xt = x + (size_t)t * C;
         for (int o = 0; o < OC; o++) {
             const float *wo = w + (size_t)o * C;
-            for (int t0 = 0; t0 < t_tiled; t0 += MM_TOKENS)
-                tile_tokens(out, xT, wo, t0, T, C, OC, o);
+            float sum = 0.0f;
+            for (int i = 0; i < C; i++) sum += wo[i] * xt[i];
+            out[(size_t)t * OC + o] = sum;
         }
-    }
-    /* the remaining tokens one at a time, MM_ROWS output rows at once */
-    for (int t = t_tiled; t < T; t++) {
-        const float *xt = x + (size_t)t * C;
-        float *ot = out + (size_t)t * OC;
-        int o = 0;
-        for (; o + MM_ROWS <= OC; o += MM_ROWS) tile_rows(ot, xt, w, C, o);
-        for (; o < OC; o++) ot[o] = dot_in_order(w + (size_t)o * C, xt, C);
     }
 }
 

@@ -14,13 +14,9 @@
 void rmsnorm_forward(float *out, const float *x, const float *weight, int T, int C);
 
 /* out[t][o] = Σ_i w[o][i] · x[t][i]: x is [T, C], w is [OC, C] (one row per
- * output), out is [T, OC]. xT is scratch of [C, T] floats for tiling across
- * tokens (NULL: tile across output rows only). Bitwise equal to one dot
- * product at a time, each in index order. */
-void matmul_forward(float *out, const float *x, const float *w, int T, int C, int OC, float *xT);
-
-/* A matmul of that signature without the scratch (for a test's reference). */
-typedef void (*MatmulFn)(float *out, const float *x, const float *w, int T, int C, int OC);
+ * output), out is [T, OC]. One dot product at a time, each in index order:
+ * the plain kernel (--kernels plain). */
+void matmul_forward(float *out, const float *x, const float *w, int T, int C, int OC);
 
 /* Rotate each (even, odd) pair of every head of x [T, width] by the angle of
  * its position: x is T rows for positions pos0..pos0+T-1, with heads of

@@ -50,6 +50,20 @@ float dot_f32_q8(const float *x, const int8_t *qw, const float *sw, int n, int g
     return sum;
 }
 
+void matmul_q8_rows(float *out, const float *x, const int8_t *qx, const float *sx, const int8_t *q,
+                    const float *scales, int T, int C, int OC, int group) {
+    int groups = quant_groups(C, group);
+    for (int t = 0; t < T; t++) {
+        for (int o = 0; o < OC; o++) {
+            const int8_t *qo = q + (size_t)o * C;
+            const float *so = scales + (size_t)o * groups;
+            out[(size_t)t * OC + o] =
+                qx != NULL ? dot_q8(qx + (size_t)t * C, sx + (size_t)t * groups, qo, so, C, group)
+                           : dot_f32_q8(x + (size_t)t * C, qo, so, C, group);
+        }
+    }
+}
+
 uint64_t quant_matrix_bytes(int rows, int cols, int group) {
     return (uint64_t)rows * (uint64_t)cols +
            (uint64_t)rows * (uint64_t)quant_groups(cols, group) * sizeof(float);

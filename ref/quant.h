@@ -52,6 +52,13 @@ bool quant_matrix_init(QuantMatrix *m, const float *w, int rows, int cols, int g
 void quant_matrix_free(QuantMatrix *m);
 
 /* Bytes a quantized matrix takes: codes and scales. */
+/* The plain int8 kernel: out[t][o] = dot_f32_q8(x[t], q[o]) for row-major
+ * codes q [OC, C] with scales [OC, groups]; with qx/sx (activations
+ * quantized with the same grouping, [T, C] and [T, groups]) dot_q8 instead.
+ * One dot product at a time; the packed kernel gives the same bits. */
+void matmul_q8_rows(float *out, const float *x, const int8_t *qx, const float *sx, const int8_t *q,
+                    const float *scales, int T, int C, int OC, int group);
+
 uint64_t quant_matrix_bytes(int rows, int cols, int group);
 
 /* What quantizing one row did, for the trace: the scale of its first group,

@@ -167,13 +167,15 @@ bool model_quantize(Model *m, int group, StepError *err) {
         model_release_pages(m, slots[i].src, (uint64_t)slots[i].rows * (uint64_t)slots[i].cols);
     }
     q->n_layers = m->config.n_layers;
-    if (!quant_pack(q, &m->config)) {
-        quant_weights_free(q);
-        return step_fail(err, "quantize: out of memory");
-    }
     quant_weights_free(m->quant);
     m->quant = q;
     m->free_quant = quant_weights_free;
+    return true;
+}
+
+bool model_pack_q8(Model *m, StepError *err) {
+    if (m->quant == NULL || m->quant->pwq != NULL) return true;
+    if (!quant_pack(m->quant, &m->config)) return step_fail(err, "int8 packing: out of memory");
     return true;
 }
 
@@ -319,7 +321,6 @@ bool model_load_q8(Model *m, const char *path, StepError *err) {
              fread(m->storage + 2 * L * d, sizeof(float), d, f) == d &&
              (c->shared_classifier || read_matrix(f, &q->wcls, c->vocab_size, di, group));
         q->n_layers = c->n_layers;
-        ok = ok && quant_pack(q, c);
     } else {
         free(q);
     }

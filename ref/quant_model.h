@@ -25,7 +25,8 @@ typedef struct {
 typedef struct QuantWeights {
     int group;
     int n_layers;
-    /* the fast layout, one per layer (and the classifier), built at load */
+    /* the fast layout, one per layer (and the classifier), built by
+     * model_pack_q8 (--kernels fast); all NULL for the plain kernel */
     PackedQ8 *pwq, *pwk, *pwv, *pwo, *pw1, *pw2, *pw3;
     PackedQ8 pcls;
     QuantMatrix token_embedding; /* [vocab, dim] */
@@ -47,6 +48,11 @@ const QuantMatrix *quant_classifier(const QuantWeights *q);
 /* Quantize m's float matrices with groups of `group` and attach them as
  * m->quant (the float weights stay, for the trace's before/after). */
 bool model_quantize(Model *m, int group, StepError *err);
+
+/* Put m's int8 matrices also in the layout the fast kernel reads (the
+ * row-major ones stay: the embedding is looked up there, and .q8 files are
+ * written from them). Nothing to do for a float model or a packed one. */
+bool model_pack_q8(Model *m, StepError *err);
 
 /* Bytes of a model whose matrices are int8 with this group: codes, scales
  * and the float32 norms. */

@@ -67,11 +67,10 @@ bool run_state_init_quant(RunState *s, const Config *c, int capacity, int max_to
     s->hb2 = malloc(T * hidden * sizeof(float));
     s->scores = malloc((size_t)capacity * sizeof(float));
     s->logits = malloc(T * (size_t)c->vocab_size * sizeof(float));
-    s->xT = malloc(T * widest * sizeof(float));
     s->rope_cos = malloc((size_t)capacity * half * sizeof(float));
     s->rope_sin = malloc((size_t)capacity * half * sizeof(float));
     ok = ok && s->x && s->xb && s->xb2 && s->q && s->hb && s->hb2 && s->scores && s->logits &&
-         s->xT && s->rope_cos && s->rope_sin;
+         s->rope_cos && s->rope_sin;
     if (ok && s->quant.activations) {
         s->xq = malloc(T * widest);
         s->xs = malloc(T * widest * sizeof(float)); /* at most one scale per value */
@@ -103,11 +102,11 @@ void run_state_free(RunState *s) {
                    s->xb2,         s->q,
                    s->hb,          s->hb2,
                    s->scores,      s->logits,
-                   s->xT,          s->rope_cos,
-                   s->rope_sin,    s->xq,
-                   s->xs,          s->xfake,
-                   s->k_new,       s->v_new,
-                   s->layer_k,     s->layer_v};
+                   s->rope_cos,    s->rope_sin,
+                   s->xq,          s->xs,
+                   s->xfake,       s->k_new,
+                   s->v_new,       s->layer_k,
+                   s->layer_v};
     for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) free(all[i]);
     memset(s, 0, sizeof *s);
 }

@@ -158,6 +158,13 @@ int cli_quant_option(int c, const char *arg, CliQuant *q, StepError *err) {
             return parse_precision(arg, "--quant-kv", &q->run.kv, err);
         case OPT_QUANT_GROUP:
             return cli_parse_int(arg, "--quant-group", 1, 1 << 20, &q->run.group, err) ? 1 : -1;
+        case OPT_KERNELS:
+            if (strcmp(arg, "fast") == 0 || strcmp(arg, "plain") == 0) {
+                q->kernels = arg[0] == 'p' ? KERNELS_PLAIN : KERNELS_FAST;
+                return 1;
+            }
+            step_fail(err, "unknown --kernels '%s' (fast, plain)", arg);
+            return -1;
         default:
             return 0;
     }
@@ -211,8 +218,9 @@ bool cli_load_model_to_run(const char *model_path, const char *tokenizer_path, c
                            Model *m, Tokenizer *tok, StepError *err) {
     if (!cli_load_model(model_path, tokenizer_path, m, tok, err)) return false;
     if (q->weights && m->quant == NULL && !model_quantize(m, q->run.group, err)) return false;
-    /* float weights go into the fast layout; the numbers do not change */
-    return m->quant != NULL || model_pack(m, err);
+    if (q->kernels == KERNELS_PLAIN) return true; /* the row-major weights, as loaded */
+    /* the fast layout, chosen once here; the numbers do not change */
+    return m->quant != NULL ? model_pack_q8(m, err) : model_pack(m, err);
 }
 
 bool cli_load_model_only(const char *model_path, Model *m, StepError *err) {

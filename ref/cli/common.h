@@ -105,24 +105,36 @@ enum {
  * not, -1 on a bad value (err filled). */
 int cli_trace_option(int c, const char *arg, TraceOptions *o, StepError *err);
 
-/* What to quantize (docs/quantization.md), shared by generate and score. */
+/* Which matmul kernels run the model: the same sums in the same order
+ * either way, so the same bits (docs/performance.md). */
+typedef enum {
+    KERNELS_FAST,  /* the weights packed at load, many sums at once (default) */
+    KERNELS_PLAIN, /* the row-major weights, one dot product at a time */
+} KernelChoice;
+
+/* How a model runs: what to quantize (docs/quantization.md) and with which
+ * kernels; shared by generate, score and batch. */
 typedef struct {
-    bool weights;     /* --quant-weights int8 */
-    QuantRuntime run; /* --quant-activations int8, --quant-kv int8, --quant-group G */
+    bool weights;         /* --quant-weights int8 */
+    QuantRuntime run;     /* --quant-activations int8, --quant-kv int8, --quant-group G */
+    KernelChoice kernels; /* --kernels plain|fast */
 } CliQuant;
 
-enum { OPT_QUANT_WEIGHTS = 700, OPT_QUANT_ACTIVATIONS, OPT_QUANT_KV, OPT_QUANT_GROUP };
+enum { OPT_QUANT_WEIGHTS = 700, OPT_QUANT_ACTIVATIONS, OPT_QUANT_KV, OPT_QUANT_GROUP, OPT_KERNELS };
 #define QUANT_LONG_OPTIONS                                                                         \
     {"quant-weights", required_argument, NULL, OPT_QUANT_WEIGHTS},                                 \
         {"quant-activations", required_argument, NULL, OPT_QUANT_ACTIVATIONS},                     \
-        {"quant-kv", required_argument, NULL, OPT_QUANT_KV}, {                                     \
-        "quant-group", required_argument, NULL, OPT_QUANT_GROUP                                    \
+        {"quant-kv", required_argument, NULL, OPT_QUANT_KV},                                       \
+        {"quant-group", required_argument, NULL, OPT_QUANT_GROUP}, {                               \
+        "kernels", required_argument, NULL, OPT_KERNELS                                            \
     }
 #define QUANT_OPTIONS_HELP                                                                         \
     "  --quant-weights int8      every matrix and the embedding in int8 (norms stay float)\n"      \
     "  --quant-activations int8  quantize each matmul input on the fly\n"                          \
     "  --quant-kv int8           store the KV cache in int8, one scale per position and head\n"    \
-    "  --quant-group G           values per scale (default 32; float32 everywhere by default)\n"
+    "  --quant-group G           values per scale (default 32; float32 everywhere by default)\n"   \
+    "  --kernels K               fast (default: packed weights, many sums at once) or plain\n"     \
+    "                            (the row-by-row loop of docs/forward-pass.md); same bits\n"
 
 /* Apply one quantization option: 1 if it was one, 0 if not, -1 on a bad value. */
 int cli_quant_option(int c, const char *arg, CliQuant *q, StepError *err);

@@ -96,7 +96,7 @@ int cli_compare_quant(int argc, char **argv) {
     if (ok) ok = score_tokens(&m, ids, n, 0, NULL, NULL, &base, &err);
     if (ok) ok = (pos = malloc((size_t)n * sizeof(int))) != NULL;
     for (int i = 0; ok && i < n; i++) pos[i] = i;
-    if (ok) ok = model_quantize(&m, group, &err);
+    if (ok) ok = model_quantize(&m, group, &err) && model_pack_q8(&m, &err);
     struct QuantWeights *qw = ok ? m.quant : NULL;
     const QuantConfig configs[] = {
         {"W", true, {false, false, group}},    {"A", false, {true, false, group}},
