@@ -59,6 +59,66 @@ def check_links(path):
     return found
 
 
+SOURCE_DIRS = ("ref", "trace", "tests", "notebooks", "data")
+_source_text = None
+
+
+def source_text():
+    """Every source file of the project, as one string (read once)."""
+    global _source_text
+    if _source_text is None:
+        root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+        parts = []
+        for d in SOURCE_DIRS:
+            for dirpath, _, files in os.walk(os.path.join(root, d)):
+                if "corpus" in dirpath or "crashes" in dirpath:
+                    continue
+                for f in files:
+                    if f.endswith((".c", ".h", ".py", ".sh", ".ipynb", ".json")):
+                        parts.append(open(os.path.join(dirpath, f), encoding="utf-8",
+                                          errors="replace").read())
+        parts.append(open(os.path.join(root, "Makefile"), encoding="utf-8").read())
+        _source_text = "\n".join(parts)
+    return _source_text
+
+
+FUNC_CALL = re.compile(r"`([a-z_][a-z0-9_]*)\([^`]*\)`")
+NAMED_IN = re.compile(r"`([a-z_][a-z0-9_]*)`(?: \([^)]*\))? in \[[^\]]*\]\(([^)#\s]+)\)")
+SNAKE = re.compile(r"(?<![.\w])`([a-z][a-z0-9]*_[a-z0-9_]*)`")
+
+
+def prose(text):
+    """The page without its fenced blocks (commands and outputs)."""
+    return re.sub(r"```.*?```", "", text, flags=re.S)
+
+
+def check_names(path):
+    """Every function a page names must exist: `name()` must be defined in
+    the sources; `name` in [file](link) must be defined in that file; and
+    any other code-formatted snake_case name must occur somewhere in the
+    sources (a function, a field, a hook), so that a renamed or removed
+    function cannot linger in the docs."""
+    found = []
+    here = os.path.dirname(path)
+    text = prose(open(path, encoding="utf-8").read())
+    sources = source_text()
+    for name in sorted(set(FUNC_CALL.findall(text))):
+        if not re.search(r"\b%s\(" % re.escape(name), sources):
+            found.append("names %s(), which no source file defines" % name)
+    for name, target in NAMED_IN.findall(text):
+        f = os.path.join(here, target)
+        if not target.endswith((".c", ".h", ".py")) or not os.path.exists(f):
+            continue
+        # a function is defined as name( ; a Criterion test as Test(suite, name
+        definition = r"\b%s\(|^Test\(\w+, %s\b" % (re.escape(name), re.escape(name))
+        if not re.search(definition, open(f, encoding="utf-8").read(), re.M):
+            found.append("names %s in %s, which does not define it" % (name, target))
+    for name in sorted(set(SNAKE.findall(text))):
+        if not re.search(r"\b%s\b" % re.escape(name), sources):
+            found.append("names `%s`, which appears nowhere in the sources" % name)
+    return found
+
+
 def blocks(path):
     """(info, text, line) of every fenced block of a markdown file."""
     lines = open(path, encoding="utf-8").read().split("\n")
@@ -107,7 +167,7 @@ def check_all(paths, work, env):
     passed = failed = skipped = 0
     have_models = os.path.exists(os.path.join(env["STEPWISE_MODELS"], "stories260K.bin"))
     for path in paths:
-        for problem in check_links(path):
+        for problem in check_links(path) + check_names(path):
             failed += 1
             print("FAIL  %s: %s" % (os.path.relpath(path), problem))
         found = list(blocks(path))
