@@ -1,7 +1,7 @@
 /* batch.h: one model serving many requests. Each request owns its
  * sequence (tokens, KV cache, sampler); the weights are shared, read-only.
  * Up to max_batch sequences are active at once; each step decodes one token
- * for every active sequence together (forward_batch); requests are prefilled
+ * for every active sequence together (one row each of forward()); requests are prefilled
  * as they arrive and leave the batch as soon as they finish (continuous
  * batching). Every request's tokens, logits and trace are bitwise those of
  * running it alone with `generate`. */
