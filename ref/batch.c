@@ -173,7 +173,7 @@ bool batch_run(const Model *m, BatchRequest *reqs, int n, int max_batch,
     }
     for (int i = 0; i < n; i++) order[i] = &reqs[i];
     qsort(order, (size_t)n, sizeof *order, compare_arrivals);
-    Server s = {m, sink, out, clock_seconds(), itl, 0, 0};
+    Server s = {.m = m, .sink = sink, .out = out, .start = clock_seconds(), .itl_scratch = itl};
     int next = 0, n_active = 0;
     while (next < n || n_active > 0) {
         /* Interrupted: the requests still waiting are not served; the

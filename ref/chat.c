@@ -5,8 +5,14 @@
 #include <string.h>
 
 bool chat_template_parse(const char *name, ChatTemplate *t, StepError *err) {
-    if (strcmp(name, "llama2") == 0) return *t = CHAT_LLAMA2, true;
-    if (strcmp(name, "chatml") == 0) return *t = CHAT_CHATML, true;
+    if (strcmp(name, "llama2") == 0) {
+        *t = CHAT_LLAMA2;
+        return true;
+    }
+    if (strcmp(name, "chatml") == 0) {
+        *t = CHAT_CHATML;
+        return true;
+    }
     return step_fail(err, "unknown --chat-template '%s' (llama2, chatml)", name);
 }
 
@@ -30,7 +36,8 @@ static bool push_segment(Builder *b, const char *source, int turn, int start) {
         if (s == NULL) return step_fail(b->err, "chat: out of memory");
         p->segments = s, b->cap_segments = cap;
     }
-    p->segments[p->n_segments++] = (ChatSegment){source, turn, start, p->n};
+    p->segments[p->n_segments++] =
+        (ChatSegment){.source = source, .turn = turn, .start = start, .end = p->n};
     return true;
 }
 
@@ -112,7 +119,7 @@ bool chat_assemble(const Tokenizer *tok, ChatTemplate t, const char *system,
                    const ChatMessage *messages, int n_messages, ChatPrompt *out, StepError *err) {
     memset(out, 0, sizeof *out);
     if (!check_conversation(messages, n_messages, err)) return false;
-    Builder b = {tok, out, 0, 0, err};
+    Builder b = {.tok = tok, .p = out, .err = err};
     bool ok = t == CHAT_LLAMA2 ? assemble_llama2(&b, system, messages, n_messages)
                                : assemble_chatml(&b, system, messages, n_messages);
     if (!ok) chat_prompt_free(out);

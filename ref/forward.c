@@ -62,13 +62,48 @@ static Weight weight_of(const Model *m, MatrixKind k, int l) {
         const PackedMatrix *pm;
         const PackedQ8 *pq;
     } kinds[] = {
-        [M_WQ] = {fw->wq, d, d, q ? &q->wq : NULL, p ? p->wq : NULL, q ? q->pwq : NULL},
-        [M_WK] = {fw->wk, kv, d, q ? &q->wk : NULL, p ? p->wk : NULL, q ? q->pwk : NULL},
-        [M_WV] = {fw->wv, kv, d, q ? &q->wv : NULL, p ? p->wv : NULL, q ? q->pwv : NULL},
-        [M_WO] = {fw->wo, d, d, q ? &q->wo : NULL, p ? p->wo : NULL, q ? q->pwo : NULL},
-        [M_W1] = {fw->w1, h, d, q ? &q->w1 : NULL, p ? p->w1 : NULL, q ? q->pw1 : NULL},
-        [M_W2] = {fw->w2, d, h, q ? &q->w2 : NULL, p ? p->w2 : NULL, q ? q->pw2 : NULL},
-        [M_W3] = {fw->w3, h, d, q ? &q->w3 : NULL, p ? p->w3 : NULL, q ? q->pw3 : NULL},
+        [M_WQ] = {.w = fw->wq,
+                  .rows = d,
+                  .cols = d,
+                  .qm = q ? &q->wq : NULL,
+                  .pm = p ? p->wq : NULL,
+                  .pq = q ? q->pwq : NULL},
+        [M_WK] = {.w = fw->wk,
+                  .rows = kv,
+                  .cols = d,
+                  .qm = q ? &q->wk : NULL,
+                  .pm = p ? p->wk : NULL,
+                  .pq = q ? q->pwk : NULL},
+        [M_WV] = {.w = fw->wv,
+                  .rows = kv,
+                  .cols = d,
+                  .qm = q ? &q->wv : NULL,
+                  .pm = p ? p->wv : NULL,
+                  .pq = q ? q->pwv : NULL},
+        [M_WO] = {.w = fw->wo,
+                  .rows = d,
+                  .cols = d,
+                  .qm = q ? &q->wo : NULL,
+                  .pm = p ? p->wo : NULL,
+                  .pq = q ? q->pwo : NULL},
+        [M_W1] = {.w = fw->w1,
+                  .rows = h,
+                  .cols = d,
+                  .qm = q ? &q->w1 : NULL,
+                  .pm = p ? p->w1 : NULL,
+                  .pq = q ? q->pw1 : NULL},
+        [M_W2] = {.w = fw->w2,
+                  .rows = d,
+                  .cols = h,
+                  .qm = q ? &q->w2 : NULL,
+                  .pm = p ? p->w2 : NULL,
+                  .pq = q ? q->pw2 : NULL},
+        [M_W3] = {.w = fw->w3,
+                  .rows = h,
+                  .cols = d,
+                  .qm = q ? &q->w3 : NULL,
+                  .pm = p ? p->w3 : NULL,
+                  .pq = q ? q->pw3 : NULL},
     };
     if (k == M_CLS) { /* one matrix, no layers */
         const QuantMatrix *qc = q ? quant_classifier(q) : NULL;
@@ -172,9 +207,15 @@ static void emit_kv_rows(const HookSite *site, const float *k, const float *v, i
     for (int t = 0; t < T; t++) {
         int pos = site->pos0 + t;
         if (!hook_wanted(site->obs, HOOK_KV_ROW, site->layer, pos)) continue;
-        HookTensor h = {HOOK_KV_ROW, site->layer,     pos,
-                        -1,          site->tokens[t], k + (size_t)t * kv_dim,
-                        1,           kv_dim,          v + (size_t)t * kv_dim};
+        HookTensor h = {.point = HOOK_KV_ROW,
+                        .layer = site->layer,
+                        .pos = pos,
+                        .head = -1,
+                        .token = site->tokens[t],
+                        .a = k + (size_t)t * kv_dim,
+                        .rows = 1,
+                        .cols = kv_dim,
+                        .b = v + (size_t)t * kv_dim};
         site->obs->emit(site->obs->ctx, &h);
     }
 }
@@ -184,8 +225,15 @@ static void emit_kv_rows(const HookSite *site, const float *k, const float *v, i
 static void emit_kv_snapshot(const HookSite *site, const float *key_l, const float *value_l,
                              int kv_dim, int last, int token) {
     if (!hook_wanted(site->obs, HOOK_KV_SNAPSHOT, site->layer, last)) return;
-    HookTensor h = {HOOK_KV_SNAPSHOT, site->layer, last,   -1, token, key_l,
-                    last + 1,         kv_dim,      value_l};
+    HookTensor h = {.point = HOOK_KV_SNAPSHOT,
+                    .layer = site->layer,
+                    .pos = last,
+                    .head = -1,
+                    .token = token,
+                    .a = key_l,
+                    .rows = last + 1,
+                    .cols = kv_dim,
+                    .b = value_l};
     site->obs->emit(site->obs->ctx, &h);
 }
 
@@ -216,7 +264,8 @@ static uint64_t embed_token(const Model *m, int token, float *x) {
 static void emit_each(const ForwardRow *rows, int n_rows, int layer, HookPoint point,
                       const float *x, int heads, int head_dim) {
     EACH_ROW(r, t0, rows, n_rows) {
-        HookSite site = {rows[r].obs, layer, rows[r].pos0, rows[r].tokens};
+        HookSite site = {
+            .obs = rows[r].obs, .layer = layer, .pos0 = rows[r].pos0, .tokens = rows[r].tokens};
         hook_emit_rows(&site, point, x + (size_t)t0 * heads * head_dim, rows[r].n_tokens, heads,
                        head_dim);
     }
@@ -258,7 +307,7 @@ static void attend_row(const Model *m, const ForwardRow *row, int l, float *q, f
     int T = row->n_tokens, pos0 = row->pos0, kv_dim = config_kv_dim(c);
     int head_dim = config_head_dim(c), n_heads = c->n_heads, n_kv = c->n_kv_heads;
     uint64_t row_bytes = kv_row_bytes(c, rs->quant.kv);
-    HookSite site = {row->obs, l, pos0, row->tokens};
+    HookSite site = {.obs = row->obs, .layer = l, .pos0 = pos0, .tokens = row->tokens};
     rope_forward(q, T, c->dim, head_dim, pos0, rs->rope_cos, rs->rope_sin);
     rope_forward(k, T, kv_dim, head_dim, pos0, rs->rope_cos, rs->rope_sin);
     rs->work.kv_bytes_written += (uint64_t)T * row_bytes * 2u;
@@ -337,7 +386,8 @@ static const float *classify(const Model *m, RunState *s, const ForwardRow *rows
     for (int r = 0, w0 = 0; r < n_rows; w0 += wanted(&rows[r++])) {
         const ForwardRow *row = &rows[r];
         int n = wanted(row), first = row->n_tokens - n;
-        HookSite site = {row->obs, -1, row->pos0 + first, row->tokens + first};
+        HookSite site = {
+            .obs = row->obs, .layer = -1, .pos0 = row->pos0 + first, .tokens = row->tokens + first};
         row->state->work.weight_bytes += (uint64_t)dim * sizeof(float); /* rms_final */
         count_matmul(&row->state->work, n, dim, V, weight_bytes(&cls, dim, V));
         hook_emit_rows(&site, HOOK_FINAL_NORM, s->xb + (size_t)w0 * dim, n, 1, dim);
@@ -367,7 +417,7 @@ const float *forward(const Model *m, RunState *s, const ForwardRow *rows, int n_
         for (int r = 0; r < n_rows; r++) {
             const ForwardRow *row = &rows[r];
             int last = row->pos0 + row->n_tokens - 1;
-            HookSite site = {row->obs, l, row->pos0, row->tokens};
+            HookSite site = {.obs = row->obs, .layer = l, .pos0 = row->pos0, .tokens = row->tokens};
             emit_kv_snapshot(&site, layer_keys(row->state, l), layer_values(row->state, l),
                              config_kv_dim(c), last, row->tokens[row->n_tokens - 1]);
         }

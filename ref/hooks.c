@@ -44,8 +44,14 @@ void hook_emit_rows(const HookSite *site, HookPoint point, const float *x, int T
     for (int t = 0; t < T; t++) {
         int pos = site->pos0 + t;
         if (!hook_wanted(site->obs, point, site->layer, pos)) continue;
-        HookTensor h = {point, site->layer, pos, -1, site->tokens[t], x + (size_t)t * rows * cols,
-                        rows,  cols,        NULL};
+        HookTensor h = {.point = point,
+                        .layer = site->layer,
+                        .pos = pos,
+                        .head = -1,
+                        .token = site->tokens[t],
+                        .a = x + (size_t)t * rows * cols,
+                        .rows = rows,
+                        .cols = cols};
         site->obs->emit(site->obs->ctx, &h);
     }
 }

@@ -68,7 +68,14 @@ void softmax_forward(float *x, int n) {
 static void emit_head(const HookSite *site, HookPoint point, int t, int head, const float *row,
                       int n) {
     if (site == NULL || !hook_wanted(site->obs, point, site->layer, site->pos0 + t)) return;
-    HookTensor h = {point, site->layer, site->pos0 + t, head, site->tokens[t], row, 1, n, NULL};
+    HookTensor h = {.point = point,
+                    .layer = site->layer,
+                    .pos = site->pos0 + t,
+                    .head = head,
+                    .token = site->tokens[t],
+                    .a = row,
+                    .rows = 1,
+                    .cols = n};
     site->obs->emit(site->obs->ctx, &h);
 }
 

@@ -28,15 +28,17 @@ static int quant_slots(QuantWeights *q, const Model *m, QuantSlot slots[9]) {
     const Weights *w = &m->weights;
     int L = c->n_layers, d = c->dim, h = c->hidden_dim, kv = config_kv_dim(c);
     int n = 0;
-    slots[n++] = (QuantSlot){&q->token_embedding, w->token_embedding, c->vocab_size, d};
-    slots[n++] = (QuantSlot){&q->wq, w->wq, L * d, d};
-    slots[n++] = (QuantSlot){&q->wk, w->wk, L * kv, d};
-    slots[n++] = (QuantSlot){&q->wv, w->wv, L * kv, d};
-    slots[n++] = (QuantSlot){&q->wo, w->wo, L * d, d};
-    slots[n++] = (QuantSlot){&q->w1, w->w1, L * h, d};
-    slots[n++] = (QuantSlot){&q->w2, w->w2, L * d, h};
-    slots[n++] = (QuantSlot){&q->w3, w->w3, L * h, d};
-    if (!c->shared_classifier) slots[n++] = (QuantSlot){&q->wcls, w->wcls, c->vocab_size, d};
+    slots[n++] = (QuantSlot){
+        .m = &q->token_embedding, .src = w->token_embedding, .rows = c->vocab_size, .cols = d};
+    slots[n++] = (QuantSlot){.m = &q->wq, .src = w->wq, .rows = L * d, .cols = d};
+    slots[n++] = (QuantSlot){.m = &q->wk, .src = w->wk, .rows = L * kv, .cols = d};
+    slots[n++] = (QuantSlot){.m = &q->wv, .src = w->wv, .rows = L * kv, .cols = d};
+    slots[n++] = (QuantSlot){.m = &q->wo, .src = w->wo, .rows = L * d, .cols = d};
+    slots[n++] = (QuantSlot){.m = &q->w1, .src = w->w1, .rows = L * h, .cols = d};
+    slots[n++] = (QuantSlot){.m = &q->w2, .src = w->w2, .rows = L * d, .cols = h};
+    slots[n++] = (QuantSlot){.m = &q->w3, .src = w->w3, .rows = L * h, .cols = d};
+    if (!c->shared_classifier)
+        slots[n++] = (QuantSlot){.m = &q->wcls, .src = w->wcls, .rows = c->vocab_size, .cols = d};
     return n;
 }
 
@@ -44,12 +46,12 @@ static int quant_slots(QuantWeights *q, const Model *m, QuantSlot slots[9]) {
 
 static bool pack_q8(PackedQ8 *p, const QuantMatrix *m, int row0, int rows) {
     int C = m->cols, gpr = m->groups_per_row, blocks = (rows + Q8_ROWS - 1) / Q8_ROWS;
-    *p = (PackedQ8){rows,
-                    C,
-                    m->group,
-                    gpr,
-                    calloc((size_t)blocks * C * Q8_ROWS, 1),
-                    calloc((size_t)blocks * gpr * Q8_ROWS, sizeof(float))};
+    *p = (PackedQ8){.rows = rows,
+                    .cols = C,
+                    .group = m->group,
+                    .groups_per_row = gpr,
+                    .q = calloc((size_t)blocks * C * Q8_ROWS, 1),
+                    .scales = calloc((size_t)blocks * gpr * Q8_ROWS, sizeof(float))};
     if (p->q == NULL || p->scales == NULL) return false;
     for (int r = 0; r < rows; r++) {
         int b = r / Q8_ROWS, l = r % Q8_ROWS;

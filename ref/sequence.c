@@ -114,10 +114,18 @@ bool sequence_pick(Sequence *q, bool *failed, StepError *err) {
         return true;
     }
     if (q->sink != NULL && q->sink->on_token != NULL) q->sink->on_token(q->sink->ctx, prev, next);
-    if (q->generated == opt->steps) return r->stop_reason = STOP_STEPS, true;
-    if (q->n == q->window && opt->policy == CONTEXT_STOP)
-        return r->stop_reason = STOP_CONTEXT_FULL, true;
-    if (opt->interrupt != NULL && *opt->interrupt) return r->stop_reason = STOP_INTERRUPTED, true;
+    if (q->generated == opt->steps) {
+        r->stop_reason = STOP_STEPS;
+        return true;
+    }
+    if (q->n == q->window && opt->policy == CONTEXT_STOP) {
+        r->stop_reason = STOP_CONTEXT_FULL;
+        return true;
+    }
+    if (opt->interrupt != NULL && *opt->interrupt) {
+        r->stop_reason = STOP_INTERRUPTED;
+        return true;
+    }
     return false;
 }
 
@@ -129,14 +137,14 @@ static void shift_window(Sequence *q) {
     const GenerateOptions *opt = q->opt;
     int drop = generate_drop(opt, q->window);
     int first = opt->policy == CONTEXT_KEEP_PREFIX ? opt->keep : 0;
-    ContextShift shift = {context_policy_name(opt->policy),
-                          q->window,
-                          first,
-                          q->window_tokens + first,
-                          drop,
-                          q->n - drop,
-                          q->n,
-                          q->n - drop + 1};
+    ContextShift shift = {.policy = context_policy_name(opt->policy),
+                          .window = q->window,
+                          .first_dropped = first,
+                          .dropped = q->window_tokens + first,
+                          .n_dropped = drop,
+                          .kept = q->n - drop,
+                          .positions_before = q->n,
+                          .positions_after = q->n - drop + 1};
     if (q->obs != NULL && q->obs->context != NULL) q->obs->context(q->obs->ctx, &shift);
     memmove(q->window_tokens + first, q->window_tokens + first + drop,
             (size_t)(q->n - first - drop) * sizeof(int));

@@ -203,10 +203,16 @@ bool logits_set_read(LogitsSet *s, const char *path, StepError *err) {
 }
 
 bool diff_tolerance_preset(DiffTolerance *t, const char *name, StepError *err) {
-    *t = (DiffTolerance){name, 1e-5, 1.3e-6, false, 0, 0};
+    *t = (DiffTolerance){.preset = name, .atol = 1e-5, .rtol = 1.3e-6};
     if (strcmp(name, "fp32") == 0) return true;
-    if (strcmp(name, "fp16") == 0) return t->rtol = 1e-3, true;
-    if (strcmp(name, "bf16") == 0) return t->rtol = 1.6e-2, true;
+    if (strcmp(name, "fp16") == 0) {
+        t->rtol = 1e-3;
+        return true;
+    }
+    if (strcmp(name, "bf16") == 0) {
+        t->rtol = 1.6e-2;
+        return true;
+    }
     if (strcmp(name, "int8") == 0) {
         t->by_kl = true, t->kl_mean_max = 0.05, t->top1_min = 0.90;
         return true;

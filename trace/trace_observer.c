@@ -97,15 +97,15 @@ void trace_weight_quant_events(TraceObserver *to, const Model *m) {
             else
                 snprintf(name, sizeof name, "%s", tensors[i].name);
             size_t row0 = (size_t)l * rows;
-            QuantRecord r = {name,
-                             tensors[i].out > 0 ? l : -1,
-                             -1,
-                             rows,
-                             qm->cols,
-                             qm->group,
-                             tensors[i].src ? tensors[i].src + row0 * qm->cols : NULL,
-                             qm->q + row0 * qm->cols,
-                             qm->scales + row0 * qm->groups_per_row};
+            QuantRecord r = {.tensor = name,
+                             .layer = tensors[i].out > 0 ? l : -1,
+                             .pos = -1,
+                             .rows = rows,
+                             .n = qm->cols,
+                             .group = qm->group,
+                             .values = tensors[i].src ? tensors[i].src + row0 * qm->cols : NULL,
+                             .codes = qm->q + row0 * qm->cols,
+                             .scales = qm->scales + row0 * qm->groups_per_row};
             trace_observer_write(to, trace_event_quant(&r));
         }
     }

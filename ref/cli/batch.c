@@ -133,12 +133,19 @@ static int parse_batch_args(int argc, char **argv, BatchArgs *a, StepError *err)
         }
         if (!ok) return -1;
     }
-    if (optind < argc) return step_fail(err, "batch: unexpected argument '%s'", argv[optind]), -1;
-    if (a->requests == NULL)
-        return step_fail(err, "batch: --requests is required (see --help)"), -1;
+    if (optind < argc) {
+        step_fail(err, "batch: unexpected argument '%s'", argv[optind]);
+        return -1;
+    }
+    if (a->requests == NULL) {
+        step_fail(err, "batch: --requests is required (see --help)");
+        return -1;
+    }
     struct stat st;
-    if (a->trace_dir != NULL && stat(a->trace_dir, &st) == 0 && !S_ISDIR(st.st_mode))
-        return step_fail(err, "--trace %s: is not a folder", a->trace_dir), -1;
+    if (a->trace_dir != NULL && stat(a->trace_dir, &st) == 0 && !S_ISDIR(st.st_mode)) {
+        step_fail(err, "--trace %s: is not a folder", a->trace_dir);
+        return -1;
+    }
     if ((a->out != NULL && !file_check_output(a->out, "--out", err)) ||
         (a->metrics_json != NULL && !file_check_output(a->metrics_json, "--metrics-json", err)))
         return -1;

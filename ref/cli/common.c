@@ -142,8 +142,14 @@ int cli_trace_option(int c, const char *arg, TraceOptions *t, StepError *err) {
 
 /* "int8" or "float32". */
 static int parse_precision(const char *arg, const char *option, bool *int8, StepError *err) {
-    if (strcmp(arg, "int8") == 0) return *int8 = true, 1;
-    if (strcmp(arg, "float32") == 0) return *int8 = false, 1;
+    if (strcmp(arg, "int8") == 0) {
+        *int8 = true;
+        return 1;
+    }
+    if (strcmp(arg, "float32") == 0) {
+        *int8 = false;
+        return 1;
+    }
     step_fail(err, "%s takes int8 or float32, got '%s'", option, arg);
     return -1;
 }

@@ -79,12 +79,20 @@ static int parse_sample_args(int argc, char **argv, SampleArgs *a, StepError *er
             }
         }
     }
-    if (optind < argc)
-        return step_fail(err, "sample: unexpected argument '%s' (see --help)", argv[optind]), -1;
-    if (a->logits == NULL) return step_fail(err, "sample: --logits is required (see --help)"), -1;
+    if (optind < argc) {
+        step_fail(err, "sample: unexpected argument '%s' (see --help)", argv[optind]);
+        return -1;
+    }
+    if (a->logits == NULL) {
+        step_fail(err, "sample: --logits is required (see --help)");
+        return -1;
+    }
     if (a->temperatures == NULL) {
         a->temperatures = malloc(sizeof(float));
-        if (a->temperatures == NULL) return step_fail(err, "sample: out of memory"), -1;
+        if (a->temperatures == NULL) {
+            step_fail(err, "sample: out of memory");
+            return -1;
+        }
         a->temperatures[0] = 1.0f, a->n_temperatures = 1;
     }
     for (int i = 0; i < a->n_temperatures; i++) {

@@ -128,11 +128,19 @@ static int parse_score_args(int argc, char **argv, ScoreArgs *a, StepError *err)
         }
     }
     if (a->trace.level < TRACE_LOGITS) a->trace.level = TRACE_LOGITS; /* the point of a score */
-    if (optind < argc) return step_fail(err, "score: unexpected argument '%s'", argv[optind]), -1;
+    if (optind < argc) {
+        step_fail(err, "score: unexpected argument '%s'", argv[optind]);
+        return -1;
+    }
     int sources = (a->text != NULL) + (a->tokens != NULL) + (a->tokens_file != NULL);
-    if (sources != 1)
-        return step_fail(err, "score: give exactly one of --text, --tokens, --tokens-file"), -1;
-    if (a->out == NULL) return step_fail(err, "score: --out is required (see --help)"), -1;
+    if (sources != 1) {
+        step_fail(err, "score: give exactly one of --text, --tokens, --tokens-file");
+        return -1;
+    }
+    if (a->out == NULL) {
+        step_fail(err, "score: --out is required (see --help)");
+        return -1;
+    }
     return file_check_output(a->out, "--out", err) ? 1 : -1;
 }
 
