@@ -247,6 +247,9 @@ static bool read_matrix(FILE *f, QuantMatrix *m, int rows, int cols, int group) 
            fread(m->scales, sizeof(float), scales, f) == scales;
 }
 
+/* Long because it reads the file in its own order, header then each matrix,
+ * checking every count against the file's size before anything is
+ * allocated or read; split, the order of the checks would be harder to see. */
 bool model_load_q8(Model *m, const char *path, StepError *err) {
     memset(m, 0, sizeof *m);
     FILE *f = file_open_input(path, "model", err);

@@ -249,6 +249,10 @@ static void renormalise_survivors(Sampler *s) {
     for (int j = 0; j < s->n_survivors; j++) s->final_probs[j] = (float)(s->final_probs[j] / sum);
 }
 
+/* Long, and kept whole on purpose: it is the sampler as a reader follows it,
+ * logits to token, with each stage in the order the user chose and its
+ * record (kept ids, mass) written where the trace reads it; its pieces
+ * (stage_top_k and its siblings, renormalise_survivors) are above. */
 bool sampler_sample(Sampler *s, const float *logits, int *token, StepError *err) {
     const SamplerParams *p = &s->params;
     int n = 0;
