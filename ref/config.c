@@ -1,8 +1,49 @@
 /* config.c: validation and derived sizes of a transformer shape. */
 #include "config.h"
 
+#include <math.h>
+
 int config_head_dim(const Config *c) {
-    return c->dim / c->n_heads;
+    return c->head_dim > 0 ? c->head_dim : c->dim / c->n_heads;
+}
+
+int config_q_dim(const Config *c) {
+    return c->n_heads * config_head_dim(c);
+}
+
+float config_rope_theta(const Config *c) {
+    return c->rope_theta > 0 ? c->rope_theta : 10000.0f;
+}
+
+float config_norm_eps(const Config *c) {
+    return c->norm_eps > 0 ? c->norm_eps : 1e-5f;
+}
+
+bool config_is_llama2c(const Config *c) {
+    return config_head_dim(c) == c->dim / c->n_heads && c->dim % c->n_heads == 0 &&
+           c->rope_layout == ROPE_INTERLEAVED && config_rope_theta(c) == 10000.0f &&
+           c->rope_scaling.type == ROPE_SCALING_NONE && !c->qkv_bias && !c->qk_norm &&
+           config_norm_eps(c) == 1e-5f;
+}
+
+/* The RoPE and norm numbers: finite and positive where they must be. */
+static bool arch_numbers_valid(const Config *c, const char *what, StepError *err) {
+    if (c->head_dim < 0) return step_fail(err, "%s: head_dim must be positive", what);
+    if (!(c->rope_theta >= 0) || !isfinite(c->rope_theta))
+        return step_fail(err, "%s: rope_theta must be a positive number", what);
+    if (!(c->norm_eps >= 0 && c->norm_eps < 1))
+        return step_fail(err, "%s: the norm epsilon must be in (0, 1)", what);
+    const RopeScaling *s = &c->rope_scaling;
+    if (s->type != ROPE_SCALING_NONE && !(s->factor >= 1 && s->factor <= 1e6))
+        return step_fail(err, "%s: rope_scaling.factor must be in [1, 1e6]", what);
+    if (s->type == ROPE_SCALING_LLAMA3 &&
+        !(s->low_freq_factor > 0 && s->high_freq_factor > s->low_freq_factor &&
+          s->high_freq_factor < 1e6 && s->original_context > 0))
+        return step_fail(err,
+                         "%s: llama3 rope_scaling needs 0 < low_freq_factor < high_freq_factor "
+                         "and original_max_position_embeddings > 0",
+                         what);
+    return true;
 }
 
 int config_kv_dim(const Config *c) {
@@ -32,9 +73,12 @@ bool config_validate(const Config *c, const char *what, StepError *err) {
             return step_fail(err, "%s: %s must be positive, got %d", what, sizes[i].name,
                              sizes[i].value);
     }
-    if (c->dim % c->n_heads != 0)
+    if (!arch_numbers_valid(c, what, err)) return false;
+    if (c->head_dim == 0 && c->dim % c->n_heads != 0)
         return step_fail(err, "%s: dim %d is not divisible by n_heads %d", what, c->dim,
                          c->n_heads);
+    if ((uint64_t)c->n_heads * (uint64_t)config_head_dim(c) > (uint64_t)1 << 24)
+        return step_fail(err, "%s: n_heads x head_dim is too large (the product overflows)", what);
     if (c->n_kv_heads > c->n_heads || c->n_heads % c->n_kv_heads != 0)
         return step_fail(err, "%s: n_heads %d is not a multiple of n_kv_heads %d", what, c->n_heads,
                          c->n_kv_heads);
@@ -43,8 +87,13 @@ bool config_validate(const Config *c, const char *what, StepError *err) {
                          config_head_dim(c));
     /* Every product below is of factors < 2^31, checked pairwise against MAX_FLOATS. */
     uint64_t dim = (uint64_t)c->dim, layers = (uint64_t)c->n_layers;
-    uint64_t products[] = {dim * (uint64_t)c->hidden_dim, dim * (uint64_t)c->vocab_size, dim * dim,
-                           dim * (uint64_t)c->seq_len};
+    uint64_t q_dim = (uint64_t)config_q_dim(c);
+    uint64_t products[] = {dim * (uint64_t)c->hidden_dim,
+                           dim * (uint64_t)c->vocab_size,
+                           dim * dim,
+                           dim * (uint64_t)c->seq_len,
+                           dim * q_dim,
+                           (uint64_t)config_head_dim(c) * (uint64_t)c->seq_len};
     for (size_t i = 0; i < sizeof products / sizeof products[0]; i++) {
         if (products[i] > MAX_FLOATS / layers / 4)
             return step_fail(err, "%s: sizes are too large (their product overflows)", what);
@@ -55,12 +104,15 @@ bool config_validate(const Config *c, const char *what, StepError *err) {
 uint64_t config_param_count(const Config *c) {
     uint64_t dim = (uint64_t)c->dim, hidden = (uint64_t)c->hidden_dim;
     uint64_t kv_dim = (uint64_t)config_kv_dim(c), vocab = (uint64_t)c->vocab_size;
-    uint64_t per_layer = dim                 /* rms_att */
-                         + dim * dim         /* wq */
-                         + 2 * kv_dim * dim  /* wk, wv */
-                         + dim * dim         /* wo */
-                         + dim               /* rms_ffn */
-                         + 3 * hidden * dim; /* w1, w2, w3 */
+    uint64_t q_dim = (uint64_t)config_q_dim(c), head_dim = (uint64_t)config_head_dim(c);
+    uint64_t per_layer = dim                          /* rms_att */
+                         + q_dim * dim                /* wq */
+                         + 2 * kv_dim * dim           /* wk, wv */
+                         + dim * q_dim                /* wo */
+                         + dim                        /* rms_ffn */
+                         + 3 * hidden * dim;          /* w1, w2, w3 */
+    if (c->qkv_bias) per_layer += q_dim + 2 * kv_dim; /* bq, bk, bv */
+    if (c->qk_norm) per_layer += 2 * head_dim;        /* q_norm, k_norm */
     uint64_t total = vocab * dim + (uint64_t)c->n_layers * per_layer + dim;
     if (!c->shared_classifier) total += vocab * dim;
     return total;

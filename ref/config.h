@@ -1,5 +1,9 @@
-/* config.h: the shape of a Llama-architecture transformer, and the facts that
- * follow from it (head size, KV width, parameter count, cache bytes). */
+/* config.h: the architecture of a Llama-family transformer as data: its
+ * shape, and the variations the block reads (RoPE layout, theta and
+ * scaling, an explicit head size, q/k/v biases, per-head q/k norms, the
+ * RMSNorm epsilon, a tied classifier), with the facts that follow (head
+ * size, KV width, parameter count, cache bytes). Loaders fill it in; the
+ * block (forward.c) tests these fields, never a model's name. */
 #ifndef STEPWISE_CONFIG_H
 #define STEPWISE_CONFIG_H
 
@@ -9,6 +13,30 @@
 
 #include "error.h"
 
+/* How RoPE pairs a head's dimensions. */
+typedef enum {
+    ROPE_INTERLEAVED, /* (0,1), (2,3), ...: llama2.c and Meta's checkpoints */
+    ROPE_HALVES,      /* (i, i + head_dim/2): rotate-half, Hugging Face and GPT-NeoX */
+} RopeLayout;
+
+/* RoPE frequency scaling for contexts longer than the training one. */
+typedef enum {
+    ROPE_SCALING_NONE,
+    ROPE_SCALING_LINEAR, /* every frequency divided by factor (positions / factor) */
+    ROPE_SCALING_LLAMA3, /* Llama 3.1's: low frequencies / factor, high kept, a smooth ramp between
+                          */
+} RopeScalingType;
+
+typedef struct {
+    RopeScalingType type;
+    float factor;
+    float low_freq_factor, high_freq_factor; /* llama3 */
+    int original_context;                    /* llama3: the training context */
+} RopeScaling;
+
+/* The fields after shared_classifier are the architecture's variations;
+ * 0 (or false) everywhere is llama2.c's architecture, so a loader of
+ * llama2.c checkpoints sets none of them. */
 typedef struct {
     int dim;                /* width of the residual stream */
     int hidden_dim;         /* width of the feed-forward (SwiGLU) layer */
@@ -18,18 +46,35 @@ typedef struct {
     int vocab_size;         /* tokens in the vocabulary (always positive here) */
     int seq_len;            /* context window: the most positions the model was trained on */
     bool shared_classifier; /* true: the classifier is the token embedding (tied) */
+    int head_dim;           /* width of one attention head; 0: dim / n_heads */
+    RopeLayout rope_layout; /* which dimensions RoPE rotates together */
+    float rope_theta;       /* RoPE base; 0: 10000 */
+    RopeScaling rope_scaling;
+    bool qkv_bias;  /* q, k and v projections add a bias (Qwen2) */
+    bool qk_norm;   /* each head of q and k is RMS-normalised before RoPE (Qwen3) */
+    float norm_eps; /* RMSNorm epsilon; 0: 1e-5 */
 } Config;
 
-/* head_dim = dim / n_heads: the width of one attention head. */
+/* The width of one attention head: head_dim, or dim / n_heads. */
 int config_head_dim(const Config *c);
+/* q_dim = n_heads * head_dim: the width of the queries and of attention's
+ * output (dim, unless head_dim is given otherwise). */
+int config_q_dim(const Config *c);
+/* The RoPE base (10000 unless given) and the RMSNorm epsilon (1e-5 unless given). */
+float config_rope_theta(const Config *c);
+float config_norm_eps(const Config *c);
+/* Whether c is llama2.c's architecture (only the shape may differ): what a
+ * checkpoint or a .q8 file can hold. */
+bool config_is_llama2c(const Config *c);
 /* kv_dim = n_kv_heads * head_dim: the width of one cached K (or V) row. */
 int config_kv_dim(const Config *c);
 /* "MHA" (n_kv_heads == n_heads), "MQA" (n_kv_heads == 1 < n_heads) or "GQA". */
 const char *config_attention_kind(const Config *c);
 
 /* Check every rule a usable shape obeys: positive sizes, dim divisible by
- * n_heads, n_heads by n_kv_heads, an even head size (RoPE rotates pairs), and
- * products that fit in memory arithmetic. `what` names the source in errors. */
+ * n_heads (unless head_dim is given), n_heads by n_kv_heads, an even head
+ * size (RoPE rotates pairs), products that fit in memory arithmetic, and
+ * sensible RoPE and norm numbers. `what` names the source in errors. */
 bool config_validate(const Config *c, const char *what, StepError *err);
 
 /* Number of float32 weights, classifier included once if tied. Only valid for

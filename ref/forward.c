@@ -54,6 +54,7 @@ static Weight weight_of(const Model *m, MatrixKind k, int l) {
     const QuantWeights *q = m->quant;
     const PackedWeights *p = m->packed;
     size_t d = (size_t)c->dim, h = (size_t)c->hidden_dim, kv = (size_t)config_kv_dim(c);
+    size_t qd = (size_t)config_q_dim(c);
     /* what each kind is: its float view, its int8 matrix, its packed lists */
     const struct {
         const float *w;
@@ -63,7 +64,7 @@ static Weight weight_of(const Model *m, MatrixKind k, int l) {
         const PackedQ8 *pq;
     } kinds[] = {
         [M_WQ] = {.w = fw->wq,
-                  .rows = d,
+                  .rows = qd,
                   .cols = d,
                   .qm = q ? &q->wq : NULL,
                   .pm = p ? p->wq : NULL,
@@ -82,7 +83,7 @@ static Weight weight_of(const Model *m, MatrixKind k, int l) {
                   .pq = q ? q->pwv : NULL},
         [M_WO] = {.w = fw->wo,
                   .rows = d,
-                  .cols = d,
+                  .cols = qd,
                   .qm = q ? &q->wo : NULL,
                   .pm = p ? p->wo : NULL,
                   .pq = q ? q->pwo : NULL},
@@ -308,8 +309,8 @@ static void attend_row(const Model *m, const ForwardRow *row, int l, float *q, f
     int head_dim = config_head_dim(c), n_heads = c->n_heads, n_kv = c->n_kv_heads;
     uint64_t row_bytes = kv_row_bytes(c, rs->quant.kv);
     HookSite site = {.obs = row->obs, .layer = l, .pos0 = pos0, .tokens = row->tokens};
-    rope_forward(q, T, c->dim, head_dim, pos0, rs->rope_cos, rs->rope_sin);
-    rope_forward(k, T, kv_dim, head_dim, pos0, rs->rope_cos, rs->rope_sin);
+    rope_forward(q, T, config_q_dim(c), head_dim, pos0, rs->rope_cos, rs->rope_sin, c->rope_layout);
+    rope_forward(k, T, kv_dim, head_dim, pos0, rs->rope_cos, rs->rope_sin, c->rope_layout);
     rs->work.kv_bytes_written += (uint64_t)T * row_bytes * 2u;
     hook_emit_rows(&site, HOOK_ATTN_Q, q, T, n_heads, head_dim);
     hook_emit_rows(&site, HOOK_ATTN_K, k, T, n_kv, head_dim);
@@ -326,22 +327,45 @@ static void attend_row(const Model *m, const ForwardRow *row, int l, float *q, f
     count_attention(&rs->work, T, pos0, n_heads, head_dim, row_bytes);
 }
 
+/* The architecture's extras between the projections and RoPE, for all N
+ * tokens: q/k/v biases (Qwen2), then RMSNorm of each head of q and k with
+ * the layer's q_norm and k_norm (Qwen3). llama2.c's models have neither. */
+static void qkv_extras(const Model *m, RunState *s, int N, int l) {
+    const Config *c = &m->config;
+    const Weights *w = &m->weights;
+    int q_dim = config_q_dim(c), kv_dim = config_kv_dim(c), head_dim = config_head_dim(c);
+    if (c->qkv_bias) {
+        bias_forward(s->q, w->bq + (size_t)l * q_dim, N, q_dim);
+        bias_forward(s->k_new, w->bk + (size_t)l * kv_dim, N, kv_dim);
+        bias_forward(s->v_new, w->bv + (size_t)l * kv_dim, N, kv_dim);
+    }
+    if (c->qk_norm) { /* each head a row of head_dim: [N * heads, head_dim] */
+        float eps = config_norm_eps(c);
+        rmsnorm_forward(s->q, s->q, w->q_norm + (size_t)l * head_dim, N * c->n_heads, head_dim,
+                        eps);
+        rmsnorm_forward(s->k_new, s->k_new, w->k_norm + (size_t)l * head_dim, N * c->n_kv_heads,
+                        head_dim, eps);
+    }
+}
+
 /* x [N, dim] += wo · attention(rope(wq · x̂), cache ∪ rope(wk · x̂), wv · x̂),
- * x̂ = rmsnorm(x). */
+ * x̂ = rmsnorm(x); q [N, q_dim], k and v [N, kv_dim]. */
 static void attention_block(const Model *m, RunState *s, const ForwardRow *rows, int n_rows, int N,
                             int l) {
     const Config *c = &m->config;
-    int dim = c->dim, kv_dim = config_kv_dim(c), head_dim = config_head_dim(c);
-    rmsnorm_forward(s->xb, s->x, m->weights.rms_att + (size_t)l * dim, N, dim); /* xb [N, dim] */
+    int dim = c->dim, q_dim = config_q_dim(c), kv_dim = config_kv_dim(c);
+    rmsnorm_forward(s->xb, s->x, m->weights.rms_att + (size_t)l * dim, N, dim,
+                    config_norm_eps(c)); /* xb [N, dim] */
     emit_each(rows, n_rows, l, HOOK_LN1, s->xb, 1, dim);
-    linear_rows(s, rows, n_rows, s->q, s->xb, N, dim, dim, weight_of(m, M_WQ, l)); /* [N, dim] */
+    linear_rows(s, rows, n_rows, s->q, s->xb, N, dim, q_dim, weight_of(m, M_WQ, l));
     linear_rows(s, rows, n_rows, s->k_new, s->xb, N, dim, kv_dim, weight_of(m, M_WK, l));
     linear_rows(s, rows, n_rows, s->v_new, s->xb, N, dim, kv_dim, weight_of(m, M_WV, l));
-    EACH_ROW(r, t0, rows, n_rows) /* xb [N, dim] = each row's attention output */
-    attend_row(m, &rows[r], l, s->q + (size_t)t0 * dim, s->k_new + (size_t)t0 * kv_dim,
-               s->v_new + (size_t)t0 * kv_dim, s->xb + (size_t)t0 * dim);
-    emit_each(rows, n_rows, l, HOOK_ATTN_Z, s->xb, c->n_heads, head_dim);
-    linear_rows(s, rows, n_rows, s->xb2, s->xb, N, dim, dim, weight_of(m, M_WO, l));
+    qkv_extras(m, s, N, l);
+    EACH_ROW(r, t0, rows, n_rows) /* xb [N, q_dim] = each row's attention output */
+    attend_row(m, &rows[r], l, s->q + (size_t)t0 * q_dim, s->k_new + (size_t)t0 * kv_dim,
+               s->v_new + (size_t)t0 * kv_dim, s->xb + (size_t)t0 * q_dim);
+    emit_each(rows, n_rows, l, HOOK_ATTN_Z, s->xb, c->n_heads, config_head_dim(c));
+    linear_rows(s, rows, n_rows, s->xb2, s->xb, N, q_dim, dim, weight_of(m, M_WO, l));
     emit_each(rows, n_rows, l, HOOK_ATTN_OUT, s->xb2, 1, dim);
     residual_forward(s->x, s->xb2, N * dim);
     emit_each(rows, n_rows, l, HOOK_RESID_MID, s->x, 1, dim);
@@ -351,7 +375,8 @@ static void attention_block(const Model *m, RunState *s, const ForwardRow *rows,
 static void mlp_block(const Model *m, RunState *s, const ForwardRow *rows, int n_rows, int N,
                       int l) {
     int dim = m->config.dim, hidden = m->config.hidden_dim;
-    rmsnorm_forward(s->xb, s->x, m->weights.rms_ffn + (size_t)l * dim, N, dim);
+    rmsnorm_forward(s->xb, s->x, m->weights.rms_ffn + (size_t)l * dim, N, dim,
+                    config_norm_eps(&m->config));
     emit_each(rows, n_rows, l, HOOK_LN2, s->xb, 1, dim);
     linear_rows(s, rows, n_rows, s->hb, s->xb, N, dim, hidden, weight_of(m, M_W1, l));
     linear_rows(s, rows, n_rows, s->hb2, s->xb, N, dim, hidden, weight_of(m, M_W3, l));
@@ -381,7 +406,7 @@ static const float *classify(const Model *m, RunState *s, const ForwardRow *rows
         W += n;
     }
     Weight cls = weight_of(m, M_CLS, 0);
-    rmsnorm_forward(s->xb, s->xb, m->weights.rms_final, W, dim);
+    rmsnorm_forward(s->xb, s->xb, m->weights.rms_final, W, dim, config_norm_eps(&m->config));
     linear(s, s->logits, s->xb, W, dim, V, cls);
     for (int r = 0, w0 = 0; r < n_rows; w0 += wanted(&rows[r++])) {
         const ForwardRow *row = &rows[r];

@@ -36,9 +36,9 @@ typedef struct {
     WorkCount work; /* of the last forward_tokens call */
     int max_tokens;
     float *x;        /* [max_tokens, dim] residual stream */
-    float *xb;       /* [max_tokens, dim] normed input, then attention output */
+    float *xb;       /* [max_tokens, max(dim, q_dim)] normed input, then attention output */
     float *xb2;      /* [max_tokens, dim] projection output */
-    float *q;        /* [max_tokens, dim] queries */
+    float *q;        /* [max_tokens, q_dim] queries */
     float *hb;       /* [max_tokens, hidden_dim] gate, then SwiGLU output */
     float *hb2;      /* [max_tokens, hidden_dim] up */
     float *scores;   /* [capacity] attention scores of one query head */

@@ -4,14 +4,14 @@
 #include <math.h>
 #include <string.h>
 
-void rmsnorm_forward(float *out, const float *x, const float *weight, int T, int C) {
+void rmsnorm_forward(float *out, const float *x, const float *weight, int T, int C, float eps) {
     for (int t = 0; t < T; t++) {
         const float *xt = x + (size_t)t * C;
         float *ot = out + (size_t)t * C;
         float ss = 0.0f;
         for (int i = 0; i < C; i++) ss += xt[i] * xt[i];
         ss /= C;
-        ss += 1e-5f;
+        ss += eps;
         ss = 1.0f / sqrtf(ss);
         for (int i = 0; i < C; i++) ot[i] = weight[i] * (ss * xt[i]);
     }
@@ -35,18 +35,28 @@ void matmul_forward(float *out, const float *x, const float *w, int T, int C, in
     }
 }
 
+void bias_forward(float *x, const float *b, int T, int C) {
+    for (int t = 0; t < T; t++) {
+        for (int i = 0; i < C; i++) x[(size_t)t * C + i] += b[i];
+    }
+}
+
 void rope_forward(float *x, int T, int width, int head_dim, int pos0, const float *rope_cos,
-                  const float *rope_sin) {
+                  const float *rope_sin, RopeLayout layout) {
     int half = head_dim / 2;
     for (int t = 0; t < T; t++) {
         const float *c = rope_cos + (size_t)(pos0 + t) * half;
         const float *s = rope_sin + (size_t)(pos0 + t) * half;
-        float *xt = x + (size_t)t * width;
-        for (int i = 0; i < width; i += 2) {
-            int pair = (i % head_dim) / 2;
-            float v0 = xt[i], v1 = xt[i + 1];
-            xt[i] = v0 * c[pair] - v1 * s[pair];
-            xt[i + 1] = v0 * s[pair] + v1 * c[pair];
+        for (int h0 = 0; h0 < width; h0 += head_dim) {
+            float *xh = x + (size_t)t * width + h0;
+            for (int pair = 0; pair < half; pair++) {
+                /* the two dimensions this pair rotates together */
+                int a = layout == ROPE_HALVES ? pair : 2 * pair;
+                int b = layout == ROPE_HALVES ? pair + half : 2 * pair + 1;
+                float v0 = xh[a], v1 = xh[b];
+                xh[a] = v0 * c[pair] - v1 * s[pair];
+                xh[b] = v0 * s[pair] + v1 * c[pair];
+            }
         }
     }
 }

@@ -7,22 +7,28 @@
 #ifndef STEPWISE_LAYERS_H
 #define STEPWISE_LAYERS_H
 
+#include "config.h"
 #include "hooks.h"
 
-/* out[t] = weight ⊙ x[t] / sqrt(mean(x[t]²) + 1e-5), for each of T rows of
- * width C. out may alias x. */
-void rmsnorm_forward(float *out, const float *x, const float *weight, int T, int C);
+/* out[t] = weight ⊙ x[t] / sqrt(mean(x[t]²) + eps), for each of T rows of
+ * width C (eps: 1e-5 in llama2.c). out may alias x. */
+void rmsnorm_forward(float *out, const float *x, const float *weight, int T, int C, float eps);
+
+/* x[t] += b for each of T rows of width C: a projection's bias. */
+void bias_forward(float *x, const float *b, int T, int C);
 
 /* out[t][o] = Σ_i w[o][i] · x[t][i]: x is [T, C], w is [OC, C] (one row per
  * output), out is [T, OC]. One dot product at a time, each in index order:
  * the plain kernel (--kernels plain). */
 void matmul_forward(float *out, const float *x, const float *w, int T, int C, int OC);
 
-/* Rotate each (even, odd) pair of every head of x [T, width] by the angle of
- * its position: x is T rows for positions pos0..pos0+T-1, with heads of
- * head_dim; cos/sin tables are [positions, head_dim / 2]. */
+/* Rotate each pair of dimensions of every head of x [T, width] by the angle
+ * of its position and the pair's frequency: pair i is (2i, 2i+1) with
+ * ROPE_INTERLEAVED, (i, i + head_dim/2) with ROPE_HALVES. x is T rows for
+ * positions pos0..pos0+T-1, with heads of head_dim; cos/sin tables are
+ * [positions, head_dim / 2]. */
 void rope_forward(float *x, int T, int width, int head_dim, int pos0, const float *rope_cos,
-                  const float *rope_sin);
+                  const float *rope_sin, RopeLayout layout);
 
 /* Causal attention of T queries at positions pos0..pos0+T-1 over the cached
  * keys and values of positions 0..pos0+t (inclusive) for query t.

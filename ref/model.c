@@ -25,20 +25,33 @@ void model_bind_weights(Model *m) {
     const Config *c = &m->config;
     uint64_t dim = (uint64_t)c->dim, hidden = (uint64_t)c->hidden_dim;
     uint64_t kv_dim = (uint64_t)config_kv_dim(c), layers = (uint64_t)c->n_layers;
+    uint64_t q_dim = (uint64_t)config_q_dim(c), head_dim = (uint64_t)config_head_dim(c);
     const float *p = m->storage;
     Weights *w = &m->weights;
+    *w = (Weights){0};
     w->token_embedding = p, p += (uint64_t)c->vocab_size * dim;
     w->rms_att = p, p += layers * dim;
-    w->wq = p, p += layers * dim * dim;
+    w->wq = p, p += layers * q_dim * dim;
     w->wk = p, p += layers * kv_dim * dim;
     w->wv = p, p += layers * kv_dim * dim;
-    w->wo = p, p += layers * dim * dim;
+    w->wo = p, p += layers * dim * q_dim;
     w->rms_ffn = p, p += layers * dim;
     w->w1 = p, p += layers * hidden * dim;
     w->w2 = p, p += layers * dim * hidden;
     w->w3 = p, p += layers * hidden * dim;
     w->rms_final = p, p += dim;
     w->wcls = c->shared_classifier ? w->token_embedding : p;
+    if (!c->shared_classifier) p += (uint64_t)c->vocab_size * dim;
+    /* the architecture's extras, after llama2.c's layout (which has none) */
+    if (c->qkv_bias) {
+        w->bq = p, p += layers * q_dim;
+        w->bk = p, p += layers * kv_dim;
+        w->bv = p, p += layers * kv_dim;
+    }
+    if (c->qk_norm) {
+        w->q_norm = p, p += layers * head_dim;
+        w->k_norm = p;
+    }
 }
 
 #define HEADER_INTS 7
@@ -127,6 +140,8 @@ static bool write_floats(FILE *f, const float *v, uint64_t n) {
 }
 
 bool model_save_checkpoint(const Model *m, const char *path, StepError *err) {
+    if (!config_is_llama2c(&m->config))
+        return step_fail(err, "%s: a llama2.c checkpoint holds llama2.c's architecture only", path);
     const Config *c = &m->config;
     AtomicFile out;
     if (!atomic_file_open(&out, path, err)) return false;

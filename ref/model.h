@@ -11,16 +11,19 @@
 typedef struct {
     const float *token_embedding; /* [vocab_size, dim] */
     const float *rms_att;         /* [n_layers, dim] */
-    const float *wq;              /* [n_layers, dim, dim] */
+    const float *wq;              /* [n_layers, q_dim, dim] */
     const float *wk;              /* [n_layers, kv_dim, dim] */
     const float *wv;              /* [n_layers, kv_dim, dim] */
-    const float *wo;              /* [n_layers, dim, dim] */
+    const float *wo;              /* [n_layers, dim, q_dim] */
     const float *rms_ffn;         /* [n_layers, dim] */
     const float *w1;              /* [n_layers, hidden_dim, dim] gate */
     const float *w2;              /* [n_layers, dim, hidden_dim] down */
     const float *w3;              /* [n_layers, hidden_dim, dim] up */
     const float *rms_final;       /* [dim] */
     const float *wcls;            /* [vocab_size, dim]; == token_embedding when tied */
+    /* only when the architecture has them (config.h), else NULL */
+    const float *bq, *bk, *bv;    /* qkv_bias: [n_layers, q_dim], [n_layers, kv_dim] twice */
+    const float *q_norm, *k_norm; /* qk_norm: [n_layers, head_dim] each */
 } Weights;
 
 struct QuantWeights;  /* quant_model.h */

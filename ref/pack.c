@@ -103,12 +103,12 @@ bool model_pack(Model *m, StepError *err) {
     if (m->quant != NULL || m->packed != NULL) return true;
     const Config *c = &m->config;
     const Weights *w = &m->weights;
-    int L = c->n_layers, d = c->dim, h = c->hidden_dim, kv = config_kv_dim(c);
+    int L = c->n_layers, d = c->dim, h = c->hidden_dim, kv = config_kv_dim(c), qd = config_q_dim(c);
     PackedWeights *p = calloc(1, sizeof *p);
     bool ok = p != NULL;
     PackedMatrix **lists[] = {&p->wq, &p->wk, &p->wv, &p->wo, &p->w1, &p->w2, &p->w3};
     const float *src[] = {w->wq, w->wk, w->wv, w->wo, w->w1, w->w2, w->w3};
-    int out[] = {d, kv, kv, d, h, d, h}, in[] = {d, d, d, d, d, h, d};
+    int out[] = {qd, kv, kv, d, h, d, h}, in[] = {d, d, d, qd, d, h, d};
     for (int k = 0; ok && k < 7; k++) {
         *lists[k] = calloc((size_t)L, sizeof(PackedMatrix));
         ok = *lists[k] != NULL;

@@ -26,14 +26,14 @@ typedef struct {
 static int quant_slots(QuantWeights *q, const Model *m, QuantSlot slots[9]) {
     const Config *c = &m->config;
     const Weights *w = &m->weights;
-    int L = c->n_layers, d = c->dim, h = c->hidden_dim, kv = config_kv_dim(c);
+    int L = c->n_layers, d = c->dim, h = c->hidden_dim, kv = config_kv_dim(c), qd = config_q_dim(c);
     int n = 0;
     slots[n++] = (QuantSlot){
         .m = &q->token_embedding, .src = w->token_embedding, .rows = c->vocab_size, .cols = d};
-    slots[n++] = (QuantSlot){.m = &q->wq, .src = w->wq, .rows = L * d, .cols = d};
+    slots[n++] = (QuantSlot){.m = &q->wq, .src = w->wq, .rows = L * qd, .cols = d};
     slots[n++] = (QuantSlot){.m = &q->wk, .src = w->wk, .rows = L * kv, .cols = d};
     slots[n++] = (QuantSlot){.m = &q->wv, .src = w->wv, .rows = L * kv, .cols = d};
-    slots[n++] = (QuantSlot){.m = &q->wo, .src = w->wo, .rows = L * d, .cols = d};
+    slots[n++] = (QuantSlot){.m = &q->wo, .src = w->wo, .rows = L * d, .cols = qd};
     slots[n++] = (QuantSlot){.m = &q->w1, .src = w->w1, .rows = L * h, .cols = d};
     slots[n++] = (QuantSlot){.m = &q->w2, .src = w->w2, .rows = L * d, .cols = h};
     slots[n++] = (QuantSlot){.m = &q->w3, .src = w->w3, .rows = L * h, .cols = d};
@@ -127,10 +127,10 @@ void matmul_q8_packed(float *out, const float *x, const int8_t *qx, const float 
 
 /* Build the fast layout of every matrix, per layer. */
 static bool quant_pack(QuantWeights *q, const Config *c) {
-    int L = c->n_layers, d = c->dim, h = c->hidden_dim, kv = config_kv_dim(c);
+    int L = c->n_layers, d = c->dim, h = c->hidden_dim, kv = config_kv_dim(c), qd = config_q_dim(c);
     PackedQ8 **lists[] = {&q->pwq, &q->pwk, &q->pwv, &q->pwo, &q->pw1, &q->pw2, &q->pw3};
     const QuantMatrix *mats[] = {&q->wq, &q->wk, &q->wv, &q->wo, &q->w1, &q->w2, &q->w3};
-    int out[] = {d, kv, kv, d, h, d, h};
+    int out[] = {qd, kv, kv, d, h, d, h};
     for (int k = 0; k < 7; k++) {
         *lists[k] = calloc((size_t)L, sizeof(PackedQ8));
         if (*lists[k] == NULL) return false;
@@ -196,6 +196,8 @@ uint64_t quant_weight_bytes(const Config *c, int group) {
 
 /* The norms, in file order: rms_att, rms_ffn (after wo), rms_final (last). */
 bool model_save_q8(const Model *m, const char *path, StepError *err) {
+    if (!config_is_llama2c(&m->config))
+        return step_fail(err, "%s: a .q8 file holds llama2.c's architecture only", path);
     const Config *c = &m->config;
     const QuantWeights *q = m->quant;
     if (q == NULL) return step_fail(err, "save: the model is not quantized");

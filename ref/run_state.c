@@ -6,13 +6,41 @@
 
 #include "forward.h"
 
+/* The frequency of pair i after scaling. Linear divides every frequency
+ * by the factor. Llama 3's keeps the high frequencies (wavelength below
+ * original_context / high_freq_factor), divides the low ones (wavelength
+ * above original_context / low_freq_factor) by the factor, and blends the
+ * two linearly in 1/wavelength between, as Hugging Face's
+ * _compute_llama3_parameters does. */
+static float scaled_frequency(float freq, const RopeScaling *s) {
+    const float two_pi = 6.28318530717958647692f;
+    switch (s->type) {
+        case ROPE_SCALING_NONE:
+            return freq;
+        case ROPE_SCALING_LINEAR:
+            return freq / s->factor;
+        case ROPE_SCALING_LLAMA3: {
+            float wavelen = two_pi / freq, old = (float)s->original_context;
+            if (wavelen < old / s->high_freq_factor) return freq;
+            if (wavelen > old / s->low_freq_factor) return freq / s->factor;
+            float smooth =
+                (old / wavelen - s->low_freq_factor) / (s->high_freq_factor - s->low_freq_factor);
+            return (1.0f - smooth) * freq / s->factor + smooth * freq;
+        }
+    }
+    return freq;
+}
+
 /* RoPE angle for position pos and pair i of a head: pos · θ_i with
- * θ_i = 10000^(-2i / head_dim), in run.c's float arithmetic. */
-static void rope_tables_fill(float *cos_t, float *sin_t, int capacity, int head_dim) {
-    int half = head_dim / 2;
+ * θ_i = theta^(-2i / head_dim) (theta 10000 in llama2.c), scaled as the
+ * architecture says, in run.c's float arithmetic. */
+static void rope_tables_fill(float *cos_t, float *sin_t, int capacity, const Config *c) {
+    int head_dim = config_head_dim(c), half = head_dim / 2;
+    float theta = config_rope_theta(c);
     for (int pos = 0; pos < capacity; pos++) {
         for (int i = 0; i < half; i++) {
-            float freq = 1.0f / powf(10000.0f, (float)(2 * i) / (float)head_dim);
+            float freq = 1.0f / powf(theta, (float)(2 * i) / (float)head_dim);
+            freq = scaled_frequency(freq, &c->rope_scaling);
             float angle = (float)pos * freq;
             cos_t[(size_t)pos * half + i] = cosf(angle);
             sin_t[(size_t)pos * half + i] = sinf(angle);
@@ -55,14 +83,16 @@ bool run_state_init_quant(RunState *s, const Config *c, int capacity, int max_to
     if (q != NULL) s->quant = *q;
     if (s->quant.group < 1) s->quant.group = 32;
     size_t T = (size_t)max_tokens, dim = (size_t)c->dim, hidden = (size_t)c->hidden_dim;
-    size_t widest = dim > hidden ? dim : hidden, kv_dim = (size_t)config_kv_dim(c);
+    size_t q_dim = (size_t)config_q_dim(c), kv_dim = (size_t)config_kv_dim(c);
+    size_t dq = dim > q_dim ? dim : q_dim; /* xb holds a normed x, then attention's output */
+    size_t widest = dq > hidden ? dq : hidden;
     size_t half = (size_t)config_head_dim(c) / 2;
     bool ok = kv_cache_alloc(&s->cache, c, capacity, s->quant.kv);
     s->max_tokens = max_tokens;
     s->x = malloc(T * dim * sizeof(float));
-    s->xb = malloc(T * dim * sizeof(float));
+    s->xb = malloc(T * dq * sizeof(float));
     s->xb2 = malloc(T * dim * sizeof(float));
-    s->q = malloc(T * dim * sizeof(float));
+    s->q = malloc(T * q_dim * sizeof(float));
     s->hb = malloc(T * hidden * sizeof(float));
     s->hb2 = malloc(T * hidden * sizeof(float));
     s->scores = malloc((size_t)capacity * sizeof(float));
@@ -90,7 +120,7 @@ bool run_state_init_quant(RunState *s, const Config *c, int capacity, int max_to
         run_state_free(s);
         return step_fail(err, "run state: out of memory for %d positions", capacity);
     }
-    rope_tables_fill(s->rope_cos, s->rope_sin, capacity, config_head_dim(c));
+    rope_tables_fill(s->rope_cos, s->rope_sin, capacity, c);
     return true;
 }
 

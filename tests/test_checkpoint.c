@@ -146,7 +146,14 @@ Test(checkpoint, bad_headers_get_one_line_errors) {
 Test(checkpoint, sizes_derived_from_the_header) {
     /* stories260K: dim 64, 5 layers, 8 heads, 4 KV heads: head_dim 8,
      * kv_dim 32; cache bytes per token = 5 layers × 32 × 2 × 4 = 1280. */
-    Config c = {64, 172, 5, 8, 4, 512, 512, true};
+    Config c = {.dim = 64,
+                .hidden_dim = 172,
+                .n_layers = 5,
+                .n_heads = 8,
+                .n_kv_heads = 4,
+                .vocab_size = 512,
+                .seq_len = 512,
+                .shared_classifier = true};
     cr_expect_eq(config_head_dim(&c), 8);
     cr_expect_eq(config_kv_dim(&c), 32);
     cr_expect_str_eq(config_attention_kind(&c), "GQA");

@@ -72,7 +72,14 @@ static GenerateResult run(const Model *m, const int *prompt, int n_prompt, Gener
  * greedy decoding (nearly surely) never stops early. */
 static void random_model(Model *m, int dim, int hidden, int layers, int heads, int kv, int vocab,
                          int seq_len, bool untied) {
-    Config c = {dim, hidden, layers, heads, kv, vocab, seq_len, !untied};
+    Config c = {.dim = dim,
+                .hidden_dim = hidden,
+                .n_layers = layers,
+                .n_heads = heads,
+                .n_kv_heads = kv,
+                .vocab_size = vocab,
+                .seq_len = seq_len,
+                .shared_classifier = !untied};
     StepError err;
     cr_assert(model_init_random(m, &c, 1234, &err), "%s", err.message);
     float *cls = m->storage + (m->weights.wcls - m->storage);

@@ -42,7 +42,14 @@ static float *run(const Model *m, const int *tokens, int n_prompt, int steps) {
 }
 
 Test(speed, fast_kernels_are_bitwise_the_naive_matmul_on_the_benchmark_shape, .timeout = 120) {
-    Config c = {288, 768, 6, 6, 6, 32000, 256, true};
+    Config c = {.dim = 288,
+                .hidden_dim = 768,
+                .n_layers = 6,
+                .n_heads = 6,
+                .n_kv_heads = 6,
+                .vocab_size = 32000,
+                .seq_len = 256,
+                .shared_classifier = true};
     Model naive, fast;
     StepError err;
     cr_assert(model_init_random(&naive, &c, 42, &err), "%s", err.message);
