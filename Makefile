@@ -131,6 +131,7 @@ unit-tests:
 	else echo "sentencepiece check skipped: no tok512.model in $(STEPWISE_MODELS)"; fi
 	bash tests/check_traces.sh
 	bash tests/check_determinism.sh
+	/usr/bin/python3 tests/arch_reference.py $(BUILD)/stepwise
 
 # The bad-input matrix (tests/bad_inputs.py): every input surface, each case
 # with its exit status and the words its error line must hold, under a

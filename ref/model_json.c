@@ -50,10 +50,70 @@ static bool read_matrix(const cJSON *arr, int rows, int cols, float *dst, const 
     return true;
 }
 
+/* An optional number field into *out (left alone when absent). */
+static bool read_optional_float(const cJSON *obj, const char *key, float *out, const char *what,
+                                StepError *err) {
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, key);
+    if (v == NULL) return true;
+    double d;
+    if (!json_number_field(obj, key, 0, 1e30, &d))
+        return step_fail(err, "%s: %s must be a number >= 0", what, key);
+    *out = (float)d;
+    return true;
+}
+
+static bool read_optional_bool(const cJSON *obj, const char *key, bool *out, const char *what,
+                               StepError *err) {
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, key);
+    if (v == NULL) return true;
+    if (!cJSON_IsBool(v)) return step_fail(err, "%s: config.%s must be true or false", what, key);
+    *out = cJSON_IsTrue(v);
+    return true;
+}
+
+/* config.rope_scaling: {"type": "linear"|"llama3", "factor", and for llama3
+ * "low_freq_factor", "high_freq_factor", "original_max_position_embeddings"}. */
+static bool read_rope_scaling(const cJSON *cfg, RopeScaling *s, const char *what, StepError *err) {
+    const cJSON *o = cJSON_GetObjectItemCaseSensitive(cfg, "rope_scaling");
+    if (o == NULL || cJSON_IsNull(o)) return true;
+    const char *type = json_string_field(o, "type");
+    if (type != NULL && strcmp(type, "linear") == 0)
+        s->type = ROPE_SCALING_LINEAR;
+    else if (type != NULL && strcmp(type, "llama3") == 0)
+        s->type = ROPE_SCALING_LLAMA3;
+    else
+        return step_fail(err, "%s: config.rope_scaling.type must be \"linear\" or \"llama3\"",
+                         what);
+    return read_optional_float(o, "factor", &s->factor, what, err) &&
+           read_optional_float(o, "low_freq_factor", &s->low_freq_factor, what, err) &&
+           read_optional_float(o, "high_freq_factor", &s->high_freq_factor, what, err) &&
+           (cJSON_GetObjectItemCaseSensitive(o, "original_max_position_embeddings") == NULL ||
+            read_int_field(o, "original_max_position_embeddings", &s->original_context, what, err));
+}
+
+/* The architecture's optional fields (docs/model-json.md); absent, each is
+ * llama2.c's. */
+static bool read_arch(const cJSON *cfg, Config *c, const char *what, StepError *err) {
+    const char *layout = json_string_field(cfg, "rope_layout");
+    if (layout != NULL && strcmp(layout, "halves") == 0)
+        c->rope_layout = ROPE_HALVES;
+    else if (layout != NULL && strcmp(layout, "interleaved") != 0)
+        return step_fail(err, "%s: config.rope_layout must be \"interleaved\" or \"halves\"", what);
+    else if (layout == NULL && cJSON_HasObjectItem(cfg, "rope_layout"))
+        return step_fail(err, "%s: config.rope_layout must be a string", what);
+    return (!cJSON_HasObjectItem(cfg, "head_dim") ||
+            read_int_field(cfg, "head_dim", &c->head_dim, what, err)) &&
+           read_optional_float(cfg, "rope_theta", &c->rope_theta, what, err) &&
+           read_optional_float(cfg, "norm_eps", &c->norm_eps, what, err) &&
+           read_optional_bool(cfg, "qkv_bias", &c->qkv_bias, what, err) &&
+           read_optional_bool(cfg, "qk_norm", &c->qk_norm, what, err) &&
+           read_rope_scaling(cfg, &c->rope_scaling, what, err);
+}
+
 static bool read_config(const cJSON *root, Config *c, const char *what, StepError *err) {
     const cJSON *cfg = cJSON_GetObjectItemCaseSensitive(root, "config");
     if (!cJSON_IsObject(cfg)) return step_fail(err, "%s: missing \"config\" object", what);
-    return read_int_field(cfg, "dim", &c->dim, what, err) &&
+    return read_arch(cfg, c, what, err) && read_int_field(cfg, "dim", &c->dim, what, err) &&
            read_int_field(cfg, "hidden_dim", &c->hidden_dim, what, err) &&
            read_int_field(cfg, "n_layers", &c->n_layers, what, err) &&
            read_int_field(cfg, "n_heads", &c->n_heads, what, err) &&
@@ -99,26 +159,40 @@ static bool read_layers(const cJSON *layers, Model *m, const char *what, StepErr
     const Config *c = &m->config;
     const Weights *w = &m->weights;
     size_t dim = (size_t)c->dim, hidden = (size_t)c->hidden_dim, kv = (size_t)config_kv_dim(c);
+    size_t qd = (size_t)config_q_dim(c), hd = (size_t)config_head_dim(c);
     if (!cJSON_IsArray(layers) || cJSON_GetArraySize(layers) != c->n_layers)
         return step_fail(err, "%s: weights.layers must list %d layers", what, c->n_layers);
     for (int l = 0; l < c->n_layers; l++) {
         const cJSON *L = cJSON_GetArrayItem(layers, l);
         struct {
             const char *key;
-            const float *view;
-            int rows, cols;
+            const float *view; /* NULL: the architecture has no such weight */
+            int rows, cols;    /* rows 0: a vector */
         } parts[] = {
             {"rms_att", w->rms_att + l * dim, 0, c->dim},
-            {"wq", w->wq + l * dim * dim, c->dim, c->dim},
+            {"wq", w->wq + l * qd * dim, (int)qd, c->dim},
             {"wk", w->wk + l * kv * dim, (int)kv, c->dim},
             {"wv", w->wv + l * kv * dim, (int)kv, c->dim},
-            {"wo", w->wo + l * dim * dim, c->dim, c->dim},
+            {"wo", w->wo + l * dim * qd, c->dim, (int)qd},
             {"rms_ffn", w->rms_ffn + l * dim, 0, c->dim},
             {"w1", w->w1 + l * hidden * dim, c->hidden_dim, c->dim},
             {"w2", w->w2 + l * dim * hidden, c->dim, c->hidden_dim},
             {"w3", w->w3 + l * hidden * dim, c->hidden_dim, c->dim},
+            {"bq", w->bq ? w->bq + l * qd : NULL, 0, (int)qd},
+            {"bk", w->bk ? w->bk + l * kv : NULL, 0, (int)kv},
+            {"bv", w->bv ? w->bv + l * kv : NULL, 0, (int)kv},
+            {"q_norm", w->q_norm ? w->q_norm + l * hd : NULL, 0, (int)hd},
+            {"k_norm", w->k_norm ? w->k_norm + l * hd : NULL, 0, (int)hd},
         };
         for (size_t i = 0; i < sizeof parts / sizeof parts[0]; i++) {
+            if (parts[i].view == NULL) {
+                if (cJSON_HasObjectItem(L, parts[i].key))
+                    return step_fail(err,
+                                     "%s: layers[%d].%s is not part of this architecture "
+                                     "(see config.qkv_bias and config.qk_norm)",
+                                     what, l, parts[i].key);
+                continue;
+            }
             char name[64];
             snprintf(name, sizeof name, "layers[%d].%s", l, parts[i].key);
             const cJSON *arr = cJSON_GetObjectItemCaseSensitive(L, parts[i].key);

@@ -117,10 +117,13 @@ bool model_pack(Model *m, StepError *err) {
                 pack_matrix(m, &(*lists[k])[l], src[k] + (size_t)l * out[k] * in[k], out[k], in[k]);
     }
     if (ok) ok = pack_matrix(m, &p->wcls, w->wcls, c->vocab_size, d);
-    /* What stays row-major: the norms, and an untied embedding (for lookups). */
+    /* What stays row-major: the norms, an untied embedding (for lookups),
+     * and the architecture's biases and q/k norms (added, not multiplied). */
     uint64_t norms = (uint64_t)(2 * L + 1) * d,
              emb = c->shared_classifier ? 0 : (uint64_t)c->vocab_size * d;
-    float *storage = ok ? malloc((norms + emb) * sizeof(float)) : NULL;
+    uint64_t bias = c->qkv_bias ? (uint64_t)L * (qd + 2 * kv) : 0;
+    uint64_t qk = c->qk_norm ? (uint64_t)L * 2 * config_head_dim(c) : 0;
+    float *storage = ok ? malloc((norms + emb + bias + qk) * sizeof(float)) : NULL;
     if (storage == NULL) {
         packed_weights_free(p, L);
         return step_fail(err, "pack: out of memory for the weights");
@@ -129,12 +132,24 @@ bool model_pack(Model *m, StepError *err) {
     memcpy(storage + (size_t)L * d, w->rms_ffn, (size_t)L * d * sizeof(float));
     memcpy(storage + (size_t)2 * L * d, w->rms_final, (size_t)d * sizeof(float));
     if (emb > 0) memcpy(storage + norms, w->token_embedding, emb * sizeof(float));
+    /* the biases and q/k norms lie together, bq..k_norm (model_bind_weights) */
+    if (bias + qk > 0) {
+        const float *first = c->qkv_bias ? w->bq : w->q_norm;
+        memcpy(storage + norms + emb, first, (size_t)(bias + qk) * sizeof(float));
+    }
+    Weights kept = {.rms_att = storage,
+                    .rms_ffn = storage + (size_t)L * d,
+                    .rms_final = storage + (size_t)2 * L * d,
+                    .token_embedding = emb > 0 ? storage + norms : NULL};
+    const float *extra = storage + norms + emb;
+    if (c->qkv_bias) {
+        kept.bq = extra, kept.bk = extra + (size_t)L * qd, kept.bv = kept.bk + (size_t)L * kv;
+        extra += bias;
+    }
+    if (c->qk_norm) kept.q_norm = extra, kept.k_norm = extra + (size_t)L * config_head_dim(c);
     model_release_storage(m);
     m->storage = storage;
-    m->weights = (Weights){.rms_att = storage,
-                           .rms_ffn = storage + (size_t)L * d,
-                           .rms_final = storage + (size_t)2 * L * d,
-                           .token_embedding = emb > 0 ? storage + norms : NULL};
+    m->weights = kept;
     m->packed = p;
     m->free_packed = packed_weights_free;
     return true;

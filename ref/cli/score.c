@@ -85,6 +85,7 @@ static int parse_score_args(int argc, char **argv, ScoreArgs *a, StepError *err)
         {"out", required_argument, NULL, OPT_OUT},
         {"top-n", required_argument, NULL, OPT_TOP_N},
         TRACE_LONG_OPTIONS,
+        QUANT_LONG_OPTIONS,
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0}};
     *a = (ScoreArgs){.top_n = 5, .quant = {.run = {.group = 32}}};
