@@ -35,8 +35,22 @@ for name, entries, text in [("tiny", pieces, "cat sat"), ("bytes", with_bytes, "
     open(f"{sys.argv[1]}/{name}", "wb").write(struct.pack("<H", len(t)) + t + tokenizer_bin(entries))
 PY
 
-# JSON models
+# JSON models: the tiny one, and the tiny one with every architecture option
 cp data/tiny-model.json "$C/model_json/tiny.json"
+/usr/bin/python3 - "$C/model_json" <<'PY'
+import json, sys
+m = json.load(open("data/tiny-model.json"))
+m["config"].update(rope_layout="halves", rope_theta=50.0, norm_eps=1e-6, qkv_bias=True,
+                   qk_norm=True, head_dim=2,
+                   rope_scaling={"type": "llama3", "factor": 8.0, "low_freq_factor": 1.0,
+                                 "high_freq_factor": 4.0, "original_max_position_embeddings": 4})
+for layer in m["weights"]["layers"]:
+    layer.update(bq=[0.1, -0.1], bk=[0.2, 0.0], bv=[0.0, 0.3], q_norm=[1.0, 0.9], k_norm=[1.1, 1.0])
+json.dump(m, open(sys.argv[1] + "/arch.json", "w"))
+m["config"] = {k: v for k, v in m["config"].items() if k not in ("qkv_bias", "qk_norm")}
+m["config"]["rope_scaling"] = {"type": "linear", "factor": 2.0}
+json.dump(m, open(sys.argv[1] + "/arch-extra-weights.json", "w"))
+PY
 
 # requests, for the tiny model
 printf '%s\n' '{"id":"a","prompt":"cat","max_tokens":3}' \
