@@ -42,87 +42,54 @@ typedef struct {
 
 typedef enum { M_WQ, M_WK, M_WV, M_WO, M_W1, M_W2, M_W3, M_CLS } MatrixKind;
 
-/* Rows row0.. of a float matrix, or NULL. */
-static const float *float_rows(const float *w, size_t row0, size_t C) {
-    return w != NULL ? w + row0 * C : NULL;
+/* Layer l's part (rows l·rows .. of `cols` each) of a matrix held as a
+ * float view w, int8 codes qm (qm->q NULL: none) and packed lists pm, pq
+ * (one per layer, or NULL). */
+static Weight layer_weight(const float *w, const QuantMatrix *qm, const PackedMatrix *pm,
+                           const PackedQ8 *pq, int l, size_t rows, size_t cols) {
+    size_t row0 = (size_t)l * rows;
+    bool int8 = qm->q != NULL;
+    return (Weight){.w = w != NULL ? w + row0 * cols : NULL,
+                    .pm = pm != NULL ? &pm[l] : NULL,
+                    .q = int8 ? qm->q + row0 * cols : NULL,
+                    .q_scales = int8 ? qm->scales + row0 * (size_t)qm->groups_per_row : NULL,
+                    .group = qm->group,
+                    .pq = pq != NULL ? &pq[l] : NULL};
 }
 
 /* Layer l's matrix of this kind, as the model holds it. */
 static Weight weight_of(const Model *m, MatrixKind k, int l) {
     const Config *c = &m->config;
-    const Weights *fw = &m->weights;
-    const QuantWeights *q = m->quant;
-    const PackedWeights *p = m->packed;
+    const Weights *f = &m->weights;
+    static const QuantWeights no_int8;
+    static const PackedWeights no_packing;
+    const QuantWeights *q = m->quant ? m->quant : &no_int8;
+    const PackedWeights *p = m->packed ? m->packed : &no_packing;
     size_t d = (size_t)c->dim, h = (size_t)c->hidden_dim, kv = (size_t)config_kv_dim(c);
     size_t qd = (size_t)config_q_dim(c);
-    /* what each kind is: its float view, its int8 matrix, its packed lists */
-    const struct {
-        const float *w;
-        size_t rows, cols;
-        const QuantMatrix *qm;
-        const PackedMatrix *pm;
-        const PackedQ8 *pq;
-    } kinds[] = {
-        [M_WQ] = {.w = fw->wq,
-                  .rows = qd,
-                  .cols = d,
-                  .qm = q ? &q->wq : NULL,
-                  .pm = p ? p->wq : NULL,
-                  .pq = q ? q->pwq : NULL},
-        [M_WK] = {.w = fw->wk,
-                  .rows = kv,
-                  .cols = d,
-                  .qm = q ? &q->wk : NULL,
-                  .pm = p ? p->wk : NULL,
-                  .pq = q ? q->pwk : NULL},
-        [M_WV] = {.w = fw->wv,
-                  .rows = kv,
-                  .cols = d,
-                  .qm = q ? &q->wv : NULL,
-                  .pm = p ? p->wv : NULL,
-                  .pq = q ? q->pwv : NULL},
-        [M_WO] = {.w = fw->wo,
-                  .rows = d,
-                  .cols = qd,
-                  .qm = q ? &q->wo : NULL,
-                  .pm = p ? p->wo : NULL,
-                  .pq = q ? q->pwo : NULL},
-        [M_W1] = {.w = fw->w1,
-                  .rows = h,
-                  .cols = d,
-                  .qm = q ? &q->w1 : NULL,
-                  .pm = p ? p->w1 : NULL,
-                  .pq = q ? q->pw1 : NULL},
-        [M_W2] = {.w = fw->w2,
-                  .rows = d,
-                  .cols = h,
-                  .qm = q ? &q->w2 : NULL,
-                  .pm = p ? p->w2 : NULL,
-                  .pq = q ? q->pw2 : NULL},
-        [M_W3] = {.w = fw->w3,
-                  .rows = h,
-                  .cols = d,
-                  .qm = q ? &q->w3 : NULL,
-                  .pm = p ? p->w3 : NULL,
-                  .pq = q ? q->pw3 : NULL},
-    };
-    if (k == M_CLS) { /* one matrix, no layers */
-        const QuantMatrix *qc = q ? quant_classifier(q) : NULL;
-        return (Weight){.w = fw->wcls,
-                        .pm = p ? &p->wcls : NULL,
-                        .q = qc ? qc->q : NULL,
-                        .q_scales = qc ? qc->scales : NULL,
-                        .group = qc ? qc->group : 0,
-                        .pq = q && q->pwq ? &q->pcls : NULL};
+    switch (k) { /* rows × cols of one layer's matrix */
+        case M_WQ:
+            return layer_weight(f->wq, &q->wq, p->wq, q->pwq, l, qd, d);
+        case M_WK:
+            return layer_weight(f->wk, &q->wk, p->wk, q->pwk, l, kv, d);
+        case M_WV:
+            return layer_weight(f->wv, &q->wv, p->wv, q->pwv, l, kv, d);
+        case M_WO:
+            return layer_weight(f->wo, &q->wo, p->wo, q->pwo, l, d, qd);
+        case M_W1:
+            return layer_weight(f->w1, &q->w1, p->w1, q->pw1, l, h, d);
+        case M_W2:
+            return layer_weight(f->w2, &q->w2, p->w2, q->pw2, l, d, h);
+        case M_W3:
+            return layer_weight(f->w3, &q->w3, p->w3, q->pw3, l, h, d);
+        case M_CLS: /* one matrix for every layer: the packed one is not a list */
+            break;
     }
-    size_t row0 = (size_t)l * kinds[k].rows;
-    const QuantMatrix *qm = kinds[k].qm;
-    return (Weight){.w = float_rows(kinds[k].w, row0, kinds[k].cols),
-                    .pm = kinds[k].pm ? &kinds[k].pm[l] : NULL,
-                    .q = qm ? qm->q + row0 * kinds[k].cols : NULL,
-                    .q_scales = qm ? qm->scales + row0 * (size_t)qm->groups_per_row : NULL,
-                    .group = qm ? qm->group : 0,
-                    .pq = kinds[k].pq ? &kinds[k].pq[l] : NULL};
+    const QuantMatrix *cls = m->quant ? quant_classifier(m->quant) : &no_int8.wcls;
+    Weight w = layer_weight(f->wcls, cls, NULL, NULL, 0, (size_t)c->vocab_size, d);
+    w.pm = m->packed ? &p->wcls : NULL;
+    w.pq = q->pwq != NULL ? &q->pcls : NULL;
+    return w;
 }
 
 /* Bytes a pass reads of this weight: int8 codes and scales, or floats. */
