@@ -212,6 +212,22 @@ def json_model_cases():
                                 "not a finite float32"),
         "tokenizer not pairs": (variant(lambda m: m["tokenizer"].__setitem__(3, ["a"])), "tokenizer[3]"),
         "tokenizer short": (variant(lambda m: m["tokenizer"].pop()), "tokenizer"),
+        "rope_layout bogus": (variant(set_config("rope_layout", "spiral")), "rope_layout"),
+        "rope_layout a number": (variant(set_config("rope_layout", 3)), "rope_layout"),
+        "rope_theta negative": (variant(set_config("rope_theta", -1)), "rope_theta"),
+        "norm_eps 2": (variant(set_config("norm_eps", 2)), "epsilon"),
+        "head_dim odd": (variant(set_config("head_dim", 3)), "odd"),
+        "head_dim 1e9": (variant(set_config("head_dim", 1e9)), "head_dim"),
+        "qkv_bias without its weights": (variant(set_config("qkv_bias", True)), "bq"),
+        "qk_norm a string": (variant(set_config("qk_norm", "yes")), "qk_norm"),
+        "a bias the architecture lacks": (
+            variant(lambda m: m["weights"]["layers"][0].__setitem__("bq", [0, 0])),
+            "not part of this architecture"),
+        "rope_scaling type bogus": (variant(set_config("rope_scaling", {"type": "yarn"})), "rope_scaling"),
+        "llama3 scaling without its factors": (
+            variant(set_config("rope_scaling", {"type": "llama3", "factor": 8})), "llama3"),
+        "linear scaling factor 0": (
+            variant(set_config("rope_scaling", {"type": "linear", "factor": 0})), "factor"),
     }
     for name, (data, words) in bad.items():
         case("json model: " + name, ["generate", "--model", "{m.json}", "--prompt", "cat"], 2,
@@ -405,6 +421,9 @@ def option_cases():
         ("--context-policy bogus", ["generate", "--context-policy", "bogus"], "bogus"),
         ("--quant-weights int4", ["generate", "--quant-weights", "int4"], "int4"),
         ("--quant-group 0", ["generate", "--quant-group", "0"], "--quant-group"),
+        ("--kernels bogus", ["generate", "--kernels", "turbo"], "--kernels"),
+        ("score --kernels bogus", ["score", "--text", "cat", "--kernels", "x", "--out", "{o.jsonl}"],
+         "--kernels"),
         ("unexpected argument", ["generate", "stray"], "stray"),
         ("score without input", ["score", "--out", "{o.jsonl}"], "exactly one"),
         ("score token outside the vocabulary", ["score", "--tokens", "1,99999", "--out", "{o.jsonl}"],
