@@ -222,11 +222,12 @@ notebooks: build
 doc-check: build
 	/usr/bin/python3 tests/doc_check.py docs/*.md
 
-# The tests under valgrind's memcheck: no leaks, no invalid reads. Three are
+# The tests under valgrind's memcheck: no leaks, no invalid reads. Four are
 # left out because memcheck makes them take many minutes; the same code runs
 # under memcheck in their smaller siblings (batch on the GQA model, the float
-# formatter around powers of ten, the kernels through every other test).
-VALGRIND_SKIP := batch/every_request_is_bitwise_what_generate_gives_on_stories260k|float_format/random_bit_patterns|speed/*
+# formatter around powers of ten, the kernels through every other test), and
+# all of them run under AddressSanitizer in `make sanitize`.
+VALGRIND_SKIP := batch/every_request_is_bitwise_what_generate_gives_on_stories260k|float_format/random_bit_patterns|speed/*|kernels/*
 valgrind: build $(BUILD)/stepwise-tests
 	valgrind --error-exitcode=1 --leak-check=full --errors-for-leak-kinds=definite,indirect \
 	  --trace-children=yes -q $(BUILD)/stepwise-tests --jobs 1 --timeout 1200 \
