@@ -139,8 +139,9 @@ unit-tests:
 bad-inputs: build
 	/usr/bin/python3 tests/bad_inputs.py $(BUILD)/stepwise
 
-# Sanitizers: the Criterion suite and the trace checks, built by clang with
-# AddressSanitizer and UndefinedBehaviorSanitizer (any report fails the run).
+# Sanitizers: the Criterion suite, the trace checks and the bad-input matrix,
+# built by clang with AddressSanitizer and UndefinedBehaviorSanitizer (any
+# report fails the run).
 # LeakSanitizer runs too, with one suppression: Criterion's own 48 bytes.
 SAN_FLAGS := -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=all
 SAN_DIR   := $(BUILD)/san
@@ -153,6 +154,7 @@ sanitize:
 	  $(SAN_DIR)/stepwise $(SAN_DIR)/stepwise-tests
 	$(SAN_ENV) $(SAN_DIR)/stepwise-tests --jobs 2
 	$(SAN_ENV) bash tests/check_traces.sh
+	$(SAN_ENV) /usr/bin/python3 tests/bad_inputs.py $(SAN_DIR)/stepwise
 
 # libFuzzer targets (tests/fuzz/): each input goes through the real reader.
 # `make fuzz FUZZ_SECONDS=N` runs each for N seconds from its committed seed
