@@ -16,6 +16,16 @@ void batch_request_free(BatchRequest *r) {
     memset(r, 0, sizeof *r);
 }
 
+/* What a request's result says (the sequence's own state is its business):
+ * the tokens generated so far, and the bytes of the cache it allocated. */
+static int generated(const BatchRequest *r) {
+    return r->result.n_tokens - r->result.n_prompt;
+}
+
+static uint64_t cache_bytes(const Model *m, const BatchRequest *r) {
+    return kv_cache_bytes_of(&m->config, r->result.cache_capacity, r->result.kv_int8);
+}
+
 static int compare_doubles(const void *a, const void *b) {
     double x = *(const double *)a, y = *(const double *)b;
     return (x > y) - (x < y);
@@ -23,7 +33,7 @@ static int compare_doubles(const void *a, const void *b) {
 
 /* Fill r->metrics from its times (seconds since the start). */
 static void request_metrics(BatchRequest *r, double *scratch) {
-    int n = r->seq.generated;
+    int n = generated(r);
     double arrival = r->arrival_ms / 1000.0;
     RequestMetrics *m = &r->metrics;
     m->queue_ms = (r->t_admitted - arrival) * 1e3;
@@ -74,14 +84,14 @@ static void finish(Server *s, BatchRequest *r) {
     if (r->error == NULL) {
         request_metrics(r, s->itl_scratch);
         s->out->completed++;
-        s->out->generated += r->seq.generated;
+        s->out->generated += generated(r);
         s->out->mean_ttft_ms += r->metrics.ttft_ms;
         s->out->mean_itl_ms += r->metrics.itl_mean_ms;
         s->out->mean_e2e_ms += r->metrics.e2e_ms;
     } else {
         s->out->failed++;
     }
-    s->kv_bytes -= r->seq.s.cache.bytes; /* 0 if it never had one */
+    s->kv_bytes -= cache_bytes(s->m, r); /* 0 if it never had one */
     if (s->sink && s->sink->finished) s->sink->finished(s->sink->ctx, r);
     sequence_free(&r->seq); /* the cache goes with the request */
 }
@@ -94,7 +104,7 @@ static bool pick(Server *s, BatchRequest *r) {
     if (failed)
         r->error = strdup(err.message);
     else
-        r->token_times[r->seq.generated - 1] = now(s);
+        r->token_times[generated(r) - 1] = now(s);
     return done || failed;
 }
 
@@ -112,7 +122,7 @@ static bool admit(Server *s, BatchRequest *r) {
         finish(s, r);
         return false;
     }
-    s->kv_bytes += r->seq.s.cache.bytes;
+    s->kv_bytes += cache_bytes(s->m, r);
     if (s->kv_bytes > s->out->peak_kv_bytes) s->out->peak_kv_bytes = s->kv_bytes;
     sequence_prefill(&r->seq);
     if (pick(s, r)) {
