@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../hf_model.h"
 #include "../model_json.h"
 #include "../pack.h"
 #include "../quant_model.h"
@@ -197,10 +198,33 @@ static bool load_json_tokenizer(Tokenizer *tok, const char *path, int vocab_size
                      vocab_size);
 }
 
+/* A Hugging Face model directory, with a warning for tensors it does not use. */
+static bool load_hf(const char *dir, Model *m, StepError *err) {
+    HfLoadReport report;
+    if (!hf_model_load(m, dir, &report, err)) return false;
+    if (report.unused > 0)
+        fprintf(stderr, "stepwise: warning: %s: %d tensor%s not used by the architecture (%s%s)\n",
+                dir, report.unused, report.unused == 1 ? " is" : "s are", report.first_unused,
+                report.unused > 1 ? ", ..." : "");
+    return true;
+}
+
 bool cli_load_model(const char *model_path, const char *tokenizer_path, Model *m, Tokenizer *tok,
                     StepError *err) {
     bool ok;
-    if (model_path == NULL) {
+    if (hf_is_model_dir(model_path)) {
+        memset(tok, 0, sizeof *tok);
+        ok = load_hf(model_path, m, err);
+        /* Its tokenizer.json is the next step (docs/hf-models.md). */
+        if (ok && tokenizer_path == NULL) {
+            model_free(m);
+            return step_fail(err,
+                             "model %s: reading a folder's tokenizer.json is not supported yet; "
+                             "give --tokenizer (a tokenizer.bin or a JSON model of the same "
+                             "vocabulary)",
+                             model_path);
+        }
+    } else if (model_path == NULL) {
         ok = model_load_json_text(m, tok, stepwise_tiny_model_json, "built-in tiny model", err);
     } else if (ends_with(model_path, ".json")) {
         ok = model_load_json_file(m, tok, model_path, err);
@@ -230,6 +254,7 @@ bool cli_load_model_to_run(const char *model_path, const char *tokenizer_path, c
 }
 
 bool cli_load_model_only(const char *model_path, Model *m, StepError *err) {
+    if (hf_is_model_dir(model_path)) return load_hf(model_path, m, err);
     if (model_path != NULL && model_file_is_q8(model_path))
         return model_load_q8(m, model_path, err);
     if (model_path != NULL && !ends_with(model_path, ".json"))

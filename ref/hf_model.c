@@ -1,0 +1,354 @@
+/* hf_model.c: see hf_model.h. */
+#include "hf_model.h"
+
+#include <cjson/cJSON.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "file_util.h"
+#include "json_util.h"
+#include "safetensors.h"
+
+static const char *const ARCHITECTURES[] = {"LlamaForCausalLM", "MistralForCausalLM",
+                                            "Qwen2ForCausalLM", "Qwen3ForCausalLM"};
+#define N_ARCHITECTURES (int)(sizeof ARCHITECTURES / sizeof ARCHITECTURES[0])
+#define MAX_SHARDS 64
+
+bool hf_is_model_dir(const char *path) {
+    struct stat st;
+    return path != NULL && stat(path, &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+static bool need_int(const cJSON *o, const char *key, int *out, const char *what, StepError *err) {
+    if (!json_int_field(o, key, 1, 1 << 30, out))
+        return step_fail(err, "%s: config.json needs %s, a whole number from 1", what, key);
+    return true;
+}
+
+/* An optional positive number; absent or null leaves *out. */
+static bool optional_number(const cJSON *o, const char *key, float *out, const char *what,
+                            StepError *err) {
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
+    if (v == NULL || cJSON_IsNull(v)) return true;
+    double d;
+    if (!json_number_field(o, key, 1e-30, 1e30, &d))
+        return step_fail(err, "%s: config.json's %s must be a positive number", what, key);
+    *out = (float)d;
+    return true;
+}
+
+static bool optional_bool(const cJSON *o, const char *key, bool *out) {
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
+    if (cJSON_IsBool(v)) *out = cJSON_IsTrue(v);
+    return v == NULL || cJSON_IsBool(v) || cJSON_IsNull(v);
+}
+
+/* rope_scaling: null, "default", "linear" or "llama3" (Hugging Face's
+ * rope_type, or the older "type"). */
+static bool read_rope_scaling(const cJSON *root, RopeScaling *s, const char *what,
+                              StepError *err) {
+    const cJSON *o = cJSON_GetObjectItemCaseSensitive(root, "rope_scaling");
+    if (o == NULL || cJSON_IsNull(o)) return true;
+    const char *type = json_string_field(o, "rope_type");
+    if (type == NULL) type = json_string_field(o, "type");
+    if (type != NULL && strcmp(type, "default") == 0) return true;
+    if (type != NULL && strcmp(type, "linear") == 0) {
+        s->type = ROPE_SCALING_LINEAR;
+    } else if (type != NULL && strcmp(type, "llama3") == 0) {
+        s->type = ROPE_SCALING_LLAMA3;
+    } else {
+        return step_fail(err, "%s: rope_scaling type %.40s is not supported (linear, llama3)",
+                         what, type ? type : "(none)");
+    }
+    bool ok = optional_number(o, "factor", &s->factor, what, err) &&
+              optional_number(o, "low_freq_factor", &s->low_freq_factor, what, err) &&
+              optional_number(o, "high_freq_factor", &s->high_freq_factor, what, err);
+    if (ok && s->type == ROPE_SCALING_LLAMA3 &&
+        !json_int_field(o, "original_max_position_embeddings", 1, 1 << 30, &s->original_context))
+        ok = step_fail(err, "%s: llama3 rope_scaling needs original_max_position_embeddings",
+                       what);
+    return ok;
+}
+
+/* The architecture's name (the first of "architectures"), if supported. */
+static bool read_architecture(const cJSON *root, char *arch, size_t arch_size, const char *what,
+                              StepError *err) {
+    const cJSON *list = cJSON_GetObjectItemCaseSensitive(root, "architectures");
+    const cJSON *first = cJSON_IsArray(list) ? list->child : NULL;
+    const char *name = cJSON_IsString(first) ? first->valuestring : NULL;
+    for (int i = 0; name != NULL && i < N_ARCHITECTURES; i++) {
+        if (strcmp(name, ARCHITECTURES[i]) == 0) {
+            snprintf(arch, arch_size, "%s", name);
+            return true;
+        }
+    }
+    return step_fail(err,
+                     "%s: architecture %.60s is not supported (LlamaForCausalLM, "
+                     "MistralForCausalLM, Qwen2ForCausalLM, Qwen3ForCausalLM)",
+                     what, name ? name : "(none in config.json)");
+}
+
+bool hf_config_parse(const char *text, const char *what, Config *c, char *arch, size_t arch_size,
+                     StepError *err) {
+    memset(c, 0, sizeof *c);
+    cJSON *root = cJSON_Parse(text);
+    bool ok = cJSON_IsObject(root) || step_fail(err, "%s: config.json is not a JSON object", what);
+    ok = ok && read_architecture(root, arch, arch_size, what, err) &&
+         need_int(root, "hidden_size", &c->dim, what, err) &&
+         need_int(root, "intermediate_size", &c->hidden_dim, what, err) &&
+         need_int(root, "num_hidden_layers", &c->n_layers, what, err) &&
+         need_int(root, "num_attention_heads", &c->n_heads, what, err) &&
+         need_int(root, "vocab_size", &c->vocab_size, what, err) &&
+         need_int(root, "max_position_embeddings", &c->seq_len, what, err);
+    c->n_kv_heads = c->n_heads;
+    if (ok && cJSON_GetObjectItemCaseSensitive(root, "num_key_value_heads") != NULL)
+        ok = need_int(root, "num_key_value_heads", &c->n_kv_heads, what, err);
+    const cJSON *hd = cJSON_GetObjectItemCaseSensitive(root, "head_dim");
+    if (ok && hd != NULL && !cJSON_IsNull(hd)) ok = need_int(root, "head_dim", &c->head_dim, what, err);
+    ok = ok && optional_number(root, "rope_theta", &c->rope_theta, what, err) &&
+         optional_number(root, "rms_norm_eps", &c->norm_eps, what, err) &&
+         read_rope_scaling(root, &c->rope_scaling, what, err);
+    bool tied = false, bias = false, sliding = strcmp(arch, "MistralForCausalLM") == 0;
+    if (ok && (!optional_bool(root, "tie_word_embeddings", &tied) ||
+               !optional_bool(root, "attention_bias", &bias) ||
+               !optional_bool(root, "use_sliding_window", &sliding)))
+        ok = step_fail(err, "%s: config.json's tie_word_embeddings, attention_bias and "
+                       "use_sliding_window must be true or false", what);
+    const char *act = json_string_field(root, "hidden_act");
+    if (ok && act != NULL && strcmp(act, "silu") != 0)
+        ok = step_fail(err, "%s: hidden_act %.40s is not supported (silu)", what, act);
+    /* Llama's and Qwen3's attention_bias also biases o_proj, which the
+     * block has no place for; Qwen2 biases q, k and v only, always. */
+    if (ok && bias)
+        ok = step_fail(err, "%s: attention_bias (with an o_proj bias) is not supported", what);
+    c->qkv_bias = strcmp(arch, "Qwen2ForCausalLM") == 0;
+    c->qk_norm = strcmp(arch, "Qwen3ForCausalLM") == 0;
+    c->shared_classifier = tied;
+    c->rope_layout = ROPE_INTERLEAVED; /* the loader interleaves q and k (interleave_heads) */
+    /* A sliding window as wide as the context never masks anything: cap the
+     * context at the window, and the block needs no mask. */
+    int window;
+    if (ok && sliding && json_int_field(root, "sliding_window", 1, 1 << 30, &window) &&
+        window < c->seq_len)
+        c->seq_len = window;
+    cJSON_Delete(root);
+    return ok && config_validate(c, what, err);
+}
+
+/* The weight files of dir: model.safetensors, or the distinct shards that
+ * the index's weight_map names (each a plain file name in dir). */
+static bool open_files(const char *dir, SafetensorsFile *files, int *n, StepError *err) {
+    char path[4096], *text = NULL;
+    *n = 0;
+    snprintf(path, sizeof path, "%s/model.safetensors.index.json", dir);
+    struct stat st;
+    if (stat(path, &st) != 0) {
+        snprintf(path, sizeof path, "%s/model.safetensors", dir);
+        if (!safetensors_open(&files[0], path, err)) return false;
+        *n = 1;
+        return true;
+    }
+    if (!file_read_text(path, "index", &text, err)) return false;
+    cJSON *index = cJSON_Parse(text);
+    free(text);
+    const cJSON *map = cJSON_GetObjectItemCaseSensitive(index, "weight_map"), *e;
+    bool ok = cJSON_IsObject(map) ||
+              step_fail(err, "%s: model.safetensors.index.json needs a weight_map", dir);
+    char names[MAX_SHARDS][256];
+    const cJSON *entries = ok ? map : NULL;
+    cJSON_ArrayForEach(e, entries) {
+        const char *shard = cJSON_IsString(e) ? e->valuestring : "";
+        if (shard[0] == '\0' || shard[0] == '.' || strchr(shard, '/') != NULL || strlen(shard) > 200) {
+            ok = step_fail(err, "%s: the index names shard '%.60s' (a file name in the folder "
+                           "expected)", dir, shard);
+            break;
+        }
+        bool known = false;
+        for (int i = 0; i < *n; i++) known |= strcmp(names[i], shard) == 0;
+        if (known) continue;
+        if (*n == MAX_SHARDS) {
+            ok = step_fail(err, "%s: more than %d shards", dir, MAX_SHARDS);
+            break;
+        }
+        snprintf(names[*n], sizeof names[*n], "%s", shard);
+        snprintf(path, sizeof path, "%s/%s", dir, shard);
+        if (!(ok = safetensors_open(&files[*n], path, err))) break;
+        (*n)++;
+    }
+    cJSON_Delete(index);
+    return ok;
+}
+
+/* The tensor called name in any of the files, or NULL. */
+static SafetensorsTensor *find(SafetensorsFile *files, int n, const char *name,
+                               const SafetensorsFile **in) {
+    for (int i = 0; i < n; i++) {
+        SafetensorsTensor *t = safetensors_find(&files[i], name);
+        if (t != NULL) {
+            *in = &files[i];
+            return t;
+        }
+    }
+    return NULL;
+}
+
+/* Hugging Face's checkpoints keep each head's q and k dimensions as two
+ * halves, (i, i + head_dim/2) rotated together (convert_llama_weights_to_hf
+ * permutes Meta's rows so). Put them back as interleaved pairs (2i, 2i+1),
+ * as llama.cpp's converter does: q·k is the same sum, in llama2.c's order,
+ * so a converted llama2.c model gives run.c's logits to the bit. x holds
+ * `heads` blocks of head_dim rows of `cols` values; row j·half + i of a
+ * block moves to row 2i + j. */
+static bool interleave_heads(float *x, int heads, int head_dim, size_t cols) {
+    int half = head_dim / 2;
+    size_t block = (size_t)head_dim * cols;
+    float *tmp = malloc(block * sizeof(float));
+    if (tmp == NULL) return false;
+    for (int h = 0; h < heads; h++) {
+        float *b = x + (size_t)h * block;
+        memcpy(tmp, b, block * sizeof(float));
+        for (int i = 0; i < half; i++) {
+            for (int j = 0; j < 2; j++)
+                memcpy(b + (size_t)(2 * i + j) * cols, tmp + (size_t)(j * half + i) * cols,
+                       cols * sizeof(float));
+        }
+    }
+    free(tmp);
+    return true;
+}
+
+/* Copy the tensor called name, of `rows` × `cols` (rows 0: a vector of
+ * cols), into dst as float32. */
+static bool take(SafetensorsFile *files, int n, const char *name, int rows, int cols, float *dst,
+                 const char *dir, StepError *err) {
+    const SafetensorsFile *in = NULL;
+    SafetensorsTensor *t = find(files, n, name, &in);
+    if (t == NULL) return step_fail(err, "%s: tensor %s is missing", dir, name);
+    bool fits = rows == 0 ? t->ndim == 1 && t->shape[0] == cols
+                          : t->ndim == 2 && t->shape[0] == rows && t->shape[1] == cols;
+    if (!fits)
+        return step_fail(err, "%s: tensor %s has the wrong shape (config.json implies [%d%s%d])",
+                         in->path, name, rows == 0 ? cols : rows, rows == 0 ? "" : ", ",
+                         rows == 0 ? 0 : cols);
+    safetensors_to_f32(t, dst);
+    safetensors_release(in, t);
+    t->used = 1;
+    return true;
+}
+
+/* Writable view of a weight inside the model's own storage. */
+static float *slot(Model *m, const float *view) {
+    return m->storage + (view - m->storage);
+}
+
+/* Every tensor of layer l. */
+static bool take_layer(Model *m, SafetensorsFile *files, int n, int l, const char *dir,
+                       StepError *err) {
+    const Config *c = &m->config;
+    const Weights *w = &m->weights;
+    size_t d = (size_t)c->dim, h = (size_t)c->hidden_dim, kv = (size_t)config_kv_dim(c);
+    size_t qd = (size_t)config_q_dim(c), hd = (size_t)config_head_dim(c);
+    int nh = c->n_heads, nkv = c->n_kv_heads;
+    const struct {
+        const char *name;
+        const float *view; /* NULL: not in this architecture */
+        size_t rows, cols;
+        int heads; /* > 0: rotated by RoPE, interleave_heads over this many heads */
+    } parts[] = {
+        {"input_layernorm.weight", w->rms_att + l * d, 0, d, 0},
+        {"self_attn.q_proj.weight", w->wq + l * qd * d, qd, d, nh},
+        {"self_attn.k_proj.weight", w->wk + l * kv * d, kv, d, nkv},
+        {"self_attn.v_proj.weight", w->wv + l * kv * d, kv, d, 0},
+        {"self_attn.o_proj.weight", w->wo + l * d * qd, d, qd, 0},
+        {"self_attn.q_proj.bias", w->bq ? w->bq + l * qd : NULL, 0, qd, nh},
+        {"self_attn.k_proj.bias", w->bk ? w->bk + l * kv : NULL, 0, kv, nkv},
+        {"self_attn.v_proj.bias", w->bv ? w->bv + l * kv : NULL, 0, kv, 0},
+        {"self_attn.q_norm.weight", w->q_norm ? w->q_norm + l * hd : NULL, 0, hd, 1},
+        {"self_attn.k_norm.weight", w->k_norm ? w->k_norm + l * hd : NULL, 0, hd, 1},
+        {"post_attention_layernorm.weight", w->rms_ffn + l * d, 0, d, 0},
+        {"mlp.gate_proj.weight", w->w1 + l * h * d, h, d, 0},
+        {"mlp.down_proj.weight", w->w2 + l * d * h, d, h, 0},
+        {"mlp.up_proj.weight", w->w3 + l * h * d, h, d, 0},
+    };
+    for (size_t i = 0; i < sizeof parts / sizeof parts[0]; i++) {
+        if (parts[i].view == NULL) continue;
+        char name[160];
+        snprintf(name, sizeof name, "model.layers.%d.%s", l, parts[i].name);
+        float *dst = slot(m, parts[i].view);
+        if (!take(files, n, name, (int)parts[i].rows, (int)parts[i].cols, dst, dir, err))
+            return false;
+        size_t cols = parts[i].rows == 0 ? 1 : parts[i].cols; /* a vector: rows of one value */
+        if (parts[i].heads > 0 && !interleave_heads(dst, parts[i].heads, (int)hd, cols))
+            return step_fail(err, "model %s: out of memory", dir);
+    }
+    return true;
+}
+
+static bool take_all(Model *m, SafetensorsFile *files, int n, const char *dir, StepError *err) {
+    const Config *c = &m->config;
+    bool ok = take(files, n, "model.embed_tokens.weight", c->vocab_size, c->dim,
+                   slot(m, m->weights.token_embedding), dir, err);
+    for (int l = 0; ok && l < c->n_layers; l++) ok = take_layer(m, files, n, l, dir, err);
+    ok = ok && take(files, n, "model.norm.weight", 0, c->dim, slot(m, m->weights.rms_final), dir,
+                    err);
+    if (ok && !c->shared_classifier)
+        ok = take(files, n, "lm_head.weight", c->vocab_size, c->dim, slot(m, m->weights.wcls), dir,
+                  err);
+    return ok;
+}
+
+/* The report: each file's dtypes, and the tensors nothing read. */
+static void fill_report(HfLoadReport *r, const SafetensorsFile *files, int n) {
+    memset(r, 0, sizeof *r);
+    r->files = n;
+    size_t len = 0;
+    for (int i = 0; i < n; i++) {
+        const char *base = strrchr(files[i].path, '/');
+        bool seen[3] = {false, false, false};
+        for (int k = 0; k < files[i].n; k++) {
+            const SafetensorsTensor *t = &files[i].tensors[k];
+            seen[t->dtype] = true;
+            if (!t->used && r->unused++ == 0)
+                snprintf(r->first_unused, sizeof r->first_unused, "%s", t->name);
+        }
+        for (int d = 0; d < 3 && len < sizeof r->dtypes - 1; d++) {
+            if (!seen[d]) continue;
+            len += (size_t)snprintf(r->dtypes + len, sizeof r->dtypes - len, "%s%s: %s",
+                                    len ? ", " : "", base ? base + 1 : files[i].path,
+                                    safetensors_dtype_name((SafetensorsDtype)d));
+            if (len >= sizeof r->dtypes) len = sizeof r->dtypes - 1;
+        }
+    }
+}
+
+bool hf_model_load(Model *m, const char *dir, HfLoadReport *report, StepError *err) {
+    memset(m, 0, sizeof *m);
+    char path[4096], *text = NULL, arch[64];
+    snprintf(path, sizeof path, "%s/config.json", dir);
+    struct stat st;
+    if (stat(path, &st) != 0)
+        return step_fail(err, "model %s: a folder without config.json (not a Hugging Face model)",
+                         dir);
+    if (!file_read_text(path, "config", &text, err)) return false;
+    bool ok = hf_config_parse(text, path, &m->config, arch, sizeof arch, err);
+    free(text);
+    if (!ok) return false;
+    SafetensorsFile files[MAX_SHARDS];
+    int n = 0;
+    if (!open_files(dir, files, &n, err)) {
+        for (int i = 0; i < n; i++) safetensors_close(&files[i]);
+        return false;
+    }
+    m->storage = calloc(model_storage_floats(&m->config), sizeof(float));
+    ok = m->storage != NULL || step_fail(err, "model %s: out of memory for the weights", dir);
+    if (ok) {
+        model_bind_weights(m);
+        ok = take_all(m, files, n, dir, err);
+    }
+    if (ok) fill_report(report, files, n);
+    for (int i = 0; i < n; i++) safetensors_close(&files[i]);
+    if (!ok) model_free(m);
+    return ok;
+}

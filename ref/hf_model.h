@@ -1,0 +1,39 @@
+/* hf_model.h: loading a Hugging Face model directory: config.json and the
+ * weights in model.safetensors, or in the shards that
+ * model.safetensors.index.json lists.
+ *
+ * Supported architectures (config.json's "architectures"):
+ * LlamaForCausalLM, MistralForCausalLM, Qwen2ForCausalLM, Qwen3ForCausalLM.
+ * Their differences become the architecture struct's fields (config.h).
+ * Hugging Face's checkpoints rotate the two halves of each head; the loader
+ * moves q's and k's rows back to interleaved pairs (interleave_heads), as
+ * llama.cpp's converter does, so that q·k sums in llama2.c's order. Every
+ * tensor the
+ * architecture needs must be present with the shape the config implies;
+ * F32, F16 and BF16 are converted to float32 exactly. */
+#ifndef STEPWISE_HF_MODEL_H
+#define STEPWISE_HF_MODEL_H
+
+#include "model.h"
+
+/* What a load found that does not stop it: tensors no part of the
+ * architecture reads (unused), and the dtype of every file. */
+typedef struct {
+    int unused;            /* tensors left unread */
+    char first_unused[128];
+    char dtypes[256]; /* "model.safetensors: BF16", one entry a file */
+    int files;
+} HfLoadReport;
+
+/* Whether path is a directory (a Hugging Face model directory, perhaps). */
+bool hf_is_model_dir(const char *path);
+
+/* Load the model in dir into m (float32 storage, owned). */
+bool hf_model_load(Model *m, const char *dir, HfLoadReport *report, StepError *err);
+
+/* The Config of a config.json's text (the architecture's fields set), for
+ * the loader and the fuzz target. */
+bool hf_config_parse(const char *text, const char *what, Config *c, char *arch, size_t arch_size,
+                     StepError *err);
+
+#endif

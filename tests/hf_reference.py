@@ -1,0 +1,295 @@
+#!/usr/bin/python3
+"""Hugging Face model directories against independent references.
+
+1. For each supported architecture (Llama, Mistral, Qwen2, Qwen3) and dtype
+   (F32, F16, BF16), this writes a random-weight model directory with its
+   own safetensors writer (config.json, model.safetensors or shards and
+   their index), has `stepwise score` compute every position's logits, and
+   compares them with the float64 numpy forward of tests/arch_reference.py
+   (written from Hugging Face's modelling code: rotate_half RoPE, [out, in]
+   weights, q/k/v biases, q/k norms) run on the weights as stored (after
+   their rounding to F16 or BF16): max |dlogit| <= 1e-4.
+2. stories260K converted to a Hugging Face directory, its q and k rows
+   permuted as Hugging Face's conversion script does, must give run.c's
+   golden logits (../golden/stories260K/once_upon_a_time.json) within 1e-5.
+
+usage: tests/hf_reference.py build/stepwise      (run by `make test`)
+"""
+import importlib.util
+import json
+import os
+import struct
+import subprocess
+import sys
+
+import numpy as np
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+BIN = os.path.abspath(sys.argv[1] if len(sys.argv) > 1 else "build/stepwise")
+TMP = os.path.join(ROOT, "build", "tmp", "hf")
+MODELS = os.path.abspath(os.path.join(ROOT, os.environ.get("STEPWISE_MODELS", "../shared/models")))
+TINY_TOKENIZER = os.path.join(ROOT, "data", "tiny-model.json")  # a vocabulary of 13
+TOKENS = [1, 5, 9, 3, 12, 11, 4, 8, 2, 7, 10, 6]
+
+spec = importlib.util.spec_from_file_location("arch_reference", os.path.join(HERE, "arch_reference.py"))
+arch_reference = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(arch_reference)
+
+
+# ---------------------------------------------------------------- writing
+
+
+def stored(values, dtype):
+    """(bytes as the file holds them, the values as read back in float64)."""
+    a = np.asarray(values, dtype=np.float64)
+    if dtype == "F32":
+        f = a.astype("<f4")
+        return f.tobytes(), f.astype(np.float64)
+    if dtype == "F16":
+        f = a.astype("<f2")
+        return f.tobytes(), f.astype(np.float64)
+    # BF16: round float32 to nearest even in the top 16 bits
+    bits = a.astype("<f4").view("<u4").astype(np.uint64)
+    rounded = ((bits + 0x7FFF + ((bits >> 16) & 1)) >> 16).astype("<u2")
+    back = (rounded.astype("<u4") << 16).view("<f4").astype(np.float64)
+    return rounded.tobytes(), back
+
+
+def write_safetensors(path, tensors, dtype):
+    """tensors: {name: array}; returns {name: float64 array as stored}."""
+    header, blobs, offset, read_back = {}, [], 0, {}
+    for name in sorted(tensors):
+        raw, back = stored(tensors[name], dtype)
+        header[name] = {"dtype": dtype, "shape": list(np.shape(tensors[name])),
+                        "data_offsets": [offset, offset + len(raw)]}
+        blobs.append(raw)
+        offset += len(raw)
+        read_back[name] = back.reshape(np.shape(tensors[name]))
+    header["__metadata__"] = {"format": "pt"}
+    text = json.dumps(header).encode()
+    text += b" " * (-len(text) % 8)
+    with open(path, "wb") as f:
+        f.write(struct.pack("<Q", len(text)) + text + b"".join(blobs))
+    return read_back
+
+
+def write_model_dir(path, config, tensors, dtype, shards=1):
+    os.makedirs(path, exist_ok=True)
+    json.dump(config, open(os.path.join(path, "config.json"), "w"), indent=1)
+    names = sorted(tensors)
+    if shards == 1:
+        return write_safetensors(os.path.join(path, "model.safetensors"), tensors, dtype)
+    back, weight_map = {}, {}
+    for s in range(shards):
+        part = {n: tensors[n] for n in names[s::shards]}
+        file = "model-%05d-of-%05d.safetensors" % (s + 1, shards)
+        back.update(write_safetensors(os.path.join(path, file), part, dtype))
+        weight_map.update({n: file for n in part})
+    json.dump({"metadata": {}, "weight_map": weight_map},
+              open(os.path.join(path, "model.safetensors.index.json"), "w"))
+    return back
+
+
+# ---------------------------------------------------------------- models
+
+BASE = {"hidden_size": 16, "intermediate_size": 24, "num_hidden_layers": 2,
+        "num_attention_heads": 4, "num_key_value_heads": 2, "vocab_size": 13,
+        "max_position_embeddings": 32, "rms_norm_eps": 1e-5, "rope_theta": 10000.0,
+        "hidden_act": "silu", "tie_word_embeddings": False}
+
+
+def hf_tensors(cfg, seed):
+    rng = np.random.default_rng(seed)
+    d, h, L, V = (cfg["hidden_size"], cfg["intermediate_size"], cfg["num_hidden_layers"],
+                  cfg["vocab_size"])
+    nh, nkv = cfg["num_attention_heads"], cfg["num_key_value_heads"]
+    hd = cfg.get("head_dim") or d // nh
+    arch = cfg["architectures"][0]
+    u = lambda *s: rng.uniform(-1, 1, size=s) / np.sqrt(s[-1])
+    norm = lambda n: 1 + 0.2 * rng.uniform(-1, 1, size=n)
+    t = {"model.embed_tokens.weight": u(V, d), "model.norm.weight": norm(d)}
+    if not cfg["tie_word_embeddings"]:
+        t["lm_head.weight"] = u(V, d)
+    for l in range(L):
+        p = "model.layers.%d." % l
+        t.update({p + "input_layernorm.weight": norm(d), p + "post_attention_layernorm.weight": norm(d),
+                  p + "self_attn.q_proj.weight": u(nh * hd, d),
+                  p + "self_attn.k_proj.weight": u(nkv * hd, d),
+                  p + "self_attn.v_proj.weight": u(nkv * hd, d),
+                  p + "self_attn.o_proj.weight": u(d, nh * hd),
+                  p + "mlp.gate_proj.weight": u(h, d), p + "mlp.up_proj.weight": u(h, d),
+                  p + "mlp.down_proj.weight": u(d, h)})
+        if arch == "Qwen2ForCausalLM":
+            for k, n in (("q", nh * hd), ("k", nkv * hd), ("v", nkv * hd)):
+                t[p + "self_attn.%s_proj.bias" % k] = 0.3 * rng.uniform(-1, 1, n)
+        if arch == "Qwen3ForCausalLM":
+            t[p + "self_attn.q_norm.weight"] = norm(hd)
+            t[p + "self_attn.k_norm.weight"] = norm(hd)
+    return t
+
+
+def as_reference_model(cfg, w):
+    """The stored weights in tests/arch_reference.py's model form."""
+    arch = cfg["architectures"][0]
+    config = {"dim": cfg["hidden_size"], "hidden_dim": cfg["intermediate_size"],
+              "n_layers": cfg["num_hidden_layers"], "n_heads": cfg["num_attention_heads"],
+              "n_kv_heads": cfg["num_key_value_heads"], "vocab_size": cfg["vocab_size"],
+              "rope_layout": "halves", "rope_theta": cfg["rope_theta"],
+              "norm_eps": cfg["rms_norm_eps"]}
+    if cfg.get("head_dim"):
+        config["head_dim"] = cfg["head_dim"]
+    if cfg.get("rope_scaling"):
+        s = dict(cfg["rope_scaling"])
+        s["type"] = s.pop("rope_type")
+        config["rope_scaling"] = s
+    layers = []
+    for l in range(cfg["num_hidden_layers"]):
+        p = "model.layers.%d." % l
+        layer = {"rms_att": w[p + "input_layernorm.weight"], "wq": w[p + "self_attn.q_proj.weight"],
+                 "wk": w[p + "self_attn.k_proj.weight"], "wv": w[p + "self_attn.v_proj.weight"],
+                 "wo": w[p + "self_attn.o_proj.weight"],
+                 "rms_ffn": w[p + "post_attention_layernorm.weight"],
+                 "w1": w[p + "mlp.gate_proj.weight"], "w2": w[p + "mlp.down_proj.weight"],
+                 "w3": w[p + "mlp.up_proj.weight"]}
+        if arch == "Qwen2ForCausalLM":
+            layer.update(bq=w[p + "self_attn.q_proj.bias"], bk=w[p + "self_attn.k_proj.bias"],
+                         bv=w[p + "self_attn.v_proj.bias"])
+        if arch == "Qwen3ForCausalLM":
+            layer.update(q_norm=w[p + "self_attn.q_norm.weight"],
+                         k_norm=w[p + "self_attn.k_norm.weight"])
+        layers.append(layer)
+    weights = {"token_embedding": w["model.embed_tokens.weight"], "layers": layers,
+               "rms_final": w["model.norm.weight"]}
+    if "lm_head.weight" in w:
+        weights["classifier"] = w["lm_head.weight"]
+    return {"config": config, "weights": weights}
+
+
+CASES = [
+    ("Llama F32, GQA, untied", {"architectures": ["LlamaForCausalLM"]}, "F32", 1),
+    ("Llama BF16, tied, head_dim 6, llama3 scaling",
+     {"architectures": ["LlamaForCausalLM"], "tie_word_embeddings": True, "head_dim": 6,
+      "rope_theta": 100.0,
+      "rope_scaling": {"rope_type": "llama3", "factor": 8.0, "low_freq_factor": 1.0,
+                       "high_freq_factor": 4.0, "original_max_position_embeddings": 16}}, "BF16", 1),
+    ("Llama F16, linear scaling, 3 shards",
+     {"architectures": ["LlamaForCausalLM"], "rope_scaling": {"rope_type": "linear", "factor": 2.0}},
+     "F16", 3),
+    ("Mistral F16, sliding window of the whole context",
+     {"architectures": ["MistralForCausalLM"], "sliding_window": 32, "rope_theta": 1e6}, "F16", 1),
+    ("Qwen2 F32, q/k/v biases, 2 shards",
+     {"architectures": ["Qwen2ForCausalLM"], "rope_theta": 1e6, "rms_norm_eps": 1e-6}, "F32", 2),
+    ("Qwen3 BF16, q/k norms, head_dim 8, tied",
+     {"architectures": ["Qwen3ForCausalLM"], "head_dim": 8, "tie_word_embeddings": True,
+      "rope_theta": 1e6, "rms_norm_eps": 1e-6}, "BF16", 1),
+]
+
+
+def engine_logits(model_dir, tokens, tokenizer, name):
+    out = os.path.join(TMP, name + ".jsonl")
+    run = subprocess.run([BIN, "score", "--model", model_dir, "--tokenizer", tokenizer,
+                          "--tokens", ",".join(map(str, tokens)), "--top-n", "0",
+                          "--reproducible", "--out", out], capture_output=True, text=True)
+    if run.returncode != 0:
+        raise RuntimeError(run.stderr.strip())
+    rows = {}
+    for line in open(out):
+        e = json.loads(line)
+        if e.get("event") == "logits":
+            rows[e["pos"]] = e["logits"]
+    return np.array([rows[p] for p in range(len(tokens))], dtype=np.float64)
+
+
+# ---------------------------------------------------------------- stories260K
+
+
+def permute(w, n_heads):
+    """Hugging Face's convert_llama_weights_to_hf.py: interleaved pairs of
+    each head's rows become its two halves (rotate_half's layout)."""
+    dim1, dim2 = w.shape
+    return w.reshape(n_heads, dim1 // n_heads // 2, 2, dim2).transpose(0, 2, 1, 3).reshape(dim1, dim2)
+
+
+def stories_as_hf(path):
+    raw = open(os.path.join(MODELS, "stories260K.bin"), "rb").read()
+    dim, hidden, L, nh, nkv, vocab, seq = struct.unpack("<7i", raw[:28])
+    f = np.frombuffer(raw[28:], dtype="<f4").astype(np.float64)
+    hd, kv = dim // nh, nkv * (dim // nh)
+    pos = 0
+
+    def take(*shape):
+        nonlocal pos
+        n = int(np.prod(shape))
+        a = f[pos:pos + n].reshape(shape)
+        pos += n
+        return a
+
+    emb = take(abs(vocab), dim)
+    rms_att, wq, wk = take(L, dim), take(L, dim, dim), take(L, kv, dim)
+    wv, wo, rms_ffn = take(L, kv, dim), take(L, dim, dim), take(L, dim)
+    w1, w2, w3, rms_final = take(L, hidden, dim), take(L, dim, hidden), take(L, hidden, dim), take(dim)
+    t = {"model.embed_tokens.weight": emb, "model.norm.weight": rms_final}
+    for l in range(L):
+        p = "model.layers.%d." % l
+        t.update({p + "input_layernorm.weight": rms_att[l],
+                  p + "self_attn.q_proj.weight": permute(wq[l], nh),
+                  p + "self_attn.k_proj.weight": permute(wk[l], nkv),
+                  p + "self_attn.v_proj.weight": wv[l], p + "self_attn.o_proj.weight": wo[l],
+                  p + "post_attention_layernorm.weight": rms_ffn[l],
+                  p + "mlp.gate_proj.weight": w1[l], p + "mlp.down_proj.weight": w2[l],
+                  p + "mlp.up_proj.weight": w3[l]})
+    config = {"architectures": ["LlamaForCausalLM"], "hidden_size": dim,
+              "intermediate_size": hidden, "num_hidden_layers": L, "num_attention_heads": nh,
+              "num_key_value_heads": nkv, "vocab_size": abs(vocab), "max_position_embeddings": seq,
+              "rms_norm_eps": 1e-5, "rope_theta": 10000.0, "hidden_act": "silu",
+              "tie_word_embeddings": vocab > 0}
+    write_model_dir(path, config, t, "F32")
+
+
+def check_stories():
+    golden = os.path.join(MODELS, "..", "golden", "stories260K", "once_upon_a_time.json")
+    if not os.path.exists(os.path.join(MODELS, "stories260K.bin")) or not os.path.exists(golden):
+        print("skip  stories260K in Hugging Face layout (no stories260K or golden in %s)" % MODELS)
+        return 0
+    path = os.path.join(TMP, "stories260K-hf")
+    stories_as_hf(path)
+    g = json.load(open(golden))
+    tokens = [s["token"] for s in g["steps"]]
+    want = np.array([s["logits"] for s in g["steps"]], dtype=np.float64)
+    got = engine_logits(path, tokens, os.path.join(MODELS, "tok512.bin"), "stories")
+    err = float(np.max(np.abs(got - want)))
+    ok = err <= 1e-5
+    print("%s  stories260K in Hugging Face layout, %d positions against run.c's goldens "
+          "(max |dlogit| %.2g)" % ("ok  " if ok else "FAIL", len(tokens), err))
+    return 0 if ok else 1
+
+
+def main():
+    os.makedirs(TMP, exist_ok=True)
+    failed = 0
+    for i, (name, overrides, dtype, shards) in enumerate(CASES):
+        cfg = dict(BASE, **overrides)
+        path = os.path.join(TMP, "case%d" % i)
+        back = write_model_dir(path, cfg, hf_tensors(cfg, 11 + i), dtype, shards)
+        want = arch_reference.reference_logits(as_reference_model(cfg, back), TOKENS)
+        try:
+            got = engine_logits(path, TOKENS, TINY_TOKENIZER, "case%d" % i)
+        except RuntimeError as e:
+            failed += 1
+            print("FAIL  %s: %s" % (name, e))
+            continue
+        err = float(np.max(np.abs(got - want)))
+        if err <= 1e-4:
+            print("ok    %s (max |engine - numpy| %.2g)" % (name, err))
+        else:
+            failed += 1
+            print("FAIL  %s: max |engine - numpy| %.3g > 1e-4" % (name, err))
+    failed += check_stories()
+    total = len(CASES) + 1
+    print("hugging face models: %d passed, %d failed" % (total - failed, failed))
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
