@@ -132,6 +132,7 @@ unit-tests:
 	bash tests/check_traces.sh
 	bash tests/check_determinism.sh
 	/usr/bin/python3 tests/arch_reference.py $(BUILD)/stepwise
+	/usr/bin/python3 tests/hf_reference.py $(BUILD)/stepwise
 
 # The bad-input matrix (tests/bad_inputs.py): every input surface, each case
 # with its exit status and the words its error line must hold, under a
@@ -161,7 +162,7 @@ sanitize:
 # corpus (tests/fuzz/corpus/T), keeping what it finds in build/fuzz/corpus/T;
 # `make fuzz-smoke` (in `make test`) replays every committed crash
 # reproducer (tests/fuzz/crashes/T) and fuzzes each target for a few seconds.
-FUZZ_TARGETS := checkpoint tokenizer model_json requests trace diff
+FUZZ_TARGETS := checkpoint tokenizer model_json requests trace diff safetensors
 FUZZ_DIR     := $(BUILD)/fuzz
 FUZZ_SECONDS ?= 60
 FUZZ_SMOKE_SECONDS ?= 4

@@ -14,7 +14,7 @@
 static const char *const ARCHITECTURES[] = {"LlamaForCausalLM", "MistralForCausalLM",
                                             "Qwen2ForCausalLM", "Qwen3ForCausalLM"};
 #define N_ARCHITECTURES (int)(sizeof ARCHITECTURES / sizeof ARCHITECTURES[0])
-#define MAX_SHARDS 64
+#define MAX_SHARDS      64
 
 bool hf_is_model_dir(const char *path) {
     struct stat st;
@@ -47,8 +47,7 @@ static bool optional_bool(const cJSON *o, const char *key, bool *out) {
 
 /* rope_scaling: null, "default", "linear" or "llama3" (Hugging Face's
  * rope_type, or the older "type"). */
-static bool read_rope_scaling(const cJSON *root, RopeScaling *s, const char *what,
-                              StepError *err) {
+static bool read_rope_scaling(const cJSON *root, RopeScaling *s, const char *what, StepError *err) {
     const cJSON *o = cJSON_GetObjectItemCaseSensitive(root, "rope_scaling");
     if (o == NULL || cJSON_IsNull(o)) return true;
     const char *type = json_string_field(o, "rope_type");
@@ -59,16 +58,15 @@ static bool read_rope_scaling(const cJSON *root, RopeScaling *s, const char *wha
     } else if (type != NULL && strcmp(type, "llama3") == 0) {
         s->type = ROPE_SCALING_LLAMA3;
     } else {
-        return step_fail(err, "%s: rope_scaling type %.40s is not supported (linear, llama3)",
-                         what, type ? type : "(none)");
+        return step_fail(err, "%s: rope_scaling type %.40s is not supported (linear, llama3)", what,
+                         type ? type : "(none)");
     }
     bool ok = optional_number(o, "factor", &s->factor, what, err) &&
               optional_number(o, "low_freq_factor", &s->low_freq_factor, what, err) &&
               optional_number(o, "high_freq_factor", &s->high_freq_factor, what, err);
     if (ok && s->type == ROPE_SCALING_LLAMA3 &&
         !json_int_field(o, "original_max_position_embeddings", 1, 1 << 30, &s->original_context))
-        ok = step_fail(err, "%s: llama3 rope_scaling needs original_max_position_embeddings",
-                       what);
+        ok = step_fail(err, "%s: llama3 rope_scaling needs original_max_position_embeddings", what);
     return ok;
 }
 
@@ -106,7 +104,8 @@ bool hf_config_parse(const char *text, const char *what, Config *c, char *arch, 
     if (ok && cJSON_GetObjectItemCaseSensitive(root, "num_key_value_heads") != NULL)
         ok = need_int(root, "num_key_value_heads", &c->n_kv_heads, what, err);
     const cJSON *hd = cJSON_GetObjectItemCaseSensitive(root, "head_dim");
-    if (ok && hd != NULL && !cJSON_IsNull(hd)) ok = need_int(root, "head_dim", &c->head_dim, what, err);
+    if (ok && hd != NULL && !cJSON_IsNull(hd))
+        ok = need_int(root, "head_dim", &c->head_dim, what, err);
     ok = ok && optional_number(root, "rope_theta", &c->rope_theta, what, err) &&
          optional_number(root, "rms_norm_eps", &c->norm_eps, what, err) &&
          read_rope_scaling(root, &c->rope_scaling, what, err);
@@ -114,8 +113,10 @@ bool hf_config_parse(const char *text, const char *what, Config *c, char *arch, 
     if (ok && (!optional_bool(root, "tie_word_embeddings", &tied) ||
                !optional_bool(root, "attention_bias", &bias) ||
                !optional_bool(root, "use_sliding_window", &sliding)))
-        ok = step_fail(err, "%s: config.json's tie_word_embeddings, attention_bias and "
-                       "use_sliding_window must be true or false", what);
+        ok = step_fail(err,
+                       "%s: config.json's tie_word_embeddings, attention_bias and "
+                       "use_sliding_window must be true or false",
+                       what);
     const char *act = json_string_field(root, "hidden_act");
     if (ok && act != NULL && strcmp(act, "silu") != 0)
         ok = step_fail(err, "%s: hidden_act %.40s is not supported (silu)", what, act);
@@ -160,9 +161,12 @@ static bool open_files(const char *dir, SafetensorsFile *files, int *n, StepErro
     const cJSON *entries = ok ? map : NULL;
     cJSON_ArrayForEach(e, entries) {
         const char *shard = cJSON_IsString(e) ? e->valuestring : "";
-        if (shard[0] == '\0' || shard[0] == '.' || strchr(shard, '/') != NULL || strlen(shard) > 200) {
-            ok = step_fail(err, "%s: the index names shard '%.60s' (a file name in the folder "
-                           "expected)", dir, shard);
+        if (shard[0] == '\0' || shard[0] == '.' || strchr(shard, '/') != NULL ||
+            strlen(shard) > 200) {
+            ok = step_fail(err,
+                           "%s: the index names shard '%.60s' (a file name in the folder "
+                           "expected)",
+                           dir, shard);
             break;
         }
         bool known = false;
@@ -291,8 +295,8 @@ static bool take_all(Model *m, SafetensorsFile *files, int n, const char *dir, S
     bool ok = take(files, n, "model.embed_tokens.weight", c->vocab_size, c->dim,
                    slot(m, m->weights.token_embedding), dir, err);
     for (int l = 0; ok && l < c->n_layers; l++) ok = take_layer(m, files, n, l, dir, err);
-    ok = ok && take(files, n, "model.norm.weight", 0, c->dim, slot(m, m->weights.rms_final), dir,
-                    err);
+    ok = ok &&
+         take(files, n, "model.norm.weight", 0, c->dim, slot(m, m->weights.rms_final), dir, err);
     if (ok && !c->shared_classifier)
         ok = take(files, n, "lm_head.weight", c->vocab_size, c->dim, slot(m, m->weights.wcls), dir,
                   err);
@@ -341,8 +345,19 @@ bool hf_model_load(Model *m, const char *dir, HfLoadReport *report, StepError *e
         for (int i = 0; i < n; i++) safetensors_close(&files[i]);
         return false;
     }
-    m->storage = calloc(model_storage_floats(&m->config), sizeof(float));
-    ok = m->storage != NULL || step_fail(err, "model %s: out of memory for the weights", dir);
+    /* Every weight the config implies must come from a stored value: a
+     * config that claims more than the files hold is refused before its
+     * storage is allocated. */
+    uint64_t stored = 0, needed = model_storage_floats(&m->config);
+    for (int i = 0; i < n; i++)
+        for (int k = 0; k < files[i].n; k++) stored += files[i].tensors[k].numel;
+    ok = needed <= stored || step_fail(err,
+                                       "model %s: config.json implies %llu weights, the "
+                                       "safetensors files hold %llu values",
+                                       dir, (unsigned long long)needed, (unsigned long long)stored);
+    if (ok) m->storage = calloc(needed, sizeof(float));
+    ok = ok &&
+         (m->storage != NULL || step_fail(err, "model %s: out of memory for the weights", dir));
     if (ok) {
         model_bind_weights(m);
         ok = take_all(m, files, n, dir, err);

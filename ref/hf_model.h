@@ -19,7 +19,7 @@
 /* What a load found that does not stop it: tensors no part of the
  * architecture reads (unused), and the dtype of every file. */
 typedef struct {
-    int unused;            /* tensors left unread */
+    int unused; /* tensors left unread */
     char first_unused[128];
     char dtypes[256]; /* "model.safetensors: BF16", one entry a file */
     int files;

@@ -232,8 +232,15 @@ bool model_load_json_text(Model *m, Tokenizer *tok, const char *text, const char
     if (ok) {
         const cJSON *w = cJSON_GetObjectItemCaseSensitive(root, "weights");
         m->config.shared_classifier = !cJSON_HasObjectItem(w, "classifier");
-        m->storage = calloc(model_storage_floats(&m->config), sizeof(float));
-        if (m->storage == NULL) ok = step_fail(err, "%s: out of memory for weights", what);
+        /* every weight is written as at least two characters ("0,"): a
+         * config that claims more than the text holds is refused before
+         * its storage is allocated */
+        uint64_t needed = model_storage_floats(&m->config);
+        if (needed > strlen(text) / 2)
+            ok = step_fail(err, "%s: the config implies %llu weights, more than the file holds",
+                           what, (unsigned long long)needed);
+        if (ok && (m->storage = calloc(needed, sizeof(float))) == NULL)
+            ok = step_fail(err, "%s: out of memory for weights", what);
     }
     if (ok) {
         model_bind_weights(m);

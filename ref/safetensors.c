@@ -28,10 +28,14 @@ static int dtype_bytes(SafetensorsDtype d) {
 }
 
 static bool parse_dtype(const char *s, SafetensorsDtype *d) {
-    if (strcmp(s, "F32") == 0) *d = ST_F32;
-    else if (strcmp(s, "F16") == 0) *d = ST_F16;
-    else if (strcmp(s, "BF16") == 0) *d = ST_BF16;
-    else return false;
+    if (strcmp(s, "F32") == 0)
+        *d = ST_F32;
+    else if (strcmp(s, "F16") == 0)
+        *d = ST_F16;
+    else if (strcmp(s, "BF16") == 0)
+        *d = ST_BF16;
+    else
+        return false;
     return true;
 }
 

@@ -124,7 +124,7 @@ def model_cases():
     good = header() + struct.pack("<%df" % n, *([0.5] * n))
     bad = {
         "missing": (None, "cannot open"),
-        "directory": ("{dir}", "is a directory"),
+        "directory": ("{dir}", "folder without config.json"),
         "fifo": ("{fifo}", "is a FIFO"),
         "device": ("/dev/null", "is a character device"),
         "empty": (b"", "too short"),
@@ -389,6 +389,96 @@ def diff_cases():
         case("diff raw: " + name, ["diff", "{r.f32}", "{cand.jsonl}"], 2, [words], files=files,
              check=no_pass)
     case("diff: a FIFO", ["diff", "{fifo}", "{good.jsonl}"], 2, ["FIFO"], check=no_pass)
+
+
+def hf_cases():
+    """Hugging Face folders: a good one (tests/hf_reference.py's writer), then
+    one fault at a time in its config.json or its safetensors header."""
+    import importlib.util
+    spec = importlib.util.spec_from_file_location(
+        "hf_reference", os.path.join(ROOT, "tests", "hf_reference.py"))
+    hf = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(hf)
+    cfg = dict(hf.BASE, architectures=["LlamaForCausalLM"])
+    good = path("hf-good")
+    hf.write_model_dir(good, cfg, hf.hf_tensors(cfg, 1), "F16")
+    config = open(os.path.join(good, "config.json")).read()
+    weights = open(os.path.join(good, "model.safetensors"), "rb").read()
+    n = struct.unpack("<Q", weights[:8])[0]
+    header, data = json.loads(weights[8:8 + n]), weights[8 + n:]
+
+    def st(edit=None, raw=None):
+        """model.safetensors with its header edited (or raw bytes)."""
+        if raw is not None:
+            return raw
+        h = json.loads(json.dumps(header))
+        edit(h)
+        text = json.dumps(h).encode()
+        return struct.pack("<Q", len(text)) + text + data
+
+    def cfgd(**kw):
+        c = json.loads(config)
+        c.update(kw)
+        return json.dumps(c)
+
+    def offsets(name, begin, end):
+        return lambda h: h[name].__setitem__("data_offsets", [begin, end])
+
+    emb = "model.embed_tokens.weight"
+    q = "model.layers.0.self_attn.q_proj.weight"
+    first, second = sorted((k for k in header if k != "__metadata__"),
+                           key=lambda k: header[k]["data_offsets"][0])[:2]
+    bad = {
+        "no config.json": ({"model.safetensors": weights}, "without config.json"),
+        "config not JSON": ({"config.json": "{", "model.safetensors": weights}, "not a JSON object"),
+        "unsupported architecture": ({"config.json": cfgd(architectures=["GPT2LMHeadModel"]),
+                                      "model.safetensors": weights}, "LlamaForCausalLM"),
+        "attention_bias": ({"config.json": cfgd(attention_bias=True), "model.safetensors": weights},
+                           "attention_bias"),
+        "hidden_act gelu": ({"config.json": cfgd(hidden_act="gelu"), "model.safetensors": weights},
+                            "hidden_act"),
+        "rope_scaling yarn": ({"config.json": cfgd(rope_scaling={"rope_type": "yarn", "factor": 4}),
+                               "model.safetensors": weights}, "yarn"),
+        "vocab disagrees with the embedding": ({"config.json": cfgd(vocab_size=12),
+                                                "model.safetensors": weights}, "wrong shape"),
+        "config claims more than the files hold": (
+            {"config.json": cfgd(hidden_size=4096, intermediate_size=11008),
+             "model.safetensors": weights}, "implies"),
+        "no weights file": ({"config.json": config}, "cannot open"),
+        "header length beyond the file": ({"config.json": config, "model.safetensors":
+                                           st(raw=struct.pack("<Q", 1 << 40) + weights[8:])},
+                                          "header length"),
+        "header not JSON": ({"config.json": config,
+                             "model.safetensors": st(raw=struct.pack("<Q", 4) + b"{{{{")},
+                            "not a JSON object"),
+        "offsets past the end": ({"config.json": config, "model.safetensors":
+                                  st(offsets(emb, 0, len(data) + 2))}, "data_offsets"),
+        "negative offset": ({"config.json": config,
+                             "model.safetensors": st(offsets(emb, -2, 0))}, "data_offsets"),
+        "overlapping tensors": ({"config.json": config, "model.safetensors": st(
+            offsets(second, header[first]["data_offsets"][0],
+                    header[first]["data_offsets"][0] + header[second]["data_offsets"][1] -
+                    header[second]["data_offsets"][0]))}, "overlap"),
+        "dtype I64": ({"config.json": config, "model.safetensors":
+                       st(lambda h: h[q].__setitem__("dtype", "I64"))}, "dtype I64"),
+        "shape disagrees with its bytes": ({"config.json": config, "model.safetensors":
+                                            st(lambda h: h[q].__setitem__("shape", [3, 3]))},
+                                           "holds"),
+        "a tensor missing": ({"config.json": config, "model.safetensors":
+                              st(lambda h: h.__setitem__(q + ".renamed", h.pop(q)))},
+                             "is missing"),
+        "a shard missing": ({"config.json": config, "model.safetensors.index.json":
+                             json.dumps({"weight_map": {emb: "model-00001-of-00002.safetensors"}})},
+                            "cannot open"),
+        "a shard outside the folder": ({"config.json": config, "model.safetensors.index.json":
+                                        json.dumps({"weight_map": {emb: "../model.safetensors"}})},
+                                       "a file name in the folder"),
+    }
+    for name, (files, words) in bad.items():
+        case("hf: " + name, ["generate", "--model", "{hf}", "--tokenizer", TINY],
+             2, [words], files={"hf/" + k: v for k, v in files.items()}, creates=("hf",))
+    case("hf: no --tokenizer (tokenizer.json not read yet)",
+         ["generate", "--model", "{hf-good}"], 2, ["tokenizer.json"])
 
 
 def no_pass(result):
@@ -664,10 +754,10 @@ def main():
     global FIXTURES
     os.chdir(ROOT)
     setup()
-    FIXTURES = listing()
     for make in (model_cases, tokenizer_cases, json_model_cases, request_cases, trace_cases,
-                 diff_cases, option_cases, output_cases, signal_cases):
+                 diff_cases, option_cases, output_cases, signal_cases, hf_cases):
         make()
+    FIXTURES = listing()  # after the cases, some of which make their fixtures
     failed = 0
     for c in CASES:
         problem = run_case(c)

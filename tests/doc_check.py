@@ -140,12 +140,12 @@ def trim(text):
 
 
 def make_sandbox(root, models):
-    """A scratch checkout: links to build/, data/, docs/ and ../shared/models."""
+    """A scratch checkout: links to build/, data/, docs/, tests/ and ../shared/models."""
     top = tempfile.mkdtemp(prefix="stepwise-doc-check-")
     work = os.path.join(top, "stepwise")
     os.makedirs(os.path.join(top, "shared"))
     os.makedirs(work)
-    for name in ("build", "data", "docs"):
+    for name in ("build", "data", "docs", "tests"):
         os.symlink(os.path.join(root, name), os.path.join(work, name))
     os.symlink(models, os.path.join(top, "shared", "models"))
     return top, work

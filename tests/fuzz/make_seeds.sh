@@ -8,7 +8,7 @@ S=build/stepwise
 C=tests/fuzz/corpus
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-rm -rf "$C" && mkdir -p "$C"/{checkpoint,tokenizer,model_json,requests,trace,diff}
+rm -rf "$C" && mkdir -p "$C"/{checkpoint,tokenizer,model_json,requests,trace,diff,safetensors}
 
 # checkpoints: tied and untied, MHA and GQA, and a .q8 of each
 $S make-model --dim 8 --hidden 16 --layers 1 --heads 2 --vocab 16 --seq-len 4 --out "$C/checkpoint/tied.bin" 2>/dev/null
@@ -83,5 +83,26 @@ raw2 = with_len(meta) + struct.pack("<8f", 1, 2, 3, 4.5, 4, 3, 2, 1)
 for name, mode, ref, cand in [("traces", 0, score, score), ("two-traces", 4, score, sampled),
                               ("raw", 3, raw, raw2), ("mixed", 1, raw, score)]:
     open(f"{C}/diff/{name}", "wb").write(bytes([mode]) + with_len(ref) + cand)
+PY
+# Hugging Face folders: [2-byte length][config.json][model.safetensors], tiny,
+# one per architecture and dtype, by tests/hf_reference.py's own writer
+SEED_OUT="$C/safetensors" SEED_TMP="$tmp" /usr/bin/python3 - <<'PY'
+import importlib.util, json, os, struct
+spec = importlib.util.spec_from_file_location("hf", "tests/hf_reference.py")
+hf = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(hf)
+out, tmp = os.environ["SEED_OUT"], os.environ["SEED_TMP"]
+base = {"hidden_size": 4, "intermediate_size": 4, "num_hidden_layers": 1,
+        "num_attention_heads": 2, "num_key_value_heads": 1, "vocab_size": 5,
+        "max_position_embeddings": 4, "rms_norm_eps": 1e-5, "rope_theta": 10000.0,
+        "tie_word_embeddings": True}
+for i, (arch, dtype) in enumerate([("LlamaForCausalLM", "F16"), ("Qwen2ForCausalLM", "F32"),
+                                   ("Qwen3ForCausalLM", "BF16")]):
+    cfg = dict(base, architectures=[arch])
+    d = os.path.join(tmp, "hf%d" % i)
+    hf.write_model_dir(d, cfg, hf.hf_tensors(cfg, i), dtype)
+    config = open(os.path.join(d, "config.json"), "rb").read()
+    weights = open(os.path.join(d, "model.safetensors"), "rb").read()
+    open(os.path.join(out, arch.lower()), "wb").write(struct.pack("<H", len(config)) + config + weights)
 PY
 du -sh "$C"

@@ -1,0 +1,45 @@
+/* fuzz_safetensors.c: a Hugging Face model directory from elsewhere: its
+ * config.json (a 2-byte length and the text), then its model.safetensors
+ * (the rest), through the loader `--model DIR` runs; a model that loads
+ * runs one token. The safetensors parser also sees the bytes in memory. */
+#include "fuzz_file.h"
+
+#include <sys/stat.h>
+
+#include "ref/forward.h"
+#include "ref/hf_model.h"
+#include "ref/safetensors.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
+    const uint8_t *config, *weights;
+    size_t n_config, n_weights;
+    fuzz_split(data, size, &config, &n_config, &weights, &n_weights);
+    StepError err;
+    SafetensorsFile f;
+    if (safetensors_parse(&f, weights, n_weights, "fuzz", &err)) {
+        float one[4];
+        for (int i = 0; i < f.n; i++) /* convert a few values of every tensor */
+            if (f.tensors[i].numel > 0 && f.tensors[i].numel <= 4)
+                safetensors_to_f32(&f.tensors[i], one);
+        safetensors_close(&f);
+    }
+    /* the folder: fuzz_file's folder holds config.json and model.safetensors */
+    const char *cfg_path = fuzz_file("config.json", config, n_config);
+    fuzz_file("model.safetensors", weights, n_weights);
+    char dir[512];
+    snprintf(dir, sizeof dir, "%s", cfg_path);
+    *strrchr(dir, '/') = '\0';
+    Model m;
+    HfLoadReport report;
+    if (hf_model_load(&m, dir, &report, &err)) {
+        RunState s;
+        if (run_state_init(&s, &m.config, 1, 1, &err)) {
+            int token = m.config.vocab_size - 1;
+            forward_tokens(&m, &s, &token, 1, 0, false, NULL);
+            run_state_free(&s);
+        }
+        model_free(&m);
+    }
+    return 0;
+}
