@@ -362,7 +362,10 @@ bool hf_model_load(Model *m, const char *dir, HfLoadReport *report, StepError *e
         model_bind_weights(m);
         ok = take_all(m, files, n, dir, err);
     }
-    if (ok) fill_report(report, files, n);
+    if (ok) {
+        fill_report(report, files, n);
+        snprintf(m->source, sizeof m->source, "Hugging Face folder, %s (%s)", arch, report->dtypes);
+    }
     for (int i = 0; i < n; i++) safetensors_close(&files[i]);
     if (!ok) model_free(m);
     return ok;

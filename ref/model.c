@@ -112,6 +112,7 @@ bool model_load_checkpoint(Model *m, const char *path, StepError *err) {
     m->mapping = map, m->mapping_bytes = (size_t)file_bytes;
     m->storage = (float *)((char *)map + sizeof header);
     model_bind_weights(m);
+    snprintf(m->source, sizeof m->source, "llama2.c checkpoint (float32)");
     if (!c->shared_classifier) /* the untied classifier comes after the RoPE tables */
         m->weights.wcls =
             m->weights.rms_final + c->dim + (uint64_t)c->seq_len * (uint64_t)config_head_dim(c);

@@ -42,6 +42,9 @@ typedef struct {
      * them, so that this one depends on neither (they depend on it). */
     void (*free_quant)(struct QuantWeights *q);
     void (*free_packed)(struct PackedWeights *p, int n_layers);
+    /* What was loaded, for inspect and the trace: the format, the
+     * architecture and the files' dtypes ("" when nobody said). */
+    char source[384];
 } Model;
 
 /* Load a llama2.c checkpoint in the legacy float32 layout: a header of seven

@@ -244,6 +244,7 @@ bool model_load_json_text(Model *m, Tokenizer *tok, const char *text, const char
     }
     if (ok) {
         model_bind_weights(m);
+        snprintf(m->source, sizeof m->source, "stepwise JSON model");
         ok = read_weights(root, m, what, err) &&
              read_tokenizer(root, tok, m->config.vocab_size, what, err);
     }

@@ -328,6 +328,7 @@ bool model_load_q8(Model *m, const char *path, StepError *err) {
              fread(m->storage + 2 * L * d, sizeof(float), d, f) == d &&
              (c->shared_classifier || read_matrix(f, &q->wcls, c->vocab_size, di, group));
         q->n_layers = c->n_layers;
+        snprintf(m->source, sizeof m->source, "stepwise .q8 (int8, group %d)", group);
     } else {
         free(q);
     }

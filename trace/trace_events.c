@@ -20,7 +20,30 @@ cJSON *trace_config_json(const Config *c) {
     cJSON_AddBoolToObject(m, "shared_classifier", c->shared_classifier);
     cJSON_AddNumberToObject(m, "head_dim", config_head_dim(c));
     cJSON_AddNumberToObject(m, "kv_dim", config_kv_dim(c));
+    if (!config_is_llama2c(c)) cJSON_AddItemToObject(m, "arch", trace_arch_json(c));
     return m;
+}
+
+cJSON *trace_arch_json(const Config *c) {
+    cJSON *a = cJSON_CreateObject();
+    cJSON_AddStringToObject(a, "rope_layout",
+                            c->rope_layout == ROPE_HALVES ? "halves" : "interleaved");
+    cJSON_AddItemToObject(a, "rope_theta", trace_float(config_rope_theta(c)));
+    const RopeScaling *s = &c->rope_scaling;
+    if (s->type != ROPE_SCALING_NONE) {
+        cJSON *r = cJSON_AddObjectToObject(a, "rope_scaling");
+        cJSON_AddStringToObject(r, "type", s->type == ROPE_SCALING_LINEAR ? "linear" : "llama3");
+        cJSON_AddItemToObject(r, "factor", trace_float(s->factor));
+        if (s->type == ROPE_SCALING_LLAMA3) {
+            cJSON_AddItemToObject(r, "low_freq_factor", trace_float(s->low_freq_factor));
+            cJSON_AddItemToObject(r, "high_freq_factor", trace_float(s->high_freq_factor));
+            cJSON_AddNumberToObject(r, "original_context", s->original_context);
+        }
+    }
+    cJSON_AddBoolToObject(a, "qkv_bias", c->qkv_bias);
+    cJSON_AddBoolToObject(a, "qk_norm", c->qk_norm);
+    cJSON_AddItemToObject(a, "norm_eps", trace_float(config_norm_eps(c)));
+    return a;
 }
 
 /* The run header's model: its shape, and what follows from it. */
@@ -102,6 +125,8 @@ cJSON *trace_event_run(const Config *c, const SamplerParams *sampler, const Trac
     cJSON_AddStringToObject(env, "model_path", info->model_path ? info->model_path : "(built-in)");
     cJSON_AddStringToObject(env, "tokenizer_path",
                             info->tokenizer_path ? info->tokenizer_path : "(model's own)");
+    if (info->model_source != NULL && info->model_source[0] != '\0')
+        cJSON_AddStringToObject(env, "model_source", info->model_source);
     return e;
 }
 

@@ -26,6 +26,7 @@ typedef struct {
     int steps;
     const char *model_path;     /* NULL: the built-in tiny model */
     const char *tokenizer_path; /* NULL: the model's own */
+    const char *model_source;   /* Model.source, or NULL */
     int weight_group;           /* the weights' group when int8, else 0 */
     QuantRuntime quant;         /* activations and KV cache */
 } TraceRunInfo;
@@ -34,6 +35,11 @@ typedef struct {
  * vocab_size, seq_len, shared_classifier, head_dim, kv_dim (the run header's
  * "model" starts with these; `stepwise inspect --json` prints them). */
 cJSON *trace_config_json(const Config *c);
+
+/* The architecture's fields (config.h) beyond the shape: RoPE layout, theta
+ * and scaling, q/k/v biases, q/k norms, norm epsilon. trace_config_json
+ * adds it as "arch" when the model is not llama2.c's architecture. */
+cJSON *trace_arch_json(const Config *c);
 
 /* {"event":"run", ...}: format version, model and derived facts, KV-cache
  * sizes, sampler, prompt, trace settings; what varies between builds and

@@ -187,6 +187,7 @@ static void on_admitted(void *ctx, BatchRequest *r) {
                          .steps = r->opt.steps,
                          .model_path = b->a->model,
                          .tokenizer_path = b->a->tokenizer,
+                         .model_source = b->m->source,
                          .weight_group = b->m->quant ? b->m->quant->group : 0,
                          .quant = r->opt.quant};
     trace_observer_write(to, trace_event_run(&b->m->config, &r->opt.sampler, &info, &b->a->trace));

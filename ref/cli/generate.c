@@ -233,6 +233,7 @@ static int run_generate(GenerateArgs *a, const Model *m, const Tokenizer *tok, S
                          .steps = a->gen.steps,
                          .model_path = a->model,
                          .tokenizer_path = a->tokenizer,
+                         .model_source = m->source,
                          .weight_group = m->quant ? m->quant->group : 0,
                          .quant = a->gen.quant};
     trace_write(&t, trace_event_run(&m->config, &a->gen.sampler, &info, &a->trace_opt));

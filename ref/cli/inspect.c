@@ -46,11 +46,26 @@ static double mib(uint64_t bytes) {
     return (double)bytes / (1024.0 * 1024.0);
 }
 
-static void print_text(const char *name, const Config *c, int context, int requests, int group,
-                       bool is_q8) {
+/* The architecture's variations, when not llama2.c's, on one line. */
+static void print_arch(const Config *c) {
+    if (config_is_llama2c(c)) return;
+    printf("  architecture: RoPE %s, theta %g", c->rope_layout == ROPE_HALVES ? "halves" : "pairs",
+           (double)config_rope_theta(c));
+    if (c->rope_scaling.type != ROPE_SCALING_NONE)
+        printf(", %s scaling x%g",
+               c->rope_scaling.type == ROPE_SCALING_LINEAR ? "linear" : "llama3",
+               (double)c->rope_scaling.factor);
+    printf("%s%s, norm eps %g\n", c->qkv_bias ? ", q/k/v biases" : "",
+           c->qk_norm ? ", q/k norms" : "", (double)config_norm_eps(c));
+}
+
+static void print_text(const char *name, const char *source, const Config *c, int context,
+                       int requests, int group, bool is_q8) {
     CacheFacts f = cache_facts(c, context, requests);
     int head_dim = config_head_dim(c), sharing = c->n_heads / c->n_kv_heads;
     printf("model %s\n", name);
+    if (source[0] != '\0') printf("  from: %s\n", source);
+    print_arch(c);
     printf("  dim %d, hidden_dim %d, %d layers, vocab %d, seq_len %d, %s classifier\n", c->dim,
            c->hidden_dim, c->n_layers, c->vocab_size, c->seq_len,
            c->shared_classifier ? "tied" : "untied");
@@ -115,10 +130,11 @@ static cJSON *facts_json(const Config *c, int context, int requests) {
     return o;
 }
 
-static void print_json(const char *name, const Config *c, int context, int requests, int group,
-                       bool is_q8) {
+static void print_json(const char *name, const char *source, const Config *c, int context,
+                       int requests, int group, bool is_q8) {
     cJSON *o = cJSON_CreateObject();
     cJSON_AddStringToObject(o, "model_path", name);
+    if (source[0] != '\0') cJSON_AddStringToObject(o, "source", source);
     cJSON_AddItemToObject(o, "model", trace_config_json(c));
     cJSON_AddNumberToObject(o, "context", context);
     cJSON_AddNumberToObject(o, "requests", requests);
@@ -195,9 +211,9 @@ int cli_inspect(int argc, char **argv) {
     const char *name = model ? model : "(built-in tiny model)";
     int group = m.quant != NULL ? m.quant->group : 32;
     if (json)
-        print_json(name, &m.config, context, requests, group, m.quant != NULL);
+        print_json(name, m.source, &m.config, context, requests, group, m.quant != NULL);
     else
-        print_text(name, &m.config, context, requests, group, m.quant != NULL);
+        print_text(name, m.source, &m.config, context, requests, group, m.quant != NULL);
     model_free(&m);
     return 0;
 }

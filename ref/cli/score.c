@@ -174,6 +174,7 @@ static int run_score(ScoreArgs *a, const Model *m, const Tokenizer *tok, StepErr
                          .n_prompt = n,
                          .model_path = a->model,
                          .tokenizer_path = a->tokenizer,
+                         .model_source = m->source,
                          .weight_group = m->quant ? m->quant->group : 0,
                          .quant = a->quant.run};
     trace_observer_write(&to, trace_event_run(&m->config, NULL, &info, &a->trace));
