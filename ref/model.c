@@ -188,7 +188,9 @@ bool model_init_random(Model *m, const Config *c, uint64_t seed, StepError *err)
     XorshiftRng rng = {seed};
     uint64_t dim = (uint64_t)c->dim, hidden = (uint64_t)c->hidden_dim, L = (uint64_t)c->n_layers;
     uint64_t kv = (uint64_t)config_kv_dim(c), vocab = (uint64_t)c->vocab_size;
+    uint64_t qd = (uint64_t)config_q_dim(c), hd = (uint64_t)config_head_dim(c);
     float in_dim = 1.0f / sqrtf((float)c->dim), in_hidden = 1.0f / sqrtf((float)c->hidden_dim);
+    float in_q = 1.0f / sqrtf((float)qd);
     /* In storage order, so that the stream of random numbers is the layout's. */
     struct {
         const float *view;
@@ -196,16 +198,23 @@ bool model_init_random(Model *m, const Config *c, uint64_t seed, StepError *err)
         float scale; /* 0: a norm weight, all ones */
     } parts[] = {{m->weights.token_embedding, vocab * dim, in_dim},
                  {m->weights.rms_att, L * dim, 0},
-                 {m->weights.wq, L * dim * dim, in_dim},
+                 {m->weights.wq, L * qd * dim, in_dim},
                  {m->weights.wk, L * kv * dim, in_dim},
                  {m->weights.wv, L * kv * dim, in_dim},
-                 {m->weights.wo, L * dim * dim, in_dim},
+                 {m->weights.wo, L * dim * qd, in_q},
                  {m->weights.rms_ffn, L * dim, 0},
                  {m->weights.w1, L * hidden * dim, in_dim},
                  {m->weights.w2, L * dim * hidden, in_hidden},
                  {m->weights.w3, L * hidden * dim, in_dim},
                  {m->weights.rms_final, dim, 0},
-                 {c->shared_classifier ? NULL : m->weights.wcls, vocab * dim, in_dim}};
+                 {c->shared_classifier ? NULL : m->weights.wcls, vocab * dim, in_dim},
+                 /* the architecture's extras: biases as small as a weight row's
+                  * contribution, q/k norms ones (as a trained model starts) */
+                 {m->weights.bq, L * qd, in_dim},
+                 {m->weights.bk, L * kv, in_dim},
+                 {m->weights.bv, L * kv, in_dim},
+                 {m->weights.q_norm, L * hd, 0},
+                 {m->weights.k_norm, L * hd, 0}};
     for (size_t i = 0; i < sizeof parts / sizeof parts[0]; i++) {
         if (parts[i].view == NULL) continue;
         float *dst = m->storage + (parts[i].view - m->storage);

@@ -9,7 +9,11 @@
    (written from Hugging Face's modelling code: rotate_half RoPE, [out, in]
    weights, q/k/v biases, q/k norms) run on the weights as stored (after
    their rounding to F16 or BF16): max |dlogit| <= 1e-4.
-2. stories260K converted to a Hugging Face directory, its q and k rows
+2. `stepwise make-model --format hf` writes folders of every architecture,
+   dtype and shard count; read back here by a safetensors reader of this
+   file's own, in Hugging Face's layout, they must give the engine's logits
+   (the C writer's halves permutation and rounding against this reading).
+3. stories260K converted to a Hugging Face directory, its q and k rows
    permuted as Hugging Face's conversion script does, must give run.c's
    golden logits (../golden/stories260K/once_upon_a_time.json) within 1e-5.
 
@@ -201,6 +205,75 @@ def engine_logits(model_dir, tokens, tokenizer, name):
     return np.array([rows[p] for p in range(len(tokens))], dtype=np.float64)
 
 
+# ---------------------------------------------------------------- make-model
+
+
+def read_safetensors(path):
+    """{name: float64 array} of one file, decoded here."""
+    raw = open(path, "rb").read()
+    n = struct.unpack("<Q", raw[:8])[0]
+    header, data = json.loads(raw[8:8 + n]), raw[8 + n:]
+    out = {}
+    for name, t in header.items():
+        if name == "__metadata__":
+            continue
+        b, e = t["data_offsets"]
+        chunk = data[b:e]
+        if t["dtype"] == "F32":
+            a = np.frombuffer(chunk, dtype="<f4")
+        elif t["dtype"] == "F16":
+            a = np.frombuffer(chunk, dtype="<f2")
+        else:
+            a = (np.frombuffer(chunk, dtype="<u2").astype("<u4") << 16).view("<f4")
+        out[name] = a.astype(np.float64).reshape(t["shape"])
+    return out
+
+
+def read_model_dir(path):
+    cfg = json.load(open(os.path.join(path, "config.json")))
+    tensors = {}
+    for f in sorted(os.listdir(path)):
+        if f.endswith(".safetensors"):
+            tensors.update(read_safetensors(os.path.join(path, f)))
+    return cfg, tensors
+
+
+MAKE_MODEL = [
+    ("llama", "f32", 1, []), ("llama", "bf16", 2, ["--untied"]), ("mistral", "f16", 1, []),
+    ("qwen2", "f32", 3, ["--rope-theta", "1000000"]),
+    ("qwen3", "bf16", 1, ["--head-dim", "8", "--rope-theta", "1000000"]),
+]
+
+
+def check_make_model():
+    failed = 0
+    for i, (arch, dtype, shards, extra) in enumerate(MAKE_MODEL):
+        path = os.path.join(TMP, "made%d" % i)
+        if os.path.exists(path):
+            for f in os.listdir(path):
+                os.unlink(os.path.join(path, f))
+            os.rmdir(path)
+        args = [BIN, "make-model", "--format", "hf", "--arch", arch, "--dtype", dtype, "--shards",
+                str(shards), "--dim", "16", "--hidden", "24", "--layers", "2", "--heads", "4",
+                "--kv-heads", "2", "--vocab", "13", "--seq-len", "32", "--seed", str(5 + i),
+                "--out", path] + extra
+        name = "make-model --format hf --arch %s --dtype %s --shards %d %s" % (
+            arch, dtype, shards, " ".join(extra))
+        run = subprocess.run(args, capture_output=True, text=True)
+        if run.returncode != 0:
+            print("FAIL  %s: %s" % (name, run.stderr.strip()))
+            failed += 1
+            continue
+        cfg, tensors = read_model_dir(path)
+        want = arch_reference.reference_logits(as_reference_model(cfg, tensors), TOKENS)
+        got = engine_logits(path, TOKENS, TINY_TOKENIZER, "made%d" % i)
+        err = float(np.max(np.abs(got - want)))
+        ok = err <= 1e-4
+        failed += not ok
+        print("%s  %s (max |engine - numpy| %.2g)" % ("ok  " if ok else "FAIL", name, err))
+    return failed
+
+
 # ---------------------------------------------------------------- stories260K
 
 
@@ -285,8 +358,9 @@ def main():
         else:
             failed += 1
             print("FAIL  %s: max |engine - numpy| %.3g > 1e-4" % (name, err))
+    failed += check_make_model()
     stories = check_stories()
-    total = len(CASES) + (stories is not None)
+    total = len(CASES) + len(MAKE_MODEL) + (stories is not None)
     failed += stories or 0
     print("hugging face models: %d passed, %d failed" % (total - failed, failed))
     return 1 if failed else 0

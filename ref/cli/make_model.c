@@ -3,10 +3,12 @@
  * the 15M benchmark shape). */
 #include <getopt.h>
 #include <stdio.h>
+#include <string.h>
 
 #include "commands.h"
 #include "common.h"
 #include "../file_util.h"
+#include "../hf_write.h"
 
 static const char MAKE_MODEL_USAGE[] =
     "usage: stepwise make-model --dim D --hidden H --layers L --heads N [--kv-heads M]\n"
@@ -17,6 +19,15 @@ static const char MAKE_MODEL_USAGE[] =
     "--kv-heads M < N shares each KV head among N/M query heads: M = N is MHA,\n"
     "1 < M < N is GQA, M = 1 is MQA. --untied stores a classifier of its own.\n"
     "Defaults: --kv-heads N, --seed 42.\n"
+    "\n"
+    "A Hugging Face model directory instead (docs/hf-models.md):\n"
+    "  --format hf          write OUT as a folder: config.json and safetensors\n"
+    "  --arch A             llama (default), mistral, qwen2 (q/k/v biases) or qwen3\n"
+    "                       (q/k norms)\n"
+    "  --dtype T            f32 (default), f16 or bf16 (rounded to nearest even)\n"
+    "  --shards N           N safetensors files and their index (default 1)\n"
+    "  --head-dim H         the head size, if not dim / heads\n"
+    "  --rope-theta X       the RoPE base (default 10000)\n"
     "\n"
     "the 15M benchmark shape:\n"
     "  stepwise make-model --dim 288 --hidden 768 --layers 6 --heads 6 --vocab 32000 \\\n"
@@ -32,8 +43,60 @@ enum {
     OPT_SEQ_LEN,
     OPT_MODEL_SEED,
     OPT_UNTIED,
-    OPT_OUT
+    OPT_OUT,
+    OPT_FORMAT,
+    OPT_ARCH,
+    OPT_DTYPE,
+    OPT_SHARDS,
+    OPT_HEAD_DIM,
+    OPT_ROPE_THETA
 };
+
+/* The folder options (--format hf and what goes with it). */
+typedef struct {
+    bool hf;
+    HfArchitecture arch;
+    SafetensorsDtype dtype;
+    int shards;
+} FolderOptions;
+
+/* One folder option: 1 if c was one, 0 if not, -1 on a bad value. */
+static int folder_option(int c, const char *arg, FolderOptions *f, Config *cfg, StepError *err) {
+    bool ok = true;
+    switch (c) {
+        case OPT_FORMAT:
+            ok = strcmp(arg, "hf") == 0 || strcmp(arg, "llama2c") == 0 ||
+                 step_fail(err, "make-model: --format is llama2c or hf, not '%s'", arg);
+            f->hf = arg[0] == 'h';
+            break;
+        case OPT_ARCH:
+            ok = hf_architecture_parse(arg, &f->arch) ||
+                 step_fail(err, "make-model: --arch is llama, mistral, qwen2 or qwen3, not '%s'",
+                           arg);
+            break;
+        case OPT_DTYPE:
+            f->dtype = strcmp(arg, "f16") == 0    ? ST_F16
+                       : strcmp(arg, "bf16") == 0 ? ST_BF16
+                                                  : ST_F32;
+            ok = f->dtype != ST_F32 || strcmp(arg, "f32") == 0 ||
+                 step_fail(err, "make-model: --dtype is f32, f16 or bf16, not '%s'", arg);
+            break;
+        case OPT_SHARDS:
+            ok = cli_parse_int(arg, "--shards", 1, 64, &f->shards, err);
+            break;
+        case OPT_HEAD_DIM:
+            ok = cli_parse_int(arg, "--head-dim", 2, 1 << 16, &cfg->head_dim, err);
+            break;
+        case OPT_ROPE_THETA:
+            ok = cli_parse_float(arg, "--rope-theta", false, &cfg->rope_theta, err) &&
+                 (cfg->rope_theta > 0 ||
+                  step_fail(err, "make-model: --rope-theta must be positive"));
+            break;
+        default:
+            return 0;
+    }
+    return ok ? 1 : -1;
+}
 
 int cli_make_model(int argc, char **argv) {
     static const struct option options[] = {{"dim", required_argument, NULL, OPT_DIM},
@@ -46,6 +109,12 @@ int cli_make_model(int argc, char **argv) {
                                             {"seed", required_argument, NULL, OPT_MODEL_SEED},
                                             {"untied", no_argument, NULL, OPT_UNTIED},
                                             {"out", required_argument, NULL, OPT_OUT},
+                                            {"format", required_argument, NULL, OPT_FORMAT},
+                                            {"arch", required_argument, NULL, OPT_ARCH},
+                                            {"dtype", required_argument, NULL, OPT_DTYPE},
+                                            {"shards", required_argument, NULL, OPT_SHARDS},
+                                            {"head-dim", required_argument, NULL, OPT_HEAD_DIM},
+                                            {"rope-theta", required_argument, NULL, OPT_ROPE_THETA},
                                             {"help", no_argument, NULL, 'h'},
                                             {NULL, 0, NULL, 0}};
     /* Sizes start at 0 ("not given"); zero or negative values are refused by
@@ -54,6 +123,7 @@ int cli_make_model(int argc, char **argv) {
     int seed = 42;
     bool untied = false;
     const char *out = NULL;
+    FolderOptions folder = {.arch = HF_LLAMA, .dtype = ST_F32, .shards = 1};
     StepError err;
     bool ok = true;
     opterr = 0;
@@ -96,8 +166,11 @@ int cli_make_model(int argc, char **argv) {
             case 'h':
                 fputs(MAKE_MODEL_USAGE, stdout);
                 return 0;
-            default:
-                ok = cli_option_error("make-model", opt, optopt, argv, optind, &err);
+            default: {
+                int handled = folder_option(opt, optarg, &folder, &c, &err);
+                if (handled == 0) cli_option_error("make-model", opt, optopt, argv, optind, &err);
+                ok = handled > 0;
+            }
         }
         if (target != NULL)
             ok = cli_parse_int(optarg, name, -(1L << 31) + 1, (1L << 31) - 1, target, &err);
@@ -105,13 +178,18 @@ int cli_make_model(int argc, char **argv) {
     if (ok && optind < argc)
         ok = step_fail(&err, "make-model: unexpected argument '%s'", argv[optind]);
     if (ok && out == NULL) ok = step_fail(&err, "make-model: --out is required (see --help)");
-    if (ok) ok = file_check_output(out, "--out", &err);
+    if (ok && !folder.hf) ok = file_check_output(out, "--out", &err);
+    if (ok && !folder.hf && (c.head_dim != 0 || c.rope_theta != 0 || folder.shards > 1))
+        ok = step_fail(&err, "make-model: --head-dim, --rope-theta and --shards need --format hf");
+    if (folder.hf) hf_architecture_apply(folder.arch, &c);
     if (ok && seed <= 0) ok = step_fail(&err, "make-model: --seed must be positive, got %d", seed);
     if (ok && c.n_kv_heads == 0) c.n_kv_heads = c.n_heads;
     c.shared_classifier = !untied;
     Model m = {0};
     if (ok) ok = model_init_random(&m, &c, (uint64_t)seed, &err);
-    if (ok) ok = model_save_checkpoint(&m, out, &err);
+    if (ok)
+        ok = folder.hf ? hf_model_save(&m, folder.arch, out, folder.dtype, folder.shards, &err)
+                       : model_save_checkpoint(&m, out, &err);
     model_free(&m);
     if (!ok) {
         cli_print_error(&err);

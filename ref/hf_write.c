@@ -1,0 +1,272 @@
+/* hf_write.c: see hf_write.h. */
+#include "hf_write.h"
+
+#include <cjson/cJSON.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+static const char *const ARCH_NAMES[] = {"llama", "mistral", "qwen2", "qwen3"};
+static const char *const ARCH_CLASSES[] = {"LlamaForCausalLM", "MistralForCausalLM",
+                                           "Qwen2ForCausalLM", "Qwen3ForCausalLM"};
+
+bool hf_architecture_parse(const char *name, HfArchitecture *a) {
+    for (int i = 0; i < 4; i++) {
+        if (strcmp(name, ARCH_NAMES[i]) == 0) {
+            *a = (HfArchitecture)i;
+            return true;
+        }
+    }
+    return false;
+}
+
+void hf_architecture_apply(HfArchitecture a, Config *c) {
+    c->qkv_bias = a == HF_QWEN2;
+    c->qk_norm = a == HF_QWEN3;
+}
+
+/* One tensor to write: its name, its float32 values and shape, and
+ * whether its rows are a rotated projection's (heads > 0: back to halves). */
+typedef struct {
+    char name[128];
+    const float *values;
+    int64_t rows, cols; /* rows 0: a vector of cols */
+    int heads;
+} OutTensor;
+
+/* float32 to IEEE half, rounded to nearest even (overflow: infinity). */
+static uint16_t float_to_half(float f) {
+    uint32_t x;
+    memcpy(&x, &f, sizeof x);
+    uint32_t sign = (x >> 16) & 0x8000, exp = (x >> 23) & 0xFF, man = x & 0x7FFFFF;
+    if (exp == 0xFF) return (uint16_t)(sign | 0x7C00 | (man ? 0x200 : 0)); /* inf, NaN */
+    int e = (int)exp - 127 + 15;
+    if (e >= 31) return (uint16_t)(sign | 0x7C00);
+    if (e <= 0) { /* a half subnormal, or zero */
+        if (e < -10) return (uint16_t)sign;
+        man |= 0x800000;
+        int shift = 14 - e;
+        uint32_t half = man >> shift, rest = man & ((1u << shift) - 1), mid = 1u << (shift - 1);
+        if (rest > mid || (rest == mid && (half & 1))) half++;
+        return (uint16_t)(sign | half);
+    }
+    uint32_t half = (uint32_t)e << 10 | man >> 13, rest = man & 0x1FFF;
+    if (rest > 0x1000 || (rest == 0x1000 && (half & 1))) half++; /* may carry into the exponent */
+    return (uint16_t)(sign | half);
+}
+
+/* float32 to bfloat16, rounded to nearest even. */
+static uint16_t float_to_bf16(float f) {
+    uint32_t x;
+    memcpy(&x, &f, sizeof x);
+    if ((x & 0x7F800000) == 0x7F800000 && (x & 0x7FFFFF)) return (uint16_t)(x >> 16 | 0x40);
+    x += 0x7FFF + ((x >> 16) & 1);
+    return (uint16_t)(x >> 16);
+}
+
+/* Row r of the Hugging Face layout comes from this row of stepwise's: in
+ * each head, halves row j·half + i is interleaved row 2i + j. */
+static int64_t source_row(const OutTensor *t, int64_t r, int head_dim) {
+    if (t->heads == 0) return r;
+    int64_t head = r / head_dim, k = r % head_dim, half = head_dim / 2;
+    return head * head_dim + 2 * (k % half) + k / half;
+}
+
+static bool write_values(FILE *f, const OutTensor *t, SafetensorsDtype dtype, int head_dim) {
+    int64_t rows = t->rows == 0 ? t->cols : t->rows, cols = t->rows == 0 ? 1 : t->cols;
+    for (int64_t r = 0; r < rows; r++) {
+        const float *src = t->values + source_row(t, r, head_dim) * cols;
+        for (int64_t c = 0; c < cols; c++) {
+            unsigned char b[4];
+            uint32_t bits;
+            int n = dtype == ST_F32 ? 4 : 2;
+            if (dtype == ST_F32)
+                memcpy(&bits, &src[c], 4);
+            else
+                bits = dtype == ST_F16 ? float_to_half(src[c]) : float_to_bf16(src[c]);
+            for (int i = 0; i < n; i++) b[i] = (unsigned char)(bits >> (8 * i));
+            if (fwrite(b, 1, (size_t)n, f) != (size_t)n) return false;
+        }
+    }
+    return true;
+}
+
+static int64_t numel(const OutTensor *t) {
+    return t->rows == 0 ? t->cols : t->rows * t->cols;
+}
+
+/* One safetensors file of tensors[0..n). */
+static bool write_file(const char *path, const OutTensor *const *tensors, int n,
+                       SafetensorsDtype dtype, int head_dim, StepError *err) {
+    cJSON *h = cJSON_CreateObject();
+    int64_t offset = 0, size = dtype == ST_F32 ? 4 : 2;
+    for (int i = 0; i < n; i++) {
+        const OutTensor *t = tensors[i];
+        cJSON *e = cJSON_AddObjectToObject(h, t->name);
+        cJSON_AddStringToObject(e, "dtype", safetensors_dtype_name(dtype));
+        cJSON *shape = cJSON_AddArrayToObject(e, "shape");
+        if (t->rows > 0) cJSON_AddItemToArray(shape, cJSON_CreateNumber((double)t->rows));
+        cJSON_AddItemToArray(shape, cJSON_CreateNumber((double)t->cols));
+        cJSON *off = cJSON_AddArrayToObject(e, "data_offsets");
+        cJSON_AddItemToArray(off, cJSON_CreateNumber((double)offset));
+        offset += numel(t) * size;
+        cJSON_AddItemToArray(off, cJSON_CreateNumber((double)offset));
+    }
+    cJSON_AddItemToObject(h, "__metadata__", cJSON_CreateObject());
+    cJSON_AddStringToObject(cJSON_GetObjectItem(h, "__metadata__"), "format", "pt");
+    char *text = cJSON_PrintUnformatted(h);
+    cJSON_Delete(h);
+    FILE *f = text ? fopen(path, "wb") : NULL;
+    size_t len = text ? strlen(text) : 0, padded = (len + 7) / 8 * 8;
+    unsigned char head[8];
+    for (int i = 0; i < 8; i++) head[i] = (unsigned char)((uint64_t)padded >> (8 * i));
+    bool ok = f != NULL && fwrite(head, 1, 8, f) == 8 && fwrite(text, 1, len, f) == len;
+    for (size_t i = len; ok && i < padded; i++) ok = fputc(' ', f) != EOF;
+    for (int i = 0; ok && i < n; i++) ok = write_values(f, tensors[i], dtype, head_dim);
+    if (f != NULL && fclose(f) != 0) ok = false;
+    free(text);
+    return ok || step_fail(err, "%s: write failed: %s", path, strerror(errno));
+}
+
+/* Every tensor of m under its Hugging Face name. Returns how many. */
+static int list_tensors(const Model *m, OutTensor *out) {
+    const Config *c = &m->config;
+    const Weights *w = &m->weights;
+    int64_t d = c->dim, h = c->hidden_dim, kv = config_kv_dim(c), qd = config_q_dim(c);
+    int64_t hd = config_head_dim(c);
+    int n = 0;
+    out[n++] = (OutTensor){"model.embed_tokens.weight", w->token_embedding, c->vocab_size, d, 0};
+    out[n++] = (OutTensor){"model.norm.weight", w->rms_final, 0, d, 0};
+    if (!c->shared_classifier)
+        out[n++] = (OutTensor){"lm_head.weight", w->wcls, c->vocab_size, d, 0};
+    for (int l = 0; l < c->n_layers; l++) {
+        const struct {
+            const char *name;
+            const float *v;
+            int64_t rows, cols;
+            int heads;
+        } parts[] = {
+            {"input_layernorm.weight", w->rms_att + l * d, 0, d, 0},
+            {"self_attn.q_proj.weight", w->wq + l * qd * d, qd, d, c->n_heads},
+            {"self_attn.k_proj.weight", w->wk + l * kv * d, kv, d, c->n_kv_heads},
+            {"self_attn.v_proj.weight", w->wv + l * kv * d, kv, d, 0},
+            {"self_attn.o_proj.weight", w->wo + l * d * qd, d, qd, 0},
+            {"self_attn.q_proj.bias", w->bq ? w->bq + l * qd : NULL, 0, qd, c->n_heads},
+            {"self_attn.k_proj.bias", w->bk ? w->bk + l * kv : NULL, 0, kv, c->n_kv_heads},
+            {"self_attn.v_proj.bias", w->bv ? w->bv + l * kv : NULL, 0, kv, 0},
+            {"self_attn.q_norm.weight", w->q_norm ? w->q_norm + l * hd : NULL, 0, hd, 1},
+            {"self_attn.k_norm.weight", w->k_norm ? w->k_norm + l * hd : NULL, 0, hd, 1},
+            {"post_attention_layernorm.weight", w->rms_ffn + l * d, 0, d, 0},
+            {"mlp.gate_proj.weight", w->w1 + l * h * d, h, d, 0},
+            {"mlp.down_proj.weight", w->w2 + l * d * h, d, h, 0},
+            {"mlp.up_proj.weight", w->w3 + l * h * d, h, d, 0},
+        };
+        for (size_t i = 0; i < sizeof parts / sizeof parts[0]; i++) {
+            if (parts[i].v == NULL) continue;
+            OutTensor *t = &out[n++];
+            snprintf(t->name, sizeof t->name, "model.layers.%d.%s", l, parts[i].name);
+            t->values = parts[i].v, t->rows = parts[i].rows, t->cols = parts[i].cols;
+            t->heads = parts[i].heads;
+        }
+    }
+    return n;
+}
+
+static int by_name(const void *a, const void *b) {
+    return strcmp((*(const OutTensor *const *)a)->name, (*(const OutTensor *const *)b)->name);
+}
+
+static cJSON *config_json(const Config *c, HfArchitecture a, SafetensorsDtype dtype) {
+    cJSON *o = cJSON_CreateObject();
+    cJSON *archs = cJSON_AddArrayToObject(o, "architectures");
+    cJSON_AddItemToArray(archs, cJSON_CreateString(ARCH_CLASSES[a]));
+    cJSON_AddStringToObject(o, "model_type", ARCH_NAMES[a]);
+    cJSON_AddNumberToObject(o, "hidden_size", c->dim);
+    cJSON_AddNumberToObject(o, "intermediate_size", c->hidden_dim);
+    cJSON_AddNumberToObject(o, "num_hidden_layers", c->n_layers);
+    cJSON_AddNumberToObject(o, "num_attention_heads", c->n_heads);
+    cJSON_AddNumberToObject(o, "num_key_value_heads", c->n_kv_heads);
+    cJSON_AddNumberToObject(o, "head_dim", config_head_dim(c));
+    cJSON_AddNumberToObject(o, "vocab_size", c->vocab_size);
+    cJSON_AddNumberToObject(o, "max_position_embeddings", c->seq_len);
+    cJSON_AddNumberToObject(o, "rope_theta", config_rope_theta(c));
+    cJSON_AddNumberToObject(o, "rms_norm_eps", config_norm_eps(c));
+    cJSON_AddBoolToObject(o, "tie_word_embeddings", c->shared_classifier);
+    cJSON_AddStringToObject(o, "hidden_act", "silu");
+    cJSON_AddStringToObject(o, "torch_dtype",
+                            dtype == ST_F32   ? "float32"
+                            : dtype == ST_F16 ? "float16"
+                                              : "bfloat16");
+    if (a == HF_MISTRAL) cJSON_AddNullToObject(o, "sliding_window");
+    return o;
+}
+
+/* Remove the files this call wrote into dir, then dir. */
+static void remove_written(const char *dir, char names[][64], int n) {
+    char path[4096];
+    for (int i = 0; i < n; i++) {
+        snprintf(path, sizeof path, "%s/%s", dir, names[i]);
+        unlink(path);
+    }
+    rmdir(dir);
+}
+
+bool hf_model_save(const Model *m, HfArchitecture a, const char *dir, SafetensorsDtype dtype,
+                   int shards, StepError *err) {
+    const Config *c = &m->config;
+    if (m->quant != NULL || m->packed != NULL || c->rope_layout != ROPE_INTERLEAVED)
+        return step_fail(err, "%s: only a float32 model as loaded can be written", dir);
+    if ((c->qkv_bias != (a == HF_QWEN2)) || (c->qk_norm != (a == HF_QWEN3)))
+        return step_fail(err, "%s: the model's biases and q/k norms are not %s's", dir,
+                         ARCH_CLASSES[a]);
+    size_t max_tensors = 3 + (size_t)c->n_layers * 14;
+    OutTensor *all = malloc(max_tensors * sizeof *all);
+    const OutTensor **order = malloc(max_tensors * sizeof *order);
+    char(*names)[64] = calloc((size_t)shards + 2, sizeof *names);
+    if (all == NULL || order == NULL || names == NULL) {
+        free(all), free(order), free(names);
+        return step_fail(err, "%s: out of memory", dir);
+    }
+    int n = list_tensors(m, all), written = 0, head_dim = config_head_dim(c);
+    for (int i = 0; i < n; i++) order[i] = &all[i];
+    qsort(order, (size_t)n, sizeof *order, by_name);
+    bool made = mkdir(dir, 0755) == 0;
+    bool ok = made || step_fail(err, "%s: cannot create: %s", dir, strerror(errno));
+    cJSON *cfg = config_json(c, a, dtype), *index = cJSON_CreateObject();
+    cJSON *map = cJSON_AddObjectToObject(index, "weight_map");
+    const OutTensor **part = malloc((size_t)n * sizeof *part);
+    ok = ok && part != NULL;
+    for (int s = 0; ok && s < shards; s++) { /* shard s takes tensors s, s + shards, ... */
+        int k = 0;
+        for (int i = s; i < n; i += shards) part[k++] = order[i];
+        if (shards == 1)
+            snprintf(names[written], sizeof names[0], "model.safetensors");
+        else
+            snprintf(names[written], sizeof names[0], "model-%05d-of-%05d.safetensors", s + 1,
+                     shards);
+        for (int i = 0; i < k; i++) cJSON_AddStringToObject(map, part[i]->name, names[written]);
+        char path[4096];
+        snprintf(path, sizeof path, "%s/%s", dir, names[written]);
+        ok = write_file(path, part, k, dtype, head_dim, err);
+        written++;
+    }
+    const char *json_files[] = {"config.json", "model.safetensors.index.json"};
+    cJSON *json_docs[] = {cfg, index};
+    for (int i = 0; ok && i < (shards > 1 ? 2 : 1); i++) {
+        char path[4096], *text = cJSON_Print(json_docs[i]);
+        snprintf(path, sizeof path, "%s/%s", dir, json_files[i]);
+        snprintf(names[written++], sizeof names[0], "%s", json_files[i]);
+        FILE *f = text ? fopen(path, "w") : NULL;
+        ok = f != NULL && fputs(text, f) >= 0 && fputc('\n', f) != EOF;
+        if (f != NULL && fclose(f) != 0) ok = false;
+        if (!ok) step_fail(err, "%s: write failed: %s", path, strerror(errno));
+        free(text);
+    }
+    if (!ok && made) remove_written(dir, names, written);
+    cJSON_Delete(cfg), cJSON_Delete(index);
+    free(all), free(order), free(part), free(names);
+    return ok;
+}

@@ -1,0 +1,28 @@
+/* hf_write.h: writing a model as a Hugging Face model directory
+ * (config.json and safetensors, optionally sharded), the form hf_model.h
+ * reads: for tests and benchmarks of shapes no downloaded model has. */
+#ifndef STEPWISE_HF_WRITE_H
+#define STEPWISE_HF_WRITE_H
+
+#include "model.h"
+#include "safetensors.h"
+
+/* The architectures a folder can be written as. */
+typedef enum { HF_LLAMA, HF_MISTRAL, HF_QWEN2, HF_QWEN3 } HfArchitecture;
+
+/* "llama", "mistral", "qwen2", "qwen3" -> *a; false for anything else. */
+bool hf_architecture_parse(const char *name, HfArchitecture *a);
+
+/* The flags the architecture implies (qkv_bias for Qwen2, qk_norm for
+ * Qwen3), set in c before the model is made. */
+void hf_architecture_apply(HfArchitecture a, Config *c);
+
+/* Write m (float32 weights, row-major, q and k interleaved as stepwise
+ * holds them) into the new folder dir: config.json, and model.safetensors or
+ * `shards` files with model.safetensors.index.json, every tensor in dtype
+ * (rounded to nearest even) and q and k in Hugging Face's halves layout.
+ * dir must not exist; on failure nothing is left. */
+bool hf_model_save(const Model *m, HfArchitecture a, const char *dir, SafetensorsDtype dtype,
+                   int shards, StepError *err);
+
+#endif
