@@ -271,7 +271,31 @@ def check_make_model():
         ok = err <= 1e-4
         failed += not ok
         print("%s  %s (max |engine - numpy| %.2g)" % ("ok  " if ok else "FAIL", name, err))
+    failed += check_same_as_checkpoint()
     return failed
+
+
+def check_same_as_checkpoint():
+    """The folder make-model writes is the checkpoint it writes with the same
+    seed, in Hugging Face's layout: the two give the same logits, bit for
+    bit (the halves permutation on the way out, interleaving on the way in)."""
+    shape = ["--dim", "16", "--hidden", "24", "--layers", "2", "--heads", "4", "--kv-heads", "2",
+             "--vocab", "13", "--seq-len", "32", "--seed", "9"]
+    folder, checkpoint = os.path.join(TMP, "same-hf"), os.path.join(TMP, "same.bin")
+    if os.path.exists(folder):
+        for f in os.listdir(folder):
+            os.unlink(os.path.join(folder, f))
+        os.rmdir(folder)
+    subprocess.run([BIN, "make-model", "--format", "hf", "--out", folder] + shape, check=True,
+                   capture_output=True)
+    subprocess.run([BIN, "make-model", "--out", checkpoint] + shape, check=True,
+                   capture_output=True)
+    a = engine_logits(folder, TOKENS, TINY_TOKENIZER, "same-hf")
+    b = engine_logits(checkpoint, TOKENS, TINY_TOKENIZER, "same-bin")
+    ok = np.array_equal(a, b)
+    print("%s  make-model --format hf equals its llama2.c checkpoint of the same seed, bit for "
+          "bit" % ("ok  " if ok else "FAIL"))
+    return 0 if ok else 1
 
 
 # ---------------------------------------------------------------- stories260K
@@ -360,7 +384,7 @@ def main():
             print("FAIL  %s: max |engine - numpy| %.3g > 1e-4" % (name, err))
     failed += check_make_model()
     stories = check_stories()
-    total = len(CASES) + len(MAKE_MODEL) + (stories is not None)
+    total = len(CASES) + len(MAKE_MODEL) + 1 + (stories is not None)
     failed += stories or 0
     print("hugging face models: %d passed, %d failed" % (total - failed, failed))
     return 1 if failed else 0
