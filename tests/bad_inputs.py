@@ -645,6 +645,12 @@ def signal_cases():
                                    % (i, 300 * i) for i in range(20))},
          creates=("bt",) + tuple("bt/r%d.jsonl" % i for i in range(20)),
          stdin=("signal", signal.SIGTERM), stream="stderr")
+    case("signal: score, SIGTERM mid-pass ends its file with an error event",
+         ["score", "--model", "{big.bin}", "--tokenizer", "{tok.bin}", "--kernels", "plain",
+          "--tokens", ",".join(["5"] * 250), "--out", "{sc.jsonl}"], 128 + 15,
+         ["interrupted (SIGTERM)"], creates=("sc.jsonl",), stdin=("signal", signal.SIGTERM, 0.3),
+         check=lambda r: '"event":"error"' in open(path("sc.jsonl")).read().splitlines()[-1]
+         or "sc.jsonl does not end with its error event")
     case("signal: golden, SIGTERM mid-run leaves no partial set",
          ["golden", "--model", "{big.bin}", "--tokenizer", "{tok.bin}", "--out", "{gs}"],
          128 + 15, ["interrupted"], stdin=("signal", signal.SIGTERM, 0.3),

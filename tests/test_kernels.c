@@ -123,3 +123,33 @@ Test(kernels, plain_equals_fast_on_the_15m_shape, .timeout = 300) {
     }
     remove(path);
 }
+
+/* golden and compare-quant take --kernels too, and give the same bytes. */
+Test(kernels, golden_and_compare_quant_are_the_same_with_plain_and_fast, .timeout = 300) {
+    if (model_file("stories260K.bin") == NULL) cr_skip_test("stories260K not found");
+    char model[1024], tok[1024], args[4096], dirs[2][512], tables[2][512];
+    snprintf(model, sizeof model, "%s", model_file("stories260K.bin"));
+    snprintf(tok, sizeof tok, "%s", model_file("tok512.bin"));
+    const char *kernels[] = {"plain", "fast"};
+    for (int k = 0; k < 2; k++) {
+        snprintf(dirs[k], sizeof dirs[k], "%s", temp_path(k ? "golden-fast" : "golden-plain"));
+        snprintf(args, sizeof args, "golden --model %s --tokenizer %s --kernels %s --out %s", model,
+                 tok, kernels[k], dirs[k]);
+        cr_assert_eq(run_stepwise(args, out, sizeof out, err, sizeof err), 0, "%s", err);
+        snprintf(tables[k], sizeof tables[k], "%s", temp_path(k ? "cq-fast" : "cq-plain"));
+        snprintf(args, sizeof args,
+                 "compare-quant --model %s --tokenizer %s --text data/text/prompt-100.txt "
+                 "--kernels %s --json > %s",
+                 model, tok, kernels[k], tables[k]);
+        cr_assert_eq(run_stepwise(args, out, sizeof out, err, sizeof err), 0, "%s", err);
+    }
+    const char *files[] = {"score-00.jsonl",  "greedy-00.jsonl", "greedy-01.jsonl",
+                           "seeded-00.jsonl", "seeded-01.jsonl", "kv-00.jsonl"};
+    for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
+        char a[1024], b[1024];
+        snprintf(a, sizeof a, "%s/%s", dirs[0], files[i]);
+        snprintf(b, sizeof b, "%s/%s", dirs[1], files[i]);
+        cr_expect(same_file(a, b), "golden %s differs between plain and fast", files[i]);
+    }
+    cr_expect(same_file(tables[0], tables[1]), "compare-quant differs between plain and fast");
+}

@@ -17,6 +17,7 @@
 
 static const char COMPARE_QUANT_USAGE[] =
     "usage: stepwise compare-quant --model M --tokenizer T --text FILE [--group G] [--json]\n"
+    "                              [--kernels plain|fast]\n"
     "\n"
     "Teacher-force the text of FILE (BOS first, cut to the model's seq_len) through\n"
     "the float32 model and through int8 weights (W), activations (A), KV cache (KV),\n"
@@ -25,7 +26,8 @@ static const char COMPARE_QUANT_USAGE[] =
     "share of positions whose argmax matches), and the perplexity of both.\n"
     "\n"
     "  --group G   values per scale (default 32)\n"
-    "  --json      print the table as JSON\n";
+    "  --json      print the table as JSON\n"
+    "  --kernels K fast (default: the int8 weights packed) or plain (row by row)\n";
 
 typedef struct {
     const char *name;
@@ -41,17 +43,18 @@ static LogitsSet as_set(const ScoreResult *r, int vocab, int *pos) {
 }
 
 int cli_compare_quant(int argc, char **argv) {
-    enum { OPT_MODEL = 256, OPT_TOKENIZER, OPT_TEXT, OPT_GROUP, OPT_JSON };
+    enum { OPT_MODEL = 256, OPT_TOKENIZER, OPT_TEXT, OPT_GROUP, OPT_JSON, OPT_KERNELS_CQ };
     static const struct option options[] = {{"model", required_argument, NULL, OPT_MODEL},
                                             {"tokenizer", required_argument, NULL, OPT_TOKENIZER},
                                             {"text", required_argument, NULL, OPT_TEXT},
                                             {"group", required_argument, NULL, OPT_GROUP},
+                                            {"kernels", required_argument, NULL, OPT_KERNELS_CQ},
                                             {"json", no_argument, NULL, OPT_JSON},
                                             {"help", no_argument, NULL, 'h'},
                                             {NULL, 0, NULL, 0}};
     const char *model = NULL, *tokenizer = NULL, *text_path = NULL;
     int group = 32;
-    bool json = false, ok = true;
+    bool json = false, plain = false, ok = true;
     StepError err;
     opterr = 0;
     optind = 1;
@@ -66,6 +69,11 @@ int cli_compare_quant(int argc, char **argv) {
                 break;
             case OPT_TEXT:
                 text_path = optarg;
+                break;
+            case OPT_KERNELS_CQ:
+                plain = strcmp(optarg, "plain") == 0;
+                if (!plain && strcmp(optarg, "fast") != 0)
+                    ok = step_fail(&err, "unknown --kernels '%s' (fast, plain)", optarg);
                 break;
             case OPT_GROUP:
                 ok = cli_parse_int(optarg, "--group", 1, 1 << 20, &group, &err);
@@ -96,7 +104,7 @@ int cli_compare_quant(int argc, char **argv) {
     if (ok) ok = score_tokens(&m, ids, n, 0, NULL, NULL, &base, &err);
     if (ok) ok = (pos = malloc((size_t)n * sizeof(int))) != NULL;
     for (int i = 0; ok && i < n; i++) pos[i] = i;
-    if (ok) ok = model_quantize(&m, group, &err) && model_pack_q8(&m, &err);
+    if (ok) ok = model_quantize(&m, group, &err) && (plain || model_pack_q8(&m, &err));
     struct QuantWeights *qw = ok ? m.quant : NULL;
     const QuantConfig configs[] = {
         {"W", true, {false, false, group}},    {"A", false, {true, false, group}},

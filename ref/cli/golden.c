@@ -22,7 +22,7 @@
 #include "../sha256.h"
 
 static const char GOLDEN_USAGE[] =
-    "usage: stepwise golden --model M --tokenizer T --out DIR\n"
+    "usage: stepwise golden --model M --tokenizer T --out DIR [--kernels plain|fast]\n"
     "\n"
     "Write a golden set into DIR: manifest.json, scored\n"
     "sequences (score-*.jsonl), greedy generations (greedy-*.jsonl), seeded\n"
@@ -54,7 +54,7 @@ static int run_command(int argc, char **argv) {
 }
 
 static bool make_file(const GoldenFile *g, const char *model, const char *tokenizer,
-                      const char *dir, cJSON *files, StepError *err) {
+                      const char *kernels, const char *dir, cJSON *files, StepError *err) {
     char path[PATH_MAX + 64];
     snprintf(path, sizeof path, "%s/%s", dir, g->file);
     char *argv[40];
@@ -66,6 +66,7 @@ static bool make_file(const GoldenFile *g, const char *model, const char *tokeni
     const char *out_flag = strcmp(g->args[0], "score") == 0 ? "--out" : "--trace";
     argv[argc++] = (char *)out_flag, argv[argc++] = path;
     argv[argc++] = "--reproducible";
+    if (kernels != NULL) argv[argc++] = "--kernels", argv[argc++] = (char *)kernels;
     argv[argc] = NULL;
     /* the command as a person would type it, with the file relative to DIR */
     char command[4096] = "stepwise";
@@ -143,7 +144,8 @@ static cJSON *file_identity(const char *path, StepError *err) {
     return o;
 }
 
-static bool write_set(const char *model, const char *tokenizer, const char *dir, StepError *err) {
+static bool write_set(const char *model, const char *tokenizer, const char *kernels,
+                      const char *dir, StepError *err) {
     cJSON *manifest = cJSON_CreateObject(), *files = cJSON_CreateArray();
     cJSON_AddStringToObject(manifest, "format", "stepwise-golden");
     cJSON_AddNumberToObject(manifest, "version", 1);
@@ -169,7 +171,7 @@ static bool write_set(const char *model, const char *tokenizer, const char *dir,
                         .kind = "score",
                         .what = "teacher-forced logits and log-probabilities of a prompt",
                         .args = {"score", "--text", PROMPTS[i], "--top-n", "5", NULL}};
-        ok = make_file(&g, model, tokenizer, dir, files, err);
+        ok = make_file(&g, model, tokenizer, kernels, dir, files, err);
     }
     const GoldenFile rest[] = {
         {.file = "greedy-00.jsonl",
@@ -198,7 +200,7 @@ static bool write_set(const char *model, const char *tokenizer, const char *dir,
          .args = {"score", "--text", PROMPTS[1], "--top-n", "0", "--trace-kv", NULL}},
     };
     for (size_t i = 0; ok && i < sizeof rest / sizeof rest[0] && !cli_signal_caught(); i++)
-        ok = make_file(&rest[i], model, tokenizer, dir, files, err);
+        ok = make_file(&rest[i], model, tokenizer, kernels, dir, files, err);
     cJSON_AddItemToObject(manifest, "files", files);
     if (ok) {
         char path[PATH_MAX + 64];
@@ -257,7 +259,8 @@ static bool replaceable(const char *dir, StepError *err) {
 /* The set is written into a new folder beside DIR and renamed into place
  * only when whole: a failure or a signal leaves no partial set, and an
  * older set at DIR is replaced in one step. */
-static bool make_golden(const char *model, const char *tokenizer, const char *dir, StepError *err) {
+static bool make_golden(const char *model, const char *tokenizer, const char *kernels,
+                        const char *dir, StepError *err) {
     char tmp[PATH_MAX], old[PATH_MAX];
     if (!replaceable(dir, err)) return false;
     if (snprintf(tmp, sizeof tmp, "%s.XXXXXX", dir) >= (int)sizeof tmp ||
@@ -269,7 +272,7 @@ static bool make_golden(const char *model, const char *tokenizer, const char *di
         return step_fail(err, "golden: cannot create a folder beside %s: %s", dir, strerror(errno));
     }
     chmod(tmp, 0755);
-    bool ok = write_set(model, tokenizer, tmp, err);
+    bool ok = write_set(model, tokenizer, kernels, tmp, err);
     if (ok && cli_signal_caught())
         ok = step_fail(err, "golden: interrupted (%s)", cli_signal_name(cli_signal_caught()));
     struct stat st;
@@ -290,13 +293,14 @@ static bool make_golden(const char *model, const char *tokenizer, const char *di
 }
 
 int cli_golden(int argc, char **argv) {
-    enum { OPT_MODEL = 256, OPT_TOKENIZER, OPT_OUT };
+    enum { OPT_MODEL = 256, OPT_TOKENIZER, OPT_OUT, OPT_KERNELS };
     static const struct option options[] = {{"model", required_argument, NULL, OPT_MODEL},
                                             {"tokenizer", required_argument, NULL, OPT_TOKENIZER},
                                             {"out", required_argument, NULL, OPT_OUT},
+                                            {"kernels", required_argument, NULL, OPT_KERNELS},
                                             {"help", no_argument, NULL, 'h'},
                                             {NULL, 0, NULL, 0}};
-    const char *model = NULL, *tokenizer = NULL, *out = NULL;
+    const char *model = NULL, *tokenizer = NULL, *out = NULL, *kernels = NULL;
     StepError err;
     bool ok = true;
     opterr = 0;
@@ -313,6 +317,9 @@ int cli_golden(int argc, char **argv) {
             case OPT_OUT:
                 out = optarg;
                 break;
+            case OPT_KERNELS:
+                kernels = optarg;
+                break;
             case 'h':
                 fputs(GOLDEN_USAGE, stdout);
                 return 0;
@@ -322,7 +329,9 @@ int cli_golden(int argc, char **argv) {
     }
     if (ok && (model == NULL || tokenizer == NULL || out == NULL || optind < argc))
         ok = step_fail(&err, "golden: needs --model, --tokenizer and --out (see --help)");
-    if (ok) ok = make_golden(model, tokenizer, out, &err);
+    if (ok && kernels != NULL && strcmp(kernels, "plain") != 0 && strcmp(kernels, "fast") != 0)
+        ok = step_fail(&err, "unknown --kernels '%s' (fast, plain)", kernels);
+    if (ok) ok = make_golden(model, tokenizer, kernels, out, &err);
     if (!ok) {
         cli_print_error(&err);
         return cli_signal_caught() ? 128 + cli_signal_caught() : EXIT_BAD_INPUT;

@@ -12,6 +12,7 @@
 #include "../../trace/trace_observer.h"
 #include "commands.h"
 #include "common.h"
+#include "signals.h"
 #include "../clock.h"
 #include "../file_util.h"
 #include "../quant_model.h"
@@ -183,7 +184,13 @@ static int run_score(ScoreArgs *a, const Model *m, const Tokenizer *tok, StepErr
     ScoreResult r;
     int status = 0;
     r.keep_logits = false;
-    if (!score_tokens(m, ids, n, a->top_n, &a->quant.run, &obs, &r, err)) {
+    bool scored = score_tokens(m, ids, n, a->top_n, &a->quant.run, &obs, &r, err);
+    if (scored && cli_signal_caught()) { /* the pass ran to its end; the file says it was cut */
+        score_result_free(&r);
+        scored = step_fail(err, "score: interrupted (%s)", cli_signal_name(cli_signal_caught()));
+        trace_observer_write(&to, trace_event_error("interrupted", err->message, ids, n));
+        status = 128 + cli_signal_caught();
+    } else if (!scored) {
         trace_observer_write(&to, trace_event_error("bad_input", err->message, ids, n));
         status = EXIT_BAD_INPUT;
     } else {
@@ -212,7 +219,9 @@ int cli_score(int argc, char **argv) {
         Tokenizer tok = {0};
         bool loaded = cli_load_model_to_run(a.model, a.tokenizer, &a.quant, &m, &tok, &err) &&
                       trace_layers_check(&a.trace, m.config.n_layers, &err);
+        cli_signals_defer_begin(); /* from here, the run ends its file itself */
         status = loaded ? run_score(&a, &m, &tok, &err) : EXIT_BAD_INPUT;
+        cli_signals_defer_end();
         model_free(&m);
         tokenizer_free(&tok);
     }
