@@ -217,3 +217,42 @@ Test(cli, json_model_lends_its_tokenizer_to_a_checkpoint) {
     expect_bad_input("generate --model data/tiny-model.json --tokenizer build/no-such.json",
                      "--tokenizer: ");
 }
+
+/* The run header and inspect name the model's file by its SHA-256, the one
+ * data/models.sha256 pins for stories260K (--no-hash leaves it out). */
+Test(cli, run_header_and_inspect_record_the_model_sha256) {
+    if (model_file("stories260K.bin") == NULL) cr_skip_test("stories260K not found");
+    const char *pinned = "b0a507e7ad0f626624f17112325e66691f9076d622e1d3274d103d00299f2696";
+    char model[1024], tok[1024], trace[512], args[4096];
+    snprintf(model, sizeof model, "%s", model_file("stories260K.bin"));
+    snprintf(tok, sizeof tok, "%s", model_file("tok512.bin"));
+    snprintf(trace, sizeof trace, "%s", temp_path("hash.jsonl"));
+    for (int no_hash = 0; no_hash < 2; no_hash++) {
+        snprintf(args, sizeof args,
+                 "generate --model %s --tokenizer %s --steps 2 --quiet %s --trace %s", model, tok,
+                 no_hash ? "--no-hash" : "", trace);
+        cr_assert_eq(run_stepwise(args, out, sizeof out, err, sizeof err), 0, "%s", err);
+        FILE *f = fopen(trace, "r");
+        static char line[1 << 16];
+        cr_assert(f != NULL && fgets(line, sizeof line, f) != NULL);
+        fclose(f);
+        cJSON *run = cJSON_Parse(line);
+        const cJSON *files =
+            cJSON_GetObjectItem(cJSON_GetObjectItem(run, "environment"), "model_files");
+        if (no_hash) {
+            cr_expect_null(files);
+        } else {
+            cr_assert_not_null(files);
+            cr_expect_str_eq(cJSON_GetObjectItem(files, "sha256")->valuestring, pinned);
+            cr_expect_str_eq(cJSON_GetObjectItem(files, "file")->valuestring, "stories260K.bin");
+        }
+        cJSON_Delete(run);
+    }
+    snprintf(args, sizeof args, "inspect --model %s --json", model);
+    cr_assert_eq(run_stepwise(args, out, sizeof out, err, sizeof err), 0, "%s", err);
+    cJSON *doc = cJSON_Parse(out);
+    cr_assert_not_null(doc);
+    cr_expect_str_eq(cJSON_GetObjectItem(cJSON_GetObjectItem(doc, "files"), "sha256")->valuestring,
+                     pinned);
+    cJSON_Delete(doc);
+}

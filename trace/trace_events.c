@@ -127,6 +127,8 @@ cJSON *trace_event_run(const Config *c, const SamplerParams *sampler, const Trac
                             info->tokenizer_path ? info->tokenizer_path : "(model's own)");
     if (info->model_source != NULL && info->model_source[0] != '\0')
         cJSON_AddStringToObject(env, "model_source", info->model_source);
+    if (info->model_files != NULL)
+        cJSON_AddItemToObject(env, "model_files", cJSON_Duplicate(info->model_files, true));
     return e;
 }
 

@@ -27,6 +27,7 @@ typedef struct {
     const char *model_path;     /* NULL: the built-in tiny model */
     const char *tokenizer_path; /* NULL: the model's own */
     const char *model_source;   /* Model.source, or NULL */
+    const cJSON *model_files;   /* the model's files and their SHA-256 (cli/identity.h), or NULL */
     int weight_group;           /* the weights' group when int8, else 0 */
     QuantRuntime quant;         /* activations and KV cache */
 } TraceRunInfo;

@@ -31,6 +31,7 @@ typedef struct {
     bool kv_full;        /* --trace-kv=full: also kv_snapshot events */
     bool bpe;            /* --trace-bpe: bpe_merge events at any level */
     bool reproducible;   /* --reproducible: leave out every measured figure */
+    bool no_hash;        /* --no-hash: leave out the model files' SHA-256 */
     float *temperatures; /* --trace-temperatures (owned) */
     int n_temperatures;
     int *layers; /* --trace-layers (owned); NULL: every layer */

@@ -12,6 +12,7 @@
 #include "../../trace/trace_observer.h"
 #include "commands.h"
 #include "common.h"
+#include "identity.h"
 #include "signals.h"
 #include "../file_util.h"
 #include "../quant_model.h"
@@ -69,6 +70,7 @@ typedef struct {
     int done;
     int n;
     int trace_failures; /* traces that could not be opened or written */
+    cJSON *model_files; /* the model's files and SHA-256, for every run header; owned */
 } BatchCli;
 
 static int parse_batch_args(int argc, char **argv, BatchArgs *a, StepError *err) {
@@ -188,6 +190,7 @@ static void on_admitted(void *ctx, BatchRequest *r) {
                          .model_path = b->a->model,
                          .tokenizer_path = b->a->tokenizer,
                          .model_source = b->m->source,
+                         .model_files = b->model_files,
                          .weight_group = b->m->quant ? b->m->quant->group : 0,
                          .quant = r->opt.quant};
     trace_observer_write(to, trace_event_run(&b->m->config, &r->opt.sampler, &info, &b->a->trace));
@@ -327,6 +330,11 @@ static int run_batch(BatchArgs *a, Model *m, const Tokenizer *tok, StepError *er
         return EXIT_BAD_INPUT;
     }
     BatchCli b = {.a = a, .m = m, .tok = tok, .reqs = reqs, .out = stdout, .n = n};
+    if (a->trace_dir != NULL && !cli_model_files(a->model, a->trace.no_hash, &b.model_files, err)) {
+        for (int i = 0; i < n; i++) batch_request_free(&reqs[i]);
+        free(reqs);
+        return EXIT_BAD_INPUT;
+    }
     AtomicFile out = {0};
     bool ok = true;
     if (a->out != NULL && (ok = atomic_file_open(&out, a->out, err))) b.out = out.file;
@@ -356,6 +364,7 @@ static int run_batch(BatchArgs *a, Model *m, const Tokenizer *tok, StepError *er
     }
     for (int i = 0; i < n; i++) batch_request_free(&reqs[i]);
     free(reqs), free(b.traces), free(b.observers);
+    cJSON_Delete(b.model_files);
     return status;
 }
 

@@ -125,6 +125,9 @@ int cli_trace_option(int c, const char *arg, TraceOptions *t, StepError *err) {
         case OPT_REPRODUCIBLE:
             t->reproducible = true;
             break;
+        case OPT_NO_HASH:
+            t->no_hash = true;
+            break;
         case OPT_TRACE_TEMPERATURES:
             free(t->temperatures);
             t->temperatures = NULL;

@@ -75,6 +75,7 @@ enum {
     OPT_TRACE_POSITIONS,
     OPT_TRACE_HOOKS,
     OPT_REPRODUCIBLE,
+    OPT_NO_HASH,
 };
 #define TRACE_LONG_OPTIONS                                                                         \
     {"trace-level", required_argument, NULL, OPT_TRACE_LEVEL},                                     \
@@ -83,8 +84,9 @@ enum {
         {"trace-temperatures", required_argument, NULL, OPT_TRACE_TEMPERATURES},                   \
         {"trace-layers", required_argument, NULL, OPT_TRACE_LAYERS},                               \
         {"trace-positions", required_argument, NULL, OPT_TRACE_POSITIONS},                         \
-        {"trace-hooks", required_argument, NULL, OPT_TRACE_HOOKS}, {                               \
-        "reproducible", no_argument, NULL, OPT_REPRODUCIBLE                                        \
+        {"trace-hooks", required_argument, NULL, OPT_TRACE_HOOKS},                                 \
+        {"reproducible", no_argument, NULL, OPT_REPRODUCIBLE}, {                                   \
+        "no-hash", no_argument, NULL, OPT_NO_HASH                                                  \
     }
 
 #define TRACE_OPTIONS_HELP                                                                         \
@@ -98,6 +100,8 @@ enum {
     "  --trace-positions 5-9,12    only these positions\n"                                         \
     "  --trace-hooks PATTERNS      only activations whose names match these globs,\n"              \
     "                              e.g. 'blocks.*.attn.pattern' (at any level)\n"                  \
+    "  --no-hash          leave the model files' SHA-256 out of the run header (for big\n"         \
+    "                     models: hashing reads every byte)\n"                                     \
     "  --reproducible     leave out every measured figure (clock, memory), so that the\n"          \
     "                     same run writes the same bytes\n"
 

@@ -10,6 +10,7 @@
 #include "../../trace/trace_observer.h"
 #include "commands.h"
 #include "common.h"
+#include "identity.h"
 #include "signals.h"
 #include "../file_util.h"
 #include "../clock.h"
@@ -209,8 +210,14 @@ static int run_generate(GenerateArgs *a, const Model *m, const Tokenizer *tok, S
     RunTrace t = {.obs = {.options = &a->trace_opt,
                           .tokenizer = tok,
                           .bytes_per_token = kv_cache_bytes_of(&m->config, 1, a->quant.run.kv)}};
+    cJSON *files = NULL; /* the model's files and SHA-256, for the run header */
+    if (a->trace != NULL && !cli_model_files(a->model, a->trace_opt.no_hash, &files, err))
+        return EXIT_BAD_INPUT;
     if (a->trace != NULL) {
-        if ((t.obs.writer = trace_writer_open(a->trace, err)) == NULL) return EXIT_BAD_INPUT;
+        if ((t.obs.writer = trace_writer_open(a->trace, err)) == NULL) {
+            cJSON_Delete(files);
+            return EXIT_BAD_INPUT;
+        }
         t.open = true;
     }
     /* Encode first (its merges wait), then the header, then the merges. */
@@ -220,7 +227,7 @@ static int run_generate(GenerateArgs *a, const Model *m, const Tokenizer *tok, S
     int *prompt = NULL, n_prompt = 0;
     if (!tokenizer_encode_observed(tok, a->prompt, true, t.open ? &bpe : NULL, &prompt, &n_prompt,
                                    err)) {
-        cJSON_Delete(merges);
+        cJSON_Delete(merges), cJSON_Delete(files);
         trace_writer_discard(t.obs.writer);
         return EXIT_BAD_INPUT;
     }
@@ -234,9 +241,11 @@ static int run_generate(GenerateArgs *a, const Model *m, const Tokenizer *tok, S
                          .model_path = a->model,
                          .tokenizer_path = a->tokenizer,
                          .model_source = m->source,
+                         .model_files = files,
                          .weight_group = m->quant ? m->quant->group : 0,
                          .quant = a->gen.quant};
     trace_write(&t, trace_event_run(&m->config, &a->gen.sampler, &info, &a->trace_opt));
+    cJSON_Delete(files);
     if (t.open) trace_weight_quant_events(&t.obs, m);
     trace_write(&t, trace_event_tokenize(tok, a->prompt, prompt, n_prompt));
     cJSON *merge;

@@ -7,24 +7,41 @@
 
 #include "commands.h"
 #include "common.h"
+#include "identity.h"
 #include "../quant_model.h"
 #include "../../trace/trace_events.h"
 
 static const char INSPECT_USAGE[] =
-    "usage: stepwise inspect [--model FILE] [--context N] [--requests R] [--json]\n"
+    "usage: stepwise inspect [--model FILE] [--context N] [--requests R] [--json] [--no-hash]\n"
     "\n"
     "Print a model's shape and attention kind, its parameters and weight bytes,\n"
     "and its KV cache: bytes per token, at N tokens, for R concurrent requests,\n"
     "the context at which the cache outgrows the weights, and the same for every\n"
     "KV-head count that divides the query heads (what if it were MQA/GQA/MHA).\n"
     "\n"
-    "  --model FILE     checkpoint (.bin) or JSON model (default: the built-in tiny model)\n"
+    "  --model FILE     checkpoint (.bin or .q8), JSON model, or Hugging Face folder\n"
+    "                   (default: the built-in tiny model)\n"
     "  --context N      tokens per request (default: the model's seq_len; may exceed it,\n"
     "                   as a what-if)\n"
     "  --requests R     concurrent requests, each with its own cache (default 1)\n"
-    "  --json           print one JSON object (docs/kv-cache.md)\n";
+    "  --json           print one JSON object (docs/kv-cache.md)\n"
+    "  --no-hash        leave out the SHA-256 of the model's files (a big model's take a\n"
+    "                   while: hashing reads every byte)\n";
 
-enum { OPT_MODEL = 256, OPT_CONTEXT, OPT_REQUESTS, OPT_JSON };
+enum { OPT_MODEL = 256, OPT_CONTEXT, OPT_REQUESTS, OPT_JSON, OPT_NO_HASH_INSPECT };
+
+/* The files a model came from, with their SHA-256 (cli/identity.h). */
+static void print_files(const cJSON *files) {
+    const cJSON *list = cJSON_GetObjectItem(files, "files"), *f;
+    printf("\nfiles (sha256):\n");
+    if (list == NULL)
+        printf("  %s  %s\n", cJSON_GetObjectItem(files, "sha256")->valuestring,
+               cJSON_GetObjectItem(files, "file")->valuestring);
+    cJSON_ArrayForEach(f, list) {
+        printf("  %s  %s\n", cJSON_GetObjectItem(f, "sha256")->valuestring,
+               cJSON_GetObjectItem(f, "file")->valuestring);
+    }
+}
 
 /* The cache facts of one shape at a context and request count. */
 typedef struct {
@@ -130,11 +147,12 @@ static cJSON *facts_json(const Config *c, int context, int requests) {
     return o;
 }
 
-static void print_json(const char *name, const char *source, const Config *c, int context,
-                       int requests, int group, bool is_q8) {
+static void print_json(const char *name, const char *source, const cJSON *files, const Config *c,
+                       int context, int requests, int group, bool is_q8) {
     cJSON *o = cJSON_CreateObject();
     cJSON_AddStringToObject(o, "model_path", name);
     if (source[0] != '\0') cJSON_AddStringToObject(o, "source", source);
+    if (files != NULL) cJSON_AddItemToObject(o, "files", cJSON_Duplicate(files, true));
     cJSON_AddItemToObject(o, "model", trace_config_json(c));
     cJSON_AddNumberToObject(o, "context", context);
     cJSON_AddNumberToObject(o, "requests", requests);
@@ -169,11 +187,12 @@ int cli_inspect(int argc, char **argv) {
                                             {"context", required_argument, NULL, OPT_CONTEXT},
                                             {"requests", required_argument, NULL, OPT_REQUESTS},
                                             {"json", no_argument, NULL, OPT_JSON},
+                                            {"no-hash", no_argument, NULL, OPT_NO_HASH_INSPECT},
                                             {"help", no_argument, NULL, 'h'},
                                             {NULL, 0, NULL, 0}};
     const char *model = NULL;
     int context = 0, requests = 1;
-    bool json = false, ok = true;
+    bool json = false, no_hash = false, ok = true;
     StepError err;
     opterr = 0;
     optind = 1;
@@ -192,6 +211,9 @@ int cli_inspect(int argc, char **argv) {
             case OPT_JSON:
                 json = true;
                 break;
+            case OPT_NO_HASH_INSPECT:
+                no_hash = true;
+                break;
             case 'h':
                 fputs(INSPECT_USAGE, stdout);
                 return 0;
@@ -202,7 +224,12 @@ int cli_inspect(int argc, char **argv) {
     if (ok && optind < argc)
         ok = step_fail(&err, "inspect: unexpected argument '%s'", argv[optind]);
     Model m = {0};
+    cJSON *files = NULL;
     if (ok) ok = cli_load_model_only(model, &m, &err);
+    if (ok && !cli_model_files(model, no_hash, &files, &err)) {
+        model_free(&m);
+        ok = false;
+    }
     if (!ok) {
         cli_print_error(&err);
         return EXIT_BAD_INPUT;
@@ -211,9 +238,11 @@ int cli_inspect(int argc, char **argv) {
     const char *name = model ? model : "(built-in tiny model)";
     int group = m.quant != NULL ? m.quant->group : 32;
     if (json)
-        print_json(name, m.source, &m.config, context, requests, group, m.quant != NULL);
+        print_json(name, m.source, files, &m.config, context, requests, group, m.quant != NULL);
     else
         print_text(name, m.source, &m.config, context, requests, group, m.quant != NULL);
+    if (!json && files != NULL) print_files(files);
+    cJSON_Delete(files);
     model_free(&m);
     return 0;
 }

@@ -12,6 +12,7 @@
 #include "../../trace/trace_observer.h"
 #include "commands.h"
 #include "common.h"
+#include "identity.h"
 #include "signals.h"
 #include "../clock.h"
 #include "../file_util.h"
@@ -161,12 +162,17 @@ static bool score_input(const ScoreArgs *a, const Tokenizer *tok, int **ids, int
 static int run_score(ScoreArgs *a, const Model *m, const Tokenizer *tok, StepError *err) {
     double t0 = clock_seconds();
     int *ids = NULL, n = 0;
-    if (!score_input(a, tok, &ids, &n, err)) return EXIT_BAD_INPUT;
+    cJSON *files = NULL; /* the model's files and SHA-256, for the run header */
+    if (!cli_model_files(a->model, a->trace.no_hash, &files, err)) return EXIT_BAD_INPUT;
+    if (!score_input(a, tok, &ids, &n, err)) {
+        cJSON_Delete(files);
+        return EXIT_BAD_INPUT;
+    }
     TraceObserver to = {.options = &a->trace,
                         .tokenizer = tok,
                         .bytes_per_token = kv_cache_bytes_of(&m->config, 1, a->quant.run.kv)};
     if ((to.writer = trace_writer_open(a->out, err)) == NULL) {
-        free(ids);
+        free(ids), cJSON_Delete(files);
         return EXIT_BAD_INPUT;
     }
     TraceRunInfo info = {.mode = "score",
@@ -176,9 +182,11 @@ static int run_score(ScoreArgs *a, const Model *m, const Tokenizer *tok, StepErr
                          .model_path = a->model,
                          .tokenizer_path = a->tokenizer,
                          .model_source = m->source,
+                         .model_files = files,
                          .weight_group = m->quant ? m->quant->group : 0,
                          .quant = a->quant.run};
     trace_observer_write(&to, trace_event_run(&m->config, NULL, &info, &a->trace));
+    cJSON_Delete(files);
     if (a->text != NULL) trace_observer_write(&to, trace_event_tokenize(tok, a->text, ids, n));
     StepObserver obs = trace_step_observer(&to);
     ScoreResult r;
