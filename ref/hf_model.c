@@ -247,20 +247,13 @@ static float *slot(Model *m, const float *view) {
     return m->storage + (view - m->storage);
 }
 
-/* Every tensor of layer l. */
-static bool take_layer(Model *m, SafetensorsFile *files, int n, int l, const char *dir,
-                       StepError *err) {
+int hf_layer_tensors(const Model *m, int l, HfLayerTensor out[HF_LAYER_TENSORS]) {
     const Config *c = &m->config;
     const Weights *w = &m->weights;
     size_t d = (size_t)c->dim, h = (size_t)c->hidden_dim, kv = (size_t)config_kv_dim(c);
     size_t qd = (size_t)config_q_dim(c), hd = (size_t)config_head_dim(c);
     int nh = c->n_heads, nkv = c->n_kv_heads;
-    const struct {
-        const char *name;
-        const float *view; /* NULL: not in this architecture */
-        size_t rows, cols;
-        int heads; /* > 0: rotated by RoPE, interleave_heads over this many heads */
-    } parts[] = {
+    const HfLayerTensor all[HF_LAYER_TENSORS] = {
         {"input_layernorm.weight", w->rms_att + l * d, 0, d, 0},
         {"self_attn.q_proj.weight", w->wq + l * qd * d, qd, d, nh},
         {"self_attn.k_proj.weight", w->wk + l * kv * d, kv, d, nkv},
@@ -276,15 +269,26 @@ static bool take_layer(Model *m, SafetensorsFile *files, int n, int l, const cha
         {"mlp.down_proj.weight", w->w2 + l * d * h, d, h, 0},
         {"mlp.up_proj.weight", w->w3 + l * h * d, h, d, 0},
     };
-    for (size_t i = 0; i < sizeof parts / sizeof parts[0]; i++) {
-        if (parts[i].view == NULL) continue;
+    int n = 0;
+    for (int i = 0; i < HF_LAYER_TENSORS; i++) {
+        if (all[i].view != NULL) out[n++] = all[i];
+    }
+    return n;
+}
+
+/* Every tensor of layer l, q's and k's rows interleaved. */
+static bool take_layer(Model *m, SafetensorsFile *files, int n, int l, const char *dir,
+                       StepError *err) {
+    HfLayerTensor parts[HF_LAYER_TENSORS];
+    int count = hf_layer_tensors(m, l, parts), head_dim = config_head_dim(&m->config);
+    for (int i = 0; i < count; i++) {
         char name[160];
         snprintf(name, sizeof name, "model.layers.%d.%s", l, parts[i].name);
         float *dst = slot(m, parts[i].view);
         if (!take(files, n, name, (int)parts[i].rows, (int)parts[i].cols, dst, dir, err))
             return false;
         size_t cols = parts[i].rows == 0 ? 1 : parts[i].cols; /* a vector: rows of one value */
-        if (parts[i].heads > 0 && !interleave_heads(dst, parts[i].heads, (int)hd, cols))
+        if (parts[i].heads > 0 && !interleave_heads(dst, parts[i].heads, head_dim, cols))
             return step_fail(err, "model %s: out of memory", dir);
     }
     return true;

@@ -25,6 +25,23 @@ typedef struct {
     int files;
 } HfLoadReport;
 
+/* One tensor of a layer under its Hugging Face name (after
+ * "model.layers.L."): where it lies in the model's storage, its shape
+ * (rows 0: a vector of cols), and for q's and k's the heads whose rows
+ * RoPE pairs (0 for the others). The reader and the writer share it. */
+typedef struct {
+    const char *name;
+    const float *view;
+    size_t rows, cols;
+    int heads;
+} HfLayerTensor;
+
+#define HF_LAYER_TENSORS 14
+
+/* The tensors layer l of m has (its architecture's), in a fixed order;
+ * returns how many. */
+int hf_layer_tensors(const Model *m, int l, HfLayerTensor out[HF_LAYER_TENSORS]);
+
 /* Whether path is a directory (a Hugging Face model directory, perhaps). */
 bool hf_is_model_dir(const char *path);
 

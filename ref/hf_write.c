@@ -1,6 +1,8 @@
 /* hf_write.c: see hf_write.h. */
 #include "hf_write.h"
 
+#include "hf_model.h"
+
 #include <cjson/cJSON.h>
 #include <errno.h>
 #include <stdio.h>
@@ -135,41 +137,24 @@ static bool write_file(const char *path, const OutTensor *const *tensors, int n,
 static int list_tensors(const Model *m, OutTensor *out) {
     const Config *c = &m->config;
     const Weights *w = &m->weights;
-    int64_t d = c->dim, h = c->hidden_dim, kv = config_kv_dim(c), qd = config_q_dim(c);
-    int64_t hd = config_head_dim(c);
+    int64_t d = c->dim, vocab = c->vocab_size;
     int n = 0;
-    out[n++] = (OutTensor){"model.embed_tokens.weight", w->token_embedding, c->vocab_size, d, 0};
-    out[n++] = (OutTensor){"model.norm.weight", w->rms_final, 0, d, 0};
+    out[n++] = (OutTensor){.name = "model.embed_tokens.weight",
+                           .values = w->token_embedding,
+                           .rows = vocab,
+                           .cols = d};
+    out[n++] = (OutTensor){.name = "model.norm.weight", .values = w->rms_final, .cols = d};
     if (!c->shared_classifier)
-        out[n++] = (OutTensor){"lm_head.weight", w->wcls, c->vocab_size, d, 0};
+        out[n++] =
+            (OutTensor){.name = "lm_head.weight", .values = w->wcls, .rows = vocab, .cols = d};
     for (int l = 0; l < c->n_layers; l++) {
-        const struct {
-            const char *name;
-            const float *v;
-            int64_t rows, cols;
-            int heads;
-        } parts[] = {
-            {"input_layernorm.weight", w->rms_att + l * d, 0, d, 0},
-            {"self_attn.q_proj.weight", w->wq + l * qd * d, qd, d, c->n_heads},
-            {"self_attn.k_proj.weight", w->wk + l * kv * d, kv, d, c->n_kv_heads},
-            {"self_attn.v_proj.weight", w->wv + l * kv * d, kv, d, 0},
-            {"self_attn.o_proj.weight", w->wo + l * d * qd, d, qd, 0},
-            {"self_attn.q_proj.bias", w->bq ? w->bq + l * qd : NULL, 0, qd, c->n_heads},
-            {"self_attn.k_proj.bias", w->bk ? w->bk + l * kv : NULL, 0, kv, c->n_kv_heads},
-            {"self_attn.v_proj.bias", w->bv ? w->bv + l * kv : NULL, 0, kv, 0},
-            {"self_attn.q_norm.weight", w->q_norm ? w->q_norm + l * hd : NULL, 0, hd, 1},
-            {"self_attn.k_norm.weight", w->k_norm ? w->k_norm + l * hd : NULL, 0, hd, 1},
-            {"post_attention_layernorm.weight", w->rms_ffn + l * d, 0, d, 0},
-            {"mlp.gate_proj.weight", w->w1 + l * h * d, h, d, 0},
-            {"mlp.down_proj.weight", w->w2 + l * d * h, d, h, 0},
-            {"mlp.up_proj.weight", w->w3 + l * h * d, h, d, 0},
-        };
-        for (size_t i = 0; i < sizeof parts / sizeof parts[0]; i++) {
-            if (parts[i].v == NULL) continue;
+        HfLayerTensor parts[HF_LAYER_TENSORS];
+        int count = hf_layer_tensors(m, l, parts);
+        for (int i = 0; i < count; i++) {
             OutTensor *t = &out[n++];
             snprintf(t->name, sizeof t->name, "model.layers.%d.%s", l, parts[i].name);
-            t->values = parts[i].v, t->rows = parts[i].rows, t->cols = parts[i].cols;
-            t->heads = parts[i].heads;
+            t->values = parts[i].view, t->rows = (int64_t)parts[i].rows;
+            t->cols = (int64_t)parts[i].cols, t->heads = parts[i].heads;
         }
     }
     return n;
@@ -222,7 +207,7 @@ bool hf_model_save(const Model *m, HfArchitecture a, const char *dir, Safetensor
     if ((c->qkv_bias != (a == HF_QWEN2)) || (c->qk_norm != (a == HF_QWEN3)))
         return step_fail(err, "%s: the model's biases and q/k norms are not %s's", dir,
                          ARCH_CLASSES[a]);
-    size_t max_tensors = 3 + (size_t)c->n_layers * 14;
+    size_t max_tensors = 3 + (size_t)c->n_layers * HF_LAYER_TENSORS;
     OutTensor *all = malloc(max_tensors * sizeof *all);
     const OutTensor **order = malloc(max_tensors * sizeof *order);
     char(*names)[64] = calloc((size_t)shards + 2, sizeof *names);
