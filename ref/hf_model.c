@@ -1,10 +1,14 @@
 /* hf_model.c: see hf_model.h. */
+
+/* MAP_ANONYMOUS is not POSIX; _DEFAULT_SOURCE declares it. */
+#define _DEFAULT_SOURCE
 #include "hf_model.h"
 
 #include <cjson/cJSON.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 
 #include "file_util.h"
@@ -359,9 +363,19 @@ bool hf_model_load(Model *m, const char *dir, HfLoadReport *report, StepError *e
                                        "model %s: config.json implies %llu weights, the "
                                        "safetensors files hold %llu values",
                                        dir, (unsigned long long)needed, (unsigned long long)stored);
-    if (ok) m->storage = calloc(needed, sizeof(float));
-    ok = ok &&
-         (m->storage != NULL || step_fail(err, "model %s: out of memory for the weights", dir));
+    /* Anonymous memory (zeroed), owned as a mapping: model_pack can then
+     * give each matrix's pages back as it packs them, and the fast
+     * kernels' peak stays near one copy of the weights. */
+    void *map = MAP_FAILED;
+    if (ok)
+        map = mmap(NULL, needed * sizeof(float), PROT_READ | PROT_WRITE,
+                   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    ok =
+        ok && (map != MAP_FAILED || step_fail(err, "model %s: out of memory for the weights", dir));
+    if (ok) {
+        m->storage = map, m->mapping = map, m->mapping_bytes = needed * sizeof(float);
+        m->mapping_is_file = false;
+    }
     if (ok) {
         model_bind_weights(m);
         ok = take_all(m, files, n, dir, err);

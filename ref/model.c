@@ -109,7 +109,7 @@ bool model_load_checkpoint(Model *m, const char *path, StepError *err) {
     fclose(f);
     if (map == MAP_FAILED)
         return step_fail(err, "model %s: cannot map the weights: %s", path, strerror(errno));
-    m->mapping = map, m->mapping_bytes = (size_t)file_bytes;
+    m->mapping = map, m->mapping_bytes = (size_t)file_bytes, m->mapping_is_file = true;
     m->storage = (float *)((char *)map + sizeof header);
     model_bind_weights(m);
     snprintf(m->source, sizeof m->source, "llama2.c checkpoint (float32)");
@@ -119,12 +119,22 @@ bool model_load_checkpoint(Model *m, const char *path, StepError *err) {
     return true;
 }
 
-void model_release_pages(const Model *m, const float *from, uint64_t n_floats) {
-    if (m->mapping == NULL || n_floats == 0) return;
+/* madvise(DONTNEED) over the whole pages inside [from, from + n_floats). */
+static void drop_pages(const float *from, uint64_t n_floats) {
     uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
     uintptr_t lo = ((uintptr_t)from + page - 1) / page * page; /* whole pages inside */
     uintptr_t hi = ((uintptr_t)(from + n_floats)) / page * page;
     if (hi > lo) madvise((void *)lo, hi - lo, MADV_DONTNEED);
+}
+
+void model_release_pages(const Model *m, const float *from, uint64_t n_floats) {
+    if (m->mapping == NULL || !m->mapping_is_file || n_floats == 0) return;
+    drop_pages(from, n_floats);
+}
+
+void model_discard_pages(const Model *m, const float *from, uint64_t n_floats) {
+    if (m->mapping == NULL || n_floats == 0) return;
+    drop_pages(from, n_floats);
 }
 
 void model_release_storage(Model *m) {

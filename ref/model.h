@@ -34,8 +34,10 @@ typedef struct {
     Weights weights;
     float *storage;               /* every float weight; owned (freed by model_free) or, when
                                      mapping is set, a view into the mapped checkpoint */
-    void *mapping;                /* the checkpoint file mapped copy-on-write, or NULL */
+    void *mapping;                /* the checkpoint file mapped copy-on-write, or anonymous
+                                     memory a loader filled (mapping_is_file false), or NULL */
     size_t mapping_bytes;         /* its length, for munmap */
+    bool mapping_is_file;         /* released pages read back from the file (else as zeros) */
     struct QuantWeights *quant;   /* int8 matrices (quant_model.h), or NULL: float32 */
     struct PackedWeights *packed; /* float matrices in the fast layout (pack.h), or NULL */
     /* How model_free frees quant and packed: set by the module that made
@@ -62,6 +64,10 @@ bool model_load_checkpoint(Model *m, const char *path, StepError *err);
  * touched after a release: the values never change. For any other model
  * this does nothing. */
 void model_release_pages(const Model *m, const float *from, uint64_t n_floats);
+
+/* The same for pages that will never be read again (a matrix just packed),
+ * for anonymous storage too: it gives the memory back at once. */
+void model_discard_pages(const Model *m, const float *from, uint64_t n_floats);
 
 /* Free (or unmap) m->storage and set it to NULL; the views are not touched. */
 void model_release_storage(Model *m);

@@ -15,7 +15,8 @@
 #define PACK_RELEASE_ROWS 256 /* rows of the source released at a time */
 
 /* Pack w [rows, cols] of model m, releasing the source rows' pages of a
- * mapped checkpoint as they are done (model_release_pages), so that the two
+ * mapped checkpoint (or a folder's anonymous storage) as they are done
+ * (model_discard_pages), so that the two
  * layouts never both hold the whole matrix. */
 static bool pack_matrix(const Model *m, PackedMatrix *p, const float *w, int rows, int cols) {
     int blocks = (rows + PACK_ROWS - 1) / PACK_ROWS;
@@ -28,7 +29,7 @@ static bool pack_matrix(const Model *m, PackedMatrix *p, const float *w, int row
             float *dst = p->data + (size_t)(r / PACK_ROWS) * cols * PACK_ROWS + r % PACK_ROWS;
             for (int i = 0; i < cols; i++) dst[(size_t)i * PACK_ROWS] = w[(size_t)r * cols + i];
         }
-        model_release_pages(m, w + (size_t)r0 * cols, (uint64_t)(r1 - r0) * (uint64_t)cols);
+        model_discard_pages(m, w + (size_t)r0 * cols, (uint64_t)(r1 - r0) * (uint64_t)cols);
     }
     return true;
 }
