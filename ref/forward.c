@@ -328,6 +328,8 @@ static void attention_block(const Model *m, RunState *s, const ForwardRow *rows,
     linear_rows(s, rows, n_rows, s->k_new, s->xb, N, dim, kv_dim, weight_of(m, M_WK, l));
     linear_rows(s, rows, n_rows, s->v_new, s->xb, N, dim, kv_dim, weight_of(m, M_WV, l));
     qkv_extras(m, s, N, l);
+    emit_each(rows, n_rows, l, HOOK_ATTN_Q_PRE, s->q, c->n_heads, config_head_dim(c));
+    emit_each(rows, n_rows, l, HOOK_ATTN_K_PRE, s->k_new, c->n_kv_heads, config_head_dim(c));
     EACH_ROW(r, t0, rows, n_rows) /* xb [N, q_dim] = each row's attention output */
     attend_row(m, &rows[r], l, s->q + (size_t)t0 * q_dim, s->k_new + (size_t)t0 * kv_dim,
                s->v_new + (size_t)t0 * kv_dim, s->xb + (size_t)t0 * q_dim);

@@ -32,6 +32,9 @@ typedef enum {
     HOOK_EMBED,        /* "embed"                [dim] token embedding */
     HOOK_RESID_PRE,    /* "blocks.L.resid_pre"   [dim] residual entering the block */
     HOOK_LN1,          /* "blocks.L.ln1"         [dim] RMSNorm before attention */
+    HOOK_ATTN_Q_PRE,   /* "blocks.L.attn.q_pre"  [n_heads, head_dim] before RoPE (after a
+                          bias and q norm, where the architecture has them) */
+    HOOK_ATTN_K_PRE,   /* "blocks.L.attn.k_pre"  [n_kv_heads, head_dim] before RoPE */
     HOOK_ATTN_Q,       /* "blocks.L.attn.q"      [n_heads, head_dim] after RoPE */
     HOOK_ATTN_K,       /* "blocks.L.attn.k"      [n_kv_heads, head_dim] after RoPE */
     HOOK_ATTN_V,       /* "blocks.L.attn.v"      [n_kv_heads, head_dim] */

@@ -208,6 +208,37 @@ def without(model, how):
     return m
 
 
+def check_q_pre(name, model, tag):
+    """The hook blocks.0.attn.q_pre is wq · ln1 (+ bq) (then each head's
+    RMSNorm with q_norm), computed here from the trace's own ln1."""
+    path = os.path.join(TMP, tag + ".json")
+    out = os.path.join(TMP, tag + "-hooks.jsonl")
+    run = subprocess.run([BIN, "score", "--model", path, "--tokens", "1,5,9", "--top-n", "0",
+                          "--trace-hooks", "blocks.0.ln1,blocks.0.attn.q_pre", "--out", out],
+                         capture_output=True, text=True)
+    if run.returncode != 0:
+        return "score failed: " + run.stderr.strip()
+    cfg = model["config"]
+    layer = {k: np.array(v, dtype=np.float64) for k, v in model["weights"]["layers"][0].items()}
+    hd = cfg.get("head_dim", cfg["dim"] // cfg["n_heads"])
+    ln1, q_pre = {}, {}
+    for line in open(out):
+        e = json.loads(line)
+        if e.get("event") == "activation" and e["hook"] == "blocks.0.ln1":
+            ln1[e["pos"]] = np.array(e["data"], dtype=np.float64).reshape(-1)
+        if e.get("event") == "activation" and e["hook"] == "blocks.0.attn.q_pre":
+            q_pre[e["pos"]] = np.array(e["data"], dtype=np.float64).reshape(-1)
+    if set(ln1) != {0, 1, 2} or set(q_pre) != {0, 1, 2}:
+        return "the trace lacks ln1 or attn.q_pre at positions 0..2"
+    worst = 0.0
+    for p in range(3):
+        q = layer["wq"] @ ln1[p] + layer.get("bq", 0)
+        if "q_norm" in layer:
+            q = rms_norm(q.reshape(-1, hd), layer["q_norm"], cfg.get("norm_eps", 1e-5)).reshape(-1)
+        worst = max(worst, float(np.max(np.abs(q - q_pre[p]))))
+    return None if worst <= 1e-5 else "attn.q_pre differs from wq · ln1 (+ bias, norm) by %.3g" % worst
+
+
 def main():
     os.makedirs(TMP, exist_ok=True)
     failed = 0
@@ -227,6 +258,10 @@ def main():
         problems = []
         if not np.array_equal(got, plain):
             problems.append("--kernels plain and fast differ")
+        if name in ("llama2c (the reference itself)", "qkv_bias", "qk_norm"):
+            hook_problem = check_q_pre(name, model, tag)
+            if hook_problem:
+                problems.append(hook_problem)
         if not err <= TOLERANCE:
             problems.append("max |engine - reference| %.3g > %.1g" % (err, TOLERANCE))
         if away is not None:
