@@ -376,8 +376,8 @@ int cli_batch(int argc, char **argv) {
     if (parsed > 0) {
         Model m = {0};
         Tokenizer tok = {0};
-        bool ready = cli_load_model_to_run(a.model, a.tokenizer, &a.quant, &m, &tok, &err) &&
-                     trace_layers_check(&a.trace, m.config.n_layers, &err);
+        bool ready =
+            cli_load_model_to_run(a.model, a.tokenizer, &a.quant, &a.trace, &m, &tok, &err);
         cli_signals_defer_begin(); /* a signal ends every request and trace properly */
         status = ready ? run_batch(&a, &m, &tok, &err) : EXIT_BAD_INPUT;
         cli_signals_defer_end();

@@ -248,8 +248,9 @@ bool cli_load_model(const char *model_path, const char *tokenizer_path, Model *m
 }
 
 bool cli_load_model_to_run(const char *model_path, const char *tokenizer_path, const CliQuant *q,
-                           Model *m, Tokenizer *tok, StepError *err) {
+                           const TraceOptions *trace, Model *m, Tokenizer *tok, StepError *err) {
     if (!cli_load_model(model_path, tokenizer_path, m, tok, err)) return false;
+    if (!trace_layers_check(trace, m->config.n_layers, err)) return false;
     if (q->weights && m->quant == NULL && !model_quantize(m, q->run.group, err)) return false;
     if (q->kernels == KERNELS_PLAIN) return true; /* the row-major weights, as loaded */
     /* the fast layout, chosen once here; the numbers do not change */

@@ -150,12 +150,12 @@ int cli_quant_option(int c, const char *arg, CliQuant *q, StepError *err);
 bool cli_load_model(const char *model_path, const char *tokenizer_path, Model *m, Tokenizer *tok,
                     StepError *err);
 
-/* cli_load_model, then make the model ready to run: quantize its weights
- * when q asks and they are not already int8 (a .q8 file), otherwise put its
- * float weights into the fast layout (pack.h). The caller frees m and tok
- * either way. */
+/* cli_load_model, then make the model ready to run: check the trace's
+ * --trace-layers against it, quantize its weights when q asks and they are
+ * not already int8 (a .q8 file), and with the fast kernels put them into
+ * the packed layout (pack.h). The caller frees m and tok either way. */
 bool cli_load_model_to_run(const char *model_path, const char *tokenizer_path, const CliQuant *q,
-                           Model *m, Tokenizer *tok, StepError *err);
+                           const TraceOptions *trace, Model *m, Tokenizer *tok, StepError *err);
 
 /* Load only the model at model_path (NULL: the built-in tiny model), for
  * commands that need its shape or weights but no tokenizer. */

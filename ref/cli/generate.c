@@ -300,9 +300,9 @@ int cli_generate(int argc, char **argv) {
     if (parsed > 0) {
         Model m = {0};
         Tokenizer tok = {0};
-        bool ready = cli_load_model_to_run(a.model, a.tokenizer, &a.quant, &m, &tok, &err) &&
-                     generate_options_validate(&a.gen, &m.config, &err) &&
-                     trace_layers_check(&a.trace_opt, m.config.n_layers, &err);
+        bool ready =
+            cli_load_model_to_run(a.model, a.tokenizer, &a.quant, &a.trace_opt, &m, &tok, &err) &&
+            generate_options_validate(&a.gen, &m.config, &err);
         cli_signals_defer_begin(); /* from here, the run ends its trace itself */
         status = ready ? run_generate(&a, &m, &tok, &err) : EXIT_BAD_INPUT;
         cli_signals_defer_end();

@@ -225,8 +225,8 @@ int cli_score(int argc, char **argv) {
     if (parsed > 0) {
         Model m = {0};
         Tokenizer tok = {0};
-        bool loaded = cli_load_model_to_run(a.model, a.tokenizer, &a.quant, &m, &tok, &err) &&
-                      trace_layers_check(&a.trace, m.config.n_layers, &err);
+        bool loaded =
+            cli_load_model_to_run(a.model, a.tokenizer, &a.quant, &a.trace, &m, &tok, &err);
         cli_signals_defer_begin(); /* from here, the run ends its file itself */
         status = loaded ? run_score(&a, &m, &tok, &err) : EXIT_BAD_INPUT;
         cli_signals_defer_end();
