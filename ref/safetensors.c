@@ -177,24 +177,29 @@ static float half_to_float(uint16_t h) {
     return f;
 }
 
-void safetensors_to_f32(const SafetensorsTensor *t, float *dst) {
-    const unsigned char *p = t->data;
-    for (uint64_t i = 0; i < t->numel; i++) {
+void safetensors_convert(SafetensorsDtype dtype, const unsigned char *data, uint64_t n,
+                         float *dst) {
+    const unsigned char *p = data;
+    for (uint64_t i = 0; i < n; i++) {
         uint32_t bits;
-        if (t->dtype == ST_F32) {
+        if (dtype == ST_F32) {
             bits = (uint32_t)p[4 * i] | (uint32_t)p[4 * i + 1] << 8 | (uint32_t)p[4 * i + 2] << 16 |
                    (uint32_t)p[4 * i + 3] << 24;
             memcpy(&dst[i], &bits, sizeof bits);
             continue;
         }
         uint16_t h = (uint16_t)(p[2 * i] | p[2 * i + 1] << 8);
-        if (t->dtype == ST_F16) {
+        if (dtype == ST_F16) {
             dst[i] = half_to_float(h);
         } else { /* bfloat16: the top half of a float32 */
             bits = (uint32_t)h << 16;
             memcpy(&dst[i], &bits, sizeof bits);
         }
     }
+}
+
+void safetensors_to_f32(const SafetensorsTensor *t, float *dst) {
+    safetensors_convert(t->dtype, t->data, t->numel, dst);
 }
 
 void safetensors_release(const SafetensorsFile *f, const SafetensorsTensor *t) {

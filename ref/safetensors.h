@@ -54,6 +54,11 @@ SafetensorsTensor *safetensors_find(const SafetensorsFile *f, const char *name);
 /* "F32", "F16", "BF16". */
 const char *safetensors_dtype_name(SafetensorsDtype d);
 
+/* n values stored as dtype (little-endian) at data, as float32 into dst
+ * (exact: F16 and BF16 are subsets of float32). GGUF's F32, F16 and BF16
+ * are the same encodings. */
+void safetensors_convert(SafetensorsDtype dtype, const unsigned char *data, uint64_t n, float *dst);
+
 /* t's values as float32 into dst [numel] (exact for every supported dtype). */
 void safetensors_to_f32(const SafetensorsTensor *t, float *dst);
 

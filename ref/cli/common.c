@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../gguf_model.h"
 #include "../hf_model.h"
 #include "../model_json.h"
 #include "../pack.h"
@@ -215,7 +216,12 @@ static bool load_hf(const char *dir, Model *m, StepError *err) {
 bool cli_load_model(const char *model_path, const char *tokenizer_path, Model *m, Tokenizer *tok,
                     StepError *err) {
     bool ok;
-    if (hf_is_model_dir(model_path)) {
+    if (gguf_is_model_path(model_path)) {
+        /* its own tokenizer, unless --tokenizer says otherwise */
+        ok = gguf_model_load(m, tokenizer_path == NULL ? tok : NULL, model_path, err);
+        if (tokenizer_path == NULL) return ok;
+        memset(tok, 0, sizeof *tok);
+    } else if (hf_is_model_dir(model_path)) {
         memset(tok, 0, sizeof *tok);
         ok = load_hf(model_path, m, err);
         /* Its tokenizer.json is the next step (docs/hf-models.md). */
@@ -258,6 +264,7 @@ bool cli_load_model_to_run(const char *model_path, const char *tokenizer_path, c
 }
 
 bool cli_load_model_only(const char *model_path, Model *m, StepError *err) {
+    if (gguf_is_model_path(model_path)) return gguf_model_load(m, NULL, model_path, err);
     if (hf_is_model_dir(model_path)) return load_hf(model_path, m, err);
     if (model_path != NULL && model_file_is_q8(model_path))
         return model_load_q8(m, model_path, err);

@@ -1,0 +1,210 @@
+/* gguf_model.c: see gguf_model.h. */
+#include "gguf_model.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "gguf.h"
+
+bool gguf_is_model_path(const char *path) {
+    size_t n = path ? strlen(path) : 0;
+    return n > 5 && strcmp(path + n - 5, ".gguf") == 0;
+}
+
+/* <arch>.<name> as a whole number in [1, 2^30] into *out. */
+static bool arch_uint(const GgufFile *f, const char *arch, const char *name, int *out,
+                      StepError *err) {
+    char key[128];
+    uint64_t v;
+    snprintf(key, sizeof key, "%s.%s", arch, name);
+    if (!gguf_get_uint(f, key, 1u << 30, &v) || v == 0)
+        return step_fail(err, "%s: needs %s, a whole number from 1", f->path, key);
+    *out = (int)v;
+    return true;
+}
+
+static bool read_config(const GgufFile *f, const char *arch, Config *c, StepError *err) {
+    memset(c, 0, sizeof *c);
+    bool ok = arch_uint(f, arch, "embedding_length", &c->dim, err) &&
+              arch_uint(f, arch, "feed_forward_length", &c->hidden_dim, err) &&
+              arch_uint(f, arch, "block_count", &c->n_layers, err) &&
+              arch_uint(f, arch, "attention.head_count", &c->n_heads, err) &&
+              arch_uint(f, arch, "context_length", &c->seq_len, err);
+    char key[128];
+    snprintf(key, sizeof key, "%s.attention.head_count_kv", arch);
+    c->n_kv_heads = c->n_heads;
+    if (ok && gguf_find_kv(f, key) != NULL)
+        ok = arch_uint(f, arch, "attention.head_count_kv", &c->n_kv_heads, err);
+    snprintf(key, sizeof key, "%s.attention.key_length", arch);
+    if (ok && gguf_find_kv(f, key) != NULL)
+        ok = arch_uint(f, arch, "attention.key_length", &c->head_dim, err);
+    double v;
+    snprintf(key, sizeof key, "%s.rope.freq_base", arch);
+    if (ok && gguf_find_kv(f, key) != NULL) {
+        ok = (gguf_get_float(f, key, &v) && v > 0 && v < 1e30) ||
+             step_fail(err, "%s: %s must be a positive number", f->path, key);
+        c->rope_theta = (float)v;
+    }
+    snprintf(key, sizeof key, "%s.attention.layer_norm_rms_epsilon", arch);
+    if (ok && gguf_find_kv(f, key) != NULL) {
+        ok = (gguf_get_float(f, key, &v) && v > 0 && v < 1) ||
+             step_fail(err, "%s: %s must be in (0, 1)", f->path, key);
+        c->norm_eps = (float)v;
+    }
+    c->rope_layout = strcmp(arch, "llama") == 0 ? ROPE_INTERLEAVED : ROPE_HALVES;
+    c->qkv_bias = strcmp(arch, "qwen2") == 0;
+    c->qk_norm = strcmp(arch, "qwen3") == 0;
+    return ok;
+}
+
+/* Copy the tensor called name, [rows, cols] row-major (ne[0] = cols;
+ * rows 0: a vector of cols), into dst. */
+static bool take(const GgufFile *f, const char *name, uint64_t rows, uint64_t cols, float *dst,
+                 StepError *err) {
+    GgufTensor *t = gguf_find_tensor(f, name);
+    if (t == NULL) return step_fail(err, "%s: tensor %s is missing", f->path, name);
+    bool fits = rows == 0 ? t->n_dims == 1 && t->ne[0] == cols
+                          : t->n_dims == 2 && t->ne[0] == cols && t->ne[1] == rows;
+    if (!fits)
+        return step_fail(err, "%s: tensor %s has the wrong shape for the metadata", f->path, name);
+    gguf_to_f32(t, dst);
+    t->used = 1;
+    return true;
+}
+
+static float *slot(Model *m, const float *view) {
+    return m->storage + (view - m->storage);
+}
+
+static bool take_layer(Model *m, const GgufFile *f, int l, StepError *err) {
+    const Config *c = &m->config;
+    const Weights *w = &m->weights;
+    uint64_t d = (uint64_t)c->dim, h = (uint64_t)c->hidden_dim, kv = (uint64_t)config_kv_dim(c);
+    uint64_t qd = (uint64_t)config_q_dim(c), hd = (uint64_t)config_head_dim(c);
+    const struct {
+        const char *name;
+        const float *view; /* NULL: not in this architecture */
+        uint64_t rows, cols;
+    } parts[] = {
+        {"attn_norm.weight", w->rms_att + l * d, 0, d},
+        {"attn_q.weight", w->wq + l * qd * d, qd, d},
+        {"attn_k.weight", w->wk + l * kv * d, kv, d},
+        {"attn_v.weight", w->wv + l * kv * d, kv, d},
+        {"attn_output.weight", w->wo + l * d * qd, d, qd},
+        {"attn_q.bias", w->bq ? w->bq + l * qd : NULL, 0, qd},
+        {"attn_k.bias", w->bk ? w->bk + l * kv : NULL, 0, kv},
+        {"attn_v.bias", w->bv ? w->bv + l * kv : NULL, 0, kv},
+        {"attn_q_norm.weight", w->q_norm ? w->q_norm + l * hd : NULL, 0, hd},
+        {"attn_k_norm.weight", w->k_norm ? w->k_norm + l * hd : NULL, 0, hd},
+        {"ffn_norm.weight", w->rms_ffn + l * d, 0, d},
+        {"ffn_gate.weight", w->w1 + l * h * d, h, d},
+        {"ffn_down.weight", w->w2 + l * d * h, d, h},
+        {"ffn_up.weight", w->w3 + l * h * d, h, d},
+    };
+    for (size_t i = 0; i < sizeof parts / sizeof parts[0]; i++) {
+        if (parts[i].view == NULL) continue;
+        char name[128];
+        snprintf(name, sizeof name, "blk.%d.%s", l, parts[i].name);
+        if (!take(f, name, parts[i].rows, parts[i].cols, slot(m, parts[i].view), err)) return false;
+    }
+    return true;
+}
+
+/* The embedded tokenizer: "llama" (SentencePiece-style tokens and scores,
+ * spaces written as U+2581), with BOS 1 and EOS 2 as the engine expects. */
+static bool read_tokenizer(const GgufFile *f, Tokenizer *tok, int vocab, StepError *err) {
+    char *model = gguf_get_string(f, "tokenizer.ggml.model");
+    bool llama = model != NULL && strcmp(model, "llama") == 0;
+    if (!llama) {
+        step_fail(err,
+                  "%s: embedded tokenizer %.40s is not supported yet (llama); give "
+                  "--tokenizer",
+                  f->path, model ? model : "(none)");
+        free(model);
+        return false;
+    }
+    free(model);
+    uint64_t n = 0, n_scores = 0, bos = 1, eos = 2;
+    if ((gguf_find_kv(f, "tokenizer.ggml.bos_token_id") &&
+         !gguf_get_uint(f, "tokenizer.ggml.bos_token_id", 1u << 30, &bos)) ||
+        (gguf_find_kv(f, "tokenizer.ggml.eos_token_id") &&
+         !gguf_get_uint(f, "tokenizer.ggml.eos_token_id", 1u << 30, &eos)) ||
+        bos != 1 || eos != 2)
+        return step_fail(err, "%s: BOS and EOS must be ids 1 and 2 (others are not supported yet)",
+                         f->path);
+    char **pieces = gguf_string_array(f, "tokenizer.ggml.tokens", &n);
+    const unsigned char *scores = gguf_f32_array(f, "tokenizer.ggml.scores", &n_scores);
+    float *s = pieces && scores && n == n_scores && n == (uint64_t)vocab
+                   ? malloc((size_t)n * sizeof *s)
+                   : NULL;
+    bool ok = s != NULL || step_fail(err, "%s: the tokenizer needs %d tokens and as many scores",
+                                     f->path, vocab);
+    for (uint64_t i = 0; ok && i < n; i++) {
+        uint32_t bits = (uint32_t)scores[4 * i] | (uint32_t)scores[4 * i + 1] << 8 |
+                        (uint32_t)scores[4 * i + 2] << 16 | (uint32_t)scores[4 * i + 3] << 24;
+        memcpy(&s[i], &bits, sizeof bits);
+        /* U+2581 (E2 96 81), SentencePiece's space, is a space in stepwise's pieces */
+        char *p = pieces[i], *out = pieces[i];
+        while (*p) {
+            if ((unsigned char)p[0] == 0xE2 && (unsigned char)p[1] == 0x96 &&
+                (unsigned char)p[2] == 0x81)
+                *out++ = ' ', p += 3;
+            else
+                *out++ = *p++;
+        }
+        *out = '\0';
+    }
+    if (ok) ok = tokenizer_init(tok, vocab, (const char *const *)pieces, s, err);
+    for (uint64_t i = 0; pieces != NULL && i < n; i++) free(pieces[i]);
+    free(pieces), free(s);
+    return ok;
+}
+
+bool gguf_model_load(Model *m, Tokenizer *tok, const char *path, StepError *err) {
+    memset(m, 0, sizeof *m);
+    if (tok != NULL) memset(tok, 0, sizeof *tok);
+    GgufFile f;
+    if (!gguf_open(&f, path, err)) return false;
+    char *arch = gguf_get_string(&f, "general.architecture");
+    bool ok = arch != NULL && (strcmp(arch, "llama") == 0 || strcmp(arch, "qwen2") == 0 ||
+                               strcmp(arch, "qwen3") == 0);
+    if (!ok)
+        step_fail(err, "%s: general.architecture %.40s is not supported (llama, qwen2, qwen3)",
+                  path, arch ? arch : "(none)");
+    ok = ok && read_config(&f, arch, &m->config, err);
+    GgufTensor *emb = ok ? gguf_find_tensor(&f, "token_embd.weight") : NULL;
+    if (ok && (emb == NULL || emb->n_dims != 2 || emb->ne[1] == 0 || emb->ne[1] > (1u << 24)))
+        ok = step_fail(err, "%s: tensor token_embd.weight is missing or malformed", path);
+    if (ok) {
+        m->config.vocab_size = (int)emb->ne[1];
+        m->config.shared_classifier = gguf_find_tensor(&f, "output.weight") == NULL;
+        ok = config_validate(&m->config, path, err);
+    }
+    /* every weight must come from a stored value: check before allocating */
+    uint64_t stored = 0, needed = ok ? model_storage_floats(&m->config) : 0;
+    for (uint64_t i = 0; i < f.n_tensors; i++) stored += f.tensors[i].numel;
+    if (ok && needed > stored)
+        ok = step_fail(err, "%s: the metadata implies %llu weights, the file holds %llu", path,
+                       (unsigned long long)needed, (unsigned long long)stored);
+    if (ok && (m->storage = malloc(needed * sizeof(float))) == NULL)
+        ok = step_fail(err, "%s: out of memory for the weights", path);
+    if (ok) {
+        model_bind_weights(m);
+        const Config *c = &m->config;
+        ok = take(&f, "token_embd.weight", (uint64_t)c->vocab_size, (uint64_t)c->dim,
+                  slot(m, m->weights.token_embedding), err);
+        for (int l = 0; ok && l < c->n_layers; l++) ok = take_layer(m, &f, l, err);
+        ok = ok && take(&f, "output_norm.weight", 0, (uint64_t)c->dim,
+                        slot(m, m->weights.rms_final), err);
+        if (ok && !c->shared_classifier)
+            ok = take(&f, "output.weight", (uint64_t)c->vocab_size, (uint64_t)c->dim,
+                      slot(m, m->weights.wcls), err);
+    }
+    if (ok && tok != NULL) ok = read_tokenizer(&f, tok, m->config.vocab_size, err);
+    if (ok) snprintf(m->source, sizeof m->source, "GGUF v%u, %s", f.version, arch);
+    free(arch);
+    gguf_close(&f);
+    if (!ok) model_free(m);
+    return ok;
+}
