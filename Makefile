@@ -162,7 +162,7 @@ sanitize:
 # corpus (tests/fuzz/corpus/T), keeping what it finds in build/fuzz/corpus/T;
 # `make fuzz-smoke` (in `make test`) replays every committed crash
 # reproducer (tests/fuzz/crashes/T) and fuzzes each target for a few seconds.
-FUZZ_TARGETS := checkpoint tokenizer model_json requests trace diff safetensors
+FUZZ_TARGETS := checkpoint tokenizer model_json requests trace diff safetensors gguf
 FUZZ_DIR     := $(BUILD)/fuzz
 FUZZ_SECONDS ?= 60
 FUZZ_SMOKE_SECONDS ?= 4

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "gguf.h"
+#include "hf_model.h"
 
 bool gguf_is_model_path(const char *path) {
     size_t n = path ? strlen(path) : 0;
@@ -77,35 +78,14 @@ static float *slot(Model *m, const float *view) {
     return m->storage + (view - m->storage);
 }
 
+/* Every tensor of layer l, by its GGUF name (hf_layer_tensors' table): as
+ * stored, for llama.cpp keeps each architecture's own q/k layout. */
 static bool take_layer(Model *m, const GgufFile *f, int l, StepError *err) {
-    const Config *c = &m->config;
-    const Weights *w = &m->weights;
-    uint64_t d = (uint64_t)c->dim, h = (uint64_t)c->hidden_dim, kv = (uint64_t)config_kv_dim(c);
-    uint64_t qd = (uint64_t)config_q_dim(c), hd = (uint64_t)config_head_dim(c);
-    const struct {
-        const char *name;
-        const float *view; /* NULL: not in this architecture */
-        uint64_t rows, cols;
-    } parts[] = {
-        {"attn_norm.weight", w->rms_att + l * d, 0, d},
-        {"attn_q.weight", w->wq + l * qd * d, qd, d},
-        {"attn_k.weight", w->wk + l * kv * d, kv, d},
-        {"attn_v.weight", w->wv + l * kv * d, kv, d},
-        {"attn_output.weight", w->wo + l * d * qd, d, qd},
-        {"attn_q.bias", w->bq ? w->bq + l * qd : NULL, 0, qd},
-        {"attn_k.bias", w->bk ? w->bk + l * kv : NULL, 0, kv},
-        {"attn_v.bias", w->bv ? w->bv + l * kv : NULL, 0, kv},
-        {"attn_q_norm.weight", w->q_norm ? w->q_norm + l * hd : NULL, 0, hd},
-        {"attn_k_norm.weight", w->k_norm ? w->k_norm + l * hd : NULL, 0, hd},
-        {"ffn_norm.weight", w->rms_ffn + l * d, 0, d},
-        {"ffn_gate.weight", w->w1 + l * h * d, h, d},
-        {"ffn_down.weight", w->w2 + l * d * h, d, h},
-        {"ffn_up.weight", w->w3 + l * h * d, h, d},
-    };
-    for (size_t i = 0; i < sizeof parts / sizeof parts[0]; i++) {
-        if (parts[i].view == NULL) continue;
+    HfLayerTensor parts[HF_LAYER_TENSORS];
+    int count = hf_layer_tensors(m, l, parts);
+    for (int i = 0; i < count; i++) {
         char name[128];
-        snprintf(name, sizeof name, "blk.%d.%s", l, parts[i].name);
+        snprintf(name, sizeof name, "blk.%d.%s", l, parts[i].gguf_name);
         if (!take(f, name, parts[i].rows, parts[i].cols, slot(m, parts[i].view), err)) return false;
     }
     return true;

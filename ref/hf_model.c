@@ -258,20 +258,22 @@ int hf_layer_tensors(const Model *m, int l, HfLayerTensor out[HF_LAYER_TENSORS])
     size_t qd = (size_t)config_q_dim(c), hd = (size_t)config_head_dim(c);
     int nh = c->n_heads, nkv = c->n_kv_heads;
     const HfLayerTensor all[HF_LAYER_TENSORS] = {
-        {"input_layernorm.weight", w->rms_att + l * d, 0, d, 0},
-        {"self_attn.q_proj.weight", w->wq + l * qd * d, qd, d, nh},
-        {"self_attn.k_proj.weight", w->wk + l * kv * d, kv, d, nkv},
-        {"self_attn.v_proj.weight", w->wv + l * kv * d, kv, d, 0},
-        {"self_attn.o_proj.weight", w->wo + l * d * qd, d, qd, 0},
-        {"self_attn.q_proj.bias", w->bq ? w->bq + l * qd : NULL, 0, qd, nh},
-        {"self_attn.k_proj.bias", w->bk ? w->bk + l * kv : NULL, 0, kv, nkv},
-        {"self_attn.v_proj.bias", w->bv ? w->bv + l * kv : NULL, 0, kv, 0},
-        {"self_attn.q_norm.weight", w->q_norm ? w->q_norm + l * hd : NULL, 0, hd, 1},
-        {"self_attn.k_norm.weight", w->k_norm ? w->k_norm + l * hd : NULL, 0, hd, 1},
-        {"post_attention_layernorm.weight", w->rms_ffn + l * d, 0, d, 0},
-        {"mlp.gate_proj.weight", w->w1 + l * h * d, h, d, 0},
-        {"mlp.down_proj.weight", w->w2 + l * d * h, d, h, 0},
-        {"mlp.up_proj.weight", w->w3 + l * h * d, h, d, 0},
+        {"input_layernorm.weight", "attn_norm.weight", w->rms_att + l * d, 0, d, 0},
+        {"self_attn.q_proj.weight", "attn_q.weight", w->wq + l * qd * d, qd, d, nh},
+        {"self_attn.k_proj.weight", "attn_k.weight", w->wk + l * kv * d, kv, d, nkv},
+        {"self_attn.v_proj.weight", "attn_v.weight", w->wv + l * kv * d, kv, d, 0},
+        {"self_attn.o_proj.weight", "attn_output.weight", w->wo + l * d * qd, d, qd, 0},
+        {"self_attn.q_proj.bias", "attn_q.bias", w->bq ? w->bq + l * qd : NULL, 0, qd, nh},
+        {"self_attn.k_proj.bias", "attn_k.bias", w->bk ? w->bk + l * kv : NULL, 0, kv, nkv},
+        {"self_attn.v_proj.bias", "attn_v.bias", w->bv ? w->bv + l * kv : NULL, 0, kv, 0},
+        {"self_attn.q_norm.weight", "attn_q_norm.weight", w->q_norm ? w->q_norm + l * hd : NULL, 0,
+         hd, 1},
+        {"self_attn.k_norm.weight", "attn_k_norm.weight", w->k_norm ? w->k_norm + l * hd : NULL, 0,
+         hd, 1},
+        {"post_attention_layernorm.weight", "ffn_norm.weight", w->rms_ffn + l * d, 0, d, 0},
+        {"mlp.gate_proj.weight", "ffn_gate.weight", w->w1 + l * h * d, h, d, 0},
+        {"mlp.down_proj.weight", "ffn_down.weight", w->w2 + l * d * h, d, h, 0},
+        {"mlp.up_proj.weight", "ffn_up.weight", w->w3 + l * h * d, h, d, 0},
     };
     int n = 0;
     for (int i = 0; i < HF_LAYER_TENSORS; i++) {

@@ -26,11 +26,13 @@ typedef struct {
 } HfLoadReport;
 
 /* One tensor of a layer under its Hugging Face name (after
- * "model.layers.L."): where it lies in the model's storage, its shape
- * (rows 0: a vector of cols), and for q's and k's the heads whose rows
- * RoPE pairs (0 for the others). The reader and the writer share it. */
+ * "model.layers.L.") and its GGUF name (after "blk.L."): where it lies in
+ * the model's storage, its shape (rows 0: a vector of cols), and for q's
+ * and k's the heads whose rows RoPE pairs (0 for the others). The Hugging
+ * Face reader and writer and the GGUF reader share it. */
 typedef struct {
     const char *name;
+    const char *gguf_name;
     const float *view;
     size_t rows, cols;
     int heads;

@@ -481,6 +481,43 @@ def hf_cases():
          ["generate", "--model", "{hf-good}"], 2, ["tokenizer.json"])
 
 
+def gguf_cases():
+    """GGUF files: the fuzz seed for llama (tests/fuzz/corpus/gguf), broken
+    one field at a time."""
+    good = open(os.path.join(ROOT, "tests", "fuzz", "corpus", "gguf", "llama.gguf"), "rb").read()
+    n_tensors, n_kv = struct.unpack("<QQ", good[8:24])
+
+    def patch(at, fmt, value):
+        return good[:at] + struct.pack(fmt, value) + good[at + struct.calcsize(fmt):]
+
+    def replace(old, new):
+        assert old in good
+        return good.replace(old, new, 1)
+
+    bad = {
+        "not GGUF": (b"GGUX" + good[4:], "no GGUF magic"),
+        "version 9": (patch(4, "<I", 9), "version 9"),
+        "tensor count 2^60": (patch(8, "<Q", 1 << 60), "counts do not fit"),
+        "metadata count 2^40": (patch(16, "<Q", 1 << 40), "counts do not fit"),
+        "truncated": (good[:200], "counts do not fit"),
+        "truncated in the tensor data": (good[:-100], "outside the data"),
+        "architecture gpt2": (replace(b"\x05\x00\x00\x00\x00\x00\x00\x00llama", b"\x05\x00\x00\x00\x00\x00\x00\x00gpt2x"),
+                              "not supported"),
+        "a string past the end": (replace(b"general.architecture\x08\x00\x00\x00\x05",
+                                          b"general.architecture\x08\x00\x00\x00\xff"),
+                                  "malformed"),
+        "n_dims 5": (replace(b"token_embd.weight\x02\x00\x00\x00", b"token_embd.weight\x05\x00\x00\x00"),
+                     "more than 4 dims"),
+        "a tensor of type Q4_0": (replace(b"output_norm.weight\x01\x00\x00\x00\x04\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00",
+                                          b"output_norm.weight\x01\x00\x00\x00\x04\x00\x00\x00\x00\x00\x00\x00\x02\x00\x00\x00"),
+                                  "type 2"),
+    }
+    for name, (data, words) in bad.items():
+        case("gguf: " + name, ["generate", "--model", "{m.gguf}"], 2, [words],
+             files={"m.gguf": data})
+    case("gguf: a FIFO", ["generate", "--model", "{f.gguf}"], 2, ["FIFO"], files={"f.gguf": ("fifo",)})
+
+
 def no_pass(result):
     return "PASS" not in result.stdout or "a PASS on nonsense"
 
@@ -775,7 +812,7 @@ def main():
     os.chdir(ROOT)
     setup()
     for make in (model_cases, tokenizer_cases, json_model_cases, request_cases, trace_cases,
-                 diff_cases, option_cases, output_cases, signal_cases, hf_cases):
+                 diff_cases, option_cases, output_cases, signal_cases, hf_cases, gguf_cases):
         make()
     FIXTURES = listing()  # after the cases, some of which make their fixtures
     failed = 0
