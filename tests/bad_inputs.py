@@ -394,11 +394,7 @@ def diff_cases():
 def hf_cases():
     """Hugging Face folders: a good one (tests/hf_reference.py's writer), then
     one fault at a time in its config.json or its safetensors header."""
-    import importlib.util
-    spec = importlib.util.spec_from_file_location(
-        "hf_reference", os.path.join(ROOT, "tests", "hf_reference.py"))
-    hf = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(hf)
+    import hf_reference as hf  # tests/ is this script's folder, first on sys.path
     cfg = dict(hf.BASE, architectures=["LlamaForCausalLM"])
     good = path("hf-good")
     hf.write_model_dir(good, cfg, hf.hf_tensors(cfg, 1), "F16")
@@ -482,9 +478,10 @@ def hf_cases():
 
 
 def gguf_cases():
-    """GGUF files: the fuzz seed for llama (tests/fuzz/corpus/gguf), broken
-    one field at a time."""
-    good = open(os.path.join(ROOT, "tests", "fuzz", "corpus", "gguf", "llama.gguf"), "rb").read()
+    """GGUF files: a tiny llama written from the spec (tests/gguf_write.py),
+    broken one field at a time."""
+    import gguf_write
+    good = gguf_write.tiny_gguf("llama")
     n_tensors, n_kv = struct.unpack("<QQ", good[8:24])
 
     def patch(at, fmt, value):

@@ -71,7 +71,7 @@ def source_text():
         parts = []
         for d in SOURCE_DIRS:
             for dirpath, _, files in os.walk(os.path.join(root, d)):
-                if "corpus" in dirpath or "crashes" in dirpath:
+                if "crashes" in dirpath:
                     continue
                 for f in files:
                     if f.endswith((".c", ".h", ".py", ".sh", ".ipynb", ".json")):

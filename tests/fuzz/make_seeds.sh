@@ -1,14 +1,16 @@
 #!/usr/bin/env bash
-# Write the fuzz targets' seed corpora (tests/fuzz/corpus/T) from stepwise's
-# own outputs: small, valid inputs of each kind, from which the fuzzer
-# mutates. Run once by hand (`bash tests/fuzz/make_seeds.sh`) after a format
-# changes; the corpora are committed. Needs build/stepwise.
+# Write the fuzz targets' seed corpora (OUT/T) from stepwise's own outputs:
+# small, valid inputs of each kind, from which the fuzzer mutates. Run by
+# `make fuzz-seeds` into build/fuzz/seeds: generated, never committed (the
+# checkpoints, Hugging Face folders and GGUF files among them are models).
+#   bash tests/fuzz/make_seeds.sh STEPWISE_BINARY OUT
 set -euo pipefail
-S=build/stepwise
-C=tests/fuzz/corpus
+S=${1:?usage: make_seeds.sh STEPWISE_BINARY OUT}
+C=${2:?usage: make_seeds.sh STEPWISE_BINARY OUT}
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-rm -rf "$C" && mkdir -p "$C"/{checkpoint,tokenizer,model_json,requests,trace,diff,safetensors,gguf}
+KINDS="checkpoint tokenizer model_json requests trace diff safetensors gguf"
+for k in $KINDS; do rm -rf "${C:?}/$k" && mkdir -p "$C/$k"; done
 
 # checkpoints: tied and untied, MHA and GQA, and a .q8 of each
 $S make-model --dim 8 --hidden 16 --layers 1 --heads 2 --vocab 16 --seq-len 4 --out "$C/checkpoint/tied.bin" 2>/dev/null
@@ -106,53 +108,5 @@ for i, (arch, dtype) in enumerate([("LlamaForCausalLM", "F16"), ("Qwen2ForCausal
     open(os.path.join(out, arch.lower()), "wb").write(struct.pack("<H", len(config)) + config + weights)
 PY
 # GGUF: tiny llama, qwen2 and qwen3 files with an embedded llama tokenizer,
-# written here following the GGUF spec (v3, alignment 32)
-SEED_OUT="$C/gguf" /usr/bin/python3 - <<'PY'
-import os, struct
-out = os.environ["SEED_OUT"]
-def s(x): b = x.encode(); return struct.pack("<Q", len(b)) + b
-def kv_u32(k, v): return s(k) + struct.pack("<II", 4, v)
-def kv_f32(k, v): return s(k) + struct.pack("<If", 6, v)
-def kv_str(k, v): return s(k) + struct.pack("<I", 8) + s(v)
-def kv_arr(k, t, items, fmt):
-    body = b"".join(s(i) for i in items) if t == 8 else b"".join(struct.pack(fmt, i) for i in items)
-    return s(k) + struct.pack("<IIQ", 9, t, len(items)) + body
-pieces = ["<unk>", "<s>", "</s>", "\u2581c", "a", "t", "\u2581cat", "s", "\u2581s", "<0x41>"]
-for arch, dtype in (("llama", 0), ("qwen2", 1), ("qwen3", 30)):
-    d, h, nh, nkv, L, V = 4, 4, 2, 1, 1, len(pieces)
-    hd, kvd = d // nh, nkv * (d // nh)
-    tensors = [("token_embd.weight", [d, V]), ("output_norm.weight", [d])]
-    for n, shape in (("attn_norm.weight", [d]), ("attn_q.weight", [d, d]), ("attn_k.weight", [d, kvd]),
-                     ("attn_v.weight", [d, kvd]), ("attn_output.weight", [d, d]),
-                     ("ffn_norm.weight", [d]), ("ffn_gate.weight", [d, h]),
-                     ("ffn_down.weight", [h, d]), ("ffn_up.weight", [d, h])):
-        tensors.append(("blk.0." + n, shape))
-    if arch == "qwen2":
-        tensors += [("blk.0.attn_q.bias", [d]), ("blk.0.attn_k.bias", [kvd]), ("blk.0.attn_v.bias", [kvd])]
-    if arch == "qwen3":
-        tensors += [("blk.0.attn_q_norm.weight", [hd]), ("blk.0.attn_k_norm.weight", [hd])]
-    kvs = [kv_str("general.architecture", arch), kv_u32(arch + ".context_length", 8),
-           kv_u32(arch + ".embedding_length", d), kv_u32(arch + ".feed_forward_length", h),
-           kv_u32(arch + ".block_count", L), kv_u32(arch + ".attention.head_count", nh),
-           kv_u32(arch + ".attention.head_count_kv", nkv), kv_f32(arch + ".rope.freq_base", 10000.0),
-           kv_f32(arch + ".attention.layer_norm_rms_epsilon", 1e-5), kv_str("tokenizer.ggml.model", "llama"),
-           kv_arr("tokenizer.ggml.tokens", 8, pieces, None),
-           kv_arr("tokenizer.ggml.scores", 6, [0.0] * 3 + [-1.0 * i for i in range(3, V)], "<f"),
-           kv_u32("tokenizer.ggml.bos_token_id", 1), kv_u32("tokenizer.ggml.eos_token_id", 2)]
-    size = 4 if dtype == 0 else 2
-    infos, data, off = b"", b"", 0
-    for name, shape in tensors:
-        n = 1
-        for x in shape: n *= x
-        infos += s(name) + struct.pack("<I", len(shape)) + b"".join(struct.pack("<Q", x) for x in shape)
-        infos += struct.pack("<IQ", dtype, off)
-        blob = b"".join(struct.pack("<f", 0.25 * ((i % 7) - 3)) for i in range(n)) if size == 4 \
-            else b"".join(struct.pack("<H", 0x3C00 if dtype == 1 else 0x3F80) for i in range(n))
-        blob += b"\0" * (-len(blob) % 32)
-        data += blob
-        off += len(blob)
-    head = b"GGUF" + struct.pack("<IQQ", 3, len(tensors), len(kvs)) + b"".join(kvs) + infos
-    head += b"\0" * (-len(head) % 32)
-    open(os.path.join(out, arch + ".gguf"), "wb").write(head + data)
-PY
-du -sh "$C"
+# written following the GGUF spec by tests/gguf_write.py
+/usr/bin/python3 tests/gguf_write.py "$C/gguf"
