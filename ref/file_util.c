@@ -9,6 +9,7 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -101,6 +102,22 @@ bool file_read_text(const char *path, const char *what, char **out, StepError *e
         return step_fail(err, "%s %s: has a NUL byte at offset %zu (not text)", what, path,
                          text_len);
     }
+    return true;
+}
+
+bool file_map_input(const char *path, const char *what, const char *format, size_t min_bytes,
+                    void **map, size_t *bytes, StepError *err) {
+    FILE *file = file_open_input(path, what, err);
+    if (file == NULL) return false;
+    struct stat st;
+    if (fstat(fileno(file), &st) != 0 || (size_t)st.st_size < min_bytes) {
+        fclose(file);
+        return step_fail(err, "%s: too short for a %s header", path, format);
+    }
+    *map = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fileno(file), 0);
+    fclose(file);
+    if (*map == MAP_FAILED) return step_fail(err, "%s: cannot map: %s", path, strerror(errno));
+    *bytes = (size_t)st.st_size;
     return true;
 }
 

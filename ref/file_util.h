@@ -32,6 +32,12 @@ void file_close_input(FILE *f);
 bool file_read_text(const char *path, const char *what, char **out, StepError *err);
 bool file_read_bytes(const char *path, const char *what, char **out, size_t *len, StepError *err);
 
+/* Map a regular file read-only and private (file_open_input's checks first):
+ * *map and *bytes on success, for munmap. A file shorter than min_bytes is
+ * refused as "too short for a <format> header". */
+bool file_map_input(const char *path, const char *what, const char *format, size_t min_bytes,
+                    void **map, size_t *bytes, StepError *err);
+
 /* Whether path can be written as an output, checked before a run starts:
  * refuses a directory, a missing parent folder and a dangling symlink. */
 bool file_check_output(const char *path, const char *what, StepError *err);

@@ -1,12 +1,10 @@
 /* gguf.c: see gguf.h. */
 #include "gguf.h"
 
-#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
-#include <sys/stat.h>
 
 #include "file_util.h"
 #include "safetensors.h"
@@ -221,21 +219,14 @@ bool gguf_parse(GgufFile *f, const unsigned char *bytes, size_t n, const char *n
 
 bool gguf_open(GgufFile *f, const char *path, StepError *err) {
     memset(f, 0, sizeof *f);
-    FILE *file = file_open_input(path, "model", err);
-    if (file == NULL) return false;
-    struct stat st;
-    if (fstat(fileno(file), &st) != 0 || st.st_size < 24) {
-        fclose(file);
-        return step_fail(err, "%s: too short for a GGUF header", path);
-    }
-    void *map = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fileno(file), 0);
-    fclose(file);
-    if (map == MAP_FAILED) return step_fail(err, "%s: cannot map: %s", path, strerror(errno));
-    if (!gguf_parse(f, map, (size_t)st.st_size, path, err)) {
-        munmap(map, (size_t)st.st_size);
+    void *map;
+    size_t bytes;
+    if (!file_map_input(path, "model", "GGUF", 24, &map, &bytes, err)) return false;
+    if (!gguf_parse(f, map, bytes, path, err)) {
+        munmap(map, bytes);
         return false;
     }
-    f->map = map, f->map_bytes = (size_t)st.st_size;
+    f->map = map, f->map_bytes = bytes;
     return true;
 }
 

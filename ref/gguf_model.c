@@ -74,10 +74,6 @@ static bool take(const GgufFile *f, const char *name, uint64_t rows, uint64_t co
     return true;
 }
 
-static float *slot(Model *m, const float *view) {
-    return m->storage + (view - m->storage);
-}
-
 /* Every tensor of layer l, by its GGUF name (hf_layer_tensors' table): as
  * stored, for llama.cpp keeps each architecture's own q/k layout. */
 static bool take_layer(Model *m, const GgufFile *f, int l, StepError *err) {
@@ -86,7 +82,8 @@ static bool take_layer(Model *m, const GgufFile *f, int l, StepError *err) {
     for (int i = 0; i < count; i++) {
         char name[128];
         snprintf(name, sizeof name, "blk.%d.%s", l, parts[i].gguf_name);
-        if (!take(f, name, parts[i].rows, parts[i].cols, slot(m, parts[i].view), err)) return false;
+        if (!take(f, name, parts[i].rows, parts[i].cols, model_weight_slot(m, parts[i].view), err))
+            return false;
     }
     return true;
 }
@@ -167,19 +164,17 @@ bool gguf_model_load(Model *m, Tokenizer *tok, const char *path, StepError *err)
     if (ok && needed > stored)
         ok = step_fail(err, "%s: the metadata implies %llu weights, the file holds %llu", path,
                        (unsigned long long)needed, (unsigned long long)stored);
-    if (ok && (m->storage = malloc(needed * sizeof(float))) == NULL)
-        ok = step_fail(err, "%s: out of memory for the weights", path);
+    ok = ok && model_alloc_storage(m, path, err);
     if (ok) {
-        model_bind_weights(m);
         const Config *c = &m->config;
         ok = take(&f, "token_embd.weight", (uint64_t)c->vocab_size, (uint64_t)c->dim,
-                  slot(m, m->weights.token_embedding), err);
+                  model_weight_slot(m, m->weights.token_embedding), err);
         for (int l = 0; ok && l < c->n_layers; l++) ok = take_layer(m, &f, l, err);
         ok = ok && take(&f, "output_norm.weight", 0, (uint64_t)c->dim,
-                        slot(m, m->weights.rms_final), err);
+                        model_weight_slot(m, m->weights.rms_final), err);
         if (ok && !c->shared_classifier)
             ok = take(&f, "output.weight", (uint64_t)c->vocab_size, (uint64_t)c->dim,
-                      slot(m, m->weights.wcls), err);
+                      model_weight_slot(m, m->weights.wcls), err);
     }
     if (ok && tok != NULL) ok = read_tokenizer(&f, tok, m->config.vocab_size, err);
     if (ok) snprintf(m->source, sizeof m->source, "GGUF v%u, %s", f.version, arch);

@@ -1,14 +1,11 @@
 /* hf_model.c: see hf_model.h. */
 
-/* MAP_ANONYMOUS is not POSIX; _DEFAULT_SOURCE declares it. */
-#define _DEFAULT_SOURCE
 #include "hf_model.h"
 
 #include <cjson/cJSON.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <sys/stat.h>
 
 #include "file_util.h"
@@ -246,11 +243,6 @@ static bool take(SafetensorsFile *files, int n, const char *name, int rows, int 
     return true;
 }
 
-/* Writable view of a weight inside the model's own storage. */
-static float *slot(Model *m, const float *view) {
-    return m->storage + (view - m->storage);
-}
-
 int hf_layer_tensors(const Model *m, int l, HfLayerTensor out[HF_LAYER_TENSORS]) {
     const Config *c = &m->config;
     const Weights *w = &m->weights;
@@ -290,7 +282,7 @@ static bool take_layer(Model *m, SafetensorsFile *files, int n, int l, const cha
     for (int i = 0; i < count; i++) {
         char name[160];
         snprintf(name, sizeof name, "model.layers.%d.%s", l, parts[i].name);
-        float *dst = slot(m, parts[i].view);
+        float *dst = model_weight_slot(m, parts[i].view);
         if (!take(files, n, name, (int)parts[i].rows, (int)parts[i].cols, dst, dir, err))
             return false;
         size_t cols = parts[i].rows == 0 ? 1 : parts[i].cols; /* a vector: rows of one value */
@@ -303,13 +295,13 @@ static bool take_layer(Model *m, SafetensorsFile *files, int n, int l, const cha
 static bool take_all(Model *m, SafetensorsFile *files, int n, const char *dir, StepError *err) {
     const Config *c = &m->config;
     bool ok = take(files, n, "model.embed_tokens.weight", c->vocab_size, c->dim,
-                   slot(m, m->weights.token_embedding), dir, err);
+                   model_weight_slot(m, m->weights.token_embedding), dir, err);
     for (int l = 0; ok && l < c->n_layers; l++) ok = take_layer(m, files, n, l, dir, err);
-    ok = ok &&
-         take(files, n, "model.norm.weight", 0, c->dim, slot(m, m->weights.rms_final), dir, err);
+    ok = ok && take(files, n, "model.norm.weight", 0, c->dim,
+                    model_weight_slot(m, m->weights.rms_final), dir, err);
     if (ok && !c->shared_classifier)
-        ok = take(files, n, "lm_head.weight", c->vocab_size, c->dim, slot(m, m->weights.wcls), dir,
-                  err);
+        ok = take(files, n, "lm_head.weight", c->vocab_size, c->dim,
+                  model_weight_slot(m, m->weights.wcls), dir, err);
     return ok;
 }
 
@@ -365,22 +357,10 @@ bool hf_model_load(Model *m, const char *dir, HfLoadReport *report, StepError *e
                                        "model %s: config.json implies %llu weights, the "
                                        "safetensors files hold %llu values",
                                        dir, (unsigned long long)needed, (unsigned long long)stored);
-    /* Anonymous memory (zeroed), owned as a mapping: model_pack can then
-     * give each matrix's pages back as it packs them, and the fast
-     * kernels' peak stays near one copy of the weights. */
-    void *map = MAP_FAILED;
-    if (ok)
-        map = mmap(NULL, needed * sizeof(float), PROT_READ | PROT_WRITE,
-                   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    ok =
-        ok && (map != MAP_FAILED || step_fail(err, "model %s: out of memory for the weights", dir));
     if (ok) {
-        m->storage = map, m->mapping = map, m->mapping_bytes = needed * sizeof(float);
-        m->mapping_is_file = false;
-    }
-    if (ok) {
-        model_bind_weights(m);
-        ok = take_all(m, files, n, dir, err);
+        char what[4200];
+        snprintf(what, sizeof what, "model %s", dir);
+        ok = model_alloc_storage(m, what, err) && take_all(m, files, n, dir, err);
     }
     if (ok) {
         fill_report(report, files, n);

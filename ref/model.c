@@ -1,7 +1,8 @@
 /* model.c: the llama2.c checkpoint loader and the weight views. */
 
 /* madvise(MADV_DONTNEED) is not in POSIX (posix_madvise's DONTNEED is only
- * advice, and glibc ignores it); _DEFAULT_SOURCE declares it. */
+ * advice, and glibc ignores it), nor is MAP_ANONYMOUS; _DEFAULT_SOURCE
+ * declares both. */
 #define _DEFAULT_SOURCE
 #include "model.h"
 
@@ -137,6 +138,19 @@ void model_discard_pages(const Model *m, const float *from, uint64_t n_floats) {
     drop_pages(from, n_floats);
 }
 
+bool model_alloc_storage(Model *m, const char *what, StepError *err) {
+    size_t bytes = model_storage_floats(&m->config) * sizeof(float);
+    void *map = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (map == MAP_FAILED) return step_fail(err, "%s: out of memory for the weights", what);
+    m->storage = map, m->mapping = map, m->mapping_bytes = bytes, m->mapping_is_file = false;
+    model_bind_weights(m);
+    return true;
+}
+
+float *model_weight_slot(Model *m, const float *view) {
+    return m->storage + (view - m->storage);
+}
+
 void model_release_storage(Model *m) {
     if (m->mapping != NULL)
         munmap(m->mapping, m->mapping_bytes);
@@ -192,9 +206,7 @@ bool model_init_random(Model *m, const Config *c, uint64_t seed, StepError *err)
     if (!config_validate(c, "make-model", err)) return false;
     if (seed == 0) return step_fail(err, "make-model: seed must not be 0");
     m->config = *c;
-    m->storage = malloc(model_storage_floats(c) * sizeof(float));
-    if (m->storage == NULL) return step_fail(err, "make-model: out of memory for the weights");
-    model_bind_weights(m);
+    if (!model_alloc_storage(m, "make-model", err)) return false;
     XorshiftRng rng = {seed};
     uint64_t dim = (uint64_t)c->dim, hidden = (uint64_t)c->hidden_dim, L = (uint64_t)c->n_layers;
     uint64_t kv = (uint64_t)config_kv_dim(c), vocab = (uint64_t)c->vocab_size;
@@ -227,7 +239,7 @@ bool model_init_random(Model *m, const Config *c, uint64_t seed, StepError *err)
                  {m->weights.k_norm, L * hd, 0}};
     for (size_t i = 0; i < sizeof parts / sizeof parts[0]; i++) {
         if (parts[i].view == NULL) continue;
-        float *dst = m->storage + (parts[i].view - m->storage);
+        float *dst = model_weight_slot(m, parts[i].view);
         if (parts[i].scale == 0) {
             for (uint64_t j = 0; j < parts[i].n; j++) dst[j] = 1.0f;
         } else {

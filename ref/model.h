@@ -69,6 +69,17 @@ void model_release_pages(const Model *m, const float *from, uint64_t n_floats);
  * for anonymous storage too: it gives the memory back at once. */
 void model_discard_pages(const Model *m, const float *from, uint64_t n_floats);
 
+/* Allocate m->storage for m->config (model_storage_floats, zeroed) and bind
+ * the views into it. Anonymous memory owned as a mapping: model_pack can then
+ * give each matrix's pages back as it packs them (model_discard_pages), and
+ * the fast kernels' peak stays near one copy of the weights. `what` names the
+ * model in the error. */
+bool model_alloc_storage(Model *m, const char *what, StepError *err);
+
+/* Writable pointer to a weight view inside m->storage (the views are const
+ * for the maths; a loader fills them through this). */
+float *model_weight_slot(Model *m, const float *view);
+
 /* Free (or unmap) m->storage and set it to NULL; the views are not touched. */
 void model_release_storage(Model *m);
 

@@ -150,11 +150,6 @@ static bool read_tokenizer(const cJSON *root, Tokenizer *tok, int vocab_size, co
     return ok;
 }
 
-/* Writable view of a weight inside the model's own storage. */
-static float *slot(Model *m, const float *view) {
-    return m->storage + (view - m->storage);
-}
-
 static bool read_layers(const cJSON *layers, Model *m, const char *what, StepError *err) {
     const Config *c = &m->config;
     const Weights *w = &m->weights;
@@ -196,7 +191,7 @@ static bool read_layers(const cJSON *layers, Model *m, const char *what, StepErr
             char name[64];
             snprintf(name, sizeof name, "layers[%d].%s", l, parts[i].key);
             const cJSON *arr = cJSON_GetObjectItemCaseSensitive(L, parts[i].key);
-            float *dst = slot(m, parts[i].view);
+            float *dst = model_weight_slot(m, parts[i].view);
             bool ok = parts[i].rows == 0
                           ? read_vector(arr, parts[i].cols, dst, name, what, err)
                           : read_matrix(arr, parts[i].rows, parts[i].cols, dst, name, what, err);
@@ -212,12 +207,14 @@ static bool read_weights(const cJSON *root, Model *m, const char *what, StepErro
     if (!cJSON_IsObject(w)) return step_fail(err, "%s: missing \"weights\" object", what);
     const cJSON *cls = cJSON_GetObjectItemCaseSensitive(w, "classifier");
     return read_matrix(cJSON_GetObjectItemCaseSensitive(w, "token_embedding"), c->vocab_size,
-                       c->dim, slot(m, m->weights.token_embedding), "token_embedding", what, err) &&
+                       c->dim, model_weight_slot(m, m->weights.token_embedding), "token_embedding",
+                       what, err) &&
            read_layers(cJSON_GetObjectItemCaseSensitive(w, "layers"), m, what, err) &&
            read_vector(cJSON_GetObjectItemCaseSensitive(w, "rms_final"), c->dim,
-                       slot(m, m->weights.rms_final), "rms_final", what, err) &&
-           (cls == NULL || read_matrix(cls, c->vocab_size, c->dim, slot(m, m->weights.wcls),
-                                       "classifier", what, err));
+                       model_weight_slot(m, m->weights.rms_final), "rms_final", what, err) &&
+           (cls == NULL ||
+            read_matrix(cls, c->vocab_size, c->dim, model_weight_slot(m, m->weights.wcls),
+                        "classifier", what, err));
 }
 
 bool model_load_json_text(Model *m, Tokenizer *tok, const char *text, const char *what,
@@ -239,11 +236,9 @@ bool model_load_json_text(Model *m, Tokenizer *tok, const char *text, const char
         if (needed > strlen(text) / 2)
             ok = step_fail(err, "%s: the config implies %llu weights, more than the file holds",
                            what, (unsigned long long)needed);
-        if (ok && (m->storage = calloc(needed, sizeof(float))) == NULL)
-            ok = step_fail(err, "%s: out of memory for weights", what);
+        ok = ok && model_alloc_storage(m, what, err);
     }
     if (ok) {
-        model_bind_weights(m);
         snprintf(m->source, sizeof m->source, "stepwise JSON model");
         ok = read_weights(root, m, what, err) &&
              read_tokenizer(root, tok, m->config.vocab_size, what, err);

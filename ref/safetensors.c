@@ -5,12 +5,10 @@
 #include "safetensors.h"
 
 #include <cjson/cJSON.h>
-#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include "file_util.h"
@@ -132,22 +130,14 @@ bool safetensors_parse(SafetensorsFile *f, const unsigned char *bytes, size_t n,
 
 bool safetensors_open(SafetensorsFile *f, const char *path, StepError *err) {
     memset(f, 0, sizeof *f);
-    FILE *file = file_open_input(path, "weights", err);
-    if (file == NULL) return false;
-    struct stat st;
-    if (fstat(fileno(file), &st) != 0 || st.st_size < 8) {
-        fclose(file);
-        return step_fail(err, "%s: too short for a safetensors header", path);
-    }
-    /* Private and writable like a checkpoint's map: nothing reaches the file. */
-    void *map = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fileno(file), 0);
-    fclose(file);
-    if (map == MAP_FAILED) return step_fail(err, "%s: cannot map: %s", path, strerror(errno));
-    if (!safetensors_parse(f, map, (size_t)st.st_size, path, err)) {
-        munmap(map, (size_t)st.st_size);
+    void *map;
+    size_t bytes;
+    if (!file_map_input(path, "weights", "safetensors", 8, &map, &bytes, err)) return false;
+    if (!safetensors_parse(f, map, bytes, path, err)) {
+        munmap(map, bytes);
         return false;
     }
-    f->map = map, f->map_bytes = (size_t)st.st_size;
+    f->map = map, f->map_bytes = bytes;
     return true;
 }
 
