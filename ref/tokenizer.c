@@ -2,6 +2,8 @@
 #include "tokenizer.h"
 
 #include "file_util.h"
+#include "pretokenize.h"
+#include "tokenizer_json.h"
 
 #include <errno.h>
 #include <math.h>
@@ -11,7 +13,7 @@
 #include <string.h>
 
 /* A piece spelled exactly <0xXX> (upper-case hex) stands for one raw byte. */
-static int parse_byte_piece(const char *piece) {
+int tokenizer_byte_of_piece(const char *piece) {
     unsigned int byte;
     char tail;
     if (strlen(piece) != 6 || strncmp(piece, "<0x", 3) != 0 || piece[5] != '>') return -1;
@@ -60,6 +62,7 @@ bool tokenizer_init(Tokenizer *t, int vocab_size, const char *const *pieces, con
     }
     for (int b = 0; b < 256; b++) t->byte_ids[b] = -1;
     t->collapse_spaces = true;
+    t->unk_id = TOKEN_UNK, t->bos_id = TOKEN_BOS, t->eos_id = TOKEN_EOS, t->add_bos = true;
     for (int id = 0; id < vocab_size; id++) {
         t->pieces[id] = strdup(pieces[id]);
         if (t->pieces[id] == NULL) {
@@ -76,7 +79,7 @@ bool tokenizer_init(Tokenizer *t, int vocab_size, const char *const *pieces, con
         size_t bytes = strlen(pieces[id]);
         if (bytes > (size_t)t->max_piece_bytes)
             t->max_piece_bytes = bytes > INT32_MAX ? INT32_MAX : (int)bytes;
-        int byte = parse_byte_piece(pieces[id]);
+        int byte = tokenizer_byte_of_piece(pieces[id]);
         if (byte >= 0 && t->byte_ids[byte] < 0) t->byte_ids[byte] = id;
         if (id <= TOKEN_EOS || byte >= 0) continue; /* control and byte pieces never merge */
         if (is_space_run(pieces[id])) t->collapse_spaces = false;
@@ -88,20 +91,54 @@ bool tokenizer_init(Tokenizer *t, int vocab_size, const char *const *pieces, con
     return true;
 }
 
+bool tokenizer_init_empty(Tokenizer *t, int vocab_size, StepError *err) {
+    memset(t, 0, sizeof *t);
+    t->vocab_size = vocab_size;
+    t->pieces = calloc((size_t)vocab_size, sizeof *t->pieces);
+    t->scores = calloc((size_t)vocab_size, sizeof *t->scores);
+    t->sorted_ids = malloc((size_t)vocab_size * sizeof *t->sorted_ids);
+    bool ok = t->pieces != NULL && t->scores != NULL && t->sorted_ids != NULL;
+    for (int id = 0; ok && id < vocab_size; id++) ok = (t->pieces[id] = strdup("")) != NULL;
+    for (int b = 0; b < 256; b++) t->byte_ids[b] = -1;
+    t->unk_id = t->bos_id = t->eos_id = -1;
+    if (!ok) tokenizer_free(t);
+    return ok || step_fail(err, "tokenizer: out of memory");
+}
+
+/* The texts lookups search: a tokenizer.json's own spellings, else the pieces. */
+static const char *const *lookup_texts(const Tokenizer *t) {
+    return t->hf != NULL ? (const char *const *)t->hf->vocab : (const char *const *)t->pieces;
+}
+
+bool tokenizer_index_pieces(Tokenizer *t) {
+    const char *const *texts = lookup_texts(t);
+    int n_ids = t->hf != NULL ? t->hf->n_ids : t->vocab_size;
+    PieceRef *refs = malloc(((size_t)n_ids + 1) * sizeof *refs);
+    if (refs == NULL) return false;
+    t->n_mergeable = 0;
+    for (int id = 0; id < n_ids; id++)
+        if (texts[id] != NULL) refs[t->n_mergeable++] = (PieceRef){texts[id], id};
+    qsort(refs, (size_t)t->n_mergeable, sizeof *refs, compare_piece_refs);
+    for (int i = 0; i < t->n_mergeable; i++) t->sorted_ids[i] = refs[i].id;
+    free(refs);
+    return true;
+}
+
 /* Id of the normal piece spelled s[0..n), or -1. Binary search; on duplicate
  * spellings the lowest id sorts first and wins. */
-static int lookup_piece(const Tokenizer *t, const char *s, size_t n) {
+int tokenizer_find_piece(const Tokenizer *t, const char *s, size_t n) {
+    const char *const *texts = lookup_texts(t);
     int lo = 0, hi = t->n_mergeable;
     while (lo < hi) {
         int mid = lo + (hi - lo) / 2;
-        const char *p = t->pieces[t->sorted_ids[mid]];
+        const char *p = texts[t->sorted_ids[mid]];
         if (compare_bytes(p, strlen(p), s, n) < 0)
             lo = mid + 1;
         else
             hi = mid;
     }
     if (lo < t->n_mergeable) {
-        const char *p = t->pieces[t->sorted_ids[lo]];
+        const char *p = texts[t->sorted_ids[lo]];
         if (compare_bytes(p, strlen(p), s, n) == 0) return t->sorted_ids[lo];
     }
     return -1;
@@ -212,10 +249,11 @@ static char *normalize_text(const Tokenizer *t, const char *text) {
 }
 
 /* The working sequence of the BPE merge loop: symbols as byte ranges of the
- * normalised text in a doubly linked list (len 0: merged away). */
+ * normalised text in a doubly linked list (len 0: merged away), with the id
+ * each spells (a tokenizer.json merges pairs of ids). */
 typedef struct {
     size_t *start, *len;
-    int *prev, *next;
+    int *prev, *next, *id;
 } Symbols;
 
 /* A candidate merge: the pair (left, next[left]) as it was when pushed.
@@ -265,11 +303,24 @@ static PairCandidate heap_pop(PairHeap *h) {
     return top;
 }
 
-/* Push the pair (i, next[i]) if it spells a mergeable piece. */
+/* Push the pair (i, next[i]) if it spells a mergeable piece: for
+ * sentencepiece, a piece spelled by both (its score first); for a
+ * tokenizer.json, a merge rule of the two ids (the lowest rank first). */
 static void push_pair(const Tokenizer *t, const char *text, const Symbols *s, PairHeap *h, int i) {
     if (i < 0 || s->next[i] < 0) return;
     int j = s->next[i];
-    int id = lookup_piece(t, text + s->start[i], s->len[i] + s->len[j]);
+    if (t->hf != NULL) {
+        const MergeRule *r = hf_merge_find(t->hf, s->id[i], s->id[j]);
+        if (r != NULL)
+            heap_push(h, (PairCandidate){.score = -(float)r->rank,
+                                         .left = i,
+                                         .right = j,
+                                         .id = r->result,
+                                         .left_len = s->len[i],
+                                         .right_len = s->len[j]});
+        return;
+    }
+    int id = tokenizer_find_piece(t, text + s->start[i], s->len[i] + s->len[j]);
     if (id >= 0)
         heap_push(h, (PairCandidate){.score = t->scores[id],
                                      .left = i,
@@ -311,6 +362,7 @@ bool tokenizer_encode(const Tokenizer *t, const char *text, bool add_bos, int **
 
 bool tokenizer_may_fit(const Tokenizer *t, const char *text, int max_tokens) {
     if (strlen(text) > TOKENIZER_MAX_TEXT_BYTES) return false;
+    if (t->hf != NULL) return true; /* normalizers may lengthen the text: no bound here */
     char *norm = normalize_text(t, text);
     size_t n = norm != NULL ? strlen(norm) : strlen(text);
     free(norm);
@@ -334,17 +386,121 @@ static bool merge_pairs(const Tokenizer *t, const char *norm, size_t n, Symbols 
         int best = c.left, gone = c.right, left_len = (int)s->len[best];
         s->len[best] += s->len[gone];
         s->len[gone] = 0;
+        s->id[best] = c.id;
         s->next[best] = s->next[gone];
         if (s->next[gone] >= 0) s->prev[s->next[gone]] = best;
         push_pair(t, norm, s, &h, s->prev[best]);
         push_pair(t, norm, s, &h, best);
         if (watched)
-            report_merge(obs, norm, s, 0, best, left_len, c.id, t->scores[c.id], step, view,
-                         view_lens);
+            report_merge(obs, norm, s, 0, best, left_len, c.id, c.score, step, view, view_lens);
         step++;
     }
     free(h.items), free(view), free(view_lens);
     return ok;
+}
+
+/* Room for n symbols (one a byte at most). */
+static bool symbols_alloc(Symbols *s, size_t n) {
+    *s = (Symbols){.start = malloc((n + 1) * sizeof(size_t)),
+                   .len = malloc((n + 1) * sizeof(size_t)),
+                   .prev = malloc((n + 1) * sizeof(int)),
+                   .next = malloc((n + 1) * sizeof(int)),
+                   .id = malloc((n + 1) * sizeof(int))};
+    return s->start && s->len && s->prev && s->next && s->id;
+}
+
+static void symbols_free(Symbols *s) {
+    free(s->start), free(s->len), free(s->prev), free(s->next), free(s->id);
+}
+
+/* Append symbol text[start, start + len) spelling id, linked after the last. */
+static void symbol_add(Symbols *s, int *count, size_t start, size_t len, int id) {
+    int k = (*count)++;
+    s->start[k] = start, s->len[k] = len, s->id[k] = id;
+    s->prev[k] = k - 1, s->next[k] = -1;
+    if (k > 0) s->next[k - 1] = k;
+}
+
+/* ---- a tokenizer.json's encoder: pieces from pretokenize.c, then BPE ---- */
+
+typedef struct {
+    const Tokenizer *t;
+    const BpeObserver *obs;
+    int *ids;
+    size_t n, cap;
+} JsonEncode;
+
+static bool push_id(JsonEncode *e, int id) {
+    if (e->n == e->cap) {
+        size_t cap = e->cap ? e->cap * 2 : 64;
+        int *grown = realloc(e->ids, cap * sizeof *grown);
+        if (grown == NULL) return false;
+        e->ids = grown, e->cap = cap;
+    }
+    e->ids[e->n++] = id;
+    return true;
+}
+
+/* One pre-tokenized word, as the tokenizers library's BPE does it: each
+ * character its token, else its <0xXX> tokens (byte_fallback), else unk
+ * (one for a run with fuse_unk, none without an unk token); then merges by
+ * rank. With ignore_merges a word that is itself a token is that token. */
+static bool encode_word(JsonEncode *e, const char *w, size_t n) {
+    const Tokenizer *t = e->t;
+    const HfTokenizer *hf = t->hf;
+    int whole = hf->ignore_merges ? tokenizer_find_piece(t, w, n) : -1;
+    if (whole >= 0) return push_id(e, whole);
+    Symbols s;
+    bool ok = symbols_alloc(&s, n);
+    int count = 0;
+    for (size_t i = 0, len; ok && i < n; i += len) {
+        len = utf8_char_len((const unsigned char *)w + i, n - i);
+        int id = tokenizer_find_piece(t, w + i, len);
+        bool bytes_known = hf->byte_fallback;
+        for (size_t k = 0; k < len; k++)
+            bytes_known = bytes_known && t->byte_ids[(unsigned char)w[i + k]] >= 0;
+        if (id >= 0) {
+            symbol_add(&s, &count, i, len, id);
+        } else if (bytes_known) {
+            for (size_t k = 0; k < len; k++)
+                symbol_add(&s, &count, i + k, 1, t->byte_ids[(unsigned char)w[i + k]]);
+        } else if (hf->unk_id >= 0 && hf->fuse_unk && count > 0 && s.id[count - 1] == hf->unk_id) {
+            s.len[count - 1] += len;
+        } else if (hf->unk_id >= 0) {
+            symbol_add(&s, &count, i, len, hf->unk_id);
+        }
+    }
+    ok = ok && merge_pairs(t, w, n, &s, count, e->obs);
+    for (int i = ok && count > 0 ? 0 : -1; ok && i >= 0; i = s.next[i]) ok = push_id(e, s.id[i]);
+    symbols_free(&s);
+    return ok;
+}
+
+static bool encode_piece(void *ctx, const char *piece, size_t len, int added_id) {
+    JsonEncode *e = ctx;
+    if (e->obs != NULL && e->obs->on_piece != NULL)
+        e->obs->on_piece(e->obs->ctx, piece, (int)len, added_id);
+    return added_id >= 0 ? push_id(e, added_id) : encode_word(e, piece, len);
+}
+
+static bool encode_json(const Tokenizer *t, const char *text, bool add_bos, const BpeObserver *obs,
+                        int **out, int *n_out, StepError *err) {
+    size_t n = strlen(text);
+    if (!utf8_valid(text, n)) return step_fail(err, "tokenizer: the text is not valid UTF-8");
+    JsonEncode e = {.t = t, .obs = obs};
+    bool ok = !(add_bos && t->add_bos) || push_id(&e, t->bos_id);
+    err->message[0] = '\0';
+    if (ok) ok = hf_pretokenize(t->hf, text, n, encode_piece, &e, err);
+    if (ok && e.n > INT32_MAX / 2) ok = step_fail(err, "tokenizer: too many tokens");
+    if (!ok) {
+        free(e.ids);
+        if (err->message[0] == '\0')
+            step_fail(err, "tokenizer: out of memory encoding %zu bytes", n);
+        return false;
+    }
+    *out = e.ids != NULL ? e.ids : malloc(sizeof(int));
+    *n_out = (int)e.n;
+    return *out != NULL || step_fail(err, "tokenizer: out of memory");
 }
 
 bool tokenizer_encode_observed(const Tokenizer *t, const char *text, bool add_bos,
@@ -352,31 +508,26 @@ bool tokenizer_encode_observed(const Tokenizer *t, const char *text, bool add_bo
     if (strlen(text) > TOKENIZER_MAX_TEXT_BYTES)
         return step_fail(err, "tokenizer: a text of %zu bytes is longer than the %d bytes allowed",
                          strlen(text), TOKENIZER_MAX_TEXT_BYTES);
+    if (t->hf != NULL) return encode_json(t, text, add_bos, obs, out, n_out, err);
     char *norm = normalize_text(t, text);
     size_t n = norm ? strlen(norm) : 0;
-    Symbols s = {.start = malloc((n + 1) * sizeof(size_t)),
-                 .len = malloc((n + 1) * sizeof(size_t)),
-                 .prev = malloc((n + 1) * sizeof(int)),
-                 .next = malloc((n + 1) * sizeof(int))};
+    Symbols s;
+    bool ok = symbols_alloc(&s, n);
     /* Every byte becomes at most one token, plus BOS. */
     int *ids = malloc((n + 1) * sizeof(int));
-    bool ok = norm && s.start && s.len && s.prev && s.next && ids;
+    ok = ok && norm && ids;
     int count = 0;
-    for (size_t i = 0; ok && i < n; count++) {
-        s.start[count] = i;
-        s.len[count] = utf8_char_len((const unsigned char *)norm + i, n - i);
-        s.prev[count] = count - 1;
-        s.next[count] = count + 1;
-        i += s.len[count];
+    for (size_t i = 0, len; ok && i < n; i += len) {
+        len = utf8_char_len((const unsigned char *)norm + i, n - i);
+        symbol_add(&s, &count, i, len, -1);
     }
-    if (count > 0) s.next[count - 1] = -1;
     /* The first symbol is never merged away (only a right symbol is), so
      * the list always starts at 0. */
     ok = ok && merge_pairs(t, norm, n, &s, count, obs);
     int n_ids = 0;
-    if (ok && add_bos) ids[n_ids++] = TOKEN_BOS;
+    if (ok && add_bos && t->add_bos) ids[n_ids++] = t->bos_id;
     for (int i = count > 0 && ok ? 0 : -1; i >= 0; i = s.next[i]) {
-        int id = lookup_piece(t, norm + s.start[i], s.len[i]);
+        int id = tokenizer_find_piece(t, norm + s.start[i], s.len[i]);
         if (id >= 0) {
             ids[n_ids++] = id;
             continue;
@@ -387,7 +538,8 @@ bool tokenizer_encode_observed(const Tokenizer *t, const char *text, bool add_bo
             if (byte_id < 0) break; /* one <unk> per unknown character */
         }
     }
-    free(norm), free(s.start), free(s.len), free(s.prev), free(s.next);
+    free(norm);
+    symbols_free(&s);
     if (!ok) {
         free(ids);
         return step_fail(err, "tokenizer: out of memory encoding %zu bytes", strlen(text));
@@ -398,13 +550,20 @@ bool tokenizer_encode_observed(const Tokenizer *t, const char *text, bool add_bo
 }
 
 const char *tokenizer_decode(const Tokenizer *t, int prev, int token, char buf[8], int *len) {
-    if (token < 0 || token >= t->vocab_size) {
+    if (token < 0 || token >= t->vocab_size || (t->hf != NULL && token >= t->hf->n_ids)) {
         *len = 0;
         return "";
     }
+    if (t->hf != NULL) {
+        const char *bytes = t->hf->bytes[token];
+        *len = t->hf->byte_lens[token];
+        if (t->hf->strip_leading_space && prev == t->bos_id && *len > 0 && bytes[0] == ' ')
+            bytes++, (*len)--;
+        return bytes;
+    }
     const char *piece = t->pieces[token];
-    if (prev == TOKEN_BOS && piece[0] == ' ') piece++;
-    int byte = parse_byte_piece(piece);
+    if (prev == t->bos_id && piece[0] == ' ') piece++;
+    int byte = tokenizer_byte_of_piece(piece);
     if (byte >= 0) {
         buf[0] = (char)byte;
         buf[1] = '\0';
@@ -419,7 +578,7 @@ char *tokenizer_decode_tokens(const Tokenizer *t, const int *tokens, int n, int 
     size_t cap = 64, len = 0;
     char *text = malloc(cap);
     for (int i = 0; text != NULL && i < n; prev = tokens[i++]) {
-        if (tokens[i] == TOKEN_BOS || tokens[i] == TOKEN_EOS) continue;
+        if (tokens[i] == t->bos_id || tokens[i] == t->eos_id) continue;
         char buf[8];
         int piece_len;
         const char *piece = tokenizer_decode(t, prev, tokens[i], buf, &piece_len);
@@ -444,5 +603,7 @@ void tokenizer_free(Tokenizer *t) {
     free(t->pieces);
     free(t->scores);
     free(t->sorted_ids);
+    if (t->hf != NULL) hf_tokenizer_free(t->hf);
+    free(t->hf);
     memset(t, 0, sizeof *t);
 }

@@ -9,10 +9,14 @@
 #define STEPWISE_TOKENIZER_H
 
 #include <stdbool.h>
+#include <stddef.h>
 
 #include "error.h"
 
+/* The ids of llama2.c's vocabularies; a tokenizer.json names its own. */
 enum { TOKEN_UNK = 0, TOKEN_BOS = 1, TOKEN_EOS = 2 };
+
+struct HfTokenizer; /* tokenizer_json.h */
 
 typedef struct {
     int vocab_size;
@@ -26,7 +30,13 @@ typedef struct {
      * or more spaces, which a model trained that way could never have learnt
      * (Llama 2's tokenizer has one; tok512 has none). */
     bool collapse_spaces;
-    int max_piece_bytes; /* the longest piece: no token covers more text */
+    int max_piece_bytes;        /* the longest piece: no token covers more text */
+    int unk_id, bos_id, eos_id; /* -1: the vocabulary has none */
+    bool add_bos;               /* whether an encoded prompt starts with BOS */
+    /* A tokenizer.json's normalizers, pre-tokenizers, merges and added
+     * tokens (owned); NULL for a sentencepiece vocabulary. Its pieces[] are
+     * what each id decodes to, shown as text. */
+    struct HfTokenizer *hf;
 } Tokenizer;
 
 /* The longest text the encoder takes (16 MiB): far beyond any context. */
@@ -43,8 +53,22 @@ bool tokenizer_init(Tokenizer *t, int vocab_size, const char *const *pieces, con
  * model's vocabulary); 0 takes whatever it holds. */
 bool tokenizer_load_bin(Tokenizer *t, const char *path, int vocab_size, StepError *err);
 
-/* Encode text into ids, BOS first when add_bos. *out is malloc'd (caller frees);
- * *n_out its length. */
+/* For the loaders: a tokenizer of vocab_size empty pieces (scores 0, no byte
+ * pieces, no BOS or EOS) to fill in. */
+bool tokenizer_init_empty(Tokenizer *t, int vocab_size, StepError *err);
+
+/* For the loaders: sort t->hf's vocabulary for tokenizer_find_piece. */
+bool tokenizer_index_pieces(Tokenizer *t);
+
+/* The id of the mergeable piece spelled s[0..n) (for a tokenizer.json, any
+ * token of its vocabulary as the file spells it), or -1. */
+int tokenizer_find_piece(const Tokenizer *t, const char *s, size_t n);
+
+/* The byte a piece spelled exactly <0xXX> stands for, or -1. */
+int tokenizer_byte_of_piece(const char *piece);
+
+/* Encode text into ids, BOS first when add_bos and the tokenizer adds one. *out is malloc'd (caller
+ * frees); *n_out its length. */
 bool tokenizer_encode(const Tokenizer *t, const char *text, bool add_bos, int **out, int *n_out,
                       StepError *err);
 
@@ -69,6 +93,10 @@ typedef struct {
 typedef struct {
     void *ctx;
     void (*on_merge)(void *ctx, const BpeMerge *merge);
+    /* A tokenizer.json's pre-tokenizer cut the text: each piece in order,
+     * spelled as the vocabulary spells it, with the added token's id or -1
+     * (may be NULL). */
+    void (*on_piece)(void *ctx, const char *piece, int len, int added_id);
 } BpeObserver;
 
 /* tokenizer_encode, reporting every merge to obs (may be NULL). */
@@ -76,9 +104,9 @@ bool tokenizer_encode_observed(const Tokenizer *t, const char *text, bool add_bo
                                const BpeObserver *obs, int **out, int *n_out, StepError *err);
 
 /* The bytes `token` stands for when it follows `prev`: a byte piece is its raw
- * byte, and the leading space of a piece right after BOS is dropped (it is
- * the dummy prefix). Writes into buf (at least 8 bytes) for byte pieces.
- * *len receives the length (byte pieces may be NUL). */
+ * byte, a byte-level token its bytes, and the leading space of a piece right
+ * after BOS is dropped (it is the dummy prefix) where the vocabulary has one. Writes into buf (at
+ * least 8 bytes) for byte pieces. *len receives the length (byte pieces may be NUL). */
 const char *tokenizer_decode(const Tokenizer *t, int prev, int token, char buf[8], int *len);
 
 /* The text of tokens[0..n), each decoded after its predecessor (`prev` for

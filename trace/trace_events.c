@@ -176,6 +176,15 @@ cJSON *trace_event_bpe_merge(const BpeMerge *m) {
     return e;
 }
 
+cJSON *trace_event_bpe_piece(const char *piece, int len, int added_id) {
+    cJSON *e = cJSON_CreateObject();
+    cJSON_AddStringToObject(e, "event", "bpe_piece");
+    cJSON_AddItemToObject(e, "piece", trace_text(piece, (size_t)len));
+    cJSON_AddItemToObject(e, "added",
+                          added_id >= 0 ? cJSON_CreateNumber(added_id) : cJSON_CreateNull());
+    return e;
+}
+
 cJSON *trace_event_forward(PassPhase phase, int pos0, const int *tokens, int n) {
     cJSON *e = cJSON_CreateObject();
     cJSON_AddStringToObject(e, "event", "forward");

@@ -70,6 +70,11 @@ cJSON *trace_event_chat(const char *template_name, const ChatSegment *segments, 
 /* {"event":"bpe_merge", "step", "left", "right", "piece", "id", "score", "sequence"}. */
 cJSON *trace_event_bpe_merge(const BpeMerge *m);
 
+/* {"event":"bpe_piece", "piece", "added"}: one piece a tokenizer.json's
+ * pre-tokenizer cut, as the vocabulary spells it ("Ġthe"), before its
+ * merges; added is the id of an added token matched whole, else null. */
+cJSON *trace_event_bpe_piece(const char *piece, int len, int added_id);
+
 /* {"event":"forward", "phase", "pos", "n_tokens", "tokens"}. */
 cJSON *trace_event_forward(PassPhase phase, int pos0, const int *tokens, int n);
 

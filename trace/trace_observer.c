@@ -47,6 +47,12 @@ static void observer_merge(void *ctx, const BpeMerge *m) {
         trace_observer_write(to, trace_event_bpe_merge(m));
 }
 
+static void observer_piece(void *ctx, const char *piece, int len, int added_id) {
+    TraceObserver *to = ctx;
+    if (to->options->bpe || to->options->level == TRACE_FULL)
+        trace_observer_write(to, trace_event_bpe_piece(piece, len, added_id));
+}
+
 static void observer_work(void *ctx, PassPhase phase, int pos0, int n, const WorkCount *work) {
     TraceObserver *to = ctx;
     if (to->options->level >= TRACE_TOKENS)
@@ -123,5 +129,5 @@ StepObserver trace_step_observer(TraceObserver *to) {
 }
 
 BpeObserver trace_bpe_observer(TraceObserver *to) {
-    return (BpeObserver){to, observer_merge};
+    return (BpeObserver){to, observer_merge, observer_piece};
 }

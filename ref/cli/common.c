@@ -12,6 +12,7 @@
 #include "../model_json.h"
 #include "../pack.h"
 #include "../quant_model.h"
+#include "../tokenizer_json.h"
 #include "../../trace/trace_events.h"
 #include <sys/resource.h>
 
@@ -186,6 +187,10 @@ static bool ends_with(const char *s, const char *suffix) {
     return n >= k && strcmp(s + n - k, suffix) == 0;
 }
 
+bool cli_is_tokenizer_json(const char *path) {
+    return ends_with(path, "tokenizer.json") || hf_is_model_dir(path);
+}
+
 /* The tokenizer of a stepwise JSON model (data/tiny-model.json, say), for a
  * checkpoint of the same vocabulary: a generated model can then be run and
  * traced without a tokenizer.bin. */
@@ -224,14 +229,11 @@ bool cli_load_model(const char *model_path, const char *tokenizer_path, Model *m
     } else if (hf_is_model_dir(model_path)) {
         memset(tok, 0, sizeof *tok);
         ok = load_hf(model_path, m, err);
-        /* Its tokenizer.json is the next step (docs/hf-models.md). */
+        /* its own tokenizer.json, unless --tokenizer says otherwise */
         if (ok && tokenizer_path == NULL) {
-            model_free(m);
-            return step_fail(err,
-                             "model %s: reading a folder's tokenizer.json is not supported yet; "
-                             "give --tokenizer (a tokenizer.bin or a JSON model of the same "
-                             "vocabulary)",
-                             model_path);
+            ok = tokenizer_load_json(tok, model_path, m->config.vocab_size, err);
+            if (!ok) model_free(m);
+            return ok;
         }
     } else if (model_path == NULL) {
         ok = model_load_json_text(m, tok, stepwise_tiny_model_json, "built-in tiny model", err);
@@ -246,7 +248,9 @@ bool cli_load_model(const char *model_path, const char *tokenizer_path, Model *m
     }
     if (!ok || tokenizer_path == NULL) return ok;
     tokenizer_free(tok);
-    ok = ends_with(tokenizer_path, ".json")
+    ok = cli_is_tokenizer_json(tokenizer_path)
+             ? tokenizer_load_json(tok, tokenizer_path, m->config.vocab_size, err)
+         : ends_with(tokenizer_path, ".json")
              ? load_json_tokenizer(tok, tokenizer_path, m->config.vocab_size, err)
              : tokenizer_load_bin(tok, tokenizer_path, m->config.vocab_size, err);
     if (!ok) model_free(m);

@@ -144,9 +144,11 @@ enum { OPT_QUANT_WEIGHTS = 700, OPT_QUANT_ACTIVATIONS, OPT_QUANT_KV, OPT_QUANT_G
 int cli_quant_option(int c, const char *arg, CliQuant *q, StepError *err);
 
 /* Load the model at model_path (NULL: stepwise's embedded tiny model; a
- * path ending in .json: a JSON model with its own tokenizer; anything else: a
- * llama2.c checkpoint, which needs tokenizer_path). A tokenizer_path always
- * wins over a JSON model's own tokenizer. */
+ * path ending in .json: a JSON model with its own tokenizer; a directory: a
+ * Hugging Face model with its tokenizer.json; a .gguf: its own tokenizer;
+ * anything else: a llama2.c checkpoint, which needs tokenizer_path). A
+ * tokenizer_path (a tokenizer.bin, a JSON model, a tokenizer.json or a
+ * directory holding one) always wins over the model's own tokenizer. */
 bool cli_load_model(const char *model_path, const char *tokenizer_path, Model *m, Tokenizer *tok,
                     StepError *err);
 
@@ -154,6 +156,9 @@ bool cli_load_model(const char *model_path, const char *tokenizer_path, Model *m
  * --trace-layers against it, quantize its weights when q asks and they are
  * not already int8 (a .q8 file), and with the fast kernels put them into
  * the packed layout (pack.h). The caller frees m and tok either way. */
+/* Whether a --tokenizer path names a tokenizer.json (or a directory). */
+bool cli_is_tokenizer_json(const char *path);
+
 bool cli_load_model_to_run(const char *model_path, const char *tokenizer_path, const CliQuant *q,
                            const TraceOptions *trace, Model *m, Tokenizer *tok, StepError *err);
 

@@ -4,32 +4,41 @@
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "commands.h"
 #include "common.h"
+#include "../file_util.h"
+#include "../tokenizer_json.h"
 
 static const char TOKENIZE_USAGE[] =
     "usage: stepwise tokenize --text TEXT [options]\n"
     "\n"
     "Encode TEXT the way generate encodes a prompt and print the ids and pieces.\n"
     "\n"
-    "  --text TEXT        the text to encode (required)\n"
-    "  --tokenizer FILE   llama2.c tokenizer.bin (default: the tokenizer of --model)\n"
-    "  --model FILE       a stepwise JSON model whose tokenizer to use\n"
-    "                     (default: the built-in tiny model)\n"
-    "  --no-bos           do not put BOS first\n"
+    "  --text TEXT        the text to encode (this or --texts is required)\n"
+    "  --texts FILE       encode each line of FILE, a JSON string (JSON Lines; - is\n"
+    "                     standard input), and print one JSON object a line\n"
+    "  --tokenizer FILE   llama2.c tokenizer.bin, or a Hugging Face tokenizer.json\n"
+    "                     (or the directory holding it); default: the tokenizer of --model\n"
+    "  --model PATH       a model whose tokenizer to use: a stepwise JSON model, a\n"
+    "                     Hugging Face directory or a GGUF file (default: the built-in\n"
+    "                     tiny model)\n"
+    "  --no-bos           do not put BOS first (a tokenizer.json's BOS is put first only\n"
+    "                     when its tokenizer_config.json or post-processor adds one)\n"
     "  --json             print {\"text\", \"ids\", \"pieces\"} as one JSON object\n"
     "  -h, --help         show this help\n";
 
-enum { OPT_TEXT = 256, OPT_TOKENIZER, OPT_MODEL, OPT_NO_BOS, OPT_JSON };
+enum { OPT_TEXT = 256, OPT_TEXTS, OPT_TOKENIZER, OPT_MODEL, OPT_NO_BOS, OPT_JSON };
 
 typedef struct {
-    const char *text, *tokenizer, *model;
+    const char *text, *texts, *tokenizer, *model;
     bool bos, json;
 } TokenizeArgs;
 
 static int parse_tokenize_args(int argc, char **argv, TokenizeArgs *a, StepError *err) {
     static const struct option options[] = {{"text", required_argument, NULL, OPT_TEXT},
+                                            {"texts", required_argument, NULL, OPT_TEXTS},
                                             {"tokenizer", required_argument, NULL, OPT_TOKENIZER},
                                             {"model", required_argument, NULL, OPT_MODEL},
                                             {"no-bos", no_argument, NULL, OPT_NO_BOS},
@@ -44,6 +53,9 @@ static int parse_tokenize_args(int argc, char **argv, TokenizeArgs *a, StepError
         switch (c) {
             case OPT_TEXT:
                 a->text = optarg;
+                break;
+            case OPT_TEXTS:
+                a->texts = optarg;
                 break;
             case OPT_TOKENIZER:
                 a->tokenizer = optarg;
@@ -69,17 +81,18 @@ static int parse_tokenize_args(int argc, char **argv, TokenizeArgs *a, StepError
         step_fail(err, "tokenize: unexpected argument '%s' (see --help)", argv[optind]);
         return -1;
     }
-    if (a->text == NULL) {
-        step_fail(err, "tokenize: --text is required (see --help)");
+    if ((a->text == NULL) == (a->texts == NULL)) {
+        step_fail(err, "tokenize: give one of --text and --texts (see --help)");
         return -1;
     }
     return 1;
 }
 
-static void print_tokens(const TokenizeArgs *a, const Tokenizer *tok, const int *ids, int n) {
-    if (a->json) {
+static void print_tokens(const TokenizeArgs *a, const char *text, const Tokenizer *tok,
+                         const int *ids, int n) {
+    if (a->json || a->texts != NULL) {
         cJSON *o = cJSON_CreateObject();
-        cJSON_AddStringToObject(o, "text", a->text);
+        cJSON_AddStringToObject(o, "text", text);
         cJSON_AddItemToObject(o, "ids", cJSON_CreateIntArray(ids, n));
         cJSON *pieces = cJSON_AddArrayToObject(o, "pieces");
         for (int i = 0; i < n; i++)
@@ -94,6 +107,47 @@ static void print_tokens(const TokenizeArgs *a, const Tokenizer *tok, const int 
     for (int i = 0; i < n; i++) printf("%6d  '%s'\n", ids[i], tok->pieces[ids[i]]);
 }
 
+/* --texts: every line a JSON string, encoded and printed as one JSON line.
+ * The whole file is checked before anything is printed. */
+static bool encode_lines(const TokenizeArgs *a, const Tokenizer *tok, StepError *err) {
+    char *all;
+    if (!file_read_text(a->texts, "--texts", &all, err)) return false;
+    cJSON **texts = NULL;
+    int n = 0, cap = 0;
+    bool ok = true;
+    char *save = NULL;
+    for (char *line = strtok_r(all, "\n", &save); ok && line != NULL;
+         line = strtok_r(NULL, "\n", &save)) {
+        cJSON *v = cJSON_Parse(line);
+        if (!cJSON_IsString(v)) {
+            cJSON_Delete(v);
+            ok = step_fail(err, "--texts %s: line %d is not a JSON string", a->texts, n + 1);
+            break;
+        }
+        if (n == cap) {
+            cap = cap ? 2 * cap : 64;
+            cJSON **grown = realloc(texts, (size_t)cap * sizeof *grown);
+            if (grown == NULL) {
+                cJSON_Delete(v);
+                ok = step_fail(err, "--texts: out of memory");
+                break;
+            }
+            texts = grown;
+        }
+        texts[n++] = v;
+    }
+    for (int i = 0; ok && i < n; i++) {
+        int *ids, n_ids;
+        ok = tokenizer_encode(tok, texts[i]->valuestring, a->bos, &ids, &n_ids, err);
+        if (ok) print_tokens(a, texts[i]->valuestring, tok, ids, n_ids);
+        if (ok) free(ids);
+    }
+    for (int i = 0; i < n; i++) cJSON_Delete(texts[i]);
+    free(texts);
+    free(all);
+    return ok;
+}
+
 int cli_tokenize(int argc, char **argv) {
     TokenizeArgs a;
     StepError err;
@@ -104,15 +158,19 @@ int cli_tokenize(int argc, char **argv) {
     }
     Tokenizer tok;
     Model m = {0};
-    bool ok = a.tokenizer != NULL && a.model == NULL
-                  ? tokenizer_load_bin(&tok, a.tokenizer, 0, &err)
-                  : cli_load_model(a.model, a.tokenizer, &m, &tok, &err);
+    bool ok =
+        a.tokenizer != NULL && a.model == NULL
+            ? (cli_is_tokenizer_json(a.tokenizer) ? tokenizer_load_json(&tok, a.tokenizer, 0, &err)
+                                                  : tokenizer_load_bin(&tok, a.tokenizer, 0, &err))
+            : cli_load_model(a.model, a.tokenizer, &m, &tok, &err);
     int *ids = NULL, n = 0;
-    if (ok) ok = tokenizer_encode(&tok, a.text, a.bos, &ids, &n, &err);
-    if (ok)
-        print_tokens(&a, &tok, ids, n);
-    else
-        cli_print_error(&err);
+    if (ok && a.texts != NULL) {
+        ok = encode_lines(&a, &tok, &err);
+    } else if (ok) {
+        ok = tokenizer_encode(&tok, a.text, a.bos, &ids, &n, &err);
+        if (ok) print_tokens(&a, a.text, &tok, ids, n);
+    }
+    if (!ok) cli_print_error(&err);
     free(ids);
     model_free(&m);
     tokenizer_free(&tok);

