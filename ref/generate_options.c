@@ -1,6 +1,8 @@
 /* generate_options.c: see generate_options.h. */
 #include "generate_options.h"
 
+#include "tokenizer.h"
+
 #include <stdlib.h>
 #include <string.h>
 
@@ -37,7 +39,11 @@ bool context_policy_parse(const char *text, ContextPolicy *p, StepError *err) {
 }
 
 void generate_options_default(GenerateOptions *opt) {
-    *opt = (GenerateOptions){.steps = 256, .policy = CONTEXT_STOP, .quant = {.group = 32}};
+    *opt = (GenerateOptions){.steps = 256,
+                             .policy = CONTEXT_STOP,
+                             .quant = {.group = 32},
+                             .bos_id = TOKEN_BOS,
+                             .eos_id = TOKEN_EOS};
     sampler_params_default(&opt->sampler);
 }
 

@@ -46,13 +46,14 @@ typedef struct {
     QuantRuntime quant;    /* int8 activations and/or KV cache (weights: the model's) */
     bool all_logits;       /* also compute the logits of every prompt position */
     SamplerParams sampler; /* how each next token is chosen (see sampler.h) */
+    int bos_id, eos_id;    /* the tokens that end a run (-1: none); the tokenizer's */
     /* When not NULL and raised (non-zero), the loop stops before the next
      * decode step with STOP_INTERRUPTED. Set from a signal handler. */
     const volatile sig_atomic_t *interrupt;
 } GenerateOptions;
 
 /* Greedy, 256 steps, the model's whole window with policy stop, the cache on,
- * prompt logits off. */
+ * prompt logits off, stopping at llama2.c's BOS (1) and EOS (2). */
 void generate_options_default(GenerateOptions *opt);
 
 /* Check the window options against the model: context in [2, seq_len],

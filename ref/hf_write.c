@@ -1,6 +1,7 @@
 /* hf_write.c: see hf_write.h. */
 #include "hf_write.h"
 
+#include "file_util.h"
 #include "hf_model.h"
 
 #include <cjson/cJSON.h>
@@ -199,8 +200,36 @@ static void remove_written(const char *dir, char names[][64], int n) {
     rmdir(dir);
 }
 
+/* Copy the file src to dst whole (dst is new: inside the folder being made). */
+static bool copy_file(const char *src, const char *dst, StepError *err) {
+    char *bytes;
+    size_t n;
+    if (!file_read_bytes(src, "tokenizer", &bytes, &n, err)) return false;
+    FILE *f = fopen(dst, "wb");
+    bool ok = f != NULL && fwrite(bytes, 1, n, f) == n;
+    if (f != NULL && fclose(f) != 0) ok = false;
+    free(bytes);
+    return ok || step_fail(err, "%s: write failed: %s", dst, strerror(errno));
+}
+
+/* tokenizer.json, and tokenizer_config.json when there is one, from the
+ * folder src into dir; their names go into names[*written..]. */
+static bool copy_tokenizer(const char *src, const char *dir, char (*names)[64], int *written,
+                           StepError *err) {
+    static const char *const files[] = {"tokenizer.json", "tokenizer_config.json"};
+    for (int i = 0; i < 2; i++) {
+        char from[4096], to[4096];
+        snprintf(from, sizeof from, "%s/%s", src, files[i]);
+        snprintf(to, sizeof to, "%s/%s", dir, files[i]);
+        if (i == 1 && access(from, F_OK) != 0) break;
+        snprintf(names[(*written)++], sizeof names[0], "%s", files[i]);
+        if (!copy_file(from, to, err)) return false;
+    }
+    return true;
+}
+
 bool hf_model_save(const Model *m, HfArchitecture a, const char *dir, SafetensorsDtype dtype,
-                   int shards, StepError *err) {
+                   int shards, const char *tokenizer_dir, StepError *err) {
     const Config *c = &m->config;
     if (m->quant != NULL || m->packed != NULL || c->rope_layout != ROPE_INTERLEAVED)
         return step_fail(err, "%s: only a float32 model as loaded can be written", dir);
@@ -210,7 +239,7 @@ bool hf_model_save(const Model *m, HfArchitecture a, const char *dir, Safetensor
     size_t max_tensors = 3 + (size_t)c->n_layers * HF_LAYER_TENSORS;
     OutTensor *all = malloc(max_tensors * sizeof *all);
     const OutTensor **order = malloc(max_tensors * sizeof *order);
-    char(*names)[64] = calloc((size_t)shards + 2, sizeof *names);
+    char(*names)[64] = calloc((size_t)shards + 4, sizeof *names);
     if (all == NULL || order == NULL || names == NULL) {
         free(all), free(order), free(names);
         return step_fail(err, "%s: out of memory", dir);
@@ -250,6 +279,7 @@ bool hf_model_save(const Model *m, HfArchitecture a, const char *dir, Safetensor
         if (!ok) step_fail(err, "%s: write failed: %s", path, strerror(errno));
         free(text);
     }
+    if (ok && tokenizer_dir != NULL) ok = copy_tokenizer(tokenizer_dir, dir, names, &written, err);
     if (!ok && made) remove_written(dir, names, written);
     cJSON_Delete(cfg), cJSON_Delete(index);
     free(all), free(order), free(part), free(names);

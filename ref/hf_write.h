@@ -20,9 +20,11 @@ void hf_architecture_apply(HfArchitecture a, Config *c);
 /* Write m (float32 weights, row-major, q and k interleaved as stepwise
  * holds them) into the new folder dir: config.json, and model.safetensors or
  * `shards` files with model.safetensors.index.json, every tensor in dtype
- * (rounded to nearest even) and q and k in Hugging Face's halves layout.
- * dir must not exist; on failure nothing is left. */
+ * (rounded to nearest even) and q and k in Hugging Face's halves layout;
+ * with tokenizer_dir (may be NULL), its tokenizer.json and
+ * tokenizer_config.json copied in. dir must not exist; on failure nothing
+ * is left. */
 bool hf_model_save(const Model *m, HfArchitecture a, const char *dir, SafetensorsDtype dtype,
-                   int shards, StepError *err);
+                   int shards, const char *tokenizer_dir, StepError *err);
 
 #endif

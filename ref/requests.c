@@ -187,6 +187,7 @@ static bool read_request(BatchRequest *r, const char *line, int number, const Mo
     } else if (ok) {
         ok = read_chat(r, o, tok, tmpl);
     }
+    if (ok && r->n_prompt == 0) ok = reject(r, "the prompt is empty and the tokenizer adds no BOS");
     if (ok && r->n_prompt > model->config.seq_len)
         ok = reject(r, "the assembled prompt has %d tokens but the context holds %d", r->n_prompt,
                     model->config.seq_len);

@@ -109,8 +109,8 @@ bool sequence_pick(Sequence *q, bool *failed, StepError *err) {
         q->obs->sample(q->obs->ctx, q->n - 1, q->logits, &q->sampler);
     r->tokens[r->n_tokens++] = next;
     if (++q->generated == 1) r->first_token_seconds = clock_seconds() - q->t0;
-    if (next == TOKEN_BOS || next == TOKEN_EOS) {
-        r->stop_reason = next == TOKEN_BOS ? STOP_BOS : STOP_EOS;
+    if (next == opt->bos_id || next == opt->eos_id) {
+        r->stop_reason = next == opt->bos_id ? STOP_BOS : STOP_EOS;
         return true;
     }
     if (q->sink != NULL && q->sink->on_token != NULL) q->sink->on_token(q->sink->ctx, prev, next);

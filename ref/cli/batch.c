@@ -318,6 +318,7 @@ static int run_batch(BatchArgs *a, Model *m, const Tokenizer *tok, StepError *er
     GenerateOptions defaults;
     generate_options_default(&defaults);
     defaults.quant = a->quant.run;
+    defaults.bos_id = tok->bos_id, defaults.eos_id = tok->eos_id;
     defaults.interrupt = cli_interrupt_flag(); /* a signal stops every request */
     BatchRequest *reqs = NULL;
     int n = 0;

@@ -232,7 +232,16 @@ static int run_generate(GenerateArgs *a, const Model *m, const Tokenizer *tok, S
         return EXIT_BAD_INPUT;
     }
     t.obs.held = NULL;
+    if (n_prompt == 0) { /* a tokenizer that adds no BOS, and an empty prompt */
+        free(prompt);
+        cJSON_Delete(merges), cJSON_Delete(files);
+        trace_writer_discard(t.obs.writer);
+        step_fail(err,
+                  "generate: the prompt is empty and the tokenizer adds no BOS: give --prompt");
+        return EXIT_BAD_INPUT;
+    }
     a->gen.quant = a->quant.run;
+    a->gen.bos_id = tok->bos_id, a->gen.eos_id = tok->eos_id;
     TraceRunInfo info = {.mode = "generate",
                          .prompt = a->prompt,
                          .prompt_tokens = prompt,

@@ -9,6 +9,7 @@
 #include "common.h"
 #include "../file_util.h"
 #include "../hf_write.h"
+#include "../tokenizer_json.h"
 
 static const char MAKE_MODEL_USAGE[] =
     "usage: stepwise make-model --dim D --hidden H --layers L --heads N [--kv-heads M]\n"
@@ -28,6 +29,8 @@ static const char MAKE_MODEL_USAGE[] =
     "  --shards N           N safetensors files and their index (default 1)\n"
     "  --head-dim H         the head size, if not dim / heads\n"
     "  --rope-theta X       the RoPE base (default 10000)\n"
+    "  --tokenizer-from DIR copy DIR's tokenizer.json (and tokenizer_config.json) in;\n"
+    "                       its ids must be below --vocab\n"
     "\n"
     "the 15M benchmark shape:\n"
     "  stepwise make-model --dim 288 --hidden 768 --layers 6 --heads 6 --vocab 32000 \\\n"
@@ -49,7 +52,8 @@ enum {
     OPT_DTYPE,
     OPT_SHARDS,
     OPT_HEAD_DIM,
-    OPT_ROPE_THETA
+    OPT_ROPE_THETA,
+    OPT_TOKENIZER_FROM
 };
 
 /* The folder options (--format hf and what goes with it). */
@@ -58,6 +62,7 @@ typedef struct {
     HfArchitecture arch;
     SafetensorsDtype dtype;
     int shards;
+    const char *tokenizer_from; /* a folder with a tokenizer.json to copy in */
 } FolderOptions;
 
 /* One folder option: 1 if c was one, 0 if not, -1 on a bad value. */
@@ -68,6 +73,9 @@ static int folder_option(int c, const char *arg, FolderOptions *f, Config *cfg, 
             ok = strcmp(arg, "hf") == 0 || strcmp(arg, "llama2c") == 0 ||
                  step_fail(err, "make-model: --format is llama2c or hf, not '%s'", arg);
             f->hf = arg[0] == 'h';
+            break;
+        case OPT_TOKENIZER_FROM:
+            f->tokenizer_from = arg;
             break;
         case OPT_ARCH:
             ok = hf_architecture_parse(arg, &f->arch) ||
@@ -99,24 +107,26 @@ static int folder_option(int c, const char *arg, FolderOptions *f, Config *cfg, 
 }
 
 int cli_make_model(int argc, char **argv) {
-    static const struct option options[] = {{"dim", required_argument, NULL, OPT_DIM},
-                                            {"hidden", required_argument, NULL, OPT_HIDDEN},
-                                            {"layers", required_argument, NULL, OPT_LAYERS},
-                                            {"heads", required_argument, NULL, OPT_HEADS},
-                                            {"kv-heads", required_argument, NULL, OPT_KV_HEADS},
-                                            {"vocab", required_argument, NULL, OPT_VOCAB},
-                                            {"seq-len", required_argument, NULL, OPT_SEQ_LEN},
-                                            {"seed", required_argument, NULL, OPT_MODEL_SEED},
-                                            {"untied", no_argument, NULL, OPT_UNTIED},
-                                            {"out", required_argument, NULL, OPT_OUT},
-                                            {"format", required_argument, NULL, OPT_FORMAT},
-                                            {"arch", required_argument, NULL, OPT_ARCH},
-                                            {"dtype", required_argument, NULL, OPT_DTYPE},
-                                            {"shards", required_argument, NULL, OPT_SHARDS},
-                                            {"head-dim", required_argument, NULL, OPT_HEAD_DIM},
-                                            {"rope-theta", required_argument, NULL, OPT_ROPE_THETA},
-                                            {"help", no_argument, NULL, 'h'},
-                                            {NULL, 0, NULL, 0}};
+    static const struct option options[] = {
+        {"dim", required_argument, NULL, OPT_DIM},
+        {"hidden", required_argument, NULL, OPT_HIDDEN},
+        {"layers", required_argument, NULL, OPT_LAYERS},
+        {"heads", required_argument, NULL, OPT_HEADS},
+        {"kv-heads", required_argument, NULL, OPT_KV_HEADS},
+        {"vocab", required_argument, NULL, OPT_VOCAB},
+        {"seq-len", required_argument, NULL, OPT_SEQ_LEN},
+        {"seed", required_argument, NULL, OPT_MODEL_SEED},
+        {"untied", no_argument, NULL, OPT_UNTIED},
+        {"out", required_argument, NULL, OPT_OUT},
+        {"format", required_argument, NULL, OPT_FORMAT},
+        {"tokenizer-from", required_argument, NULL, OPT_TOKENIZER_FROM},
+        {"arch", required_argument, NULL, OPT_ARCH},
+        {"dtype", required_argument, NULL, OPT_DTYPE},
+        {"shards", required_argument, NULL, OPT_SHARDS},
+        {"head-dim", required_argument, NULL, OPT_HEAD_DIM},
+        {"rope-theta", required_argument, NULL, OPT_ROPE_THETA},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0}};
     /* Sizes start at 0 ("not given"); zero or negative values are refused by
      * config_validate with the name of the size. */
     Config c = {0};
@@ -179,8 +189,15 @@ int cli_make_model(int argc, char **argv) {
         ok = step_fail(&err, "make-model: unexpected argument '%s'", argv[optind]);
     if (ok && out == NULL) ok = step_fail(&err, "make-model: --out is required (see --help)");
     if (ok && !folder.hf) ok = file_check_output(out, "--out", &err);
-    if (ok && !folder.hf && (c.head_dim != 0 || c.rope_theta != 0 || folder.shards > 1))
-        ok = step_fail(&err, "make-model: --head-dim, --rope-theta and --shards need --format hf");
+    if (ok && !folder.hf &&
+        (c.head_dim != 0 || c.rope_theta != 0 || folder.shards > 1 || folder.tokenizer_from))
+        ok = step_fail(&err, "make-model: --head-dim, --rope-theta, --shards and --tokenizer-from "
+                             "need --format hf");
+    if (ok && folder.tokenizer_from != NULL) { /* it must load, and fit the vocabulary */
+        Tokenizer tok;
+        ok = tokenizer_load_json(&tok, folder.tokenizer_from, c.vocab_size, &err);
+        if (ok) tokenizer_free(&tok);
+    }
     if (folder.hf) hf_architecture_apply(folder.arch, &c);
     if (ok && seed <= 0) ok = step_fail(&err, "make-model: --seed must be positive, got %d", seed);
     if (ok && c.n_kv_heads == 0) c.n_kv_heads = c.n_heads;
@@ -188,7 +205,8 @@ int cli_make_model(int argc, char **argv) {
     Model m = {0};
     if (ok) ok = model_init_random(&m, &c, (uint64_t)seed, &err);
     if (ok)
-        ok = folder.hf ? hf_model_save(&m, folder.arch, out, folder.dtype, folder.shards, &err)
+        ok = folder.hf ? hf_model_save(&m, folder.arch, out, folder.dtype, folder.shards,
+                                       folder.tokenizer_from, &err)
                        : model_save_checkpoint(&m, out, &err);
     model_free(&m);
     if (!ok) {
