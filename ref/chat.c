@@ -1,23 +1,51 @@
 /* chat.c: see chat.h. */
 #include "chat.h"
 
+#include <cjson/cJSON.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "chat_render.h"
+#include "tokenizer_json.h"
+
+static const char *const TEMPLATE_NAMES[] = {"default", "llama2", "chatml", "llama3"};
+
 bool chat_template_parse(const char *name, ChatTemplate *t, StepError *err) {
-    if (strcmp(name, "llama2") == 0) {
-        *t = CHAT_LLAMA2;
-        return true;
+    for (int k = 0; k < 4; k++) {
+        if (strcmp(name, TEMPLATE_NAMES[k]) == 0) {
+            *t = (ChatTemplate)k;
+            return true;
+        }
     }
-    if (strcmp(name, "chatml") == 0) {
-        *t = CHAT_CHATML;
-        return true;
-    }
-    return step_fail(err, "unknown --chat-template '%s' (llama2, chatml)", name);
+    return step_fail(err, "unknown --chat-template '%s' (default, llama2, chatml, llama3)", name);
 }
 
 const char *chat_template_name(ChatTemplate t) {
-    return t == CHAT_LLAMA2 ? "llama2" : "chatml";
+    return TEMPLATE_NAMES[t];
+}
+
+bool chat_template_recognise(const char *jinja, ChatTemplate *t, StepError *err) {
+    if (jinja == NULL)
+        return step_fail(err, "the tokenizer has no chat template: give --chat-template "
+                              "(llama2, llama3, chatml)");
+    if (strstr(jinja, "<|start_header_id|>") != NULL) {
+        if (strstr(jinja, "Cutting Knowledge Date") != NULL)
+            return step_fail(err, "the chat template is Llama 3.1's (a dated system preamble and "
+                                  "tools), which stepwise does not render: give --chat-template "
+                                  "llama3 for the plain Llama 3 form");
+        *t = CHAT_LLAMA3;
+        return true;
+    }
+    if (strstr(jinja, "<|im_start|>") != NULL) {
+        *t = CHAT_CHATML;
+        return true;
+    }
+    if (strstr(jinja, "[INST]") != NULL && strstr(jinja, "<<SYS>>") != NULL) {
+        *t = CHAT_LLAMA2;
+        return true;
+    }
+    return step_fail(err, "the tokenizer's chat template is not one stepwise knows (llama2, "
+                          "llama3, chatml): give --chat-template NAME");
 }
 
 /* The sequence being built. */
@@ -119,6 +147,16 @@ bool chat_assemble(const Tokenizer *tok, ChatTemplate t, const char *system,
                    const ChatMessage *messages, int n_messages, ChatPrompt *out, StepError *err) {
     memset(out, 0, sizeof *out);
     if (!check_conversation(messages, n_messages, err)) return false;
+    if (t == CHAT_DEFAULT && tok->hf != NULL &&
+        !chat_template_recognise(tok->hf->chat_template, &t, err))
+        return false;
+    if (t == CHAT_DEFAULT) t = CHAT_LLAMA2;
+    out->template_used = t;
+    if (tok->hf != NULL)
+        return chat_render_and_encode(tok, t, system, messages, n_messages, out, err);
+    if (t == CHAT_LLAMA3)
+        return step_fail(err,
+                         "chat: llama3 needs its special tokens: a tokenizer.json's vocabulary");
     Builder b = {.tok = tok, .p = out, .err = err};
     bool ok = t == CHAT_LLAMA2 ? assemble_llama2(&b, system, messages, n_messages)
                                : assemble_chatml(&b, system, messages, n_messages);
@@ -129,5 +167,28 @@ bool chat_assemble(const Tokenizer *tok, ChatTemplate t, const char *system,
 void chat_prompt_free(ChatPrompt *p) {
     free(p->tokens);
     free(p->segments);
+    free(p->text);
     memset(p, 0, sizeof *p);
+}
+
+bool chat_conversation_from_json(const cJSON *o, const char **system, ChatMessage **messages,
+                                 int *n, StepError *err) {
+    const cJSON *sys = cJSON_GetObjectItemCaseSensitive(o, "system");
+    const cJSON *list = cJSON_GetObjectItemCaseSensitive(o, "messages");
+    if (sys != NULL && !cJSON_IsString(sys)) return step_fail(err, "system must be a string");
+    if (!cJSON_IsArray(list)) return step_fail(err, "messages must be an array");
+    *system = sys != NULL ? sys->valuestring : NULL;
+    *n = cJSON_GetArraySize(list);
+    *messages = calloc((size_t)(*n > 0 ? *n : 1), sizeof **messages);
+    if (*messages == NULL) return step_fail(err, "out of memory");
+    int i = 0;
+    const cJSON *msg;
+    cJSON_ArrayForEach(msg, list) {
+        const cJSON *role = cJSON_GetObjectItemCaseSensitive(msg, "role");
+        const cJSON *content = cJSON_GetObjectItemCaseSensitive(msg, "content");
+        (*messages)[i].role = cJSON_IsString(role) ? role->valuestring : NULL;
+        (*messages)[i].content = cJSON_IsString(content) ? content->valuestring : NULL;
+        i++;
+    }
+    return true;
 }

@@ -97,24 +97,12 @@ static bool read_sampler(BatchRequest *r, const cJSON *o) {
 }
 
 static bool read_chat(BatchRequest *r, const cJSON *o, const Tokenizer *tok, ChatTemplate tmpl) {
-    const cJSON *system = cJSON_GetObjectItemCaseSensitive(o, "system");
-    const cJSON *messages = cJSON_GetObjectItemCaseSensitive(o, "messages");
-    if (system != NULL && !cJSON_IsString(system)) return reject(r, "system must be a string");
-    if (!cJSON_IsArray(messages)) return reject(r, "messages must be an array");
-    int n = cJSON_GetArraySize(messages);
-    ChatMessage *m = calloc((size_t)(n > 0 ? n : 1), sizeof *m);
-    if (m == NULL) return reject(r, "out of memory");
-    int i = 0;
-    const cJSON *msg;
-    cJSON_ArrayForEach(msg, messages) {
-        const cJSON *role = cJSON_GetObjectItemCaseSensitive(msg, "role");
-        const cJSON *content = cJSON_GetObjectItemCaseSensitive(msg, "content");
-        m[i].role = cJSON_IsString(role) ? role->valuestring : NULL;
-        m[i].content = cJSON_IsString(content) ? content->valuestring : NULL;
-        i++;
-    }
+    const char *system;
+    ChatMessage *m;
+    int n;
     StepError e;
-    bool ok = chat_assemble(tok, tmpl, system ? system->valuestring : NULL, m, n, &r->chat, &e);
+    if (!chat_conversation_from_json(o, &system, &m, &n, &e)) return reject(r, "%s", e.message);
+    bool ok = chat_assemble(tok, tmpl, system, m, n, &r->chat, &e);
     free(m);
     if (!ok) return reject(r, "%s", e.message);
     r->prompt = malloc((size_t)r->chat.n * sizeof(int));

@@ -66,6 +66,150 @@ POOL = (
 )
 
 
+# Conversations for the chat templates: {"system"?, "messages"}.
+CHATS = [
+    {"messages": [{"role": "user", "content": "Hello"}]},
+    {"system": "Be brief.", "messages": [{"role": "user", "content": "Hi there"}]},
+    {"system": "You answer in French.",
+     "messages": [{"role": "user", "content": "  What is 2+2?  "},
+                  {"role": "assistant", "content": " Quatre. "},
+                  {"role": "user", "content": "And 3+3?\n"}]},
+    {"messages": [{"role": "user", "content": "Schreib <b>fett</b>: café, 日本, 😀"},
+                  {"role": "assistant", "content": "OK"},
+                  {"role": "user", "content": "x = [1, 2, 3]\nprint(x)"}]},
+]
+
+# Meta's Llama 2 chat template, as meta-llama/Llama-2-7b-chat-hf's
+# tokenizer_config.json gives it (the SentencePiece-style package has none).
+LLAMA2_TEMPLATE = (
+    "{% if messages[0]['role'] == 'system' %}{% set loop_messages = messages[1:] %}"
+    "{% set system_message = messages[0]['content'] %}{% else %}"
+    "{% set loop_messages = messages %}{% set system_message = false %}{% endif %}"
+    "{% for message in loop_messages %}"
+    "{% if (message['role'] == 'user') != (loop.index0 % 2 == 0) %}"
+    "{{ raise_exception('Conversation roles must alternate user/assistant/user/assistant/...') }}"
+    "{% endif %}{% if loop.index0 == 0 and system_message != false %}"
+    "{% set content = '<<SYS>>\\n' + system_message + '\\n<</SYS>>\\n\\n' + message['content'] %}"
+    "{% else %}{% set content = message['content'] %}{% endif %}"
+    "{% if message['role'] == 'user' %}{{ bos_token + '[INST] ' + content.strip() + ' [/INST]' }}"
+    "{% elif message['role'] == 'assistant' %}{{ ' '  + content.strip() + ' ' + eos_token }}"
+    "{% endif %}{% endfor %}")
+
+# Which template each tokenizer's chat is checked with, and the strings
+# the templates' documentation gives, written out here independently of
+# both stepwise and the JavaScript Jinja engine.
+CHAT_TEMPLATE = {"llama3": "llama3", "qwen3": "chatml", "llama2": "llama2"}
+
+
+def render(template, chat):
+    system, msgs = chat.get("system"), chat["messages"]
+    if template == "llama3":
+        hdr = lambda r: f"<|start_header_id|>{r}<|end_header_id|>\n\n"
+        out = "<|begin_of_text|>"
+        if system is not None:
+            out += hdr("system") + system.strip() + "<|eot_id|>"
+        for m in msgs:
+            out += hdr(m["role"]) + m["content"].strip() + "<|eot_id|>"
+        return out + hdr("assistant")
+    if template == "chatml":
+        out = f"<|im_start|>system\n{system}<|im_end|>\n" if system is not None else ""
+        for m in msgs:
+            out += f"<|im_start|>{m['role']}\n{m['content']}<|im_end|>\n"
+        return out + "<|im_start|>assistant\n"
+    out = ""
+    for i, m in enumerate(msgs):
+        if m["role"] == "user":
+            c = m["content"]
+            if i == 0 and system is not None:
+                c = f"<<SYS>>\n{system}\n<</SYS>>\n\n" + c
+            out += "<s>[INST] " + c.strip() + " [/INST]"
+        else:
+            out += " " + m["content"].strip() + " </s>"
+    return out
+
+
+def stepwise_chat(stepwise, tok_dir, chat, template):
+    with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False, encoding="utf-8") as f:
+        json.dump(chat, f)
+        path = f.name
+    try:
+        r = subprocess.run([stepwise, "tokenize", "--tokenizer", tok_dir, "--chat", path,
+                            "--chat-template", template], capture_output=True, text=True,
+                           encoding="utf-8")
+    finally:
+        os.unlink(path)
+    if r.returncode != 0:
+        sys.exit(f"stepwise tokenize --chat failed ({r.returncode}): {r.stderr.strip()}")
+    return json.loads(r.stdout)
+
+
+def check_chats(stepwise, npm, name, tok_dir):
+    """Rendered strings against the written-out documentation and the JS
+    Jinja engine; ids against the reference encoder on the rendered string;
+    provenance: the tokens credited to each message decode to its text."""
+    template = CHAT_TEMPLATE[name]
+    want_text = [render(template, c) for c in CHATS]
+    as_messages = [([{"role": "system", "content": c["system"]}] if "system" in c else [])
+                   + c["messages"] for c in CHATS]
+    req = {"texts": want_text, "chats": as_messages}
+    if name == "llama2":
+        req["chat_template"] = LLAMA2_TEMPLATE
+    ref = reference(npm, name, req)
+    bad = 0
+    for i, chat in enumerate(CHATS):
+        js = ref["rendered"][i]
+        if js is not None and js != want_text[i]:
+            print(f"  chat {i}: the JS Jinja engine renders {js!r}\n    documented {want_text[i]!r}")
+            bad += 1
+        got = stepwise_chat(stepwise, tok_dir, chat, template)
+        if got["text"] != want_text[i] or got["ids"] != ref["ids"][i]:
+            print(f"  chat {i}: stepwise {got['text']!r} {got['ids']}\n"
+                  f"    reference {want_text[i]!r} {ref['ids'][i]}")
+            bad += 1
+            continue
+        segs = got["segments"]
+        assert segs[0]["start"] == 0 and segs[-1]["end"] == len(got["ids"]), "segments cover all"
+        assert all(a["end"] == b["start"] for a, b in zip(segs, segs[1:])), "segments abut"
+        if name != "llama2":  # byte-level: the tokens of a message spell it exactly
+            for turn, m in enumerate(chat["messages"]):
+                toks = [t for sg in segs if sg["source"] == m["role"] and sg["turn"] == turn
+                        for t in got["pieces"][sg["start"]:sg["end"]]]
+                want = m["content"].strip() if template == "llama3" else m["content"]
+                if "".join(toks) != want:
+                    print(f"  chat {i} message {turn}: credited {toks}, text {want!r}")
+                    bad += 1
+    js_rendered = sum(r is not None for r in ref["rendered"])
+    print(f"{name}: {len(CHATS) - bad}/{len(CHATS)} chats ({template}) render as documented and "
+          f"give the reference's ids (the JS Jinja engine could render {js_rendered}: the same)")
+    return bad
+
+
+# A vocabulary at least as large as each tokenizer (Qwen pads its embedding).
+MODEL_VOCAB = {"llama3": 128256, "qwen3": 151936, "llama2": 32000}
+MODEL_ARCH = {"llama3": "llama", "qwen3": "qwen3", "llama2": "mistral"}
+
+
+def check_model_dir(stepwise, npm, name, tok_dir, texts, want):
+    """`tokenize --model DIR` on a Hugging Face folder that make-model wrote
+    with the tokenizer copied in: the folder's own tokenizer.json is used."""
+    with tempfile.TemporaryDirectory() as tmp:
+        model = os.path.join(tmp, "model")
+        subprocess.run([stepwise, "make-model", "--format", "hf", "--arch", MODEL_ARCH[name],
+                        "--dim", "16", "--hidden", "32", "--layers", "1", "--heads", "2",
+                        "--vocab", str(MODEL_VOCAB[name]), "--seq-len", "32", "--out", model,
+                        "--tokenizer-from", tok_dir], check=True, capture_output=True)
+        bad = 0
+        for text, ids in zip(texts, want):
+            r = subprocess.run([stepwise, "tokenize", "--model", model, "--text", text, "--json",
+                                "--no-bos"], capture_output=True, text=True, encoding="utf-8")
+            if r.returncode != 0 or json.loads(r.stdout)["ids"] != ids:
+                print(f"  --model DIR {text!r}: {r.stdout.strip()} {r.stderr.strip()}, want {ids}")
+                bad += 1
+    print(f"{name}: tokenize --model DIR --text S --json --no-bos gives the reference's ids for "
+          f"{len(texts) - bad}/{len(texts)} strings")
+    return bad
+
+
 def random_strings(seed, n):
     rng = random.Random(seed)
     out = []
@@ -118,6 +262,9 @@ def main():
         for i in bad[:5]:
             print(f"  {texts[i]!r}\n    reference {want[i]}\n    stepwise  {got[i]}")
         failures += len(bad)
+        failures += check_chats(stepwise, npm, name, tok_dir)
+        failures += check_model_dir(stepwise, npm, name, tok_dir, texts[len(HARD):len(HARD) + 8],
+                                    want[len(HARD):len(HARD) + 8])
     if failures:
         sys.exit(f"FAIL: {failures} strings differ from the reference encoder")
     print("tokenizer.json check: PASS")

@@ -28,7 +28,9 @@ static const char BATCH_USAGE[] =
     "result is bitwise what `stepwise generate` gives for it alone.\n"
     "\n"
     "  --max-batch B        most requests decoded together (default 8)\n"
-    "  --chat-template T    llama2 (default) or chatml, for requests with messages\n"
+    "  --chat-template T    for requests with messages: llama2, chatml or llama3;\n"
+    "                       default: the tokenizer's own (a tokenizer.json's template,\n"
+    "                       recognised), llama2 for a llama2.c vocabulary\n"
     "  --out FILE           one JSON line per finished request (default stdout)\n"
     "  --trace DIR          one trace per request, DIR/<id>.jsonl (trace options as\n"
     "                       for generate: --trace-level, --reproducible, ...)\n"
@@ -88,7 +90,7 @@ static int parse_batch_args(int argc, char **argv, BatchArgs *a, StepError *err)
         QUANT_LONG_OPTIONS,
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0}};
-    *a = (BatchArgs){.max_batch = 8, .chat = CHAT_LLAMA2, .quant = {.run = {.group = 32}}};
+    *a = (BatchArgs){.max_batch = 8, .chat = CHAT_DEFAULT, .quant = {.run = {.group = 32}}};
     trace_options_default(&a->trace);
     opterr = 0;
     optind = 1;
@@ -200,8 +202,8 @@ static void on_admitted(void *ctx, BatchRequest *r) {
     while ((merge = cJSON_DetachItemFromArray(merges, 0)) != NULL) trace_observer_write(to, merge);
     cJSON_Delete(merges);
     if (r->prompt_text == NULL)
-        trace_observer_write(to, trace_event_chat(chat_template_name(b->a->chat), r->chat.segments,
-                                                  r->chat.n_segments));
+        trace_observer_write(to, trace_event_chat(chat_template_name(r->chat.template_used),
+                                                  r->chat.segments, r->chat.n_segments));
     b->observers[i] = trace_step_observer(to);
     r->obs = &b->observers[i];
 }

@@ -8,17 +8,22 @@
 
 #include "commands.h"
 #include "common.h"
+#include "../chat.h"
 #include "../file_util.h"
 #include "../tokenizer_json.h"
 
 static const char TOKENIZE_USAGE[] =
-    "usage: stepwise tokenize --text TEXT [options]\n"
+    "usage: stepwise tokenize (--text TEXT | --texts FILE | --chat FILE) [options]\n"
     "\n"
     "Encode TEXT the way generate encodes a prompt and print the ids and pieces.\n"
     "\n"
     "  --text TEXT        the text to encode (this or --texts is required)\n"
     "  --texts FILE       encode each line of FILE, a JSON string (JSON Lines; - is\n"
     "                     standard input), and print one JSON object a line\n"
+    "  --chat FILE        a conversation, {\"system\": S, \"messages\": [{\"role\",\n"
+    "                     \"content\"}, ...]}: assemble it with the chat template and\n"
+    "                     print {\"template\", \"text\", \"ids\", \"pieces\", \"segments\"}\n"
+    "  --chat-template T  llama2, chatml or llama3 (default: the tokenizer's own)\n"
     "  --tokenizer FILE   llama2.c tokenizer.bin, or a Hugging Face tokenizer.json\n"
     "                     (or the directory holding it); default: the tokenizer of --model\n"
     "  --model PATH       a model whose tokenizer to use: a stepwise JSON model, a\n"
@@ -29,22 +34,35 @@ static const char TOKENIZE_USAGE[] =
     "  --json             print {\"text\", \"ids\", \"pieces\"} as one JSON object\n"
     "  -h, --help         show this help\n";
 
-enum { OPT_TEXT = 256, OPT_TEXTS, OPT_TOKENIZER, OPT_MODEL, OPT_NO_BOS, OPT_JSON };
+enum {
+    OPT_TEXT = 256,
+    OPT_TEXTS,
+    OPT_CHAT,
+    OPT_CHAT_TEMPLATE,
+    OPT_TOKENIZER,
+    OPT_MODEL,
+    OPT_NO_BOS,
+    OPT_JSON
+};
 
 typedef struct {
-    const char *text, *texts, *tokenizer, *model;
+    const char *text, *texts, *chat, *tokenizer, *model;
+    ChatTemplate chat_template;
     bool bos, json;
 } TokenizeArgs;
 
 static int parse_tokenize_args(int argc, char **argv, TokenizeArgs *a, StepError *err) {
-    static const struct option options[] = {{"text", required_argument, NULL, OPT_TEXT},
-                                            {"texts", required_argument, NULL, OPT_TEXTS},
-                                            {"tokenizer", required_argument, NULL, OPT_TOKENIZER},
-                                            {"model", required_argument, NULL, OPT_MODEL},
-                                            {"no-bos", no_argument, NULL, OPT_NO_BOS},
-                                            {"json", no_argument, NULL, OPT_JSON},
-                                            {"help", no_argument, NULL, 'h'},
-                                            {NULL, 0, NULL, 0}};
+    static const struct option options[] = {
+        {"text", required_argument, NULL, OPT_TEXT},
+        {"texts", required_argument, NULL, OPT_TEXTS},
+        {"chat", required_argument, NULL, OPT_CHAT},
+        {"chat-template", required_argument, NULL, OPT_CHAT_TEMPLATE},
+        {"tokenizer", required_argument, NULL, OPT_TOKENIZER},
+        {"model", required_argument, NULL, OPT_MODEL},
+        {"no-bos", no_argument, NULL, OPT_NO_BOS},
+        {"json", no_argument, NULL, OPT_JSON},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0}};
     *a = (TokenizeArgs){.bos = true};
     opterr = 0;
     optind = 1;
@@ -56,6 +74,12 @@ static int parse_tokenize_args(int argc, char **argv, TokenizeArgs *a, StepError
                 break;
             case OPT_TEXTS:
                 a->texts = optarg;
+                break;
+            case OPT_CHAT:
+                a->chat = optarg;
+                break;
+            case OPT_CHAT_TEMPLATE:
+                if (!chat_template_parse(optarg, &a->chat_template, err)) return -1;
                 break;
             case OPT_TOKENIZER:
                 a->tokenizer = optarg;
@@ -81,8 +105,8 @@ static int parse_tokenize_args(int argc, char **argv, TokenizeArgs *a, StepError
         step_fail(err, "tokenize: unexpected argument '%s' (see --help)", argv[optind]);
         return -1;
     }
-    if ((a->text == NULL) == (a->texts == NULL)) {
-        step_fail(err, "tokenize: give one of --text and --texts (see --help)");
+    if ((a->text != NULL) + (a->texts != NULL) + (a->chat != NULL) != 1) {
+        step_fail(err, "tokenize: give one of --text, --texts and --chat (see --help)");
         return -1;
     }
     return 1;
@@ -148,6 +172,50 @@ static bool encode_lines(const TokenizeArgs *a, const Tokenizer *tok, StepError 
     return ok;
 }
 
+/* --chat: the conversation assembled, and where each token came from. */
+static bool encode_chat(const TokenizeArgs *a, const Tokenizer *tok, StepError *err) {
+    char *text;
+    if (!file_read_text(a->chat, "--chat", &text, err)) return false;
+    cJSON *o = cJSON_Parse(text);
+    free(text);
+    const char *system;
+    ChatMessage *m = NULL;
+    int n = 0;
+    ChatPrompt p;
+    StepError why;
+    bool ok = cJSON_IsObject(o) || step_fail(err, "--chat %s: not a JSON object", a->chat);
+    ok = ok && (chat_conversation_from_json(o, &system, &m, &n, &why) ||
+                step_fail(err, "--chat %s: %s", a->chat, why.message));
+    ok = ok && (chat_assemble(tok, a->chat_template, system, m, n, &p, &why) ||
+                step_fail(err, "--chat %s: %s", a->chat, why.message));
+    free(m);
+    cJSON_Delete(o);
+    if (!ok) return false;
+    cJSON *out = cJSON_CreateObject();
+    cJSON_AddStringToObject(out, "template", chat_template_name(p.template_used));
+    cJSON_AddItemToObject(out, "text",
+                          p.text != NULL ? cJSON_CreateString(p.text) : cJSON_CreateNull());
+    cJSON_AddItemToObject(out, "ids", cJSON_CreateIntArray(p.tokens, p.n));
+    cJSON *pieces = cJSON_AddArrayToObject(out, "pieces");
+    for (int i = 0; i < p.n; i++)
+        cJSON_AddItemToArray(pieces, cJSON_CreateString(tok->pieces[p.tokens[i]]));
+    cJSON *segs = cJSON_AddArrayToObject(out, "segments");
+    for (int i = 0; i < p.n_segments; i++) {
+        cJSON *seg = cJSON_CreateObject();
+        cJSON_AddStringToObject(seg, "source", p.segments[i].source);
+        cJSON_AddNumberToObject(seg, "turn", p.segments[i].turn);
+        cJSON_AddNumberToObject(seg, "start", p.segments[i].start);
+        cJSON_AddNumberToObject(seg, "end", p.segments[i].end);
+        cJSON_AddItemToArray(segs, seg);
+    }
+    char *s = cJSON_PrintUnformatted(out);
+    puts(s);
+    cJSON_free(s);
+    cJSON_Delete(out);
+    chat_prompt_free(&p);
+    return true;
+}
+
 int cli_tokenize(int argc, char **argv) {
     TokenizeArgs a;
     StepError err;
@@ -166,6 +234,8 @@ int cli_tokenize(int argc, char **argv) {
     int *ids = NULL, n = 0;
     if (ok && a.texts != NULL) {
         ok = encode_lines(&a, &tok, &err);
+    } else if (ok && a.chat != NULL) {
+        ok = encode_chat(&a, &tok, &err);
     } else if (ok) {
         ok = tokenizer_encode(&tok, a.text, a.bos, &ids, &n, &err);
         if (ok) print_tokens(&a, a.text, &tok, ids, n);
