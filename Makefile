@@ -187,7 +187,7 @@ sanitize:
 # models, which stay out of git), keeping what it finds in build/fuzz/corpus/T;
 # `make fuzz-smoke` (in `make test`) replays every committed crash
 # reproducer (tests/fuzz/crashes/T) and fuzzes each target for a few seconds.
-FUZZ_TARGETS := checkpoint tokenizer model_json requests trace diff safetensors gguf
+FUZZ_TARGETS := checkpoint tokenizer tokenizer_json model_json requests trace diff safetensors gguf
 FUZZ_DIR     := $(BUILD)/fuzz
 FUZZ_SECONDS ?= 60
 FUZZ_SMOKE_SECONDS ?= 4
@@ -206,6 +206,7 @@ FUZZ_RUN = $(FUZZ_DIR)/fuzz_$$t $$( [ -f tests/fuzz/$$t.dict ] && echo -dict=tes
 FUZZ_SEEDS := $(FUZZ_DIR)/seeds
 fuzz-seeds: $(FUZZ_SEEDS)/.written
 $(FUZZ_SEEDS)/.written: $(BUILD)/stepwise tests/fuzz/make_seeds.sh tests/gguf_write.py \
+		       tests/tokenizer_json_write.py \
 		       tests/hf_reference.py data/tiny-model.json
 	@echo "  SEEDS    $(FUZZ_SEEDS)"
 	@bash tests/fuzz/make_seeds.sh $(BUILD)/stepwise $(FUZZ_SEEDS)

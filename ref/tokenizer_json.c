@@ -462,6 +462,16 @@ static bool decode_vocab(const Parse *p, const Tokenizer *t, const char *v, char
     return true;
 }
 
+/* bytes[0..n) spelled <0xXX> each: a piece that is no text (a file's own
+ * invalid UTF-8) still prints. Returns a malloc'd string. */
+static char *spell_bytes(const char *bytes, size_t n) {
+    char *out = malloc(6 * n + 1);
+    if (out == NULL) return NULL;
+    for (size_t i = 0; i < n; i++) snprintf(out + 6 * i, 7, "<0x%02X>", (unsigned char)bytes[i]);
+    out[6 * n] = '\0';
+    return out;
+}
+
 /* Every id's bytes and display text: the bytes when they are whole UTF-8
  * with no NUL, else the vocabulary's own spelling (a lone byte of a
  * character, say), so that every piece prints and is valid JSON. */
@@ -490,7 +500,10 @@ static bool build_pieces(Parse *p, Tokenizer *t) {
              tokenizer_byte_of_piece(hf->vocab[id] ? hf->vocab[id] : "") >= 0))
             shown = hf->vocab[id];
         free(t->pieces[id]);
-        if (!strdup_into(&t->pieces[id], shown)) return fail_json(p, "tokens", "out of memory");
+        t->pieces[id] = shown != NULL && utf8_valid(shown, strlen(shown))
+                            ? strdup(shown)
+                            : spell_bytes(hf->bytes[id], (size_t)len);
+        if (t->pieces[id] == NULL) return fail_json(p, "tokens", "out of memory");
         if (len > t->max_piece_bytes) t->max_piece_bytes = len;
         int byte = hf->vocab[id] != NULL ? tokenizer_byte_of_piece(hf->vocab[id]) : -1;
         if (byte >= 0 && t->byte_ids[byte] < 0) t->byte_ids[byte] = id;

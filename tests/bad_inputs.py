@@ -473,8 +473,78 @@ def hf_cases():
     for name, (files, words) in bad.items():
         case("hf: " + name, ["generate", "--model", "{hf}", "--tokenizer", TINY],
              2, [words], files={"hf/" + k: v for k, v in files.items()}, creates=("hf",))
-    case("hf: no --tokenizer (tokenizer.json not read yet)",
-         ["generate", "--model", "{hf-good}"], 2, ["tokenizer.json"])
+    case("hf: no tokenizer.json and no --tokenizer", ["generate", "--model", "{hf-good}"], 2,
+         ["has no tokenizer.json", "--tokenizer"])
+
+
+def tokenizer_json_cases():
+    """tokenizer.json and tokenizer_config.json (tests/tokenizer_json_write.py
+    writes good small ones), one fault at a time, and the commands' inputs
+    that go with them: texts, JSON Lines, conversations."""
+    import tokenizer_json_write as w
+    tok, config = w.byte_level()
+    good = json.dumps(tok)
+
+    def edited(edit):
+        t = json.loads(good)
+        edit(t)
+        return json.dumps(t)
+
+    bad = {
+        "not JSON": ({"tokenizer.json": "{"}, "not a JSON object"),
+        "unknown model type": ({"tokenizer.json": edited(
+            lambda t: t["model"].__setitem__("type", "Unigram"))}, "model type Unigram"),
+        "a vocabulary id twice": ({"tokenizer.json": edited(
+            lambda t: t["model"]["vocab"].__setitem__("zz", 0))}, "id 0 is given"),
+        "an id out of range": ({"tokenizer.json": edited(
+            lambda t: t["model"]["vocab"].__setitem__("zz", 1 << 30))}, "no id in [0, 2^24)"),
+        "a merge of unknown tokens": ({"tokenizer.json": edited(
+            lambda t: t["model"]["merges"].append(["q", "nope"]))}, "not in the vocabulary"),
+        "a regex that does not compile": ({"tokenizer.json": edited(
+            lambda t: t["pre_tokenizer"]["pretokenizers"][0]["pattern"].__setitem__(
+                "Regex", "(\\p{L"))}, "pre_tokenizer Split"),
+        "an unknown normalizer": ({"tokenizer.json": edited(
+            lambda t: t.__setitem__("normalizer", {"type": "BertNormalizer"}))},
+            "normalizer BertNormalizer is not supported"),
+        "an unknown pre-tokenizer": ({"tokenizer.json": edited(
+            lambda t: t.__setitem__("pre_tokenizer", {"type": "Whitespace"}))},
+            "pre_tokenizer Whitespace is not supported"),
+        "an added token without content": ({"tokenizer.json": edited(
+            lambda t: t["added_tokens"][0].__setitem__("content", ""))}, "added_tokens[0]"),
+        "config not JSON": ({"tokenizer.json": good, "tokenizer_config.json": "[1"},
+                            "tokenizer_config.json is not a JSON object"),
+        "config names an EOS that is no token": (
+            {"tokenizer.json": good, "tokenizer_config.json": json.dumps(
+                dict(config, eos_token="<|nope|>"))}, "eos_token '<|nope|>' is not a token"),
+    }
+    for name, (files, words) in bad.items():
+        case("tokenizer.json: " + name, ["tokenize", "--tokenizer", "{tj}", "--text", "a"], 2,
+             [words], files={"tj/" + k: v for k, v in files.items()}, creates=("tj",))
+    good_files = {"tj/tokenizer.json": good, "tj/tokenizer_config.json": json.dumps(config)}
+    case("tokenizer.json: more ids than the model's vocabulary",
+         ["generate", "--model", "{hf-good}", "--tokenizer", "{tj/tokenizer.json}"], 2,
+         ["but the model's vocabulary has 13"], files=good_files, creates=("tj",))
+    case("tokenizer.json: text not UTF-8", ["tokenize", "--tokenizer", "{tj}", "--text", b"a\xff"],
+         2, ["not valid UTF-8"], files=good_files, creates=("tj",))
+    case("tokenize --texts: a line that is no JSON string",
+         ["tokenize", "--tokenizer", "{tj}", "--texts", "{lines.jsonl}"], 2,
+         ["line 2 is not a JSON string"],
+         files=dict(good_files, **{"lines.jsonl": '"a"\n{"text": 1}\n'}), creates=("tj",))
+    case("tokenize --chat: not an object", ["tokenize", "--tokenizer", "{tj}", "--chat", "{c.json}"],
+         2, ["not a JSON object"], files=dict(good_files, **{"c.json": "[]"}), creates=("tj",))
+    case("tokenize --chat: a template stepwise does not know",
+         ["tokenize", "--tokenizer", "{tj}", "--chat", "{c.json}"], 2, ["--chat-template"],
+         files={"tj/tokenizer.json": good, "tj/tokenizer_config.json": json.dumps(
+             dict(config, chat_template="{{ messages }}")),
+             "c.json": json.dumps({"messages": [{"role": "user", "content": "hi"}]})},
+         creates=("tj",))
+    case("tokenize --chat: roles out of order",
+         ["tokenize", "--tokenizer", "{tj}", "--chat", "{c.json}"], 2, ["alternate"],
+         files=dict(good_files, **{"c.json": json.dumps(
+             {"messages": [{"role": "assistant", "content": "hi"}]})}), creates=("tj",))
+    case("tokenize --chat-template: unknown name",
+         ["tokenize", "--tokenizer", "{tj}", "--text", "a", "--chat-template", "vicuna"], 2,
+         ["unknown --chat-template 'vicuna'"], files=good_files, creates=("tj",))
 
 
 def gguf_cases():
@@ -705,6 +775,8 @@ def trace_ends_with_error(result):
 
 
 def expand(arg):
+    if isinstance(arg, bytes):  # an argument that is no UTF-8 text
+        return arg
     if arg.startswith("{") and arg.endswith("}"):
         return path(arg[1:-1])
     return arg
@@ -809,7 +881,8 @@ def main():
     os.chdir(ROOT)
     setup()
     for make in (model_cases, tokenizer_cases, json_model_cases, request_cases, trace_cases,
-                 diff_cases, option_cases, output_cases, signal_cases, hf_cases, gguf_cases):
+                 diff_cases, option_cases, output_cases, signal_cases, hf_cases, gguf_cases,
+                 tokenizer_json_cases):
         make()
     FIXTURES = listing()  # after the cases, some of which make their fixtures
     failed = 0

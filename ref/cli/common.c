@@ -188,7 +188,8 @@ static bool ends_with(const char *s, const char *suffix) {
 }
 
 bool cli_is_tokenizer_json(const char *path) {
-    return ends_with(path, "tokenizer.json") || hf_is_model_dir(path);
+    return ends_with(path, "tokenizer.json") ||
+           (hf_is_model_dir(path) && tokenizer_json_in_dir(path));
 }
 
 /* The tokenizer of a stepwise JSON model (data/tiny-model.json, say), for a
@@ -231,7 +232,13 @@ bool cli_load_model(const char *model_path, const char *tokenizer_path, Model *m
         ok = load_hf(model_path, m, err);
         /* its own tokenizer.json, unless --tokenizer says otherwise */
         if (ok && tokenizer_path == NULL) {
-            ok = tokenizer_load_json(tok, model_path, m->config.vocab_size, err);
+            ok = tokenizer_json_in_dir(model_path)
+                     ? tokenizer_load_json(tok, model_path, m->config.vocab_size, err)
+                     : step_fail(err,
+                                 "model %s has no tokenizer.json: give --tokenizer (a "
+                                 "tokenizer.json, a tokenizer.bin or a JSON model of the same "
+                                 "vocabulary)",
+                                 model_path);
             if (!ok) model_free(m);
             return ok;
         }

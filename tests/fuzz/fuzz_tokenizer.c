@@ -23,7 +23,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     memcpy(text, text_bytes, n_text);
     text[n_text] = '\0';
     long seen = 0;
-    BpeObserver obs = {&seen, count_merge};
+    BpeObserver obs = {&seen, count_merge, NULL};
     int *ids = NULL, n = 0;
     if (tokenizer_encode_observed(&t, text, n_text % 2 == 0, &obs, &ids, &n, &err)) {
         char *back = tokenizer_decode_tokens(&t, ids, n, -1);

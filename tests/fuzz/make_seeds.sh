@@ -9,7 +9,7 @@ S=${1:?usage: make_seeds.sh STEPWISE_BINARY OUT}
 C=${2:?usage: make_seeds.sh STEPWISE_BINARY OUT}
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-KINDS="checkpoint tokenizer model_json requests trace diff safetensors gguf"
+KINDS="checkpoint tokenizer tokenizer_json model_json requests trace diff safetensors gguf"
 for k in $KINDS; do rm -rf "${C:?}/$k" && mkdir -p "$C/$k"; done
 
 # checkpoints: tied and untied, MHA and GQA, and a .q8 of each
@@ -110,3 +110,19 @@ PY
 # GGUF: tiny llama, qwen2 and qwen3 files with an embedded llama tokenizer,
 # written following the GGUF spec by tests/gguf_write.py
 /usr/bin/python3 tests/gguf_write.py "$C/gguf"
+
+# tokenizer.json: [2-byte length][text][2-byte length][tokenizer_config.json][tokenizer.json],
+# one of each supported form, written to the format by tests/tokenizer_json_write.py
+/usr/bin/python3 - "$C/tokenizer_json" <<'PY'
+import json, struct, sys
+sys.path.insert(0, "tests")
+import tokenizer_json_write as w
+texts = ["The cat sat. IT'S 12345!\n\n  caf\u00e9 \u65e5\u672c \U0001F600",
+         "<|im_start|>user\nthe cat<|im_end|>", "<s>the cat</s> at\u00df"]
+for name, (tok, config) in w.tokenizers().items():
+    for i, text in enumerate(texts):
+        t, c = text.encode(), json.dumps(config).encode() if i != 2 else b""
+        body = json.dumps(tok).encode()
+        open(f"{sys.argv[1]}/{name}-{i}", "wb").write(
+            struct.pack("<H", len(t)) + t + struct.pack("<H", len(c)) + c + body)
+PY
