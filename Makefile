@@ -256,7 +256,7 @@ notebooks: build
 
 # Every command in docs/ marked runnable, run, and its output compared with
 # the block marked expected after it (tests/doc_check.py).
-doc-check: build
+doc-check: build npm-fixtures
 	/usr/bin/python3 tests/doc_check.py docs/*.md
 
 # The tests under valgrind's memcheck: no leaks, no invalid reads. Four are

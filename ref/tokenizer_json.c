@@ -342,6 +342,12 @@ static bool parse_pre_tokenizer(Parse *p, const cJSON *n, int depth) {
         if (use_regex && !hf_regex_compile(GPT2_PATTERN, false, &st->regex, &why))
             return step_fail(p->err, "%s: ByteLevel: %s", p->what, why.message);
         st->kind = PRE_BYTE_LEVEL;
+    } else if (strcmp(type, "Digits") == 0) { /* ASCII digits apart, one by one or in runs */
+        bool each = false;
+        if (!optional_bool(p, n, "individual_digits", &each)) return false;
+        if (!hf_regex_compile(each ? "[0-9]" : "[0-9]+", false, &st->regex, &why))
+            return step_fail(p->err, "%s: Digits: %s", p->what, why.message);
+        st->kind = PRE_SPLIT, st->behavior = SPLIT_ISOLATED;
     } else if (strcmp(type, "Metaspace") == 0) {
         st->kind = PRE_METASPACE;
         hf->n_pre++;

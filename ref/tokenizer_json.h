@@ -9,7 +9,8 @@
  *   a Metaspace pre-tokenizer turn spaces into "▁", merges by rank, and
  *   byte_fallback spells an unknown character as <0xXX> tokens.
  * Normalizers NFC/NFD/NFKC/NFKD (utf8proc), Prepend, Replace (a string);
- * pre-tokenizers Split (a PCRE2 regex or string), ByteLevel, Metaspace;
+ * pre-tokenizers Split (a PCRE2 regex or string), ByteLevel, Digits,
+ * Metaspace;
  * added tokens matched in the raw text first, as Hugging Face does. Anything
  * else is refused by name. The encoder itself is tokenizer.c's merge loop,
  * with pair ranks where sentencepiece has piece scores. */

@@ -110,6 +110,22 @@ Test(tokenizer_json, split_behaviours_are_the_documented_ones) {
     }
 }
 
+/* Digits (SmolLM2's tokenizer has it): ASCII digits one by one, or in runs. */
+Test(tokenizer_json, digits_pre_tokenizer) {
+    const char *vocab = "{\"1\":0,\"2\":1,\"a\":2,\"12\":3}";
+    for (int each = 0; each < 2; each++) {
+        char json[512];
+        snprintf(json, sizeof json,
+                 "{\"model\":{\"type\":\"BPE\",\"vocab\":%s,\"merges\":[\"1 2\"]},"
+                 "\"pre_tokenizer\":{\"type\":\"Digits\",\"individual_digits\":%s}}",
+                 vocab, each ? "true" : "false");
+        Tokenizer t = parse_ok(json, NULL);
+        cr_expect_str_eq(pieces_of(&t, "a12a"), each ? "a|1|2|a" : "a|12|a");
+        cr_expect_str_eq(ids_of(&t, "a12a", false), each ? "2 0 1 2" : "2 3 2");
+        tokenizer_free(&t);
+    }
+}
+
 /* "abc" as a, b, c. With ranks (b c) 0, (a b) 1, (a bc) 2: bc first, then
  * a+bc. With (a b) 0, (b c) 1, (ab c) 2: ab first, then ab+c. Both end as
  * abc (id 5); with only the first two rules of the second list, ab c. */

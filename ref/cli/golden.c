@@ -20,16 +20,21 @@
 #include "identity.h"
 #include "signals.h"
 #include "../file_util.h"
+#include "../hf_model.h"
+#include "../tokenizer_json.h"
 #include "../sha256.h"
 
 static const char GOLDEN_USAGE[] =
-    "usage: stepwise golden --model M --tokenizer T --out DIR [--kernels plain|fast]\n"
+    "usage: stepwise golden --model M [--tokenizer T] --out DIR [--kernels plain|fast]\n"
     "\n"
     "Write a golden set into DIR: manifest.json, scored\n"
     "sequences (score-*.jsonl), greedy generations (greedy-*.jsonl), seeded\n"
     "generations (seeded-*.jsonl) and the KV cache after a prompt (kv-*.jsonl).\n"
     "The set is written beside DIR and moved into place whole; an older set at\n"
     "DIR is replaced, any other non-empty folder is refused.\n"
+    "--tokenizer is needed for a llama2.c checkpoint; a Hugging Face folder or a\n"
+    "GGUF file brings its own. Where the tokenizer adds no BOS (Qwen's), the\n"
+    "generations from BOS alone start from the first prompt instead.\n"
     "Every file leaves out measured figures, so the set is byte-identical run\n"
     "to run. docs/oracle.md says how to compare another engine against it.\n";
 
@@ -54,20 +59,33 @@ static int run_command(int argc, char **argv) {
     return cli_generate(argc, argv);
 }
 
-static bool make_file(const GoldenFile *g, const char *model, const char *tokenizer,
-                      const char *kernels, const char *dir, cJSON *files, StepError *err) {
+/* Where the set is made: the model, its tokenizer (NULL: the model's own),
+ * the kernels (NULL: the default), and the prompt that stands in for BOS
+ * alone when the tokenizer adds none (Qwen's), else NULL. */
+typedef struct {
+    const char *model, *tokenizer, *kernels, *no_bos_prompt;
+} GoldenRun;
+
+static bool make_file(const GoldenFile *g, const GoldenRun *run, const char *dir, cJSON *files,
+                      StepError *err) {
     char path[PATH_MAX + 64];
     snprintf(path, sizeof path, "%s/%s", dir, g->file);
     char *argv[40];
     int argc = 0;
     argv[argc++] = (char *)g->args[0];
-    argv[argc++] = "--model", argv[argc++] = (char *)model;
-    argv[argc++] = "--tokenizer", argv[argc++] = (char *)tokenizer;
-    for (int i = 1; g->args[i] != NULL; i++) argv[argc++] = (char *)g->args[i];
+    argv[argc++] = "--model", argv[argc++] = (char *)run->model;
+    if (run->tokenizer != NULL) argv[argc++] = "--tokenizer", argv[argc++] = (char *)run->tokenizer;
+    bool has_prompt = strcmp(g->args[0], "score") == 0;
+    for (int i = 1; g->args[i] != NULL; i++) {
+        has_prompt = has_prompt || strcmp(g->args[i], "--prompt") == 0;
+        argv[argc++] = (char *)g->args[i];
+    }
+    if (!has_prompt && run->no_bos_prompt != NULL)
+        argv[argc++] = "--prompt", argv[argc++] = (char *)run->no_bos_prompt;
     const char *out_flag = strcmp(g->args[0], "score") == 0 ? "--out" : "--trace";
     argv[argc++] = (char *)out_flag, argv[argc++] = path;
     argv[argc++] = "--reproducible";
-    if (kernels != NULL) argv[argc++] = "--kernels", argv[argc++] = (char *)kernels;
+    if (run->kernels != NULL) argv[argc++] = "--kernels", argv[argc++] = (char *)run->kernels;
     argv[argc] = NULL;
     /* the command as a person would type it, with the file relative to DIR */
     char command[4096] = "stepwise";
@@ -83,13 +101,37 @@ static bool make_file(const GoldenFile *g, const char *model, const char *tokeni
     cJSON_AddStringToObject(entry, "file", g->file);
     cJSON_AddStringToObject(entry, "kind", g->kind);
     cJSON_AddStringToObject(entry, "what", g->what);
+    if (!has_prompt && run->no_bos_prompt != NULL)
+        cJSON_AddStringToObject(entry, "note", "the tokenizer adds no BOS: from the first prompt");
     cJSON_AddStringToObject(entry, "command", command);
     cJSON_AddItemToArray(files, entry);
     return true;
 }
 
-static bool write_set(const char *model, const char *tokenizer, const char *kernels,
-                      const char *dir, StepError *err) {
+/* The tokenizer's identity: --tokenizer's file, a folder's tokenizer.json,
+ * or (a GGUF's, embedded) the model's own. */
+static cJSON *tokenizer_identity(const GoldenRun *run, StepError *err) {
+    if (run->tokenizer != NULL) return cli_file_identity(run->tokenizer, err);
+    char path[PATH_MAX + 32];
+    snprintf(path, sizeof path, "%s/tokenizer.json", run->model);
+    if (hf_is_model_dir(run->model)) return cli_file_identity(path, err);
+    return cJSON_CreateString("the model's own");
+}
+
+/* Whether the tokenizer the set runs with puts BOS first: only a
+ * tokenizer.json may not (Qwen's has none). */
+static bool tokenizer_adds_bos(const char *model, const char *tokenizer) {
+    const char *json = tokenizer != NULL ? (cli_is_tokenizer_json(tokenizer) ? tokenizer : NULL)
+                                         : (hf_is_model_dir(model) ? model : NULL);
+    Tokenizer t;
+    StepError ignored; /* a tokenizer that does not load fails in the first command */
+    if (json == NULL || !tokenizer_load_json(&t, json, 0, &ignored)) return true;
+    bool adds = t.add_bos;
+    tokenizer_free(&t);
+    return adds;
+}
+
+static bool write_set(const GoldenRun *run, const char *dir, StepError *err) {
     cJSON *manifest = cJSON_CreateObject(), *files = cJSON_CreateArray();
     cJSON_AddStringToObject(manifest, "format", "stepwise-golden");
     cJSON_AddNumberToObject(manifest, "version", 1);
@@ -97,8 +139,8 @@ static bool write_set(const char *model, const char *tokenizer, const char *kern
     cJSON *build = cJSON_AddObjectToObject(manifest, "build");
     cJSON_AddStringToObject(build, "compiler", build_compiler());
     cJSON_AddStringToObject(build, "cflags", build_cflags());
-    cJSON *model_id = cli_file_identity(model, err),
-          *tok_id = model_id ? cli_file_identity(tokenizer, err) : NULL;
+    cJSON *model_id = cli_file_identity(run->model, err),
+          *tok_id = model_id ? tokenizer_identity(run, err) : NULL;
     bool ok = model_id != NULL && tok_id != NULL;
     if (ok) {
         cJSON_AddItemToObject(manifest, "model", model_id);
@@ -115,7 +157,7 @@ static bool write_set(const char *model, const char *tokenizer, const char *kern
                         .kind = "score",
                         .what = "teacher-forced logits and log-probabilities of a prompt",
                         .args = {"score", "--text", PROMPTS[i], "--top-n", "5", NULL}};
-        ok = make_file(&g, model, tokenizer, kernels, dir, files, err);
+        ok = make_file(&g, run, dir, files, err);
     }
     const GoldenFile rest[] = {
         {.file = "greedy-00.jsonl",
@@ -144,7 +186,7 @@ static bool write_set(const char *model, const char *tokenizer, const char *kern
          .args = {"score", "--text", PROMPTS[1], "--top-n", "0", "--trace-kv", NULL}},
     };
     for (size_t i = 0; ok && i < sizeof rest / sizeof rest[0] && !cli_signal_caught(); i++)
-        ok = make_file(&rest[i], model, tokenizer, kernels, dir, files, err);
+        ok = make_file(&rest[i], run, dir, files, err);
     cJSON_AddItemToObject(manifest, "files", files);
     if (ok) {
         char path[PATH_MAX + 64];
@@ -216,7 +258,11 @@ static bool make_golden(const char *model, const char *tokenizer, const char *ke
         return step_fail(err, "golden: cannot create a folder beside %s: %s", dir, strerror(errno));
     }
     chmod(tmp, 0755);
-    bool ok = write_set(model, tokenizer, kernels, tmp, err);
+    GoldenRun run = {.model = model,
+                     .tokenizer = tokenizer,
+                     .kernels = kernels,
+                     .no_bos_prompt = tokenizer_adds_bos(model, tokenizer) ? NULL : PROMPTS[0]};
+    bool ok = write_set(&run, tmp, err);
     if (ok && cli_signal_caught())
         ok = step_fail(err, "golden: interrupted (%s)", cli_signal_name(cli_signal_caught()));
     struct stat st;
@@ -271,8 +317,8 @@ int cli_golden(int argc, char **argv) {
                 ok = cli_option_error("golden", c, optopt, argv, optind, &err);
         }
     }
-    if (ok && (model == NULL || tokenizer == NULL || out == NULL || optind < argc))
-        ok = step_fail(&err, "golden: needs --model, --tokenizer and --out (see --help)");
+    if (ok && (model == NULL || out == NULL || optind < argc))
+        ok = step_fail(&err, "golden: needs --model and --out (see --help)");
     if (ok && kernels != NULL && strcmp(kernels, "plain") != 0 && strcmp(kernels, "fast") != 0)
         ok = step_fail(&err, "unknown --kernels '%s' (fast, plain)", kernels);
     if (ok) ok = make_golden(model, tokenizer, kernels, out, &err);
