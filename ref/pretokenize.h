@@ -7,7 +7,8 @@
 
 #include <stddef.h>
 
-#include "tokenizer_json.h"
+#include "error.h"
+#include "hf_tokenizer.h"
 
 /* Called for each piece in order: an added token (added_id >= 0, piece its
  * text) or a pre-tokenized word (added_id -1). Returns false to stop. */

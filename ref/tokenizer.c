@@ -2,8 +2,8 @@
 #include "tokenizer.h"
 
 #include "file_util.h"
+#include "hf_tokenizer.h"
 #include "pretokenize.h"
-#include "tokenizer_json.h"
 
 #include <errno.h>
 #include <math.h>
