@@ -145,6 +145,7 @@ unit-tests:
 	bash tests/check_determinism.sh
 	/usr/bin/python3 tests/arch_reference.py $(BUILD)/stepwise
 	/usr/bin/python3 tests/hf_reference.py $(BUILD)/stepwise
+	/usr/bin/python3 tests/gguf_quant_check.py $(BUILD)/stepwise
 	$(MAKE) --no-print-directory tokenizer-json-check
 
 $(NPM_DIR)/.installed:
@@ -206,7 +207,7 @@ FUZZ_RUN = $(FUZZ_DIR)/fuzz_$$t $$( [ -f tests/fuzz/$$t.dict ] && echo -dict=tes
 FUZZ_SEEDS := $(FUZZ_DIR)/seeds
 fuzz-seeds: $(FUZZ_SEEDS)/.written
 $(FUZZ_SEEDS)/.written: $(BUILD)/stepwise tests/fuzz/make_seeds.sh tests/gguf_write.py \
-		       tests/tokenizer_json_write.py \
+		       tests/tokenizer_json_write.py tests/gguf_quant_check.py \
 		       tests/hf_reference.py data/tiny-model.json
 	@echo "  SEEDS    $(FUZZ_SEEDS)"
 	@bash tests/fuzz/make_seeds.sh $(BUILD)/stepwise $(FUZZ_SEEDS)

@@ -575,9 +575,13 @@ def gguf_cases():
                                   "malformed"),
         "n_dims 5": (replace(b"token_embd.weight\x02\x00\x00\x00", b"token_embd.weight\x05\x00\x00\x00"),
                      "more than 4 dims"),
-        "a tensor of type Q4_0": (replace(b"output_norm.weight\x01\x00\x00\x00\x04\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00",
-                                          b"output_norm.weight\x01\x00\x00\x00\x04\x00\x00\x00\x00\x00\x00\x00\x02\x00\x00\x00"),
-                                  "type 2"),
+        "a Q4_0 tensor of rows shorter than a block": (
+            replace(b"output_norm.weight\x01\x00\x00\x00\x04\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00",
+                    b"output_norm.weight\x01\x00\x00\x00\x04\x00\x00\x00\x00\x00\x00\x00\x02\x00\x00\x00"),
+            "not whole blocks of 32"),
+        "a tensor of type Q6_K": (replace(b"output_norm.weight\x01\x00\x00\x00\x04\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00",
+                                          b"output_norm.weight\x01\x00\x00\x00\x04\x00\x00\x00\x00\x00\x00\x00\x0e\x00\x00\x00"),
+                                  "type 14"),
     }
     for name, (data, words) in bad.items():
         case("gguf: " + name, ["generate", "--model", "{m.gguf}"], 2, [words],

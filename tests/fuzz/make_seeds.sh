@@ -126,3 +126,12 @@ for name, (tok, config) in w.tokenizers().items():
         open(f"{sys.argv[1]}/{name}-{i}", "wb").write(
             struct.pack("<H", len(t)) + t + struct.pack("<H", len(c)) + c + body)
 PY
+
+# GGUF with quantized matrices (Q8_0, Q4_0, Q4_1), written by tests/gguf_quant_check.py's writer
+/usr/bin/python3 - "$C/gguf" <<'PY'
+import sys
+sys.path.insert(0, "tests")
+import gguf_quant_check as q
+for name, t in (("q8_0", q.Q8_0), ("q4_0", q.Q4_0), ("q4_1", q.Q4_1)):
+    open(f"{sys.argv[1]}/llama-{name}", "wb").write(q.model_gguf(q.weights_of(1), t))
+PY
