@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "gguf.h"
+#include "gguf_tokenizer.h"
 #include "hf_model.h"
 
 bool gguf_is_model_path(const char *path) {
@@ -88,56 +89,6 @@ static bool take_layer(Model *m, const GgufFile *f, int l, StepError *err) {
     return true;
 }
 
-/* The embedded tokenizer: "llama" (SentencePiece-style tokens and scores,
- * spaces written as U+2581), with BOS 1 and EOS 2 as the engine expects. */
-static bool read_tokenizer(const GgufFile *f, Tokenizer *tok, int vocab, StepError *err) {
-    char *model = gguf_get_string(f, "tokenizer.ggml.model");
-    bool llama = model != NULL && strcmp(model, "llama") == 0;
-    if (!llama) {
-        step_fail(err,
-                  "%s: embedded tokenizer %.40s is not supported yet (llama); give "
-                  "--tokenizer",
-                  f->path, model ? model : "(none)");
-        free(model);
-        return false;
-    }
-    free(model);
-    uint64_t n = 0, n_scores = 0, bos = 1, eos = 2;
-    if ((gguf_find_kv(f, "tokenizer.ggml.bos_token_id") &&
-         !gguf_get_uint(f, "tokenizer.ggml.bos_token_id", 1u << 30, &bos)) ||
-        (gguf_find_kv(f, "tokenizer.ggml.eos_token_id") &&
-         !gguf_get_uint(f, "tokenizer.ggml.eos_token_id", 1u << 30, &eos)) ||
-        bos != 1 || eos != 2)
-        return step_fail(err, "%s: BOS and EOS must be ids 1 and 2 (others are not supported yet)",
-                         f->path);
-    char **pieces = gguf_string_array(f, "tokenizer.ggml.tokens", &n);
-    const unsigned char *scores = gguf_f32_array(f, "tokenizer.ggml.scores", &n_scores);
-    float *s = pieces && scores && n == n_scores && n == (uint64_t)vocab
-                   ? malloc((size_t)n * sizeof *s)
-                   : NULL;
-    bool ok = s != NULL || step_fail(err, "%s: the tokenizer needs %d tokens and as many scores",
-                                     f->path, vocab);
-    for (uint64_t i = 0; ok && i < n; i++) {
-        uint32_t bits = (uint32_t)scores[4 * i] | (uint32_t)scores[4 * i + 1] << 8 |
-                        (uint32_t)scores[4 * i + 2] << 16 | (uint32_t)scores[4 * i + 3] << 24;
-        memcpy(&s[i], &bits, sizeof bits);
-        /* U+2581 (E2 96 81), SentencePiece's space, is a space in stepwise's pieces */
-        char *p = pieces[i], *out = pieces[i];
-        while (*p) {
-            if ((unsigned char)p[0] == 0xE2 && (unsigned char)p[1] == 0x96 &&
-                (unsigned char)p[2] == 0x81)
-                *out++ = ' ', p += 3;
-            else
-                *out++ = *p++;
-        }
-        *out = '\0';
-    }
-    if (ok) ok = tokenizer_init(tok, vocab, (const char *const *)pieces, s, err);
-    for (uint64_t i = 0; pieces != NULL && i < n; i++) free(pieces[i]);
-    free(pieces), free(s);
-    return ok;
-}
-
 bool gguf_model_load(Model *m, Tokenizer *tok, const char *path, StepError *err) {
     memset(m, 0, sizeof *m);
     if (tok != NULL) memset(tok, 0, sizeof *tok);
@@ -176,7 +127,7 @@ bool gguf_model_load(Model *m, Tokenizer *tok, const char *path, StepError *err)
             ok = take(&f, "output.weight", (uint64_t)c->vocab_size, (uint64_t)c->dim,
                       model_weight_slot(m, m->weights.wcls), err);
     }
-    if (ok && tok != NULL) ok = read_tokenizer(&f, tok, m->config.vocab_size, err);
+    if (ok && tok != NULL) ok = gguf_read_tokenizer(&f, tok, m->config.vocab_size, err);
     if (ok) snprintf(m->source, sizeof m->source, "GGUF v%u, %s", f.version, arch);
     free(arch);
     gguf_close(&f);

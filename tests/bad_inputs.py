@@ -587,6 +587,16 @@ def gguf_cases():
         case("gguf: " + name, ["generate", "--model", "{m.gguf}"], 2, [words],
              files={"m.gguf": data})
     case("gguf: a FIFO", ["generate", "--model", "{f.gguf}"], 2, ["FIFO"], files={"f.gguf": ("fifo",)})
+    import tokenizer_json_write
+    tj = tokenizer_json_write.byte_level()[0]
+    for pre, words in (("falcon", "tokenizer.ggml.pre falcon is not supported"),):
+        kvs, n = gguf_write.gpt2_tokenizer_kvs(tj, pre)
+        case("gguf: gpt2 tokenizer, pre " + pre, ["tokenize", "--model", "{m.gguf}", "--text", "a"],
+             2, [words], files={"m.gguf": gguf_write.tiny_gguf("llama", kvs, n)})
+    kvs, n = gguf_write.gpt2_tokenizer_kvs(tj, "llama-bpe")
+    case("gguf: gpt2 tokenizer larger than the embedding",
+         ["tokenize", "--model", "{m.gguf}", "--text", "a"], 2, ["more than 8 tokens"],
+         files={"m.gguf": gguf_write.tiny_gguf("llama", kvs, 8)})
 
 
 def no_pass(result):

@@ -40,10 +40,41 @@ def kv_array(k, item_type, items, fmt):
     return gguf_string(k) + struct.pack("<IIQ", 9, item_type, len(items)) + body
 
 
-def tiny_gguf(arch):
-    """The bytes of a one-layer model: dim 4, hidden 4, 2 heads, 1 KV head."""
+def llama_tokenizer_kvs():
+    """The embedded llama (sentencepiece-style) tokenizer of PIECES."""
+    vocab = len(PIECES)
+    return [kv_str("tokenizer.ggml.model", "llama"),
+            kv_array("tokenizer.ggml.tokens", 8, PIECES, None),
+            kv_array("tokenizer.ggml.scores", 6, [0.0] * 3 + [-1.0 * i for i in range(3, vocab)], "<f"),
+            kv_u32("tokenizer.ggml.bos_token_id", 1), kv_u32("tokenizer.ggml.eos_token_id", 2)]
+
+
+def gpt2_tokenizer_kvs(tokenizer_json, pre):
+    """A tokenizer.json's byte-level vocabulary as llama.cpp's converter
+    embeds it: tokens by id, token types (1 normal, 3 control, 4
+    user-defined), merges as "a b", and the pre-tokenizer's name.
+    Returns (kvs, number of tokens)."""
+    model = tokenizer_json["model"]
+    n = 1 + max(list(model["vocab"].values()) + [a["id"] for a in tokenizer_json["added_tokens"]])
+    tokens, types = ["[PAD%d]" % i for i in range(n)], [1] * n
+    for t, i in model["vocab"].items():
+        tokens[i] = t
+    for a in tokenizer_json["added_tokens"]:
+        tokens[a["id"]], types[a["id"]] = a["content"], 3 if a["special"] else 4
+    merges = [m if isinstance(m, str) else " ".join(m) for m in model["merges"]]
+    return [kv_str("tokenizer.ggml.model", "gpt2"), kv_str("tokenizer.ggml.pre", pre),
+            kv_array("tokenizer.ggml.tokens", 8, tokens, None),
+            kv_array("tokenizer.ggml.token_type", 5, types, "<i"),
+            kv_array("tokenizer.ggml.merges", 8, merges, None)], n
+
+
+def tiny_gguf(arch, tokenizer_kvs=None, vocab=None):
+    """The bytes of a one-layer model: dim 4, hidden 4, 2 heads, 1 KV head;
+    its vocabulary PIECES (a llama tokenizer) unless tokenizer_kvs and
+    vocab say otherwise."""
     dtype = DTYPE_OF_ARCH[arch]
-    d, h, nh, nkv, n_layers, vocab = 4, 4, 2, 1, 1, len(PIECES)
+    d, h, nh, nkv, n_layers = 4, 4, 2, 1, 1
+    vocab = vocab or len(PIECES)
     hd, kvd = d // nh, nkv * (d // nh)
     tensors = [("token_embd.weight", [d, vocab]), ("output_norm.weight", [d])]
     for n, shape in (("attn_norm.weight", [d]), ("attn_q.weight", [d, d]), ("attn_k.weight", [d, kvd]),
@@ -59,11 +90,8 @@ def tiny_gguf(arch):
            kv_u32(arch + ".embedding_length", d), kv_u32(arch + ".feed_forward_length", h),
            kv_u32(arch + ".block_count", n_layers), kv_u32(arch + ".attention.head_count", nh),
            kv_u32(arch + ".attention.head_count_kv", nkv), kv_f32(arch + ".rope.freq_base", 10000.0),
-           kv_f32(arch + ".attention.layer_norm_rms_epsilon", 1e-5),
-           kv_str("tokenizer.ggml.model", "llama"),
-           kv_array("tokenizer.ggml.tokens", 8, PIECES, None),
-           kv_array("tokenizer.ggml.scores", 6, [0.0] * 3 + [-1.0 * i for i in range(3, vocab)], "<f"),
-           kv_u32("tokenizer.ggml.bos_token_id", 1), kv_u32("tokenizer.ggml.eos_token_id", 2)]
+           kv_f32(arch + ".attention.layer_norm_rms_epsilon", 1e-5)]
+    kvs += tokenizer_kvs if tokenizer_kvs is not None else llama_tokenizer_kvs()
     size = 4 if dtype == GGUF_F32 else 2
     infos, data, off = b"", b"", 0
     for name, shape in tensors:

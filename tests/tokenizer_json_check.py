@@ -23,6 +23,8 @@ import subprocess
 import sys
 import tempfile
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
 TOKENIZERS = ["llama3", "qwen3", "llama2"]
 
 # The cases the issue names, written out: whitespace runs, \r\n, digits,
@@ -210,6 +212,32 @@ def check_model_dir(stepwise, npm, name, tok_dir, texts, want):
     return bad
 
 
+# GGUF: llama.cpp's converter embeds these byte-level tokenizers as "gpt2"
+# with the pre-tokenizer named; the SentencePiece-style one is "llama".
+GGUF_PRE = {"llama3": "llama-bpe", "qwen3": "qwen2"}
+
+
+def check_gguf(stepwise, name, tok_dir, texts, want):
+    """A GGUF file that embeds the tokenizer (tokens, types, merges, the pre
+    name, written here from the tokenizer.json as llama.cpp's converter
+    does): `tokenize --model FILE.gguf --texts` gives the reference's ids."""
+    if name not in GGUF_PRE:
+        return 0
+    import gguf_write
+    tj = json.load(open(os.path.join(tok_dir, "tokenizer.json"), encoding="utf-8"))
+    kvs, n = gguf_write.gpt2_tokenizer_kvs(tj, GGUF_PRE[name])
+    with tempfile.TemporaryDirectory() as tmp:
+        model = os.path.join(tmp, "m.gguf")
+        open(model, "wb").write(gguf_write.tiny_gguf("llama", kvs, n))
+        got = stepwise_ids(stepwise, model, texts, flag="--model")
+    bad = [i for i in range(len(texts)) if got[i] != want[i]]
+    print(f"{name}: a GGUF embedding it (gpt2, pre {GGUF_PRE[name]}) gives the reference's ids "
+          f"for {len(texts) - len(bad)}/{len(texts)} strings")
+    for i in bad[:3]:
+        print(f"  {texts[i]!r}\n    reference {want[i]}\n    stepwise  {got[i]}")
+    return len(bad)
+
+
 def random_strings(seed, n):
     rng = random.Random(seed)
     out = []
@@ -219,13 +247,13 @@ def random_strings(seed, n):
     return out
 
 
-def stepwise_ids(stepwise, tok_dir, texts):
+def stepwise_ids(stepwise, tok_dir, texts, flag="--tokenizer"):
     with tempfile.NamedTemporaryFile("w", suffix=".jsonl", delete=False, encoding="utf-8") as f:
         for t in texts:
             f.write(json.dumps(t) + "\n")
         path = f.name
     try:
-        r = subprocess.run([stepwise, "tokenize", "--tokenizer", tok_dir, "--texts", path,
+        r = subprocess.run([stepwise, "tokenize", flag, tok_dir, "--texts", path,
                             "--no-bos"], capture_output=True, text=True, encoding="utf-8")
     finally:
         os.unlink(path)
@@ -263,6 +291,7 @@ def main():
             print(f"  {texts[i]!r}\n    reference {want[i]}\n    stepwise  {got[i]}")
         failures += len(bad)
         failures += check_chats(stepwise, npm, name, tok_dir)
+        failures += check_gguf(stepwise, name, tok_dir, texts, want)
         failures += check_model_dir(stepwise, npm, name, tok_dir, texts[len(HARD):len(HARD) + 8],
                                     want[len(HARD):len(HARD) + 8])
     if failures:

@@ -1,0 +1,20 @@
+/* gguf_tokenizer.h: the tokenizer a GGUF file embeds (tokenizer.ggml.*).
+ *
+ * "llama": SentencePiece-style tokens and scores (spaces as U+2581), read
+ * as llama2.c's tokenizer.bin is. "gpt2": byte-level BPE, tokens and merges,
+ * with the split pattern tokenizer.ggml.pre names (llama-bpe: Llama 3's;
+ * qwen2: Qwen's, with NFC; gpt-2/default: GPT-2's), control and
+ * user-defined tokens matched whole as added tokens: the same pipeline as a
+ * tokenizer.json (tokenizer_json.h), built from the metadata. BOS, EOS and
+ * add_bos_token come from the metadata. */
+#ifndef STEPWISE_GGUF_TOKENIZER_H
+#define STEPWISE_GGUF_TOKENIZER_H
+
+#include "gguf.h"
+#include "tokenizer.h"
+
+/* The tokenizer of f for a model of vocab tokens (the tokenizer may have
+ * fewer: the embedding's padding). */
+bool gguf_read_tokenizer(const GgufFile *f, Tokenizer *tok, int vocab, StepError *err);
+
+#endif
