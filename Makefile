@@ -145,6 +145,7 @@ unit-tests:
 	bash tests/check_determinism.sh
 	/usr/bin/python3 tests/arch_reference.py $(BUILD)/stepwise
 	/usr/bin/python3 tests/hf_reference.py $(BUILD)/stepwise
+	/usr/bin/python3 tests/gguf_reference.py $(BUILD)/stepwise
 	/usr/bin/python3 tests/gguf_quant_check.py $(BUILD)/stepwise
 	$(MAKE) --no-print-directory tokenizer-json-check
 

@@ -1,0 +1,136 @@
+#!/usr/bin/python3
+"""gguf_reference.py: GGUF files of each architecture against the float64
+numpy forward of tests/arch_reference.py.
+
+Random Hugging Face-convention weights (tests/hf_reference.py's) are written
+into GGUF files here, from the GGUF spec, as llama.cpp's converter lays
+them out: tensor names blk.N.attn_q.weight and so on, dimensions fastest
+first; for `llama` q's and k's rows permuted from Hugging Face's halves to
+interleaved pairs (the converter's permute), for `qwen2` and `qwen3` left in
+halves (llama.cpp runs those with NeoX-style RoPE). The logits stepwise
+gives at every position must be within 1e-4 of the reference's, computed
+from the Hugging Face-layout weights.
+
+usage: gguf_reference.py STEPWISE
+"""
+import os
+import struct
+import subprocess
+import sys
+import tempfile
+
+import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import arch_reference  # noqa: E402
+import gguf_write as w  # noqa: E402
+import hf_reference as hf  # noqa: E402
+
+GGUF_F32, GGUF_F16 = 0, 1
+
+# after "model.layers.N." -> after "blk.N."
+LAYER_NAMES = {"input_layernorm.weight": "attn_norm.weight",
+               "self_attn.q_proj.weight": "attn_q.weight", "self_attn.k_proj.weight": "attn_k.weight",
+               "self_attn.v_proj.weight": "attn_v.weight",
+               "self_attn.o_proj.weight": "attn_output.weight",
+               "self_attn.q_proj.bias": "attn_q.bias", "self_attn.k_proj.bias": "attn_k.bias",
+               "self_attn.v_proj.bias": "attn_v.bias",
+               "self_attn.q_norm.weight": "attn_q_norm.weight",
+               "self_attn.k_norm.weight": "attn_k_norm.weight",
+               "post_attention_layernorm.weight": "ffn_norm.weight",
+               "mlp.gate_proj.weight": "ffn_gate.weight", "mlp.down_proj.weight": "ffn_down.weight",
+               "mlp.up_proj.weight": "ffn_up.weight"}
+
+
+def to_interleaved(x, n_heads):
+    """llama.cpp's permute: each head's two halves become interleaved pairs."""
+    rows = x.shape[0]
+    return x.reshape(n_heads, 2, rows // n_heads // 2, *x.shape[1:]).swapaxes(1, 2).reshape(x.shape)
+
+
+def gguf_bytes(arch, cfg, tensors, dtype):
+    nh, nkv = cfg["num_attention_heads"], cfg["num_key_value_heads"]
+    hd = cfg.get("head_dim") or cfg["hidden_size"] // nh
+    kvs = [w.kv_str("general.architecture", arch),
+           w.kv_u32(arch + ".context_length", cfg["max_position_embeddings"]),
+           w.kv_u32(arch + ".embedding_length", cfg["hidden_size"]),
+           w.kv_u32(arch + ".feed_forward_length", cfg["intermediate_size"]),
+           w.kv_u32(arch + ".block_count", cfg["num_hidden_layers"]),
+           w.kv_u32(arch + ".attention.head_count", nh),
+           w.kv_u32(arch + ".attention.head_count_kv", nkv),
+           w.kv_u32(arch + ".attention.key_length", hd),
+           w.kv_u32(arch + ".attention.value_length", hd),
+           w.kv_f32(arch + ".rope.freq_base", cfg["rope_theta"]),
+           w.kv_f32(arch + ".attention.layer_norm_rms_epsilon", cfg["rms_norm_eps"])]
+    out = {"token_embd.weight": tensors["model.embed_tokens.weight"],
+           "output_norm.weight": tensors["model.norm.weight"]}
+    if "lm_head.weight" in tensors:
+        out["output.weight"] = tensors["lm_head.weight"]
+    for name, x in tensors.items():
+        if not name.startswith("model.layers."):
+            continue
+        l, rest = name[len("model.layers."):].split(".", 1)
+        if arch == "llama" and rest in ("self_attn.q_proj.weight", "self_attn.k_proj.weight"):
+            x = to_interleaved(x, nh if "q_proj" in rest else nkv)
+        out["blk.%s.%s" % (l, LAYER_NAMES[rest])] = x
+    infos, data = b"", b""
+    for name, x in out.items():
+        t = GGUF_F32 if x.ndim == 1 else dtype
+        blob = x.astype("<f4" if t == GGUF_F32 else "<f2").tobytes()
+        shape = list(reversed(x.shape))
+        infos += w.gguf_string(name) + struct.pack("<I", len(shape))
+        infos += b"".join(struct.pack("<Q", s) for s in shape) + struct.pack("<IQ", t, len(data))
+        data += blob + b"\0" * (-len(blob) % 32)
+    head = b"GGUF" + struct.pack("<IQQ", 3, len(out), len(kvs)) + b"".join(kvs) + infos
+    return head + b"\0" * (-len(head) % 32) + data
+
+
+CASES = [
+    ("llama F32, GQA, untied", "llama", {"architectures": ["LlamaForCausalLM"]}, GGUF_F32),
+    ("llama F16, tied", "llama", {"architectures": ["LlamaForCausalLM"], "tie_word_embeddings": True},
+     GGUF_F16),
+    ("qwen2 F32, q/k/v biases", "qwen2",
+     {"architectures": ["Qwen2ForCausalLM"], "rope_theta": 1e6, "rms_norm_eps": 1e-6}, GGUF_F32),
+    ("qwen3 F16, q/k norms, head_dim 8, tied", "qwen3",
+     {"architectures": ["Qwen3ForCausalLM"], "head_dim": 8, "tie_word_embeddings": True,
+      "rope_theta": 1e6, "rms_norm_eps": 1e-6}, GGUF_F16),
+]
+
+
+def main():
+    stepwise = sys.argv[1]
+    failed = 0
+    with tempfile.TemporaryDirectory() as tmp:
+        for i, (name, arch, overrides, dtype) in enumerate(CASES):
+            cfg = dict(hf.BASE, **overrides)
+            tensors = hf.hf_tensors(cfg, 31 + i)
+            # the values as stored (F16 where the matrices are), for the reference
+            stored = {n: (x.astype(np.float32) if x.ndim == 1 or dtype == GGUF_F32
+                          else x.astype(np.float16)).astype(np.float64) for n, x in tensors.items()}
+            path = os.path.join(tmp, "m%d.gguf" % i)
+            open(path, "wb").write(gguf_bytes(arch, cfg, stored, dtype))
+            want = arch_reference.reference_logits(hf.as_reference_model(cfg, stored), hf.TOKENS)
+            out = os.path.join(tmp, "s%d.jsonl" % i)
+            r = subprocess.run([stepwise, "score", "--model", path, "--tokenizer", hf.TINY_TOKENIZER,
+                                "--tokens", ",".join(map(str, hf.TOKENS)), "--top-n", "0", "--out",
+                                out], capture_output=True, text=True)
+            if r.returncode != 0:
+                print("FAIL  %s: %s" % (name, r.stderr.strip()))
+                failed += 1
+                continue
+            rows = {}
+            for line in open(out):
+                if '"event":"logits"' in line:
+                    e = __import__("json").loads(line)
+                    rows[e["pos"]] = e["logits"]
+            got = np.array([rows[p] for p in range(len(hf.TOKENS))], dtype=np.float64)
+            err = float(np.max(np.abs(got - want)))
+            ok = err <= 1e-4
+            failed += not ok
+            print("%s  GGUF %s (max |engine - numpy| %.2g)" % ("ok  " if ok else "FAIL", name, err))
+    print("gguf architectures: %d passed, %d failed" % (len(CASES) - failed, failed))
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
