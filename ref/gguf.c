@@ -109,25 +109,10 @@ static bool read_kvs(GgufFile *f, Cursor *c, StepError *err) {
     return true;
 }
 
-/* Bytes of a block of `type` and the values it holds; 0 for a type
- * stepwise does not read. */
+/* Bytes of a block of `type` and the values it holds (gguf_dequant.h); 0
+ * for a type stepwise does not read. */
 static uint64_t block_bytes(uint32_t type, uint64_t *values) {
-    *values = type == GGML_Q4_0 || type == GGML_Q4_1 || type == GGML_Q8_0 ? 32 : 1;
-    switch (type) {
-        case GGML_F32:
-            return 4;
-        case GGML_F16:
-        case GGML_BF16:
-            return 2;
-        case GGML_Q4_0:
-            return 18;
-        case GGML_Q4_1:
-            return 20;
-        case GGML_Q8_0:
-            return 34;
-        default:
-            return 0;
-    }
+    return gguf_block_bytes(type, values);
 }
 
 static bool read_tensor_infos(GgufFile *f, Cursor *c, StepError *err) {
@@ -183,7 +168,7 @@ static bool place_tensors(GgufFile *f, const unsigned char *data, uint64_t size,
         if (block_bytes(t->type, &per_block) == 0)
             ok = step_fail(err,
                            "%s: tensor %.100s has type %u, which stepwise does not read "
-                           "(F32, F16, BF16, Q8_0, Q4_0, Q4_1)",
+                           "(F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q4_K, Q5_K, Q6_K)",
                            f->path, t->name, t->type);
         else if (offset % align != 0 || offset > size || t->bytes > size - offset)
             ok =
@@ -374,37 +359,11 @@ const unsigned char *gguf_f32_array(const GgufFile *f, const char *key, uint64_t
     return kv->value;
 }
 
-/* The F16 at p (unaligned) as float32. */
-static float half_at(const unsigned char *p) {
-    float x;
-    safetensors_convert(ST_F16, p, 1, &x);
-    return x;
-}
-
-/* One block of 32 values of a quantized type into y[32]. */
-static void dequantize_block(uint32_t type, const unsigned char *b, float *y) {
-    float d = half_at(b);
-    if (type == GGML_Q8_0) {
-        for (int j = 0; j < 32; j++) y[j] = (float)(signed char)b[2 + j] * d;
-    } else if (type == GGML_Q4_0) {
-        for (int j = 0; j < 16; j++) {
-            y[j] = (float)((b[2 + j] & 0x0F) - 8) * d;
-            y[j + 16] = (float)((b[2 + j] >> 4) - 8) * d;
-        }
-    } else { /* Q4_1 */
-        float m = half_at(b + 2);
-        for (int j = 0; j < 16; j++) {
-            y[j] = (float)(b[4 + j] & 0x0F) * d + m;
-            y[j + 16] = (float)(b[4 + j] >> 4) * d + m;
-        }
-    }
-}
-
 void gguf_to_f32(const GgufTensor *t, float *dst) {
     uint64_t per_block, size = block_bytes(t->type, &per_block);
-    if (per_block == 32) {
-        for (uint64_t k = 0; k < t->numel / 32; k++)
-            dequantize_block(t->type, t->data + k * size, dst + k * 32);
+    if (per_block > 1) {
+        for (uint64_t k = 0; k < t->numel / per_block; k++)
+            gguf_dequantize_block(t->type, t->data + k * size, dst + k * per_block);
         return;
     }
     SafetensorsDtype d = t->type == GGML_F32 ? ST_F32 : t->type == GGML_F16 ? ST_F16 : ST_BF16;

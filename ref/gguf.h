@@ -11,6 +11,7 @@
 #include <stdint.h>
 
 #include "error.h"
+#include "gguf_dequant.h"
 
 /* Metadata value types (the GGUF spec's numbering). */
 enum {
@@ -28,13 +29,6 @@ enum {
     GGUF_I64,
     GGUF_F64,
 };
-
-/* Tensor types stepwise reads (ggml's numbering). The quantized ones come
- * in blocks of 32 values along the first dimension, each with an F16 scale:
- * Q4_0 (18 bytes: d, 16 bytes of 4-bit q, x = (q - 8) d), Q4_1 (20 bytes: d,
- * m, 4-bit q, x = q d + m) and Q8_0 (34 bytes: d, 32 int8 q, x = q d); the
- * low nibbles hold values 0..15 of a block, the high ones 16..31. */
-enum { GGML_F32 = 0, GGML_F16 = 1, GGML_Q4_0 = 2, GGML_Q4_1 = 3, GGML_Q8_0 = 8, GGML_BF16 = 30 };
 
 typedef struct {
     char *key;
@@ -92,8 +86,7 @@ char **gguf_string_array(const GgufFile *f, const char *key, uint64_t *n);
 const unsigned char *gguf_f32_array(const GgufFile *f, const char *key, uint64_t *n);
 
 /* t's values as float32 into dst [numel]: exact for F32, F16, BF16; the
- * quantized types dequantized as ggml's reference code does (q times d in
- * float32, then plus m for Q4_1). */
+ * quantized types dequantized as ggml's reference code does (gguf_dequant.h). */
 void gguf_to_f32(const GgufTensor *t, float *dst);
 
 #endif

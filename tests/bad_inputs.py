@@ -579,9 +579,14 @@ def gguf_cases():
             replace(b"output_norm.weight\x01\x00\x00\x00\x04\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00",
                     b"output_norm.weight\x01\x00\x00\x00\x04\x00\x00\x00\x00\x00\x00\x00\x02\x00\x00\x00"),
             "not whole blocks of 32"),
-        "a tensor of type Q6_K": (replace(b"output_norm.weight\x01\x00\x00\x00\x04\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00",
-                                          b"output_norm.weight\x01\x00\x00\x00\x04\x00\x00\x00\x00\x00\x00\x00\x0e\x00\x00\x00"),
-                                  "type 14"),
+        "a tensor of type Q5_1 (not read)": (
+            replace(b"output_norm.weight\x01\x00\x00\x00\x04\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00",
+                    b"output_norm.weight\x01\x00\x00\x00\x04\x00\x00\x00\x00\x00\x00\x00\x07\x00\x00\x00"),
+            "type 7, which stepwise does not read"),
+        "a Q6_K tensor of rows shorter than a super-block": (
+            replace(b"output_norm.weight\x01\x00\x00\x00\x04\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00",
+                    b"output_norm.weight\x01\x00\x00\x00\x04\x00\x00\x00\x00\x00\x00\x00\x0e\x00\x00\x00"),
+            "not whole blocks of 256"),
     }
     for name, (data, words) in bad.items():
         case("gguf: " + name, ["generate", "--model", "{m.gguf}"], 2, [words],

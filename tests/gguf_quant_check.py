@@ -14,6 +14,10 @@ stepwise must give the same logits for both, to the bit: its dequantizer
 reads the blocks as numpy wrote them. And the quantized model's logits must
 stay near the unquantized model's (the type's error is the one expected).
 
+The k-quants (Q4_K, Q5_K, Q6_K) are checked the same way on random
+super-blocks (random 6-bit scales and quants, fixed small d), dequantized by
+numpy from ggml's block layout, written out here independently of the C.
+
 usage: gguf_quant_check.py STEPWISE
 """
 import json
@@ -29,7 +33,74 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import gguf_write as w  # noqa: E402
 
 Q8_0, Q4_0, Q4_1 = 8, 2, 3
+Q4_K, Q5_K, Q6_K = 12, 13, 14
 F32 = 0
+K_BYTES = {Q4_K: 144, Q5_K: 176, Q6_K: 210}
+
+
+def f16(raw):
+    """Little-endian F16 bytes as float32 values."""
+    return np.frombuffer(raw, dtype="<f2").astype(np.float32)
+
+
+def k_scale_min(s):
+    """The eight 6-bit (scale, min) pairs packed in 12 bytes (get_scale_min_k4)."""
+    s = [int(v) for v in s]
+    out = []
+    for j in range(8):
+        if j < 4:
+            out.append((s[j] & 63, s[j + 4] & 63))
+        else:
+            out.append(((s[j + 4] & 0xF) | ((s[j - 4] >> 6) << 4),
+                        (s[j + 4] >> 4) | ((s[j] >> 6) << 4)))
+    return out
+
+
+def dequantize_k(block, qtype):
+    """One super-block of 256, from the layout in ggml's block_q*_K, in
+    float32 with the reference code's order of operations."""
+    y = np.empty(256, np.float32)
+    if qtype == Q6_K:
+        ql, qh = np.frombuffer(block[:128], np.uint8), np.frombuffer(block[128:192], np.uint8)
+        sc, d = np.frombuffer(block[192:208], np.int8), f16(block[208:210])[0]
+        for half in range(2):
+            L, H, S = ql[64 * half:], qh[32 * half:], sc[8 * half:]
+            for l in range(32):
+                q = [((L[l] & 15) | ((H[l] & 3) << 4)), ((L[l + 32] & 15) | (((H[l] >> 2) & 3) << 4)),
+                     ((L[l] >> 4) | (((H[l] >> 4) & 3) << 4)), ((L[l + 32] >> 4) | (((H[l] >> 6) & 3) << 4))]
+                for k in range(4):
+                    y[128 * half + l + 32 * k] = (d * np.float32(S[l // 16 + 2 * k])) * np.float32(int(q[k]) - 32)
+        return y
+    d, dmin = f16(block[0:2])[0], f16(block[2:4])[0]
+    pairs = k_scale_min(np.frombuffer(block[4:16], np.uint8))
+    qh = np.frombuffer(block[16:48], np.uint8) if qtype == Q5_K else None
+    qs = np.frombuffer(block[48:] if qtype == Q5_K else block[16:], np.uint8)
+    for i in range(4):
+        for half in range(2):
+            sc, mn = pairs[2 * i + half]
+            dd, mm = d * np.float32(sc), dmin * np.float32(mn)
+            for l in range(32):
+                q = (qs[32 * i + l] >> 4) if half else (qs[32 * i + l] & 15)
+                if qh is not None and (qh[l] >> (2 * i + half)) & 1:
+                    q += 16
+                y[64 * i + 32 * half + l] = dd * np.float32(int(q)) - mm
+    return y
+
+
+def random_k(shape, qtype, rng):
+    """Random super-blocks of qtype for a matrix of shape (random scales and
+    quants; small d so the weights stay near 1/sqrt(fan_in)) -> (bytes, values)."""
+    n = int(np.prod(shape)) // 256
+    out, vals = bytearray(), []
+    for _ in range(n):
+        b = bytearray(rng.integers(0, 256, K_BYTES[qtype], dtype=np.uint8).tobytes())
+        if qtype == Q6_K:
+            b[208:210] = np.float16(0.0004).tobytes()
+        else:
+            b[0:2], b[2:4] = np.float16(0.002).tobytes(), np.float16(0.03).tobytes()
+        out += b
+        vals.append(dequantize_k(bytes(b), qtype))
+    return bytes(out), np.concatenate(vals).reshape(shape)
 
 
 def quantize(x, qtype):
@@ -63,9 +134,11 @@ def quantize(x, qtype):
     return bytes(out), deq.reshape(x.shape)
 
 
-def model_gguf(weights, qtype):
-    """A llama GGUF: matrices in qtype (F32: as given), norms F32."""
-    d, h, nh, vocab = 64, 96, 4, len(w.PIECES)
+def model_gguf(weights, qtype, blobs=None):
+    """A llama GGUF: matrices in qtype (F32: as given; blobs: the bytes
+    already made), norms F32."""
+    d, h = weights["token_embd.weight"].shape[1], weights["blk.0.ffn_gate.weight"].shape[0]
+    nh, vocab = 4, len(w.PIECES)
     kvs = [w.kv_str("general.architecture", "llama"), w.kv_u32("llama.context_length", 16),
            w.kv_u32("llama.embedding_length", d), w.kv_u32("llama.feed_forward_length", h),
            w.kv_u32("llama.block_count", 1), w.kv_u32("llama.attention.head_count", nh),
@@ -78,7 +151,8 @@ def model_gguf(weights, qtype):
     infos, data = b"", b""
     for name, x in weights.items():
         t = F32 if x.ndim == 1 or qtype == F32 else qtype
-        blob = x.astype("<f4").tobytes() if t == F32 else quantize(x, t)[0]
+        blob = (x.astype("<f4").tobytes() if t == F32 else
+                blobs[name] if blobs is not None else quantize(x, t)[0])
         shape = list(reversed(x.shape))  # GGUF lists the fastest dimension first
         infos += w.gguf_string(name) + struct.pack("<I", len(shape))
         infos += b"".join(struct.pack("<Q", s) for s in shape) + struct.pack("<IQ", t, len(data))
@@ -87,9 +161,9 @@ def model_gguf(weights, qtype):
     return head + b"\0" * (-len(head) % 32) + data
 
 
-def weights_of(seed):
+def weights_of(seed, d=64, h=96):
     rng = np.random.default_rng(seed)
-    d, h, kvd, vocab = 64, 96, 32, len(w.PIECES)
+    kvd, vocab = d // 2, len(w.PIECES)
     shapes = {"token_embd.weight": (vocab, d), "output_norm.weight": (d,), "output.weight": (vocab, d),
               "blk.0.attn_norm.weight": (d,), "blk.0.attn_q.weight": (d, d),
               "blk.0.attn_k.weight": (kvd, d), "blk.0.attn_v.weight": (kvd, d),
@@ -130,6 +204,19 @@ def main():
                   f"as F32: {same}; max |dlogit| against the float model {drift:.4f} "
                   f"(bound {bound})")
             failures += not ok
+        # k-quants: random super-blocks (a model of dim 256, whole super-blocks per row)
+        base = weights_of(8, d=256, h=256)
+        for qtype, name in ((Q4_K, "Q4_K"), (Q5_K, "Q5_K"), (Q6_K, "Q6_K")):
+            rng = np.random.default_rng(qtype)
+            made = {n: random_k(x.shape, qtype, rng) for n, x in base.items() if x.ndim == 2}
+            deq = {n: (made[n][1] if n in made else x) for n, x in base.items()}
+            got = logits(stepwise, write(name + ".gguf", model_gguf(
+                base, qtype, blobs={n: b for n, (b, _) in made.items()})), tmp)
+            want = logits(stepwise, write(name + "-deq.gguf", model_gguf(deq, F32)), tmp)
+            same = got.shape == want.shape and got.shape[0] > 1 and np.array_equal(got, want)
+            print(f"{'ok  ' if same else 'FAIL'}  {name}: random super-blocks give the logits of "
+                  f"numpy's dequantization as F32: {same}")
+            failures += not same
     if failures:
         sys.exit(f"FAIL: {failures} quantized types")
     print("gguf quantized types: PASS")
