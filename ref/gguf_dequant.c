@@ -28,6 +28,31 @@ uint64_t gguf_block_bytes(uint32_t type, uint64_t *values) {
     }
 }
 
+const char *gguf_type_name(uint32_t type) {
+    switch (type) {
+        case GGML_F32:
+            return "F32";
+        case GGML_F16:
+            return "F16";
+        case GGML_BF16:
+            return "BF16";
+        case GGML_Q4_0:
+            return "Q4_0";
+        case GGML_Q4_1:
+            return "Q4_1";
+        case GGML_Q8_0:
+            return "Q8_0";
+        case GGML_Q4_K:
+            return "Q4_K";
+        case GGML_Q5_K:
+            return "Q5_K";
+        case GGML_Q6_K:
+            return "Q6_K";
+        default:
+            return "unknown";
+    }
+}
+
 /* The F16 at p (unaligned) as float32. */
 static float half_at(const unsigned char *p) {
     float x;

@@ -48,6 +48,9 @@ enum {
  * (*values: 1 for F32, F16 and BF16); 0 for a type stepwise does not read. */
 uint64_t gguf_block_bytes(uint32_t type, uint64_t *values);
 
+/* "F32", "Q4_K", ...; "unknown" for a type stepwise does not read. */
+const char *gguf_type_name(uint32_t type);
+
 /* One block of a quantized type (Q8_0, Q4_0, Q4_1: 32 values; Q4_K, Q5_K,
  * Q6_K: 256) from b into y. */
 void gguf_dequantize_block(uint32_t type, const unsigned char *b, float *y);

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "hf_tokenizer.h"
 #include "tokenizer_json.h"
 
 /* The BOS and EOS ids the metadata names (defaults: llama2.c's 1 and 2 for
@@ -176,6 +177,8 @@ static bool read_gpt2(const GgufFile *f, Tokenizer *tok, int vocab, const Specia
     }
     if (ok) ok = tokenizer_parse_json(tok, text, NULL, f->path, vocab, err);
     if (ok) tok->bos_id = ids->bos, tok->eos_id = ids->eos, tok->add_bos = ids->add_bos;
+    /* a chat template, recognised as a tokenizer_config.json's is (chat.h) */
+    if (ok) tok->hf->chat_template = gguf_get_string(f, "tokenizer.chat_template");
     cJSON_free(text);
     for (uint64_t i = 0; tokens != NULL && i < n; i++) free(tokens[i]);
     for (uint64_t i = 0; merges != NULL && i < n_merges; i++) free(merges[i]);

@@ -6,7 +6,8 @@
  * qwen2: Qwen's, with NFC; gpt-2/default: GPT-2's), control and
  * user-defined tokens matched whole as added tokens: the same pipeline as a
  * tokenizer.json (tokenizer_json.h), built from the metadata. BOS, EOS and
- * add_bos_token come from the metadata. */
+ * add_bos_token come from the metadata, and for gpt2 the chat template
+ * (tokenizer.chat_template), recognised as a tokenizer_config.json's is. */
 #ifndef STEPWISE_GGUF_TOKENIZER_H
 #define STEPWISE_GGUF_TOKENIZER_H
 

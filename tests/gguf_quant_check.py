@@ -214,6 +214,16 @@ def main():
                 base, qtype, blobs={n: b for n, (b, _) in made.items()})), tmp)
             want = logits(stepwise, write(name + "-deq.gguf", model_gguf(deq, F32)), tmp)
             same = got.shape == want.shape and got.shape[0] > 1 and np.array_equal(got, want)
+            # inspect names each tensor's type and its bytes on disk and as float32
+            r = subprocess.run([stepwise, "inspect", "--model", os.path.join(tmp, name + ".gguf"),
+                                "--json", "--no-hash"], capture_output=True, text=True, check=True)
+            listed = {t["name"]: t for t in json.loads(r.stdout)["gguf_tensors"]}
+            for n, x in base.items():
+                t = listed[n]
+                want_type, want_bytes = ((name, x.size // 256 * K_BYTES[qtype]) if x.ndim == 2
+                                         else ("F32", x.size * 4))
+                same = same and t["type"] == want_type and t["bytes"] == want_bytes \
+                    and t["float32_bytes"] == x.size * 4
             print(f"{'ok  ' if same else 'FAIL'}  {name}: random super-blocks give the logits of "
                   f"numpy's dequantization as F32: {same}")
             failures += not same

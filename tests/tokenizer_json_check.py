@@ -226,14 +226,33 @@ def check_gguf(stepwise, name, tok_dir, texts, want):
     import gguf_write
     tj = json.load(open(os.path.join(tok_dir, "tokenizer.json"), encoding="utf-8"))
     kvs, n = gguf_write.gpt2_tokenizer_kvs(tj, GGUF_PRE[name])
+    config = json.load(open(os.path.join(tok_dir, "tokenizer_config.json"), encoding="utf-8"))
+    kvs.append(gguf_write.kv_str("tokenizer.chat_template", config["chat_template"]))
+    bos = config.get("bos_token")
+    if bos:  # its id, as the converter writes it
+        kvs.append(gguf_write.kv_u32("tokenizer.ggml.bos_token_id",
+                                     next(a["id"] for a in tj["added_tokens"] if a["content"] == bos)))
     with tempfile.TemporaryDirectory() as tmp:
         model = os.path.join(tmp, "m.gguf")
         open(model, "wb").write(gguf_write.tiny_gguf("llama", kvs, n))
         got = stepwise_ids(stepwise, model, texts, flag="--model")
+        # the chat template from the metadata, recognised; the ids those of the rendered text
+        chat = CHATS[1]
+        path = os.path.join(tmp, "chat.json")
+        json.dump(chat, open(path, "w"))
+        r = subprocess.run([stepwise, "tokenize", "--model", model, "--chat", path],
+                           capture_output=True, text=True, encoding="utf-8")
+        text = render(CHAT_TEMPLATE[name], chat)
+        ok = r.returncode == 0 and json.loads(r.stdout)["text"] == text and \
+            json.loads(r.stdout)["template"] == CHAT_TEMPLATE[name]
     bad = [i for i in range(len(texts)) if got[i] != want[i]]
+    if not ok:
+        print(f"  GGUF chat template: {r.stdout.strip()[:300]} {r.stderr.strip()}")
+        bad.append(-1)
     print(f"{name}: a GGUF embedding it (gpt2, pre {GGUF_PRE[name]}) gives the reference's ids "
-          f"for {len(texts) - len(bad)}/{len(texts)} strings")
-    for i in bad[:3]:
+          f"for {sum(got[i] == want[i] for i in range(len(texts)))}/{len(texts)} strings; its "
+          f"chat template is recognised: {ok}")
+    for i in [i for i in bad if i >= 0][:3]:
         print(f"  {texts[i]!r}\n    reference {want[i]}\n    stepwise  {got[i]}")
     return len(bad)
 

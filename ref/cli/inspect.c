@@ -4,9 +4,12 @@
 #include <cjson/cJSON.h>
 #include <getopt.h>
 #include <stdio.h>
+#include <string.h>
 
 #include "commands.h"
 #include "common.h"
+#include "../gguf.h"
+#include "../gguf_model.h"
 #include "identity.h"
 #include "../quant_model.h"
 #include "../../trace/trace_events.h"
@@ -147,12 +150,56 @@ static cJSON *facts_json(const Config *c, int context, int requests) {
     return o;
 }
 
+/* A GGUF file's tensors: name, type, shape (fastest dimension first, as
+ * stored), bytes on disk and as float32 in memory. */
+static cJSON *gguf_tensor_list(const char *path, StepError *err) {
+    GgufFile f;
+    if (!gguf_open(&f, path, err)) return NULL;
+    cJSON *list = cJSON_CreateArray();
+    for (uint64_t i = 0; i < f.n_tensors; i++) {
+        const GgufTensor *t = &f.tensors[i];
+        cJSON *e = cJSON_CreateObject();
+        cJSON_AddStringToObject(e, "name", t->name);
+        cJSON_AddStringToObject(e, "type", gguf_type_name(t->type));
+        cJSON *shape = cJSON_AddArrayToObject(e, "shape");
+        for (int d = 0; d < t->n_dims; d++)
+            cJSON_AddItemToArray(shape, cJSON_CreateNumber((double)t->ne[d]));
+        cJSON_AddNumberToObject(e, "bytes", (double)t->bytes);
+        cJSON_AddNumberToObject(e, "float32_bytes", (double)(t->numel * 4));
+        cJSON_AddItemToArray(list, e);
+    }
+    gguf_close(&f);
+    return list;
+}
+
+static void print_gguf_tensors(const cJSON *list) {
+    double disk = 0, mem = 0;
+    const cJSON *e;
+    printf("\nGGUF tensors (type, shape fastest first, bytes in the file -> as float32):\n");
+    cJSON_ArrayForEach(e, list) {
+        const cJSON *shape = cJSON_GetObjectItem(e, "shape"), *d;
+        char dims[96] = "";
+        cJSON_ArrayForEach(d, shape) {
+            snprintf(dims + strlen(dims), sizeof dims - strlen(dims), "%s%.0f",
+                     dims[0] ? " x " : "", d->valuedouble);
+        }
+        double b = cJSON_GetObjectItem(e, "bytes")->valuedouble;
+        double f = cJSON_GetObjectItem(e, "float32_bytes")->valuedouble;
+        printf("  %-28s %-5s %-16s %12.0f -> %12.0f\n", cJSON_GetObjectItem(e, "name")->valuestring,
+               cJSON_GetObjectItem(e, "type")->valuestring, dims, b, f);
+        disk += b, mem += f;
+    }
+    printf("  all: %.0f bytes in the file, %.0f as float32 (%.2fx)\n", disk, mem,
+           disk > 0 ? mem / disk : 0);
+}
+
 static void print_json(const char *name, const char *source, const cJSON *files, const Config *c,
-                       int context, int requests, int group, bool is_q8) {
+                       int context, int requests, int group, bool is_q8, const cJSON *tensors) {
     cJSON *o = cJSON_CreateObject();
     cJSON_AddStringToObject(o, "model_path", name);
     if (source[0] != '\0') cJSON_AddStringToObject(o, "source", source);
     if (files != NULL) cJSON_AddItemToObject(o, "files", cJSON_Duplicate(files, true));
+    if (tensors != NULL) cJSON_AddItemToObject(o, "gguf_tensors", cJSON_Duplicate(tensors, true));
     cJSON_AddItemToObject(o, "model", trace_config_json(c));
     cJSON_AddNumberToObject(o, "context", context);
     cJSON_AddNumberToObject(o, "requests", requests);
@@ -230,6 +277,13 @@ int cli_inspect(int argc, char **argv) {
         model_free(&m);
         ok = false;
     }
+    cJSON *tensors = NULL;
+    if (ok && model != NULL && gguf_is_model_path(model) &&
+        (tensors = gguf_tensor_list(model, &err)) == NULL) {
+        model_free(&m);
+        cJSON_Delete(files);
+        ok = false;
+    }
     if (!ok) {
         cli_print_error(&err);
         return EXIT_BAD_INPUT;
@@ -238,11 +292,14 @@ int cli_inspect(int argc, char **argv) {
     const char *name = model ? model : "(built-in tiny model)";
     int group = m.quant != NULL ? m.quant->group : 32;
     if (json)
-        print_json(name, m.source, files, &m.config, context, requests, group, m.quant != NULL);
+        print_json(name, m.source, files, &m.config, context, requests, group, m.quant != NULL,
+                   tensors);
     else
         print_text(name, m.source, &m.config, context, requests, group, m.quant != NULL);
     if (!json && files != NULL) print_files(files);
+    if (!json && tensors != NULL) print_gguf_tensors(tensors);
     cJSON_Delete(files);
+    cJSON_Delete(tensors);
     model_free(&m);
     return 0;
 }
