@@ -134,4 +134,16 @@ sys.path.insert(0, "tests")
 import gguf_quant_check as q
 for name, t in (("q8_0", q.Q8_0), ("q4_0", q.Q4_0), ("q4_1", q.Q4_1)):
     open(f"{sys.argv[1]}/llama-{name}", "wb").write(q.model_gguf(q.weights_of(1), t))
+import numpy as np
+base = q.weights_of(2, d=256, h=256)
+for name, t in (("q4_k", q.Q4_K), ("q5_k", q.Q5_K), ("q6_k", q.Q6_K)):
+    rng = np.random.default_rng(t)
+    blobs = {n: q.random_k(x.shape, t, rng)[0] for n, x in base.items() if x.ndim == 2}
+    open(f"{sys.argv[1]}/llama-{name}", "wb").write(q.model_gguf(base, t, blobs=blobs))
+# a gpt2 (byte-level) embedded tokenizer, with a chat template
+import gguf_write, tokenizer_json_write
+tj, config = tokenizer_json_write.byte_level()
+kvs, n = gguf_write.gpt2_tokenizer_kvs(tj, "llama-bpe")
+kvs.append(gguf_write.kv_str("tokenizer.chat_template", "<|im_start|>"))
+open(f"{sys.argv[1]}/llama-gpt2-tokenizer", "wb").write(gguf_write.tiny_gguf("llama", kvs, n))
 PY
