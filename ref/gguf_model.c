@@ -54,6 +54,22 @@ static bool read_config(const GgufFile *f, const char *arch, Config *c, StepErro
              step_fail(err, "%s: %s must be in (0, 1)", f->path, key);
         c->norm_eps = (float)v;
     }
+    /* RoPE scaling: linear only (Llama 3's arrives as a rope_freqs.weight
+     * tensor, refused in gguf_model_load) */
+    snprintf(key, sizeof key, "%s.rope.scaling.type", arch);
+    char *scaling = ok ? gguf_get_string(f, key) : NULL;
+    if (ok && gguf_find_kv(f, key) != NULL && scaling == NULL)
+        ok = step_fail(err, "%s: %s is not a string", f->path, key);
+    if (ok && scaling != NULL && strcmp(scaling, "linear") == 0) {
+        snprintf(key, sizeof key, "%s.rope.scaling.factor", arch);
+        ok = (gguf_get_float(f, key, &v) && v >= 1 && v < 1e6) ||
+             step_fail(err, "%s: %s must be a number in [1, 1e6)", f->path, key);
+        c->rope_scaling = (RopeScaling){.type = ROPE_SCALING_LINEAR, .factor = (float)v};
+    } else if (ok && scaling != NULL && strcmp(scaling, "none") != 0) {
+        ok = step_fail(err, "%s: RoPE scaling %.40s is not supported (none, linear)", f->path,
+                       scaling);
+    }
+    free(scaling);
     c->rope_layout = strcmp(arch, "llama") == 0 ? ROPE_INTERLEAVED : ROPE_HALVES;
     c->qkv_bias = strcmp(arch, "qwen2") == 0;
     c->qk_norm = strcmp(arch, "qwen3") == 0;
@@ -101,6 +117,11 @@ bool gguf_model_load(Model *m, Tokenizer *tok, const char *path, StepError *err)
         step_fail(err, "%s: general.architecture %.40s is not supported (llama, qwen2, qwen3)",
                   path, arch ? arch : "(none)");
     ok = ok && read_config(&f, arch, &m->config, err);
+    if (ok && gguf_find_tensor(&f, "rope_freqs.weight") != NULL)
+        ok = step_fail(err,
+                       "%s: rope_freqs.weight (Llama 3's RoPE scaling as per-frequency "
+                       "factors) is not supported yet",
+                       path);
     GgufTensor *emb = ok ? gguf_find_tensor(&f, "token_embd.weight") : NULL;
     if (ok && (emb == NULL || emb->n_dims != 2 || emb->ne[1] == 0 || emb->ne[1] > (1u << 24)))
         ok = step_fail(err, "%s: tensor token_embd.weight is missing or malformed", path);

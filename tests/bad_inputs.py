@@ -598,6 +598,12 @@ def gguf_cases():
         kvs, n = gguf_write.gpt2_tokenizer_kvs(tj, pre)
         case("gguf: gpt2 tokenizer, pre " + pre, ["tokenize", "--model", "{m.gguf}", "--text", "a"],
              2, [words], files={"m.gguf": gguf_write.tiny_gguf("llama", kvs, n)})
+    yarn = gguf_write.llama_tokenizer_kvs() + [gguf_write.kv_str("llama.rope.scaling.type", "yarn")]
+    case("gguf: RoPE scaling yarn", ["generate", "--model", "{m.gguf}"], 2,
+         ["RoPE scaling yarn is not supported"], files={"m.gguf": gguf_write.tiny_gguf("llama", yarn)})
+    freqs = replace(b"token_embd.weight", b"rope_freqs.weight")  # the same length
+    case("gguf: a rope_freqs.weight tensor", ["generate", "--model", "{m.gguf}"], 2,
+         ["rope_freqs.weight"], files={"m.gguf": freqs})
     kvs, n = gguf_write.gpt2_tokenizer_kvs(tj, "llama-bpe")
     case("gguf: gpt2 tokenizer larger than the embedding",
          ["tokenize", "--model", "{m.gguf}", "--text", "a"], 2, ["more than 8 tokens"],

@@ -62,6 +62,9 @@ def gguf_bytes(arch, cfg, tensors, dtype):
            w.kv_u32(arch + ".attention.value_length", hd),
            w.kv_f32(arch + ".rope.freq_base", cfg["rope_theta"]),
            w.kv_f32(arch + ".attention.layer_norm_rms_epsilon", cfg["rms_norm_eps"])]
+    if cfg.get("rope_scaling"):  # linear: positions divided by the factor
+        kvs += [w.kv_str(arch + ".rope.scaling.type", "linear"),
+                w.kv_f32(arch + ".rope.scaling.factor", cfg["rope_scaling"]["factor"])]
     out = {"token_embd.weight": tensors["model.embed_tokens.weight"],
            "output_norm.weight": tensors["model.norm.weight"]}
     if "lm_head.weight" in tensors:
@@ -89,6 +92,9 @@ CASES = [
     ("llama F32, GQA, untied", "llama", {"architectures": ["LlamaForCausalLM"]}, GGUF_F32),
     ("llama F16, tied", "llama", {"architectures": ["LlamaForCausalLM"], "tie_word_embeddings": True},
      GGUF_F16),
+    ("llama F32, linear RoPE scaling (factor 2)", "llama",
+     {"architectures": ["LlamaForCausalLM"], "rope_scaling": {"rope_type": "linear", "factor": 2.0}},
+     GGUF_F32),
     ("qwen2 F32, q/k/v biases", "qwen2",
      {"architectures": ["Qwen2ForCausalLM"], "rope_theta": 1e6, "rms_norm_eps": 1e-6}, GGUF_F32),
     ("qwen3 F16, q/k norms, head_dim 8, tied", "qwen3",
