@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "hf_tokenizer.h"
+#include "text_buffer.h"
 
 static const char *const TEMPLATE_NAMES[] = {"default", "llama2", "chatml", "llama3"};
 
@@ -151,41 +152,26 @@ typedef struct {
     int turn;
 } Span;
 
-/* The string being rendered and its parts; ok turns false for good when
- * memory runs out. */
+/* The string being rendered and its parts. */
 typedef struct {
-    char *s;
-    size_t n, cap;
+    TextBuffer text;
     Span *spans;
     int n_spans, cap_spans;
-    bool ok;
 } Render;
 
 static void emit(Render *r, const char *text, size_t len, const char *source, int turn) {
-    if (!r->ok || len == 0) return;
-    if (r->n + len + 1 > r->cap) {
-        size_t cap = r->cap ? r->cap : 256;
-        while (r->n + len + 1 > cap) cap *= 2;
-        char *grown = realloc(r->s, cap);
-        if (grown == NULL) {
-            r->ok = false;
-            return;
-        }
-        r->s = grown, r->cap = cap;
-    }
+    if (!r->text.ok || len == 0) return;
     if (r->n_spans == r->cap_spans) {
         int cap = r->cap_spans ? 2 * r->cap_spans : 16;
         Span *grown = realloc(r->spans, (size_t)cap * sizeof *grown);
         if (grown == NULL) {
-            r->ok = false;
+            r->text.ok = false;
             return;
         }
         r->spans = grown, r->cap_spans = cap;
     }
-    r->spans[r->n_spans++] = (Span){r->n, r->n + len, source, turn};
-    memcpy(r->s + r->n, text, len);
-    r->n += len;
-    r->s[r->n] = '\0';
+    r->spans[r->n_spans++] = (Span){r->text.n, r->text.n + len, source, turn};
+    text_buffer_add(&r->text, text, len);
 }
 
 static void emit_str(Render *r, const char *text, const char *source, int turn) {
@@ -294,12 +280,14 @@ static bool credit_tokens(const Tokenizer *tok, const Render *r, ChatPrompt *p, 
         char buf[8];
         int len;
         const char *bytes = tokenizer_decode(tok, -1, p->tokens[k], buf, &len);
-        bool here = off + (size_t)len <= r->n && memcmp(r->s + off, bytes, (size_t)len) == 0;
-        if (!here && len > 0 && bytes[0] == ' ' && off < r->n && r->s[off] != ' ') len--;
+        const char *text = r->text.s;
+        size_t n = r->text.n;
+        bool here = off + (size_t)len <= n && memcmp(text + off, bytes, (size_t)len) == 0;
+        if (!here && len > 0 && bytes[0] == ' ' && off < n && text[off] != ' ') len--;
         /* a token that starts with blanks belongs where its first letter is */
         size_t lead = 0;
         while (lead + 1 < (size_t)len && is_blank(bytes[lead])) lead++;
-        size_t at = off + lead < r->n ? off + lead : (r->n > 0 ? r->n - 1 : 0);
+        size_t at = off + lead < n ? off + lead : (n > 0 ? n - 1 : 0);
         while (span + 1 < r->n_spans && r->spans[span].end <= at) span++;
         const Span *s = &r->spans[span];
         ChatSegment *last = p->n_segments > 0 ? &p->segments[p->n_segments - 1] : NULL;
@@ -316,24 +304,24 @@ static bool credit_tokens(const Tokenizer *tok, const Render *r, ChatPrompt *p, 
 static bool chat_render_and_encode(const Tokenizer *tok, ChatTemplate t, const char *system,
                                    const ChatMessage *messages, int n_messages, ChatPrompt *out,
                                    StepError *err) {
-    Render r = {.ok = true};
+    Render r = {.text = TEXT_BUFFER_INIT};
     if (t == CHAT_LLAMA2)
         render_llama2(&r, tok, system, messages, n_messages);
     else if (t == CHAT_LLAMA3)
         render_llama3(&r, tok, system, messages, n_messages);
     else
         render_chatml(&r, tok, system, messages, n_messages);
-    bool ok = r.ok && r.n_spans > 0 ? true : step_fail(err, "chat: out of memory");
-    if (ok) ok = tokenizer_encode(tok, r.s, false, &out->tokens, &out->n, err);
+    bool ok = r.text.ok && r.n_spans > 0 ? true : step_fail(err, "chat: out of memory");
+    if (ok) ok = tokenizer_encode(tok, r.text.s, false, &out->tokens, &out->n, err);
     if (ok) ok = credit_tokens(tok, &r, out, err);
     free(r.spans);
     if (!ok) {
-        free(r.s);
+        free(r.text.s);
         free(out->tokens), free(out->segments);
         out->tokens = NULL, out->segments = NULL;
         return false;
     }
-    out->text = r.s;
+    out->text = r.text.s;
     return true;
 }
 

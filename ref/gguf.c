@@ -109,12 +109,6 @@ static bool read_kvs(GgufFile *f, Cursor *c, StepError *err) {
     return true;
 }
 
-/* Bytes of a block of `type` and the values it holds (gguf_dequant.h); 0
- * for a type stepwise does not read. */
-static uint64_t block_bytes(uint32_t type, uint64_t *values) {
-    return gguf_block_bytes(type, values);
-}
-
 static bool read_tensor_infos(GgufFile *f, Cursor *c, StepError *err) {
     for (uint64_t i = 0; i < f->n_tensors; i++) {
         GgufTensor *t = &f->tensors[i];
@@ -137,7 +131,7 @@ static bool read_tensor_infos(GgufFile *f, Cursor *c, StepError *err) {
         if (!read_u32(c, &t->type) || !read_u64(c, &offset))
             return step_fail(err, "%s: tensor %.100s info is truncated", f->path, t->name);
         t->data = (const unsigned char *)(uintptr_t)offset; /* resolved once the data starts */
-        uint64_t per_block, size = block_bytes(t->type, &per_block);
+        uint64_t per_block, size = gguf_block_bytes(t->type, &per_block);
         if (size > 0 && t->ne[0] % per_block != 0)
             return step_fail(err,
                              "%s: tensor %.100s of type %u has rows of %llu values, not whole "
@@ -165,7 +159,7 @@ static bool place_tensors(GgufFile *f, const unsigned char *data, uint64_t size,
         GgufTensor *t = &f->tensors[i];
         uint64_t offset = (uint64_t)(uintptr_t)t->data;
         uint64_t per_block;
-        if (block_bytes(t->type, &per_block) == 0)
+        if (gguf_block_bytes(t->type, &per_block) == 0)
             ok = step_fail(err,
                            "%s: tensor %.100s has type %u, which stepwise does not read "
                            "(F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q4_K, Q5_K, Q6_K)",
@@ -360,7 +354,7 @@ const unsigned char *gguf_f32_array(const GgufFile *f, const char *key, uint64_t
 }
 
 void gguf_to_f32(const GgufTensor *t, float *dst) {
-    uint64_t per_block, size = block_bytes(t->type, &per_block);
+    uint64_t per_block, size = gguf_block_bytes(t->type, &per_block);
     if (per_block > 1) {
         for (uint64_t k = 0; k < t->numel / per_block; k++)
             gguf_dequantize_block(t->type, t->data + k * size, dst + k * per_block);

@@ -64,9 +64,8 @@ typedef struct HfTokenizer {
     int n_norm;
     PreStep *pre;
     int n_pre;
-    void *match_context; /* pcre2_match_context: the backtracking limits */
-    bool byte_fallback, fuse_unk, ignore_merges;
-    int unk_id; /* -1: an unknown character is dropped, as Hugging Face does */
+    void *match_context;                         /* pcre2_match_context: the backtracking limits */
+    bool byte_fallback, fuse_unk, ignore_merges; /* unk: the Tokenizer's unk_id (-1: dropped) */
     /* What each id decodes to: bytes, and whether a leading space is the
      * sentencepiece dummy prefix to drop after BOS. */
     char **bytes; /* [n_ids] */

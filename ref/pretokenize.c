@@ -2,6 +2,8 @@
  * tokenizer.json, in the order the tokenizers library applies them. */
 #include "pretokenize.h"
 
+#include "text_buffer.h"
+
 #define PCRE2_CODE_UNIT_WIDTH 8
 #include <pcre2.h>
 #include <stdint.h>
@@ -93,30 +95,6 @@ static void pieces_free(PieceList *l) {
     free(l->text);
     free(l->len);
     *l = (PieceList){0};
-}
-
-/* A byte buffer that grows; `ok` turns false for good when memory runs out. */
-typedef struct {
-    char *s;
-    size_t n, cap;
-    bool ok;
-} Buffer;
-
-static void buffer_add(Buffer *b, const char *s, size_t n) {
-    if (!b->ok) return;
-    if (b->n + n + 1 > b->cap) {
-        size_t cap = b->cap ? b->cap : 64;
-        while (b->n + n + 1 > cap) cap *= 2;
-        char *grown = realloc(b->s, cap);
-        if (grown == NULL) {
-            b->ok = false;
-            return;
-        }
-        b->s = grown, b->cap = cap;
-    }
-    memcpy(b->s + b->n, s, n);
-    b->n += n;
-    b->s[b->n] = '\0';
 }
 
 /* Offset of the first `pat` in s[from..n), or n. */
@@ -218,7 +196,7 @@ static bool split_regex(const void *re, const void *mctx, SplitBehavior how, con
 
 /* ---- normalizers ---- */
 
-static bool unicode_normalize(NormKind kind, Buffer *b, StepError *err) {
+static bool unicode_normalize(NormKind kind, TextBuffer *b, StepError *err) {
     utf8proc_option_t opt = UTF8PROC_STABLE;
     opt |= kind == NORM_NFC || kind == NORM_NFKC ? UTF8PROC_COMPOSE : UTF8PROC_DECOMPOSE;
     if (kind == NORM_NFKC || kind == NORM_NFKD) opt |= UTF8PROC_COMPAT;
@@ -227,35 +205,35 @@ static bool unicode_normalize(NormKind kind, Buffer *b, StepError *err) {
         utf8proc_map((const utf8proc_uint8_t *)b->s, (utf8proc_ssize_t)b->n, &out, opt);
     if (n < 0) return step_fail(err, "tokenizer: normalizing the text: %s", utf8proc_errmsg(n));
     free(b->s);
-    *b = (Buffer){.s = (char *)out, .n = (size_t)n, .cap = (size_t)n + 1, .ok = true};
+    *b = (TextBuffer){.s = (char *)out, .n = (size_t)n, .cap = (size_t)n + 1, .ok = true};
     return true;
 }
 
-static bool replace_all(Buffer *b, const char *from, const char *to) {
-    Buffer out = {.ok = true};
+static bool replace_all(TextBuffer *b, const char *from, const char *to) {
+    TextBuffer out = TEXT_BUFFER_INIT;
     size_t m = strlen(from), at = 0;
     for (;;) {
         size_t hit = find_bytes(b->s, b->n, at, from, m);
-        buffer_add(&out, b->s + at, hit - at);
+        text_buffer_add(&out, b->s + at, hit - at);
         if (hit == b->n) break;
-        buffer_add(&out, to, strlen(to));
+        text_buffer_add(&out, to, strlen(to));
         at = hit + m;
     }
-    buffer_add(&out, "", 0);
+    text_buffer_add(&out, "", 0);
     free(b->s);
     *b = out;
     return out.ok;
 }
 
-static bool normalize(const HfTokenizer *hf, Buffer *b, StepError *err) {
+static bool normalize(const HfTokenizer *hf, TextBuffer *b, StepError *err) {
     for (int i = 0; i < hf->n_norm && b->ok; i++) {
         const NormStep *st = &hf->norm[i];
         switch (st->kind) {
             case NORM_PREPEND:
                 if (b->n > 0) {
-                    Buffer out = {.ok = true};
-                    buffer_add(&out, st->to, strlen(st->to));
-                    buffer_add(&out, b->s, b->n);
+                    TextBuffer out = TEXT_BUFFER_INIT;
+                    text_buffer_add(&out, st->to, strlen(st->to));
+                    text_buffer_add(&out, b->s, b->n);
                     free(b->s);
                     *b = out;
                 }
@@ -276,12 +254,12 @@ static bool normalize(const HfTokenizer *hf, Buffer *b, StepError *err) {
  * scheme asks (for `first`, only at the very start of the text), and with
  * split each replacement starts a new piece. */
 static bool metaspace(const PreStep *st, const char *s, size_t n, bool at_start, PieceList *out) {
-    Buffer b = {.ok = true};
+    TextBuffer b = TEXT_BUFFER_INIT;
     size_t rn = strlen(st->replacement);
     bool prepend = st->prepend == PREPEND_ALWAYS || (st->prepend == PREPEND_FIRST && at_start);
     if (prepend && !(n >= rn && memcmp(s, st->replacement, rn) == 0))
-        buffer_add(&b, st->replacement, rn);
-    buffer_add(&b, s, n);
+        text_buffer_add(&b, st->replacement, rn);
+    text_buffer_add(&b, s, n);
     bool ok = b.ok && replace_all(&b, " ", st->replacement);
     if (ok && !st->split_on_metaspace) {
         ok = b.n == 0 || pieces_push(out, b.s, b.n);
@@ -301,9 +279,9 @@ static bool metaspace(const PreStep *st, const char *s, size_t n, bool at_start,
  * pattern, then every byte spelled in the byte-level alphabet. */
 static bool byte_level(const HfTokenizer *hf, const PreStep *st, const char *s, size_t n,
                        PieceList *out, StepError *err) {
-    Buffer b = {.ok = true};
-    if (st->add_prefix_space && (n == 0 || s[0] != ' ')) buffer_add(&b, " ", 1);
-    buffer_add(&b, s, n);
+    TextBuffer b = TEXT_BUFFER_INIT;
+    if (st->add_prefix_space && (n == 0 || s[0] != ' ')) text_buffer_add(&b, " ", 1);
+    text_buffer_add(&b, s, n);
     PieceList parts = {0};
     bool ok = b.ok;
     if (ok && st->regex != NULL)
@@ -311,10 +289,11 @@ static bool byte_level(const HfTokenizer *hf, const PreStep *st, const char *s, 
     else if (ok)
         ok = b.n == 0 || pieces_push(&parts, b.s, b.n);
     for (int i = 0; ok && i < parts.n; i++) {
-        Buffer mapped = {.ok = true};
+        TextBuffer mapped = TEXT_BUFFER_INIT;
         for (size_t k = 0; k < parts.len[i]; k++) {
             char c[2];
-            buffer_add(&mapped, c, (size_t)byte_level_char((unsigned char)parts.text[i][k], c));
+            text_buffer_add(&mapped, c,
+                            (size_t)byte_level_char((unsigned char)parts.text[i][k], c));
         }
         ok = mapped.ok && pieces_push(out, mapped.s, mapped.n);
         free(mapped.s);
@@ -343,8 +322,8 @@ static bool pre_tokenize_step(const HfTokenizer *hf, const PreStep *st, const Pi
  * each piece handed to fn. */
 static bool encode_stretch(const HfTokenizer *hf, const char *s, size_t n, bool at_start,
                            PieceFn fn, void *ctx, StepError *err) {
-    Buffer b = {.ok = true};
-    buffer_add(&b, s, n);
+    TextBuffer b = TEXT_BUFFER_INIT;
+    text_buffer_add(&b, s, n);
     PieceList cur = {0};
     bool ok = normalize(hf, &b, err) && (b.n == 0 || pieces_push(&cur, b.s, b.n));
     free(b.s);

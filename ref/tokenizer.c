@@ -4,6 +4,7 @@
 #include "file_util.h"
 #include "hf_tokenizer.h"
 #include "pretokenize.h"
+#include "text_buffer.h"
 
 #include <errno.h>
 #include <math.h>
@@ -456,18 +457,18 @@ static bool encode_word(JsonEncode *e, const char *w, size_t n) {
     for (size_t i = 0, len; ok && i < n; i += len) {
         len = utf8_char_len((const unsigned char *)w + i, n - i);
         int id = tokenizer_find_piece(t, w + i, len);
-        bool bytes_known = hf->byte_fallback;
-        for (size_t k = 0; k < len; k++)
-            bytes_known = bytes_known && t->byte_ids[(unsigned char)w[i + k]] >= 0;
+        bool bytes_known = id < 0 && hf->byte_fallback; /* only an unknown character needs them */
+        for (size_t k = 0; bytes_known && k < len; k++)
+            bytes_known = t->byte_ids[(unsigned char)w[i + k]] >= 0;
         if (id >= 0) {
             symbol_add(&s, &count, i, len, id);
         } else if (bytes_known) {
             for (size_t k = 0; k < len; k++)
                 symbol_add(&s, &count, i + k, 1, t->byte_ids[(unsigned char)w[i + k]]);
-        } else if (hf->unk_id >= 0 && hf->fuse_unk && count > 0 && s.id[count - 1] == hf->unk_id) {
+        } else if (t->unk_id >= 0 && hf->fuse_unk && count > 0 && s.id[count - 1] == t->unk_id) {
             s.len[count - 1] += len;
-        } else if (hf->unk_id >= 0) {
-            symbol_add(&s, &count, i, len, hf->unk_id);
+        } else if (t->unk_id >= 0) {
+            symbol_add(&s, &count, i, len, t->unk_id);
         }
     }
     ok = ok && merge_pairs(t, w, n, &s, count, e->obs);
@@ -575,25 +576,17 @@ const char *tokenizer_decode(const Tokenizer *t, int prev, int token, char buf[8
 }
 
 char *tokenizer_decode_tokens(const Tokenizer *t, const int *tokens, int n, int prev) {
-    size_t cap = 64, len = 0;
-    char *text = malloc(cap);
-    for (int i = 0; text != NULL && i < n; prev = tokens[i++]) {
+    TextBuffer text = TEXT_BUFFER_INIT;
+    text_buffer_add(&text, "", 0); /* "" for no tokens */
+    for (int i = 0; text.ok && i < n; prev = tokens[i++]) {
         if (tokens[i] == t->bos_id || tokens[i] == t->eos_id) continue;
         char buf[8];
         int piece_len;
         const char *piece = tokenizer_decode(t, prev, tokens[i], buf, &piece_len);
-        if (len + (size_t)piece_len + 1 > cap) {
-            while (len + (size_t)piece_len + 1 > cap) cap *= 2;
-            char *grown = realloc(text, cap);
-            if (grown == NULL) free(text);
-            text = grown;
-            if (text == NULL) break;
-        }
-        memcpy(text + len, piece, (size_t)piece_len);
-        len += (size_t)piece_len;
+        text_buffer_add(&text, piece, (size_t)piece_len);
     }
-    if (text != NULL) text[len] = '\0';
-    return text;
+    if (!text.ok) free(text.s);
+    return text.ok ? text.s : NULL;
 }
 
 void tokenizer_free(Tokenizer *t) {

@@ -209,18 +209,26 @@ const char *pattern_of(const cJSON *step, bool *literal) {
     return s != NULL ? s : json_string_field(pat, "Regex");
 }
 
+bool parse_step_type(Parse *p, const cJSON *node, const char *what, const char *list_key,
+                     StepParser parse, int depth, const char **type) {
+    *type = NULL;
+    if (node == NULL || cJSON_IsNull(node)) return true;
+    const char *t = json_string_field(node, "type");
+    if (t == NULL || depth > 4) return fail_json(p, what, "has no type");
+    if (strcmp(t, "Sequence") != 0) return *type = t, true;
+    const cJSON *list = cJSON_GetObjectItemCaseSensitive(node, list_key);
+    if (!cJSON_IsArray(list)) return fail_json(p, what, "a Sequence without a list");
+    for (const cJSON *c = list->child; c != NULL; c = c->next)
+        if (!parse(p, c, depth + 1)) return false;
+    return true;
+}
+
 static bool parse_normalizer(Parse *p, const cJSON *n, int depth) {
     HfTokenizer *hf = p->hf;
-    if (n == NULL || cJSON_IsNull(n)) return true;
-    const char *type = json_string_field(n, "type");
-    if (type == NULL || depth > 4) return fail_json(p, "normalizer", "has no type");
-    if (strcmp(type, "Sequence") == 0) {
-        const cJSON *list = cJSON_GetObjectItemCaseSensitive(n, "normalizers");
-        if (!cJSON_IsArray(list)) return fail_json(p, "normalizer", "a Sequence without a list");
-        for (const cJSON *c = list->child; c != NULL; c = c->next)
-            if (!parse_normalizer(p, c, depth + 1)) return false;
-        return true;
-    }
+    const char *type;
+    if (!parse_step_type(p, n, "normalizer", "normalizers", parse_normalizer, depth, &type))
+        return false;
+    if (type == NULL) return true;
     static const struct {
         const char *name;
         NormKind kind;
@@ -285,16 +293,10 @@ static bool parse_metaspace(Parse *p, const cJSON *n, PreStep *st) {
 
 static bool parse_pre_tokenizer(Parse *p, const cJSON *n, int depth) {
     HfTokenizer *hf = p->hf;
-    if (n == NULL || cJSON_IsNull(n)) return true;
-    const char *type = json_string_field(n, "type");
-    if (type == NULL || depth > 4) return fail_json(p, "pre_tokenizer", "has no type");
-    if (strcmp(type, "Sequence") == 0) {
-        const cJSON *list = cJSON_GetObjectItemCaseSensitive(n, "pretokenizers");
-        if (!cJSON_IsArray(list)) return fail_json(p, "pre_tokenizer", "a Sequence without a list");
-        for (const cJSON *c = list->child; c != NULL; c = c->next)
-            if (!parse_pre_tokenizer(p, c, depth + 1)) return false;
-        return true;
-    }
+    const char *type;
+    if (!parse_step_type(p, n, "pre_tokenizer", "pretokenizers", parse_pre_tokenizer, depth, &type))
+        return false;
+    if (type == NULL) return true;
     if (hf->n_pre >= 16) return fail_json(p, "pre_tokenizer", "more than 16 steps");
     PreStep *st = &hf->pre[hf->n_pre];
     *st = (PreStep){0};
@@ -365,8 +367,8 @@ static bool parse_model(Parse *p, Tokenizer *t, const cJSON *root, int vocab_siz
     t->hf = hf;
     if (!tokenizer_index_pieces(t)) return fail_json(p, "model.vocab", "out of memory");
     const char *unk = json_string_field(model, "unk_token");
-    hf->unk_id = unk != NULL ? tokenizer_find_piece(t, unk, strlen(unk)) : -1;
-    if (unk != NULL && hf->unk_id < 0)
+    t->unk_id = unk != NULL ? tokenizer_find_piece(t, unk, strlen(unk)) : -1;
+    if (unk != NULL && t->unk_id < 0)
         return fail_json(p, "model.unk_token", "is not in the vocabulary");
     double dropout = 0;
     const cJSON *d = cJSON_GetObjectItemCaseSensitive(model, "dropout");
@@ -385,7 +387,7 @@ bool tokenizer_parse_json(Tokenizer *t, const char *json_text, const char *confi
                           const char *what, int vocab_size, StepError *err) {
     memset(t, 0, sizeof *t);
     HfTokenizer *hf = calloc(1, sizeof *hf);
-    Parse p = {.what = what, .err = err, .hf = hf, .bos_id = -1, .eos_id = -1};
+    Parse p = {.what = what, .err = err, .hf = hf};
     cJSON *root = cJSON_Parse(json_text);
     bool ok = hf != NULL;
     if (!ok) step_fail(err, "%s: out of memory", what);
@@ -394,7 +396,6 @@ bool tokenizer_parse_json(Tokenizer *t, const char *json_text, const char *confi
         hf->norm = calloc(16, sizeof *hf->norm);
         hf->pre = calloc(16, sizeof *hf->pre);
         hf->match_context = hf_match_context_create();
-        hf->unk_id = -1;
         if (hf->norm == NULL || hf->pre == NULL || hf->match_context == NULL)
             ok = step_fail(err, "%s: out of memory", what);
     }
@@ -411,9 +412,7 @@ bool tokenizer_parse_json(Tokenizer *t, const char *json_text, const char *confi
         tokenizer_free(t);
         return false;
     }
-    t->bos_id = p.bos_id, t->eos_id = p.eos_id;
-    t->add_bos = p.add_bos && p.bos_id >= 0;
-    t->unk_id = hf->unk_id;
+    t->add_bos = t->add_bos && t->bos_id >= 0;
     return true;
 }
 

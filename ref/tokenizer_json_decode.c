@@ -10,15 +10,10 @@
 #include "pretokenize.h"
 
 bool parse_decoder(Parse *p, const cJSON *d, int depth) {
-    if (d == NULL || cJSON_IsNull(d)) return true;
-    const char *type = json_string_field(d, "type");
-    if (type == NULL || depth > 4) return fail_json(p, "decoder", "has no type");
-    if (strcmp(type, "Sequence") == 0) {
-        const cJSON *list = cJSON_GetObjectItemCaseSensitive(d, "decoders");
-        if (!cJSON_IsArray(list)) return fail_json(p, "decoder", "a Sequence without a list");
-        for (const cJSON *c = list->child; c != NULL; c = c->next)
-            if (!parse_decoder(p, c, depth + 1)) return false;
-    } else if (strcmp(type, "ByteLevel") == 0) {
+    const char *type;
+    if (!parse_step_type(p, d, "decoder", "decoders", parse_decoder, depth, &type)) return false;
+    if (type == NULL) return true; /* none, or a Sequence already walked */
+    if (strcmp(type, "ByteLevel") == 0) {
         p->decode_byte_level = true;
     } else if (strcmp(type, "ByteFallback") == 0) {
         p->decode_byte_fallback = true;
@@ -71,14 +66,14 @@ void parse_post_processor(Parse *p, const cJSON *pp, Tokenizer *t, int depth) {
     int id = tokenizer_find_piece(t, name, strlen(name));
     for (int k = 0; k < p->hf->n_added; k++)
         if (strcmp(p->hf->added[k].content, name) == 0) id = p->hf->added[k].id;
-    if (id >= 0) p->bos_id = id, p->add_bos = true;
+    if (id >= 0) t->bos_id = id, t->add_bos = true;
 }
 
 /* ---- what each id decodes to, and how it is shown ---- */
 
 /* The bytes of vocabulary text v under the decoder: byte-level characters
  * back to bytes; or <0xXX> to its byte and the Replace applied. */
-static bool decode_vocab(const Parse *p, const Tokenizer *t, const char *v, char **out, int *len) {
+static bool decode_vocab(const Parse *p, const char *v, char **out, int *len) {
     size_t n = strlen(v);
     char *b = malloc(n + 1);
     if (b == NULL) return false;
@@ -109,7 +104,6 @@ static bool decode_vocab(const Parse *p, const Tokenizer *t, const char *v, char
             b[o++] = v[i++];
         }
     }
-    (void)t;
     b[o] = '\0';
     *out = b, *len = (int)o;
     return true;
@@ -143,7 +137,7 @@ bool build_pieces(Parse *p, Tokenizer *t) {
     for (int id = 0; id < hf->n_ids; id++) {
         if (hf->bytes[id] == NULL &&
             !(hf->vocab[id] != NULL
-                  ? decode_vocab(p, t, hf->vocab[id], &hf->bytes[id], &hf->byte_lens[id])
+                  ? decode_vocab(p, hf->vocab[id], &hf->bytes[id], &hf->byte_lens[id])
                   : strdup_into(&hf->bytes[id], "")))
             return fail_json(p, "tokens", "out of memory");
         const char *shown = hf->bytes[id];
@@ -197,9 +191,9 @@ bool parse_config(Parse *p, Tokenizer *t, const char *config_text) {
         cJSON_Delete(config);
         return step_fail(p->err, "%s: tokenizer_config.json is not a JSON object", p->what);
     }
-    bool ok = config_token(p, t, config, "bos_token", &p->bos_id) &&
-              config_token(p, t, config, "eos_token", &p->eos_id) &&
-              optional_bool(p, config, "add_bos_token", &p->add_bos);
+    bool ok = config_token(p, t, config, "bos_token", &t->bos_id) &&
+              config_token(p, t, config, "eos_token", &t->eos_id) &&
+              optional_bool(p, config, "add_bos_token", &t->add_bos);
     const cJSON *tmpl = cJSON_GetObjectItemCaseSensitive(config, "chat_template");
     if (cJSON_IsArray(tmpl)) { /* [{"name": "default", "template": ...}, ...] */
         const cJSON *chosen = NULL;

@@ -11,13 +11,12 @@
 #include "hf_tokenizer.h"
 #include "tokenizer.h"
 
-/* What a parse builds, before it becomes the Tokenizer. */
+/* The reader's state besides the Tokenizer it fills: names for errors, the
+ * parts, and the decoder's settings until each id's bytes are worked out. */
 typedef struct {
     const char *what;
     StepError *err;
     HfTokenizer *hf;
-    int bos_id, eos_id;
-    bool add_bos;
     bool decode_byte_level, decode_byte_fallback;
     const char *decode_replace_from, *decode_replace_to;
 } Parse;
@@ -34,6 +33,15 @@ bool optional_bool(Parse *p, const cJSON *obj, const char *key, bool *out);
 
 /* A {"String": s} or {"Regex": r} pattern's text; *literal says which. */
 const char *pattern_of(const cJSON *step, bool *literal);
+
+/* One step of a normalizer, pre-tokenizer or decoder, read into p. */
+typedef bool (*StepParser)(Parse *p, const cJSON *node, int depth);
+
+/* The type of step `node` (what: its field, for errors). A Sequence (its
+ * members under list_key) is walked here, each member through parse; then,
+ * as for a null or absent node, *type is NULL. Nesting stops at depth 4. */
+bool parse_step_type(Parse *p, const cJSON *node, const char *what, const char *list_key,
+                     StepParser parse, int depth, const char **type);
 
 /* The decoder (into p's decode_* fields and hf->strip_leading_space). */
 bool parse_decoder(Parse *p, const cJSON *d, int depth);

@@ -202,7 +202,7 @@ static bool load_json_tokenizer(Tokenizer *tok, const char *path, int vocab_size
         return step_fail(err, "--tokenizer: %s", why.message);
     model_free(&donor);
     int has = tok->vocab_size;
-    if (has == vocab_size) return true;
+    if (vocab_size == 0 || has == vocab_size) return true;
     tokenizer_free(tok);
     return step_fail(err, "tokenizer %s has %d tokens but the model's vocabulary has %d", path, has,
                      vocab_size);
@@ -255,13 +255,15 @@ bool cli_load_model(const char *model_path, const char *tokenizer_path, Model *m
     }
     if (!ok || tokenizer_path == NULL) return ok;
     tokenizer_free(tok);
-    ok = cli_is_tokenizer_json(tokenizer_path)
-             ? tokenizer_load_json(tok, tokenizer_path, m->config.vocab_size, err)
-         : ends_with(tokenizer_path, ".json")
-             ? load_json_tokenizer(tok, tokenizer_path, m->config.vocab_size, err)
-             : tokenizer_load_bin(tok, tokenizer_path, m->config.vocab_size, err);
+    ok = cli_load_tokenizer(tokenizer_path, m->config.vocab_size, tok, err);
     if (!ok) model_free(m);
     return ok;
+}
+
+bool cli_load_tokenizer(const char *path, int vocab_size, Tokenizer *tok, StepError *err) {
+    if (cli_is_tokenizer_json(path)) return tokenizer_load_json(tok, path, vocab_size, err);
+    if (ends_with(path, ".json")) return load_json_tokenizer(tok, path, vocab_size, err);
+    return tokenizer_load_bin(tok, path, vocab_size, err);
 }
 
 bool cli_load_model_to_run(const char *model_path, const char *tokenizer_path, const CliQuant *q,

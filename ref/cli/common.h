@@ -159,6 +159,11 @@ bool cli_load_model(const char *model_path, const char *tokenizer_path, Model *m
 /* Whether a --tokenizer path names a tokenizer.json (or a directory). */
 bool cli_is_tokenizer_json(const char *path);
 
+/* The tokenizer a --tokenizer path names: a tokenizer.json (or a folder
+ * holding one), a stepwise JSON model's, or llama2.c's tokenizer.bin; with
+ * vocab_size > 0 it must fit a model of that vocabulary (0: any size). */
+bool cli_load_tokenizer(const char *path, int vocab_size, Tokenizer *tok, StepError *err);
+
 bool cli_load_model_to_run(const char *model_path, const char *tokenizer_path, const CliQuant *q,
                            const TraceOptions *trace, Model *m, Tokenizer *tok, StepError *err);
 

@@ -10,7 +10,6 @@
 #include "common.h"
 #include "../chat.h"
 #include "../file_util.h"
-#include "../tokenizer_json.h"
 
 static const char TOKENIZE_USAGE[] =
     "usage: stepwise tokenize (--text TEXT | --texts FILE | --chat FILE) [options]\n"
@@ -226,11 +225,9 @@ int cli_tokenize(int argc, char **argv) {
     }
     Tokenizer tok;
     Model m = {0};
-    bool ok =
-        a.tokenizer != NULL && a.model == NULL
-            ? (cli_is_tokenizer_json(a.tokenizer) ? tokenizer_load_json(&tok, a.tokenizer, 0, &err)
-                                                  : tokenizer_load_bin(&tok, a.tokenizer, 0, &err))
-            : cli_load_model(a.model, a.tokenizer, &m, &tok, &err);
+    bool ok = a.tokenizer != NULL && a.model == NULL
+                  ? cli_load_tokenizer(a.tokenizer, 0, &tok, &err)
+                  : cli_load_model(a.model, a.tokenizer, &m, &tok, &err);
     int *ids = NULL, n = 0;
     if (ok && a.texts != NULL) {
         ok = encode_lines(&a, &tok, &err);
