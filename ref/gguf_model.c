@@ -70,7 +70,7 @@ static bool read_config(const GgufFile *f, const char *arch, Config *c, StepErro
                        scaling);
     }
     free(scaling);
-    c->rope_layout = strcmp(arch, "llama") == 0 ? ROPE_INTERLEAVED : ROPE_HALVES;
+    c->rope_layout = ROPE_INTERLEAVED; /* qwen's halves are interleaved as read (take_layer) */
     c->qkv_bias = strcmp(arch, "qwen2") == 0;
     c->qk_norm = strcmp(arch, "qwen3") == 0;
     return ok;
@@ -91,16 +91,23 @@ static bool take(const GgufFile *f, const char *name, uint64_t rows, uint64_t co
     return true;
 }
 
-/* Every tensor of layer l, by its GGUF name (hf_layer_tensors' table): as
- * stored, for llama.cpp keeps each architecture's own q/k layout. */
-static bool take_layer(Model *m, const GgufFile *f, int l, StepError *err) {
+/* Every tensor of layer l, by its GGUF name (hf_layer_tensors' table).
+ * llama.cpp keeps each architecture's own q/k layout: llama's interleaved
+ * pairs, qwen's halves. Qwen's are interleaved here as the Hugging Face
+ * loader does, so that one model gives the same bits from either file and
+ * q·k sums in one order. */
+static bool take_layer(Model *m, const GgufFile *f, int l, bool halves, StepError *err) {
     HfLayerTensor parts[HF_LAYER_TENSORS];
-    int count = hf_layer_tensors(m, l, parts);
+    int count = hf_layer_tensors(m, l, parts), head_dim = config_head_dim(&m->config);
     for (int i = 0; i < count; i++) {
         char name[128];
         snprintf(name, sizeof name, "blk.%d.%s", l, parts[i].gguf_name);
-        if (!take(f, name, parts[i].rows, parts[i].cols, model_weight_slot(m, parts[i].view), err))
-            return false;
+        float *dst = model_weight_slot(m, parts[i].view);
+        if (!take(f, name, parts[i].rows, parts[i].cols, dst, err)) return false;
+        size_t cols = parts[i].rows == 0 ? 1 : parts[i].cols; /* a vector: rows of one value */
+        if (halves && parts[i].heads > 0 &&
+            !hf_interleave_heads(dst, parts[i].heads, head_dim, cols))
+            return step_fail(err, "%s: out of memory", f->path);
     }
     return true;
 }
@@ -141,7 +148,8 @@ bool gguf_model_load(Model *m, Tokenizer *tok, const char *path, StepError *err)
         const Config *c = &m->config;
         ok = take(&f, "token_embd.weight", (uint64_t)c->vocab_size, (uint64_t)c->dim,
                   model_weight_slot(m, m->weights.token_embedding), err);
-        for (int l = 0; ok && l < c->n_layers; l++) ok = take_layer(m, &f, l, err);
+        for (int l = 0; ok && l < c->n_layers; l++)
+            ok = take_layer(m, &f, l, strcmp(arch, "llama") != 0, err);
         ok = ok && take(&f, "output_norm.weight", 0, (uint64_t)c->dim,
                         model_weight_slot(m, m->weights.rms_final), err);
         if (ok && !c->shared_classifier)

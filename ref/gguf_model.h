@@ -1,12 +1,14 @@
 /* gguf_model.h: a model, and its embedded tokenizer, from a GGUF file.
  *
  * general.architecture llama (which covers Mistral), qwen2 or qwen3; the
- * hyperparameters from the <arch>.* keys; F32, F16 and BF16 tensors
- * (quantized types are not read yet). llama.cpp's converter stores llama's
- * q/k rows in interleaved pairs, as llama2.c does, and keeps Qwen's in
- * halves: the RoPE layout says which, and no row is moved. The embedded
- * tokenizer of tokenizer.ggml.model "llama" (SentencePiece-style scores)
- * becomes stepwise's tokenizer. */
+ * hyperparameters from the <arch>.* keys; F32, F16 and BF16 tensors, and
+ * the quantized types of gguf_dequant.h dequantized to float32.
+ * llama.cpp's converter stores llama's q/k rows in interleaved pairs, as
+ * llama2.c does, and keeps Qwen's in Hugging Face's halves, which are
+ * interleaved as read (as the Hugging Face loader does): one model gives
+ * the same bits from a GGUF file as from its Hugging Face folder. The
+ * embedded tokenizer ("llama" or "gpt2") becomes stepwise's tokenizer
+ * (gguf_tokenizer.h). */
 #ifndef STEPWISE_GGUF_MODEL_H
 #define STEPWISE_GGUF_MODEL_H
 

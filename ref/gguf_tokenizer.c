@@ -3,6 +3,7 @@
 
 #include <cjson/cJSON.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -200,4 +201,152 @@ bool gguf_read_tokenizer(const GgufFile *f, Tokenizer *tok, int vocab, StepError
     ok = ok && read_special_ids(f, llama, vocab, &ids, err);
     return ok &&
            (llama ? read_llama(f, tok, vocab, &ids, err) : read_gpt2(f, tok, vocab, &ids, err));
+}
+
+/* ---- writing ---- */
+
+/* llama.cpp's token types (llama_token_type). */
+enum {
+    TYPE_NORMAL = 1,
+    TYPE_UNKNOWN = 2,
+    TYPE_CONTROL = 3,
+    TYPE_USER = 4,
+    TYPE_UNUSED = 5,
+    TYPE_BYTE = 6
+};
+
+/* The tokenizer.ggml.pre whose pipeline hf's is (PRE_PATTERNS' index), or
+ * -1: the same normalizer (none, or NFC), the same split and byte-level
+ * steps, the same ignore_merges, and no byte fallback. */
+static int pre_of(const HfTokenizer *hf) {
+    bool nfc = hf->n_norm == 1 && hf->norm[0].kind == NORM_NFC;
+    if ((hf->n_norm > 0 && !nfc) || hf->byte_fallback || hf->strip_leading_space) return -1;
+    const PreStep *a = &hf->pre[0], *b = &hf->pre[1];
+    int n_pre = (int)(sizeof PRE_PATTERNS / sizeof PRE_PATTERNS[0]);
+    for (int k = 0; k < n_pre; k++) {
+        if (nfc != PRE_PATTERNS[k].nfc || hf->ignore_merges != PRE_PATTERNS[k].ignore_merges)
+            continue;
+        if (PRE_PATTERNS[k].pattern == NULL && hf->n_pre == 1 && a->kind == PRE_BYTE_LEVEL &&
+            a->regex != NULL && !a->add_prefix_space)
+            return k;
+        if (PRE_PATTERNS[k].pattern != NULL && hf->n_pre == 2 && a->kind == PRE_SPLIT &&
+            a->pattern != NULL && strcmp(a->pattern, PRE_PATTERNS[k].pattern) == 0 &&
+            a->behavior == SPLIT_ISOLATED && b->kind == PRE_BYTE_LEVEL && b->regex == NULL &&
+            !b->add_prefix_space)
+            return k;
+    }
+    return -1;
+}
+
+static int by_rank(const void *x, const void *y) {
+    const MergeRule *a = x, *b = y;
+    return (a->rank > b->rank) - (a->rank < b->rank);
+}
+
+/* "left right", as tokenizer.ggml.merges spells a rule, for every merge by rank. */
+static char **merge_strings(const HfTokenizer *hf) {
+    MergeRule *order = malloc(((size_t)hf->n_merges + 1) * sizeof *order);
+    char **out = calloc((size_t)hf->n_merges + 1, sizeof *out);
+    bool ok = order != NULL && out != NULL;
+    if (ok) memcpy(order, hf->merges, (size_t)hf->n_merges * sizeof *order);
+    if (ok) qsort(order, (size_t)hf->n_merges, sizeof *order, by_rank);
+    for (int i = 0; ok && i < hf->n_merges; i++) {
+        const char *l = hf->vocab[order[i].left], *r = hf->vocab[order[i].right];
+        size_t n = strlen(l) + strlen(r) + 2;
+        ok = (out[i] = malloc(n)) != NULL;
+        if (ok) snprintf(out[i], n, "%s %s", l, r);
+    }
+    free(order);
+    if (ok) return out;
+    for (int i = 0; out != NULL && i < hf->n_merges; i++) free(out[i]);
+    free(out);
+    return NULL;
+}
+
+/* Each id's token text (malloc'd) and type, for a tokenizer.json. */
+static bool gpt2_tokens(const Tokenizer *tok, char **tokens, int32_t *types) {
+    const HfTokenizer *hf = tok->hf;
+    for (int i = 0; i < tok->vocab_size; i++) {
+        if (i < hf->n_ids && hf->vocab[i] != NULL) {
+            tokens[i] = strdup(hf->vocab[i]), types[i] = TYPE_NORMAL;
+        } else {
+            char pad[32];
+            snprintf(pad, sizeof pad, "[PAD%d]", i);
+            tokens[i] = strdup(pad), types[i] = TYPE_UNUSED;
+        }
+        if (tokens[i] == NULL) return false;
+    }
+    for (int k = 0; k < hf->n_added; k++) { /* an added token wins over the vocabulary's */
+        const AddedToken *a = &hf->added[k];
+        if (a->id >= tok->vocab_size || memchr(a->content, '\0', a->len) != NULL) continue;
+        char *text = malloc(a->len + 1);
+        if (text == NULL) return false;
+        memcpy(text, a->content, a->len), text[a->len] = '\0';
+        free(tokens[a->id]);
+        tokens[a->id] = text, types[a->id] = a->special ? TYPE_CONTROL : TYPE_USER;
+    }
+    return true;
+}
+
+/* Each id's piece with spaces as U+2581 (malloc'd) and its type, for a
+ * sentencepiece vocabulary. */
+static bool llama_tokens(const Tokenizer *tok, char **tokens, int32_t *types) {
+    for (int i = 0; i < tok->vocab_size; i++) {
+        const char *p = tok->pieces[i];
+        size_t spaces = 0, n = strlen(p);
+        for (size_t j = 0; j < n; j++) spaces += p[j] == ' ';
+        char *out = tokens[i] = malloc(n + 2 * spaces + 1);
+        if (out == NULL) return false;
+        for (size_t j = 0; j < n; j++) {
+            if (p[j] == ' ')
+                memcpy(out, "\xE2\x96\x81", 3), out += 3;
+            else
+                *out++ = p[j];
+        }
+        *out = '\0';
+        types[i] = i == tok->unk_id                       ? TYPE_UNKNOWN
+                   : i == tok->bos_id || i == tok->eos_id ? TYPE_CONTROL
+                   : tokenizer_byte_of_piece(p) >= 0      ? TYPE_BYTE
+                                                          : TYPE_NORMAL;
+    }
+    return true;
+}
+
+bool gguf_write_tokenizer(GgufMetadata *meta, const Tokenizer *tok, StepError *err) {
+    int pre = tok->hf != NULL ? pre_of(tok->hf) : 0;
+    if (pre < 0)
+        return step_fail(err, "the tokenizer.json's pipeline is none that tokenizer.ggml.pre names "
+                              "(byte-level BPE split as llama-bpe, qwen2 or gpt-2); give "
+                              "--no-tokenizer to write the model alone");
+    size_t n = (size_t)tok->vocab_size;
+    char **tokens = calloc(n, sizeof *tokens), **merges = NULL;
+    int32_t *types = malloc(n * sizeof *types);
+    bool ok =
+        tokens != NULL && types != NULL &&
+        (tok->hf != NULL ? gpt2_tokens(tok, tokens, types) : llama_tokens(tok, tokens, types));
+    if (ok && tok->hf != NULL) ok = (merges = merge_strings(tok->hf)) != NULL;
+    if (ok) {
+        gguf_meta_string(meta, "tokenizer.ggml.model", tok->hf != NULL ? "gpt2" : "llama");
+        if (tok->hf != NULL) gguf_meta_string(meta, "tokenizer.ggml.pre", PRE_PATTERNS[pre].pre);
+        gguf_meta_strings(meta, "tokenizer.ggml.tokens", (const char *const *)tokens, n);
+        if (tok->hf == NULL) gguf_meta_f32s(meta, "tokenizer.ggml.scores", tok->scores, n);
+        gguf_meta_i32s(meta, "tokenizer.ggml.token_type", types, n);
+        if (tok->hf != NULL)
+            gguf_meta_strings(meta, "tokenizer.ggml.merges", (const char *const *)merges,
+                              (uint64_t)tok->hf->n_merges);
+        if (tok->bos_id >= 0)
+            gguf_meta_u32(meta, "tokenizer.ggml.bos_token_id", (uint32_t)tok->bos_id);
+        if (tok->eos_id >= 0)
+            gguf_meta_u32(meta, "tokenizer.ggml.eos_token_id", (uint32_t)tok->eos_id);
+        if (tok->unk_id >= 0)
+            gguf_meta_u32(meta, "tokenizer.ggml.unknown_token_id", (uint32_t)tok->unk_id);
+        gguf_meta_bool(meta, "tokenizer.ggml.add_bos_token", tok->add_bos);
+        gguf_meta_bool(meta, "tokenizer.ggml.add_eos_token", false);
+        if (tok->hf != NULL && tok->hf->chat_template != NULL)
+            gguf_meta_string(meta, "tokenizer.chat_template", tok->hf->chat_template);
+    }
+    for (size_t i = 0; tokens != NULL && i < n; i++) free(tokens[i]);
+    for (int i = 0; merges != NULL && i < tok->hf->n_merges; i++) free(merges[i]);
+    free(tokens), free(types), free(merges);
+    return ok || step_fail(err, "out of memory writing the tokenizer");
 }

@@ -12,10 +12,20 @@
 #define STEPWISE_GGUF_TOKENIZER_H
 
 #include "gguf.h"
+#include "gguf_write.h"
 #include "tokenizer.h"
 
 /* The tokenizer of f for a model of vocab tokens (the tokenizer may have
  * fewer: the embedding's padding). */
 bool gguf_read_tokenizer(const GgufFile *f, Tokenizer *tok, int vocab, StepError *err);
+
+/* The metadata that gguf_read_tokenizer reads back as tok: a
+ * sentencepiece vocabulary (tokenizer.bin) as "llama" with token types
+ * (unknown, control for BOS and EOS, byte, normal); a tokenizer.json as
+ * "gpt2" when its pipeline is one that tokenizer.ggml.pre names (anything
+ * else is refused, naming what it has), with its merges by rank, its added
+ * tokens as control (special) or user-defined, ids no token holds as
+ * unused "[PADn]", and its chat template. */
+bool gguf_write_tokenizer(GgufMetadata *meta, const Tokenizer *tok, StepError *err);
 
 #endif

@@ -128,7 +128,7 @@ bool hf_config_parse(const char *text, const char *what, Config *c, char *arch, 
     c->qkv_bias = strcmp(arch, "Qwen2ForCausalLM") == 0;
     c->qk_norm = strcmp(arch, "Qwen3ForCausalLM") == 0;
     c->shared_classifier = tied;
-    c->rope_layout = ROPE_INTERLEAVED; /* the loader interleaves q and k (interleave_heads) */
+    c->rope_layout = ROPE_INTERLEAVED; /* the loader interleaves q and k (hf_interleave_heads) */
     /* A sliding window as wide as the context never masks anything: cap the
      * context at the window, and the block needs no mask. */
     int window;
@@ -206,7 +206,7 @@ static SafetensorsTensor *find(SafetensorsFile *files, int n, const char *name,
  * so a converted llama2.c model gives run.c's logits to the bit. x holds
  * `heads` blocks of head_dim rows of `cols` values; row j·half + i of a
  * block moves to row 2i + j. */
-static bool interleave_heads(float *x, int heads, int head_dim, size_t cols) {
+bool hf_interleave_heads(float *x, int heads, int head_dim, size_t cols) {
     int half = head_dim / 2;
     size_t block = (size_t)head_dim * cols;
     float *tmp = malloc(block * sizeof(float));
@@ -286,7 +286,7 @@ static bool take_layer(Model *m, SafetensorsFile *files, int n, int l, const cha
         if (!take(files, n, name, (int)parts[i].rows, (int)parts[i].cols, dst, dir, err))
             return false;
         size_t cols = parts[i].rows == 0 ? 1 : parts[i].cols; /* a vector: rows of one value */
-        if (parts[i].heads > 0 && !interleave_heads(dst, parts[i].heads, head_dim, cols))
+        if (parts[i].heads > 0 && !hf_interleave_heads(dst, parts[i].heads, head_dim, cols))
             return step_fail(err, "model %s: out of memory", dir);
     }
     return true;

@@ -6,7 +6,7 @@
  * LlamaForCausalLM, MistralForCausalLM, Qwen2ForCausalLM, Qwen3ForCausalLM.
  * Their differences become the architecture struct's fields (config.h).
  * Hugging Face's checkpoints rotate the two halves of each head; the loader
- * moves q's and k's rows back to interleaved pairs (interleave_heads), as
+ * moves q's and k's rows back to interleaved pairs (hf_interleave_heads), as
  * llama.cpp's converter does, so that q·k sums in llama2.c's order. Every
  * tensor the
  * architecture needs must be present with the shape the config implies;
@@ -43,6 +43,13 @@ typedef struct {
 /* The tensors layer l of m has (its architecture's), in a fixed order;
  * returns how many. */
 int hf_layer_tensors(const Model *m, int l, HfLayerTensor out[HF_LAYER_TENSORS]);
+
+/* Hugging Face's q and k rows, and llama.cpp's for qwen2 and qwen3, keep
+ * each head's dimensions as two halves, (i, i + head_dim/2) rotated
+ * together. Move them to interleaved pairs (2i, 2i+1) in place: row
+ * j·half + i of each of `heads` blocks of head_dim rows of `cols` values
+ * becomes row 2i + j. False when out of memory. */
+bool hf_interleave_heads(float *x, int heads, int head_dim, size_t cols);
 
 /* Whether path is a directory (a Hugging Face model directory, perhaps). */
 bool hf_is_model_dir(const char *path);

@@ -30,6 +30,7 @@ void hf_tokenizer_free(HfTokenizer *hf) {
     for (int i = 0; i < hf->n_pre; i++) {
         if (hf->pre[i].regex != NULL) pcre2_code_free(hf->pre[i].regex);
         free(hf->pre[i].replacement);
+        free(hf->pre[i].pattern);
     }
     if (hf->match_context != NULL) pcre2_match_context_free(hf->match_context);
     free(hf->vocab), free(hf->bytes), free(hf->byte_lens), free(hf->merges), free(hf->added);

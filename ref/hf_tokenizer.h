@@ -30,7 +30,8 @@ typedef enum { PREPEND_ALWAYS, PREPEND_FIRST, PREPEND_NEVER } PrependScheme;
 
 typedef struct {
     PreKind kind;
-    void *regex; /* pcre2_code: Split's pattern; ByteLevel's GPT-2 pattern when use_regex */
+    void *regex;   /* pcre2_code: Split's pattern; ByteLevel's GPT-2 pattern when use_regex */
+    char *pattern; /* Split: the Regex pattern as written (NULL: a String or Digits) */
     SplitBehavior behavior;
     bool add_prefix_space;   /* ByteLevel: a space before a piece that lacks one */
     char *replacement;       /* Metaspace: what a space becomes ("▁") */

@@ -2,6 +2,8 @@
 #include "hf_write.h"
 
 #include "file_util.h"
+#include "float16.h"
+#include "gguf_write.h"
 #include "hf_model.h"
 
 #include <cjson/cJSON.h>
@@ -40,48 +42,13 @@ typedef struct {
     int heads;
 } OutTensor;
 
-/* float32 to IEEE half, rounded to nearest even (overflow: infinity). */
-static uint16_t float_to_half(float f) {
-    uint32_t x;
-    memcpy(&x, &f, sizeof x);
-    uint32_t sign = (x >> 16) & 0x8000, exp = (x >> 23) & 0xFF, man = x & 0x7FFFFF;
-    if (exp == 0xFF) return (uint16_t)(sign | 0x7C00 | (man ? 0x200 : 0)); /* inf, NaN */
-    int e = (int)exp - 127 + 15;
-    if (e >= 31) return (uint16_t)(sign | 0x7C00);
-    if (e <= 0) { /* a half subnormal, or zero */
-        if (e < -10) return (uint16_t)sign;
-        man |= 0x800000;
-        int shift = 14 - e;
-        uint32_t half = man >> shift, rest = man & ((1u << shift) - 1), mid = 1u << (shift - 1);
-        if (rest > mid || (rest == mid && (half & 1))) half++;
-        return (uint16_t)(sign | half);
-    }
-    uint32_t half = (uint32_t)e << 10 | man >> 13, rest = man & 0x1FFF;
-    if (rest > 0x1000 || (rest == 0x1000 && (half & 1))) half++; /* may carry into the exponent */
-    return (uint16_t)(sign | half);
-}
-
-/* float32 to bfloat16, rounded to nearest even. */
-static uint16_t float_to_bf16(float f) {
-    uint32_t x;
-    memcpy(&x, &f, sizeof x);
-    if ((x & 0x7F800000) == 0x7F800000 && (x & 0x7FFFFF)) return (uint16_t)(x >> 16 | 0x40);
-    x += 0x7FFF + ((x >> 16) & 1);
-    return (uint16_t)(x >> 16);
-}
-
-/* Row r of the Hugging Face layout comes from this row of stepwise's: in
- * each head, halves row j·half + i is interleaved row 2i + j. */
-static int64_t source_row(const OutTensor *t, int64_t r, int head_dim) {
-    if (t->heads == 0) return r;
-    int64_t head = r / head_dim, k = r % head_dim, half = head_dim / 2;
-    return head * head_dim + 2 * (k % half) + k / half;
-}
-
 static bool write_values(FILE *f, const OutTensor *t, SafetensorsDtype dtype, int head_dim) {
     int64_t rows = t->rows == 0 ? t->cols : t->rows, cols = t->rows == 0 ? 1 : t->cols;
     for (int64_t r = 0; r < rows; r++) {
-        const float *src = t->values + source_row(t, r, head_dim) * cols;
+        const float *src =
+            t->values +
+            gguf_source_row((uint64_t)r, head_dim, t->heads > 0 ? ROWS_TO_HALVES : ROWS_AS_HELD) *
+                (uint64_t)cols;
         for (int64_t c = 0; c < cols; c++) {
             unsigned char b[4];
             uint32_t bits;

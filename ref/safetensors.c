@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "file_util.h"
+#include "float16.h"
 #include "json_util.h"
 
 /* A header past 100 MiB is not a real model's (a large one is a few MiB). */
@@ -146,25 +147,6 @@ SafetensorsTensor *safetensors_find(const SafetensorsFile *f, const char *name) 
         if (strcmp(f->tensors[i].name, name) == 0) return &f->tensors[i];
     }
     return NULL;
-}
-
-/* IEEE half to float: exact (every half is a float). */
-static float half_to_float(uint16_t h) {
-    uint32_t sign = (uint32_t)(h >> 15) << 31, exp = (h >> 10) & 0x1F, man = h & 0x3FF, bits;
-    if (exp == 0x1F) {
-        bits = sign | 0x7F800000u | man << 13; /* inf, NaN */
-    } else if (exp != 0) {
-        bits = sign | (exp + 112) << 23 | man << 13; /* normal: rebias 15 -> 127 */
-    } else if (man == 0) {
-        bits = sign; /* zero */
-    } else {         /* subnormal half: a normal float */
-        int shift = 0;
-        while ((man & 0x400) == 0) man <<= 1, shift++;
-        bits = sign | (uint32_t)(113 - shift) << 23 | (man & 0x3FF) << 13;
-    }
-    float f;
-    memcpy(&f, &bits, sizeof f);
-    return f;
 }
 
 void safetensors_convert(SafetensorsDtype dtype, const unsigned char *data, uint64_t n,

@@ -311,6 +311,9 @@ static bool parse_pre_tokenizer(Parse *p, const cJSON *n, int depth) {
         if (!hf_regex_compile(pattern, literal, &st->regex, &why))
             return step_fail(p->err, "%s: pre_tokenizer Split: %s", p->what, why.message);
         st->kind = PRE_SPLIT;
+        hf->n_pre++; /* owns the regex from here on, for hf_tokenizer_free */
+        return literal || strdup_into(&st->pattern, pattern) ||
+               fail_json(p, "pre_tokenizer Split", "out of memory");
     } else if (strcmp(type, "ByteLevel") == 0) {
         bool use_regex = true;
         if (!optional_bool(p, n, "add_prefix_space", &st->add_prefix_space) ||

@@ -23,6 +23,7 @@ static const char USAGE[] =
     "  inspect    a model's weights and KV-cache bytes, with the formula\n"
     "  make-model write a random-weight checkpoint of any shape (MHA, GQA, MQA)\n"
     "  quantize   write a model's weights in int8 (a .q8 file)\n"
+    "  convert    write a model as GGUF (f32, f16, q8_0) for llama.cpp and other engines\n"
     "  compare-quant  what int8 weights, activations and KV cache cost in accuracy\n"
     "\n"
     "  stepwise <command> --help   options of one command\n"
@@ -53,6 +54,7 @@ int main(int argc, char **argv) {
     if (strcmp(cmd, "trace") == 0) return cli_trace(argc - 1, argv + 1);
     if (strcmp(cmd, "inspect") == 0) return cli_inspect(argc - 1, argv + 1);
     if (strcmp(cmd, "make-model") == 0) return cli_make_model(argc - 1, argv + 1);
+    if (strcmp(cmd, "convert") == 0) return cli_convert(argc - 1, argv + 1);
     if (strcmp(cmd, "quantize") == 0) return cli_quantize(argc - 1, argv + 1);
     if (strcmp(cmd, "compare-quant") == 0) return cli_compare_quant(argc - 1, argv + 1);
     fprintf(stderr, "stepwise: error: unknown command '%s' (see stepwise --help)\n", cmd);

@@ -1,0 +1,126 @@
+/* cli/convert.c: `stepwise convert`, any model stepwise loads written as a
+ * GGUF file, so that another engine runs the very weights stepwise runs. */
+#include <getopt.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "commands.h"
+#include "common.h"
+#include "../file_util.h"
+#include "../gguf_convert.h"
+#include "../gguf_model.h"
+
+static const char CONVERT_USAGE[] =
+    "usage: stepwise convert --model M [--tokenizer T] --out FILE.gguf [options]\n"
+    "\n"
+    "Write the model M (a llama2.c checkpoint with its --tokenizer, a Hugging Face\n"
+    "directory, a GGUF file or a JSON model) as GGUF v3, with its tokenizer\n"
+    "embedded, for llama.cpp and other engines; docs/gguf.md says what is written.\n"
+    "\n"
+    "  --type T          f32 (default: the weights exactly), f16, or q8_0 (blocks of 32\n"
+    "                    int8 values with an F16 scale; matrices whose rows are not\n"
+    "                    whole blocks are written f16). Norm weights stay f32.\n"
+    "  --tokenizer T     the tokenizer to embed (a tokenizer.bin, a tokenizer.json or a\n"
+    "                    folder holding one); default: the model's own\n"
+    "  --no-tokenizer    write no tokenizer (the file then needs --tokenizer to run)\n"
+    "  --name NAME       general.name (default: the --out file's name)\n"
+    "  -h, --help        this text\n";
+
+typedef struct {
+    const char *model, *tokenizer, *out, *name;
+    GgufOutType type;
+    bool no_tokenizer;
+} ConvertArgs;
+
+/* 1: parsed; 0: --help; -1: a bad option (err set). */
+static int parse_convert_args(int argc, char **argv, ConvertArgs *a, StepError *err) {
+    enum { OPT_MODEL = 256, OPT_TOKENIZER, OPT_OUT, OPT_TYPE, OPT_NO_TOKENIZER, OPT_NAME };
+    static const struct option options[] = {{"model", required_argument, NULL, OPT_MODEL},
+                                            {"tokenizer", required_argument, NULL, OPT_TOKENIZER},
+                                            {"out", required_argument, NULL, OPT_OUT},
+                                            {"type", required_argument, NULL, OPT_TYPE},
+                                            {"no-tokenizer", no_argument, NULL, OPT_NO_TOKENIZER},
+                                            {"name", required_argument, NULL, OPT_NAME},
+                                            {"help", no_argument, NULL, 'h'},
+                                            {NULL, 0, NULL, 0}};
+    *a = (ConvertArgs){.type = GGUF_OUT_F32};
+    opterr = 0;
+    optind = 1;
+    int c;
+    while ((c = getopt_long(argc, argv, ":h", options, NULL)) != -1) {
+        switch (c) {
+            case OPT_MODEL:
+                a->model = optarg;
+                break;
+            case OPT_TOKENIZER:
+                a->tokenizer = optarg;
+                break;
+            case OPT_OUT:
+                a->out = optarg;
+                break;
+            case OPT_TYPE:
+                if (!gguf_out_type_parse(optarg, &a->type))
+                    return step_fail(err, "--type must be f32, f16 or q8_0, not '%.40s'", optarg),
+                           -1;
+                break;
+            case OPT_NO_TOKENIZER:
+                a->no_tokenizer = true;
+                break;
+            case OPT_NAME:
+                a->name = optarg;
+                break;
+            case 'h':
+                fputs(CONVERT_USAGE, stdout);
+                return 0;
+            default:
+                cli_option_error("convert", c, optopt, argv, optind, err);
+                return -1;
+        }
+    }
+    if (a->model == NULL || a->out == NULL || optind < argc)
+        return step_fail(err, "convert: needs --model and --out (see --help)"), -1;
+    if (!gguf_is_model_path(a->out))
+        return step_fail(err, "convert: --out must end in .gguf, as stepwise and llama.cpp expect"),
+               -1;
+    if (a->no_tokenizer && a->tokenizer != NULL)
+        return step_fail(err, "convert: --tokenizer and --no-tokenizer contradict each other"), -1;
+    return 1;
+}
+
+static const char *const TYPE_NAMES[] = {"f32", "f16", "q8_0"};
+
+int cli_convert(int argc, char **argv) {
+    ConvertArgs a;
+    StepError err;
+    int parsed = parse_convert_args(argc, argv, &a, &err);
+    if (parsed == 0) return 0;
+    bool ok = parsed > 0 && file_check_output(a.out, "--out", &err);
+    Model m = {0};
+    Tokenizer tok = {0};
+    if (ok)
+        ok = a.no_tokenizer ? cli_load_model_only(a.model, &m, &err)
+                            : cli_load_model(a.model, a.tokenizer, &m, &tok, &err);
+    const char *base = a.out != NULL ? strrchr(a.out, '/') : NULL;
+    const char *name = a.name != NULL ? a.name : base != NULL ? base + 1 : a.out;
+    GgufSaveReport r;
+    if (ok) ok = gguf_model_save(&m, a.no_tokenizer ? NULL : &tok, a.type, name, a.out, &r, &err);
+    struct stat st;
+    if (ok && stat(a.out, &st) == 0) {
+        fprintf(stderr,
+                "wrote %s: GGUF v3, %s, %s, %d tensors (%d F32, %d F16, %d Q8_0), %lld bytes%s\n",
+                a.out, r.arch, TYPE_NAMES[a.type], r.tensors, r.f32, r.f16, r.q8_0,
+                (long long)st.st_size, a.no_tokenizer ? ", no tokenizer" : "");
+        if (r.q8_0_fallbacks > 0)
+            fprintf(stderr,
+                    "  %d matrices have rows that are not whole blocks of 32: written F16\n",
+                    r.q8_0_fallbacks);
+    }
+    model_free(&m);
+    if (!a.no_tokenizer) tokenizer_free(&tok);
+    if (!ok) {
+        cli_print_error(&err);
+        return EXIT_BAD_INPUT;
+    }
+    return 0;
+}

@@ -1,0 +1,137 @@
+/* gguf_convert.c: see gguf_convert.h. */
+#include "gguf_convert.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "gguf.h"
+#include "gguf_tokenizer.h"
+#include "gguf_write.h"
+#include "hf_model.h"
+
+bool gguf_out_type_parse(const char *name, GgufOutType *t) {
+    static const char *const names[] = {"f32", "f16", "q8_0"};
+    for (int i = 0; i < 3; i++) {
+        if (strcmp(name, names[i]) == 0) {
+            *t = (GgufOutType)i;
+            return true;
+        }
+    }
+    return false;
+}
+
+/* <arch>.<name> = v, an unsigned 32-bit number. */
+static void arch_u32(GgufMetadata *meta, const char *arch, const char *name, int v) {
+    char key[128];
+    snprintf(key, sizeof key, "%s.%s", arch, name);
+    gguf_meta_u32(meta, key, (uint32_t)v);
+}
+
+static void arch_f32(GgufMetadata *meta, const char *arch, const char *name, float v) {
+    char key[128];
+    snprintf(key, sizeof key, "%s.%s", arch, name);
+    gguf_meta_f32(meta, key, v);
+}
+
+/* The hyperparameters as llama.cpp's converter names them. */
+static void write_config(GgufMetadata *meta, const Config *c, const char *arch) {
+    int head_dim = config_head_dim(c);
+    arch_u32(meta, arch, "context_length", c->seq_len);
+    arch_u32(meta, arch, "embedding_length", c->dim);
+    arch_u32(meta, arch, "block_count", c->n_layers);
+    arch_u32(meta, arch, "feed_forward_length", c->hidden_dim);
+    arch_u32(meta, arch, "rope.dimension_count", head_dim);
+    arch_u32(meta, arch, "attention.head_count", c->n_heads);
+    arch_u32(meta, arch, "attention.head_count_kv", c->n_kv_heads);
+    arch_u32(meta, arch, "attention.key_length", head_dim);
+    arch_u32(meta, arch, "attention.value_length", head_dim);
+    arch_f32(meta, arch, "attention.layer_norm_rms_epsilon", config_norm_eps(c));
+    arch_f32(meta, arch, "rope.freq_base", config_rope_theta(c));
+    arch_u32(meta, arch, "vocab_size", c->vocab_size);
+    if (c->rope_scaling.type == ROPE_SCALING_LINEAR) {
+        char key[128];
+        snprintf(key, sizeof key, "%s.rope.scaling.type", arch);
+        gguf_meta_string(meta, key, "linear");
+        arch_f32(meta, arch, "rope.scaling.factor", c->rope_scaling.factor);
+    }
+}
+
+/* A tensor of m to write: a vector stays F32; a matrix takes `type`, with
+ * Q8_0 falling back to F16 when its rows are not whole blocks. */
+static GgufOutTensor out_tensor(const char *name, const float *values, size_t rows, size_t cols,
+                                GgufOutType type, GgufSaveReport *r) {
+    GgufOutTensor t = {.values = values, .rows = rows, .cols = cols, .type = GGML_F32};
+    snprintf(t.name, sizeof t.name, "%s", name);
+    if (rows > 0 && type == GGUF_OUT_F16) t.type = GGML_F16;
+    if (rows > 0 && type == GGUF_OUT_Q8_0) {
+        t.type = cols % 32 == 0 ? GGML_Q8_0 : GGML_F16;
+        r->q8_0_fallbacks += cols % 32 != 0;
+    }
+    r->tensors++;
+    r->f32 += t.type == GGML_F32, r->f16 += t.type == GGML_F16, r->q8_0 += t.type == GGML_Q8_0;
+    return t;
+}
+
+/* Every tensor of m under its GGUF name; returns how many. */
+static int list_tensors(const Model *m, GgufOutType type, RowOrder rotated, GgufOutTensor *out,
+                        GgufSaveReport *r) {
+    const Config *c = &m->config;
+    const Weights *w = &m->weights;
+    size_t d = (size_t)c->dim, vocab = (size_t)c->vocab_size;
+    int n = 0;
+    out[n++] = out_tensor("token_embd.weight", w->token_embedding, vocab, d, type, r);
+    out[n++] = out_tensor("output_norm.weight", w->rms_final, 0, d, type, r);
+    if (!c->shared_classifier) out[n++] = out_tensor("output.weight", w->wcls, vocab, d, type, r);
+    for (int l = 0; l < c->n_layers; l++) {
+        HfLayerTensor parts[HF_LAYER_TENSORS];
+        int count = hf_layer_tensors(m, l, parts);
+        for (int i = 0; i < count; i++) {
+            char name[64];
+            snprintf(name, sizeof name, "blk.%d.%s", l, parts[i].gguf_name);
+            GgufOutTensor *t = &out[n++];
+            *t = out_tensor(name, parts[i].view, parts[i].rows, parts[i].cols, type, r);
+            if (parts[i].heads > 0) t->order = rotated, t->head_dim = config_head_dim(c);
+        }
+    }
+    return n;
+}
+
+bool gguf_model_save(const Model *m, const Tokenizer *tok, GgufOutType type, const char *name,
+                     const char *path, GgufSaveReport *report, StepError *err) {
+    const Config *c = &m->config;
+    *report = (GgufSaveReport){0};
+    if (m->quant != NULL || m->packed != NULL)
+        return step_fail(err, "%s: only a float32 model as loaded can be converted", path);
+    if (c->qkv_bias && c->qk_norm)
+        return step_fail(err, "%s: no GGUF architecture has both q/k/v biases and q/k norms", path);
+    if (c->rope_scaling.type != ROPE_SCALING_NONE && c->rope_scaling.type != ROPE_SCALING_LINEAR)
+        return step_fail(err, "%s: Llama 3's RoPE scaling cannot be written yet (none, linear)",
+                         path);
+    const char *arch = c->qk_norm ? "qwen3" : c->qkv_bias ? "qwen2" : "llama";
+    report->arch = arch;
+    /* llama.cpp's llama keeps interleaved pairs; its qwen, Hugging Face's halves */
+    RopeLayout wanted = strcmp(arch, "llama") == 0 ? ROPE_INTERLEAVED : ROPE_HALVES;
+    RowOrder rotated = c->rope_layout == wanted ? ROWS_AS_HELD
+                       : wanted == ROPE_HALVES  ? ROWS_TO_HALVES
+                                                : ROWS_TO_INTERLEAVED;
+    GgufMetadata meta = GGUF_METADATA_INIT;
+    gguf_meta_string(&meta, "general.architecture", arch);
+    gguf_meta_string(&meta, "general.name", name);
+    gguf_meta_u32(&meta, "general.file_type",
+                  type == GGUF_OUT_F32   ? 0
+                  : type == GGUF_OUT_F16 ? 1
+                                         : 7);
+    write_config(&meta, c, arch);
+    bool ok = tok == NULL || gguf_write_tokenizer(&meta, tok, err);
+    size_t max_tensors = 3 + (size_t)c->n_layers * HF_LAYER_TENSORS;
+    GgufOutTensor *tensors = ok ? malloc(max_tensors * sizeof *tensors) : NULL;
+    if (ok && tensors == NULL) ok = step_fail(err, "%s: out of memory", path);
+    if (ok) {
+        int n = list_tensors(m, type, rotated, tensors, report);
+        ok = gguf_write_file(path, &meta, tensors, n, err);
+    }
+    free(tensors);
+    gguf_meta_free(&meta);
+    return ok;
+}
