@@ -226,8 +226,10 @@ def check_refusals(tmp):
     r = run("convert", "--model", q8, "--tokenizer", os.path.join(MODELS, "tok512.bin"),
             "--out", out, expect=2)
     check("float32" in r.stderr, "an int8 model is refused")
-    r = run("convert", "--model", ckpt, "--no-tokenizer", "--out", tmp, expect=2)
-    check(r.stderr.count("\n") == 1, "a directory as --out is refused in one line")
+    os.mkdir(os.path.join(tmp, "d.gguf"))
+    r = run("convert", "--model", ckpt, "--no-tokenizer", "--out", os.path.join(tmp, "d.gguf"), expect=2)
+    check(r.stderr.count("\n") == 1 and "directory" in r.stderr,
+          "a directory as --out is refused in one line")
     r = run("convert", "--model", ckpt, "--no-tokenizer", "--out", os.path.join(tmp, "x.bin"), expect=2)
     check(".gguf" in r.stderr, "an --out without .gguf is refused")
 
