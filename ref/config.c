@@ -27,6 +27,20 @@ bool config_is_llama2c(const Config *c) {
 }
 
 /* The RoPE and norm numbers: finite and positive where they must be. */
+const char *config_rope_scaling_name(RopeScalingType t) {
+    switch (t) {
+        case ROPE_SCALING_NONE:
+            return "none";
+        case ROPE_SCALING_LINEAR:
+            return "linear";
+        case ROPE_SCALING_LLAMA3:
+            return "llama3";
+        case ROPE_SCALING_FACTORS:
+            return "factors";
+    }
+    return "none";
+}
+
 static bool arch_numbers_valid(const Config *c, const char *what, StepError *err) {
     if (c->head_dim < 0) return step_fail(err, "%s: head_dim must be positive", what);
     if (!(c->rope_theta >= 0) || !isfinite(c->rope_theta))
@@ -34,8 +48,16 @@ static bool arch_numbers_valid(const Config *c, const char *what, StepError *err
     if (!(c->norm_eps >= 0 && c->norm_eps < 1))
         return step_fail(err, "%s: the norm epsilon must be in (0, 1)", what);
     const RopeScaling *s = &c->rope_scaling;
-    if (s->type != ROPE_SCALING_NONE && !(s->factor >= 1 && s->factor <= 1e6))
+    if ((s->type == ROPE_SCALING_LINEAR || s->type == ROPE_SCALING_LLAMA3) &&
+        !(s->factor >= 1 && s->factor <= 1e6))
         return step_fail(err, "%s: rope_scaling.factor must be in [1, 1e6]", what);
+    if (s->type == ROPE_SCALING_FACTORS && config_head_dim(c) / 2 > ROPE_MAX_FACTORS)
+        return step_fail(err, "%s: per-frequency RoPE factors need head_dim <= %d", what,
+                         2 * ROPE_MAX_FACTORS);
+    for (int i = 0; s->type == ROPE_SCALING_FACTORS && i < config_head_dim(c) / 2; i++) {
+        if (!(s->factors[i] > 0 && s->factors[i] <= 1e6))
+            return step_fail(err, "%s: RoPE factor %d must be in (0, 1e6]", what, i);
+    }
     if (s->type == ROPE_SCALING_LLAMA3 &&
         !(s->low_freq_factor > 0 && s->high_freq_factor > s->low_freq_factor &&
           s->high_freq_factor < 1e6 && s->original_context > 0))

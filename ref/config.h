@@ -22,16 +22,22 @@ typedef enum {
 /* RoPE frequency scaling for contexts longer than the training one. */
 typedef enum {
     ROPE_SCALING_NONE,
-    ROPE_SCALING_LINEAR, /* every frequency divided by factor (positions / factor) */
-    ROPE_SCALING_LLAMA3, /* Llama 3.1's: low frequencies / factor, high kept, a smooth ramp between
-                          */
+    ROPE_SCALING_LINEAR,  /* every frequency divided by factor (positions / factor) */
+    ROPE_SCALING_LLAMA3,  /* Llama 3.1's: low frequencies / factor, high kept, a smooth ramp between
+                           */
+    ROPE_SCALING_FACTORS, /* frequency i divided by factors[i]: a GGUF file's rope_freqs.weight,
+                             the form llama.cpp gives Llama 3's scaling */
 } RopeScalingType;
+
+/* The most per-frequency factors: one for each pair of a head of up to 512. */
+#define ROPE_MAX_FACTORS 256
 
 typedef struct {
     RopeScalingType type;
-    float factor;
+    float factor;                            /* factors: the largest, for display */
     float low_freq_factor, high_freq_factor; /* llama3 */
     int original_context;                    /* llama3: the training context */
+    float factors[ROPE_MAX_FACTORS];         /* factors: [head_dim / 2] */
 } RopeScaling;
 
 /* The fields after shared_classifier are the architecture's variations;
@@ -54,6 +60,9 @@ typedef struct {
     bool qk_norm;   /* each head of q and k is RMS-normalised before RoPE (Qwen3) */
     float norm_eps; /* RMSNorm epsilon; 0: 1e-5 */
 } Config;
+
+/* "linear", "llama3" or "factors" ("none" for no scaling). */
+const char *config_rope_scaling_name(RopeScalingType t);
 
 /* The width of one attention head: head_dim, or dim / n_heads. */
 int config_head_dim(const Config *c);

@@ -1,6 +1,7 @@
 /* gguf_convert.c: see gguf_convert.h. */
 #include "gguf_convert.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -57,6 +58,34 @@ static void write_config(GgufMetadata *meta, const Config *c, const char *arch) 
     }
 }
 
+/* The per-frequency factors a GGUF file holds as rope_freqs.weight: the
+ * model's own, or Llama 3's rule worked out per frequency as llama.cpp's
+ * convert_hf_to_gguf.py does (in float32): 1 for a wavelength below
+ * original_context / high_freq_factor, factor above original_context /
+ * low_freq_factor, and 1 / ((1 - smooth) / factor + smooth) between.
+ * Returns how many (0: the model needs none). */
+static int rope_factors(const Config *c, float *out) {
+    const RopeScaling *s = &c->rope_scaling;
+    int head_dim = config_head_dim(c), half = head_dim / 2;
+    if (s->type == ROPE_SCALING_FACTORS) {
+        memcpy(out, s->factors, (size_t)half * sizeof *out);
+        return half;
+    }
+    if (s->type != ROPE_SCALING_LLAMA3) return 0;
+    const float two_pi = 6.28318530717958647692f, old = (float)s->original_context;
+    for (int i = 0; i < half; i++) {
+        float freq = 1.0f / powf(config_rope_theta(c), (float)(2 * i) / (float)head_dim);
+        float wavelen = two_pi / freq;
+        float smooth =
+            (old / wavelen - s->low_freq_factor) / (s->high_freq_factor - s->low_freq_factor);
+        out[i] = wavelen < old / s->high_freq_factor ? 1.0f
+                 : wavelen > old / s->low_freq_factor
+                     ? s->factor
+                     : 1.0f / ((1.0f - smooth) / s->factor + smooth);
+    }
+    return half;
+}
+
 /* A tensor of m to write: a vector stays F32; a matrix takes `type`, with
  * Q8_0 falling back to F16 when its rows are not whole blocks. */
 static GgufOutTensor out_tensor(const char *name, const float *values, size_t rows, size_t cols,
@@ -74,8 +103,8 @@ static GgufOutTensor out_tensor(const char *name, const float *values, size_t ro
 }
 
 /* Every tensor of m under its GGUF name; returns how many. */
-static int list_tensors(const Model *m, GgufOutType type, RowOrder rotated, GgufOutTensor *out,
-                        GgufSaveReport *r) {
+static int list_tensors(const Model *m, GgufOutType type, RowOrder rotated, const float *factors,
+                        int n_factors, GgufOutTensor *out, GgufSaveReport *r) {
     const Config *c = &m->config;
     const Weights *w = &m->weights;
     size_t d = (size_t)c->dim, vocab = (size_t)c->vocab_size;
@@ -83,6 +112,8 @@ static int list_tensors(const Model *m, GgufOutType type, RowOrder rotated, Gguf
     out[n++] = out_tensor("token_embd.weight", w->token_embedding, vocab, d, type, r);
     out[n++] = out_tensor("output_norm.weight", w->rms_final, 0, d, type, r);
     if (!c->shared_classifier) out[n++] = out_tensor("output.weight", w->wcls, vocab, d, type, r);
+    if (n_factors > 0)
+        out[n++] = out_tensor("rope_freqs.weight", factors, 0, (size_t)n_factors, type, r);
     for (int l = 0; l < c->n_layers; l++) {
         HfLayerTensor parts[HF_LAYER_TENSORS];
         int count = hf_layer_tensors(m, l, parts);
@@ -105,9 +136,6 @@ bool gguf_model_save(const Model *m, const Tokenizer *tok, GgufOutType type, con
         return step_fail(err, "%s: only a float32 model as loaded can be converted", path);
     if (c->qkv_bias && c->qk_norm)
         return step_fail(err, "%s: no GGUF architecture has both q/k/v biases and q/k norms", path);
-    if (c->rope_scaling.type != ROPE_SCALING_NONE && c->rope_scaling.type != ROPE_SCALING_LINEAR)
-        return step_fail(err, "%s: Llama 3's RoPE scaling cannot be written yet (none, linear)",
-                         path);
     const char *arch = c->qk_norm ? "qwen3" : c->qkv_bias ? "qwen2" : "llama";
     report->arch = arch;
     /* llama.cpp's llama keeps interleaved pairs; its qwen, Hugging Face's halves */
@@ -124,11 +152,13 @@ bool gguf_model_save(const Model *m, const Tokenizer *tok, GgufOutType type, con
                                          : 7);
     write_config(&meta, c, arch);
     bool ok = tok == NULL || gguf_write_tokenizer(&meta, tok, err);
-    size_t max_tensors = 3 + (size_t)c->n_layers * HF_LAYER_TENSORS;
+    float factors[ROPE_MAX_FACTORS];
+    int n_factors = rope_factors(c, factors);
+    size_t max_tensors = 4 + (size_t)c->n_layers * HF_LAYER_TENSORS;
     GgufOutTensor *tensors = ok ? malloc(max_tensors * sizeof *tensors) : NULL;
     if (ok && tensors == NULL) ok = step_fail(err, "%s: out of memory", path);
     if (ok) {
-        int n = list_tensors(m, type, rotated, tensors, report);
+        int n = list_tensors(m, type, rotated, factors, n_factors, tensors, report);
         ok = gguf_write_file(path, &meta, tensors, n, err);
     }
     free(tensors);

@@ -7,7 +7,10 @@
  * interleaved pairs (the "permute" of convert_hf_to_gguf.py, which is how
  * stepwise holds them), qwen's in Hugging Face's halves. Matrices are F32,
  * F16 or Q8_0 as asked (a Q8_0 matrix whose rows are not a multiple of 32
- * falls back to F16, as llama.cpp does); norms stay F32. */
+ * falls back to F16, as llama.cpp does); norms stay F32. Linear RoPE
+ * scaling goes into <arch>.rope.scaling.*; Llama 3's, and per-frequency
+ * factors, into a rope_freqs.weight tensor as llama.cpp's converter writes
+ * it. */
 #ifndef STEPWISE_GGUF_CONVERT_H
 #define STEPWISE_GGUF_CONVERT_H
 

@@ -76,6 +76,27 @@ static bool read_config(const GgufFile *f, const char *arch, Config *c, StepErro
     return ok;
 }
 
+/* rope_freqs.weight: one factor for each pair of a head, each frequency
+ * divided by its own (llama.cpp's form of Llama 3's RoPE scaling). */
+static bool read_rope_factors(const GgufFile *f, Config *c, StepError *err) {
+    GgufTensor *t = gguf_find_tensor(f, "rope_freqs.weight");
+    int half = config_head_dim(c) / 2;
+    if (c->rope_scaling.type != ROPE_SCALING_NONE)
+        return step_fail(err, "%s: rope_freqs.weight and %s RoPE scaling together", f->path,
+                         config_rope_scaling_name(c->rope_scaling.type));
+    if (half > ROPE_MAX_FACTORS || t->n_dims != 1 || t->ne[0] != (uint64_t)half)
+        return step_fail(err,
+                         "%s: rope_freqs.weight must hold head_dim / 2 = %d factors (at most %d)",
+                         f->path, half, ROPE_MAX_FACTORS);
+    RopeScaling *s = &c->rope_scaling;
+    *s = (RopeScaling){.type = ROPE_SCALING_FACTORS};
+    gguf_to_f32(t, s->factors);
+    for (int i = 0; i < half; i++)
+        if (s->factors[i] > s->factor) s->factor = s->factors[i];
+    t->used = 1;
+    return true;
+}
+
 /* Copy the tensor called name, [rows, cols] row-major (ne[0] = cols;
  * rows 0: a vector of cols), into dst. */
 static bool take(const GgufFile *f, const char *name, uint64_t rows, uint64_t cols, float *dst,
@@ -125,10 +146,7 @@ bool gguf_model_load(Model *m, Tokenizer *tok, const char *path, StepError *err)
                   path, arch ? arch : "(none)");
     ok = ok && read_config(&f, arch, &m->config, err);
     if (ok && gguf_find_tensor(&f, "rope_freqs.weight") != NULL)
-        ok = step_fail(err,
-                       "%s: rope_freqs.weight (Llama 3's RoPE scaling as per-frequency "
-                       "factors) is not supported yet",
-                       path);
+        ok = read_rope_factors(&f, &m->config, err);
     GgufTensor *emb = ok ? gguf_find_tensor(&f, "token_embd.weight") : NULL;
     if (ok && (emb == NULL || emb->n_dims != 2 || emb->ne[1] == 0 || emb->ne[1] > (1u << 24)))
         ok = step_fail(err, "%s: tensor token_embd.weight is missing or malformed", path);

@@ -11,8 +11,10 @@
  * original_context / high_freq_factor), divides the low ones (wavelength
  * above original_context / low_freq_factor) by the factor, and blends the
  * two linearly in 1/wavelength between, as Hugging Face's
- * _compute_llama3_parameters does. */
-static float scaled_frequency(float freq, const RopeScaling *s) {
+ * _compute_llama3_parameters does. Per-frequency factors (a GGUF file's
+ * rope_freqs.weight, which is how llama.cpp's converter writes Llama 3's
+ * rule) divide frequency i by factors[i]. */
+static float scaled_frequency(float freq, int i, const RopeScaling *s) {
     const float two_pi = 6.28318530717958647692f;
     switch (s->type) {
         case ROPE_SCALING_NONE:
@@ -27,6 +29,8 @@ static float scaled_frequency(float freq, const RopeScaling *s) {
                 (old / wavelen - s->low_freq_factor) / (s->high_freq_factor - s->low_freq_factor);
             return (1.0f - smooth) * freq / s->factor + smooth * freq;
         }
+        case ROPE_SCALING_FACTORS:
+            return freq / s->factors[i];
     }
     return freq;
 }
@@ -40,7 +44,7 @@ static void rope_tables_fill(float *cos_t, float *sin_t, int capacity, const Con
     for (int pos = 0; pos < capacity; pos++) {
         for (int i = 0; i < half; i++) {
             float freq = 1.0f / powf(theta, (float)(2 * i) / (float)head_dim);
-            freq = scaled_frequency(freq, &c->rope_scaling);
+            freq = scaled_frequency(freq, i, &c->rope_scaling);
             float angle = (float)pos * freq;
             cos_t[(size_t)pos * half + i] = cosf(angle);
             sin_t[(size_t)pos * half + i] = sinf(angle);

@@ -602,8 +602,8 @@ def gguf_cases():
     case("gguf: RoPE scaling yarn", ["generate", "--model", "{m.gguf}"], 2,
          ["RoPE scaling yarn is not supported"], files={"m.gguf": gguf_write.tiny_gguf("llama", yarn)})
     freqs = replace(b"token_embd.weight", b"rope_freqs.weight")  # the same length
-    case("gguf: a rope_freqs.weight tensor", ["generate", "--model", "{m.gguf}"], 2,
-         ["rope_freqs.weight"], files={"m.gguf": freqs})
+    case("gguf: a rope_freqs.weight of the wrong size", ["generate", "--model", "{m.gguf}"], 2,
+         ["rope_freqs.weight must hold head_dim / 2"], files={"m.gguf": freqs})
     kvs, n = gguf_write.gpt2_tokenizer_kvs(tj, "llama-bpe")
     case("gguf: gpt2 tokenizer larger than the embedding",
          ["tokenize", "--model", "{m.gguf}", "--text", "a"], 2, ["more than 8 tokens"],

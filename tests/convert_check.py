@@ -206,6 +206,38 @@ def check_hf(tmp):
         check(same, f"{arch}: the embedded tokenizer gives the folder's ids")
 
 
+def check_llama3_scaling(tmp):
+    """Llama 3's RoPE scaling goes into rope_freqs.weight as llama.cpp's
+    converter computes it; a file with factors converts to the same factors
+    and the same logits, bit for bit."""
+    import gguf_reference
+    import hf_reference as hf
+    cfg = dict(hf.BASE, architectures=["LlamaForCausalLM"], head_dim=6, rope_theta=100.0,
+               rope_scaling={"rope_type": "llama3", "factor": 8.0, "low_freq_factor": 1.0,
+                             "high_freq_factor": 4.0, "original_max_position_embeddings": 16})
+    folder, path = os.path.join(tmp, "hf-llama3-rope"), os.path.join(tmp, "llama3-rope.gguf")
+    hf.write_model_dir(folder, cfg, hf.hf_tensors(cfg, 5), "F32")
+    tok = hf.TINY_TOKENIZER
+    run("convert", "--model", folder, "--tokenizer", tok, "--out", path)
+    _, tens = read_gguf(path)
+    got = np.frombuffer(tens["rope_freqs.weight"][2], dtype="<f4")
+    want = gguf_reference.llama3_rope_factors(cfg, 6)
+    check(got.shape == (3,) and np.allclose(got, want, rtol=1e-6, atol=0) and got[0] not in (1, 8),
+          f"llama3 scaling: rope_freqs.weight {got.tolist()} is llama.cpp's formula's {want.tolist()}")
+    ids = ",".join(map(str, hf.TOKENS))
+    a = logits(path, ids, "--tokenizer", tok).view(np.float32)
+    b = logits(folder, ids, "--tokenizer", tok).view(np.float32)
+    check(np.abs(a - b).max() < 1e-5,
+          f"llama3 scaling: the GGUF's logits are the folder's within {np.abs(a - b).max():.2g} "
+          "(1e-5 allowed: dividing by a stored factor need not round as the rule does)")
+    again = os.path.join(tmp, "llama3-rope-again.gguf")
+    run("convert", "--model", path, "--out", again)
+    _, tens2 = read_gguf(again)
+    check(tens2["rope_freqs.weight"] == tens["rope_freqs.weight"] and
+          np.array_equal(logits(again, ids), logits(path, ids)),
+          "llama3 scaling: GGUF to GGUF keeps the factors and the logits, bit for bit")
+
+
 def check_refusals(tmp):
     llama2 = os.path.join(NPM, "node_modules", "@lenml", "tokenizer-llama2", "models")
     ckpt = os.path.join(MODELS, "stories260K.bin")
@@ -239,6 +271,7 @@ def main():
         f32_path, f32_tensors = check_stories(tmp)
         check_types(tmp, f32_path, f32_tensors)
         check_hf(tmp)
+        check_llama3_scaling(tmp)
         check_refusals(tmp)
     print(f"convert check: {'PASS' if failures == 0 else f'{failures} FAILED'}")
     return 1 if failures else 0

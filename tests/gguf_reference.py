@@ -13,6 +13,8 @@ from the Hugging Face-layout weights.
 
 usage: gguf_reference.py STEPWISE
 """
+import json
+import math
 import os
 import struct
 import subprocess
@@ -48,6 +50,27 @@ def to_interleaved(x, n_heads):
     return x.reshape(n_heads, 2, rows // n_heads // 2, *x.shape[1:]).swapaxes(1, 2).reshape(x.shape)
 
 
+def llama3_rope_factors(cfg, hd):
+    """convert_hf_to_gguf.py's LlamaModel: Llama 3's rule as one factor per
+    frequency (rope_freqs.weight), in float32 as torch computes it."""
+    s = cfg["rope_scaling"]
+    f32 = np.float32
+    freqs = f32(1) / f32(cfg["rope_theta"]) ** (np.arange(0, hd, 2, dtype=f32) / f32(hd))
+    old, lo, hi, factor = (f32(s["original_max_position_embeddings"]), f32(s["low_freq_factor"]),
+                           f32(s["high_freq_factor"]), f32(s["factor"]))
+    out = []
+    for freq in freqs:
+        wavelen = f32(2 * math.pi) / freq
+        if wavelen < old / hi:
+            out.append(f32(1))
+        elif wavelen > old / lo:
+            out.append(factor)
+        else:
+            smooth = (old / wavelen - lo) / (hi - lo)
+            out.append(f32(1) / ((f32(1) - smooth) / factor + smooth))
+    return np.array(out, dtype=np.float32)
+
+
 def gguf_bytes(arch, cfg, tensors, dtype):
     nh, nkv = cfg["num_attention_heads"], cfg["num_key_value_heads"]
     hd = cfg.get("head_dim") or cfg["hidden_size"] // nh
@@ -62,11 +85,14 @@ def gguf_bytes(arch, cfg, tensors, dtype):
            w.kv_u32(arch + ".attention.value_length", hd),
            w.kv_f32(arch + ".rope.freq_base", cfg["rope_theta"]),
            w.kv_f32(arch + ".attention.layer_norm_rms_epsilon", cfg["rms_norm_eps"])]
-    if cfg.get("rope_scaling"):  # linear: positions divided by the factor
+    scaling = cfg.get("rope_scaling") or {}
+    if scaling.get("rope_type") == "linear":  # positions divided by the factor
         kvs += [w.kv_str(arch + ".rope.scaling.type", "linear"),
-                w.kv_f32(arch + ".rope.scaling.factor", cfg["rope_scaling"]["factor"])]
+                w.kv_f32(arch + ".rope.scaling.factor", scaling["factor"])]
     out = {"token_embd.weight": tensors["model.embed_tokens.weight"],
            "output_norm.weight": tensors["model.norm.weight"]}
+    if scaling.get("rope_type") == "llama3":
+        out["rope_freqs.weight"] = llama3_rope_factors(cfg, hd)
     if "lm_head.weight" in tensors:
         out["output.weight"] = tensors["lm_head.weight"]
     for name, x in tensors.items():
@@ -95,12 +121,32 @@ CASES = [
     ("llama F32, linear RoPE scaling (factor 2)", "llama",
      {"architectures": ["LlamaForCausalLM"], "rope_scaling": {"rope_type": "linear", "factor": 2.0}},
      GGUF_F32),
+    ("llama F32, Llama 3 RoPE scaling as rope_freqs.weight, head_dim 6", "llama",
+     {"architectures": ["LlamaForCausalLM"], "head_dim": 6, "rope_theta": 100.0,
+      "rope_scaling": {"rope_type": "llama3", "factor": 8.0, "low_freq_factor": 1.0,
+                       "high_freq_factor": 4.0, "original_max_position_embeddings": 16}}, GGUF_F32),
     ("qwen2 F32, q/k/v biases", "qwen2",
      {"architectures": ["Qwen2ForCausalLM"], "rope_theta": 1e6, "rms_norm_eps": 1e-6}, GGUF_F32),
     ("qwen3 F16, q/k norms, head_dim 8, tied", "qwen3",
      {"architectures": ["Qwen3ForCausalLM"], "head_dim": 8, "tie_word_embeddings": True,
       "rope_theta": 1e6, "rms_norm_eps": 1e-6}, GGUF_F16),
 ]
+
+
+def engine_logits(stepwise, path, out):
+    """Every position's logits of `stepwise score` on the GGUF file at path,
+    or the error line."""
+    r = subprocess.run([stepwise, "score", "--model", path, "--tokenizer", hf.TINY_TOKENIZER,
+                        "--tokens", ",".join(map(str, hf.TOKENS)), "--top-n", "0", "--out", out],
+                       capture_output=True, text=True)
+    if r.returncode != 0:
+        return r.stderr.strip()
+    rows = {}
+    for line in open(out):
+        if '"event":"logits"' in line:
+            e = json.loads(line)
+            rows[e["pos"]] = e["logits"]
+    return np.array([rows[p] for p in range(len(hf.TOKENS))], dtype=np.float64)
 
 
 def main():
@@ -116,24 +162,23 @@ def main():
             path = os.path.join(tmp, "m%d.gguf" % i)
             open(path, "wb").write(gguf_bytes(arch, cfg, stored, dtype))
             want = arch_reference.reference_logits(hf.as_reference_model(cfg, stored), hf.TOKENS)
-            out = os.path.join(tmp, "s%d.jsonl" % i)
-            r = subprocess.run([stepwise, "score", "--model", path, "--tokenizer", hf.TINY_TOKENIZER,
-                                "--tokens", ",".join(map(str, hf.TOKENS)), "--top-n", "0", "--out",
-                                out], capture_output=True, text=True)
-            if r.returncode != 0:
-                print("FAIL  %s: %s" % (name, r.stderr.strip()))
+            got = engine_logits(stepwise, path, os.path.join(tmp, "s%d.jsonl" % i))
+            if isinstance(got, str):
+                print("FAIL  %s: %s" % (name, got))
                 failed += 1
                 continue
-            rows = {}
-            for line in open(out):
-                if '"event":"logits"' in line:
-                    e = __import__("json").loads(line)
-                    rows[e["pos"]] = e["logits"]
-            got = np.array([rows[p] for p in range(len(hf.TOKENS))], dtype=np.float64)
             err = float(np.max(np.abs(got - want)))
             ok = err <= 1e-4
+            note = ""
+            if "rope_scaling" in overrides:  # the scaling must matter: the file without it is off
+                plain = dict(cfg)
+                del plain["rope_scaling"]
+                open(path, "wb").write(gguf_bytes(arch, plain, stored, dtype))
+                off = float(np.max(np.abs(engine_logits(stepwise, path, os.path.join(tmp, "p.jsonl")) - want)))
+                ok = ok and off > 1e-3
+                note = "; without the scaling %.2g" % off
             failed += not ok
-            print("%s  GGUF %s (max |engine - numpy| %.2g)" % ("ok  " if ok else "FAIL", name, err))
+            print("%s  GGUF %s (max |engine - numpy| %.2g%s)" % ("ok  " if ok else "FAIL", name, err, note))
     print("gguf architectures: %d passed, %d failed" % (len(CASES) - failed, failed))
     return 1 if failed else 0
 

@@ -161,6 +161,23 @@ Test(oracle, identical_candidate_passes_with_zero_statistics) {
     cJSON_Delete(d), cJSON_Delete(golden);
 }
 
+/* A logit lowered by 0.5: the text report gives |d| as 0.5, not -0.5. */
+Test(oracle, lowered_logit_reports_its_absolute_difference) {
+    cJSON *golden;
+    const char *ref = score_golden_tokens(&golden);
+    Lines l = read_lines(ref);
+    cJSON *a = cJSON_GetArrayItem(logits_at(&l, 3), 11);
+    cJSON_SetNumberValue(a, (double)((float)a->valuedouble - 0.5f));
+    const char *cand = temp_path("lowered.jsonl");
+    write_lines(cand, &l);
+    char args[2048];
+    snprintf(args, sizeof args, "diff %s %s", ref, cand);
+    cr_expect_eq(run_stepwise(args, out, sizeof out, err, sizeof err), 1);
+    cr_expect(strstr(out, "first outside       pos 3, token 11") != NULL, "%s", out);
+    cr_expect(strstr(out, "|d| 0.5 > ") != NULL, "%s", out);
+    free_lines(&l), cJSON_Delete(golden);
+}
+
 /* +0.5 at (pos 2, token 7) and -0.25 at (pos 9, token 100): reported with
  * exactly those amounts (as the float32 the file holds) and places. */
 Test(oracle, perturbed_candidate_is_reported_exactly) {

@@ -32,8 +32,13 @@ cJSON *trace_arch_json(const Config *c) {
     const RopeScaling *s = &c->rope_scaling;
     if (s->type != ROPE_SCALING_NONE) {
         cJSON *r = cJSON_AddObjectToObject(a, "rope_scaling");
-        cJSON_AddStringToObject(r, "type", s->type == ROPE_SCALING_LINEAR ? "linear" : "llama3");
+        cJSON_AddStringToObject(r, "type", config_rope_scaling_name(s->type));
         cJSON_AddItemToObject(r, "factor", trace_float(s->factor));
+        if (s->type == ROPE_SCALING_FACTORS) {
+            cJSON *f = cJSON_AddArrayToObject(r, "factors");
+            for (int i = 0; i < config_head_dim(c) / 2; i++)
+                cJSON_AddItemToArray(f, trace_float(s->factors[i]));
+        }
         if (s->type == ROPE_SCALING_LLAMA3) {
             cJSON_AddItemToObject(r, "low_freq_factor", trace_float(s->low_freq_factor));
             cJSON_AddItemToObject(r, "high_freq_factor", trace_float(s->high_freq_factor));

@@ -2,6 +2,7 @@
  * engine's numbers differ from the reference. */
 #include <cjson/cJSON.h>
 #include <getopt.h>
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -70,7 +71,7 @@ static void print_text(const char *ref, const char *cand, const DiffTolerance *t
             printf("first outside       pos %d, token %d: reference %.9g, candidate %.9g, "
                    "|d| %.9g > %.3g\n",
                    r->first_outside_pos, r->first_outside_id, r->first_outside_ref,
-                   r->first_outside_cand, r->first_outside_cand - r->first_outside_ref,
+                   r->first_outside_cand, fabs(r->first_outside_cand - r->first_outside_ref),
                    r->first_outside_allowed);
     }
     printf("verdict: %s\n", r->pass ? "PASS (within tolerance)" : "FAIL (outside tolerance)");

@@ -71,9 +71,10 @@ static void print_arch(const Config *c) {
     if (config_is_llama2c(c)) return;
     printf("  architecture: RoPE %s, theta %g", c->rope_layout == ROPE_HALVES ? "halves" : "pairs",
            (double)config_rope_theta(c));
-    if (c->rope_scaling.type != ROPE_SCALING_NONE)
-        printf(", %s scaling x%g",
-               c->rope_scaling.type == ROPE_SCALING_LINEAR ? "linear" : "llama3",
+    if (c->rope_scaling.type == ROPE_SCALING_FACTORS)
+        printf(", a scaling factor per frequency (at most x%g)", (double)c->rope_scaling.factor);
+    else if (c->rope_scaling.type != ROPE_SCALING_NONE)
+        printf(", %s scaling x%g", config_rope_scaling_name(c->rope_scaling.type),
                (double)c->rope_scaling.factor);
     printf("%s%s, norm eps %g\n", c->qkv_bias ? ", q/k/v biases" : "",
            c->qk_norm ? ", q/k norms" : "", (double)config_norm_eps(c));
