@@ -110,6 +110,10 @@ PY
 # GGUF: tiny llama, qwen2 and qwen3 files with an embedded llama tokenizer,
 # written following the GGUF spec by tests/gguf_write.py
 /usr/bin/python3 tests/gguf_write.py "$C/gguf"
+# and as `stepwise convert` writes them: the tiny JSON model in each type
+for t in f32 f16 q8_0; do
+  "$S" convert --model data/tiny-model.json --type $t --out "$C/gguf/converted-$t.gguf" 2> /dev/null
+done
 
 # tokenizer.json: [2-byte length][text][2-byte length][tokenizer_config.json][tokenizer.json],
 # one of each supported form, written to the format by tests/tokenizer_json_write.py
@@ -146,4 +150,11 @@ tj, config = tokenizer_json_write.byte_level()
 kvs, n = gguf_write.gpt2_tokenizer_kvs(tj, "llama-bpe")
 kvs.append(gguf_write.kv_str("tokenizer.chat_template", "<|im_start|>"))
 open(f"{sys.argv[1]}/llama-gpt2-tokenizer", "wb").write(gguf_write.tiny_gguf("llama", kvs, n))
+# Llama 3's RoPE scaling as a rope_freqs.weight tensor, as tests/gguf_reference.py writes it
+import gguf_reference, hf_reference as hf
+cfg = dict(hf.BASE, architectures=["LlamaForCausalLM"], head_dim=6, rope_theta=100.0,
+           rope_scaling={"rope_type": "llama3", "factor": 8.0, "low_freq_factor": 1.0,
+                         "high_freq_factor": 4.0, "original_max_position_embeddings": 16})
+open(f"{sys.argv[1]}/llama-rope-freqs", "wb").write(
+    gguf_reference.gguf_bytes("llama", cfg, hf.hf_tensors(cfg, 3), gguf_reference.GGUF_F32))
 PY
