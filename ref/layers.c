@@ -77,6 +77,9 @@ void softmax_forward(float *x, int n) {
 /* Hand one head's row of attention (scores or pattern) to the observer. */
 static void emit_head(const HookSite *site, HookPoint point, int t, int head, const float *row,
                       int n) {
+#ifdef STEPWISE_INJECT_BUG /* every head's row at that position (docs/first-wrong-number.md) */
+    if (site != NULL) hook_inject(point, site->layer, site->pos0 + t, (float *)row, n);
+#endif
     if (site == NULL || !hook_wanted(site->obs, point, site->layer, site->pos0 + t)) return;
     HookTensor h = {.point = point,
                     .layer = site->layer,

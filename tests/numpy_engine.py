@@ -5,10 +5,14 @@ llama.cpp's graph for the llama architecture (RMSNorm, RoPE on adjacent
 pairs, grouped-query attention, SwiGLU), sharing nothing with stepwise but
 the file. numpy's matrix products sum in their own order, so its logits
 differ from stepwise's in the last bits, as any independent float32
-engine's do. It writes them as the raw .f32 that `stepwise diff` reads,
-with the JSON sidecar.
+engine's do. It writes them through trace/candidate.py: OUT.f32 (or
+OUT.npy) with the sidecar, or with OUT.jsonl the logits and the default
+golden hooks (the residual stream of every block, attn_out, mlp_out,
+final_norm) as a trace that diff walks hook by hook. --kv f16 keeps K and
+V in float16, as engines with a half-precision cache do (the f16-kv
+preset is calibrated on it).
 
-usage: tests/numpy_engine.py MODEL.gguf 1,403,407,... OUT.f32
+usage: tests/numpy_engine.py MODEL.gguf 1,403,407,... OUT.{f32,npy,jsonl} [--kv f16]
 """
 import json
 import os
@@ -16,7 +20,10 @@ import sys
 
 import numpy as np
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+sys.path.insert(0, os.path.join(os.path.dirname(HERE), "trace"))
+from candidate import write_logits, write_trace  # noqa: E402
 from gguf_read import read_gguf  # noqa: E402
 
 
@@ -51,7 +58,8 @@ def rope(x, theta, head_dim):
     return np.stack([a * cos - b * sin, a * sin + b * cos], axis=-1).reshape(x.shape)
 
 
-def forward(meta, t, tokens):
+def forward(meta, t, tokens, kv_f16=False):
+    """The logits [T, vocab] and the default hooks' activations {name: [T, dim]}."""
     arch = meta["general.architecture"]
     assert arch == "llama", f"this engine runs llama only, not {arch}"
     g = lambda k, d=None: meta.get(f"llama.{k}", d)
@@ -63,36 +71,50 @@ def forward(meta, t, tokens):
     T = len(tokens)
     x = emb[tokens].astype(np.float32)
     mask = np.triu(np.full((T, T), -np.inf, dtype=np.float32), 1)
+    acts = {}
     for l in range(L):
         w = lambda n: tensor(t, f"blk.{l}.{n}.weight")
+        acts[f"blocks.{l}.resid_pre"] = x
         xb = rms_norm(x, w("attn_norm"), eps)
         q = rope(xb @ w("attn_q").T, theta, hd).reshape(T, nh, hd)
         k = rope(xb @ w("attn_k").T, theta, hd).reshape(T, nkv, hd)
         v = (xb @ w("attn_v").T).reshape(T, nkv, hd)
+        if kv_f16:  # the cache holds half precision
+            k, v = k.astype(np.float16).astype(np.float32), v.astype(np.float16).astype(np.float32)
         k, v = np.repeat(k, nh // nkv, axis=1), np.repeat(v, nh // nkv, axis=1)
         s = np.einsum("thd,uhd->htu", q, k) / np.sqrt(np.float32(hd)) + mask
         p = np.exp(s - s.max(axis=-1, keepdims=True))
         p /= p.sum(axis=-1, keepdims=True)
-        x = x + np.einsum("htu,uhd->thd", p, v).reshape(T, nh * hd) @ w("attn_output").T
+        attn_out = np.einsum("htu,uhd->thd", p, v).reshape(T, nh * hd) @ w("attn_output").T
+        x = x + attn_out
+        acts[f"blocks.{l}.attn_out"], acts[f"blocks.{l}.resid_mid"] = attn_out, x
         xb = rms_norm(x, w("ffn_norm"), eps)
         gate = xb @ w("ffn_gate").T
-        x = x + (gate / (1 + np.exp(-gate)) * (xb @ w("ffn_up").T)) @ w("ffn_down").T
+        mlp_out = (gate / (1 + np.exp(-gate)) * (xb @ w("ffn_up").T)) @ w("ffn_down").T
+        x = x + mlp_out
+        acts[f"blocks.{l}.mlp_out"], acts[f"blocks.{l}.resid_post"] = mlp_out, x
     classifier = tensor(t, "output.weight") if "output.weight" in t else emb  # absent: tied
-    return rms_norm(x, tensor(t, "output_norm.weight"), eps) @ classifier.T
+    acts["final_norm"] = rms_norm(x, tensor(t, "output_norm.weight"), eps)
+    return acts["final_norm"] @ classifier.T, acts
 
 
 def main():
-    if len(sys.argv) != 4:
+    args = sys.argv[1:]
+    kv_f16 = args[-2:] == ["--kv", "f16"]
+    if kv_f16:
+        args = args[:-2]
+    if len(args) != 3:
         raise SystemExit(__doc__)
-    meta, tensors = read_gguf(sys.argv[1])
-    tokens = [int(i) for i in sys.argv[2].split(",")]
-    logits = forward(meta, tensors, tokens).astype("<f4")
-    logits.tofile(sys.argv[3])
-    with open(sys.argv[3] + ".json", "w") as f:
-        json.dump({"format": "stepwise-logits-f32", "vocab_size": logits.shape[1],
-                   "positions": len(tokens), "first_pos": 0}, f)
-        f.write("\n")
-    print(f"wrote {sys.argv[3]}: {len(tokens)} positions x {logits.shape[1]} logits")
+    meta, tensors = read_gguf(args[0])
+    tokens = [int(i) for i in args[1].split(",")]
+    logits, acts = forward(meta, tensors, tokens, kv_f16)
+    out = args[2]
+    if out.endswith(".jsonl"):
+        write_trace(out, tokens, logits=logits, activations=acts)
+        print(f"wrote {out}: {len(tokens)} positions, logits and {len(acts)} hooks")
+    else:
+        write_logits(out, logits, token_ids=tokens)
+        print(f"wrote {out}: {len(tokens)} positions x {logits.shape[1]} logits")
 
 
 if __name__ == "__main__":

@@ -1,224 +1,229 @@
 /* trace_diff.c: see trace_diff.h. */
 #include "trace_diff.h"
 
-#include <cjson/cJSON.h>
-#include <errno.h>
-#include <stdint.h>
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
-#include "../ref/file_util.h"
-#include "../ref/json_util.h"
 #include "../ref/score.h"
-#include "trace_reader.h"
-
-void logits_set_free(LogitsSet *s) {
-    free(s->pos), free(s->logits), free(s->kv_layer), free(s->kv_pos), free(s->k), free(s->v);
-    memset(s, 0, sizeof *s);
-}
-
-/* Bounds on what a file may claim: far beyond any model, small enough that
- * no product of two of them overflows. */
-#define DIFF_MAX_VOCAB (1 << 24)
-#define DIFF_MAX_POS   (1 << 30)
-#define DIFF_MAX_LAYER (1 << 20)
-
-/* Copy a JSON array of numbers (null: NaN) into dst[0..n); false if the
- * length differs. */
-static bool read_floats(const cJSON *arr, float *dst, int n) {
-    if (!cJSON_IsArray(arr) || cJSON_GetArraySize(arr) != n) return false;
-    int i = 0;
-    const cJSON *v;
-    cJSON_ArrayForEach(v, arr) dst[i++] = cJSON_IsNumber(v) ? json_float(v->valuedouble) : NAN;
-    return true;
-}
-
-/* Grow *p (of elem bytes each) to hold `need` elements, doubling. */
-static bool grow(void **p, size_t *cap, size_t need, size_t elem) {
-    if (need <= *cap) return true;
-    size_t c = *cap ? *cap : 64;
-    while (c < need) c *= 2;
-    if (c > SIZE_MAX / elem) return false;
-    void *q = realloc(*p, c * elem);
-    if (q == NULL) return false;
-    *p = q, *cap = c;
-    return true;
-}
-
-/* Row capacities of a LogitsSet being read. */
-typedef struct {
-    size_t pos, logits, kv_layer, kv_pos, k, v;
-} Caps;
-
-static bool read_logits_event(LogitsSet *s, const cJSON *e, Caps *cap, long line, const char *path,
-                              StepError *err) {
-    const cJSON *arr = cJSON_GetObjectItemCaseSensitive(e, "logits");
-    int pos;
-    if (!cJSON_IsArray(arr) || !json_int_field(e, "pos", 0, DIFF_MAX_POS, &pos))
-        return step_fail(err, "%s:%ld: a logits event needs a whole \"pos\" >= 0 and \"logits\"",
-                         path, line);
-    if (s->vocab_size == 0) s->vocab_size = cJSON_GetArraySize(arr);
-    if (s->vocab_size < 1 || s->vocab_size > DIFF_MAX_VOCAB)
-        return step_fail(err, "%s:%ld: logits has %d values (1 to %d expected)", path, line,
-                         s->vocab_size, DIFF_MAX_VOCAB);
-    void *p = s->pos, *l = s->logits;
-    size_t need = (size_t)s->n + 1;
-    bool grown = grow(&p, &cap->pos, need, sizeof(int));
-    s->pos = p;
-    grown = grown && grow(&l, &cap->logits, need, (size_t)s->vocab_size * sizeof(float));
-    s->logits = l;
-    if (!grown) return step_fail(err, "%s: out of memory", path);
-    if (s->n > 0 && pos <= s->pos[s->n - 1])
-        return step_fail(err, "%s:%ld: logits at pos %d after pos %d (positions must increase)",
-                         path, line, pos, s->pos[s->n - 1]);
-    s->pos[s->n] = pos;
-    if (!read_floats(arr, s->logits + (size_t)s->n * s->vocab_size, s->vocab_size))
-        return step_fail(err, "%s:%ld: logits has %d values, the first had %d", path, line,
-                         cJSON_GetArraySize(arr), s->vocab_size);
-    s->n++;
-    return true;
-}
-
-static bool read_kv_event(LogitsSet *s, const cJSON *e, Caps *cap, long line, const char *path,
-                          StepError *err) {
-    const cJSON *k = cJSON_GetObjectItemCaseSensitive(e, "k");
-    const cJSON *v = cJSON_GetObjectItemCaseSensitive(e, "v");
-    int layer, pos;
-    if (!cJSON_IsArray(k) || !cJSON_IsArray(v) ||
-        !json_int_field(e, "layer", 0, DIFF_MAX_LAYER, &layer) ||
-        !json_int_field(e, "pos", 0, DIFF_MAX_POS, &pos))
-        return step_fail(err,
-                         "%s:%ld: a kv event needs whole \"layer\" and \"pos\" >= 0, "
-                         "\"k\" and \"v\"",
-                         path, line);
-    if (s->kv_dim == 0) s->kv_dim = cJSON_GetArraySize(k);
-    if (s->kv_dim < 1 || s->kv_dim > DIFF_MAX_VOCAB)
-        return step_fail(err, "%s:%ld: a kv row has %d values (1 to %d expected)", path, line,
-                         s->kv_dim, DIFF_MAX_VOCAB);
-    void *pl = s->kv_layer, *pp = s->kv_pos, *pk = s->k, *pv = s->v;
-    size_t row = (size_t)s->kv_dim * sizeof(float), need = (size_t)s->n_kv + 1;
-    bool grown = grow(&pl, &cap->kv_layer, need, sizeof(int));
-    s->kv_layer = pl;
-    grown = grown && grow(&pp, &cap->kv_pos, need, sizeof(int));
-    s->kv_pos = pp;
-    grown = grown && grow(&pk, &cap->k, need, row);
-    s->k = pk;
-    grown = grown && grow(&pv, &cap->v, need, row);
-    s->v = pv;
-    if (!grown) return step_fail(err, "%s: out of memory", path);
-    s->kv_layer[s->n_kv] = layer;
-    s->kv_pos[s->n_kv] = pos;
-    if (!read_floats(k, s->k + (size_t)s->n_kv * s->kv_dim, s->kv_dim) ||
-        !read_floats(v, s->v + (size_t)s->n_kv * s->kv_dim, s->kv_dim))
-        return step_fail(err, "%s:%ld: kv rows have another length than the first (%d)", path, line,
-                         s->kv_dim);
-    s->n_kv++;
-    return true;
-}
-
-static bool read_jsonl(LogitsSet *s, const char *path, StepError *err) {
-    TraceReader r;
-    if (!trace_reader_open(&r, path, err)) return false;
-    Caps cap = {0};
-    bool ok = true, not_json;
-    cJSON *e;
-    while (ok && ((e = trace_reader_next(&r, &not_json)) != NULL || not_json)) {
-        if (not_json) {
-            ok = step_fail(err, "%s:%ld: not valid JSON (malformed or truncated)", path, r.line_no);
-            break;
-        }
-        const char *name = trace_event_name(e);
-        if (name != NULL && strcmp(name, "logits") == 0)
-            ok = read_logits_event(s, e, &cap, r.line_no, path, err);
-        if (name != NULL && strcmp(name, "kv") == 0)
-            ok = read_kv_event(s, e, &cap, r.line_no, path, err);
-        cJSON_Delete(e);
-    }
-    trace_reader_close(&r);
-    if (ok && s->n == 0) ok = step_fail(err, "%s: no logits events", path);
-    return ok;
-}
-
-/* The sidecar FILE.json of a raw float32 file: vocab_size, positions and
- * first_pos, each checked. */
-static bool read_sidecar(LogitsSet *s, const char *sidecar, int *first_pos, StepError *err) {
-    char *text;
-    if (!file_read_text(sidecar, "sidecar", &text, err)) return false;
-    cJSON *meta = cJSON_Parse(text);
-    free(text);
-    const char *fmt = json_string_field(meta, "format");
-    *first_pos = 0;
-    bool ok = fmt != NULL && strcmp(fmt, "stepwise-logits-f32") == 0 &&
-              json_int_field(meta, "vocab_size", 1, DIFF_MAX_VOCAB, &s->vocab_size) &&
-              json_int_field(meta, "positions", 1, DIFF_MAX_POS, &s->n) &&
-              (cJSON_GetObjectItemCaseSensitive(meta, "first_pos") == NULL ||
-               json_int_field(meta, "first_pos", 0, DIFF_MAX_POS, first_pos));
-    cJSON_Delete(meta);
-    if (!ok)
-        return step_fail(err,
-                         "%s: needs {\"format\": \"stepwise-logits-f32\", \"vocab_size\" "
-                         "(1 to %d), \"positions\" (1 to %d)} and a whole first_pos >= 0",
-                         sidecar, DIFF_MAX_VOCAB, DIFF_MAX_POS);
-    return true;
-}
-
-/* Raw float32 [positions, vocab_size], described by FILE.json beside it. */
-static bool read_raw(LogitsSet *s, const char *path, StepError *err) {
-    char sidecar[4096];
-    if (snprintf(sidecar, sizeof sidecar, "%s.json", path) >= (int)sizeof sidecar)
-        return step_fail(err, "%s: name too long", path);
-    int first_pos;
-    if (!read_sidecar(s, sidecar, &first_pos, err)) return false;
-    if ((int64_t)first_pos + s->n - 1 > INT32_MAX)
-        return step_fail(err, "%s: first_pos %d + positions %d is beyond %d", sidecar, first_pos,
-                         s->n, INT32_MAX);
-    uint64_t want = (uint64_t)s->n * (uint64_t)s->vocab_size * sizeof(float);
-    FILE *f = file_open_input(path, "logits", err);
-    if (f == NULL) return false;
-    struct stat st;
-    if (fstat(fileno(f), &st) != 0 || (uint64_t)st.st_size != want) {
-        fclose(f);
-        return step_fail(err, "%s: %lld bytes, the sidecar promises %llu (%d x %d float32)", path,
-                         (long long)st.st_size, (unsigned long long)want, s->n, s->vocab_size);
-    }
-    s->pos = malloc((size_t)s->n * sizeof(int));
-    s->logits = malloc(want);
-    bool ok = s->pos != NULL && s->logits != NULL && fread(s->logits, 1, want, f) == want;
-    fclose(f);
-    if (!ok) return step_fail(err, "%s: read error", path);
-    for (int i = 0; i < s->n; i++) s->pos[i] = first_pos + i;
-    return true;
-}
-
-bool logits_set_read(LogitsSet *s, const char *path, StepError *err) {
-    memset(s, 0, sizeof *s);
-    size_t len = strlen(path);
-    bool raw = len > 4 && strcmp(path + len - 4, ".f32") == 0;
-    bool ok = raw ? read_raw(s, path, err) : read_jsonl(s, path, err);
-    if (!ok) logits_set_free(s);
-    return ok;
-}
 
 bool diff_tolerance_preset(DiffTolerance *t, const char *name, StepError *err) {
-    *t = (DiffTolerance){.preset = name, .atol = 1e-5, .rtol = 1.3e-6};
-    if (strcmp(name, "fp32") == 0) return true;
-    if (strcmp(name, "fp16") == 0) {
-        t->rtol = 1e-3;
+    static const struct {
+        const char *name;
+        DiffRule rule;
+        double atol, rtol;
+    } PRESETS[] = {
+        {"fp32", RULE_ROW, 1e-6, 3e-5},       {"fp32-elementwise", RULE_ELEMENT, 1e-5, 1.3e-6},
+        {"f16-kv", RULE_ROW, 1e-5, 3e-2},     {"fp16", RULE_ELEMENT, 1e-5, 1e-3},
+        {"bf16", RULE_ELEMENT, 1e-5, 1.6e-2}, {"int8", RULE_KL, 1e-6, 0},
+    };
+    for (size_t i = 0; i < sizeof PRESETS / sizeof PRESETS[0]; i++) {
+        if (strcmp(name, PRESETS[i].name) != 0) continue;
+        *t = (DiffTolerance){.rule = PRESETS[i].rule,
+                             .atol = PRESETS[i].atol,
+                             .rtol = PRESETS[i].rtol,
+                             .kl_mean_max = 0.05,
+                             .top1_min = 0.90,
+                             .walk_rtol = 0.1};
+        snprintf(t->preset, sizeof t->preset, "%s", name);
         return true;
     }
-    if (strcmp(name, "bf16") == 0) {
-        t->rtol = 1.6e-2;
-        return true;
-    }
-    if (strcmp(name, "int8") == 0) {
-        t->by_kl = true, t->kl_mean_max = 0.05, t->top1_min = 0.90;
-        return true;
-    }
-    return step_fail(err, "unknown --preset '%s' (fp32, fp16, bf16, int8)", name);
+    return step_fail(
+        err, "unknown --preset '%.40s' (fp32, fp32-elementwise, f16-kv, fp16, bf16, int8)", name);
 }
+
+double diff_allowed(const DiffTolerance *t, int point, double r_i, double scale) {
+    (void)point; /* one rule for every hook; the presets could tell them apart */
+    switch (t->rule) {
+        case RULE_ROW:
+            return t->atol + t->rtol * scale;
+        case RULE_ELEMENT:
+            return t->atol + t->rtol * fabs(r_i);
+        case RULE_KL:
+            return t->atol + t->walk_rtol * scale;
+    }
+    return 0;
+}
+
+/* Compare one tensor: its worst element into *p; true if any element is
+ * outside the tolerance (a NaN on either side always is). */
+static bool compare_tensor(const float *r, const float *c, int n, const DiffTolerance *tol,
+                           DiffPoint *p) {
+    double scale = 0;
+    for (int i = 0; i < n; i++)
+        if (fabs((double)r[i]) > scale) scale = fabs((double)r[i]);
+    bool outside = false;
+    p->max_abs = -1, p->index = 0;
+    for (int i = 0; i < n; i++) {
+        double d = fabs((double)c[i] - (double)r[i]);
+        if (isnan(d)) d = INFINITY;
+        if (d > p->max_abs) p->max_abs = d, p->index = i;
+        outside |= !(d <= diff_allowed(tol, p->point, r[i], scale));
+    }
+    p->scale = scale;
+    p->rel = scale > 0 ? p->max_abs / scale : p->max_abs > 0 ? INFINITY : 0;
+    p->ref = r[p->index], p->cand = c[p->index];
+    p->allowed = diff_allowed(tol, p->point, r[p->index], scale);
+    return outside;
+}
+
+/* ---- the inputs ---- */
+
+/* The first position both sides state a token for and whose tokens differ
+ * (-1: none), and how many positions were compared. */
+static void check_inputs(const DiffRun *ref, const DiffRun *cand, DiffReport *rep) {
+    rep->inputs_differ_pos = -1;
+    rep->inputs_checked = ref->inputs_stated && cand->inputs_stated;
+    if (!rep->inputs_checked) return;
+    for (int i = 0, j = 0; i < ref->n_inputs && j < cand->n_inputs;) {
+        int a = ref->input_pos[i], b = cand->input_pos[j];
+        if (a < b) {
+            i++;
+        } else if (b < a) {
+            j++;
+        } else {
+            rep->inputs_compared++;
+            if (ref->input_token[i] != cand->input_token[j]) {
+                rep->inputs_differ_pos = a;
+                rep->ref_token = ref->input_token[i], rep->cand_token = cand->input_token[j];
+                return;
+            }
+            i++, j++;
+        }
+    }
+}
+
+/* ---- the walk through the hooks ---- */
+
+/* One tensor of a run in execution order: position, then embed, the
+ * layers in order (each layer's hooks in the order HookPoint lists them),
+ * final_norm and logits; heads last. */
+typedef struct {
+    int pos, layer_key, point, head;
+    const float *data;
+    int n;
+} Entry;
+
+static int compare_entries(const void *a, const void *b) {
+    const Entry *x = a, *y = b;
+    if (x->pos != y->pos) return (x->pos > y->pos) - (x->pos < y->pos);
+    if (x->layer_key != y->layer_key)
+        return (x->layer_key > y->layer_key) - (x->layer_key < y->layer_key);
+    if (x->point != y->point) return (x->point > y->point) - (x->point < y->point);
+    return (x->head > y->head) - (x->head < y->head);
+}
+
+static int layer_key(int point, int layer) {
+    if (point == HOOK_EMBED) return -1;
+    return hook_in_block((HookPoint)point) ? layer : INT_MAX;
+}
+
+/* The run's activations and logits rows before position limit, sorted. */
+static Entry *entries_of(const DiffRun *r, int limit, int *n) {
+    Entry *e = malloc(((size_t)r->n_acts + (size_t)r->n + 1) * sizeof *e);
+    if (e == NULL) return NULL;
+    int k = 0;
+    for (int i = 0; i < r->n_acts; i++) {
+        const DiffActivation *a = &r->acts[i];
+        if (a->pos < limit)
+            e[k++] =
+                (Entry){a->pos, layer_key(a->point, a->layer), a->point, a->head, a->data, a->n};
+    }
+    for (int i = 0; i < r->n; i++) {
+        if (r->pos[i] < limit)
+            e[k++] = (Entry){
+                r->pos[i],    INT_MAX, HOOK_LOGITS, -1, r->logits + (size_t)i * r->vocab_size,
+                r->vocab_size};
+    }
+    qsort(e, (size_t)k, sizeof *e, compare_entries);
+    *n = k;
+    return e;
+}
+
+static const Entry *find_entry(const Entry *e, int n, const Entry *want) {
+    int lo = 0, hi = n;
+    while (lo < hi) {
+        int mid = lo + (hi - lo) / 2;
+        if (compare_entries(&e[mid], want) < 0)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo < n && compare_entries(&e[lo], want) == 0 ? &e[lo] : NULL;
+}
+
+/* Fold one compared tensor into the per-layer table. */
+static void table_add(DiffReport *rep, const DiffPoint *p) {
+    if (hook_in_block((HookPoint)p->point)) {
+        if (p->layer >= DIFF_TABLE_LAYERS) return;
+        if (p->layer + 1 > rep->table_layers) rep->table_layers = p->layer + 1;
+        double *a = &rep->table_abs[p->layer][p->point], *r = &rep->table_rel[p->layer][p->point];
+        if (!rep->table_has[p->layer][p->point] || p->max_abs > *a) *a = p->max_abs;
+        if (!rep->table_has[p->layer][p->point] || p->rel > *r) *r = p->rel;
+        rep->table_has[p->layer][p->point] = true;
+    } else {
+        if (!rep->outside_has[p->point] || p->max_abs > rep->outside_abs[p->point])
+            rep->outside_abs[p->point] = p->max_abs;
+        rep->outside_has[p->point] = true;
+    }
+}
+
+/* log_softmax of each row of m [n, V] into a copy (NULL when out of memory). */
+static float *as_logprobs(const float *m, int n, int V) {
+    float *out = malloc((size_t)n * V * sizeof(float));
+    double *tmp = malloc((size_t)V * sizeof(double));
+    if (out == NULL || tmp == NULL) {
+        free(out), free(tmp);
+        return NULL;
+    }
+    for (int p = 0; p < n; p++) {
+        log_softmax(m + (size_t)p * V, V, tmp);
+        for (int i = 0; i < V; i++) out[(size_t)p * V + i] = (float)tmp[i];
+    }
+    free(tmp);
+    return out;
+}
+
+static bool walk_hooks(const Entry *re, int nr, const Entry *ce, int nc, const DiffTolerance *tol,
+                       DiffReport *rep) {
+    for (int i = 0; i < nr; i++) {
+        const Entry *r = &re[i], *c = find_entry(ce, nc, r);
+        char name[64];
+        if (c == NULL) {
+            if (r->point == HOOK_LOGITS) {
+                rep->missing_logits++;
+            } else if (rep->missing_acts++ == 0) {
+                hook_name((HookPoint)r->point, r->layer_key, name, sizeof name);
+                snprintf(rep->first_missing_hook, sizeof rep->first_missing_hook, "%s", name);
+                rep->first_missing_pos = r->pos;
+            }
+            continue;
+        }
+        DiffPoint p = {.point = r->point,
+                       .layer =
+                           r->point == HOOK_LOGITS || r->layer_key < 0 || r->layer_key == INT_MAX
+                               ? -1
+                               : r->layer_key,
+                       .pos = r->pos,
+                       .head = r->head};
+        bool outside;
+        if (c->n != r->n) { /* another shape: wrong as a whole */
+            p.max_abs = p.rel = INFINITY, p.index = -1, outside = true;
+        } else {
+            outside = compare_tensor(r->data, c->data, r->n, tol, &p);
+        }
+        if (r->point != HOOK_LOGITS) rep->acts_compared++;
+        table_add(rep, &p);
+        if (outside && r->point == HOOK_LOGITS && !rep->logits_outside)
+            rep->logits_outside = true, rep->first_logits = p;
+        if (outside && !rep->diverged) rep->diverged = true, rep->first = p;
+    }
+    return true;
+}
+
+/* ---- the logits' statistics ---- */
 
 static int argmax_of(const float *x, int n) {
     int best = 0;
@@ -239,10 +244,12 @@ static int compare_doubles(const void *a, const void *b) {
 }
 
 /* One position's statistics, folded into the report. */
-static void compare_position(const float *r, const float *c, int V, int pos,
-                             const DiffTolerance *tol, double *lr, double *lc, double *kl_out,
-                             DiffReport *rep) {
-    double se = 0, ss = 0;
+static void logits_position(const float *r, const float *c, int V, int pos,
+                            const DiffTolerance *tol, double *lr, double *lc, double *kl_out,
+                            DiffReport *rep) {
+    double se = 0, ss = 0, scale = 0;
+    for (int i = 0; i < V; i++)
+        if (fabs((double)r[i]) > scale) scale = fabs((double)r[i]);
     for (int i = 0; i < V; i++) {
         double d = fabs((double)c[i] - (double)r[i]);
         if (rep->max_abs_pos < 0 || !(d <= rep->max_abs)) { /* a NaN counts as larger */
@@ -250,14 +257,7 @@ static void compare_position(const float *r, const float *c, int V, int pos,
             rep->max_abs_ref = r[i], rep->max_abs_cand = c[i];
         }
         rep->mean_abs += d;
-        double allowed = tol->atol + tol->rtol * fabs((double)r[i]);
-        if (!(d <= allowed)) {
-            if (rep->outside++ == 0) {
-                rep->first_outside_pos = pos, rep->first_outside_id = i;
-                rep->first_outside_ref = r[i], rep->first_outside_cand = c[i];
-                rep->first_outside_allowed = allowed;
-            }
-        }
+        rep->outside += !(d <= diff_allowed(tol, HOOK_LOGITS, r[i], scale));
         se += d * d, ss += (double)r[i] * r[i];
     }
     double nmse = ss > 0 ? se / ss : se;
@@ -281,8 +281,52 @@ static void compare_position(const float *r, const float *c, int V, int pos,
     }
 }
 
+/* The row of run r at position pos, or -1. */
+static int row_at(const DiffRun *r, int pos) {
+    int lo = 0, hi = r->n;
+    while (lo < hi) {
+        int mid = lo + (hi - lo) / 2;
+        if (r->pos[mid] < pos)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo < r->n && r->pos[lo] == pos ? lo : -1;
+}
+
+static bool logits_stats(const DiffRun *ref, const float *rl, const DiffRun *cand, const float *cl,
+                         int limit, const DiffTolerance *tol, DiffReport *rep) {
+    int V = ref->vocab_size;
+    double *lr = malloc((size_t)V * sizeof(double)), *lc = malloc((size_t)V * sizeof(double));
+    double *kl = malloc(((size_t)ref->n + 1) * sizeof(double));
+    if (lr == NULL || lc == NULL || kl == NULL) {
+        free(lr), free(lc), free(kl);
+        return false;
+    }
+    for (int a = 0; a < ref->n && ref->pos[a] < limit; a++) {
+        int b = row_at(cand, ref->pos[a]);
+        if (b < 0) continue;
+        logits_position(rl + (size_t)a * V, cl + (size_t)b * V, V, ref->pos[a], tol, lr, lc,
+                        &kl[rep->n], rep);
+        rep->kl_mean += kl[rep->n++];
+    }
+    if (rep->n > 0) {
+        rep->nmse_mean /= rep->n;
+        rep->mean_abs /= (double)rep->n * V;
+        rep->kl_mean /= rep->n;
+        rep->dp_top_rms = sqrt(rep->dp_top_rms / rep->n);
+        qsort(kl, (size_t)rep->n, sizeof(double), compare_doubles);
+        int i99 = (int)ceil(0.99 * rep->n) - 1;
+        rep->kl_p99 = kl[i99 < 0 ? 0 : i99];
+    }
+    free(lr), free(lc), free(kl);
+    return true;
+}
+
+/* ---- KV rows ---- */
+
 /* A candidate KV row's key, for finding the row that matches a reference
- * row in O(log n) rather than by scanning (a file may hold many rows). */
+ * row in O(log n). */
 typedef struct {
     int layer, pos, index;
 } KvKey;
@@ -294,7 +338,6 @@ static int compare_kv_keys(const void *a, const void *b) {
     return (x->index > y->index) - (x->index < y->index);
 }
 
-/* The first candidate row (lowest index) at (layer, pos), or -1. */
 static int find_kv_row(const KvKey *keys, int n, int layer, int pos) {
     int lo = 0, hi = n;
     KvKey want = {layer, pos, -1};
@@ -308,87 +351,104 @@ static int find_kv_row(const KvKey *keys, int n, int layer, int pos) {
     return lo < n && keys[lo].layer == layer && keys[lo].pos == pos ? keys[lo].index : -1;
 }
 
-/* One matched pair of rows: the per-layer maxima (for the first
- * DIFF_KV_LAYERS layers) and whether any value is outside the tolerance. */
-static bool compare_kv_row(const LogitsSet *ref, int a, const LogitsSet *cand, int b, int layer,
-                           const DiffTolerance *tol, DiffReport *rep) {
-    bool over = false, tabled = layer < DIFF_KV_LAYERS;
-    for (int i = 0; i < ref->kv_dim; i++) {
-        size_t ia = (size_t)a * ref->kv_dim + i, ib = (size_t)b * ref->kv_dim + i;
-        double dk = fabs((double)cand->k[ib] - ref->k[ia]);
-        double dv = fabs((double)cand->v[ib] - ref->v[ia]);
-        if (tabled && dk > rep->kv_max_k[layer]) rep->kv_max_k[layer] = dk;
-        if (tabled && dv > rep->kv_max_v[layer]) rep->kv_max_v[layer] = dv;
-        over |= !(dk <= tol->atol + tol->rtol * fabs((double)ref->k[ia]));
-        over |= !(dv <= tol->atol + tol->rtol * fabs((double)ref->v[ia]));
-    }
-    return over;
-}
-
-/* KV rows present on both sides, matched by (layer, pos). */
-static bool compare_kv(const LogitsSet *ref, const LogitsSet *cand, const DiffTolerance *tol,
+/* KV rows of the reference before limit, matched by (layer, pos); a row
+ * the candidate lacks is counted. */
+static bool compare_kv(const DiffRun *ref, const DiffRun *cand, int limit, const DiffTolerance *tol,
                        DiffReport *rep) {
     rep->kv_first_layer = rep->kv_first_pos = -1;
-    if (ref->n_kv == 0 || cand->n_kv == 0 || ref->kv_dim != cand->kv_dim) return true;
-    KvKey *keys = malloc((size_t)cand->n_kv * sizeof *keys);
+    rep->cand_has_kv = cand->n_kv > 0;
+    if (ref->n_kv == 0) return true;
+    KvKey *keys = malloc(((size_t)cand->n_kv + 1) * sizeof *keys);
     if (keys == NULL) return false;
     for (int b = 0; b < cand->n_kv; b++) keys[b] = (KvKey){cand->kv_layer[b], cand->kv_pos[b], b};
     qsort(keys, (size_t)cand->n_kv, sizeof *keys, compare_kv_keys);
+    int D = ref->kv_dim;
     for (int a = 0; a < ref->n_kv; a++) {
-        int layer = ref->kv_layer[a];
-        int b = find_kv_row(keys, cand->n_kv, layer, ref->kv_pos[a]);
-        if (b < 0) continue;
-        int shown = layer < DIFF_KV_LAYERS ? layer + 1 : DIFF_KV_LAYERS;
-        if (shown > rep->n_layers_kv) rep->n_layers_kv = shown;
-        bool over = compare_kv_row(ref, a, cand, b, layer, tol, rep);
+        int layer = ref->kv_layer[a], pos = ref->kv_pos[a];
+        if (pos >= limit) continue;
+        int b = cand->kv_dim == D ? find_kv_row(keys, cand->n_kv, layer, pos) : -1;
+        if (b < 0) {
+            rep->missing_kv++;
+            continue;
+        }
+        bool over = false;
+        for (int which = 0; which < 2; which++) {
+            const float *r = (which ? ref->v : ref->k) + (size_t)a * D;
+            const float *c = (which ? cand->v : cand->k) + (size_t)b * D;
+            DiffPoint p = {.point = HOOK_KV_ROW, .layer = layer, .pos = pos, .head = which};
+            over |= compare_tensor(r, c, D, tol, &p);
+            if (layer < DIFF_TABLE_LAYERS) {
+                double *m = which ? &rep->kv_max_v[layer] : &rep->kv_max_k[layer];
+                if (p.max_abs > *m) *m = p.max_abs;
+                if (layer + 1 > rep->n_layers_kv) rep->n_layers_kv = layer + 1;
+            }
+        }
         rep->kv_compared++;
-        if (over && rep->kv_first_layer < 0)
-            rep->kv_first_layer = layer, rep->kv_first_pos = ref->kv_pos[a];
+        if (over && rep->kv_first_layer < 0) rep->kv_first_layer = layer, rep->kv_first_pos = pos;
     }
     free(keys);
     return true;
 }
 
-bool trace_diff(const LogitsSet *ref, const LogitsSet *cand, const DiffTolerance *tol,
-                DiffReport *rep, StepError *err) {
+/* ---- putting it together ---- */
+
+static void verdict(const DiffTolerance *tol, DiffReport *rep) {
+    const char *why = NULL;
+    if (rep->cand_has_logits && rep->missing_logits > 0)
+        why = "the candidate lacks logits the reference has";
+    else if (rep->cand_has_kv && rep->missing_kv > 0)
+        why = "the candidate lacks KV rows the reference has";
+    else if (rep->cand_has_acts && rep->missing_acts > 0)
+        why = "the candidate lacks activations the reference has";
+    else if (tol->rule == RULE_KL && rep->n > 0 &&
+             !(rep->kl_mean <= tol->kl_mean_max && rep->top1_agree >= tol->top1_min * rep->n))
+        why = "outside tolerance (mean KL or top-1 agreement)";
+    else if (tol->rule != RULE_KL && (rep->diverged || rep->kv_first_layer >= 0))
+        why = "outside tolerance";
+    rep->pass = why == NULL;
+    snprintf(rep->fail_reason, sizeof rep->fail_reason, "%s", why ? why : "");
+}
+
+bool trace_diff(const DiffRun *ref, const DiffRun *cand, const DiffTolerance *tol,
+                bool teacher_forced, DiffReport *rep, StepError *err) {
     memset(rep, 0, sizeof *rep);
-    if (ref->vocab_size != cand->vocab_size)
+    rep->max_abs_pos = rep->nmse_max_pos = rep->kl_max_pos = rep->first_argmax_pos = -1;
+    rep->first_missing_pos = -1;
+    if (ref->n > 0 && cand->n > 0 && ref->vocab_size != cand->vocab_size)
         return step_fail(err, "vocabulary sizes differ: reference %d, candidate %d",
                          ref->vocab_size, cand->vocab_size);
-    if (ref->n != cand->n)
-        return step_fail(err, "the reference has %d positions, the candidate %d", ref->n, cand->n);
-    for (int p = 0; p < ref->n; p++) {
-        if (ref->pos[p] != cand->pos[p])
-            return step_fail(err, "position %d of the reference is %d, of the candidate %d", p,
-                             ref->pos[p], cand->pos[p]);
-    }
-    int V = ref->vocab_size;
-    rep->n = ref->n, rep->vocab_size = V;
-    rep->max_abs_pos = rep->nmse_max_pos = rep->kl_max_pos = rep->first_argmax_pos = -1;
-    double *lr = malloc((size_t)V * sizeof(double)), *lc = malloc((size_t)V * sizeof(double));
-    double *kl = malloc((size_t)ref->n * sizeof(double));
-    if (lr == NULL || lc == NULL || kl == NULL) {
-        free(lr), free(lc), free(kl);
-        return step_fail(err, "diff: out of memory");
-    }
-    for (int p = 0; p < ref->n; p++) {
-        compare_position(ref->logits + (size_t)p * V, cand->logits + (size_t)p * V, V, ref->pos[p],
-                         tol, lr, lc, &kl[p], rep);
-        rep->kl_mean += kl[p];
-    }
-    rep->nmse_mean /= ref->n;
-    rep->mean_abs /= (double)ref->n * V;
-    rep->kl_mean /= ref->n;
-    rep->dp_top_rms = sqrt(rep->dp_top_rms / ref->n);
-    qsort(kl, (size_t)ref->n, sizeof(double), compare_doubles);
-    int i99 = (int)ceil(0.99 * ref->n) - 1;
-    rep->kl_p99 = kl[i99 < 0 ? 0 : i99];
-    free(lr), free(lc), free(kl);
-    if (!compare_kv(ref, cand, tol, rep)) return step_fail(err, "diff: out of memory");
-    if (tol->by_kl)
-        rep->pass =
-            rep->kl_mean <= tol->kl_mean_max && (double)rep->top1_agree >= tol->top1_min * rep->n;
-    else
-        rep->pass = rep->outside == 0 && rep->kv_first_layer < 0;
+    check_inputs(ref, cand, rep);
+    int limit = rep->inputs_differ_pos >= 0 ? rep->inputs_differ_pos : INT_MAX;
+    if (rep->inputs_differ_pos >= 0 && (teacher_forced || (ref->scored && cand->scored)))
+        return step_fail(err,
+                         "inputs differ from position %d (reference token %d, candidate %d): "
+                         "a teacher-forced comparison needs the same tokens",
+                         rep->inputs_differ_pos, rep->ref_token, rep->cand_token);
+    rep->vocab_size = ref->vocab_size;
+    rep->cand_has_acts = cand->n_acts > 0;
+    rep->cand_has_logits = cand->n > 0;
+    /* log-probabilities on either side: compare both as log-probabilities */
+    rep->logprobs = ref->logprobs || cand->logprobs;
+    float *rl = ref->logits, *cl = cand->logits, *rl_owned = NULL, *cl_owned = NULL;
+    if (rep->logprobs && !ref->logprobs && ref->n > 0)
+        rl = rl_owned = as_logprobs(ref->logits, ref->n, ref->vocab_size);
+    if (rep->logprobs && !cand->logprobs && cand->n > 0)
+        cl = cl_owned = as_logprobs(cand->logits, cand->n, cand->vocab_size);
+    DiffRun r2 = *ref, c2 = *cand;
+    r2.logits = rl, c2.logits = cl;
+    int nr = 0, nc = 0;
+    Entry *re = (rl || ref->n == 0) ? entries_of(&r2, limit, &nr) : NULL;
+    Entry *ce = (cl || cand->n == 0) ? entries_of(&c2, limit, &nc) : NULL;
+    bool ok = re != NULL && ce != NULL && walk_hooks(re, nr, ce, nc, tol, rep) &&
+              (ref->n == 0 || cand->n == 0 || logits_stats(ref, rl, cand, cl, limit, tol, rep)) &&
+              compare_kv(ref, cand, limit, tol, rep);
+    free(re), free(ce), free(rl_owned), free(cl_owned);
+    if (!ok) return step_fail(err, "diff: out of memory");
+    if (rep->n == 0 && rep->acts_compared == 0 && rep->kv_compared == 0)
+        return step_fail(err,
+                         "nothing to compare: no position%s has logits, activations or KV rows "
+                         "on both sides",
+                         limit < INT_MAX ? " before the inputs differ" : "");
+    verdict(tol, rep);
     return true;
 }

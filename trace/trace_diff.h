@@ -1,49 +1,79 @@
-/* trace_diff.h: comparing two engines' logits (and KV rows) position by
- * position, with the statistics engine developers use: max |Δlogit|, NMSE,
- * KL(ref‖candidate), top-1 agreement, the first diverging argmax. */
+/* trace_diff.h: comparing another engine's run with the reference's: first
+ * that both saw the same tokens, then every hook in execution order to the
+ * first number outside tolerance, then the logits with the statistics
+ * engine developers use (max |Δlogit|, NMSE, KL(ref‖candidate), top-1
+ * agreement, the first diverging argmax) and the KV rows. What the
+ * candidate lacks is reported, never passed over. */
 #ifndef STEPWISE_TRACE_DIFF_H
 #define STEPWISE_TRACE_DIFF_H
 
 #include <stdbool.h>
 
 #include "../ref/error.h"
+#include "../ref/hooks.h"
+#include "diff_input.h"
 
-/* The logits (and KV rows) of one file: a trace or score file (its "logits"
- * and "kv" events; other lines are ignored), or raw float32 with a JSON
- * sidecar (docs/oracle.md). */
+/* Layers whose errors are tabled; deeper ones are compared all the same. */
+#define DIFF_TABLE_LAYERS 64
+
+/* How a tensor (a row of logits, a hook's values at one position, a KV
+ * row) is judged. */
+typedef enum {
+    RULE_ROW,     /* |c_i - r_i| <= atol + rtol · max_j |r_j|: error against the row's scale */
+    RULE_ELEMENT, /* |c_i - r_i| <= atol + rtol · |r_i| (torch.testing.assert_close) */
+    RULE_KL,      /* logits by distribution: mean KL and top-1 agreement */
+} DiffRule;
+
 typedef struct {
-    int vocab_size;
-    int n;         /* positions */
-    int *pos;      /* [n] their positions, increasing */
-    float *logits; /* [n, vocab_size] */
-    int kv_dim, n_kv;
-    int *kv_layer, *kv_pos; /* [n_kv] */
-    float *k, *v;           /* [n_kv, kv_dim] */
-} LogitsSet;
-
-bool logits_set_read(LogitsSet *s, const char *path, StepError *err);
-void logits_set_free(LogitsSet *s);
-
-/* Layers whose largest K and V differences are tabled; rows of deeper
- * layers are compared all the same. */
-#define DIFF_KV_LAYERS 64
-
-/* When a candidate counts as matching. */
-typedef struct {
-    const char *preset; /* "fp32", "fp16", "bf16" or "int8" */
-    double atol, rtol;  /* elementwise: |c - r| <= atol + rtol·|r| (assert_close) */
-    bool by_kl;         /* int8: judge by KL and top-1 instead of elementwise */
-    double kl_mean_max, top1_min;
+    char preset[32]; /* "fp32", "fp32-elementwise", "f16-kv", "fp16", "bf16", "int8", "custom" */
+    DiffRule rule;
+    double atol, rtol;
+    double kl_mean_max, top1_min; /* RULE_KL */
+    double walk_rtol;             /* RULE_KL: the row rule the hook walk uses */
 } DiffTolerance;
 
-/* fp32 (atol 1e-5, rtol 1.3e-6: torch.testing.assert_close's float32),
- * fp16 (1e-5, 1e-3), bf16 (1e-5, 1.6e-2), int8 (mean KL <= 0.05 and top-1
- * agreement >= 90%). */
+/* The presets (docs/oracle.md gives their calibration):
+ *   fp32              row rule, atol 1e-6, rtol 3e-5 (the default)
+ *   fp32-elementwise  element rule, atol 1e-5, rtol 1.3e-6 (assert_close's float32)
+ *   f16-kv            row rule, atol 1e-5, rtol 3e-2 (a float16 KV cache)
+ *   fp16, bf16        element rule, atol 1e-5, rtol 1e-3 and 1.6e-2
+ *   int8              mean KL <= 0.05 and top-1 >= 90%; hooks by the row rule at 0.1 */
 bool diff_tolerance_preset(DiffTolerance *t, const char *name, StepError *err);
+
+/* One compared tensor's worst element. */
+typedef struct {
+    int point, layer, pos, head; /* point HOOK_LOGITS for logits, HOOK_KV_ROW for KV (head 0: K,
+                                    1: V) */
+    int index;                   /* the worst element */
+    double max_abs, scale, rel;  /* max |Δ|, max |ref| of the tensor, and their ratio */
+    double ref, cand, allowed;   /* at the worst index */
+} DiffPoint;
 
 typedef struct {
     int n, vocab_size;
-    /* largest elementwise difference */
+    bool logprobs; /* compared as log-probabilities */
+    /* inputs: the tokens at every position both sides state */
+    bool inputs_checked;
+    int inputs_compared;       /* positions whose tokens were compared */
+    int inputs_differ_pos;     /* the first position whose tokens differ, or -1 */
+    int ref_token, cand_token; /* there */
+    /* what the candidate lacks (reference positions, rows, tensors) */
+    int missing_logits;
+    long missing_kv, missing_acts;
+    char first_missing_hook[64];
+    int first_missing_pos;
+    bool cand_has_logits, cand_has_kv, cand_has_acts;
+    /* the walk through the hooks, in execution order */
+    long acts_compared;
+    bool diverged;
+    DiffPoint first; /* the first tensor outside tolerance */
+    int table_layers;
+    double table_abs[DIFF_TABLE_LAYERS][N_HOOKS]; /* per layer and hook: max |Δ| */
+    double table_rel[DIFF_TABLE_LAYERS][N_HOOKS]; /* and max |Δ| / max |ref| */
+    bool table_has[DIFF_TABLE_LAYERS][N_HOOKS];
+    double outside_abs[N_HOOKS]; /* hooks outside a block (embed, final_norm): max |Δ| */
+    bool outside_has[N_HOOKS];
+    /* logits */
     double max_abs, mean_abs;
     int max_abs_pos, max_abs_id;
     double max_abs_ref, max_abs_cand;
@@ -53,24 +83,28 @@ typedef struct {
     int kl_max_pos;
     int top1_agree;
     double dp_top_rms; /* RMS over positions of p_cand - p_ref at the ref's top token */
-    /* the first position whose argmax differs (-1: none) */
-    int first_argmax_pos, ref_argmax, cand_argmax;
+    int first_argmax_pos, ref_argmax, cand_argmax; /* the first argmax difference (-1: none) */
     bool ref_in_cand_top5, cand_in_ref_top5;
-    /* elementwise tolerance */
-    long outside; /* logits outside it */
-    int first_outside_pos, first_outside_id;
-    double first_outside_ref, first_outside_cand, first_outside_allowed;
+    long outside; /* logits outside the tolerance */
+    bool logits_outside;
+    DiffPoint first_logits; /* the first logits row outside */
     /* KV rows, when both sides have them */
-    int n_layers_kv;                                           /* rows in the table below */
-    double kv_max_k[DIFF_KV_LAYERS], kv_max_v[DIFF_KV_LAYERS]; /* per layer, the first 64 */
-    int kv_first_layer, kv_first_pos;                          /* first row over tolerance, or -1 */
+    int n_layers_kv;
+    double kv_max_k[DIFF_TABLE_LAYERS], kv_max_v[DIFF_TABLE_LAYERS];
+    int kv_first_layer, kv_first_pos; /* first row outside, or -1 */
     long kv_compared;
     bool pass;
+    char fail_reason[160];
 } DiffReport;
 
 /* Compare cand against ref. Fails (err set) when they cannot be compared:
- * different vocabulary sizes or positions. */
-bool trace_diff(const LogitsSet *ref, const LogitsSet *cand, const DiffTolerance *tol,
-                DiffReport *r, StepError *err);
+ * different vocabulary sizes, nothing in common, or, with teacher_forced
+ * (or two score files), inputs that differ. */
+bool trace_diff(const DiffRun *ref, const DiffRun *cand, const DiffTolerance *tol,
+                bool teacher_forced, DiffReport *r, StepError *err);
+
+/* What the tolerance allows an element r_i of a tensor whose max |r_j| is
+ * scale, at hook point. */
+double diff_allowed(const DiffTolerance *t, int point, double r_i, double scale);
 
 #endif

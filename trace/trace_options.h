@@ -54,6 +54,13 @@ const char *trace_level_name(TraceLevel level);
 bool trace_layers_parse(TraceOptions *o, const char *text, StepError *err);
 /* "5-9,12" */
 bool trace_positions_parse(TraceOptions *o, const char *text, StepError *err);
+/* The activations a golden set holds unless told otherwise (score and
+ * golden --hooks default): the residual stream entering, inside and leaving
+ * every block, the attention and MLP outputs, and the final norm. */
+#define TRACE_DEFAULT_HOOKS                                                                        \
+    "blocks.*.resid_pre,blocks.*.attn_out,blocks.*.resid_mid,blocks.*.mlp_out,"                    \
+    "blocks.*.resid_post,final_norm"
+
 /* "blocks.*.attn.pattern,final_norm": comma-separated fnmatch patterns. */
 bool trace_hooks_parse(TraceOptions *o, const char *text, StepError *err);
 

@@ -36,8 +36,8 @@ typedef struct {
 } QuantConfig;
 
 /* Wrap scored logits as a LogitsSet (borrowing, not copying). */
-static LogitsSet as_set(const ScoreResult *r, int vocab, int *pos) {
-    LogitsSet s = {0};
+static DiffRun as_set(const ScoreResult *r, int vocab, int *pos) {
+    DiffRun s = {0};
     s.vocab_size = vocab, s.n = r->n, s.pos = pos, s.logits = r->logits;
     return s;
 }
@@ -125,9 +125,9 @@ int cli_compare_quant(int argc, char **argv) {
         ScoreResult q = {.keep_logits = true};
         DiffReport r;
         ok = score_tokens(&m, ids, n, 0, &configs[i].run, NULL, &q, &err);
-        LogitsSet a = as_set(&base, m.config.vocab_size, pos),
-                  b = as_set(&q, m.config.vocab_size, pos);
-        if (ok) ok = trace_diff(&a, &b, &tol, &r, &err);
+        DiffRun a = as_set(&base, m.config.vocab_size, pos),
+                b = as_set(&q, m.config.vocab_size, pos);
+        if (ok) ok = trace_diff(&a, &b, &tol, false, &r, &err);
         if (ok && !json) {
             printf("| %s | %.4f | %.5f | %.6f | %.6f | %.2f%% | %.4f | %.4f |\n", configs[i].name,
                    r.max_abs, r.mean_abs, r.kl_mean, r.kl_p99, 100.0 * r.top1_agree / r.n,

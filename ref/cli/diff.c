@@ -1,5 +1,6 @@
 /* cli/diff.c: `stepwise diff REF CANDIDATE`, where and how much another
- * engine's numbers differ from the reference. */
+ * engine's numbers differ from the reference: the inputs first, then the
+ * first hook outside tolerance, then the logits and the KV rows. */
 #include <cjson/cJSON.h>
 #include <getopt.h>
 #include <math.h>
@@ -12,32 +13,140 @@
 
 static const char DIFF_USAGE[] =
     "usage: stepwise diff REF CANDIDATE [--preset P] [--atol A] [--rtol R] [--json]\n"
+    "                     [--teacher-forced]\n"
     "\n"
-    "Compare the logits (and KV rows) of two files position by position: traces or\n"
-    "score files (their logits and kv events), or raw float32 FILE.f32 with a\n"
-    "FILE.f32.json sidecar (docs/oracle.md). Prints max |dlogit|, NMSE, KL(ref||cand)\n"
-    "at T = 1, top-1 agreement, the RMS change of the reference's top probability,\n"
-    "the first position whose argmax differs, KV differences per layer, and last\n"
-    "the verdict.\n"
+    "Compare another engine's run with the reference's (docs/oracle.md):\n"
+    "  1. inputs: both sides must have seen the same token at every position; from\n"
+    "     the first that differs on, nothing is compared (an error with\n"
+    "     --teacher-forced, or when both files are score files);\n"
+    "  2. the hooks in execution order (position by position; in each layer\n"
+    "     resid_pre, ln1, attn.q/k/v, scores, pattern, z, attn_out, resid_mid, ln2,\n"
+    "     mlp.gate/up/hidden, mlp_out, resid_post; then final_norm and logits): the\n"
+    "     first tensor outside tolerance, and each layer's error per hook;\n"
+    "  3. the logits: max |dlogit|, NMSE, KL(ref||cand) at T = 1, top-1 agreement,\n"
+    "     the first argmax difference; and the KV rows per layer.\n"
+    "What the candidate lacks (positions, KV rows, activations) is reported; a\n"
+    "kind it has none of is not compared.\n"
     "\n"
-    "  --preset P   fp32 (default: atol 1e-5, rtol 1.3e-6, torch.testing.assert_close's\n"
-    "               float32), fp16 (rtol 1e-3), bf16 (rtol 1.6e-2), or int8 (by KL:\n"
-    "               mean KL <= 0.05 and top-1 agreement >= 90%)\n"
-    "  --atol A     absolute tolerance: |cand - ref| <= atol + rtol * |ref|\n"
-    "  --rtol R     relative tolerance\n"
-    "  --json       print the report as one JSON object\n"
+    "REF and CANDIDATE: traces or score files (logits, kv and activation events),\n"
+    "raw float32 FILE.f32 with a FILE.f32.json sidecar, or numpy FILE.npy (a 2-D\n"
+    "float32 array [positions, vocab], optional FILE.npy.json); rows may be\n"
+    "log-probabilities (\"logprobs\" events, or \"values\": \"logprobs\").\n"
     "\n"
-    "exit status: 0 within tolerance, 1 outside, 2 when the files cannot be\n"
-    "read or compared (malformed, truncated, other vocabulary or positions).\n";
+    "  --preset P        fp32 (default: |d| <= 1e-6 + 3e-5 x the tensor's max |ref|),\n"
+    "                    fp32-elementwise (assert_close's float32: 1e-5 + 1.3e-6 x |ref|),\n"
+    "                    f16-kv (an engine with a float16 KV cache: 1e-5 + 3e-2 x max\n"
+    "                    |ref|), fp16 (1e-5 + 1e-3 x |ref|), bf16 (1e-5 + 1.6e-2 x\n"
+    "                    |ref|), or int8 (mean KL <= 0.05 and top-1 agreement >= 90%)\n"
+    "  --atol A, --rtol R  custom tolerances, in the preset's rule (reported as custom)\n"
+    "  --teacher-forced  inputs that differ are an error (exit 2)\n"
+    "  --json            print the report as one JSON object\n"
+    "\n"
+    "exit status: 0 within tolerance, 1 outside or incomplete, 2 when the files\n"
+    "cannot be read or compared.\n";
 
-enum { OPT_PRESET = 256, OPT_ATOL, OPT_RTOL, OPT_JSON };
+enum { OPT_PRESET = 256, OPT_ATOL, OPT_RTOL, OPT_JSON, OPT_TEACHER_FORCED };
 
-static void print_text(const char *ref, const char *cand, const DiffTolerance *t,
-                       const DiffReport *r) {
-    printf("reference  %s\ncandidate  %s\n", ref, cand);
-    printf("compared   %d positions x %d logits\n\n", r->n, r->vocab_size);
-    printf("max |dlogit|        %.9g at pos %d, token %d (reference %.9g, candidate %.9g)\n",
-           r->max_abs, r->max_abs_pos, r->max_abs_id, r->max_abs_ref, r->max_abs_cand);
+static const char *rule_name(DiffRule r) {
+    return r == RULE_ROW ? "row" : r == RULE_ELEMENT ? "elementwise" : "by distribution";
+}
+
+/* "blocks.2.mlp_out", "logits", "kv" of a compared tensor. */
+static const char *point_name(const DiffPoint *p, char *buf, size_t size) {
+    if (p->point == HOOK_KV_ROW)
+        snprintf(buf, size, "kv %s", p->head ? "V" : "K");
+    else
+        hook_name((HookPoint)p->point, p->layer, buf, size);
+    return buf;
+}
+
+/* A token as "403 ' Once'" (the piece when either file names it). */
+static const char *token_text(const DiffRun *a, const DiffRun *b, int id, char *buf, size_t size) {
+    const char *piece = diff_run_piece(a, id);
+    if (piece == NULL) piece = diff_run_piece(b, id);
+    if (piece == NULL)
+        snprintf(buf, size, "%d", id);
+    else
+        snprintf(buf, size, "%d '%s'", id, piece);
+    return buf;
+}
+
+static void print_inputs(const DiffRun *ref, const DiffRun *cand, const DiffReport *r) {
+    char a[96], b[96];
+    if (!r->inputs_checked)
+        printf("inputs     not checked: the %s states no input tokens (a .f32 sidecar may give "
+               "\"token_ids\")\n",
+               ref->inputs_stated ? "candidate" : "reference");
+    else if (r->inputs_differ_pos < 0)
+        printf("inputs     the same token at all %d positions both state\n", r->inputs_compared);
+    else
+        printf("inputs     differ from position %d: ref %s, cand %s; positions from %d on are "
+               "not compared\n",
+               r->inputs_differ_pos, token_text(ref, cand, r->ref_token, a, sizeof a),
+               token_text(ref, cand, r->cand_token, b, sizeof b), r->inputs_differ_pos);
+}
+
+static void print_first(const DiffReport *r) {
+    char name[64];
+    const DiffPoint *p = &r->first;
+    if (!r->diverged) {
+        printf("first divergence    none: every compared tensor is within tolerance\n");
+        return;
+    }
+    printf("first divergence    %s", point_name(p, name, sizeof name));
+    if (p->layer >= 0 && p->point != HOOK_KV_ROW) printf(", layer %d", p->layer);
+    printf(", pos %d", p->pos);
+    if (p->head >= 0 && p->point != HOOK_KV_ROW) printf(", head %d", p->head);
+    if (p->index < 0) {
+        printf(": the candidate's tensor has another size\n");
+        return;
+    }
+    printf(": max |d| %.3g (%.3g of the tensor's max |ref| %.3g) at index %d: reference %.9g, "
+           "candidate %.9g; allowed %.3g\n",
+           p->max_abs, p->rel, p->scale, p->index, p->ref, p->cand, p->allowed);
+}
+
+/* The part of a block hook's name after "blocks.L.". */
+static const char *short_name(int point, char *buf, size_t size) {
+    hook_name((HookPoint)point, 0, buf, size);
+    return strchr(buf + 7, '.') + 1;
+}
+
+/* Each layer's max |d| / max |ref| for every hook either file has there. */
+static void print_table(const DiffReport *r) {
+    if (r->table_layers == 0) return;
+    bool col[N_HOOKS] = {false};
+    for (int l = 0; l < r->table_layers; l++)
+        for (int h = 0; h < N_HOOKS; h++) col[h] |= r->table_has[l][h];
+    printf(
+        "\nper layer: max |d| / max |ref| of each hook (its error against the tensor's scale)\n");
+    printf("layer");
+    char name[64];
+    for (int h = 0; h < N_HOOKS; h++)
+        if (col[h]) printf(" %10s", short_name(h, name, sizeof name)); /* wider names: their width */
+    printf("\n");
+    for (int l = 0; l < r->table_layers; l++) {
+        printf("%5d", l);
+        for (int h = 0; h < N_HOOKS; h++) {
+            int width = (int)strlen(short_name(h, name, sizeof name));
+            width = width > 10 ? width : 10;
+            if (!col[h]) continue;
+            if (r->table_has[l][h])
+                printf(" %*.3g", width, r->table_rel[l][h]);
+            else
+                printf(" %*s", width, "-");
+        }
+        printf("\n");
+    }
+}
+
+static void print_logits(const DiffReport *r) {
+    if (r->n == 0) return;
+    const char *what = r->logprobs ? "logprob" : "logit";
+    printf("\nmax |d%s|        %.9g at pos %d, token %d (reference %.9g, candidate %.9g)\n",
+           r->logprobs ? "lp" : "logit", r->max_abs, r->max_abs_pos, r->max_abs_id, r->max_abs_ref,
+           r->max_abs_cand);
+    (void)what;
     printf("NMSE                mean %.3g, max %.3g at pos %d\n", r->nmse_mean, r->nmse_max,
            r->nmse_max_pos);
     printf("KL(ref||cand), T=1  mean %.3g, p99 %.3g, max %.3g at pos %d\n", r->kl_mean, r->kl_p99,
@@ -45,69 +154,151 @@ static void print_text(const char *ref, const char *cand, const DiffTolerance *t
     printf("top-1 agreement     %d of %d (%.1f%%)\n", r->top1_agree, r->n,
            100.0 * r->top1_agree / r->n);
     printf("dp of ref's top     RMS %.3g\n", r->dp_top_rms);
-    if (r->first_argmax_pos < 0) {
+    if (r->first_argmax_pos < 0)
         printf("first argmax diff   none\n");
-    } else {
+    else
         printf("first argmax diff   pos %d: reference %d, candidate %d; reference's in candidate's "
                "top-5: %s; candidate's in reference's top-5: %s\n",
                r->first_argmax_pos, r->ref_argmax, r->cand_argmax,
                r->ref_in_cand_top5 ? "yes" : "no", r->cand_in_ref_top5 ? "yes" : "no");
-    }
+}
+
+static void print_missing(const DiffRun *ref, const DiffReport *r) {
+    if (!r->cand_has_logits && ref->n > 0)
+        printf("not compared        logits: the candidate has none\n");
+    else if (r->missing_logits > 0)
+        printf("missing             logits at %d positions the reference has\n", r->missing_logits);
+    if (!r->cand_has_kv && ref->n_kv > 0)
+        printf("not compared        KV rows: the candidate has none\n");
+    else if (r->missing_kv > 0)
+        printf("missing             %ld KV rows the reference has\n", r->missing_kv);
+    if (!r->cand_has_acts && ref->n_acts > 0)
+        printf("not compared        activations: the candidate has none\n");
+    else if (r->missing_acts > 0)
+        printf("missing             %ld activations the reference has (first %s at pos %d)\n",
+               r->missing_acts, r->first_missing_hook, r->first_missing_pos);
+}
+
+static void print_text(const char *ref_path, const char *cand_path, const DiffRun *ref,
+                       const DiffRun *cand, const DiffTolerance *t, const DiffReport *r) {
+    printf("reference  %s\ncandidate  %s\n", ref_path, cand_path);
+    print_inputs(ref, cand, r);
+    printf("compared   %d positions x %d %s", r->n, r->vocab_size,
+           r->logprobs ? "log-probabilities" : "logits");
+    if (r->acts_compared > 0) printf(", %ld activations", r->acts_compared);
+    if (r->kv_compared > 0) printf(", %ld KV rows", r->kv_compared);
+    printf("\n\n");
+    print_first(r);
+    print_table(r);
+    print_logits(r);
     if (r->kv_compared > 0) {
         for (int l = 0; l < r->n_layers_kv; l++)
             printf("KV layer %-2d         max |dK| %.3g, max |dV| %.3g\n", l, r->kv_max_k[l],
                    r->kv_max_v[l]);
         if (r->kv_first_layer >= 0)
-            printf("KV over tolerance   first at layer %d, pos %d\n", r->kv_first_layer,
+            printf("KV outside          first at layer %d, pos %d\n", r->kv_first_layer,
                    r->kv_first_pos);
     }
-    if (t->by_kl) {
+    print_missing(ref, r);
+    if (t->rule == RULE_KL) {
         printf("\ntolerance (%s): mean KL <= %g and top-1 agreement >= %.0f%%\n", t->preset,
                t->kl_mean_max, 100 * t->top1_min);
     } else {
-        printf("\ntolerance (%s): |dlogit| <= %g + %g x |ref|: %ld of %ld logits outside\n",
-               t->preset, t->atol, t->rtol, r->outside, (long)r->n * r->vocab_size);
-        if (r->outside > 0)
+        printf("\ntolerance (%s, %s): |d| <= %g + %g x %s: %ld of %ld %s outside\n", t->preset,
+               rule_name(t->rule), t->atol, t->rtol,
+               t->rule == RULE_ROW ? "the tensor's max |ref|" : "|ref|", r->outside,
+               (long)r->n * r->vocab_size, r->logprobs ? "log-probabilities" : "logits");
+        if (r->logits_outside) {
+            const DiffPoint *p = &r->first_logits;
             printf("first outside       pos %d, token %d: reference %.9g, candidate %.9g, "
                    "|d| %.9g > %.3g\n",
-                   r->first_outside_pos, r->first_outside_id, r->first_outside_ref,
-                   r->first_outside_cand, fabs(r->first_outside_cand - r->first_outside_ref),
-                   r->first_outside_allowed);
+                   p->pos, p->index, p->ref, p->cand, fabs(p->cand - p->ref), p->allowed);
+        }
     }
-    printf("verdict: %s\n", r->pass ? "PASS (within tolerance)" : "FAIL (outside tolerance)");
+    if (r->pass)
+        printf("verdict: PASS (within tolerance)\n");
+    else
+        printf("verdict: FAIL (%s)\n", r->fail_reason);
 }
 
-static void print_json(const char *ref, const char *cand, const DiffTolerance *t,
-                       const DiffReport *r) {
+static cJSON *point_json(const DiffPoint *p) {
     cJSON *o = cJSON_CreateObject();
-    cJSON_AddStringToObject(o, "reference", ref);
-    cJSON_AddStringToObject(o, "candidate", cand);
+    char name[64];
+    cJSON_AddStringToObject(o, "hook", point_name(p, name, sizeof name));
+    if (p->layer >= 0) cJSON_AddNumberToObject(o, "layer", p->layer);
+    cJSON_AddNumberToObject(o, "pos", p->pos);
+    if (p->head >= 0 && p->point != HOOK_KV_ROW) cJSON_AddNumberToObject(o, "head", p->head);
+    cJSON_AddNumberToObject(o, "index", p->index);
+    cJSON_AddNumberToObject(o, "max_abs", isfinite(p->max_abs) ? p->max_abs : 1e308);
+    cJSON_AddNumberToObject(o, "relative", isfinite(p->rel) ? p->rel : 1e308);
+    cJSON_AddNumberToObject(o, "scale", p->scale);
+    cJSON_AddNumberToObject(o, "reference", p->ref);
+    cJSON_AddNumberToObject(o, "candidate", p->cand);
+    cJSON_AddNumberToObject(o, "allowed", p->allowed);
+    return o;
+}
+
+static void print_json(const char *ref_path, const char *cand_path, const DiffRun *ref,
+                       const DiffTolerance *t, const DiffReport *r) {
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddStringToObject(o, "reference", ref_path);
+    cJSON_AddStringToObject(o, "candidate", cand_path);
+    cJSON *in = cJSON_AddObjectToObject(o, "inputs");
+    cJSON_AddBoolToObject(in, "checked", r->inputs_checked);
+    cJSON_AddNumberToObject(in, "positions", r->inputs_compared);
+    cJSON_AddNumberToObject(in, "differ_from", r->inputs_differ_pos);
+    if (r->inputs_differ_pos >= 0) {
+        cJSON_AddNumberToObject(in, "reference_token", r->ref_token);
+        cJSON_AddNumberToObject(in, "candidate_token", r->cand_token);
+    }
     cJSON_AddNumberToObject(o, "positions", r->n);
     cJSON_AddNumberToObject(o, "vocab_size", r->vocab_size);
-    cJSON *m = cJSON_AddObjectToObject(o, "max_abs");
-    cJSON_AddNumberToObject(m, "value", r->max_abs);
-    cJSON_AddNumberToObject(m, "pos", r->max_abs_pos);
-    cJSON_AddNumberToObject(m, "token", r->max_abs_id);
-    cJSON_AddNumberToObject(m, "reference", r->max_abs_ref);
-    cJSON_AddNumberToObject(m, "candidate", r->max_abs_cand);
-    cJSON *nmse = cJSON_AddObjectToObject(o, "nmse");
-    cJSON_AddNumberToObject(nmse, "mean", r->nmse_mean);
-    cJSON_AddNumberToObject(nmse, "max", r->nmse_max);
-    cJSON_AddNumberToObject(nmse, "max_pos", r->nmse_max_pos);
-    cJSON *kl = cJSON_AddObjectToObject(o, "kl");
-    cJSON_AddNumberToObject(kl, "mean", r->kl_mean);
-    cJSON_AddNumberToObject(kl, "p99", r->kl_p99);
-    cJSON_AddNumberToObject(kl, "max", r->kl_max);
-    cJSON_AddNumberToObject(kl, "max_pos", r->kl_max_pos);
-    cJSON_AddNumberToObject(o, "top1_agreement", (double)r->top1_agree / r->n);
-    cJSON_AddNumberToObject(o, "dp_top_rms", r->dp_top_rms);
-    cJSON *fa = cJSON_AddObjectToObject(o, "first_argmax_diff");
-    cJSON_AddNumberToObject(fa, "pos", r->first_argmax_pos);
-    if (r->first_argmax_pos >= 0) {
-        cJSON_AddNumberToObject(fa, "reference", r->ref_argmax);
-        cJSON_AddNumberToObject(fa, "candidate", r->cand_argmax);
-        cJSON_AddBoolToObject(fa, "reference_in_candidate_top5", r->ref_in_cand_top5);
-        cJSON_AddBoolToObject(fa, "candidate_in_reference_top5", r->cand_in_ref_top5);
+    cJSON_AddBoolToObject(o, "logprobs", r->logprobs);
+    cJSON_AddNumberToObject(o, "activations", (double)r->acts_compared);
+    cJSON_AddItemToObject(o, "first_divergence",
+                          r->diverged ? point_json(&r->first) : cJSON_CreateNull());
+    cJSON *layers = cJSON_AddArrayToObject(o, "layers");
+    for (int l = 0; l < r->table_layers; l++) {
+        cJSON *row = cJSON_CreateObject();
+        cJSON_AddNumberToObject(row, "layer", l);
+        for (int h = 0; h < N_HOOKS; h++) {
+            if (!r->table_has[l][h]) continue;
+            char name[64];
+            cJSON *cell = cJSON_AddObjectToObject(
+                row, strchr(hook_name((HookPoint)h, 0, name, sizeof name) + 7, '.') + 1);
+            cJSON_AddNumberToObject(cell, "max_abs",
+                                    isfinite(r->table_abs[l][h]) ? r->table_abs[l][h] : 1e308);
+            cJSON_AddNumberToObject(cell, "relative",
+                                    isfinite(r->table_rel[l][h]) ? r->table_rel[l][h] : 1e308);
+        }
+        cJSON_AddItemToArray(layers, row);
+    }
+    if (r->n > 0) {
+        cJSON *m = cJSON_AddObjectToObject(o, "max_abs");
+        cJSON_AddNumberToObject(m, "value", r->max_abs);
+        cJSON_AddNumberToObject(m, "pos", r->max_abs_pos);
+        cJSON_AddNumberToObject(m, "token", r->max_abs_id);
+        cJSON_AddNumberToObject(m, "reference", r->max_abs_ref);
+        cJSON_AddNumberToObject(m, "candidate", r->max_abs_cand);
+        cJSON *nmse = cJSON_AddObjectToObject(o, "nmse");
+        cJSON_AddNumberToObject(nmse, "mean", r->nmse_mean);
+        cJSON_AddNumberToObject(nmse, "max", r->nmse_max);
+        cJSON_AddNumberToObject(nmse, "max_pos", r->nmse_max_pos);
+        cJSON *kl = cJSON_AddObjectToObject(o, "kl");
+        cJSON_AddNumberToObject(kl, "mean", r->kl_mean);
+        cJSON_AddNumberToObject(kl, "p99", r->kl_p99);
+        cJSON_AddNumberToObject(kl, "max", r->kl_max);
+        cJSON_AddNumberToObject(kl, "max_pos", r->kl_max_pos);
+        cJSON_AddNumberToObject(o, "top1_agreement", (double)r->top1_agree / r->n);
+        cJSON_AddNumberToObject(o, "dp_top_rms", r->dp_top_rms);
+        cJSON *fa = cJSON_AddObjectToObject(o, "first_argmax_diff");
+        cJSON_AddNumberToObject(fa, "pos", r->first_argmax_pos);
+        if (r->first_argmax_pos >= 0) {
+            cJSON_AddNumberToObject(fa, "reference", r->ref_argmax);
+            cJSON_AddNumberToObject(fa, "candidate", r->cand_argmax);
+            cJSON_AddBoolToObject(fa, "reference_in_candidate_top5", r->ref_in_cand_top5);
+            cJSON_AddBoolToObject(fa, "candidate_in_reference_top5", r->cand_in_ref_top5);
+        }
     }
     cJSON *kv = cJSON_AddArrayToObject(o, "kv_layers");
     for (int l = 0; l < r->n_layers_kv; l++) {
@@ -117,24 +308,37 @@ static void print_json(const char *ref, const char *cand, const DiffTolerance *t
         cJSON_AddNumberToObject(row, "max_abs_v", r->kv_max_v[l]);
         cJSON_AddItemToArray(kv, row);
     }
+    cJSON *miss = cJSON_AddObjectToObject(o, "missing");
+    cJSON_AddNumberToObject(miss, "logits", r->cand_has_logits ? r->missing_logits : 0);
+    cJSON_AddNumberToObject(miss, "kv_rows", (double)r->missing_kv);
+    cJSON_AddNumberToObject(miss, "activations", (double)r->missing_acts);
+    if (r->missing_acts > 0)
+        cJSON_AddStringToObject(miss, "first_activation", r->first_missing_hook);
+    cJSON *nc = cJSON_AddArrayToObject(o, "not_compared");
+    if (!r->cand_has_logits && ref->n > 0) cJSON_AddItemToArray(nc, cJSON_CreateString("logits"));
+    if (!r->cand_has_kv && ref->n_kv > 0) cJSON_AddItemToArray(nc, cJSON_CreateString("kv"));
+    if (!r->cand_has_acts && ref->n_acts > 0)
+        cJSON_AddItemToArray(nc, cJSON_CreateString("activations"));
     cJSON *tol = cJSON_AddObjectToObject(o, "tolerance");
     cJSON_AddStringToObject(tol, "preset", t->preset);
-    if (t->by_kl) {
+    cJSON_AddStringToObject(tol, "rule", rule_name(t->rule));
+    if (t->rule == RULE_KL) {
         cJSON_AddNumberToObject(tol, "kl_mean_max", t->kl_mean_max);
         cJSON_AddNumberToObject(tol, "top1_min", t->top1_min);
     } else {
         cJSON_AddNumberToObject(tol, "atol", t->atol);
         cJSON_AddNumberToObject(tol, "rtol", t->rtol);
         cJSON_AddNumberToObject(tol, "outside", (double)r->outside);
-        if (r->outside > 0) {
+        if (r->logits_outside) {
             cJSON *f = cJSON_AddObjectToObject(tol, "first_outside");
-            cJSON_AddNumberToObject(f, "pos", r->first_outside_pos);
-            cJSON_AddNumberToObject(f, "token", r->first_outside_id);
-            cJSON_AddNumberToObject(f, "reference", r->first_outside_ref);
-            cJSON_AddNumberToObject(f, "candidate", r->first_outside_cand);
+            cJSON_AddNumberToObject(f, "pos", r->first_logits.pos);
+            cJSON_AddNumberToObject(f, "token", r->first_logits.index);
+            cJSON_AddNumberToObject(f, "reference", r->first_logits.ref);
+            cJSON_AddNumberToObject(f, "candidate", r->first_logits.cand);
         }
     }
     cJSON_AddStringToObject(o, "verdict", r->pass ? "pass" : "fail");
+    if (!r->pass) cJSON_AddStringToObject(o, "reason", r->fail_reason);
     char *s = cJSON_Print(o);
     puts(s);
     cJSON_free(s);
@@ -142,17 +346,19 @@ static void print_json(const char *ref, const char *cand, const DiffTolerance *t
 }
 
 int cli_diff(int argc, char **argv) {
-    static const struct option options[] = {{"preset", required_argument, NULL, OPT_PRESET},
-                                            {"atol", required_argument, NULL, OPT_ATOL},
-                                            {"rtol", required_argument, NULL, OPT_RTOL},
-                                            {"json", no_argument, NULL, OPT_JSON},
-                                            {"help", no_argument, NULL, 'h'},
-                                            {NULL, 0, NULL, 0}};
+    static const struct option options[] = {
+        {"preset", required_argument, NULL, OPT_PRESET},
+        {"atol", required_argument, NULL, OPT_ATOL},
+        {"rtol", required_argument, NULL, OPT_RTOL},
+        {"json", no_argument, NULL, OPT_JSON},
+        {"teacher-forced", no_argument, NULL, OPT_TEACHER_FORCED},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0}};
     DiffTolerance tol;
     StepError err;
     diff_tolerance_preset(&tol, "fp32", &err);
     float atol = 0, rtol = 0;
-    bool atol_set = false, rtol_set = false, json = false, ok = true;
+    bool atol_set = false, rtol_set = false, json = false, forced = false, ok = true;
     opterr = 0;
     optind = 1;
     int c;
@@ -170,6 +376,9 @@ int cli_diff(int argc, char **argv) {
             case OPT_JSON:
                 json = true;
                 break;
+            case OPT_TEACHER_FORCED:
+                forced = true;
+                break;
             case 'h':
                 fputs(DIFF_USAGE, stdout);
                 return 0;
@@ -178,21 +387,25 @@ int cli_diff(int argc, char **argv) {
         }
     }
     if (ok && (atol < 0 || rtol < 0)) ok = step_fail(&err, "--atol and --rtol must be >= 0");
-    /* explicit tolerances judge elementwise, whatever the preset */
-    if (atol_set) tol.atol = atol, tol.by_kl = false;
-    if (rtol_set) tol.rtol = rtol, tol.by_kl = false;
+    /* explicit tolerances: the preset's rule (elementwise for int8), reported as custom */
+    if (atol_set || rtol_set) {
+        if (tol.rule == RULE_KL) tol.rule = RULE_ELEMENT;
+        if (atol_set) tol.atol = atol;
+        if (rtol_set) tol.rtol = rtol;
+        snprintf(tol.preset, sizeof tol.preset, "custom");
+    }
     if (ok && argc - optind != 2)
         ok = step_fail(&err, "diff: expects REF and CANDIDATE (see --help)");
-    LogitsSet ref = {0}, cand = {0};
+    DiffRun ref = {0}, cand = {0};
     DiffReport report;
-    if (ok) ok = logits_set_read(&ref, argv[optind], &err);
-    if (ok) ok = logits_set_read(&cand, argv[optind + 1], &err);
-    if (ok) ok = trace_diff(&ref, &cand, &tol, &report, &err);
+    if (ok) ok = diff_run_read(&ref, argv[optind], &err);
+    if (ok) ok = diff_run_read(&cand, argv[optind + 1], &err);
+    if (ok) ok = trace_diff(&ref, &cand, &tol, forced, &report, &err);
     if (ok && json)
-        print_json(argv[optind], argv[optind + 1], &tol, &report);
+        print_json(argv[optind], argv[optind + 1], &ref, &tol, &report);
     else if (ok)
-        print_text(argv[optind], argv[optind + 1], &tol, &report);
-    logits_set_free(&ref), logits_set_free(&cand);
+        print_text(argv[optind], argv[optind + 1], &ref, &cand, &tol, &report);
+    diff_run_free(&ref), diff_run_free(&cand);
     if (!ok) {
         cli_print_error(&err);
         return EXIT_BAD_INPUT;

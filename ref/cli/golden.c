@@ -26,9 +26,12 @@
 
 static const char GOLDEN_USAGE[] =
     "usage: stepwise golden --model M [--tokenizer T] --out DIR [--kernels plain|fast]\n"
+    "                       [--hooks P]\n"
     "\n"
     "Write a golden set into DIR: manifest.json, scored\n"
-    "sequences (score-*.jsonl), greedy generations (greedy-*.jsonl), seeded\n"
+    "sequences (score-*.jsonl, with activations: --hooks default, the residual\n"
+    "stream of every block, attn_out, mlp_out and final_norm at every position;\n"
+    "or hook globs, or none), greedy generations (greedy-*.jsonl), seeded\n"
     "generations (seeded-*.jsonl) and the KV cache after a prompt (kv-*.jsonl).\n"
     "The set is written beside DIR and moved into place whole; an older set at\n"
     "DIR is replaced, any other non-empty folder is refused.\n"
@@ -64,7 +67,14 @@ static int run_command(int argc, char **argv) {
  * alone when the tokenizer adds none (Qwen's), else NULL. */
 typedef struct {
     const char *model, *tokenizer, *kernels, *no_bos_prompt;
+    const char *hooks; /* score files' --hooks */
 } GoldenRun;
+
+/* The last part of a path: what the manifest names a file by. */
+static const char *base_name(const char *path) {
+    const char *slash = strrchr(path, '/');
+    return slash != NULL && slash[1] != '\0' ? slash + 1 : path;
+}
 
 static bool make_file(const GoldenFile *g, const GoldenRun *run, const char *dir, cJSON *files,
                       StepError *err) {
@@ -86,11 +96,18 @@ static bool make_file(const GoldenFile *g, const GoldenRun *run, const char *dir
     argv[argc++] = (char *)out_flag, argv[argc++] = path;
     argv[argc++] = "--reproducible";
     if (run->kernels != NULL) argv[argc++] = "--kernels", argv[argc++] = (char *)run->kernels;
+    if (strcmp(g->kind, "score") == 0 && strcmp(run->hooks, "none") != 0)
+        argv[argc++] = "--hooks", argv[argc++] = (char *)run->hooks;
     argv[argc] = NULL;
-    /* the command as a person would type it, with the file relative to DIR */
+    /* the command as a person would type it in a folder holding the model
+     * and the set: every path relative (the file within DIR, the model and
+     * tokenizer by name), so the manifest reads the same anywhere */
     char command[4096] = "stepwise";
     for (int i = 0; i < argc; i++) {
-        const char *word = argv[i] == path ? g->file : argv[i];
+        const char *word = argv[i] == path             ? g->file
+                           : argv[i] == run->model     ? base_name(run->model)
+                           : argv[i] == run->tokenizer ? base_name(run->tokenizer)
+                                                       : argv[i];
         bool quote = strchr(word, ' ') != NULL || strchr(word, ',') != NULL;
         size_t len = strlen(command);
         snprintf(command + len, sizeof command - len, quote ? " '%s'" : " %s", word);
@@ -246,7 +263,7 @@ static bool replaceable(const char *dir, StepError *err) {
  * only when whole: a failure or a signal leaves no partial set, and an
  * older set at DIR is replaced in one step. */
 static bool make_golden(const char *model, const char *tokenizer, const char *kernels,
-                        const char *dir, StepError *err) {
+                        const char *hooks, const char *dir, StepError *err) {
     char tmp[PATH_MAX], old[PATH_MAX];
     if (!replaceable(dir, err)) return false;
     if (snprintf(tmp, sizeof tmp, "%s.XXXXXX", dir) >= (int)sizeof tmp ||
@@ -261,6 +278,7 @@ static bool make_golden(const char *model, const char *tokenizer, const char *ke
     GoldenRun run = {.model = model,
                      .tokenizer = tokenizer,
                      .kernels = kernels,
+                     .hooks = hooks,
                      .no_bos_prompt = tokenizer_adds_bos(model, tokenizer) ? NULL : PROMPTS[0]};
     bool ok = write_set(&run, tmp, err);
     if (ok && cli_signal_caught())
@@ -283,14 +301,15 @@ static bool make_golden(const char *model, const char *tokenizer, const char *ke
 }
 
 int cli_golden(int argc, char **argv) {
-    enum { OPT_MODEL = 256, OPT_TOKENIZER, OPT_OUT, OPT_KERNELS };
+    enum { OPT_MODEL = 256, OPT_TOKENIZER, OPT_OUT, OPT_KERNELS, OPT_HOOKS };
     static const struct option options[] = {{"model", required_argument, NULL, OPT_MODEL},
                                             {"tokenizer", required_argument, NULL, OPT_TOKENIZER},
                                             {"out", required_argument, NULL, OPT_OUT},
                                             {"kernels", required_argument, NULL, OPT_KERNELS},
+                                            {"hooks", required_argument, NULL, OPT_HOOKS},
                                             {"help", no_argument, NULL, 'h'},
                                             {NULL, 0, NULL, 0}};
-    const char *model = NULL, *tokenizer = NULL, *out = NULL, *kernels = NULL;
+    const char *model = NULL, *tokenizer = NULL, *out = NULL, *kernels = NULL, *hooks = "default";
     StepError err;
     bool ok = true;
     opterr = 0;
@@ -310,6 +329,9 @@ int cli_golden(int argc, char **argv) {
             case OPT_KERNELS:
                 kernels = optarg;
                 break;
+            case OPT_HOOKS:
+                hooks = optarg;
+                break;
             case 'h':
                 fputs(GOLDEN_USAGE, stdout);
                 return 0;
@@ -321,7 +343,7 @@ int cli_golden(int argc, char **argv) {
         ok = step_fail(&err, "golden: needs --model and --out (see --help)");
     if (ok && kernels != NULL && strcmp(kernels, "plain") != 0 && strcmp(kernels, "fast") != 0)
         ok = step_fail(&err, "unknown --kernels '%s' (fast, plain)", kernels);
-    if (ok) ok = make_golden(model, tokenizer, kernels, out, &err);
+    if (ok) ok = make_golden(model, tokenizer, kernels, hooks, out, &err);
     if (!ok) {
         cli_print_error(&err);
         return cli_signal_caught() ? 128 + cli_signal_caught() : EXIT_BAD_INPUT;

@@ -35,10 +35,22 @@ static const char SCORE_USAGE[] =
     "  --out FILE         where to write (written whole or not at all)\n"
     "  --top-n N          most likely tokens listed per position (default 5; 0: none)\n"
     "  --trace-kv         also write the KV-cache rows after the prefill\n"
+    "  --hooks P          also write activations at every position: \"default\" (the\n"
+    "                     residual stream of every block, attn_out, mlp_out and\n"
+    "                     final_norm), or hook globs as --trace-hooks takes them\n"
     "  --reproducible     leave out the measured figures (clock, memory)\n" QUANT_OPTIONS_HELP
     "  -h, --help         show this help\n";
 
-enum { OPT_MODEL = 256, OPT_TOKENIZER, OPT_TEXT, OPT_TOKENS, OPT_TOKENS_FILE, OPT_OUT, OPT_TOP_N };
+enum {
+    OPT_MODEL = 256,
+    OPT_TOKENIZER,
+    OPT_TEXT,
+    OPT_TOKENS,
+    OPT_TOKENS_FILE,
+    OPT_OUT,
+    OPT_TOP_N,
+    OPT_HOOKS
+};
 
 typedef struct {
     const char *model, *tokenizer, *text, *tokens, *tokens_file, *out;
@@ -86,6 +98,7 @@ static int parse_score_args(int argc, char **argv, ScoreArgs *a, StepError *err)
         {"tokens-file", required_argument, NULL, OPT_TOKENS_FILE},
         {"out", required_argument, NULL, OPT_OUT},
         {"top-n", required_argument, NULL, OPT_TOP_N},
+        {"hooks", required_argument, NULL, OPT_HOOKS},
         TRACE_LONG_OPTIONS,
         QUANT_LONG_OPTIONS,
         {"help", no_argument, NULL, 'h'},
@@ -115,6 +128,13 @@ static int parse_score_args(int argc, char **argv, ScoreArgs *a, StepError *err)
                 break;
             case OPT_OUT:
                 a->out = optarg;
+                break;
+            case OPT_HOOKS:
+                if (strcmp(optarg, "none") == 0) break;
+                if (!trace_hooks_parse(
+                        &a->trace, strcmp(optarg, "default") == 0 ? TRACE_DEFAULT_HOOKS : optarg,
+                        err))
+                    return -1;
                 break;
             case OPT_TOP_N:
                 if (!cli_parse_int(optarg, "--top-n", 0, 1000, &a->top_n, err)) return -1;

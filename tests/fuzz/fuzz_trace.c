@@ -18,7 +18,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     trace_validate_with(schemas, path, sink, &err);
     trace_show_step(path, -1, NULL, 5, sink, &err);
     trace_show_step(path, 0, NULL, 5, sink, &err);
-    LogitsSet set;
-    if (logits_set_read(&set, path, &err)) logits_set_free(&set);
+    DiffRun set;
+    if (diff_run_read(&set, path, &err)) diff_run_free(&set);
     return 0;
 }

@@ -1,0 +1,63 @@
+/* diff_input.h: the numbers of one run that `stepwise diff` compares, read
+ * from a trace or score file (JSON Lines: its logits, kv and activation
+ * events, and the input token of every position), from raw float32 logits
+ * (FILE.f32 with the sidecar FILE.f32.json), or from a numpy FILE.npy
+ * (a 2-D little-endian float32 array, with an optional FILE.npy.json).
+ * docs/oracle.md spells every format out for the engines that write them. */
+#ifndef STEPWISE_DIFF_INPUT_H
+#define STEPWISE_DIFF_INPUT_H
+
+#include <stdbool.h>
+
+#include "../ref/error.h"
+
+/* One activation: a hook's values at one position (and head). */
+typedef struct {
+    int point;     /* HookPoint (ref/hooks.h) */
+    int layer;     /* -1 outside a block */
+    int pos, head; /* head -1 where none applies */
+    int n;         /* values */
+    float *data;   /* [n], owned */
+} DiffActivation;
+
+typedef struct {
+    int vocab_size;
+    int n;         /* positions with logits */
+    int *pos;      /* [n] increasing */
+    float *logits; /* [n, vocab_size] */
+    bool logprobs; /* the rows are log-probabilities, not logits */
+    bool scored;   /* a score run (teacher-forced: its inputs were given) */
+    /* the input token at each position that states one, by position */
+    int n_inputs;
+    int *input_pos, *input_token; /* [n_inputs] increasing positions */
+    bool inputs_stated;           /* false: the file gives no tokens (a bare .f32) */
+    int kv_dim, n_kv;
+    int *kv_layer, *kv_pos; /* [n_kv] */
+    float *k, *v;           /* [n_kv, kv_dim] */
+    DiffActivation *acts;   /* [n_acts] */
+    int n_acts;
+    /* pieces the file names (tokenize and token events), for messages */
+    int n_pieces;
+    int *piece_ids;
+    char **pieces;
+} DiffRun;
+
+/* Read the run at path. A trace needs logits or activation events; .f32
+ * and .npy hold logits (log-probabilities with "values": "logprobs" in the
+ * sidecar). */
+bool diff_run_read(DiffRun *r, const char *path, StepError *err);
+void diff_run_free(DiffRun *r);
+
+/* The piece of token id, as the file names it, or NULL. */
+const char *diff_run_piece(const DiffRun *r, int id);
+
+/* The input token the run states at pos, or -1. */
+int diff_run_input(const DiffRun *r, int pos);
+
+/* Bounds on what a file may claim: far beyond any model, small enough that
+ * no product of two of them overflows. */
+#define DIFF_MAX_VOCAB (1 << 24)
+#define DIFF_MAX_POS   (1 << 30)
+#define DIFF_MAX_LAYER (1 << 20)
+
+#endif
