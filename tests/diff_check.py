@@ -1,0 +1,247 @@
+"""`stepwise diff` held to the acceptance of its first-divergence search (in
+`make test`):
+
+1. a copy of a reference with one hook scaled by 1 + 1e-4 (every hook kind,
+   random layers, positions and heads) is reported at exactly that hook,
+   layer, position and head;
+2. a deliberately broken build (make inject) whose error flows on through
+   the network is reported where it was put in;
+3. a candidate whose inputs differ from position p (it sampled otherwise) is
+   reported as such, and nothing from p on is counted; with two score files
+   or --teacher-forced that is an error;
+4. a golden set with activations, checked against itself, passes; an
+   independent float32 engine (tests/numpy_engine.py) passes the default
+   preset hook by hook, and with a float16 KV cache passes f16-kv and fails
+   fp32;
+5. what a candidate lacks (a KV layer, a hook) fails, never in silence; a
+   custom tolerance is reported as custom; .npy, .f32 with token ids and
+   log-probability candidates compare as the trace does.
+
+    /usr/bin/python3 tests/diff_check.py build/stepwise build/inject/stepwise
+"""
+import json
+import os
+import random
+import subprocess
+import sys
+import tempfile
+
+import numpy as np
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(os.path.dirname(HERE), "trace"))
+from candidate import write_logits  # noqa: E402
+
+ROOT = os.path.dirname(HERE)
+MODELS = os.path.abspath(os.path.join(ROOT, os.environ.get("STEPWISE_MODELS", "../shared/models")))
+BIN = os.path.abspath(sys.argv[1] if len(sys.argv) > 1 else "build/stepwise")
+INJECT = os.path.abspath(sys.argv[2] if len(sys.argv) > 2 else "build/inject/stepwise")
+MODEL = ["--model", os.path.join(MODELS, "stories260K.bin"), "--tokenizer",
+         os.path.join(MODELS, "tok512.bin")]
+TEXT = "Once upon a time, there was a little girl"
+failures = 0
+
+
+def check(ok, what):
+    global failures
+    print(("ok    " if ok else "FAIL  ") + what)
+    failures += 0 if ok else 1
+
+
+def run(binary, *args, expect=(0,), env=None):
+    r = subprocess.run([binary] + list(args), capture_output=True, text=True,
+                       env=dict(os.environ, **(env or {})))
+    if r.returncode not in expect:
+        raise SystemExit(f"{' '.join(args)}: exit {r.returncode}\n{r.stderr}")
+    return r
+
+
+def diff(ref, cand, *extra, expect=(0, 1)):
+    r = run(BIN, "diff", ref, cand, "--json", *extra, expect=expect)
+    return json.loads(r.stdout) if r.returncode in (0, 1) else r
+
+
+def events(path):
+    return [json.loads(line) for line in open(path)]
+
+
+def write(path, evs):
+    with open(path, "w") as f:
+        for e in evs:
+            f.write(json.dumps(e) + "\n")
+
+
+def where(d):
+    f = d["first_divergence"]
+    return None if f is None else (f["hook"], f.get("layer", -1), f["pos"], f.get("head", -1))
+
+
+def check_perturbations(tmp, ref):
+    evs = events(ref)
+    acts = [i for i, e in enumerate(evs) if e["event"] == "activation"]
+    by_hook = {}
+    for i in acts:
+        by_hook.setdefault(evs[i]["hook"].split(".", 2)[-1] if evs[i]["hook"].startswith("blocks.")
+                           else evs[i]["hook"], []).append(i)
+    rng = random.Random(7)
+    picks = [rng.choice(v) for v in by_hook.values()] + rng.sample(acts, 20)
+    picks += [i for i, e in enumerate(evs) if e["event"] == "logits"][3:4]
+    right = 0
+    for i in picks:
+        e = evs[i]
+        scaled = [dict(x) for x in evs]
+        key = "data" if e["event"] == "activation" else "logits"
+        scaled[i][key] = [v * (1 + 1e-4) for v in e[key]]
+        cand = os.path.join(tmp, "scaled.jsonl")
+        write(cand, scaled)
+        d = diff(ref, cand)
+        want = (e.get("hook", "logits"), e.get("layer", -1), e["pos"], e.get("head", -1))
+        if where(d) == want and d["verdict"] == "fail":
+            right += 1
+        else:
+            print(f"      {want}: reported {where(d)}")
+    check(right == len(picks), f"one hook x (1 + 1e-4): reported at that hook, layer, position "
+          f"and head in {right} of {len(picks)} cases ({len(by_hook)} hook kinds)")
+
+
+def check_inject(tmp, ref):
+    cases = [("blocks.2.mlp_out", 5, -1), ("blocks.0.attn.k", 3, -1), ("blocks.4.attn.pattern", 7, 0),
+             ("blocks.1.ln2", 0, -1)]
+    right = 0
+    for hook, pos, head in cases:
+        bug = os.path.join(tmp, "bug.jsonl")
+        run(INJECT, "score", *MODEL, "--text", TEXT, "--hooks", "*", "--out", bug,
+            env={"STEPWISE_INJECT_BUG": f"{hook}@{pos}*1.0001"})
+        d = diff(ref, bug)
+        layer = int(hook.split(".")[1])
+        ok = where(d) == (hook, layer, pos, head) and d["verdict"] == "fail"
+        right += ok
+        if not ok:
+            print(f"      {hook}@{pos}: reported {where(d)}")
+    check(right == len(cases), f"a broken build (x 1.0001 at one hook, the error flowing on): "
+          f"reported where it was put in, {right} of {len(cases)}")
+
+
+def check_inputs(tmp):
+    greedy, sampled = os.path.join(tmp, "greedy.jsonl"), os.path.join(tmp, "sampled.jsonl")
+    common = ["generate", *MODEL, "--prompt", "Once upon a time", "--steps", "40",
+              "--trace-level", "logits", "--quiet"]
+    run(BIN, *common, "--temperature", "0", "--trace", greedy)
+    run(BIN, *common, "--temperature", "1", "--seed", "5", "--trace", sampled)
+    inputs = lambda path: {e["pos"]: e["token"] for e in events(path) if e["event"] == "logits"}
+    a, b = inputs(greedy), inputs(sampled)
+    p = min(q for q in a if q in b and a[q] != b[q])
+    d = diff(greedy, sampled)
+    check(d["inputs"]["differ_from"] == p and d["positions"] == len([q for q in a if q < p])
+          and d["inputs"]["reference_token"] == a[p] and d["inputs"]["candidate_token"] == b[p],
+          f"a candidate that sampled otherwise: inputs differ from position {p}, "
+          f"{d['positions']} positions compared, none after")
+    text = run(BIN, "diff", greedy, sampled, expect=(0, 1)).stdout
+    check(f"inputs     differ from position {p}: ref {a[p]} '" in text,
+          "the text report names the position and both tokens with their pieces")
+    r = run(BIN, "diff", greedy, sampled, "--teacher-forced", expect=(2,))
+    check("inputs differ from position" in r.stderr, "--teacher-forced: an error, exit 2")
+    s1, s2 = os.path.join(tmp, "s1.jsonl"), os.path.join(tmp, "s2.jsonl")
+    run(BIN, "score", *MODEL, "--text", "Once upon a time", "--out", s1)
+    run(BIN, "score", *MODEL, "--text", "Once upon a dog", "--out", s2)
+    r = run(BIN, "diff", s1, s2, expect=(2,))
+    check("inputs differ from position 4" in r.stderr, "two score files with other tokens: exit 2")
+
+
+def check_golden(tmp):
+    gold = os.path.join(tmp, "golden")
+    run(BIN, "golden", *MODEL, "--out", gold)
+    manifest = json.load(open(os.path.join(gold, "manifest.json")))
+    files = [f["file"] for f in manifest["files"]]
+    passed = all(diff(os.path.join(gold, f), os.path.join(gold, f))["verdict"] == "pass"
+                 for f in files)
+    with_acts = sum(1 for f in files if '"event":"activation"' in open(os.path.join(gold, f)).read())
+    text = json.dumps(manifest)
+    check(passed and with_acts == 4 and tmp not in text and MODELS not in text,
+          f"a golden set ({len(files)} files, {with_acts} with activations) passes against itself; "
+          "its manifest holds no absolute path")
+
+
+def check_engines(tmp):
+    gguf = os.path.join(tmp, "s.gguf")
+    run(BIN, "convert", *MODEL, "--out", gguf)
+    text = open(os.path.join(ROOT, "data", "text", "the-lost-kite.txt")).read()
+    ids = json.loads(run(BIN, "tokenize", "--model", gguf, "--text", text, "--json").stdout)["ids"][:120]
+    ids = ",".join(map(str, ids))
+    ref = os.path.join(tmp, "ref-engine.jsonl")
+    run(BIN, "score", "--model", gguf, "--tokens", ids, "--hooks", "default", "--out", ref)
+    results = {}
+    for kv in ("f32", "f16"):
+        cand = os.path.join(tmp, f"numpy-{kv}.jsonl")
+        extra = ["--kv", "f16"] if kv == "f16" else []
+        subprocess.run(["/usr/bin/python3", os.path.join(HERE, "numpy_engine.py"), gguf, ids, cand]
+                       + extra, check=True, capture_output=True)
+        for preset in ("fp32", "f16-kv", "fp32-elementwise"):
+            results[kv, preset] = diff(ref, cand, "--preset", preset)
+    worst = lambda d: max(c["relative"] for row in d["layers"] for k, c in row.items() if k != "layer")
+    d = results["f32", "fp32"]
+    check(d["verdict"] == "pass" and d["activations"] > 0,
+          f"an independent float32 engine passes fp32 hook by hook (worst hook {worst(d):.2g} of its "
+          f"tensor's scale, max |dlogit| {d['max_abs']['value']:.2g})")
+    e = results["f32", "fp32-elementwise"]
+    print(f"      (fp32-elementwise: {e['verdict']}, {e['tolerance']['outside']} logits outside)")
+    h = results["f16", "fp32"]
+    check(results["f16", "f16-kv"]["verdict"] == "pass" and h["verdict"] == "fail",
+          f"with a float16 KV cache it passes f16-kv and fails fp32 (worst hook "
+          f"{worst(results['f16', 'f16-kv']):.2g})")
+
+
+def check_missing_and_formats(tmp, ref):
+    kv = os.path.join(tmp, "kv.jsonl")
+    run(BIN, "score", *MODEL, "--text", TEXT, "--trace-kv", "--out", kv)
+    evs = events(kv)
+    write(os.path.join(tmp, "no-layer4.jsonl"),
+          [e for e in evs if not (e["event"] == "kv" and e["layer"] == 4)])
+    d = diff(kv, os.path.join(tmp, "no-layer4.jsonl"))
+    check(d["verdict"] == "fail" and d["missing"]["kv_rows"] == 13,
+          "a candidate without layer 4's KV rows fails, naming the 13 rows it lacks")
+    evs = events(ref)
+    write(os.path.join(tmp, "no-hook.jsonl"),
+          [e for e in evs if not (e["event"] == "activation" and e["hook"] == "blocks.3.mlp_out")])
+    d = diff(ref, os.path.join(tmp, "no-hook.jsonl"))
+    check(d["verdict"] == "fail" and d["missing"]["first_activation"] == "blocks.3.mlp_out",
+          "a candidate without one hook fails, naming it")
+    d = diff(ref, ref, "--atol", "0.001")
+    check(d["tolerance"]["preset"] == "custom", "--atol is reported as custom")
+    logits = np.array([e["logits"] for e in evs if e["event"] == "logits"], dtype=np.float32)
+    ids = [e["token"] for e in evs if e["event"] == "logits"]
+    lp = logits - np.log(np.exp(logits - logits.max(1, keepdims=True)).sum(1, keepdims=True)) \
+        - logits.max(1, keepdims=True)
+    ok = True
+    for name, rows, kw in (("c.npy", logits, {}), ("c.f32", logits, {}),
+                           ("lp.f32", lp, {"logprobs": True})):
+        path = os.path.join(tmp, name)
+        write_logits(path, rows, token_ids=ids, **kw)
+        d = diff(ref, path)
+        ok = ok and d["verdict"] == "pass" and d["inputs"]["checked"] and d["positions"] == len(ids)
+        ok = ok and d["logprobs"] == ("logprobs" in kw)
+    bad = list(ids)
+    bad[6] = (bad[6] + 1) % 512
+    write_logits(os.path.join(tmp, "bad.npy"), logits, token_ids=bad)
+    d = diff(ref, os.path.join(tmp, "bad.npy"))
+    check(ok and d["inputs"]["differ_from"] == 6 and d["positions"] == 6,
+          ".npy, .f32 with token_ids and log-probabilities compare as the trace does; "
+          "the sidecar's token_ids are checked")
+
+
+def main():
+    with tempfile.TemporaryDirectory() as tmp:
+        ref = os.path.join(tmp, "ref.jsonl")
+        run(BIN, "score", *MODEL, "--text", TEXT, "--hooks", "*", "--out", ref)
+        check_perturbations(tmp, ref)
+        check_inject(tmp, ref)
+        check_inputs(tmp)
+        check_golden(tmp)
+        check_engines(tmp)
+        check_missing_and_formats(tmp, ref)
+    print(f"diff check: {'PASS' if failures == 0 else f'{failures} FAILED'}")
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
