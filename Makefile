@@ -25,7 +25,7 @@ LIB_SRC  := $(wildcard ref/*.c) $(wildcard trace/*.c)
 CLI_SRC  := $(wildcard ref/cli/*.c)
 CLI_OBJ  := $(patsubst %.c,$(BUILD)/obj/%.o,$(CLI_SRC))
 LIB_OBJ  := $(patsubst %.c,$(BUILD)/obj/%.o,$(LIB_SRC)) $(BUILD)/obj/gen/tiny_model_json.o \
-            $(BUILD)/obj/gen/trace_schemas.o
+            $(BUILD)/obj/gen/trace_schemas.o $(BUILD)/obj/gen/hook_names_json.o
 SCHEMAS  := $(sort $(wildcard trace/schema/*.schema.json))
 TEST_SRC := $(wildcard tests/*.c)
 TEST_OBJ := $(patsubst %.c,$(BUILD)/obj/%.o,$(TEST_SRC))
@@ -103,6 +103,14 @@ $(BUILD)/gen/tiny_model_json.c: data/tiny-model.json
 	@mkdir -p $(@D)
 	@{ echo '/* Generated from data/tiny-model.json by the Makefile. */'; \
 	  echo 'const char stepwise_tiny_model_json[] ='; \
+	  sed -e 's/\\/\\\\/g' -e 's/"/\\"/g' -e 's/^/"/' -e 's/$$/\\n"/' $<; \
+	  echo ';'; } > $@
+
+# And the other engines' names for the hooks, for `stepwise diff --names`.
+$(BUILD)/gen/hook_names_json.c: data/hook-names.json
+	@mkdir -p $(@D)
+	@{ echo '/* Generated from data/hook-names.json by the Makefile. */'; \
+	  echo 'const char stepwise_hook_names_json[] ='; \
 	  sed -e 's/\\/\\\\/g' -e 's/"/\\"/g' -e 's/^/"/' -e 's/$$/\\n"/' $<; \
 	  echo ';'; } > $@
 

@@ -15,7 +15,10 @@
    fp32;
 5. what a candidate lacks (a KV layer, a hook) fails, never in silence; a
    custom tolerance is reported as custom; .npy, .f32 with token ids and
-   log-probability candidates compare as the trace does.
+   log-probability candidates compare as the trace does;
+6. a candidate under Hugging Face's or llama.cpp's names (data/hook-names.json),
+   q/k rows in RoPE's halves where that engine keeps them, passes with
+   --names, and a perturbed hook is still reported under stepwise's name.
 
     /usr/bin/python3 tests/diff_check.py build/stepwise build/inject/stepwise
 """
@@ -229,6 +232,56 @@ def check_missing_and_formats(tmp, ref):
           "the sidecar's token_ids are checked")
 
 
+def renamed(evs, engine, halves_for):
+    """The events with each hook under engine's name, and the rows of the
+    hooks in halves_for moved from interleaved pairs to halves per head of 8."""
+    names = json.load(open(os.path.join(ROOT, "data", "hook-names.json")))["engines"][engine]["names"]
+    out = []
+    for e in evs:
+        if e["event"] != "activation":
+            out.append(e)
+            continue
+        hook, layer = e["hook"], e.get("layer")
+        key = hook if layer is None else hook.replace(f"blocks.{layer}.", "blocks.{L}.", 1)
+        if key not in names:
+            continue
+        e = dict(e, hook=names[key].replace("{L}", str(layer)))
+        if key in halves_for:
+            x = np.array(e["data"], dtype=np.float64).reshape(-1, 4, 2)  # [heads, i, j]: row 2i + j
+            e["data"] = x.transpose(0, 2, 1).reshape(-1).tolist()  # to row j * 4 + i
+        out.append(e)
+    return out
+
+
+def check_names(tmp, ref):
+    evs = events(ref)
+    hf = renamed(evs, "hf", {"blocks.{L}.attn.q_pre", "blocks.{L}.attn.k_pre"})
+    path = os.path.join(tmp, "hf.jsonl")
+    write(path, hf)
+    d = diff(ref, path, "--names", "hf")
+    n_hf = sum(1 for e in hf if e["event"] == "activation")
+    check(d["verdict"] == "pass" and d["activations"] == n_hf and "resid_mid" in d["not_compared"],
+          f"Hugging Face names: {n_hf} activations compared (q_proj/k_proj moved from halves), "
+          "the hooks no module outputs reported as not compared")
+    for e in hf:
+        if e["event"] == "activation" and e["hook"] == "model.layers.3.self_attn.k_proj" and e["pos"] == 4:
+            e["data"] = [v * (1 + 1e-4) for v in e["data"]]
+    write(path, hf)
+    d = diff(ref, path, "--names", "hf")
+    check(where(d) == ("blocks.3.attn.k_pre", 3, 4, -1),
+          "a perturbed k_proj is reported as blocks.3.attn.k_pre, layer 3, pos 4")
+    cpp = renamed(evs, "llama.cpp", {"blocks.{L}.attn.q", "blocks.{L}.attn.k"})
+    path = os.path.join(tmp, "cpp.jsonl")
+    write(path, cpp)
+    good = diff(ref, path, "--names", "llama.cpp", "--rope-halves")
+    bad = diff(ref, path, "--names", "llama.cpp")
+    check(good["verdict"] == "pass" and where(bad)[:3] == ("blocks.0.attn.q", 0, 0),
+          "llama.cpp names: Qcur/Kcur in halves pass with --rope-halves; without it the first "
+          "divergence is blocks.0.attn.q at pos 0")
+    r = run(BIN, "diff", ref, path, "--names", "vllm", expect=(2,))
+    check("--names must be hf or llama.cpp" in r.stderr, "an unknown --names is refused")
+
+
 def main():
     with tempfile.TemporaryDirectory() as tmp:
         ref = os.path.join(tmp, "ref.jsonl")
@@ -239,6 +292,7 @@ def main():
         check_golden(tmp)
         check_engines(tmp)
         check_missing_and_formats(tmp, ref)
+        check_names(tmp, ref)
     print(f"diff check: {'PASS' if failures == 0 else f'{failures} FAILED'}")
     return 1 if failures else 0
 

@@ -170,18 +170,32 @@ static bool read_kv_event(DiffRun *r, const cJSON *e, Caps *cap, long line, cons
 
 /* An activation event: "hook" (stepwise's name), "pos", optional "head"
  * and "token", and "data" (its values, row-major). */
-static bool read_activation_event(DiffRun *r, const cJSON *e, Caps *cap, long line,
-                                  const char *path, StepError *err) {
+static bool read_activation_event(DiffRun *r, const cJSON *e, const HookNames *names, Caps *cap,
+                                  long line, const char *path, StepError *err) {
     const char *hook = json_string_field(e, "hook");
     const cJSON *data = cJSON_GetObjectItemCaseSensitive(e, "data");
     HookPoint point;
     int layer, pos, head = -1, token;
+    char ours[64];
+    bool halves = false;
+    if (hook != NULL && names != NULL && hook_names_map(names, hook, ours, sizeof ours, &halves))
+        hook = ours;
+    if (hook != NULL && strcmp(hook, "logits") == 0) { /* another engine's classifier output */
+        cJSON *row = cJSON_Duplicate(e, true);
+        if (row == NULL) return step_fail(err, "%s: out of memory", path);
+        cJSON_DeleteItemFromObjectCaseSensitive(row, "logits");
+        cJSON *values = cJSON_DetachItemFromObjectCaseSensitive(row, "data");
+        if (values != NULL) cJSON_AddItemToObject(row, "logits", values);
+        bool ok = read_logits_event(r, row, cap, line, path, err);
+        cJSON_Delete(row);
+        return ok;
+    }
     if (hook == NULL || !hook_parse(hook, &point, &layer) || point == HOOK_LOGITS ||
         point >= HOOK_KV_ROW)
         return step_fail(err,
                          "%s:%ld: an activation event needs a \"hook\" that names one "
-                         "(docs/trace-format.md)",
-                         path, line);
+                         "(docs/trace-format.md%s)",
+                         path, line, names != NULL ? ", or data/hook-names.json for --names" : "");
     int n = cJSON_GetArraySize(data);
     if (!cJSON_IsArray(data) || n < 1 || n > DIFF_MAX_VOCAB ||
         !json_int_field(e, "pos", 0, DIFF_MAX_POS, &pos) || !event_token(e, &token) ||
@@ -196,7 +210,8 @@ static bool read_activation_event(DiffRun *r, const cJSON *e, Caps *cap, long li
         return step_fail(err, "%s: out of memory", path);
     r->acts = p;
     DiffActivation *a = &r->acts[r->n_acts];
-    *a = (DiffActivation){.point = point, .layer = layer, .pos = pos, .head = head, .n = n};
+    *a = (DiffActivation){
+        .point = point, .layer = layer, .pos = pos, .head = head, .n = n, .halves = halves};
     a->data = malloc((size_t)n * sizeof(float));
     if (a->data == NULL) return step_fail(err, "%s: out of memory", path);
     r->n_acts++;
@@ -245,7 +260,7 @@ static bool read_pieces(DiffRun *r, const cJSON *e, const char *name, Caps *cap)
     return true;
 }
 
-static bool read_jsonl(DiffRun *r, const char *path, StepError *err) {
+static bool read_jsonl(DiffRun *r, const char *path, const HookNames *names, StepError *err) {
     TraceReader tr;
     if (!trace_reader_open(&tr, path, err)) return false;
     Caps cap = {0};
@@ -264,12 +279,16 @@ static bool read_jsonl(DiffRun *r, const char *path, StepError *err) {
         } else if (strcmp(name, "kv") == 0) {
             ok = read_kv_event(r, e, &cap, tr.line_no, path, err);
         } else if (strcmp(name, "activation") == 0) {
-            ok = read_activation_event(r, e, &cap, tr.line_no, path, err);
+            ok = read_activation_event(r, e, names, &cap, tr.line_no, path, err);
         } else if (strcmp(name, "tokenize") == 0 || strcmp(name, "token") == 0) {
             ok = read_pieces(r, e, name, &cap) || step_fail(err, "%s: out of memory", path);
         } else if (strcmp(name, "run") == 0) {
             const char *mode = json_string_field(e, "mode");
             r->scored = mode != NULL && strcmp(mode, "score") == 0;
+            int hd;
+            if (json_int_field(cJSON_GetObjectItemCaseSensitive(e, "model"), "head_dim", 2,
+                               DIFF_MAX_VOCAB, &hd))
+                r->head_dim = hd;
         }
         cJSON_Delete(e);
     }
@@ -530,10 +549,36 @@ static bool ends_with(const char *s, const char *suffix) {
     return n > m && strcmp(s + n - m, suffix) == 0;
 }
 
-bool diff_run_read(DiffRun *r, const char *path, StepError *err) {
+bool diff_run_unhalve(DiffRun *r, int head_dim, StepError *err) {
+    float *tmp = NULL;
+    for (int i = 0; i < r->n_acts; i++) {
+        DiffActivation *a = &r->acts[i];
+        if (!a->halves) continue;
+        if (head_dim < 2 || head_dim % 2 != 0 || a->n % head_dim != 0) {
+            free(tmp);
+            return step_fail(err,
+                             "activation at pos %d has %d values, not whole heads of the "
+                             "reference's head_dim %d (a stepwise trace states it)",
+                             a->pos, a->n, head_dim);
+        }
+        if (tmp == NULL && (tmp = malloc((size_t)head_dim * sizeof *tmp)) == NULL)
+            return step_fail(err, "diff: out of memory");
+        int half = head_dim / 2;
+        for (int h = 0; h < a->n / head_dim; h++) { /* pair (2i, 2i+1) was (i, i + half) */
+            float *x = a->data + (size_t)h * head_dim;
+            memcpy(tmp, x, (size_t)head_dim * sizeof *tmp);
+            for (int k = 0; k < head_dim; k++) x[k] = tmp[(k % 2) * half + k / 2];
+        }
+        a->halves = false;
+    }
+    free(tmp);
+    return true;
+}
+
+bool diff_run_read(DiffRun *r, const char *path, const HookNames *names, StepError *err) {
     memset(r, 0, sizeof *r);
     bool npy = ends_with(path, ".npy"), raw = ends_with(path, ".f32");
-    bool ok = raw || npy ? read_array(r, path, npy, err) : read_jsonl(r, path, err);
+    bool ok = raw || npy ? read_array(r, path, npy, err) : read_jsonl(r, path, names, err);
     if (ok && !sort_inputs(r)) ok = step_fail(err, "%s: out of memory", path);
     if (!ok) diff_run_free(r);
     return ok;

@@ -10,6 +10,7 @@
 #include <stdbool.h>
 
 #include "../ref/error.h"
+#include "hook_names.h"
 
 /* One activation: a hook's values at one position (and head). */
 typedef struct {
@@ -18,6 +19,7 @@ typedef struct {
     int pos, head; /* head -1 where none applies */
     int n;         /* values */
     float *data;   /* [n], owned */
+    bool halves;   /* each head's rows in RoPE's halves layout (another engine's) */
 } DiffActivation;
 
 typedef struct {
@@ -27,6 +29,7 @@ typedef struct {
     float *logits; /* [n, vocab_size] */
     bool logprobs; /* the rows are log-probabilities, not logits */
     bool scored;   /* a score run (teacher-forced: its inputs were given) */
+    int head_dim;  /* as its run event states it, or 0 */
     /* the input token at each position that states one, by position */
     int n_inputs;
     int *input_pos, *input_token; /* [n_inputs] increasing positions */
@@ -44,8 +47,13 @@ typedef struct {
 
 /* Read the run at path. A trace needs logits or activation events; .f32
  * and .npy hold logits (log-probabilities with "values": "logprobs" in the
- * sidecar). */
-bool diff_run_read(DiffRun *r, const char *path, StepError *err);
+ * sidecar). With names (may be NULL), activation hooks are another
+ * engine's names, mapped to stepwise's ("lm_head" rows become logits). */
+bool diff_run_read(DiffRun *r, const char *path, const HookNames *names, StepError *err);
+
+/* Move every activation held in halves back to interleaved pairs, head by
+ * head of head_dim values (the reference's). */
+bool diff_run_unhalve(DiffRun *r, int head_dim, StepError *err);
 void diff_run_free(DiffRun *r);
 
 /* The piece of token id, as the file names it, or NULL. */

@@ -186,11 +186,19 @@ static float *as_logprobs(const float *m, int n, int V) {
     return out;
 }
 
+/* A hook the candidate has none of, anywhere, is not compared (and said
+ * so); one it has elsewhere but not here is missing. */
 static bool walk_hooks(const Entry *re, int nr, const Entry *ce, int nc, const DiffTolerance *tol,
                        DiffReport *rep) {
+    bool has[N_HOOKS] = {false};
+    for (int i = 0; i < nc; i++) has[ce[i].point] = true;
     for (int i = 0; i < nr; i++) {
         const Entry *r = &re[i], *c = find_entry(ce, nc, r);
         char name[64];
+        if (c == NULL && !has[r->point]) {
+            rep->hook_absent[r->point] = r->point != HOOK_LOGITS;
+            continue;
+        }
         if (c == NULL) {
             if (r->point == HOOK_LOGITS) {
                 rep->missing_logits++;

@@ -63,6 +63,7 @@ typedef struct {
     char first_missing_hook[64];
     int first_missing_pos;
     bool cand_has_logits, cand_has_kv, cand_has_acts;
+    bool hook_absent[N_HOOKS]; /* hooks the reference has and the candidate has none of */
     /* the walk through the hooks, in execution order */
     long acts_compared;
     bool diverged;

@@ -13,7 +13,7 @@
 
 static const char DIFF_USAGE[] =
     "usage: stepwise diff REF CANDIDATE [--preset P] [--atol A] [--rtol R] [--json]\n"
-    "                     [--teacher-forced]\n"
+    "                     [--teacher-forced] [--names hf|llama.cpp [--rope-halves]]\n"
     "\n"
     "Compare another engine's run with the reference's (docs/oracle.md):\n"
     "  1. inputs: both sides must have seen the same token at every position; from\n"
@@ -40,12 +40,18 @@ static const char DIFF_USAGE[] =
     "                    |ref|), or int8 (mean KL <= 0.05 and top-1 agreement >= 90%)\n"
     "  --atol A, --rtol R  custom tolerances, in the preset's rule (reported as custom)\n"
     "  --teacher-forced  inputs that differ are an error (exit 2)\n"
+    "  --names E         the candidate's activations carry engine E's names: hf\n"
+    "                    (transformers module outputs) or llama.cpp (its graph tensors,\n"
+    "                    as llama-eval-callback prints them); data/hook-names.json\n"
+    "                    maps them, and q/k rows in RoPE's halves are moved to pairs\n"
+    "  --rope-halves     with --names llama.cpp: its Qcur/Kcur rotate halves (qwen2,\n"
+    "                    qwen3), not pairs (llama)\n"
     "  --json            print the report as one JSON object\n"
     "\n"
     "exit status: 0 within tolerance, 1 outside or incomplete, 2 when the files\n"
     "cannot be read or compared.\n";
 
-enum { OPT_PRESET = 256, OPT_ATOL, OPT_RTOL, OPT_JSON, OPT_TEACHER_FORCED };
+enum { OPT_PRESET = 256, OPT_ATOL, OPT_RTOL, OPT_JSON, OPT_TEACHER_FORCED, OPT_NAMES, OPT_HALVES };
 
 static const char *rule_name(DiffRule r) {
     return r == RULE_ROW ? "row" : r == RULE_ELEMENT ? "elementwise" : "by distribution";
@@ -112,6 +118,12 @@ static const char *short_name(int point, char *buf, size_t size) {
     return strchr(buf + 7, '.') + 1;
 }
 
+/* A hook kind's name: "mlp_out" for one in a block, "final_norm" outside. */
+static const char *point_label(int point, char *buf, size_t size) {
+    return hook_in_block((HookPoint)point) ? short_name(point, buf, size)
+                                           : hook_name((HookPoint)point, -1, buf, size);
+}
+
 /* Each layer's max |d| / max |ref| for every hook either file has there. */
 static void print_table(const DiffReport *r) {
     if (r->table_layers == 0) return;
@@ -123,7 +135,8 @@ static void print_table(const DiffReport *r) {
     printf("layer");
     char name[64];
     for (int h = 0; h < N_HOOKS; h++)
-        if (col[h]) printf(" %10s", short_name(h, name, sizeof name)); /* wider names: their width */
+        if (col[h])
+            printf(" %10s", short_name(h, name, sizeof name)); /* wider names: their width */
     printf("\n");
     for (int l = 0; l < r->table_layers; l++) {
         printf("%5d", l);
@@ -172,9 +185,20 @@ static void print_missing(const DiffRun *ref, const DiffReport *r) {
         printf("not compared        KV rows: the candidate has none\n");
     else if (r->missing_kv > 0)
         printf("missing             %ld KV rows the reference has\n", r->missing_kv);
-    if (!r->cand_has_acts && ref->n_acts > 0)
+    if (!r->cand_has_acts && ref->n_acts > 0) {
         printf("not compared        activations: the candidate has none\n");
-    else if (r->missing_acts > 0)
+    } else {
+        bool any = false;
+        for (int h = 0; h < N_HOOKS; h++) {
+            char name[64];
+            if (!r->hook_absent[h]) continue;
+            printf("%s%s", any ? ", " : "not compared        hooks the candidate has none of: ",
+                   point_label(h, name, sizeof name));
+            any = true;
+        }
+        if (any) printf("\n");
+    }
+    if (r->missing_acts > 0)
         printf("missing             %ld activations the reference has (first %s at pos %d)\n",
                r->missing_acts, r->first_missing_hook, r->first_missing_pos);
 }
@@ -319,6 +343,11 @@ static void print_json(const char *ref_path, const char *cand_path, const DiffRu
     if (!r->cand_has_kv && ref->n_kv > 0) cJSON_AddItemToArray(nc, cJSON_CreateString("kv"));
     if (!r->cand_has_acts && ref->n_acts > 0)
         cJSON_AddItemToArray(nc, cJSON_CreateString("activations"));
+    for (int h = 0; h < N_HOOKS && r->cand_has_acts; h++) {
+        char name[64];
+        if (r->hook_absent[h])
+            cJSON_AddItemToArray(nc, cJSON_CreateString(point_label(h, name, sizeof name)));
+    }
     cJSON *tol = cJSON_AddObjectToObject(o, "tolerance");
     cJSON_AddStringToObject(tol, "preset", t->preset);
     cJSON_AddStringToObject(tol, "rule", rule_name(t->rule));
@@ -352,13 +381,17 @@ int cli_diff(int argc, char **argv) {
         {"rtol", required_argument, NULL, OPT_RTOL},
         {"json", no_argument, NULL, OPT_JSON},
         {"teacher-forced", no_argument, NULL, OPT_TEACHER_FORCED},
+        {"names", required_argument, NULL, OPT_NAMES},
+        {"rope-halves", no_argument, NULL, OPT_HALVES},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0}};
     DiffTolerance tol;
     StepError err;
     diff_tolerance_preset(&tol, "fp32", &err);
     float atol = 0, rtol = 0;
-    bool atol_set = false, rtol_set = false, json = false, forced = false, ok = true;
+    bool atol_set = false, rtol_set = false, json = false, forced = false, halves = false,
+         ok = true;
+    const char *engine = NULL;
     opterr = 0;
     optind = 1;
     int c;
@@ -379,6 +412,12 @@ int cli_diff(int argc, char **argv) {
             case OPT_TEACHER_FORCED:
                 forced = true;
                 break;
+            case OPT_NAMES:
+                engine = optarg;
+                break;
+            case OPT_HALVES:
+                halves = true;
+                break;
             case 'h':
                 fputs(DIFF_USAGE, stdout);
                 return 0;
@@ -396,10 +435,16 @@ int cli_diff(int argc, char **argv) {
     }
     if (ok && argc - optind != 2)
         ok = step_fail(&err, "diff: expects REF and CANDIDATE (see --help)");
+    if (ok && halves && engine == NULL)
+        ok = step_fail(&err, "--rope-halves goes with --names (see --help)");
+    HookNames names = {0};
+    if (ok && engine != NULL) ok = hook_names_load(&names, engine, halves, &err);
     DiffRun ref = {0}, cand = {0};
     DiffReport report;
-    if (ok) ok = diff_run_read(&ref, argv[optind], &err);
-    if (ok) ok = diff_run_read(&cand, argv[optind + 1], &err);
+    if (ok) ok = diff_run_read(&ref, argv[optind], NULL, &err);
+    if (ok) ok = diff_run_read(&cand, argv[optind + 1], engine != NULL ? &names : NULL, &err);
+    if (ok) ok = diff_run_unhalve(&cand, ref.head_dim, &err);
+    hook_names_free(&names);
     if (ok) ok = trace_diff(&ref, &cand, &tol, forced, &report, &err);
     if (ok && json)
         print_json(argv[optind], argv[optind + 1], &ref, &tol, &report);

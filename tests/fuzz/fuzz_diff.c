@@ -2,7 +2,8 @@
  * first byte says what each side is: bit 0 an array file for the
  * reference (else a trace), bit 1 for the candidate; bit 3 makes the
  * reference's array a .npy (else .f32), bit 4 the candidate's; bit 2 takes
- * the int8 preset, bit 5 --teacher-forced. Then a 2-byte length and the
+ * the int8 preset, bit 5 --teacher-forced, bit 6 reads the candidate's
+ * hooks with llama.cpp's names (--names llama.cpp --rope-halves). Then a 2-byte length and the
  * reference's bytes, the rest being the candidate's. An array side's bytes
  * are a 2-byte length, the sidecar JSON, then the .f32 or .npy bytes. */
 #include "fuzz_file.h"
@@ -42,14 +43,18 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     const char *cand_path = write_side("cand", mode & 2, mode & 16, cand_bytes, n_cand);
     DiffRun ref, cand;
     StepError err;
-    bool ref_ok = diff_run_read(&ref, ref_path, &err);
-    bool cand_ok = diff_run_read(&cand, cand_path, &err);
+    HookNames names;
+    if (!hook_names_load(&names, "llama.cpp", true, &err)) abort();
+    bool ref_ok = diff_run_read(&ref, ref_path, NULL, &err);
+    bool cand_ok = diff_run_read(&cand, cand_path, mode & 64 ? &names : NULL, &err);
     DiffTolerance tol;
     if (!diff_tolerance_preset(&tol, mode & 4 ? "int8" : "fp32", &err)) abort();
     DiffReport rep;
     if (ref_ok && cand_ok) trace_diff(&ref, &cand, &tol, mode & 32, &rep, &err);
     if (ref_ok) trace_diff(&ref, &ref, &tol, mode & 32, &rep, &err);
+    if (cand_ok && ref_ok) diff_run_unhalve(&cand, ref.head_dim, &err);
     if (ref_ok) diff_run_free(&ref);
     if (cand_ok) diff_run_free(&cand);
+    hook_names_free(&names);
     return 0;
 }

@@ -19,6 +19,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     trace_show_step(path, -1, NULL, 5, sink, &err);
     trace_show_step(path, 0, NULL, 5, sink, &err);
     DiffRun set;
-    if (diff_run_read(&set, path, &err)) diff_run_free(&set);
+    if (diff_run_read(&set, path, NULL, &err)) diff_run_free(&set);
     return 0;
 }
