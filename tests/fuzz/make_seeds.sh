@@ -82,8 +82,24 @@ meta = json.dumps({"format": "stepwise-logits-f32", "vocab_size": 4, "positions"
                    "first_pos": 1}).encode()
 raw = with_len(meta) + struct.pack("<8f", 1, 2, 3, 4, 4, 3, 2, 1)
 raw2 = with_len(meta) + struct.pack("<8f", 1, 2, 3, 4.5, 4, 3, 2, 1)
+# .npy (numpy's header by hand: magic, version 1.0, length, dict padded to 64),
+# with a sidecar of token ids
+def npy(rows, vocab):
+    head = ("{'descr': '<f4', 'fortran_order': False, 'shape': (%d, %d), }" % (len(rows) // vocab, vocab))
+    head = head + " " * (63 - (10 + len(head)) % 64) + "\n"
+    return b"\x93NUMPY\x01\x00" + struct.pack("<H", len(head)) + head.encode() + struct.pack("<%df" % len(rows), *rows)
+npy_side = with_len(json.dumps({"token_ids": [1, 2], "values": "logprobs"}).encode()) + npy([1, 2, 3, 4, 4, 3, 2, 1], 4)
+# activations under llama.cpp's names, q in halves (bit 6)
+acts = b"".join(json.dumps(e).encode() + b"\n" for e in [
+    {"event": "run", "mode": "score", "model": {"head_dim": 2}},
+    {"event": "activation", "hook": "Qcur-0", "pos": 0, "token": 1, "data": [1, 2, 3, 4]},
+    {"event": "activation", "hook": "blocks.0.attn.q", "pos": 0, "token": 1, "data": [1, 2, 3, 4]},
+    {"event": "activation", "hook": "result_output", "pos": 0, "token": 1, "data": [1, 2, 3, 4]},
+    {"event": "logits", "pos": 1, "token": 2, "logits": [1, 2, 3, 4]}])
 for name, mode, ref, cand in [("traces", 0, score, score), ("two-traces", 4, score, sampled),
-                              ("raw", 3, raw, raw2), ("mixed", 1, raw, score)]:
+                              ("raw", 3, raw, raw2), ("mixed", 1, raw, score),
+                              ("npy", 2 | 16, score, npy_side), ("npy-both", 1 | 2 | 8 | 16, npy_side, npy_side),
+                              ("names", 64, acts, acts), ("forced", 32, score, sampled)]:
     open(f"{C}/diff/{name}", "wb").write(bytes([mode]) + with_len(ref) + cand)
 PY
 # Hugging Face folders: [2-byte length][config.json][model.safetensors], tiny,
