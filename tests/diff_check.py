@@ -159,6 +159,16 @@ def check_golden(tmp):
     passed = all(diff(os.path.join(gold, f), os.path.join(gold, f))["verdict"] == "pass"
                  for f in files)
     with_acts = sum(1 for f in files if '"event":"activation"' in open(os.path.join(gold, f)).read())
+    stated = True
+    for f in files:  # each file states its token ids plainly
+        evs = events(os.path.join(gold, f))
+        fed = [e["token"] for e in evs if e["event"] == "logits"]
+        end = [e for e in evs if e["event"] in ("scored", "done")][-1]
+        ids = end.get("token_ids", end.get("tokens"))
+        stated = stated and ids is not None and (ids == fed if end["event"] == "scored"
+                                                 else ids[len(ids) - len(fed) - 1:-1] == fed)
+    check(stated, "every golden file states its token ids: score files' scored.token_ids, "
+          "generations' done.tokens, each the inputs its logits were computed on")
     text = json.dumps(manifest)
     check(passed and with_acts == 4 and tmp not in text and MODELS not in text,
           f"a golden set ({len(files)} files, {with_acts} with activations) passes against itself; "

@@ -469,6 +469,9 @@ cJSON *trace_event_scored(const ScoreResult *r, const ScoreMeasured *measured) {
     cJSON_AddStringToObject(e, "event", "scored");
     cJSON_AddNumberToObject(e, "n_tokens", r->n);
     cJSON_AddNumberToObject(e, "n_predicted", r->n - 1);
+    cJSON *ids = cJSON_AddArrayToObject(e, "token_ids");
+    for (int i = 0; i < r->n; i++)
+        cJSON_AddItemToArray(ids, cJSON_CreateNumber(r->positions[i].token));
     cJSON_AddNumberToObject(e, "total_logprob", r->total_logprob);
     cJSON_AddNumberToObject(e, "cross_entropy", r->cross_entropy);
     cJSON_AddNumberToObject(e, "perplexity", r->perplexity);
