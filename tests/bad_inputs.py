@@ -355,7 +355,7 @@ def diff_cases():
                            "the first had 2"),
         "no logits at all": (['{"event":"run"}'], [logit(0, [1])], 2, "no logits"),
         "other vocabulary": ([logit(0, [1, 2])], [logit(0, [1, 2, 3])], 2, "vocabulary sizes differ"),
-        "other positions": ([logit(0, [1])], [logit(0, [1]), logit(1, [1])], 2, "positions"),
+        "no position in common": ([logit(0, [1])], [logit(1, [1])], 2, "nothing to compare"),
         "malformed line": ([logit(0, [1]), "{oops"], [logit(0, [1])], 2, "not valid JSON"),
     }
     for name, (ref, cand, status, words) in bad.items():
@@ -367,6 +367,69 @@ def diff_cases():
          files={"ref.jsonl": logit(0, [1]) + "\n" + kv(100, 0, [1]) + "\n",
                 "cand.jsonl": logit(0, [1]) + "\n" + kv(100, 0, [2]) + "\n"},
          stream="stdout", check=no_pass)
+    # a candidate that lacks a position, a hook, or was fed other tokens: reported, never a pass
+    act = lambda hook, pos, data, **kw: json.dumps(dict({"event": "activation", "hook": hook,
+                                                         "pos": pos, "data": data}, **kw))
+    two = logit(0, [1, 2]) + "\n" + logit(1, [1, 2]) + "\n"
+    case("diff: candidate lacks a position", ["diff", "{ref.jsonl}", "{cand.jsonl}"], 1,
+         ["lacks logits"], files={"ref.jsonl": two, "cand.jsonl": logit(0, [1, 2]) + "\n"},
+         stream="stdout", check=no_pass)
+    hooks = act("blocks.0.mlp_out", 0, [1]) + "\n" + act("blocks.1.mlp_out", 0, [1]) + "\n"
+    case("diff: candidate lacks a hook in one layer", ["diff", "{ref.jsonl}", "{cand.jsonl}"], 1,
+         ["lacks activations"], files={"ref.jsonl": hooks,
+                                       "cand.jsonl": act("blocks.0.mlp_out", 0, [1]) + "\n"},
+         stream="stdout", check=no_pass)
+    score = lambda ids: '{"event":"run","mode":"score"}\n' + "".join(
+        json.dumps({"event": "logits", "pos": p, "token": t, "logits": [1, 2]}) + "\n"
+        for p, t in enumerate(ids))
+    case("diff: score files fed other tokens", ["diff", "{ref.jsonl}", "{cand.jsonl}"], 2,
+         ["inputs differ from position 1"],
+         files={"ref.jsonl": score([1, 5]), "cand.jsonl": score([1, 6])}, check=no_pass)
+    bad_acts = {
+        "unknown hook": (act("blocks.0.nothing", 0, [1]), "names one"),
+        "hook without layer": (act("blocks.x.mlp_out", 0, [1]), "names one"),
+        "layer beyond 2^20": (act("blocks.99999999.mlp_out", 0, [1]), "names one"),
+        "logits as a hook: a logits row": (act("logits", 0, [1]), "nothing to compare"),
+        "empty data": (act("final_norm", 0, []), "needs"),
+        "head not whole": (act("blocks.0.attn.pattern", 0, [1], head=0.5), "needs"),
+        "token negative": (act("final_norm", 0, [1], token=-2), "needs"),
+    }
+    for name, (line, words) in bad_acts.items():
+        case("diff activation: " + name, ["diff", "{ref.jsonl}", "{cand.jsonl}"], 2, [words],
+             files={"ref.jsonl": line + "\n", "cand.jsonl": act("final_norm", 0, [1]) + "\n"},
+             check=no_pass)
+    for name, args, words in (("--names bogus", ["--names", "vllm"], "--names must be"),
+                              ("--rope-halves alone", ["--rope-halves"], "goes with --names")):
+        case("diff: " + name, ["diff", "{ref.jsonl}", "{cand.jsonl}"] + args, 2, [words],
+             files={"ref.jsonl": two, "cand.jsonl": two}, check=no_pass)
+    halves = act("Qcur-0", 0, [1, 2, 3])
+    case("diff: halves without whole heads", ["diff", "{ref.jsonl}", "{cand.jsonl}", "--names",
+                                              "llama.cpp", "--rope-halves"], 2, ["whole heads"],
+         files={"ref.jsonl": '{"event":"run","model":{"head_dim":2}}\n' +
+                act("blocks.0.attn.q", 0, [1, 2, 3]) + "\n", "cand.jsonl": halves + "\n"},
+         check=no_pass)
+    npy = lambda head, data=struct.pack("<2f", 1, 2): (b"\x93NUMPY\x01\x00" +
+                                                       struct.pack("<H", len(head)) + head + data)
+    good_head = b"{'descr': '<f4', 'fortran_order': False, 'shape': (1, 2), }\n"
+    bad_npy = {
+        "not numpy": (b"PK\x03\x04", "not a .npy"),
+        "big-endian": (npy(good_head.replace(b"<f4", b">f4")), "not a .npy"),
+        "float64": (npy(good_head.replace(b"<f4", b"<f8")), "not a .npy"),
+        "Fortran order": (npy(good_head.replace(b"False", b"True")), "not a .npy"),
+        "3-D": (npy(good_head.replace(b"(1, 2)", b"(1, 2, 1)")), "not a .npy"),
+        "shape overflows": (npy(good_head.replace(b"(1, 2)", b"(99999999999999999999, 2)")),
+                            "not a .npy"),
+        "header length past the end": (b"\x93NUMPY\x01\x00\xff\xff{", "not a .npy"),
+        "unterminated dict": (npy(b"{'descr': '<f4'"), "not a .npy"),
+        "data short": (npy(good_head, struct.pack("<f", 1)), "promises"),
+        "sidecar token_ids too many": (npy(good_head), "token_ids has 3 ids for 1 positions"),
+    }
+    for name, (blob, words) in bad_npy.items():
+        files = {"c.npy": blob, "ref.jsonl": logit(0, [1, 2]) + "\n"}
+        if "sidecar" in name:
+            files["c.npy.json"] = json.dumps({"token_ids": [1, 2, 3]})
+        case("diff npy: " + name, ["diff", "{ref.jsonl}", "{c.npy}"], 2, [words], files=files,
+             check=no_pass)
     meta = lambda **kw: json.dumps(dict({"format": "stepwise-logits-f32", "vocab_size": 2,
                                          "positions": 1}, **kw))
     floats = struct.pack("<2f", 1, 2)
@@ -382,6 +445,10 @@ def diff_cases():
         "first_pos fractional": ({"r.f32": floats, "r.f32.json": meta(first_pos=0.5)}, "needs"),
         "size disagrees": ({"r.f32": floats + b"\0", "r.f32.json": meta()}, "promises"),
         "sidecar a FIFO": ({"r.f32": floats, "r.f32.json": ("fifo",)}, "FIFO"),
+        "token_ids not whole": ({"r.f32": floats, "r.f32.json": meta(token_ids=[0.5])}, "needs"),
+        "token_ids wrong count": ({"r.f32": floats, "r.f32.json": meta(token_ids=[1, 2])},
+                                  "token_ids has 2 ids"),
+        "values bogus": ({"r.f32": floats, "r.f32.json": meta(values="probs")}, "needs"),
     }
     for name, (files, words) in raw.items():
         files = dict(files)
