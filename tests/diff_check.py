@@ -242,6 +242,19 @@ def check_missing_and_formats(tmp, ref):
           "the sidecar's token_ids are checked")
 
 
+def check_score_quant(tmp, ref):
+    """score takes the quantization options its --help lists."""
+    q = os.path.join(tmp, "q.jsonl")
+    run(BIN, "score", *MODEL, "--text", TEXT, "--quant-weights", "int8", "--quant-kv", "int8",
+        "--out", q)
+    quant = [e for e in events(q) if e["event"] == "run"][0]["quant"]
+    d8, d32 = diff(ref, q, "--preset", "int8"), diff(ref, q)
+    check(quant["weights"] == "int8" and quant["kv"] == "int8" and d8["verdict"] == "pass"
+          and d32["verdict"] == "fail",
+          f"score --quant-weights int8 --quant-kv int8: int8 in its run event, passes the int8 "
+          f"preset (mean KL {d8['kl']['mean']:.2g}) and fails fp32")
+
+
 def renamed(evs, engine, halves_for):
     """The events with each hook under engine's name, and the rows of the
     hooks in halves_for moved from interleaved pairs to halves per head of 8."""
@@ -303,6 +316,7 @@ def main():
         check_engines(tmp)
         check_missing_and_formats(tmp, ref)
         check_names(tmp, ref)
+        check_score_quant(tmp, ref)
     print(f"diff check: {'PASS' if failures == 0 else f'{failures} FAILED'}")
     return 1 if failures else 0
 
