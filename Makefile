@@ -161,6 +161,7 @@ unit-tests:
 	$(MAKE) --no-print-directory tokenizer-json-check
 	$(MAKE) --no-print-directory convert-check
 	$(MAKE) --no-print-directory diff-check
+	/usr/bin/python3 tests/show_check.py $(BUILD)/stepwise
 
 $(NPM_DIR)/.installed:
 	@command -v npm >/dev/null || { echo "npm is needed for the tokenizer.json reference"; exit 2; }

@@ -89,7 +89,7 @@ Test(cli_sample, bad_input) {
     expect_bad("sample --logits 2,,0", "--logits expects a number, got ''");
     expect_bad("sample --logits 2,nan,0", "NaN");
     expect_bad("sample --logits 2,1,0 --sampler-order random", "unknown sampler order 'random'");
-    expect_bad("sample", "--logits is required");
+    expect_bad("sample", "give --logits or --from-trace");
     expect_bad("sample --logits -inf,-inf", "every logit is -inf");
     expect_bad("generate --temperature -1", "temperature must be");
     expect_bad("generate --sampler-order nope", "unknown sampler order 'nope'");

@@ -320,8 +320,8 @@ Test(trace, show_draws_the_step_as_a_person_reads_it) {
     cr_expect(strstr(out, "11 \" cat\"") != NULL, "%s", out);
     cr_expect(strstr(out, " 52.0%") != NULL, "%s", out);
     cr_expect(strstr(out, "  6.8%") != NULL, "%s", out);
-    cr_expect(strstr(out, "  4.1%  cut by top_k") != NULL, "%s", out);
-    cr_expect(strstr(out, "top_k kept 2") != NULL, "%s", out);
+    cr_expect(strstr(out, "  4.1% cut: top_k") != NULL, "%s", out);
+    cr_expect(strstr(out, "top_k        kept 2") != NULL, "%s", out);
     cr_expect(strstr(out, "-> chosen") != NULL, "%s", out);
     /* 1 position × 1 layer × kv_dim 2 × 2 × 4 bytes */
     cr_expect(strstr(out, "KV cache after this step: 1 positions x 16 bytes = 16 bytes") != NULL,

@@ -22,14 +22,24 @@
 /* What the step needs from the whole trace. */
 typedef struct {
     cJSON *run, *logits, *sample, *forward; /* owned; the events at the step */
+    cJSON *last_logits, *last_forward;      /* owned; by step: the latest seen */
     char **pieces;                          /* [vocab] known piece texts, or NULL */
     int vocab, n_prompt, pos;
+    int step;    /* > 0: the step'th draw; else by pos */
+    int draws;   /* sample events read so far */
+    int repeats; /* by pos: further logits or sample events at the same pos */
 } Step;
 
 static void remember_piece(Step *s, const cJSON *id_json, const cJSON *piece) {
     long long id;
     if (!json_whole_number(id_json, 0, s->vocab - 1, &id) || !cJSON_IsString(piece)) return;
     if (s->pieces[id] == NULL) s->pieces[id] = strdup(piece->valuestring);
+}
+
+/* obj[key] as a whole number in [0, SHOW_MAX_POS], or -1. */
+static int int_or_minus1(const cJSON *obj, const char *key) {
+    int v;
+    return json_int_field(obj, key, 0, SHOW_MAX_POS, &v) ? v : -1;
 }
 
 /* Keep `e` in *slot (deleting what was there) and return true. */
@@ -47,6 +57,7 @@ static bool read_header(Step *s, const cJSON *e, const char *path, long line, St
     s->n_prompt = cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(e, "prompt_tokens"));
     s->pieces = calloc((size_t)s->vocab, sizeof(char *));
     if (s->pieces == NULL) return step_fail(err, "trace %s: out of memory", path);
+    if (s->step > 0) return true; /* the position comes with the step */
     if (s->pos < 0 && s->n_prompt == 0)
         return step_fail(err, "trace %s:%ld: the run header has no prompt_tokens; give --pos", path,
                          line);
@@ -62,6 +73,23 @@ static bool logits_ok(const Step *s, const cJSON *e) {
     return json_int_field(e, "pos", 0, SHOW_MAX_POS, &pos) &&
            json_int_field(e, "token", 0, s->vocab - 1, &token) &&
            cJSON_IsArray(cJSON_GetObjectItemCaseSensitive(e, "logits")) && n > 0 && n <= s->vocab;
+}
+
+/* By step: the latest logits and forward events until the step'th sample
+ * event, which takes them when they are at its position. */
+static bool take_by_step(Step *s, cJSON *e, bool is_logits, int pos, bool *kept) {
+    if (s->sample != NULL) return true; /* found already */
+    if (is_logits) {
+        *kept = keep(&s->last_logits, e);
+        return true;
+    }
+    if (++s->draws != s->step) return true;
+    *kept = keep(&s->sample, e);
+    s->pos = pos;
+    if (s->last_logits != NULL && int_or_minus1(s->last_logits, "pos") == pos)
+        s->logits = s->last_logits, s->last_logits = NULL;
+    s->forward = s->last_forward, s->last_forward = NULL;
+    return true;
 }
 
 /* One event, after the header: remember its pieces, keep it if it is at
@@ -85,19 +113,28 @@ static bool take_event(Step *s, cJSON *e, const char *name, const char *path, lo
             !json_int_field(e, "n_tokens", 1, SHOW_MAX_POS, &n))
             return step_fail(err, "trace %s:%ld: a forward event needs whole pos and n_tokens",
                              path, line);
-        if (s->pos >= pos && s->pos - pos < n) *kept = keep(&s->forward, e);
+        if (s->step > 0 && s->sample == NULL)
+            *kept = keep(&s->last_forward, e);
+        else if (s->step <= 0 && s->forward == NULL && s->pos >= pos && s->pos - pos < n)
+            *kept = keep(&s->forward, e);
     } else if (strcmp(name, "logits") == 0 || strcmp(name, "sample") == 0) {
         bool is_logits = name[0] == 'l';
         if (!json_int_field(e, "pos", 0, SHOW_MAX_POS, &pos))
             return step_fail(err, "trace %s:%ld: a %s event needs a whole-number pos", path, line,
                              name);
-        if (pos != s->pos) return true;
         if (is_logits && !logits_ok(s, e))
             return step_fail(err,
                              "trace %s:%ld: a logits event needs a token below vocab_size %d and "
                              "1 to %d logits",
                              path, line, s->vocab, s->vocab);
-        *kept = keep(is_logits ? &s->logits : &s->sample, e);
+        if (s->step > 0) return take_by_step(s, e, is_logits, pos, kept);
+        if (pos != s->pos) return true;
+        cJSON **slot = is_logits ? &s->logits : &s->sample;
+        if (*slot != NULL) { /* the same position again: after a context shift */
+            s->repeats += is_logits;
+            return true;
+        }
+        *kept = keep(slot, e);
     }
     return true;
 }
@@ -132,16 +169,56 @@ static const char *piece_of(const Step *s, const Tokenizer *tok, int id) {
     return "?";
 }
 
-/* A token as id and quoted piece, with newlines shown as \n. */
-static void print_token(FILE *out, const Step *s, const Tokenizer *tok, int id) {
-    fprintf(out, "%6d \"", id);
-    for (const char *c = piece_of(s, tok, id); *c; c++) {
-        if (*c == '\n')
-            fputs("\\n", out);
-        else
-            fputc(*c, out);
+/* The widest a piece is shown (columns), so that every line fits 80. */
+#define PIECE_COLUMNS 14
+
+/* One character of a piece as shown (newline as \n, another control byte
+ * as ?) appended to buf at *n; returns the bytes of piece it used and sets
+ * *cols to its columns. */
+static int show_char(const unsigned char *c, char *buf, size_t *n, int *cols) {
+    if (*c == '\n') {
+        buf[(*n)++] = '\\', buf[(*n)++] = 'n', *cols = 2;
+        return 1;
     }
-    fputc('"', out);
+    *cols = 1;
+    if (*c < 0x20 || *c == 0x7F) {
+        buf[(*n)++] = '?';
+        return 1;
+    }
+    int len = *c < 0x80 ? 1 : (*c >> 5) == 6 ? 2 : (*c >> 4) == 14 ? 3 : (*c >> 3) == 30 ? 4 : 1;
+    int k = 0;
+    for (; k < len && c[k]; k++) buf[(*n)++] = (char)c[k];
+    return k;
+}
+
+/* A piece as shown, in at most PIECE_COLUMNS columns (a longer one is cut
+ * and ends in "~"); buf holds at least 4 * PIECE_COLUMNS + 8 bytes.
+ * Returns its columns. */
+static int piece_text(const char *piece, char *buf) {
+    char scratch[8];
+    int total = 0, cols, used = 0;
+    size_t n = 0, m;
+    for (const unsigned char *c = (const unsigned char *)piece; *c; total += cols)
+        m = 0, c += show_char(c, scratch, &m, &cols);
+    for (const unsigned char *c = (const unsigned char *)piece; *c; used += cols) {
+        size_t before = n;
+        int step = show_char(c, buf, &n, &cols);
+        if (total > PIECE_COLUMNS && used + cols > PIECE_COLUMNS - 1) {
+            n = before, buf[n++] = '~', used++;
+            break;
+        }
+        c += step;
+    }
+    buf[n] = '\0';
+    return used;
+}
+
+/* A token as id and quoted piece; returns the columns used. */
+static int print_token(FILE *out, const Step *s, const Tokenizer *tok, int id) {
+    char text[PIECE_COLUMNS * 4 + 16];
+    int cols = piece_text(piece_of(s, tok, id), text);
+    fprintf(out, "%6d \"%s\"", id, text);
+    return 9 + cols;
 }
 
 /* obj[key] as an int, or fallback when it is not a whole number in range. */
@@ -172,48 +249,86 @@ static const char *cut_by(const cJSON *sample, int id) {
     return NULL;
 }
 
+/* 25 cells of bar and the percentage: 32 columns. */
 static void print_bar(FILE *out, double p) {
-    int full = p >= 0 && p <= 1 ? (int)lround(p * 30) : 0; /* NaN draws no bar */
-    for (int i = 0; i < 30; i++) fputs(i < full ? "\u2588" : "\u00b7", out);
+    int full = p >= 0 && p <= 1 ? (int)lround(p * 25) : 0; /* NaN draws no bar */
+    for (int i = 0; i < 25; i++) fputs(i < full ? "\u2588" : "\u00b7", out);
     fprintf(out, " %5.1f%%", 100 * p);
 }
 
+/* The ids of the top entries of p[0..n) into order[0..top), best first. */
+static void top_order(const float *p, int n, int top, int *order) {
+    int *all = malloc((size_t)n * sizeof(int));
+    if (all == NULL) return;
+    for (int i = 0; i < n; i++) all[i] = i;
+    for (int i = 0; i < top; i++) { /* partial selection sort: top is small */
+        int best = i;
+        for (int j = i + 1; j < n; j++) best = p[all[j]] > p[all[best]] ? j : best;
+        int tmp = all[i];
+        all[i] = all[best], all[best] = tmp;
+        order[i] = all[i];
+    }
+    free(all);
+}
+
 /* The top tokens of softmax(logits / T) with bars and what cut them. */
-static bool print_top(FILE *out, const Step *s, const Tokenizer *tok, int top, float t) {
+static bool print_top(FILE *out, const Step *s, const Tokenizer *tok, int top, float t,
+                      int *shown) {
     const cJSON *arr = cJSON_GetObjectItemCaseSensitive(s->logits, "logits");
     int n = cJSON_GetArraySize(arr); /* 1..vocab, checked by logits_ok */
     float *p = malloc((size_t)n * sizeof(float));
-    int *order = malloc((size_t)n * sizeof(int));
-    if (p == NULL || order == NULL) {
-        free(p), free(order);
-        return false;
-    }
+    if (p == NULL) return false;
     int i = 0;
     const cJSON *v;
     cJSON_ArrayForEach(v, arr) p[i++] =
         cJSON_IsNumber(v) ? json_float(v->valuedouble) / t : -INFINITY;
     softmax_forward(p, n);
-    for (i = 0; i < n; i++) order[i] = i;
     if (top > n) top = n;
-    for (i = 0; i < top; i++) { /* partial selection sort: top is small */
-        int best = i;
-        for (int j = i + 1; j < n; j++) best = p[order[j]] > p[order[best]] ? j : best;
-        int tmp = order[i];
-        order[i] = order[best], order[best] = tmp;
-    }
+    top_order(p, n, top, shown);
     fprintf(out, "top %d of %d tokens, softmax(logits / %g):\n", top, n, (double)t);
     for (i = 0; i < top; i++) {
-        print_token(out, s, tok, order[i]);
-        int width = (int)strlen(piece_of(s, tok, order[i]));
-        fprintf(out, "%*s", width < 14 ? 14 - width : 1, "");
-        print_bar(out, p[order[i]]);
-        const char *cut = s->sample ? cut_by(s->sample, order[i]) : NULL;
-        if (cut != NULL) fprintf(out, "  cut by %s", cut);
+        int cols = print_token(out, s, tok, shown[i]);
+        fprintf(out, "%*s", cols < 25 ? 25 - cols : 1, "");
+        print_bar(out, p[shown[i]]);
+        const char *cut = s->sample ? cut_by(s->sample, shown[i]) : NULL;
+        if (cut != NULL) fprintf(out, " cut: %.12s", cut);
         fputc('\n', out);
     }
     free(p);
-    free(order);
     return true;
+}
+
+/* The softmax at each temperature --trace-temperatures recorded, for the
+ * tokens shown above: a row a token, a column a temperature (at most 5). */
+static void print_temperatures(FILE *out, const Step *s, const Tokenizer *tok, const int *shown,
+                               int n_shown) {
+    const cJSON *list = cJSON_GetObjectItemCaseSensitive(s->sample, "softmax"), *t;
+    int cols = 0;
+    cJSON_ArrayForEach(t, list) cols += cJSON_IsArray(cJSON_GetObjectItemCaseSensitive(t, "probs"));
+    if (cols == 0) return;
+    fputs("\nsoftmax at the traced temperatures:\n", out);
+    fprintf(out, "%25s", "");
+    int k = 0;
+    cJSON_ArrayForEach(t, list) {
+        char label[32];
+        if (k++ == 5) break;
+        snprintf(label, sizeof label, "T=%g", num_or_nan(t, "temperature"));
+        fprintf(out, "  %8.8s", label);
+    }
+    fputc('\n', out);
+    for (int i = 0; i < n_shown && i < 5; i++) {
+        int used = print_token(out, s, tok, shown[i]);
+        fprintf(out, "%*s", used < 25 ? 25 - used : 1, "");
+        k = 0;
+        cJSON_ArrayForEach(t, list) {
+            if (k++ == 5) break;
+            const cJSON *probs = cJSON_GetObjectItemCaseSensitive(t, "probs");
+            const cJSON *pv = cJSON_GetArrayItem(probs, shown[i]);
+            fprintf(out, "  %7.1f%%", 100 * (cJSON_IsNumber(pv) ? pv->valuedouble : NAN));
+        }
+        fputc('\n', out);
+    }
+    if (cols > 5) fprintf(out, "(%d more temperatures in the trace)\n", cols - 5);
 }
 
 static void print_stages(FILE *out, const cJSON *e) {
@@ -222,7 +337,7 @@ static void print_stages(FILE *out, const cJSON *e) {
         if (!cJSON_IsString(name)) continue;
         const cJSON *st = cJSON_GetObjectItemCaseSensitive(e, name->valuestring);
         int n_kept = int_or(st, "n_kept", -1);
-        fprintf(out, " %s", name->valuestring);
+        fprintf(out, "  %-12.12s", name->valuestring);
         if (strcmp(name->valuestring, "temperature") == 0)
             fprintf(out, " %g", num_or_nan(st, "t"));
         else if (n_kept < 0)
@@ -231,7 +346,7 @@ static void print_stages(FILE *out, const cJSON *e) {
             fprintf(out, " kept %d", n_kept);
         double mass = num_or_nan(st, "mass");
         if (!isnan(mass)) fprintf(out, " (mass %.1f%%)", 100 * mass);
-        fputc(';', out);
+        fputc('\n', out);
     }
 }
 
@@ -239,22 +354,23 @@ static void print_sampler(FILE *out, const Step *s, const Tokenizer *tok) {
     const cJSON *e = s->sample;
     int token = int_or(e, "token", -1);
     if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(e, "greedy"))) {
-        fputs("sampler: greedy (temperature 0): the argmax, nothing drawn\nchosen:", out);
+        fputs("sampler: greedy (temperature 0): the argmax, nothing drawn\nchosen", out);
         print_token(out, s, tok, token);
         fputc('\n', out);
         return;
     }
-    fputs("sampler:", out);
+    fputs("sampler, stage by stage:\n", out);
     print_stages(out, e);
     const cJSON *survivors = cJSON_GetObjectItemCaseSensitive(e, "survivors");
     const cJSON *probs = cJSON_GetObjectItemCaseSensitive(e, "probs");
-    fprintf(out, "\n%d survivors", int_or(e, "n_survivors", -1));
+    fprintf(out, "%d survivors", int_or(e, "n_survivors", -1));
     if (survivors == NULL) fputs(" (every filter off: the whole vocabulary)", out);
     const cJSON *id = cJSON_IsArray(survivors) ? survivors->child : NULL;
     const cJSON *p = cJSON_IsArray(probs) ? probs->child : NULL;
+    if (id != NULL) fputs(", renormalised:", out);
     for (int i = 0; id != NULL && p != NULL && i < 5; i++, id = id->next, p = p->next) {
         long long v;
-        fputs(i == 0 ? ", renormalised:" : ",", out);
+        fputs("\n  ", out);
         print_token(out, s, tok, json_whole_number(id, 0, s->vocab - 1, &v) ? (int)v : -1);
         fprintf(out, " %.1f%%", 100 * (cJSON_IsNumber(p) ? p->valuedouble : NAN));
     }
@@ -263,34 +379,68 @@ static void print_sampler(FILE *out, const Step *s, const Tokenizer *tok) {
     fputc('\n', out);
 }
 
-static void print_pass(FILE *out, const Step *s, const Tokenizer *tok) {
-    fprintf(out, ", input");
-    print_token(out, s, tok, int_or(s->logits, "token", -1));
+static void step_free(Step *s) {
+    for (int i = 0; s->pieces != NULL && i < s->vocab; i++) free(s->pieces[i]);
+    free(s->pieces);
+    cJSON_Delete(s->run), cJSON_Delete(s->logits), cJSON_Delete(s->sample);
+    cJSON_Delete(s->forward), cJSON_Delete(s->last_logits), cJSON_Delete(s->last_forward);
 }
 
-bool trace_show_step(const char *path, int pos, const Tokenizer *tok, int top, FILE *out,
+/* Read the trace and find the step; err names what is missing. */
+static bool find_step(Step *s, const char *path, TraceStepAt at, StepError *err) {
+    *s = (Step){.pos = at.step > 0 ? -1 : at.pos, .step = at.step};
+    bool ok = collect(s, path, err);
+    if (ok && at.step > 0 && s->sample == NULL)
+        return step_fail(err, "trace %s: there is no step %d: it has %d draws (sample events)",
+                         path, at.step, s->draws);
+    if (ok && s->logits == NULL && s->sample == NULL)
+        return step_fail(err, "trace %s: nothing recorded at position %d (see --pos, --step)", path,
+                         s->pos);
+    return ok;
+}
+
+bool trace_show_step(const char *path, TraceStepAt at, const Tokenizer *tok, int top, FILE *out,
                      StepError *err) {
-    Step s = {.pos = pos};
-    bool ok = collect(&s, path, err);
-    if (ok && s.logits == NULL && s.sample == NULL)
-        ok = step_fail(err, "trace %s: nothing recorded at position %d (see --pos)", path, s.pos);
+    Step s;
+    bool ok = find_step(&s, path, at, err);
     if (ok) {
         double t = num_or_nan(cJSON_GetObjectItemCaseSensitive(s.run, "sampler"), "temperature");
-        fprintf(out, "%s: position %d", path, s.pos);
-        if (s.logits != NULL) print_pass(out, &s, tok);
+        fprintf(out, "trace %.70s\n", path);
+        if (at.step > 0) fprintf(out, "step %d: ", at.step);
+        fprintf(out, "position %d", s.pos);
+        if (s.logits != NULL) {
+            fputs(", input", out);
+            print_token(out, &s, tok, int_or(s.logits, "token", -1));
+        }
         int n_pass = s.forward ? int_or(s.forward, "n_tokens", 0) : 0;
         const char *phase = json_string_field(s.forward, "phase");
         if (n_pass > 1)
-            fprintf(out, " (prefill of %d tokens in one pass)", n_pass);
+            fprintf(out, "\n(prefill of %d tokens in one pass)", n_pass);
         else if (n_pass == 1 && phase != NULL)
-            fprintf(out, " (%s)", phase);
-        fputs("\n\n", out);
+            fprintf(out, " (%.12s)", phase);
+        fputc('\n', out);
+        if (s.repeats > 0)
+            fprintf(out,
+                    "position %d occurs %d times in this trace (a context shift repeats\n"
+                    "positions): this is the first; --step N picks one draw\n",
+                    s.pos, s.repeats + 1);
+        fputc('\n', out);
         /* score traces have no sampler: their logits are shown at T = 1 */
         float shown_t = t > 0 && t <= 1e6 ? (float)t : 1.0f;
-        if (s.logits != NULL)
-            ok = print_top(out, &s, tok, top, shown_t) || step_fail(err, "out of memory");
-        else
-            fputs("(no logits at this position: the trace level is below logits)\n", out);
+        int shown[1000], n_shown = 0;
+        if (top > 1000) top = 1000;
+        if (s.logits != NULL) {
+            ok = print_top(out, &s, tok, top, shown_t, shown) || step_fail(err, "out of memory");
+            n_shown =
+                top < cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(s.logits, "logits"))
+                    ? top
+                    : cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(s.logits, "logits"));
+        } else {
+            fputs("(no logits at this position: the trace level is below logits;\n"
+                  "--trace-level logits adds them)\n",
+                  out);
+        }
+        if (s.sample != NULL && n_shown > 0) print_temperatures(out, &s, tok, shown, n_shown);
         fputc('\n', out);
         if (s.sample != NULL) print_sampler(out, &s, tok);
         int bytes =
@@ -299,8 +449,39 @@ bool trace_show_step(const char *path, int pos, const Tokenizer *tok, int top, F
             fprintf(out, "\nKV cache after this step: %d positions x %d bytes = %lld bytes\n",
                     s.pos + 1, bytes, (long long)(s.pos + 1) * bytes);
     }
-    for (int i = 0; s.pieces != NULL && i < s.vocab; i++) free(s.pieces[i]);
-    free(s.pieces);
-    cJSON_Delete(s.run), cJSON_Delete(s.logits), cJSON_Delete(s.sample), cJSON_Delete(s.forward);
+    step_free(&s);
+    return ok;
+}
+
+void trace_pieces_free(char **pieces, int n) {
+    for (int i = 0; pieces != NULL && i < n; i++) free(pieces[i]);
+    free(pieces);
+}
+
+bool trace_step_logits(const char *path, TraceStepAt at, float **logits, int *n, char ***pieces,
+                       StepError *err) {
+    Step s;
+    *logits = NULL, *n = 0;
+    if (pieces != NULL) *pieces = NULL;
+    bool ok = find_step(&s, path, at, err);
+    if (ok && s.logits == NULL)
+        ok = step_fail(err, "trace %s: no logits at %s %d (--trace-level logits records them)",
+                       path, at.step > 0 ? "step" : "position", at.step > 0 ? at.step : s.pos);
+    if (ok) {
+        const cJSON *arr = cJSON_GetObjectItemCaseSensitive(s.logits, "logits"), *v;
+        *n = cJSON_GetArraySize(arr);
+        *logits = malloc((size_t)*n * sizeof(float));
+        ok = *logits != NULL || step_fail(err, "out of memory");
+        int i = 0;
+        if (ok)
+            cJSON_ArrayForEach(v, arr)(*logits)[i++] =
+                cJSON_IsNumber(v) ? json_float(v->valuedouble) : -INFINITY;
+    }
+    if (ok && pieces != NULL) { /* hand the table over: the vocabulary is at least n */
+        *pieces = s.pieces, s.pieces = NULL;
+        for (int i = *n; i < s.vocab; i++) free((*pieces)[i]);
+    }
+    step_free(&s);
+    if (!ok) free(*logits), *logits = NULL;
     return ok;
 }

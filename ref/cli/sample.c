@@ -8,12 +8,14 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../../trace/trace_show.h"
 #include "commands.h"
 #include "common.h"
 #include "../layers.h"
 
 static const char SAMPLE_USAGE[] =
     "usage: stepwise sample --logits L1,L2,... [options]\n"
+    "       stepwise sample --from-trace FILE (--step N | --pos N) [options]\n"
     "\n"
     "Apply the sampler to a logit vector given on the command line. Prints the\n"
     "softmax at each temperature as a table, then, for each temperature, what\n"
@@ -22,33 +24,44 @@ static const char SAMPLE_USAGE[] =
     "Each temperature's draw starts from the same seed, so u is the same.\n"
     "\n"
     "  --logits LIST      comma-separated logits; -inf masks a token\n"
+    "  --from-trace FILE  the logits of one step of a trace instead (--trace-level\n"
+    "                     logits or above): --step N, the N-th draw, or --pos N;\n"
+    "                     tokens are named by the pieces the trace gives, and the\n"
+    "                     table shows the 8 most likely\n"
     "  --temperature LIST comma-separated temperatures (default 1)\n" SAMPLER_OPTIONS_HELP
     "  --json             print one JSON object instead (docs/sampling.md)\n"
     "  -h, --help         show this help\n"
     "\n"
     "example: stepwise sample --logits 2,1,0 --temperature 0.5,1,2\n";
 
-enum { OPT_LOGITS = 256, OPT_JSON };
+enum { OPT_LOGITS = 256, OPT_JSON, OPT_FROM_TRACE, OPT_STEP, OPT_POS };
 
 typedef struct {
     float *logits, *temperatures; /* owned */
     int n_logits, n_temperatures;
     SamplerParams params;
     bool json;
+    const char *trace; /* --from-trace */
+    TraceStepAt at;
+    char **pieces; /* [n_logits] from the trace (owned), or NULL */
 } SampleArgs;
 
 static void sample_args_free(SampleArgs *a) {
     free(a->logits);
     free(a->temperatures);
+    trace_pieces_free(a->pieces, a->n_logits);
 }
 
 static int parse_sample_args(int argc, char **argv, SampleArgs *a, StepError *err) {
     static const struct option options[] = {{"logits", required_argument, NULL, OPT_LOGITS},
                                             SAMPLER_LONG_OPTIONS,
                                             {"json", no_argument, NULL, OPT_JSON},
+                                            {"from-trace", required_argument, NULL, OPT_FROM_TRACE},
+                                            {"step", required_argument, NULL, OPT_STEP},
+                                            {"pos", required_argument, NULL, OPT_POS},
                                             {"help", no_argument, NULL, 'h'},
                                             {NULL, 0, NULL, 0}};
-    *a = (SampleArgs){0};
+    *a = (SampleArgs){.at = {.pos = -1}};
     sampler_params_default(&a->params);
     opterr = 0;
     optind = 1;
@@ -69,6 +82,15 @@ static int parse_sample_args(int argc, char **argv, SampleArgs *a, StepError *er
             case OPT_JSON:
                 a->json = true;
                 break;
+            case OPT_FROM_TRACE:
+                a->trace = optarg;
+                break;
+            case OPT_STEP:
+                if (!cli_parse_int(optarg, "--step", 1, 1 << 30, &a->at.step, err)) return -1;
+                break;
+            case OPT_POS:
+                if (!cli_parse_int(optarg, "--pos", 0, 1 << 30, &a->at.pos, err)) return -1;
+                break;
             case 'h':
                 fputs(SAMPLE_USAGE, stdout);
                 return 0;
@@ -83,10 +105,21 @@ static int parse_sample_args(int argc, char **argv, SampleArgs *a, StepError *er
         step_fail(err, "sample: unexpected argument '%s' (see --help)", argv[optind]);
         return -1;
     }
-    if (a->logits == NULL) {
-        step_fail(err, "sample: --logits is required (see --help)");
+    if ((a->logits == NULL) == (a->trace == NULL)) {
+        step_fail(err, "sample: give --logits or --from-trace (see --help)");
         return -1;
     }
+    if (a->trace == NULL && (a->at.step > 0 || a->at.pos >= 0)) {
+        step_fail(err, "sample: --step and --pos go with --from-trace");
+        return -1;
+    }
+    if (a->trace != NULL && (a->at.step > 0) == (a->at.pos >= 0)) {
+        step_fail(err, "sample: --from-trace needs --step N or --pos N");
+        return -1;
+    }
+    if (a->trace != NULL &&
+        !trace_step_logits(a->trace, a->at, &a->logits, &a->n_logits, &a->pieces, err))
+        return -1;
     if (a->temperatures == NULL) {
         a->temperatures = malloc(sizeof(float));
         if (a->temperatures == NULL) {
@@ -113,45 +146,75 @@ static void softmax_at(const float *logits, int n, float t, float *probs) {
     softmax_forward(probs, n);
 }
 
-static void token_label(int id, int n, char buf[16]) {
+/* A token's name in the tables: A, B, C, ... for a short vector, its
+ * piece (from a trace) or its id otherwise. */
+static void token_label(int id, int n, char **pieces, char buf[16]) {
     if (n <= 26)
         snprintf(buf, 16, "%c", 'A' + id);
+    else if (pieces != NULL && pieces[id] != NULL && strlen(pieces[id]) < 10 &&
+             strchr(pieces[id], '\n') == NULL)
+        snprintf(buf, 16, "'%s'", pieces[id]);
     else
         snprintf(buf, 16, "%d", id);
 }
 
+/* The columns of the table: every token of a short vector, else the 8
+ * most likely (highest logits, lower id first on ties) into cols. */
+static int table_columns(const float *logits, int n, int *cols) {
+    int k = n <= 26 ? n : 8;
+    for (int i = 0; i < k; i++) {
+        int best = -1;
+        for (int j = 0; j < n; j++) {
+            bool taken = false;
+            for (int m = 0; m < i; m++) taken |= cols[m] == j;
+            if (!taken && (best < 0 || logits[j] > logits[best])) best = j;
+        }
+        cols[i] = best;
+    }
+    return k;
+}
+
 /* The classroom table: one row per temperature, one column per token. */
 static void print_table(const SampleArgs *a, float *probs) {
-    int n = a->n_logits;
+    int n = a->n_logits, cols[26], width[26];
+    int k = table_columns(a->logits, n, cols);
     char label[16], cell[32];
+    if (k < n) printf("the %d most likely of %d tokens:\n", k, n);
     printf("| T   |");
-    for (int i = 0; i < n; i++) token_label(i, n, label), printf(" %-5s |", label);
+    for (int i = 0; i < k; i++) {
+        token_label(cols[i], n, a->pieces, label);
+        width[i] = strlen(label) > 6 ? (int)strlen(label) : 6;
+        printf(" %-*s|", width[i], label);
+    }
     printf("\n|-----|");
-    for (int i = 0; i < n; i++) printf("-------|");
+    for (int i = 0; i < k; i++) printf("%.*s|", width[i] + 1, "-----------------");
     putchar('\n');
     for (int r = 0; r < a->n_temperatures; r++) {
         softmax_at(a->logits, n, a->temperatures[r], probs);
         snprintf(cell, sizeof cell, "%g", (double)a->temperatures[r]);
         printf("| %-3s |", cell);
-        for (int i = 0; i < n; i++) {
-            snprintf(cell, sizeof cell, "%.1f%%", 100.0 * probs[i]);
-            printf(" %-5s |", cell);
+        for (int i = 0; i < k; i++) {
+            snprintf(cell, sizeof cell, "%.1f%%", 100.0 * probs[cols[i]]);
+            printf(" %-*s|", width[i], cell);
         }
         putchar('\n');
     }
 }
 
-static void print_ids(const int *ids, int k, int n) {
+/* At most 8 tokens, then how many in all. */
+static void print_ids(const int *ids, int k, int n, char **pieces) {
     char label[16];
-    for (int i = 0; i < k; i++) token_label(ids[i], n, label), printf(" %s", label);
+    for (int i = 0; i < k && i < 8; i++)
+        token_label(ids[i], n, pieces, label), printf(" %s", label);
+    if (k > 8) printf(" ... (%d in all)", k);
 }
 
-static void print_draw(const Sampler *s, float t, int n) {
+static void print_draw(const Sampler *s, float t, int n, char **pieces) {
     char label[16];
     printf("\nT = %g, order %s, seed %llu\n", (double)t, s->params.order_name,
            (unsigned long long)s->params.seed);
     if (s->greedy) {
-        token_label(s->token, n, label);
+        token_label(s->token, n, pieces, label);
         printf("  greedy (T = 0): the argmax, nothing drawn -> %s\n", label);
         return;
     }
@@ -183,16 +246,17 @@ static void print_draw(const Sampler *s, float t, int n) {
             case N_STAGES:
                 break;
         }
-        print_ids(r->kept, r->n_kept, n);
+        print_ids(r->kept, r->n_kept, n, pieces);
         if (r->stage == STAGE_TOP_P && r->active) printf("  (mass %.1f%%)", 100.0 * r->mass);
         putchar('\n');
     }
     printf("  renormalised");
-    for (int i = 0; i < s->n_survivors; i++) {
-        token_label(s->survivors[i], n, label);
+    for (int i = 0; i < s->n_survivors && i < 6; i++) {
+        token_label(s->survivors[i], n, pieces, label);
         printf(" %s %.1f%%", label, 100.0 * s->survivor_probs[i]);
     }
-    token_label(s->token, n, label);
+    if (s->n_survivors > 6) printf(" ... (%d in all)", s->n_survivors);
+    token_label(s->token, n, pieces, label);
     printf("\n  u = %.6f -> %s\n", (double)s->u, label);
 }
 
@@ -274,7 +338,7 @@ static bool run_sample(const SampleArgs *a, StepError *err) {
         if (ok && a->json)
             cJSON_AddItemToArray(draws, draw_json(&s, t));
         else if (ok)
-            print_draw(&s, t, n);
+            print_draw(&s, t, n, a->pieces);
         sampler_free(&s);
     }
     if (ok && a->json) {

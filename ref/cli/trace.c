@@ -9,13 +9,16 @@
 #include "common.h"
 
 static const char TRACE_USAGE[] =
-    "usage: stepwise trace show FILE [--pos N] [--top N] [--tokenizer FILE]\n"
+    "usage: stepwise trace show FILE [--step N | --pos N] [--top N] [--tokenizer FILE]\n"
     "       stepwise trace validate FILE\n"
     "\n"
     "show      print one step of a trace as a person reads it: the top tokens\n"
     "          with their probabilities as bars, what each filter removed, the\n"
     "          chosen token and the KV-cache size\n"
-    "  --pos N          the position to show (default: the first draw)\n"
+    "  --step N         the N-th draw (from 1): one step, even after a context shift\n"
+    "                   repeats positions\n"
+    "  --pos N          the position to show (default: the first draw); when it occurs\n"
+    "                   more than once, the first, and the output says so\n"
     "  --top N          how many tokens to list (default 10)\n"
     "  --tokenizer FILE tokenizer.bin, for the pieces the trace does not name\n"
     "                   (a file named inside the trace is never opened)\n"
@@ -25,15 +28,16 @@ static const char TRACE_USAGE[] =
     "FILE may be - for standard input.\n"
     "exit status: 0 fine, 1 violations found, 2 bad input.\n";
 
-enum { OPT_POS = 256, OPT_TOP, OPT_TOKENIZER };
+enum { OPT_POS = 256, OPT_STEP, OPT_TOP, OPT_TOKENIZER };
 
 static int trace_show_command(int argc, char **argv, StepError *err) {
     static const struct option options[] = {{"pos", required_argument, NULL, OPT_POS},
+                                            {"step", required_argument, NULL, OPT_STEP},
                                             {"top", required_argument, NULL, OPT_TOP},
                                             {"tokenizer", required_argument, NULL, OPT_TOKENIZER},
                                             {"help", no_argument, NULL, 'h'},
                                             {NULL, 0, NULL, 0}};
-    int pos = -1, top = 10;
+    int pos = -1, step = 0, top = 10;
     const char *tokenizer = NULL;
     opterr = 0;
     optind = 1;
@@ -42,6 +46,9 @@ static int trace_show_command(int argc, char **argv, StepError *err) {
         switch (c) {
             case OPT_POS:
                 if (!cli_parse_int(optarg, "--pos", 0, 1 << 30, &pos, err)) return EXIT_BAD_INPUT;
+                break;
+            case OPT_STEP:
+                if (!cli_parse_int(optarg, "--step", 1, 1 << 30, &step, err)) return EXIT_BAD_INPUT;
                 break;
             case OPT_TOP:
                 if (!cli_parse_int(optarg, "--top", 1, 1000, &top, err)) return EXIT_BAD_INPUT;
@@ -61,9 +68,14 @@ static int trace_show_command(int argc, char **argv, StepError *err) {
         step_fail(err, "trace show: expects one trace file (see --help)");
         return EXIT_BAD_INPUT;
     }
+    if (step > 0 && pos >= 0) {
+        step_fail(err, "trace show: give --step or --pos, not both");
+        return EXIT_BAD_INPUT;
+    }
     Tokenizer tok;
     if (tokenizer != NULL && !tokenizer_load_bin(&tok, tokenizer, 0, err)) return EXIT_BAD_INPUT;
-    bool ok = trace_show_step(argv[optind], pos, tokenizer ? &tok : NULL, top, stdout, err);
+    TraceStepAt at = {.pos = pos, .step = step};
+    bool ok = trace_show_step(argv[optind], at, tokenizer ? &tok : NULL, top, stdout, err);
     if (tokenizer != NULL) tokenizer_free(&tok);
     return ok ? 0 : EXIT_BAD_INPUT;
 }

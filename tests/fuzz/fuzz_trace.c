@@ -16,8 +16,16 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     const char *path = fuzz_file("trace.jsonl", data, size);
     StepError err;
     trace_validate_with(schemas, path, sink, &err);
-    trace_show_step(path, -1, NULL, 5, sink, &err);
-    trace_show_step(path, 0, NULL, 5, sink, &err);
+    trace_show_step(path, (TraceStepAt){.pos = -1}, NULL, 5, sink, &err);
+    trace_show_step(path, (TraceStepAt){.pos = 0}, NULL, 5, sink, &err);
+    trace_show_step(path, (TraceStepAt){.step = 2}, NULL, 5, sink, &err);
+    float *logits;
+    int n;
+    char **pieces;
+    if (trace_step_logits(path, (TraceStepAt){.step = 1}, &logits, &n, &pieces, &err)) {
+        free(logits);
+        trace_pieces_free(pieces, n);
+    }
     DiffRun set;
     if (diff_run_read(&set, path, NULL, &err)) diff_run_free(&set);
     return 0;
