@@ -287,6 +287,7 @@ notebooks: build
 	    --output-dir $(BUILD)/notebooks "$(BUILD)/notebooks/$$(basename $$nb)"; \
 	  ran=$$((ran+1)); \
 	done; echo "notebooks: $$ran passed, $$skipped skipped"
+	@/usr/bin/python3 tests/notebooks_figures.py $(BUILD)/notebooks $(NOTEBOOKS)
 
 # Every command in docs/ marked runnable, run, and its output compared with
 # the block marked expected after it (tests/doc_check.py).

@@ -19,6 +19,19 @@ if not os.path.isabs(MODELS):
 os.makedirs(OUT, exist_ok=True)
 
 
+def show_figure(name, dpi=80):
+    """Save the current figure as build/notebooks/NAME (the docs show some of
+    these PNGs) and display it inline, so that the executed notebook and its
+    HTML hold the picture itself; then close it."""
+    import matplotlib.pyplot as plt
+    from IPython.display import Image, display
+    path = os.path.join(OUT, name)
+    plt.savefig(path, dpi=dpi, bbox_inches="tight")
+    plt.close()
+    display(Image(filename=path))
+    return path
+
+
 def model(name):
     """Path of a real model file; a clear error when it is missing."""
     path = os.path.join(MODELS, name)
