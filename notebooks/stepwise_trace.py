@@ -80,9 +80,29 @@ def softmax(logits, temperature=1.0):
     return p / p.sum()
 
 
-def pieces(trace):
-    """id -> piece for every token the trace names."""
+def vocab_pieces(tokenizer_bin):
+    """id -> piece of every token of a llama2.c tokenizer.bin (int32 max
+    length, then per token a float32 score, an int32 length, the bytes)."""
+    import struct
+    data = open(tokenizer_bin, "rb").read()
+    at, out = 4, {}
+    while at < len(data):
+        n = struct.unpack_from("<i", data, at + 4)[0]
+        out[len(out)] = data[at + 8:at + 8 + n].decode("utf-8", "replace").strip("\n")
+        at += 8 + n
+    return out
+
+
+def pieces(trace, tokenizer_bin=None):
+    """id -> piece for every token the trace names, and with tokenizer_bin
+    (stories260K's tok512.bin by default when it is there) every token of
+    the vocabulary, so that a bar or a table never shows a bare id."""
     known = {}
+    if tokenizer_bin is None and os.path.exists(os.path.join(MODELS, "tok512.bin")):
+        tokenizer_bin = os.path.join(MODELS, "tok512.bin")
+    vocab = trace[0].get("model", {}).get("vocab_size") if trace else None
+    if tokenizer_bin is not None and vocab == 512:
+        known.update(vocab_pieces(tokenizer_bin))
     for e in events(trace, "tokenize"):
         known.update(zip(e["ids"], e["pieces"]))
     for e in events(trace, "token"):
