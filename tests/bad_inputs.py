@@ -755,6 +755,13 @@ def option_cases():
         ("sample --from-trace a step beyond", ["sample", "--from-trace", "{good.jsonl}", "--step",
                                                "99"], "there is no step 99"),
         ("trace show --step 0", ["trace", "show", "{good.jsonl}", "--step", "0"], "--step"),
+        ("view without a trace", ["view"], "expects one or two traces"),
+        ("view --example with a trace", ["view", "--example", "{good.jsonl}", "-o", "{o.html}"],
+         "expects one or two traces"),
+        ("view three traces", ["view", "{good.jsonl}", "{good.jsonl}", "{good.jsonl}", "-o",
+                               "{o.html}"], "expects one or two traces"),
+        ("view a file that is no trace", ["view", "{text.txt}", "-o", "{o.html}"], "not valid JSON"),
+        ("view stdin without -o", ["view", "-"], "give -o"),
         ("trace show --step and --pos", ["trace", "show", "{good.jsonl}", "--step", "1", "--pos",
                                          "0"], "not both"),
         ("tokenize without text", ["tokenize"], "--text"),
@@ -790,7 +797,8 @@ def output_cases():
                  "--vocab", "4", "--seq-len", "2", "--out"],
                 ["quantize", "--model", "{good.bin}", "--out"],
                 ["batch", "--requests", "{r.jsonl}", "--out"],
-                ["batch", "--requests", "{r.jsonl}", "--metrics-json"]):
+                ["batch", "--requests", "{r.jsonl}", "--metrics-json"],
+                ["view", "--example", "-o"]):
         case("output: %s %s a directory" % (cmd[0], cmd[-1]), cmd + ["{dir}"], 2,
              ["is a directory"], files={"r.jsonl": '{"id":"a","prompt":"cat"}\n'}, timeout=5)
     case("output: --trace in a missing folder", ["generate", "--prompt", "cat", "--trace",

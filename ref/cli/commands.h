@@ -18,5 +18,6 @@ int cli_quantize(int argc, char **argv);
 int cli_compare_quant(int argc, char **argv);
 int cli_batch(int argc, char **argv);
 int cli_convert(int argc, char **argv);
+int cli_view(int argc, char **argv);
 
 #endif

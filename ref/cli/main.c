@@ -20,6 +20,7 @@ static const char USAGE[] =
     "  tokenize   encode text into token ids and pieces\n"
     "  sample     apply the sampler to a logit vector (the classroom table)\n"
     "  trace      show one step of a trace, or validate a trace\n"
+    "  view       a trace as one HTML page: tokens, sliders, cuts, attention, KV cache\n"
     "  inspect    a model's weights and KV-cache bytes, with the formula\n"
     "  make-model write a random-weight checkpoint of any shape (MHA, GQA, MQA)\n"
     "  quantize   write a model's weights in int8 (a .q8 file)\n"
@@ -51,6 +52,7 @@ int main(int argc, char **argv) {
     if (strcmp(cmd, "diff") == 0) return cli_diff(argc - 1, argv + 1);
     if (strcmp(cmd, "golden") == 0) return cli_golden(argc - 1, argv + 1);
     if (strcmp(cmd, "sample") == 0) return cli_sample(argc - 1, argv + 1);
+    if (strcmp(cmd, "view") == 0) return cli_view(argc - 1, argv + 1);
     if (strcmp(cmd, "trace") == 0) return cli_trace(argc - 1, argv + 1);
     if (strcmp(cmd, "inspect") == 0) return cli_inspect(argc - 1, argv + 1);
     if (strcmp(cmd, "make-model") == 0) return cli_make_model(argc - 1, argv + 1);

@@ -1,0 +1,177 @@
+/* cli/view.c: `stepwise view TRACE [TRACE2] -o page.html`, one
+ * self-contained HTML page of a run for a projector or a mail: the page
+ * (trace/viewer.html, compiled in) with the trace's events embedded as
+ * JSON. The C side only selects and embeds the events; the page draws. */
+#include <cjson/cJSON.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../../trace/trace_reader.h"
+#include "commands.h"
+#include "common.h"
+#include "../file_util.h"
+#include "../text_buffer.h"
+
+extern const char stepwise_viewer_html[]; /* trace/viewer.html, built in */
+
+static const char VIEW_USAGE[] =
+    "usage: stepwise view TRACE [TRACE2] [-o PAGE.html] [--tokenizer T]\n"
+    "       stepwise view --example -o PAGE.html\n"
+    "\n"
+    "Write one self-contained HTML page of a trace (no network: it opens from\n"
+    "file:// and can be mailed): the tokens, for each step the top logits, a\n"
+    "temperature slider that recomputes the softmax, top-k, top-p and min-p drawn\n"
+    "as cuts with the survivors renormalised and the draw u on their CDF, the\n"
+    "attention patterns as heatmaps when the trace has them, and the KV cache row\n"
+    "by row. With TRACE2, the two runs side by side from their first divergence.\n"
+    "--example writes the (2, 1, 0) classroom example, no trace needed.\n"
+    "\n"
+    "  -o, --out PAGE   where to write (default: TRACE with .html for .jsonl)\n"
+    "  --tokenizer T    name every token by its piece (a tokenizer.bin, a\n"
+    "                   tokenizer.json or a folder): a trace names only its own\n"
+    "  -h, --help       this text\n";
+
+/* The events the page draws; the rest (KV rows, most activations, merges)
+ * would only make it heavy. */
+static bool wanted(const char *name, const cJSON *e) {
+    static const char *const keep[] = {"run",    "tokenize", "chat", "token", "forward",
+                                       "logits", "sample",   "done", "error", "context"};
+    for (size_t i = 0; i < sizeof keep / sizeof keep[0]; i++)
+        if (strcmp(name, keep[i]) == 0) return true;
+    const char *hook = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(e, "hook"));
+    size_t n = hook ? strlen(hook) : 0;
+    return strcmp(name, "activation") == 0 && n > 13 && strcmp(hook + n - 13, ".attn.pattern") == 0;
+}
+
+/* {"name", "events": [...]} of the trace at path. */
+static cJSON *read_trace(const char *path, StepError *err) {
+    TraceReader r;
+    if (!trace_reader_open(&r, path, err)) return NULL;
+    cJSON *t = cJSON_CreateObject(), *events = cJSON_AddArrayToObject(t, "events");
+    const char *base = strrchr(path, '/');
+    cJSON_AddStringToObject(t, "name", base != NULL ? base + 1 : path);
+    bool ok = true, not_json, has_run = false;
+    cJSON *e;
+    while (ok && ((e = trace_reader_next(&r, &not_json)) != NULL || not_json)) {
+        if (not_json) {
+            ok = step_fail(err, "%s:%ld: not valid JSON (malformed or truncated)", path, r.line_no);
+            break;
+        }
+        const char *name = trace_event_name(e);
+        if (name != NULL && wanted(name, e)) {
+            has_run |= strcmp(name, "run") == 0;
+            cJSON_AddItemToArray(events, e);
+        } else {
+            cJSON_Delete(e);
+        }
+    }
+    trace_reader_close(&r);
+    if (ok && !has_run) ok = step_fail(err, "%s: no run event: not a stepwise trace", path);
+    if (!ok) cJSON_Delete(t), t = NULL;
+    return t;
+}
+
+/* The page: the template with the data where __STEPWISE_DATA__ stands,
+ * "</" written "<\/" so that no string in it ends the script element. */
+static char *page_of(const cJSON *data) {
+    char *json = cJSON_PrintUnformatted(data);
+    const char *mark = strstr(stepwise_viewer_html, "__STEPWISE_DATA__");
+    if (json == NULL || mark == NULL) {
+        cJSON_free(json);
+        return NULL;
+    }
+    TextBuffer b = TEXT_BUFFER_INIT;
+    text_buffer_add(&b, stepwise_viewer_html, (size_t)(mark - stepwise_viewer_html));
+    for (const char *p = json; *p; p++) {
+        if (p[0] == '<' && (p[1] == '/' || p[1] == '!'))
+            text_buffer_add(&b, p[1] == '/' ? "<\\/" : "\\u003c", p[1] == '/' ? 3 : 6);
+        else
+            text_buffer_add(&b, p, 1);
+        if (p[0] == '<' && p[1] == '/') p++;
+    }
+    const char *rest = mark + strlen("__STEPWISE_DATA__");
+    text_buffer_add(&b, rest, strlen(rest));
+    cJSON_free(json);
+    if (!b.ok) free(b.s);
+    return b.ok ? b.s : NULL;
+}
+
+int cli_view(int argc, char **argv) {
+    enum { OPT_EXAMPLE = 256, OPT_TOKENIZER };
+    static const struct option options[] = {{"out", required_argument, NULL, 'o'},
+                                            {"example", no_argument, NULL, OPT_EXAMPLE},
+                                            {"tokenizer", required_argument, NULL, OPT_TOKENIZER},
+                                            {"help", no_argument, NULL, 'h'},
+                                            {NULL, 0, NULL, 0}};
+    const char *out = NULL, *tokenizer = NULL;
+    bool example = false, ok = true;
+    StepError err;
+    opterr = 0;
+    optind = 1;
+    int c;
+    while (ok && (c = getopt_long(argc, argv, ":ho:", options, NULL)) != -1) {
+        switch (c) {
+            case 'o':
+                out = optarg;
+                break;
+            case OPT_EXAMPLE:
+                example = true;
+                break;
+            case OPT_TOKENIZER:
+                tokenizer = optarg;
+                break;
+            case 'h':
+                fputs(VIEW_USAGE, stdout);
+                return 0;
+            default:
+                ok = cli_option_error("view", c, optopt, argv, optind, &err);
+        }
+    }
+    int n = argc - optind;
+    if (ok && (example ? n != 0 : n < 1 || n > 2))
+        ok = step_fail(&err, "view: expects one or two traces, or --example (see --help)");
+    char default_out[4096];
+    if (ok && out == NULL) {
+        const char *t = example ? NULL : argv[optind];
+        size_t len = t ? strlen(t) : 0;
+        if (t == NULL || strcmp(t, "-") == 0 || len < 7 || strcmp(t + len - 6, ".jsonl") != 0 ||
+            len + 1 > sizeof default_out)
+            ok =
+                step_fail(&err, "view: give -o PAGE.html (the default is only for a .jsonl trace)");
+        else
+            snprintf(default_out, sizeof default_out, "%.*s.html", (int)(len - 6), t),
+                out = default_out;
+    }
+    if (ok) ok = file_check_output(out, "-o", &err);
+    cJSON *data = cJSON_CreateObject(), *traces = cJSON_AddArrayToObject(data, "traces");
+    for (int i = 0; ok && i < n; i++) {
+        cJSON *t = read_trace(argv[optind + i], &err);
+        ok = t != NULL;
+        if (ok) cJSON_AddItemToArray(traces, t);
+    }
+    Tokenizer tok;
+    if (ok && tokenizer != NULL && (ok = cli_load_tokenizer(tokenizer, 0, &tok, &err))) {
+        cJSON *pieces = cJSON_AddArrayToObject(data, "pieces");
+        for (int i = 0; i < tok.vocab_size; i++)
+            cJSON_AddItemToArray(pieces, cJSON_CreateString(tok.pieces[i]));
+        tokenizer_free(&tok);
+    }
+    char *page = ok ? page_of(data) : NULL;
+    if (ok && page == NULL) ok = step_fail(&err, "view: out of memory");
+    AtomicFile f = {0};
+    if (ok) ok = atomic_file_open(&f, out, &err);
+    if (ok) {
+        fputs(page, f.file);
+        ok = atomic_file_commit(&f, &err);
+    }
+    if (ok) fprintf(stderr, "wrote %s: open it in a browser (file://)\n", out);
+    free(page);
+    cJSON_Delete(data);
+    if (!ok) {
+        cli_print_error(&err);
+        return EXIT_BAD_INPUT;
+    }
+    return 0;
+}

@@ -1,0 +1,133 @@
+"""`stepwise view` in a real browser (in `make test`): Debian's chromium,
+headless, loads each page with #selftest; the page's own self-test steps
+through the run with the arrow keys, moves the temperature slider, counts
+the heatmap's cells and the KV rows, and writes what it saw, with every
+console error, into the page, which --dump-dom returns. Checked here:
+
+1. pages for traces at every level, a two-trace comparison and the (2, 1, 0)
+   example load with no console error, and every step is visited;
+2. on the example, the slider at T = 0.5, 1 and 2 shows the classroom
+   table, computed here from the formula;
+3. the attention heatmap is there exactly when the trace has patterns, with
+   one cell for every (query, key) of layer 0, head 0;
+4. the comparison names the first position whose tokens differ;
+5. a page for a trace without some data says which flag would add it.
+
+Screenshots of each page (1280 x 800) go to build/screenshots/.
+
+    /usr/bin/python3 tests/viewer_check.py build/stepwise
+"""
+import json
+import math
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+MODELS = os.path.abspath(os.path.join(ROOT, os.environ.get("STEPWISE_MODELS", "../shared/models")))
+BIN = os.path.abspath(sys.argv[1] if len(sys.argv) > 1 else "build/stepwise")
+SHOTS = os.path.join(ROOT, "build", "screenshots")
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars", "--window-size=1280,800"]
+failures = 0
+
+
+def check(ok, what):
+    global failures
+    print(("ok    " if ok else "FAIL  ") + what)
+    failures += 0 if ok else 1
+
+
+def run(*args):
+    r = subprocess.run([BIN] + list(args), capture_output=True, text=True)
+    if r.returncode != 0:
+        raise SystemExit(f"{' '.join(args)}: exit {r.returncode}\n{r.stderr}")
+
+
+def selftest(page):
+    """What the page's self-test wrote, and a screenshot of the page."""
+    url = "file://" + page
+    dom = subprocess.run([CHROMIUM, *FLAGS, "--virtual-time-budget=5000", "--dump-dom",
+                          url + "#selftest"], capture_output=True, text=True, timeout=120).stdout
+    m = re.search(r'<pre id="selftest-result"[^>]*>(.*?)</pre>', dom, re.S)
+    shot = os.path.join(SHOTS, os.path.basename(page)[:-5] + ".png")
+    subprocess.run([CHROMIUM, *FLAGS, "--screenshot=" + shot, url], capture_output=True, timeout=120)
+    return json.loads(m.group(1).replace("&amp;", "&").replace("&lt;", "<").replace("&gt;", ">")
+                      .replace("&quot;", '"')) if m and m.group(1) else None
+
+
+def events(path):
+    return [json.loads(line) for line in open(path)]
+
+
+def main():
+    if CHROMIUM is None:
+        print("viewer check: chromium is not installed (make deps installs it)")
+        return 1
+    os.makedirs(SHOTS, exist_ok=True)
+    stories = ["--model", os.path.join(MODELS, "stories260K.bin"), "--tokenizer",
+               os.path.join(MODELS, "tok512.bin")]
+    with tempfile.TemporaryDirectory() as tmp:
+        traces = {}
+        for level in ("tokens", "logits", "sampling", "layers", "full"):
+            traces[level] = os.path.join(tmp, f"tiny-{level}.jsonl")
+            run("generate", "--prompt", "cat", "--temperature", "1", "--seed", "2", "--trace-level",
+                level, "--trace", traces[level], "--quiet")
+        traces["stories"] = os.path.join(tmp, "stories.jsonl")
+        run("generate", *stories, "--prompt", "Once upon a time", "--steps", "24", "--temperature",
+            "0.9", "--top-k", "40", "--top-p", "0.9", "--seed", "4", "--trace-level", "full",
+            "--trace", traces["stories"], "--quiet")
+        traces["greedy"] = os.path.join(tmp, "greedy.jsonl")
+        run("generate", *stories, "--prompt", "Once upon a time", "--steps", "24", "--trace-level",
+            "logits", "--trace", traces["greedy"], "--quiet")
+        pages = {}
+        for name, path in traces.items():
+            pages[name] = os.path.join(tmp, f"view-{name}.html")
+            extra = ["--tokenizer", os.path.join(MODELS, "tok512.bin")] if name == "stories" else []
+            run("view", path, "-o", pages[name], *extra)
+        pages["compare"] = os.path.join(tmp, "view-compare.html")
+        run("view", traces["greedy"], traces["stories"], "-o", pages["compare"])
+        pages["example"] = os.path.join(tmp, "view-example.html")
+        run("view", "--example", "-o", pages["example"])
+        results = {name: selftest(page) for name, page in pages.items()}
+
+        loaded = [n for n, r in results.items() if r is not None and r["errors"] == []
+                  and r["visited"] == r["steps"] and (r["steps"] == 0 or r["last_step"] == r["steps"])]
+        check(len(loaded) == len(pages), f"{len(loaded)} of {len(pages)} pages load with no console "
+              f"error and step through every step ({', '.join(loaded)})")
+        slider = results["example"] and results["example"]["slider"]
+        want = {}
+        for t in (0.5, 1, 2):
+            e = [math.exp(z / t) for z in (2, 1, 0)]
+            want[t] = ["%.1f%%" % (100 * x / sum(e)) for x in e]
+        got = {float(t): [cell for _, cell in sorted(rows)] for t, rows in (slider or {}).items()}
+        check(got == want, f"the slider reproduces the (2, 1, 0) table: {want}")
+        pattern_cells = sum(len(e["data"]) for e in events(traces["stories"])
+                            if e["event"] == "activation" and e["hook"] == "blocks.0.attn.pattern"
+                            and e["head"] == 0)
+        with_patterns = [n for n, r in results.items() if r and r["heatmap"]]
+        check(with_patterns == ["full", "stories"] and results["stories"]["heatmap_cells"] == pattern_cells,
+              f"heatmaps exactly for the traces with patterns ({with_patterns}); layer 0 head 0 has "
+              f"its {pattern_cells} cells")
+        a = [e["token"] for e in events(traces["greedy"]) if e["event"] == "token"]
+        b = [e["token"] for e in events(traces["stories"]) if e["event"] == "token"]
+        p = next(i for i, (x, y) in enumerate(zip(a, b)) if x != y)
+        pos = [e["pos"] for e in events(traces["greedy"]) if e["event"] == "token"][p]
+        compare = results["compare"]["compare"] if results["compare"] else ""
+        check(compare.startswith(f"first divergence at position {pos}:"),
+              f"the comparison names the first divergence: {compare!r}")
+        notes = results["tokens"]["notes"] if results["tokens"] else []
+        check(any("--trace-level logits" in n for n in notes),
+              "a tokens-level trace says which flag adds the logits")
+    shots = sorted(os.listdir(SHOTS))
+    check(len(shots) >= len(pages) and all(os.path.getsize(os.path.join(SHOTS, s)) > 10000 for s in shots),
+          f"screenshots in build/screenshots: {len(shots)}")
+    print(f"viewer check: {'PASS' if failures == 0 else f'{failures} FAILED'}")
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
