@@ -141,9 +141,9 @@ static void print_table(const DiffReport *r) {
     for (int l = 0; l < r->table_layers; l++) {
         printf("%5d", l);
         for (int h = 0; h < N_HOOKS; h++) {
+            if (!col[h]) continue; /* a block's hooks only: short_name needs "blocks.L." */
             int width = (int)strlen(short_name(h, name, sizeof name));
             width = width > 10 ? width : 10;
-            if (!col[h]) continue;
             if (r->table_has[l][h])
                 printf(" %*.3g", width, r->table_rel[l][h]);
             else
