@@ -23,7 +23,9 @@
 typedef struct {
     cJSON *run, *logits, *sample, *forward; /* owned; the events at the step */
     cJSON *last_logits, *last_forward;      /* owned; by step: the latest seen */
-    char **pieces;                          /* [vocab] known piece texts, or NULL */
+    cJSON *nth_logits; /* owned; by step: the step'th logits event, for a trace without draws */
+    int logits_seen;
+    char **pieces; /* [vocab] known piece texts, or NULL */
     int vocab, n_prompt, pos;
     int step;    /* > 0: the step'th draw; else by pos */
     int draws;   /* sample events read so far */
@@ -80,6 +82,7 @@ static bool logits_ok(const Step *s, const cJSON *e) {
 static bool take_by_step(Step *s, cJSON *e, bool is_logits, int pos, bool *kept) {
     if (s->sample != NULL) return true; /* found already */
     if (is_logits) {
+        if (++s->logits_seen == s->step) s->nth_logits = cJSON_Duplicate(e, true);
         *kept = keep(&s->last_logits, e);
         return true;
     }
@@ -384,15 +387,24 @@ static void step_free(Step *s) {
     free(s->pieces);
     cJSON_Delete(s->run), cJSON_Delete(s->logits), cJSON_Delete(s->sample);
     cJSON_Delete(s->forward), cJSON_Delete(s->last_logits), cJSON_Delete(s->last_forward);
+    cJSON_Delete(s->nth_logits);
 }
 
 /* Read the trace and find the step; err names what is missing. */
 static bool find_step(Step *s, const char *path, TraceStepAt at, StepError *err) {
     *s = (Step){.pos = at.step > 0 ? -1 : at.pos, .step = at.step};
     bool ok = collect(s, path, err);
+    if (ok && at.step > 0 && s->draws == 0 && s->nth_logits != NULL) {
+        /* no sample events (greedy below --trace-level sampling, a score
+         * file): the step'th logits event is the step */
+        s->logits = s->nth_logits, s->nth_logits = NULL;
+        s->pos = int_or_minus1(s->logits, "pos");
+        cJSON_Delete(s->forward), s->forward = NULL;
+        return true;
+    }
     if (ok && at.step > 0 && s->sample == NULL)
         return step_fail(err, "trace %s: there is no step %d: it has %d draws (sample events)",
-                         path, at.step, s->draws);
+                         path, at.step, s->draws > 0 ? s->draws : s->logits_seen);
     if (ok && s->logits == NULL && s->sample == NULL)
         return step_fail(err, "trace %s: nothing recorded at position %d (see --pos, --step)", path,
                          s->pos);

@@ -28,13 +28,14 @@ static const char SAMPLE_USAGE[] =
     "                     logits or above): --step N, the N-th draw, or --pos N;\n"
     "                     tokens are named by the pieces the trace gives, and the\n"
     "                     table shows the 8 most likely\n"
+    "  --tokenizer T      with --from-trace: name the tokens the trace does not\n"
     "  --temperature LIST comma-separated temperatures (default 1)\n" SAMPLER_OPTIONS_HELP
     "  --json             print one JSON object instead (docs/sampling.md)\n"
     "  -h, --help         show this help\n"
     "\n"
     "example: stepwise sample --logits 2,1,0 --temperature 0.5,1,2\n";
 
-enum { OPT_LOGITS = 256, OPT_JSON, OPT_FROM_TRACE, OPT_STEP, OPT_POS };
+enum { OPT_LOGITS = 256, OPT_JSON, OPT_FROM_TRACE, OPT_STEP, OPT_POS, OPT_TOKENIZER };
 
 typedef struct {
     float *logits, *temperatures; /* owned */
@@ -42,6 +43,7 @@ typedef struct {
     SamplerParams params;
     bool json;
     const char *trace; /* --from-trace */
+    const char *tokenizer;
     TraceStepAt at;
     char **pieces; /* [n_logits] from the trace (owned), or NULL */
 } SampleArgs;
@@ -59,6 +61,7 @@ static int parse_sample_args(int argc, char **argv, SampleArgs *a, StepError *er
                                             {"from-trace", required_argument, NULL, OPT_FROM_TRACE},
                                             {"step", required_argument, NULL, OPT_STEP},
                                             {"pos", required_argument, NULL, OPT_POS},
+                                            {"tokenizer", required_argument, NULL, OPT_TOKENIZER},
                                             {"help", no_argument, NULL, 'h'},
                                             {NULL, 0, NULL, 0}};
     *a = (SampleArgs){.at = {.pos = -1}};
@@ -91,6 +94,9 @@ static int parse_sample_args(int argc, char **argv, SampleArgs *a, StepError *er
             case OPT_POS:
                 if (!cli_parse_int(optarg, "--pos", 0, 1 << 30, &a->at.pos, err)) return -1;
                 break;
+            case OPT_TOKENIZER:
+                a->tokenizer = optarg;
+                break;
             case 'h':
                 fputs(SAMPLE_USAGE, stdout);
                 return 0;
@@ -117,9 +123,23 @@ static int parse_sample_args(int argc, char **argv, SampleArgs *a, StepError *er
         step_fail(err, "sample: --from-trace needs --step N or --pos N");
         return -1;
     }
+    if (a->trace == NULL && a->tokenizer != NULL) {
+        step_fail(err, "sample: --tokenizer goes with --from-trace");
+        return -1;
+    }
     if (a->trace != NULL &&
         !trace_step_logits(a->trace, a->at, &a->logits, &a->n_logits, &a->pieces, err))
         return -1;
+    Tokenizer tok;
+    if (a->tokenizer != NULL && !cli_load_tokenizer(a->tokenizer, a->n_logits, &tok, err))
+        return -1;
+    for (int i = 0; a->tokenizer != NULL && i < a->n_logits; i++) /* the trace's own win */
+        if (a->pieces[i] == NULL && (a->pieces[i] = strdup(tok.pieces[i])) == NULL) {
+            tokenizer_free(&tok);
+            step_fail(err, "sample: out of memory");
+            return -1;
+        }
+    if (a->tokenizer != NULL) tokenizer_free(&tok);
     if (a->temperatures == NULL) {
         a->temperatures = malloc(sizeof(float));
         if (a->temperatures == NULL) {
