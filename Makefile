@@ -100,29 +100,25 @@ $(BUILD)/obj/ref/build_info.o: ref/build_info.c ref/build_info.h
 	@echo "  CC   $<"
 	@$(CC) $(CFLAGS) -DSTEPWISE_CFLAGS='"$(CFLAGS)"' -c -o $@ $<
 
-# The tiny model is compiled in, so `stepwise` runs with no files at all.
+# A text file compiled in as the C string stepwise_NAME (EMBED_TEXT,NAME):
+# each line a string literal, backslashes and quotes escaped.
+define EMBED_TEXT
+	@mkdir -p $(@D)
+	@{ echo '/* Generated from $< by the Makefile. */'; \
+	  echo 'const char stepwise_$(1)[] ='; \
+	  sed -e 's/\\/\\\\/g' -e 's/"/\\"/g' -e 's/^/"/' -e 's/$$/\\n"/' $<; \
+	  echo ';'; } > $@
+endef
+
+# The tiny model is compiled in, so `stepwise` runs with no files at all;
+# so are the other engines' names for the hooks (`diff --names`) and the
+# viewer's page (`stepwise view`).
 $(BUILD)/gen/tiny_model_json.c: data/tiny-model.json
-	@mkdir -p $(@D)
-	@{ echo '/* Generated from data/tiny-model.json by the Makefile. */'; \
-	  echo 'const char stepwise_tiny_model_json[] ='; \
-	  sed -e 's/\\/\\\\/g' -e 's/"/\\"/g' -e 's/^/"/' -e 's/$$/\\n"/' $<; \
-	  echo ';'; } > $@
-
-# And the other engines' names for the hooks, for `stepwise diff --names`.
+	$(call EMBED_TEXT,tiny_model_json)
 $(BUILD)/gen/hook_names_json.c: data/hook-names.json
-	@mkdir -p $(@D)
-	@{ echo '/* Generated from data/hook-names.json by the Makefile. */'; \
-	  echo 'const char stepwise_hook_names_json[] ='; \
-	  sed -e 's/\\/\\\\/g' -e 's/"/\\"/g' -e 's/^/"/' -e 's/$$/\\n"/' $<; \
-	  echo ';'; } > $@
-
-# And the viewer's page, for `stepwise view`.
+	$(call EMBED_TEXT,hook_names_json)
 $(BUILD)/gen/viewer_html.c: trace/viewer.html
-	@mkdir -p $(@D)
-	@{ echo '/* Generated from trace/viewer.html by the Makefile. */'; \
-	  echo 'const char stepwise_viewer_html[] ='; \
-	  sed -e 's/\\/\\\\/g' -e 's/"/\\"/g' -e 's/^/"/' -e 's/$$/\\n"/' $<; \
-	  echo ';'; } > $@
+	$(call EMBED_TEXT,viewer_html)
 
 # So are the trace schemas, for `stepwise trace validate`.
 $(BUILD)/gen/trace_schemas.c: $(SCHEMAS)

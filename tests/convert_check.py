@@ -20,13 +20,13 @@
 """
 import json
 import os
-import subprocess
 import sys
 import tempfile
 
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from check_util import Checks, run_stepwise  # noqa: E402
 from gguf_read import read_gguf  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -34,20 +34,11 @@ MODELS = os.path.abspath(os.path.join(ROOT, os.environ.get("STEPWISE_MODELS", ".
 BIN = os.path.abspath(sys.argv[1] if len(sys.argv) > 1 else "build/stepwise")
 NPM = os.path.abspath(sys.argv[2] if len(sys.argv) > 2 else "build/npm")
 TOKENS = "1,403,407,261,400,259,500,410"
-failures = 0
-
-
-def check(ok, what):
-    global failures
-    print(("ok    " if ok else "FAIL  ") + what)
-    failures += 0 if ok else 1
+check = Checks()
 
 
 def run(*args, expect=0):
-    r = subprocess.run([BIN] + list(args), capture_output=True, text=True, encoding="utf-8")
-    if r.returncode != expect:
-        raise SystemExit(f"{' '.join(args)}: exit {r.returncode}, want {expect}\n{r.stderr}")
-    return r
+    return run_stepwise(BIN, *args, expect=(expect,))
 
 
 def logits(model, tokens, *extra):
@@ -273,8 +264,7 @@ def main():
         check_hf(tmp)
         check_llama3_scaling(tmp)
         check_refusals(tmp)
-    print(f"convert check: {'PASS' if failures == 0 else f'{failures} FAILED'}")
-    return 1 if failures else 0
+    return check.summary("convert check")
 
 
 if __name__ == "__main__":

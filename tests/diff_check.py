@@ -35,6 +35,9 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(os.path.dirname(HERE), "trace"))
 from candidate import write_logits  # noqa: E402
 
+sys.path.insert(0, HERE)
+from check_util import Checks, run_stepwise  # noqa: E402
+
 ROOT = os.path.dirname(HERE)
 MODELS = os.path.abspath(os.path.join(ROOT, os.environ.get("STEPWISE_MODELS", "../shared/models")))
 BIN = os.path.abspath(sys.argv[1] if len(sys.argv) > 1 else "build/stepwise")
@@ -42,21 +45,11 @@ INJECT = os.path.abspath(sys.argv[2] if len(sys.argv) > 2 else "build/inject/ste
 MODEL = ["--model", os.path.join(MODELS, "stories260K.bin"), "--tokenizer",
          os.path.join(MODELS, "tok512.bin")]
 TEXT = "Once upon a time, there was a little girl"
-failures = 0
-
-
-def check(ok, what):
-    global failures
-    print(("ok    " if ok else "FAIL  ") + what)
-    failures += 0 if ok else 1
+check = Checks()
 
 
 def run(binary, *args, expect=(0,), env=None):
-    r = subprocess.run([binary] + list(args), capture_output=True, text=True,
-                       env=dict(os.environ, **(env or {})))
-    if r.returncode not in expect:
-        raise SystemExit(f"{' '.join(args)}: exit {r.returncode}\n{r.stderr}")
-    return r
+    return run_stepwise(binary, *args, expect=expect, env=dict(os.environ, **(env or {})))
 
 
 def diff(ref, cand, *extra, expect=(0, 1)):
@@ -317,8 +310,7 @@ def main():
         check_missing_and_formats(tmp, ref)
         check_names(tmp, ref)
         check_score_quant(tmp, ref)
-    print(f"diff check: {'PASS' if failures == 0 else f'{failures} FAILED'}")
-    return 1 if failures else 0
+    return check.summary("diff check")
 
 
 if __name__ == "__main__":

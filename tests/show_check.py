@@ -20,23 +20,17 @@ import tempfile
 
 import numpy as np
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from check_util import Checks, run_stepwise  # noqa: E402
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 MODELS = os.path.abspath(os.path.join(ROOT, os.environ.get("STEPWISE_MODELS", "../shared/models")))
 BIN = os.path.abspath(sys.argv[1] if len(sys.argv) > 1 else "build/stepwise")
-failures = 0
-
-
-def check(ok, what):
-    global failures
-    print(("ok    " if ok else "FAIL  ") + what)
-    failures += 0 if ok else 1
+check = Checks()
 
 
 def run(*args, expect=0):
-    r = subprocess.run([BIN] + list(args), capture_output=True, text=True, encoding="utf-8")
-    if r.returncode != expect:
-        raise SystemExit(f"{' '.join(args)}: exit {r.returncode}\n{r.stderr}")
-    return r.stdout
+    return run_stepwise(BIN, *args, expect=(expect,)).stdout
 
 
 def events(path):
@@ -147,8 +141,7 @@ def main():
         check_steps(paths["32000 pieces, context shifts"])
         check_temperatures(paths["sampled, 8 temperatures, long name"])
         check_sample_from_trace(paths["sampled, 8 temperatures, long name"])
-    print(f"show check: {'PASS' if failures == 0 else f'{failures} FAILED'}")
-    return 1 if failures else 0
+    return check.summary("show check")
 
 
 if __name__ == "__main__":

@@ -26,25 +26,20 @@ import subprocess
 import sys
 import tempfile
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from check_util import Checks, run_stepwise  # noqa: E402
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 MODELS = os.path.abspath(os.path.join(ROOT, os.environ.get("STEPWISE_MODELS", "../shared/models")))
 BIN = os.path.abspath(sys.argv[1] if len(sys.argv) > 1 else "build/stepwise")
 SHOTS = os.path.join(ROOT, "build", "screenshots")
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars", "--window-size=1280,800"]
-failures = 0
-
-
-def check(ok, what):
-    global failures
-    print(("ok    " if ok else "FAIL  ") + what)
-    failures += 0 if ok else 1
+check = Checks()
 
 
 def run(*args):
-    r = subprocess.run([BIN] + list(args), capture_output=True, text=True)
-    if r.returncode != 0:
-        raise SystemExit(f"{' '.join(args)}: exit {r.returncode}\n{r.stderr}")
+    run_stepwise(BIN, *args)
 
 
 def selftest(page):
@@ -125,8 +120,7 @@ def main():
     shots = sorted(os.listdir(SHOTS))
     check(len(shots) >= len(pages) and all(os.path.getsize(os.path.join(SHOTS, s)) > 10000 for s in shots),
           f"screenshots in build/screenshots: {len(shots)}")
-    print(f"viewer check: {'PASS' if failures == 0 else f'{failures} FAILED'}")
-    return 1 if failures else 0
+    return check.summary("viewer check")
 
 
 if __name__ == "__main__":

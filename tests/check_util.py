@@ -1,0 +1,28 @@
+"""What the Python checks share: ok/FAIL lines with a count of failures,
+and running the stepwise binary with the exit status a case expects."""
+import subprocess
+
+
+class Checks:
+    """Prints "ok    WHAT" or "FAIL  WHAT" and counts the failures."""
+
+    def __init__(self):
+        self.failures = 0
+
+    def __call__(self, ok, what):
+        print(("ok    " if ok else "FAIL  ") + what)
+        self.failures += 0 if ok else 1
+
+    def summary(self, name):
+        print(f"{name}: {'PASS' if self.failures == 0 else f'{self.failures} FAILED'}")
+        return 1 if self.failures else 0
+
+
+def run_stepwise(binary, *args, expect=(0,), env=None):
+    """Run binary ARGS...; its CompletedProcess (text), or exit the check
+    with its stderr when the status is not one of expect."""
+    r = subprocess.run([binary] + list(args), capture_output=True, text=True, encoding="utf-8",
+                       env=env)
+    if r.returncode not in expect:
+        raise SystemExit(f"{' '.join(args)}: exit {r.returncode}, want {expect}\n{r.stderr}")
+    return r
