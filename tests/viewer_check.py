@@ -88,6 +88,17 @@ def main():
             run("view", path, "-o", pages[name], *extra)
         pages["compare"] = os.path.join(tmp, "view-compare.html")
         run("view", traces["greedy"], traces["stories"], "-o", pages["compare"])
+        hostile = os.path.join(tmp, "hostile.jsonl")  # markup where text belongs
+        with open(hostile, "w") as f:
+            for e in ({"event": "run", "mode": "generate", "model": {"dim": 2, "n_layers": 1,
+                       "n_heads": 1, "n_kv_heads": 1, "vocab_size": 2, "attention": "<i>MHA</i>"},
+                       "kv_cache": {"bytes_per_token": "<b>", "formula": "<img src=x onerror=alert(1)>"}},
+                      {"event": "tokenize", "ids": [0], "pieces": ["</script><img src=x>"]},
+                      {"event": "logits", "pos": "<img src=x onerror=alert(2)>", "token": 0,
+                       "logits": [1, "<b>"]}):
+                f.write(json.dumps(e) + "\n")
+        pages["hostile"] = os.path.join(tmp, "view-hostile.html")
+        run("view", hostile, hostile, "-o", pages["hostile"])
         pages["example"] = os.path.join(tmp, "view-example.html")
         run("view", "--example", "-o", pages["example"])
         shots = ("stories", "compare", "example")  # the ones docs/ may show
@@ -97,6 +108,12 @@ def main():
                   and r["visited"] == r["steps"] and (r["steps"] == 0 or r["last_step"] == r["steps"])]
         check(len(loaded) == len(pages), f"{len(loaded)} of {len(pages)} pages load with no console "
               f"error and step through every step ({', '.join(loaded)})")
+        dom = subprocess.run([CHROMIUM, *FLAGS, "--virtual-time-budget=3000", "--dump-dom",
+                              "file://" + pages["hostile"]], capture_output=True, text=True,
+                             timeout=120).stdout
+        check(results["hostile"] is not None and "<img" not in dom.split('id="stepwise-data"')[-1]
+              .split("</script>", 1)[-1],
+              "a trace whose fields hold markup shows it as text: no element made of it")
         slider = results["example"] and results["example"]["slider"]
         want = {}
         for t in (0.5, 1, 2):
