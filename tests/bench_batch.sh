@@ -1,40 +1,59 @@
 #!/usr/bin/env bash
-# make bench-batch: throughput against latency on the 15M-parameter shape.
-# 16 requests of 64 new tokens each, all arriving at once, served with
-# --max-batch 1, 2, 4, 8 and 16 on one core. Prints a table and writes it as
-# JSON to build/bench/batch.json. A benchmark, not a test: nothing is asserted.
+# make bench-batch: throughput against latency. Requests all arriving at
+# once, served with --max-batch 1, 2, 4, 8 and 16 on one core, each setting
+# run 5 times and each column reported as its median (this machine's timings
+# wander by a third from run to run). Two models: the 15M-parameter shape
+# (16 requests of 64 new tokens) and stories260K (64 requests of 128, for
+# runs long enough to time). Also prints one core's read bandwidth
+# (tests/bench_bandwidth.c). Tables to stdout, the runs as JSON in
+# build/bench/batch.json. A benchmark, not a test: nothing is asserted.
 set -euo pipefail
 bin=build/stepwise
 models=${STEPWISE_MODELS:-../shared/models}
 m15=build/m15.bin
 mkdir -p build/bench
+cc -O2 -o build/bench/bandwidth tests/bench_bandwidth.c
+build/bench/bandwidth
 [ -f "$m15" ] || "$bin" make-model --dim 288 --hidden 768 --layers 6 --heads 6 --vocab 32000 \
     --seq-len 256 --seed 42 --out "$m15" 2>/dev/null
-requests=build/bench/batch-requests.jsonl
 prompts=("Once upon a time" "One day, a little girl" "The cat sat on the mat" "Tom and his dog"
          "Lily saw a big red ball" "The sun was hot" "In a small town" "Ben had a toy car")
-: > "$requests"
-for i in $(seq 0 15); do
-    printf '{"id":"r%02d","prompt":"%s","max_tokens":64}\n' "$i" "${prompts[$((i % 8))]}" >> "$requests"
-done
-echo "| max batch | aggregate tokens/s | per-request tokens/s | mean TTFT (ms) | mean ITL (ms) | seconds |"
-echo "|---|---|---|---|---|---|"
-rows=()
-for b in 1 2 4 8 16; do
-    "$bin" batch --model "$m15" --tokenizer "$models/tokenizer.bin" --requests "$requests" \
-        --max-batch "$b" --quiet --metrics-json "build/bench/batch-$b.json" > /dev/null
-    row=$(/usr/bin/python3 - "build/bench/batch-$b.json" <<'PY'
-import json, sys
-m = json.load(open(sys.argv[1]))
-per = [r["tokens_per_second"] for r in m["per_request"]]
-print("| %d | %.1f | %.1f | %.1f | %.2f | %.2f |" % (m["max_batch"], m["throughput_tokens_per_second"],
-      sum(per) / len(per), m["mean_ttft_ms"], m["mean_itl_ms"], m["seconds"]))
+requests() { # N TOKENS FILE
+    : > "$3"
+    for i in $(seq 0 $(($1 - 1))); do
+        printf '{"id":"r%02d","prompt":"%s","max_tokens":%d}\n' "$i" "${prompts[$((i % 8))]}" "$2" >> "$3"
+    done
+}
+runs=()
+table() { # NAME MODEL TOKENIZER REQUESTS
+    echo
+    echo "$1: $(wc -l < "$4") requests, medians of 5 runs"
+    echo "| max batch | aggregate tokens/s | per-request tokens/s (queue included) | mean TTFT (ms) | mean ITL (ms) | seconds |"
+    echo "|---|---|---|---|---|---|"
+    for b in 1 2 4 8 16; do
+        files=()
+        for r in 1 2 3 4 5; do
+            f="build/bench/batch-$1-$b-$r.json"
+            "$bin" batch --model "$2" --tokenizer "$3" --requests "$4" --max-batch "$b" --quiet \
+                --metrics-json "$f" > /dev/null
+            files+=("$f") runs+=("$f")
+        done
+        /usr/bin/python3 - "${files[@]}" <<'PY'
+import json, statistics, sys
+ms = [json.load(open(p)) for p in sys.argv[1:]]
+med = lambda f: statistics.median(f(m) for m in ms)
+per = lambda m: sum(r["tokens_per_second"] for r in m["per_request"]) / len(m["per_request"])
+print("| %d | %.0f | %.1f | %.1f | %.2f | %.2f |" % (ms[0]["max_batch"],
+      med(lambda m: m["throughput_tokens_per_second"]), med(per), med(lambda m: m["mean_ttft_ms"]),
+      med(lambda m: m["mean_itl_ms"]), med(lambda m: m["seconds"])))
 PY
-)
-    echo "$row"
-    rows+=("build/bench/batch-$b.json")
-done
-/usr/bin/python3 - "${rows[@]}" > build/bench/batch.json <<'PY'
+    done
+}
+requests 16 64 build/bench/batch-requests.jsonl
+table 15M "$m15" "$models/tokenizer.bin" build/bench/batch-requests.jsonl
+requests 64 128 build/bench/batch-requests-stories.jsonl
+table stories260K "$models/stories260K.bin" "$models/tok512.bin" build/bench/batch-requests-stories.jsonl
+/usr/bin/python3 - "${runs[@]}" > build/bench/batch.json <<'PY'
 import json, sys
-print(json.dumps([json.load(open(p)) for p in sys.argv[1:]], indent=1))
+print(json.dumps([dict(json.load(open(p)), file=p) for p in sys.argv[1:]], indent=1))
 PY
