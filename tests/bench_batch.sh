@@ -5,14 +5,14 @@
 # wander by a third from run to run). Two models: the 15M-parameter shape
 # (16 requests of 64 new tokens) and stories260K (64 requests of 128, for
 # runs long enough to time). Also prints one core's read bandwidth
-# (tests/bench_bandwidth.c). Tables to stdout, the runs as JSON in
+# (tests/bench/bandwidth.c). Tables to stdout, the runs as JSON in
 # build/bench/batch.json. A benchmark, not a test: nothing is asserted.
 set -euo pipefail
 bin=build/stepwise
 models=${STEPWISE_MODELS:-../shared/models}
 m15=build/m15.bin
 mkdir -p build/bench
-cc -O2 -o build/bench/bandwidth tests/bench_bandwidth.c
+cc -O2 -o build/bench/bandwidth tests/bench/bandwidth.c
 build/bench/bandwidth
 [ -f "$m15" ] || "$bin" make-model --dim 288 --hidden 768 --layers 6 --heads 6 --vocab 32000 \
     --seq-len 256 --seed 42 --out "$m15" 2>/dev/null

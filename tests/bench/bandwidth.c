@@ -1,4 +1,4 @@
-/* bench_bandwidth.c: how fast one core reads memory, for `make bench-batch`
+/* bench/bandwidth.c: how fast one core reads memory, for `make bench-batch`
  * (and docs/batching.md): a buffer of each size read again and again with
  * four independent XOR chains (so the core is never waiting on its own
  * arithmetic), the best of several passes in GB/s. 1 GiB is past every
