@@ -169,6 +169,7 @@ unit-tests:
 	$(MAKE) --no-print-directory diff-check
 	/usr/bin/python3 tests/show_check.py $(BUILD)/stepwise
 	/usr/bin/python3 tests/viewer_check.py $(BUILD)/stepwise
+	/usr/bin/python3 tests/memory_check.py $(BUILD)/stepwise
 
 $(NPM_DIR)/.installed:
 	@command -v npm >/dev/null || { echo "npm is needed for the tokenizer.json reference"; exit 2; }

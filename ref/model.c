@@ -12,6 +12,7 @@
 #include <string.h>
 #include <math.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -138,8 +139,39 @@ void model_discard_pages(const Model *m, const float *from, uint64_t n_floats) {
     drop_pages(from, n_floats);
 }
 
+bool model_memory_fits(uint64_t bytes, uint64_t available, const char *what, StepError *err) {
+    if (available == 0 || bytes <= available) return true;
+    return step_fail(err,
+                     "%s: the weights need %llu bytes (%.2f GiB) as float32, and this process "
+                     "can take %llu (%.2f GiB): too large for this machine",
+                     what, (unsigned long long)bytes, (double)bytes / (1u << 30),
+                     (unsigned long long)available, (double)available / (1u << 30));
+}
+
+uint64_t model_memory_available(void) {
+    uint64_t available = 0;
+    FILE *f = fopen("/proc/meminfo", "r");
+    char line[256];
+    unsigned long long kib;
+    while (f != NULL && fgets(line, sizeof line, f) != NULL)
+        if (sscanf(line, "MemAvailable: %llu kB", &kib) == 1) available = (uint64_t)kib * 1024u;
+    if (f != NULL) fclose(f);
+    struct rlimit lim;
+    unsigned long long pages = 0;
+    FILE *statm = fopen("/proc/self/statm", "r");
+    bool sized = statm != NULL && fscanf(statm, "%llu", &pages) == 1;
+    if (statm != NULL) fclose(statm);
+    if (getrlimit(RLIMIT_AS, &lim) == 0 && lim.rlim_cur != RLIM_INFINITY && sized) {
+        uint64_t used = (uint64_t)pages * (uint64_t)sysconf(_SC_PAGESIZE);
+        uint64_t left = lim.rlim_cur > used ? (uint64_t)lim.rlim_cur - used : 1;
+        if (available == 0 || left < available) available = left;
+    }
+    return available;
+}
+
 bool model_alloc_storage(Model *m, const char *what, StepError *err) {
     size_t bytes = model_storage_floats(&m->config) * sizeof(float);
+    if (!model_memory_fits(bytes, model_memory_available(), what, err)) return false;
     void *map = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (map == MAP_FAILED) return step_fail(err, "%s: out of memory for the weights", what);
     m->storage = map, m->mapping = map, m->mapping_bytes = bytes, m->mapping_is_file = false;

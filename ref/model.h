@@ -70,11 +70,21 @@ void model_release_pages(const Model *m, const float *from, uint64_t n_floats);
 void model_discard_pages(const Model *m, const float *from, uint64_t n_floats);
 
 /* Allocate m->storage for m->config (model_storage_floats, zeroed) and bind
- * the views into it. Anonymous memory owned as a mapping: model_pack can then
+ * the views into it, after checking that it fits in memory
+ * (model_memory_fits). Anonymous memory owned as a mapping: model_pack can then
  * give each matrix's pages back as it packs them (model_discard_pages), and
  * the fast kernels' peak stays near one copy of the weights. `what` names the
  * model in the error. */
 bool model_alloc_storage(Model *m, const char *what, StepError *err);
+
+/* Whether `bytes` of weights fit in `available` bytes of memory (0: not
+ * known, so they may); if not, err says both, for a model that would
+ * otherwise be killed halfway through its load. */
+bool model_memory_fits(uint64_t bytes, uint64_t available, const char *what, StepError *err);
+
+/* The memory this process may still take: the kernel's MemAvailable, or
+ * less under an address-space limit (RLIMIT_AS); 0 when neither is known. */
+uint64_t model_memory_available(void);
 
 /* Writable pointer to a weight view inside m->storage (the views are const
  * for the maths; a loader fills them through this). */

@@ -202,3 +202,15 @@ Test(checkpoint, released_pages_read_back_the_same_weights) {
     model_free(&a);
     model_free(&b);
 }
+
+/* A model that does not fit is refused before anything is allocated, with
+ * both figures: 3 GiB of weights against 1 GiB available. */
+Test(checkpoint, a_model_larger_than_memory_is_refused_with_the_bytes) {
+    StepError err;
+    cr_assert(model_memory_fits(1u << 30, 1u << 30, "m", &err), "exactly enough fits");
+    cr_assert(model_memory_fits(3ull << 30, 0, "m", &err), "unknown memory: let it try");
+    cr_assert_not(model_memory_fits(3ull << 30, 1ull << 30, "big.gguf", &err));
+    cr_expect(strstr(err.message, "big.gguf: the weights need 3221225472 bytes (3.00 GiB)") != NULL,
+              "%s", err.message);
+    cr_expect(strstr(err.message, "can take 1073741824 (1.00 GiB)") != NULL, "%s", err.message);
+}
