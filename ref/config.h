@@ -61,6 +61,17 @@ typedef struct {
     float norm_eps; /* RMSNorm epsilon; 0: 1e-5 */
 } Config;
 
+/* Which rows of a rotated projection (q, k, their biases and norms) go
+ * where, head by head: as held, or moved between interleaved pairs
+ * (2i, 2i+1) and halves (i, i + head_dim/2). */
+typedef enum { ROWS_AS_HELD, ROWS_TO_HALVES, ROWS_TO_INTERLEAVED } RowOrder;
+
+/* The row of the held tensor that row r of the reordered one comes from:
+ * halves row j·half + i is interleaved row 2i + j. The GGUF and Hugging
+ * Face writers, the Hugging Face loader and diff's reader of other
+ * engines' q/k all move rows by it. */
+uint64_t rope_source_row(uint64_t r, int head_dim, RowOrder order);
+
 /* "linear", "llama3" or "factors" ("none" for no scaling). */
 const char *config_rope_scaling_name(RopeScalingType t);
 

@@ -90,14 +90,6 @@ void gguf_meta_free(GgufMetadata *m) {
     *m = GGUF_METADATA_INIT;
 }
 
-uint64_t gguf_source_row(uint64_t r, int head_dim, RowOrder order) {
-    if (order == ROWS_AS_HELD) return r;
-    uint64_t hd = (uint64_t)head_dim, head = r / hd, k = r % hd, half = hd / 2;
-    if (order == ROWS_TO_HALVES) /* halves row j·half + i is interleaved row 2i + j */
-        return head * hd + 2 * (k % half) + k / half;
-    return head * hd + (k % 2) * half + k / 2; /* interleaved row 2i + j is halves row j·half + i */
-}
-
 void gguf_quantize_q8_0(const float *x, unsigned char block[34]) {
     float amax = 0.0f;
     for (int j = 0; j < 32; j++) amax = fmaxf(amax, fabsf(x[j]));
@@ -142,12 +134,12 @@ static void encode_row(const GgufOutTensor *t, const float *row, uint64_t cols,
 static bool write_data(FILE *f, const GgufOutTensor *t, unsigned char *row_buf, float *gather) {
     if (t->rows == 0) {
         for (uint64_t i = 0; i < t->cols; i++)
-            gather[i] = t->values[gguf_source_row(i, t->head_dim, t->order)];
+            gather[i] = t->values[rope_source_row(i, t->head_dim, t->order)];
         encode_row(t, gather, t->cols, row_buf);
         return fwrite(row_buf, 1, row_bytes(t), f) == row_bytes(t);
     }
     for (uint64_t r = 0; r < t->rows; r++) {
-        const float *src = t->values + gguf_source_row(r, t->head_dim, t->order) * t->cols;
+        const float *src = t->values + rope_source_row(r, t->head_dim, t->order) * t->cols;
         encode_row(t, src, t->cols, row_buf);
         if (fwrite(row_buf, 1, row_bytes(t), f) != row_bytes(t)) return false;
     }

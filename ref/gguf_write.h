@@ -9,6 +9,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "config.h"
 #include "error.h"
 #include "text_buffer.h"
 
@@ -28,14 +29,6 @@ void gguf_meta_strings(GgufMetadata *m, const char *key, const char *const *valu
 void gguf_meta_f32s(GgufMetadata *m, const char *key, const float *values, uint64_t n);
 void gguf_meta_i32s(GgufMetadata *m, const char *key, const int32_t *values, uint64_t n);
 void gguf_meta_free(GgufMetadata *m);
-
-/* Which rows of a rotated projection (q, k, their biases and norms) go
- * where: as held, or each head's rows moved between interleaved pairs
- * (2i, 2i+1) and halves (i, i + head_dim/2). */
-typedef enum { ROWS_AS_HELD, ROWS_TO_HALVES, ROWS_TO_INTERLEAVED } RowOrder;
-
-/* The row of the held tensor that written row r comes from. */
-uint64_t gguf_source_row(uint64_t r, int head_dim, RowOrder order);
 
 /* One tensor to write: float32 values, [rows, cols] row-major (rows 0: a
  * vector of cols, whose values are reordered as rows of one), stored as

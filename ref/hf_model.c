@@ -207,18 +207,16 @@ static SafetensorsTensor *find(SafetensorsFile *files, int n, const char *name,
  * `heads` blocks of head_dim rows of `cols` values; row j·half + i of a
  * block moves to row 2i + j. */
 bool hf_interleave_heads(float *x, int heads, int head_dim, size_t cols) {
-    int half = head_dim / 2;
     size_t block = (size_t)head_dim * cols;
     float *tmp = malloc(block * sizeof(float));
     if (tmp == NULL) return false;
     for (int h = 0; h < heads; h++) {
         float *b = x + (size_t)h * block;
         memcpy(tmp, b, block * sizeof(float));
-        for (int i = 0; i < half; i++) {
-            for (int j = 0; j < 2; j++)
-                memcpy(b + (size_t)(2 * i + j) * cols, tmp + (size_t)(j * half + i) * cols,
-                       cols * sizeof(float));
-        }
+        for (int r = 0; r < head_dim; r++)
+            memcpy(b + (size_t)r * cols,
+                   tmp + rope_source_row((uint64_t)r, head_dim, ROWS_TO_INTERLEAVED) * cols,
+                   cols * sizeof(float));
     }
     free(tmp);
     return true;

@@ -3,7 +3,6 @@
 
 #include "file_util.h"
 #include "float16.h"
-#include "gguf_write.h"
 #include "hf_model.h"
 
 #include <cjson/cJSON.h>
@@ -47,7 +46,7 @@ static bool write_values(FILE *f, const OutTensor *t, SafetensorsDtype dtype, in
     for (int64_t r = 0; r < rows; r++) {
         const float *src =
             t->values +
-            gguf_source_row((uint64_t)r, head_dim, t->heads > 0 ? ROWS_TO_HALVES : ROWS_AS_HELD) *
+            rope_source_row((uint64_t)r, head_dim, t->heads > 0 ? ROWS_TO_HALVES : ROWS_AS_HELD) *
                 (uint64_t)cols;
         for (int64_t c = 0; c < cols; c++) {
             unsigned char b[4];

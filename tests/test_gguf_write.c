@@ -40,10 +40,10 @@ Test(gguf_write, q8_0_block_scaled_and_zero) {
 Test(gguf_write, rope_row_orders_by_hand) {
     const uint64_t to_halves[6] = {0, 2, 4, 1, 3, 5}, to_interleaved[6] = {0, 3, 1, 4, 2, 5};
     for (uint64_t r = 0; r < 6; r++) {
-        cr_assert_eq(gguf_source_row(r, 6, ROWS_TO_HALVES), to_halves[r]);
-        cr_assert_eq(gguf_source_row(r, 6, ROWS_TO_INTERLEAVED), to_interleaved[r]);
-        cr_assert_eq(gguf_source_row(6 + r, 6, ROWS_TO_HALVES), 6 + to_halves[r], "second head");
-        cr_assert_eq(gguf_source_row(r, 6, ROWS_AS_HELD), r);
+        cr_assert_eq(rope_source_row(r, 6, ROWS_TO_HALVES), to_halves[r]);
+        cr_assert_eq(rope_source_row(r, 6, ROWS_TO_INTERLEAVED), to_interleaved[r]);
+        cr_assert_eq(rope_source_row(6 + r, 6, ROWS_TO_HALVES), 6 + to_halves[r], "second head");
+        cr_assert_eq(rope_source_row(r, 6, ROWS_AS_HELD), r);
     }
 }
 

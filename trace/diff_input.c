@@ -11,6 +11,7 @@
 #include <sys/stat.h>
 
 #include "../ref/file_util.h"
+#include "../ref/hf_model.h"
 #include "../ref/hooks.h"
 #include "../ref/json_util.h"
 #include "trace_reader.h"
@@ -550,28 +551,19 @@ static bool ends_with(const char *s, const char *suffix) {
 }
 
 bool diff_run_unhalve(DiffRun *r, int head_dim, StepError *err) {
-    float *tmp = NULL;
     for (int i = 0; i < r->n_acts; i++) {
         DiffActivation *a = &r->acts[i];
         if (!a->halves) continue;
-        if (head_dim < 2 || head_dim % 2 != 0 || a->n % head_dim != 0) {
-            free(tmp);
+        if (head_dim < 2 || head_dim % 2 != 0 || a->n % head_dim != 0)
             return step_fail(err,
                              "activation at pos %d has %d values, not whole heads of the "
                              "reference's head_dim %d (a stepwise trace states it)",
                              a->pos, a->n, head_dim);
-        }
-        if (tmp == NULL && (tmp = malloc((size_t)head_dim * sizeof *tmp)) == NULL)
+        /* each head's values are its rows, of one value each */
+        if (!hf_interleave_heads(a->data, a->n / head_dim, head_dim, 1))
             return step_fail(err, "diff: out of memory");
-        int half = head_dim / 2;
-        for (int h = 0; h < a->n / head_dim; h++) { /* pair (2i, 2i+1) was (i, i + half) */
-            float *x = a->data + (size_t)h * head_dim;
-            memcpy(tmp, x, (size_t)head_dim * sizeof *tmp);
-            for (int k = 0; k < head_dim; k++) x[k] = tmp[(k % 2) * half + k / 2];
-        }
         a->halves = false;
     }
-    free(tmp);
     return true;
 }
 

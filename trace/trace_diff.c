@@ -47,20 +47,20 @@ double diff_allowed(const DiffTolerance *t, int point, double r_i, double scale)
     return 0;
 }
 
-/* Compare one tensor: its worst element into *p; true if any element is
- * outside the tolerance (a NaN on either side always is). */
-static bool compare_tensor(const float *r, const float *c, int n, const DiffTolerance *tol,
+/* Compare one tensor: its worst element into *p; returns how many elements
+ * are outside the tolerance (a NaN difference always is). */
+static long compare_tensor(const float *r, const float *c, int n, const DiffTolerance *tol,
                            DiffPoint *p) {
     double scale = 0;
     for (int i = 0; i < n; i++)
         if (fabs((double)r[i]) > scale) scale = fabs((double)r[i]);
-    bool outside = false;
+    long outside = 0;
     p->max_abs = -1, p->index = 0;
     for (int i = 0; i < n; i++) {
         double d = fabs((double)c[i] - (double)r[i]);
+        outside += !(d <= diff_allowed(tol, p->point, r[i], scale));
         if (isnan(d)) d = INFINITY;
         if (d > p->max_abs) p->max_abs = d, p->index = i;
-        outside |= !(d <= diff_allowed(tol, p->point, r[i], scale));
     }
     p->scale = scale;
     p->rel = scale > 0 ? p->max_abs / scale : p->max_abs > 0 ? INFINITY : 0;
@@ -121,7 +121,7 @@ static int layer_key(int point, int layer) {
 }
 
 /* The run's activations and logits rows before position limit, sorted. */
-static Entry *entries_of(const DiffRun *r, int limit, int *n) {
+static Entry *entries_of(const DiffRun *r, const float *logits, int limit, int *n) {
     Entry *e = malloc(((size_t)r->n_acts + (size_t)r->n + 1) * sizeof *e);
     if (e == NULL) return NULL;
     int k = 0;
@@ -133,9 +133,9 @@ static Entry *entries_of(const DiffRun *r, int limit, int *n) {
     }
     for (int i = 0; i < r->n; i++) {
         if (r->pos[i] < limit)
-            e[k++] = (Entry){
-                r->pos[i],    INT_MAX, HOOK_LOGITS, -1, r->logits + (size_t)i * r->vocab_size,
-                r->vocab_size};
+            e[k++] =
+                (Entry){r->pos[i],    INT_MAX, HOOK_LOGITS, -1, logits + (size_t)i * r->vocab_size,
+                        r->vocab_size};
     }
     qsort(e, (size_t)k, sizeof *e, compare_entries);
     *n = k;
@@ -216,13 +216,14 @@ static bool walk_hooks(const Entry *re, int nr, const Entry *ce, int nc, const D
                                : r->layer_key,
                        .pos = r->pos,
                        .head = r->head};
-        bool outside;
+        long outside;
         if (c->n != r->n) { /* another shape: wrong as a whole */
-            p.max_abs = p.rel = INFINITY, p.index = -1, outside = true;
+            p.max_abs = p.rel = INFINITY, p.index = -1, outside = r->n;
         } else {
             outside = compare_tensor(r->data, c->data, r->n, tol, &p);
         }
         if (r->point != HOOK_LOGITS) rep->acts_compared++;
+        if (r->point == HOOK_LOGITS) rep->outside += outside; /* the logits the report counts */
         table_add(rep, &p);
         if (outside && r->point == HOOK_LOGITS && !rep->logits_outside)
             rep->logits_outside = true, rep->first_logits = p;
@@ -252,12 +253,10 @@ static int compare_doubles(const void *a, const void *b) {
 }
 
 /* One position's statistics, folded into the report. */
-static void logits_position(const float *r, const float *c, int V, int pos,
-                            const DiffTolerance *tol, double *lr, double *lc, double *kl_out,
-                            DiffReport *rep) {
-    double se = 0, ss = 0, scale = 0;
-    for (int i = 0; i < V; i++)
-        if (fabs((double)r[i]) > scale) scale = fabs((double)r[i]);
+static void logits_position(const float *r, const float *c, int V, int pos, double *lr, double *lc,
+                            double *kl_out, DiffReport *rep) {
+    /* the logits outside the tolerance are counted by the hook walk (walk_hooks) */
+    double se = 0, ss = 0;
     for (int i = 0; i < V; i++) {
         double d = fabs((double)c[i] - (double)r[i]);
         if (rep->max_abs_pos < 0 || !(d <= rep->max_abs)) { /* a NaN counts as larger */
@@ -265,7 +264,6 @@ static void logits_position(const float *r, const float *c, int V, int pos,
             rep->max_abs_ref = r[i], rep->max_abs_cand = c[i];
         }
         rep->mean_abs += d;
-        rep->outside += !(d <= diff_allowed(tol, HOOK_LOGITS, r[i], scale));
         se += d * d, ss += (double)r[i] * r[i];
     }
     double nmse = ss > 0 ? se / ss : se;
@@ -303,7 +301,7 @@ static int row_at(const DiffRun *r, int pos) {
 }
 
 static bool logits_stats(const DiffRun *ref, const float *rl, const DiffRun *cand, const float *cl,
-                         int limit, const DiffTolerance *tol, DiffReport *rep) {
+                         int limit, DiffReport *rep) {
     int V = ref->vocab_size;
     double *lr = malloc((size_t)V * sizeof(double)), *lc = malloc((size_t)V * sizeof(double));
     double *kl = malloc(((size_t)ref->n + 1) * sizeof(double));
@@ -314,8 +312,8 @@ static bool logits_stats(const DiffRun *ref, const float *rl, const DiffRun *can
     for (int a = 0; a < ref->n && ref->pos[a] < limit; a++) {
         int b = row_at(cand, ref->pos[a]);
         if (b < 0) continue;
-        logits_position(rl + (size_t)a * V, cl + (size_t)b * V, V, ref->pos[a], tol, lr, lc,
-                        &kl[rep->n], rep);
+        logits_position(rl + (size_t)a * V, cl + (size_t)b * V, V, ref->pos[a], lr, lc, &kl[rep->n],
+                        rep);
         rep->kl_mean += kl[rep->n++];
     }
     if (rep->n > 0) {
@@ -384,7 +382,7 @@ static bool compare_kv(const DiffRun *ref, const DiffRun *cand, int limit, const
             const float *r = (which ? ref->v : ref->k) + (size_t)a * D;
             const float *c = (which ? cand->v : cand->k) + (size_t)b * D;
             DiffPoint p = {.point = HOOK_KV_ROW, .layer = layer, .pos = pos, .head = which};
-            over |= compare_tensor(r, c, D, tol, &p);
+            over |= compare_tensor(r, c, D, tol, &p) > 0;
             if (layer < DIFF_TABLE_LAYERS) {
                 double *m = which ? &rep->kv_max_v[layer] : &rep->kv_max_k[layer];
                 if (p.max_abs > *m) *m = p.max_abs;
@@ -442,13 +440,11 @@ bool trace_diff(const DiffRun *ref, const DiffRun *cand, const DiffTolerance *to
         rl = rl_owned = as_logprobs(ref->logits, ref->n, ref->vocab_size);
     if (rep->logprobs && !cand->logprobs && cand->n > 0)
         cl = cl_owned = as_logprobs(cand->logits, cand->n, cand->vocab_size);
-    DiffRun r2 = *ref, c2 = *cand;
-    r2.logits = rl, c2.logits = cl;
     int nr = 0, nc = 0;
-    Entry *re = (rl || ref->n == 0) ? entries_of(&r2, limit, &nr) : NULL;
-    Entry *ce = (cl || cand->n == 0) ? entries_of(&c2, limit, &nc) : NULL;
+    Entry *re = (rl || ref->n == 0) ? entries_of(ref, rl, limit, &nr) : NULL;
+    Entry *ce = (cl || cand->n == 0) ? entries_of(cand, cl, limit, &nc) : NULL;
     bool ok = re != NULL && ce != NULL && walk_hooks(re, nr, ce, nc, tol, rep) &&
-              (ref->n == 0 || cand->n == 0 || logits_stats(ref, rl, cand, cl, limit, tol, rep)) &&
+              (ref->n == 0 || cand->n == 0 || logits_stats(ref, rl, cand, cl, limit, rep)) &&
               compare_kv(ref, cand, limit, tol, rep);
     free(re), free(ce), free(rl_owned), free(cl_owned);
     if (!ok) return step_fail(err, "diff: out of memory");

@@ -85,11 +85,12 @@ static char *page_of(const cJSON *data) {
     TextBuffer b = TEXT_BUFFER_INIT;
     text_buffer_add(&b, stepwise_viewer_html, (size_t)(mark - stepwise_viewer_html));
     for (const char *p = json; *p; p++) {
-        if (p[0] == '<' && (p[1] == '/' || p[1] == '!'))
-            text_buffer_add(&b, p[1] == '/' ? "<\\/" : "\\u003c", p[1] == '/' ? 3 : 6);
+        if (p[0] == '<' && p[1] == '/')
+            text_buffer_add(&b, "<\\/", 3), p++; /* the '/' is written */
+        else if (p[0] == '<' && p[1] == '!')
+            text_buffer_add(&b, "\\u003c", 6);
         else
             text_buffer_add(&b, p, 1);
-        if (p[0] == '<' && p[1] == '/') p++;
     }
     const char *rest = mark + strlen("__STEPWISE_DATA__");
     text_buffer_add(&b, rest, strlen(rest));
