@@ -6,7 +6,7 @@ CFLAGS  ?= -O2
 # (-ffp-contract=off), never -ffast-math. `override`: these stay when a
 # command line sets CFLAGS (the determinism and sanitizer builds do).
 override CFLAGS += -std=c11 -Wall -Wextra -Werror -ffp-contract=off -D_POSIX_C_SOURCE=200809L
-LDLIBS  := -lcjson -lpcre2-8 -lutf8proc -lm
+LDLIBS  := -lcjson -lpcre2-8 -lutf8proc -lm -pthread
 BUILD   := build
 
 STEPWISE_MODELS ?= $(if $(wildcard ../shared/models),../shared/models,$(BUILD)/models)
@@ -170,6 +170,7 @@ unit-tests:
 	/usr/bin/python3 tests/show_check.py $(BUILD)/stepwise
 	/usr/bin/python3 tests/viewer_check.py $(BUILD)/stepwise
 	/usr/bin/python3 tests/memory_check.py $(BUILD)/stepwise
+	/usr/bin/python3 tests/threads_check.py $(BUILD)/stepwise
 
 $(NPM_DIR)/.installed:
 	@command -v npm >/dev/null || { echo "npm is needed for the tokenizer.json reference"; exit 2; }

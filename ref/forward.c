@@ -8,6 +8,7 @@
 #include "layers.h"
 #include "pack.h"
 #include "quant_model.h"
+#include "threads.h"
 
 /* A matmul of T rows through a [OC, C] weight of `bytes`: T·C·OC
  * multiply-adds. */
@@ -98,37 +99,61 @@ static uint64_t weight_bytes(const Weight *w, int C, int OC) {
     return (uint64_t)C * OC * sizeof(float);
 }
 
+/* The threads m's kernels may split work over: its pool with the fast
+ * (packed) kernels, none with the plain ones, which stay one obvious loop. */
+static ThreadPool *model_threads(const Model *m) {
+    bool fast = m->packed != NULL || (m->quant != NULL && m->quant->pwq != NULL);
+    return fast ? m->pool : NULL;
+}
+
+/* One packed matmul, shared out over threads by blocks of output rows. */
+typedef struct {
+    float *out;
+    const float *x;
+    const int8_t *qx;
+    const float *sx;
+    const Weight *w;
+    int T;
+} LinearJob;
+
+static void linear_blocks(void *ctx, int b0, int b1) {
+    const LinearJob *j = ctx;
+    if (j->w->pq != NULL)
+        matmul_q8_packed_blocks(j->out, j->x, j->qx, j->sx, j->w->pq, j->T, b0, b1);
+    else
+        matmul_packed_blocks(j->out, j->x, j->w->pm, j->T, b0, b1);
+}
+
 /* out [T, OC] = x [T, C] · Wᵀ. With int8 weights and quantized activations,
  * each input row is quantized with the weights' grouping and every dot
  * product is int8 × int8 in int32 per group; with float weights and
  * quantized activations, the input is quantized and read back first. The
- * fast kernels (packed forms) and the plain ones (row-major) sum each dot
- * product in the same order: the same bits. */
-static void linear(RunState *s, float *out, const float *x, int T, int C, int OC, Weight w) {
-    if (w.q != NULL) {
-        const int8_t *qx = NULL;
-        if (s->quant.activations) {
-            int groups = quant_groups(C, w.group);
-            for (int t = 0; t < T; t++)
-                quantize_row(x + (size_t)t * C, C, w.group, s->xq + (size_t)t * C,
-                             s->xs + (size_t)t * groups);
-            qx = s->xq;
-        }
-        if (w.pq != NULL)
-            matmul_q8_packed(out, x, qx, s->xs, w.pq, T);
-        else
-            matmul_q8_rows(out, x, qx, s->xs, w.q, w.q_scales, T, C, OC, w.group);
-        return;
-    }
-    if (s->quant.activations) {
+ * fast kernels (packed forms, over the pool's threads) and the plain ones
+ * (row-major, one thread) sum each dot product in the same order: the same
+ * bits. */
+static void linear(RunState *s, ThreadPool *pool, float *out, const float *x, int T, int C, int OC,
+                   Weight w) {
+    const int8_t *qx = NULL;
+    if (w.q != NULL && s->quant.activations) {
+        int groups = quant_groups(C, w.group);
+        for (int t = 0; t < T; t++)
+            quantize_row(x + (size_t)t * C, C, w.group, s->xq + (size_t)t * C,
+                         s->xs + (size_t)t * groups);
+        qx = s->xq;
+    } else if (w.q == NULL && s->quant.activations) {
         for (int t = 0; t < T; t++) {
             quantize_row(x + (size_t)t * C, C, s->quant.group, s->xq, s->xs);
             dequantize_row(s->xq, s->xs, C, s->quant.group, s->xfake + (size_t)t * C);
         }
         x = s->xfake;
     }
-    if (w.pm != NULL)
-        matmul_packed(out, x, w.pm, T);
+    LinearJob job = {.out = out, .x = x, .qx = qx, .sx = s->xs, .w = &w, .T = T};
+    if (w.pq != NULL)
+        parallel_for(pool, q8_blocks(w.pq), linear_blocks, &job);
+    else if (w.q != NULL)
+        matmul_q8_rows(out, x, qx, s->xs, w.q, w.q_scales, T, C, OC, w.group);
+    else if (w.pm != NULL)
+        parallel_for(pool, packed_blocks(w.pm), linear_blocks, &job);
     else
         matmul_forward(out, x, w.w, T, C, OC);
 }
@@ -248,9 +273,9 @@ static void count_linear(const ForwardRow *rows, int n_rows, int C, int OC, Weig
 
 /* out [N, OC] = in [N, C] · Wᵀ for every row's tokens at once: each weight
  * row is read once for all of them. */
-static void linear_rows(RunState *s, const ForwardRow *rows, int n_rows, float *out,
+static void linear_rows(const Model *m, RunState *s, const ForwardRow *rows, int n_rows, float *out,
                         const float *in, int N, int C, int OC, Weight w) {
-    linear(s, out, in, N, C, OC, w);
+    linear(s, model_threads(m), out, in, N, C, OC, w);
     count_linear(rows, n_rows, C, OC, w);
 }
 
@@ -263,6 +288,36 @@ static float *layer_keys(RunState *rs, int l) {
 static float *layer_values(RunState *rs, int l) {
     return rs->quant.kv ? rs->layer_v
                         : rs->cache.value + (size_t)l * rs->cache.capacity * rs->cache.kv_dim;
+}
+
+/* One row's attention, shared out over threads by query heads. */
+typedef struct {
+    float *out;
+    const float *q, *key_l, *value_l;
+    RunState *rs;
+    int T, pos0;
+    const Config *c;
+    const HookSite *site;
+} AttentionJob;
+
+static void attention_heads(void *ctx, int h0, int h1) {
+    const AttentionJob *j = ctx;
+    attention_heads_forward(j->out, j->q, j->key_l, j->value_l, j->rs->scores,
+                            j->rs->cache.capacity, j->T, j->pos0, j->c->n_heads, j->c->n_kv_heads,
+                            config_head_dim(j->c), h0, h1, j->site);
+}
+
+/* Whether an observer wants this layer's attention scores or pattern at
+ * any of the T positions: they are then computed in the order the hooks
+ * fire (query by query), on one thread. */
+static bool attention_watched(const HookSite *site, int T) {
+    for (int t = 0; t < T; t++) {
+        int pos = site->pos0 + t;
+        if (hook_wanted(site->obs, HOOK_ATTN_SCORES, site->layer, pos) ||
+            hook_wanted(site->obs, HOOK_ATTN_PATTERN, site->layer, pos))
+            return true;
+    }
+    return false;
 }
 
 /* One row's part of attention in layer l: RoPE on its queries and new keys
@@ -290,7 +345,22 @@ static void attend_row(const Model *m, const ForwardRow *row, int l, float *q, f
         memcpy(value_l + (size_t)pos0 * kv_dim, v, (size_t)T * kv_dim * sizeof(float));
     }
     emit_kv_rows(&site, key_l + (size_t)pos0 * kv_dim, value_l + (size_t)pos0 * kv_dim, T, kv_dim);
-    attention_forward(out, q, key_l, value_l, rs->scores, T, pos0, n_heads, n_kv, head_dim, &site);
+    ThreadPool *pool = model_threads(m);
+    if (pool == NULL || attention_watched(&site, T)) {
+        attention_forward(out, q, key_l, value_l, rs->scores, T, pos0, n_heads, n_kv, head_dim,
+                          &site);
+    } else {
+        AttentionJob job = {.out = out,
+                            .q = q,
+                            .key_l = key_l,
+                            .value_l = value_l,
+                            .rs = rs,
+                            .T = T,
+                            .pos0 = pos0,
+                            .c = c,
+                            .site = &site};
+        parallel_for(pool, n_heads, attention_heads, &job);
+    }
     count_attention(&rs->work, T, pos0, n_heads, head_dim, row_bytes);
 }
 
@@ -324,9 +394,9 @@ static void attention_block(const Model *m, RunState *s, const ForwardRow *rows,
     rmsnorm_forward(s->xb, s->x, m->weights.rms_att + (size_t)l * dim, N, dim,
                     config_norm_eps(c)); /* xb [N, dim] */
     emit_each(rows, n_rows, l, HOOK_LN1, s->xb, 1, dim);
-    linear_rows(s, rows, n_rows, s->q, s->xb, N, dim, q_dim, weight_of(m, M_WQ, l));
-    linear_rows(s, rows, n_rows, s->k_new, s->xb, N, dim, kv_dim, weight_of(m, M_WK, l));
-    linear_rows(s, rows, n_rows, s->v_new, s->xb, N, dim, kv_dim, weight_of(m, M_WV, l));
+    linear_rows(m, s, rows, n_rows, s->q, s->xb, N, dim, q_dim, weight_of(m, M_WQ, l));
+    linear_rows(m, s, rows, n_rows, s->k_new, s->xb, N, dim, kv_dim, weight_of(m, M_WK, l));
+    linear_rows(m, s, rows, n_rows, s->v_new, s->xb, N, dim, kv_dim, weight_of(m, M_WV, l));
     qkv_extras(m, s, N, l);
     emit_each(rows, n_rows, l, HOOK_ATTN_Q_PRE, s->q, c->n_heads, config_head_dim(c));
     emit_each(rows, n_rows, l, HOOK_ATTN_K_PRE, s->k_new, c->n_kv_heads, config_head_dim(c));
@@ -334,7 +404,7 @@ static void attention_block(const Model *m, RunState *s, const ForwardRow *rows,
     attend_row(m, &rows[r], l, s->q + (size_t)t0 * q_dim, s->k_new + (size_t)t0 * kv_dim,
                s->v_new + (size_t)t0 * kv_dim, s->xb + (size_t)t0 * q_dim);
     emit_each(rows, n_rows, l, HOOK_ATTN_Z, s->xb, c->n_heads, config_head_dim(c));
-    linear_rows(s, rows, n_rows, s->xb2, s->xb, N, q_dim, dim, weight_of(m, M_WO, l));
+    linear_rows(m, s, rows, n_rows, s->xb2, s->xb, N, q_dim, dim, weight_of(m, M_WO, l));
     emit_each(rows, n_rows, l, HOOK_ATTN_OUT, s->xb2, 1, dim);
     residual_forward(s->x, s->xb2, N * dim);
     emit_each(rows, n_rows, l, HOOK_RESID_MID, s->x, 1, dim);
@@ -347,13 +417,13 @@ static void mlp_block(const Model *m, RunState *s, const ForwardRow *rows, int n
     rmsnorm_forward(s->xb, s->x, m->weights.rms_ffn + (size_t)l * dim, N, dim,
                     config_norm_eps(&m->config));
     emit_each(rows, n_rows, l, HOOK_LN2, s->xb, 1, dim);
-    linear_rows(s, rows, n_rows, s->hb, s->xb, N, dim, hidden, weight_of(m, M_W1, l));
-    linear_rows(s, rows, n_rows, s->hb2, s->xb, N, dim, hidden, weight_of(m, M_W3, l));
+    linear_rows(m, s, rows, n_rows, s->hb, s->xb, N, dim, hidden, weight_of(m, M_W1, l));
+    linear_rows(m, s, rows, n_rows, s->hb2, s->xb, N, dim, hidden, weight_of(m, M_W3, l));
     emit_each(rows, n_rows, l, HOOK_MLP_GATE, s->hb, 1, hidden);
     emit_each(rows, n_rows, l, HOOK_MLP_UP, s->hb2, 1, hidden);
     swiglu_forward(s->hb, s->hb2, N * hidden); /* hb [N, hidden] */
     emit_each(rows, n_rows, l, HOOK_MLP_HIDDEN, s->hb, 1, hidden);
-    linear_rows(s, rows, n_rows, s->xb, s->hb, N, hidden, dim, weight_of(m, M_W2, l));
+    linear_rows(m, s, rows, n_rows, s->xb, s->hb, N, hidden, dim, weight_of(m, M_W2, l));
     emit_each(rows, n_rows, l, HOOK_MLP_OUT, s->xb, 1, dim);
     residual_forward(s->x, s->xb, N * dim);
     emit_each(rows, n_rows, l, HOOK_RESID_POST, s->x, 1, dim);
@@ -376,7 +446,7 @@ static const float *classify(const Model *m, RunState *s, const ForwardRow *rows
     }
     Weight cls = weight_of(m, M_CLS, 0);
     rmsnorm_forward(s->xb, s->xb, m->weights.rms_final, W, dim, config_norm_eps(&m->config));
-    linear(s, s->logits, s->xb, W, dim, V, cls);
+    linear(s, model_threads(m), s->logits, s->xb, W, dim, V, cls);
     for (int r = 0, w0 = 0; r < n_rows; w0 += wanted(&rows[r++])) {
         const ForwardRow *row = &rows[r];
         int n = wanted(row), first = row->n_tokens - n;

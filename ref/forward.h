@@ -41,7 +41,7 @@ typedef struct {
     float *q;        /* [max_tokens, q_dim] queries */
     float *hb;       /* [max_tokens, hidden_dim] gate, then SwiGLU output */
     float *hb2;      /* [max_tokens, hidden_dim] up */
-    float *scores;   /* [capacity] attention scores of one query head */
+    float *scores;   /* [n_heads, capacity] attention scores, a row per query head */
     float *logits;   /* [max_tokens, vocab_size] */
     float *rope_cos; /* [capacity, head_dim / 2] cos(pos · θ_i) */
     float *rope_sin; /* [capacity, head_dim / 2] sin(pos · θ_i) */

@@ -92,36 +92,55 @@ static void emit_head(const HookSite *site, HookPoint point, int t, int head, co
     site->obs->emit(site->obs->ctx, &h);
 }
 
-void attention_forward(float *out, const float *q, const float *key_cache, const float *value_cache,
-                       float *scores, int T, int pos0, int n_heads, int n_kv_heads, int head_dim,
-                       const HookSite *site) {
+/* Query t's head h: scores against positions 0..pos0+t, softmax, and the
+ * weighted sum of the values, into out's row t, head h. scores: [pos0+t+1]. */
+static void attention_query_head(float *out, const float *q, const float *key_cache,
+                                 const float *value_cache, float *scores, int t, int h, int pos0,
+                                 int n_heads, int n_kv_heads, int head_dim, const HookSite *site) {
     int dim = n_heads * head_dim, kv_dim = n_kv_heads * head_dim;
     int group = n_heads / n_kv_heads; /* query heads per KV head */
     float scale = sqrtf((float)head_dim);
+    int pos = pos0 + t; /* this query sees positions 0..pos */
+    const float *qh = q + (size_t)t * dim + (size_t)h * head_dim;
+    int kv_off = (h / group) * head_dim;
+    /* scores[p] = q·k_p / sqrt(head_dim) */
+    for (int p = 0; p <= pos; p++) {
+        const float *k = key_cache + (size_t)p * kv_dim + kv_off;
+        float score = 0.0f;
+        for (int i = 0; i < head_dim; i++) score += qh[i] * k[i];
+        scores[p] = score / scale;
+    }
+    emit_head(site, HOOK_ATTN_SCORES, t, h, scores, pos + 1);
+    softmax_forward(scores, pos + 1);
+    emit_head(site, HOOK_ATTN_PATTERN, t, h, scores, pos + 1);
+    /* out = Σ_p softmax(scores)[p] · v_p, accumulated in position order */
+    float *oh = out + (size_t)t * dim + (size_t)h * head_dim;
+    memset(oh, 0, (size_t)head_dim * sizeof(float));
+    for (int p = 0; p <= pos; p++) {
+        const float *v = value_cache + (size_t)p * kv_dim + kv_off;
+        float a = scores[p];
+        for (int i = 0; i < head_dim; i++) oh[i] += a * v[i];
+    }
+}
+
+void attention_forward(float *out, const float *q, const float *key_cache, const float *value_cache,
+                       float *scores, int T, int pos0, int n_heads, int n_kv_heads, int head_dim,
+                       const HookSite *site) {
     for (int t = 0; t < T; t++) {
-        int pos = pos0 + t; /* this query sees positions 0..pos */
-        for (int h = 0; h < n_heads; h++) {
-            const float *qh = q + (size_t)t * dim + (size_t)h * head_dim;
-            int kv_off = (h / group) * head_dim;
-            /* scores[p] = q·k_p / sqrt(head_dim) */
-            for (int p = 0; p <= pos; p++) {
-                const float *k = key_cache + (size_t)p * kv_dim + kv_off;
-                float score = 0.0f;
-                for (int i = 0; i < head_dim; i++) score += qh[i] * k[i];
-                scores[p] = score / scale;
-            }
-            emit_head(site, HOOK_ATTN_SCORES, t, h, scores, pos + 1);
-            softmax_forward(scores, pos + 1);
-            emit_head(site, HOOK_ATTN_PATTERN, t, h, scores, pos + 1);
-            /* out = Σ_p softmax(scores)[p] · v_p, accumulated in position order */
-            float *oh = out + (size_t)t * dim + (size_t)h * head_dim;
-            memset(oh, 0, (size_t)head_dim * sizeof(float));
-            for (int p = 0; p <= pos; p++) {
-                const float *v = value_cache + (size_t)p * kv_dim + kv_off;
-                float a = scores[p];
-                for (int i = 0; i < head_dim; i++) oh[i] += a * v[i];
-            }
-        }
+        for (int h = 0; h < n_heads; h++)
+            attention_query_head(out, q, key_cache, value_cache, scores, t, h, pos0, n_heads,
+                                 n_kv_heads, head_dim, site);
+    }
+}
+
+void attention_heads_forward(float *out, const float *q, const float *key_cache,
+                             const float *value_cache, float *scores, int scores_stride, int T,
+                             int pos0, int n_heads, int n_kv_heads, int head_dim, int h0, int h1,
+                             const HookSite *site) {
+    for (int h = h0; h < h1; h++) {
+        for (int t = 0; t < T; t++)
+            attention_query_head(out, q, key_cache, value_cache, scores + (size_t)h * scores_stride,
+                                 t, h, pos0, n_heads, n_kv_heads, head_dim, site);
     }
 }
 

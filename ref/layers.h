@@ -40,6 +40,16 @@ void attention_forward(float *out, const float *q, const float *key_cache, const
                        float *scores, int T, int pos0, int n_heads, int n_kv_heads, int head_dim,
                        const HookSite *site);
 
+/* attention_forward for query heads h0..h1-1 only, head by head: the same
+ * numbers, in another order (a thread's share of the heads). scores:
+ * scratch of [n_heads, scores_stride] floats, one row per head,
+ * scores_stride >= pos0 + T. site's hooks fire head-major here: use
+ * attention_forward when an observer wants scores or patterns. */
+void attention_heads_forward(float *out, const float *q, const float *key_cache,
+                             const float *value_cache, float *scores, int scores_stride, int T,
+                             int pos0, int n_heads, int n_kv_heads, int head_dim, int h0, int h1,
+                             const HookSite *site);
+
 /* In place over n values: x[i] = x[i] + y[i]. */
 void residual_forward(float *x, const float *y, int n);
 

@@ -18,6 +18,7 @@
 
 #include "file_util.h"
 #include "rng.h"
+#include "threads.h"
 
 uint64_t model_storage_floats(const Config *c) {
     return config_param_count(c);
@@ -281,8 +282,14 @@ bool model_init_random(Model *m, const Config *c, uint64_t seed, StepError *err)
     return true;
 }
 
+bool model_use_threads(Model *m, int n_threads, StepError *err) {
+    thread_pool_free(m->pool);
+    return thread_pool_create(&m->pool, n_threads, err);
+}
+
 void model_free(Model *m) {
     model_release_storage(m);
+    thread_pool_free(m->pool);
     if (m->quant != NULL) m->free_quant(m->quant);
     if (m->packed != NULL) m->free_packed(m->packed, m->config.n_layers);
     memset(m, 0, sizeof *m);

@@ -28,6 +28,7 @@ typedef struct {
 
 struct QuantWeights;  /* quant_model.h */
 struct PackedWeights; /* pack.h */
+struct ThreadPool;    /* threads.h */
 
 typedef struct {
     Config config;
@@ -40,6 +41,8 @@ typedef struct {
     bool mapping_is_file;         /* released pages read back from the file (else as zeros) */
     struct QuantWeights *quant;   /* int8 matrices (quant_model.h), or NULL: float32 */
     struct PackedWeights *packed; /* float matrices in the fast layout (pack.h), or NULL */
+    struct ThreadPool *pool;      /* the threads the fast kernels split work over (owned;
+                                     NULL: one thread): model_use_threads */
     /* How model_free frees quant and packed: set by the module that made
      * them, so that this one depends on neither (they depend on it). */
     void (*free_quant)(struct QuantWeights *q);
@@ -109,6 +112,10 @@ bool model_save_checkpoint(const Model *m, const char *path, StepError *err);
  * matrix (the embedding too) uniform in ±1/sqrt(fan_in), from llama2.c's
  * xorshift* generator. The same seed gives the same weights, bit for bit. */
 bool model_init_random(Model *m, const Config *c, uint64_t seed, StepError *err);
+
+/* Run m's fast kernels on n_threads threads (1: the caller's only). The
+ * plain kernels always run on one. Results are the same bits for any n. */
+bool model_use_threads(Model *m, int n_threads, StepError *err);
 
 void model_free(Model *m);
 

@@ -76,9 +76,14 @@ PACK_CLONES static void block_token(float *out, const float *x, const float *blo
     for (int l = 0; l < rows; l++) out[row0 + l] = s[l];
 }
 
-void matmul_packed(float *out, const float *x, const PackedMatrix *w, int T) {
-    int C = w->cols, OC = w->rows, blocks = (OC + PACK_ROWS - 1) / PACK_ROWS;
-    for (int b = 0; b < blocks; b++) {
+int packed_blocks(const PackedMatrix *w) {
+    return (w->rows + PACK_ROWS - 1) / PACK_ROWS;
+}
+
+void matmul_packed_blocks(float *out, const float *x, const PackedMatrix *w, int T, int b0,
+                          int b1) {
+    int C = w->cols, OC = w->rows;
+    for (int b = b0; b < b1; b++) {
         const float *block = w->data + (size_t)b * C * PACK_ROWS;
         int row0 = b * PACK_ROWS, rows = OC - row0 < PACK_ROWS ? OC - row0 : PACK_ROWS;
         int t = 0;
@@ -87,6 +92,10 @@ void matmul_packed(float *out, const float *x, const PackedMatrix *w, int T) {
         for (; t < T; t++)
             block_token(out + (size_t)t * OC, x + (size_t)t * C, block, C, row0, rows);
     }
+}
+
+void matmul_packed(float *out, const float *x, const PackedMatrix *w, int T) {
+    matmul_packed_blocks(out, x, w, T, 0, packed_blocks(w));
 }
 
 void packed_weights_free(PackedWeights *p, int n_layers) {

@@ -28,6 +28,12 @@ typedef struct PackedWeights {
  * out [T, OC]. Bitwise equal to the row-major loops. */
 void matmul_packed(float *out, const float *x, const PackedMatrix *w, int T);
 
+/* Blocks of PACK_ROWS output rows in w: the units threads share out. */
+int packed_blocks(const PackedMatrix *w);
+
+/* matmul_packed for the output rows of blocks b0..b1-1 only. */
+void matmul_packed_blocks(float *out, const float *x, const PackedMatrix *w, int T, int b0, int b1);
+
 /* Row r of a packed matrix, unpacked into out [cols]. */
 void packed_row(const PackedMatrix *m, int r, float *out);
 

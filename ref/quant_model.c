@@ -107,10 +107,14 @@ Q8_CLONES static void q8_block_q8(float *out, const int8_t *qx, const float *sx,
     for (int l = 0; l < rows; l++) out[l] = sum[l];
 }
 
-void matmul_q8_packed(float *out, const float *x, const int8_t *qx, const float *sx,
-                      const PackedQ8 *w, int T) {
-    int C = w->cols, OC = w->rows, blocks = (OC + Q8_ROWS - 1) / Q8_ROWS;
-    for (int b = 0; b < blocks; b++) {
+int q8_blocks(const PackedQ8 *w) {
+    return (w->rows + Q8_ROWS - 1) / Q8_ROWS;
+}
+
+void matmul_q8_packed_blocks(float *out, const float *x, const int8_t *qx, const float *sx,
+                             const PackedQ8 *w, int T, int b0, int b1) {
+    int C = w->cols, OC = w->rows;
+    for (int b = b0; b < b1; b++) {
         const int8_t *q = w->q + (size_t)b * C * Q8_ROWS;
         const float *sc = w->scales + (size_t)b * w->groups_per_row * Q8_ROWS;
         int row0 = b * Q8_ROWS, rows = OC - row0 < Q8_ROWS ? OC - row0 : Q8_ROWS;
@@ -123,6 +127,11 @@ void matmul_q8_packed(float *out, const float *x, const int8_t *qx, const float 
                 q8_block_f32(o, x + (size_t)t * C, q, sc, C, w->group, rows);
         }
     }
+}
+
+void matmul_q8_packed(float *out, const float *x, const int8_t *qx, const float *sx,
+                      const PackedQ8 *w, int T) {
+    matmul_q8_packed_blocks(out, x, qx, sx, w, T, 0, q8_blocks(w));
 }
 
 /* Build the fast layout of every matrix, per layer. */

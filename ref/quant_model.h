@@ -42,6 +42,13 @@ typedef struct QuantWeights {
 void matmul_q8_packed(float *out, const float *x, const int8_t *qx, const float *sx,
                       const PackedQ8 *w, int T);
 
+/* Blocks of output rows in w: the units threads share out. */
+int q8_blocks(const PackedQ8 *w);
+
+/* matmul_q8_packed for the output rows of blocks b0..b1-1 only. */
+void matmul_q8_packed_blocks(float *out, const float *x, const int8_t *qx, const float *sx,
+                             const PackedQ8 *w, int T, int b0, int b1);
+
 /* The classifier: wcls, or the embedding when tied. */
 const QuantMatrix *quant_classifier(const QuantWeights *q);
 

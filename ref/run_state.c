@@ -99,7 +99,7 @@ bool run_state_init_quant(RunState *s, const Config *c, int capacity, int max_to
     s->q = malloc(T * q_dim * sizeof(float));
     s->hb = malloc(T * hidden * sizeof(float));
     s->hb2 = malloc(T * hidden * sizeof(float));
-    s->scores = malloc((size_t)capacity * sizeof(float));
+    s->scores = malloc((size_t)c->n_heads * capacity * sizeof(float));
     s->logits = malloc(T * (size_t)c->vocab_size * sizeof(float));
     s->rope_cos = malloc((size_t)capacity * half * sizeof(float));
     s->rope_sin = malloc((size_t)capacity * half * sizeof(float));

@@ -13,6 +13,7 @@
 #include "../pack.h"
 #include "../quant_model.h"
 #include "../tokenizer_json.h"
+#include "../threads.h"
 #include "../../trace/trace_events.h"
 #include <sys/resource.h>
 
@@ -177,6 +178,8 @@ int cli_quant_option(int c, const char *arg, CliQuant *q, StepError *err) {
             }
             step_fail(err, "unknown --kernels '%s' (fast, plain)", arg);
             return -1;
+        case OPT_THREADS:
+            return cli_parse_int(arg, "--threads", 1, THREADS_MAX, &q->threads, err) ? 1 : -1;
         default:
             return 0;
     }
@@ -272,8 +275,10 @@ bool cli_load_model_to_run(const char *model_path, const char *tokenizer_path, c
     if (!trace_layers_check(trace, m->config.n_layers, err)) return false;
     if (q->weights && m->quant == NULL && !model_quantize(m, q->run.group, err)) return false;
     if (q->kernels == KERNELS_PLAIN) return true; /* the row-major weights, as loaded */
-    /* the fast layout, chosen once here; the numbers do not change */
-    return m->quant != NULL ? model_pack_q8(m, err) : model_pack(m, err);
+    /* the fast layout, chosen once here; the numbers do not change, nor
+     * do they with the number of threads */
+    if (!(m->quant != NULL ? model_pack_q8(m, err) : model_pack(m, err))) return false;
+    return model_use_threads(m, q->threads > 0 ? q->threads : threads_online(), err);
 }
 
 bool cli_load_model_only(const char *model_path, Model *m, StepError *err) {

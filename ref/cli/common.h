@@ -122,15 +122,24 @@ typedef struct {
     bool weights;         /* --quant-weights int8 */
     QuantRuntime run;     /* --quant-activations int8, --quant-kv int8, --quant-group G */
     KernelChoice kernels; /* --kernels plain|fast */
+    int threads;          /* --threads N; 0: every online processor */
 } CliQuant;
 
-enum { OPT_QUANT_WEIGHTS = 700, OPT_QUANT_ACTIVATIONS, OPT_QUANT_KV, OPT_QUANT_GROUP, OPT_KERNELS };
+enum {
+    OPT_QUANT_WEIGHTS = 700,
+    OPT_QUANT_ACTIVATIONS,
+    OPT_QUANT_KV,
+    OPT_QUANT_GROUP,
+    OPT_KERNELS,
+    OPT_THREADS
+};
 #define QUANT_LONG_OPTIONS                                                                         \
     {"quant-weights", required_argument, NULL, OPT_QUANT_WEIGHTS},                                 \
         {"quant-activations", required_argument, NULL, OPT_QUANT_ACTIVATIONS},                     \
         {"quant-kv", required_argument, NULL, OPT_QUANT_KV},                                       \
-        {"quant-group", required_argument, NULL, OPT_QUANT_GROUP}, {                               \
-        "kernels", required_argument, NULL, OPT_KERNELS                                            \
+        {"quant-group", required_argument, NULL, OPT_QUANT_GROUP},                                 \
+        {"kernels", required_argument, NULL, OPT_KERNELS}, {                                       \
+        "threads", required_argument, NULL, OPT_THREADS                                            \
     }
 #define QUANT_OPTIONS_HELP                                                                         \
     "  --quant-weights int8      every matrix and the embedding in int8 (norms stay float)\n"      \
@@ -138,7 +147,9 @@ enum { OPT_QUANT_WEIGHTS = 700, OPT_QUANT_ACTIVATIONS, OPT_QUANT_KV, OPT_QUANT_G
     "  --quant-kv int8           store the KV cache in int8, one scale per position and head\n"    \
     "  --quant-group G           values per scale (default 32; float32 everywhere by default)\n"   \
     "  --kernels K               fast (default: packed weights, many sums at once) or plain\n"     \
-    "                            (the row-by-row loop of docs/forward-pass.md); same bits\n"
+    "                            (the row-by-row loop of docs/forward-pass.md); same bits\n"       \
+    "  --threads N               threads the fast kernels split rows and heads over (default:\n"   \
+    "                            every online processor; plain kernels use one); same bits\n"
 
 /* Apply one quantization option: 1 if it was one, 0 if not, -1 on a bad value. */
 int cli_quant_option(int c, const char *arg, CliQuant *q, StepError *err);

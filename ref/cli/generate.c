@@ -10,6 +10,7 @@
 #include "../../trace/trace_observer.h"
 #include "commands.h"
 #include "common.h"
+#include "../threads.h"
 #include "identity.h"
 #include "signals.h"
 #include "../file_util.h"
@@ -172,15 +173,15 @@ static void print_token(void *ctx, int prev, int token) {
     fflush(stdout);
 }
 
-static void print_metrics(const GenerateResult *r) {
+static void print_metrics(const GenerateResult *r, const Model *m) {
     double prefill_tps = r->prefill_seconds > 0 ? r->n_prompt / r->prefill_seconds : 0;
     double decode_tps = r->decode_seconds > 0 ? r->n_decoded / r->decode_seconds : 0;
     fprintf(stderr,
             "stop: %s | ttft %.3f ms | prefill %d tokens, %.1f tokens/s | decode %d tokens, "
-            "%.1f tokens/s | %.3g multiply-adds | peak RSS %.1f MiB\n",
+            "%.1f tokens/s | %.3g multiply-adds | peak RSS %.1f MiB | threads %d\n",
             stop_reason_name(r->stop_reason), r->first_token_seconds * 1e3, r->n_prompt,
             prefill_tps, r->n_decoded, decode_tps, (double)r->work.macs,
-            (double)cli_peak_rss_bytes() / (1024.0 * 1024.0));
+            (double)cli_peak_rss_bytes() / (1024.0 * 1024.0), thread_pool_size(m->pool));
 }
 
 /* The trace of one run, or nothing when no --trace was asked for. */
@@ -283,14 +284,14 @@ static int run_generate(GenerateArgs *a, const Model *m, const Tokenizer *tok, S
             trace_write(&t, trace_event_error("engine", err->message, prompt, n_prompt));
             status = EXIT_BAD_INPUT;
         } else if (r.stop_reason == STOP_INTERRUPTED) {
-            if (!a->quiet) print_metrics(&r);
+            if (!a->quiet) print_metrics(&r, m);
             int sig = cli_signal_caught();
             step_fail(err, "interrupted (%s) after %d new tokens", cli_signal_name(sig),
                       r.n_tokens - r.n_prompt);
             trace_write(&t, trace_event_error("interrupted", err->message, r.tokens, r.n_tokens));
             status = 128 + sig; /* as shells report it: 130 for SIGINT */
         } else {
-            if (!a->quiet) print_metrics(&r);
+            if (!a->quiet) print_metrics(&r, m);
             trace_write(&t, cli_done_event(m, tok, &r, clock_seconds() - t_start,
                                            !a->trace_opt.reproducible));
         }
