@@ -99,11 +99,14 @@ static uint64_t weight_bytes(const Weight *w, int C, int OC) {
     return (uint64_t)C * OC * sizeof(float);
 }
 
-/* The threads m's kernels may split work over: its pool with the fast
- * (packed) kernels, none with the plain ones, which stay one obvious loop. */
+/* Whether m runs on the fast kernels (its weights packed), and the threads
+ * they may split work over: its pool; the plain kernels stay one obvious
+ * loop on one thread. */
+static bool model_fast(const Model *m) {
+    return m->packed != NULL || (m->quant != NULL && m->quant->pwq != NULL);
+}
 static ThreadPool *model_threads(const Model *m) {
-    bool fast = m->packed != NULL || (m->quant != NULL && m->quant->pwq != NULL);
-    return fast ? m->pool : NULL;
+    return model_fast(m) ? m->pool : NULL;
 }
 
 /* One packed matmul, shared out over threads by blocks of output rows. */
@@ -345,8 +348,7 @@ static void attend_row(const Model *m, const ForwardRow *row, int l, float *q, f
         memcpy(value_l + (size_t)pos0 * kv_dim, v, (size_t)T * kv_dim * sizeof(float));
     }
     emit_kv_rows(&site, key_l + (size_t)pos0 * kv_dim, value_l + (size_t)pos0 * kv_dim, T, kv_dim);
-    ThreadPool *pool = model_threads(m);
-    if (pool == NULL || attention_watched(&site, T)) {
+    if (!model_fast(m) || attention_watched(&site, T)) {
         attention_forward(out, q, key_l, value_l, rs->scores, T, pos0, n_heads, n_kv, head_dim,
                           &site);
     } else {
@@ -359,7 +361,7 @@ static void attend_row(const Model *m, const ForwardRow *row, int l, float *q, f
                             .pos0 = pos0,
                             .c = c,
                             .site = &site};
-        parallel_for(pool, n_heads, attention_heads, &job);
+        parallel_for(model_threads(m), n_heads, attention_heads, &job);
     }
     count_attention(&rs->work, T, pos0, n_heads, head_dim, row_bytes);
 }

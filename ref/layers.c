@@ -92,29 +92,92 @@ static void emit_head(const HookSite *site, HookPoint point, int t, int head, co
     site->obs->emit(site->obs->ctx, &h);
 }
 
-/* Query t's head h: scores against positions 0..pos0+t, softmax, and the
- * weighted sum of the values, into out's row t, head h. scores: [pos0+t+1]. */
-static void attention_query_head(float *out, const float *q, const float *key_cache,
-                                 const float *value_cache, float *scores, int t, int h, int pos0,
-                                 int n_heads, int n_kv_heads, int head_dim, const HookSite *site) {
-    int dim = n_heads * head_dim, kv_dim = n_kv_heads * head_dim;
-    int group = n_heads / n_kv_heads; /* query heads per KV head */
+/* scores[p] = q·k_p / sqrt(head_dim) for p = 0..pos: the obvious loop,
+ * one dot product at a time. */
+static void head_scores(float *scores, const float *qh, const float *key_cache, int pos,
+                        int kv_dim, int kv_off, int head_dim) {
     float scale = sqrtf((float)head_dim);
-    int pos = pos0 + t; /* this query sees positions 0..pos */
-    const float *qh = q + (size_t)t * dim + (size_t)h * head_dim;
-    int kv_off = (h / group) * head_dim;
-    /* scores[p] = q·k_p / sqrt(head_dim) */
     for (int p = 0; p <= pos; p++) {
         const float *k = key_cache + (size_t)p * kv_dim + kv_off;
         float score = 0.0f;
         for (int i = 0; i < head_dim; i++) score += qh[i] * k[i];
         scores[p] = score / scale;
     }
+}
+
+/* The same scores, four positions at a time: four independent sums, each
+ * over i in order, so that the processor is not waiting on one chain of
+ * additions (the fast path: attention_heads_forward). Same bits. */
+static void head_scores4(float *scores, const float *qh, const float *key_cache, int pos,
+                         int kv_dim, int kv_off, int head_dim) {
+    float scale = sqrtf((float)head_dim);
+    int p = 0;
+    for (; p + 3 <= pos; p += 4) {
+        const float *k0 = key_cache + (size_t)p * kv_dim + kv_off, *k1 = k0 + kv_dim,
+                    *k2 = k1 + kv_dim, *k3 = k2 + kv_dim;
+        float s0 = 0.0f, s1 = 0.0f, s2 = 0.0f, s3 = 0.0f;
+        for (int i = 0; i < head_dim; i++) {
+            s0 += qh[i] * k0[i];
+            s1 += qh[i] * k1[i];
+            s2 += qh[i] * k2[i];
+            s3 += qh[i] * k3[i];
+        }
+        scores[p] = s0 / scale, scores[p + 1] = s1 / scale;
+        scores[p + 2] = s2 / scale, scores[p + 3] = s3 / scale;
+    }
+    if (p <= pos) head_scores(scores + p, qh, key_cache + (size_t)p * kv_dim, pos - p, kv_dim,
+                              kv_off, head_dim);
+}
+
+/* out[i] = Σ_p w[p] · v_p[i] over p = 0..pos in order, for i in blocks of
+ * 16 held in registers through the whole sum over p (the fast path; the
+ * plain one walks p outside and i inside, adding into out: same sums, same
+ * order, same bits). */
+static void head_values16(float *out, const float *w, const float *value_cache, int pos,
+                          int kv_dim, int kv_off, int head_dim) {
+    int i0 = 0;
+    for (; i0 + 16 <= head_dim; i0 += 16) {
+        float acc[16] = {0};
+        for (int p = 0; p <= pos; p++) {
+            const float *v = value_cache + (size_t)p * kv_dim + kv_off + i0;
+            float a = w[p];
+            for (int l = 0; l < 16; l++) acc[l] += a * v[l];
+        }
+        memcpy(out + i0, acc, sizeof acc);
+    }
+    for (int i = i0; i < head_dim; i++) {
+        float acc = 0.0f;
+        for (int p = 0; p <= pos; p++) acc += w[p] * value_cache[(size_t)p * kv_dim + kv_off + i];
+        out[i] = acc;
+    }
+}
+
+/* Query t's head h: scores against positions 0..pos0+t, softmax, and the
+ * weighted sum of the values, into out's row t, head h. scores: [pos0+t+1].
+ * four_at_once: the scores by head_scores4, the values by head_values16
+ * (same bits). */
+static void attention_query_head(float *out, const float *q, const float *key_cache,
+                                 const float *value_cache, float *scores, int t, int h, int pos0,
+                                 int n_heads, int n_kv_heads, int head_dim, const HookSite *site,
+                                 bool four_at_once) {
+    int dim = n_heads * head_dim, kv_dim = n_kv_heads * head_dim;
+    int group = n_heads / n_kv_heads; /* query heads per KV head */
+    int pos = pos0 + t;               /* this query sees positions 0..pos */
+    const float *qh = q + (size_t)t * dim + (size_t)h * head_dim;
+    int kv_off = (h / group) * head_dim;
+    if (four_at_once)
+        head_scores4(scores, qh, key_cache, pos, kv_dim, kv_off, head_dim);
+    else
+        head_scores(scores, qh, key_cache, pos, kv_dim, kv_off, head_dim);
     emit_head(site, HOOK_ATTN_SCORES, t, h, scores, pos + 1);
     softmax_forward(scores, pos + 1);
     emit_head(site, HOOK_ATTN_PATTERN, t, h, scores, pos + 1);
     /* out = Σ_p softmax(scores)[p] · v_p, accumulated in position order */
     float *oh = out + (size_t)t * dim + (size_t)h * head_dim;
+    if (four_at_once) {
+        head_values16(oh, scores, value_cache, pos, kv_dim, kv_off, head_dim);
+        return;
+    }
     memset(oh, 0, (size_t)head_dim * sizeof(float));
     for (int p = 0; p <= pos; p++) {
         const float *v = value_cache + (size_t)p * kv_dim + kv_off;
@@ -129,7 +192,7 @@ void attention_forward(float *out, const float *q, const float *key_cache, const
     for (int t = 0; t < T; t++) {
         for (int h = 0; h < n_heads; h++)
             attention_query_head(out, q, key_cache, value_cache, scores, t, h, pos0, n_heads,
-                                 n_kv_heads, head_dim, site);
+                                 n_kv_heads, head_dim, site, false);
     }
 }
 
@@ -140,7 +203,7 @@ void attention_heads_forward(float *out, const float *q, const float *key_cache,
     for (int h = h0; h < h1; h++) {
         for (int t = 0; t < T; t++)
             attention_query_head(out, q, key_cache, value_cache, scores + (size_t)h * scores_stride,
-                                 t, h, pos0, n_heads, n_kv_heads, head_dim, site);
+                                 t, h, pos0, n_heads, n_kv_heads, head_dim, site, true);
     }
 }
 

@@ -4,13 +4,17 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* The kernels are compiled three times, for AVX-512, AVX2 and plain
+ * x86-64, and the processor's best is picked when the program starts. The
+ * vector width changes how many rows' sums advance together, never the
+ * order of one sum, so every clone gives the same bits. */
 #if defined(__GNUC__) && defined(__x86_64__) && !defined(__clang__)
-#define PACK_CLONES __attribute__((target_clones("avx2", "default")))
+#define PACK_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
 #else
 #define PACK_CLONES
 #endif
 
-#define PACK_TOKENS 4 /* tokens sharing each weight load */
+#define PREFILL_TOKENS 6 /* tokens sharing each loaded weight vector */
 
 #define PACK_RELEASE_ROWS 256 /* rows of the source released at a time */
 
@@ -21,8 +25,10 @@
 static bool pack_matrix(const Model *m, PackedMatrix *p, const float *w, int rows, int cols) {
     int blocks = (rows + PACK_ROWS - 1) / PACK_ROWS;
     p->rows = rows, p->cols = cols;
-    p->data = calloc((size_t)blocks * cols * PACK_ROWS, sizeof(float));
+    size_t bytes = (size_t)blocks * cols * PACK_ROWS * sizeof(float); /* a multiple of 64 */
+    p->data = aligned_alloc(64, bytes); /* one vector per cache line */
     if (p->data == NULL) return false;
+    memset(p->data, 0, bytes);
     for (int r0 = 0; r0 < rows; r0 += PACK_RELEASE_ROWS) {
         int r1 = r0 + PACK_RELEASE_ROWS < rows ? r0 + PACK_RELEASE_ROWS : rows;
         for (int r = r0; r < r1; r++) {
@@ -39,34 +45,11 @@ void packed_row(const PackedMatrix *m, int r, float *out) {
     for (int i = 0; i < m->cols; i++) out[i] = src[(size_t)i * PACK_ROWS];
 }
 
-/* One block of PACK_ROWS output rows against PACK_TOKENS tokens, written to
- * out [PACK_TOKENS, OC] at column row0: sum[t][l] is row row0 + l against
- * token t, summed over i in order. Each weight load serves every token. */
-PACK_CLONES static void block_tokens(float *out, const float *x, const float *block, int C, int OC,
-                                     int row0, int rows) {
-    float s0[PACK_ROWS] = {0}, s1[PACK_ROWS] = {0}, s2[PACK_ROWS] = {0}, s3[PACK_ROWS] = {0};
-    const float *x0 = x, *x1 = x + C, *x2 = x + 2 * (size_t)C, *x3 = x + 3 * (size_t)C;
-    for (int i = 0; i < C; i++) {
-        const float *wi = block + (size_t)i * PACK_ROWS;
-        float a = x0[i], b = x1[i], c = x2[i], d = x3[i];
-        for (int l = 0; l < PACK_ROWS; l++) {
-            s0[l] += wi[l] * a;
-            s1[l] += wi[l] * b;
-            s2[l] += wi[l] * c;
-            s3[l] += wi[l] * d;
-        }
-    }
-    for (int l = 0; l < rows; l++) {
-        out[row0 + l] = s0[l];
-        out[(size_t)OC + row0 + l] = s1[l];
-        out[2 * (size_t)OC + row0 + l] = s2[l];
-        out[3 * (size_t)OC + row0 + l] = s3[l];
-    }
-}
-
-/* The same for one token (decode). */
-PACK_CLONES static void block_token(float *out, const float *x, const float *block, int C, int row0,
-                                    int rows) {
+/* One token against one block (decode): PACK_ROWS independent sums, one
+ * per output row, each over i in order; the loop over l is what the
+ * compiler turns into one vector operation. Reads the block as one stream. */
+PACK_CLONES static void block_token(float *out, const float *x, const float *block, int C,
+                                    int row0, int rows) {
     float s[PACK_ROWS] = {0};
     for (int i = 0; i < C; i++) {
         const float *wi = block + (size_t)i * PACK_ROWS;
@@ -76,6 +59,29 @@ PACK_CLONES static void block_token(float *out, const float *x, const float *blo
     for (int l = 0; l < rows; l++) out[row0 + l] = s[l];
 }
 
+/* Prefill: PREFILL_TOKENS tokens (rows of x [., C]) against one block:
+ * each weight vector loaded once serves six tokens' sums. out is [., OC]. */
+PACK_CLONES static void block_tokens(float *out, const float *x, const float *block, int C, int OC,
+                                     int row0, int rows) {
+    float s[PREFILL_TOKENS][PACK_ROWS] = {{0}};
+    for (int i = 0; i < C; i++) {
+        const float *wi = block + (size_t)i * PACK_ROWS;
+        float x0 = x[i], x1 = x[C + i], x2 = x[2 * (size_t)C + i], x3 = x[3 * (size_t)C + i],
+              x4 = x[4 * (size_t)C + i], x5 = x[5 * (size_t)C + i];
+        for (int l = 0; l < PACK_ROWS; l++) {
+            s[0][l] += wi[l] * x0;
+            s[1][l] += wi[l] * x1;
+            s[2][l] += wi[l] * x2;
+            s[3][l] += wi[l] * x3;
+            s[4][l] += wi[l] * x4;
+            s[5][l] += wi[l] * x5;
+        }
+    }
+    for (int t = 0; t < PREFILL_TOKENS; t++) {
+        for (int l = 0; l < rows; l++) out[(size_t)t * OC + row0 + l] = s[t][l];
+    }
+}
+
 int packed_blocks(const PackedMatrix *w) {
     return (w->rows + PACK_ROWS - 1) / PACK_ROWS;
 }
@@ -83,11 +89,12 @@ int packed_blocks(const PackedMatrix *w) {
 void matmul_packed_blocks(float *out, const float *x, const PackedMatrix *w, int T, int b0,
                           int b1) {
     int C = w->cols, OC = w->rows;
+    size_t stride = (size_t)C * PACK_ROWS; /* floats per block */
     for (int b = b0; b < b1; b++) {
-        const float *block = w->data + (size_t)b * C * PACK_ROWS;
+        const float *block = w->data + b * stride;
         int row0 = b * PACK_ROWS, rows = OC - row0 < PACK_ROWS ? OC - row0 : PACK_ROWS;
         int t = 0;
-        for (; t + PACK_TOKENS <= T; t += PACK_TOKENS)
+        for (; t + PREFILL_TOKENS <= T; t += PREFILL_TOKENS)
             block_tokens(out + (size_t)t * OC, x + (size_t)t * C, block, C, OC, row0, rows);
         for (; t < T; t++)
             block_token(out + (size_t)t * OC, x + (size_t)t * C, block, C, row0, rows);

@@ -2,9 +2,9 @@
  *
  * A matrix [rows, C] is stored in blocks of PACK_ROWS output rows,
  * interleaved along the input: block b holds, for i = 0..C-1, the values
- * w[8b + 0][i], ..., w[8b + 7][i] side by side (rows past the end are
- * zeros). A kernel then reads 8 output rows' weights for input i with one
- * contiguous load, and keeps 8 independent sums, one per row, each summed in
+ * w[16b + 0][i], ..., w[16b + 15][i] side by side (rows past the end are
+ * zeros). A kernel then reads 16 output rows' weights for input i with one
+ * contiguous load, and keeps 16 independent sums, one per row, each summed in
  * index order from 0.0f: bitwise the one-at-a-time result. The layout is
  * chosen once, when the model is loaded (model_pack). docs/performance.md. */
 #ifndef STEPWISE_PACK_H
@@ -12,7 +12,7 @@
 
 #include "model.h"
 
-#define PACK_ROWS 8
+#define PACK_ROWS 16 /* one AVX-512 vector of floats */
 
 typedef struct {
     int rows, cols;
