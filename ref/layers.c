@@ -4,6 +4,8 @@
 #include <math.h>
 #include <string.h>
 
+#include "clones.h"
+
 void rmsnorm_forward(float *out, const float *x, const float *weight, int T, int C, float eps) {
     for (int t = 0; t < T; t++) {
         const float *xt = x + (size_t)t * C;
@@ -94,8 +96,8 @@ static void emit_head(const HookSite *site, HookPoint point, int t, int head, co
 
 /* scores[p] = q·k_p / sqrt(head_dim) for p = 0..pos: the obvious loop,
  * one dot product at a time. */
-static void head_scores(float *scores, const float *qh, const float *key_cache, int pos,
-                        int kv_dim, int kv_off, int head_dim) {
+static void head_scores(float *scores, const float *qh, const float *key_cache, int pos, int kv_dim,
+                        int kv_off, int head_dim) {
     float scale = sqrtf((float)head_dim);
     for (int p = 0; p <= pos; p++) {
         const float *k = key_cache + (size_t)p * kv_dim + kv_off;
@@ -108,8 +110,8 @@ static void head_scores(float *scores, const float *qh, const float *key_cache, 
 /* The same scores, four positions at a time: four independent sums, each
  * over i in order, so that the processor is not waiting on one chain of
  * additions (the fast path: attention_heads_forward). Same bits. */
-static void head_scores4(float *scores, const float *qh, const float *key_cache, int pos,
-                         int kv_dim, int kv_off, int head_dim) {
+FAST_CLONES static void head_scores4(float *scores, const float *qh, const float *key_cache,
+                                     int pos, int kv_dim, int kv_off, int head_dim) {
     float scale = sqrtf((float)head_dim);
     int p = 0;
     for (; p + 3 <= pos; p += 4) {
@@ -125,16 +127,17 @@ static void head_scores4(float *scores, const float *qh, const float *key_cache,
         scores[p] = s0 / scale, scores[p + 1] = s1 / scale;
         scores[p + 2] = s2 / scale, scores[p + 3] = s3 / scale;
     }
-    if (p <= pos) head_scores(scores + p, qh, key_cache + (size_t)p * kv_dim, pos - p, kv_dim,
-                              kv_off, head_dim);
+    if (p <= pos)
+        head_scores(scores + p, qh, key_cache + (size_t)p * kv_dim, pos - p, kv_dim, kv_off,
+                    head_dim);
 }
 
 /* out[i] = Σ_p w[p] · v_p[i] over p = 0..pos in order, for i in blocks of
  * 16 held in registers through the whole sum over p (the fast path; the
  * plain one walks p outside and i inside, adding into out: same sums, same
  * order, same bits). */
-static void head_values16(float *out, const float *w, const float *value_cache, int pos,
-                          int kv_dim, int kv_off, int head_dim) {
+FAST_CLONES static void head_values16(float *out, const float *w, const float *value_cache, int pos,
+                                      int kv_dim, int kv_off, int head_dim) {
     int i0 = 0;
     for (; i0 + 16 <= head_dim; i0 += 16) {
         float acc[16] = {0};

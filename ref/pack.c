@@ -4,15 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* The kernels are compiled three times, for AVX-512, AVX2 and plain
- * x86-64, and the processor's best is picked when the program starts. The
- * vector width changes how many rows' sums advance together, never the
- * order of one sum, so every clone gives the same bits. */
-#if defined(__GNUC__) && defined(__x86_64__) && !defined(__clang__)
-#define PACK_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
-#else
-#define PACK_CLONES
-#endif
+#include "clones.h"
 
 #define PREFILL_TOKENS 6 /* tokens sharing each loaded weight vector */
 
@@ -48,8 +40,8 @@ void packed_row(const PackedMatrix *m, int r, float *out) {
 /* One token against one block (decode): PACK_ROWS independent sums, one
  * per output row, each over i in order; the loop over l is what the
  * compiler turns into one vector operation. Reads the block as one stream. */
-PACK_CLONES static void block_token(float *out, const float *x, const float *block, int C,
-                                    int row0, int rows) {
+FAST_CLONES static void block_token(float *out, const float *x, const float *block, int C, int row0,
+                                    int rows) {
     float s[PACK_ROWS] = {0};
     for (int i = 0; i < C; i++) {
         const float *wi = block + (size_t)i * PACK_ROWS;
@@ -61,7 +53,7 @@ PACK_CLONES static void block_token(float *out, const float *x, const float *blo
 
 /* Prefill: PREFILL_TOKENS tokens (rows of x [., C]) against one block:
  * each weight vector loaded once serves six tokens' sums. out is [., OC]. */
-PACK_CLONES static void block_tokens(float *out, const float *x, const float *block, int C, int OC,
+FAST_CLONES static void block_tokens(float *out, const float *x, const float *block, int C, int OC,
                                      int row0, int rows) {
     float s[PREFILL_TOKENS][PACK_ROWS] = {{0}};
     for (int i = 0; i < C; i++) {

@@ -9,15 +9,30 @@ int quant_groups(int n, int group) {
     return n / group + (n % group != 0); /* ceil(n / group), without n + group - 1 overflowing */
 }
 
+/* roundf's answer (halves away from zero) up to the sign of a zero, which
+ * no code keeps, without a call into libm: a matmul's input is quantized
+ * at every step, and the call cost more than the rest of the quantizing.
+ * Exact: t is v truncated, v - t is exact, and a distance of at least one
+ * half moves one step away from zero. NaN, infinities and huge values go
+ * to roundf itself. */
+static float round_half_away(float v) {
+    if (!(fabsf(v) < 8388608.0f)) return roundf(v); /* 2^23: every float above is whole */
+    float t = (float)(int32_t)v, d = v - t;
+    return d >= 0.5f ? t + 1.0f : d <= -0.5f ? t - 1.0f : t;
+}
+
 void quantize_row(const float *x, int n, int group, int8_t *q, float *scales) {
     for (int g = 0, start = 0; start < n; g++, start += group) {
         int len = n - start < group ? n - start : group;
-        float amax = 0.0f;
-        for (int i = 0; i < len; i++) amax = fmaxf(amax, fabsf(x[start + i]));
+        float amax = 0.0f; /* the largest |x|; a NaN never wins, as with fmaxf */
+        for (int i = 0; i < len; i++) {
+            float a = fabsf(x[start + i]);
+            if (a > amax) amax = a;
+        }
         float scale = amax / 127.0f;
         scales[g] = scale;
         for (int i = 0; i < len; i++) {
-            float v = scale > 0.0f ? roundf(x[start + i] / scale) : 0.0f;
+            float v = scale > 0.0f ? round_half_away(x[start + i] / scale) : 0.0f;
             q[start + i] = (int8_t)(v > 127.0f ? 127.0f : v < -127.0f ? -127.0f : v);
         }
     }

@@ -5,6 +5,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include "clones.h"
 #include <sys/stat.h>
 
 #include "file_util.h"
@@ -68,15 +70,9 @@ static void packed_q8_free(PackedQ8 *p, int n) {
     free(p);
 }
 
-#if defined(__GNUC__) && defined(__x86_64__) && !defined(__clang__)
-#define Q8_CLONES __attribute__((target_clones("avx2", "default")))
-#else
-#define Q8_CLONES
-#endif
-
 /* One block of 8 rows against one token: float activations. */
-Q8_CLONES static void q8_block_f32(float *out, const float *x, const int8_t *q, const float *sc,
-                                   int C, int group, int rows) {
+FAST_CLONES static void q8_block_f32(float *out, const float *x, const int8_t *q, const float *sc,
+                                     int C, int group, int rows) {
     float sum[Q8_ROWS] = {0};
     for (int g = 0, start = 0; start < C; g++, start += group) {
         int end = start + group < C ? start + group : C;
@@ -91,8 +87,8 @@ Q8_CLONES static void q8_block_f32(float *out, const float *x, const int8_t *q, 
 }
 
 /* One block of 8 rows against one token: int8 activations. */
-Q8_CLONES static void q8_block_q8(float *out, const int8_t *qx, const float *sx, const int8_t *q,
-                                  const float *sc, int C, int group, int rows) {
+FAST_CLONES static void q8_block_q8(float *out, const int8_t *qx, const float *sx, const int8_t *q,
+                                    const float *sc, int C, int group, int rows) {
     float sum[Q8_ROWS] = {0};
     for (int g = 0, start = 0; start < C; g++, start += group) {
         int end = start + group < C ? start + group : C;

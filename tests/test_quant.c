@@ -37,6 +37,23 @@ Test(quant, a_hand_computed_group) {
 }
 
 /* Round trip: within scale / 2 of every value, and exact on the grid. */
+/* Codes round halves away from zero, as roundf does, on values that sit on
+ * and just beside the halves: x / scale with scale 1 (amax 127). */
+Test(quant, codes_round_halves_away_from_zero) {
+    float x[16] = {127.0f,     0.5f,        -0.5f,        1.5f,        -1.5f,  2.5f,
+                   -2.5f,      0.49999997f, -0.49999997f, 0.50000006f, 126.5f, -126.5f,
+                   3.4999998f, -3.5f,       1e-30f,       -0.0f};
+    int want[16] = {127, 1, -1, 2, -2, 3, -3, 0, 0, 1, 127, -127, 3, -4, 0, 0};
+    int8_t q[16];
+    float scale;
+    quantize_row(x, 16, 16, q, &scale);
+    cr_assert_eq(scale, 1.0f);
+    for (int i = 0; i < 16; i++) {
+        cr_assert_eq(q[i], want[i], "x %a: code %d, want %d", x[i], q[i], want[i]);
+        cr_assert_eq(q[i], (int)roundf(x[i]), "x %a: roundf disagrees", x[i]);
+    }
+}
+
 Test(quant, round_trip_is_within_half_a_step) {
     XorshiftRng rng = {7};
     enum { N = 172, G = 32 }; /* stories260K's hidden width: the last group has 12 values */

@@ -1,0 +1,19 @@
+/* clones.h: the fast kernels, compiled once per instruction set.
+ *
+ * FAST_CLONES makes gcc build a function three times, for x86-64-v4
+ * (AVX-512), AVX2 and plain x86-64, and pick the processor's best when the
+ * program starts. The vector width changes how many independent sums (rows,
+ * tokens, positions) advance together, never the order of one sum, and no
+ * clone contracts a multiply and an add (-ffp-contract=off): every clone
+ * gives the same bits (docs/performance.md). Elsewhere (clang, other
+ * processors) the functions are built once for the default target. */
+#ifndef STEPWISE_CLONES_H
+#define STEPWISE_CLONES_H
+
+#if defined(__GNUC__) && defined(__x86_64__) && !defined(__clang__)
+#define FAST_CLONES __attribute__((target_clones("arch=x86-64-v4", "avx2", "default")))
+#else
+#define FAST_CLONES
+#endif
+
+#endif
