@@ -5,36 +5,37 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "clones.h"
+
 int quant_groups(int n, int group) {
     return n / group + (n % group != 0); /* ceil(n / group), without n + group - 1 overflowing */
 }
 
-/* roundf's answer (halves away from zero) up to the sign of a zero, which
- * no code keeps, without a call into libm: a matmul's input is quantized
- * at every step, and the call cost more than the rest of the quantizing.
- * Exact: t is v truncated, v - t is exact, and a distance of at least one
- * half moves one step away from zero. NaN, infinities and huge values go
- * to roundf itself. */
-static float round_half_away(float v) {
-    if (!(fabsf(v) < 8388608.0f)) return roundf(v); /* 2^23: every float above is whole */
+/* See quant.h: roundf's rule (halves away from zero) without a call into
+ * libm, which cost more than the rest of quantizing. Clamping first changes
+ * nothing (the bounds are whole and rounding is monotone) and keeps |v|
+ * small, so that truncating to an integer is exact and defined; v - t is
+ * then exact, and a distance of at least one half moves one step away from
+ * zero. Checked against roundf on every float. */
+int8_t quant_code(float v) {
+    v = v == v ? v : 0.0f; /* NaN */
+    v = v > 127.0f ? 127.0f : v < -127.0f ? -127.0f : v;
     float t = (float)(int32_t)v, d = v - t;
-    return d >= 0.5f ? t + 1.0f : d <= -0.5f ? t - 1.0f : t;
+    return (int8_t)(d >= 0.5f ? t + 1.0f : d <= -0.5f ? t - 1.0f : t);
 }
 
-void quantize_row(const float *x, int n, int group, int8_t *q, float *scales) {
+FAST_CLONES void quantize_row(const float *x, int n, int group, int8_t *q, float *scales) {
     for (int g = 0, start = 0; start < n; g++, start += group) {
         int len = n - start < group ? n - start : group;
         float amax = 0.0f; /* the largest |x|; a NaN never wins, as with fmaxf */
         for (int i = 0; i < len; i++) {
             float a = fabsf(x[start + i]);
-            if (a > amax) amax = a;
+            amax = a > amax ? a : amax;
         }
         float scale = amax / 127.0f;
         scales[g] = scale;
-        for (int i = 0; i < len; i++) {
-            float v = scale > 0.0f ? round_half_away(x[start + i] / scale) : 0.0f;
-            q[start + i] = (int8_t)(v > 127.0f ? 127.0f : v < -127.0f ? -127.0f : v);
-        }
+        for (int i = 0; i < len; i++)
+            q[start + i] = scale > 0.0f ? quant_code(x[start + i] / scale) : 0;
     }
 }
 

@@ -15,6 +15,9 @@
 /* Groups in a row of n values: ceil(n / group). */
 int quant_groups(int n, int group);
 
+/* The code of v = x / scale: roundf(v) clamped to [-127, 127], 0 for NaN. */
+int8_t quant_code(float v);
+
 /* Quantize x[0..n) into q[0..n) and scales[0..quant_groups(n, group)). */
 void quantize_row(const float *x, int n, int group, int8_t *q, float *scales);
 

@@ -54,6 +54,25 @@ Test(quant, codes_round_halves_away_from_zero) {
     }
 }
 
+/* quant_code against roundf and a clamp, on every 61st float (some 70
+ * million, every exponent and sign; the whole range was checked once). */
+Test(quant, codes_are_roundf_clamped_on_a_sweep_of_floats) {
+    long bad = 0;
+    for (uint64_t u = 0; u < (1ull << 32); u += 61) {
+        uint32_t bits = (uint32_t)u;
+        float v;
+        memcpy(&v, &bits, sizeof v);
+        int want = 0;
+        if (!isnan(v)) {
+            float r = roundf(v);
+            want = (int)(r > 127.0f ? 127.0f : r < -127.0f ? -127.0f : r);
+        }
+        if (quant_code(v) != want && bad++ < 5)
+            cr_log_error("%a: code %d, want %d", v, quant_code(v), want);
+    }
+    cr_assert_eq(bad, 0);
+}
+
 Test(quant, round_trip_is_within_half_a_step) {
     XorshiftRng rng = {7};
     enum { N = 172, G = 32 }; /* stories260K's hidden width: the last group has 12 values */
