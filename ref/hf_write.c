@@ -147,6 +147,19 @@ static cJSON *config_json(const Config *c, HfArchitecture a, SafetensorsDtype dt
     cJSON_AddNumberToObject(o, "rope_theta", config_rope_theta(c));
     cJSON_AddNumberToObject(o, "rms_norm_eps", config_norm_eps(c));
     cJSON_AddBoolToObject(o, "tie_word_embeddings", c->shared_classifier);
+    const RopeScaling *rs = &c->rope_scaling;
+    if (rs->type == ROPE_SCALING_LINEAR || rs->type == ROPE_SCALING_LLAMA3) {
+        cJSON *scaling = cJSON_AddObjectToObject(o, "rope_scaling");
+        bool llama3 = rs->type == ROPE_SCALING_LLAMA3;
+        cJSON_AddStringToObject(scaling, "rope_type", llama3 ? "llama3" : "linear");
+        cJSON_AddNumberToObject(scaling, "factor", rs->factor);
+        if (llama3) {
+            cJSON_AddNumberToObject(scaling, "low_freq_factor", rs->low_freq_factor);
+            cJSON_AddNumberToObject(scaling, "high_freq_factor", rs->high_freq_factor);
+            cJSON_AddNumberToObject(scaling, "original_max_position_embeddings",
+                                    rs->original_context);
+        }
+    }
     cJSON_AddStringToObject(o, "hidden_act", "silu");
     cJSON_AddStringToObject(o, "torch_dtype",
                             dtype == ST_F32   ? "float32"

@@ -32,6 +32,14 @@ static const char MAKE_MODEL_USAGE[] =
     "  --tokenizer-from DIR copy DIR's tokenizer.json (and tokenizer_config.json) in;\n"
     "                       its ids must be below --vocab\n"
     "\n"
+    "\n"
+    "A real model's shape, from its published config.json (random weights; a\n"
+    "folder unless --format llama2c, which only tinyllama-1.1b fits; options\n"
+    "given beside it win, --seq-len 2048 say):\n"
+    "  --preset P           smollm2-135m (HuggingFaceTB/SmolLM2-135M), qwen3-0.6b\n"
+    "                       (Qwen/Qwen3-0.6B), llama-3.2-1b (meta-llama/Llama-3.2-1B)\n"
+    "                       or tinyllama-1.1b (TinyLlama/TinyLlama-1.1B-Chat-v1.0)\n"
+    "\n"
     "the 15M benchmark shape:\n"
     "  stepwise make-model --dim 288 --hidden 768 --layers 6 --heads 6 --vocab 32000 \\\n"
     "      --seq-len 256 --out build/m15.bin\n";
@@ -53,12 +61,117 @@ enum {
     OPT_SHARDS,
     OPT_HEAD_DIM,
     OPT_ROPE_THETA,
-    OPT_TOKENIZER_FROM
+    OPT_TOKENIZER_FROM,
+    OPT_PRESET
 };
+
+/* Real models' shapes, from each one's published config.json on Hugging
+ * Face (the repository in `source`): the same sizes, heads, vocabulary,
+ * window, RoPE and norm epsilon, with seeded random weights. For timing
+ * and memory (make bench-scale), not for text. */
+typedef struct {
+    const char *name, *source;
+    HfArchitecture arch;
+    int dim, hidden, layers, heads, kv_heads, head_dim, vocab, seq_len;
+    float rope_theta, norm_eps;
+    bool untied;
+    RopeScaling scaling;
+} ModelPreset;
+
+static const ModelPreset PRESETS[] = {
+    {.name = "smollm2-135m",
+     .source = "HuggingFaceTB/SmolLM2-135M",
+     .arch = HF_LLAMA,
+     .dim = 576,
+     .hidden = 1536,
+     .layers = 30,
+     .heads = 9,
+     .kv_heads = 3,
+     .head_dim = 64,
+     .vocab = 49152,
+     .seq_len = 8192,
+     .rope_theta = 100000.0f,
+     .norm_eps = 1e-5f},
+    {.name = "qwen3-0.6b",
+     .source = "Qwen/Qwen3-0.6B",
+     .arch = HF_QWEN3,
+     .dim = 1024,
+     .hidden = 3072,
+     .layers = 28,
+     .heads = 16,
+     .kv_heads = 8,
+     .head_dim = 128,
+     .vocab = 151936,
+     .seq_len = 40960,
+     .rope_theta = 1000000.0f,
+     .norm_eps = 1e-6f},
+    {.name = "llama-3.2-1b",
+     .source = "meta-llama/Llama-3.2-1B",
+     .arch = HF_LLAMA,
+     .dim = 2048,
+     .hidden = 8192,
+     .layers = 16,
+     .heads = 32,
+     .kv_heads = 8,
+     .head_dim = 64,
+     .vocab = 128256,
+     .seq_len = 131072,
+     .rope_theta = 500000.0f,
+     .norm_eps = 1e-5f,
+     .scaling = {.type = ROPE_SCALING_LLAMA3,
+                 .factor = 32.0f,
+                 .low_freq_factor = 1.0f,
+                 .high_freq_factor = 4.0f,
+                 .original_context = 8192}},
+    {.name = "tinyllama-1.1b",
+     .source = "TinyLlama/TinyLlama-1.1B-Chat-v1.0",
+     .arch = HF_LLAMA,
+     .dim = 2048,
+     .hidden = 5632,
+     .layers = 22,
+     .heads = 32,
+     .kv_heads = 4,
+     .head_dim = 64,
+     .vocab = 32000,
+     .seq_len = 2048,
+     .rope_theta = 10000.0f,
+     .norm_eps = 1e-5f,
+     .untied = true},
+};
+#define N_PRESETS (int)(sizeof PRESETS / sizeof PRESETS[0])
+
+static const ModelPreset *find_preset(const char *name) {
+    for (int i = 0; i < N_PRESETS; i++)
+        if (strcmp(PRESETS[i].name, name) == 0) return &PRESETS[i];
+    return NULL;
+}
+
+/* Fill what the command line left unset (0) from preset p. */
+static void apply_preset(const ModelPreset *p, Config *c, bool *untied) {
+    int *fields[] = {&c->dim,        &c->hidden_dim, &c->n_layers,   &c->n_heads,
+                     &c->n_kv_heads, &c->head_dim,   &c->vocab_size, &c->seq_len};
+    int values[] = {p->dim,      p->hidden,   p->layers, p->heads,
+                    p->kv_heads, p->head_dim, p->vocab,  p->seq_len};
+    for (int i = 0; i < 8; i++)
+        if (*fields[i] == 0) *fields[i] = values[i];
+    if (c->rope_theta == 0) c->rope_theta = p->rope_theta;
+    c->norm_eps = p->norm_eps;
+    c->rope_scaling = p->scaling;
+    *untied = *untied || p->untied;
+}
+
+/* Whether a llama2.c checkpoint can hold c: its header has no head size,
+ * RoPE base or scaling, norm epsilon or architecture. */
+static bool fits_llama2c(const Config *c, HfArchitecture arch) {
+    return arch == HF_LLAMA && config_head_dim(c) * c->n_heads == c->dim &&
+           config_rope_theta(c) == 10000.0f && config_norm_eps(c) == 1e-5f &&
+           c->rope_scaling.type == ROPE_SCALING_NONE;
+}
 
 /* The folder options (--format hf and what goes with it). */
 typedef struct {
     bool hf;
+    bool format_given; /* --format was on the command line */
     HfArchitecture arch;
     SafetensorsDtype dtype;
     int shards;
@@ -73,6 +186,7 @@ static int folder_option(int c, const char *arg, FolderOptions *f, Config *cfg, 
             ok = strcmp(arg, "hf") == 0 || strcmp(arg, "llama2c") == 0 ||
                  step_fail(err, "make-model: --format is llama2c or hf, not '%s'", arg);
             f->hf = arg[0] == 'h';
+            f->format_given = true;
             break;
         case OPT_TOKENIZER_FROM:
             f->tokenizer_from = arg;
@@ -125,6 +239,7 @@ int cli_make_model(int argc, char **argv) {
         {"shards", required_argument, NULL, OPT_SHARDS},
         {"head-dim", required_argument, NULL, OPT_HEAD_DIM},
         {"rope-theta", required_argument, NULL, OPT_ROPE_THETA},
+        {"preset", required_argument, NULL, OPT_PRESET},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0}};
     /* Sizes start at 0 ("not given"); zero or negative values are refused by
@@ -134,6 +249,8 @@ int cli_make_model(int argc, char **argv) {
     bool untied = false;
     const char *out = NULL;
     FolderOptions folder = {.arch = HF_LLAMA, .dtype = ST_F32, .shards = 1};
+    const ModelPreset *preset = NULL;
+    bool arch_given = false;
     StepError err;
     bool ok = true;
     opterr = 0;
@@ -173,10 +290,19 @@ int cli_make_model(int argc, char **argv) {
             case OPT_OUT:
                 out = optarg;
                 break;
+            case OPT_PRESET:
+                preset = find_preset(optarg);
+                if (preset == NULL)
+                    ok = step_fail(&err,
+                                   "make-model: unknown --preset '%.64s' (smollm2-135m, "
+                                   "qwen3-0.6b, llama-3.2-1b, tinyllama-1.1b)",
+                                   optarg);
+                break;
             case 'h':
                 fputs(MAKE_MODEL_USAGE, stdout);
                 return 0;
             default: {
+                arch_given = arch_given || opt == OPT_ARCH;
                 int handled = folder_option(opt, optarg, &folder, &c, &err);
                 if (handled == 0) cli_option_error("make-model", opt, optopt, argv, optind, &err);
                 ok = handled > 0;
@@ -188,9 +314,20 @@ int cli_make_model(int argc, char **argv) {
     if (ok && optind < argc)
         ok = step_fail(&err, "make-model: unexpected argument '%s'", argv[optind]);
     if (ok && out == NULL) ok = step_fail(&err, "make-model: --out is required (see --help)");
+    if (ok && preset != NULL) { /* a folder unless --format says otherwise */
+        apply_preset(preset, &c, &untied);
+        if (!arch_given) folder.arch = preset->arch;
+        if (!folder.format_given) folder.hf = true;
+        if (!folder.hf && !fits_llama2c(&c, folder.arch))
+            ok = step_fail(&err,
+                           "make-model: a llama2.c checkpoint cannot hold %s's head size, RoPE "
+                           "or norm epsilon: use --format hf",
+                           preset->name);
+    }
     if (ok && !folder.hf) ok = file_check_output(out, "--out", &err);
     if (ok && !folder.hf &&
-        (c.head_dim != 0 || c.rope_theta != 0 || folder.shards > 1 || folder.tokenizer_from))
+        (folder.shards > 1 || folder.tokenizer_from ||
+         (preset == NULL && (c.head_dim != 0 || c.rope_theta != 0))))
         ok = step_fail(&err, "make-model: --head-dim, --rope-theta, --shards and --tokenizer-from "
                              "need --format hf");
     if (ok && folder.tokenizer_from != NULL) { /* it must load, and fit the vocabulary */

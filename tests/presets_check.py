@@ -1,0 +1,91 @@
+#!/usr/bin/python3
+"""make-model --preset writes the published shapes (in `make test`).
+
+The expected values are the published config.json of each model on Hugging
+Face, copied here by hand (the repository is named beside each): every
+field stepwise writes must equal them, with --layers 1 and a short window
+so that the folders stay small. SmolLM2-135M is also written whole (bf16)
+and its parameter count checked against the published 134,515,008 and the
+closed form. --format llama2c is refused for the presets a llama2.c header
+cannot describe, and accepted for TinyLlama's.
+
+    /usr/bin/python3 tests/presets_check.py build/stepwise
+"""
+import json
+import os
+import sys
+import tempfile
+
+from check_util import Checks, run_stepwise
+
+BIN = os.path.abspath(sys.argv[1] if len(sys.argv) > 1 else "build/stepwise")
+
+PUBLISHED = {
+    "smollm2-135m": {  # HuggingFaceTB/SmolLM2-135M
+        "model_type": "llama", "hidden_size": 576, "intermediate_size": 1536, "num_hidden_layers": 30,
+        "num_attention_heads": 9, "num_key_value_heads": 3, "head_dim": 64, "vocab_size": 49152,
+        "max_position_embeddings": 8192, "rope_theta": 100000, "rms_norm_eps": 1e-5,
+        "tie_word_embeddings": True, "rope_scaling": None},
+    "qwen3-0.6b": {  # Qwen/Qwen3-0.6B
+        "model_type": "qwen3", "hidden_size": 1024, "intermediate_size": 3072, "num_hidden_layers": 28,
+        "num_attention_heads": 16, "num_key_value_heads": 8, "head_dim": 128, "vocab_size": 151936,
+        "max_position_embeddings": 40960, "rope_theta": 1000000, "rms_norm_eps": 1e-6,
+        "tie_word_embeddings": True, "rope_scaling": None},
+    "llama-3.2-1b": {  # meta-llama/Llama-3.2-1B
+        "model_type": "llama", "hidden_size": 2048, "intermediate_size": 8192, "num_hidden_layers": 16,
+        "num_attention_heads": 32, "num_key_value_heads": 8, "head_dim": 64, "vocab_size": 128256,
+        "max_position_embeddings": 131072, "rope_theta": 500000, "rms_norm_eps": 1e-5,
+        "tie_word_embeddings": True,
+        "rope_scaling": {"rope_type": "llama3", "factor": 32.0, "low_freq_factor": 1.0,
+                         "high_freq_factor": 4.0, "original_max_position_embeddings": 8192}},
+    "tinyllama-1.1b": {  # TinyLlama/TinyLlama-1.1B-Chat-v1.0
+        "model_type": "llama", "hidden_size": 2048, "intermediate_size": 5632, "num_hidden_layers": 22,
+        "num_attention_heads": 32, "num_key_value_heads": 4, "head_dim": 64, "vocab_size": 32000,
+        "max_position_embeddings": 2048, "rope_theta": 10000, "rms_norm_eps": 1e-5,
+        "tie_word_embeddings": False, "rope_scaling": None},
+}
+SMOLLM2_PARAMS = 134515008  # as the model card and safetensors metadata give it
+
+
+def close(a, b):
+    if isinstance(b, float) or isinstance(a, float):
+        return abs(a - b) <= 1e-6 * abs(b)
+    if isinstance(b, dict):
+        return isinstance(a, dict) and a.keys() == b.keys() and all(close(a[k], b[k]) for k in b)
+    return a == b
+
+
+def main():
+    check = Checks()
+    with tempfile.TemporaryDirectory() as tmp:
+        for name, want in PUBLISHED.items():
+            out = os.path.join(tmp, name)
+            run_stepwise(BIN, "make-model", "--preset", name, "--layers", "1", "--seq-len", "64",
+                         "--dtype", "bf16", "--out", out)
+            with open(os.path.join(out, "config.json"), encoding="utf-8") as f:
+                got = json.load(f)
+            want = dict(want, num_hidden_layers=1, max_position_embeddings=64)
+            wrong = [k for k in want if not close(got.get(k), want[k])]
+            check(not wrong, f"{name}: config.json matches the published config"
+                  + (f" except {', '.join(f'{k}={got.get(k)!r}' for k in wrong)}" if wrong else ""))
+        out = os.path.join(tmp, "smol")
+        r = run_stepwise(BIN, "make-model", "--preset", "smollm2-135m", "--dtype", "bf16", "--seq-len", "64",
+                         "--out", out)
+        d, h, L, V, kv = 576, 1536, 30, 49152, 3 * 64
+        closed = V * d + L * (d * d + 2 * d * kv + d * d + 3 * d * h + 2 * d) + d
+        check(closed == SMOLLM2_PARAMS and f"{SMOLLM2_PARAMS} parameters" in r.stderr,
+              f"smollm2-135m whole: {SMOLLM2_PARAMS} parameters (published, and the closed form {closed})")
+        for name, ok in (("qwen3-0.6b", False), ("llama-3.2-1b", False), ("smollm2-135m", False),
+                         ("tinyllama-1.1b", True)):
+            out = os.path.join(tmp, name + ".bin")
+            r = run_stepwise(BIN, "make-model", "--preset", name, "--format", "llama2c", "--layers", "1",
+                             "--seq-len", "32", "--out", out, expect=(0,) if ok else (2,))
+            check((r.returncode == 0) == ok and (ok or "use --format hf" in r.stderr),
+                  f"{name} as a llama2.c checkpoint: {'written' if ok else 'refused, naming --format hf'}")
+        r = run_stepwise(BIN, "make-model", "--preset", "gpt-5", "--out", os.path.join(tmp, "x"), expect=(2,))
+        check("unknown --preset 'gpt-5'" in r.stderr, "an unknown preset is refused by name")
+    return check.summary("presets")
+
+
+if __name__ == "__main__":
+    sys.exit(main())
