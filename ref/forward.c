@@ -161,6 +161,60 @@ static void linear(RunState *s, ThreadPool *pool, float *out, const float *x, in
         matmul_forward(out, x, w.w, T, C, OC);
 }
 
+/* The per-token steps between the matmuls (RMSNorm, SwiGLU, the residual
+ * add), shared out over threads by tokens: each token's row is computed
+ * exactly as on one thread. With the plain kernels, one call over all N. */
+typedef enum { ROWS_RMSNORM, ROWS_SWIGLU, ROWS_RESIDUAL } RowsOp;
+
+typedef struct {
+    RowsOp op;
+    float *out;      /* [N, C]: rmsnorm's output, swiglu's gate, residual's x */
+    const float *in; /* [N, C]: rmsnorm's x, swiglu's up, residual's y */
+    const float *weight;
+    int C;
+    float eps;
+} RowsJob;
+
+static void rows_task(void *ctx, int t0, int t1) {
+    const RowsJob *j = ctx;
+    size_t at = (size_t)t0 * j->C;
+    switch (j->op) {
+        case ROWS_RMSNORM:
+            rmsnorm_forward(j->out + at, j->in + at, j->weight, t1 - t0, j->C, j->eps);
+            break;
+        case ROWS_SWIGLU:
+            swiglu_forward(j->out + at, j->in + at, (t1 - t0) * j->C);
+            break;
+        case ROWS_RESIDUAL:
+            residual_forward(j->out + at, j->in + at, (t1 - t0) * j->C);
+            break;
+    }
+}
+
+/* out [N, C] = rmsnorm(x) with weight (out may be x). */
+static void rmsnorm_rows(const Model *m, float *out, const float *x, const float *weight, int N,
+                         int C) {
+    RowsJob job = {.op = ROWS_RMSNORM,
+                   .out = out,
+                   .in = x,
+                   .weight = weight,
+                   .C = C,
+                   .eps = config_norm_eps(&m->config)};
+    parallel_for(model_threads(m), N, rows_task, &job);
+}
+
+/* gate [N, C] = silu(gate) ⊙ up. */
+static void swiglu_rows(const Model *m, float *gate, const float *up, int N, int C) {
+    RowsJob job = {.op = ROWS_SWIGLU, .out = gate, .in = up, .C = C};
+    parallel_for(model_threads(m), N, rows_task, &job);
+}
+
+/* x [N, C] += y. */
+static void residual_rows(const Model *m, float *x, const float *y, int N, int C) {
+    RowsJob job = {.op = ROWS_RESIDUAL, .out = x, .in = y, .C = C};
+    parallel_for(model_threads(m), N, rows_task, &job);
+}
+
 /* Store T new K and V rows (k_new, v_new [T, kv_dim]) of layer l from pos0
  * as int8 (one scale per KV head), then read the layer's rows
  * 0..pos0+T-1 back as floats (s->layer_k, s->layer_v) for attention. */
@@ -393,8 +447,7 @@ static void attention_block(const Model *m, RunState *s, const ForwardRow *rows,
                             int l) {
     const Config *c = &m->config;
     int dim = c->dim, q_dim = config_q_dim(c), kv_dim = config_kv_dim(c);
-    rmsnorm_forward(s->xb, s->x, m->weights.rms_att + (size_t)l * dim, N, dim,
-                    config_norm_eps(c)); /* xb [N, dim] */
+    rmsnorm_rows(m, s->xb, s->x, m->weights.rms_att + (size_t)l * dim, N, dim); /* xb [N, dim] */
     emit_each(rows, n_rows, l, HOOK_LN1, s->xb, 1, dim);
     linear_rows(m, s, rows, n_rows, s->q, s->xb, N, dim, q_dim, weight_of(m, M_WQ, l));
     linear_rows(m, s, rows, n_rows, s->k_new, s->xb, N, dim, kv_dim, weight_of(m, M_WK, l));
@@ -408,7 +461,7 @@ static void attention_block(const Model *m, RunState *s, const ForwardRow *rows,
     emit_each(rows, n_rows, l, HOOK_ATTN_Z, s->xb, c->n_heads, config_head_dim(c));
     linear_rows(m, s, rows, n_rows, s->xb2, s->xb, N, q_dim, dim, weight_of(m, M_WO, l));
     emit_each(rows, n_rows, l, HOOK_ATTN_OUT, s->xb2, 1, dim);
-    residual_forward(s->x, s->xb2, N * dim);
+    residual_rows(m, s->x, s->xb2, N, dim);
     emit_each(rows, n_rows, l, HOOK_RESID_MID, s->x, 1, dim);
 }
 
@@ -416,18 +469,17 @@ static void attention_block(const Model *m, RunState *s, const ForwardRow *rows,
 static void mlp_block(const Model *m, RunState *s, const ForwardRow *rows, int n_rows, int N,
                       int l) {
     int dim = m->config.dim, hidden = m->config.hidden_dim;
-    rmsnorm_forward(s->xb, s->x, m->weights.rms_ffn + (size_t)l * dim, N, dim,
-                    config_norm_eps(&m->config));
+    rmsnorm_rows(m, s->xb, s->x, m->weights.rms_ffn + (size_t)l * dim, N, dim);
     emit_each(rows, n_rows, l, HOOK_LN2, s->xb, 1, dim);
     linear_rows(m, s, rows, n_rows, s->hb, s->xb, N, dim, hidden, weight_of(m, M_W1, l));
     linear_rows(m, s, rows, n_rows, s->hb2, s->xb, N, dim, hidden, weight_of(m, M_W3, l));
     emit_each(rows, n_rows, l, HOOK_MLP_GATE, s->hb, 1, hidden);
     emit_each(rows, n_rows, l, HOOK_MLP_UP, s->hb2, 1, hidden);
-    swiglu_forward(s->hb, s->hb2, N * hidden); /* hb [N, hidden] */
+    swiglu_rows(m, s->hb, s->hb2, N, hidden); /* hb [N, hidden] */
     emit_each(rows, n_rows, l, HOOK_MLP_HIDDEN, s->hb, 1, hidden);
     linear_rows(m, s, rows, n_rows, s->xb, s->hb, N, hidden, dim, weight_of(m, M_W2, l));
     emit_each(rows, n_rows, l, HOOK_MLP_OUT, s->xb, 1, dim);
-    residual_forward(s->x, s->xb, N * dim);
+    residual_rows(m, s->x, s->xb, N, dim);
     emit_each(rows, n_rows, l, HOOK_RESID_POST, s->x, 1, dim);
 }
 
@@ -447,7 +499,7 @@ static const float *classify(const Model *m, RunState *s, const ForwardRow *rows
         W += n;
     }
     Weight cls = weight_of(m, M_CLS, 0);
-    rmsnorm_forward(s->xb, s->xb, m->weights.rms_final, W, dim, config_norm_eps(&m->config));
+    rmsnorm_rows(m, s->xb, s->xb, m->weights.rms_final, W, dim);
     linear(s, model_threads(m), s->logits, s->xb, W, dim, V, cls);
     for (int r = 0, w0 = 0; r < n_rows; w0 += wanted(&rows[r++])) {
         const ForwardRow *row = &rows[r];

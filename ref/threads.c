@@ -13,7 +13,7 @@
 #include <stdlib.h>
 #include <unistd.h>
 
-#define SPIN_ROUNDS 4000 /* pause instructions before sleeping: some tens of microseconds */
+#define SPIN_ROUNDS 10000 /* pause instructions before sleeping: some 300 microseconds here */
 
 typedef struct {
     struct ThreadPool *pool;
