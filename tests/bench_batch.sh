@@ -12,7 +12,7 @@ bin=build/stepwise
 models=${STEPWISE_MODELS:-../shared/models}
 m15=build/m15.bin
 mkdir -p build/bench
-cc -O2 -o build/bench/bandwidth tests/bench/bandwidth.c
+make --no-print-directory build/bench/bandwidth
 build/bench/bandwidth
 [ -f "$m15" ] || "$bin" make-model --dim 288 --hidden 768 --layers 6 --heads 6 --vocab 32000 \
     --seq-len 256 --seed 42 --out "$m15" 2>/dev/null
