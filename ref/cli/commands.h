@@ -14,6 +14,7 @@ int cli_inspect(int argc, char **argv);
 int cli_score(int argc, char **argv);
 int cli_diff(int argc, char **argv);
 int cli_golden(int argc, char **argv);
+int cli_golden_merge(int argc, char **argv);
 int cli_quantize(int argc, char **argv);
 int cli_compare_quant(int argc, char **argv);
 int cli_batch(int argc, char **argv);

@@ -17,16 +17,19 @@
 #include "../build_info.h"
 #include "commands.h"
 #include "common.h"
+#include "golden_folder.h"
 #include "identity.h"
 #include "signals.h"
 #include "../file_util.h"
 #include "../hf_model.h"
 #include "../tokenizer_json.h"
 #include "../sha256.h"
+#include "../threads.h"
 
 static const char GOLDEN_USAGE[] =
     "usage: stepwise golden --model M [--tokenizer T] --out DIR [--kernels plain|fast]\n"
-    "                       [--hooks P]\n"
+    "                       [--hooks P] [--threads N] [--shard K/N]\n"
+    "       stepwise golden merge PART... --out DIR\n"
     "\n"
     "Write a golden set into DIR: manifest.json, scored\n"
     "sequences (score-*.jsonl, with activations: --hooks default, the residual\n"
@@ -39,7 +42,15 @@ static const char GOLDEN_USAGE[] =
     "GGUF file brings its own. Where the tokenizer adds no BOS (Qwen's), the\n"
     "generations from BOS alone start from the first prompt instead.\n"
     "Every file leaves out measured figures, so the set is byte-identical run\n"
-    "to run. docs/oracle.md says how to compare another engine against it.\n";
+    "to run, whatever --threads. docs/oracle.md says how to compare another\n"
+    "engine against it.\n"
+    "\n"
+    "--shard K/N writes part K of N: the files whose number in the set is K-1\n"
+    "modulo N, with a manifest of its own (each file's SHA-256, the part's\n"
+    "number). `golden merge` checks that the parts are one set (the same model,\n"
+    "tokenizer, stepwise build and options; every part once; every file once,\n"
+    "its checksum right) and writes the set, byte for byte what one run without\n"
+    "--shard writes. docs/oracle.md shows GNU parallel and Slurm running parts.\n";
 
 /* The prompts scored and generated from; short stories-style text. */
 static const char *const PROMPTS[] = {
@@ -67,7 +78,9 @@ static int run_command(int argc, char **argv) {
  * alone when the tokenizer adds none (Qwen's), else NULL. */
 typedef struct {
     const char *model, *tokenizer, *kernels, *no_bos_prompt;
-    const char *hooks; /* score files' --hooks */
+    const char *hooks;   /* score files' --hooks */
+    const char *threads; /* --threads for every command, or NULL */
+    int shard, shards;   /* this part (1..shards) of the set; 1 of 1: the whole set */
 } GoldenRun;
 
 /* The last part of a path: what the manifest names a file by. */
@@ -76,8 +89,8 @@ static const char *base_name(const char *path) {
     return slash != NULL && slash[1] != '\0' ? slash + 1 : path;
 }
 
-static bool make_file(const GoldenFile *g, const GoldenRun *run, const char *dir, cJSON *files,
-                      StepError *err) {
+static bool make_file(const GoldenFile *g, int index, const GoldenRun *run, const char *dir,
+                      cJSON *files, StepError *err) {
     char path[PATH_MAX + 64];
     snprintf(path, sizeof path, "%s/%s", dir, g->file);
     char *argv[40];
@@ -96,6 +109,7 @@ static bool make_file(const GoldenFile *g, const GoldenRun *run, const char *dir
     argv[argc++] = (char *)out_flag, argv[argc++] = path;
     argv[argc++] = "--reproducible";
     if (run->kernels != NULL) argv[argc++] = "--kernels", argv[argc++] = (char *)run->kernels;
+    if (run->threads != NULL) argv[argc++] = "--threads", argv[argc++] = (char *)run->threads;
     if (strcmp(g->kind, "score") == 0 && strcmp(run->hooks, "none") != 0)
         argv[argc++] = "--hooks", argv[argc++] = (char *)run->hooks;
     argv[argc] = NULL;
@@ -104,6 +118,8 @@ static bool make_file(const GoldenFile *g, const GoldenRun *run, const char *dir
      * tokenizer by name), so the manifest reads the same anywhere */
     char command[4096] = "stepwise";
     for (int i = 0; i < argc; i++) {
+        if (run->threads != NULL && (argv[i] == run->threads || strcmp(argv[i], "--threads") == 0))
+            continue; /* the same bytes for any number of threads */
         const char *word = argv[i] == path             ? g->file
                            : argv[i] == run->model     ? base_name(run->model)
                            : argv[i] == run->tokenizer ? base_name(run->tokenizer)
@@ -114,13 +130,17 @@ static bool make_file(const GoldenFile *g, const GoldenRun *run, const char *dir
     }
     if (run_command(argc, argv) != 0)
         return step_fail(err, "golden: making %s failed (see above)", g->file);
+    char sha[65];
+    if (!sha256_file(path, sha, err)) return false;
     cJSON *entry = cJSON_CreateObject();
+    cJSON_AddNumberToObject(entry, "index", index);
     cJSON_AddStringToObject(entry, "file", g->file);
     cJSON_AddStringToObject(entry, "kind", g->kind);
     cJSON_AddStringToObject(entry, "what", g->what);
     if (!has_prompt && run->no_bos_prompt != NULL)
         cJSON_AddStringToObject(entry, "note", "the tokenizer adds no BOS: from the first prompt");
     cJSON_AddStringToObject(entry, "command", command);
+    cJSON_AddStringToObject(entry, "sha256", sha);
     cJSON_AddItemToArray(files, entry);
     return true;
 }
@@ -148,33 +168,16 @@ static bool tokenizer_adds_bos(const char *model, const char *tokenizer) {
     return adds;
 }
 
-static bool write_set(const GoldenRun *run, const char *dir, StepError *err) {
-    cJSON *manifest = cJSON_CreateObject(), *files = cJSON_CreateArray();
-    cJSON_AddStringToObject(manifest, "format", "stepwise-golden");
-    cJSON_AddNumberToObject(manifest, "version", 1);
-    cJSON_AddStringToObject(manifest, "stepwise_version", STEPWISE_VERSION);
-    cJSON *build = cJSON_AddObjectToObject(manifest, "build");
-    cJSON_AddStringToObject(build, "compiler", build_compiler());
-    cJSON_AddStringToObject(build, "cflags", build_cflags());
-    cJSON *model_id = cli_file_identity(run->model, err),
-          *tok_id = model_id ? tokenizer_identity(run, err) : NULL;
-    bool ok = model_id != NULL && tok_id != NULL;
-    if (ok) {
-        cJSON_AddItemToObject(manifest, "model", model_id);
-        cJSON_AddItemToObject(manifest, "tokenizer", tok_id);
-    } else {
-        cJSON_Delete(model_id);
-    }
-    cJSON_AddStringToObject(manifest, "how_to_compare",
-                            "stepwise diff FILE CANDIDATE: see docs/oracle.md");
-    char names[N_PROMPTS][32];
-    for (int i = 0; ok && i < N_PROMPTS && !cli_signal_caught(); i++) {
+/* The files of a set, in their order: every part of a sharded set numbers
+ * them the same way. names: storage for the score files' names. */
+static int golden_files(GoldenFile *out, char names[N_PROMPTS][32]) {
+    int n = 0;
+    for (int i = 0; i < N_PROMPTS; i++) {
         snprintf(names[i], sizeof names[i], "score-%02d.jsonl", i);
-        GoldenFile g = {.file = names[i],
-                        .kind = "score",
-                        .what = "teacher-forced logits and log-probabilities of a prompt",
-                        .args = {"score", "--text", PROMPTS[i], "--top-n", "5", NULL}};
-        ok = make_file(&g, run, dir, files, err);
+        out[n++] = (GoldenFile){.file = names[i],
+                                .kind = "score",
+                                .what = "teacher-forced logits and log-probabilities of a prompt",
+                                .args = {"score", "--text", PROMPTS[i], "--top-n", "5", NULL}};
     }
     const GoldenFile rest[] = {
         {.file = "greedy-00.jsonl",
@@ -202,114 +205,99 @@ static bool write_set(const GoldenRun *run, const char *dir, StepError *err) {
          .what = "the KV cache after a prompt: every row, every layer",
          .args = {"score", "--text", PROMPTS[1], "--top-n", "0", "--trace-kv", NULL}},
     };
-    for (size_t i = 0; ok && i < sizeof rest / sizeof rest[0] && !cli_signal_caught(); i++)
-        ok = make_file(&rest[i], run, dir, files, err);
-    cJSON_AddItemToObject(manifest, "files", files);
-    if (ok) {
-        char path[PATH_MAX + 64];
-        snprintf(path, sizeof path, "%s/manifest.json", dir);
-        AtomicFile out;
-        ok = atomic_file_open(&out, path, err);
-        if (ok) {
-            char *text = cJSON_Print(manifest);
-            fputs(text, out.file);
-            fputc('\n', out.file);
-            cJSON_free(text);
-            ok = atomic_file_commit(&out, err);
-        }
+    for (size_t i = 0; i < sizeof rest / sizeof rest[0]; i++) out[n++] = rest[i];
+    return n;
+}
+
+static cJSON *golden_manifest_new(const GoldenRun *run, StepError *err) {
+    cJSON *manifest = cJSON_CreateObject();
+    cJSON_AddStringToObject(manifest, "format", "stepwise-golden");
+    cJSON_AddNumberToObject(manifest, "version", 1);
+    cJSON_AddStringToObject(manifest, "stepwise_version", STEPWISE_VERSION);
+    cJSON *build = cJSON_AddObjectToObject(manifest, "build");
+    cJSON_AddStringToObject(build, "compiler", build_compiler());
+    cJSON_AddStringToObject(build, "cflags", build_cflags());
+    cJSON *model_id = cli_file_identity(run->model, err),
+          *tok_id = model_id ? tokenizer_identity(run, err) : NULL;
+    if (model_id == NULL || tok_id == NULL) {
+        cJSON_Delete(model_id);
+        cJSON_Delete(manifest);
+        return NULL;
     }
+    cJSON_AddItemToObject(manifest, "model", model_id);
+    cJSON_AddItemToObject(manifest, "tokenizer", tok_id);
+    cJSON *options = cJSON_AddObjectToObject(manifest, "options");
+    cJSON_AddStringToObject(options, "hooks", run->hooks);
+    cJSON_AddStringToObject(manifest, "how_to_compare",
+                            "stepwise diff FILE CANDIDATE: see docs/oracle.md");
+    return manifest;
+}
+
+/* Write the run's part of the set (the whole set for 1 of 1) into dir:
+ * file i belongs to part (i mod shards) + 1. */
+static bool write_set(void *ctx, const char *dir, StepError *err) {
+    const GoldenRun *run = ctx;
+    cJSON *manifest = golden_manifest_new(run, err);
+    if (manifest == NULL) return false;
+    cJSON *files = cJSON_AddArrayToObject(manifest, "files");
+    bool ok = true;
+    GoldenFile all[N_PROMPTS + 8];
+    char names[N_PROMPTS][32];
+    int n = golden_files(all, names);
+    for (int i = 0; ok && i < n && !cli_signal_caught(); i++)
+        if (i % run->shards == run->shard - 1) ok = make_file(&all[i], i, run, dir, files, err);
+    if (ok && run->shards > 1) {
+        cJSON *shard = cJSON_AddObjectToObject(manifest, "shard");
+        cJSON_AddNumberToObject(shard, "index", run->shard);
+        cJSON_AddNumberToObject(shard, "count", run->shards);
+        cJSON_AddNumberToObject(shard, "files_in_set", n);
+    }
+    if (ok) ok = golden_manifest_write(manifest, dir, err);
     cJSON_Delete(manifest);
     return ok;
 }
 
-/* Remove a folder this command made, and the files in it. */
-static void remove_folder(const char *dir) {
-    DIR *d = opendir(dir);
-    struct dirent *entry;
-    char path[PATH_MAX];
-    while (d != NULL && (entry = readdir(d)) != NULL) {
-        if (strcmp(entry->d_name, ".") == 0 || strcmp(entry->d_name, "..") == 0) continue;
-        if (snprintf(path, sizeof path, "%s/%s", dir, entry->d_name) < (int)sizeof path)
-            unlink(path);
+/* --shard K/N: part K of N, 1 <= K <= N <= 10000. */
+static bool parse_shard(const char *arg, int *k, int *n, StepError *err) {
+    char *end;
+    errno = 0;
+    long a = strtol(arg, &end, 10), b = 0;
+    bool ok = errno == 0 && end != arg && *end == '/';
+    if (ok) {
+        const char *rest = end + 1;
+        b = strtol(rest, &end, 10);
+        ok = errno == 0 && end != rest && *end == '\0' && b >= 1 && b <= 10000 && a >= 1 && a <= b;
     }
-    if (d != NULL) closedir(d);
-    rmdir(dir);
-}
-
-/* Whether an existing DIR may be replaced: an empty folder, or a golden set
- * (it has a manifest.json). Anything else is the user's, and kept. */
-static bool replaceable(const char *dir, StepError *err) {
-    struct stat st;
-    if (stat(dir, &st) != 0) return true; /* nothing there */
-    if (!S_ISDIR(st.st_mode)) return step_fail(err, "golden: --out %s is not a folder", dir);
-    char manifest[PATH_MAX];
-    snprintf(manifest, sizeof manifest, "%s/manifest.json", dir);
-    if (access(manifest, F_OK) == 0) return true;
-    DIR *d = opendir(dir);
-    struct dirent *entry;
-    int others = 0;
-    while (d != NULL && (entry = readdir(d)) != NULL)
-        others += strcmp(entry->d_name, ".") != 0 && strcmp(entry->d_name, "..") != 0;
-    if (d != NULL) closedir(d);
-    if (d == NULL || others > 0)
-        return step_fail(err,
-                         "golden: --out %s is a folder that is not empty and holds no "
-                         "golden set (no manifest.json); not replacing it",
-                         dir);
+    if (!ok)
+        return step_fail(err, "golden: --shard takes K/N with 1 <= K <= N <= 10000, got '%.40s'",
+                         arg);
+    *k = (int)a, *n = (int)b;
     return true;
 }
 
-/* The set is written into a new folder beside DIR and renamed into place
- * only when whole: a failure or a signal leaves no partial set, and an
- * older set at DIR is replaced in one step. */
-static bool make_golden(const char *model, const char *tokenizer, const char *kernels,
-                        const char *hooks, const char *dir, StepError *err) {
-    char tmp[PATH_MAX], old[PATH_MAX];
-    if (!replaceable(dir, err)) return false;
-    if (snprintf(tmp, sizeof tmp, "%s.XXXXXX", dir) >= (int)sizeof tmp ||
-        snprintf(old, sizeof old, "%s.old.XXXXXX", dir) >= (int)sizeof old)
-        return step_fail(err, "golden: --out %s: name too long", dir);
-    cli_signals_defer_begin(); /* from before the folder exists: a signal stops between files */
-    if (mkdtemp(tmp) == NULL) {
-        cli_signals_defer_end();
-        return step_fail(err, "golden: cannot create a folder beside %s: %s", dir, strerror(errno));
-    }
-    chmod(tmp, 0755);
-    GoldenRun run = {.model = model,
-                     .tokenizer = tokenizer,
-                     .kernels = kernels,
-                     .hooks = hooks,
-                     .no_bos_prompt = tokenizer_adds_bos(model, tokenizer) ? NULL : PROMPTS[0]};
-    bool ok = write_set(&run, tmp, err);
-    if (ok && cli_signal_caught())
-        ok = step_fail(err, "golden: interrupted (%s)", cli_signal_name(cli_signal_caught()));
-    struct stat st;
-    bool had_old = ok && stat(dir, &st) == 0;
-    /* An old set moves aside under a fresh name (mkdtemp makes it, rename
-     * replaces the empty folder), the new one moves in, the old is removed. */
-    if (had_old && (mkdtemp(old) == NULL || rename(dir, old) != 0))
-        ok =
-            step_fail(err, "golden: cannot move the old set at %s aside: %s", dir, strerror(errno));
-    if (ok && rename(tmp, dir) != 0) {
-        ok = step_fail(err, "golden: cannot rename %s to %s: %s", tmp, dir, strerror(errno));
-        if (had_old) rename(old, dir);
-    }
-    if (!ok) remove_folder(tmp);
-    if (ok && had_old) remove_folder(old);
-    cli_signals_defer_end();
-    return ok;
-}
-
 int cli_golden(int argc, char **argv) {
-    enum { OPT_MODEL = 256, OPT_TOKENIZER, OPT_OUT, OPT_KERNELS, OPT_HOOKS };
+    if (argc > 1 && strcmp(argv[1], "merge") == 0) return cli_golden_merge(argc - 1, argv + 1);
+    enum {
+        OPT_MODEL = 256,
+        OPT_TOKENIZER,
+        OPT_OUT,
+        OPT_KERNELS,
+        OPT_HOOKS,
+        OPT_SHARD,
+        OPT_THREADS
+    };
     static const struct option options[] = {{"model", required_argument, NULL, OPT_MODEL},
                                             {"tokenizer", required_argument, NULL, OPT_TOKENIZER},
                                             {"out", required_argument, NULL, OPT_OUT},
                                             {"kernels", required_argument, NULL, OPT_KERNELS},
                                             {"hooks", required_argument, NULL, OPT_HOOKS},
+                                            {"shard", required_argument, NULL, OPT_SHARD},
+                                            {"threads", required_argument, NULL, OPT_THREADS},
                                             {"help", no_argument, NULL, 'h'},
                                             {NULL, 0, NULL, 0}};
     const char *model = NULL, *tokenizer = NULL, *out = NULL, *kernels = NULL, *hooks = "default";
+    const char *threads = NULL;
+    int shard = 1, shards = 1, unused;
     StepError err;
     bool ok = true;
     opterr = 0;
@@ -332,6 +320,13 @@ int cli_golden(int argc, char **argv) {
             case OPT_HOOKS:
                 hooks = optarg;
                 break;
+            case OPT_SHARD:
+                ok = parse_shard(optarg, &shard, &shards, &err);
+                break;
+            case OPT_THREADS:
+                threads = optarg;
+                ok = cli_parse_int(optarg, "--threads", 1, THREADS_MAX, &unused, &err);
+                break;
             case 'h':
                 fputs(GOLDEN_USAGE, stdout);
                 return 0;
@@ -343,11 +338,26 @@ int cli_golden(int argc, char **argv) {
         ok = step_fail(&err, "golden: needs --model and --out (see --help)");
     if (ok && kernels != NULL && strcmp(kernels, "plain") != 0 && strcmp(kernels, "fast") != 0)
         ok = step_fail(&err, "unknown --kernels '%s' (fast, plain)", kernels);
-    if (ok) ok = make_golden(model, tokenizer, kernels, hooks, out, &err);
+    GoldenRun run = {.model = model,
+                     .tokenizer = tokenizer,
+                     .kernels = kernels,
+                     .hooks = hooks,
+                     .threads = threads,
+                     .shard = shard,
+                     .shards = shards};
+    if (ok) {
+        run.no_bos_prompt = tokenizer_adds_bos(model, tokenizer) ? NULL : PROMPTS[0];
+        ok = golden_folder_replace(out, write_set, &run, &err);
+    }
     if (!ok) {
         cli_print_error(&err);
         return cli_signal_caught() ? 128 + cli_signal_caught() : EXIT_BAD_INPUT;
     }
-    fprintf(stderr, "golden set written to %s (manifest.json lists its files)\n", out);
+    if (shards > 1)
+        fprintf(stderr,
+                "part %d of %d of a golden set written to %s (stepwise golden merge joins them)\n",
+                shard, shards, out);
+    else
+        fprintf(stderr, "golden set written to %s (manifest.json lists its files)\n", out);
     return 0;
 }

@@ -9,7 +9,7 @@ S=${1:?usage: make_seeds.sh STEPWISE_BINARY OUT}
 C=${2:?usage: make_seeds.sh STEPWISE_BINARY OUT}
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-KINDS="checkpoint tokenizer tokenizer_json model_json requests trace diff safetensors gguf"
+KINDS="checkpoint tokenizer tokenizer_json model_json requests trace diff safetensors gguf golden"
 for k in $KINDS; do rm -rf "${C:?}/$k" && mkdir -p "$C/$k"; done
 
 # checkpoints: tied and untied, MHA and GQA, and a .q8 of each
@@ -173,4 +173,25 @@ cfg = dict(hf.BASE, architectures=["LlamaForCausalLM"], head_dim=6, rope_theta=1
                          "high_freq_factor": 4.0, "original_max_position_embeddings": 16})
 open(f"{sys.argv[1]}/llama-rope-freqs", "wb").write(
     gguf_reference.gguf_bytes("llama", cfg, hf.hf_tensors(cfg, 3), gguf_reference.GGUF_F32))
+PY
+
+# golden sets: the two parts of a sharded set, as `golden --shard K/2`
+# writes them (a model's run is too long for a seed: the manifests are
+# written here, in the same fields), and a part paired with itself; each
+# seed a 2-byte length, then the two parts' manifest.json
+/usr/bin/python3 - "$C/golden" <<'PY'
+import json, struct, sys
+def part(k):
+    files = [{"index": i, "file": f"score-{i:02d}.jsonl", "kind": "score", "what": "scores",
+              "command": f"stepwise score --text 'x' --out score-{i:02d}.jsonl", "sha256": f"{i:064x}"}
+             for i in range(5) if i % 2 == k - 1]
+    m = {"format": "stepwise-golden", "version": 1, "stepwise_version": "0.1",
+         "build": {"compiler": "gcc", "cflags": "-O2"},
+         "model": {"file": "m.bin", "sha256": "ab" * 32}, "tokenizer": {"file": "t.bin", "sha256": "cd" * 32},
+         "options": {"hooks": "default"}, "how_to_compare": "stepwise diff", "files": files,
+         "shard": {"index": k, "count": 2, "files_in_set": 5}}
+    return json.dumps(m, indent="\t").encode()
+a, b = part(1), part(2)
+open(f"{sys.argv[1]}/two-parts", "wb").write(struct.pack("<H", len(a)) + a + b)
+open(f"{sys.argv[1]}/same-part", "wb").write(struct.pack("<H", len(a)) + a + a)
 PY

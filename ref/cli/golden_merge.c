@@ -1,0 +1,120 @@
+/* cli/golden_merge.c: `stepwise golden merge PART... --out DIR`, the parts
+ * of a golden set made with --shard K/N (on one machine or many) joined into
+ * the set, byte for byte what one `stepwise golden` writes. Every part is
+ * checked before anything is written: that it is a part (its manifest's
+ * fields and numbers), that all are parts of one set (the same model,
+ * tokenizer, stepwise build and options), that each part comes once and
+ * none is missing, that each file of the set comes once, and that each
+ * file's bytes have the SHA-256 its part's manifest gives. */
+#include <cjson/cJSON.h>
+#include <getopt.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "commands.h"
+#include "common.h"
+#include "golden_folder.h"
+#include "../file_util.h"
+#include "../golden_parts.h"
+#include "../sha256.h"
+
+static const char MERGE_USAGE[] =
+    "usage: stepwise golden merge PART... --out DIR\n"
+    "\n"
+    "Join the parts of a golden set (folders written by `stepwise golden --shard\n"
+    "K/N`) into DIR: the files of every part and the set's manifest.json, the\n"
+    "same bytes one `stepwise golden` without --shard writes. Refused, naming\n"
+    "the problem, unless the parts are all N parts of one set: the same model,\n"
+    "tokenizer, build and options, each part once, each file once, every\n"
+    "file's SHA-256 as its manifest says. DIR is written whole or not at all.\n";
+
+/* Copy one file of the set into dir, hashing it on the way: its SHA-256
+ * must be the manifest's. */
+static bool copy_checked(const GoldenSetFile *f, const char *dir, StepError *err) {
+    char from[PATH_MAX + 256], to[PATH_MAX + 256];
+    snprintf(from, sizeof from, "%s/%s", f->part, f->file);
+    snprintf(to, sizeof to, "%s/%s", dir, f->file);
+    FILE *in = fopen(from, "rb");
+    if (in == NULL) return step_fail(err, "golden merge: %s: cannot open", from);
+    AtomicFile out;
+    if (!atomic_file_open(&out, to, err)) {
+        fclose(in);
+        return false;
+    }
+    Sha256 h;
+    sha256_init(&h);
+    char buf[1 << 16], hex[65];
+    size_t n;
+    bool ok = true;
+    while (ok && (n = fread(buf, 1, sizeof buf, in)) > 0) {
+        sha256_update(&h, buf, n);
+        ok = fwrite(buf, 1, n, out.file) == n;
+    }
+    ok = ok && !ferror(in);
+    fclose(in);
+    sha256_hex(&h, hex);
+    if (!ok) {
+        atomic_file_discard(&out);
+        return step_fail(err, "golden merge: %s: read or write failed", from);
+    }
+    if (strcmp(hex, f->sha256) != 0) {
+        atomic_file_discard(&out);
+        return step_fail(err, "golden merge: %s: its SHA-256 is not the one its manifest gives",
+                         from);
+    }
+    return atomic_file_commit(&out, err);
+}
+
+/* Fill dir with the set: every file, then the manifest (the first part's,
+ * without its shard, listing every file by number). */
+static bool write_merged(void *ctx, const char *dir, StepError *err) {
+    const GoldenParts *mg = ctx;
+    for (int i = 0; i < mg->n_files; i++)
+        if (!copy_checked(&mg->files[i], dir, err)) return false;
+    cJSON *manifest = cJSON_Duplicate(mg->manifests[0], true);
+    cJSON_DeleteItemFromObjectCaseSensitive(manifest, "shard");
+    cJSON *files = cJSON_CreateArray();
+    for (int i = 0; i < mg->n_files; i++)
+        cJSON_AddItemToArray(files, cJSON_Duplicate(mg->files[i].entry, true));
+    cJSON_ReplaceItemInObjectCaseSensitive(manifest, "files", files);
+    bool ok = golden_manifest_write(manifest, dir, err);
+    cJSON_Delete(manifest);
+    return ok;
+}
+
+int cli_golden_merge(int argc, char **argv) {
+    static const struct option options[] = {{"out", required_argument, NULL, 'o'},
+                                            {"help", no_argument, NULL, 'h'},
+                                            {NULL, 0, NULL, 0}};
+    const char *out = NULL;
+    StepError err;
+    bool ok = true;
+    opterr = 0;
+    optind = 1;
+    int c;
+    while (ok && (c = getopt_long(argc, argv, ":h", options, NULL)) != -1) {
+        if (c == 'o') {
+            out = optarg;
+        } else if (c == 'h') {
+            fputs(MERGE_USAGE, stdout);
+            return 0;
+        } else {
+            ok = cli_option_error("golden merge", c, optopt, argv, optind, &err);
+        }
+    }
+    GoldenParts mg = {0};
+    if (ok && (out == NULL || argc - optind < 1))
+        ok = step_fail(&err, "golden merge: needs the parts and --out DIR (see --help)");
+    if (ok) ok = golden_parts_check(&mg, (const char **)argv + optind, argc - optind, &err);
+    if (ok) ok = golden_folder_replace(out, write_merged, &mg, &err);
+    int n_files = mg.n_files, n_parts = mg.n_parts;
+    golden_parts_free(&mg);
+    if (!ok) {
+        cli_print_error(&err);
+        return EXIT_BAD_INPUT;
+    }
+    fprintf(stderr, "golden set of %d files from %d parts written to %s\n", n_files, n_parts, out);
+    return 0;
+}

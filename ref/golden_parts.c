@@ -1,0 +1,155 @@
+/* golden_parts.c: see golden_parts.h. */
+#include "golden_parts.h"
+
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "file_util.h"
+#include "json_util.h"
+
+#define MAX_PARTS 10000
+#define MAX_FILES 1000000
+
+/* A file name a manifest may give: letters, digits, '.', '-', '_', not
+ * starting with '.', so that it names a file inside the part. */
+static bool safe_name(const char *s) {
+    size_t n = strlen(s);
+    if (n == 0 || n > 200 || s[0] == '.') return false;
+    for (size_t i = 0; i < n; i++) {
+        char c = s[i];
+        bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+                  c == '.' || c == '-' || c == '_';
+        if (!ok) return false;
+    }
+    return true;
+}
+
+static bool is_sha256(const char *s) {
+    if (s == NULL || strlen(s) != 64) return false;
+    for (int i = 0; i < 64; i++)
+        if (!((s[i] >= '0' && s[i] <= '9') || (s[i] >= 'a' && s[i] <= 'f'))) return false;
+    return true;
+}
+
+/* Part k's manifest: read, parsed, its shard numbers checked (a whole set,
+ * with no "shard", is part 1 of 1). */
+static bool read_part(GoldenParts *mg, int k, int *index, int *count, int *total, StepError *err) {
+    const char *part = mg->parts[k];
+    char path[PATH_MAX + 32], *text = NULL;
+    if (snprintf(path, sizeof path, "%s/manifest.json", part) >= (int)sizeof path)
+        return step_fail(err, "golden merge: %s: path too long", part);
+    if (!file_read_text(path, "golden merge", &text, err)) return false;
+    cJSON *m = mg->manifests[k] = cJSON_Parse(text);
+    free(text);
+    if (!cJSON_IsObject(m)) return step_fail(err, "golden merge: %s is not JSON", path);
+    const char *format = json_string_field(m, "format");
+    int version;
+    if (format == NULL || strcmp(format, "stepwise-golden") != 0 ||
+        !json_int_field(m, "version", 1, 1, &version))
+        return step_fail(
+            err, "golden merge: %s is not a stepwise golden set's manifest (version 1)", path);
+    const cJSON *files = cJSON_GetObjectItemCaseSensitive(m, "files");
+    if (!cJSON_IsArray(files)) return step_fail(err, "golden merge: %s has no files list", path);
+    const cJSON *shard = cJSON_GetObjectItemCaseSensitive(m, "shard");
+    if (shard == NULL) { /* a whole set */
+        *index = *count = 1;
+        *total = cJSON_GetArraySize(files);
+        return *total >= 1 || step_fail(err, "golden merge: %s lists no files", path);
+    }
+    if (!json_int_field(shard, "count", 1, MAX_PARTS, count) ||
+        !json_int_field(shard, "index", 1, *count, index) ||
+        !json_int_field(shard, "files_in_set", 1, MAX_FILES, total))
+        return step_fail(err,
+                         "golden merge: %s: shard needs count in [1, %d], index in [1, count] "
+                         "and files_in_set in [1, %d]",
+                         path, MAX_PARTS, MAX_FILES);
+    return true;
+}
+
+/* The first top-level field (other than files and shard) where two
+ * manifests differ, or NULL when they agree. */
+static const char *first_difference(const cJSON *a, const cJSON *b) {
+    const cJSON *both[2] = {a, b};
+    for (int side = 0; side < 2; side++) {
+        for (const cJSON *f = both[side]->child; f != NULL; f = f->next) {
+            if (strcmp(f->string, "files") == 0 || strcmp(f->string, "shard") == 0) continue;
+            const cJSON *g = cJSON_GetObjectItemCaseSensitive(both[1 - side], f->string);
+            if (g == NULL || !cJSON_Compare(f, g, true)) return f->string;
+        }
+    }
+    return NULL;
+}
+
+bool golden_parts_check(GoldenParts *mg, const char **parts, int n_parts, StepError *err) {
+    *mg = (GoldenParts){.n_parts = n_parts, .parts = parts};
+    if (n_parts < 1 || n_parts > MAX_PARTS)
+        return step_fail(err, "golden merge: %d parts given, 1 to %d taken", n_parts, MAX_PARTS);
+    mg->manifests = calloc((size_t)n_parts, sizeof *mg->manifests);
+    if (mg->manifests == NULL) return step_fail(err, "golden merge: out of memory");
+    int count = 0, total = 0;
+    const char **seen = calloc((size_t)mg->n_parts, sizeof *seen);
+    if (seen == NULL) return step_fail(err, "golden merge: out of memory");
+    bool ok = true;
+    for (int k = 0; ok && k < mg->n_parts; k++) {
+        int index, c, t;
+        ok = read_part(mg, k, &index, &c, &t, err);
+        if (!ok) break;
+        if (k == 0) count = c, total = t;
+        if (ok && (c != count || t != total))
+            ok = step_fail(err, "golden merge: %s is a part of %d (of %d files), %s of %d (of %d)",
+                           mg->parts[k], c, t, mg->parts[0], count, total);
+        if (ok && c != mg->n_parts)
+            ok = step_fail(err, "golden merge: the set has %d parts, %d given", c, mg->n_parts);
+        if (ok && seen[index - 1] != NULL)
+            ok = step_fail(err, "golden merge: part %d of %d given twice: %s and %s", index, c,
+                           seen[index - 1], mg->parts[k]);
+        if (ok) seen[index - 1] = mg->parts[k];
+        const char *field = ok ? first_difference(mg->manifests[0], mg->manifests[k]) : NULL;
+        if (field != NULL)
+            ok = step_fail(err,
+                           "golden merge: %s and %s are not parts of one set: their \"%s\" "
+                           "differ",
+                           mg->parts[0], mg->parts[k], field);
+    }
+    free(seen);
+    if (!ok) return false;
+    mg->n_files = total;
+    mg->files = calloc((size_t)total, sizeof *mg->files);
+    if (mg->files == NULL) return step_fail(err, "golden merge: out of memory");
+    for (int k = 0; k < mg->n_parts; k++) {
+        const cJSON *entry;
+        cJSON_ArrayForEach(entry, cJSON_GetObjectItemCaseSensitive(mg->manifests[k], "files")) {
+            int i;
+            const char *file = json_string_field(entry, "file");
+            const char *sha = json_string_field(entry, "sha256");
+            if (!json_int_field(entry, "index", 0, total - 1, &i) || file == NULL ||
+                !safe_name(file) || !is_sha256(sha))
+                return step_fail(err,
+                                 "golden merge: %s: a file entry needs an index in [0, %d), a "
+                                 "plain file name and a sha256",
+                                 mg->parts[k], total);
+            if (mg->files[i].file != NULL)
+                return step_fail(err, "golden merge: file %d (%s) is in %s and in %s", i, file,
+                                 mg->files[i].part, mg->parts[k]);
+            mg->files[i] =
+                (GoldenSetFile){.entry = entry, .part = mg->parts[k], .file = file, .sha256 = sha};
+        }
+    }
+    for (int i = 0; i < total; i++) {
+        if (mg->files[i].file == NULL)
+            return step_fail(err, "golden merge: file %d of %d is in no part", i, total);
+        for (int j = 0; j < i; j++)
+            if (strcmp(mg->files[i].file, mg->files[j].file) == 0)
+                return step_fail(err, "golden merge: two files are named %s", mg->files[i].file);
+    }
+    return true;
+}
+
+void golden_parts_free(GoldenParts *mg) {
+    for (int k = 0; mg->manifests != NULL && k < mg->n_parts; k++) cJSON_Delete(mg->manifests[k]);
+    free(mg->manifests);
+    free(mg->files);
+    memset(mg, 0, sizeof *mg);
+}

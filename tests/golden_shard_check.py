@@ -1,0 +1,108 @@
+#!/usr/bin/python3
+"""golden --shard K/N and golden merge (in `make test`).
+
+On stories260K: the unsharded set is made once; for N = 1, 2 and 5 the N
+parts (each with --threads 1, the whole set with the default) are merged and
+compared with it file by file and byte for byte, manifest included. Each
+part's manifest lists only its own files, numbered in the set, with their
+SHA-256 (checked here with hashlib). Then what merge must refuse, each in
+one line with exit status 2 and no --out written: a missing part, a part
+given twice, a part of another model, a part made with other options, a
+file whose bytes no longer match its checksum, a file entry that names a
+path outside its part, a folder that is not a part, and bad --shard values.
+
+    /usr/bin/python3 tests/golden_shard_check.py build/stepwise
+"""
+import filecmp
+import hashlib
+import json
+import os
+import shutil
+import sys
+import tempfile
+
+from check_util import Checks, run_stepwise
+
+BIN = os.path.abspath(sys.argv[1] if len(sys.argv) > 1 else "build/stepwise")
+MODELS = os.path.abspath(os.environ.get("STEPWISE_MODELS", "../shared/models"))
+
+
+def same_tree(a, b):
+    names = sorted(os.listdir(a))
+    if names != sorted(os.listdir(b)):
+        return False
+    return all(filecmp.cmp(os.path.join(a, n), os.path.join(b, n), shallow=False) for n in names)
+
+
+def main():
+    check = Checks()
+    model = os.path.join(MODELS, "stories260K.bin")
+    if not os.path.exists(model):
+        print(f"golden shards: no stories260K in {MODELS}, skipped")
+        return 0
+    common = ["golden", "--model", model, "--tokenizer", os.path.join(MODELS, "tok512.bin")]
+    with tempfile.TemporaryDirectory() as tmp:
+        whole = os.path.join(tmp, "whole")
+        run_stepwise(BIN, *common, "--out", whole)
+        total = len(json.load(open(os.path.join(whole, "manifest.json")))["files"])
+        for n in (1, 2, 5):
+            parts = [os.path.join(tmp, f"n{n}-part{k}") for k in range(1, n + 1)]
+            for k, part in enumerate(parts, 1):
+                run_stepwise(BIN, *common, "--shard", f"{k}/{n}", "--threads", "1", "--out", part)
+            listed, good = [], True
+            for k, part in enumerate(parts, 1):
+                m = json.load(open(os.path.join(part, "manifest.json")))
+                idx = [f["index"] for f in m["files"]]
+                listed += idx
+                good &= all(i % n == k - 1 for i in idx)
+                good &= all(hashlib.sha256(open(os.path.join(part, f["file"]), "rb").read()).hexdigest()
+                            == f["sha256"] for f in m["files"])
+                good &= sorted(os.listdir(part)) == sorted([f["file"] for f in m["files"]] + ["manifest.json"])
+                good &= n == 1 or m["shard"] == {"index": k, "count": n, "files_in_set": total}
+            check(good and sorted(listed) == list(range(total)),
+                  f"{n} part(s): each lists its own files (number mod {n}), checksums right, all {total} once")
+            merged = os.path.join(tmp, f"merged-{n}")
+            run_stepwise(BIN, "golden", "merge", *reversed(parts), "--out", merged)
+            check(same_tree(whole, merged), f"{n} part(s) merged = the unsharded set, byte for byte")
+
+        p = [os.path.join(tmp, f"n2-part{k}") for k in (1, 2)]
+        out = os.path.join(tmp, "refused")
+
+        def refused(what, parts, want, extra=()):
+            r = run_stepwise(BIN, "golden", "merge", *parts, "--out", out, *extra, expect=(2,))
+            line = r.stderr.strip()
+            check(want in line and len(line.splitlines()) == 1 and not os.path.exists(out),
+                  f"refused: {what}: {line}")
+
+        refused("a missing part", [p[0]], "the set has 2 parts, 1 given")
+        refused("a part twice", [p[0], p[0]], "part 1 of 2 given twice")
+        other = os.path.join(tmp, "other.bin")
+        run_stepwise(BIN, "make-model", "--dim", "64", "--hidden", "96", "--layers", "1", "--heads", "4",
+                     "--vocab", "512", "--seq-len", "64", "--out", other)
+        foreign = os.path.join(tmp, "foreign")
+        run_stepwise(BIN, "golden", "--model", other, "--tokenizer", os.path.join(MODELS, "tok512.bin"),
+                     "--shard", "2/2", "--out", foreign)
+        refused("a part of another model", [p[0], foreign], '"model" differ')
+        hooks = os.path.join(tmp, "hooks")
+        run_stepwise(BIN, *common, "--shard", "2/2", "--hooks", "none", "--out", hooks)
+        refused("a part made with other options", [p[0], hooks], '"options" differ')
+        bad = os.path.join(tmp, "tampered")
+        shutil.copytree(p[1], bad)
+        m = json.load(open(os.path.join(bad, "manifest.json")))
+        with open(os.path.join(bad, m["files"][0]["file"]), "ab") as f:
+            f.write(b" ")
+        refused("a file changed after its part was made", [p[0], bad], "not the one its manifest gives")
+        escape = os.path.join(tmp, "escape")
+        shutil.copytree(p[1], escape)
+        m["files"][0]["file"] = "../whole/manifest.json"
+        json.dump(m, open(os.path.join(escape, "manifest.json"), "w"))
+        refused("a file entry outside its part", [p[0], escape], "plain file name")
+        refused("a folder that is no part", [p[0], tmp], "manifest.json")
+        for shard in ("0/2", "3/2", "1/0", "two", "1/2/3"):
+            r = run_stepwise(BIN, *common, "--shard", shard, "--out", out, expect=(2,))
+            check("--shard takes K/N" in r.stderr and not os.path.exists(out), f"--shard {shard} refused")
+    return check.summary("golden shards")
+
+
+if __name__ == "__main__":
+    sys.exit(main())
