@@ -10,6 +10,9 @@
 #include "quant_model.h"
 #include "threads.h"
 
+/* Passes of at least this many tokens report their progress per layer. */
+#define PROGRESS_TOKENS 256
+
 /* A matmul of T rows through a [OC, C] weight of `bytes`: T·C·OC
  * multiply-adds. */
 static void count_matmul(WorkCount *w, int T, int C, int OC, uint64_t bytes) {
@@ -527,6 +530,9 @@ const float *forward(const Model *m, RunState *s, const ForwardRow *rows, int n_
     }
     emit_each(rows, n_rows, -1, HOOK_EMBED, s->x, 1, dim);
     for (int l = 0; l < c->n_layers; l++) {
+        if (N >= PROGRESS_TOKENS) /* a long pass: how far through the layers */
+            progress_report(m->progress, "forward pass (layers)", (uint64_t)l,
+                            (uint64_t)c->n_layers);
         emit_each(rows, n_rows, l, HOOK_RESID_PRE, s->x, 1, dim);
         for (int r = 0; r < n_rows; r++) /* rms_att and rms_ffn */
             rows[r].state->work.weight_bytes += 2u * dim * sizeof(float);

@@ -5,6 +5,7 @@
 
 #include "config.h"
 #include "error.h"
+#include "progress.h"
 
 /* Views into Model.storage. Matrices are row-major [out, in]: row i holds the
  * weights that produce output i, so out[i] = dot(row i, input). */
@@ -43,6 +44,8 @@ typedef struct {
     struct PackedWeights *packed; /* float matrices in the fast layout (pack.h), or NULL */
     struct ThreadPool *pool;      /* the threads the fast kernels split work over (owned;
                                      NULL: one thread): model_use_threads */
+    const ProgressSink *progress; /* told how far packing, quantizing and long forward passes
+                                     have got (borrowed; NULL: nobody) */
     /* How model_free frees quant and packed: set by the module that made
      * them, so that this one depends on neither (they depend on it). */
     void (*free_quant)(struct QuantWeights *q);

@@ -135,9 +135,12 @@ bool model_pack(Model *m, StepError *err) {
     for (int k = 0; ok && k < 7; k++) {
         *lists[k] = calloc((size_t)L, sizeof(PackedMatrix));
         ok = *lists[k] != NULL;
-        for (int l = 0; ok && l < L; l++)
+        for (int l = 0; ok && l < L; l++) {
             ok =
                 pack_matrix(m, &(*lists[k])[l], src[k] + (size_t)l * out[k] * in[k], out[k], in[k]);
+            progress_report(m->progress, "packing the weights (matrices)", (uint64_t)k * L + l + 1,
+                            7u * (uint64_t)L + 1);
+        }
     }
     if (ok) ok = pack_matrix(m, &p->wcls, w->wcls, c->vocab_size, d);
     /* What stays row-major: the norms, an untied embedding (for lookups),

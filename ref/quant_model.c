@@ -182,6 +182,7 @@ bool model_quantize(Model *m, int group, StepError *err) {
         /* The float copy is read again only if someone asks (compare-quant's
          * float runs); until then it need not be resident. */
         model_release_pages(m, slots[i].src, (uint64_t)slots[i].rows * (uint64_t)slots[i].cols);
+        progress_report(m->progress, "quantizing to int8 (tensors)", (uint64_t)i + 1, (uint64_t)n);
     }
     q->n_layers = m->config.n_layers;
     quant_weights_free(m->quant);

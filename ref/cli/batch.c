@@ -71,8 +71,9 @@ typedef struct {
     StepObserver *observers; /* [n] */
     int done;
     int n;
-    int trace_failures; /* traces that could not be opened or written */
-    cJSON *model_files; /* the model's files and SHA-256, for every run header; owned */
+    int trace_failures;   /* traces that could not be opened or written */
+    CliProgress progress; /* on a terminal: one line instead of a line per request */
+    cJSON *model_files;   /* the model's files and SHA-256, for every run header; owned */
 } BatchCli;
 
 static int parse_batch_args(int argc, char **argv, BatchArgs *a, StepError *err) {
@@ -265,7 +266,9 @@ static void on_finished(void *ctx, BatchRequest *r) {
     cJSON_free(s);
     cJSON_Delete(line);
     b->done++;
-    if (!b->a->quiet)
+    if (b->progress.on)
+        cli_progress_update(&b->progress, "serving (requests)", (uint64_t)b->done, (uint64_t)b->n);
+    else if (!b->a->quiet)
         fprintf(stderr, "[%d/%d] %s: %s\n", b->done, b->n, r->id,
                 r->error ? r->error : stop_reason_name(r->result.stop_reason));
 }
@@ -333,6 +336,7 @@ static int run_batch(BatchArgs *a, Model *m, const Tokenizer *tok, StepError *er
         return EXIT_BAD_INPUT;
     }
     BatchCli b = {.a = a, .m = m, .tok = tok, .reqs = reqs, .out = stdout, .n = n};
+    cli_progress_init(&b.progress, a->quiet);
     if (a->trace_dir != NULL && !cli_model_files(a->model, a->trace.no_hash, &b.model_files, err)) {
         for (int i = 0; i < n; i++) batch_request_free(&reqs[i]);
         free(reqs);
@@ -354,6 +358,7 @@ static int run_batch(BatchArgs *a, Model *m, const Tokenizer *tok, StepError *er
         ok = atomic_file_commit(&out, err);
     else if (a->out != NULL)
         atomic_file_discard(&out);
+    cli_progress_clear(&b.progress);
     if (ok && !a->quiet) print_summary(&metrics, a->max_batch);
     if (ok && a->metrics_json != NULL)
         ok = write_metrics_json(a->metrics_json, &metrics, a->max_batch, reqs, n, err);
@@ -379,8 +384,10 @@ int cli_batch(int argc, char **argv) {
     if (parsed > 0) {
         Model m = {0};
         Tokenizer tok = {0};
-        bool ready =
-            cli_load_model_to_run(a.model, a.tokenizer, &a.quant, &a.trace, &m, &tok, &err);
+        CliProgress progress;
+        cli_progress_init(&progress, a.quiet);
+        bool ready = cli_load_model_to_run(a.model, a.tokenizer, &a.quant, &a.trace, &progress, &m,
+                                           &tok, &err);
         cli_signals_defer_begin(); /* a signal ends every request and trace properly */
         status = ready ? run_batch(&a, &m, &tok, &err) : EXIT_BAD_INPUT;
         cli_signals_defer_end();

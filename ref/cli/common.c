@@ -2,6 +2,7 @@
 #include "common.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -269,16 +270,30 @@ bool cli_load_tokenizer(const char *path, int vocab_size, Tokenizer *tok, StepEr
     return tokenizer_load_bin(tok, path, vocab_size, err);
 }
 
-bool cli_load_model_to_run(const char *model_path, const char *tokenizer_path, const CliQuant *q,
-                           const TraceOptions *trace, Model *m, Tokenizer *tok, StepError *err) {
-    if (!cli_load_model(model_path, tokenizer_path, m, tok, err)) return false;
-    if (!trace_layers_check(trace, m->config.n_layers, err)) return false;
+/* Quantize and pack m as q says, reporting to m->progress. */
+static bool prepare_model(Model *m, const CliQuant *q, StepError *err) {
     if (q->weights && m->quant == NULL && !model_quantize(m, q->run.group, err)) return false;
     if (q->kernels == KERNELS_PLAIN) return true; /* the row-major weights, as loaded */
     /* the fast layout, chosen once here; the numbers do not change, nor
      * do they with the number of threads */
     if (!(m->quant != NULL ? model_pack_q8(m, err) : model_pack(m, err))) return false;
     return model_use_threads(m, q->threads > 0 ? q->threads : threads_online(), err);
+}
+
+bool cli_load_model_to_run(const char *model_path, const char *tokenizer_path, const CliQuant *q,
+                           const TraceOptions *trace, CliProgress *progress, Model *m,
+                           Tokenizer *tok, StepError *err) {
+    char note[PATH_MAX + 16];
+    snprintf(note, sizeof note, "loading %s", model_path ? model_path : "the built-in model");
+    if (progress != NULL) cli_progress_note(progress, note);
+    bool ok = cli_load_model(model_path, tokenizer_path, m, tok, err) &&
+              trace_layers_check(trace, m->config.n_layers, err);
+    ProgressSink sink = progress != NULL ? cli_progress_sink(progress) : (ProgressSink){0};
+    if (ok) m->progress = &sink;
+    ok = ok && prepare_model(m, q, err);
+    m->progress = NULL;
+    if (progress != NULL) cli_progress_clear(progress);
+    return ok;
 }
 
 bool cli_load_model_only(const char *model_path, Model *m, StepError *err) {

@@ -12,6 +12,7 @@
 #include "../sampler.h"
 #include "../../trace/trace_options.h"
 #include "../tokenizer.h"
+#include "progress.h"
 
 /* Exit status for bad input: files, options, JSON. */
 #define EXIT_BAD_INPUT 2
@@ -163,10 +164,6 @@ int cli_quant_option(int c, const char *arg, CliQuant *q, StepError *err);
 bool cli_load_model(const char *model_path, const char *tokenizer_path, Model *m, Tokenizer *tok,
                     StepError *err);
 
-/* cli_load_model, then make the model ready to run: check the trace's
- * --trace-layers against it, quantize its weights when q asks and they are
- * not already int8 (a .q8 file), and with the fast kernels put them into
- * the packed layout (pack.h). The caller frees m and tok either way. */
 /* Whether a --tokenizer path names a tokenizer.json (or a directory). */
 bool cli_is_tokenizer_json(const char *path);
 
@@ -175,8 +172,15 @@ bool cli_is_tokenizer_json(const char *path);
  * vocab_size > 0 it must fit a model of that vocabulary (0: any size). */
 bool cli_load_tokenizer(const char *path, int vocab_size, Tokenizer *tok, StepError *err);
 
+/* cli_load_model, then make the model ready to run: check the trace's
+ * --trace-layers against it, quantize its weights when q asks and they are
+ * not already int8 (a .q8 file), and with the fast kernels put them into
+ * the packed layout (pack.h) and start its threads. progress (may be NULL)
+ * shows the loading, quantizing and packing. The caller frees m and tok
+ * either way. */
 bool cli_load_model_to_run(const char *model_path, const char *tokenizer_path, const CliQuant *q,
-                           const TraceOptions *trace, Model *m, Tokenizer *tok, StepError *err);
+                           const TraceOptions *trace, CliProgress *progress, Model *m,
+                           Tokenizer *tok, StepError *err);
 
 /* Load only the model at model_path (NULL: the built-in tiny model), for
  * commands that need its shape or weights but no tokenizer. */

@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "../../trace/trace_events.h"
 #include "../../trace/trace_observer.h"
@@ -164,13 +165,26 @@ static int parse_generate_args(int argc, char **argv, GenerateArgs *a, StepError
     return sampler_params_validate(&a->gen.sampler, err) ? 1 : -1;
 }
 
-/* Streams each chosen token's text to stdout as soon as it is picked. */
-static void print_token(void *ctx, int prev, int token) {
-    char buf[8];
-    int len;
-    const char *piece = tokenizer_decode(ctx, prev, token, buf, &len);
-    fwrite(piece, 1, (size_t)len, stdout);
-    fflush(stdout);
+/* Where each chosen token goes: its text to stdout as soon as it is picked
+ * (unless --quiet), and a count to the progress line (when one is on). */
+typedef struct {
+    const Tokenizer *tok;
+    bool print;
+    CliProgress *progress;
+    int picked, steps;
+} TokenOut;
+
+static void on_token(void *ctx, int prev, int token) {
+    TokenOut *o = ctx;
+    if (o->print) {
+        char buf[8];
+        int len;
+        const char *piece = tokenizer_decode(o->tok, prev, token, buf, &len);
+        fwrite(piece, 1, (size_t)len, stdout);
+        fflush(stdout);
+    }
+    cli_progress_update(o->progress, "generating (tokens)", (uint64_t)++o->picked,
+                        (uint64_t)o->steps);
 }
 
 static void print_metrics(const GenerateResult *r, const Model *m) {
@@ -199,7 +213,8 @@ static void trace_write(RunTrace *t, cJSON *event) {
 
 /* The run proper, once arguments are parsed and files loaded. Returns the
  * exit status; err holds the message when it is not 0. */
-static int run_generate(GenerateArgs *a, const Model *m, const Tokenizer *tok, StepError *err) {
+static int run_generate(GenerateArgs *a, const Model *m, const Tokenizer *tok,
+                        CliProgress *progress, StepError *err) {
     double t_start = clock_seconds();
     if (!tokenizer_may_fit(tok, a->prompt, m->config.seq_len)) {
         step_fail(err,
@@ -275,9 +290,12 @@ static int run_generate(GenerateArgs *a, const Model *m, const Tokenizer *tok, S
         fflush(stdout);
         free(prompt_text);
         StepObserver obs = t.open ? trace_step_observer(&t.obs) : (StepObserver){0};
-        TokenSink sink = {(void *)tok, a->quiet ? NULL : print_token};
+        TokenOut out = {
+            .tok = tok, .print = !a->quiet, .progress = progress, .steps = a->gen.steps};
+        TokenSink sink = {&out, on_token};
         a->gen.interrupt = cli_interrupt_flag(); /* a signal stops the loop at its next step */
         bool ok = generate(m, prompt, n_prompt, &a->gen, &obs, &sink, &r, err);
+        cli_progress_clear(progress);
         if (!a->quiet) putchar('\n');
         fflush(stdout); /* the text's last line before the metrics on stderr */
         if (!ok) {
@@ -310,11 +328,18 @@ int cli_generate(int argc, char **argv) {
     if (parsed > 0) {
         Model m = {0};
         Tokenizer tok = {0};
-        bool ready =
-            cli_load_model_to_run(a.model, a.tokenizer, &a.quant, &a.trace_opt, &m, &tok, &err) &&
-            generate_options_validate(&a.gen, &m.config, &err);
+        /* The text streams to stdout: on a terminal it is the progress, and
+         * a line redrawn on stderr would overwrite it. */
+        CliProgress progress;
+        cli_progress_init(&progress, a.quiet || isatty(STDOUT_FILENO));
+        bool ready = cli_load_model_to_run(a.model, a.tokenizer, &a.quant, &a.trace_opt, &progress,
+                                           &m, &tok, &err) &&
+                     generate_options_validate(&a.gen, &m.config, &err);
+        ProgressSink sink = cli_progress_sink(&progress);
+        m.progress = &sink;        /* a long prompt's prefill, layer by layer */
         cli_signals_defer_begin(); /* from here, the run ends its trace itself */
-        status = ready ? run_generate(&a, &m, &tok, &err) : EXIT_BAD_INPUT;
+        status = ready ? run_generate(&a, &m, &tok, &progress, &err) : EXIT_BAD_INPUT;
+        m.progress = NULL;
         cli_signals_defer_end();
         model_free(&m);
         tokenizer_free(&tok);

@@ -19,6 +19,7 @@
 #include "common.h"
 #include "golden_folder.h"
 #include "identity.h"
+#include "progress.h"
 #include "signals.h"
 #include "../file_util.h"
 #include "../hf_model.h"
@@ -67,6 +68,10 @@ typedef struct {
     const char *args[24];
 } GoldenFile;
 
+/* The --quiet golden adds to every command (told apart from a --quiet of
+ * the command's own by its address). */
+static const char QUIET[] = "--quiet";
+
 /* Run `stepwise <argv>` in this process; returns its exit status. */
 static int run_command(int argc, char **argv) {
     if (strcmp(argv[0], "score") == 0) return cli_score(argc, argv);
@@ -110,6 +115,7 @@ static bool make_file(const GoldenFile *g, int index, const GoldenRun *run, cons
     argv[argc++] = "--reproducible";
     if (run->kernels != NULL) argv[argc++] = "--kernels", argv[argc++] = (char *)run->kernels;
     if (run->threads != NULL) argv[argc++] = "--threads", argv[argc++] = (char *)run->threads;
+    argv[argc++] = (char *)QUIET; /* the set's own progress line is the one shown */
     if (strcmp(g->kind, "score") == 0 && strcmp(run->hooks, "none") != 0)
         argv[argc++] = "--hooks", argv[argc++] = (char *)run->hooks;
     argv[argc] = NULL;
@@ -118,8 +124,9 @@ static bool make_file(const GoldenFile *g, int index, const GoldenRun *run, cons
      * tokenizer by name), so the manifest reads the same anywhere */
     char command[4096] = "stepwise";
     for (int i = 0; i < argc; i++) {
-        if (run->threads != NULL && (argv[i] == run->threads || strcmp(argv[i], "--threads") == 0))
-            continue; /* the same bytes for any number of threads */
+        if (argv[i] == QUIET || (run->threads != NULL &&
+                                 (argv[i] == run->threads || strcmp(argv[i], "--threads") == 0)))
+            continue; /* the same bytes for any number of threads, quiet or not */
         const char *word = argv[i] == path             ? g->file
                            : argv[i] == run->model     ? base_name(run->model)
                            : argv[i] == run->tokenizer ? base_name(run->tokenizer)
@@ -244,8 +251,17 @@ static bool write_set(void *ctx, const char *dir, StepError *err) {
     GoldenFile all[N_PROMPTS + 8];
     char names[N_PROMPTS][32];
     int n = golden_files(all, names);
-    for (int i = 0; ok && i < n && !cli_signal_caught(); i++)
-        if (i % run->shards == run->shard - 1) ok = make_file(&all[i], i, run, dir, files, err);
+    CliProgress progress;
+    cli_progress_init(&progress, false);
+    int mine = 0, made = 0;
+    for (int i = 0; i < n; i++) mine += i % run->shards == run->shard - 1;
+    for (int i = 0; ok && i < n && !cli_signal_caught(); i++) {
+        if (i % run->shards != run->shard - 1) continue;
+        cli_progress_update(&progress, "golden set (files)", (uint64_t)made, (uint64_t)mine);
+        ok = make_file(&all[i], i, run, dir, files, err);
+        made++;
+    }
+    cli_progress_clear(&progress);
     if (ok && run->shards > 1) {
         cJSON *shard = cJSON_AddObjectToObject(manifest, "shard");
         cJSON_AddNumberToObject(shard, "index", run->shard);

@@ -5,6 +5,7 @@
 
 #include "commands.h"
 #include "common.h"
+#include "progress.h"
 #include "../file_util.h"
 #include "../quant_model.h"
 
@@ -52,9 +53,18 @@ int cli_quantize(int argc, char **argv) {
         ok = step_fail(&err, "quantize: needs --model and --out (see --help)");
     if (ok) ok = file_check_output(out, "--out", &err);
     Model m = {0};
+    CliProgress progress;
+    cli_progress_init(&progress, false);
+    if (ok) cli_progress_note(&progress, "loading the model");
     if (ok) ok = cli_load_model_only(model, &m, &err);
     if (ok && m.quant != NULL) ok = step_fail(&err, "quantize: %s is already int8", model);
-    if (ok) ok = model_quantize(&m, group, &err) && model_save_q8(&m, out, &err);
+    ProgressSink sink = cli_progress_sink(&progress);
+    m.progress = &sink;
+    if (ok) ok = model_quantize(&m, group, &err);
+    cli_progress_note(&progress, "writing the int8 model");
+    if (ok) ok = model_save_q8(&m, out, &err);
+    cli_progress_clear(&progress);
+    m.progress = NULL;
     if (ok)
         fprintf(stderr, "wrote %s: %llu bytes of weights in int8 (group %d), %llu in float32\n",
                 out, (unsigned long long)quant_weight_bytes(&m.config, group), group,

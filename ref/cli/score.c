@@ -38,8 +38,9 @@ static const char SCORE_USAGE[] =
     "  --hooks P          also write activations at every position: \"default\" (the\n"
     "                     residual stream of every block, attn_out, mlp_out and\n"
     "                     final_norm), or hook globs as --trace-hooks takes them\n"
-    "  --reproducible     leave out the measured figures (clock, memory)\n" QUANT_OPTIONS_HELP
-    "  -h, --help         show this help\n";
+    "  --reproducible     leave out the measured figures (clock, memory)\n"
+    "  --quiet            print nothing but errors (no summary, no progress "
+    "line)\n" QUANT_OPTIONS_HELP "  -h, --help         show this help\n";
 
 enum {
     OPT_MODEL = 256,
@@ -49,12 +50,14 @@ enum {
     OPT_TOKENS_FILE,
     OPT_OUT,
     OPT_TOP_N,
-    OPT_HOOKS
+    OPT_HOOKS,
+    OPT_QUIET
 };
 
 typedef struct {
     const char *model, *tokenizer, *text, *tokens, *tokens_file, *out;
     int top_n;
+    bool quiet;
     TraceOptions trace;
     CliQuant quant;
 } ScoreArgs;
@@ -99,6 +102,7 @@ static int parse_score_args(int argc, char **argv, ScoreArgs *a, StepError *err)
         {"out", required_argument, NULL, OPT_OUT},
         {"top-n", required_argument, NULL, OPT_TOP_N},
         {"hooks", required_argument, NULL, OPT_HOOKS},
+        {"quiet", no_argument, NULL, OPT_QUIET},
         TRACE_LONG_OPTIONS,
         QUANT_LONG_OPTIONS,
         {"help", no_argument, NULL, 'h'},
@@ -135,6 +139,9 @@ static int parse_score_args(int argc, char **argv, ScoreArgs *a, StepError *err)
                         &a->trace, strcmp(optarg, "default") == 0 ? TRACE_DEFAULT_HOOKS : optarg,
                         err))
                     return -1;
+                break;
+            case OPT_QUIET:
+                a->quiet = true;
                 break;
             case OPT_TOP_N:
                 if (!cli_parse_int(optarg, "--top-n", 0, 1000, &a->top_n, err)) return -1;
@@ -228,8 +235,9 @@ static int run_score(ScoreArgs *a, const Model *m, const Tokenizer *tok, StepErr
         getrusage(RUSAGE_SELF, &ru);
         ScoreMeasured measured = {clock_seconds() - t0, (uint64_t)ru.ru_maxrss * 1024u};
         trace_observer_write(&to, trace_event_scored(&r, a->trace.reproducible ? NULL : &measured));
-        fprintf(stderr, "scored %d tokens: cross-entropy %.4f nats/token, perplexity %.4f\n", r.n,
-                r.cross_entropy, r.perplexity);
+        if (!a->quiet)
+            fprintf(stderr, "scored %d tokens: cross-entropy %.4f nats/token, perplexity %.4f\n",
+                    r.n, r.cross_entropy, r.perplexity);
         score_result_free(&r);
     }
     if (!trace_writer_commit(to.writer, err)) status = EXIT_BAD_INPUT;
@@ -245,10 +253,16 @@ int cli_score(int argc, char **argv) {
     if (parsed > 0) {
         Model m = {0};
         Tokenizer tok = {0};
-        bool loaded =
-            cli_load_model_to_run(a.model, a.tokenizer, &a.quant, &a.trace, &m, &tok, &err);
+        CliProgress progress;
+        cli_progress_init(&progress, a.quiet);
+        bool loaded = cli_load_model_to_run(a.model, a.tokenizer, &a.quant, &a.trace, &progress, &m,
+                                            &tok, &err);
+        ProgressSink sink = cli_progress_sink(&progress);
+        m.progress = &sink;        /* a long sequence's pass, layer by layer */
         cli_signals_defer_begin(); /* from here, the run ends its file itself */
         status = loaded ? run_score(&a, &m, &tok, &err) : EXIT_BAD_INPUT;
+        cli_progress_clear(&progress);
+        m.progress = NULL;
         cli_signals_defer_end();
         model_free(&m);
         tokenizer_free(&tok);
