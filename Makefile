@@ -17,7 +17,7 @@ DEB_PACKAGES := libcjson-dev libcriterion-dev libpcre2-dev libutf8proc-dev clang
                 libclang-rt-14-dev \
                 python3-sentencepiece \
                 python3-jsonschema python3-numpy python3-matplotlib python3-nbconvert \
-                python3-ipykernel chromium
+                python3-ipykernel chromium parallel
 
 # The library is the engine (ref/) and the trace layer (trace/); the
 # command line (ref/cli/) is linked on top of it and nothing below calls it.

@@ -39,7 +39,7 @@ METRICS = re.compile(r"prefill (\d+) tokens, ([\d.]+) tokens/s \| decode (\d+) t
 
 def generate(model, tokenizer, *args):
     """One run; returns (prefill tokens, prefill tok/s, decode tok/s, peak RSS MiB)."""
-    out = subprocess.run([BIN, "generate", "--model", model, "--tokenizer", tokenizer, *args],
+    out = subprocess.run([BIN, "generate", "--model", model, "--tokenizer", tokenizer, "--threads", "1", *args],
                          capture_output=True, text=True, check=True)
     m = METRICS.search(out.stderr)
     return int(m.group(1)), float(m.group(2)), float(m.group(4)), float(m.group(5))

@@ -34,7 +34,7 @@ table() { # NAME MODEL TOKENIZER REQUESTS
         files=()
         for r in 1 2 3 4 5; do
             f="build/bench/batch-$1-$b-$r.json"
-            "$bin" batch --model "$2" --tokenizer "$3" --requests "$4" --max-batch "$b" --quiet \
+            "$bin" batch --model "$2" --tokenizer "$3" --requests "$4" --max-batch "$b" --threads 1 --quiet \
                 --metrics-json "$f" > /dev/null
             files+=("$f") runs+=("$f")
         done

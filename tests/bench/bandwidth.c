@@ -66,10 +66,10 @@ int main(int argc, char **argv) {
         if (a == NULL) return 1;
         for (size_t i = 0; i < n; i++) a[i] = i;
         int passes = s == 0 ? 5 : s == 1 ? 40 : 2000;
-        printf("one core reads  %5zu MiB at %5.1f GB/s\n", sizes[s] >> 20,
+        printf("one core reads %5zu MiB at %5.1f GB/s\n", sizes[s] >> 20,
                read_rate(a, n, 1, passes));
         if (s == 0 && threads > 1)
-            printf("%2d cores read   %5zu MiB at %5.1f GB/s\n", threads, sizes[s] >> 20,
+            printf("%2d cores read  %5zu MiB at %5.1f GB/s\n", threads, sizes[s] >> 20,
                    read_rate(a, n, threads, passes));
         free(a);
     }
