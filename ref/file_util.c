@@ -259,3 +259,15 @@ void atomic_file_discard(AtomicFile *f) {
     free(f->path);
     *f = (AtomicFile){.tmp_slot = -1};
 }
+
+bool file_name_is_plain(const char *s, size_t max_len) {
+    size_t n = strlen(s);
+    if (n == 0 || n > max_len || s[0] == '.') return false;
+    for (size_t i = 0; i < n; i++) {
+        char c = s[i];
+        bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+                  c == '.' || c == '_' || c == '-';
+        if (!ok) return false;
+    }
+    return true;
+}

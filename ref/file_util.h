@@ -42,6 +42,12 @@ bool file_map_input(const char *path, const char *what, const char *format, size
  * refuses a directory, a missing parent folder and a dangling symlink. */
 bool file_check_output(const char *path, const char *what, StepError *err);
 
+/* Whether s is a plain file name of 1 to max_len characters: letters,
+ * digits, '.', '_' and '-', not starting with '.', so that it names a file
+ * inside a folder (no '/', no "..", nothing hidden). For names that come
+ * from elsewhere: request ids, a golden manifest's files. */
+bool file_name_is_plain(const char *s, size_t max_len);
+
 /* An output file. A regular target (or a new one) is written under a
  * temporary name beside it (TARGET.XXXXXX; beside the link's target for a
  * symlink) and renamed into place only by atomic_file_commit: a crash or an

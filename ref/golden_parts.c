@@ -12,20 +12,6 @@
 #define MAX_PARTS 10000
 #define MAX_FILES 1000000
 
-/* A file name a manifest may give: letters, digits, '.', '-', '_', not
- * starting with '.', so that it names a file inside the part. */
-static bool safe_name(const char *s) {
-    size_t n = strlen(s);
-    if (n == 0 || n > 200 || s[0] == '.') return false;
-    for (size_t i = 0; i < n; i++) {
-        char c = s[i];
-        bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-                  c == '.' || c == '-' || c == '_';
-        if (!ok) return false;
-    }
-    return true;
-}
-
 static bool is_sha256(const char *s) {
     if (s == NULL || strlen(s) != 64) return false;
     for (int i = 0; i < 64; i++)
@@ -125,7 +111,7 @@ bool golden_parts_check(GoldenParts *mg, const char **parts, int n_parts, StepEr
             const char *file = json_string_field(entry, "file");
             const char *sha = json_string_field(entry, "sha256");
             if (!json_int_field(entry, "index", 0, total - 1, &i) || file == NULL ||
-                !safe_name(file) || !is_sha256(sha))
+                !file_name_is_plain(file, 200) || !is_sha256(sha))
                 return step_fail(err,
                                  "golden merge: %s: a file entry needs an index in [0, %d), a "
                                  "plain file name and a sha256",

@@ -27,19 +27,6 @@ static bool reject(BatchRequest *r, const char *fmt, ...) {
     return false;
 }
 
-/* A filename-safe id: letters, digits, '.', '_', '-'; 1 to 64 of them. */
-static bool id_is_safe(const char *id) {
-    size_t n = strlen(id);
-    if (n == 0 || n > 64 || id[0] == '.') return false;
-    for (size_t i = 0; i < n; i++) {
-        char c = id[i];
-        bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-                  c == '.' || c == '_' || c == '-';
-        if (!ok) return false;
-    }
-    return true;
-}
-
 static bool read_id(BatchRequest *r, const cJSON *o, int line) {
     const cJSON *id = cJSON_GetObjectItemCaseSensitive(o, "id");
     char buf[64];
@@ -54,7 +41,7 @@ static bool read_id(BatchRequest *r, const cJSON *o, int line) {
         r->id = strdup(buf);
         return reject(r, "line %d: needs an \"id\" (a string or a whole number)", line);
     }
-    if (!id_is_safe(r->id))
+    if (!file_name_is_plain(r->id, 64))
         return reject(r, "id '%s' may only use letters, digits, '.', '_' and '-' (64 at most)",
                       r->id);
     return true;

@@ -44,7 +44,19 @@ PUBLISHED = {
         "max_position_embeddings": 2048, "rope_theta": 10000, "rms_norm_eps": 1e-5,
         "tie_word_embeddings": False, "rope_scaling": None},
 }
-SMOLLM2_PARAMS = 134515008  # as the model card and safetensors metadata give it
+# Each model's parameters as its model card or safetensors metadata gives them.
+PARAMS = {"smollm2-135m": 134515008, "qwen3-0.6b": 596049920, "llama-3.2-1b": 1235814400,
+          "tinyllama-1.1b": 1100048384}
+SMOLLM2_PARAMS = PARAMS["smollm2-135m"]
+
+
+def closed_form(c):
+    """Parameters of a Llama-family shape: embedding (and classifier when untied), per layer q/k/v/o,
+    three MLP matrices, two norms (and Qwen3's q/k norms), and the final norm."""
+    d, h, L, V = c["hidden_size"], c["intermediate_size"], c["num_hidden_layers"], c["vocab_size"]
+    q, kv, hd = c["num_attention_heads"] * c["head_dim"], c["num_key_value_heads"] * c["head_dim"], c["head_dim"]
+    layer = d * q + 2 * d * kv + q * d + 3 * d * h + 2 * d + (2 * hd if c["model_type"] == "qwen3" else 0)
+    return V * d * (1 if c["tie_word_embeddings"] else 2) + L * layer + d
 
 
 def close(a, b):
@@ -59,22 +71,31 @@ def main():
     check = Checks()
     with tempfile.TemporaryDirectory() as tmp:
         for name, want in PUBLISHED.items():
+            info = json.loads(run_stepwise(BIN, "inspect", "--preset", name, "--json").stdout)
+            m = info["model"]
+            sizes = {"hidden_size": m.get("dim"), "intermediate_size": m.get("hidden_dim"),
+                     "num_hidden_layers": m.get("n_layers"), "num_attention_heads": m.get("n_heads"),
+                     "num_key_value_heads": m.get("n_kv_heads"), "vocab_size": m.get("vocab_size"),
+                     "max_position_embeddings": m.get("seq_len")}
+            wrong = [k for k in sizes if sizes[k] != want[k]]
+            params = info["this_model"]["params"]
+            check(not wrong and params == PARAMS[name] == closed_form(want),
+                  f"{name}: inspect --preset gives the published sizes and {PARAMS[name]:,} parameters"
+                  + (f" (not {', '.join(wrong)}; {params})" if wrong or params != PARAMS[name] else ""))
             out = os.path.join(tmp, name)
             run_stepwise(BIN, "make-model", "--preset", name, "--layers", "1", "--seq-len", "64",
-                         "--dtype", "bf16", "--out", out)
+                         "--vocab", "512", "--dtype", "bf16", "--out", out)
             with open(os.path.join(out, "config.json"), encoding="utf-8") as f:
                 got = json.load(f)
-            want = dict(want, num_hidden_layers=1, max_position_embeddings=64)
+            want = dict(want, num_hidden_layers=1, max_position_embeddings=64, vocab_size=512)
             wrong = [k for k in want if not close(got.get(k), want[k])]
             check(not wrong, f"{name}: config.json matches the published config"
                   + (f" except {', '.join(f'{k}={got.get(k)!r}' for k in wrong)}" if wrong else ""))
         out = os.path.join(tmp, "smol")
         r = run_stepwise(BIN, "make-model", "--preset", "smollm2-135m", "--dtype", "bf16", "--seq-len", "64",
                          "--out", out)
-        d, h, L, V, kv = 576, 1536, 30, 49152, 3 * 64
-        closed = V * d + L * (d * d + 2 * d * kv + d * d + 3 * d * h + 2 * d) + d
-        check(closed == SMOLLM2_PARAMS and f"{SMOLLM2_PARAMS} parameters" in r.stderr,
-              f"smollm2-135m whole: {SMOLLM2_PARAMS} parameters (published, and the closed form {closed})")
+        check(f"{SMOLLM2_PARAMS} parameters" in r.stderr,
+              f"smollm2-135m written whole: {SMOLLM2_PARAMS:,} parameters")
         for name, ok in (("qwen3-0.6b", False), ("llama-3.2-1b", False), ("smollm2-135m", False),
                          ("tinyllama-1.1b", True)):
             out = os.path.join(tmp, name + ".bin")

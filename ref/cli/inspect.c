@@ -8,6 +8,7 @@
 
 #include "commands.h"
 #include "common.h"
+#include "presets.h"
 #include "../gguf.h"
 #include "../gguf_model.h"
 #include "identity.h"
@@ -15,7 +16,8 @@
 #include "../../trace/trace_events.h"
 
 static const char INSPECT_USAGE[] =
-    "usage: stepwise inspect [--model FILE] [--context N] [--requests R] [--json] [--no-hash]\n"
+    "usage: stepwise inspect [--model FILE | --preset P] [--context N] [--requests R] [--json]\n"
+    "                        [--no-hash]\n"
     "\n"
     "Print a model's shape and attention kind, its parameters and weight bytes,\n"
     "and its KV cache: bytes per token, at N tokens, for R concurrent requests,\n"
@@ -24,6 +26,8 @@ static const char INSPECT_USAGE[] =
     "\n"
     "  --model FILE     checkpoint (.bin or .q8), JSON model, or Hugging Face folder\n"
     "                   (default: the built-in tiny model)\n"
+    "  --preset P       a real model's published shape, without its weights:\n"
+    "                   smollm2-135m, qwen3-0.6b, llama-3.2-1b or tinyllama-1.1b\n"
     "  --context N      tokens per request (default: the model's seq_len; may exceed it,\n"
     "                   as a what-if)\n"
     "  --requests R     concurrent requests, each with its own cache (default 1)\n"
@@ -31,7 +35,7 @@ static const char INSPECT_USAGE[] =
     "  --no-hash        leave out the SHA-256 of the model's files (a big model's take a\n"
     "                   while: hashing reads every byte)\n";
 
-enum { OPT_MODEL = 256, OPT_CONTEXT, OPT_REQUESTS, OPT_JSON, OPT_NO_HASH_INSPECT };
+enum { OPT_MODEL = 256, OPT_CONTEXT, OPT_REQUESTS, OPT_JSON, OPT_NO_HASH_INSPECT, OPT_PRESET };
 
 /* The files a model came from, with their SHA-256 (cli/identity.h). */
 static void print_files(const cJSON *files) {
@@ -236,9 +240,11 @@ int cli_inspect(int argc, char **argv) {
                                             {"requests", required_argument, NULL, OPT_REQUESTS},
                                             {"json", no_argument, NULL, OPT_JSON},
                                             {"no-hash", no_argument, NULL, OPT_NO_HASH_INSPECT},
+                                            {"preset", required_argument, NULL, OPT_PRESET},
                                             {"help", no_argument, NULL, 'h'},
                                             {NULL, 0, NULL, 0}};
     const char *model = NULL;
+    const ModelPreset *preset = NULL;
     int context = 0, requests = 1;
     bool json = false, no_hash = false, ok = true;
     StepError err;
@@ -262,6 +268,9 @@ int cli_inspect(int argc, char **argv) {
             case OPT_NO_HASH_INSPECT:
                 no_hash = true;
                 break;
+            case OPT_PRESET:
+                ok = (preset = model_preset_find(optarg, &err)) != NULL;
+                break;
             case 'h':
                 fputs(INSPECT_USAGE, stdout);
                 return 0;
@@ -271,9 +280,21 @@ int cli_inspect(int argc, char **argv) {
     }
     if (ok && optind < argc)
         ok = step_fail(&err, "inspect: unexpected argument '%s'", argv[optind]);
+    if (ok && preset != NULL && model != NULL)
+        ok = step_fail(&err, "inspect: give --model or --preset, not both");
     Model m = {0};
     cJSON *files = NULL;
-    if (ok) ok = cli_load_model_only(model, &m, &err);
+    if (ok && preset != NULL) { /* the shape alone: no weights to load */
+        bool untied = false;
+        model_preset_apply(preset, &m.config, &untied);
+        hf_architecture_apply(preset->arch, &m.config);
+        m.config.shared_classifier = !untied;
+        snprintf(m.source, sizeof m.source, "preset %s: %s's published config.json", preset->name,
+                 preset->source);
+        model = NULL;
+    } else if (ok) {
+        ok = cli_load_model_only(model, &m, &err);
+    }
     if (ok && !cli_model_files(model, no_hash, &files, &err)) {
         model_free(&m);
         ok = false;
@@ -290,7 +311,7 @@ int cli_inspect(int argc, char **argv) {
         return EXIT_BAD_INPUT;
     }
     if (context == 0) context = m.config.seq_len;
-    const char *name = model ? model : "(built-in tiny model)";
+    const char *name = preset ? preset->name : model ? model : "(built-in tiny model)";
     int group = m.quant != NULL ? m.quant->group : 32;
     if (json)
         print_json(name, m.source, files, &m.config, context, requests, group, m.quant != NULL,

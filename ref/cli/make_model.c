@@ -7,6 +7,7 @@
 
 #include "commands.h"
 #include "common.h"
+#include "presets.h"
 #include "../file_util.h"
 #include "../hf_write.h"
 #include "../tokenizer_json.h"
@@ -64,101 +65,6 @@ enum {
     OPT_TOKENIZER_FROM,
     OPT_PRESET
 };
-
-/* Real models' shapes, from each one's published config.json on Hugging
- * Face (the repository in `source`): the same sizes, heads, vocabulary,
- * window, RoPE and norm epsilon, with seeded random weights. For timing
- * and memory (make bench-scale), not for text. */
-typedef struct {
-    const char *name, *source;
-    HfArchitecture arch;
-    int dim, hidden, layers, heads, kv_heads, head_dim, vocab, seq_len;
-    float rope_theta, norm_eps;
-    bool untied;
-    RopeScaling scaling;
-} ModelPreset;
-
-static const ModelPreset PRESETS[] = {
-    {.name = "smollm2-135m",
-     .source = "HuggingFaceTB/SmolLM2-135M",
-     .arch = HF_LLAMA,
-     .dim = 576,
-     .hidden = 1536,
-     .layers = 30,
-     .heads = 9,
-     .kv_heads = 3,
-     .head_dim = 64,
-     .vocab = 49152,
-     .seq_len = 8192,
-     .rope_theta = 100000.0f,
-     .norm_eps = 1e-5f},
-    {.name = "qwen3-0.6b",
-     .source = "Qwen/Qwen3-0.6B",
-     .arch = HF_QWEN3,
-     .dim = 1024,
-     .hidden = 3072,
-     .layers = 28,
-     .heads = 16,
-     .kv_heads = 8,
-     .head_dim = 128,
-     .vocab = 151936,
-     .seq_len = 40960,
-     .rope_theta = 1000000.0f,
-     .norm_eps = 1e-6f},
-    {.name = "llama-3.2-1b",
-     .source = "meta-llama/Llama-3.2-1B",
-     .arch = HF_LLAMA,
-     .dim = 2048,
-     .hidden = 8192,
-     .layers = 16,
-     .heads = 32,
-     .kv_heads = 8,
-     .head_dim = 64,
-     .vocab = 128256,
-     .seq_len = 131072,
-     .rope_theta = 500000.0f,
-     .norm_eps = 1e-5f,
-     .scaling = {.type = ROPE_SCALING_LLAMA3,
-                 .factor = 32.0f,
-                 .low_freq_factor = 1.0f,
-                 .high_freq_factor = 4.0f,
-                 .original_context = 8192}},
-    {.name = "tinyllama-1.1b",
-     .source = "TinyLlama/TinyLlama-1.1B-Chat-v1.0",
-     .arch = HF_LLAMA,
-     .dim = 2048,
-     .hidden = 5632,
-     .layers = 22,
-     .heads = 32,
-     .kv_heads = 4,
-     .head_dim = 64,
-     .vocab = 32000,
-     .seq_len = 2048,
-     .rope_theta = 10000.0f,
-     .norm_eps = 1e-5f,
-     .untied = true},
-};
-#define N_PRESETS (int)(sizeof PRESETS / sizeof PRESETS[0])
-
-static const ModelPreset *find_preset(const char *name) {
-    for (int i = 0; i < N_PRESETS; i++)
-        if (strcmp(PRESETS[i].name, name) == 0) return &PRESETS[i];
-    return NULL;
-}
-
-/* Fill what the command line left unset (0) from preset p. */
-static void apply_preset(const ModelPreset *p, Config *c, bool *untied) {
-    int *fields[] = {&c->dim,        &c->hidden_dim, &c->n_layers,   &c->n_heads,
-                     &c->n_kv_heads, &c->head_dim,   &c->vocab_size, &c->seq_len};
-    int values[] = {p->dim,      p->hidden,   p->layers, p->heads,
-                    p->kv_heads, p->head_dim, p->vocab,  p->seq_len};
-    for (int i = 0; i < 8; i++)
-        if (*fields[i] == 0) *fields[i] = values[i];
-    if (c->rope_theta == 0) c->rope_theta = p->rope_theta;
-    c->norm_eps = p->norm_eps;
-    c->rope_scaling = p->scaling;
-    *untied = *untied || p->untied;
-}
 
 /* Whether a llama2.c checkpoint can hold c: its header has no head size,
  * RoPE base or scaling, norm epsilon or architecture. */
@@ -291,12 +197,7 @@ int cli_make_model(int argc, char **argv) {
                 out = optarg;
                 break;
             case OPT_PRESET:
-                preset = find_preset(optarg);
-                if (preset == NULL)
-                    ok = step_fail(&err,
-                                   "make-model: unknown --preset '%.64s' (smollm2-135m, "
-                                   "qwen3-0.6b, llama-3.2-1b, tinyllama-1.1b)",
-                                   optarg);
+                ok = (preset = model_preset_find(optarg, &err)) != NULL;
                 break;
             case 'h':
                 fputs(MAKE_MODEL_USAGE, stdout);
@@ -315,7 +216,7 @@ int cli_make_model(int argc, char **argv) {
         ok = step_fail(&err, "make-model: unexpected argument '%s'", argv[optind]);
     if (ok && out == NULL) ok = step_fail(&err, "make-model: --out is required (see --help)");
     if (ok && preset != NULL) { /* a folder unless --format says otherwise */
-        apply_preset(preset, &c, &untied);
+        model_preset_apply(preset, &c, &untied);
         if (!arch_given) folder.arch = preset->arch;
         if (!folder.format_given) folder.hf = true;
         if (!folder.hf && !fits_llama2c(&c, folder.arch))

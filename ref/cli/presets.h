@@ -1,0 +1,30 @@
+/* cli/presets.h: real models' shapes for make-model and inspect. */
+#ifndef STEPWISE_CLI_PRESETS_H
+#define STEPWISE_CLI_PRESETS_H
+
+#include "../config.h"
+#include "../error.h"
+#include "../hf_write.h"
+
+/* Real models' shapes, from each one's published config.json on Hugging
+ * Face (the repository in `source`): the same sizes, heads, vocabulary,
+ * window, RoPE and norm epsilon, with seeded random weights. For timing
+ * and memory (make bench-scale), not for text. */
+typedef struct {
+    const char *name, *source;
+    HfArchitecture arch;
+    int dim, hidden, layers, heads, kv_heads, head_dim, vocab, seq_len;
+    float rope_theta, norm_eps;
+    bool untied;
+    RopeScaling scaling;
+} ModelPreset;
+
+/* The preset called name, or NULL (err names the known ones). */
+const ModelPreset *model_preset_find(const char *name, StepError *err);
+
+/* Fill what is still unset (0) in c from p: sizes, heads, head size,
+ * vocabulary, window, RoPE base; always its norm epsilon and RoPE scaling;
+ * *untied when p stores a classifier of its own. */
+void model_preset_apply(const ModelPreset *p, Config *c, bool *untied);
+
+#endif
