@@ -5,8 +5,8 @@ From the command line, with N = 1, 2, 3 and 7 (7 is more threads than this
 machine's processors, so the split is uneven and threads queue): the trace of
 a prefill then decode (logits, every KV row written and, for stories260K,
 every activation), the same with int8 weights, activations and KV cache, a
-`batch` of requests decoded together, and a `score` of a sequence with its
-activations. Models: stories260K, the 15M-parameter shape and a small GQA
+`batch` of requests decoded together, a `score` of a sequence with its
+activations, and `compare-quant`'s table. Models: stories260K, the 15M-parameter shape and a small GQA
 shape (more query heads than KV heads, heads split unevenly over threads).
 The reference is N = 1, the plain single-threaded order of every sum; a
 first line of each trace (the run header) is compared too, since it records
@@ -92,6 +92,12 @@ def main():
             same_for_every_n(check, tmp, f"{name} score with activations",
                              lambda n, out: ["score", *common, "--text", prompt[:200], "--hooks", "default",
                                              "--reproducible", "--threads", str(n), "--out", out])
+        if any(m[0] == "stories260K" for m in models):
+            outs = {n: run_stepwise(BIN, "compare-quant", "--model", models[0][1], "--tokenizer", models[0][2],
+                                    "--text", "data/text/the-lost-kite.txt", "--json", "--threads", str(n)).stdout
+                    for n in THREADS}
+            check(all(outs[n] == outs[1] for n in THREADS) and "W+A+KV" in outs[1],
+                  "stories260K compare-quant: the same table for every --threads")
         for n, kernels, want in (("7", "fast", 7), ("7", "plain", 1)):
             r = run_stepwise(BIN, "generate", "--threads", n, "--kernels", kernels, "--steps", "2")
             check(r.stderr.rstrip().endswith(f"| threads {want}"),

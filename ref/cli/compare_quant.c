@@ -11,13 +11,14 @@
 #include "../../trace/trace_diff.h"
 #include "commands.h"
 #include "common.h"
+#include "../threads.h"
 #include "../file_util.h"
 #include "../quant_model.h"
 #include "../score.h"
 
 static const char COMPARE_QUANT_USAGE[] =
     "usage: stepwise compare-quant --model M --tokenizer T --text FILE [--group G] [--json]\n"
-    "                              [--kernels plain|fast]\n"
+    "                              [--kernels plain|fast] [--threads N]\n"
     "\n"
     "Teacher-force the text of FILE (BOS first, cut to the model's seq_len) through\n"
     "the float32 model and through int8 weights (W), activations (A), KV cache (KV),\n"
@@ -27,7 +28,9 @@ static const char COMPARE_QUANT_USAGE[] =
     "\n"
     "  --group G   values per scale (default 32)\n"
     "  --json      print the table as JSON\n"
-    "  --kernels K fast (default: the int8 weights packed) or plain (row by row)\n";
+    "  --kernels K fast (default: the int8 weights packed) or plain (row by row)\n"
+    "  --threads N threads the fast kernels split rows and heads over (default: every\n"
+    "              online processor); the same numbers for any N\n";
 
 typedef struct {
     const char *name;
@@ -43,17 +46,26 @@ static DiffRun as_set(const ScoreResult *r, int vocab, int *pos) {
 }
 
 int cli_compare_quant(int argc, char **argv) {
-    enum { OPT_MODEL = 256, OPT_TOKENIZER, OPT_TEXT, OPT_GROUP, OPT_JSON, OPT_KERNELS_CQ };
+    enum {
+        OPT_MODEL = 256,
+        OPT_TOKENIZER,
+        OPT_TEXT,
+        OPT_GROUP,
+        OPT_JSON,
+        OPT_KERNELS_CQ,
+        OPT_THREADS_CQ
+    };
     static const struct option options[] = {{"model", required_argument, NULL, OPT_MODEL},
                                             {"tokenizer", required_argument, NULL, OPT_TOKENIZER},
                                             {"text", required_argument, NULL, OPT_TEXT},
                                             {"group", required_argument, NULL, OPT_GROUP},
                                             {"kernels", required_argument, NULL, OPT_KERNELS_CQ},
                                             {"json", no_argument, NULL, OPT_JSON},
+                                            {"threads", required_argument, NULL, OPT_THREADS_CQ},
                                             {"help", no_argument, NULL, 'h'},
                                             {NULL, 0, NULL, 0}};
     const char *model = NULL, *tokenizer = NULL, *text_path = NULL;
-    int group = 32;
+    int group = 32, threads = 0;
     bool json = false, plain = false, ok = true;
     StepError err;
     opterr = 0;
@@ -77,6 +89,9 @@ int cli_compare_quant(int argc, char **argv) {
                 break;
             case OPT_GROUP:
                 ok = cli_parse_int(optarg, "--group", 1, 1 << 20, &group, &err);
+                break;
+            case OPT_THREADS_CQ:
+                ok = cli_parse_int(optarg, "--threads", 1, THREADS_MAX, &threads, &err);
                 break;
             case OPT_JSON:
                 json = true;
@@ -105,6 +120,7 @@ int cli_compare_quant(int argc, char **argv) {
     if (ok) ok = (pos = malloc((size_t)n * sizeof(int))) != NULL;
     for (int i = 0; ok && i < n; i++) pos[i] = i;
     if (ok) ok = model_quantize(&m, group, &err) && (plain || model_pack_q8(&m, &err));
+    if (ok && !plain) ok = model_use_threads(&m, threads > 0 ? threads : threads_online(), &err);
     struct QuantWeights *qw = ok ? m.quant : NULL;
     const QuantConfig configs[] = {
         {"W", true, {false, false, group}},    {"A", false, {true, false, group}},
