@@ -112,6 +112,11 @@ static ThreadPool *model_threads(const Model *m) {
     return model_fast(m) ? m->pool : NULL;
 }
 
+/* Whether a linear's input is the one the call before it read (q, k and v
+ * read one input, as do the gate and the up projection): quantized
+ * activations are then quantized once, not again. */
+typedef enum { INPUT_NEW, INPUT_AS_BEFORE } InputUse;
+
 /* One packed matmul, shared out over threads by blocks of output rows. */
 typedef struct {
     float *out;
@@ -138,9 +143,14 @@ static void linear_blocks(void *ctx, int b0, int b1) {
  * (row-major, one thread) sum each dot product in the same order: the same
  * bits. */
 static void linear(RunState *s, ThreadPool *pool, float *out, const float *x, int T, int C, int OC,
-                   Weight w) {
+                   Weight w, InputUse use) {
     const int8_t *qx = NULL;
-    if (w.q != NULL && s->quant.activations) {
+    if (use == INPUT_AS_BEFORE && s->quant.activations) { /* quantized by the call before */
+        if (w.q != NULL)
+            qx = s->xq;
+        else
+            x = s->xfake;
+    } else if (w.q != NULL && s->quant.activations) {
         int groups = quant_groups(C, w.group);
         for (int t = 0; t < T; t++)
             quantize_row(x + (size_t)t * C, C, w.group, s->xq + (size_t)t * C,
@@ -334,8 +344,8 @@ static void count_linear(const ForwardRow *rows, int n_rows, int C, int OC, Weig
 /* out [N, OC] = in [N, C] · Wᵀ for every row's tokens at once: each weight
  * row is read once for all of them. */
 static void linear_rows(const Model *m, RunState *s, const ForwardRow *rows, int n_rows, float *out,
-                        const float *in, int N, int C, int OC, Weight w) {
-    linear(s, model_threads(m), out, in, N, C, OC, w);
+                        const float *in, int N, int C, int OC, Weight w, InputUse use) {
+    linear(s, model_threads(m), out, in, N, C, OC, w, use);
     count_linear(rows, n_rows, C, OC, w);
 }
 
@@ -452,9 +462,11 @@ static void attention_block(const Model *m, RunState *s, const ForwardRow *rows,
     int dim = c->dim, q_dim = config_q_dim(c), kv_dim = config_kv_dim(c);
     rmsnorm_rows(m, s->xb, s->x, m->weights.rms_att + (size_t)l * dim, N, dim); /* xb [N, dim] */
     emit_each(rows, n_rows, l, HOOK_LN1, s->xb, 1, dim);
-    linear_rows(m, s, rows, n_rows, s->q, s->xb, N, dim, q_dim, weight_of(m, M_WQ, l));
-    linear_rows(m, s, rows, n_rows, s->k_new, s->xb, N, dim, kv_dim, weight_of(m, M_WK, l));
-    linear_rows(m, s, rows, n_rows, s->v_new, s->xb, N, dim, kv_dim, weight_of(m, M_WV, l));
+    linear_rows(m, s, rows, n_rows, s->q, s->xb, N, dim, q_dim, weight_of(m, M_WQ, l), INPUT_NEW);
+    linear_rows(m, s, rows, n_rows, s->k_new, s->xb, N, dim, kv_dim, weight_of(m, M_WK, l),
+                INPUT_AS_BEFORE);
+    linear_rows(m, s, rows, n_rows, s->v_new, s->xb, N, dim, kv_dim, weight_of(m, M_WV, l),
+                INPUT_AS_BEFORE);
     qkv_extras(m, s, N, l);
     emit_each(rows, n_rows, l, HOOK_ATTN_Q_PRE, s->q, c->n_heads, config_head_dim(c));
     emit_each(rows, n_rows, l, HOOK_ATTN_K_PRE, s->k_new, c->n_kv_heads, config_head_dim(c));
@@ -462,7 +474,7 @@ static void attention_block(const Model *m, RunState *s, const ForwardRow *rows,
     attend_row(m, &rows[r], l, s->q + (size_t)t0 * q_dim, s->k_new + (size_t)t0 * kv_dim,
                s->v_new + (size_t)t0 * kv_dim, s->xb + (size_t)t0 * q_dim);
     emit_each(rows, n_rows, l, HOOK_ATTN_Z, s->xb, c->n_heads, config_head_dim(c));
-    linear_rows(m, s, rows, n_rows, s->xb2, s->xb, N, q_dim, dim, weight_of(m, M_WO, l));
+    linear_rows(m, s, rows, n_rows, s->xb2, s->xb, N, q_dim, dim, weight_of(m, M_WO, l), INPUT_NEW);
     emit_each(rows, n_rows, l, HOOK_ATTN_OUT, s->xb2, 1, dim);
     residual_rows(m, s->x, s->xb2, N, dim);
     emit_each(rows, n_rows, l, HOOK_RESID_MID, s->x, 1, dim);
@@ -474,13 +486,14 @@ static void mlp_block(const Model *m, RunState *s, const ForwardRow *rows, int n
     int dim = m->config.dim, hidden = m->config.hidden_dim;
     rmsnorm_rows(m, s->xb, s->x, m->weights.rms_ffn + (size_t)l * dim, N, dim);
     emit_each(rows, n_rows, l, HOOK_LN2, s->xb, 1, dim);
-    linear_rows(m, s, rows, n_rows, s->hb, s->xb, N, dim, hidden, weight_of(m, M_W1, l));
-    linear_rows(m, s, rows, n_rows, s->hb2, s->xb, N, dim, hidden, weight_of(m, M_W3, l));
+    linear_rows(m, s, rows, n_rows, s->hb, s->xb, N, dim, hidden, weight_of(m, M_W1, l), INPUT_NEW);
+    linear_rows(m, s, rows, n_rows, s->hb2, s->xb, N, dim, hidden, weight_of(m, M_W3, l),
+                INPUT_AS_BEFORE);
     emit_each(rows, n_rows, l, HOOK_MLP_GATE, s->hb, 1, hidden);
     emit_each(rows, n_rows, l, HOOK_MLP_UP, s->hb2, 1, hidden);
     swiglu_rows(m, s->hb, s->hb2, N, hidden); /* hb [N, hidden] */
     emit_each(rows, n_rows, l, HOOK_MLP_HIDDEN, s->hb, 1, hidden);
-    linear_rows(m, s, rows, n_rows, s->xb, s->hb, N, hidden, dim, weight_of(m, M_W2, l));
+    linear_rows(m, s, rows, n_rows, s->xb, s->hb, N, hidden, dim, weight_of(m, M_W2, l), INPUT_NEW);
     emit_each(rows, n_rows, l, HOOK_MLP_OUT, s->xb, 1, dim);
     residual_rows(m, s->x, s->xb, N, dim);
     emit_each(rows, n_rows, l, HOOK_RESID_POST, s->x, 1, dim);
@@ -503,7 +516,7 @@ static const float *classify(const Model *m, RunState *s, const ForwardRow *rows
     }
     Weight cls = weight_of(m, M_CLS, 0);
     rmsnorm_rows(m, s->xb, s->xb, m->weights.rms_final, W, dim);
-    linear(s, model_threads(m), s->logits, s->xb, W, dim, V, cls);
+    linear(s, model_threads(m), s->logits, s->xb, W, dim, V, cls, INPUT_NEW);
     for (int r = 0, w0 = 0; r < n_rows; w0 += wanted(&rows[r++])) {
         const ForwardRow *row = &rows[r];
         int n = wanted(row), first = row->n_tokens - n;
