@@ -235,6 +235,9 @@ sanitize:
 	$(SAN_ENV) $(SAN_DIR)/stepwise-tests --jobs 2
 	$(SAN_ENV) bash tests/check_traces.sh
 	$(SAN_ENV) /usr/bin/python3 tests/bad_inputs.py $(SAN_DIR)/stepwise
+	@$(MAKE) --no-print-directory BUILD=$(BUILD)/tsan CC=clang CFLAGS="-O1 -g -fsanitize=thread" \
+	  $(BUILD)/tsan/stepwise
+	bash tests/tsan_check.sh $(BUILD)/tsan/stepwise
 
 # libFuzzer targets (tests/fuzz/): each input goes through the real reader.
 # `make fuzz FUZZ_SECONDS=N` runs each for N seconds from its seed corpus
