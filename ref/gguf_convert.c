@@ -159,7 +159,7 @@ bool gguf_model_save(const Model *m, const Tokenizer *tok, GgufOutType type, con
     if (ok && tensors == NULL) ok = step_fail(err, "%s: out of memory", path);
     if (ok) {
         int n = list_tensors(m, type, rotated, factors, n_factors, tensors, report);
-        ok = gguf_write_file(path, &meta, tensors, n, err);
+        ok = gguf_write_file(path, &meta, tensors, n, m->progress, err);
     }
     free(tensors);
     gguf_meta_free(&meta);

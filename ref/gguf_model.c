@@ -133,8 +133,10 @@ static bool take_layer(Model *m, const GgufFile *f, int l, bool halves, StepErro
     return true;
 }
 
-bool gguf_model_load(Model *m, Tokenizer *tok, const char *path, StepError *err) {
+bool gguf_model_load(Model *m, Tokenizer *tok, const char *path, const ProgressSink *progress,
+                     StepError *err) {
     memset(m, 0, sizeof *m);
+    m->progress = progress;
     if (tok != NULL) memset(tok, 0, sizeof *tok);
     GgufFile f;
     if (!gguf_open(&f, path, err)) return false;
@@ -166,8 +168,11 @@ bool gguf_model_load(Model *m, Tokenizer *tok, const char *path, StepError *err)
         const Config *c = &m->config;
         ok = take(&f, "token_embd.weight", (uint64_t)c->vocab_size, (uint64_t)c->dim,
                   model_weight_slot(m, m->weights.token_embedding), err);
-        for (int l = 0; ok && l < c->n_layers; l++)
+        for (int l = 0; ok && l < c->n_layers; l++) {
             ok = take_layer(m, &f, l, strcmp(arch, "llama") != 0, err);
+            progress_report(m->progress, "reading the weights (layers)", (uint64_t)l + 1,
+                            (uint64_t)c->n_layers);
+        }
         ok = ok && take(&f, "output_norm.weight", 0, (uint64_t)c->dim,
                         model_weight_slot(m, m->weights.rms_final), err);
         if (ok && !c->shared_classifier)

@@ -20,6 +20,7 @@ bool gguf_is_model_path(const char *path);
 
 /* Load the model at path into m and, when tok is not NULL, its embedded
  * tokenizer into tok. */
-bool gguf_model_load(Model *m, Tokenizer *tok, const char *path, StepError *err);
+bool gguf_model_load(Model *m, Tokenizer *tok, const char *path, const ProgressSink *progress,
+                     StepError *err);
 
 #endif

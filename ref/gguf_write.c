@@ -152,7 +152,7 @@ static bool write_zeros(FILE *f, uint64_t n) {
 }
 
 bool gguf_write_file(const char *path, const GgufMetadata *meta, const GgufOutTensor *t, int n,
-                     StepError *err) {
+                     const ProgressSink *progress, StepError *err) {
     TextBuffer head = TEXT_BUFFER_INIT;
     put_bytes(&head, "GGUF", 4);
     put_le(&head, 3, 4);
@@ -180,9 +180,11 @@ bool gguf_write_file(const char *path, const GgufMetadata *meta, const GgufOutTe
     if (ok) {
         bool wrote = fwrite(head.s, 1, head.n, out.file) == head.n &&
                      write_zeros(out.file, aligned(head.n) - head.n);
-        for (int i = 0; wrote && i < n; i++)
+        for (int i = 0; wrote && i < n; i++) {
             wrote = write_data(out.file, &t[i], row_buf, gather) &&
                     write_zeros(out.file, aligned(data_bytes(&t[i])) - data_bytes(&t[i]));
+            progress_report(progress, "writing the tensors", (uint64_t)i + 1, (uint64_t)n);
+        }
         if (!wrote) {
             atomic_file_discard(&out);
             ok = step_fail(err, "%s: write failed: %s", path, strerror(errno));

@@ -11,6 +11,7 @@
 
 #include "config.h"
 #include "error.h"
+#include "progress.h"
 #include "text_buffer.h"
 
 /* The metadata key-value pairs, encoded as they go into the file. */
@@ -43,9 +44,10 @@ typedef struct {
 } GgufOutTensor;
 
 /* Write the file at path (atomic_file_open's rules): header, meta, the
- * infos of t[0..n) and their data. */
+ * infos of t[0..n) and their data, telling progress (may be NULL) how many
+ * tensors are written. */
 bool gguf_write_file(const char *path, const GgufMetadata *meta, const GgufOutTensor *t, int n,
-                     StepError *err);
+                     const ProgressSink *progress, StepError *err);
 
 /* One Q8_0 block (34 bytes: F16 d, then 32 int8 q) of x[0..32), as ggml's
  * quantize_row_q8_0_ref makes it: d = max|x| / 127, q = roundf(x · (1/d))

@@ -294,7 +294,11 @@ static bool take_all(Model *m, SafetensorsFile *files, int n, const char *dir, S
     const Config *c = &m->config;
     bool ok = take(files, n, "model.embed_tokens.weight", c->vocab_size, c->dim,
                    model_weight_slot(m, m->weights.token_embedding), dir, err);
-    for (int l = 0; ok && l < c->n_layers; l++) ok = take_layer(m, files, n, l, dir, err);
+    for (int l = 0; ok && l < c->n_layers; l++) {
+        ok = take_layer(m, files, n, l, dir, err);
+        progress_report(m->progress, "reading the weights (layers)", (uint64_t)l + 1,
+                        (uint64_t)c->n_layers);
+    }
     ok = ok && take(files, n, "model.norm.weight", 0, c->dim,
                     model_weight_slot(m, m->weights.rms_final), dir, err);
     if (ok && !c->shared_classifier)
@@ -327,8 +331,10 @@ static void fill_report(HfLoadReport *r, const SafetensorsFile *files, int n) {
     }
 }
 
-bool hf_model_load(Model *m, const char *dir, HfLoadReport *report, StepError *err) {
+bool hf_model_load(Model *m, const char *dir, const ProgressSink *progress, HfLoadReport *report,
+                   StepError *err) {
     memset(m, 0, sizeof *m);
+    m->progress = progress;
     char path[4096], *text = NULL, arch[64];
     snprintf(path, sizeof path, "%s/config.json", dir);
     struct stat st;

@@ -54,8 +54,10 @@ bool hf_interleave_heads(float *x, int heads, int head_dim, size_t cols);
 /* Whether path is a directory (a Hugging Face model directory, perhaps). */
 bool hf_is_model_dir(const char *path);
 
-/* Load the model in dir into m (float32 storage, owned). */
-bool hf_model_load(Model *m, const char *dir, HfLoadReport *report, StepError *err);
+/* Load the model in dir into m (float32 storage, owned). progress (may be
+ * NULL) is told how many layers have been read; it is left in m->progress. */
+bool hf_model_load(Model *m, const char *dir, const ProgressSink *progress, HfLoadReport *report,
+                   StepError *err);
 
 /* The Config of a config.json's text (the architecture's fields set), for
  * the loader and the fuzz target. */

@@ -88,6 +88,7 @@ def main():
                                           "--top-n", "0"], "forward pass (layers): "),
             ("quantize", ["quantize", "--model", model, "--out", os.path.join(tmp, "q.q8")],
              "quantizing to int8 (tensors): "),
+            ("convert", ["convert", *m, "--out", os.path.join(tmp, "c.gguf")], "writing the tensors: "),
         ]
         for name, args, want in cases:
             out_t, term, status = run_on_terminal(args)
@@ -99,10 +100,10 @@ def main():
             out_p, err_p, status_p = run_on_pipe(args)
             check(status_p == 0 and "\r" not in err_p and "\033" not in err_p,
                   f"{name} on a pipe: no progress line")
-            if name != "quantize":  # quantize's output is a file, checked by the quant tests
+            if name not in ("quantize", "convert"):  # their output is a file, checked elsewhere
                 check(comparable(out_t) == comparable(out_p),
                       f"{name}: stdout the same on a terminal and on a pipe (batch: but its timings)")
-            if name != "quantize":
+            if name not in ("quantize", "convert"):
                 _, term_q, _ = run_on_terminal(args + ["--quiet"])
                 check("\r" not in term_q.replace("\n", "") and "\033" not in term_q,
                       f"{name} --quiet on a terminal: no progress line")

@@ -213,9 +213,9 @@ static bool load_json_tokenizer(Tokenizer *tok, const char *path, int vocab_size
 }
 
 /* A Hugging Face model directory, with a warning for tensors it does not use. */
-static bool load_hf(const char *dir, Model *m, StepError *err) {
+static bool load_hf(const char *dir, Model *m, const ProgressSink *progress, StepError *err) {
     HfLoadReport report;
-    if (!hf_model_load(m, dir, &report, err)) return false;
+    if (!hf_model_load(m, dir, progress, &report, err)) return false;
     if (report.unused > 0)
         fprintf(stderr, "stepwise: warning: %s: %d tensor%s not used by the architecture (%s%s)\n",
                 dir, report.unused, report.unused == 1 ? " is" : "s are", report.first_unused,
@@ -224,16 +224,16 @@ static bool load_hf(const char *dir, Model *m, StepError *err) {
 }
 
 bool cli_load_model(const char *model_path, const char *tokenizer_path, Model *m, Tokenizer *tok,
-                    StepError *err) {
+                    const ProgressSink *progress, StepError *err) {
     bool ok;
     if (gguf_is_model_path(model_path)) {
         /* its own tokenizer, unless --tokenizer says otherwise */
-        ok = gguf_model_load(m, tokenizer_path == NULL ? tok : NULL, model_path, err);
+        ok = gguf_model_load(m, tokenizer_path == NULL ? tok : NULL, model_path, progress, err);
         if (tokenizer_path == NULL) return ok;
         memset(tok, 0, sizeof *tok);
     } else if (hf_is_model_dir(model_path)) {
         memset(tok, 0, sizeof *tok);
-        ok = load_hf(model_path, m, err);
+        ok = load_hf(model_path, m, progress, err);
         /* its own tokenizer.json, unless --tokenizer says otherwise */
         if (ok && tokenizer_path == NULL) {
             ok = tokenizer_json_in_dir(model_path)
@@ -286,9 +286,10 @@ bool cli_load_model_to_run(const char *model_path, const char *tokenizer_path, c
     char note[PATH_MAX + 16];
     snprintf(note, sizeof note, "loading %s", model_path ? model_path : "the built-in model");
     if (progress != NULL) cli_progress_note(progress, note);
-    bool ok = cli_load_model(model_path, tokenizer_path, m, tok, err) &&
-              trace_layers_check(trace, m->config.n_layers, err);
     ProgressSink sink = progress != NULL ? cli_progress_sink(progress) : (ProgressSink){0};
+    /* the Hugging Face and GGUF loaders report their layers */
+    bool ok = cli_load_model(model_path, tokenizer_path, m, tok, &sink, err) &&
+              trace_layers_check(trace, m->config.n_layers, err);
     if (ok) m->progress = &sink;
     ok = ok && prepare_model(m, q, err);
     m->progress = NULL;
@@ -296,15 +297,16 @@ bool cli_load_model_to_run(const char *model_path, const char *tokenizer_path, c
     return ok;
 }
 
-bool cli_load_model_only(const char *model_path, Model *m, StepError *err) {
-    if (gguf_is_model_path(model_path)) return gguf_model_load(m, NULL, model_path, err);
-    if (hf_is_model_dir(model_path)) return load_hf(model_path, m, err);
+bool cli_load_model_only(const char *model_path, Model *m, const ProgressSink *progress,
+                         StepError *err) {
+    if (gguf_is_model_path(model_path)) return gguf_model_load(m, NULL, model_path, progress, err);
+    if (hf_is_model_dir(model_path)) return load_hf(model_path, m, progress, err);
     if (model_path != NULL && model_file_is_q8(model_path))
         return model_load_q8(m, model_path, err);
     if (model_path != NULL && !ends_with(model_path, ".json"))
         return model_load_checkpoint(m, model_path, err);
     Tokenizer unused;
-    if (!cli_load_model(model_path, NULL, m, &unused, err)) return false;
+    if (!cli_load_model(model_path, NULL, m, &unused, progress, err)) return false;
     tokenizer_free(&unused);
     return true;
 }

@@ -162,7 +162,7 @@ int cli_quant_option(int c, const char *arg, CliQuant *q, StepError *err);
  * tokenizer_path (a tokenizer.bin, a JSON model, a tokenizer.json or a
  * directory holding one) always wins over the model's own tokenizer. */
 bool cli_load_model(const char *model_path, const char *tokenizer_path, Model *m, Tokenizer *tok,
-                    StepError *err);
+                    const ProgressSink *progress, StepError *err);
 
 /* Whether a --tokenizer path names a tokenizer.json (or a directory). */
 bool cli_is_tokenizer_json(const char *path);
@@ -184,7 +184,8 @@ bool cli_load_model_to_run(const char *model_path, const char *tokenizer_path, c
 
 /* Load only the model at model_path (NULL: the built-in tiny model), for
  * commands that need its shape or weights but no tokenizer. */
-bool cli_load_model_only(const char *model_path, Model *m, StepError *err);
+bool cli_load_model_only(const char *model_path, Model *m, const ProgressSink *progress,
+                         StepError *err);
 
 /* The process's peak resident memory, in bytes. */
 uint64_t cli_peak_rss_bytes(void);

@@ -109,7 +109,7 @@ int cli_compare_quant(int argc, char **argv) {
     Tokenizer tok = {0};
     char *text = NULL;
     int *ids = NULL, n = 0, *pos = NULL;
-    if (ok) ok = cli_load_model(model, tokenizer, &m, &tok, &err);
+    if (ok) ok = cli_load_model(model, tokenizer, &m, &tok, NULL, &err);
     if (ok && m.quant != NULL) ok = step_fail(&err, "compare-quant: the model must be float32");
     if (ok) ok = file_read_text(text_path, "text", &text, &err);
     if (ok) ok = tokenizer_encode(&tok, text, true, &ids, &n, &err);

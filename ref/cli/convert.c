@@ -7,6 +7,7 @@
 
 #include "commands.h"
 #include "common.h"
+#include "progress.h"
 #include "../file_util.h"
 #include "../gguf_convert.h"
 #include "../gguf_model.h"
@@ -98,13 +99,19 @@ int cli_convert(int argc, char **argv) {
     bool ok = parsed > 0 && file_check_output(a.out, "--out", &err);
     Model m = {0};
     Tokenizer tok = {0};
+    CliProgress progress;
+    cli_progress_init(&progress, false);
+    ProgressSink sink = cli_progress_sink(&progress);
     if (ok)
-        ok = a.no_tokenizer ? cli_load_model_only(a.model, &m, &err)
-                            : cli_load_model(a.model, a.tokenizer, &m, &tok, &err);
+        ok = a.no_tokenizer ? cli_load_model_only(a.model, &m, &sink, &err)
+                            : cli_load_model(a.model, a.tokenizer, &m, &tok, &sink, &err);
+    m.progress = &sink; /* the tensors as they are written */
     const char *base = a.out != NULL ? strrchr(a.out, '/') : NULL;
     const char *name = a.name != NULL ? a.name : base != NULL ? base + 1 : a.out;
     GgufSaveReport r;
     if (ok) ok = gguf_model_save(&m, a.no_tokenizer ? NULL : &tok, a.type, name, a.out, &r, &err);
+    cli_progress_clear(&progress);
+    m.progress = NULL;
     struct stat st;
     if (ok && stat(a.out, &st) == 0) {
         fprintf(stderr,

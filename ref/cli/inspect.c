@@ -293,7 +293,7 @@ int cli_inspect(int argc, char **argv) {
                  preset->source);
         model = NULL;
     } else if (ok) {
-        ok = cli_load_model_only(model, &m, &err);
+        ok = cli_load_model_only(model, &m, NULL, &err);
     }
     if (ok && !cli_model_files(model, no_hash, &files, &err)) {
         model_free(&m);

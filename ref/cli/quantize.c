@@ -55,10 +55,10 @@ int cli_quantize(int argc, char **argv) {
     Model m = {0};
     CliProgress progress;
     cli_progress_init(&progress, false);
-    if (ok) cli_progress_note(&progress, "loading the model");
-    if (ok) ok = cli_load_model_only(model, &m, &err);
-    if (ok && m.quant != NULL) ok = step_fail(&err, "quantize: %s is already int8", model);
     ProgressSink sink = cli_progress_sink(&progress);
+    if (ok) cli_progress_note(&progress, "loading the model");
+    if (ok) ok = cli_load_model_only(model, &m, &sink, &err);
+    if (ok && m.quant != NULL) ok = step_fail(&err, "quantize: %s is already int8", model);
     m.progress = &sink;
     if (ok) ok = model_quantize(&m, group, &err);
     cli_progress_note(&progress, "writing the int8 model");

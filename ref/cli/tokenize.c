@@ -227,7 +227,7 @@ int cli_tokenize(int argc, char **argv) {
     Model m = {0};
     bool ok = a.tokenizer != NULL && a.model == NULL
                   ? cli_load_tokenizer(a.tokenizer, 0, &tok, &err)
-                  : cli_load_model(a.model, a.tokenizer, &m, &tok, &err);
+                  : cli_load_model(a.model, a.tokenizer, &m, &tok, NULL, &err);
     int *ids = NULL, n = 0;
     if (ok && a.texts != NULL) {
         ok = encode_lines(&a, &tok, &err);

@@ -90,7 +90,7 @@ int main(int argc, char **argv) {
     Model m = {0};
     HfLoadReport report;
     double t0 = now();
-    bool ok = hf_is_model_dir(path) ? hf_model_load(&m, path, &report, &err)
+    bool ok = hf_is_model_dir(path) ? hf_model_load(&m, path, NULL, &report, &err)
                                     : model_load_checkpoint(&m, path, &err);
     if (ok && int8) ok = model_quantize(&m, 32, &err) && model_pack_q8(&m, &err);
     if (ok && !int8) ok = model_pack(&m, &err);

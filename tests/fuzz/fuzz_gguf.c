@@ -29,7 +29,7 @@ static void round_trip(const Model *m, const Tokenizer *tok) {
     if (!with_tok && !gguf_model_save(m, NULL, GGUF_OUT_F32, "fuzz", out, &r, &err)) abort();
     Model back;
     Tokenizer back_tok;
-    if (!gguf_model_load(&back, with_tok ? &back_tok : NULL, out, &err)) abort();
+    if (!gguf_model_load(&back, with_tok ? &back_tok : NULL, out, NULL, &err)) abort();
     uint64_t n = model_storage_floats(&m->config);
     if (model_storage_floats(&back.config) != n ||
         memcmp(back.storage, m->storage, n * sizeof(float)) != 0)
@@ -61,7 +61,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     const char *path = fuzz_file("model.gguf", data, size);
     Model m;
     Tokenizer tok;
-    if (gguf_model_load(&m, &tok, path, &err)) {
+    if (gguf_model_load(&m, &tok, path, NULL, &err)) {
         RunState s;
         if (run_state_init(&s, &m.config, 1, 1, &err)) {
             int token = m.config.vocab_size - 1;

@@ -32,7 +32,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     *strrchr(dir, '/') = '\0';
     Model m;
     HfLoadReport report;
-    if (hf_model_load(&m, dir, &report, &err)) {
+    if (hf_model_load(&m, dir, NULL, &report, &err)) {
         RunState s;
         if (run_state_init(&s, &m.config, 1, 1, &err)) {
             int token = m.config.vocab_size - 1;
