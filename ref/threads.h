@@ -34,7 +34,8 @@ int thread_pool_size(const ThreadPool *pool);
 
 /* fn over tasks 0..n-1: thread k of T takes [n·k/T, n·(k+1)/T), the
  * caller's thread the first range. Returns when every task is done. With
- * pool NULL (or n < 2): fn(ctx, 0, n) on the caller's thread. */
+ * pool NULL (or n < 2): fn(ctx, 0, n) on the caller's thread. One caller at
+ * a time, and never from inside a task (the pool has one job at a time). */
 void parallel_for(ThreadPool *pool, int n, ParallelTask fn, void *ctx);
 
 /* Online processors: the default of --threads. */
