@@ -12,9 +12,7 @@
  * and KV rows, from the work counters), and the in-cache rate of the
  * prefill kernel (a 256 x C matrix against 96 tokens, again and again) as
  * the prefill's ceiling. It also runs the prompt on one thread and checks
- * that the logits are the same bits ("bitwise": true), and with --threads
- * N > 1 times the prefill's speed-up over one thread as the median of 15
- * back-to-back pairs ("prefill_speedup_paired"). */
+ * that the logits are the same bits ("bitwise": true). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -131,21 +129,6 @@ int main(int argc, char **argv) {
         best_prefill = prefill[r] > best_prefill ? prefill[r] : best_prefill;
         best_decode = decode[r] > best_decode ? decode[r] : best_decode;
     }
-    /* With threads: the prefill's speed-up, as the median of 15 pairs of
-     * runs, one thread then the pool, back to back, so that both runs of a
-     * pair see the same machine (its speed drifts by a third here). */
-    double speedup[15] = {0};
-    ThreadPool *pool = m.pool;
-    for (int r = 0; ok && threads > 1 && r < 15; r++) {
-        m.pool = NULL;
-        double t = now();
-        forward_tokens(&m, &s, tokens, T, 0, false, NULL);
-        double one = now() - t;
-        m.pool = pool;
-        t = now();
-        forward_tokens(&m, &s, tokens, T, 0, false, NULL);
-        speedup[r] = one / (now() - t);
-    }
     struct rusage ru;
     getrusage(RUSAGE_SELF, &ru);
     /* the decode step's average reads: weights, plus the KV rows of D/2 positions */
@@ -157,13 +140,12 @@ int main(int argc, char **argv) {
                "\"prefill_best_tok_s\": %.1f, \"decode_tokens\": %d, \"decode_tok_s\": %.1f, "
                "\"decode_best_tok_s\": %.1f, \"decode_step_bytes\": %llu, "
                "\"last_step_bytes\": %llu, \"prefill_macs\": %llu, "
-               "\"kernel_macs_per_second\": %.4g, \"prefill_speedup_paired\": %.3f, "
-               "\"bitwise\": %s}\n",
+               "\"kernel_macs_per_second\": %.4g, \"bitwise\": %s}\n",
                path, threads, int8 ? "true" : "false", load, ru.ru_maxrss * 1024L, T,
                median(prefill, runs), best_prefill, D, median(decode, runs), best_decode,
                (unsigned long long)mean_step_bytes, (unsigned long long)step_bytes,
                (unsigned long long)prefill_macs, int8 ? 0.0 : kernel_macs_per_second(m.config.dim),
-               threads > 1 ? median(speedup, 15) : 1.0, bitwise ? "true" : "false");
+               bitwise ? "true" : "false");
     free(tokens), free(one_thread);
     run_state_free(&s);
     model_free(&m);
