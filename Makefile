@@ -175,6 +175,7 @@ unit-tests:
 	/usr/bin/python3 tests/presets_check.py $(BUILD)/stepwise
 	/usr/bin/python3 tests/golden_shard_check.py $(BUILD)/stepwise
 	/usr/bin/python3 tests/progress_check.py $(BUILD)/stepwise
+	/usr/bin/python3 tests/prefix_cache_check.py $(BUILD)/stepwise
 
 $(NPM_DIR)/.installed:
 	@command -v npm >/dev/null || { echo "npm is needed for the tokenizer.json reference"; exit 2; }
@@ -235,6 +236,7 @@ sanitize:
 	$(SAN_ENV) $(SAN_DIR)/stepwise-tests --jobs 2
 	$(SAN_ENV) bash tests/check_traces.sh
 	$(SAN_ENV) /usr/bin/python3 tests/bad_inputs.py $(SAN_DIR)/stepwise
+	$(SAN_ENV) /usr/bin/python3 tests/prefix_cache_check.py $(SAN_DIR)/stepwise
 	@$(MAKE) --no-print-directory BUILD=$(BUILD)/tsan CC=clang CFLAGS="-O1 -g -fsanitize=thread" \
 	  $(BUILD)/tsan/stepwise
 	bash tests/tsan_check.sh $(BUILD)/tsan/stepwise

@@ -72,6 +72,7 @@ typedef struct {
     double *itl_scratch;
     uint64_t kv_bytes; /* allocated by active sequences now */
     int active;
+    PrefixCache *prefix; /* or NULL */
 } Server;
 
 static double now(const Server *s) {
@@ -124,7 +125,16 @@ static bool admit(Server *s, BatchRequest *r) {
     }
     s->kv_bytes += cache_bytes(s->m, r);
     if (s->kv_bytes > s->out->peak_kv_bytes) s->out->peak_kv_bytes = s->kv_bytes;
-    sequence_prefill(&r->seq);
+    /* A shared prefix: copy its rows, compute the rest, keep this prompt's.
+     * Not for recompute-everything runs or prompt logits (rows they need). */
+    bool shares = s->prefix != NULL && !r->opt.no_kv_cache && !r->opt.all_logits;
+    int reused = shares ? prefix_cache_take(s->prefix, r->prompt, r->n_prompt, &r->seq.s.cache) : 0;
+    sequence_prefill_from(&r->seq, reused);
+    if (shares) prefix_cache_put(s->prefix, r->prompt, r->n_prompt, &r->seq.s.cache);
+    r->prefix_reused = reused;
+    s->out->prefix_tokens_reused += reused;
+    s->out->prefill_macs_saved += forward_body_macs(&s->m->config, r->n_prompt, 0) -
+                                  forward_body_macs(&s->m->config, r->n_prompt - reused, reused);
     if (pick(s, r)) {
         finish(s, r);
         return false;
@@ -159,8 +169,8 @@ static void step(Server *s, RunState *scratch, BatchRequest **active, int n_acti
 }
 
 bool batch_run(const Model *m, BatchRequest *reqs, int n, int max_batch,
-               const QuantRuntime *activations, const BatchSink *sink, BatchMetrics *out,
-               StepError *err) {
+               const QuantRuntime *activations, PrefixCache *prefix, const BatchSink *sink,
+               BatchMetrics *out, StepError *err) {
     memset(out, 0, sizeof *out);
     out->requests = n;
     if (max_batch < 1) return step_fail(err, "--max-batch must be at least 1");
@@ -183,7 +193,12 @@ bool batch_run(const Model *m, BatchRequest *reqs, int n, int max_batch,
     }
     for (int i = 0; i < n; i++) order[i] = &reqs[i];
     qsort(order, (size_t)n, sizeof *order, compare_arrivals);
-    Server s = {.m = m, .sink = sink, .out = out, .start = clock_seconds(), .itl_scratch = itl};
+    Server s = {.m = m,
+                .sink = sink,
+                .out = out,
+                .start = clock_seconds(),
+                .itl_scratch = itl,
+                .prefix = prefix};
     int next = 0, n_active = 0;
     while (next < n || n_active > 0) {
         /* Interrupted: the requests still waiting are not served; the
@@ -215,6 +230,11 @@ bool batch_run(const Model *m, BatchRequest *reqs, int n, int max_batch,
     }
     out->seconds = now(&s);
     out->throughput = out->seconds > 0 ? out->generated / out->seconds : 0;
+    if (prefix != NULL) {
+        out->prefix_cache_bytes = prefix->bytes;
+        out->prefix_cache_entries = prefix->n;
+        out->prefix_cache_evicted = prefix->evicted;
+    }
     if (out->completed > 0) {
         out->mean_ttft_ms /= out->completed;
         out->mean_itl_ms /= out->completed;

@@ -9,6 +9,7 @@
 #define STEPWISE_BATCH_H
 
 #include "chat.h"
+#include "prefix_cache.h"
 #include "sequence.h"
 
 /* Serving metrics of one request, named as vLLM names them (milliseconds). */
@@ -41,6 +42,7 @@ typedef struct BatchRequest {
     RequestMetrics metrics;
     double t_admitted, t_finished; /* seconds since the batch started */
     double *token_times;           /* [opt.steps] when each token was picked */
+    int prefix_reused;             /* prompt positions copied from the prefix cache */
 } BatchRequest;
 
 /* What the run did as a whole. */
@@ -53,6 +55,13 @@ typedef struct {
     uint64_t peak_kv_bytes; /* the most KV-cache bytes allocated at once */
     double mean_ttft_ms, mean_itl_ms, mean_e2e_ms;
     int steps; /* batched decode steps */
+    /* the prefix cache (batch_run's prefix): positions copied instead of
+     * computed, the prefills' multiply-adds that saved (the blocks'; the
+     * classifier runs either way), and the cache's end state */
+    long prefix_tokens_reused;
+    uint64_t prefill_macs_saved;
+    uint64_t prefix_cache_bytes;
+    int prefix_cache_entries, prefix_cache_evicted;
 } BatchMetrics;
 
 typedef struct {
@@ -65,10 +74,12 @@ typedef struct {
 
 /* Serve reqs[0..n) in arrival order (arrival_ms, then file order) with at
  * most max_batch active, activations quantized as `activations` says (the
- * weights: the model's). Requests with an error are reported and skipped. */
+ * weights: the model's). Requests with an error are reported and skipped.
+ * prefix (NULL: none) is a cache of prompts' KV rows that each prefill
+ * first copies from and then adds to: the same bits either way. */
 bool batch_run(const Model *m, BatchRequest *reqs, int n, int max_batch,
-               const QuantRuntime *activations, const BatchSink *sink, BatchMetrics *out,
-               StepError *err);
+               const QuantRuntime *activations, PrefixCache *prefix, const BatchSink *sink,
+               BatchMetrics *out, StepError *err);
 
 void batch_request_free(BatchRequest *r);
 

@@ -562,6 +562,16 @@ const float *forward(const Model *m, RunState *s, const ForwardRow *rows, int n_
     return classify(m, s, rows, n_rows);
 }
 
+uint64_t forward_body_macs(const Config *c, int T, int pos0) {
+    uint64_t d = (uint64_t)c->dim, h = (uint64_t)c->hidden_dim, kv = (uint64_t)config_kv_dim(c);
+    uint64_t qd = (uint64_t)config_q_dim(c), L = (uint64_t)c->n_layers;
+    uint64_t per_token = L * (d * qd + 2u * d * kv + qd * d + 3u * d * h);
+    uint64_t macs = per_token * (uint64_t)T;
+    for (int t = 0; t < T; t++) /* attention: scores and weighted sum over pos0 + t + 1 positions */
+        macs += L * (uint64_t)(pos0 + t + 1) * (uint64_t)c->n_heads * config_head_dim(c) * 2u;
+    return macs;
+}
+
 const float *forward_tokens(const Model *m, RunState *s, const int *tokens, int T, int pos0,
                             bool all_logits, const StepObserver *obs) {
     ForwardRow row = {.state = s,

@@ -64,6 +64,11 @@ bool run_state_init_quant(RunState *s, const Config *c, int capacity, int max_to
                           const QuantRuntime *q, StepError *err);
 void run_state_free(RunState *s);
 
+/* Multiply-adds of the blocks (every layer's matmuls and attention, not
+ * the classifier) for T tokens at positions pos0.. : what forward's work
+ * counters add up for them. */
+uint64_t forward_body_macs(const Config *c, int T, int pos0);
+
 /* One row of a forward pass: a sequence's state (its KV cache, RoPE tables
  * and work count), its observer, and the n_tokens tokens it feeds at
  * positions pos0, pos0 + 1, ... Prefill is one row of the whole prompt,

@@ -93,8 +93,12 @@ bool sequence_init(Sequence *q, const Model *m, const int *prompt, int n_prompt,
 }
 
 void sequence_prefill(Sequence *q) {
+    sequence_prefill_from(q, 0);
+}
+
+void sequence_prefill_from(Sequence *q, int reused) {
     q->t0 = clock_seconds();
-    run_pass(q, PASS_PREFILL, q->window_tokens, q->n, 0, q->opt->all_logits);
+    run_pass(q, PASS_PREFILL, q->window_tokens + reused, q->n - reused, reused, q->opt->all_logits);
     q->result->prefill_seconds = clock_seconds() - q->t0;
     q->result->positions_filled = q->n;
 }

@@ -34,6 +34,12 @@ bool sequence_init(Sequence *q, const Model *m, const int *prompt, int n_prompt,
 /* The whole prompt in one pass. */
 void sequence_prefill(Sequence *q);
 
+/* The prefill when the cache already holds the rows of the first `reused`
+ * prompt positions (copied from a prefix cache: prefix_cache.h): only the
+ * rest is computed, from that position. 0 < reused < the prompt's length;
+ * with all_logits, prompt logits start at `reused`. */
+void sequence_prefill_from(Sequence *q, int reused);
+
 /* Draw the next token from the last logits, append it, and check the stop
  * conditions. Returns true when the sequence is finished (result->stop_reason
  * set); false (with *failed false) when it goes on. *failed: the sampler

@@ -35,7 +35,12 @@ static const char BATCH_USAGE[] =
     "  --trace DIR          one trace per request, DIR/<id>.jsonl (trace options as\n"
     "                       for generate: --trace-level, --reproducible, ...)\n"
     "  --metrics-json FILE  the summary and every request's metrics as JSON\n"
-    "  --quiet              no progress or summary on stderr\n" QUANT_OPTIONS_HELP "\n"
+    "  --quiet              no progress or summary on stderr\n"
+    "  --prefix-cache       copy the KV rows of a prompt's start that an earlier\n"
+    "                       request computed, instead of computing them again (the\n"
+    "                       same bits either way); the summary says how many\n"
+    "  --prefix-cache-bytes N  the most bytes of rows it keeps (default 268435456),\n"
+    "                       the least recently used prompt evicted first\n" QUANT_OPTIONS_HELP "\n"
     "exit status: 0 when every request was served, 1 when some failed (each has\n"
     "its error line), 2 when the model or the requests file cannot be read.\n";
 
@@ -48,7 +53,9 @@ enum {
     OPT_OUT,
     OPT_TRACE_DIR,
     OPT_METRICS_JSON,
-    OPT_QUIET
+    OPT_QUIET,
+    OPT_PREFIX_CACHE,
+    OPT_PREFIX_CACHE_BYTES
 };
 
 typedef struct {
@@ -56,6 +63,8 @@ typedef struct {
     int max_batch;
     ChatTemplate chat;
     bool quiet;
+    bool prefix_cache;            /* --prefix-cache */
+    long long prefix_cache_bytes; /* its budget */
     TraceOptions trace;
     CliQuant quant;
 } BatchArgs;
@@ -87,11 +96,16 @@ static int parse_batch_args(int argc, char **argv, BatchArgs *a, StepError *err)
         {"trace", required_argument, NULL, OPT_TRACE_DIR},
         {"metrics-json", required_argument, NULL, OPT_METRICS_JSON},
         {"quiet", no_argument, NULL, OPT_QUIET},
+        {"prefix-cache", no_argument, NULL, OPT_PREFIX_CACHE},
+        {"prefix-cache-bytes", required_argument, NULL, OPT_PREFIX_CACHE_BYTES},
         TRACE_LONG_OPTIONS,
         QUANT_LONG_OPTIONS,
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0}};
-    *a = (BatchArgs){.max_batch = 8, .chat = CHAT_DEFAULT, .quant = {.run = {.group = 32}}};
+    *a = (BatchArgs){.max_batch = 8,
+                     .chat = CHAT_DEFAULT,
+                     .quant = {.run = {.group = 32}},
+                     .prefix_cache_bytes = 256LL << 20};
     trace_options_default(&a->trace);
     opterr = 0;
     optind = 1;
@@ -126,6 +140,22 @@ static int parse_batch_args(int argc, char **argv, BatchArgs *a, StepError *err)
             case OPT_QUIET:
                 a->quiet = true;
                 break;
+            case OPT_PREFIX_CACHE:
+                a->prefix_cache = true;
+                break;
+            case OPT_PREFIX_CACHE_BYTES: {
+                char *end;
+                errno = 0;
+                a->prefix_cache_bytes = strtoll(optarg, &end, 10);
+                if (errno != 0 || end == optarg || *end != '\0' || a->prefix_cache_bytes < 1) {
+                    step_fail(err,
+                              "--prefix-cache-bytes takes a positive whole number, got '%.40s'",
+                              optarg);
+                    return -1;
+                }
+                a->prefix_cache = true;
+                break;
+            }
             case 'h':
                 fputs(BATCH_USAGE, stdout);
                 return 0;
@@ -245,7 +275,9 @@ static void on_finished(void *ctx, BatchRequest *r) {
         cJSON_AddItemToObject(line, "tokens", cJSON_CreateIntArray(g->tokens, g->n_tokens));
         cJSON_AddNumberToObject(line, "prompt_tokens", g->n_prompt);
         cJSON_AddNumberToObject(line, "generated_tokens", g->n_tokens - g->n_prompt);
-        cJSON_AddItemToObject(line, "metrics", metrics_json(&r->metrics));
+        cJSON *metrics = metrics_json(&r->metrics);
+        cJSON_AddNumberToObject(metrics, "prefix_tokens_reused", r->prefix_reused);
+        cJSON_AddItemToObject(line, "metrics", metrics);
         free(text), free(completion);
         if (to != NULL && to->writer != NULL && g->stop_reason == STOP_INTERRUPTED)
             trace_observer_write(to, trace_event_error("interrupted", "interrupted by a signal",
@@ -273,7 +305,7 @@ static void on_finished(void *ctx, BatchRequest *r) {
                 r->error ? r->error : stop_reason_name(r->result.stop_reason));
 }
 
-static void print_summary(const BatchMetrics *m, int max_batch) {
+static void print_summary(const BatchMetrics *m, int max_batch, bool prefix) {
     fprintf(stderr,
             "\n| requests | completed | failed | max batch | generated tokens | seconds | "
             "throughput (tokens/s) | peak active | peak KV bytes | mean TTFT (ms) | mean ITL (ms) "
@@ -282,6 +314,12 @@ static void print_summary(const BatchMetrics *m, int max_batch) {
             m->requests, m->completed, m->failed, max_batch, m->generated, m->seconds,
             m->throughput, m->peak_active, (unsigned long long)m->peak_kv_bytes, m->mean_ttft_ms,
             m->mean_itl_ms, m->mean_e2e_ms);
+    if (prefix)
+        fprintf(stderr,
+                "prefix cache: %ld prompt positions copied, not computed (%.3g multiply-adds "
+                "saved); it holds %d prompts in %llu bytes, %d evicted\n",
+                m->prefix_tokens_reused, (double)m->prefill_macs_saved, m->prefix_cache_entries,
+                (unsigned long long)m->prefix_cache_bytes, m->prefix_cache_evicted);
 }
 
 static bool write_metrics_json(const char *path, const BatchMetrics *m, int max_batch,
@@ -298,6 +336,11 @@ static bool write_metrics_json(const char *path, const BatchMetrics *m, int max_
     cJSON_AddNumberToObject(o, "peak_kv_bytes", (double)m->peak_kv_bytes);
     cJSON_AddNumberToObject(o, "mean_ttft_ms", m->mean_ttft_ms);
     cJSON_AddNumberToObject(o, "mean_itl_ms", m->mean_itl_ms);
+    cJSON_AddNumberToObject(o, "prefix_tokens_reused", (double)m->prefix_tokens_reused);
+    cJSON_AddNumberToObject(o, "prefill_macs_saved", (double)m->prefill_macs_saved);
+    cJSON_AddNumberToObject(o, "prefix_cache_bytes", (double)m->prefix_cache_bytes);
+    cJSON_AddNumberToObject(o, "prefix_cache_entries", m->prefix_cache_entries);
+    cJSON_AddNumberToObject(o, "prefix_cache_evicted", m->prefix_cache_evicted);
     cJSON_AddNumberToObject(o, "mean_e2e_latency_ms", m->mean_e2e_ms);
     cJSON_AddNumberToObject(o, "batched_steps", m->steps);
     cJSON *per = cJSON_AddArrayToObject(o, "per_request");
@@ -353,13 +396,20 @@ static int run_batch(BatchArgs *a, Model *m, const Tokenizer *tok, StepError *er
     }
     BatchMetrics metrics;
     BatchSink sink = {&b, on_admitted, on_finished};
-    if (ok) ok = batch_run(m, reqs, n, a->max_batch, &a->quant.run, &sink, &metrics, err);
+    PrefixCache prefix = {0};
+    if (ok && a->prefix_cache)
+        ok = prefix_cache_init(&prefix, &m->config, a->quant.run.kv,
+                               (uint64_t)a->prefix_cache_bytes, err);
+    if (ok)
+        ok = batch_run(m, reqs, n, a->max_batch, &a->quant.run, a->prefix_cache ? &prefix : NULL,
+                       &sink, &metrics, err);
+    prefix_cache_free(&prefix);
     if (ok && a->out != NULL)
         ok = atomic_file_commit(&out, err);
     else if (a->out != NULL)
         atomic_file_discard(&out);
     cli_progress_clear(&b.progress);
-    if (ok && !a->quiet) print_summary(&metrics, a->max_batch);
+    if (ok && !a->quiet) print_summary(&metrics, a->max_batch, a->prefix_cache);
     if (ok && a->metrics_json != NULL)
         ok = write_metrics_json(a->metrics_json, &metrics, a->max_batch, reqs, n, err);
     if (ok && b.trace_failures > 0)

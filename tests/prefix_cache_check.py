@@ -1,0 +1,97 @@
+#!/usr/bin/python3
+"""batch --prefix-cache (in `make test`): the same outputs, less prefill.
+
+Six requests share a long system prompt (about 175 tokens with tok512) and
+differ in their last words. Served with and without the prefix cache, with
+a float32 KV cache and an int8 one, with one and with two requests in the
+batch, every output line is the same (its measured timings aside), and the
+cache reports positions reused. The multiply-adds it says it saved are
+checked against the closed form of a stories260K block, computed here from
+the model's shape (inspect --json) and each request's reused positions:
+per token L·(d·q + 2·d·kv + q·d + 3·d·h), plus L·(p+1)·heads·head_dim·2 for
+the attention of position p. A budget that holds only one prompt evicts,
+and still gives the same outputs; a budget below one position's rows, and
+one that is not a number, are refused in one line with exit 2.
+
+    /usr/bin/python3 tests/prefix_cache_check.py build/stepwise
+"""
+import json
+import os
+import sys
+import tempfile
+
+from check_util import Checks, run_stepwise
+
+BIN = os.path.abspath(sys.argv[1] if len(sys.argv) > 1 else "build/stepwise")
+MODELS = os.environ.get("STEPWISE_MODELS", "../shared/models")
+SYSTEM = "You are a helpful storyteller who tells short stories about animals in the forest. " * 4
+
+
+def outputs(path):
+    lines = [json.loads(line) for line in open(path, encoding="utf-8")]
+    for line in lines:
+        line.pop("metrics", None)
+    return lines
+
+
+def body_macs(c, T, pos0):
+    d, h, L = c["dim"], c["hidden_dim"], c["n_layers"]
+    q, kv, hd = c["n_heads"] * c["head_dim"], c["n_kv_heads"] * c["head_dim"], c["head_dim"]
+    per_token = L * (d * q + 2 * d * kv + q * d + 3 * d * h)
+    return per_token * T + sum(L * (pos0 + t + 1) * c["n_heads"] * hd * 2 for t in range(T))
+
+
+def main():
+    check = Checks()
+    model = os.path.join(MODELS, "stories260K.bin")
+    if not os.path.exists(model):
+        print(f"prefix cache: no stories260K in {MODELS}, skipped")
+        return 0
+    m = ["--model", model, "--tokenizer", os.path.join(MODELS, "tok512.bin")]
+    shape = json.loads(run_stepwise(BIN, "inspect", *m[:2], "--json").stdout)["model"]
+    with tempfile.TemporaryDirectory() as tmp:
+        requests = os.path.join(tmp, "requests.jsonl")
+        with open(requests, "w", encoding="utf-8") as f:
+            for i, animal in enumerate(["a cat", "a dog", "a fish", "a bird", "a frog", "a bear"]):
+                f.write(json.dumps({"id": f"r{i}", "prompt": SYSTEM + "Tell me about " + animal + ".",
+                                    "max_tokens": 16, "temperature": 0.8, "seed": i + 1}) + "\n")
+
+        def serve(tag, *extra):
+            out, metrics = os.path.join(tmp, f"{tag}.jsonl"), os.path.join(tmp, f"{tag}.json")
+            run_stepwise(BIN, "batch", *m, "--requests", requests, "--quiet", "--out", out,
+                         "--metrics-json", metrics, *extra)
+            lines = [json.loads(line) for line in open(out, encoding="utf-8")]
+            return outputs(out), json.load(open(metrics, encoding="utf-8")), lines
+
+        for kv in ("float32", "int8"):
+            for batch in ("1", "2"):
+                base, _, _ = serve(f"plain-{kv}-{batch}", "--quant-kv", kv, "--max-batch", batch)
+                cached, metrics, lines = serve(f"cached-{kv}-{batch}", "--quant-kv", kv, "--max-batch",
+                                               batch, "--prefix-cache")
+                reused = metrics["prefix_tokens_reused"]
+                want = sum(body_macs(shape, l["prompt_tokens"], 0)
+                           - body_macs(shape, l["prompt_tokens"] - l["metrics"]["prefix_tokens_reused"],
+                                       l["metrics"]["prefix_tokens_reused"]) for l in lines)
+                check(cached == base and reused > 0 and reused == sum(l["metrics"]["prefix_tokens_reused"]
+                                                                       for l in lines),
+                      f"{kv} KV, max batch {batch}: outputs identical with the cache, "
+                      f"{reused} positions reused")
+                check(metrics["prefill_macs_saved"] == want,
+                      f"{kv} KV, max batch {batch}: {want:,} multiply-adds saved, the closed form's")
+        # room for about one prompt's rows: each new prompt evicts the last
+        one = 5 * 4 * 8 * 2 * 4  # layers x KV heads x head_dim x (K, V) x 4 bytes: one position
+        base, _, _ = serve("plain-small")
+        small, metrics, _ = serve("small", "--prefix-cache-bytes", str(one * 300))
+        check(small == base and metrics["prefix_cache_evicted"] > 0 and metrics["prefix_cache_bytes"] <= one * 300,
+              f"a budget of {one * 300} bytes: {metrics['prefix_cache_evicted']} prompts evicted, "
+              f"{metrics['prefix_cache_bytes']} bytes held, outputs identical")
+        for bad, words in ((str(one - 1), "cannot hold one position"), ("lots", "--prefix-cache-bytes")):
+            r = run_stepwise(BIN, "batch", *m, "--requests", requests, "--quiet", "--prefix-cache-bytes",
+                             bad, expect=(2,))
+            check(words in r.stderr and len(r.stderr.strip().splitlines()) == 1,
+                  f"--prefix-cache-bytes {bad} refused: {r.stderr.strip()}")
+    return check.summary("prefix cache")
+
+
+if __name__ == "__main__":
+    sys.exit(main())
