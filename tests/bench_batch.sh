@@ -5,7 +5,8 @@
 # wander by a third from run to run). Two models: the 15M-parameter shape
 # (16 requests of 64 new tokens) and stories260K (64 requests of 128, for
 # runs long enough to time). Also prints one core's read bandwidth
-# (tests/bench/bandwidth.c). Tables to stdout, the runs as JSON in
+# (tests/bench/bandwidth.c), and 32 requests sharing a system prompt with and
+# without --prefix-cache. Tables to stdout, the runs as JSON in
 # build/bench/batch.json. A benchmark, not a test: nothing is asserted.
 set -euo pipefail
 bin=build/stepwise
@@ -53,6 +54,40 @@ requests 16 64 build/bench/batch-requests.jsonl
 table 15M "$m15" "$models/tokenizer.bin" build/bench/batch-requests.jsonl
 requests 64 128 build/bench/batch-requests-stories.jsonl
 table stories260K "$models/stories260K.bin" "$models/tok512.bin" build/bench/batch-requests-stories.jsonl
+# A shared prefix: 32 requests whose prompts begin with the same ~200-token
+# system prompt (tok512), served with and without --prefix-cache on stories260K.
+/usr/bin/python3 - > build/bench/prefix-requests.jsonl <<'PY'
+import json
+system = "You are a kind storyteller. You tell short, happy stories to small children about " \
+         "animals who live in the forest, by the river and in the sea, and every story ends well. " * 3
+animals = ["cat", "dog", "fish", "bird", "frog", "bear", "fox", "owl"]
+for i in range(32):
+    print(json.dumps({"id": "p%02d" % i, "prompt": system + "Tell me about a %s." % animals[i % 8],
+                      "max_tokens": 32}))
+PY
+echo
+echo "stories260K, 32 requests sharing a system prompt, max batch 8, medians of 5 runs"
+echo "| prefix cache | positions reused | prefill multiply-adds saved | mean TTFT (ms) | aggregate tokens/s | seconds |"
+echo "|---|---|---|---|---|---|"
+for mode in off on; do
+    files=()
+    for r in 1 2 3 4 5; do
+        f="build/bench/prefix-$mode-$r.json"
+        extra=(); [ "$mode" = on ] && extra=(--prefix-cache)
+        "$bin" batch --model "$models/stories260K.bin" --tokenizer "$models/tok512.bin" \
+            --requests build/bench/prefix-requests.jsonl --max-batch 8 --threads 1 --quiet \
+            "${extra[@]}" --metrics-json "$f" > /dev/null
+        files+=("$f") runs+=("$f")
+    done
+    /usr/bin/python3 - "$mode" "${files[@]}" <<'PY'
+import json, statistics, sys
+ms = [json.load(open(p)) for p in sys.argv[2:]]
+med = lambda f: statistics.median(f(m) for m in ms)
+print("| %s | %d | %.3g | %.2f | %.0f | %.3f |" % (sys.argv[1], ms[0]["prefix_tokens_reused"],
+      ms[0]["prefill_macs_saved"], med(lambda m: m["mean_ttft_ms"]),
+      med(lambda m: m["throughput_tokens_per_second"]), med(lambda m: m["seconds"])))
+PY
+done
 /usr/bin/python3 - "${runs[@]}" > build/bench/batch.json <<'PY'
 import json, sys
 print(json.dumps([dict(json.load(open(p)), file=p) for p in sys.argv[1:]], indent=1))
