@@ -727,6 +727,8 @@ def option_cases():
                                                    "--format", "llama2c", "--out", "{o.bin}"],
          "--format hf"),
         ("inspect --preset bogus", ["inspect", "--preset", "gpt-5"], "--preset"),
+        ("--prefix-cache-bytes -5", ["batch", *M, "--requests", "{r.jsonl}",
+                                     "--prefix-cache-bytes", "-5"], "--prefix-cache-bytes"),
         ("inspect --preset and --model", ["inspect", "--preset", "qwen3-0.6b", *M[:2]],
          "not both"),
         ("make-model --format bogus", ["make-model", "--format", "gguf", "--out", "{o.bin}"],
@@ -802,6 +804,9 @@ def option_cases():
          ["generate", "--model", "{long.bin}", "--tokenizer", "{tok.bin}", "--prompt", big], 2,
          ["context holds 64"], timeout=5)
     # A model with seq_len 1 runs with the defaults (stop policy).
+    case("option: --prefix-cache-bytes below one position's rows",
+         ["batch", *M, "--requests", "{r.jsonl}", "--prefix-cache-bytes", "1"], 2,
+         ["cannot hold one position"], files={"r.jsonl": b'{"id": "a", "prompt": "hi"}\n'})
     case("option: a model with seq_len 1", ["generate", "--model", "{seq1.bin}", "--tokenizer",
                                             "{tok.bin}", "--steps", "3"], 0, [])
     case("option: seq_len 1 with drop-oldest", ["generate", "--model", "{seq1.bin}",
