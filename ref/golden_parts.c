@@ -68,42 +68,34 @@ static const char *first_difference(const cJSON *a, const cJSON *b) {
     return NULL;
 }
 
-bool golden_parts_check(GoldenParts *mg, const char **parts, int n_parts, StepError *err) {
-    *mg = (GoldenParts){.n_parts = n_parts, .parts = parts};
-    if (n_parts < 1 || n_parts > MAX_PARTS)
-        return step_fail(err, "golden merge: %d parts given, 1 to %d taken", n_parts, MAX_PARTS);
-    mg->manifests = calloc((size_t)n_parts, sizeof *mg->manifests);
-    if (mg->manifests == NULL) return step_fail(err, "golden merge: out of memory");
-    int count = 0, total = 0;
-    const char **seen = calloc((size_t)mg->n_parts, sizeof *seen);
-    if (seen == NULL) return step_fail(err, "golden merge: out of memory");
-    bool ok = true;
-    for (int k = 0; ok && k < mg->n_parts; k++) {
-        int index, c, t;
-        ok = read_part(mg, k, &index, &c, &t, err);
-        if (!ok) break;
-        if (k == 0) count = c, total = t;
-        if (ok && (c != count || t != total))
-            ok = step_fail(err, "golden merge: %s is a part of %d (of %d files), %s of %d (of %d)",
-                           mg->parts[k], c, t, mg->parts[0], count, total);
-        if (ok && c != mg->n_parts)
-            ok = step_fail(err, "golden merge: the set has %d parts, %d given", c, mg->n_parts);
-        if (ok && seen[index - 1] != NULL)
-            ok = step_fail(err, "golden merge: part %d of %d given twice: %s and %s", index, c,
-                           seen[index - 1], mg->parts[k]);
-        if (ok) seen[index - 1] = mg->parts[k];
-        const char *field = ok ? first_difference(mg->manifests[0], mg->manifests[k]) : NULL;
-        if (field != NULL)
-            ok = step_fail(err,
-                           "golden merge: %s and %s are not parts of one set: their \"%s\" "
-                           "differ",
-                           mg->parts[0], mg->parts[k], field);
-    }
-    free(seen);
-    if (!ok) return false;
-    mg->n_files = total;
-    mg->files = calloc((size_t)total, sizeof *mg->files);
-    if (mg->files == NULL) return step_fail(err, "golden merge: out of memory");
+/* Part k read and held against part 0: the same count of parts and files,
+ * the number of parts given, its own number not seen before, the same
+ * fields. *count and *total are part 0's. */
+static bool check_part(GoldenParts *mg, int k, const char **seen, int *count, int *total,
+                       StepError *err) {
+    int index, c, t;
+    if (!read_part(mg, k, &index, &c, &t, err)) return false;
+    if (k == 0) *count = c, *total = t;
+    if (c != *count || t != *total)
+        return step_fail(err, "golden merge: %s is a part of %d (of %d files), %s of %d (of %d)",
+                         mg->parts[k], c, t, mg->parts[0], *count, *total);
+    if (c != mg->n_parts)
+        return step_fail(err, "golden merge: the set has %d parts, %d given", c, mg->n_parts);
+    if (seen[index - 1] != NULL)
+        return step_fail(err, "golden merge: part %d of %d given twice: %s and %s", index, c,
+                         seen[index - 1], mg->parts[k]);
+    seen[index - 1] = mg->parts[k];
+    const char *field = first_difference(mg->manifests[0], mg->manifests[k]);
+    if (field != NULL)
+        return step_fail(err,
+                         "golden merge: %s and %s are not parts of one set: their \"%s\" differ",
+                         mg->parts[0], mg->parts[k], field);
+    return true;
+}
+
+/* Every part's file entries into mg->files by number, each number once. */
+static bool list_files(GoldenParts *mg, StepError *err) {
+    int total = mg->n_files;
     for (int k = 0; k < mg->n_parts; k++) {
         const cJSON *entry;
         cJSON_ArrayForEach(entry, cJSON_GetObjectItemCaseSensitive(mg->manifests[k], "files")) {
@@ -123,14 +115,47 @@ bool golden_parts_check(GoldenParts *mg, const char **parts, int n_parts, StepEr
                 (GoldenSetFile){.entry = entry, .part = mg->parts[k], .file = file, .sha256 = sha};
         }
     }
-    for (int i = 0; i < total; i++) {
-        if (mg->files[i].file == NULL)
-            return step_fail(err, "golden merge: file %d of %d is in no part", i, total);
-        for (int j = 0; j < i; j++)
-            if (strcmp(mg->files[i].file, mg->files[j].file) == 0)
-                return step_fail(err, "golden merge: two files are named %s", mg->files[i].file);
-    }
     return true;
+}
+
+static int compare_names(const void *a, const void *b) {
+    return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+/* Every number has a file, and no two files share a name (sorted, so that
+ * a million entries take a moment, not a day). */
+static bool check_complete(const GoldenParts *mg, StepError *err) {
+    for (int i = 0; i < mg->n_files; i++)
+        if (mg->files[i].file == NULL)
+            return step_fail(err, "golden merge: file %d of %d is in no part", i, mg->n_files);
+    const char **names = malloc((size_t)mg->n_files * sizeof *names);
+    if (names == NULL) return step_fail(err, "golden merge: out of memory");
+    for (int i = 0; i < mg->n_files; i++) names[i] = mg->files[i].file;
+    qsort(names, (size_t)mg->n_files, sizeof *names, compare_names);
+    const char *twice = NULL;
+    for (int i = 1; twice == NULL && i < mg->n_files; i++)
+        if (strcmp(names[i - 1], names[i]) == 0) twice = names[i];
+    bool ok = twice == NULL || step_fail(err, "golden merge: two files are named %s", twice);
+    free(names);
+    return ok;
+}
+
+bool golden_parts_check(GoldenParts *mg, const char **parts, int n_parts, StepError *err) {
+    *mg = (GoldenParts){.n_parts = n_parts, .parts = parts};
+    if (n_parts < 1 || n_parts > MAX_PARTS)
+        return step_fail(err, "golden merge: %d parts given, 1 to %d taken", n_parts, MAX_PARTS);
+    mg->manifests = calloc((size_t)n_parts, sizeof *mg->manifests);
+    const char **seen = calloc((size_t)n_parts, sizeof *seen);
+    bool ok =
+        (mg->manifests != NULL && seen != NULL) || step_fail(err, "golden merge: out of memory");
+    int count = 0, total = 0;
+    for (int k = 0; ok && k < n_parts; k++) ok = check_part(mg, k, seen, &count, &total, err);
+    free(seen);
+    if (!ok) return false;
+    mg->n_files = total;
+    mg->files = calloc((size_t)total, sizeof *mg->files);
+    if (mg->files == NULL) return step_fail(err, "golden merge: out of memory");
+    return list_files(mg, err) && check_complete(mg, err);
 }
 
 void golden_parts_free(GoldenParts *mg) {
