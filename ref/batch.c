@@ -133,8 +133,8 @@ static bool admit(Server *s, BatchRequest *r) {
     if (shares) prefix_cache_put(s->prefix, r->prompt, r->n_prompt, &r->seq.s.cache);
     r->prefix_reused = reused;
     s->out->prefix_tokens_reused += reused;
-    s->out->prefill_macs_saved += forward_body_macs(&s->m->config, r->n_prompt, 0) -
-                                  forward_body_macs(&s->m->config, r->n_prompt - reused, reused);
+    /* the blocks' work for the reused positions: positions 0..reused-1 */
+    s->out->prefill_macs_saved += forward_body_macs(&s->m->config, reused, 0);
     if (pick(s, r)) {
         finish(s, r);
         return false;

@@ -566,10 +566,10 @@ uint64_t forward_body_macs(const Config *c, int T, int pos0) {
     uint64_t d = (uint64_t)c->dim, h = (uint64_t)c->hidden_dim, kv = (uint64_t)config_kv_dim(c);
     uint64_t qd = (uint64_t)config_q_dim(c), L = (uint64_t)c->n_layers;
     uint64_t per_token = L * (d * qd + 2u * d * kv + qd * d + 3u * d * h);
-    uint64_t macs = per_token * (uint64_t)T;
-    for (int t = 0; t < T; t++) /* attention: scores and weighted sum over pos0 + t + 1 positions */
-        macs += L * (uint64_t)(pos0 + t + 1) * (uint64_t)c->n_heads * config_head_dim(c) * 2u;
-    return macs;
+    /* attention: query t scores and mixes pos0 + t + 1 positions, and
+     * Σ_{t<T} (pos0 + t + 1) = T·pos0 + T(T+1)/2 */
+    uint64_t seen = (uint64_t)T * (uint64_t)pos0 + (uint64_t)T * (uint64_t)(T + 1) / 2u;
+    return per_token * (uint64_t)T + L * seen * (uint64_t)c->n_heads * config_head_dim(c) * 2u;
 }
 
 const float *forward_tokens(const Model *m, RunState *s, const int *tokens, int T, int pos0,

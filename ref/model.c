@@ -284,7 +284,7 @@ bool model_init_random(Model *m, const Config *c, uint64_t seed, StepError *err)
 
 bool model_use_threads(Model *m, int n_threads, StepError *err) {
     thread_pool_free(m->pool);
-    return thread_pool_create(&m->pool, n_threads, err);
+    return thread_pool_create(&m->pool, n_threads > 0 ? n_threads : threads_online(), err);
 }
 
 void model_free(Model *m) {

@@ -116,8 +116,9 @@ bool model_save_checkpoint(const Model *m, const char *path, StepError *err);
  * xorshift* generator. The same seed gives the same weights, bit for bit. */
 bool model_init_random(Model *m, const Config *c, uint64_t seed, StepError *err);
 
-/* Run m's fast kernels on n_threads threads (1: the caller's only). The
- * plain kernels always run on one. Results are the same bits for any n. */
+/* Run m's fast kernels on n_threads threads (1: the caller's only; 0: one
+ * per online processor). The plain kernels always run on one. Results are
+ * the same bits for any n. */
 bool model_use_threads(Model *m, int n_threads, StepError *err);
 
 void model_free(Model *m);

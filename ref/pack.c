@@ -15,10 +15,10 @@
  * (model_discard_pages), so that the two
  * layouts never both hold the whole matrix. */
 static bool pack_matrix(const Model *m, PackedMatrix *p, const float *w, int rows, int cols) {
-    int blocks = (rows + PACK_ROWS - 1) / PACK_ROWS;
     p->rows = rows, p->cols = cols;
-    size_t bytes = (size_t)blocks * cols * PACK_ROWS * sizeof(float); /* a multiple of 64 */
-    p->data = aligned_alloc(64, bytes); /* one vector per cache line */
+    size_t bytes =
+        (size_t)packed_blocks(p) * cols * PACK_ROWS * sizeof(float); /* a multiple of 64 */
+    p->data = aligned_alloc(64, bytes);                              /* one vector per cache line */
     if (p->data == NULL) return false;
     memset(p->data, 0, bytes);
     for (int r0 = 0; r0 < rows; r0 += PACK_RELEASE_ROWS) {

@@ -4,13 +4,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Bytes of n positions' rows: K and V of every layer (kv_cache_bytes_of). */
-static uint64_t rows_bytes(const KVCache *k, int n, bool int8) {
-    uint64_t per = (uint64_t)k->n_layers * (uint64_t)k->kv_dim * 2u;
-    return int8 ? per * n + (uint64_t)k->n_layers * k->n_kv_heads * 2u * sizeof(float) * n
-                : per * sizeof(float) * n;
-}
-
 bool prefix_cache_init(PrefixCache *p, const Config *c, bool kv_int8, uint64_t budget,
                        StepError *err) {
     memset(p, 0, sizeof *p);
@@ -40,8 +33,9 @@ static void copy_rows(void *to, int to_cap, const void *from, int from_cap, int 
                (const char *)from + (size_t)l * from_cap * row, (size_t)n * row);
 }
 
-/* Copy n positions from entry e into cache k (or from k into e). */
-static void transfer(PrefixEntry *e, KVCache *k, int n, bool into_cache) {
+/* Copy n positions from entry e into cache k (or from k into e). The
+ * cache's arrays are written through its pointers, not its struct. */
+static void transfer(PrefixEntry *e, const KVCache *k, int n, bool into_cache) {
     int L = k->n_layers;
     size_t kv = (size_t)k->kv_dim, heads = (size_t)k->n_kv_heads;
     if (!e->int8) {
@@ -99,7 +93,9 @@ bool prefix_cache_put(PrefixCache *p, const int *tokens, int n, const KVCache *s
             return true;
         }
     }
-    uint64_t bytes = rows_bytes(src, n, int8) + (uint64_t)n * sizeof(int);
+    /* n positions' rows: the cache's bytes (kv_cache_bytes_of) are the same
+     * for each of its positions */
+    uint64_t bytes = src->bytes / (uint64_t)src->capacity * (uint64_t)n + (uint64_t)n * sizeof(int);
     if (bytes > p->budget || n < 1) return true;       /* too large to keep: not an error */
     while (p->bytes + bytes > p->budget && p->n > 0) { /* evict the least recently used */
         int lru = 0;
@@ -137,7 +133,7 @@ bool prefix_cache_put(PrefixCache *p, const int *tokens, int n, const KVCache *s
         return false;
     }
     memcpy(e.tokens, tokens, (size_t)n * sizeof(int));
-    transfer(&e, (KVCache *)src, n, false);
+    transfer(&e, src, n, false);
     p->entries[p->n++] = e;
     p->bytes += bytes;
     return true;

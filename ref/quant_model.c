@@ -5,10 +5,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-#include "clones.h"
 #include <sys/stat.h>
 
+#include "clones.h"
 #include "file_util.h"
 
 #define Q8_MAGIC   "SWQ8"
@@ -70,7 +69,7 @@ static void packed_q8_free(PackedQ8 *p, int n) {
     free(p);
 }
 
-/* One block of 8 rows against one token: float activations. */
+/* One block of Q8_ROWS rows against one token: float activations. */
 FAST_CLONES static void q8_block_f32(float *out, const float *x, const int8_t *q, const float *sc,
                                      int C, int group, int rows) {
     float sum[Q8_ROWS] = {0};
@@ -133,11 +132,6 @@ void matmul_q8_packed_blocks(float *out, const float *x, const int8_t *qx, const
                 q8_block_f32(o, x + (size_t)t * C, q, sc, C, w->group, rows);
         }
     }
-}
-
-void matmul_q8_packed(float *out, const float *x, const int8_t *qx, const float *sx,
-                      const PackedQ8 *w, int T) {
-    matmul_q8_packed_blocks(out, x, qx, sx, w, T, 0, q8_blocks(w));
 }
 
 /* Build the fast layout of every matrix, per layer. */

@@ -35,17 +35,14 @@ typedef struct QuantWeights {
     QuantMatrix wcls; /* [vocab, dim]; empty when tied (the embedding serves) */
 } QuantWeights;
 
-/* out[t][o] for the packed int8 w [OC, C] and float x [T, C]: per group,
- * Σ x·q in float then × scale; with qx/sx given (activations quantized with
- * the same grouping, [T, C] and [T, groups]), per group Σ qx·q in int32 then
- * × sx·sw. Bitwise quant.h's dot_f32_q8 and dot_q8. */
-void matmul_q8_packed(float *out, const float *x, const int8_t *qx, const float *sx,
-                      const PackedQ8 *w, int T);
-
-/* Blocks of output rows in w: the units threads share out. */
+/* Blocks of 32 output rows in w: the units threads share out. */
 int q8_blocks(const PackedQ8 *w);
 
-/* matmul_q8_packed for the output rows of blocks b0..b1-1 only. */
+/* out[t][o] for the output rows o of blocks b0..b1-1 of the packed int8 w
+ * [OC, C] and float x [T, C]: per group, Σ x·q in float then × scale; with
+ * qx/sx given (activations quantized with the same grouping, [T, C] and
+ * [T, groups]), per group Σ qx·q in int32 then × sx·sw. Bitwise quant.h's
+ * dot_f32_q8 and dot_q8. */
 void matmul_q8_packed_blocks(float *out, const float *x, const int8_t *qx, const float *sx,
                              const PackedQ8 *w, int T, int b0, int b1);
 

@@ -36,7 +36,7 @@ void sequence_prefill(Sequence *q);
 
 /* The prefill when the cache already holds the rows of the first `reused`
  * prompt positions (copied from a prefix cache: prefix_cache.h): only the
- * rest is computed, from that position. 0 < reused < the prompt's length;
+ * rest is computed, from that position. 0 <= reused < the prompt's length;
  * with all_logits, prompt logits start at `reused`. */
 void sequence_prefill_from(Sequence *q, int reused);
 

@@ -26,3 +26,15 @@ def run_stepwise(binary, *args, expect=(0,), env=None):
     if r.returncode not in expect:
         raise SystemExit(f"{' '.join(args)}: exit {r.returncode}, want {expect}\n{r.stderr}")
     return r
+
+
+def stories260k(check_name):
+    """["--model", stories260K.bin, "--tokenizer", tok512.bin] (absolute paths)
+    from $STEPWISE_MODELS, or None after saying the check is skipped."""
+    import os
+    models = os.path.abspath(os.environ.get("STEPWISE_MODELS", "../shared/models"))
+    model = os.path.join(models, "stories260K.bin")
+    if not os.path.exists(model):
+        print(f"{check_name}: no stories260K in {models}, skipped")
+        return None
+    return ["--model", model, "--tokenizer", os.path.join(models, "tok512.bin")]

@@ -21,10 +21,9 @@ import shutil
 import sys
 import tempfile
 
-from check_util import Checks, run_stepwise
+from check_util import Checks, run_stepwise, stories260k
 
 BIN = os.path.abspath(sys.argv[1] if len(sys.argv) > 1 else "build/stepwise")
-MODELS = os.path.abspath(os.environ.get("STEPWISE_MODELS", "../shared/models"))
 
 
 def same_tree(a, b):
@@ -36,11 +35,10 @@ def same_tree(a, b):
 
 def main():
     check = Checks()
-    model = os.path.join(MODELS, "stories260K.bin")
-    if not os.path.exists(model):
-        print(f"golden shards: no stories260K in {MODELS}, skipped")
+    model_args = stories260k("golden shards")
+    if model_args is None:
         return 0
-    common = ["golden", "--model", model, "--tokenizer", os.path.join(MODELS, "tok512.bin")]
+    common = ["golden", *model_args]
     with tempfile.TemporaryDirectory() as tmp:
         whole = os.path.join(tmp, "whole")
         run_stepwise(BIN, *common, "--out", whole)
@@ -80,7 +78,7 @@ def main():
         run_stepwise(BIN, "make-model", "--dim", "64", "--hidden", "96", "--layers", "1", "--heads", "4",
                      "--vocab", "512", "--seq-len", "64", "--out", other)
         foreign = os.path.join(tmp, "foreign")
-        run_stepwise(BIN, "golden", "--model", other, "--tokenizer", os.path.join(MODELS, "tok512.bin"),
+        run_stepwise(BIN, "golden", "--model", other, *model_args[2:],
                      "--shard", "2/2", "--out", foreign)
         refused("a part of another model", [p[0], foreign], '"model" differ')
         hooks = os.path.join(tmp, "hooks")

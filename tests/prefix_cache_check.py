@@ -20,10 +20,9 @@ import os
 import sys
 import tempfile
 
-from check_util import Checks, run_stepwise
+from check_util import Checks, run_stepwise, stories260k
 
 BIN = os.path.abspath(sys.argv[1] if len(sys.argv) > 1 else "build/stepwise")
-MODELS = os.environ.get("STEPWISE_MODELS", "../shared/models")
 SYSTEM = "You are a helpful storyteller who tells short stories about animals in the forest. " * 4
 
 
@@ -43,11 +42,9 @@ def body_macs(c, T, pos0):
 
 def main():
     check = Checks()
-    model = os.path.join(MODELS, "stories260K.bin")
-    if not os.path.exists(model):
-        print(f"prefix cache: no stories260K in {MODELS}, skipped")
+    m = stories260k("prefix cache")
+    if m is None:
         return 0
-    m = ["--model", model, "--tokenizer", os.path.join(MODELS, "tok512.bin")]
     shape = json.loads(run_stepwise(BIN, "inspect", *m[:2], "--json").stdout)["model"]
     with tempfile.TemporaryDirectory() as tmp:
         requests = os.path.join(tmp, "requests.jsonl")

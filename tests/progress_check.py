@@ -20,10 +20,9 @@ import subprocess
 import sys
 import tempfile
 
-from check_util import Checks
+from check_util import Checks, stories260k
 
 BIN = os.path.abspath(sys.argv[1] if len(sys.argv) > 1 else "build/stepwise")
-MODELS = os.environ.get("STEPWISE_MODELS", "../shared/models")
 CLEAR = "\r\033[K"
 
 
@@ -69,11 +68,10 @@ def comparable(out):
 
 def main():
     check = Checks()
-    model = os.path.join(MODELS, "stories260K.bin")
-    if not os.path.exists(model):
-        print(f"progress: no stories260K in {MODELS}, skipped")
+    m = stories260k("progress")
+    if m is None:
         return 0
-    m = ["--model", model, "--tokenizer", os.path.join(MODELS, "tok512.bin")]
+    model = m[1]
     with tempfile.TemporaryDirectory() as tmp:
         requests = os.path.join(tmp, "requests.jsonl")
         with open(requests, "w", encoding="utf-8") as f:

@@ -277,7 +277,7 @@ static bool prepare_model(Model *m, const CliQuant *q, StepError *err) {
     /* the fast layout, chosen once here; the numbers do not change, nor
      * do they with the number of threads */
     if (!(m->quant != NULL ? model_pack_q8(m, err) : model_pack(m, err))) return false;
-    return model_use_threads(m, q->threads > 0 ? q->threads : threads_online(), err);
+    return model_use_threads(m, q->threads, err);
 }
 
 bool cli_load_model_to_run(const char *model_path, const char *tokenizer_path, const CliQuant *q,
@@ -285,15 +285,15 @@ bool cli_load_model_to_run(const char *model_path, const char *tokenizer_path, c
                            Tokenizer *tok, StepError *err) {
     char note[PATH_MAX + 16];
     snprintf(note, sizeof note, "loading %s", model_path ? model_path : "the built-in model");
-    if (progress != NULL) cli_progress_note(progress, note);
-    ProgressSink sink = progress != NULL ? cli_progress_sink(progress) : (ProgressSink){0};
+    cli_progress_note(progress, note);
+    ProgressSink sink = cli_progress_sink(progress);
     /* the Hugging Face and GGUF loaders report their layers */
     bool ok = cli_load_model(model_path, tokenizer_path, m, tok, &sink, err) &&
               trace_layers_check(trace, m->config.n_layers, err);
     if (ok) m->progress = &sink;
     ok = ok && prepare_model(m, q, err);
     m->progress = NULL;
-    if (progress != NULL) cli_progress_clear(progress);
+    cli_progress_clear(progress);
     return ok;
 }
 

@@ -175,8 +175,8 @@ bool cli_load_tokenizer(const char *path, int vocab_size, Tokenizer *tok, StepEr
 /* cli_load_model, then make the model ready to run: check the trace's
  * --trace-layers against it, quantize its weights when q asks and they are
  * not already int8 (a .q8 file), and with the fast kernels put them into
- * the packed layout (pack.h) and start its threads. progress (may be NULL)
- * shows the loading, quantizing and packing. The caller frees m and tok
+ * the packed layout (pack.h) and start its threads. progress shows the
+ * loading, quantizing and packing (when it is on). The caller frees m and tok
  * either way. */
 bool cli_load_model_to_run(const char *model_path, const char *tokenizer_path, const CliQuant *q,
                            const TraceOptions *trace, CliProgress *progress, Model *m,

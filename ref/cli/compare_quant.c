@@ -120,7 +120,7 @@ int cli_compare_quant(int argc, char **argv) {
     if (ok) ok = (pos = malloc((size_t)n * sizeof(int))) != NULL;
     for (int i = 0; ok && i < n; i++) pos[i] = i;
     if (ok) ok = model_quantize(&m, group, &err) && (plain || model_pack_q8(&m, &err));
-    if (ok && !plain) ok = model_use_threads(&m, threads > 0 ? threads : threads_online(), &err);
+    if (ok && !plain) ok = model_use_threads(&m, threads, &err);
     struct QuantWeights *qw = ok ? m.quant : NULL;
     const QuantConfig configs[] = {
         {"W", true, {false, false, group}},    {"A", false, {true, false, group}},

@@ -68,10 +68,6 @@ typedef struct {
     const char *args[24];
 } GoldenFile;
 
-/* The --quiet golden adds to every command (told apart from a --quiet of
- * the command's own by its address). */
-static const char QUIET[] = "--quiet";
-
 /* Run `stepwise <argv>` in this process; returns its exit status. */
 static int run_command(int argc, char **argv) {
     if (strcmp(argv[0], "score") == 0) return cli_score(argc, argv);
@@ -114,19 +110,14 @@ static bool make_file(const GoldenFile *g, int index, const GoldenRun *run, cons
     argv[argc++] = (char *)out_flag, argv[argc++] = path;
     argv[argc++] = "--reproducible";
     if (run->kernels != NULL) argv[argc++] = "--kernels", argv[argc++] = (char *)run->kernels;
-    if (run->threads != NULL) argv[argc++] = "--threads", argv[argc++] = (char *)run->threads;
-    argv[argc++] = (char *)QUIET; /* the set's own progress line is the one shown */
     if (strcmp(g->kind, "score") == 0 && strcmp(run->hooks, "none") != 0)
         argv[argc++] = "--hooks", argv[argc++] = (char *)run->hooks;
-    argv[argc] = NULL;
     /* the command as a person would type it in a folder holding the model
      * and the set: every path relative (the file within DIR, the model and
-     * tokenizer by name), so the manifest reads the same anywhere */
+     * tokenizer by name), so the manifest reads the same anywhere; without
+     * the options added below, which change no byte of the file */
     char command[4096] = "stepwise";
     for (int i = 0; i < argc; i++) {
-        if (argv[i] == QUIET || (run->threads != NULL &&
-                                 (argv[i] == run->threads || strcmp(argv[i], "--threads") == 0)))
-            continue; /* the same bytes for any number of threads, quiet or not */
         const char *word = argv[i] == path             ? g->file
                            : argv[i] == run->model     ? base_name(run->model)
                            : argv[i] == run->tokenizer ? base_name(run->tokenizer)
@@ -135,6 +126,9 @@ static bool make_file(const GoldenFile *g, int index, const GoldenRun *run, cons
         size_t len = strlen(command);
         snprintf(command + len, sizeof command - len, quote ? " '%s'" : " %s", word);
     }
+    if (run->threads != NULL) argv[argc++] = "--threads", argv[argc++] = (char *)run->threads;
+    argv[argc++] = "--quiet"; /* the set's own progress line is the one shown */
+    argv[argc] = NULL;
     if (run_command(argc, argv) != 0)
         return step_fail(err, "golden: making %s failed (see above)", g->file);
     char sha[65];
