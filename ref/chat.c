@@ -1,14 +1,15 @@
 /* chat.c: see chat.h. */
 #include "chat.h"
 
-#include <cjson/cJSON.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "file_util.h"
 #include "hf_tokenizer.h"
 #include "text_buffer.h"
 
-static const char *const TEMPLATE_NAMES[] = {"default", "llama2", "chatml", "llama3"};
+static const char *const TEMPLATE_NAMES[] = {"default", "llama2", "chatml", "llama3", "none"};
 
 bool chat_template_parse(const char *name, ChatTemplate *t, StepError *err) {
     for (int k = 0; k < 4; k++) {
@@ -97,6 +98,26 @@ static bool add_text(Builder *b, const char *text, const char *source, int turn)
     return ok;
 }
 
+/* Whether the system turn has anything in it. */
+static bool has_system_turn(const ChatInput *in) {
+    return in->system != NULL || in->n_memory > 0 || in->n_documents > 0;
+}
+
+/* The system turn's parts with a llama2.c vocabulary: the system prompt,
+ * then "Memory:" and each note, then "Document <id>:" and each document. */
+static bool add_system_parts(Builder *b, const ChatInput *in) {
+    bool ok = in->system == NULL || add_text(b, in->system, "system", -1);
+    for (int k = 0; ok && k < in->n_memory; k++)
+        ok = add_text(b, "Memory:", "marker", k) && add_text(b, in->memory[k], "memory", k);
+    for (int k = 0; ok && k < in->n_documents; k++) {
+        char label[96];
+        snprintf(label, sizeof label, "Document %s:", in->documents[k].id);
+        ok = add_text(b, label, "marker", k) &&
+             add_text(b, in->documents[k].text, b->p->labels[k], k);
+    }
+    return ok;
+}
+
 static bool check_conversation(const ChatMessage *m, int n, StepError *err) {
     if (n == 0) return step_fail(err, "chat: no messages");
     for (int i = 0; i < n; i++) {
@@ -114,12 +135,14 @@ static bool check_conversation(const ChatMessage *m, int n, StepError *err) {
     return true;
 }
 
-static bool assemble_llama2(Builder *b, const char *system, const ChatMessage *m, int n) {
+static bool assemble_llama2(Builder *b, const ChatInput *in) {
+    const ChatMessage *m = in->messages;
+    int n = in->n_messages;
     bool ok = true;
     for (int i = 0; ok && i < n; i += 2) {
         ok = add_special(b, TOKEN_BOS, "bos", i) && add_text(b, "[INST]", "marker", i);
-        if (ok && i == 0 && system != NULL)
-            ok = add_text(b, "<<SYS>>", "marker", -1) && add_text(b, system, "system", -1) &&
+        if (ok && i == 0 && has_system_turn(in))
+            ok = add_text(b, "<<SYS>>", "marker", -1) && add_system_parts(b, in) &&
                  add_text(b, "<</SYS>>", "marker", -1);
         ok = ok && add_text(b, m[i].content, "user", i) && add_text(b, "[/INST]", "marker", i);
         if (ok && i + 1 < n)
@@ -129,11 +152,13 @@ static bool assemble_llama2(Builder *b, const char *system, const ChatMessage *m
     return ok;
 }
 
-static bool assemble_chatml(Builder *b, const char *system, const ChatMessage *m, int n) {
+static bool assemble_chatml(Builder *b, const ChatInput *in) {
+    const ChatMessage *m = in->messages;
+    int n = in->n_messages;
     bool ok = add_special(b, TOKEN_BOS, "bos", -1);
-    if (ok && system != NULL)
+    if (ok && has_system_turn(in))
         ok = add_text(b, "<|im_start|>", "marker", -1) && add_text(b, "system", "marker", -1) &&
-             add_text(b, system, "system", -1) && add_text(b, "<|im_end|>", "marker", -1);
+             add_system_parts(b, in) && add_text(b, "<|im_end|>", "marker", -1);
     for (int i = 0; ok && i < n; i++) {
         /* segment sources are static strings: the messages may not outlive us */
         const char *role = strcmp(m[i].role, "user") == 0 ? "user" : "assistant";
@@ -148,7 +173,7 @@ static bool assemble_chatml(Builder *b, const char *system, const ChatMessage *m
 /* One rendered part: text[start, end), where it came from. */
 typedef struct {
     size_t start, end;
-    const char *source; /* static: "bos", "eos", "marker", "system", "user", "assistant" */
+    const char *source; /* a ChatSegment's source */
     int turn;
 } Span;
 
@@ -192,20 +217,45 @@ static void emit_stripped(Render *r, const char *text, bool left, bool right, co
     emit(r, text + a, b - a, source, turn);
 }
 
+/* The system turn's text: the system prompt, "Memory: " note, ...,
+ * "Document <id>: " text, ..., joined by blank lines. strip: trim the
+ * whole text's two ends, as templates that trim the content do. */
+static void render_system_parts(Render *r, const ChatInput *in, const ChatPrompt *p, bool strip) {
+    int n_parts = (in->system != NULL) + in->n_memory + in->n_documents, k = 0;
+    if (in->system != NULL) {
+        k++;
+        emit_stripped(r, in->system, strip, strip && k == n_parts, "system", -1);
+    }
+    for (int i = 0; i < in->n_memory; i++) {
+        if (k++ > 0) emit_str(r, "\n\n", "marker", i);
+        emit_str(r, "Memory: ", "marker", i);
+        emit_stripped(r, in->memory[i], false, strip && k == n_parts, "memory", i);
+    }
+    for (int i = 0; i < in->n_documents; i++) {
+        if (k++ > 0) emit_str(r, "\n\n", "marker", i);
+        emit_str(r, "Document ", "marker", i);
+        emit_str(r, in->documents[i].id, "marker", i);
+        emit_str(r, ": ", "marker", i);
+        emit_stripped(r, in->documents[i].text, false, strip && k == n_parts, p->labels[i], i);
+    }
+}
+
 /* A special token's text (BOS, EOS) for the template, "" when it has none. */
 static const char *special_text(const Tokenizer *tok, int id) {
     return id >= 0 && id < tok->hf->n_ids ? tok->hf->bytes[id] : "";
 }
 
-static void render_llama2(Render *r, const Tokenizer *tok, const char *system, const ChatMessage *m,
-                          int n) {
+static void render_llama2(Render *r, const Tokenizer *tok, const ChatInput *in,
+                          const ChatPrompt *p) {
+    const ChatMessage *m = in->messages;
+    int n = in->n_messages;
     for (int i = 0; i < n; i += 2) {
         emit_str(r, special_text(tok, tok->bos_id), "bos", i);
         emit_str(r, "[INST] ", "marker", i);
-        bool sys = i == 0 && system != NULL;
+        bool sys = i == 0 && has_system_turn(in);
         if (sys) { /* the template strips system + user as one string */
             emit_str(r, "<<SYS>>\n", "marker", -1);
-            emit_str(r, system, "system", -1);
+            render_system_parts(r, in, p, false);
             emit_str(r, "\n<</SYS>>\n\n", "marker", -1);
         }
         emit_stripped(r, m[i].content, !sys, true, "user", i);
@@ -225,12 +275,14 @@ static void llama3_header(Render *r, const char *role, int turn) {
     emit_str(r, "<|end_header_id|>\n\n", "marker", turn);
 }
 
-static void render_llama3(Render *r, const Tokenizer *tok, const char *system, const ChatMessage *m,
-                          int n) {
+static void render_llama3(Render *r, const Tokenizer *tok, const ChatInput *in,
+                          const ChatPrompt *p) {
+    const ChatMessage *m = in->messages;
+    int n = in->n_messages;
     emit_str(r, special_text(tok, tok->bos_id), "bos", -1);
-    if (system != NULL) {
+    if (has_system_turn(in)) {
         llama3_header(r, "system", -1);
-        emit_stripped(r, system, true, true, "system", -1);
+        render_system_parts(r, in, p, true);
         emit_str(r, "<|eot_id|>", "marker", -1);
     }
     for (int i = 0; i < n; i++) {
@@ -246,14 +298,20 @@ static void render_llama3(Render *r, const Tokenizer *tok, const char *system, c
 static const char QWEN_DEFAULT_SYSTEM[] =
     "You are Qwen, created by Alibaba Cloud. You are a helpful assistant.";
 
-static void render_chatml(Render *r, const Tokenizer *tok, const char *system, const ChatMessage *m,
-                          int n) {
+/* Without a system turn, Qwen's template inserts its default system prompt;
+ * memory notes or documents make a system turn of their own, as a system
+ * message would. */
+static void render_chatml(Render *r, const Tokenizer *tok, const ChatInput *in,
+                          const ChatPrompt *p) {
+    const ChatMessage *m = in->messages;
+    int n = in->n_messages;
     const char *jinja = tok->hf->chat_template;
-    if (system == NULL && jinja != NULL && strstr(jinja, QWEN_DEFAULT_SYSTEM) != NULL)
-        system = QWEN_DEFAULT_SYSTEM;
-    if (system != NULL) {
+    ChatInput with_default = *in;
+    if (!has_system_turn(in) && jinja != NULL && strstr(jinja, QWEN_DEFAULT_SYSTEM) != NULL)
+        with_default.system = QWEN_DEFAULT_SYSTEM;
+    if (has_system_turn(&with_default)) {
         emit_str(r, "<|im_start|>system\n", "marker", -1);
-        emit_str(r, system, "system", -1);
+        render_system_parts(r, &with_default, p, false);
         emit_str(r, "<|im_end|>\n", "marker", -1);
     }
     for (int i = 0; i < n; i++) {
@@ -301,76 +359,131 @@ static bool credit_tokens(const Tokenizer *tok, const Render *r, ChatPrompt *p, 
     return true;
 }
 
-static bool chat_render_and_encode(const Tokenizer *tok, ChatTemplate t, const char *system,
-                                   const ChatMessage *messages, int n_messages, ChatPrompt *out,
-                                   StepError *err) {
+/* No template: BOS when the tokenizer adds one, the system turn's parts,
+ * a blank line, the prompt. */
+static void render_plain(Render *r, const Tokenizer *tok, const ChatInput *in, const ChatPrompt *p,
+                         const char *prompt) {
+    if (tok->add_bos) emit_str(r, special_text(tok, tok->bos_id), "bos", -1);
+    render_system_parts(r, in, p, false);
+    if (has_system_turn(in)) emit_str(r, "\n\n", "marker", 0);
+    emit_str(r, prompt, "user", 0);
+}
+
+static bool chat_render_and_encode(const Tokenizer *tok, ChatTemplate t, const ChatInput *in,
+                                   const char *prompt, ChatPrompt *out, StepError *err) {
     Render r = {.text = TEXT_BUFFER_INIT};
     if (t == CHAT_LLAMA2)
-        render_llama2(&r, tok, system, messages, n_messages);
+        render_llama2(&r, tok, in, out);
     else if (t == CHAT_LLAMA3)
-        render_llama3(&r, tok, system, messages, n_messages);
+        render_llama3(&r, tok, in, out);
+    else if (t == CHAT_CHATML)
+        render_chatml(&r, tok, in, out);
     else
-        render_chatml(&r, tok, system, messages, n_messages);
-    bool ok = r.text.ok && r.n_spans > 0 ? true : step_fail(err, "chat: out of memory");
+        render_plain(&r, tok, in, out, prompt);
+    bool ok = !r.text.ok       ? step_fail(err, "chat: out of memory")
+              : r.n_spans == 0 ? step_fail(err, "chat: nothing to encode")
+                               : true;
     if (ok) ok = tokenizer_encode(tok, r.text.s, false, &out->tokens, &out->n, err);
     if (ok) ok = credit_tokens(tok, &r, out, err);
     free(r.spans);
-    if (!ok) {
-        free(r.text.s);
-        free(out->tokens), free(out->segments);
-        out->tokens = NULL, out->segments = NULL;
-        return false;
-    }
     out->text = r.text.s;
+    return ok;
+}
+
+/* The documents' sources, "document:<id>", owned by the prompt (ids checked). */
+static bool make_labels(const ChatInput *in, ChatPrompt *out, StepError *err) {
+    if (in->n_documents == 0) return true;
+    out->labels = calloc((size_t)in->n_documents, sizeof *out->labels);
+    if (out->labels == NULL) return step_fail(err, "chat: out of memory");
+    out->n_labels = in->n_documents;
+    for (int k = 0; k < in->n_documents; k++) {
+        const char *id = in->documents[k].id;
+        if (id == NULL || !file_name_is_plain(id, 64))
+            return step_fail(err,
+                             "document %d: its id may only use letters, digits, '.', '_' and '-' "
+                             "(64 at most)",
+                             k);
+        if (in->documents[k].text == NULL) return step_fail(err, "document %s has no text", id);
+        size_t size = strlen("document:") + strlen(id) + 1;
+        if ((out->labels[k] = malloc(size)) == NULL) return step_fail(err, "chat: out of memory");
+        snprintf(out->labels[k], size, "document:%s", id);
+    }
+    for (int k = 0; k < in->n_memory; k++)
+        if (in->memory[k] == NULL) return step_fail(err, "memory note %d is not text", k);
     return true;
 }
 
-bool chat_assemble(const Tokenizer *tok, ChatTemplate t, const char *system,
-                   const ChatMessage *messages, int n_messages, ChatPrompt *out, StepError *err) {
+/* Both entry points: the checks, then render and encode (a tokenizer.json),
+ * or build part by part (a llama2.c vocabulary). */
+static bool assemble(const Tokenizer *tok, ChatTemplate t, const ChatInput *in, const char *prompt,
+                     ChatPrompt *out, StepError *err) {
     memset(out, 0, sizeof *out);
-    if (!check_conversation(messages, n_messages, err)) return false;
+    out->template_used = t;
+    bool ok = make_labels(in, out, err);
+    if (ok && tok->hf != NULL) {
+        ok = chat_render_and_encode(tok, t, in, prompt, out, err);
+    } else if (ok && t == CHAT_LLAMA3) {
+        ok = step_fail(err, "chat: llama3 needs its special tokens: a tokenizer.json's vocabulary");
+    } else if (ok) {
+        Builder b = {.tok = tok, .p = out, .err = err};
+        if (t == CHAT_LLAMA2)
+            ok = assemble_llama2(&b, in);
+        else if (t == CHAT_CHATML)
+            ok = assemble_chatml(&b, in);
+        else
+            ok = (!tok->add_bos || tok->bos_id < 0 || add_special(&b, tok->bos_id, "bos", -1)) &&
+                 add_system_parts(&b, in) && add_text(&b, prompt, "user", 0);
+    }
+    if (!ok) chat_prompt_free(out);
+    return ok;
+}
+
+bool chat_assemble(const Tokenizer *tok, ChatTemplate t, const ChatInput *in, ChatPrompt *out,
+                   StepError *err) {
+    memset(out, 0, sizeof *out);
+    if (!check_conversation(in->messages, in->n_messages, err)) return false;
+    if (t == CHAT_NONE) return step_fail(err, "chat: a conversation needs a template");
     if (t == CHAT_DEFAULT && tok->hf != NULL &&
         !chat_template_recognise(tok->hf->chat_template, &t, err))
         return false;
     if (t == CHAT_DEFAULT) t = CHAT_LLAMA2;
-    out->template_used = t;
-    if (tok->hf != NULL)
-        return chat_render_and_encode(tok, t, system, messages, n_messages, out, err);
-    if (t == CHAT_LLAMA3)
-        return step_fail(err,
-                         "chat: llama3 needs its special tokens: a tokenizer.json's vocabulary");
-    Builder b = {.tok = tok, .p = out, .err = err};
-    bool ok = t == CHAT_LLAMA2 ? assemble_llama2(&b, system, messages, n_messages)
-                               : assemble_chatml(&b, system, messages, n_messages);
-    if (!ok) chat_prompt_free(out);
-    return ok;
+    return assemble(tok, t, in, NULL, out, err);
+}
+
+bool chat_assemble_plain(const Tokenizer *tok, const ChatInput *in, const char *prompt,
+                         ChatPrompt *out, StepError *err) {
+    memset(out, 0, sizeof *out);
+    if (in->system != NULL || in->n_messages > 0)
+        return step_fail(err, "a plain prompt has no system prompt or messages");
+    return assemble(tok, CHAT_NONE, in, prompt, out, err);
+}
+
+bool chat_parts_fit(const ChatPrompt *p, int window, StepError *err) {
+    for (int s = 0; s < p->n_segments;) {
+        const ChatSegment *first = &p->segments[s];
+        bool part =
+            strcmp(first->source, "memory") == 0 || strncmp(first->source, "document:", 9) == 0;
+        int n = 0;
+        for (; s < p->n_segments && p->segments[s].source == first->source &&
+               p->segments[s].turn == first->turn;
+             s++)
+            n += p->segments[s].end - p->segments[s].start;
+        if (part && n > window) {
+            if (first->source[0] == 'm')
+                return step_fail(err, "memory note %d alone has %d tokens but the context holds %d",
+                                 first->turn, n, window);
+            return step_fail(err, "%s alone has %d tokens but the context holds %d", first->source,
+                             n, window);
+        }
+    }
+    return true;
 }
 
 void chat_prompt_free(ChatPrompt *p) {
     free(p->tokens);
     free(p->segments);
     free(p->text);
+    for (int k = 0; k < p->n_labels; k++) free(p->labels[k]);
+    free(p->labels);
     memset(p, 0, sizeof *p);
-}
-
-bool chat_conversation_from_json(const cJSON *o, const char **system, ChatMessage **messages,
-                                 int *n, StepError *err) {
-    const cJSON *sys = cJSON_GetObjectItemCaseSensitive(o, "system");
-    const cJSON *list = cJSON_GetObjectItemCaseSensitive(o, "messages");
-    if (sys != NULL && !cJSON_IsString(sys)) return step_fail(err, "system must be a string");
-    if (!cJSON_IsArray(list)) return step_fail(err, "messages must be an array");
-    *system = sys != NULL ? sys->valuestring : NULL;
-    *n = cJSON_GetArraySize(list);
-    *messages = calloc((size_t)(*n > 0 ? *n : 1), sizeof **messages);
-    if (*messages == NULL) return step_fail(err, "out of memory");
-    int i = 0;
-    const cJSON *msg;
-    cJSON_ArrayForEach(msg, list) {
-        const cJSON *role = cJSON_GetObjectItemCaseSensitive(msg, "role");
-        const cJSON *content = cJSON_GetObjectItemCaseSensitive(msg, "content");
-        (*messages)[i].role = cJSON_IsString(role) ? role->valuestring : NULL;
-        (*messages)[i].content = cJSON_IsString(content) ? content->valuestring : NULL;
-        i++;
-    }
-    return true;
 }

@@ -9,10 +9,12 @@
 #include "tokenizer.h"
 
 /* CHAT_DEFAULT: the tokenizer's own (a tokenizer_config.json's template,
- * recognised), or llama2 for a llama2.c vocabulary. */
-typedef enum { CHAT_DEFAULT, CHAT_LLAMA2, CHAT_CHATML, CHAT_LLAMA3 } ChatTemplate;
+ * recognised), or llama2 for a llama2.c vocabulary. CHAT_NONE: no template,
+ * for a plain prompt with memory notes or documents (chat_assemble_plain);
+ * not a name --chat-template takes. */
+typedef enum { CHAT_DEFAULT, CHAT_LLAMA2, CHAT_CHATML, CHAT_LLAMA3, CHAT_NONE } ChatTemplate;
 
-/* "default", "llama2", "chatml" or "llama3". */
+/* "default", "llama2", "chatml" or "llama3" ("none" is not parsed). */
 bool chat_template_parse(const char *name, ChatTemplate *t, StepError *err);
 const char *chat_template_name(ChatTemplate t);
 
@@ -21,11 +23,34 @@ typedef struct {
     const char *content;
 } ChatMessage;
 
+/* A retrieved document: an id (letters, digits, '.', '_', '-'; 64 at most)
+ * and its text. */
+typedef struct {
+    const char *id;
+    const char *text;
+} ChatDocument;
+
+/* Everything a prompt is assembled from. Memory notes are saved text (what
+ * a chat product's "memory" is); documents are text retrieved for this
+ * turn. Neither changes the weights: they are tokens in the prompt. */
+typedef struct {
+    const char *system;        /* may be NULL */
+    const char *const *memory; /* [n_memory] notes */
+    int n_memory;
+    const ChatDocument *documents; /* [n_documents] */
+    int n_documents;
+    const ChatMessage *messages; /* [n_messages] user, assistant, ..., user */
+    int n_messages;
+} ChatInput;
+
 /* Where a run of tokens came from. */
 typedef struct {
-    const char *source; /* "bos", "eos", "marker", "system", "user", "assistant" (static) */
-    int turn;           /* which message (0-based; -1 for the system prompt and BOS/EOS of none) */
-    int start, end;     /* tokens [start, end) */
+    /* "bos", "eos", "marker", "system", "user", "assistant", "memory"
+     * (static), or "document:<id>" (owned by the ChatPrompt) */
+    const char *source;
+    int turn;       /* which message, note or document (0-based; -1 for the system
+                       prompt and BOS/EOS of none) */
+    int start, end; /* tokens [start, end) */
 } ChatSegment;
 
 typedef struct {
@@ -35,6 +60,8 @@ typedef struct {
     int n_segments;
     ChatTemplate template_used; /* never CHAT_DEFAULT */
     char *text;                 /* the rendered string (a tokenizer.json's), else NULL */
+    char **labels;              /* [n_labels] the "document:<id>" sources */
+    int n_labels;
 } ChatPrompt;
 
 /* The template a tokenizer_config.json's Jinja text is, recognised by its
@@ -43,8 +70,17 @@ typedef struct {
  * says what to do) for any other, or none. */
 bool chat_template_recognise(const char *jinja, ChatTemplate *t, StepError *err);
 
-/* Assemble system (may be NULL) and messages (alternating user, assistant,
- * ..., ending with user) with the template.
+/* Assemble in->system, memory, documents and messages (alternating user,
+ * assistant, ..., ending with user) with the template.
+ *
+ * Memory notes and documents go where products put them: in the system
+ * turn, after the system prompt and before the history (docs/context-window.md,
+ * "Memory notes and documents"). With a tokenizer.json the system turn's
+ * text is the parts joined by a blank line ("\n\n"): system, then
+ * "Memory: " note for each note, then "Document " id ": " text for each
+ * document; a system turn is opened for them when there is no system
+ * prompt. With a llama2.c vocabulary the labels "Memory:" and
+ * "Document <id>:" are marker parts of their own.
  *
  * With a tokenizer.json, as Hugging Face's apply_chat_template then encode:
  * the conversation is rendered to one string (ChatPrompt.text) and encoded
@@ -72,16 +108,29 @@ bool chat_template_recognise(const char *jinja, ChatTemplate *t, StepError *err)
  *
  * Fails on an unknown role, a missing content, or a conversation that does
  * not alternate and end with the user. */
-bool chat_assemble(const Tokenizer *tok, ChatTemplate t, const char *system,
-                   const ChatMessage *messages, int n_messages, ChatPrompt *out, StepError *err);
+bool chat_assemble(const Tokenizer *tok, ChatTemplate t, const ChatInput *in, ChatPrompt *out,
+                   StepError *err);
+
+/* A plain prompt (no chat template) with in's memory notes and documents
+ * before it: BOS (when the tokenizer adds one), "Memory:" note ...,
+ * "Document <id>:" text ..., then the prompt (source "user", turn 0), each
+ * part encoded on its own. in->system and messages must be empty. */
+bool chat_assemble_plain(const Tokenizer *tok, const ChatInput *in, const char *prompt,
+                         ChatPrompt *out, StepError *err);
+
+/* Fails when one memory note or document alone takes more than `window`
+ * tokens (it could never be in the window with anything else). */
+bool chat_parts_fit(const ChatPrompt *p, int window, StepError *err);
 
 void chat_prompt_free(ChatPrompt *p);
 
-/* The conversation of a JSON object {"system": S (optional), "messages":
- * [{"role", "content"}, ...]}: *messages is malloc'd (caller frees), the
- * strings point into o. Roles and order are checked by chat_assemble. */
+/* The parts of a JSON object {"system": S (optional), "memory": [text, ...]
+ * (optional), "documents": [{"id", "text"}, ...] (optional), "messages":
+ * [{"role", "content"}, ...]} (required when need_messages). The arrays are
+ * malloc'd (chat_input_free), the strings point into o. Roles and order
+ * are checked by chat_assemble. */
 struct cJSON;
-bool chat_conversation_from_json(const struct cJSON *o, const char **system, ChatMessage **messages,
-                                 int *n, StepError *err);
+bool chat_input_from_json(const struct cJSON *o, bool need_messages, ChatInput *in, StepError *err);
+void chat_input_free(ChatInput *in);
 
 #endif

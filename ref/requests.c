@@ -10,9 +10,9 @@
 #include "file_util.h"
 #include "json_util.h"
 
-static const char *const FIELDS[] = {"id",         "prompt",      "system",        "messages",
-                                     "max_tokens", "temperature", "top_k",         "top_p",
-                                     "min_p",      "seed",        "sampler_order", "arrival_ms"};
+static const char *const FIELDS[] = {
+    "id",          "prompt", "system", "memory", "documents", "messages",      "max_tokens",
+    "temperature", "top_k",  "top_p",  "min_p",  "seed",      "sampler_order", "arrival_ms"};
 
 /* Set r->error (formatted) and return false. */
 static bool reject(BatchRequest *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -83,14 +83,17 @@ static bool read_sampler(BatchRequest *r, const cJSON *o) {
     return true;
 }
 
-static bool read_chat(BatchRequest *r, const cJSON *o, const Tokenizer *tok, ChatTemplate tmpl) {
-    const char *system;
-    ChatMessage *m;
-    int n;
+/* A conversation (prompt NULL), or a plain prompt with memory notes or
+ * documents, assembled into r->chat and r->prompt. */
+static bool read_chat(BatchRequest *r, const cJSON *o, const char *prompt, const Model *model,
+                      const Tokenizer *tok, ChatTemplate tmpl) {
+    ChatInput in;
     StepError e;
-    if (!chat_conversation_from_json(o, &system, &m, &n, &e)) return reject(r, "%s", e.message);
-    bool ok = chat_assemble(tok, tmpl, system, m, n, &r->chat, &e);
-    free(m);
+    if (!chat_input_from_json(o, prompt == NULL, &in, &e)) return reject(r, "%s", e.message);
+    bool ok = prompt == NULL ? chat_assemble(tok, tmpl, &in, &r->chat, &e)
+                             : chat_assemble_plain(tok, &in, prompt, &r->chat, &e);
+    chat_input_free(&in);
+    if (ok) ok = chat_parts_fit(&r->chat, generate_window(&r->opt, &model->config), &e);
     if (!ok) return reject(r, "%s", e.message);
     r->prompt = malloc((size_t)r->chat.n * sizeof(int));
     if (r->prompt == NULL) return reject(r, "out of memory");
@@ -157,10 +160,15 @@ static bool read_request(BatchRequest *r, const char *line, int number, const Mo
                         model->config.seq_len);
         else if ((r->prompt_text = strdup(prompt->valuestring)) == NULL)
             ok = reject(r, "out of memory");
+        else if (cJSON_GetObjectItemCaseSensitive(o, "system") != NULL)
+            ok = reject(r, "\"system\" goes with \"messages\"; a plain prompt takes \"memory\" "
+                           "and \"documents\"");
+        else if (cJSON_HasObjectItem(o, "memory") || cJSON_HasObjectItem(o, "documents"))
+            ok = read_chat(r, o, r->prompt_text, model, tok, tmpl);
         else if (!tokenizer_encode(tok, prompt->valuestring, true, &r->prompt, &r->n_prompt, &e))
             ok = reject(r, "%s", e.message);
     } else if (ok) {
-        ok = read_chat(r, o, tok, tmpl);
+        ok = read_chat(r, o, NULL, model, tok, tmpl);
     }
     if (ok && r->n_prompt == 0) ok = reject(r, "the prompt is empty and the tokenizer adds no BOS");
     if (ok && r->n_prompt > model->config.seq_len)

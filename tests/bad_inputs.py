@@ -277,6 +277,16 @@ def request_cases():
         "prompt and messages": ('{"id":"x","prompt":"a","messages":[]}', "either"),
         "bad role": ('{"id":"x","messages":[{"role":"wizard","content":"hi"}]}', "unknown role"),
         "prompt beyond the context": ('{"id":"x","prompt":"%s"}' % ("cat sat " * 4000), "context holds 8"),
+        "a memory note beyond the context": ('{"id":"x","prompt":"cat","memory":["%s"]}' % ("cat " * 40),
+                                             "alone has"),
+        "a document beyond the context": ('{"id":"x","prompt":"cat","documents":[{"id":"d","text":"%s"}]}'
+                                          % ("cat " * 40), "document:d alone has"),
+        "memory not an array": ('{"id":"x","prompt":"cat","memory":"cat"}', "memory must be an array"),
+        "a memory note not text": ('{"id":"x","prompt":"cat","memory":[3]}', "must be a string"),
+        "a document without text": ('{"id":"x","prompt":"cat","documents":[{"id":"d"}]}', "\"text\""),
+        "a document id with a slash": ('{"id":"x","prompt":"cat","documents":[{"id":"a/b","text":"c"}]}',
+                                       "may only use"),
+        "system with a plain prompt": ('{"id":"x","prompt":"cat","system":"s"}', "goes with"),
     }
     for name, (line, words) in lines.items():
         case("request: " + name, ["batch", "--requests", "{r.jsonl}", "--quiet"], 1, [words],
@@ -804,6 +814,16 @@ def option_cases():
          ["generate", "--model", "{long.bin}", "--tokenizer", "{tok.bin}", "--prompt", big], 2,
          ["context holds 64"], timeout=5)
     # A model with seq_len 1 runs with the defaults (stop policy).
+    case("option: --memory note beyond the window",
+         ["generate", *M, "--memory", "{note.txt}", "--context", "4"], 2, ["alone has"],
+         files={"note.txt": b"cat sat cat sat cat sat cat sat\n"})
+    case("option: --document whose file name is no id",
+         ["generate", *M, "--document", "{a b.txt}"], 2, ["document's id"],
+         files={"a b.txt": b"cat\n"})
+    case("option: --memory missing", ["generate", *M, "--memory", "{nothing.txt}"], 2,
+         ["cannot open"])
+    case("option: --memory a directory", ["generate", *M, "--memory", "{dir}"], 2,
+         ["is a directory"])
     case("option: --prefix-cache-bytes below one position's rows",
          ["batch", *M, "--requests", "{r.jsonl}", "--prefix-cache-bytes", "1"], 2,
          ["cannot hold one position"], files={"r.jsonl": b'{"id": "a", "prompt": "hi"}\n'})

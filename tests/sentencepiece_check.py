@@ -88,23 +88,44 @@ CONVERSATION = {
         {"role": "user", "content": "What did Max do next?"},
     ],
 }
+# Memory notes and documents in the system turn (docs/context-window.md).
+WITH_PARTS = {
+    "system": "You are a kind storyteller.",
+    "memory": ["The child likes dogs.", "Her name is Sue."],
+    "documents": [{"id": "dogs.txt", "text": "A dog can run and jump."}],
+    "messages": [{"role": "user", "content": "Tell me a story."}],
+}
 BOS, EOS = 1, 2
 
 
-def chat_ids(sp, template):
+def system_ids(enc, conv):
+    """The system turn's parts, each encoded on its own, labels as markers."""
+    ids = enc(conv["system"]) if "system" in conv else []
+    for note in conv.get("memory", []):
+        ids += enc("Memory:") + enc(note)
+    for d in conv.get("documents", []):
+        ids += enc(f"Document {d['id']}:") + enc(d["text"])
+    return ids
+
+
+def chat_ids(sp, template, conv=CONVERSATION):
     """The documented templates, part by part, with sentencepiece's own ids."""
-    ids, system, msgs = [], CONVERSATION["system"], CONVERSATION["messages"]
+    ids, msgs = [], conv["messages"]
     enc = sp.encode
+    if template == "plain":  # no template or system prompt: BOS, the parts, the prompt
+        parts = {k: v for k, v in conv.items() if k != "system"}
+        return [BOS] + system_ids(enc, parts) + enc(msgs[0]["content"])
     if template == "llama2":
         for i in range(0, len(msgs), 2):
             ids += [BOS] + enc("[INST]")
             if i == 0:
-                ids += enc("<<SYS>>") + enc(system) + enc("<</SYS>>")
+                ids += enc("<<SYS>>") + system_ids(enc, conv) + enc("<</SYS>>")
             ids += enc(msgs[i]["content"]) + enc("[/INST]")
             if i + 1 < len(msgs):
                 ids += enc(msgs[i + 1]["content"]) + [EOS]
     else:
-        ids += [BOS] + enc("<|im_start|>") + enc("system") + enc(system) + enc("<|im_end|>")
+        ids += [BOS] + enc("<|im_start|>") + enc("system") + system_ids(enc, conv) \
+            + enc("<|im_end|>")
         for m in msgs:
             ids += enc("<|im_start|>") + enc(m["role"]) + enc(m["content"]) + enc("<|im_end|>")
         ids += enc("<|im_start|>") + enc("assistant")
@@ -116,7 +137,9 @@ def write_chat(path):
     doc = {"source": "sentencepiece %s with tok512.model; tests/sentencepiece_check.py chat"
                      % spm.__version__,
            "conversation": CONVERSATION,
-           "llama2": chat_ids(sp, "llama2"), "chatml": chat_ids(sp, "chatml")}
+           "llama2": chat_ids(sp, "llama2"), "chatml": chat_ids(sp, "chatml"),
+           "with_parts": {"conversation": WITH_PARTS,
+                          **{t: chat_ids(sp, t, WITH_PARTS) for t in ("llama2", "chatml", "plain")}}}
     with open(path, "w", encoding="utf-8") as f:
         json.dump(doc, f, ensure_ascii=False, indent=1)
         f.write("\n")

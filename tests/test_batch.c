@@ -165,7 +165,8 @@ Test(batch, chat_templates_give_sentencepiece_ids) {
     ChatTemplate templates[] = {CHAT_LLAMA2, CHAT_CHATML};
     for (int t = 0; t < 2; t++) {
         ChatPrompt p;
-        cr_assert(chat_assemble(&tok, templates[t], system, messages, n, &p, &e), "%s", e.message);
+        ChatInput in = {.system = system, .messages = messages, .n_messages = n};
+        cr_assert(chat_assemble(&tok, templates[t], &in, &p, &e), "%s", e.message);
         const cJSON *want = cJSON_GetObjectItem(doc, chat_template_name(templates[t]));
         cr_assert_eq(p.n, cJSON_GetArraySize(want), "%s: %d ids, sentencepiece %d",
                      chat_template_name(templates[t]), p.n, cJSON_GetArraySize(want));
@@ -189,12 +190,75 @@ Test(batch, chat_templates_give_sentencepiece_ids) {
     }
     /* llama2 places BOS before each [INST] and EOS after each answer */
     ChatPrompt p;
-    cr_assert(chat_assemble(&tok, CHAT_LLAMA2, NULL, messages, n, &p, &e));
+    ChatInput no_system = {.messages = messages, .n_messages = n};
+    cr_assert(chat_assemble(&tok, CHAT_LLAMA2, &no_system, &p, &e));
     int bos = 0, eos = 0;
     for (int i = 0; i < p.n; i++) bos += p.tokens[i] == 1, eos += p.tokens[i] == 2;
     cr_expect_eq(bos, 2);
     cr_expect_eq(eos, 1);
     chat_prompt_free(&p);
+    cJSON_Delete(doc);
+    tokenizer_free(&tok);
+}
+
+/* Memory notes and documents go into the system turn (and before a plain
+ * prompt) with the ids sentencepiece gives for the documented parts; the
+ * segments name each note and document. */
+Test(batch, memory_and_documents_give_sentencepiece_ids) {
+    const char *bin = model_file("tok512.bin");
+    if (bin == NULL) cr_skip_test("tok512.bin not found");
+    Tokenizer tok;
+    StepError e;
+    cr_assert(tokenizer_load_bin(&tok, bin, 512, &e));
+    cJSON *doc = read_json_file("data/tokenizer/chat_expected.json");
+    cr_assert_not_null(doc);
+    const cJSON *parts = cJSON_GetObjectItem(doc, "with_parts");
+    ChatInput in;
+    cr_assert(chat_input_from_json(cJSON_GetObjectItem(parts, "conversation"), true, &in, &e), "%s",
+              e.message);
+    cr_assert_eq(in.n_memory, 2);
+    cr_assert_eq(in.n_documents, 1);
+    const char *names[] = {"llama2", "chatml", "plain"};
+    for (int t = 0; t < 3; t++) {
+        ChatPrompt p;
+        if (t < 2) {
+            cr_assert(chat_assemble(&tok, t == 0 ? CHAT_LLAMA2 : CHAT_CHATML, &in, &p, &e), "%s",
+                      e.message);
+        } else {
+            ChatInput plain = {.memory = in.memory,
+                               .n_memory = in.n_memory,
+                               .documents = in.documents,
+                               .n_documents = in.n_documents};
+            cr_assert(chat_assemble_plain(&tok, &plain, in.messages[0].content, &p, &e), "%s",
+                      e.message);
+        }
+        const cJSON *want = cJSON_GetObjectItem(parts, names[t]);
+        cr_assert_eq(p.n, cJSON_GetArraySize(want), "%s: %d ids, sentencepiece %d", names[t], p.n,
+                     cJSON_GetArraySize(want));
+        for (int i = 0; i < p.n; i++)
+            cr_expect_eq(p.tokens[i], cJSON_GetArrayItem(want, i)->valueint, "%s id %d", names[t],
+                         i);
+        /* the note's tokens are the note's own encoding, credited to it */
+        int *ids, n;
+        cr_assert(tokenizer_encode(&tok, in.memory[1], false, &ids, &n, &e));
+        int found = 0;
+        for (int s = 0; s < p.n_segments; s++) {
+            const ChatSegment *g = &p.segments[s];
+            if (strcmp(g->source, "memory") == 0 && g->turn == 1) {
+                cr_expect_eq(g->end - g->start, n);
+                cr_expect_arr_eq(p.tokens + g->start, ids, (size_t)n * sizeof(int));
+                found++;
+            }
+            if (strcmp(g->source, "document:dogs.txt") == 0) found++;
+        }
+        cr_expect_eq(found, 2, "%s: a memory segment and a document segment", names[t]);
+        free(ids);
+        /* each part fits a window of 16; the document's 14-odd tokens not 8 */
+        cr_expect(chat_parts_fit(&p, 16, &e), "%s", e.message);
+        cr_expect_not(chat_parts_fit(&p, 8, &e));
+        chat_prompt_free(&p);
+    }
+    chat_input_free(&in);
     cJSON_Delete(doc);
     tokenizer_free(&tok);
 }

@@ -79,7 +79,24 @@ CHATS = [
     {"messages": [{"role": "user", "content": "Schreib <b>fett</b>: café, 日本, 😀"},
                   {"role": "assistant", "content": "OK"},
                   {"role": "user", "content": "x = [1, 2, 3]\nprint(x)"}]},
+    # memory notes and retrieved documents (docs/context-window.md)
+    {"system": "Be brief.", "memory": ["The user's name is Ada.", "Ada likes tea. "],
+     "documents": [{"id": "kb-7", "text": "Tea is brewed at 80 C."}],
+     "messages": [{"role": "user", "content": "How hot for my drink?"}]},
+    {"documents": [{"id": "a.txt", "text": " Paris is in France."},
+                   {"id": "b.txt", "text": "Rome is in Italy.\n"}],
+     "messages": [{"role": "user", "content": "Where is Rome?"}]},
 ]
+
+
+def system_of(chat):
+    """The system turn's text as docs/context-window.md documents it: the
+    system prompt, "Memory: " note, ..., "Document <id>: " text, ..., joined
+    by blank lines; None when there is none of them."""
+    parts = ([chat["system"]] if "system" in chat else []) \
+        + ["Memory: " + n for n in chat.get("memory", [])] \
+        + [f"Document {d['id']}: {d['text']}" for d in chat.get("documents", [])]
+    return "\n\n".join(parts) if parts else None
 
 # Meta's Llama 2 chat template, as meta-llama/Llama-2-7b-chat-hf's
 # tokenizer_config.json gives it (the SentencePiece-style package has none).
@@ -104,7 +121,7 @@ CHAT_TEMPLATE = {"llama3": "llama3", "qwen3": "chatml", "llama2": "llama2"}
 
 
 def render(template, chat):
-    system, msgs = chat.get("system"), chat["messages"]
+    system, msgs = system_of(chat), chat["messages"]
     if template == "llama3":
         hdr = lambda r: f"<|start_header_id|>{r}<|end_header_id|>\n\n"
         out = "<|begin_of_text|>"
@@ -151,7 +168,7 @@ def check_chats(stepwise, npm, name, tok_dir):
     provenance: the tokens credited to each message decode to its text."""
     template = CHAT_TEMPLATE[name]
     want_text = [render(template, c) for c in CHATS]
-    as_messages = [([{"role": "system", "content": c["system"]}] if "system" in c else [])
+    as_messages = [([{"role": "system", "content": system_of(c)}] if system_of(c) else [])
                    + c["messages"] for c in CHATS]
     req = {"texts": want_text, "chats": as_messages}
     if name == "llama2":
@@ -179,6 +196,16 @@ def check_chats(stepwise, npm, name, tok_dir):
                 want = m["content"].strip() if template == "llama3" else m["content"]
                 if "".join(toks) != want:
                     print(f"  chat {i} message {turn}: credited {toks}, text {want!r}")
+                    bad += 1
+            # each note and document is credited with its own text (blanks at
+            # its ends may go to the token of a neighbouring label or separator)
+            parts = [("memory", k, n) for k, n in enumerate(chat.get("memory", []))] + \
+                [("document:" + d["id"], k, d["text"]) for k, d in enumerate(chat.get("documents", []))]
+            for source, k, text in parts:
+                toks = [t for sg in segs if sg["source"] == source and sg["turn"] == k
+                        for t in got["pieces"][sg["start"]:sg["end"]]]
+                if "".join(toks).strip() != text.strip():
+                    print(f"  chat {i} {source} {k}: credited {toks}, text {text!r}")
                     bad += 1
     js_rendered = sum(r is not None for r in ref["rendered"])
     print(f"{name}: {len(CHATS) - bad}/{len(CHATS)} chats ({template}) render as documented and "

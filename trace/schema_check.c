@@ -2,6 +2,7 @@
 #include "schema_check.h"
 
 #include <math.h>
+#include <regex.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -35,9 +36,23 @@ static const char *const KNOWN[] = {"$schema",  "$id",
                                     "items",    "enum",
                                     "const",    "minimum",
                                     "maximum",  "exclusiveMaximum",
-                                    "minItems", "maxItems"};
+                                    "minItems", "maxItems",
+                                    "pattern"};
 
 static bool check_at(const cJSON *schema, const cJSON *v, const char *path, char *msg, size_t size);
+
+/* "pattern": the string matches the regular expression (the schemas'
+ * patterns are anchored POSIX extended ones, which ECMA-262 reads alike). */
+static bool check_pattern(const cJSON *pattern, const cJSON *v, const char *path, char *msg,
+                          size_t size) {
+    regex_t re;
+    if (!cJSON_IsString(pattern) ||
+        regcomp(&re, pattern->valuestring, REG_EXTENDED | REG_NOSUB) != 0)
+        return fail(msg, size, path, "the schema's pattern is not a regular expression");
+    bool matches = regexec(&re, v->valuestring, 0, NULL, 0) == 0;
+    regfree(&re);
+    return matches || fail(msg, size, path, "does not match the pattern");
+}
 
 static bool check_type(const cJSON *type, const cJSON *v, const char *path, char *msg,
                        size_t size) {
@@ -137,6 +152,9 @@ static bool check_at(const cJSON *schema, const cJSON *v, const char *path, char
         cJSON_ArrayForEach(option, e) found |= json_equal(option, v);
         if (!found) return fail(msg, size, path, "is not one of the allowed values");
     }
+    const cJSON *pattern = cJSON_GetObjectItemCaseSensitive(schema, "pattern");
+    if (pattern != NULL && cJSON_IsString(v) && !check_pattern(pattern, v, path, msg, size))
+        return false;
     if (cJSON_IsObject(v)) return check_object(schema, v, path, msg, size);
     if (cJSON_IsArray(v)) return check_array(schema, v, path, msg, size);
     if (cJSON_IsNumber(v)) return check_number(schema, v, path, msg, size);

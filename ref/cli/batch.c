@@ -232,7 +232,7 @@ static void on_admitted(void *ctx, BatchRequest *r) {
     cJSON *merge;
     while ((merge = cJSON_DetachItemFromArray(merges, 0)) != NULL) trace_observer_write(to, merge);
     cJSON_Delete(merges);
-    if (r->prompt_text == NULL)
+    if (r->chat.n_segments > 0)
         trace_observer_write(to, trace_event_chat(chat_template_name(r->chat.template_used),
                                                   r->chat.segments, r->chat.n_segments));
     b->observers[i] = trace_step_observer(to);

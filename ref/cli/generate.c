@@ -14,6 +14,7 @@
 #include "../threads.h"
 #include "identity.h"
 #include "signals.h"
+#include "../chat.h"
 #include "../file_util.h"
 #include "../clock.h"
 #include "../generate.h"
@@ -33,6 +34,9 @@ static const char GENERATE_USAGE[] =
     "                     tokenizer to use (required for a checkpoint)\n"
     "  --prompt TEXT      the prompt (default: empty, i.e. BOS only)\n"
     "  --steps N          most new tokens to generate (default 256)\n"
+    "  --memory FILE      a memory note (the file's text) before the prompt; repeatable\n"
+    "  --document FILE    a retrieved document before the prompt, its id the file's\n"
+    "                     name; repeatable (docs/context-window.md)\n"
     "  --all-logits       compute the logits of every prompt position, not only the last\n"
     "  --quiet            print nothing but errors (the trace still records everything)\n"
     "\n"
@@ -56,8 +60,15 @@ static const char GENERATE_USAGE[] =
     "(seq_len) is full, or on Ctrl-C (exit status 130; the trace ends with an\n"
     "error line).\n";
 
+/* Paths given by a repeatable option. */
+typedef struct {
+    const char **paths;
+    int n;
+} PathList;
+
 typedef struct {
     const char *model, *tokenizer, *prompt, *trace;
+    PathList memory, documents; /* --memory, --document */
     GenerateOptions gen;
     TraceOptions trace_opt; /* owns its lists */
     bool quiet;             /* no text on stdout, no metrics on stderr */
@@ -77,7 +88,17 @@ enum {
     OPT_KEEP,
     OPT_NO_KV_CACHE,
     OPT_QUIET,
+    OPT_MEMORY,
+    OPT_DOCUMENT,
 };
+
+static bool path_list_add(PathList *l, const char *path, StepError *err) {
+    const char **grown = realloc(l->paths, (size_t)(l->n + 1) * sizeof *grown);
+    if (grown == NULL) return step_fail(err, "out of memory");
+    l->paths = grown;
+    l->paths[l->n++] = path;
+    return true;
+}
 
 /* 1: parsed; 0: --help printed; -1: error in err. */
 static int parse_generate_args(int argc, char **argv, GenerateArgs *a, StepError *err) {
@@ -93,6 +114,8 @@ static int parse_generate_args(int argc, char **argv, GenerateArgs *a, StepError
         {"keep", required_argument, NULL, OPT_KEEP},
         {"no-kv-cache", no_argument, NULL, OPT_NO_KV_CACHE},
         {"quiet", no_argument, NULL, OPT_QUIET},
+        {"memory", required_argument, NULL, OPT_MEMORY},
+        {"document", required_argument, NULL, OPT_DOCUMENT},
         {"trace", required_argument, NULL, OPT_TRACE},
         TRACE_LONG_OPTIONS,
         QUANT_LONG_OPTIONS,
@@ -138,6 +161,12 @@ static int parse_generate_args(int argc, char **argv, GenerateArgs *a, StepError
                 break;
             case OPT_QUIET:
                 a->quiet = true;
+                break;
+            case OPT_MEMORY:
+                if (!path_list_add(&a->memory, optarg, err)) return -1;
+                break;
+            case OPT_DOCUMENT:
+                if (!path_list_add(&a->documents, optarg, err)) return -1;
                 break;
             case OPT_NO_KV_CACHE:
                 a->gen.no_kv_cache = true;
@@ -198,6 +227,50 @@ static void print_metrics(const GenerateResult *r, const Model *m) {
             (double)cli_peak_rss_bytes() / (1024.0 * 1024.0), thread_pool_size(m->pool));
 }
 
+/* A file's text without its last line break: one note or document. */
+static bool read_part(const char *path, const char *what, char **text, StepError *err) {
+    if (!file_read_text(path, what, text, err)) return false;
+    size_t n = strlen(*text);
+    if (n > 0 && (*text)[n - 1] == '\n') (*text)[--n] = '\0';
+    if (n > 0 && (*text)[n - 1] == '\r') (*text)[--n] = '\0';
+    return true;
+}
+
+/* The prompt with the --memory and --document files before it
+ * (chat_assemble_plain); each part must fit in the window alone. */
+static bool assemble_parts(const GenerateArgs *a, const Tokenizer *tok, int window, ChatPrompt *out,
+                           StepError *err) {
+    int n_notes = a->memory.n, n_docs = a->documents.n;
+    char **texts = calloc((size_t)(n_notes + n_docs), sizeof *texts);
+    const char **notes = calloc((size_t)(n_notes > 0 ? n_notes : 1), sizeof *notes);
+    ChatDocument *docs = calloc((size_t)(n_docs > 0 ? n_docs : 1), sizeof *docs);
+    bool ok = (texts != NULL && notes != NULL && docs != NULL) || step_fail(err, "out of memory");
+    for (int i = 0; ok && i < n_notes; i++) {
+        ok = read_part(a->memory.paths[i], "--memory", &texts[i], err);
+        notes[i] = texts[i];
+    }
+    for (int i = 0; ok && i < n_docs; i++) {
+        const char *path = a->documents.paths[i], *slash = strrchr(path, '/');
+        docs[i].id = slash != NULL ? slash + 1 : path;
+        if (!file_name_is_plain(docs[i].id, 64))
+            ok = step_fail(err,
+                           "--document %s: the file's name is the document's id, and may only "
+                           "use letters, digits, '.', '_' and '-' (64 at most)",
+                           path);
+        ok = ok && read_part(path, "--document", &texts[n_notes + i], err);
+        docs[i].text = texts[n_notes + i];
+    }
+    ChatInput in = {.memory = notes, .n_memory = n_notes, .documents = docs, .n_documents = n_docs};
+    ok = ok && chat_assemble_plain(tok, &in, a->prompt, out, err);
+    if (ok && !chat_parts_fit(out, window, err)) {
+        chat_prompt_free(out);
+        ok = false;
+    }
+    for (int i = 0; texts != NULL && i < n_notes + n_docs; i++) free(texts[i]);
+    free(texts), free(notes), free(docs);
+    return ok;
+}
+
 /* The trace of one run, or nothing when no --trace was asked for. */
 typedef struct {
     TraceObserver obs;
@@ -248,8 +321,21 @@ static int run_generate(GenerateArgs *a, const Model *m, const Tokenizer *tok,
         return EXIT_BAD_INPUT;
     }
     t.obs.held = NULL;
+    ChatPrompt parts = {0}; /* with --memory or --document: the prompt they make */
+    if (a->memory.n + a->documents.n > 0) {
+        if (!assemble_parts(a, tok, generate_window(&a->gen, &m->config), &parts, err)) {
+            free(prompt);
+            cJSON_Delete(merges), cJSON_Delete(files);
+            trace_writer_discard(t.obs.writer);
+            return EXIT_BAD_INPUT;
+        }
+        free(prompt);
+        prompt = parts.tokens, n_prompt = parts.n;
+        parts.tokens = NULL;
+    }
     if (n_prompt == 0) { /* a tokenizer that adds no BOS, and an empty prompt */
         free(prompt);
+        chat_prompt_free(&parts);
         cJSON_Delete(merges), cJSON_Delete(files);
         trace_writer_discard(t.obs.writer);
         step_fail(err,
@@ -276,6 +362,10 @@ static int run_generate(GenerateArgs *a, const Model *m, const Tokenizer *tok,
     cJSON *merge;
     while ((merge = cJSON_DetachItemFromArray(merges, 0)) != NULL) trace_write(&t, merge);
     cJSON_Delete(merges);
+    if (parts.n_segments > 0)
+        trace_write(&t, trace_event_chat(chat_template_name(parts.template_used), parts.segments,
+                                         parts.n_segments));
+    chat_prompt_free(&parts);
 
     int status = 0;
     GenerateResult r = {0};
@@ -346,5 +436,6 @@ int cli_generate(int argc, char **argv) {
     }
     if (status != 0) cli_print_error(&err);
     trace_options_free(&a.trace_opt);
+    free(a.memory.paths), free(a.documents.paths);
     return status;
 }

@@ -19,7 +19,8 @@ static const char TOKENIZE_USAGE[] =
     "  --text TEXT        the text to encode (this or --texts is required)\n"
     "  --texts FILE       encode each line of FILE, a JSON string (JSON Lines; - is\n"
     "                     standard input), and print one JSON object a line\n"
-    "  --chat FILE        a conversation, {\"system\": S, \"messages\": [{\"role\",\n"
+    "  --chat FILE        a conversation, {\"system\": S, \"memory\": [note, ...],\n"
+    "                     \"documents\": [{\"id\", \"text\"}, ...], \"messages\": [{\"role\",\n"
     "                     \"content\"}, ...]}: assemble it with the chat template and\n"
     "                     print {\"template\", \"text\", \"ids\", \"pieces\", \"segments\"}\n"
     "  --chat-template T  llama2, chatml or llama3 (default: the tokenizer's own)\n"
@@ -177,17 +178,15 @@ static bool encode_chat(const TokenizeArgs *a, const Tokenizer *tok, StepError *
     if (!file_read_text(a->chat, "--chat", &text, err)) return false;
     cJSON *o = cJSON_Parse(text);
     free(text);
-    const char *system;
-    ChatMessage *m = NULL;
-    int n = 0;
+    ChatInput in = {0};
     ChatPrompt p;
     StepError why;
     bool ok = cJSON_IsObject(o) || step_fail(err, "--chat %s: not a JSON object", a->chat);
-    ok = ok && (chat_conversation_from_json(o, &system, &m, &n, &why) ||
+    ok = ok && (chat_input_from_json(o, true, &in, &why) ||
                 step_fail(err, "--chat %s: %s", a->chat, why.message));
-    ok = ok && (chat_assemble(tok, a->chat_template, system, m, n, &p, &why) ||
+    ok = ok && (chat_assemble(tok, a->chat_template, &in, &p, &why) ||
                 step_fail(err, "--chat %s: %s", a->chat, why.message));
-    free(m);
+    chat_input_free(&in);
     cJSON_Delete(o);
     if (!ok) return false;
     cJSON *out = cJSON_CreateObject();

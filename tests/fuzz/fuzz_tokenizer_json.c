@@ -42,10 +42,19 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
             free(ids);
         }
         ChatMessage m = {.role = "user", .content = text};
+        const char *notes[] = {text};
+        ChatDocument doc = {.id = "doc-1", .text = text};
+        ChatInput in = {.system = n_text % 3 ? text : NULL,
+                        .memory = notes,
+                        .n_memory = n_text % 2,
+                        .documents = &doc,
+                        .n_documents = n_text % 5 == 0,
+                        .messages = &m,
+                        .n_messages = 1};
         ChatPrompt p;
-        if (chat_assemble(&t, (ChatTemplate)(n_text % 4), n_text % 3 ? text : NULL, &m, 1, &p,
-                          &err))
-            chat_prompt_free(&p);
+        if (chat_assemble(&t, (ChatTemplate)(n_text % 4), &in, &p, &err)) chat_prompt_free(&p);
+        in.system = NULL, in.n_messages = 0;
+        if (chat_assemble_plain(&t, &in, text, &p, &err)) chat_prompt_free(&p);
         tokenizer_free(&t);
     }
     free(text), free(config), free(json);

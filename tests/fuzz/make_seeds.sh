@@ -60,6 +60,9 @@ printf '%s\n' '{"id":"a","prompt":"cat","max_tokens":3}' \
     '{"id":"c","system":"cat","messages":[{"role":"user","content":"cat"},{"role":"assistant","content":"sat"},{"role":"user","content":"cat"}]}' \
     > "$C/requests/mixed.jsonl"
 printf '%s\n' '{"id":1,"prompt":"cat"}' '{"id":"x","prompt":"cat","max_tokens":-1}' 'not json' > "$C/requests/errors.jsonl"
+printf '%s\n' '{"id":"m","prompt":"cat","memory":["sat","cat sat"],"documents":[{"id":"d.txt","text":"cat"}]}' \
+    '{"id":"n","system":"cat","memory":["sat"],"documents":[{"id":"d","text":"sat"}],"messages":[{"role":"user","content":"cat"}]}' \
+    '{"id":"o","prompt":"cat","documents":[{"id":"a/b","text":"x"}],"memory":[1]}' > "$C/requests/parts.jsonl"
 
 # traces of the tiny model: full with KV and merges, sampled, scored
 $S generate --prompt cat --trace-level full --trace-kv=full --trace-bpe --reproducible \
