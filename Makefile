@@ -177,6 +177,7 @@ unit-tests:
 	/usr/bin/python3 tests/progress_check.py $(BUILD)/stepwise
 	/usr/bin/python3 tests/prefix_cache_check.py $(BUILD)/stepwise
 	/usr/bin/python3 tests/memory_notes_check.py $(BUILD)/stepwise
+	/usr/bin/python3 tests/context_policies_check.py $(BUILD)/stepwise
 
 $(NPM_DIR)/.installed:
 	@command -v npm >/dev/null || { echo "npm is needed for the tokenizer.json reference"; exit 2; }

@@ -22,20 +22,24 @@ const char *stop_reason_name(StopReason r) {
     return "unknown";
 }
 
-static const char *const POLICY_NAMES[] = {"stop", "drop-oldest", "keep-prefix"};
+static const char *const POLICY_NAMES[] = {"stop", "drop-oldest", "keep-prefix", "summarize",
+                                           "retrieve"};
 
 const char *context_policy_name(ContextPolicy p) {
     return POLICY_NAMES[p];
 }
 
 bool context_policy_parse(const char *text, ContextPolicy *p, StepError *err) {
-    for (int i = 0; i < 3; i++) {
+    for (int i = 0; i < 5; i++) {
         if (strcmp(text, POLICY_NAMES[i]) == 0) {
             *p = (ContextPolicy)i;
             return true;
         }
     }
-    return step_fail(err, "unknown --context-policy '%s' (stop, drop-oldest, keep-prefix)", text);
+    return step_fail(err,
+                     "unknown --context-policy '%s' (stop, drop-oldest, keep-prefix, summarize, "
+                     "retrieve)",
+                     text);
 }
 
 void generate_options_default(GenerateOptions *opt) {
@@ -43,7 +47,9 @@ void generate_options_default(GenerateOptions *opt) {
                              .policy = CONTEXT_STOP,
                              .quant = {.group = 32},
                              .bos_id = TOKEN_BOS,
-                             .eos_id = TOKEN_EOS};
+                             .eos_id = TOKEN_EOS,
+                             .summary_tokens = 32,
+                             .retrieve_k = 2};
     sampler_params_default(&opt->sampler);
 }
 
@@ -77,6 +83,37 @@ bool generate_options_validate(const GenerateOptions *opt, const Config *c, Step
                          "--keep %d leaves no recent tokens: keep-prefix keeps %d of the window "
                          "of %d (window - drop)",
                          opt->keep, window - drop, window);
+    if (opt->policy == CONTEXT_SUMMARIZE) {
+        if (opt->keep + drop > window)
+            return step_fail(err, "--keep %d and --context-drop %d are more than the window %d",
+                             opt->keep, drop, window);
+        if (opt->summary_tokens < 1 || opt->summary_tokens >= drop)
+            return step_fail(err,
+                             "--summary-tokens %d must be in [1, %d]: a summary must be shorter "
+                             "than the %d tokens it replaces",
+                             opt->summary_tokens, drop - 1, drop);
+        if (opt->n_summary_before + opt->n_summary_after == 0)
+            return step_fail(err, "the summary prompt is empty");
+        long need = (long)opt->n_summary_before + drop + opt->n_summary_after + opt->summary_tokens;
+        if (need > c->seq_len)
+            return step_fail(err,
+                             "the summary prompt (%d + %d + %d tokens) and %d summary tokens need "
+                             "%ld positions but the model holds %d",
+                             opt->n_summary_before, drop, opt->n_summary_after, opt->summary_tokens,
+                             need, c->seq_len);
+    }
+    if (opt->policy == CONTEXT_RETRIEVE) {
+        if (opt->retrieve_k < 1)
+            return step_fail(err, "--retrieve-k %d: at least one chunk must come back",
+                             opt->retrieve_k);
+        if (drop < 2)
+            return step_fail(err, "retrieve needs --context-drop of at least 2 (half comes back)");
+        if (opt->keep + drop + drop / 2 > window)
+            return step_fail(err,
+                             "retrieve needs --keep + drop + drop/2 <= the window: %d + %d + %d > "
+                             "%d",
+                             opt->keep, drop, drop / 2, window);
+    }
     return true;
 }
 

@@ -30,9 +30,13 @@ typedef enum {
     CONTEXT_DROP_OLDEST, /* drop the oldest `drop` tokens, re-prefill the rest */
     CONTEXT_KEEP_PREFIX, /* keep the first `keep` tokens and the most recent
                             (window - drop - keep), re-prefill them */
+    CONTEXT_SUMMARIZE,   /* after the first `keep`, replace the oldest `drop`
+                            tokens by the model's own summary of them (summarize.h) */
+    CONTEXT_RETRIEVE,    /* after the first `keep`, move the oldest `drop` tokens
+                            to a store and bring the best-ranked chunks back (retrieve.h) */
 } ContextPolicy;
 
-/* "stop", "drop-oldest", "keep-prefix". */
+/* "stop", "drop-oldest", "keep-prefix", "summarize", "retrieve". */
 const char *context_policy_name(ContextPolicy p);
 bool context_policy_parse(const char *text, ContextPolicy *p, StepError *err);
 
@@ -46,19 +50,33 @@ typedef struct {
     QuantRuntime quant;    /* int8 activations and/or KV cache (weights: the model's) */
     bool all_logits;       /* also compute the logits of every prompt position */
     SamplerParams sampler; /* how each next token is chosen (see sampler.h) */
-    int bos_id, eos_id;    /* the tokens that end a run (-1: none); the tokenizer's */
+    /* summarize: the summary's prompt is summary_before, the span, then
+     * summary_after (token ids: the CLI encodes --summary-prompt); it is
+     * generated greedily, up to summary_tokens tokens (< drop). */
+    const int *summary_before, *summary_after;
+    int n_summary_before, n_summary_after;
+    int summary_tokens;
+    /* retrieve: the user's message the store is ranked against, and the most
+     * chunks brought back (≥ 1). */
+    const int *query;
+    int n_query;
+    int retrieve_k;
+    int bos_id, eos_id; /* the tokens that end a run (-1: none); the tokenizer's */
     /* When not NULL and raised (non-zero), the loop stops before the next
      * decode step with STOP_INTERRUPTED. Set from a signal handler. */
     const volatile sig_atomic_t *interrupt;
 } GenerateOptions;
 
 /* Greedy, 256 steps, the model's whole window with policy stop, the cache on,
- * prompt logits off, stopping at llama2.c's BOS (1) and EOS (2). */
+ * prompt logits off, stopping at llama2.c's BOS (1) and EOS (2); summaries
+ * of at most 32 tokens, 2 chunks retrieved. */
 void generate_options_default(GenerateOptions *opt);
 
 /* Check the window options against the model: context in [2, seq_len],
- * keep < context, drop in [1, window - 1], and keep-prefix leaving room for
- * at least one recent token. */
+ * keep < context, drop in [1, window - 1], keep-prefix leaving room for
+ * at least one recent token; summarize: summary_tokens in [1, drop - 1],
+ * a summary prompt that is not empty and fits seq_len with the span and
+ * the summary; retrieve: retrieve_k ≥ 1, keep + drop + drop / 2 ≤ window. */
 bool generate_options_validate(const GenerateOptions *opt, const Config *c, StepError *err);
 
 /* The window in positions (context, or seq_len), and the tokens a full window
@@ -85,6 +103,7 @@ typedef struct {
     bool kv_int8;               /* the cache holds int8 codes and scales */
     int positions_filled;       /* the most positions the cache held at once */
     int context_shifts;         /* times a policy dropped tokens */
+    int summary_tokens;         /* summarize: tokens of every summary generated */
     WorkCount work;             /* the work of every pass */
 } GenerateResult;
 

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "clock.h"
+#include "summarize.h"
 #include "tokenizer.h"
 
 /* The row of a pass over tokens[0..T) from pos0, announced to the observer. */
@@ -133,27 +134,103 @@ bool sequence_pick(Sequence *q, bool *failed, StepError *err) {
     return false;
 }
 
-/* The window is full: drop tokens by the policy, keeping the survivors in
- * order at positions 0..kept-1. The cache cannot just be shifted: each K row
- * carries the RoPE rotation of the position it was computed at, and every
- * kept token moves to a new position, so they are all prefilled again. */
+/* retrieve: put the span in the store as chunks of budget / k tokens (so
+ * that k of them fit the budget), rank every chunk against the query, and
+ * write the best that fit in budget tokens (best first) into out. Returns
+ * how many tokens; *ret and its chunks describe the ranking. */
+static int retrieve_for_shift(Sequence *q, const int *span, int n_span, int budget, int *out,
+                              Retrieval *ret, ScoredChunk **scored) {
+    const GenerateOptions *opt = q->opt;
+    ChunkStore *st = &q->store;
+    *ret = (Retrieval){.query = opt->query, .n_query = opt->n_query, .k1 = BM25_K1, .b = BM25_B};
+    *scored = NULL;
+    int size = budget / opt->retrieve_k > 0 ? budget / opt->retrieve_k : 1;
+    for (int at = 0; at < n_span; at += size)
+        if (!chunk_store_add(st, span + at, n_span - at < size ? n_span - at : size)) return 0;
+    double *scores = malloc((size_t)st->n * sizeof *scores);
+    bool *returned = malloc((size_t)st->n * sizeof *returned);
+    int *order = malloc((size_t)st->n * sizeof *order);
+    *scored = malloc((size_t)st->n * sizeof **scored);
+    int n_out = 0;
+    if (scores != NULL && returned != NULL && order != NULL && *scored != NULL) {
+        bm25_scores(st->chunks, st->n, opt->query, opt->n_query, BM25_K1, BM25_B, scores);
+        int picked =
+            retrieve_select(scores, st->chunks, st->n, opt->retrieve_k, budget, returned, order);
+        for (int i = 0; i < picked; i++) {
+            const Chunk *c = &st->chunks[order[i]];
+            memcpy(out + n_out, c->tokens, (size_t)c->n * sizeof *out);
+            n_out += c->n;
+        }
+        for (int i = 0; i < st->n; i++)
+            (*scored)[i] = (ScoredChunk){.id = i,
+                                         .tokens = st->chunks[i].tokens,
+                                         .n_tokens = st->chunks[i].n,
+                                         .score = scores[i],
+                                         .returned = returned[i]};
+        ret->chunks = *scored, ret->n_chunks = st->n;
+    }
+    free(scores), free(returned), free(order);
+    return n_out;
+}
+
+/* The window is full: take tokens out by the policy, keeping the survivors
+ * in order at positions 0..kept-1 (summarize and retrieve put a summary or
+ * chunks in after the first `keep`). The cache cannot just be shifted: each
+ * K row carries the RoPE rotation of the position it was computed at, and
+ * every kept token moves to a new position, so they are all prefilled
+ * again. */
 static void shift_window(Sequence *q) {
     const GenerateOptions *opt = q->opt;
     int drop = generate_drop(opt, q->window);
-    int first = opt->policy == CONTEXT_KEEP_PREFIX ? opt->keep : 0;
+    int first = opt->policy == CONTEXT_DROP_OLDEST ? 0 : opt->keep;
+    /* retrieve: last time's chunks go too (they stay in the store) */
+    int removed = opt->policy == CONTEXT_RETRIEVE ? q->retrieved : 0;
+    const int *span = q->window_tokens + first + removed;
+    SummaryRun summary = {0};
+    Retrieval retrieval = {0};
+    ScoredChunk *scored = NULL;
+    int *inserted = NULL, n_inserted = 0;
+    if (opt->policy == CONTEXT_SUMMARIZE) {
+        summarize_span(q->m, opt, span, drop, &summary);
+        inserted = (int *)summary.tokens, n_inserted = summary.n_tokens;
+        work_add(&q->result->work, &summary.work);
+        q->result->summary_tokens += n_inserted;
+    } else if (opt->policy == CONTEXT_RETRIEVE) {
+        /* at most half the span comes back, so that every shift frees room */
+        inserted = malloc((size_t)drop * sizeof *inserted);
+        if (inserted != NULL)
+            n_inserted = retrieve_for_shift(q, span, drop, drop / 2, inserted, &retrieval, &scored);
+        q->retrieved = n_inserted;
+    }
+    int kept = q->n - drop - removed;
     ContextShift shift = {.policy = context_policy_name(opt->policy),
                           .window = q->window,
-                          .first_dropped = first,
-                          .dropped = q->window_tokens + first,
+                          .first_dropped = first + removed,
+                          .dropped = span,
                           .n_dropped = drop,
-                          .kept = q->n - drop,
+                          .kept = kept + n_inserted,
                           .positions_before = q->n,
-                          .positions_after = q->n - drop + 1};
+                          .positions_after = kept + n_inserted + 1,
+                          .inserted = inserted,
+                          .n_inserted = n_inserted,
+                          .inserted_at = first,
+                          .removed_retrieved = removed,
+                          .summary = opt->policy == CONTEXT_SUMMARIZE ? &summary : NULL,
+                          .retrieval = opt->policy == CONTEXT_RETRIEVE ? &retrieval : NULL};
     if (q->obs != NULL && q->obs->context != NULL) q->obs->context(q->obs->ctx, &shift);
-    memmove(q->window_tokens + first, q->window_tokens + first + drop,
-            (size_t)(q->n - first - drop) * sizeof(int));
-    q->n -= drop;
+    /* [0, first) stays; then the inserted tokens; then what followed the span */
+    int tail = first + removed + drop;
+    memmove(q->window_tokens + first + n_inserted, q->window_tokens + tail,
+            (size_t)(q->n - tail) * sizeof(int));
+    if (n_inserted > 0)
+        memcpy(q->window_tokens + first, inserted, (size_t)n_inserted * sizeof(int));
+    q->n = kept + n_inserted;
     q->result->context_shifts++;
+    if (opt->policy == CONTEXT_SUMMARIZE)
+        summary_run_free(&summary);
+    else
+        free(inserted);
+    free(scored);
 }
 
 /* Put the token just picked at the next position; returns that position. */
@@ -185,6 +262,7 @@ void sequence_advance(Sequence *q) {
 }
 
 void sequence_free(Sequence *q) {
+    chunk_store_free(&q->store);
     run_state_free(&q->s);
     sampler_free(&q->sampler);
     free(q->window_tokens);

@@ -8,6 +8,7 @@
 #include "generate_options.h"
 #include "hooks.h"
 #include "model.h"
+#include "retrieve.h"
 
 typedef struct {
     const Model *m;
@@ -22,7 +23,9 @@ typedef struct {
     GenerateResult *result;
     const float *logits; /* [vocab_size] of the last position fed */
     int generated;
-    double t0; /* when the prefill began */
+    double t0;        /* when the prefill began */
+    ChunkStore store; /* retrieve: every span dropped */
+    int retrieved;    /* retrieve: chunk tokens at [keep, keep + retrieved) */
 } Sequence;
 
 /* Check the prompt and options and allocate the state (the cache for the

@@ -820,6 +820,20 @@ def option_cases():
     case("option: --document whose file name is no id",
          ["generate", *M, "--document", "{a b.txt}"], 2, ["document's id"],
          files={"a b.txt": b"cat\n"})
+    for name, extra, words in (
+            ("--retrieve-k 0", ["--context-policy", "retrieve", "--retrieve-k", "0"], "--retrieve-k"),
+            ("--retrieve-k -1", ["--context-policy", "retrieve", "--retrieve-k", "-1"], "--retrieve-k"),
+            ("--summary-prompt empty", ["--context-policy", "summarize", "--summary-prompt", ""],
+             "{span}"),
+            ("--summary-tokens 0", ["--context-policy", "summarize", "--summary-tokens", "0"],
+             "--summary-tokens"),
+            ("--summary-tokens as long as the span", ["--context-policy", "summarize",
+                                                      "--context-drop", "2", "--summary-tokens", "2"],
+             "shorter"),
+            ("retrieve with no room", ["--context-policy", "retrieve", "--context-drop", "3",
+                                       "--keep", "1"],
+             "drop/2")):
+        case("option: " + name, ["generate", *M, "--context", "4", *extra], 2, [words])
     case("option: --memory missing", ["generate", *M, "--memory", "{nothing.txt}"], 2,
          ["cannot open"])
     case("option: --memory a directory", ["generate", *M, "--memory", "{dir}"], 2,

@@ -83,8 +83,11 @@ cJSON *trace_event_forward(PassPhase phase, int pos0, const int *tokens, int n);
 cJSON *trace_event_work(PassPhase phase, int pos0, int n_tokens, const WorkCount *w);
 
 /* {"event":"context", "policy", "window", "dropped", ...}: a context policy
- * dropping tokens at a full window. */
-cJSON *trace_event_context(const ContextShift *shift, uint64_t bytes_per_token);
+ * dropping tokens at a full window; summarize and retrieve add "inserted"
+ * (with its text and position), summarize its nested run as "summary",
+ * retrieve its ranking as "retrieval". tok (may be NULL) decodes the text. */
+cJSON *trace_event_context(const ContextShift *shift, uint64_t bytes_per_token,
+                           const Tokenizer *tok);
 
 /* {"event":"quant", "tensor", "group", "scale", "values", "codes",
  * "dequantized", "max_error", "collapsed"}: one quantized row, its first

@@ -61,7 +61,7 @@ static void observer_work(void *ctx, PassPhase phase, int pos0, int n, const Wor
 
 static void observer_context(void *ctx, const ContextShift *shift) {
     TraceObserver *to = ctx;
-    trace_observer_write(to, trace_event_context(shift, to->bytes_per_token));
+    trace_observer_write(to, trace_event_context(shift, to->bytes_per_token, to->tokenizer));
 }
 
 static void observer_quant(void *ctx, const QuantRecord *r) {

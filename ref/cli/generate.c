@@ -20,6 +20,11 @@
 #include "../generate.h"
 #include "../quant_model.h"
 
+/* summarize's default prompt: the span where {span} is. */
+#define DEFAULT_SUMMARY_PROMPT "Summarize this story in one sentence.\nStory: {span}\nSummary:"
+#define DEFAULT_SUMMARY_PROMPT_HELP                                                                \
+    "Summarize this story in one sentence.\\nStory: {span}\\nSummary:"
+
 static const char GENERATE_USAGE[] =
     "usage: stepwise generate [options]\n"
     "\n"
@@ -46,10 +51,19 @@ static const char GENERATE_USAGE[] =
     "                     (same logits, to the bit; the work grows with the square)\n"
     "  --context N        a window of N positions (default: the model's seq_len)\n"
     "  --context-policy P at a full window: stop (default), drop-oldest (drop the\n"
-    "                     oldest tokens and prefill the rest again) or keep-prefix\n"
-    "                     (keep the first --keep tokens and the most recent ones)\n"
+    "                     oldest tokens and prefill the rest again), keep-prefix\n"
+    "                     (keep the first --keep tokens and the most recent ones),\n"
+    "                     summarize (replace the oldest by the model's summary of\n"
+    "                     them) or retrieve (store the oldest; bring back the chunks\n"
+    "                     BM25 ranks best against the prompt)\n"
     "  --context-drop N   tokens dropped at a full window (default: half the window)\n"
-    "  --keep N           keep-prefix: the prefix kept, e.g. a system prompt (default 0)\n"
+    "  --keep N           keep-prefix, summarize, retrieve: the prefix kept, e.g. a\n"
+    "                     system prompt (default 0)\n"
+    "  --summary-prompt T summarize: the prompt the model summarises the span under;\n"
+    "                     {span} marks where the span's tokens go (default:\n"
+    "                     \"" DEFAULT_SUMMARY_PROMPT_HELP "\")\n"
+    "  --summary-tokens N summarize: the longest summary (default 32; < --context-drop)\n"
+    "  --retrieve-k K     retrieve: most stored chunks brought back (default 2)\n"
     "\n"
     "sampling (docs/sampling.md):\n" SAMPLER_OPTIONS_HELP "\n"
     "tracing (docs/trace-format.md):\n"
@@ -68,7 +82,9 @@ typedef struct {
 
 typedef struct {
     const char *model, *tokenizer, *prompt, *trace;
-    PathList memory, documents; /* --memory, --document */
+    const char *summary_prompt;          /* --summary-prompt, with {span} */
+    int *summary_before, *summary_after; /* its tokens either side of {span} (owned) */
+    PathList memory, documents;          /* --memory, --document */
     GenerateOptions gen;
     TraceOptions trace_opt; /* owns its lists */
     bool quiet;             /* no text on stdout, no metrics on stderr */
@@ -90,6 +106,9 @@ enum {
     OPT_QUIET,
     OPT_MEMORY,
     OPT_DOCUMENT,
+    OPT_SUMMARY_PROMPT,
+    OPT_SUMMARY_TOKENS,
+    OPT_RETRIEVE_K,
 };
 
 static bool path_list_add(PathList *l, const char *path, StepError *err) {
@@ -116,13 +135,17 @@ static int parse_generate_args(int argc, char **argv, GenerateArgs *a, StepError
         {"quiet", no_argument, NULL, OPT_QUIET},
         {"memory", required_argument, NULL, OPT_MEMORY},
         {"document", required_argument, NULL, OPT_DOCUMENT},
+        {"summary-prompt", required_argument, NULL, OPT_SUMMARY_PROMPT},
+        {"summary-tokens", required_argument, NULL, OPT_SUMMARY_TOKENS},
+        {"retrieve-k", required_argument, NULL, OPT_RETRIEVE_K},
         {"trace", required_argument, NULL, OPT_TRACE},
         TRACE_LONG_OPTIONS,
         QUANT_LONG_OPTIONS,
         SAMPLER_LONG_OPTIONS,
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0}};
-    *a = (GenerateArgs){.prompt = "", .quant = {.run = {.group = 32}}};
+    *a = (GenerateArgs){
+        .prompt = "", .summary_prompt = DEFAULT_SUMMARY_PROMPT, .quant = {.run = {.group = 32}}};
     generate_options_default(&a->gen);
     trace_options_default(&a->trace_opt);
     opterr = 0;
@@ -167,6 +190,18 @@ static int parse_generate_args(int argc, char **argv, GenerateArgs *a, StepError
                 break;
             case OPT_DOCUMENT:
                 if (!path_list_add(&a->documents, optarg, err)) return -1;
+                break;
+            case OPT_SUMMARY_PROMPT:
+                a->summary_prompt = optarg;
+                break;
+            case OPT_SUMMARY_TOKENS:
+                if (!cli_parse_int(optarg, "--summary-tokens", 1, 1 << 30, &a->gen.summary_tokens,
+                                   err))
+                    return -1;
+                break;
+            case OPT_RETRIEVE_K:
+                if (!cli_parse_int(optarg, "--retrieve-k", 1, 1 << 20, &a->gen.retrieve_k, err))
+                    return -1;
                 break;
             case OPT_NO_KV_CACHE:
                 a->gen.no_kv_cache = true;
@@ -225,6 +260,29 @@ static void print_metrics(const GenerateResult *r, const Model *m) {
             stop_reason_name(r->stop_reason), r->first_token_seconds * 1e3, r->n_prompt,
             prefill_tps, r->n_decoded, decode_tps, (double)r->work.macs,
             (double)cli_peak_rss_bytes() / (1024.0 * 1024.0), thread_pool_size(m->pool));
+}
+
+/* summarize: --summary-prompt encoded either side of {span} (BOS first),
+ * into a->gen. Nothing to do for the other policies. */
+static bool encode_summary_prompt(GenerateArgs *a, const Tokenizer *tok, StepError *err) {
+    if (a->gen.policy != CONTEXT_SUMMARIZE) return true;
+    const char *t = a->summary_prompt, *mark = strstr(t, "{span}");
+    if (mark == NULL)
+        return step_fail(err, "--summary-prompt must contain {span}, where the span's tokens go");
+    bool blank = true;
+    for (const char *c = t; *c; c++)
+        if (c < mark || c >= mark + 6) blank &= *c == ' ' || (*c >= '\t' && *c <= '\r');
+    if (blank)
+        return step_fail(err, "--summary-prompt is empty around {span}: the model must be asked "
+                              "for a summary");
+    char *head = strndup(t, (size_t)(mark - t));
+    if (head == NULL) return step_fail(err, "out of memory");
+    bool ok =
+        tokenizer_encode(tok, head, true, &a->summary_before, &a->gen.n_summary_before, err) &&
+        tokenizer_encode(tok, mark + 6, false, &a->summary_after, &a->gen.n_summary_after, err);
+    free(head);
+    a->gen.summary_before = a->summary_before, a->gen.summary_after = a->summary_after;
+    return ok;
 }
 
 /* A file's text without its last line break: one note or document. */
@@ -344,6 +402,14 @@ static int run_generate(GenerateArgs *a, const Model *m, const Tokenizer *tok,
     }
     a->gen.quant = a->quant.run;
     a->gen.bos_id = tok->bos_id, a->gen.eos_id = tok->eos_id;
+    /* retrieve ranks the store against the user's message: the prompt's own
+     * tokens (not BOS, notes or documents) */
+    a->gen.query = prompt, a->gen.n_query = n_prompt;
+    if (n_prompt > 0 && prompt[0] == tok->bos_id) a->gen.query++, a->gen.n_query--;
+    for (int i = 0; i < parts.n_segments; i++)
+        if (strcmp(parts.segments[i].source, "user") == 0)
+            a->gen.query = prompt + parts.segments[i].start,
+            a->gen.n_query = parts.segments[i].end - parts.segments[i].start;
     TraceRunInfo info = {.mode = "generate",
                          .prompt = a->prompt,
                          .prompt_tokens = prompt,
@@ -424,6 +490,7 @@ int cli_generate(int argc, char **argv) {
         cli_progress_init(&progress, a.quiet || isatty(STDOUT_FILENO));
         bool ready = cli_load_model_to_run(a.model, a.tokenizer, &a.quant, &a.trace_opt, &progress,
                                            &m, &tok, &err) &&
+                     encode_summary_prompt(&a, &tok, &err) &&
                      generate_options_validate(&a.gen, &m.config, &err);
         ProgressSink sink = cli_progress_sink(&progress);
         m.progress = &sink;        /* a long prompt's prefill, layer by layer */
@@ -437,5 +504,6 @@ int cli_generate(int argc, char **argv) {
     if (status != 0) cli_print_error(&err);
     trace_options_free(&a.trace_opt);
     free(a.memory.paths), free(a.documents.paths);
+    free(a.summary_before), free(a.summary_after);
     return status;
 }
