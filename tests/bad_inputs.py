@@ -834,6 +834,10 @@ def option_cases():
                                        "--keep", "1"],
              "drop/2")):
         case("option: " + name, ["generate", *M, "--context", "4", *extra], 2, [words])
+    case("option: inspect --prefix-cache-bytes 0",
+         ["inspect", "--prefix-cache-bytes", "0"], 2, ["--prefix-cache-bytes"])
+    case("option: inspect --prefix-cache-bytes 1e99",
+         ["inspect", "--prefix-cache-bytes", "99999999999999999999999"], 2, ["--prefix-cache-bytes"])
     case("option: --memory missing", ["generate", *M, "--memory", "{nothing.txt}"], 2,
          ["cannot open"])
     case("option: --memory a directory", ["generate", *M, "--memory", "{dir}"], 2,

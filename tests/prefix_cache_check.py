@@ -87,6 +87,20 @@ def main():
                              bad, expect=(2,))
             check(words in r.stderr and len(r.stderr.strip().splitlines()) == 1,
                   f"--prefix-cache-bytes {bad} refused: {r.stderr.strip()}")
+        # inspect's accounting: positions a budget holds, and the whole bill
+        budget, ctx, reqs = 1000000, 256, 32
+        o = json.loads(run_stepwise(BIN, "inspect", *m[:2], "--json", "--context", str(ctx),
+                                    "--requests", str(reqs), "--prefix-cache-bytes",
+                                    str(budget)).stdout)
+        d, h, L = shape["dim"], shape["hidden_dim"], shape["n_layers"]
+        q, kv = shape["n_heads"] * shape["head_dim"], shape["n_kv_heads"] * shape["head_dim"]
+        # embedding (tied classifier), per layer two norms and the five matrices, the final norm
+        weights = 4 * (shape["vocab_size"] * d + L * (2 * d + d * q + 2 * d * kv + q * d + 3 * d * h) + d)
+        want = {"budget_bytes": budget, "positions": budget // one,
+                "prompts_at_context": budget // one // ctx,
+                "total_bytes_at_most": weights + reqs * ctx * one + budget}
+        check(o.get("prefix_cache") == want,
+              f"inspect --prefix-cache-bytes {budget}: {o.get('prefix_cache')}, closed form {want}")
     return check.summary("prefix cache")
 
 

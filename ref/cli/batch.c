@@ -143,19 +143,11 @@ static int parse_batch_args(int argc, char **argv, BatchArgs *a, StepError *err)
             case OPT_PREFIX_CACHE:
                 a->prefix_cache = true;
                 break;
-            case OPT_PREFIX_CACHE_BYTES: {
-                char *end;
-                errno = 0;
-                a->prefix_cache_bytes = strtoll(optarg, &end, 10);
-                if (errno != 0 || end == optarg || *end != '\0' || a->prefix_cache_bytes < 1) {
-                    step_fail(err,
-                              "--prefix-cache-bytes takes a positive whole number, got '%.40s'",
-                              optarg);
+            case OPT_PREFIX_CACHE_BYTES:
+                if (!cli_parse_bytes(optarg, "--prefix-cache-bytes", &a->prefix_cache_bytes, err))
                     return -1;
-                }
                 a->prefix_cache = true;
                 break;
-            }
             case 'h':
                 fputs(BATCH_USAGE, stdout);
                 return 0;

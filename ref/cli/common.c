@@ -33,6 +33,16 @@ bool cli_parse_int(const char *text, const char *option, long min, long max, int
     return true;
 }
 
+bool cli_parse_bytes(const char *text, const char *option, long long *out, StepError *err) {
+    char *end;
+    errno = 0;
+    long long v = strtoll(text, &end, 10);
+    if (errno != 0 || end == text || *end != '\0' || v < 1 || v > (1LL << 62))
+        return step_fail(err, "%s takes a positive whole number, got '%.40s'", option, text);
+    *out = v;
+    return true;
+}
+
 bool cli_parse_float(const char *text, const char *option, bool allow_inf, float *out,
                      StepError *err) {
     char *end;

@@ -21,6 +21,9 @@
 bool cli_parse_int(const char *text, const char *option, long min, long max, int *out,
                    StepError *err);
 
+/* A positive byte count given to `option` (a whole number, 1 to 2^62). */
+bool cli_parse_bytes(const char *text, const char *option, long long *out, StepError *err);
+
 /* Parse a whole decimal float given to `option` (NaN is refused; "inf"
  * and "-inf" are accepted only when allow_inf). */
 bool cli_parse_float(const char *text, const char *option, bool allow_inf, float *out,

@@ -31,11 +31,21 @@ static const char INSPECT_USAGE[] =
     "  --context N      tokens per request (default: the model's seq_len; may exceed it,\n"
     "                   as a what-if)\n"
     "  --requests R     concurrent requests, each with its own cache (default 1)\n"
+    "  --prefix-cache-bytes N  also account for batch's prefix cache of N bytes,\n"
+    "                   shared by the requests (docs/batching.md)\n"
     "  --json           print one JSON object (docs/kv-cache.md)\n"
     "  --no-hash        leave out the SHA-256 of the model's files (a big model's take a\n"
     "                   while: hashing reads every byte)\n";
 
-enum { OPT_MODEL = 256, OPT_CONTEXT, OPT_REQUESTS, OPT_JSON, OPT_NO_HASH_INSPECT, OPT_PRESET };
+enum {
+    OPT_MODEL = 256,
+    OPT_CONTEXT,
+    OPT_REQUESTS,
+    OPT_JSON,
+    OPT_NO_HASH_INSPECT,
+    OPT_PRESET,
+    OPT_PREFIX_BYTES
+};
 
 /* The files a model came from, with their SHA-256 (cli/identity.h). */
 static void print_files(const cJSON *files) {
@@ -82,6 +92,37 @@ static void print_arch(const Config *c) {
                (double)c->rope_scaling.factor);
     printf("%s%s, norm eps %g\n", c->qkv_bias ? ", q/k/v biases" : "",
            c->qk_norm ? ", q/k norms" : "", (double)config_norm_eps(c));
+}
+
+/* batch --prefix-cache with a budget of `budget` bytes: the positions it
+ * holds, float32 (the KV cache's own rows), and the whole memory bill. */
+typedef struct {
+    uint64_t budget, positions, prompts, total;
+} PrefixFacts;
+
+static PrefixFacts prefix_facts(const Config *c, int context, int requests, uint64_t budget) {
+    CacheFacts f = cache_facts(c, context, requests);
+    PrefixFacts p = {.budget = budget, .positions = budget / f.per_token};
+    p.prompts = p.positions / (uint64_t)context;
+    p.total = f.weight_bytes + f.total + budget;
+    return p;
+}
+
+static void print_prefix_text(const Config *c, int context, int requests, uint64_t budget) {
+    CacheFacts f = cache_facts(c, context, requests);
+    PrefixFacts p = prefix_facts(c, context, requests, budget);
+    printf("\nprefix cache (batch --prefix-cache: prompts' rows, shared by every request):\n");
+    printf("  a budget of %llu bytes holds %llu / %llu (float32 rows) = %llu positions: %llu "
+           "prompt%s of %d "
+           "tokens\n",
+           (unsigned long long)budget, (unsigned long long)budget, (unsigned long long)f.per_token,
+           (unsigned long long)p.positions, (unsigned long long)p.prompts,
+           p.prompts == 1 ? "" : "s", context);
+    printf("  weights + %d request cache%s + prefix cache = %llu + %llu + %llu = %llu bytes "
+           "(%.2f MiB) at most\n",
+           requests, requests == 1 ? "" : "s", (unsigned long long)f.weight_bytes,
+           (unsigned long long)f.total, (unsigned long long)budget, (unsigned long long)p.total,
+           mib(p.total));
 }
 
 static void print_text(const char *name, const char *source, const Config *c, int context,
@@ -199,7 +240,8 @@ static void print_gguf_tensors(const cJSON *list) {
 }
 
 static void print_json(const char *name, const char *source, const cJSON *files, const Config *c,
-                       int context, int requests, int group, bool is_q8, const cJSON *tensors) {
+                       int context, int requests, uint64_t prefix_bytes, int group, bool is_q8,
+                       const cJSON *tensors) {
     cJSON *o = cJSON_CreateObject();
     cJSON_AddStringToObject(o, "model_path", name);
     if (source[0] != '\0') cJSON_AddStringToObject(o, "source", source);
@@ -221,6 +263,14 @@ static void print_json(const char *name, const char *source, const cJSON *files,
     cJSON_AddNumberToObject(q, "kv_bytes_per_token", (double)kv_cache_bytes_q8(c, 1));
     cJSON_AddNumberToObject(q, "kv_bytes_total",
                             (double)(kv_cache_bytes_q8(c, context) * (uint64_t)requests));
+    if (prefix_bytes > 0) {
+        PrefixFacts p = prefix_facts(c, context, requests, prefix_bytes);
+        cJSON *pc = cJSON_AddObjectToObject(o, "prefix_cache");
+        cJSON_AddNumberToObject(pc, "budget_bytes", (double)p.budget);
+        cJSON_AddNumberToObject(pc, "positions", (double)p.positions);
+        cJSON_AddNumberToObject(pc, "prompts_at_context", (double)p.prompts);
+        cJSON_AddNumberToObject(pc, "total_bytes_at_most", (double)p.total);
+    }
     cJSON *variants = cJSON_AddArrayToObject(o, "variants");
     for (int kv = 1; kv <= c->n_heads; kv++) {
         if (c->n_heads % kv != 0) continue;
@@ -235,17 +285,20 @@ static void print_json(const char *name, const char *source, const cJSON *files,
 }
 
 int cli_inspect(int argc, char **argv) {
-    static const struct option options[] = {{"model", required_argument, NULL, OPT_MODEL},
-                                            {"context", required_argument, NULL, OPT_CONTEXT},
-                                            {"requests", required_argument, NULL, OPT_REQUESTS},
-                                            {"json", no_argument, NULL, OPT_JSON},
-                                            {"no-hash", no_argument, NULL, OPT_NO_HASH_INSPECT},
-                                            {"preset", required_argument, NULL, OPT_PRESET},
-                                            {"help", no_argument, NULL, 'h'},
-                                            {NULL, 0, NULL, 0}};
+    static const struct option options[] = {
+        {"model", required_argument, NULL, OPT_MODEL},
+        {"context", required_argument, NULL, OPT_CONTEXT},
+        {"requests", required_argument, NULL, OPT_REQUESTS},
+        {"prefix-cache-bytes", required_argument, NULL, OPT_PREFIX_BYTES},
+        {"json", no_argument, NULL, OPT_JSON},
+        {"no-hash", no_argument, NULL, OPT_NO_HASH_INSPECT},
+        {"preset", required_argument, NULL, OPT_PRESET},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0}};
     const char *model = NULL;
     const ModelPreset *preset = NULL;
     int context = 0, requests = 1;
+    long long prefix_bytes = 0;
     bool json = false, no_hash = false, ok = true;
     StepError err;
     opterr = 0;
@@ -261,6 +314,9 @@ int cli_inspect(int argc, char **argv) {
                 break;
             case OPT_REQUESTS:
                 ok = cli_parse_int(optarg, "--requests", 1, 1 << 20, &requests, &err);
+                break;
+            case OPT_PREFIX_BYTES:
+                ok = cli_parse_bytes(optarg, "--prefix-cache-bytes", &prefix_bytes, &err);
                 break;
             case OPT_JSON:
                 json = true;
@@ -314,10 +370,12 @@ int cli_inspect(int argc, char **argv) {
     const char *name = preset ? preset->name : model ? model : "(built-in tiny model)";
     int group = m.quant != NULL ? m.quant->group : 32;
     if (json)
-        print_json(name, m.source, files, &m.config, context, requests, group, m.quant != NULL,
-                   tensors);
+        print_json(name, m.source, files, &m.config, context, requests, (uint64_t)prefix_bytes,
+                   group, m.quant != NULL, tensors);
     else
         print_text(name, m.source, &m.config, context, requests, group, m.quant != NULL);
+    if (!json && prefix_bytes > 0)
+        print_prefix_text(&m.config, context, requests, (uint64_t)prefix_bytes);
     if (!json && files != NULL) print_files(files);
     if (!json && tensors != NULL) print_gguf_tensors(tensors);
     cJSON_Delete(files);
