@@ -104,6 +104,8 @@ typedef struct {
     double k1, b;
     const ScoredChunk *chunks; /* [n_chunks] in the order stored */
     int n_chunks;
+    const int *returned; /* [n_returned] the chunks brought back, best first */
+    int n_returned;
 } Retrieval;
 
 /* What a context policy did when the window was full (see generate.h). */

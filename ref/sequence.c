@@ -139,7 +139,7 @@ bool sequence_pick(Sequence *q, bool *failed, StepError *err) {
  * write the best that fit in budget tokens (best first) into out. Returns
  * how many tokens; *ret and its chunks describe the ranking. */
 static int retrieve_for_shift(Sequence *q, const int *span, int n_span, int budget, int *out,
-                              Retrieval *ret, ScoredChunk **scored) {
+                              Retrieval *ret, ScoredChunk **scored, int **order) {
     const GenerateOptions *opt = q->opt;
     ChunkStore *st = &q->store;
     *ret = (Retrieval){.query = opt->query, .n_query = opt->n_query, .k1 = BM25_K1, .b = BM25_B};
@@ -149,15 +149,15 @@ static int retrieve_for_shift(Sequence *q, const int *span, int n_span, int budg
         if (!chunk_store_add(st, span + at, n_span - at < size ? n_span - at : size)) return 0;
     double *scores = malloc((size_t)st->n * sizeof *scores);
     bool *returned = malloc((size_t)st->n * sizeof *returned);
-    int *order = malloc((size_t)st->n * sizeof *order);
+    *order = malloc((size_t)st->n * sizeof **order);
     *scored = malloc((size_t)st->n * sizeof **scored);
     int n_out = 0;
-    if (scores != NULL && returned != NULL && order != NULL && *scored != NULL) {
+    if (scores != NULL && returned != NULL && *order != NULL && *scored != NULL) {
         bm25_scores(st->chunks, st->n, opt->query, opt->n_query, BM25_K1, BM25_B, scores);
         int picked =
-            retrieve_select(scores, st->chunks, st->n, opt->retrieve_k, budget, returned, order);
+            retrieve_select(scores, st->chunks, st->n, opt->retrieve_k, budget, returned, *order);
         for (int i = 0; i < picked; i++) {
-            const Chunk *c = &st->chunks[order[i]];
+            const Chunk *c = &st->chunks[(*order)[i]];
             memcpy(out + n_out, c->tokens, (size_t)c->n * sizeof *out);
             n_out += c->n;
         }
@@ -168,8 +168,9 @@ static int retrieve_for_shift(Sequence *q, const int *span, int n_span, int budg
                                          .score = scores[i],
                                          .returned = returned[i]};
         ret->chunks = *scored, ret->n_chunks = st->n;
+        ret->returned = *order, ret->n_returned = picked;
     }
-    free(scores), free(returned), free(order);
+    free(scores), free(returned);
     return n_out;
 }
 
@@ -189,7 +190,7 @@ static void shift_window(Sequence *q) {
     SummaryRun summary = {0};
     Retrieval retrieval = {0};
     ScoredChunk *scored = NULL;
-    int *inserted = NULL, n_inserted = 0;
+    int *inserted = NULL, n_inserted = 0, *order = NULL;
     if (opt->policy == CONTEXT_SUMMARIZE) {
         summarize_span(q->m, opt, span, drop, &summary);
         inserted = (int *)summary.tokens, n_inserted = summary.n_tokens;
@@ -199,7 +200,8 @@ static void shift_window(Sequence *q) {
         /* at most half the span comes back, so that every shift frees room */
         inserted = malloc((size_t)drop * sizeof *inserted);
         if (inserted != NULL)
-            n_inserted = retrieve_for_shift(q, span, drop, drop / 2, inserted, &retrieval, &scored);
+            n_inserted =
+                retrieve_for_shift(q, span, drop, drop / 2, inserted, &retrieval, &scored, &order);
         q->retrieved = n_inserted;
     }
     int kept = q->n - drop - removed;
@@ -230,7 +232,7 @@ static void shift_window(Sequence *q) {
         summary_run_free(&summary);
     else
         free(inserted);
-    free(scored);
+    free(scored), free(order);
 }
 
 /* Put the token just picked at the next position; returns that position. */

@@ -128,7 +128,9 @@ def check_summarize(check, m, tmp):
         shape_ok += (span == before[first:first + int(DROP)] and ctx["inserted"] == s["tokens"]
                      and rebuild["tokens"] == before[:first] + s["tokens"]
                      + before[first + int(DROP):] + [new] and 0 < len(s["tokens"]) <= 16
-                     and s["text"] == ctx["inserted_text"])
+                     and s["text"] == ctx["inserted_text"]
+                     and ctx["inserted_parts"] == [{"source": "summary", "start": first,
+                                                    "end": first + len(s["tokens"])}])
         # greedy: each summary token is the argmax after the prompt and the summary so far
         seq = s["prompt_tokens"] + s["tokens"]
         fresh = score_logits(m, tmp, seq)
@@ -176,6 +178,11 @@ def check_retrieve(check, m, tmp):
         inserted = [t for i in picked for t in chunks[i]]
         first, removed, new = ctx["first_dropped"], ctx["removed_retrieved"], rebuild["tokens"][-1]
         keep = first - removed
+        at, parts = keep, []
+        for i in picked:
+            parts.append({"source": f"document:chunk-{i}", "start": at, "end": at + len(chunks[i])})
+            at += len(chunks[i])
+        shape_ok += ctx.get("inserted_parts") == parts and ctx["inserted_at"] == keep
         shape_ok += (ctx["inserted"] == inserted and rebuild["tokens"] == before[:keep] + inserted
                      + before[first + int(DROP):] + [new])
         brought += len(picked)
@@ -183,8 +190,8 @@ def check_retrieve(check, m, tmp):
           "against the prompt's tokens, computed here")
     check(pick_ok == len(shifts) and brought > 0, f"retrieve: the best 2 that fit half the span "
           f"come back ({brought} chunks over {len(shifts)} shifts)")
-    check(shape_ok == len(shifts), "retrieve: the window after each shift is the prefix, the "
-          "chunks brought back, the rest and the new token")
+    check(shape_ok == 2 * len(shifts), "retrieve: the window after each shift is the prefix, the "
+          "chunks brought back (each a document:chunk-<id> part), the rest and the new token")
     check_rebuilds(check, m, tmp, shifts, "retrieve")
     return trace
 

@@ -1,6 +1,7 @@
 /* trace_events.c: building trace events with cJSON. */
 #include "trace_events.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -227,6 +228,31 @@ static void add_tokens_and_text(cJSON *o, const char *ids_name, const char *text
     free(text);
 }
 
+/* The parts put in, as a chat event's segments: {"source": "summary" or
+ * "document:chunk-<id>", "start", "end"} (positions in the new window). */
+static cJSON *inserted_parts(const ContextShift *shift) {
+    cJSON *parts = cJSON_CreateArray();
+    int at = shift->inserted_at;
+    char source[48];
+    int n = shift->summary != NULL ? 1 : shift->retrieval->n_returned;
+    for (int i = 0; i < n; i++) {
+        int len = shift->n_inserted;
+        snprintf(source, sizeof source, "summary");
+        if (shift->summary == NULL) {
+            const ScoredChunk *c = &shift->retrieval->chunks[shift->retrieval->returned[i]];
+            len = c->n_tokens;
+            snprintf(source, sizeof source, "document:chunk-%d", c->id);
+        }
+        cJSON *o = cJSON_CreateObject();
+        cJSON_AddStringToObject(o, "source", source);
+        cJSON_AddNumberToObject(o, "start", at);
+        cJSON_AddNumberToObject(o, "end", at + len);
+        cJSON_AddItemToArray(parts, o);
+        at += len;
+    }
+    return parts;
+}
+
 /* summarize: the nested run, {"prompt_tokens", "tokens", "text",
  * "stop_reason", "macs"}. */
 static cJSON *summary_object(const SummaryRun *s, const Tokenizer *tok) {
@@ -271,6 +297,7 @@ cJSON *trace_event_context(const ContextShift *shift, uint64_t bytes_per_token,
         cJSON_AddNumberToObject(e, "inserted_at", shift->inserted_at);
         add_tokens_and_text(e, "inserted", "inserted_text", shift->inserted, shift->n_inserted,
                             tok);
+        cJSON_AddItemToObject(e, "inserted_parts", inserted_parts(shift));
     }
     if (shift->retrieval != NULL)
         cJSON_AddNumberToObject(e, "removed_retrieved", shift->removed_retrieved);
