@@ -49,6 +49,12 @@ if [ -f "$models/stories260K.bin" ]; then
         --top-p 0.9 --trace-level layers
     same stories-int8 "${m[@]}" --prompt "Once upon a time" --steps 30 --quant-weights int8 \
         --quant-activations int8 --quant-kv int8 --trace-level logits
+    # the summarize policy's nested runs and the retrieve policy's BM25 scores
+    same stories-summarize "${m[@]}" --prompt "Once upon a time" --steps 100 --context 64 \
+        --context-drop 40 --keep 1 --context-policy summarize --summary-tokens 16 --trace-level logits
+    same stories-retrieve "${m[@]}" --prompt "Once upon a time, Lily had a red ball" --steps 120 \
+        --context 64 --context-drop 40 --keep 1 --context-policy retrieve --temperature 0.8 \
+        --trace-level logits
 else
     echo "determinism: stories260K runs skipped: no stories260K in $models"
 fi

@@ -85,6 +85,15 @@ def main():
                 same_for_every_n(check, tmp, f"{name} int8 weights, float activations",
                                  lambda n, out: ["generate", *gen, "--quant-weights", "int8",
                                                  "--threads", str(n), "--trace", out])
+                # the policies that run a nested generation and a ranking
+                for policy in ("summarize", "retrieve"):
+                    same_for_every_n(check, tmp, f"{name} --context-policy {policy}",
+                                     lambda n, out: ["generate", *common, "--prompt", "Once upon a time",
+                                                     "--steps", "90", "--context", "64", "--context-drop",
+                                                     "40", "--keep", "1", "--context-policy", policy,
+                                                     "--summary-tokens", "16", "--trace-level", "logits",
+                                                     "--reproducible", "--quiet", "--threads", str(n),
+                                                     "--trace", out])
             same_for_every_n(check, tmp, f"{name} batch of 4",
                              lambda n, out: ["batch", *common, "--requests", requests, "--max-batch", "4",
                                              "--quiet", "--threads", str(n), "--trace", out,
