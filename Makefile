@@ -239,6 +239,8 @@ sanitize:
 	$(SAN_ENV) bash tests/check_traces.sh
 	$(SAN_ENV) /usr/bin/python3 tests/bad_inputs.py $(SAN_DIR)/stepwise
 	$(SAN_ENV) /usr/bin/python3 tests/prefix_cache_check.py $(SAN_DIR)/stepwise
+	$(SAN_ENV) /usr/bin/python3 tests/memory_notes_check.py $(SAN_DIR)/stepwise
+	$(SAN_ENV) /usr/bin/python3 tests/context_policies_check.py $(SAN_DIR)/stepwise
 	@$(MAKE) --no-print-directory BUILD=$(BUILD)/tsan CC=clang CFLAGS="-O1 -g -fsanitize=thread" \
 	  $(BUILD)/tsan/stepwise
 	bash tests/tsan_check.sh $(BUILD)/tsan/stepwise
