@@ -1,7 +1,6 @@
 /* trace_events.c: building trace events with cJSON. */
 #include "trace_events.h"
 
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
