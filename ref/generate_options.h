@@ -31,7 +31,8 @@ typedef enum {
     CONTEXT_KEEP_PREFIX, /* keep the first `keep` tokens and the most recent
                             (window - drop - keep), re-prefill them */
     CONTEXT_SUMMARIZE,   /* after the first `keep`, replace the oldest `drop`
-                            tokens by the model's own summary of them (summarize.h) */
+                            tokens by the model's own summary of them
+                            (summarize_span in sequence.c) */
     CONTEXT_RETRIEVE,    /* after the first `keep`, move the oldest `drop` tokens
                             to a store and bring the best-ranked chunks back (retrieve.h) */
 } ContextPolicy;

@@ -38,3 +38,16 @@ def stories260k(check_name):
         print(f"{check_name}: no stories260K in {models}, skipped")
         return None
     return ["--model", model, "--tokenizer", os.path.join(models, "tok512.bin")]
+
+
+def tok512_encoder():
+    """sentencepiece's encode for $STEPWISE_MODELS/tok512.model (ids, no
+    BOS), or None when sentencepiece or the model is missing."""
+    import os
+    try:
+        import sentencepiece as spm
+    except ImportError:
+        return None
+    path = os.path.join(os.path.abspath(os.environ.get("STEPWISE_MODELS", "../shared/models")),
+                        "tok512.model")
+    return spm.SentencePieceProcessor(model_file=path).encode if os.path.exists(path) else None

@@ -39,7 +39,7 @@ import subprocess
 import sys
 import tempfile
 
-from check_util import Checks, run_stepwise, stories260k
+from check_util import Checks, run_stepwise, stories260k, tok512_encoder
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 BIN = os.path.abspath(sys.argv[1] if len(sys.argv) > 1 else "build/stepwise")
@@ -92,16 +92,6 @@ def bm25(chunks, query, k1=1.2, b=0.75):
     return scores
 
 
-def sentencepiece():
-    try:
-        import sentencepiece as spm
-    except ImportError:
-        return None
-    path = os.path.join(os.path.abspath(os.environ.get("STEPWISE_MODELS", "../shared/models")),
-                        "tok512.model")
-    return spm.SentencePieceProcessor(model_file=path).encode if os.path.exists(path) else None
-
-
 def check_rebuilds(check, m, tmp, shifts, name):
     same = 0
     for ctx, before, rebuild, logits in shifts:
@@ -119,7 +109,7 @@ def check_summarize(check, m, tmp):
                  "summarize", "--summary-tokens", "16", "--trace", trace, "--trace-level", "logits")
     shifts = windows(events(trace))
     check(len(shifts) >= 2, f"summarize: {len(shifts)} shifts in 150 tokens through a window of 64")
-    enc = sentencepiece()
+    enc = tok512_encoder()
     prompts_ok = shape_ok = greedy_ok = 0
     for ctx, before, rebuild, _ in shifts:
         s, first, span = ctx["summary"], ctx["first_dropped"], ctx["dropped"]

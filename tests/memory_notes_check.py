@@ -25,7 +25,7 @@ import os
 import sys
 import tempfile
 
-from check_util import Checks, run_stepwise, stories260k
+from check_util import Checks, run_stepwise, stories260k, tok512_encoder
 
 BIN = os.path.abspath(sys.argv[1] if len(sys.argv) > 1 else "build/stepwise")
 NOTE = "The girl is called Sue and she has a red ball."
@@ -39,15 +39,9 @@ def events(path, kind):
 
 def sentencepiece_ids():
     """BOS and each documented part encoded on its own, or None."""
-    try:
-        import sentencepiece as spm
-    except ImportError:
+    enc = tok512_encoder()
+    if enc is None:
         return None
-    models = os.path.abspath(os.environ.get("STEPWISE_MODELS", "../shared/models"))
-    path = os.path.join(models, "tok512.model")
-    if not os.path.exists(path):
-        return None
-    enc = spm.SentencePieceProcessor(model_file=path).encode
     return [1] + enc("Memory:") + enc(NOTE) + enc("Document dogs.txt:") + enc(DOC) + enc(PROMPT)
 
 
