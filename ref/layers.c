@@ -2,6 +2,7 @@
 #include "layers.h"
 
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "clones.h"
@@ -132,6 +133,30 @@ FAST_CLONES static void head_scores4(float *scores, const float *qh, const float
                     head_dim);
 }
 
+/* The same scores from a transposed copy of the keys, kt[i][p] = k_p[i]
+ * (stride n): sixteen positions at once, each still a sum over i in order
+ * from 0, so the vector runs across positions and never along one dot
+ * product. Same bits as head_scores. */
+FAST_CLONES static void head_scores_kt(float *scores, const float *qh, const float *kt, int n,
+                                       int pos, int head_dim) {
+    float scale = sqrtf((float)head_dim);
+    int p0 = 0;
+    for (; p0 + 16 <= pos + 1; p0 += 16) {
+        float acc[16] = {0};
+        for (int i = 0; i < head_dim; i++) {
+            const float *k = kt + (size_t)i * n + p0;
+            float a = qh[i];
+            for (int l = 0; l < 16; l++) acc[l] += a * k[l];
+        }
+        for (int l = 0; l < 16; l++) scores[p0 + l] = acc[l] / scale;
+    }
+    for (int p = p0; p <= pos; p++) {
+        float acc = 0.0f;
+        for (int i = 0; i < head_dim; i++) acc += qh[i] * kt[(size_t)i * n + p];
+        scores[p] = acc / scale;
+    }
+}
+
 /* out[i] = Σ_p w[p] · v_p[i] over p = 0..pos in order, for i in blocks of
  * 16 held in registers through the whole sum over p (the fast path; the
  * plain one walks p outside and i inside, adding into out: same sums, same
@@ -155,6 +180,9 @@ FAST_CLONES static void head_values16(float *out, const float *w, const float *v
     }
 }
 
+/* Queries in a pass from which the fast path copies the keys transposed. */
+#define KT_MIN_QUERIES 8
+
 /* Query t's head h: scores against positions 0..pos0+t, softmax, and the
  * weighted sum of the values, into out's row t, head h. scores: [pos0+t+1].
  * four_at_once: the scores by head_scores4, the values by head_values16
@@ -162,13 +190,15 @@ FAST_CLONES static void head_values16(float *out, const float *w, const float *v
 static void attention_query_head(float *out, const float *q, const float *key_cache,
                                  const float *value_cache, float *scores, int t, int h, int pos0,
                                  int n_heads, int n_kv_heads, int head_dim, const HookSite *site,
-                                 bool four_at_once) {
+                                 bool four_at_once, const float *kt, int kt_n) {
     int dim = n_heads * head_dim, kv_dim = n_kv_heads * head_dim;
     int group = n_heads / n_kv_heads; /* query heads per KV head */
     int pos = pos0 + t;               /* this query sees positions 0..pos */
     const float *qh = q + (size_t)t * dim + (size_t)h * head_dim;
     int kv_off = (h / group) * head_dim;
-    if (four_at_once)
+    if (kt != NULL)
+        head_scores_kt(scores, qh, kt, kt_n, pos, head_dim);
+    else if (four_at_once)
         head_scores4(scores, qh, key_cache, pos, kv_dim, kv_off, head_dim);
     else
         head_scores(scores, qh, key_cache, pos, kv_dim, kv_off, head_dim);
@@ -195,7 +225,7 @@ void attention_forward(float *out, const float *q, const float *key_cache, const
     for (int t = 0; t < T; t++) {
         for (int h = 0; h < n_heads; h++)
             attention_query_head(out, q, key_cache, value_cache, scores, t, h, pos0, n_heads,
-                                 n_kv_heads, head_dim, site, false);
+                                 n_kv_heads, head_dim, site, false, NULL, 0);
     }
 }
 
@@ -203,11 +233,24 @@ void attention_heads_forward(float *out, const float *q, const float *key_cache,
                              const float *value_cache, float *scores, int scores_stride, int T,
                              int pos0, int n_heads, int n_kv_heads, int head_dim, int h0, int h1,
                              const HookSite *site) {
+    /* A pass of many queries reads each KV head's keys T times: copy them
+     * transposed once (kt [head_dim, n]) so that the scores vectorise across
+     * positions. One query (a decode step) reads them once: no copy. */
+    int n = pos0 + T, kv_dim = n_kv_heads * head_dim, group = n_heads / n_kv_heads;
+    float *kt = T >= KT_MIN_QUERIES ? malloc((size_t)n * head_dim * sizeof(float)) : NULL;
+    int kt_head = -1;
     for (int h = h0; h < h1; h++) {
+        if (kt != NULL && h / group != kt_head) {
+            kt_head = h / group;
+            for (int p = 0; p < n; p++)
+                for (int i = 0; i < head_dim; i++)
+                    kt[(size_t)i * n + p] = key_cache[(size_t)p * kv_dim + kt_head * head_dim + i];
+        }
         for (int t = 0; t < T; t++)
             attention_query_head(out, q, key_cache, value_cache, scores + (size_t)h * scores_stride,
-                                 t, h, pos0, n_heads, n_kv_heads, head_dim, site, true);
+                                 t, h, pos0, n_heads, n_kv_heads, head_dim, site, true, kt, n);
     }
+    free(kt);
 }
 
 void residual_forward(float *x, const float *y, int n) {
