@@ -217,27 +217,52 @@ static void emit_stripped(Render *r, const char *text, bool left, bool right, co
     emit(r, text + a, b - a, source, turn);
 }
 
+/* Cut the rendered text from byte `from` on down to [from + a, b): the
+ * spans are moved with it, and those left empty dropped. */
+static void keep_only(Render *r, size_t from, int first_span, size_t a, size_t b) {
+    if (!r->text.ok) return;
+    memmove(r->text.s + from, r->text.s + a, b - a);
+    r->text.n = from + (b - a);
+    r->text.s[r->text.n] = '\0';
+    int n = first_span;
+    for (int i = first_span; i < r->n_spans; i++) {
+        Span sp = r->spans[i];
+        size_t start = sp.start < a ? a : sp.start, end = sp.end > b ? b : sp.end;
+        if (start >= end) continue;
+        sp.start = from + (start - a), sp.end = from + (end - a);
+        r->spans[n++] = sp;
+    }
+    r->n_spans = n;
+}
+
 /* The system turn's text: the system prompt, "Memory: " note, ...,
  * "Document <id>: " text, ..., joined by blank lines. strip: trim the
- * whole text's two ends, as templates that trim the content do. */
+ * whole text's two ends, as templates that trim the content do (after the
+ * joining, as Jinja's trim of one string would). */
 static void render_system_parts(Render *r, const ChatInput *in, const ChatPrompt *p, bool strip) {
-    int n_parts = (in->system != NULL) + in->n_memory + in->n_documents, k = 0;
+    size_t from = r->text.n;
+    int first_span = r->n_spans, k = 0;
     if (in->system != NULL) {
         k++;
-        emit_stripped(r, in->system, strip, strip && k == n_parts, "system", -1);
+        emit_str(r, in->system, "system", -1);
     }
     for (int i = 0; i < in->n_memory; i++) {
         if (k++ > 0) emit_str(r, "\n\n", "marker", i);
         emit_str(r, "Memory: ", "marker", i);
-        emit_stripped(r, in->memory[i], false, strip && k == n_parts, "memory", i);
+        emit_str(r, in->memory[i], "memory", i);
     }
     for (int i = 0; i < in->n_documents; i++) {
         if (k++ > 0) emit_str(r, "\n\n", "marker", i);
         emit_str(r, "Document ", "marker", i);
         emit_str(r, in->documents[i].id, "marker", i);
         emit_str(r, ": ", "marker", i);
-        emit_stripped(r, in->documents[i].text, false, strip && k == n_parts, p->labels[i], i);
+        emit_str(r, in->documents[i].text, p->labels[i], i);
     }
+    if (!strip || !r->text.ok) return;
+    size_t a = from, b = r->text.n;
+    while (a < b && is_blank(r->text.s[a])) a++;
+    while (b > a && is_blank(r->text.s[b - 1])) b--;
+    keep_only(r, from, first_span, a, b);
 }
 
 /* A special token's text (BOS, EOS) for the template, "" when it has none. */

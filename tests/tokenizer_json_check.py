@@ -86,6 +86,9 @@ CHATS = [
     {"documents": [{"id": "a.txt", "text": " Paris is in France."},
                    {"id": "b.txt", "text": "Rome is in Italy.\n"}],
      "messages": [{"role": "user", "content": "Where is Rome?"}]},
+    # blank ends: a template that trims trims the joined text, labels included
+    {"system": "  \n", "memory": ["Tea. "], "documents": [{"id": "d", "text": " \t"}],
+     "messages": [{"role": "user", "content": "Hot?"}]},
 ]
 
 
