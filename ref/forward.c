@@ -363,7 +363,7 @@ static float *layer_values(RunState *rs, int l) {
 /* One row's attention, shared out over threads by query heads. */
 typedef struct {
     float *out;
-    const float *q, *key_l, *value_l;
+    const float *q, *key_l, *key_t, *value_l; /* key_t: NULL, or key_l transposed */
     RunState *rs;
     int T, pos0;
     const Config *c;
@@ -372,7 +372,7 @@ typedef struct {
 
 static void attention_heads(void *ctx, int h0, int h1) {
     const AttentionJob *j = ctx;
-    attention_heads_forward(j->out, j->q, j->key_l, j->value_l, j->rs->scores,
+    attention_heads_forward(j->out, j->q, j->key_l, j->key_t, j->value_l, j->rs->scores,
                             j->rs->cache.capacity, j->T, j->pos0, j->c->n_heads, j->c->n_kv_heads,
                             config_head_dim(j->c), h0, h1, j->site);
 }
@@ -419,9 +419,17 @@ static void attend_row(const Model *m, const ForwardRow *row, int l, float *q, f
         attention_forward(out, q, key_l, value_l, rs->scores, T, pos0, n_heads, n_kv, head_dim,
                           &site);
     } else {
+        /* many queries read every key: transpose them once, here, before
+         * the heads are shared out (each KV head once, whatever the split) */
+        const float *key_t = NULL;
+        if (T >= ATTENTION_TRANSPOSE_MIN_QUERIES && rs->key_t != NULL) {
+            keys_transpose(rs->key_t, rs->cache.capacity, key_l, pos0 + T, n_kv, head_dim);
+            key_t = rs->key_t;
+        }
         AttentionJob job = {.out = out,
                             .q = q,
                             .key_l = key_l,
+                            .key_t = key_t,
                             .value_l = value_l,
                             .rs = rs,
                             .T = T,

@@ -52,6 +52,10 @@ typedef struct {
     float *xfake;         /* [max_tokens, max(dim, hidden_dim)] quantized-then-dequantized input */
     float *k_new, *v_new; /* [max_tokens, kv_dim] new rows: before int8 storage, or a batch's */
     float *layer_k, *layer_v; /* [capacity, kv_dim] one layer's cache, dequantized */
+    /* [n_kv_heads, head_dim, capacity] one layer's keys transposed, for the
+     * fast path's passes of many queries (NULL when max_tokens is fewer
+     * than ATTENTION_TRANSPOSE_MIN_QUERIES) */
+    float *key_t;
 } RunState;
 
 /* Allocate a state whose cache holds `capacity` positions (at most seq_len)

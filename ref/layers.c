@@ -2,7 +2,6 @@
 #include "layers.h"
 
 #include <math.h>
-#include <stdlib.h>
 #include <string.h>
 
 #include "clones.h"
@@ -133,8 +132,8 @@ FAST_CLONES static void head_scores4(float *scores, const float *qh, const float
                     head_dim);
 }
 
-/* The same scores from a transposed copy of the keys, kt[i][p] = k_p[i]
- * (stride n): sixteen positions at once, each still a sum over i in order
+/* The same scores from the head's keys transposed, kt[i][p] = k_p[i]
+ * (stride n: keys_transpose): sixteen positions at once, each still a sum over i in order
  * from 0, so the vector runs across positions and never along one dot
  * product. Same bits as head_scores. */
 FAST_CLONES static void head_scores_kt(float *scores, const float *qh, const float *kt, int n,
@@ -180,13 +179,11 @@ FAST_CLONES static void head_values16(float *out, const float *w, const float *v
     }
 }
 
-/* Queries in a pass from which the fast path copies the keys transposed. */
-#define KT_MIN_QUERIES 8
-
 /* Query t's head h: scores against positions 0..pos0+t, softmax, and the
  * weighted sum of the values, into out's row t, head h. scores: [pos0+t+1].
- * four_at_once: the scores by head_scores4, the values by head_values16
- * (same bits). */
+ * four_at_once: the scores by head_scores_kt from kt (the KV head's keys
+ * transposed, stride kt_n) or, without kt, by head_scores4; the values by
+ * head_values16 (same bits). */
 static void attention_query_head(float *out, const float *q, const float *key_cache,
                                  const float *value_cache, float *scores, int t, int h, int pos0,
                                  int n_heads, int n_kv_heads, int head_dim, const HookSite *site,
@@ -229,28 +226,28 @@ void attention_forward(float *out, const float *q, const float *key_cache, const
     }
 }
 
-void attention_heads_forward(float *out, const float *q, const float *key_cache,
-                             const float *value_cache, float *scores, int scores_stride, int T,
-                             int pos0, int n_heads, int n_kv_heads, int head_dim, int h0, int h1,
-                             const HookSite *site) {
-    /* A pass of many queries reads each KV head's keys T times: copy them
-     * transposed once (kt [head_dim, n]) so that the scores vectorise across
-     * positions. One query (a decode step) reads them once: no copy. */
-    int n = pos0 + T, kv_dim = n_kv_heads * head_dim, group = n_heads / n_kv_heads;
-    float *kt = T >= KT_MIN_QUERIES ? malloc((size_t)n * head_dim * sizeof(float)) : NULL;
-    int kt_head = -1;
-    for (int h = h0; h < h1; h++) {
-        if (kt != NULL && h / group != kt_head) {
-            kt_head = h / group;
-            for (int p = 0; p < n; p++)
-                for (int i = 0; i < head_dim; i++)
-                    kt[(size_t)i * n + p] = key_cache[(size_t)p * kv_dim + kt_head * head_dim + i];
-        }
-        for (int t = 0; t < T; t++)
-            attention_query_head(out, q, key_cache, value_cache, scores + (size_t)h * scores_stride,
-                                 t, h, pos0, n_heads, n_kv_heads, head_dim, site, true, kt, n);
+void keys_transpose(float *key_t, int stride, const float *key_cache, int n, int n_kv_heads,
+                    int head_dim) {
+    int kv_dim = n_kv_heads * head_dim;
+    for (int g = 0; g < n_kv_heads; g++) {
+        float *kt = key_t + (size_t)g * head_dim * stride;
+        for (int p = 0; p < n; p++)
+            for (int i = 0; i < head_dim; i++)
+                kt[(size_t)i * stride + p] = key_cache[(size_t)p * kv_dim + g * head_dim + i];
     }
-    free(kt);
+}
+
+void attention_heads_forward(float *out, const float *q, const float *key_cache, const float *key_t,
+                             const float *value_cache, float *scores, int stride, int T, int pos0,
+                             int n_heads, int n_kv_heads, int head_dim, int h0, int h1,
+                             const HookSite *site) {
+    int group = n_heads / n_kv_heads;
+    for (int h = h0; h < h1; h++) {
+        const float *kt = key_t != NULL ? key_t + (size_t)(h / group) * head_dim * stride : NULL;
+        for (int t = 0; t < T; t++)
+            attention_query_head(out, q, key_cache, value_cache, scores + (size_t)h * stride, t, h,
+                                 pos0, n_heads, n_kv_heads, head_dim, site, true, kt, stride);
+    }
 }
 
 void residual_forward(float *x, const float *y, int n) {

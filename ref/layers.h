@@ -40,14 +40,25 @@ void attention_forward(float *out, const float *q, const float *key_cache, const
                        float *scores, int T, int pos0, int n_heads, int n_kv_heads, int head_dim,
                        const HookSite *site);
 
+/* A pass of at least this many queries reads every key that often: the
+ * fast path copies the keys transposed first (keys_transpose). */
+#define ATTENTION_TRANSPOSE_MIN_QUERIES 8
+
+/* key_t [n_kv_heads, head_dim, stride] from key_cache [n, n_kv_heads ×
+ * head_dim]: key_t[g][i][p] = k_p[g·head_dim + i] for p < n <= stride. */
+void keys_transpose(float *key_t, int stride, const float *key_cache, int n, int n_kv_heads,
+                    int head_dim);
+
 /* attention_forward for query heads h0..h1-1 only, head by head: the same
  * numbers, in another order (a thread's share of the heads). scores:
- * scratch of [n_heads, scores_stride] floats, one row per head,
- * scores_stride >= pos0 + T. site's hooks fire head-major here: use
- * attention_forward when an observer wants scores or patterns. */
-void attention_heads_forward(float *out, const float *q, const float *key_cache,
-                             const float *value_cache, float *scores, int scores_stride, int T,
-                             int pos0, int n_heads, int n_kv_heads, int head_dim, int h0, int h1,
+ * scratch of [n_heads, stride] floats, one row per head, stride >= pos0 +
+ * T. key_t: NULL, or the keys transposed by keys_transpose with the same
+ * stride, from which sixteen positions' scores advance together. site's
+ * hooks fire head-major here: use attention_forward when an observer wants
+ * scores or patterns. */
+void attention_heads_forward(float *out, const float *q, const float *key_cache, const float *key_t,
+                             const float *value_cache, float *scores, int stride, int T, int pos0,
+                             int n_heads, int n_kv_heads, int head_dim, int h0, int h1,
                              const HookSite *site);
 
 /* In place over n values: x[i] = x[i] + y[i]. */

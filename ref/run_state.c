@@ -115,6 +115,10 @@ bool run_state_init_quant(RunState *s, const Config *c, int capacity, int max_to
     s->k_new = malloc(T * kv_dim * sizeof(float));
     s->v_new = malloc(T * kv_dim * sizeof(float));
     ok = ok && s->k_new && s->v_new;
+    if (ok && max_tokens >= ATTENTION_TRANSPOSE_MIN_QUERIES) {
+        s->key_t = malloc((size_t)capacity * kv_dim * sizeof(float));
+        ok = s->key_t != NULL;
+    }
     if (ok && s->quant.kv) {
         s->layer_k = malloc((size_t)capacity * kv_dim * sizeof(float));
         s->layer_v = malloc((size_t)capacity * kv_dim * sizeof(float));
@@ -140,7 +144,7 @@ void run_state_free(RunState *s) {
                    s->xq,          s->xs,
                    s->xfake,       s->k_new,
                    s->v_new,       s->layer_k,
-                   s->layer_v};
+                   s->layer_v,     s->key_t};
     for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) free(all[i]);
     memset(s, 0, sizeof *s);
 }
