@@ -104,7 +104,6 @@ typedef struct {
     bool kv_int8;               /* the cache holds int8 codes and scales */
     int positions_filled;       /* the most positions the cache held at once */
     int context_shifts;         /* times a policy dropped tokens */
-    int summary_tokens;         /* summarize: tokens of every summary generated */
     WorkCount work;             /* the work of every pass */
 } GenerateResult;
 

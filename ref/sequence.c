@@ -133,14 +133,32 @@ bool sequence_pick(Sequence *q, bool *failed, StepError *err) {
     return false;
 }
 
-/* summarize: ask the model to summarise the oldest span. A second, separate
+/* What summarize or retrieve puts back at a shift, and the record of how
+ * for the context event. Owns tokens, prompt, scored and order
+ * (insert_free); summary and retrieval point into them. */
+typedef struct {
+    int *tokens; /* [n] the summary, or the chunks brought back */
+    int n;
+    int *prompt;         /* summarize: the summary's prompt */
+    SummaryRun summary;  /* summarize */
+    ScoredChunk *scored; /* retrieve: every stored chunk, scored */
+    int *order;          /* retrieve: the chunks brought back, best first */
+    Retrieval retrieval; /* retrieve */
+} Insert;
+
+static void insert_free(Insert *in) {
+    free(in->tokens), free(in->prompt), free(in->scored), free(in->order);
+    *in = (Insert){0};
+}
+
+/* summarize: ask the model to summarise the span. A second, separate
  * generation (its own KV cache and a greedy sampler, so that the main run's
  * random draws are untouched) over summary_before + span + summary_after, of
- * at most summary_tokens tokens. run->prompt and run->tokens are malloc'd
- * (summary_run_free). On failure (out of memory) the summary is empty and
- * stop_reason "failed": the span is dropped as drop-oldest would. */
+ * at most summary_tokens tokens. On failure (out of memory) the summary is
+ * empty and stop_reason "failed": the span is dropped as drop-oldest would. */
 static void summarize_span(const Model *m, const GenerateOptions *opt, const int *span, int n_span,
-                           SummaryRun *run) {
+                           Insert *in) {
+    SummaryRun *run = &in->summary;
     *run = (SummaryRun){.stop_reason = "failed"};
     int n_prompt = opt->n_summary_before + n_span + opt->n_summary_after;
     int *prompt = malloc((size_t)n_prompt * sizeof *prompt);
@@ -149,7 +167,7 @@ static void summarize_span(const Model *m, const GenerateOptions *opt, const int
     memcpy(prompt + opt->n_summary_before, span, (size_t)n_span * sizeof *prompt);
     memcpy(prompt + opt->n_summary_before + n_span, opt->summary_after,
            (size_t)opt->n_summary_after * sizeof *prompt);
-    run->prompt = prompt, run->n_prompt = n_prompt;
+    in->prompt = prompt, run->prompt = prompt, run->n_prompt = n_prompt;
 
     /* The nested run: the model's whole window, greedy, no policy of its own. */
     GenerateOptions nested = {.steps = opt->summary_tokens,
@@ -168,65 +186,55 @@ static void summarize_span(const Model *m, const GenerateOptions *opt, const int
     sequence_prefill(&q);
     bool failed = false;
     while (!sequence_pick(&q, &failed, &err)) sequence_advance(&q);
-    if (!failed) {
-        int n = r.n_tokens - r.n_prompt;
-        if (r.stop_reason == STOP_BOS || r.stop_reason == STOP_EOS) n--; /* not summary text */
-        int *tokens = malloc((size_t)(n > 0 ? n : 1) * sizeof *tokens);
-        if (tokens != NULL) {
-            memcpy(tokens, r.tokens + r.n_prompt, (size_t)n * sizeof *tokens);
-            run->tokens = tokens, run->n_tokens = n;
-            run->stop_reason = stop_reason_name(r.stop_reason);
-        }
+    int n = r.n_tokens - r.n_prompt;
+    if (r.stop_reason == STOP_BOS || r.stop_reason == STOP_EOS) n--; /* not summary text */
+    if (!failed && (in->tokens = malloc((size_t)(n > 0 ? n : 1) * sizeof(int))) != NULL) {
+        memcpy(in->tokens, r.tokens + r.n_prompt, (size_t)n * sizeof(int));
+        in->n = n;
+        run->tokens = in->tokens, run->n_tokens = n;
+        run->stop_reason = stop_reason_name(r.stop_reason);
     }
     run->work = r.work;
     sequence_free(&q);
     generate_result_free(&r);
 }
 
-static void summary_run_free(SummaryRun *run) {
-    free((void *)run->prompt);
-    free((void *)run->tokens);
-    *run = (SummaryRun){0};
-}
-
 /* retrieve: put the span in the store as chunks of budget / k tokens (so
  * that k of them fit the budget), rank every chunk against the query, and
- * write the best that fit in budget tokens (best first) into out. Returns
- * how many tokens; *ret and its chunks describe the ranking. */
-static int retrieve_for_shift(Sequence *q, const int *span, int n_span, int budget, int *out,
-                              Retrieval *ret, ScoredChunk **scored, int **order) {
+ * bring back the best that fit in budget tokens, best first. */
+static void retrieve_for_span(Sequence *q, const int *span, int n_span, int budget, Insert *in) {
     const GenerateOptions *opt = q->opt;
     ChunkStore *st = &q->store;
-    *ret = (Retrieval){.query = opt->query, .n_query = opt->n_query, .k1 = BM25_K1, .b = BM25_B};
-    *scored = NULL;
+    in->retrieval =
+        (Retrieval){.query = opt->query, .n_query = opt->n_query, .k1 = BM25_K1, .b = BM25_B};
     int size = budget / opt->retrieve_k > 0 ? budget / opt->retrieve_k : 1;
     for (int at = 0; at < n_span; at += size)
-        if (!chunk_store_add(st, span + at, n_span - at < size ? n_span - at : size)) return 0;
+        if (!chunk_store_add(st, span + at, n_span - at < size ? n_span - at : size)) return;
     double *scores = malloc((size_t)st->n * sizeof *scores);
     bool *returned = malloc((size_t)st->n * sizeof *returned);
-    *order = malloc((size_t)st->n * sizeof **order);
-    *scored = malloc((size_t)st->n * sizeof **scored);
-    int n_out = 0;
-    if (scores != NULL && returned != NULL && *order != NULL && *scored != NULL) {
+    in->order = malloc((size_t)st->n * sizeof *in->order);
+    in->scored = malloc((size_t)st->n * sizeof *in->scored);
+    in->tokens = malloc((size_t)(budget > 0 ? budget : 1) * sizeof *in->tokens);
+    if (scores != NULL && returned != NULL && in->order != NULL && in->scored != NULL &&
+        in->tokens != NULL) {
         bm25_scores(st->chunks, st->n, opt->query, opt->n_query, BM25_K1, BM25_B, scores);
-        int picked =
-            retrieve_select(scores, st->chunks, st->n, opt->retrieve_k, budget, returned, *order);
+        int picked = retrieve_select(scores, st->chunks, st->n, opt->retrieve_k, budget, returned,
+                                     in->order);
         for (int i = 0; i < picked; i++) {
-            const Chunk *c = &st->chunks[(*order)[i]];
-            memcpy(out + n_out, c->tokens, (size_t)c->n * sizeof *out);
-            n_out += c->n;
+            const Chunk *c = &st->chunks[in->order[i]];
+            memcpy(in->tokens + in->n, c->tokens, (size_t)c->n * sizeof(int));
+            in->n += c->n;
         }
         for (int i = 0; i < st->n; i++)
-            (*scored)[i] = (ScoredChunk){.id = i,
-                                         .tokens = st->chunks[i].tokens,
-                                         .n_tokens = st->chunks[i].n,
-                                         .score = scores[i],
-                                         .returned = returned[i]};
-        ret->chunks = *scored, ret->n_chunks = st->n;
-        ret->returned = *order, ret->n_returned = picked;
+            in->scored[i] = (ScoredChunk){.id = i,
+                                          .tokens = st->chunks[i].tokens,
+                                          .n_tokens = st->chunks[i].n,
+                                          .score = scores[i],
+                                          .returned = returned[i]};
+        in->retrieval.chunks = in->scored, in->retrieval.n_chunks = st->n;
+        in->retrieval.returned = in->order, in->retrieval.n_returned = picked;
     }
     free(scores), free(returned);
-    return n_out;
 }
 
 /* The window is full: take tokens out by the policy, keeping the survivors
@@ -242,22 +250,14 @@ static void shift_window(Sequence *q) {
     /* retrieve: last time's chunks go too (they stay in the store) */
     int removed = opt->policy == CONTEXT_RETRIEVE ? q->retrieved : 0;
     const int *span = q->window_tokens + first + removed;
-    SummaryRun summary = {0};
-    Retrieval retrieval = {0};
-    ScoredChunk *scored = NULL;
-    int *inserted = NULL, n_inserted = 0, *order = NULL;
+    Insert in = {0};
     if (opt->policy == CONTEXT_SUMMARIZE) {
-        summarize_span(q->m, opt, span, drop, &summary);
-        inserted = (int *)summary.tokens, n_inserted = summary.n_tokens;
-        work_add(&q->result->work, &summary.work);
-        q->result->summary_tokens += n_inserted;
+        summarize_span(q->m, opt, span, drop, &in);
+        work_add(&q->result->work, &in.summary.work);
     } else if (opt->policy == CONTEXT_RETRIEVE) {
         /* at most half the span comes back, so that every shift frees room */
-        inserted = malloc((size_t)drop * sizeof *inserted);
-        if (inserted != NULL)
-            n_inserted =
-                retrieve_for_shift(q, span, drop, drop / 2, inserted, &retrieval, &scored, &order);
-        q->retrieved = n_inserted;
+        retrieve_for_span(q, span, drop, drop / 2, &in);
+        q->retrieved = in.n;
     }
     int kept = q->n - drop - removed;
     ContextShift shift = {.policy = context_policy_name(opt->policy),
@@ -265,29 +265,24 @@ static void shift_window(Sequence *q) {
                           .first_dropped = first + removed,
                           .dropped = span,
                           .n_dropped = drop,
-                          .kept = kept + n_inserted,
+                          .kept = kept + in.n,
                           .positions_before = q->n,
-                          .positions_after = kept + n_inserted + 1,
-                          .inserted = inserted,
-                          .n_inserted = n_inserted,
+                          .positions_after = kept + in.n + 1,
+                          .inserted = in.tokens,
+                          .n_inserted = in.n,
                           .inserted_at = first,
                           .removed_retrieved = removed,
-                          .summary = opt->policy == CONTEXT_SUMMARIZE ? &summary : NULL,
-                          .retrieval = opt->policy == CONTEXT_RETRIEVE ? &retrieval : NULL};
+                          .summary = opt->policy == CONTEXT_SUMMARIZE ? &in.summary : NULL,
+                          .retrieval = opt->policy == CONTEXT_RETRIEVE ? &in.retrieval : NULL};
     if (q->obs != NULL && q->obs->context != NULL) q->obs->context(q->obs->ctx, &shift);
     /* [0, first) stays; then the inserted tokens; then what followed the span */
     int tail = first + removed + drop;
-    memmove(q->window_tokens + first + n_inserted, q->window_tokens + tail,
+    memmove(q->window_tokens + first + in.n, q->window_tokens + tail,
             (size_t)(q->n - tail) * sizeof(int));
-    if (n_inserted > 0)
-        memcpy(q->window_tokens + first, inserted, (size_t)n_inserted * sizeof(int));
-    q->n = kept + n_inserted;
+    if (in.n > 0) memcpy(q->window_tokens + first, in.tokens, (size_t)in.n * sizeof(int));
+    q->n = kept + in.n;
     q->result->context_shifts++;
-    if (opt->policy == CONTEXT_SUMMARIZE)
-        summary_run_free(&summary);
-    else
-        free(inserted);
-    free(scored), free(order);
+    insert_free(&in);
 }
 
 /* Put the token just picked at the next position; returns that position. */
