@@ -74,18 +74,21 @@ void bm25_scores(const Chunk *docs, int n_docs, const int *query, int n_query, d
     double avgdl = total / n_docs;
     Term *terms;
     int n_terms = distinct_terms(query, n_query, &terms);
-    for (int q = 0; q < n_terms; q++) { /* (none when out of memory: every score 0) */
-        int t = terms[q].token;
+    int *f = malloc((size_t)n_docs * sizeof *f);     /* f[i]: the term's count in docs[i] */
+    for (int q = 0; f != NULL && q < n_terms; q++) { /* (out of memory: every score 0) */
         int holding = 0;
-        for (int i = 0; i < n_docs; i++) holding += count_in(docs[i].tokens, docs[i].n, t) > 0;
+        for (int i = 0; i < n_docs; i++) {
+            f[i] = count_in(docs[i].tokens, docs[i].n, terms[q].token);
+            holding += f[i] > 0;
+        }
         double idf = log(1.0 + (n_docs - holding + 0.5) / (holding + 0.5));
         for (int i = 0; i < n_docs; i++) {
-            int f = count_in(docs[i].tokens, docs[i].n, t);
-            if (f == 0) continue;
+            if (f[i] == 0) continue;
             double norm = avgdl > 0 ? k1 * (1.0 - b + b * docs[i].n / avgdl) : k1;
-            scores[i] += idf * f * (k1 + 1.0) / (f + norm);
+            scores[i] += idf * f[i] * (k1 + 1.0) / (f[i] + norm);
         }
     }
+    free(f);
     if (n_terms >= 0) free(terms);
 }
 
