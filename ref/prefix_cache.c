@@ -23,41 +23,42 @@ static void entry_free(PrefixEntry *e) {
 }
 
 /* Copy positions [0, n) of every layer between a cache of `from_cap`
- * positions per layer and one of `to_cap`, `width` elements of `size`
- * bytes per position. */
+ * positions per layer and one of `to_cap`, `row` bytes per position. */
 static void copy_rows(void *to, int to_cap, const void *from, int from_cap, int layers, int n,
-                      size_t width, size_t size) {
-    size_t row = width * size;
+                      size_t row) {
     for (int l = 0; l < layers; l++)
         memcpy((char *)to + (size_t)l * to_cap * row,
                (const char *)from + (size_t)l * from_cap * row, (size_t)n * row);
 }
 
-/* Copy n positions from entry e into cache k (or from k into e). The
- * cache's arrays are written through its pointers, not its struct. */
+/* Copy n positions from entry e into cache k (or from k into e): K and V,
+ * float32, or int8 codes and their scales. The cache's arrays are written
+ * through its pointers, not its struct. */
+typedef struct {
+    void *cache, *entry; /* the same array in the cache and in the entry */
+    size_t row;          /* bytes per position */
+} RowArray;
+
 static void transfer(PrefixEntry *e, const KVCache *k, int n, bool into_cache) {
-    int L = k->n_layers;
-    size_t kv = (size_t)k->kv_dim, heads = (size_t)k->n_kv_heads;
-    if (!e->int8) {
-        void *pairs[2][2] = {{k->key, e->key}, {k->value, e->value}};
-        for (int i = 0; i < 2; i++) {
-            if (into_cache)
-                copy_rows(pairs[i][0], k->capacity, pairs[i][1], e->n, L, n, kv, sizeof(float));
-            else
-                copy_rows(pairs[i][1], e->n, pairs[i][0], k->capacity, L, n, kv, sizeof(float));
-        }
-        return;
+    RowArray arrays[4];
+    size_t kv = (size_t)k->kv_dim, scales = (size_t)k->n_kv_heads * sizeof(float);
+    int n_arrays = 0;
+    if (e->int8) {
+        arrays[n_arrays++] = (RowArray){k->key_q, e->key_q, kv};
+        arrays[n_arrays++] = (RowArray){k->value_q, e->value_q, kv};
+        arrays[n_arrays++] = (RowArray){k->key_s, e->key_s, scales};
+        arrays[n_arrays++] = (RowArray){k->value_s, e->value_s, scales};
+    } else {
+        arrays[n_arrays++] = (RowArray){k->key, e->key, kv * sizeof(float)};
+        arrays[n_arrays++] = (RowArray){k->value, e->value, kv * sizeof(float)};
     }
-    void *codes[2][2] = {{k->key_q, e->key_q}, {k->value_q, e->value_q}};
-    void *scales[2][2] = {{k->key_s, e->key_s}, {k->value_s, e->value_s}};
-    for (int i = 0; i < 2; i++) {
-        if (into_cache) {
-            copy_rows(codes[i][0], k->capacity, codes[i][1], e->n, L, n, kv, 1);
-            copy_rows(scales[i][0], k->capacity, scales[i][1], e->n, L, n, heads, sizeof(float));
-        } else {
-            copy_rows(codes[i][1], e->n, codes[i][0], k->capacity, L, n, kv, 1);
-            copy_rows(scales[i][1], e->n, scales[i][0], k->capacity, L, n, heads, sizeof(float));
-        }
+    for (int i = 0; i < n_arrays; i++) {
+        if (into_cache)
+            copy_rows(arrays[i].cache, k->capacity, arrays[i].entry, e->n, k->n_layers, n,
+                      arrays[i].row);
+        else
+            copy_rows(arrays[i].entry, e->n, arrays[i].cache, k->capacity, k->n_layers, n,
+                      arrays[i].row);
     }
 }
 
