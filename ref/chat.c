@@ -433,8 +433,6 @@ static bool make_labels(const ChatInput *in, ChatPrompt *out, StepError *err) {
         if ((out->labels[k] = malloc(size)) == NULL) return step_fail(err, "chat: out of memory");
         snprintf(out->labels[k], size, "document:%s", id);
     }
-    for (int k = 0; k < in->n_memory; k++)
-        if (in->memory[k] == NULL) return step_fail(err, "memory note %d is not text", k);
     return true;
 }
 
@@ -444,6 +442,8 @@ static bool assemble(const Tokenizer *tok, ChatTemplate t, const ChatInput *in, 
                      ChatPrompt *out, StepError *err) {
     memset(out, 0, sizeof *out);
     out->template_used = t;
+    for (int k = 0; k < in->n_memory; k++)
+        if (in->memory[k] == NULL) return step_fail(err, "memory note %d is not text", k);
     bool ok = make_labels(in, out, err);
     if (ok && tok->hf != NULL) {
         ok = chat_render_and_encode(tok, t, in, prompt, out, err);
@@ -486,15 +486,15 @@ bool chat_assemble_plain(const Tokenizer *tok, const ChatInput *in, const char *
 bool chat_parts_fit(const ChatPrompt *p, int window, StepError *err) {
     for (int s = 0; s < p->n_segments;) {
         const ChatSegment *first = &p->segments[s];
-        bool part =
-            strcmp(first->source, "memory") == 0 || strncmp(first->source, "document:", 9) == 0;
+        bool memory = strcmp(first->source, "memory") == 0;
+        bool part = memory || strncmp(first->source, "document:", 9) == 0;
         int n = 0;
         for (; s < p->n_segments && p->segments[s].source == first->source &&
                p->segments[s].turn == first->turn;
              s++)
             n += p->segments[s].end - p->segments[s].start;
         if (part && n > window) {
-            if (first->source[0] == 'm')
+            if (memory)
                 return step_fail(err, "memory note %d alone has %d tokens but the context holds %d",
                                  first->turn, n, window);
             return step_fail(err, "%s alone has %d tokens but the context holds %d", first->source,

@@ -5,14 +5,26 @@
 
 #include "chat.h"
 
+/* o's array `name` in *list, and room for its items (`size` bytes each,
+ * zeroed) in *items; both NULL when it is absent and not needed. */
+static bool array_field(const cJSON *o, const char *name, bool need, const char *shape, size_t size,
+                        const cJSON **list, void **items, StepError *err) {
+    *list = cJSON_GetObjectItemCaseSensitive(o, name);
+    *items = NULL;
+    if (*list == NULL && !need) return true;
+    if (!cJSON_IsArray(*list)) return step_fail(err, "%s must be %s", name, shape);
+    int n = cJSON_GetArraySize(*list);
+    *items = calloc((size_t)(n > 0 ? n : 1), size);
+    return *items != NULL || step_fail(err, "out of memory");
+}
+
 /* in->memory from o's "memory": an array of strings. */
 static bool read_memory(const cJSON *o, ChatInput *in, StepError *err) {
-    const cJSON *list = cJSON_GetObjectItemCaseSensitive(o, "memory"), *note;
-    if (list == NULL) return true;
-    if (!cJSON_IsArray(list)) return step_fail(err, "memory must be an array of strings");
-    int n = cJSON_GetArraySize(list);
-    const char **notes = calloc((size_t)(n > 0 ? n : 1), sizeof *notes);
-    if (notes == NULL) return step_fail(err, "out of memory");
+    const cJSON *list, *note;
+    void *room;
+    if (!array_field(o, "memory", false, "an array of strings", sizeof(char *), &list, &room, err))
+        return false;
+    const char **notes = room;
     in->memory = notes;
     cJSON_ArrayForEach(note, list) {
         if (!cJSON_IsString(note))
@@ -24,13 +36,12 @@ static bool read_memory(const cJSON *o, ChatInput *in, StepError *err) {
 
 /* in->documents from o's "documents": an array of {"id", "text"}. */
 static bool read_documents(const cJSON *o, ChatInput *in, StepError *err) {
-    const cJSON *list = cJSON_GetObjectItemCaseSensitive(o, "documents"), *doc;
-    if (list == NULL) return true;
-    if (!cJSON_IsArray(list))
-        return step_fail(err, "documents must be an array of {\"id\", \"text\"}");
-    int n = cJSON_GetArraySize(list);
-    ChatDocument *docs = calloc((size_t)(n > 0 ? n : 1), sizeof *docs);
-    if (docs == NULL) return step_fail(err, "out of memory");
+    const cJSON *list, *doc;
+    void *room;
+    if (!array_field(o, "documents", false, "an array of {\"id\", \"text\"}", sizeof(ChatDocument),
+                     &list, &room, err))
+        return false;
+    ChatDocument *docs = room;
     in->documents = docs;
     cJSON_ArrayForEach(doc, list) {
         const cJSON *id = cJSON_GetObjectItemCaseSensitive(doc, "id");
@@ -45,12 +56,11 @@ static bool read_documents(const cJSON *o, ChatInput *in, StepError *err) {
 
 /* in->messages from o's "messages"; role and content NULL where absent. */
 static bool read_messages(const cJSON *o, bool need, ChatInput *in, StepError *err) {
-    const cJSON *list = cJSON_GetObjectItemCaseSensitive(o, "messages"), *msg;
-    if (list == NULL && !need) return true;
-    if (!cJSON_IsArray(list)) return step_fail(err, "messages must be an array");
-    int n = cJSON_GetArraySize(list);
-    ChatMessage *m = calloc((size_t)(n > 0 ? n : 1), sizeof *m);
-    if (m == NULL) return step_fail(err, "out of memory");
+    const cJSON *list, *msg;
+    void *room;
+    if (!array_field(o, "messages", need, "an array", sizeof(ChatMessage), &list, &room, err))
+        return false;
+    ChatMessage *m = room;
     in->messages = m;
     cJSON_ArrayForEach(msg, list) {
         const cJSON *role = cJSON_GetObjectItemCaseSensitive(msg, "role");
