@@ -29,22 +29,60 @@ int8_t quant_code(float v) {
     return code_of(v);
 }
 
-FAST_CLONES void quantize_row(const float *x, int n, int group, int8_t *q, float *scales) {
+#define CODE_CHUNK 16 /* values coded together */
+
+/* code_of for CODE_CHUNK values of x / scale, one step at a time over the
+ * chunk. Written as one loop, gcc turns the NaN and clamp tests into
+ * branches (each value's conversion then waits behind them) and nothing is
+ * vectorised; as separate fixed-length loops over a small array each step
+ * is one vector operation. The same operations on every value: the same
+ * codes (test_quant checks them against quant_code). */
+FAST_CLONES static void code_chunk(const float *x, float scale, int8_t *q) {
+    float v[CODE_CHUNK];
+    for (int k = 0; k < CODE_CHUNK; k++) v[k] = x[k] / scale;
+    for (int k = 0; k < CODE_CHUNK; k++) v[k] = v[k] == v[k] ? v[k] : 0.0f;
+    for (int k = 0; k < CODE_CHUNK; k++) v[k] = v[k] > 127.0f ? 127.0f : v[k];
+    for (int k = 0; k < CODE_CHUNK; k++) v[k] = v[k] < -127.0f ? -127.0f : v[k];
+    for (int k = 0; k < CODE_CHUNK; k++) {
+        int32_t t = (int32_t)v[k];
+        float d = v[k] - (float)t;
+        q[k] = (int8_t)(t + (d >= 0.5f) - (d <= -0.5f));
+    }
+}
+
+/* The largest |x_i| of n values; a NaN never wins, as with fmaxf. CODE_CHUNK
+ * running maxima, one per lane, then the largest of them: the maximum of
+ * the same values, whatever the order in which they are compared. */
+FAST_CLONES static float abs_max(const float *x, int n) {
+    float m[CODE_CHUNK] = {0};
+    int i = 0;
+    for (; i + CODE_CHUNK <= n; i += CODE_CHUNK)
+        for (int k = 0; k < CODE_CHUNK; k++) {
+            float a = fabsf(x[i + k]);
+            m[k] = a > m[k] ? a : m[k];
+        }
+    float amax = 0.0f;
+    for (int k = 0; k < CODE_CHUNK; k++) amax = m[k] > amax ? m[k] : amax;
+    for (; i < n; i++) {
+        float a = fabsf(x[i]);
+        amax = a > amax ? a : amax;
+    }
+    return amax;
+}
+
+void quantize_row(const float *x, int n, int group, int8_t *q, float *scales) {
     for (int g = 0, start = 0; start < n; g++, start += group) {
         int len = n - start < group ? n - start : group;
-        float amax = 0.0f; /* the largest |x|; a NaN never wins, as with fmaxf */
-        for (int i = 0; i < len; i++) {
-            float a = fabsf(x[start + i]);
-            amax = a > amax ? a : amax;
-        }
-        float scale = amax / 127.0f;
+        float scale = abs_max(x + start, len) / 127.0f;
         scales[g] = scale;
-        /* Inlined and without a branch inside, the loop is vectorised: the
-         * same division and rounding for every lane. */
-        if (scale > 0.0f)
-            for (int i = 0; i < len; i++) q[start + i] = code_of(x[start + i] / scale);
-        else
+        if (!(scale > 0.0f)) {
             memset(q + start, 0, (size_t)len);
+            continue;
+        }
+        int i = 0;
+        for (; i + CODE_CHUNK <= len; i += CODE_CHUNK)
+            code_chunk(x + start + i, scale, q + start + i);
+        for (; i < len; i++) q[start + i] = code_of(x[start + i] / scale);
     }
 }
 

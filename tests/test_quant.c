@@ -73,6 +73,44 @@ Test(quant, codes_are_roundf_clamped_on_a_sweep_of_floats) {
     cr_assert_eq(bad, 0);
 }
 
+/* quantize_row takes maxima and codes sixteen values at a time and the rest
+ * one by one: every scale is the largest |x| but NaN over 127 and every
+ * code is quant_code(x / scale), whatever the values (random bit
+ * patterns: NaNs, infinities, subnormals, huge ones) and wherever a value
+ * falls, in a chunk or in the tail. */
+Test(quant, row_codes_are_quant_code_of_x_over_scale) {
+    XorshiftRng rng = {11};
+    enum { N = 200 };
+    float x[N], scales[N];
+    int8_t q[N];
+    long bad = 0;
+    for (int trial = 0; trial < 4000; trial++) {
+        int n = 1 + (int)(xorshift_u32(&rng) % N), group = 1 + (int)(xorshift_u32(&rng) % 70);
+        for (int i = 0; i < n; i++) {
+            uint32_t bits = xorshift_u32(&rng);
+            if (trial % 2)
+                memcpy(&x[i], &bits, sizeof x[i]);
+            else
+                x[i] = (2 * xorshift_f32(&rng) - 1) * (float)(trial + 1);
+        }
+        quantize_row(x, n, group, q, scales);
+        for (int g = 0; g * group < n; g++) { /* scale: the largest |x| but NaN, / 127 */
+            float amax = 0.0f;
+            for (int i = g * group; i < n && i < (g + 1) * group; i++)
+                if (!isnan(x[i]) && fabsf(x[i]) > amax) amax = fabsf(x[i]);
+            if (memcmp(&scales[g], &(float){amax / 127.0f}, sizeof(float)) != 0 && bad++ < 5)
+                cr_log_error("group %d: scale %a, want %a", g, scales[g], amax / 127.0f);
+        }
+        for (int i = 0; i < n; i++) {
+            float scale = scales[i / group];
+            int8_t want = scale > 0.0f ? quant_code(x[i] / scale) : 0;
+            if (q[i] != want && bad++ < 5)
+                cr_log_error("x %a, scale %a: code %d, want %d", x[i], scale, q[i], want);
+        }
+    }
+    cr_assert_eq(bad, 0);
+}
+
 Test(quant, round_trip_is_within_half_a_step) {
     XorshiftRng rng = {7};
     enum { N = 172, G = 32 }; /* stories260K's hidden width: the last group has 12 values */
