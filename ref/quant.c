@@ -12,17 +12,29 @@ int quant_groups(int n, int group) {
 }
 
 /* See quant.h: roundf's rule (halves away from zero) without a call into
- * libm, which cost more than the rest of quantizing. Clamping first changes
- * nothing (the bounds are whole and rounding is monotone) and keeps |v|
- * small, so that truncating to an integer is exact and defined; v - t is
- * then exact, and a distance of at least one half moves one step away from
- * zero. Checked against roundf on every float. */
-static inline int8_t code_of(float v) {
-    v = v == v ? v : 0.0f; /* NaN */
-    v = v > 127.0f ? 127.0f : v < -127.0f ? -127.0f : v;
+ * libm, which cost more than the rest of quantizing, in three steps. NaN
+ * becomes 0. Clamping next changes nothing (the bounds are whole and
+ * rounding is monotone) and keeps |v| small, so that truncating to an
+ * integer is exact and defined; v - t is then exact, and a distance of at
+ * least one half moves one step away from zero. Checked against roundf on
+ * every float. */
+static inline float nan_to_zero(float v) {
+    return v == v ? v : 0.0f;
+}
+
+static inline float clamp_127(float v) {
+    v = v > 127.0f ? 127.0f : v;
+    return v < -127.0f ? -127.0f : v;
+}
+
+static inline int8_t round_clamped(float v) {
     int32_t t = (int32_t)v;
     float d = v - (float)t;
     return (int8_t)(t + (d >= 0.5f) - (d <= -0.5f));
+}
+
+static inline int8_t code_of(float v) {
+    return round_clamped(clamp_127(nan_to_zero(v)));
 }
 
 int8_t quant_code(float v) {
@@ -32,41 +44,36 @@ int8_t quant_code(float v) {
 #define CODE_CHUNK 16 /* values coded together */
 
 /* code_of for CODE_CHUNK values of x / scale, one step at a time over the
- * chunk. Written as one loop, gcc turns the NaN and clamp tests into
+ * chunk. Composed in one loop, gcc turns the NaN and clamp tests into
  * branches (each value's conversion then waits behind them) and nothing is
  * vectorised; as separate fixed-length loops over a small array each step
- * is one vector operation. The same operations on every value: the same
- * codes (test_quant checks them against quant_code). */
+ * is one vector operation. The same steps on every value: the same codes
+ * (test_quant checks them against quant_code). */
 FAST_CLONES static void code_chunk(const float *x, float scale, int8_t *q) {
     float v[CODE_CHUNK];
     for (int k = 0; k < CODE_CHUNK; k++) v[k] = x[k] / scale;
-    for (int k = 0; k < CODE_CHUNK; k++) v[k] = v[k] == v[k] ? v[k] : 0.0f;
-    for (int k = 0; k < CODE_CHUNK; k++) v[k] = v[k] > 127.0f ? 127.0f : v[k];
-    for (int k = 0; k < CODE_CHUNK; k++) v[k] = v[k] < -127.0f ? -127.0f : v[k];
-    for (int k = 0; k < CODE_CHUNK; k++) {
-        int32_t t = (int32_t)v[k];
-        float d = v[k] - (float)t;
-        q[k] = (int8_t)(t + (d >= 0.5f) - (d <= -0.5f));
-    }
+    for (int k = 0; k < CODE_CHUNK; k++) v[k] = nan_to_zero(v[k]);
+    for (int k = 0; k < CODE_CHUNK; k++) v[k] = clamp_127(v[k]);
+    for (int k = 0; k < CODE_CHUNK; k++) q[k] = round_clamped(v[k]);
 }
 
-/* The largest |x_i| of n values; a NaN never wins, as with fmaxf. CODE_CHUNK
- * running maxima, one per lane, then the largest of them: the maximum of
- * the same values, whatever the order in which they are compared. */
+/* The larger of |x| and m, m >= 0; a NaN x never wins, as with fmaxf. */
+static inline float larger_abs(float x, float m) {
+    float a = fabsf(x);
+    return a > m ? a : m;
+}
+
+/* The largest |x_i| of n values, NaNs left out. CODE_CHUNK running maxima,
+ * one per lane, then the largest of them: the maximum of the same values,
+ * whatever the order in which they are compared. */
 FAST_CLONES static float abs_max(const float *x, int n) {
     float m[CODE_CHUNK] = {0};
     int i = 0;
     for (; i + CODE_CHUNK <= n; i += CODE_CHUNK)
-        for (int k = 0; k < CODE_CHUNK; k++) {
-            float a = fabsf(x[i + k]);
-            m[k] = a > m[k] ? a : m[k];
-        }
+        for (int k = 0; k < CODE_CHUNK; k++) m[k] = larger_abs(x[i + k], m[k]);
     float amax = 0.0f;
-    for (int k = 0; k < CODE_CHUNK; k++) amax = m[k] > amax ? m[k] : amax;
-    for (; i < n; i++) {
-        float a = fabsf(x[i]);
-        amax = a > amax ? a : amax;
-    }
+    for (int k = 0; k < CODE_CHUNK; k++) amax = larger_abs(m[k], amax);
+    for (; i < n; i++) amax = larger_abs(x[i], amax);
     return amax;
 }
 

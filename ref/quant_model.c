@@ -164,12 +164,12 @@ int q8_blocks(const PackedQ8 *w) {
 
 void matmul_q8_packed_blocks(float *out, const float *x, const int8_t *qx, const float *sx,
                              const PackedQ8 *w, int T, int b0, int b1) {
-    int C = w->cols, OC = w->rows;
+    int C = w->cols, OC = w->rows, gpr = w->groups_per_row;
     for (int b = b0; b < b1; b++) {
         const int8_t *q = w->q + (size_t)b * C * Q8_ROWS;
-        const float *sc = w->scales + (size_t)b * w->groups_per_row * Q8_ROWS;
+        const float *sc = w->scales + (size_t)b * gpr * Q8_ROWS;
         int row0 = b * Q8_ROWS, rows = OC - row0 < Q8_ROWS ? OC - row0 : Q8_ROWS;
-        int t = 0, gpr = w->groups_per_row;
+        int t = 0;
         for (; qx != NULL && t + 1 < T; t += 2) /* int8 activations: tokens in pairs */
             q8_block_q8_pair(out + (size_t)t * OC + row0, out + (size_t)(t + 1) * OC + row0,
                              qx + (size_t)t * C, qx + (size_t)(t + 1) * C, sx + (size_t)t * gpr,
@@ -177,8 +177,7 @@ void matmul_q8_packed_blocks(float *out, const float *x, const int8_t *qx, const
         for (; t < T; t++) {
             float *o = out + (size_t)t * OC + row0;
             if (qx != NULL)
-                q8_block_q8(o, qx + (size_t)t * C, sx + (size_t)t * w->groups_per_row, q, sc, C,
-                            w->group, rows);
+                q8_block_q8(o, qx + (size_t)t * C, sx + (size_t)t * gpr, q, sc, C, w->group, rows);
             else
                 q8_block_f32(o, x + (size_t)t * C, q, sc, C, w->group, rows);
         }
