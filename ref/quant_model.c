@@ -88,6 +88,17 @@ FAST_CLONES static void q8_block_f32(float *out, const float *x, const int8_t *q
     for (int l = 0; l < rows; l++) out[l] = sum[l];
 }
 
+/* acc[l] += x · w[l] for one input's Q8_ROWS weights (a group's odd end). */
+static inline void q8_add_input(int32_t acc[Q8_ROWS], int32_t x, const int8_t *w) {
+    for (int l = 0; l < Q8_ROWS; l++) acc[l] += x * (int32_t)w[l];
+}
+
+/* A group's integer sums into the float sums: sum[l] += acc[l] · (sx · sc[l]). */
+static inline void q8_add_group(float sum[Q8_ROWS], const int32_t acc[Q8_ROWS], float sx,
+                                const float *sc) {
+    for (int l = 0; l < Q8_ROWS; l++) sum[l] += (float)acc[l] * (sx * sc[l]);
+}
+
 /* One block of Q8_ROWS rows against one token: int8 activations. Integer
  * sums do not depend on their order, so two inputs' products are added
  * first, in 16 bits (activation codes lie in [-127, 127] and weight codes in
@@ -108,12 +119,8 @@ FAST_CLONES static void q8_block_q8(float *out, const int8_t *qx, const float *s
                 acc[l] += (int32_t)(int16_t)(a * w[l] + b * w[Q8_ROWS + l]) +
                           (int32_t)(int16_t)(c * w[2 * Q8_ROWS + l] + d * w[3 * Q8_ROWS + l]);
         }
-        for (; i < end; i++) {
-            int32_t xi = qx[i];
-            for (int l = 0; l < Q8_ROWS; l++) acc[l] += xi * (int32_t)q[(size_t)i * Q8_ROWS + l];
-        }
-        for (int l = 0; l < Q8_ROWS; l++)
-            sum[l] += (float)acc[l] * (sx[g] * sc[(size_t)g * Q8_ROWS + l]);
+        for (; i < end; i++) q8_add_input(acc, qx[i], q + (size_t)i * Q8_ROWS);
+        q8_add_group(sum, acc, sx[g], sc + (size_t)g * Q8_ROWS);
     }
     for (int l = 0; l < rows; l++) out[l] = sum[l];
 }
@@ -145,15 +152,11 @@ FAST_CLONES static void q8_block_q8_pair(float *out0, float *out1, const int8_t 
             }
         }
         for (; i < end; i++) {
-            int32_t x0 = qx0[i], x1 = qx1[i];
-            const int8_t *w = q + (size_t)i * Q8_ROWS;
-            for (int l = 0; l < Q8_ROWS; l++) acc0[l] += x0 * (int32_t)w[l], acc1[l] += x1 * w[l];
+            q8_add_input(acc0, qx0[i], q + (size_t)i * Q8_ROWS);
+            q8_add_input(acc1, qx1[i], q + (size_t)i * Q8_ROWS);
         }
-        for (int l = 0; l < Q8_ROWS; l++) {
-            float s = sc[(size_t)g * Q8_ROWS + l];
-            sum0[l] += (float)acc0[l] * (sx0[g] * s);
-            sum1[l] += (float)acc1[l] * (sx1[g] * s);
-        }
+        q8_add_group(sum0, acc0, sx0[g], sc + (size_t)g * Q8_ROWS);
+        q8_add_group(sum1, acc1, sx1[g], sc + (size_t)g * Q8_ROWS);
     }
     for (int l = 0; l < rows; l++) out0[l] = sum0[l], out1[l] = sum1[l];
 }
