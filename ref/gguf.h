@@ -58,6 +58,7 @@ typedef struct {
     uint64_t n_kv;
     GgufTensor *tensors;
     uint64_t n_tensors;
+    GgufTensor **by_name; /* [n_tensors] into tensors, sorted by name */
 } GgufFile;
 
 /* Map and check the file at path. */
