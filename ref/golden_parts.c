@@ -27,7 +27,7 @@ static bool read_part(GoldenParts *mg, int k, int *index, int *count, int *total
     if (snprintf(path, sizeof path, "%s/manifest.json", part) >= (int)sizeof path)
         return step_fail(err, "golden merge: %s: path too long", part);
     if (!file_read_text(path, "golden merge", &text, err)) return false;
-    cJSON *m = mg->manifests[k] = cJSON_Parse(text);
+    cJSON *m = mg->manifests[k] = json_parse_whole(text);
     free(text);
     if (!cJSON_IsObject(m)) return step_fail(err, "golden merge: %s is not JSON", path);
     const char *format = json_string_field(m, "format");
@@ -100,19 +100,22 @@ static bool list_files(GoldenParts *mg, StepError *err) {
         const cJSON *entry;
         cJSON_ArrayForEach(entry, cJSON_GetObjectItemCaseSensitive(mg->manifests[k], "files")) {
             int i;
+            long long bytes = -1;
             const char *file = json_string_field(entry, "file");
             const char *sha = json_string_field(entry, "sha256");
+            const cJSON *size = cJSON_GetObjectItemCaseSensitive(entry, "bytes");
             if (!json_int_field(entry, "index", 0, total - 1, &i) || file == NULL ||
-                !file_name_is_plain(file, 200) || !is_sha256(sha))
+                !file_name_is_plain(file, 200) || !is_sha256(sha) ||
+                (size != NULL && !json_whole_number(size, 0, 9007199254740992.0, &bytes)))
                 return step_fail(err,
                                  "golden merge: %s: a file entry needs an index in [0, %d), a "
-                                 "plain file name and a sha256",
+                                 "plain file name, a sha256 and (if given) bytes >= 0",
                                  mg->parts[k], total);
             if (mg->files[i].file != NULL)
                 return step_fail(err, "golden merge: file %d (%s) is in %s and in %s", i, file,
                                  mg->files[i].part, mg->parts[k]);
-            mg->files[i] =
-                (GoldenSetFile){.entry = entry, .part = mg->parts[k], .file = file, .sha256 = sha};
+            mg->files[i] = (GoldenSetFile){
+                .entry = entry, .part = mg->parts[k], .file = file, .sha256 = sha, .bytes = bytes};
         }
     }
     return true;

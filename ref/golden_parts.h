@@ -14,6 +14,7 @@ typedef struct {
     const char *part;   /* the part's folder */
     const char *file;   /* a plain name inside it */
     const char *sha256; /* 64 lower-case hex digits */
+    long long bytes;    /* its size as the manifest gives it, or -1 (an older part) */
 } GoldenSetFile;
 
 typedef struct {

@@ -37,8 +37,11 @@ static const char GOLDEN_USAGE[] =
     "stream of every block, attn_out, mlp_out and final_norm at every position;\n"
     "or hook globs, or none), greedy generations (greedy-*.jsonl), seeded\n"
     "generations (seeded-*.jsonl) and the KV cache after a prompt (kv-*.jsonl).\n"
-    "The set is written beside DIR and moved into place whole; an older set at\n"
-    "DIR is replaced, any other non-empty folder is refused.\n"
+    "The set is written beside DIR and moved into place whole. An existing DIR\n"
+    "is replaced only when it is empty or an older golden set: a manifest.json\n"
+    "of format stepwise-golden, version 1, beside nothing but the regular files\n"
+    "it lists. Any other DIR (a symlink, a file, a folder of anything else) is\n"
+    "refused and left untouched.\n"
     "--tokenizer is needed for a llama2.c checkpoint; a Hugging Face folder or a\n"
     "GGUF file brings its own. Where the tokenizer adds no BOS (Qwen's), the\n"
     "generations from BOS alone start from the first prompt instead.\n"
@@ -132,7 +135,9 @@ static bool make_file(const GoldenFile *g, int index, const GoldenRun *run, cons
     if (run_command(argc, argv) != 0)
         return step_fail(err, "golden: making %s failed (see above)", g->file);
     char sha[65];
+    struct stat st;
     if (!sha256_file(path, sha, err)) return false;
+    if (stat(path, &st) != 0) return step_fail(err, "golden: %s: cannot stat", path);
     cJSON *entry = cJSON_CreateObject();
     cJSON_AddNumberToObject(entry, "index", index);
     cJSON_AddStringToObject(entry, "file", g->file);
@@ -142,6 +147,7 @@ static bool make_file(const GoldenFile *g, int index, const GoldenRun *run, cons
         cJSON_AddStringToObject(entry, "note", "the tokenizer adds no BOS: from the first prompt");
     cJSON_AddStringToObject(entry, "command", command);
     cJSON_AddStringToObject(entry, "sha256", sha);
+    cJSON_AddNumberToObject(entry, "bytes", (double)st.st_size);
     cJSON_AddItemToArray(files, entry);
     return true;
 }

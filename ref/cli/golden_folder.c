@@ -12,6 +12,7 @@
 
 #include "signals.h"
 #include "../file_util.h"
+#include "../json_util.h"
 
 /* Remove a folder this command made, and the files in it. */
 static void remove_folder(const char *dir) {
@@ -27,27 +28,80 @@ static void remove_folder(const char *dir) {
     rmdir(dir);
 }
 
+/* Whether the manifest at path is a stepwise golden set's (format and
+ * version), and whether it lists name among its files. */
+static cJSON *read_golden_manifest(const char *path) {
+    char *text = NULL;
+    StepError ignored;
+    if (!file_read_text(path, "manifest", &text, &ignored)) return NULL;
+    cJSON *m = json_parse_whole(text);
+    free(text);
+    const char *format = json_string_field(m, "format");
+    int version;
+    if (format == NULL || strcmp(format, "stepwise-golden") != 0 ||
+        !json_int_field(m, "version", 1, 1, &version) ||
+        !cJSON_IsArray(cJSON_GetObjectItemCaseSensitive(m, "files"))) {
+        cJSON_Delete(m);
+        return NULL;
+    }
+    return m;
+}
+
+static bool manifest_lists(const cJSON *manifest, const char *name) {
+    const cJSON *entry;
+    cJSON_ArrayForEach(entry, cJSON_GetObjectItemCaseSensitive(manifest, "files")) {
+        const char *file = json_string_field(entry, "file");
+        if (file != NULL && strcmp(file, name) == 0) return true;
+    }
+    return false;
+}
+
 /* Whether an existing DIR may be replaced: an empty folder, or a golden set
- * (it has a manifest.json). Anything else is the user's, and kept. */
+ * (a manifest.json of format stepwise-golden, version 1) that holds nothing
+ * but its manifest and regular files the manifest lists. Anything else is
+ * the user's, and kept untouched: a web app's folder with a manifest.json
+ * of its own is not a golden set. */
 static bool replaceable(const char *dir, StepError *err) {
     struct stat st;
-    if (stat(dir, &st) != 0) return true; /* nothing there */
+    if (lstat(dir, &st) != 0) return true; /* nothing there */
+    if (S_ISLNK(st.st_mode))
+        return step_fail(err, "golden: --out %s is a symbolic link; not replacing it", dir);
     if (!S_ISDIR(st.st_mode)) return step_fail(err, "golden: --out %s is not a folder", dir);
-    char manifest[PATH_MAX];
-    snprintf(manifest, sizeof manifest, "%s/manifest.json", dir);
-    if (access(manifest, F_OK) == 0) return true;
-    DIR *d = opendir(dir);
-    struct dirent *entry;
-    int others = 0;
-    while (d != NULL && (entry = readdir(d)) != NULL)
-        others += strcmp(entry->d_name, ".") != 0 && strcmp(entry->d_name, "..") != 0;
-    if (d != NULL) closedir(d);
-    if (d == NULL || others > 0)
+    char path[PATH_MAX];
+    snprintf(path, sizeof path, "%s/manifest.json", dir);
+    cJSON *manifest = NULL;
+    if (lstat(path, &st) == 0 && (manifest = read_golden_manifest(path)) == NULL)
         return step_fail(err,
-                         "golden: --out %s is a folder that is not empty and holds no "
-                         "golden set (no manifest.json); not replacing it",
+                         "golden: --out %s holds a manifest.json that is not a stepwise golden "
+                         "set's (format stepwise-golden, version 1); not replacing it",
                          dir);
-    return true;
+    DIR *d = opendir(dir);
+    if (d == NULL) {
+        cJSON_Delete(manifest);
+        return step_fail(err, "golden: --out %s: cannot read the folder: %s", dir, strerror(errno));
+    }
+    struct dirent *entry;
+    bool ok = true;
+    while (ok && (entry = readdir(d)) != NULL) {
+        const char *name = entry->d_name;
+        if (strcmp(name, ".") == 0 || strcmp(name, "..") == 0) continue;
+        bool is_file = snprintf(path, sizeof path, "%s/%s", dir, name) < (int)sizeof path &&
+                       lstat(path, &st) == 0 && S_ISREG(st.st_mode);
+        if (manifest == NULL)
+            ok = step_fail(err,
+                           "golden: --out %s is a folder that is not empty and holds no "
+                           "golden set (no manifest.json); not replacing it",
+                           dir);
+        else if (!is_file ||
+                 (strcmp(name, "manifest.json") != 0 && !manifest_lists(manifest, name)))
+            ok = step_fail(err,
+                           "golden: --out %s holds %.100s, which is not a file of its golden "
+                           "set; not replacing it",
+                           dir, name);
+    }
+    closedir(d);
+    cJSON_Delete(manifest);
+    return ok;
 }
 
 bool golden_folder_replace(const char *dir, GoldenFill fill, void *ctx, StepError *err) {
@@ -69,15 +123,19 @@ bool golden_folder_replace(const char *dir, GoldenFill fill, void *ctx, StepErro
     bool had_old = ok && stat(dir, &st) == 0;
     /* An old set moves aside under a fresh name (mkdtemp makes it, rename
      * replaces the empty folder), the new one moves in, the old is removed. */
-    if (had_old && (mkdtemp(old) == NULL || rename(dir, old) != 0))
+    bool old_made = had_old && mkdtemp(old) != NULL, old_moved = old_made && rename(dir, old) == 0;
+    if (had_old && !old_moved)
         ok =
             step_fail(err, "golden: cannot move the old set at %s aside: %s", dir, strerror(errno));
     if (ok && rename(tmp, dir) != 0) {
         ok = step_fail(err, "golden: cannot rename %s to %s: %s", tmp, dir, strerror(errno));
-        if (had_old) rename(old, dir);
+        if (old_moved && rename(old, dir) == 0) old_moved = false; /* the old set back */
     }
     if (!ok) remove_folder(tmp);
-    if (ok && had_old) remove_folder(old);
+    if (old_moved)
+        remove_folder(old); /* the old set, replaced */
+    else if (old_made)
+        rmdir(old); /* the empty folder mkdtemp made */
     cli_signals_defer_end();
     return ok;
 }

@@ -12,10 +12,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "commands.h"
 #include "common.h"
 #include "golden_folder.h"
+#include "signals.h"
 #include "../file_util.h"
 #include "../golden_parts.h"
 #include "../sha256.h"
@@ -28,16 +30,27 @@ static const char MERGE_USAGE[] =
     "same bytes one `stepwise golden` without --shard writes. Refused, naming\n"
     "the problem, unless the parts are all N parts of one set: the same model,\n"
     "tokenizer, build and options, each part once, each file once, every\n"
-    "file's SHA-256 as its manifest says. DIR is written whole or not at all.\n";
+    "file's SHA-256 and size as its manifest says. Each file must be a regular\n"
+    "file (no FIFO, device or link to one). DIR is written whole or not at all,\n"
+    "and replaced only as `stepwise golden` replaces it (see its --help).\n";
 
-/* Copy one file of the set into dir, hashing it on the way: its SHA-256
- * must be the manifest's. */
+/* Copy one file of the set into dir, hashing it on the way: a regular file
+ * (a FIFO or device, or a link to one, is refused before it is opened for
+ * good), of the size its manifest gives, read no further than that size,
+ * with the SHA-256 its manifest gives. A signal stops the copy between
+ * chunks. */
 static bool copy_checked(const GoldenSetFile *f, const char *dir, StepError *err) {
     char from[PATH_MAX + 256], to[PATH_MAX + 256];
     snprintf(from, sizeof from, "%s/%s", f->part, f->file);
     snprintf(to, sizeof to, "%s/%s", dir, f->file);
-    FILE *in = fopen(from, "rb");
-    if (in == NULL) return step_fail(err, "golden merge: %s: cannot open", from);
+    FILE *in = file_open_input(from, "golden merge: part file", err);
+    if (in == NULL) return false;
+    struct stat st;
+    if (fstat(fileno(in), &st) != 0 || (f->bytes >= 0 && st.st_size != f->bytes)) {
+        fclose(in);
+        return step_fail(err, "golden merge: %s holds %lld bytes, its manifest says %lld", from,
+                         (long long)st.st_size, f->bytes);
+    }
     AtomicFile out;
     if (!atomic_file_open(&out, to, err)) {
         fclose(in);
@@ -46,18 +59,24 @@ static bool copy_checked(const GoldenSetFile *f, const char *dir, StepError *err
     Sha256 h;
     sha256_init(&h);
     char buf[1 << 16], hex[65];
-    size_t n;
+    long long left = (long long)st.st_size;
     bool ok = true;
-    while (ok && (n = fread(buf, 1, sizeof buf, in)) > 0) {
+    while (ok && left > 0 && !cli_signal_caught()) {
+        size_t want = left < (long long)sizeof buf ? (size_t)left : sizeof buf;
+        size_t n = fread(buf, 1, want, in);
         sha256_update(&h, buf, n);
-        ok = fwrite(buf, 1, n, out.file) == n;
+        ok = n == want && fwrite(buf, 1, n, out.file) == n;
+        left -= (long long)n;
     }
-    ok = ok && !ferror(in);
+    bool grew = ok && left == 0 && fgetc(in) != EOF;
     fclose(in);
     sha256_hex(&h, hex);
-    if (!ok) {
+    if (!ok || grew || cli_signal_caught()) {
         atomic_file_discard(&out);
-        return step_fail(err, "golden merge: %s: read or write failed", from);
+        return cli_signal_caught() ? step_fail(err, "golden merge: interrupted (%s)",
+                                               cli_signal_name(cli_signal_caught()))
+               : grew ? step_fail(err, "golden merge: %s changed size while read", from)
+                      : step_fail(err, "golden merge: %s: read or write failed", from);
     }
     if (strcmp(hex, f->sha256) != 0) {
         atomic_file_discard(&out);
@@ -113,7 +132,7 @@ int cli_golden_merge(int argc, char **argv) {
     golden_parts_free(&mg);
     if (!ok) {
         cli_print_error(&err);
-        return EXIT_BAD_INPUT;
+        return cli_signal_caught() ? 128 + cli_signal_caught() : EXIT_BAD_INPUT;
     }
     fprintf(stderr, "golden set of %d files from %d parts written to %s\n", n_files, n_parts, out);
     return 0;
