@@ -35,5 +35,6 @@ void hf_tokenizer_free(HfTokenizer *hf) {
     if (hf->match_context != NULL) pcre2_match_context_free(hf->match_context);
     free(hf->vocab), free(hf->bytes), free(hf->byte_lens), free(hf->merges), free(hf->added);
     free(hf->norm), free(hf->pre), free(hf->chat_template);
+    added_trie_free(&hf->added_trie);
     memset(hf, 0, sizeof *hf);
 }

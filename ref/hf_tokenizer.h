@@ -8,6 +8,8 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "added_trie.h"
+
 typedef enum { NORM_NFC, NORM_NFD, NORM_NFKC, NORM_NFKD, NORM_PREPEND, NORM_REPLACE } NormKind;
 
 typedef struct {
@@ -57,10 +59,9 @@ typedef struct HfTokenizer {
     int n_ids;
     MergeRule *merges; /* [n_merges] */
     int n_merges;
-    AddedToken *added; /* [n_added] sorted by first byte, longest first */
+    AddedToken *added; /* [n_added] sorted by content (added_trie_compare), then id */
     int n_added;
-    int added_first[257]; /* added tokens starting with byte b: [added_first[b], added_first[b+1])
-                           */
+    AddedTrie added_trie; /* over added[].content, numbered as added is */
     NormStep *norm;
     int n_norm;
     PreStep *pre;

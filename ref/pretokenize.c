@@ -9,6 +9,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <utf8proc.h>
 
 /* ---- UTF-8 and the byte-level alphabet ---- */
@@ -110,7 +111,8 @@ static size_t find_bytes(const char *s, size_t n, size_t from, const char *pat, 
 bool hf_regex_compile(const char *pattern, bool literal, void **code, StepError *err) {
     int code_err;
     PCRE2_SIZE at;
-    uint32_t options = PCRE2_UTF | (literal ? PCRE2_LITERAL : PCRE2_UCP);
+    /* PCRE2_AUTO_CALLOUT: count_step counts a match's steps (see below). */
+    uint32_t options = PCRE2_UTF | (literal ? PCRE2_LITERAL : PCRE2_UCP | PCRE2_AUTO_CALLOUT);
     pcre2_code *re =
         pcre2_compile((PCRE2_SPTR)pattern, PCRE2_ZERO_TERMINATED, options, &code_err, &at, NULL);
     if (re == NULL) {
@@ -127,10 +129,53 @@ void hf_regex_free(void *code) {
     pcre2_code_free(code);
 }
 
+/* How long a pattern may work. PCRE2's match limit bounds one match, but a
+ * pattern such as a*a*b|. stays under it at every one of a text's
+ * thousands of matches and still takes minutes in all; and the match limit
+ * does not count the backtracking inside a repeated character, where such a
+ * pattern spends its time. So every pattern is compiled with an automatic
+ * callout before each of its items (the callouts change no match), and
+ * count_step counts them over the whole text: a step budget linear in the
+ * text's length (deterministic: the same text and pattern are refused on
+ * every machine), and, since even a step can hide a long inner loop, a
+ * budget of CPU time, checked every REGEX_CLOCK_EVERY steps. Real
+ * tokenizers' patterns (GPT-2's, Llama 3's, Qwen's) take about 4 steps and
+ * well under a microsecond a byte: both budgets are two orders of
+ * magnitude above them. */
+#define REGEX_MATCH_LIMIT    (10u * 1000 * 1000)
+#define REGEX_STEPS_PER_BYTE 400u
+#define REGEX_STEPS_BASE     (10u * 1000 * 1000)
+#define REGEX_SECONDS_PER_MB 10.0
+#define REGEX_SECONDS_BASE   1.0
+#define REGEX_CLOCK_EVERY    4096u
+
+typedef struct {
+    uint64_t steps, max_steps;
+    double start, max_seconds; /* thread CPU time */
+    bool out_of_time;
+} RegexBudget;
+
+static double cpu_seconds(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+static int count_step(pcre2_callout_block *block, void *data) {
+    (void)block;
+    RegexBudget *b = data;
+    if (++b->steps > b->max_steps) return PCRE2_ERROR_CALLOUT;
+    if (b->steps % REGEX_CLOCK_EVERY == 0 && cpu_seconds() - b->start > b->max_seconds) {
+        b->out_of_time = true;
+        return PCRE2_ERROR_CALLOUT;
+    }
+    return 0;
+}
+
 void *hf_match_context_create(void) {
     pcre2_match_context *c = pcre2_match_context_create(NULL);
     if (c != NULL) {
-        pcre2_set_match_limit(c, 10 * 1000 * 1000);
+        pcre2_set_match_limit(c, REGEX_MATCH_LIMIT);
         pcre2_set_depth_limit(c, 100 * 1000);
     }
     return c;
@@ -145,12 +190,30 @@ void hf_match_context_free(void *ctx) {
 static bool split_regex(const void *re, const void *mctx, SplitBehavior how, const char *s,
                         size_t n, PieceList *out, StepError *err) {
     pcre2_match_data *md = pcre2_match_data_create_from_pattern(re, NULL);
-    if (md == NULL) return step_fail(err, "tokenizer: out of memory");
+    pcre2_match_context *limits = pcre2_match_context_copy((pcre2_match_context *)mctx);
+    if (md == NULL || limits == NULL) {
+        pcre2_match_data_free(md), pcre2_match_context_free(limits);
+        return step_fail(err, "tokenizer: out of memory");
+    }
+    RegexBudget budget = {.max_steps = REGEX_STEPS_BASE + (uint64_t)REGEX_STEPS_PER_BYTE * n,
+                          .start = cpu_seconds(),
+                          .max_seconds = REGEX_SECONDS_BASE + REGEX_SECONDS_PER_MB * 1e-6 * n};
+    pcre2_set_callout(limits, count_step, &budget);
     size_t from = 0, kept = 0; /* search from; text before `kept` is emitted */
     bool ok = true;
     while (ok && from <= n) {
-        int rc = pcre2_match(re, (PCRE2_SPTR)s, n, from, PCRE2_NO_UTF_CHECK, md, (void *)mctx);
+        int rc = pcre2_match(re, (PCRE2_SPTR)s, n, from, PCRE2_NO_UTF_CHECK, md, limits);
         if (rc == PCRE2_ERROR_NOMATCH) break;
+        if (rc == PCRE2_ERROR_CALLOUT || rc == PCRE2_ERROR_MATCHLIMIT) {
+            ok = step_fail(err,
+                           "tokenizer: the pre-tokenizer's pattern is pathological on this "
+                           "text of %zu bytes: it needs more than %s (refused)",
+                           n,
+                           rc == PCRE2_ERROR_MATCHLIMIT ? "10 million steps for one match"
+                           : budget.out_of_time         ? "its budget of CPU time"
+                                                        : "its budget of match steps");
+            break;
+        }
         if (rc < 0) {
             PCRE2_UCHAR why[160];
             pcre2_get_error_message(rc, why, sizeof why);
@@ -189,6 +252,7 @@ static bool split_regex(const void *re, const void *mctx, SplitBehavior how, con
         from = end;
     }
     pcre2_match_data_free(md);
+    pcre2_match_context_free(limits);
     if (ok && kept < n && !pieces_push(out, s + kept, n - kept)) ok = false;
     if (!ok && err->message[0] == '\0') step_fail(err, "tokenizer: out of memory");
     return ok;
@@ -209,13 +273,15 @@ static bool unicode_normalize(NormKind kind, TextBuffer *b, StepError *err) {
     return true;
 }
 
-static bool replace_all(TextBuffer *b, const char *from, const char *to) {
+/* Every `from` in b replaced by `to`; false when out of memory or past
+ * limit bytes. */
+static bool replace_all(TextBuffer *b, const char *from, const char *to, size_t limit) {
     TextBuffer out = TEXT_BUFFER_INIT;
     size_t m = strlen(from), at = 0;
     for (;;) {
         size_t hit = find_bytes(b->s, b->n, at, from, m);
         text_buffer_add(&out, b->s + at, hit - at);
-        if (hit == b->n) break;
+        if (hit == b->n || out.n > limit) break;
         text_buffer_add(&out, to, strlen(to));
         at = hit + m;
     }
@@ -225,8 +291,16 @@ static bool replace_all(TextBuffer *b, const char *from, const char *to) {
     return out.ok;
 }
 
+/* How far the normalizers may grow a text: NFKC spells a few characters in
+ * up to 18 (U+FDFA, 3 bytes, becomes 33), and Replace and Prepend add what
+ * they are given; a chain of Replace a -> aaaaaaaa would grow "a" to 8^16
+ * bytes. Past NORM_GROWTH times the text plus NORM_SLACK bytes, refused. */
+#define NORM_GROWTH 16
+#define NORM_SLACK  4096
+
 static bool normalize(const HfTokenizer *hf, TextBuffer *b, StepError *err) {
-    for (int i = 0; i < hf->n_norm && b->ok; i++) {
+    size_t input = b->n, limit = NORM_GROWTH * input + NORM_SLACK;
+    for (int i = 0; i < hf->n_norm && b->ok && b->n <= limit; i++) {
         const NormStep *st = &hf->norm[i];
         switch (st->kind) {
             case NORM_PREPEND:
@@ -239,12 +313,17 @@ static bool normalize(const HfTokenizer *hf, TextBuffer *b, StepError *err) {
                 }
                 break;
             case NORM_REPLACE:
-                if (!replace_all(b, st->from, st->to)) b->ok = false;
+                if (!replace_all(b, st->from, st->to, limit)) b->ok = false;
                 break;
             default:
                 if (b->n > 0 && !unicode_normalize(st->kind, b, err)) return false;
         }
     }
+    if (b->ok && b->n > limit)
+        return step_fail(err,
+                         "tokenizer: the normalizers grow a text of %zu bytes past %d times its "
+                         "length and %d bytes (refused)",
+                         input, NORM_GROWTH, NORM_SLACK);
     return b->ok || step_fail(err, "tokenizer: out of memory");
 }
 
@@ -260,7 +339,7 @@ static bool metaspace(const PreStep *st, const char *s, size_t n, bool at_start,
     if (prepend && !(n >= rn && memcmp(s, st->replacement, rn) == 0))
         text_buffer_add(&b, st->replacement, rn);
     text_buffer_add(&b, s, n);
-    bool ok = b.ok && replace_all(&b, " ", st->replacement);
+    bool ok = b.ok && replace_all(&b, " ", st->replacement, SIZE_MAX);
     if (ok && !st->split_on_metaspace) {
         ok = b.n == 0 || pieces_push(out, b.s, b.n);
     } else if (ok) {
@@ -347,16 +426,21 @@ static bool is_word_byte(char c) {
            (u >= 'A' && u <= 'Z') || u == '_';
 }
 
-/* The added token that starts at s[i], the longest first, or NULL. */
+/* The added token that starts at s[i], the longest first (of equal ones,
+ * the lowest id), or NULL. */
 static const AddedToken *added_at(const HfTokenizer *hf, const char *s, size_t n, size_t i) {
-    unsigned char b = (unsigned char)s[i];
-    for (int k = hf->added_first[b]; k < hf->added_first[b + 1]; k++) {
-        const AddedToken *a = &hf->added[k];
-        if (a->len > n - i || memcmp(s + i, a->content, a->len) != 0) continue;
-        if (a->single_word &&
-            ((i > 0 && is_word_byte(s[i - 1])) || (i + a->len < n && is_word_byte(s[i + a->len]))))
-            continue;
-        return a;
+    int32_t found[ADDED_TOKEN_MAX_BYTES];
+    int count = added_trie_prefixes(&hf->added_trie, s + i, n - i, found);
+    for (int f = count - 1; f >= 0; f--) {
+        const AddedToken *first = &hf->added[found[f]];
+        for (const AddedToken *a = first; a < hf->added + hf->n_added && a->len == first->len &&
+                                          memcmp(a->content, first->content, a->len) == 0;
+             a++) {
+            if (a->single_word && ((i > 0 && is_word_byte(s[i - 1])) ||
+                                   (i + a->len < n && is_word_byte(s[i + a->len]))))
+                continue;
+            return a;
+        }
     }
     return NULL;
 }

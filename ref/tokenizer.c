@@ -371,12 +371,21 @@ bool tokenizer_may_fit(const Tokenizer *t, const char *text, int max_tokens) {
 }
 
 /* The merge loop over the symbols from head: merge the best pair until
- * none is left. Returns false when out of memory. */
+ * none is left. Returns false (err set) when out of memory, or when
+ * watched on a piece of more than TOKENIZER_TRACE_MAX_SYMBOLS symbols: each
+ * merge reports the whole sequence, so n symbols cost n^2 / 2 in a trace
+ * (a 300 KB piece, 45 billion). */
 static bool merge_pairs(const Tokenizer *t, const char *norm, size_t n, Symbols *s, int count,
-                        const BpeObserver *obs) {
+                        const BpeObserver *obs, StepError *err) {
+    bool watched = obs != NULL && obs->on_merge != NULL;
+    if (watched && count > TOKENIZER_TRACE_MAX_SYMBOLS)
+        return step_fail(err,
+                         "--trace-bpe: a piece of %d symbols is more than the %d whose merges "
+                         "are traced (each merge event lists every symbol); trace it without "
+                         "--trace-bpe, or split the text",
+                         count, TOKENIZER_TRACE_MAX_SYMBOLS);
     /* Each merge pushes at most two pairs: 3 per symbol is room for all. */
     PairHeap h = {malloc((3 * (size_t)count + 1) * sizeof(PairCandidate)), 0};
-    bool watched = obs != NULL && obs->on_merge != NULL;
     const char **view = watched ? malloc((n + 1) * sizeof(char *)) : NULL;
     int *view_lens = watched ? malloc((n + 1) * sizeof(int)) : NULL;
     bool ok = h.items != NULL && (!watched || (view != NULL && view_lens != NULL));
@@ -397,7 +406,7 @@ static bool merge_pairs(const Tokenizer *t, const char *norm, size_t n, Symbols 
         step++;
     }
     free(h.items), free(view), free(view_lens);
-    return ok;
+    return ok || step_fail(err, "tokenizer: out of memory encoding %zu bytes", n);
 }
 
 /* Room for n symbols (one a byte at most). */
@@ -427,6 +436,7 @@ static void symbol_add(Symbols *s, int *count, size_t start, size_t len, int id)
 typedef struct {
     const Tokenizer *t;
     const BpeObserver *obs;
+    StepError *err;
     int *ids;
     size_t n, cap;
 } JsonEncode;
@@ -471,7 +481,7 @@ static bool encode_word(JsonEncode *e, const char *w, size_t n) {
             symbol_add(&s, &count, i, len, t->unk_id);
         }
     }
-    ok = ok && merge_pairs(t, w, n, &s, count, e->obs);
+    ok = ok && merge_pairs(t, w, n, &s, count, e->obs, e->err);
     for (int i = ok && count > 0 ? 0 : -1; ok && i >= 0; i = s.next[i]) ok = push_id(e, s.id[i]);
     symbols_free(&s);
     return ok;
@@ -488,7 +498,7 @@ static bool encode_json(const Tokenizer *t, const char *text, bool add_bos, cons
                         int **out, int *n_out, StepError *err) {
     size_t n = strlen(text);
     if (!utf8_valid(text, n)) return step_fail(err, "tokenizer: the text is not valid UTF-8");
-    JsonEncode e = {.t = t, .obs = obs};
+    JsonEncode e = {.t = t, .obs = obs, .err = err};
     bool ok = !(add_bos && t->add_bos) || push_id(&e, t->bos_id);
     err->message[0] = '\0';
     if (ok) ok = hf_pretokenize(t->hf, text, n, encode_piece, &e, err);
@@ -524,7 +534,8 @@ bool tokenizer_encode_observed(const Tokenizer *t, const char *text, bool add_bo
     }
     /* The first symbol is never merged away (only a right symbol is), so
      * the list always starts at 0. */
-    ok = ok && merge_pairs(t, norm, n, &s, count, obs);
+    err->message[0] = '\0';
+    ok = ok && merge_pairs(t, norm, n, &s, count, obs, err);
     int n_ids = 0;
     if (ok && add_bos && t->add_bos) ids[n_ids++] = t->bos_id;
     for (int i = count > 0 && ok ? 0 : -1; i >= 0; i = s.next[i]) {
@@ -543,7 +554,9 @@ bool tokenizer_encode_observed(const Tokenizer *t, const char *text, bool add_bo
     symbols_free(&s);
     if (!ok) {
         free(ids);
-        return step_fail(err, "tokenizer: out of memory encoding %zu bytes", strlen(text));
+        if (err->message[0] == '\0')
+            step_fail(err, "tokenizer: out of memory encoding %zu bytes", strlen(text));
+        return false;
     }
     *out = ids;
     *n_out = n_ids;

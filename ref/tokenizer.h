@@ -41,6 +41,8 @@ typedef struct {
 
 /* The longest text the encoder takes (16 MiB): far beyond any context. */
 #define TOKENIZER_MAX_TEXT_BYTES (16 << 20)
+/* The longest piece whose merges --trace-bpe traces, in symbols. */
+#define TOKENIZER_TRACE_MAX_SYMBOLS 4096
 
 /* Build from parallel arrays (copied). Ids 0, 1, 2 are <unk>, BOS and EOS;
  * pieces spelled <0xXX> are byte pieces; neither kind is ever merged into. */

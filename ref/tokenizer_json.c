@@ -16,6 +16,8 @@
 /* Ids and ranks stay below 2^24, where a float (a merge's score is its
  * negated rank) still counts every integer. */
 #define HF_MAX_IDS (1 << 24)
+/* How many ids a tokenizer may leave unused: every id costs memory. */
+#define HF_ID_SLACK 65536
 
 /* GPT-2's pattern, which ByteLevel applies itself when use_regex is true. */
 static const char GPT2_PATTERN[] =
@@ -44,6 +46,11 @@ static bool parse_vocab(Parse *p, const cJSON *vocab, int *max_id) {
                              p->what, v->string);
         if (id > *max_id) *max_id = (int)id;
     }
+    if (*max_id >= n + HF_ID_SLACK) /* the ids index an array: no holes of millions */
+        return step_fail(p->err,
+                         "%s: model.vocab: ids reach %d but it holds %d tokens (ids must be "
+                         "0 to the count, with at most %d missing)",
+                         p->what, *max_id, n, HF_ID_SLACK);
     HfTokenizer *hf = p->hf;
     hf->n_ids = *max_id + 1;
     hf->vocab = calloc((size_t)hf->n_ids, sizeof *hf->vocab);
@@ -159,10 +166,21 @@ static bool absent_or_empty(Parse *p, const cJSON *obj, const char *key) {
 
 static int compare_added(const void *a, const void *b) {
     const AddedToken *x = a, *y = b;
-    unsigned char fx = (unsigned char)x->content[0], fy = (unsigned char)y->content[0];
-    if (fx != fy) return fx < fy ? -1 : 1;
-    if (x->len != y->len) return x->len > y->len ? -1 : 1; /* longest first */
-    return (x->id > y->id) - (x->id < y->id);
+    int order = added_trie_compare(x->content, x->len, y->content, y->len);
+    return order != 0 ? order : (x->id > y->id) - (x->id < y->id);
+}
+
+/* The trie the text is scanned with (added_trie.h). */
+static bool index_added(Parse *p) {
+    HfTokenizer *hf = p->hf;
+    const char **contents = malloc((size_t)(hf->n_added + 1) * sizeof *contents);
+    size_t *lens = malloc((size_t)(hf->n_added + 1) * sizeof *lens);
+    bool ok = contents != NULL && lens != NULL;
+    for (int k = 0; ok && k < hf->n_added; k++)
+        contents[k] = hf->added[k].content, lens[k] = hf->added[k].len;
+    ok = ok && added_trie_build(&hf->added_trie, contents, lens, hf->n_added);
+    free(contents), free(lens);
+    return ok || fail_json(p, "added_tokens", "out of memory");
 }
 
 static bool parse_added(Parse *p, const cJSON *added, int *max_id) {
@@ -176,10 +194,12 @@ static bool parse_added(Parse *p, const cJSON *added, int *max_id) {
         const char *content = json_string_field(a, "content");
         int id;
         AddedToken *at = &hf->added[hf->n_added];
-        if (content == NULL || content[0] == '\0' ||
+        if (content == NULL || content[0] == '\0' || strlen(content) > ADDED_TOKEN_MAX_BYTES ||
             !json_int_field(a, "id", 0, HF_MAX_IDS - 1, &id))
-            return step_fail(p->err, "%s: added_tokens[%d]: needs a content and an id in [0, 2^24)",
-                             p->what, hf->n_added);
+            return step_fail(p->err,
+                             "%s: added_tokens[%d]: needs a content of 1 to %d bytes and an id "
+                             "in [0, 2^24)",
+                             p->what, hf->n_added, ADDED_TOKEN_MAX_BYTES);
         if (!strdup_into(&at->content, content))
             return fail_json(p, "added_tokens", "out of memory");
         at->len = strlen(content), at->id = id;
@@ -191,12 +211,13 @@ static bool parse_added(Parse *p, const cJSON *added, int *max_id) {
             return false;
         if (id > *max_id) *max_id = id;
     }
+    if (*max_id >= hf->n_ids + n + HF_ID_SLACK)
+        return step_fail(p->err,
+                         "%s: added_tokens: ids reach %d but the vocabulary and added tokens "
+                         "hold %d (ids must be 0 to the count, with at most %d missing)",
+                         p->what, *max_id, hf->n_ids + n, HF_ID_SLACK);
     qsort(hf->added, (size_t)hf->n_added, sizeof *hf->added, compare_added);
-    for (int b = 0, k = 0; b <= 256; b++) {
-        while (k < hf->n_added && (unsigned char)hf->added[k].content[0] < b) k++;
-        hf->added_first[b] = k;
-    }
-    return true;
+    return index_added(p);
 }
 
 /* ---- normalizers, pre-tokenizers, decoder ---- */
@@ -391,7 +412,7 @@ bool tokenizer_parse_json(Tokenizer *t, const char *json_text, const char *confi
     memset(t, 0, sizeof *t);
     HfTokenizer *hf = calloc(1, sizeof *hf);
     Parse p = {.what = what, .err = err, .hf = hf};
-    cJSON *root = cJSON_Parse(json_text);
+    cJSON *root = json_parse_whole(json_text);
     bool ok = hf != NULL;
     if (!ok) step_fail(err, "%s: out of memory", what);
     if (ok && !cJSON_IsObject(root)) ok = step_fail(err, "%s: not a JSON object", what);
