@@ -9,6 +9,7 @@
 #include "gguf.h"
 #include "gguf_tokenizer.h"
 #include "gguf_write.h"
+#include "nonfinite.h"
 #include "hf_model.h"
 
 bool gguf_out_type_parse(const char *name, GgufOutType *t) {
@@ -136,6 +137,9 @@ bool gguf_model_save(const Model *m, const Tokenizer *tok, GgufOutType type, con
         return step_fail(err, "%s: only a float32 model as loaded can be converted", path);
     if (c->qkv_bias && c->qk_norm)
         return step_fail(err, "%s: no GGUF architecture has both q/k/v biases and q/k norms", path);
+    StepError why;
+    if (!model_check_finite(m, &why)) /* Q8_0 of a NaN is undefined, and F32 would copy it */
+        return step_fail(err, "%s: not written: the model's %s", path, why.message);
     const char *arch = c->qk_norm ? "qwen3" : c->qkv_bias ? "qwen2" : "llama";
     report->arch = arch;
     /* llama.cpp's llama keeps interleaved pairs; its qwen, Hugging Face's halves */

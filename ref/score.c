@@ -5,6 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "nonfinite.h"
+
 void log_softmax(const float *logits, int n, double *out) {
     double max = logits[0];
     for (int i = 1; i < n; i++) max = logits[i] > max ? logits[i] : max;
@@ -50,7 +52,15 @@ bool score_tokens(const Model *m, const int *tokens, int n, int top_n, const Qua
         return step_fail(err, "score: out of memory");
     }
     if (obs != NULL && obs->forward != NULL) obs->forward(obs->ctx, PASS_PREFILL, 0, tokens, n);
-    const float *logits = forward_tokens(m, &s, tokens, n, 0, true, obs);
+    ForwardRow row = {
+        .state = &s, .obs = obs, .tokens = tokens, .n_tokens = n, .pos0 = 0, .all_logits = true};
+    const float *logits = forward(m, &s, &row, 1);
+    if (first_nonfinite(logits, (size_t)n * c->vocab_size) >= 0) {
+        free(lp), score_result_free(result);
+        fail_nonfinite(m, &row, "score", err);
+        run_state_free(&s);
+        return false;
+    }
     result->work = s.work;
     if (keep_logits) {
         size_t bytes = (size_t)n * c->vocab_size * sizeof(float);

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "clock.h"
+#include "nonfinite.h"
 #include "tokenizer.h"
 
 /* The row of a pass over tokens[0..T) from pos0, announced to the observer. */
@@ -28,6 +29,7 @@ void sequence_end_pass(Sequence *q, const ForwardRow *row, PassPhase phase, cons
         obs->work(obs->ctx, phase, row->pos0, row->n_tokens, &q->s.work);
     if (row->all_logits) logits += (size_t)(row->n_tokens - 1) * q->m->config.vocab_size;
     q->logits = logits;
+    q->last_pass = *row;
     if (phase != PASS_PREFILL) q->result->decode_seconds += seconds;
 }
 
@@ -108,6 +110,10 @@ bool sequence_pick(Sequence *q, bool *failed, StepError *err) {
     const GenerateOptions *opt = q->opt;
     *failed = false;
     int prev = r->tokens[r->n_tokens - 1], next;
+    if (first_nonfinite(q->logits, (size_t)q->m->config.vocab_size) >= 0) {
+        fail_nonfinite(q->m, &q->last_pass, "generate", err);
+        return *failed = true;
+    }
     if (!sampler_sample(&q->sampler, q->logits, &next, err)) return *failed = true;
     if (q->obs != NULL && q->obs->sample != NULL)
         q->obs->sample(q->obs->ctx, q->n - 1, q->logits, &q->sampler);

@@ -21,7 +21,8 @@ typedef struct {
     int *window_tokens; /* [window] the tokens at positions 0..n-1 */
     int n;
     GenerateResult *result;
-    const float *logits; /* [vocab_size] of the last position fed */
+    const float *logits;  /* [vocab_size] of the last position fed */
+    ForwardRow last_pass; /* the pass that gave them (to find where a NaN came in) */
     int generated;
     double t0;        /* when the prefill began */
     ChunkStore store; /* retrieve: every span dropped */

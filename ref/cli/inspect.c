@@ -12,12 +12,13 @@
 #include "../gguf.h"
 #include "../gguf_model.h"
 #include "identity.h"
+#include "../nonfinite.h"
 #include "../quant_model.h"
 #include "../../trace/trace_events.h"
 
 static const char INSPECT_USAGE[] =
     "usage: stepwise inspect [--model FILE | --preset P] [--context N] [--requests R] [--json]\n"
-    "                        [--no-hash]\n"
+    "                        [--no-hash] [--check-weights]\n"
     "\n"
     "Print a model's shape and attention kind, its parameters and weight bytes,\n"
     "and its KV cache: bytes per token, at N tokens, for R concurrent requests,\n"
@@ -34,6 +35,8 @@ static const char INSPECT_USAGE[] =
     "  --prefix-cache-bytes N  also account for batch's prefix cache of N bytes,\n"
     "                   shared by the requests (docs/batching.md)\n"
     "  --json           print one JSON object (docs/kv-cache.md)\n"
+    "  --check-weights  scan every weight for NaN and infinity: exit 2 naming the first\n"
+    "                   tensor and index that holds one\n"
     "  --no-hash        leave out the SHA-256 of the model's files (a big model's take a\n"
     "                   while: hashing reads every byte)\n";
 
@@ -44,7 +47,8 @@ enum {
     OPT_JSON,
     OPT_NO_HASH_INSPECT,
     OPT_PRESET,
-    OPT_PREFIX_BYTES
+    OPT_PREFIX_BYTES,
+    OPT_CHECK_WEIGHTS
 };
 
 /* The files a model came from, with their SHA-256 (cli/identity.h). */
@@ -293,13 +297,14 @@ int cli_inspect(int argc, char **argv) {
         {"json", no_argument, NULL, OPT_JSON},
         {"no-hash", no_argument, NULL, OPT_NO_HASH_INSPECT},
         {"preset", required_argument, NULL, OPT_PRESET},
+        {"check-weights", no_argument, NULL, OPT_CHECK_WEIGHTS},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0}};
     const char *model = NULL;
     const ModelPreset *preset = NULL;
     int context = 0, requests = 1;
     long long prefix_bytes = 0;
-    bool json = false, no_hash = false, ok = true;
+    bool json = false, no_hash = false, check_weights = false, ok = true;
     StepError err;
     opterr = 0;
     optind = 1;
@@ -327,6 +332,9 @@ int cli_inspect(int argc, char **argv) {
             case OPT_PRESET:
                 ok = (preset = model_preset_find(optarg, &err)) != NULL;
                 break;
+            case OPT_CHECK_WEIGHTS:
+                check_weights = true;
+                break;
             case 'h':
                 fputs(INSPECT_USAGE, stdout);
                 return 0;
@@ -351,6 +359,10 @@ int cli_inspect(int argc, char **argv) {
     } else if (ok) {
         ok = cli_load_model_only(model, &m, NULL, &err);
     }
+    if (ok && check_weights && preset != NULL)
+        ok = step_fail(&err, "inspect: --check-weights needs --model (a preset has no weights)");
+    if (ok && check_weights && !model_check_finite(&m, &err)) model_free(&m), ok = false;
+    if (ok && check_weights) fprintf(stderr, "--check-weights: every weight is a finite number\n");
     if (ok && !cli_model_files(model, no_hash, &files, &err)) {
         model_free(&m);
         ok = false;
