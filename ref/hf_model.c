@@ -92,7 +92,7 @@ static bool read_architecture(const cJSON *root, char *arch, size_t arch_size, c
 bool hf_config_parse(const char *text, const char *what, Config *c, char *arch, size_t arch_size,
                      StepError *err) {
     memset(c, 0, sizeof *c);
-    cJSON *root = cJSON_Parse(text);
+    cJSON *root = json_parse_whole(text);
     bool ok = cJSON_IsObject(root) || step_fail(err, "%s: config.json is not a JSON object", what);
     ok = ok && read_architecture(root, arch, arch_size, what, err) &&
          need_int(root, "hidden_size", &c->dim, what, err) &&
@@ -153,7 +153,7 @@ static bool open_files(const char *dir, SafetensorsFile *files, int *n, StepErro
         return true;
     }
     if (!file_read_text(path, "index", &text, err)) return false;
-    cJSON *index = cJSON_Parse(text);
+    cJSON *index = json_parse_whole(text);
     free(text);
     const cJSON *map = cJSON_GetObjectItemCaseSensitive(index, "weight_map"), *e;
     bool ok = cJSON_IsObject(map) ||

@@ -38,3 +38,20 @@ const char *json_string_field(const cJSON *obj, const char *key) {
     const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, key);
     return cJSON_IsString(v) ? v->valuestring : NULL;
 }
+
+cJSON *json_parse_whole(const char *text) {
+    return cJSON_ParseWithOpts(text, NULL, true);
+}
+
+cJSON *json_parse_whole_n(const char *text, size_t n) {
+    const char *end = NULL;
+    cJSON *doc = cJSON_ParseWithLengthOpts(text, n, &end, false);
+    if (doc == NULL) return NULL;
+    for (const char *p = end; p < text + n; p++) {
+        if (*p != ' ' && *p != '\t' && *p != '\n' && *p != '\r') {
+            cJSON_Delete(doc);
+            return NULL;
+        }
+    }
+    return doc;
+}

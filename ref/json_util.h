@@ -9,6 +9,7 @@
 
 #include <cjson/cJSON.h>
 #include <stdbool.h>
+#include <stddef.h>
 
 /* Whether v is a number, whole, within [min, max]; *out gets it. */
 bool json_whole_number(const cJSON *v, double min, double max, long long *out);
@@ -22,6 +23,13 @@ bool json_number_field(const cJSON *obj, const char *key, double min, double max
 /* A JSON number as a float32: beyond float's range it is the infinity of
  * its sign (a plain cast would be undefined there). */
 float json_float(double d);
+
+/* One JSON document that is the whole of text (NUL-terminated), or of
+ * text[0..n): anything but white space after it (a second document, say)
+ * is refused, as a reader of files from elsewhere must. NULL on failure;
+ * free with cJSON_Delete. */
+cJSON *json_parse_whole(const char *text);
+cJSON *json_parse_whole_n(const char *text, size_t n);
 
 /* obj[key] if it is a string, else NULL. */
 const char *json_string_field(const cJSON *obj, const char *key);

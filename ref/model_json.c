@@ -221,7 +221,7 @@ bool model_load_json_text(Model *m, Tokenizer *tok, const char *text, const char
                           StepError *err) {
     memset(m, 0, sizeof *m);
     memset(tok, 0, sizeof *tok);
-    cJSON *root = cJSON_Parse(text);
+    cJSON *root = json_parse_whole(text);
     if (root == NULL) return step_fail(err, "%s: not valid JSON", what);
     bool ok = cJSON_IsObject(root) && cJSON_IsNumber(cJSON_GetObjectItem(root, "stepwise_model"));
     if (!ok) step_fail(err, "%s: not a stepwise JSON model (no \"stepwise_model\" version)", what);

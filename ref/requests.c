@@ -105,7 +105,7 @@ static bool read_chat(BatchRequest *r, const cJSON *o, const char *prompt, const
 /* One line into r; false (r->error set) when it cannot be a request. */
 static bool read_request(BatchRequest *r, const char *line, int number, const Model *model,
                          const Tokenizer *tok, ChatTemplate tmpl) {
-    cJSON *o = cJSON_Parse(line);
+    cJSON *o = json_parse_whole(line);
     if (!cJSON_IsObject(o)) {
         char buf[64];
         snprintf(buf, sizeof buf, "line-%d", number);

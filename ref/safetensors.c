@@ -83,15 +83,38 @@ static int by_start(const void *a, const void *b) {
     return (x->data > y->data) - (x->data < y->data);
 }
 
-/* No two tensors share a byte (sorted by where they start). */
+/* No two tensors share a byte (sorted by where they start). An empty
+ * tensor holds no byte, so it overlaps nothing, wherever it is: the
+ * safetensors library places one at [k, k] where k may be another's start. */
 static bool check_overlaps(SafetensorsFile *f, StepError *err) {
     qsort(f->tensors, (size_t)f->n, sizeof *f->tensors, by_start);
-    for (int i = 1; i < f->n; i++) {
-        const SafetensorsTensor *a = &f->tensors[i - 1], *b = &f->tensors[i];
-        if (a->data + a->bytes > b->data)
-            return step_fail(err, "%s: tensors %.150s and %.150s overlap", f->path, a->name,
-                             b->name);
+    const SafetensorsTensor *last = NULL; /* the non-empty tensor before tensors[i] */
+    for (int i = 0; i < f->n; i++) {
+        const SafetensorsTensor *t = &f->tensors[i];
+        if (t->bytes == 0) continue;
+        if (last != NULL && last->data + last->bytes > t->data)
+            return step_fail(err, "%s: tensors %.150s and %.150s overlap", f->path, last->name,
+                             t->name);
+        last = t;
     }
+    return true;
+}
+
+static int by_name(const void *a, const void *b) {
+    return strcmp((*(SafetensorsTensor *const *)a)->name, (*(SafetensorsTensor *const *)b)->name);
+}
+
+/* The tensors sorted by name once, so that a lookup is a binary search
+ * (a linear one for each of a model's tensors was quadratic), and a name
+ * the header gives twice is refused. */
+static bool index_names(SafetensorsFile *f, StepError *err) {
+    f->by_name = malloc((size_t)(f->n > 0 ? f->n : 1) * sizeof *f->by_name);
+    if (f->by_name == NULL) return step_fail(err, "%s: out of memory", f->path);
+    for (int i = 0; i < f->n; i++) f->by_name[i] = &f->tensors[i];
+    qsort(f->by_name, (size_t)f->n, sizeof *f->by_name, by_name);
+    for (int i = 1; i < f->n; i++)
+        if (strcmp(f->by_name[i - 1]->name, f->by_name[i]->name) == 0)
+            return step_fail(err, "%s: tensor %.200s appears twice", f->path, f->by_name[i]->name);
     return true;
 }
 
@@ -108,7 +131,7 @@ bool safetensors_parse(SafetensorsFile *f, const unsigned char *bytes, size_t n,
         safetensors_close(f);
         return false;
     }
-    cJSON *header = cJSON_ParseWithLength((const char *)bytes + 8, (size_t)len);
+    cJSON *header = json_parse_whole_n((const char *)bytes + 8, (size_t)len);
     bool ok = cJSON_IsObject(header);
     if (!ok) step_fail(err, "%s: the header is not a JSON object", name);
     int count = ok ? cJSON_GetArraySize(header) : 0;
@@ -124,7 +147,7 @@ bool safetensors_parse(SafetensorsFile *f, const unsigned char *bytes, size_t n,
                              : step_fail(err, "%s: out of memory", name);
     }
     cJSON_Delete(header);
-    if (ok) ok = check_overlaps(f, err);
+    if (ok) ok = check_overlaps(f, err) && index_names(f, err);
     if (!ok) safetensors_close(f);
     return ok;
 }
@@ -143,8 +166,15 @@ bool safetensors_open(SafetensorsFile *f, const char *path, StepError *err) {
 }
 
 SafetensorsTensor *safetensors_find(const SafetensorsFile *f, const char *name) {
-    for (int i = 0; i < f->n; i++) {
-        if (strcmp(f->tensors[i].name, name) == 0) return &f->tensors[i];
+    int lo = 0, hi = f->by_name != NULL ? f->n : 0;
+    while (lo < hi) {
+        int mid = lo + (hi - lo) / 2;
+        int order = strcmp(f->by_name[mid]->name, name);
+        if (order == 0) return f->by_name[mid];
+        if (order < 0)
+            lo = mid + 1;
+        else
+            hi = mid;
     }
     return NULL;
 }
@@ -185,6 +215,7 @@ void safetensors_release(const SafetensorsFile *f, const SafetensorsTensor *t) {
 void safetensors_close(SafetensorsFile *f) {
     for (int i = 0; f->tensors != NULL && i < f->n; i++) free(f->tensors[i].name);
     free(f->tensors);
+    free(f->by_name);
     if (f->map != NULL) munmap(f->map, f->map_bytes);
     free(f->path);
     memset(f, 0, sizeof *f);

@@ -36,7 +36,8 @@ typedef struct {
     char *path; /* owned, for messages */
     void *map;
     size_t map_bytes;
-    SafetensorsTensor *tensors; /* [n] */
+    SafetensorsTensor *tensors;  /* [n], by where they start */
+    SafetensorsTensor **by_name; /* [n] into tensors, sorted by name */
     int n;
 } SafetensorsFile;
 

@@ -186,7 +186,7 @@ static bool config_token(Parse *p, const Tokenizer *t, const cJSON *config, cons
 }
 
 bool parse_config(Parse *p, Tokenizer *t, const char *config_text) {
-    cJSON *config = cJSON_Parse(config_text);
+    cJSON *config = json_parse_whole(config_text);
     if (config == NULL || !cJSON_IsObject(config)) {
         cJSON_Delete(config);
         return step_fail(p->err, "%s: tokenizer_config.json is not a JSON object", p->what);

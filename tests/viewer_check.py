@@ -88,17 +88,15 @@ def main():
             run("view", path, "-o", pages[name], *extra)
         pages["compare"] = os.path.join(tmp, "view-compare.html")
         run("view", traces["greedy"], traces["stories"], "-o", pages["compare"])
-        hostile = os.path.join(tmp, "hostile.jsonl")  # markup where text belongs
-        with open(hostile, "w") as f:
-            for e in ({"event": "run", "mode": "generate", "model": {"dim": 2, "n_layers": 1,
-                       "n_heads": 1, "n_kv_heads": 1, "vocab_size": 2, "attention": "<i>MHA</i>"},
-                       "kv_cache": {"bytes_per_token": "<b>", "formula": "<img src=x onerror=alert(1)>"}},
-                      {"event": "tokenize", "ids": [0], "pieces": ["</script><img src=x>"]},
-                      {"event": "logits", "pos": "<img src=x onerror=alert(2)>", "token": 0,
-                       "logits": [1, "<b>"]}):
-                f.write(json.dumps(e) + "\n")
+        # Markup where text belongs: in the prompt and the pieces (a valid
+        # trace: view refuses one that fails `trace validate`) and in the
+        # file's name, which the page shows.
+        hostile = os.path.join(tmp, "<img src=x onerror=alert(1)>.jsonl")
+        run("generate", *stories, "--prompt", "</script><img src=x onerror=alert(2)> <b>",
+            "--steps", "4", "--trace-level", "sampling", "--trace", hostile, "--quiet")
         pages["hostile"] = os.path.join(tmp, "view-hostile.html")
-        run("view", hostile, hostile, "-o", pages["hostile"])
+        run("view", hostile, hostile, "-o", pages["hostile"],
+            "--tokenizer", os.path.join(MODELS, "tok512.bin"))
         pages["example"] = os.path.join(tmp, "view-example.html")
         run("view", "--example", "-o", pages["example"])
         shots = ("stories", "compare", "example")  # the ones docs/ may show

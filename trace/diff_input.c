@@ -312,7 +312,7 @@ static bool read_sidecar(DiffRun *r, const char *sidecar, bool npy, int *first_p
     if (npy && stat(sidecar, &st) != 0) return true;
     char *text;
     if (!file_read_text(sidecar, "sidecar", &text, err)) return false;
-    cJSON *meta = cJSON_Parse(text);
+    cJSON *meta = json_parse_whole(text);
     free(text);
     const char *fmt = json_string_field(meta, "format"),
                *values = json_string_field(meta, "values");

@@ -2,6 +2,7 @@
 #include "trace_reader.h"
 
 #include "../ref/file_util.h"
+#include "../ref/json_util.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -19,7 +20,7 @@ cJSON *trace_reader_next(TraceReader *r, bool *not_json) {
     ssize_t n = getline(&r->line, &r->cap, r->file);
     if (n < 0) return NULL;
     r->line_no++;
-    cJSON *event = cJSON_ParseWithLength(r->line, (size_t)n);
+    cJSON *event = json_parse_whole_n(r->line, (size_t)n);
     *not_json = event == NULL;
     return event;
 }

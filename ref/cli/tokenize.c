@@ -10,6 +10,7 @@
 #include "common.h"
 #include "../chat.h"
 #include "../file_util.h"
+#include "../json_util.h"
 
 static const char TOKENIZE_USAGE[] =
     "usage: stepwise tokenize (--text TEXT | --texts FILE | --chat FILE) [options]\n"
@@ -142,7 +143,7 @@ static bool encode_lines(const TokenizeArgs *a, const Tokenizer *tok, StepError 
     char *save = NULL;
     for (char *line = strtok_r(all, "\n", &save); ok && line != NULL;
          line = strtok_r(NULL, "\n", &save)) {
-        cJSON *v = cJSON_Parse(line);
+        cJSON *v = json_parse_whole(line);
         if (!cJSON_IsString(v)) {
             cJSON_Delete(v);
             ok = step_fail(err, "--texts %s: line %d is not a JSON string", a->texts, n + 1);
@@ -176,7 +177,7 @@ static bool encode_lines(const TokenizeArgs *a, const Tokenizer *tok, StepError 
 static bool encode_chat(const TokenizeArgs *a, const Tokenizer *tok, StepError *err) {
     char *text;
     if (!file_read_text(a->chat, "--chat", &text, err)) return false;
-    cJSON *o = cJSON_Parse(text);
+    cJSON *o = json_parse_whole(text);
     free(text);
     ChatInput in = {0};
     ChatPrompt p;

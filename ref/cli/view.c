@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "../../trace/trace_reader.h"
+#include "../../trace/trace_validate.h"
 #include "commands.h"
 #include "common.h"
 #include "../file_util.h"
@@ -27,6 +28,8 @@ static const char VIEW_USAGE[] =
     "attention patterns as heatmaps when the trace has them, and the KV cache row\n"
     "by row. With TRACE2, the two runs side by side from their first divergence.\n"
     "--example writes the (2, 1, 0) classroom example, no trace needed.\n"
+    "Each TRACE is first checked as `stepwise trace validate` checks it, and\n"
+    "refused (exit 2, naming its first violation) unless it passes.\n"
     "\n"
     "  -o, --out PAGE   where to write (default: TRACE with .html for .jsonl)\n"
     "  --tokenizer T    name every token by its piece (a tokenizer.bin, a\n"
@@ -43,6 +46,29 @@ static bool wanted(const char *name, const cJSON *e) {
     const char *hook = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(e, "hook"));
     size_t n = hook ? strlen(hook) : 0;
     return strcmp(name, "activation") == 0 && n > 13 && strcmp(hook + n - 13, ".attn.pattern") == 0;
+}
+
+/* Whether the trace at path passes `trace validate`: err names its first
+ * violation when not. A page drawn from a file that is no trace would
+ * show numbers that mean nothing. */
+static bool trace_is_valid(const char *path, StepError *err) {
+    if (strcmp(path, "-") == 0)
+        return step_fail(err, "view: reads traces from files (it validates each before drawing "
+                              "it); save standard input to a file first");
+    char *report = NULL;
+    size_t size = 0;
+    FILE *f = open_memstream(&report, &size);
+    if (f == NULL) return step_fail(err, "view: out of memory");
+    int violations = trace_validate_file(path, f, err);
+    fclose(f);
+    bool ok = violations == 0;
+    if (violations > 0) {
+        size_t line = strcspn(report, "\n");
+        step_fail(err, "view: %.*s (%d violation%s: see stepwise trace validate)", (int)line,
+                  report, violations, violations == 1 ? "" : "s");
+    }
+    free(report);
+    return ok;
 }
 
 /* {"name", "events": [...]} of the trace at path. */
@@ -148,7 +174,8 @@ int cli_view(int argc, char **argv) {
     if (ok) ok = file_check_output(out, "-o", &err);
     cJSON *data = cJSON_CreateObject(), *traces = cJSON_AddArrayToObject(data, "traces");
     for (int i = 0; ok && i < n; i++) {
-        cJSON *t = read_trace(argv[optind + i], &err);
+        cJSON *t =
+            trace_is_valid(argv[optind + i], &err) ? read_trace(argv[optind + i], &err) : NULL;
         ok = t != NULL;
         if (ok) cJSON_AddItemToArray(traces, t);
     }
