@@ -19,9 +19,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     SafetensorsFile f;
     if (safetensors_parse(&f, weights, n_weights, "fuzz", &err)) {
         float one[4];
-        for (int i = 0; i < f.n; i++) /* convert a few values of every tensor */
+        for (int i = 0; i < f.n; i++) { /* convert a few values of every tensor */
             if (f.tensors[i].numel > 0 && f.tensors[i].numel <= 4)
                 safetensors_to_f32(&f.tensors[i], one);
+            if (safetensors_find(&f, f.tensors[i].name) != &f.tensors[i])
+                abort(); /* names are unique: each finds itself */
+        }
         safetensors_close(&f);
     }
     /* the folder: fuzz_file's folder holds config.json and model.safetensors */

@@ -198,3 +198,70 @@ a, b = part(1), part(2)
 open(f"{sys.argv[1]}/two-parts", "wb").write(struct.pack("<H", len(a)) + a + b)
 open(f"{sys.argv[1]}/same-part", "wb").write(struct.pack("<H", len(a)) + a + a)
 PY
+
+# Issue 28's reproducers, small: the fuzzers start from what once broke.
+/usr/bin/python3 - "$C" <<'PY'
+import json, math, struct, sys
+sys.path.insert(0, "tests")
+import gguf_write, tokenizer_json_write as w
+C = sys.argv[1]
+# GGUF: 2,000 empty tensors (the duplicate check was quadratic), one name twice
+many = b"GGUF" + struct.pack("<IQQ", 3, 2000, 0) + b"".join(
+    gguf_write.gguf_string("t%d" % i) + struct.pack("<IQIQ", 1, 0, 0, 0) for i in range(2000))
+many += b"\0" * (-len(many) % 32)
+open(f"{C}/gguf/many-empty-tensors", "wb").write(many)
+open(f"{C}/gguf/a-name-twice", "wb").write(many.replace(b"t1999", b"t1000", 1))
+# tokenizer.json: a pathological Split pattern, a Replace chain, far ids,
+# many added tokens sharing prefixes, and a second document after the first
+tok, config = w.byte_level()
+def seed(name, t, text, tail=b""):
+    body = json.dumps(t).encode() + tail
+    x = text.encode()
+    open(f"{C}/tokenizer_json/{name}", "wb").write(
+        struct.pack("<H", len(x)) + x + struct.pack("<H", 0) + body)
+t = json.loads(json.dumps(tok)); t["pre_tokenizer"]["pretokenizers"][0]["pattern"]["Regex"] = "a*a*b|."
+seed("regex-a-star-a-star-b", t, "a" * 2000)
+t = json.loads(json.dumps(tok))
+t["normalizer"] = {"type": "Sequence", "normalizers": [
+    {"type": "Replace", "pattern": {"String": "a"}, "content": "aaaaaaaa"}] * 8}
+seed("replace-chain", t, "aa")
+t = json.loads(json.dumps(tok)); t["model"]["vocab"]["zz"] = (1 << 24) - 1
+seed("far-id", t, "a")
+t = json.loads(json.dumps(tok)); n = len(t["model"]["vocab"]) + 3
+t["added_tokens"] += [{"id": n + i, "content": "x" * (i % 7 + 1) + "%d" % i,
+                       "single_word": i % 3 == 0, "lstrip": i % 5 == 0, "rstrip": i % 4 == 0,
+                       "special": True} for i in range(200)]
+seed("added-prefixes", t, "xx1 xxx2x xxxxxxx199 x0" * 4)
+seed("trailing-document", tok, "a", b'{"x": 1}')
+# safetensors: an empty tensor at another's start (valid)
+for src in ("llamaforcausallm",):
+    data = open(f"{C}/safetensors/{src}", "rb").read()
+    n_cfg = struct.unpack("<H", data[:2])[0]
+    cfg, weights = data[2:2 + n_cfg], data[2 + n_cfg:]
+    n = struct.unpack("<Q", weights[:8])[0]
+    header = json.loads(weights[8:8 + n])
+    start = sorted(v["data_offsets"][0] for k, v in header.items() if k != "__metadata__")[1]
+    header["extra.empty"] = {"dtype": "F16", "shape": [0, 4], "data_offsets": [start, start]}
+    text = json.dumps(header).encode()
+    open(f"{C}/safetensors/empty-tensor-at-a-start", "wb").write(
+        data[:2 + n_cfg] + struct.pack("<Q", len(text)) + text + weights[8 + n:])
+# golden: parts whose files give their bytes, and a web app's manifest
+def part(k, extra):
+    files = [dict({"index": i, "file": f"f{i}.jsonl", "sha256": f"{i:064x}"}, **extra)
+             for i in range(4) if i % 2 == k - 1]
+    return json.dumps({"format": "stepwise-golden", "version": 1, "model": {"file": "m"},
+                       "files": files, "shard": {"index": k, "count": 2, "files_in_set": 4}}).encode()
+a, b = part(1, {"bytes": 12}), part(2, {"bytes": -1})
+open(f"{C}/golden/parts-with-bytes", "wb").write(struct.pack("<H", len(a)) + a + b)
+web = b'{"name": "app", "start_url": "/", "icons": []}'
+open(f"{C}/golden/web-app-manifest", "wb").write(struct.pack("<H", len(web)) + web + a)
+PY
+# checkpoints with a NaN and an infinity among the weights
+/usr/bin/python3 - "$C/checkpoint" <<'PY'
+import struct, sys
+d = bytearray(open(sys.argv[1] + "/tied.bin", "rb").read())
+d[28 + 4 * 200:32 + 4 * 200] = struct.pack("<f", float("nan"))
+open(sys.argv[1] + "/tied-nan.bin", "wb").write(bytes(d))
+d[28 + 4 * 40:32 + 4 * 40] = struct.pack("<f", float("-inf"))
+open(sys.argv[1] + "/tied-nan-inf.bin", "wb").write(bytes(d))
+PY
