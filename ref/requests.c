@@ -178,11 +178,42 @@ static bool read_request(BatchRequest *r, const char *line, int number, const Mo
     return ok;
 }
 
+typedef struct {
+    const char *id;
+    int index;
+} IdAt;
+
+static int by_id_then_index(const void *a, const void *b) {
+    const IdAt *x = a, *y = b;
+    int order = strcmp(x->id, y->id);
+    return order != 0 ? order : (x->index > y->index) - (x->index < y->index);
+}
+
+/* Every request whose id an earlier one has is refused. Sorted by id once
+ * (comparing each id with every earlier one was quadratic: a file of a
+ * million one-line requests took hours). False when out of memory. */
+static bool reject_duplicate_ids(BatchRequest *reqs, int count, const int *lines) {
+    IdAt *ids = malloc((size_t)(count > 0 ? count : 1) * sizeof *ids);
+    if (ids == NULL) return false;
+    int n = 0;
+    for (int i = 0; i < count; i++)
+        if (reqs[i].id != NULL) ids[n++] = (IdAt){reqs[i].id, i};
+    qsort(ids, (size_t)n, sizeof *ids, by_id_then_index);
+    for (int k = 1; k < n; k++) {
+        BatchRequest *r = &reqs[ids[k].index];
+        if (strcmp(ids[k - 1].id, ids[k].id) == 0 && r->error == NULL)
+            reject(r, "duplicate id '%s' (line %d)", r->id, lines[ids[k].index]);
+    }
+    free(ids);
+    return true;
+}
+
 bool requests_load(const char *path, const Model *m, const Tokenizer *tok, ChatTemplate tmpl,
                    const GenerateOptions *defaults, BatchRequest **out, int *n, StepError *err) {
     char *text;
     if (!file_read_text(path, "requests", &text, err)) return false;
-    int cap = 16, count = 0, number = 0;
+    int cap = 16, count = 0, number = 0, lines_cap = 0;
+    int *lines = NULL; /* [count] the line each request came from */
     BatchRequest *reqs = calloc((size_t)cap, sizeof *reqs);
     bool ok = reqs != NULL;
     for (char *line = text, *end; ok && line != NULL && *line; line = end) {
@@ -201,15 +232,18 @@ bool requests_load(const char *path, const Model *m, const Tokenizer *tok, ChatT
         BatchRequest *r = &reqs[count++];
         memset(r, 0, sizeof *r);
         r->opt = *defaults;
-        if (!read_request(r, line, number, m, tok, tmpl)) continue;
-        for (int j = 0; j < count - 1; j++) {
-            if (reqs[j].id != NULL && strcmp(reqs[j].id, r->id) == 0) {
-                reject(r, "duplicate id '%s' (line %d)", r->id, number);
-                break;
-            }
+        int *grown_lines = count > lines_cap ? realloc(lines, (size_t)cap * sizeof *lines) : lines;
+        if (grown_lines == NULL) {
+            ok = false;
+            break;
         }
+        if (count > lines_cap) lines = grown_lines, lines_cap = cap;
+        lines[count - 1] = number;
+        read_request(r, line, number, m, tok, tmpl);
     }
     free(text);
+    if (ok) ok = reject_duplicate_ids(reqs, count, lines);
+    free(lines);
     if (!ok) {
         for (int i = 0; i < count; i++) batch_request_free(&reqs[i]);
         free(reqs);
