@@ -4,15 +4,17 @@ refuse (models, tokenizers, JSON models, requests, traces, diff inputs,
 command-line options, output targets, signals).
 
 Each case states the exit status it expects and the words the first error
-line must contain. Every case runs under a timeout, and after each the
-scratch folder must hold only what the case may create: no crash (a death by
-signal), no hang, no file written beside its target, no PASS on nonsense.
+line must contain. Every case runs under a timeout and within 1 GiB of
+resident memory, and after each the scratch folder must hold only what the
+case may create: no crash (a death by signal), no hang, no file written
+beside its target, no PASS on nonsense.
 
 usage: tests/bad_inputs.py build/stepwise [NAME-PART]   (run by `make test`;
        NAME-PART runs only the cases whose names hold it)
 """
 import json
 import os
+import resource
 import shutil
 import signal
 import stat
@@ -1212,12 +1214,30 @@ def remove(names):
             shutil.rmtree(p, ignore_errors=True)
 
 
+MEMORY_LIMIT_KB = 1 << 20  # a case may take at most 1 GiB resident
+
+
+def children_peak_kb():
+    """The largest resident size of any child waited for so far (a running
+    maximum: it passes the limit at the case that took more)."""
+    return resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+
+
 def run_case(c):
     make_files(c["files"])
     try:
-        return run_case_made(c)
+        problem = run_case_made(c)
     finally:  # even when it hung: the next case needs a clean folder
         remove(listing() - FIXTURES)
+    peak = children_peak_kb()
+    if peak > MEMORY_LIMIT_KB and peak > run_case.peak_before:
+        problem = "; ".join(p for p in (problem, "peak resident memory %d MiB, above 1 GiB"
+                                        % (peak >> 10)) if p)
+    run_case.peak_before = peak
+    return problem
+
+
+run_case.peak_before = 0
 
 
 def run_case_made(c):
