@@ -185,22 +185,15 @@ static bool place_tensors(GgufFile *f, const unsigned char *data, uint64_t size,
     return ok;
 }
 
-static int by_name(const void *a, const void *b) {
-    return strcmp((*(GgufTensor *const *)a)->name, (*(GgufTensor *const *)b)->name);
-}
-
-/* The tensors sorted by name once: a duplicate is a neighbour, and a lookup
- * is a binary search. (Checking each name against every other was
- * quadratic: 150,000 tensors took minutes.) */
+/* The tensors indexed by name once (name_index.h): a duplicate is found
+ * here, and a lookup is a binary search. */
 static bool index_names(GgufFile *f, StepError *err) {
-    f->by_name = malloc((size_t)(f->n_tensors ? f->n_tensors : 1) * sizeof *f->by_name);
-    if (f->by_name == NULL) return step_fail(err, "%s: out of memory", f->path);
-    for (uint64_t i = 0; i < f->n_tensors; i++) f->by_name[i] = &f->tensors[i];
-    qsort(f->by_name, (size_t)f->n_tensors, sizeof *f->by_name, by_name);
-    for (uint64_t i = 1; i < f->n_tensors; i++)
-        if (strcmp(f->by_name[i - 1]->name, f->by_name[i]->name) == 0)
-            return step_fail(err, "%s: tensor %.100s appears twice", f->path, f->by_name[i]->name);
-    return true;
+    if (!name_index_alloc(&f->by_name, (size_t)f->n_tensors))
+        return step_fail(err, "%s: out of memory", f->path);
+    for (uint64_t i = 0; i < f->n_tensors; i++)
+        f->by_name.items[i] = (NamedItem){f->tensors[i].name, &f->tensors[i]};
+    const char *twice = name_index_sort(&f->by_name);
+    return twice == NULL || step_fail(err, "%s: tensor %.100s appears twice", f->path, twice);
 }
 
 bool gguf_parse(GgufFile *f, const unsigned char *bytes, size_t n, const char *name,
@@ -255,7 +248,8 @@ bool gguf_open(GgufFile *f, const char *path, StepError *err) {
 void gguf_close(GgufFile *f) {
     for (uint64_t i = 0; f->kv != NULL && i < f->n_kv; i++) free(f->kv[i].key);
     for (uint64_t i = 0; f->tensors != NULL && i < f->n_tensors; i++) free(f->tensors[i].name);
-    free(f->kv), free(f->tensors), free(f->by_name), free(f->path);
+    free(f->kv), free(f->tensors), free(f->path);
+    name_index_free(&f->by_name);
     if (f->map != NULL) munmap(f->map, f->map_bytes);
     memset(f, 0, sizeof *f);
 }
@@ -268,17 +262,7 @@ const GgufKv *gguf_find_kv(const GgufFile *f, const char *key) {
 }
 
 GgufTensor *gguf_find_tensor(const GgufFile *f, const char *name) {
-    uint64_t lo = 0, hi = f->by_name != NULL ? f->n_tensors : 0;
-    while (lo < hi) {
-        uint64_t mid = lo + (hi - lo) / 2;
-        int order = strcmp(f->by_name[mid]->name, name);
-        if (order == 0) return f->by_name[mid];
-        if (order < 0)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    return NULL;
+    return name_index_find(&f->by_name, name);
 }
 
 static uint64_t le(const unsigned char *b, int n) {

@@ -12,6 +12,7 @@
 
 #include "error.h"
 #include "gguf_dequant.h"
+#include "name_index.h"
 
 /* Metadata value types (the GGUF spec's numbering). */
 enum {
@@ -58,7 +59,7 @@ typedef struct {
     uint64_t n_kv;
     GgufTensor *tensors;
     uint64_t n_tensors;
-    GgufTensor **by_name; /* [n_tensors] into tensors, sorted by name */
+    NameIndex by_name; /* tensors by name */
 } GgufFile;
 
 /* Map and check the file at path. */

@@ -100,22 +100,16 @@ static bool check_overlaps(SafetensorsFile *f, StepError *err) {
     return true;
 }
 
-static int by_name(const void *a, const void *b) {
-    return strcmp((*(SafetensorsTensor *const *)a)->name, (*(SafetensorsTensor *const *)b)->name);
-}
-
-/* The tensors sorted by name once, so that a lookup is a binary search
- * (a linear one for each of a model's tensors was quadratic), and a name
- * the header gives twice is refused. */
+/* The tensors indexed by name once (name_index.h), so that a lookup is a
+ * binary search (a linear one for each of a model's tensors was quadratic),
+ * and a name the header gives twice is refused. */
 static bool index_names(SafetensorsFile *f, StepError *err) {
-    f->by_name = malloc((size_t)(f->n > 0 ? f->n : 1) * sizeof *f->by_name);
-    if (f->by_name == NULL) return step_fail(err, "%s: out of memory", f->path);
-    for (int i = 0; i < f->n; i++) f->by_name[i] = &f->tensors[i];
-    qsort(f->by_name, (size_t)f->n, sizeof *f->by_name, by_name);
-    for (int i = 1; i < f->n; i++)
-        if (strcmp(f->by_name[i - 1]->name, f->by_name[i]->name) == 0)
-            return step_fail(err, "%s: tensor %.200s appears twice", f->path, f->by_name[i]->name);
-    return true;
+    if (!name_index_alloc(&f->by_name, (size_t)f->n))
+        return step_fail(err, "%s: out of memory", f->path);
+    for (int i = 0; i < f->n; i++)
+        f->by_name.items[i] = (NamedItem){f->tensors[i].name, &f->tensors[i]};
+    const char *twice = name_index_sort(&f->by_name);
+    return twice == NULL || step_fail(err, "%s: tensor %.200s appears twice", f->path, twice);
 }
 
 bool safetensors_parse(SafetensorsFile *f, const unsigned char *bytes, size_t n, const char *name,
@@ -166,17 +160,7 @@ bool safetensors_open(SafetensorsFile *f, const char *path, StepError *err) {
 }
 
 SafetensorsTensor *safetensors_find(const SafetensorsFile *f, const char *name) {
-    int lo = 0, hi = f->by_name != NULL ? f->n : 0;
-    while (lo < hi) {
-        int mid = lo + (hi - lo) / 2;
-        int order = strcmp(f->by_name[mid]->name, name);
-        if (order == 0) return f->by_name[mid];
-        if (order < 0)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    return NULL;
+    return name_index_find(&f->by_name, name);
 }
 
 void safetensors_convert(SafetensorsDtype dtype, const unsigned char *data, uint64_t n,
@@ -215,7 +199,7 @@ void safetensors_release(const SafetensorsFile *f, const SafetensorsTensor *t) {
 void safetensors_close(SafetensorsFile *f) {
     for (int i = 0; f->tensors != NULL && i < f->n; i++) free(f->tensors[i].name);
     free(f->tensors);
-    free(f->by_name);
+    name_index_free(&f->by_name);
     if (f->map != NULL) munmap(f->map, f->map_bytes);
     free(f->path);
     memset(f, 0, sizeof *f);

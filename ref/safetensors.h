@@ -16,6 +16,7 @@
 #include <stdint.h>
 
 #include "error.h"
+#include "name_index.h"
 
 typedef enum { ST_F32, ST_F16, ST_BF16 } SafetensorsDtype;
 
@@ -36,8 +37,8 @@ typedef struct {
     char *path; /* owned, for messages */
     void *map;
     size_t map_bytes;
-    SafetensorsTensor *tensors;  /* [n], by where they start */
-    SafetensorsTensor **by_name; /* [n] into tensors, sorted by name */
+    SafetensorsTensor *tensors; /* [n], by where they start */
+    NameIndex by_name;          /* tensors by name */
     int n;
 } SafetensorsFile;
 
