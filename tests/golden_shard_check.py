@@ -89,7 +89,14 @@ def main():
         m = json.load(open(os.path.join(bad, "manifest.json")))
         with open(os.path.join(bad, m["files"][0]["file"]), "ab") as f:
             f.write(b" ")
-        refused("a file changed after its part was made", [p[0], bad], "not the one its manifest gives")
+        refused("a file grown after its part was made", [p[0], bad],
+                "bytes, its manifest says %d" % m["files"][0]["bytes"])
+        with open(os.path.join(bad, m["files"][0]["file"]), "r+b") as f:  # the size again
+            f.truncate(m["files"][0]["bytes"])
+            f.seek(0)
+            f.write(b"[")
+        refused("a file changed after its part was made (same size)", [p[0], bad],
+                "not the one its manifest gives")
         escape = os.path.join(tmp, "escape")
         shutil.copytree(p[1], escape)
         m["files"][0]["file"] = "../whole/manifest.json"
