@@ -165,6 +165,7 @@ unit-tests:
 	/usr/bin/python3 tests/hf_reference.py $(BUILD)/stepwise
 	/usr/bin/python3 tests/gguf_reference.py $(BUILD)/stepwise
 	/usr/bin/python3 tests/gguf_quant_check.py $(BUILD)/stepwise
+	/usr/bin/python3 tests/gguf_vocab_check.py $(BUILD)/stepwise
 	$(MAKE) --no-print-directory tokenizer-json-check
 	$(MAKE) --no-print-directory convert-check
 	$(MAKE) --no-print-directory diff-check

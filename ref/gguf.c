@@ -224,6 +224,9 @@ bool gguf_parse(GgufFile *f, const unsigned char *bytes, size_t n, const char *n
         ok = step_fail(err, "%s: general.alignment must be a power of two", name);
     if (ok) {
         uint64_t at = (uint64_t)(c.p - bytes), start = (at + align - 1) / align * align;
+        /* a vocabulary-only file (llama.cpp's ggml-vocab-*.gguf) has no
+         * tensors, and may end before the data section would start */
+        if (start > n && f->n_tensors == 0) start = n;
         ok = start <= n || step_fail(err, "%s: no data section", name);
         if (ok) ok = place_tensors(f, bytes + start, n - start, align, err);
     }

@@ -143,7 +143,12 @@ bool gguf_model_load(Model *m, Tokenizer *tok, const char *path, const ProgressS
     char *arch = gguf_get_string(&f, "general.architecture");
     bool ok = arch != NULL && (strcmp(arch, "llama") == 0 || strcmp(arch, "qwen2") == 0 ||
                                strcmp(arch, "qwen3") == 0);
-    if (!ok)
+    if (f.n_tensors == 0)
+        ok = step_fail(err,
+                       "%s: holds no tensors (a vocabulary-only file): it serves as a tokenizer "
+                       "(tokenize --model, --tokenizer), not as a model",
+                       path);
+    else if (!ok)
         step_fail(err, "%s: general.architecture %.40s is not supported (llama, qwen2, qwen3)",
                   path, arch ? arch : "(none)");
     ok = ok && read_config(&f, arch, &m->config, err);

@@ -359,3 +359,16 @@ bool gguf_write_tokenizer(GgufMetadata *meta, const Tokenizer *tok, StepError *e
     free(tokens), free(types), free(merges);
     return ok || step_fail(err, "out of memory writing the tokenizer");
 }
+
+bool gguf_tokenizer_load(Tokenizer *tok, const char *path, int vocab, StepError *err) {
+    memset(tok, 0, sizeof *tok);
+    GgufFile f;
+    if (!gguf_open(&f, path, err)) return false;
+    const GgufKv *tokens = gguf_find_kv(&f, "tokenizer.ggml.tokens");
+    bool ok = (tokens != NULL && tokens->type == GGUF_ARRAY && tokens->array_n > 0 &&
+               tokens->array_n <= INT32_MAX) ||
+              step_fail(err, "%s: has no tokenizer (tokenizer.ggml.tokens)", path);
+    ok = ok && gguf_read_tokenizer(&f, tok, vocab > 0 ? vocab : (int)tokens->array_n, err);
+    gguf_close(&f);
+    return ok;
+}

@@ -19,6 +19,12 @@
  * fewer: the embedding's padding). */
 bool gguf_read_tokenizer(const GgufFile *f, Tokenizer *tok, int vocab, StepError *err);
 
+/* The tokenizer of the GGUF file at path alone, weights or none: a model's,
+ * or a vocabulary-only file's (llama.cpp's ggml-vocab-*.gguf, which its own
+ * tokenizer tests use). vocab: the model's vocabulary it must fit, or 0 for
+ * the file's own count of tokens. */
+bool gguf_tokenizer_load(Tokenizer *tok, const char *path, int vocab, StepError *err);
+
 /* The metadata that gguf_read_tokenizer reads back as tok: a
  * sentencepiece vocabulary (tokenizer.bin) as "llama" with token types
  * (unknown, control for BOS and EOS, byte, normal); a tokenizer.json as

@@ -678,6 +678,15 @@ def gguf_cases():
         case("gguf: " + name, ["generate", "--model", "{m.gguf}"], 2, [words],
              files={"m.gguf": data})
     case("gguf: a FIFO", ["generate", "--model", "{f.gguf}"], 2, ["FIFO"], files={"f.gguf": ("fifo",)})
+    vocab_only = b"GGUF" + struct.pack("<IQQ", 3, 0, 4) + b"".join(gguf_write.llama_tokenizer_kvs()[:4])
+    case("gguf: a vocabulary-only file as a model", ["generate", "--model", "{v.gguf}"], 2,
+         ["holds no tensors (a vocabulary-only file)"], files={"v.gguf": vocab_only})
+    case("gguf: a vocabulary-only file as a tokenizer (valid)",
+         ["tokenize", "--model", "{v.gguf}", "--text", "cats", "--json"], 0, [],
+         # by hand: only "\u2581c" of the pairs' merges is a piece ("\u2581ca", "at", "ts"
+         # are not), so BOS, then \u2581c a t s
+         files={"v.gguf": vocab_only}, check=lambda r: json.loads(r.stdout)["ids"] ==
+         [1, 3, 4, 5, 7] or "ids " + r.stdout)
     import tokenizer_json_write
     tj = tokenizer_json_write.byte_level()[0]
     for pre, words in (("falcon", "tokenizer.ggml.pre falcon is not supported"),):

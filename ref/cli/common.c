@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "../gguf_model.h"
+#include "../gguf_tokenizer.h"
 #include "../hf_model.h"
 #include "../model_json.h"
 #include "../pack.h"
@@ -276,6 +277,7 @@ bool cli_load_model(const char *model_path, const char *tokenizer_path, Model *m
 
 bool cli_load_tokenizer(const char *path, int vocab_size, Tokenizer *tok, StepError *err) {
     if (cli_is_tokenizer_json(path)) return tokenizer_load_json(tok, path, vocab_size, err);
+    if (gguf_is_model_path(path)) return gguf_tokenizer_load(tok, path, vocab_size, err);
     if (ends_with(path, ".json")) return load_json_tokenizer(tok, path, vocab_size, err);
     return tokenizer_load_bin(tok, path, vocab_size, err);
 }

@@ -10,6 +10,7 @@
 #include "common.h"
 #include "../chat.h"
 #include "../file_util.h"
+#include "../gguf_model.h"
 #include "../json_util.h"
 
 static const char TOKENIZE_USAGE[] =
@@ -25,10 +26,12 @@ static const char TOKENIZE_USAGE[] =
     "                     \"content\"}, ...]}: assemble it with the chat template and\n"
     "                     print {\"template\", \"text\", \"ids\", \"pieces\", \"segments\"}\n"
     "  --chat-template T  llama2, chatml or llama3 (default: the tokenizer's own)\n"
-    "  --tokenizer FILE   llama2.c tokenizer.bin, or a Hugging Face tokenizer.json\n"
-    "                     (or the directory holding it); default: the tokenizer of --model\n"
+    "  --tokenizer FILE   llama2.c tokenizer.bin, a Hugging Face tokenizer.json (or the\n"
+    "                     directory holding it), or a GGUF file's embedded tokenizer;\n"
+    "                     default: the tokenizer of --model\n"
     "  --model PATH       a model whose tokenizer to use: a stepwise JSON model, a\n"
-    "                     Hugging Face directory or a GGUF file (default: the built-in\n"
+    "                     Hugging Face directory or a GGUF file, a vocabulary-only one\n"
+    "                     (llama.cpp's ggml-vocab-*.gguf) too (default: the built-in\n"
     "                     tiny model)\n"
     "  --no-bos           do not put BOS first (a tokenizer.json's BOS is put first only\n"
     "                     when its tokenizer_config.json or post-processor adds one)\n"
@@ -225,9 +228,14 @@ int cli_tokenize(int argc, char **argv) {
     }
     Tokenizer tok;
     Model m = {0};
-    bool ok = a.tokenizer != NULL && a.model == NULL
-                  ? cli_load_tokenizer(a.tokenizer, 0, &tok, &err)
-                  : cli_load_model(a.model, a.tokenizer, &m, &tok, NULL, &err);
+    /* a GGUF file's tokenizer needs none of its weights (a vocabulary-only
+     * file has none) */
+    const char *tok_only = a.tokenizer != NULL && a.model == NULL ? a.tokenizer
+                           : a.tokenizer == NULL && a.model != NULL && gguf_is_model_path(a.model)
+                               ? a.model
+                               : NULL;
+    bool ok = tok_only != NULL ? cli_load_tokenizer(tok_only, 0, &tok, &err)
+                               : cli_load_model(a.model, a.tokenizer, &m, &tok, NULL, &err);
     int *ids = NULL, n = 0;
     if (ok && a.texts != NULL) {
         ok = encode_lines(&a, &tok, &err);

@@ -9,6 +9,7 @@
 #include "ref/gguf.h"
 #include "ref/gguf_convert.h"
 #include "ref/gguf_model.h"
+#include "ref/gguf_tokenizer.h"
 #include "ref/nonfinite.h"
 
 /* The ids of a short text, or NULL (*n 0). */
@@ -68,6 +69,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     const char *path = fuzz_file("model.gguf", data, size);
     Model m;
     Tokenizer tok;
+    if (gguf_tokenizer_load(&tok, path, 0, &err)) { /* the tokenizer alone, as tokenize reads it */
+        int n_ids, *ids = encode(&tok, &n_ids);
+        free(ids);
+        tokenizer_free(&tok);
+    }
     if (gguf_model_load(&m, &tok, path, NULL, &err)) {
         RunState s;
         if (run_state_init(&s, &m.config, 1, 1, &err)) {
