@@ -368,6 +368,11 @@ bool gguf_tokenizer_load(Tokenizer *tok, const char *path, int vocab, StepError 
     bool ok = (tokens != NULL && tokens->type == GGUF_ARRAY && tokens->array_n > 0 &&
                tokens->array_n <= INT32_MAX) ||
               step_fail(err, "%s: has no tokenizer (tokenizer.ggml.tokens)", path);
+    /* a model's file: its tokenizer must fit the embedding, as when the
+     * model is loaded (the embedding's rows, read from its info alone) */
+    const GgufTensor *emb = gguf_find_tensor(&f, "token_embd.weight");
+    if (vocab <= 0 && emb != NULL && emb->n_dims == 2 && emb->ne[1] <= INT32_MAX)
+        vocab = (int)emb->ne[1];
     ok = ok && gguf_read_tokenizer(&f, tok, vocab > 0 ? vocab : (int)tokens->array_n, err);
     gguf_close(&f);
     return ok;

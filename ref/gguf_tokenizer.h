@@ -22,7 +22,8 @@ bool gguf_read_tokenizer(const GgufFile *f, Tokenizer *tok, int vocab, StepError
 /* The tokenizer of the GGUF file at path alone, weights or none: a model's,
  * or a vocabulary-only file's (llama.cpp's ggml-vocab-*.gguf, which its own
  * tokenizer tests use). vocab: the model's vocabulary it must fit, or 0 for
- * the file's own count of tokens. */
+ * the file's own: its embedding's rows, or with no embedding (a
+ * vocabulary-only file) its count of tokens. */
 bool gguf_tokenizer_load(Tokenizer *tok, const char *path, int vocab, StepError *err);
 
 /* The metadata that gguf_read_tokenizer reads back as tok: a
