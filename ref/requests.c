@@ -190,8 +190,8 @@ static int by_id_then_index(const void *a, const void *b) {
 }
 
 /* Every request whose id an earlier one has is refused. Sorted by id once
- * (comparing each id with every earlier one was quadratic: a file of a
- * million one-line requests took hours). False when out of memory. */
+ * (comparing each id with every earlier one was quadratic in the file's
+ * lines). False when out of memory. */
 static bool reject_duplicate_ids(BatchRequest *reqs, int count, const int *lines) {
     IdAt *ids = malloc((size_t)(count > 0 ? count : 1) * sizeof *ids);
     if (ids == NULL) return false;
