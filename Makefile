@@ -258,7 +258,7 @@ FUZZ_SECONDS ?= 60
 FUZZ_SMOKE_SECONDS ?= 4
 fuzz-build:
 	@$(MAKE) --no-print-directory BUILD=$(FUZZ_DIR) CC=clang \
-	  CFLAGS="$(SAN_FLAGS) -fsanitize=fuzzer-no-link" $(patsubst %,$(FUZZ_DIR)/fuzz_%,$(FUZZ_TARGETS))
+	  CFLAGS="$(SAN_FLAGS) -fsanitize=fuzzer-no-link -DFUZZING_BUILD_MODE_UNSAFE_FOR_PRODUCTION" $(patsubst %,$(FUZZ_DIR)/fuzz_%,$(FUZZ_TARGETS))
 
 $(BUILD)/fuzz_%: tests/fuzz/fuzz_%.c tests/fuzz/fuzz_file.h $(BUILD)/libstepwise.a
 	@echo "  LINK $@"
