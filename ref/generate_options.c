@@ -48,7 +48,6 @@ void generate_options_default(GenerateOptions *opt) {
                              .quant = {.group = 32},
                              .bos_id = TOKEN_BOS,
                              .eos_id = TOKEN_EOS,
-                             .summary_tokens = 32,
                              .retrieve_k = 2};
     sampler_params_default(&opt->sampler);
 }
@@ -59,6 +58,14 @@ int generate_window(const GenerateOptions *opt, const Config *c) {
 
 int generate_drop(const GenerateOptions *opt, int window) {
     return opt->context_drop > 0 ? opt->context_drop : window / 2;
+}
+
+/* Half the span, so that a summary shrinks the window by at least as much
+ * as it keeps, and at most 32 tokens (a sentence); at least 1. */
+int generate_summary_tokens(const GenerateOptions *opt, int drop) {
+    if (opt->summary_tokens > 0) return opt->summary_tokens;
+    int half = drop / 2;
+    return half < 1 ? 1 : half > 32 ? 32 : half;
 }
 
 bool generate_options_validate(const GenerateOptions *opt, const Config *c, StepError *err) {
@@ -87,19 +94,20 @@ bool generate_options_validate(const GenerateOptions *opt, const Config *c, Step
         if (opt->keep + drop > window)
             return step_fail(err, "--keep %d and --context-drop %d are more than the window %d",
                              opt->keep, drop, window);
-        if (opt->summary_tokens < 1 || opt->summary_tokens >= drop)
+        int summary_tokens = generate_summary_tokens(opt, drop);
+        if (summary_tokens >= drop)
             return step_fail(err,
                              "--summary-tokens %d must be in [1, %d]: a summary must be shorter "
                              "than the %d tokens it replaces",
-                             opt->summary_tokens, drop - 1, drop);
+                             summary_tokens, drop - 1, drop);
         if (opt->n_summary_before + opt->n_summary_after == 0)
             return step_fail(err, "the summary prompt is empty");
-        long need = (long)opt->n_summary_before + drop + opt->n_summary_after + opt->summary_tokens;
+        long need = (long)opt->n_summary_before + drop + opt->n_summary_after + summary_tokens;
         if (need > c->seq_len)
             return step_fail(err,
                              "the summary prompt (%d + %d + %d tokens) and %d summary tokens need "
                              "%ld positions but the model holds %d",
-                             opt->n_summary_before, drop, opt->n_summary_after, opt->summary_tokens,
+                             opt->n_summary_before, drop, opt->n_summary_after, summary_tokens,
                              need, c->seq_len);
     }
     if (opt->policy == CONTEXT_RETRIEVE) {

@@ -53,7 +53,8 @@ typedef struct {
     SamplerParams sampler; /* how each next token is chosen (see sampler.h) */
     /* summarize: the summary's prompt is summary_before, the span, then
      * summary_after (token ids: the CLI encodes --summary-prompt); it is
-     * generated greedily, up to summary_tokens tokens (< drop). */
+     * generated greedily, up to summary_tokens tokens (< drop; 0: see
+     * generate_summary_tokens). */
     const int *summary_before, *summary_after;
     int n_summary_before, n_summary_after;
     int summary_tokens;
@@ -70,7 +71,7 @@ typedef struct {
 
 /* Greedy, 256 steps, the model's whole window with policy stop, the cache on,
  * prompt logits off, stopping at llama2.c's BOS (1) and EOS (2); summaries
- * of at most 32 tokens, 2 chunks retrieved. */
+ * as long as generate_summary_tokens says, 2 chunks retrieved. */
 void generate_options_default(GenerateOptions *opt);
 
 /* Check the window options against the model: context in [2, seq_len],
@@ -84,6 +85,9 @@ bool generate_options_validate(const GenerateOptions *opt, const Config *c, Step
  * drops (context_drop, or half the window). */
 int generate_window(const GenerateOptions *opt, const Config *c);
 int generate_drop(const GenerateOptions *opt, int window);
+/* The longest summary of a span of drop tokens: summary_tokens when given,
+ * else half the span, at most 32 and at least 1. */
+int generate_summary_tokens(const GenerateOptions *opt, int drop);
 
 /* Called for every token as it is chosen (prompt tokens are not reported). */
 typedef struct {

@@ -176,7 +176,7 @@ static void summarize_span(const Model *m, const GenerateOptions *opt, const int
     in->prompt = prompt, run->prompt = prompt, run->n_prompt = n_prompt;
 
     /* The nested run: the model's whole window, greedy, no policy of its own. */
-    GenerateOptions nested = {.steps = opt->summary_tokens,
+    GenerateOptions nested = {.steps = generate_summary_tokens(opt, n_span),
                               .policy = CONTEXT_STOP,
                               .quant = opt->quant,
                               .bos_id = opt->bos_id,

@@ -28,7 +28,9 @@ both
   --tokens` computes in one fresh prefill of the rebuilt window;
 - the traces validate against the schemas (tests/validate_traces.py);
 - --retrieve-k 0, an empty summary prompt, one without {span} and a
-  summary as long as the span are refused in one line with exit 2.
+  summary as long as the span are refused in one line with exit 2;
+- summarize with nothing but --context 64 runs (the span is then 32 tokens,
+  and each summary at most 16: half the span).
 
     /usr/bin/python3 tests/context_policies_check.py build/stepwise
 """
@@ -142,6 +144,27 @@ def check_summarize(check, m, tmp):
     return trace
 
 
+def check_summarize_defaults(check, m, tmp):
+    """--context 64 and summarize, every other option left at its default:
+    the span is half the window (32), so the summary is at most 16 tokens
+    (half the span; the rule in docs/context-window.md), and exactly 16
+    when the nested run stops at its step limit."""
+    trace = os.path.join(tmp, "summarize-defaults.jsonl")
+    r = run_stepwise(BIN, "generate", *m, "--prompt", "Once upon a time", "--steps", "100",
+                     "--quiet", "--context", WINDOW, "--context-policy", "summarize", "--trace",
+                     trace, expect=(0, 2))
+    check(r.returncode == 0, f"summarize with its defaults at --context {WINDOW} runs: "
+          f"{r.stderr.strip() or 'exit 0'}")
+    if r.returncode != 0:
+        return
+    ctxs = [e for e in events(trace) if e["event"] == "context"]
+    lengths = [(len(c["summary"]["tokens"]), c["summary"]["stop_reason"], len(c["dropped"]))
+               for c in ctxs]
+    check(ctxs and all(d == 32 and (n == 16 if why == "steps" else n <= 16)
+                       for n, why, d in lengths),
+          f"summarize defaults: spans of 32 tokens, summaries of at most 16: {lengths}")
+
+
 def check_retrieve(check, m, tmp):
     trace = os.path.join(tmp, "retrieve.jsonl")
     run_stepwise(BIN, "generate", *m, "--prompt", "Once upon a time, Lily had a red ball",
@@ -217,6 +240,7 @@ def main():
         return 0
     with tempfile.TemporaryDirectory() as tmp:
         traces = [check_summarize(check, m, tmp), check_retrieve(check, m, tmp)]
+        check_summarize_defaults(check, m, tmp)
         check_hf(check, tmp)
         r = subprocess.run(["/usr/bin/python3", os.path.join(HERE, "validate_traces.py"), *traces],
                            capture_output=True, text=True)
