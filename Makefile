@@ -142,7 +142,7 @@ $(BUILD)/stepwise-tests: $(TEST_OBJ) $(BUILD)/libstepwise.a
 	@$(CC) $(CFLAGS) -o $@ $^ -lcriterion $(LDLIBS)
 
 test: deps
-	$(MAKE) --no-print-directory fmt-check build $(BUILD)/stepwise-tests
+	$(MAKE) --no-print-directory fmt-check build $(BUILD)/stepwise-tests $(BUILD)/bench/forward
 	$(MAKE) --no-print-directory unit-tests
 	$(MAKE) --no-print-directory bad-inputs
 	$(MAKE) --no-print-directory fuzz-smoke
@@ -179,6 +179,7 @@ unit-tests:
 	/usr/bin/python3 tests/prefix_cache_check.py $(BUILD)/stepwise
 	/usr/bin/python3 tests/memory_notes_check.py $(BUILD)/stepwise
 	/usr/bin/python3 tests/context_policies_check.py $(BUILD)/stepwise
+	/usr/bin/python3 tests/bench_ceiling_check.py $(BUILD)/stepwise
 
 $(NPM_DIR)/.installed:
 	@command -v npm >/dev/null || { echo "npm is needed for the tokenizer.json reference"; exit 2; }

@@ -14,8 +14,10 @@
 #include "quant.h"
 
 /* One layer's int8 matrix in the fast layout (as pack.h's float one):
- * blocks of 32 output rows interleaved along the input, codes [blocks, C, 32]
- * and scales [blocks, groups per row, 32]. Same arithmetic as quant.h's. */
+ * blocks of Q8_ROWS output rows interleaved along the input, codes
+ * [blocks, C, Q8_ROWS] and scales [blocks, groups per row, Q8_ROWS]. Same
+ * arithmetic as quant.h's. */
+#define Q8_ROWS 64
 typedef struct {
     int rows, cols, group, groups_per_row;
     int8_t *q;

@@ -5,8 +5,10 @@
  * arithmetic), the best of several passes in GB/s. 1 GiB is past every
  * cache (DRAM); 64 MiB is about the 15M shape's weights (58 MiB); 1 MiB is
  * stories260K's. With an argument N, also N threads reading their own
- * parts of the 1 GiB buffer at once (the ceiling of a decode on N cores).
- * A benchmark, not a test. */
+ * parts of the 1 GiB buffer at once. These describe the machine; they are
+ * not a decode's ceiling, which a decode can beat (its bytes are not these
+ * buffers, nor read with these loads): tests/bench/forward.c measures that
+ * by re-reading the decode step's own bytes. A benchmark, not a test. */
 #include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>

@@ -12,7 +12,16 @@
  * and KV rows, from the work counters), and the in-cache rate of the
  * prefill kernel (a 256 x C matrix against 96 tokens, again and again) as
  * the prefill's ceiling. It also runs the prompt on one thread and checks
- * that the logits are the same bits ("bitwise": true). */
+ * that the logits are the same bits ("bitwise": true).
+ *
+ * The decode's ceiling is measured the way a decode step reads: the
+ * model's own packed matrices and the cache rows of an average step, warm,
+ * re-read matrix by matrix by the same pool of threads, with vector loads
+ * (FAST_CLONES, as the kernels), best of the runs. A read that does less
+ * than the decode could still lose to it (a prefetcher's luck), so the
+ * ceiling is the faster of that read and the decode itself: the fastest
+ * these bytes were read in this run, which no decode can beat
+ * ("decode_read_seconds", and "ceiling_from" says which). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,6 +29,7 @@
 #include <time.h>
 
 #include "../../ref/forward.h"
+#include "../../ref/clones.h"
 #include "../../ref/hf_model.h"
 #include "../../ref/pack.h"
 #include "../../ref/quant_model.h"
@@ -61,6 +71,117 @@ static double kernel_macs_per_second(int C) {
     }
     free(w.data), free(x), free(out);
     return (double)rows * C * T / best;
+}
+
+/* The memory a decode step reads, as (start, bytes) regions in the order it
+ * reads them: the token's embedding row; each layer's norms and seven
+ * matrices; the final norm and the classifier; the cache rows of positions
+ * 0..kv_positions-1 of each layer. The bytes the work counters count, and
+ * the padding of the int8 layout's last block of rows, which its kernel
+ * reads too. */
+typedef struct {
+    const unsigned char *start[1024];
+    size_t bytes[1024];
+    int n;
+} Regions;
+
+static void add_region(Regions *r, const void *start, size_t bytes) {
+    if (r->n < 1024 && bytes > 0) r->start[r->n] = start, r->bytes[r->n++] = bytes;
+}
+
+static void add_packed(Regions *r, const PackedMatrix *w) {
+    add_region(r, w->data, (size_t)packed_blocks(w) * PACK_ROWS * (size_t)w->cols * sizeof(float));
+}
+
+static void add_q8(Regions *r, const PackedQ8 *w) {
+    size_t blocks = (size_t)q8_blocks(w);
+    add_region(r, w->q, blocks * Q8_ROWS * (size_t)w->cols);
+    add_region(r, w->scales, blocks * Q8_ROWS * (size_t)w->groups_per_row * sizeof(float));
+}
+
+static void decode_regions(Regions *r, const Model *m, const RunState *s, int kv_positions) {
+    const Config *c = &m->config;
+    const Weights *w = &m->weights;
+    size_t norm = (size_t)c->dim * sizeof(float);
+    r->n = 0;
+    if (m->packed != NULL) /* the token's row: from the packed classifier when tied */
+        add_region(r, w->token_embedding != NULL ? w->token_embedding : m->packed->wcls.data, norm);
+    else
+        add_region(r, m->quant->token_embedding.q, quant_matrix_bytes(1, c->dim, m->quant->group));
+    for (int l = 0; l < c->n_layers; l++) {
+        add_region(r, w->rms_att + (size_t)l * c->dim, norm);
+        add_region(r, w->rms_ffn + (size_t)l * c->dim, norm);
+        if (m->packed != NULL) {
+            const PackedWeights *p = m->packed;
+            const PackedMatrix *mats[] = {&p->wq[l], &p->wk[l], &p->wv[l], &p->wo[l],
+                                          &p->w1[l], &p->w2[l], &p->w3[l]};
+            for (int k = 0; k < 7; k++) add_packed(r, mats[k]);
+        } else {
+            const QuantWeights *q = m->quant;
+            const PackedQ8 *mats[] = {&q->pwq[l], &q->pwk[l], &q->pwv[l], &q->pwo[l],
+                                      &q->pw1[l], &q->pw2[l], &q->pw3[l]};
+            for (int k = 0; k < 7; k++) add_q8(r, mats[k]);
+        }
+    }
+    add_region(r, w->rms_final, norm);
+    if (m->packed != NULL)
+        add_packed(r, &m->packed->wcls);
+    else
+        add_q8(r, &m->quant->pcls);
+    const KVCache *kv = &s->cache;
+    size_t layer = (size_t)kv->capacity * (size_t)kv->kv_dim,
+           rows = (size_t)kv_positions * kv->kv_dim;
+    for (int l = 0; l < kv->n_layers && kv->key != NULL; l++) {
+        add_region(r, kv->key + (size_t)l * layer, rows * sizeof(float));
+        add_region(r, kv->value + (size_t)l * layer, rows * sizeof(float));
+    }
+}
+
+/* Read one region's chunks [begin, end) of 4 KiB with vector loads: eight
+ * independent XOR chains, as wide as the kernels' clone. */
+typedef struct {
+    const unsigned char *start;
+    size_t bytes;
+    uint64_t *sink; /* [chunks] one per task range, so that no read is optimised away */
+} ReadJob;
+
+#define READ_CHUNK 4096
+
+FAST_CLONES static uint64_t read_bytes(const uint64_t *a, size_t n) {
+    uint64_t x[8] = {0};
+    size_t i = 0;
+    for (; i + 8 <= n; i += 8)
+        for (int k = 0; k < 8; k++) x[k] ^= a[i + k];
+    for (; i < n; i++) x[0] ^= a[i];
+    return x[0] ^ x[1] ^ x[2] ^ x[3] ^ x[4] ^ x[5] ^ x[6] ^ x[7];
+}
+
+static void read_chunks(void *ctx, int begin, int end) {
+    ReadJob *job = ctx;
+    size_t from = (size_t)begin * READ_CHUNK, to = (size_t)end * READ_CHUNK;
+    if (to > job->bytes) to = job->bytes;
+    job->sink[begin] ^= read_bytes((const uint64_t *)(job->start + from), (to - from) / 8);
+}
+
+/* The best of `passes` reads of every region, in seconds (0: out of memory). */
+static double read_regions_seconds(const Regions *r, ThreadPool *pool, int passes) {
+    size_t most = 0;
+    for (int i = 0; i < r->n; i++) most = r->bytes[i] > most ? r->bytes[i] : most;
+    ReadJob job = {.sink = calloc(most / READ_CHUNK + 1, sizeof(uint64_t))};
+    if (job.sink == NULL) return 0;
+    double best = 1e30;
+    for (int p = 0; p < passes; p++) {
+        double t = now();
+        for (int i = 0; i < r->n; i++) {
+            job.start = r->start[i], job.bytes = r->bytes[i];
+            parallel_for(pool, (int)((r->bytes[i] + READ_CHUNK - 1) / READ_CHUNK), read_chunks,
+                         &job);
+        }
+        double d = now() - t;
+        best = d < best ? d : best;
+    }
+    free(job.sink);
+    return best;
 }
 
 int main(int argc, char **argv) {
@@ -131,6 +252,18 @@ int main(int argc, char **argv) {
     }
     struct rusage ru;
     getrusage(RUSAGE_SELF, &ru);
+    /* the decode's ceiling: its average step's bytes, read as it reads them */
+    Regions *regions = malloc(sizeof *regions);
+    double read_seconds = 0, decode_step_seconds = 1.0 / best_decode;
+    uint64_t read_bytes_total = 0;
+    if (ok && regions != NULL) {
+        decode_regions(regions, &m, &s, (D + 1) / 2);
+        for (int i = 0; i < regions->n; i++) read_bytes_total += regions->bytes[i];
+        read_seconds = read_regions_seconds(regions, m.pool, 20 * runs);
+    }
+    free(regions);
+    bool decode_faster = read_seconds <= 0 || decode_step_seconds < read_seconds;
+    double ceiling_seconds = decode_faster ? decode_step_seconds : read_seconds;
     /* the decode step's average reads: weights, plus the KV rows of D/2 positions */
     uint64_t kv_row = (uint64_t)m.config.n_layers * config_kv_dim(&m.config) * 2u * sizeof(float);
     uint64_t mean_step_bytes = s.work.weight_bytes + kv_row * (uint64_t)(D + 1) / 2u;
@@ -140,12 +273,15 @@ int main(int argc, char **argv) {
                "\"prefill_best_tok_s\": %.1f, \"decode_tokens\": %d, \"decode_tok_s\": %.1f, "
                "\"decode_best_tok_s\": %.1f, \"decode_step_bytes\": %llu, "
                "\"last_step_bytes\": %llu, \"prefill_macs\": %llu, "
-               "\"kernel_macs_per_second\": %.4g, \"bitwise\": %s}\n",
+               "\"kernel_macs_per_second\": %.4g, \"decode_read_seconds\": %.6g, "
+               "\"read_seconds\": %.6g, \"read_bytes\": %llu, \"ceiling_from\": \"%s\", "
+               "\"bitwise\": %s}\n",
                path, threads, int8 ? "true" : "false", load, ru.ru_maxrss * 1024L, T,
                median(prefill, runs), best_prefill, D, median(decode, runs), best_decode,
                (unsigned long long)mean_step_bytes, (unsigned long long)step_bytes,
                (unsigned long long)prefill_macs, int8 ? 0.0 : kernel_macs_per_second(m.config.dim),
-               bitwise ? "true" : "false");
+               ceiling_seconds, read_seconds, (unsigned long long)read_bytes_total,
+               decode_faster ? "decode" : "read", bitwise ? "true" : "false");
     free(tokens), free(one_thread);
     run_state_free(&s);
     model_free(&m);
