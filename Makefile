@@ -324,7 +324,9 @@ notebooks: build
 # Every command in docs/ marked runnable, run, and its output compared with
 # the block marked expected after it (tests/doc_check.py).
 doc-check: build inject npm-fixtures
+	/usr/bin/python3 tests/doc_check.py --self-test
 	/usr/bin/python3 tests/doc_check.py docs/*.md
+	/usr/bin/python3 tests/doc_check.py --figures-only README.md notebooks/README.md
 
 # The tests under valgrind's memcheck: no leaks, no invalid reads. Four are
 # left out because memcheck makes them take many minutes; the same code runs

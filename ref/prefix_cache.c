@@ -4,13 +4,18 @@
 #include <stdlib.h>
 #include <string.h>
 
+uint64_t prefix_cache_position_bytes(const Config *c, bool kv_int8) {
+    return kv_cache_bytes_of(c, 1, kv_int8) + sizeof(int);
+}
+
 bool prefix_cache_init(PrefixCache *p, const Config *c, bool kv_int8, uint64_t budget,
                        StepError *err) {
     memset(p, 0, sizeof *p);
-    uint64_t one = kv_cache_bytes_of(c, 1, kv_int8);
+    uint64_t one = prefix_cache_position_bytes(c, kv_int8);
     if (budget < one)
         return step_fail(err,
-                         "--prefix-cache-bytes %llu cannot hold one position's rows (%llu bytes)",
+                         "--prefix-cache-bytes %llu cannot hold one position (%llu bytes: its "
+                         "rows and token id)",
                          (unsigned long long)budget, (unsigned long long)one);
     p->budget = budget;
     return true;

@@ -34,8 +34,13 @@ typedef struct {
     int evicted;            /* prompts dropped to make room */
 } PrefixCache;
 
+/* What the cache charges for one position it keeps: the position's K and V
+ * rows in every layer (float32, or int8 codes and scales as kv_int8) and
+ * its token id, which a later prompt is matched against. */
+uint64_t prefix_cache_position_bytes(const Config *c, bool kv_int8);
+
 /* An empty cache of at most budget bytes: refused when the budget cannot
- * hold one position's rows of this model (float32 or int8 as kv_int8). */
+ * hold one position (prefix_cache_position_bytes). */
 bool prefix_cache_init(PrefixCache *p, const Config *c, bool kv_int8, uint64_t budget,
                        StepError *err);
 

@@ -2,16 +2,28 @@
 """doc-check: the commands in the docs still do what the docs say.
 
   doc_check.py FILE.md ...
+  doc_check.py --figures-only FILE.md ...   (links, names and figures; no blocks run)
+  doc_check.py --self-test
 
 A fenced block opened with ```sh runnable is run with bash in a scratch
-directory that looks like a checkout: build/, data/, docs/, tests/ and
-trace/ link to the project's, and ../shared/models links to $STEPWISE_MODELS (as for the
+directory that looks like a checkout: build/, data/, docs/, notebooks/,
+tests/ and trace/ link to the project's, and ../shared/models links to $STEPWISE_MODELS (as for the
 tests), so the commands read as a reader would type them and leave no files
 behind. If the next fenced block is opened with ```text expected, the
 command's standard output must equal it (line ends trimmed); otherwise it
 must just succeed. A ```sh block not marked runnable is a failure: every
 command in docs/ is run (a usage form goes in a text block). Blocks that use
 ../shared/models are skipped, saying so, when stories260K is absent.
+
+Figures in prose are checked the same way. A passage between
+<!-- figures: COMMAND --> and <!-- /figures --> marks its figures in bold;
+COMMAND is run as a runnable block is, and every number in every bold span
+of the passage (thousands separators and a trailing unit aside) must be a
+number COMMAND prints. A passage with no bold number fails, and so does a
+figure the command does not print: a wrong number planted in marked prose
+fails doc-check (`doc_check.py --self-test` proves it on a planted one).
+Figures from a timed run are checked against the run's record, committed
+beside the page (docs/runs/), which is the run's own output.
 
 Every relative link must lead to a file, and every function a page's
 "> **Code:**" line names must be defined in the file it links.
@@ -27,6 +39,9 @@ import sys
 import tempfile
 
 FENCE = re.compile(r"^```(\S*)(.*)$")
+FIGURES = re.compile(r"<!-- figures: (.*?) -->\n(.*?)<!-- /figures -->", re.S)
+BOLD = re.compile(r"\*\*([^*]+)\*\*")
+NUMBER = re.compile(r"(?<![\w.])-?\d[\d,]*(?:\.\d+)?")
 LINK = re.compile(r"\]\(([^)#\s]+)(#[^)]*)?\)")
 CODE_ITEM = re.compile(r"`([a-z_][a-z0-9_]*)`")
 
@@ -135,6 +150,32 @@ def blocks(path):
         i += 1
 
 
+def numbers(text):
+    """The numbers in text, thousands separators removed: '1,280' -> '1280'."""
+    return [n.replace(",", "") for n in NUMBER.findall(text)]
+
+
+def figure_passages(path):
+    """(command, passage, line) of every passage marked with figures."""
+    text = open(path, encoding="utf-8").read()
+    for m in FIGURES.finditer(text):
+        yield m.group(1).strip(), m.group(2), text.count("\n", 0, m.start()) + 1
+
+
+def check_figures(command, passage, work, env):
+    """Problems with one marked passage: the bold numbers COMMAND does not print."""
+    wanted = [n for span in BOLD.findall(passage) for n in numbers(span)]
+    if not wanted:
+        return ["a figures passage with no number in bold"]
+    done = subprocess.run(["bash", "-e", "-o", "pipefail", "-c", command], capture_output=True,
+                          text=True, env=env, cwd=work)
+    if done.returncode != 0:
+        return ["its command failed (exit %d): %s" % (done.returncode, done.stderr.strip()[:300])]
+    printed = set(numbers(done.stdout))
+    return ["the figure %s is not what `%s` prints" % (n, command) for n in wanted
+            if n not in printed]
+
+
 def trim(text):
     return "\n".join(line.rstrip() for line in text.strip("\n").split("\n"))
 
@@ -145,32 +186,45 @@ def make_sandbox(root, models):
     work = os.path.join(top, "stepwise")
     os.makedirs(os.path.join(top, "shared"))
     os.makedirs(work)
-    for name in ("build", "data", "docs", "tests", "trace"):
+    for name in ("build", "data", "docs", "notebooks", "tests", "trace"):
         os.symlink(os.path.join(root, name), os.path.join(work, name))
     os.symlink(models, os.path.join(top, "shared", "models"))
     return top, work
 
 
-def main(paths):
+def main(paths, figures_only=False):
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     env = dict(os.environ)
     models = os.path.abspath(os.path.join(root, env.get("STEPWISE_MODELS", "../shared/models")))
     env["STEPWISE_MODELS"] = models
     top, work = make_sandbox(root, models)
     try:
-        return check_all([os.path.abspath(p) for p in paths], work, env)
+        return check_all([os.path.abspath(p) for p in paths], work, env, figures_only)
     finally:
         shutil.rmtree(top)
 
 
-def check_all(paths, work, env):
+def check_all(paths, work, env, figures_only):
     passed = failed = skipped = 0
     have_models = os.path.exists(os.path.join(env["STEPWISE_MODELS"], "stories260K.bin"))
     for path in paths:
         for problem in check_links(path) + check_names(path):
             failed += 1
             print("FAIL  %s: %s" % (os.path.relpath(path), problem))
-        found = list(blocks(path))
+        for command, passage, line in figure_passages(path):
+            where = "%s:%d (figures)" % (os.path.relpath(path), line)
+            if "shared/models" in command and not have_models:
+                skipped += 1
+                print("skip  %s (no stories260K in $STEPWISE_MODELS: make models)" % where)
+                continue
+            problems = check_figures(command, passage, work, env)
+            for problem in problems:
+                print("FAIL  %s: %s" % (where, problem))
+            failed += bool(problems)
+            passed += not problems
+            if not problems:
+                print("ok    " + where)
+        found = [] if figures_only else list(blocks(path))
         for k, (info, text, line) in enumerate(found):
             if info == "sh":
                 failed += 1
@@ -204,5 +258,31 @@ def check_all(paths, work, env):
     return 1 if failed or passed + skipped == 0 else 0
 
 
+def self_test():
+    """doc-check itself: a marked passage whose bold figures the command
+    prints passes; the same passage with one figure planted wrong fails."""
+    good = ("<!-- figures: echo 'per token: 1280 bytes; int8: 480 bytes, 2.67x smaller' -->\n"
+            "A token costs **1,280** bytes, or **480** in int8 (**2.67×** smaller).\n"
+            "<!-- /figures -->\n")
+    results = []
+    with tempfile.TemporaryDirectory() as tmp:
+        for name, text, want in (("good", good, 0), ("planted", good.replace("**480**", "**470**"), 1),
+                                 ("unmarked", good.replace("**", ""), 1)):
+            page = os.path.join(tmp, name + ".md")
+            with open(page, "w", encoding="utf-8") as f:
+                f.write(text)
+            got = subprocess.run([sys.executable, os.path.abspath(__file__), page], capture_output=True,
+                                 text=True)
+            results.append(got.returncode == want)
+            print("%s  %s passage: doc-check exits %d (want %d)"
+                  % ("ok  " if got.returncode == want else "FAIL", name, got.returncode, want))
+    print("doc-check self-test: %s" % ("PASS" if all(results) else "FAILED"))
+    return 0 if all(results) else 1
+
+
 if __name__ == "__main__":
+    if sys.argv[1:] == ["--self-test"]:
+        sys.exit(self_test())
+    if sys.argv[1:2] == ["--figures-only"]:  # pages whose commands set a machine up (README.md)
+        sys.exit(main(sys.argv[2:], figures_only=True))
     sys.exit(main(sys.argv[1:]))

@@ -82,7 +82,11 @@ def main():
         check(small == base and metrics["prefix_cache_evicted"] > 0 and metrics["prefix_cache_bytes"] <= one * 300,
               f"a budget of {one * 300} bytes: {metrics['prefix_cache_evicted']} prompts evicted, "
               f"{metrics['prefix_cache_bytes']} bytes held, outputs identical")
-        for bad, words in ((str(one - 1), "cannot hold one position"), ("lots", "--prefix-cache-bytes")):
+        # a kept position costs its rows and its token id (4 bytes), which later prompts are
+        # matched against: a budget of the rows alone holds nothing, and is refused
+        charge = one + 4
+        run_stepwise(BIN, "batch", *m, "--requests", requests, "--quiet", "--prefix-cache-bytes", str(charge))
+        for bad, words in ((str(charge - 1), "cannot hold one position"), ("lots", "--prefix-cache-bytes")):
             r = run_stepwise(BIN, "batch", *m, "--requests", requests, "--quiet", "--prefix-cache-bytes",
                              bad, expect=(2,))
             check(words in r.stderr and len(r.stderr.strip().splitlines()) == 1,
@@ -96,8 +100,8 @@ def main():
         q, kv = shape["n_heads"] * shape["head_dim"], shape["n_kv_heads"] * shape["head_dim"]
         # embedding (tied classifier), per layer two norms and the five matrices, the final norm
         weights = 4 * (shape["vocab_size"] * d + L * (2 * d + d * q + 2 * d * kv + q * d + 3 * d * h) + d)
-        want = {"budget_bytes": budget, "positions": budget // one,
-                "prompts_at_context": budget // one // ctx,
+        want = {"budget_bytes": budget, "positions": budget // charge,
+                "prompts_at_context": budget // charge // ctx,
                 "total_bytes_at_most": weights + reqs * ctx * one + budget}
         check(o.get("prefix_cache") == want,
               f"inspect --prefix-cache-bytes {budget}: {o.get('prefix_cache')}, closed form {want}")

@@ -11,6 +11,7 @@
 #include "presets.h"
 #include "../gguf.h"
 #include "../gguf_model.h"
+#include "../prefix_cache.h"
 #include "identity.h"
 #include "../nonfinite.h"
 #include "../quant_model.h"
@@ -106,7 +107,8 @@ typedef struct {
 
 static PrefixFacts prefix_facts(const Config *c, int context, int requests, uint64_t budget) {
     CacheFacts f = cache_facts(c, context, requests);
-    PrefixFacts p = {.budget = budget, .positions = budget / f.per_token};
+    PrefixFacts p = {.budget = budget,
+                     .positions = budget / prefix_cache_position_bytes(c, false)};
     p.prompts = p.positions / (uint64_t)context;
     p.total = f.weight_bytes + f.total + budget;
     return p;
@@ -116,10 +118,10 @@ static void print_prefix_text(const Config *c, int context, int requests, uint64
     CacheFacts f = cache_facts(c, context, requests);
     PrefixFacts p = prefix_facts(c, context, requests, budget);
     printf("\nprefix cache (batch --prefix-cache: prompts' rows, shared by every request):\n");
-    printf("  a budget of %llu bytes holds %llu / %llu (float32 rows) = %llu positions: %llu "
-           "prompt%s of %d "
-           "tokens\n",
-           (unsigned long long)budget, (unsigned long long)budget, (unsigned long long)f.per_token,
+    printf("  a budget of %llu bytes holds %llu / %llu (float32 rows, and a 4-byte token id) = "
+           "%llu positions: %llu prompt%s of %d tokens\n",
+           (unsigned long long)budget, (unsigned long long)budget,
+           (unsigned long long)prefix_cache_position_bytes(c, false),
            (unsigned long long)p.positions, (unsigned long long)p.prompts,
            p.prompts == 1 ? "" : "s", context);
     printf("  weights + %d request cache%s + prefix cache = %llu + %llu + %llu = %llu bytes "
