@@ -56,15 +56,7 @@ requests 64 128 build/bench/batch-requests-stories.jsonl
 table stories260K "$models/stories260K.bin" "$models/tok512.bin" build/bench/batch-requests-stories.jsonl
 # A shared prefix: 32 requests whose prompts begin with the same ~200-token
 # system prompt (tok512), served with and without --prefix-cache on stories260K.
-/usr/bin/python3 - > build/bench/prefix-requests.jsonl <<'PY'
-import json
-system = "You are a kind storyteller. You tell short, happy stories to small children about " \
-         "animals who live in the forest, by the river and in the sea, and every story ends well. " * 3
-animals = ["cat", "dog", "fish", "bird", "frog", "bear", "fox", "owl"]
-for i in range(32):
-    print(json.dumps({"id": "p%02d" % i, "prompt": system + "Tell me about a %s." % animals[i % 8],
-                      "max_tokens": 32}))
-PY
+/usr/bin/python3 tests/prefix_requests.py > build/bench/prefix-requests.jsonl
 echo
 echo "stories260K, 32 requests sharing a system prompt, max batch 8, medians of 5 runs"
 echo "| prefix cache | positions reused | prefill multiply-adds saved | mean TTFT (ms) | aggregate tokens/s | seconds |"
