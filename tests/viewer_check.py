@@ -11,7 +11,19 @@ console error, into the page, which --dump-dom returns. Checked here:
 3. the attention heatmap is there exactly when the trace has patterns, with
    one cell for every (query, key) of layer 0, head 0;
 4. the comparison names the first position whose tokens differ;
-5. a page for a trace without some data says which flag would add it.
+5. a page for a trace without some data says which flag would add it;
+6. the page follows the step: opened at #step=1 of the 24-step stories260K
+   trace (position 4) the KV panel lists positions 0-4 and the heatmap
+   queries 0-4; at #step=21 (position 24) both reach 24;
+7. at those steps the numbers agree with the trace, which stepwise's C
+   sampler wrote: the table's logits and logits / T, p (a softmax computed
+   here), p after the cuts (the sample event's renormalised probs), the
+   stages in words ("top-k 40 kept 40 of 512", the event's n_kept), and
+   1,000 seeded draws whose counts sum to 1,000 and sit within 5 standard
+   deviations of p after the cuts;
+8. at every step the step's panels end within the 800 px of a 1280 x 800
+   window; BOS shows as <s>; the example page says its u is fixed at 0.5
+   and shows no attention or KV notes.
 
 Screenshots (1280 x 800) of the stories260K, comparison and example pages go
 to build/screenshots/ (make screenshots copies two into docs/img/).
@@ -43,11 +55,12 @@ def run(*args):
     run_stepwise(BIN, *args)
 
 
-def selftest(page, shoot):
-    """What the page's self-test wrote, and with shoot a screenshot of the page."""
+def selftest(page, shoot, at=""):
+    """What the page's self-test wrote (opened at the fragment `at`, such as
+    "step=3&"), and with shoot a screenshot of the page."""
     url = "file://" + page
     dom = subprocess.run([CHROMIUM, *FLAGS, "--virtual-time-budget=5000", "--dump-dom",
-                          url + "#selftest"], capture_output=True, text=True, timeout=120).stdout
+                          url + "#" + at + "selftest"], capture_output=True, text=True, timeout=120).stdout
     m = re.search(r'<pre id="selftest-result"[^>]*>(.*?)</pre>', dom, re.S)
     shot = os.path.join(SHOTS, os.path.basename(page)[:-5] + ".png")
     if shoot:
@@ -59,6 +72,71 @@ def selftest(page, shoot):
 
 def events(path):
     return [json.loads(line) for line in open(path)]
+
+
+def pct(p):
+    return "%.1f%%" % (100 * p)
+
+
+def check_step_numbers(view, evs):
+    """The table, the stages and the draws at one step against the trace."""
+    pos = view["pos"]
+    logits = next(e["logits"] for e in evs if e["event"] == "logits" and e["pos"] == pos)
+    sample = next(e for e in evs if e["event"] == "sample" and e["pos"] == pos)
+    t = sample["temperature"]["t"]
+    scaled = [x / t for x in logits]
+    top = max(scaled)
+    e = [math.exp(x - top) for x in scaled]
+    p = [x / sum(e) for x in e]
+    after = dict(zip(sample["survivors"], sample["probs"]))
+    order = sorted(range(len(p)), key=lambda i: (-p[i], i))[:8]
+    want = [[i, "%.4f" % logits[i], "%.4f" % (logits[i] / t), pct(p[i]),
+             pct(after[i]) if i in after else "cut"] for i in order]
+    check(view["table"] == want, f"step {view['step']}: the table's logit, logit/T, p and p after the cuts "
+          f"are the trace's (first row {want[0]})")
+    k, tp = sample["top_k"], sample["top_p"]
+    words = (f"top-k {k['k']} kept {k['n_kept']} of {sample['temperature']['n_kept']}; "
+             f"top-p {round(tp['p'], 4)} kept {tp['n_kept']} of {k['n_kept']}")
+    check(words in (view["stages"] or ""), f"step {view['step']}: the stages in words, as the sample event "
+          f"counts them: {view['stages']!r}")
+    draws = view["draws"]
+    n = sum(c for _, c, _ in draws)
+    close = all(abs(c - 1000 * after[i]) <= 5 * math.sqrt(1000 * after[i] * (1 - after[i])) + 1e-9
+                for i, c, _ in draws)
+    check(draws and n <= 1000 and close and (len(after) > len(draws) or n == 1000),
+          f"step {view['step']}: 1,000 seeded draws against p after the cuts: "
+          f"{[(i, c, round(q, 4)) for i, c, q in draws[:4]]}")
+
+
+def check_steps(page, trace, results):
+    """The page at #step=1 and #step=21 of the stories260K trace."""
+    evs = events(trace)
+    one, later = selftest(page, False, "step=1&"), selftest(page, False, "step=21&")
+    for view, step, pos in ((one and one["at_load"], 1, 4), (later and later["at_load"], 21, 24)):
+        if view is None:
+            check(False, f"the page opens at #step={step}")
+            continue
+        check(view["step"] == step and view["pos"] == pos and view["kv_positions"] == list(range(pos + 1))
+              and view["heatmap_queries"] == list(range(pos + 1)),
+              f"#step={step} (position {view['pos']}): the KV panel lists positions "
+              f"{view['kv_positions'][:1]}..{view['kv_positions'][-1:]}, the heatmap queries "
+              f"{view['heatmap_queries'][:1]}..{view['heatmap_queries'][-1:]}")
+        check_step_numbers(view, evs)
+    # the step with the most survivors, where the draws spread over several tokens
+    samples = [e for e in evs if e["event"] == "sample"]
+    best = max(range(len(samples)), key=lambda i: (samples[i]["n_survivors"], -i))
+    spread = selftest(page, False, f"step={best + 1}&")
+    if spread is not None:
+        check(spread["at_load"]["pos"] == samples[best]["pos"],
+              f"#step={best + 1}: position {samples[best]['pos']}, {samples[best]['n_survivors']} survivors")
+        check_step_numbers(spread["at_load"], evs)
+    r = results["stories"]
+    check(r is not None and 0 < r["lowest_bottom"] <= 800,
+          f"at every step the step's panels end within 800 px (lowest: {r and round(r['lowest_bottom'])} px)")
+    check(r is not None and r["bos_shown"] == "<s>", f"BOS shows as {r and r['bos_shown']!r}")
+    ex = results["example"]
+    check(ex is not None and ex["notes"] == [] and "u = 0.5" in ex["notes_meta"],
+          "the example page says its u is fixed at 0.5 and has no attention or KV notes")
 
 
 def main():
@@ -136,6 +214,7 @@ def main():
         notes = results["tokens"]["notes"] if results["tokens"] else []
         check(any("--trace-level logits" in n for n in notes),
               "a tokens-level trace says which flag adds the logits")
+        check_steps(pages["stories"], traces["stories"], results)
     made = [os.path.join(SHOTS, f"view-{n}.png") for n in shots]
     check(all(os.path.exists(p) and os.path.getsize(p) > 10000 for p in made),
           f"screenshots in build/screenshots: {', '.join(os.path.basename(p) for p in made)}")
