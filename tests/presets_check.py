@@ -82,6 +82,17 @@ def main():
             check(not wrong and params == PARAMS[name] == closed_form(want),
                   f"{name}: inspect --preset gives the published sizes and {PARAMS[name]:,} parameters"
                   + (f" (not {', '.join(wrong)}; {params})" if wrong or params != PARAMS[name] else ""))
+            # the bill in production precisions, from the published shape
+            L, kvh, hd = want["num_hidden_layers"], want["num_key_value_heads"], want["head_dim"]
+            for kv_dtype, per_token in (("f32", L * kvh * hd * 2 * 4), ("bf16", L * kvh * hd * 2 * 2),
+                                        ("f16", L * kvh * hd * 2 * 2), ("int8", L * kvh * (hd + 4) * 2)):
+                bill = json.loads(run_stepwise(BIN, "inspect", "--preset", name, "--json", "--kv-dtype", kv_dtype,
+                                               "--weight-dtype", "bf16", "--context", "4096").stdout)
+                got = bill["this_model"]
+                check(got["kv_bytes_per_token"] == per_token and got["kv_bytes_at_context"] == 4096 * per_token
+                      and got["weight_bytes"] == 2 * PARAMS[name] and bill["kv_dtype"] == kv_dtype,
+                      f"{name}: inspect --kv-dtype {kv_dtype} --weight-dtype bf16 bills {per_token:,} bytes a "
+                      f"token and {2 * PARAMS[name]:,} of weights")
             out = os.path.join(tmp, name)
             run_stepwise(BIN, "make-model", "--preset", name, "--layers", "1", "--seq-len", "64",
                          "--vocab", "512", "--dtype", "bf16", "--out", out)
@@ -103,6 +114,8 @@ def main():
                              "--seq-len", "32", "--out", out, expect=(0,) if ok else (2,))
             check((r.returncode == 0) == ok and (ok or "use --format hf" in r.stderr),
                   f"{name} as a llama2.c checkpoint: {'written' if ok else 'refused, naming --format hf'}")
+        r = run_stepwise(BIN, "inspect", "--preset", "qwen3-0.6b", "--kv-dtype", "fp8", expect=(2,))
+        check("--kv-dtype must be f32, bf16, f16 or int8" in r.stderr, "inspect --kv-dtype fp8 is refused by name")
         r = run_stepwise(BIN, "make-model", "--preset", "gpt-5", "--out", os.path.join(tmp, "x"), expect=(2,))
         check("unknown --preset 'gpt-5'" in r.stderr, "an unknown preset is refused by name")
     return check.summary("presets")

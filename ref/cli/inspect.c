@@ -19,7 +19,7 @@
 
 static const char INSPECT_USAGE[] =
     "usage: stepwise inspect [--model FILE | --preset P] [--context N] [--requests R] [--json]\n"
-    "                        [--no-hash] [--check-weights]\n"
+    "                        [--kv-dtype D] [--weight-dtype D] [--no-hash] [--check-weights]\n"
     "\n"
     "Print a model's shape and attention kind, its parameters and weight bytes,\n"
     "and its KV cache: bytes per token, at N tokens, for R concurrent requests,\n"
@@ -33,6 +33,11 @@ static const char INSPECT_USAGE[] =
     "  --context N      tokens per request (default: the model's seq_len; may exceed it,\n"
     "                   as a what-if)\n"
     "  --requests R     concurrent requests, each with its own cache (default 1)\n"
+    "  --kv-dtype D     bill the KV cache as f32 (what stepwise holds; the default), bf16\n"
+    "                   or f16 (2 bytes a value, as production engines hold it), or int8\n"
+    "                   (a byte a value and a float32 scale per position and KV head)\n"
+    "  --weight-dtype D bill the weights as f32 (the default), bf16 or f16 (as Hugging\n"
+    "                   Face files store them), or int8 (groups of 32 with a float32 scale)\n"
     "  --prefix-cache-bytes N  also account for batch's prefix cache of N bytes,\n"
     "                   shared by the requests (docs/batching.md)\n"
     "  --json           print one JSON object (docs/kv-cache.md)\n"
@@ -49,8 +54,30 @@ enum {
     OPT_NO_HASH_INSPECT,
     OPT_PRESET,
     OPT_PREFIX_BYTES,
-    OPT_CHECK_WEIGHTS
+    OPT_CHECK_WEIGHTS,
+    OPT_KV_DTYPE,
+    OPT_WEIGHT_DTYPE
 };
+
+/* How the bill stores a value: a what-if for bytes only (stepwise computes
+ * in float32 whatever the bill says). */
+typedef enum { DTYPE_F32, DTYPE_BF16, DTYPE_F16, DTYPE_INT8 } BillDtype;
+static const char *const DTYPE_NAMES[] = {"f32", "bf16", "f16", "int8"};
+
+typedef struct {
+    BillDtype kv, weights;
+    int group; /* int8 weights' group */
+} Bill;
+
+static bool parse_dtype(const char *text, const char *option, BillDtype *out, StepError *err) {
+    for (int i = 0; i < 4; i++) {
+        if (strcmp(text, DTYPE_NAMES[i]) == 0) {
+            *out = (BillDtype)i;
+            return true;
+        }
+    }
+    return step_fail(err, "%s must be f32, bf16, f16 or int8, got '%s'", option, text);
+}
 
 /* The files a model came from, with their SHA-256 (cli/identity.h). */
 static void print_files(const cJSON *files) {
@@ -71,11 +98,22 @@ typedef struct {
     uint64_t outgrows_at; /* smallest context whose caches exceed the weights */
 } CacheFacts;
 
-static CacheFacts cache_facts(const Config *c, int context, int requests) {
+/* Bytes of the weights and of one position's K and V rows as b stores them. */
+static uint64_t bill_weight_bytes(const Config *c, const Bill *b) {
+    if (b->weights == DTYPE_INT8) return quant_weight_bytes(c, b->group);
+    return config_param_count(c) * (b->weights == DTYPE_F32 ? 4u : 2u);
+}
+
+static uint64_t bill_kv_bytes_per_token(const Config *c, const Bill *b) {
+    if (b->kv == DTYPE_INT8) return kv_cache_bytes_q8(c, 1);
+    return kv_cache_bytes(c, 1) / (b->kv == DTYPE_F32 ? 1u : 2u);
+}
+
+static CacheFacts cache_facts(const Config *c, int context, int requests, const Bill *b) {
     CacheFacts f;
-    f.weight_bytes = config_param_count(c) * sizeof(float);
-    f.per_token = kv_cache_bytes(c, 1);
-    f.at_context = kv_cache_bytes(c, context);
+    f.weight_bytes = bill_weight_bytes(c, b);
+    f.per_token = bill_kv_bytes_per_token(c, b);
+    f.at_context = f.per_token * (uint64_t)context;
     f.total = f.at_context * (uint64_t)requests;
     f.outgrows_at = f.weight_bytes / (f.per_token * (uint64_t)requests) + 1;
     return f;
@@ -100,30 +138,33 @@ static void print_arch(const Config *c) {
 }
 
 /* batch --prefix-cache with a budget of `budget` bytes: the positions it
- * holds, float32 (the KV cache's own rows), and the whole memory bill. */
+ * holds (float32 rows, or int8 ones with --kv-dtype int8, as batch keeps
+ * them: prefix_cache_position_bytes), and the whole memory bill. */
 typedef struct {
     uint64_t budget, positions, prompts, total;
 } PrefixFacts;
 
-static PrefixFacts prefix_facts(const Config *c, int context, int requests, uint64_t budget) {
-    CacheFacts f = cache_facts(c, context, requests);
+static PrefixFacts prefix_facts(const Config *c, int context, int requests, uint64_t budget,
+                                const Bill *b) {
+    CacheFacts f = cache_facts(c, context, requests, b);
     PrefixFacts p = {.budget = budget,
-                     .positions = budget / prefix_cache_position_bytes(c, false)};
+                     .positions = budget / prefix_cache_position_bytes(c, b->kv == DTYPE_INT8)};
     p.prompts = p.positions / (uint64_t)context;
     p.total = f.weight_bytes + f.total + budget;
     return p;
 }
 
-static void print_prefix_text(const Config *c, int context, int requests, uint64_t budget) {
-    CacheFacts f = cache_facts(c, context, requests);
-    PrefixFacts p = prefix_facts(c, context, requests, budget);
+static void print_prefix_text(const Config *c, int context, int requests, uint64_t budget,
+                              const Bill *b) {
+    CacheFacts f = cache_facts(c, context, requests, b);
+    PrefixFacts p = prefix_facts(c, context, requests, budget, b);
     printf("\nprefix cache (batch --prefix-cache: prompts' rows, shared by every request):\n");
-    printf("  a budget of %llu bytes holds %llu / %llu (float32 rows, and a 4-byte token id) = "
+    printf("  a budget of %llu bytes holds %llu / %llu (%s rows, and a 4-byte token id) = "
            "%llu positions: %llu prompt%s of %d tokens\n",
            (unsigned long long)budget, (unsigned long long)budget,
-           (unsigned long long)prefix_cache_position_bytes(c, false),
-           (unsigned long long)p.positions, (unsigned long long)p.prompts,
-           p.prompts == 1 ? "" : "s", context);
+           (unsigned long long)prefix_cache_position_bytes(c, b->kv == DTYPE_INT8),
+           b->kv == DTYPE_INT8 ? "int8" : "float32", (unsigned long long)p.positions,
+           (unsigned long long)p.prompts, p.prompts == 1 ? "" : "s", context);
     printf("  weights + %d request cache%s + prefix cache = %llu + %llu + %llu = %llu bytes "
            "(%.2f MiB) at most\n",
            requests, requests == 1 ? "" : "s", (unsigned long long)f.weight_bytes,
@@ -132,8 +173,9 @@ static void print_prefix_text(const Config *c, int context, int requests, uint64
 }
 
 static void print_text(const char *name, const char *source, const Config *c, int context,
-                       int requests, int group, bool is_q8) {
-    CacheFacts f = cache_facts(c, context, requests);
+                       int requests, const Bill *b, bool is_q8) {
+    int group = b->group;
+    CacheFacts f = cache_facts(c, context, requests, b);
     int head_dim = config_head_dim(c), sharing = c->n_heads / c->n_kv_heads;
     printf("model %s\n", name);
     if (source[0] != '\0') printf("  from: %s\n", source);
@@ -145,17 +187,28 @@ static void print_text(const char *name, const char *source, const Config *c, in
            "head_dim %d, kv_dim %d\n",
            config_attention_kind(c), c->n_heads, c->n_kv_heads, sharing, sharing == 1 ? "" : "s",
            head_dim, config_kv_dim(c));
-    printf("  parameters: %llu, weights %llu bytes (%.2f MiB of float32)\n",
+    printf("  parameters: %llu, weights %llu bytes (%.2f MiB of %s)\n",
            (unsigned long long)config_param_count(c), (unsigned long long)f.weight_bytes,
-           mib(f.weight_bytes));
+           mib(f.weight_bytes), DTYPE_NAMES[b->weights]);
     uint64_t q8 = quant_weight_bytes(c, group);
+    uint64_t f32_weights = config_param_count(c) * sizeof(float);
     printf("  in int8 (group %d): %llu bytes (%.2f MiB, %.2fx smaller)%s\n", group,
-           (unsigned long long)q8, mib(q8), (double)f.weight_bytes / (double)q8,
+           (unsigned long long)q8, mib(q8), (double)f32_weights / (double)q8,
            is_q8 ? ": this file" : "");
     printf("\nKV cache (the K and V of every position, in every layer; Q is not cached):\n");
-    printf(
-        "  per token: %d layers x %d KV heads x %d head_dim x 2 (K and V) x 4 bytes = %llu bytes\n",
-        c->n_layers, c->n_kv_heads, head_dim, (unsigned long long)f.per_token);
+    if (b->kv == DTYPE_INT8)
+        printf(
+            "  per token, int8: %d layers x %d KV heads x (%d head_dim x 1 byte + a 4-byte scale) "
+            "x 2 (K and V) = %llu bytes\n",
+            c->n_layers, c->n_kv_heads, head_dim, (unsigned long long)f.per_token);
+    else
+        printf("  per token: %d layers x %d KV heads x %d head_dim x 2 (K and V) x %d bytes%s = "
+               "%llu bytes\n",
+               c->n_layers, c->n_kv_heads, head_dim, b->kv == DTYPE_F32 ? 4 : 2,
+               b->kv == DTYPE_F32    ? ""
+               : b->kv == DTYPE_BF16 ? " (bf16)"
+                                     : " (f16)",
+               (unsigned long long)f.per_token);
     printf("  at %d tokens: %d x %llu = %llu bytes (%.2f MiB)%s\n", context, context,
            (unsigned long long)f.per_token, (unsigned long long)f.at_context, mib(f.at_context),
            context > c->seq_len ? ", beyond the model's seq_len" : "");
@@ -164,11 +217,12 @@ static void print_text(const char *name, const char *source, const Config *c, in
            (unsigned long long)f.total, mib(f.total), (double)f.total / (double)f.weight_bytes);
     printf("  the cache outgrows the weights at %llu tokens per request\n",
            (unsigned long long)f.outgrows_at);
-    uint64_t kv8 = kv_cache_bytes_q8(c, 1);
-    printf("  in int8 (one scale per position and KV head): %llu bytes per token, %llu at %d "
-           "tokens x %d (%.2fx smaller)\n",
-           (unsigned long long)kv8, (unsigned long long)(kv8 * (uint64_t)context * requests),
-           context, requests, (double)f.per_token / (double)kv8);
+    uint64_t kv8 = kv_cache_bytes_q8(c, 1), kv32 = kv_cache_bytes(c, 1);
+    if (b->kv != DTYPE_INT8)
+        printf("  in int8 (one scale per position and KV head): %llu bytes per token, %llu at %d "
+               "tokens x %d (%.2fx smaller)\n",
+               (unsigned long long)kv8, (unsigned long long)(kv8 * (uint64_t)context * requests),
+               context, requests, (double)kv32 / (double)kv8);
     printf("\nwhat if this model had another number of KV heads (same %d query heads):\n\n",
            c->n_heads);
     printf("| KV heads | kind | query heads per KV head | weight bytes | KV bytes per token "
@@ -179,7 +233,7 @@ static void print_text(const char *name, const char *source, const Config *c, in
         if (c->n_heads % kv != 0) continue;
         Config v = *c;
         v.n_kv_heads = kv;
-        CacheFacts g = cache_facts(&v, context, requests);
+        CacheFacts g = cache_facts(&v, context, requests, b);
         printf("| %d%s | %s | %d | %llu | %llu | %llu | %llu |\n", kv,
                kv == c->n_kv_heads ? " (this model)" : "", config_attention_kind(&v),
                c->n_heads / kv, (unsigned long long)g.weight_bytes, (unsigned long long)g.per_token,
@@ -187,8 +241,8 @@ static void print_text(const char *name, const char *source, const Config *c, in
     }
 }
 
-static cJSON *facts_json(const Config *c, int context, int requests) {
-    CacheFacts f = cache_facts(c, context, requests);
+static cJSON *facts_json(const Config *c, int context, int requests, const Bill *b) {
+    CacheFacts f = cache_facts(c, context, requests, b);
     cJSON *o = cJSON_CreateObject();
     cJSON_AddNumberToObject(o, "n_kv_heads", c->n_kv_heads);
     cJSON_AddStringToObject(o, "attention", config_attention_kind(c));
@@ -246,8 +300,9 @@ static void print_gguf_tensors(const cJSON *list) {
 }
 
 static void print_json(const char *name, const char *source, const cJSON *files, const Config *c,
-                       int context, int requests, uint64_t prefix_bytes, int group, bool is_q8,
+                       int context, int requests, uint64_t prefix_bytes, const Bill *b, bool is_q8,
                        const cJSON *tensors) {
+    int group = b->group;
     cJSON *o = cJSON_CreateObject();
     cJSON_AddStringToObject(o, "model_path", name);
     if (source[0] != '\0') cJSON_AddStringToObject(o, "source", source);
@@ -256,12 +311,21 @@ static void print_json(const char *name, const char *source, const cJSON *files,
     cJSON_AddItemToObject(o, "model", trace_config_json(c));
     cJSON_AddNumberToObject(o, "context", context);
     cJSON_AddNumberToObject(o, "requests", requests);
+    cJSON_AddStringToObject(o, "kv_dtype", DTYPE_NAMES[b->kv]);
+    cJSON_AddStringToObject(o, "weight_dtype", DTYPE_NAMES[b->weights]);
     char formula[256];
-    snprintf(formula, sizeof formula,
-             "%d tokens x %d layers x %d KV heads x %d head_dim x 2 x 4 bytes x %d requests",
-             context, c->n_layers, c->n_kv_heads, config_head_dim(c), requests);
+    if (b->kv == DTYPE_INT8)
+        snprintf(
+            formula, sizeof formula,
+            "%d tokens x %d layers x %d KV heads x (%d head_dim x 1 byte + 4) x 2 x %d requests",
+            context, c->n_layers, c->n_kv_heads, config_head_dim(c), requests);
+    else
+        snprintf(formula, sizeof formula,
+                 "%d tokens x %d layers x %d KV heads x %d head_dim x 2 x %d bytes x %d requests",
+                 context, c->n_layers, c->n_kv_heads, config_head_dim(c),
+                 b->kv == DTYPE_F32 ? 4 : 2, requests);
     cJSON_AddStringToObject(o, "formula", formula);
-    cJSON_AddItemToObject(o, "this_model", facts_json(c, context, requests));
+    cJSON_AddItemToObject(o, "this_model", facts_json(c, context, requests, b));
     cJSON *q = cJSON_AddObjectToObject(o, "int8");
     cJSON_AddBoolToObject(q, "this_file", is_q8);
     cJSON_AddNumberToObject(q, "group", group);
@@ -270,7 +334,7 @@ static void print_json(const char *name, const char *source, const cJSON *files,
     cJSON_AddNumberToObject(q, "kv_bytes_total",
                             (double)(kv_cache_bytes_q8(c, context) * (uint64_t)requests));
     if (prefix_bytes > 0) {
-        PrefixFacts p = prefix_facts(c, context, requests, prefix_bytes);
+        PrefixFacts p = prefix_facts(c, context, requests, prefix_bytes, b);
         cJSON *pc = cJSON_AddObjectToObject(o, "prefix_cache");
         cJSON_AddNumberToObject(pc, "budget_bytes", (double)p.budget);
         cJSON_AddNumberToObject(pc, "positions", (double)p.positions);
@@ -282,7 +346,7 @@ static void print_json(const char *name, const char *source, const cJSON *files,
         if (c->n_heads % kv != 0) continue;
         Config v = *c;
         v.n_kv_heads = kv;
-        cJSON_AddItemToArray(variants, facts_json(&v, context, requests));
+        cJSON_AddItemToArray(variants, facts_json(&v, context, requests, b));
     }
     char *s = cJSON_Print(o);
     puts(s);
@@ -300,6 +364,8 @@ int cli_inspect(int argc, char **argv) {
         {"no-hash", no_argument, NULL, OPT_NO_HASH_INSPECT},
         {"preset", required_argument, NULL, OPT_PRESET},
         {"check-weights", no_argument, NULL, OPT_CHECK_WEIGHTS},
+        {"kv-dtype", required_argument, NULL, OPT_KV_DTYPE},
+        {"weight-dtype", required_argument, NULL, OPT_WEIGHT_DTYPE},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0}};
     const char *model = NULL;
@@ -307,6 +373,7 @@ int cli_inspect(int argc, char **argv) {
     int context = 0, requests = 1;
     long long prefix_bytes = 0;
     bool json = false, no_hash = false, check_weights = false, ok = true;
+    Bill bill = {.kv = DTYPE_F32, .weights = DTYPE_F32, .group = 32};
     StepError err;
     opterr = 0;
     optind = 1;
@@ -336,6 +403,12 @@ int cli_inspect(int argc, char **argv) {
                 break;
             case OPT_CHECK_WEIGHTS:
                 check_weights = true;
+                break;
+            case OPT_KV_DTYPE:
+                ok = parse_dtype(optarg, "--kv-dtype", &bill.kv, &err);
+                break;
+            case OPT_WEIGHT_DTYPE:
+                ok = parse_dtype(optarg, "--weight-dtype", &bill.weights, &err);
                 break;
             case 'h':
                 fputs(INSPECT_USAGE, stdout);
@@ -382,14 +455,14 @@ int cli_inspect(int argc, char **argv) {
     }
     if (context == 0) context = m.config.seq_len;
     const char *name = preset ? preset->name : model ? model : "(built-in tiny model)";
-    int group = m.quant != NULL ? m.quant->group : 32;
+    bill.group = m.quant != NULL ? m.quant->group : 32;
     if (json)
         print_json(name, m.source, files, &m.config, context, requests, (uint64_t)prefix_bytes,
-                   group, m.quant != NULL, tensors);
+                   &bill, m.quant != NULL, tensors);
     else
-        print_text(name, m.source, &m.config, context, requests, group, m.quant != NULL);
+        print_text(name, m.source, &m.config, context, requests, &bill, m.quant != NULL);
     if (!json && prefix_bytes > 0)
-        print_prefix_text(&m.config, context, requests, (uint64_t)prefix_bytes);
+        print_prefix_text(&m.config, context, requests, (uint64_t)prefix_bytes, &bill);
     if (!json && files != NULL) print_files(files);
     if (!json && tensors != NULL) print_gguf_tensors(tensors);
     cJSON_Delete(files);
