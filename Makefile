@@ -180,6 +180,7 @@ unit-tests:
 	/usr/bin/python3 tests/memory_notes_check.py $(BUILD)/stepwise
 	/usr/bin/python3 tests/context_policies_check.py $(BUILD)/stepwise
 	/usr/bin/python3 tests/bench_ceiling_check.py $(BUILD)/stepwise
+	/usr/bin/python3 tests/prefill_chunk_check.py $(BUILD)/stepwise
 
 $(NPM_DIR)/.installed:
 	@command -v npm >/dev/null || { echo "npm is needed for the tokenizer.json reference"; exit 2; }

@@ -73,6 +73,7 @@ typedef struct {
     uint64_t kv_bytes; /* allocated by active sequences now */
     int active;
     PrefixCache *prefix; /* or NULL */
+    int prefill_chunk;   /* 0: whole prompts */
 } Server;
 
 static double now(const Server *s) {
@@ -109,7 +110,28 @@ static bool pick(Server *s, BatchRequest *r) {
     return done || failed;
 }
 
-/* Admit r: allocate, prefill, pick its first token. True when it stays active. */
+/* Compute r's next chunk of prompt (all of it without --prefill-chunk);
+ * after the last, keep its rows in the prefix cache and pick its first
+ * token. False when r is finished (at its first token, or failed). */
+static bool prefill_next(Server *s, BatchRequest *r, bool first) {
+    int to = r->n_prompt;
+    if (s->prefill_chunk > 0 && to - r->prefilled > s->prefill_chunk)
+        to = r->prefilled + s->prefill_chunk;
+    sequence_prefill_chunk(&r->seq, r->prefilled, to, first);
+    r->prefilled = to;
+    if (to < r->n_prompt) return true; /* more chunks to come */
+    if (s->prefix != NULL && !r->opt.no_kv_cache && !r->opt.all_logits)
+        prefix_cache_put(s->prefix, r->prompt, r->n_prompt, &r->seq.s.cache);
+    r->state = REQUEST_ACTIVE;
+    if (pick(s, r)) {
+        finish(s, r);
+        return false;
+    }
+    return true;
+}
+
+/* Admit r: allocate, prefill (its first chunk), pick its first token once
+ * its prompt is in. True when it stays in the batch. */
 static bool admit(Server *s, BatchRequest *r) {
     r->t_admitted = now(s);
     StepError err;
@@ -129,18 +151,12 @@ static bool admit(Server *s, BatchRequest *r) {
      * Not for recompute-everything runs or prompt logits (rows they need). */
     bool shares = s->prefix != NULL && !r->opt.no_kv_cache && !r->opt.all_logits;
     int reused = shares ? prefix_cache_take(s->prefix, r->prompt, r->n_prompt, &r->seq.s.cache) : 0;
-    sequence_prefill_from(&r->seq, reused);
-    if (shares) prefix_cache_put(s->prefix, r->prompt, r->n_prompt, &r->seq.s.cache);
-    r->prefix_reused = reused;
+    r->prefix_reused = r->prefilled = reused;
     s->out->prefix_tokens_reused += reused;
     /* the blocks' work for the reused positions: positions 0..reused-1 */
     s->out->prefill_macs_saved += forward_body_macs(&s->m->config, reused, 0);
-    if (pick(s, r)) {
-        finish(s, r);
-        return false;
-    }
-    r->state = REQUEST_ACTIVE;
-    return true;
+    r->state = REQUEST_PREFILLING;
+    return prefill_next(s, r, true);
 }
 
 static bool interrupted(const BatchRequest *r) {
@@ -168,27 +184,29 @@ static void step(Server *s, RunState *scratch, BatchRequest **active, int n_acti
     s->out->steps++;
 }
 
-bool batch_run(const Model *m, BatchRequest *reqs, int n, int max_batch,
+bool batch_run(const Model *m, BatchRequest *reqs, int n, int max_batch, int prefill_chunk,
                const QuantRuntime *activations, PrefixCache *prefix, const BatchSink *sink,
                BatchMetrics *out, StepError *err) {
     memset(out, 0, sizeof *out);
     out->requests = n;
     if (max_batch < 1) return step_fail(err, "--max-batch must be at least 1");
+    if (prefill_chunk < 0) return step_fail(err, "--prefill-chunk must not be negative");
     if (max_batch > m->config.seq_len) max_batch = m->config.seq_len;
     int max_steps = 1;
     for (int i = 0; i < n; i++)
         max_steps = most_tokens(m, &reqs[i]) > max_steps ? most_tokens(m, &reqs[i]) : max_steps;
     BatchRequest **order = malloc((size_t)(n > 0 ? n : 1) * sizeof *order);
     BatchRequest **active = malloc((size_t)max_batch * sizeof *active);
+    BatchRequest **decoding = malloc((size_t)max_batch * sizeof *decoding);
     ForwardRow *rows = malloc((size_t)max_batch * sizeof *rows);
     double *itl = malloc((size_t)max_steps * sizeof(double));
     RunState scratch;
     QuantRuntime act = activations ? *activations : (QuantRuntime){.group = 32};
     act.kv = false; /* the scratch has no cache of its own to speak of */
-    bool allocated = order && active && rows && itl;
+    bool allocated = order && active && decoding && rows && itl;
     if (!allocated ||
         !run_state_init_quant(&scratch, &m->config, max_batch, max_batch, &act, err)) {
-        free(order), free(active), free(rows), free(itl);
+        free(order), free(active), free(decoding), free(rows), free(itl);
         return allocated ? false : step_fail(err, "batch: out of memory");
     }
     for (int i = 0; i < n; i++) order[i] = &reqs[i];
@@ -198,7 +216,8 @@ bool batch_run(const Model *m, BatchRequest *reqs, int n, int max_batch,
                 .out = out,
                 .start = clock_seconds(),
                 .itl_scratch = itl,
-                .prefix = prefix};
+                .prefix = prefix,
+                .prefill_chunk = prefill_chunk};
     int next = 0, n_active = 0;
     while (next < n || n_active > 0) {
         /* Interrupted: the requests still waiting are not served; the
@@ -208,6 +227,12 @@ bool batch_run(const Model *m, BatchRequest *reqs, int n, int max_batch,
                 order[next]->error = strdup("interrupted before it was served");
             finish(&s, order[next++]);
         }
+        /* chunked prefill: each prompt still coming in, one chunk further */
+        int kept = 0;
+        for (int b = 0; b < n_active; b++)
+            if (active[b]->state != REQUEST_PREFILLING || prefill_next(&s, active[b], false))
+                active[kept++] = active[b];
+        n_active = kept;
         while (next < n && n_active < max_batch && order[next]->arrival_ms / 1000.0 <= now(&s)) {
             BatchRequest *r = order[next++];
             if (admit(&s, r)) active[n_active++] = r;
@@ -218,14 +243,17 @@ bool batch_run(const Model *m, BatchRequest *reqs, int n, int max_batch,
             if (next < n) sleep_until(&s, order[next]->arrival_ms / 1000.0);
             continue;
         }
-        step(&s, &scratch, active, n_active, rows);
-        int kept = 0;
-        for (int b = 0; b < n_active; b++) {
-            if (pick(&s, active[b]))
-                finish(&s, active[b]);
-            else
-                active[kept++] = active[b];
-        }
+        /* one decode step for the requests past their prompt */
+        int n_decoding = 0;
+        for (int b = 0; b < n_active; b++)
+            if (active[b]->state == REQUEST_ACTIVE) decoding[n_decoding++] = active[b];
+        if (n_decoding == 0) continue;
+        step(&s, &scratch, decoding, n_decoding, rows);
+        for (int b = 0; b < n_decoding; b++)
+            if (pick(&s, decoding[b])) finish(&s, decoding[b]);
+        kept = 0;
+        for (int b = 0; b < n_active; b++)
+            if (active[b]->state != REQUEST_DONE) active[kept++] = active[b];
         n_active = kept;
     }
     out->seconds = now(&s);
@@ -241,6 +269,6 @@ bool batch_run(const Model *m, BatchRequest *reqs, int n, int max_batch,
         out->mean_e2e_ms /= out->completed;
     }
     run_state_free(&scratch);
-    free(order), free(active), free(rows), free(itl);
+    free(order), free(active), free(decoding), free(rows), free(itl);
     return true;
 }

@@ -22,7 +22,9 @@ typedef struct {
     double tokens_per_second; /* generated tokens / end-to-end latency */
 } RequestMetrics;
 
-typedef enum { REQUEST_PENDING, REQUEST_ACTIVE, REQUEST_DONE } RequestState;
+/* PREFILLING: admitted, its prompt computed a chunk a step (--prefill-chunk);
+ * ACTIVE: decoding, a token a step. */
+typedef enum { REQUEST_PENDING, REQUEST_PREFILLING, REQUEST_ACTIVE, REQUEST_DONE } RequestState;
 
 typedef struct BatchRequest {
     /* given */
@@ -43,6 +45,7 @@ typedef struct BatchRequest {
     double t_admitted, t_finished; /* seconds since the batch started */
     double *token_times;           /* [opt.steps] when each token was picked */
     int prefix_reused;             /* prompt positions copied from the prefix cache */
+    int prefilled;                 /* prompt positions in its cache so far */
 } BatchRequest;
 
 /* What the run did as a whole. */
@@ -76,8 +79,12 @@ typedef struct {
  * most max_batch active, activations quantized as `activations` says (the
  * weights: the model's). Requests with an error are reported and skipped.
  * prefix (NULL: none) is a cache of prompts' KV rows that each prefill
- * first copies from and then adds to: the same bits either way. */
-bool batch_run(const Model *m, BatchRequest *reqs, int n, int max_batch,
+ * first copies from and then adds to: the same bits either way.
+ * prefill_chunk > 0 computes an admitted prompt at most that many positions
+ * a step, between the decode steps of the others (chunked prefill), so that
+ * a long prompt does not stall their tokens; 0: each prompt in one pass. The
+ * same bits either way. */
+bool batch_run(const Model *m, BatchRequest *reqs, int n, int max_batch, int prefill_chunk,
                const QuantRuntime *activations, PrefixCache *prefix, const BatchSink *sink,
                BatchMetrics *out, StepError *err);
 

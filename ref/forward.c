@@ -507,9 +507,9 @@ static void mlp_block(const Model *m, RunState *s, const ForwardRow *rows, int n
     emit_each(rows, n_rows, l, HOOK_RESID_POST, s->x, 1, dim);
 }
 
-/* The tokens whose logits a row wants: all of them, or its last. */
+/* The tokens whose logits a row wants: all of them, its last, or none. */
 static int wanted(const ForwardRow *row) {
-    return row->all_logits ? row->n_tokens : 1;
+    return row->no_logits ? 0 : row->all_logits ? row->n_tokens : 1;
 }
 
 /* logits [W, vocab] = wcls · rmsnorm(x) for the W wanted tokens, gathered
@@ -522,6 +522,7 @@ static const float *classify(const Model *m, RunState *s, const ForwardRow *rows
                (size_t)n * dim * sizeof(float));
         W += n;
     }
+    if (W == 0) return s->logits; /* no row wants any: the classifier is not read */
     Weight cls = weight_of(m, M_CLS, 0);
     rmsnorm_rows(m, s->xb, s->xb, m->weights.rms_final, W, dim);
     linear(s, model_threads(m), s->logits, s->xb, W, dim, V, cls, INPUT_NEW);

@@ -85,6 +85,7 @@ typedef struct {
     int n_tokens;
     int pos0;
     bool all_logits; /* the logits of every token, not only the last one's */
+    bool no_logits;  /* none at all: a prefill chunk before the last (its cache rows only) */
 } ForwardRow;
 
 /* The transformer over rows[0..n_rows): the matmuls take every row's tokens

@@ -33,13 +33,20 @@ void sequence_end_pass(Sequence *q, const ForwardRow *row, PassPhase phase, cons
     if (phase != PASS_PREFILL) q->result->decode_seconds += seconds;
 }
 
-/* One pass of this sequence alone: its state is its own scratch. */
-static void run_pass(Sequence *q, PassPhase phase, const int *tokens, int T, int pos0,
-                     bool all_logits) {
+/* One pass of this sequence alone: its state is its own scratch. A pass
+ * with no_logits fills cache rows only (a prefill chunk before the last). */
+static void run_pass_rows(Sequence *q, PassPhase phase, const int *tokens, int T, int pos0,
+                          bool all_logits, bool no_logits) {
     double t0 = clock_seconds();
     ForwardRow row = begin_pass(q, phase, tokens, T, pos0, all_logits);
+    row.no_logits = no_logits;
     const float *logits = forward(q->m, &q->s, &row, 1);
     sequence_end_pass(q, &row, phase, logits, clock_seconds() - t0);
+}
+
+static void run_pass(Sequence *q, PassPhase phase, const int *tokens, int T, int pos0,
+                     bool all_logits) {
+    run_pass_rows(q, phase, tokens, T, pos0, all_logits, false);
 }
 
 bool sequence_init(Sequence *q, const Model *m, const int *prompt, int n_prompt,
@@ -99,10 +106,17 @@ void sequence_prefill(Sequence *q) {
 }
 
 void sequence_prefill_from(Sequence *q, int reused) {
-    q->t0 = clock_seconds();
-    run_pass(q, PASS_PREFILL, q->window_tokens + reused, q->n - reused, reused, q->opt->all_logits);
-    q->result->prefill_seconds = clock_seconds() - q->t0;
-    q->result->positions_filled = q->n;
+    sequence_prefill_chunk(q, reused, q->n, true);
+}
+
+void sequence_prefill_chunk(Sequence *q, int from, int to, bool first) {
+    double t = clock_seconds();
+    if (first) q->t0 = t;
+    bool last = to == q->n; /* earlier chunks want no logits, unless every position's */
+    run_pass_rows(q, PASS_PREFILL, q->window_tokens + from, to - from, from, q->opt->all_logits,
+                  !last && !q->opt->all_logits);
+    q->result->prefill_seconds += clock_seconds() - t;
+    q->result->positions_filled = to;
 }
 
 bool sequence_pick(Sequence *q, bool *failed, StepError *err) {

@@ -28,6 +28,10 @@ static const char BATCH_USAGE[] =
     "result is bitwise what `stepwise generate` gives for it alone.\n"
     "\n"
     "  --max-batch B        most requests decoded together (default 8)\n"
+    "  --prefill-chunk N    compute an admitted prompt N positions a step, between\n"
+    "                       the others' decode steps, so that a long prompt does not\n"
+    "                       stall their tokens (chunked prefill; the same bits);\n"
+    "                       default 0: each prompt in one pass\n"
     "  --chat-template T    for requests with messages: llama2, chatml or llama3;\n"
     "                       default: the tokenizer's own (a tokenizer.json's template,\n"
     "                       recognised), llama2 for a llama2.c vocabulary\n"
@@ -55,12 +59,14 @@ enum {
     OPT_METRICS_JSON,
     OPT_QUIET,
     OPT_PREFIX_CACHE,
-    OPT_PREFIX_CACHE_BYTES
+    OPT_PREFIX_CACHE_BYTES,
+    OPT_PREFILL_CHUNK
 };
 
 typedef struct {
     const char *model, *tokenizer, *requests, *out, *trace_dir, *metrics_json;
     int max_batch;
+    int prefill_chunk; /* --prefill-chunk: 0 means whole prompts */
     ChatTemplate chat;
     bool quiet;
     bool prefix_cache;            /* --prefix-cache */
@@ -91,6 +97,7 @@ static int parse_batch_args(int argc, char **argv, BatchArgs *a, StepError *err)
         {"tokenizer", required_argument, NULL, OPT_TOKENIZER},
         {"requests", required_argument, NULL, OPT_REQUESTS},
         {"max-batch", required_argument, NULL, OPT_MAX_BATCH},
+        {"prefill-chunk", required_argument, NULL, OPT_PREFILL_CHUNK},
         {"chat-template", required_argument, NULL, OPT_CHAT_TEMPLATE},
         {"out", required_argument, NULL, OPT_OUT},
         {"trace", required_argument, NULL, OPT_TRACE_DIR},
@@ -124,6 +131,9 @@ static int parse_batch_args(int argc, char **argv, BatchArgs *a, StepError *err)
                 break;
             case OPT_MAX_BATCH:
                 ok = cli_parse_int(optarg, "--max-batch", 1, 4096, &a->max_batch, err);
+                break;
+            case OPT_PREFILL_CHUNK:
+                ok = cli_parse_int(optarg, "--prefill-chunk", 0, 1 << 30, &a->prefill_chunk, err);
                 break;
             case OPT_CHAT_TEMPLATE:
                 ok = chat_template_parse(optarg, &a->chat, err);
@@ -393,8 +403,8 @@ static int run_batch(BatchArgs *a, Model *m, const Tokenizer *tok, StepError *er
         ok = prefix_cache_init(&prefix, &m->config, a->quant.run.kv,
                                (uint64_t)a->prefix_cache_bytes, err);
     if (ok)
-        ok = batch_run(m, reqs, n, a->max_batch, &a->quant.run, a->prefix_cache ? &prefix : NULL,
-                       &sink, &metrics, err);
+        ok = batch_run(m, reqs, n, a->max_batch, a->prefill_chunk, &a->quant.run,
+                       a->prefix_cache ? &prefix : NULL, &sink, &metrics, err);
     prefix_cache_free(&prefix);
     if (ok && a->out != NULL)
         ok = atomic_file_commit(&out, err);
