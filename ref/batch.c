@@ -40,7 +40,7 @@ static void request_metrics(BatchRequest *r, double *scratch) {
     m->ttft_ms = n > 0 ? (r->token_times[0] - arrival) * 1e3 : 0;
     m->e2e_ms = (r->t_finished - arrival) * 1e3;
     m->tokens_per_second = m->e2e_ms > 0 ? n / (m->e2e_ms / 1e3) : 0;
-    m->itl_mean_ms = m->itl_p95_ms = 0;
+    m->itl_mean_ms = m->itl_p95_ms = m->itl_max_ms = 0;
     if (n < 2) return;
     for (int i = 1; i < n; i++) scratch[i - 1] = (r->token_times[i] - r->token_times[i - 1]) * 1e3;
     double sum = 0;
@@ -49,6 +49,7 @@ static void request_metrics(BatchRequest *r, double *scratch) {
     qsort(scratch, (size_t)(n - 1), sizeof(double), compare_doubles);
     int i95 = (int)ceil(0.95 * (n - 1)) - 1;
     m->itl_p95_ms = scratch[i95 < 0 ? 0 : i95];
+    m->itl_max_ms = scratch[n - 2];
 }
 
 /* The most tokens r can generate: max_tokens, or what the context leaves

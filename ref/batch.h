@@ -18,6 +18,7 @@ typedef struct {
     double ttft_ms;     /* arrival to the first token: time to first token */
     double itl_mean_ms; /* inter-token latency: between successive tokens */
     double itl_p95_ms;
+    double itl_max_ms;        /* the longest wait between two tokens (a stall) */
     double e2e_ms;            /* arrival to the last token: end-to-end latency */
     double tokens_per_second; /* generated tokens / end-to-end latency */
 } RequestMetrics;

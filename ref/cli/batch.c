@@ -247,6 +247,7 @@ static cJSON *metrics_json(const RequestMetrics *m) {
     cJSON_AddNumberToObject(o, "ttft_ms", m->ttft_ms);
     cJSON_AddNumberToObject(o, "itl_mean_ms", m->itl_mean_ms);
     cJSON_AddNumberToObject(o, "itl_p95_ms", m->itl_p95_ms);
+    cJSON_AddNumberToObject(o, "itl_max_ms", m->itl_max_ms);
     cJSON_AddNumberToObject(o, "e2e_latency_ms", m->e2e_ms);
     cJSON_AddNumberToObject(o, "tokens_per_second", m->tokens_per_second);
     return o;
