@@ -306,7 +306,7 @@ fuzz-smoke: fuzz-build fuzz-seeds
 # Every notebook, executed headless (a failed assertion fails the target),
 # then rendered to HTML for a projector: build/notebooks/.
 NOTEBOOKS := $(sort $(wildcard notebooks/*.ipynb))
-notebooks: build
+notebooks: build $(BUILD)/bench/forward
 	@mkdir -p $(BUILD)/notebooks
 	@/usr/bin/python3 tests/notebooks_clean.py $(NOTEBOOKS)
 	@set -e; ran=0; skipped=0; for nb in $(NOTEBOOKS); do \
