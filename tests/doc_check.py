@@ -16,10 +16,11 @@ command in docs/ is run (a usage form goes in a text block). Blocks that use
 ../shared/models are skipped, saying so, when stories260K is absent.
 
 Figures in prose are checked the same way. A passage between
-<!-- figures: COMMAND --> and <!-- /figures --> marks its figures in bold;
-COMMAND is run as a runnable block is, and every number in every bold span
-of the passage (thousands separators and a trailing unit aside) must be a
-number COMMAND prints. A passage with no bold number fails, and so does a
+<!-- figures: COMMAND --> and <!-- /figures --> marks its figures in bold
+(and a table in it is all figures); COMMAND is run as a runnable block is,
+and every number in every bold span and table row of the passage
+(thousands separators and a trailing unit aside) must be a number COMMAND
+prints. A passage with no bold number fails, and so does a
 figure the command does not print: a wrong number planted in marked prose
 fails doc-check (`doc_check.py --self-test` proves it on a planted one).
 Figures from a timed run are checked against the run's record, committed
@@ -163,8 +164,12 @@ def figure_passages(path):
 
 
 def check_figures(command, passage, work, env):
-    """Problems with one marked passage: the bold numbers COMMAND does not print."""
+    """Problems with one marked passage: the figures COMMAND does not print.
+    The figures are the numbers in bold spans, and every number in the
+    passage's table rows (a table of results is all figures)."""
+    table = [l for l in passage.split("\n") if l.startswith("|") and not set(l) <= set("|-: ")]
     wanted = [n for span in BOLD.findall(passage) for n in numbers(span)]
+    wanted += [n for line in table for n in numbers(line)]
     if not wanted:
         return ["a figures passage with no number in bold"]
     done = subprocess.run(["bash", "-e", "-o", "pipefail", "-c", command], capture_output=True,
@@ -266,8 +271,12 @@ def self_test():
             "<!-- /figures -->\n")
     results = []
     with tempfile.TemporaryDirectory() as tmp:
+        table = ("<!-- figures: echo 'decode 291.5 tokens/s; prefill 3,662' -->\n"
+                 "| measurement | tokens/s |\n|---|---|\n| decode | 291.5 |\n| prefill | 3662 |\n"
+                 "<!-- /figures -->\n")
         for name, text, want in (("good", good, 0), ("planted", good.replace("**480**", "**470**"), 1),
-                                 ("unmarked", good.replace("**", ""), 1)):
+                                 ("unmarked", good.replace("**", ""), 1), ("table", table, 0),
+                                 ("planted in a table", table.replace("291.5 |", "295.1 |"), 1)):
             page = os.path.join(tmp, name + ".md")
             with open(page, "w", encoding="utf-8") as f:
                 f.write(text)
