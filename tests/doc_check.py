@@ -163,6 +163,9 @@ def figure_passages(path):
         yield m.group(1).strip(), m.group(2), text.count("\n", 0, m.start()) + 1
 
 
+_figure_runs = {}
+
+
 def check_figures(command, passage, work, env):
     """Problems with one marked passage: the figures COMMAND does not print.
     The figures are the numbers in bold spans, and every number in the
@@ -172,8 +175,10 @@ def check_figures(command, passage, work, env):
     wanted += [n for line in table for n in numbers(line)]
     if not wanted:
         return ["a figures passage with no number in bold"]
-    done = subprocess.run(["bash", "-e", "-o", "pipefail", "-c", command], capture_output=True,
-                          text=True, env=env, cwd=work)
+    done = _figure_runs.get(command)  # passages that quote one run share it
+    if done is None:
+        done = _figure_runs[command] = subprocess.run(["bash", "-e", "-o", "pipefail", "-c", command],
+                                                      capture_output=True, text=True, env=env, cwd=work)
     if done.returncode != 0:
         return ["its command failed (exit %d): %s" % (done.returncode, done.stderr.strip()[:300])]
     printed = set(numbers(done.stdout))
