@@ -9,7 +9,7 @@ resident memory, and after each the scratch folder must hold only what the
 case may create: no crash (a death by signal), no hang, no file written
 beside its target, no PASS on nonsense.
 
-usage: tests/bad_inputs.py build/stepwise [NAME-PART]   (run by `make test`;
+usage: tests/bad_inputs.py build/stepwise [NAME-PART | --count]   (run by `make test`;
        NAME-PART runs only the cases whose names hold it)
 """
 import json
@@ -1324,6 +1324,9 @@ def main():
         make()
     FIXTURES = listing()  # after the cases, some of which make their fixtures
     only = sys.argv[2] if len(sys.argv) > 2 else None  # a part of the names: those cases alone
+    if only == "--count":  # how many cases there are (the README quotes it)
+        print("bad inputs: %d cases" % len(CASES))
+        return 0
     failed = 0
     if only is not None:
         CASES[:] = [c for c in CASES if only in c["name"]]
