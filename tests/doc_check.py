@@ -7,7 +7,7 @@
 
 A fenced block opened with ```sh runnable is run with bash in a scratch
 directory that looks like a checkout: build/, data/, docs/, notebooks/,
-tests/ and trace/ link to the project's, and ../shared/models links to $STEPWISE_MODELS (as for the
+ref/, tests/ and trace/ link to the project's, and ../shared/models links to $STEPWISE_MODELS (as for the
 tests), so the commands read as a reader would type them and leave no files
 behind. If the next fenced block is opened with ```text expected, the
 command's standard output must equal it (line ends trimmed); otherwise it
@@ -196,7 +196,7 @@ def make_sandbox(root, models):
     work = os.path.join(top, "stepwise")
     os.makedirs(os.path.join(top, "shared"))
     os.makedirs(work)
-    for name in ("build", "data", "docs", "notebooks", "tests", "trace"):
+    for name in ("build", "data", "docs", "notebooks", "ref", "tests", "trace"):
         os.symlink(os.path.join(root, name), os.path.join(work, name))
     os.symlink(models, os.path.join(top, "shared", "models"))
     return top, work
