@@ -561,6 +561,19 @@ def hf_cases():
          creates=("hf",), stream="stdout")
     case("hf: no tokenizer.json and no --tokenizer", ["generate", "--model", "{hf-good}"], 2,
          ["has no tokenizer.json", "--tokenizer"])
+    # looked for before the weights are read: a folder whose weights are broken
+    # is still refused for its missing tokenizer.json
+    case("hf: no tokenizer.json, checked before the weights", ["generate", "--model", "{hf}"], 2,
+         ["has no tokenizer.json"], files={"hf/config.json": config, "hf/model.safetensors": b"broken"},
+         creates=("hf",))
+    # ids in, no pieces out: no tokenizer needed, for a checkpoint or a folder without one
+    for model in ("{good.bin}", "{hf-good}"):
+        case("score --tokens --top-n 0 with no tokenizer: " + model,
+             ["score", "--model", model, "--tokens", "1,2,3", "--top-n", "0", "--out", "{s.jsonl}"], 0, [],
+             creates=("s.jsonl",))
+    case("score --tokens with --top-n 5 still needs the checkpoint's tokenizer",
+         ["score", "--model", "{good.bin}", "--tokens", "1,2,3", "--out", "{s.jsonl}"], 2,
+         ["--tokenizer is required"])
 
 
 def tokenizer_json_cases():

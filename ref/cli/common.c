@@ -243,28 +243,33 @@ bool cli_load_model(const char *model_path, const char *tokenizer_path, Model *m
         if (tokenizer_path == NULL) return ok;
         memset(tok, 0, sizeof *tok);
     } else if (hf_is_model_dir(model_path)) {
-        memset(tok, 0, sizeof *tok);
+        /* its own tokenizer.json, unless --tokenizer says otherwise: looked
+         * for before the weights are read */
+        bool own = tok != NULL && tokenizer_path == NULL;
+        if (own && !tokenizer_json_in_dir(model_path))
+            return step_fail(err,
+                             "model %s has no tokenizer.json: give --tokenizer (a "
+                             "tokenizer.json, a tokenizer.bin or a JSON model of the same "
+                             "vocabulary)",
+                             model_path);
+        if (tok != NULL) memset(tok, 0, sizeof *tok);
         ok = load_hf(model_path, m, progress, err);
-        /* its own tokenizer.json, unless --tokenizer says otherwise */
-        if (ok && tokenizer_path == NULL) {
-            ok = tokenizer_json_in_dir(model_path)
-                     ? tokenizer_load_json(tok, model_path, m->config.vocab_size, err)
-                     : step_fail(err,
-                                 "model %s has no tokenizer.json: give --tokenizer (a "
-                                 "tokenizer.json, a tokenizer.bin or a JSON model of the same "
-                                 "vocabulary)",
-                                 model_path);
+        if (ok && own) {
+            ok = tokenizer_load_json(tok, model_path, m->config.vocab_size, err);
             if (!ok) model_free(m);
             return ok;
         }
-    } else if (model_path == NULL) {
-        ok = model_load_json_text(m, tok, stepwise_tiny_model_json, "built-in tiny model", err);
-    } else if (ends_with(model_path, ".json")) {
-        ok = model_load_json_file(m, tok, model_path, err);
+    } else if (model_path == NULL || ends_with(model_path, ".json")) {
+        Tokenizer unused; /* a JSON model holds its tokenizer: read even when not wanted */
+        Tokenizer *into = tok != NULL ? tok : &unused;
+        ok = model_path == NULL ? model_load_json_text(m, into, stepwise_tiny_model_json,
+                                                       "built-in tiny model", err)
+                                : model_load_json_file(m, into, model_path, err);
+        if (ok && tok == NULL) tokenizer_free(&unused);
     } else {
-        if (tokenizer_path == NULL)
+        if (tokenizer_path == NULL && tok != NULL)
             return step_fail(err, "model %s is a checkpoint: --tokenizer is required", model_path);
-        memset(tok, 0, sizeof *tok);
+        if (tok != NULL) memset(tok, 0, sizeof *tok);
         ok = model_file_is_q8(model_path) ? model_load_q8(m, model_path, err)
                                           : model_load_checkpoint(m, model_path, err);
     }

@@ -163,7 +163,9 @@ int cli_quant_option(int c, const char *arg, CliQuant *q, StepError *err);
  * Hugging Face model with its tokenizer.json; a .gguf: its own tokenizer;
  * anything else: a llama2.c checkpoint, which needs tokenizer_path). A
  * tokenizer_path (a tokenizer.bin, a JSON model, a tokenizer.json or a
- * directory holding one) always wins over the model's own tokenizer. */
+ * directory holding one) always wins over the model's own tokenizer. tok
+ * NULL (with tokenizer_path NULL): no tokenizer is wanted (score --tokens
+ * --top-n 0), and none is required or read. */
 bool cli_load_model(const char *model_path, const char *tokenizer_path, Model *m, Tokenizer *tok,
                     const ProgressSink *progress, StepError *err);
 
@@ -180,7 +182,7 @@ bool cli_load_tokenizer(const char *path, int vocab_size, Tokenizer *tok, StepEr
  * not already int8 (a .q8 file), and with the fast kernels put them into
  * the packed layout (pack.h) and start its threads. progress shows the
  * loading, quantizing and packing (when it is on). The caller frees m and tok
- * either way. */
+ * either way; tok NULL as for cli_load_model. */
 bool cli_load_model_to_run(const char *model_path, const char *tokenizer_path, const CliQuant *q,
                            const TraceOptions *trace, CliProgress *progress, Model *m,
                            Tokenizer *tok, StepError *err);

@@ -33,7 +33,8 @@ static const char SCORE_USAGE[] =
     "  --tokens LIST      these token ids, e.g. 1,403,407\n"
     "  --tokens-file F    token ids from a file, separated by commas or white space\n"
     "  --out FILE         where to write (written whole or not at all)\n"
-    "  --top-n N          most likely tokens listed per position (default 5; 0: none)\n"
+    "  --top-n N          most likely tokens listed per position (default 5; 0: none,\n"
+    "                     and with --tokens no --tokenizer is needed)\n"
     "  --trace-kv         also write the KV-cache rows after the prefill\n"
     "  --hooks P          also write activations at every position: \"default\" (the\n"
     "                     residual stream of every block, attn_out, mlp_out and\n"
@@ -255,12 +256,15 @@ int cli_score(int argc, char **argv) {
         Tokenizer tok = {0};
         CliProgress progress;
         cli_progress_init(&progress, a.quiet);
+        /* ids in and no pieces out (--top-n 0): no tokenizer needed */
+        bool wants_tokenizer = a.text != NULL || a.top_n > 0 || a.tokenizer != NULL;
+        Tokenizer *use = wants_tokenizer ? &tok : NULL;
         bool loaded = cli_load_model_to_run(a.model, a.tokenizer, &a.quant, &a.trace, &progress, &m,
-                                            &tok, &err);
+                                            use, &err);
         ProgressSink sink = cli_progress_sink(&progress);
         m.progress = &sink;        /* a long sequence's pass, layer by layer */
         cli_signals_defer_begin(); /* from here, the run ends its file itself */
-        status = loaded ? run_score(&a, &m, &tok, &err) : EXIT_BAD_INPUT;
+        status = loaded ? run_score(&a, &m, use, &err) : EXIT_BAD_INPUT;
         cli_progress_clear(&progress);
         m.progress = NULL;
         cli_signals_defer_end();
