@@ -343,6 +343,11 @@ def trace_cases():
     overflow = "\n".join(layers[:2] + [json.dumps(act)] + layers[2:]) + "\n"
     case("trace validate: a shape whose product overflows", ["trace", "validate", "{t.jsonl}"], 1,
          ["exceeds"], files={"t.jsonl": overflow}, stream="stdout")
+    # pos + 1 at INT_MAX (found by fuzz_trace: a signed overflow under UBSan)
+    case("trace validate: kv_snapshot at pos 2^31 - 1", ["trace", "validate", "{t.jsonl}"], 1,
+         ["n_pos is not pos + 1"], files={"t.jsonl": run + '\n{"event":"kv_snapshot","layer":0,'
+                                          '"pos":2147483647,"n_pos":4,"k":[[1]],"v":[[1]]}\n'},
+         stream="stdout")
     case("trace validate: not JSON", ["trace", "validate", "{t.jsonl}"], 1, ["not valid JSON"],
          files={"t.jsonl": run + "\n{oops\n"}, stream="stdout")
     case("trace validate: truncated (no done)", ["trace", "validate", "{t.jsonl}"], 1,

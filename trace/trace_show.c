@@ -458,8 +458,8 @@ bool trace_show_step(const char *path, TraceStepAt at, const Tokenizer *tok, int
         int bytes =
             int_or(cJSON_GetObjectItemCaseSensitive(s.run, "kv_cache"), "bytes_per_token", -1);
         if (bytes >= 0)
-            fprintf(out, "\nKV cache after this step: %d positions x %d bytes = %lld bytes\n",
-                    s.pos + 1, bytes, (long long)(s.pos + 1) * bytes);
+            fprintf(out, "\nKV cache after this step: %lld positions x %d bytes = %lld bytes\n",
+                    (long long)s.pos + 1, bytes, ((long long)s.pos + 1) * bytes);
     }
     step_free(&s);
     return ok;

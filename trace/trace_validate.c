@@ -146,7 +146,9 @@ static void check_consistency(Validation *v, const cJSON *e, const char *name) {
         expect_length(v, e, "v", v->kv_dim, "kv_dim");
     } else if (strcmp(name, "kv_snapshot") == 0) {
         int n_pos = int_field(e, "n_pos");
-        if (n_pos != int_field(e, "pos") + 1) violation(v, "kv_snapshot n_pos is not pos + 1");
+        /* in 64 bits: pos may be INT_MAX, and pos + 1 must not wrap */
+        if ((long long)n_pos != (long long)int_field(e, "pos") + 1)
+            violation(v, "kv_snapshot n_pos is not pos + 1");
         expect_length(v, e, "k", n_pos, "n_pos rows");
         expect_length(v, e, "v", n_pos, "n_pos rows");
     } else if (strcmp(name, "activation") == 0) {
@@ -168,7 +170,7 @@ static void check_consistency(Validation *v, const cJSON *e, const char *name) {
     } else if (strcmp(name, "context") == 0) {
         /* the kept tokens are prefilled again from position 0 */
         int kept = int_field(e, "kept");
-        v->last_logits_pos = v->last_sample_pos = kept - 1;
+        v->last_logits_pos = v->last_sample_pos = kept > INT_MIN ? kept - 1 : INT_MIN;
         v->last_token_pos = kept;
     } else if (strcmp(name, "logprobs") == 0) {
         check_logprobs(v, e);
