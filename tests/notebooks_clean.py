@@ -5,7 +5,9 @@
 
 Each notebook must be committed without outputs (make notebooks writes the
 executed copies under build/notebooks/), open with a markdown cell naming its
-seed concept and what a student will learn, and assert at least one fact.
+seed concept and what a student will learn, and assert at least one fact;
+every cell that draws a figure (st.show_figure) must label both axes
+(xlabel and ylabel: a figure on a projector says what it measures).
 Prints one line per problem; exits 1 if there is any.
 """
 import json
@@ -31,6 +33,10 @@ def problems(path):
     for k, c in enumerate(code):
         if c.get("outputs") or c.get("execution_count") is not None:
             found.append("code cell %d has outputs: commit notebooks cleared" % (k + 1))
+    for k, c in enumerate(code):
+        src = "".join(c["source"])
+        if "show_figure(" in src and not ("xlabel" in src and "ylabel" in src):
+            found.append("code cell %d draws a figure without labelling both axes" % (k + 1))
     if not any("assert " in "".join(c["source"]) for c in code):
         found.append("asserts nothing it teaches")
     return found
