@@ -111,15 +111,19 @@ static bool pick(Server *s, BatchRequest *r) {
     return done || failed;
 }
 
+/* Prompt positions in r's cache: those its chunks computed, or before the
+ * first chunk those copied from the prefix cache. */
+static int prefilled(const BatchRequest *r) {
+    return r->result.positions_filled > 0 ? r->result.positions_filled : r->prefix_reused;
+}
+
 /* Compute r's next chunk of prompt (all of it without --prefill-chunk);
  * after the last, keep its rows in the prefix cache and pick its first
  * token. False when r is finished (at its first token, or failed). */
-static bool prefill_next(Server *s, BatchRequest *r, bool first) {
-    int to = r->n_prompt;
-    if (s->prefill_chunk > 0 && to - r->prefilled > s->prefill_chunk)
-        to = r->prefilled + s->prefill_chunk;
-    sequence_prefill_chunk(&r->seq, r->prefilled, to, first);
-    r->prefilled = to;
+static bool prefill_next(Server *s, BatchRequest *r) {
+    int from = prefilled(r), to = r->n_prompt;
+    if (s->prefill_chunk > 0 && to - from > s->prefill_chunk) to = from + s->prefill_chunk;
+    sequence_prefill_chunk(&r->seq, from, to);
     if (to < r->n_prompt) return true; /* more chunks to come */
     if (s->prefix != NULL && !r->opt.no_kv_cache && !r->opt.all_logits)
         prefix_cache_put(s->prefix, r->prompt, r->n_prompt, &r->seq.s.cache);
@@ -152,12 +156,12 @@ static bool admit(Server *s, BatchRequest *r) {
      * Not for recompute-everything runs or prompt logits (rows they need). */
     bool shares = s->prefix != NULL && !r->opt.no_kv_cache && !r->opt.all_logits;
     int reused = shares ? prefix_cache_take(s->prefix, r->prompt, r->n_prompt, &r->seq.s.cache) : 0;
-    r->prefix_reused = r->prefilled = reused;
+    r->prefix_reused = reused;
     s->out->prefix_tokens_reused += reused;
     /* the blocks' work for the reused positions: positions 0..reused-1 */
     s->out->prefill_macs_saved += forward_body_macs(&s->m->config, reused, 0);
     r->state = REQUEST_PREFILLING;
-    return prefill_next(s, r, true);
+    return prefill_next(s, r);
 }
 
 static bool interrupted(const BatchRequest *r) {
@@ -231,7 +235,7 @@ bool batch_run(const Model *m, BatchRequest *reqs, int n, int max_batch, int pre
         /* chunked prefill: each prompt still coming in, one chunk further */
         int kept = 0;
         for (int b = 0; b < n_active; b++)
-            if (active[b]->state != REQUEST_PREFILLING || prefill_next(&s, active[b], false))
+            if (active[b]->state != REQUEST_PREFILLING || prefill_next(&s, active[b]))
                 active[kept++] = active[b];
         n_active = kept;
         while (next < n && n_active < max_batch && order[next]->arrival_ms / 1000.0 <= now(&s)) {

@@ -46,7 +46,6 @@ typedef struct BatchRequest {
     double t_admitted, t_finished; /* seconds since the batch started */
     double *token_times;           /* [opt.steps] when each token was picked */
     int prefix_reused;             /* prompt positions copied from the prefix cache */
-    int prefilled;                 /* prompt positions in its cache so far */
 } BatchRequest;
 
 /* What the run did as a whole. */

@@ -106,12 +106,12 @@ void sequence_prefill(Sequence *q) {
 }
 
 void sequence_prefill_from(Sequence *q, int reused) {
-    sequence_prefill_chunk(q, reused, q->n, true);
+    sequence_prefill_chunk(q, reused, q->n);
 }
 
-void sequence_prefill_chunk(Sequence *q, int from, int to, bool first) {
+void sequence_prefill_chunk(Sequence *q, int from, int to) {
     double t = clock_seconds();
-    if (first) q->t0 = t;
+    if (q->result->positions_filled == 0) q->t0 = t; /* the first chunk: TTFT's clock starts */
     bool last = to == q->n; /* earlier chunks want no logits, unless every position's */
     run_pass_rows(q, PASS_PREFILL, q->window_tokens + from, to - from, from, q->opt->all_logits,
                   !last && !q->opt->all_logits);

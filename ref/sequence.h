@@ -46,11 +46,12 @@ void sequence_prefill_from(Sequence *q, int reused);
 
 /* One chunk of a prefill split into passes (batch --prefill-chunk): prompt
  * positions [from, to), where from is the first position the cache does not
- * hold yet. `first` starts the clock of the time to first token; the last
- * chunk (to == the prompt's length) leaves the logits to pick from. Each
- * position's sums are those of one pass, so the bits are the same; the
- * trace has one prefill event a chunk. */
-void sequence_prefill_chunk(Sequence *q, int from, int to, bool first);
+ * hold yet. The first chunk starts the clock of the time to first token; the
+ * last (to == the prompt's length) leaves the logits to pick from; after
+ * each, result->positions_filled is `to`. Each position's sums are those of
+ * one pass, so the bits are the same; the trace has one prefill event a
+ * chunk. */
+void sequence_prefill_chunk(Sequence *q, int from, int to);
 
 /* Draw the next token from the last logits, append it, and check the stop
  * conditions. Returns true when the sequence is finished (result->stop_reason
