@@ -18,6 +18,8 @@ bool prefix_cache_init(PrefixCache *p, const Config *c, bool kv_int8, uint64_t b
                          "rows and token id)",
                          (unsigned long long)budget, (unsigned long long)one);
     p->budget = budget;
+    p->position_bytes[0] = prefix_cache_position_bytes(c, false);
+    p->position_bytes[1] = prefix_cache_position_bytes(c, true);
     return true;
 }
 
@@ -99,9 +101,7 @@ bool prefix_cache_put(PrefixCache *p, const int *tokens, int n, const KVCache *s
             return true;
         }
     }
-    /* n positions' rows: the cache's bytes (kv_cache_bytes_of) are the same
-     * for each of its positions */
-    uint64_t bytes = src->bytes / (uint64_t)src->capacity * (uint64_t)n + (uint64_t)n * sizeof(int);
+    uint64_t bytes = (uint64_t)n * p->position_bytes[int8];
     if (bytes > p->budget || n < 1) return true;       /* too large to keep: not an error */
     while (p->bytes + bytes > p->budget && p->n > 0) { /* evict the least recently used */
         int lru = 0;

@@ -29,9 +29,10 @@ typedef struct {
 typedef struct {
     PrefixEntry *entries;
     int n, cap;
-    uint64_t bytes, budget; /* held, and the most it may hold */
-    uint64_t clock;         /* uses so far: the LRU order */
-    int evicted;            /* prompts dropped to make room */
+    uint64_t bytes, budget;     /* held, and the most it may hold */
+    uint64_t position_bytes[2]; /* a kept position's charge: [0] float32 rows, [1] int8 */
+    uint64_t clock;             /* uses so far: the LRU order */
+    int evicted;                /* prompts dropped to make room */
 } PrefixCache;
 
 /* What the cache charges for one position it keeps: the position's K and V
