@@ -80,13 +80,15 @@ static double kernel_macs_per_second(int C) {
  * the padding of the int8 layout's last block of rows, which its kernel
  * reads too. */
 typedef struct {
-    const unsigned char *start[1024];
-    size_t bytes[1024];
-    int n;
+    const unsigned char **start; /* [cap] */
+    size_t *bytes;               /* [cap] */
+    int n, cap;                  /* cap: REGIONS_PER_LAYER a layer, and the rest */
 } Regions;
 
+#define REGIONS_PER_LAYER 18 /* two norms, seven matrices (int8: codes and scales), K and V */
+
 static void add_region(Regions *r, const void *start, size_t bytes) {
-    if (r->n < 1024 && bytes > 0) r->start[r->n] = start, r->bytes[r->n++] = bytes;
+    if (bytes > 0) r->start[r->n] = start, r->bytes[r->n++] = bytes; /* n < cap: sized for it */
 }
 
 static void add_packed(Regions *r, const PackedMatrix *w) {
@@ -99,8 +101,13 @@ static void add_q8(Regions *r, const PackedQ8 *w) {
     add_region(r, w->scales, blocks * Q8_ROWS * (size_t)w->groups_per_row * sizeof(float));
 }
 
-static void decode_regions(Regions *r, const Model *m, const RunState *s, int kv_positions) {
+static bool decode_regions(Regions *r, const Model *m, const RunState *s, int kv_positions) {
     const Config *c = &m->config;
+    r->cap =
+        REGIONS_PER_LAYER * c->n_layers + 4; /* and the embedding row, final norm, classifier */
+    r->start = malloc((size_t)r->cap * sizeof *r->start);
+    r->bytes = malloc((size_t)r->cap * sizeof *r->bytes);
+    if (r->start == NULL || r->bytes == NULL) return false;
     const Weights *w = &m->weights;
     size_t norm = (size_t)c->dim * sizeof(float);
     r->n = 0;
@@ -135,6 +142,7 @@ static void decode_regions(Regions *r, const Model *m, const RunState *s, int kv
         add_region(r, kv->key + (size_t)l * layer, rows * sizeof(float));
         add_region(r, kv->value + (size_t)l * layer, rows * sizeof(float));
     }
+    return true;
 }
 
 /* Read one region's chunks [begin, end) of 4 KiB with vector loads: eight
@@ -253,15 +261,14 @@ int main(int argc, char **argv) {
     struct rusage ru;
     getrusage(RUSAGE_SELF, &ru);
     /* the decode's ceiling: its average step's bytes, read as it reads them */
-    Regions *regions = malloc(sizeof *regions);
+    Regions regions = {0};
     double read_seconds = 0, decode_step_seconds = 1.0 / best_decode;
     uint64_t read_bytes_total = 0;
-    if (ok && regions != NULL) {
-        decode_regions(regions, &m, &s, (D + 1) / 2);
-        for (int i = 0; i < regions->n; i++) read_bytes_total += regions->bytes[i];
-        read_seconds = read_regions_seconds(regions, m.pool, 20 * runs);
+    if (ok && decode_regions(&regions, &m, &s, (D + 1) / 2)) {
+        for (int i = 0; i < regions.n; i++) read_bytes_total += regions.bytes[i];
+        read_seconds = read_regions_seconds(&regions, m.pool, 20 * runs);
     }
-    free(regions);
+    free(regions.start), free(regions.bytes);
     bool decode_faster = read_seconds <= 0 || decode_step_seconds < read_seconds;
     double ceiling_seconds = decode_faster ? decode_step_seconds : read_seconds;
     /* the decode step's average reads: weights, plus the KV rows of D/2 positions */
