@@ -32,81 +32,12 @@ static void count_attention(WorkCount *w, int T, int pos0, int n_heads, int head
     }
 }
 
-/* A weight matrix in every form the model may hold it: float32 row-major
- * or packed (pack.h), int8 row-major or packed (quant_model.h). The plain
- * kernels read the row-major forms, the fast kernels the packed ones. */
-typedef struct {
-    const float *w;         /* float32 [OC, C], or NULL */
-    const PackedMatrix *pm; /* float32, fast layout, or NULL */
-    const int8_t *q;        /* int8 codes [OC, C], or NULL */
-    const float *q_scales;  /* [OC, groups] their scales */
-    int group;              /* int8: values per scale */
-    const PackedQ8 *pq;     /* int8, fast layout, or NULL */
-} Weight;
-
-typedef enum { M_WQ, M_WK, M_WV, M_WO, M_W1, M_W2, M_W3, M_CLS } MatrixKind;
-
-/* Layer l's part (rows l·rows .. of `cols` each) of a matrix held as a
- * float view w, int8 codes qm (qm->q NULL: none) and packed lists pm, pq
- * (one per layer, or NULL). */
-static Weight layer_weight(const float *w, const QuantMatrix *qm, const PackedMatrix *pm,
-                           const PackedQ8 *pq, int l, size_t rows, size_t cols) {
-    size_t row0 = (size_t)l * rows;
-    bool int8 = qm->q != NULL;
-    return (Weight){.w = w != NULL ? w + row0 * cols : NULL,
-                    .pm = pm != NULL ? &pm[l] : NULL,
-                    .q = int8 ? qm->q + row0 * cols : NULL,
-                    .q_scales = int8 ? qm->scales + row0 * (size_t)qm->groups_per_row : NULL,
-                    .group = qm->group,
-                    .pq = pq != NULL ? &pq[l] : NULL};
-}
-
-/* Layer l's matrix of this kind, as the model holds it. */
-static Weight weight_of(const Model *m, MatrixKind k, int l) {
-    const Config *c = &m->config;
-    const Weights *f = &m->weights;
-    static const QuantWeights no_int8;
-    static const PackedWeights no_packing;
-    const QuantWeights *q = m->quant ? m->quant : &no_int8;
-    const PackedWeights *p = m->packed ? m->packed : &no_packing;
-    size_t d = (size_t)c->dim, h = (size_t)c->hidden_dim, kv = (size_t)config_kv_dim(c);
-    size_t qd = (size_t)config_q_dim(c);
-    switch (k) { /* rows × cols of one layer's matrix */
-        case M_WQ:
-            return layer_weight(f->wq, &q->wq, p->wq, q->pwq, l, qd, d);
-        case M_WK:
-            return layer_weight(f->wk, &q->wk, p->wk, q->pwk, l, kv, d);
-        case M_WV:
-            return layer_weight(f->wv, &q->wv, p->wv, q->pwv, l, kv, d);
-        case M_WO:
-            return layer_weight(f->wo, &q->wo, p->wo, q->pwo, l, d, qd);
-        case M_W1:
-            return layer_weight(f->w1, &q->w1, p->w1, q->pw1, l, h, d);
-        case M_W2:
-            return layer_weight(f->w2, &q->w2, p->w2, q->pw2, l, d, h);
-        case M_W3:
-            return layer_weight(f->w3, &q->w3, p->w3, q->pw3, l, h, d);
-        case M_CLS: /* one matrix for every layer: the packed one is not a list */
-            break;
-    }
-    const QuantMatrix *cls = m->quant ? quant_classifier(m->quant) : &no_int8.wcls;
-    Weight w = layer_weight(f->wcls, cls, NULL, NULL, 0, (size_t)c->vocab_size, d);
-    w.pm = m->packed ? &p->wcls : NULL;
-    w.pq = q->pwq != NULL ? &q->pcls : NULL;
-    return w;
-}
-
-/* Bytes a pass reads of this weight: int8 codes and scales, or floats. */
-static uint64_t weight_bytes(const Weight *w, int C, int OC) {
-    if (w->q != NULL) return quant_matrix_bytes(OC, C, w->group);
-    return (uint64_t)C * OC * sizeof(float);
-}
-
 /* Whether m runs on the fast kernels (its weights packed), and the threads
  * they may split work over: its pool; the plain kernels stay one obvious
  * loop on one thread. */
 static bool model_fast(const Model *m) {
-    return m->packed != NULL || (m->quant != NULL && m->quant->pwq != NULL);
+    MatrixLayout l = m->classifier.layout;
+    return l == MATRIX_PACKED || l == MATRIX_Q8_PACKED;
 }
 static ThreadPool *model_threads(const Model *m) {
     return model_fast(m) ? m->pool : NULL;
@@ -123,16 +54,16 @@ typedef struct {
     const float *x;
     const int8_t *qx;
     const float *sx;
-    const Weight *w;
+    const Matrix *w;
     int T;
 } LinearJob;
 
 static void linear_blocks(void *ctx, int b0, int b1) {
     const LinearJob *j = ctx;
-    if (j->w->pq != NULL)
-        matmul_q8_packed_blocks(j->out, j->x, j->qx, j->sx, j->w->pq, j->T, b0, b1);
+    if (j->w->layout == MATRIX_Q8_PACKED)
+        matmul_q8_packed_blocks(j->out, j->x, j->qx, j->sx, j->w->q8, j->T, b0, b1);
     else
-        matmul_packed_blocks(j->out, j->x, j->w->pm, j->T, b0, b1);
+        matmul_packed_blocks(j->out, j->x, j->w, j->T, b0, b1);
 }
 
 /* out [T, OC] = x [T, C] · Wᵀ. With int8 weights and quantized activations,
@@ -142,36 +73,44 @@ static void linear_blocks(void *ctx, int b0, int b1) {
  * fast kernels (packed forms, over the pool's threads) and the plain ones
  * (row-major, one thread) sum each dot product in the same order: the same
  * bits. */
-static void linear(RunState *s, ThreadPool *pool, float *out, const float *x, int T, int C, int OC,
-                   Weight w, InputUse use) {
+static void linear(RunState *s, ThreadPool *pool, float *out, const float *x, int T,
+                   const Matrix *w, InputUse use) {
     const int8_t *qx = NULL;
+    int C = w->cols;
+    bool int8 = w->layout == MATRIX_Q8_ROWS || w->layout == MATRIX_Q8_PACKED;
     if (use == INPUT_AS_BEFORE && s->quant.activations) { /* quantized by the call before */
-        if (w.q != NULL)
+        if (int8)
             qx = s->xq;
         else
             x = s->xfake;
-    } else if (w.q != NULL && s->quant.activations) {
-        int groups = quant_groups(C, w.group);
+    } else if (int8 && s->quant.activations) {
+        int groups = quant_groups(C, w->group);
         for (int t = 0; t < T; t++)
-            quantize_row(x + (size_t)t * C, C, w.group, s->xq + (size_t)t * C,
+            quantize_row(x + (size_t)t * C, C, w->group, s->xq + (size_t)t * C,
                          s->xs + (size_t)t * groups);
         qx = s->xq;
-    } else if (w.q == NULL && s->quant.activations) {
+    } else if (!int8 && s->quant.activations) {
         for (int t = 0; t < T; t++) {
             quantize_row(x + (size_t)t * C, C, s->quant.group, s->xq, s->xs);
             dequantize_row(s->xq, s->xs, C, s->quant.group, s->xfake + (size_t)t * C);
         }
         x = s->xfake;
     }
-    LinearJob job = {.out = out, .x = x, .qx = qx, .sx = s->xs, .w = &w, .T = T};
-    if (w.pq != NULL)
-        parallel_for(pool, q8_blocks(w.pq), linear_blocks, &job);
-    else if (w.q != NULL)
-        matmul_q8_rows(out, x, qx, s->xs, w.q, w.q_scales, T, C, OC, w.group);
-    else if (w.pm != NULL)
-        parallel_for(pool, packed_blocks(w.pm), linear_blocks, &job);
-    else
-        matmul_forward(out, x, w.w, T, C, OC);
+    LinearJob job = {.out = out, .x = x, .qx = qx, .sx = s->xs, .w = w, .T = T};
+    switch (w->layout) {
+        case MATRIX_Q8_PACKED:
+            parallel_for(pool, q8_blocks(w->q8), linear_blocks, &job);
+            break;
+        case MATRIX_Q8_ROWS:
+            matmul_q8_rows(out, x, qx, s->xs, w->data, w->scales, T, C, w->rows, w->group);
+            break;
+        case MATRIX_PACKED:
+            parallel_for(pool, packed_blocks(w), linear_blocks, &job);
+            break;
+        case MATRIX_ROWS:
+            matmul_rows(out, x, w, T);
+            break;
+    }
 }
 
 /* The per-token steps between the matmuls (RMSNorm, SwiGLU, the residual
@@ -300,22 +239,12 @@ static void emit_kv_snapshot(const HookSite *site, const float *key_l, const flo
     site->obs->emit(site->obs->ctx, &h);
 }
 
-/* x [dim] = the embedding row of token (int8: read back from its codes; a
- * packed tied model: the classifier's row). Returns the bytes it read. */
+/* x [dim] = the embedding row of token, widened or read back from its int8
+ * codes as the embedding is held (a packed tied model: the classifier's
+ * row). Returns the bytes it read. */
 static uint64_t embed_token(const Model *m, int token, float *x) {
-    int dim = m->config.dim;
-    const QuantWeights *qw = m->quant;
-    if (qw != NULL) {
-        const QuantMatrix *e = &qw->token_embedding;
-        dequantize_row(e->q + (size_t)token * dim, e->scales + (size_t)token * e->groups_per_row,
-                       dim, e->group, x);
-        return quant_matrix_bytes(1, dim, qw->group);
-    }
-    if (m->weights.token_embedding == NULL)
-        packed_row(&m->packed->wcls, token, x);
-    else
-        memcpy(x, m->weights.token_embedding + (size_t)token * dim, (size_t)dim * sizeof(float));
-    return (uint64_t)dim * sizeof(float);
+    matrix_row(&m->embedding, token, x);
+    return matrix_bytes(&m->embedding) / (uint64_t)m->embedding.rows;
 }
 
 /* Rows in a pass: row r's tokens are rows t0(r) .. t0(r) + n_tokens - 1 of
@@ -336,17 +265,17 @@ static void emit_each(const ForwardRow *rows, int n_rows, int layer, HookPoint p
 
 /* Each row's work for a linear of C -> OC, as if it ran alone: its own
  * tokens' multiply-adds, and the whole weight read once. */
-static void count_linear(const ForwardRow *rows, int n_rows, int C, int OC, Weight w) {
+static void count_linear(const ForwardRow *rows, int n_rows, const Matrix *w) {
     for (int r = 0; r < n_rows; r++)
-        count_matmul(&rows[r].state->work, rows[r].n_tokens, C, OC, weight_bytes(&w, C, OC));
+        count_matmul(&rows[r].state->work, rows[r].n_tokens, w->cols, w->rows, matrix_bytes(w));
 }
 
 /* out [N, OC] = in [N, C] · Wᵀ for every row's tokens at once: each weight
  * row is read once for all of them. */
 static void linear_rows(const Model *m, RunState *s, const ForwardRow *rows, int n_rows, float *out,
-                        const float *in, int N, int C, int OC, Weight w, InputUse use) {
-    linear(s, model_threads(m), out, in, N, C, OC, w, use);
-    count_linear(rows, n_rows, C, OC, w);
+                        const float *in, int N, const Matrix *w, InputUse use) {
+    linear(s, model_threads(m), out, in, N, w, use);
+    count_linear(rows, n_rows, w);
 }
 
 /* Row r's cache of layer l as floats: the cache itself, or (int8) the
@@ -467,14 +396,13 @@ static void qkv_extras(const Model *m, RunState *s, int N, int l) {
 static void attention_block(const Model *m, RunState *s, const ForwardRow *rows, int n_rows, int N,
                             int l) {
     const Config *c = &m->config;
+    const Matrix *mats = m->layers[l].m;
     int dim = c->dim, q_dim = config_q_dim(c), kv_dim = config_kv_dim(c);
     rmsnorm_rows(m, s->xb, s->x, m->weights.rms_att + (size_t)l * dim, N, dim); /* xb [N, dim] */
     emit_each(rows, n_rows, l, HOOK_LN1, s->xb, 1, dim);
-    linear_rows(m, s, rows, n_rows, s->q, s->xb, N, dim, q_dim, weight_of(m, M_WQ, l), INPUT_NEW);
-    linear_rows(m, s, rows, n_rows, s->k_new, s->xb, N, dim, kv_dim, weight_of(m, M_WK, l),
-                INPUT_AS_BEFORE);
-    linear_rows(m, s, rows, n_rows, s->v_new, s->xb, N, dim, kv_dim, weight_of(m, M_WV, l),
-                INPUT_AS_BEFORE);
+    linear_rows(m, s, rows, n_rows, s->q, s->xb, N, &mats[MAT_WQ], INPUT_NEW);
+    linear_rows(m, s, rows, n_rows, s->k_new, s->xb, N, &mats[MAT_WK], INPUT_AS_BEFORE);
+    linear_rows(m, s, rows, n_rows, s->v_new, s->xb, N, &mats[MAT_WV], INPUT_AS_BEFORE);
     qkv_extras(m, s, N, l);
     emit_each(rows, n_rows, l, HOOK_ATTN_Q_PRE, s->q, c->n_heads, config_head_dim(c));
     emit_each(rows, n_rows, l, HOOK_ATTN_K_PRE, s->k_new, c->n_kv_heads, config_head_dim(c));
@@ -482,7 +410,7 @@ static void attention_block(const Model *m, RunState *s, const ForwardRow *rows,
     attend_row(m, &rows[r], l, s->q + (size_t)t0 * q_dim, s->k_new + (size_t)t0 * kv_dim,
                s->v_new + (size_t)t0 * kv_dim, s->xb + (size_t)t0 * q_dim);
     emit_each(rows, n_rows, l, HOOK_ATTN_Z, s->xb, c->n_heads, config_head_dim(c));
-    linear_rows(m, s, rows, n_rows, s->xb2, s->xb, N, q_dim, dim, weight_of(m, M_WO, l), INPUT_NEW);
+    linear_rows(m, s, rows, n_rows, s->xb2, s->xb, N, &mats[MAT_WO], INPUT_NEW);
     emit_each(rows, n_rows, l, HOOK_ATTN_OUT, s->xb2, 1, dim);
     residual_rows(m, s->x, s->xb2, N, dim);
     emit_each(rows, n_rows, l, HOOK_RESID_MID, s->x, 1, dim);
@@ -492,16 +420,16 @@ static void attention_block(const Model *m, RunState *s, const ForwardRow *rows,
 static void mlp_block(const Model *m, RunState *s, const ForwardRow *rows, int n_rows, int N,
                       int l) {
     int dim = m->config.dim, hidden = m->config.hidden_dim;
+    const Matrix *mats = m->layers[l].m;
     rmsnorm_rows(m, s->xb, s->x, m->weights.rms_ffn + (size_t)l * dim, N, dim);
     emit_each(rows, n_rows, l, HOOK_LN2, s->xb, 1, dim);
-    linear_rows(m, s, rows, n_rows, s->hb, s->xb, N, dim, hidden, weight_of(m, M_W1, l), INPUT_NEW);
-    linear_rows(m, s, rows, n_rows, s->hb2, s->xb, N, dim, hidden, weight_of(m, M_W3, l),
-                INPUT_AS_BEFORE);
+    linear_rows(m, s, rows, n_rows, s->hb, s->xb, N, &mats[MAT_W1], INPUT_NEW);
+    linear_rows(m, s, rows, n_rows, s->hb2, s->xb, N, &mats[MAT_W3], INPUT_AS_BEFORE);
     emit_each(rows, n_rows, l, HOOK_MLP_GATE, s->hb, 1, hidden);
     emit_each(rows, n_rows, l, HOOK_MLP_UP, s->hb2, 1, hidden);
     swiglu_rows(m, s->hb, s->hb2, N, hidden); /* hb [N, hidden] */
     emit_each(rows, n_rows, l, HOOK_MLP_HIDDEN, s->hb, 1, hidden);
-    linear_rows(m, s, rows, n_rows, s->xb, s->hb, N, hidden, dim, weight_of(m, M_W2, l), INPUT_NEW);
+    linear_rows(m, s, rows, n_rows, s->xb, s->hb, N, &mats[MAT_W2], INPUT_NEW);
     emit_each(rows, n_rows, l, HOOK_MLP_OUT, s->xb, 1, dim);
     residual_rows(m, s->x, s->xb, N, dim);
     emit_each(rows, n_rows, l, HOOK_RESID_POST, s->x, 1, dim);
@@ -523,16 +451,16 @@ static const float *classify(const Model *m, RunState *s, const ForwardRow *rows
         W += n;
     }
     if (W == 0) return s->logits; /* no row wants any: the classifier is not read */
-    Weight cls = weight_of(m, M_CLS, 0);
+    const Matrix *cls = &m->classifier;
     rmsnorm_rows(m, s->xb, s->xb, m->weights.rms_final, W, dim);
-    linear(s, model_threads(m), s->logits, s->xb, W, dim, V, cls, INPUT_NEW);
+    linear(s, model_threads(m), s->logits, s->xb, W, cls, INPUT_NEW);
     for (int r = 0, w0 = 0; r < n_rows; w0 += wanted(&rows[r++])) {
         const ForwardRow *row = &rows[r];
         int n = wanted(row), first = row->n_tokens - n;
         HookSite site = {
             .obs = row->obs, .layer = -1, .pos0 = row->pos0 + first, .tokens = row->tokens + first};
         row->state->work.weight_bytes += (uint64_t)dim * sizeof(float); /* rms_final */
-        count_matmul(&row->state->work, n, dim, V, weight_bytes(&cls, dim, V));
+        count_matmul(&row->state->work, n, dim, V, matrix_bytes(cls));
         hook_emit_rows(&site, HOOK_FINAL_NORM, s->xb + (size_t)w0 * dim, n, 1, dim);
         hook_emit_rows(&site, HOOK_LOGITS, s->logits + (size_t)w0 * V, n, 1, V);
     }

@@ -210,7 +210,8 @@ static bool copy_tokenizer(const char *src, const char *dir, char (*names)[64], 
 bool hf_model_save(const Model *m, HfArchitecture a, const char *dir, SafetensorsDtype dtype,
                    int shards, const char *tokenizer_dir, StepError *err) {
     const Config *c = &m->config;
-    if (m->quant != NULL || m->packed != NULL || c->rope_layout != ROPE_INTERLEAVED)
+    if (m->quant != NULL || m->classifier.layout != MATRIX_ROWS ||
+        c->rope_layout != ROPE_INTERLEAVED)
         return step_fail(err, "%s: only a float32 model as loaded can be written", dir);
     if ((c->qkv_bias != (a == HF_QWEN2)) || (c->qk_norm != (a == HF_QWEN3)))
         return step_fail(err, "%s: the model's biases and q/k norms are not %s's", dir,

@@ -24,7 +24,25 @@ uint64_t model_storage_floats(const Config *c) {
     return config_param_count(c);
 }
 
-void model_bind_weights(Model *m) {
+bool model_bind_matrices(Model *m) {
+    const Config *c = &m->config;
+    const Weights *w = &m->weights;
+    if (m->layers == NULL) m->layers = calloc((size_t)c->n_layers, sizeof *m->layers);
+    if (m->layers == NULL) return false;
+    const float *all[LAYER_MATRICES] = {w->wq, w->wk, w->wv, w->wo, w->w1, w->w2, w->w3};
+    for (int k = 0; k < LAYER_MATRICES; k++) {
+        int rows, cols;
+        layer_matrix_shape(c, (MatrixKind)k, &rows, &cols);
+        for (int l = 0; l < c->n_layers; l++)
+            m->layers[l].m[k] = matrix_view(
+                ELEM_F32, all[k] != NULL ? all[k] + (size_t)l * rows * cols : NULL, rows, cols);
+    }
+    m->classifier = matrix_view(ELEM_F32, w->wcls, c->vocab_size, c->dim);
+    m->embedding = matrix_view(ELEM_F32, w->token_embedding, c->vocab_size, c->dim);
+    return true;
+}
+
+bool model_bind_weights(Model *m) {
     const Config *c = &m->config;
     uint64_t dim = (uint64_t)c->dim, hidden = (uint64_t)c->hidden_dim;
     uint64_t kv_dim = (uint64_t)config_kv_dim(c), layers = (uint64_t)c->n_layers;
@@ -55,6 +73,7 @@ void model_bind_weights(Model *m) {
         w->q_norm = p, p += layers * head_dim;
         w->k_norm = p;
     }
+    return model_bind_matrices(m);
 }
 
 #define HEADER_INTS 7
@@ -114,11 +133,17 @@ bool model_load_checkpoint(Model *m, const char *path, StepError *err) {
         return step_fail(err, "model %s: cannot map the weights: %s", path, strerror(errno));
     m->mapping = map, m->mapping_bytes = (size_t)file_bytes, m->mapping_is_file = true;
     m->storage = (float *)((char *)map + sizeof header);
-    model_bind_weights(m);
+    bool ok = model_bind_weights(m);
     snprintf(m->source, sizeof m->source, "llama2.c checkpoint (float32)");
-    if (!c->shared_classifier) /* the untied classifier comes after the RoPE tables */
+    if (ok && !c->shared_classifier) { /* the untied classifier comes after the RoPE tables */
         m->weights.wcls =
             m->weights.rms_final + c->dim + (uint64_t)c->seq_len * (uint64_t)config_head_dim(c);
+        ok = model_bind_matrices(m);
+    }
+    if (!ok) {
+        model_free(m);
+        return step_fail(err, "model %s: out of memory", path);
+    }
     return true;
 }
 
@@ -133,6 +158,23 @@ static void drop_pages(const float *from, uint64_t n_floats) {
 void model_release_pages(const Model *m, const float *from, uint64_t n_floats) {
     if (m->mapping == NULL || !m->mapping_is_file || n_floats == 0) return;
     drop_pages(from, n_floats);
+}
+
+/* Whether [from, from + bytes) lies inside [base, base + size). */
+static bool inside(const void *from, size_t bytes, const void *base, size_t size) {
+    uintptr_t a = (uintptr_t)from, b = (uintptr_t)base;
+    return base != NULL && a >= b && a - b <= size && bytes <= size - (a - b);
+}
+
+void model_discard_bytes(const Model *m, const void *from, size_t bytes) {
+    bool ours = inside(from, bytes, m->mapping, m->mapping_bytes);
+    for (int i = 0; !ours && i < m->n_files; i++)
+        ours = inside(from, bytes, m->files[i].addr, m->files[i].bytes);
+    if (!ours || bytes == 0) return;
+    uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
+    uintptr_t lo = ((uintptr_t)from + page - 1) / page * page; /* whole pages inside */
+    uintptr_t hi = ((uintptr_t)from + bytes) / page * page;
+    if (hi > lo) madvise((void *)lo, hi - lo, MADV_DONTNEED);
 }
 
 void model_discard_pages(const Model *m, const float *from, uint64_t n_floats) {
@@ -176,7 +218,10 @@ bool model_alloc_storage(Model *m, const char *what, StepError *err) {
     void *map = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (map == MAP_FAILED) return step_fail(err, "%s: out of memory for the weights", what);
     m->storage = map, m->mapping = map, m->mapping_bytes = bytes, m->mapping_is_file = false;
-    model_bind_weights(m);
+    if (!model_bind_weights(m)) {
+        model_release_storage(m);
+        return step_fail(err, "%s: out of memory for the weights", what);
+    }
     return true;
 }
 
@@ -287,10 +332,54 @@ bool model_use_threads(Model *m, int n_threads, StepError *err) {
     return thread_pool_create(&m->pool, n_threads > 0 ? n_threads : threads_online(), err);
 }
 
+bool model_compact_storage(Model *m, StepError *err) {
+    const Config *c = &m->config;
+    const Weights *w = &m->weights;
+    if (w->wq == NULL) return true; /* only vectors already */
+    int L = c->n_layers, d = c->dim, kv = config_kv_dim(c), qd = config_q_dim(c);
+    bool float_embedding = m->embedding.layout == MATRIX_ROWS && m->embedding.elem == ELEM_F32 &&
+                           m->embedding.data == w->token_embedding && w->token_embedding != NULL;
+    uint64_t norms = (uint64_t)(2 * L + 1) * d,
+             emb = float_embedding ? (uint64_t)c->vocab_size * d : 0;
+    uint64_t bias = c->qkv_bias ? (uint64_t)L * (qd + 2 * kv) : 0;
+    uint64_t qk = c->qk_norm ? (uint64_t)L * 2 * config_head_dim(c) : 0;
+    float *storage = malloc((norms + emb + bias + qk) * sizeof(float));
+    if (storage == NULL) return step_fail(err, "out of memory for the weights");
+    memcpy(storage, w->rms_att, (size_t)L * d * sizeof(float));
+    memcpy(storage + (size_t)L * d, w->rms_ffn, (size_t)L * d * sizeof(float));
+    memcpy(storage + (size_t)2 * L * d, w->rms_final, (size_t)d * sizeof(float));
+    if (emb > 0) memcpy(storage + norms, w->token_embedding, emb * sizeof(float));
+    /* the biases and q/k norms lie together, bq..k_norm (model_bind_weights) */
+    if (bias + qk > 0) {
+        const float *first = c->qkv_bias ? w->bq : w->q_norm;
+        memcpy(storage + norms + emb, first, (size_t)(bias + qk) * sizeof(float));
+    }
+    Weights kept = {.rms_att = storage,
+                    .rms_ffn = storage + (size_t)L * d,
+                    .rms_final = storage + (size_t)2 * L * d,
+                    .token_embedding = emb > 0 ? storage + norms : NULL};
+    const float *extra = storage + norms + emb;
+    if (c->qkv_bias) {
+        kept.bq = extra, kept.bk = extra + (size_t)L * qd, kept.bv = kept.bk + (size_t)L * kv;
+        extra += bias;
+    }
+    if (c->qk_norm) kept.q_norm = extra, kept.k_norm = extra + (size_t)L * config_head_dim(c);
+    model_release_storage(m);
+    m->storage = storage;
+    m->weights = kept;
+    if (emb > 0) m->embedding.data = kept.token_embedding;
+    return true;
+}
+
 void model_free(Model *m) {
     model_release_storage(m);
     thread_pool_free(m->pool);
     if (m->quant != NULL) m->free_quant(m->quant);
-    if (m->packed != NULL) m->free_packed(m->packed, m->config.n_layers);
+    for (int l = 0; m->layers != NULL && l < m->config.n_layers; l++)
+        for (int k = 0; k < LAYER_MATRICES; k++) matrix_free(&m->layers[l].m[k]);
+    free(m->layers);
+    matrix_free(&m->classifier);
+    matrix_free(&m->embedding);
+    for (int i = 0; i < m->n_files; i++) munmap(m->files[i].addr, m->files[i].bytes);
     memset(m, 0, sizeof *m);
 }

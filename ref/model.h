@@ -5,10 +5,13 @@
 
 #include "config.h"
 #include "error.h"
+#include "matrix.h"
 #include "progress.h"
 
-/* Views into Model.storage. Matrices are row-major [out, in]: row i holds the
- * weights that produce output i, so out[i] = dot(row i, input). */
+/* Float32 views into Model.storage. Matrices are row-major [out, in]: row i
+ * holds the weights that produce output i, so out[i] = dot(row i, input).
+ * The matrix views are NULL when the matrices are held otherwise (packed,
+ * int8, or as a file stores them): forward reads Model.layers. */
 typedef struct {
     const float *token_embedding; /* [vocab_size, dim] */
     const float *rms_att;         /* [n_layers, dim] */
@@ -27,29 +30,47 @@ typedef struct {
     const float *q_norm, *k_norm; /* qk_norm: [n_layers, head_dim] each */
 } Weights;
 
-struct QuantWeights;  /* quant_model.h */
-struct PackedWeights; /* pack.h */
-struct ThreadPool;    /* threads.h */
+struct QuantWeights; /* quant_model.h */
+struct ThreadPool;   /* threads.h */
+
+/* How a loader keeps the weights: as the file stores them (mapped, widened
+ * as read; the default), or widened to float32 at load (--weights f32). The
+ * logits are the same bits either way. */
+typedef enum { WEIGHTS_STORED, WEIGHTS_F32 } WeightsMode;
+
+/* A file mapped read-only that matrices point into (owned by the model). */
+typedef struct {
+    void *addr;
+    size_t bytes;
+} MappedFile;
+
+#define MODEL_MAX_FILES 64
 
 typedef struct {
     Config config;
     Weights weights;
-    float *storage;               /* every float weight; owned (freed by model_free) or, when
-                                     mapping is set, a view into the mapped checkpoint */
-    void *mapping;                /* the checkpoint file mapped copy-on-write, or anonymous
-                                     memory a loader filled (mapping_is_file false), or NULL */
-    size_t mapping_bytes;         /* its length, for munmap */
-    bool mapping_is_file;         /* released pages read back from the file (else as zeros) */
+    float *storage;       /* every float weight; owned (freed by model_free) or, when
+                             mapping is set, a view into the mapped checkpoint */
+    void *mapping;        /* the checkpoint file mapped copy-on-write, or anonymous
+                             memory a loader filled (mapping_is_file false), or NULL */
+    size_t mapping_bytes; /* its length, for munmap */
+    bool mapping_is_file; /* released pages read back from the file (else as zeros) */
+    /* What forward reads: every layer's matrices, the classifier and the
+     * embedding (looked up a row at a time; tied: the classifier's data),
+     * each however it is held (matrix.h). */
+    LayerMatrices *layers;             /* [n_layers] (owned) */
+    Matrix classifier;                 /* [vocab_size, dim] */
+    Matrix embedding;                  /* [vocab_size, dim] */
+    MappedFile files[MODEL_MAX_FILES]; /* the weight files the matrices point into */
+    int n_files;
     struct QuantWeights *quant;   /* int8 matrices (quant_model.h), or NULL: float32 */
-    struct PackedWeights *packed; /* float matrices in the fast layout (pack.h), or NULL */
     struct ThreadPool *pool;      /* the threads the fast kernels split work over (owned;
                                      NULL: one thread): model_use_threads */
     const ProgressSink *progress; /* told how far packing, quantizing and long forward passes
                                      have got (borrowed; NULL: nobody) */
-    /* How model_free frees quant and packed: set by the module that made
-     * them, so that this one depends on neither (they depend on it). */
+    /* How model_free frees quant: set by the module that made it, so that
+     * this one does not depend on it (it depends on this one). */
     void (*free_quant)(struct QuantWeights *q);
-    void (*free_packed)(struct PackedWeights *p, int n_layers);
     /* What was loaded, for inspect and the trace: the format, the
      * architecture and the files' dtypes ("" when nobody said). */
     char source[384];
@@ -72,8 +93,19 @@ bool model_load_checkpoint(Model *m, const char *path, StepError *err);
 void model_release_pages(const Model *m, const float *from, uint64_t n_floats);
 
 /* The same for pages that will never be read again (a matrix just packed),
- * for anonymous storage too: it gives the memory back at once. */
+ * for anonymous storage too: it gives the memory back at once. Only pages
+ * of m's storage mapping or of its mapped files are touched. */
 void model_discard_pages(const Model *m, const float *from, uint64_t n_floats);
+void model_discard_bytes(const Model *m, const void *from, size_t bytes);
+
+/* Keep only the float32 vectors in m->storage (the norms, an untied float
+ * embedding, biases and q/k norms) once every matrix is held elsewhere
+ * (packed, say): the matrix views become NULL. */
+bool model_compact_storage(Model *m, StepError *err);
+
+/* Point m->layers, m->classifier and m->embedding at the float32 views of
+ * m->weights (allocating m->layers when NULL). */
+bool model_bind_matrices(Model *m);
 
 /* Allocate m->storage for m->config (model_storage_floats, zeroed) and bind
  * the views into it, after checking that it fits in memory
@@ -100,8 +132,9 @@ float *model_weight_slot(Model *m, const float *view);
 void model_release_storage(Model *m);
 
 /* Point m->weights into m->storage, laid out as in a checkpoint body (without
- * the RoPE tables). Used by every loader once storage is filled. */
-void model_bind_weights(Model *m);
+ * the RoPE tables), and m's matrices at them (model_bind_matrices). Used by
+ * every loader once storage is allocated; false when out of memory. */
+bool model_bind_weights(Model *m);
 
 /* Number of floats model_bind_weights expects in storage. */
 uint64_t model_storage_floats(const Config *c);

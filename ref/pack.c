@@ -10,61 +10,100 @@
 
 #define PACK_RELEASE_ROWS 256 /* rows of the source released at a time */
 
-/* Pack w [rows, cols] of model m, releasing the source rows' pages of a
- * mapped checkpoint (or a folder's anonymous storage) as they are done
- * (model_discard_pages), so that the two
- * layouts never both hold the whole matrix. */
-static bool pack_matrix(const Model *m, PackedMatrix *p, const float *w, int rows, int cols) {
-    p->rows = rows, p->cols = cols;
-    size_t bytes =
-        (size_t)packed_blocks(p) * cols * PACK_ROWS * sizeof(float); /* a multiple of 64 */
-    p->data = aligned_alloc(64, bytes);                              /* one vector per cache line */
-    if (p->data == NULL) return false;
-    memset(p->data, 0, bytes);
+#if defined(__GNUC__)
+#define ALWAYS_INLINE inline __attribute__((always_inline))
+#else
+#define ALWAYS_INLINE inline
+#endif
+
+/* Element i of a packed block of type e, widened to float32 (exact). With e
+ * a constant, as in every caller below, this is one load (and one shift or
+ * one multiply): the compiler vectorises it with the loop around it. */
+static ALWAYS_INLINE float element_at(ElementType e, const void *block, size_t i) {
+    switch (e) {
+        case ELEM_F16:
+            return f16_widen(((const uint16_t *)block)[i]);
+        case ELEM_BF16:
+            return bf16_widen(((const uint16_t *)block)[i]);
+        case ELEM_F32:
+            break;
+    }
+    return ((const float *)block)[i];
+}
+
+int packed_blocks(const Matrix *w) {
+    return (w->rows + PACK_ROWS - 1) / PACK_ROWS;
+}
+
+/* Stored rows r0..r1-1 of a row-major source go back (they are packed): a
+ * mapped file's pages are dropped (read again from the file if touched), an
+ * anonymous store's pages given back. Owned sources are freed whole later. */
+static void release_rows(const Model *m, const Matrix *w, int r0, int r1) {
+    size_t row = (size_t)w->cols * element_bytes(w->elem);
+    if (w->interleave_head_dim != 0 || w->owned != NULL) return; /* rows out of order, or owned */
+    model_discard_bytes(m, (const char *)w->data + (size_t)r0 * row, (size_t)(r1 - r0) * row);
+}
+
+/* Pack w [rows, cols] of model m (m NULL: release nothing), releasing the
+ * source rows as they are done, so that the two layouts never both hold the
+ * whole matrix. */
+static bool pack_matrix(const Model *m, Matrix *p, const Matrix *w) {
+    int rows = w->rows, cols = w->cols;
+    size_t size = element_bytes(w->elem);
+    *p = (Matrix){.layout = MATRIX_PACKED, .elem = w->elem, .rows = rows, .cols = cols};
+    size_t bytes = (size_t)packed_blocks(p) * cols * PACK_ROWS * size; /* a multiple of 32 */
+    p->owned = aligned_alloc(64, (bytes + 63) / 64 * 64);              /* vectors on cache lines */
+    if (p->owned == NULL) return false;
+    p->data = p->owned;
+    memset(p->owned, 0, bytes);
     for (int r0 = 0; r0 < rows; r0 += PACK_RELEASE_ROWS) {
         int r1 = r0 + PACK_RELEASE_ROWS < rows ? r0 + PACK_RELEASE_ROWS : rows;
         for (int r = r0; r < r1; r++) {
-            float *dst = p->data + (size_t)(r / PACK_ROWS) * cols * PACK_ROWS + r % PACK_ROWS;
-            for (int i = 0; i < cols; i++) dst[(size_t)i * PACK_ROWS] = w[(size_t)r * cols + i];
+            const char *src = (const char *)w->data + matrix_source_row(w, r) * cols * size;
+            char *dst = (char *)p->owned +
+                        ((size_t)(r / PACK_ROWS) * cols * PACK_ROWS + r % PACK_ROWS) * size;
+            for (int i = 0; i < cols; i++)
+                memcpy(dst + (size_t)i * PACK_ROWS * size, src + (size_t)i * size, size);
         }
-        model_discard_pages(m, w + (size_t)r0 * cols, (uint64_t)(r1 - r0) * (uint64_t)cols);
+        if (m != NULL) release_rows(m, w, r0, r1);
     }
     return true;
 }
 
-void packed_row(const PackedMatrix *m, int r, float *out) {
-    const float *src = m->data + (size_t)(r / PACK_ROWS) * m->cols * PACK_ROWS + r % PACK_ROWS;
-    for (int i = 0; i < m->cols; i++) out[i] = src[(size_t)i * PACK_ROWS];
+bool matrix_pack(Matrix *p, const Matrix *w) {
+    return pack_matrix(NULL, p, w);
 }
 
 /* One token against one block (decode): PACK_ROWS independent sums, one
  * per output row, each over i in order; the loop over l is what the
  * compiler turns into one vector operation. Reads the block as one stream. */
-FAST_CLONES static void block_token(float *out, const float *x, const float *block, int C, int row0,
-                                    int rows) {
+static ALWAYS_INLINE void block_token(ElementType e, float *out, const float *x, const void *block,
+                                      int C, int row0, int rows) {
     float s[PACK_ROWS] = {0};
     for (int i = 0; i < C; i++) {
-        const float *wi = block + (size_t)i * PACK_ROWS;
+        size_t at = (size_t)i * PACK_ROWS;
         float xi = x[i];
-        for (int l = 0; l < PACK_ROWS; l++) s[l] += wi[l] * xi;
+        for (int l = 0; l < PACK_ROWS; l++) s[l] += element_at(e, block, at + l) * xi;
     }
     for (int l = 0; l < rows; l++) out[row0 + l] = s[l];
 }
 
 /* Prefill: up to PREFILL_TOKENS tokens against one block: each weight
- * vector loaded once serves six tokens' sums. xt[k] is token k's input
- * row [C]; the first n sums are stored, out[k] [OC] at column row0. A
- * shorter tile (the last of a pass) repeats its last token's row in the
- * unused places: the same work as a full tile, twice as fast as tokens one
- * by one. */
-FAST_CLONES static void block_tokens(float *const out[PREFILL_TOKENS],
-                                     const float *const xt[PREFILL_TOKENS], int n,
-                                     const float *block, int C, int row0, int rows) {
+ * vector loaded (and widened) once serves six tokens' sums. xt[k] is token
+ * k's input row [C]; the first n sums are stored, out[k] [OC] at column
+ * row0. A shorter tile (the last of a pass) repeats its last token's row in
+ * the unused places: the same work as a full tile, twice as fast as tokens
+ * one by one. */
+static ALWAYS_INLINE void block_tokens(ElementType e, float *const out[PREFILL_TOKENS],
+                                       const float *const xt[PREFILL_TOKENS], int n,
+                                       const void *block, int C, int row0, int rows) {
     float s[PREFILL_TOKENS][PACK_ROWS] = {{0}};
     const float *x0 = xt[0], *x1 = xt[1], *x2 = xt[2], *x3 = xt[3], *x4 = xt[4], *x5 = xt[5];
     for (int i = 0; i < C; i++) {
-        const float *wi = block + (size_t)i * PACK_ROWS;
+        size_t at = (size_t)i * PACK_ROWS;
         float a0 = x0[i], a1 = x1[i], a2 = x2[i], a3 = x3[i], a4 = x4[i], a5 = x5[i];
+        float wi[PACK_ROWS];
+        for (int l = 0; l < PACK_ROWS; l++) wi[l] = element_at(e, block, at + l);
         for (int l = 0; l < PACK_ROWS; l++) {
             s[0][l] += wi[l] * a0;
             s[1][l] += wi[l] * a1;
@@ -79,19 +118,53 @@ FAST_CLONES static void block_tokens(float *const out[PREFILL_TOKENS],
     }
 }
 
-int packed_blocks(const PackedMatrix *w) {
-    return (w->rows + PACK_ROWS - 1) / PACK_ROWS;
+/* The kernels for each element type, each built per instruction set
+ * (clones.h) with its widening known. */
+FAST_CLONES static void block_token_f32(float *out, const float *x, const void *block, int C,
+                                        int row0, int rows) {
+    block_token(ELEM_F32, out, x, block, C, row0, rows);
+}
+FAST_CLONES static void block_token_f16(float *out, const float *x, const void *block, int C,
+                                        int row0, int rows) {
+    block_token(ELEM_F16, out, x, block, C, row0, rows);
+}
+FAST_CLONES static void block_token_bf16(float *out, const float *x, const void *block, int C,
+                                         int row0, int rows) {
+    block_token(ELEM_BF16, out, x, block, C, row0, rows);
+}
+FAST_CLONES static void block_tokens_f32(float *const out[PREFILL_TOKENS],
+                                         const float *const xt[PREFILL_TOKENS], int n,
+                                         const void *block, int C, int row0, int rows) {
+    block_tokens(ELEM_F32, out, xt, n, block, C, row0, rows);
+}
+FAST_CLONES static void block_tokens_f16(float *const out[PREFILL_TOKENS],
+                                         const float *const xt[PREFILL_TOKENS], int n,
+                                         const void *block, int C, int row0, int rows) {
+    block_tokens(ELEM_F16, out, xt, n, block, C, row0, rows);
+}
+FAST_CLONES static void block_tokens_bf16(float *const out[PREFILL_TOKENS],
+                                          const float *const xt[PREFILL_TOKENS], int n,
+                                          const void *block, int C, int row0, int rows) {
+    block_tokens(ELEM_BF16, out, xt, n, block, C, row0, rows);
 }
 
-void matmul_packed_blocks(float *out, const float *x, const PackedMatrix *w, int T, int b0,
-                          int b1) {
+typedef void (*BlockToken)(float *, const float *, const void *, int, int, int);
+typedef void (*BlockTokens)(float *const[PREFILL_TOKENS], const float *const[PREFILL_TOKENS], int,
+                            const void *, int, int, int);
+
+void matmul_packed_blocks(float *out, const float *x, const Matrix *w, int T, int b0, int b1) {
+    static const BlockToken one[] = {
+        [ELEM_F32] = block_token_f32, [ELEM_F16] = block_token_f16, [ELEM_BF16] = block_token_bf16};
+    static const BlockTokens many[] = {[ELEM_F32] = block_tokens_f32,
+                                       [ELEM_F16] = block_tokens_f16,
+                                       [ELEM_BF16] = block_tokens_bf16};
     int C = w->cols, OC = w->rows;
-    size_t stride = (size_t)C * PACK_ROWS; /* floats per block */
+    size_t stride = (size_t)C * PACK_ROWS * element_bytes(w->elem); /* bytes per block */
     for (int b = b0; b < b1; b++) {
-        const float *block = w->data + b * stride;
+        const void *block = (const char *)w->data + b * stride;
         int row0 = b * PACK_ROWS, rows = OC - row0 < PACK_ROWS ? OC - row0 : PACK_ROWS;
         if (T == 1) {
-            block_token(out, x, block, C, row0, rows);
+            one[w->elem](out, x, block, C, row0, rows);
             continue;
         }
         for (int t0 = 0; t0 < T; t0 += PREFILL_TOKENS) {
@@ -102,81 +175,48 @@ void matmul_packed_blocks(float *out, const float *x, const PackedMatrix *w, int
                 int t = t0 + (k < n ? k : n - 1);
                 outs[k] = out + (size_t)t * OC, xs[k] = x + (size_t)t * C;
             }
-            block_tokens(outs, xs, n, block, C, row0, rows);
+            many[w->elem](outs, xs, n, block, C, row0, rows);
         }
     }
 }
 
-void matmul_packed(float *out, const float *x, const PackedMatrix *w, int T) {
+void matmul_packed(float *out, const float *x, const Matrix *w, int T) {
     matmul_packed_blocks(out, x, w, T, 0, packed_blocks(w));
 }
 
-void packed_weights_free(PackedWeights *p, int n_layers) {
-    if (p == NULL) return;
-    PackedMatrix *per_layer[] = {p->wq, p->wk, p->wv, p->wo, p->w1, p->w2, p->w3};
-    for (int k = 0; k < 7; k++) {
-        for (int l = 0; per_layer[k] != NULL && l < n_layers; l++) free(per_layer[k][l].data);
-        free(per_layer[k]);
-    }
-    free(p->wcls.data);
-    free(p);
+/* Pack matrix *w in place (the packed copy replaces it; an owned source is
+ * freed). */
+static bool pack_in_place(Model *m, Matrix *w) {
+    Matrix packed;
+    if (!pack_matrix(m, &packed, w)) return false;
+    matrix_free(w);
+    *w = packed;
+    return true;
 }
 
 bool model_pack(Model *m, StepError *err) {
-    if (m->quant != NULL || m->packed != NULL) return true;
+    if (m->quant != NULL || m->layers == NULL || m->classifier.layout == MATRIX_PACKED) return true;
     const Config *c = &m->config;
-    const Weights *w = &m->weights;
-    int L = c->n_layers, d = c->dim, h = c->hidden_dim, kv = config_kv_dim(c), qd = config_q_dim(c);
-    PackedWeights *p = calloc(1, sizeof *p);
-    bool ok = p != NULL;
-    PackedMatrix **lists[] = {&p->wq, &p->wk, &p->wv, &p->wo, &p->w1, &p->w2, &p->w3};
-    const float *src[] = {w->wq, w->wk, w->wv, w->wo, w->w1, w->w2, w->w3};
-    int out[] = {qd, kv, kv, d, h, d, h}, in[] = {d, d, d, qd, d, h, d};
-    for (int k = 0; ok && k < 7; k++) {
-        *lists[k] = calloc((size_t)L, sizeof(PackedMatrix));
-        ok = *lists[k] != NULL;
-        for (int l = 0; ok && l < L; l++) {
-            ok =
-                pack_matrix(m, &(*lists[k])[l], src[k] + (size_t)l * out[k] * in[k], out[k], in[k]);
-            progress_report(m->progress, "packing the weights (matrices)", (uint64_t)k * L + l + 1,
-                            7u * (uint64_t)L + 1);
+    int L = c->n_layers;
+    bool tied = m->embedding.data == m->classifier.data;
+    bool ok = true;
+    for (int l = 0; ok && l < L; l++) {
+        for (int k = 0; ok && k < LAYER_MATRICES; k++) {
+            ok = pack_in_place(m, &m->layers[l].m[k]);
+            progress_report(m->progress, "packing the weights (matrices)",
+                            (uint64_t)l * LAYER_MATRICES + k + 1, (uint64_t)LAYER_MATRICES * L + 1);
         }
     }
-    if (ok) ok = pack_matrix(m, &p->wcls, w->wcls, c->vocab_size, d);
-    /* What stays row-major: the norms, an untied embedding (for lookups),
-     * and the architecture's biases and q/k norms (added, not multiplied). */
-    uint64_t norms = (uint64_t)(2 * L + 1) * d,
-             emb = c->shared_classifier ? 0 : (uint64_t)c->vocab_size * d;
-    uint64_t bias = c->qkv_bias ? (uint64_t)L * (qd + 2 * kv) : 0;
-    uint64_t qk = c->qk_norm ? (uint64_t)L * 2 * config_head_dim(c) : 0;
-    float *storage = ok ? malloc((norms + emb + bias + qk) * sizeof(float)) : NULL;
-    if (storage == NULL) {
-        packed_weights_free(p, L);
-        return step_fail(err, "pack: out of memory for the weights");
+    if (ok && tied) m->embedding = (Matrix){0}; /* the classifier's rows, packed below */
+    ok = ok && pack_in_place(m, &m->classifier);
+    if (ok && tied) { /* looked up in the packed classifier: a view of it */
+        m->embedding = m->classifier;
+        m->embedding.owned = NULL;
     }
-    memcpy(storage, w->rms_att, (size_t)L * d * sizeof(float));
-    memcpy(storage + (size_t)L * d, w->rms_ffn, (size_t)L * d * sizeof(float));
-    memcpy(storage + (size_t)2 * L * d, w->rms_final, (size_t)d * sizeof(float));
-    if (emb > 0) memcpy(storage + norms, w->token_embedding, emb * sizeof(float));
-    /* the biases and q/k norms lie together, bq..k_norm (model_bind_weights) */
-    if (bias + qk > 0) {
-        const float *first = c->qkv_bias ? w->bq : w->q_norm;
-        memcpy(storage + norms + emb, first, (size_t)(bias + qk) * sizeof(float));
-    }
-    Weights kept = {.rms_att = storage,
-                    .rms_ffn = storage + (size_t)L * d,
-                    .rms_final = storage + (size_t)2 * L * d,
-                    .token_embedding = emb > 0 ? storage + norms : NULL};
-    const float *extra = storage + norms + emb;
-    if (c->qkv_bias) {
-        kept.bq = extra, kept.bk = extra + (size_t)L * qd, kept.bv = kept.bk + (size_t)L * kv;
-        extra += bias;
-    }
-    if (c->qk_norm) kept.q_norm = extra, kept.k_norm = extra + (size_t)L * config_head_dim(c);
-    model_release_storage(m);
-    m->storage = storage;
-    m->weights = kept;
-    m->packed = p;
-    m->free_packed = packed_weights_free;
+    /* What stays row-major in the float storage: the norms, an untied
+     * embedding (for lookups), and the architecture's biases and q/k norms
+     * (added, not multiplied). The rest of the storage goes. */
+    ok = ok && model_compact_storage(m, err);
+    if (!ok) return step_fail(err, "pack: out of memory for the weights");
     return true;
 }

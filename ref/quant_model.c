@@ -202,6 +202,44 @@ static bool quant_pack(QuantWeights *q, const Config *c) {
     return pack_q8(&q->pcls, cls, 0, cls->rows);
 }
 
+/* Layer l's rows of a matrix holding every layer's: a view. */
+static Matrix q8_rows_view(const QuantMatrix *q, int row0, int rows) {
+    return (Matrix){.layout = MATRIX_Q8_ROWS,
+                    .rows = rows,
+                    .cols = q->cols,
+                    .data = q->q + (size_t)row0 * q->cols,
+                    .scales = q->scales + (size_t)row0 * q->groups_per_row,
+                    .group = q->group};
+}
+
+static Matrix q8_packed_view(const PackedQ8 *p) {
+    return (Matrix){
+        .layout = MATRIX_Q8_PACKED, .rows = p->rows, .cols = p->cols, .group = p->group, .q8 = p};
+}
+
+bool model_bind_quant(Model *m) {
+    QuantWeights *q = m->quant;
+    if (q == NULL) return model_bind_matrices(m);
+    const Config *c = &m->config;
+    if (m->layers == NULL) m->layers = calloc((size_t)c->n_layers, sizeof *m->layers);
+    if (m->layers == NULL) return false;
+    const QuantMatrix *all[LAYER_MATRICES] = {&q->wq, &q->wk, &q->wv, &q->wo,
+                                              &q->w1, &q->w2, &q->w3};
+    const PackedQ8 *packed[LAYER_MATRICES] = {q->pwq, q->pwk, q->pwv, q->pwo,
+                                              q->pw1, q->pw2, q->pw3};
+    for (int k = 0; k < LAYER_MATRICES; k++) {
+        int rows, cols;
+        layer_matrix_shape(c, (MatrixKind)k, &rows, &cols);
+        for (int l = 0; l < c->n_layers; l++)
+            m->layers[l].m[k] = packed[k] != NULL ? q8_packed_view(&packed[k][l])
+                                                  : q8_rows_view(all[k], l * rows, rows);
+    }
+    const QuantMatrix *cls = quant_classifier(q);
+    m->classifier = q->pwq != NULL ? q8_packed_view(&q->pcls) : q8_rows_view(cls, 0, cls->rows);
+    m->embedding = q8_rows_view(&q->token_embedding, 0, q->token_embedding.rows);
+    return true;
+}
+
 void quant_weights_free(QuantWeights *q) {
     if (q == NULL) return;
     PackedQ8 *lists[] = {q->pwq, q->pwk, q->pwv, q->pwo, q->pw1, q->pw2, q->pw3};
@@ -234,12 +272,14 @@ bool model_quantize(Model *m, int group, StepError *err) {
     quant_weights_free(m->quant);
     m->quant = q;
     m->free_quant = quant_weights_free;
+    if (!model_bind_quant(m)) return step_fail(err, "quantize: out of memory");
     return true;
 }
 
 bool model_pack_q8(Model *m, StepError *err) {
     if (m->quant == NULL || m->quant->pwq != NULL) return true;
-    if (!quant_pack(m->quant, &m->config)) return step_fail(err, "int8 packing: out of memory");
+    if (!quant_pack(m->quant, &m->config) || !model_bind_quant(m))
+        return step_fail(err, "int8 packing: out of memory");
     return true;
 }
 
@@ -390,6 +430,7 @@ bool model_load_q8(Model *m, const char *path, StepError *err) {
              fread(m->storage + 2 * L * d, sizeof(float), d, f) == d &&
              (c->shared_classifier || read_matrix(f, &q->wcls, c->vocab_size, di, group));
         q->n_layers = c->n_layers;
+        ok = ok && model_bind_quant(m);
         snprintf(m->source, sizeof m->source, "stepwise .q8 (int8, group %d)", group);
     } else {
         free(q);

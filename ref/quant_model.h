@@ -18,7 +18,7 @@
  * [blocks, C, Q8_ROWS] and scales [blocks, groups per row, Q8_ROWS]. Same
  * arithmetic as quant.h's. */
 #define Q8_ROWS 64
-typedef struct {
+typedef struct PackedQ8 {
     int rows, cols, group, groups_per_row;
     int8_t *q;
     float *scales;
@@ -59,6 +59,11 @@ bool model_quantize(Model *m, int group, StepError *err);
  * row-major ones stay: the embedding is looked up there, and .q8 files are
  * written from them). Nothing to do for a float model or a packed one. */
 bool model_pack_q8(Model *m, StepError *err);
+
+/* Point m's matrices (model.h's layers, classifier, embedding) at its int8
+ * ones, packed when they are; with m->quant NULL, at its float32 views
+ * (compare-quant switches between the two). False when out of memory. */
+bool model_bind_quant(Model *m);
 
 /* Bytes of a model whose matrices are int8 with this group: codes, scales
  * and the float32 norms. */

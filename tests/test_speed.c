@@ -55,7 +55,8 @@ Test(speed, fast_kernels_are_bitwise_the_naive_matmul_on_the_benchmark_shape, .t
     cr_assert(model_init_random(&naive, &c, 42, &err), "%s", err.message);
     cr_assert(model_init_random(&fast, &c, 42, &err), "%s", err.message);
     cr_assert(model_pack(&fast, &err), "%s", err.message);
-    cr_assert_not_null(fast.packed);
+    cr_assert_eq(fast.classifier.layout, MATRIX_PACKED);
+    cr_assert_eq(fast.layers[0].m[MAT_W2].layout, MATRIX_PACKED);
     /* 20 prompt tokens (a prefill that uses the 4-token tiles and their tail), then 8 */
     int tokens[28];
     for (int i = 0; i < 28; i++) tokens[i] = i == 0 ? 1 : (i * 7919) % 32000;

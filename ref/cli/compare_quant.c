@@ -117,7 +117,9 @@ int cli_compare_quant(int argc, char **argv) {
     if (ok && n < 2) ok = step_fail(&err, "compare-quant: %s has no text to score", text_path);
     ScoreResult base = {.keep_logits = true};
     if (ok) ok = score_tokens(&m, ids, n, 0, NULL, NULL, &base, &err);
-    if (ok) ok = (pos = malloc((size_t)n * sizeof(int))) != NULL;
+    if (ok)
+        ok = (pos = malloc((size_t)n * sizeof(int))) != NULL ||
+             step_fail(&err, "compare-quant: out of memory");
     for (int i = 0; ok && i < n; i++) pos[i] = i;
     if (ok) ok = model_quantize(&m, group, &err) && (plain || model_pack_q8(&m, &err));
     if (ok && !plain) ok = model_use_threads(&m, threads, &err);
@@ -140,7 +142,8 @@ int cli_compare_quant(int argc, char **argv) {
         m.quant = configs[i].weights ? qw : NULL;
         ScoreResult q = {.keep_logits = true};
         DiffReport r;
-        ok = score_tokens(&m, ids, n, 0, &configs[i].run, NULL, &q, &err);
+        ok = model_bind_quant(&m) || step_fail(&err, "compare-quant: out of memory");
+        ok = ok && score_tokens(&m, ids, n, 0, &configs[i].run, NULL, &q, &err);
         DiffRun a = as_set(&base, m.config.vocab_size, pos),
                 b = as_set(&q, m.config.vocab_size, pos);
         if (ok) ok = trace_diff(&a, &b, &tol, false, &r, &err);

@@ -55,12 +55,12 @@ static double median(double *v, int n) {
  * cache: the most a prefill could reach on this core. */
 static double kernel_macs_per_second(int C) {
     int rows = 256, T = 96, reps = 0;
-    PackedMatrix w = {.rows = rows, .cols = C};
-    w.data = aligned_alloc(64, (size_t)rows * C * sizeof(float));
+    float *data = aligned_alloc(64, (size_t)rows * C * sizeof(float));
+    Matrix w = {.layout = MATRIX_PACKED, .elem = ELEM_F32, .rows = rows, .cols = C, .data = data};
     float *x = malloc((size_t)T * C * sizeof(float)),
           *out = malloc((size_t)T * rows * sizeof(float));
-    if (w.data == NULL || x == NULL || out == NULL) return 0;
-    for (size_t i = 0; i < (size_t)rows * C; i++) w.data[i] = (float)(i % 97) / 97.0f;
+    if (data == NULL || x == NULL || out == NULL) return 0;
+    for (size_t i = 0; i < (size_t)rows * C; i++) data[i] = (float)(i % 97) / 97.0f;
     for (size_t i = 0; i < (size_t)T * C; i++) x[i] = (float)(i % 89) / 89.0f;
     double best = 1e30;
     for (int r = 0; r < 7; r++) {
@@ -69,7 +69,7 @@ static double kernel_macs_per_second(int C) {
         double d = (now() - t) / 20;
         best = d < best ? d : best;
     }
-    free(w.data), free(x), free(out);
+    free(data), free(x), free(out);
     return (double)rows * C * T / best;
 }
 
@@ -91,14 +91,18 @@ static void add_region(Regions *r, const void *start, size_t bytes) {
     if (bytes > 0) r->start[r->n] = start, r->bytes[r->n++] = bytes; /* n < cap: sized for it */
 }
 
-static void add_packed(Regions *r, const PackedMatrix *w) {
-    add_region(r, w->data, (size_t)packed_blocks(w) * PACK_ROWS * (size_t)w->cols * sizeof(float));
-}
-
-static void add_q8(Regions *r, const PackedQ8 *w) {
-    size_t blocks = (size_t)q8_blocks(w);
-    add_region(r, w->q, blocks * Q8_ROWS * (size_t)w->cols);
-    add_region(r, w->scales, blocks * Q8_ROWS * (size_t)w->groups_per_row * sizeof(float));
+/* A matrix as the fast kernels hold it: packed floats (of any element
+ * type) or packed int8 codes and scales, padding included. */
+static void add_matrix(Regions *r, const Matrix *m) {
+    if (m->layout == MATRIX_Q8_PACKED) {
+        const PackedQ8 *w = m->q8;
+        size_t blocks = (size_t)q8_blocks(w);
+        add_region(r, w->q, blocks * Q8_ROWS * (size_t)w->cols);
+        add_region(r, w->scales, blocks * Q8_ROWS * (size_t)w->groups_per_row * sizeof(float));
+    } else {
+        add_region(r, m->data,
+                   (size_t)packed_blocks(m) * PACK_ROWS * (size_t)m->cols * element_bytes(m->elem));
+    }
 }
 
 static bool decode_regions(Regions *r, const Model *m, const RunState *s, int kv_positions) {
@@ -111,30 +115,15 @@ static bool decode_regions(Regions *r, const Model *m, const RunState *s, int kv
     const Weights *w = &m->weights;
     size_t norm = (size_t)c->dim * sizeof(float);
     r->n = 0;
-    if (m->packed != NULL) /* the token's row: from the packed classifier when tied */
-        add_region(r, w->token_embedding != NULL ? w->token_embedding : m->packed->wcls.data, norm);
-    else
-        add_region(r, m->quant->token_embedding.q, quant_matrix_bytes(1, c->dim, m->quant->group));
+    /* the token's row (from the packed classifier when tied) */
+    add_region(r, m->embedding.data, matrix_bytes(&m->embedding) / (uint64_t)m->embedding.rows);
     for (int l = 0; l < c->n_layers; l++) {
         add_region(r, w->rms_att + (size_t)l * c->dim, norm);
         add_region(r, w->rms_ffn + (size_t)l * c->dim, norm);
-        if (m->packed != NULL) {
-            const PackedWeights *p = m->packed;
-            const PackedMatrix *mats[] = {&p->wq[l], &p->wk[l], &p->wv[l], &p->wo[l],
-                                          &p->w1[l], &p->w2[l], &p->w3[l]};
-            for (int k = 0; k < 7; k++) add_packed(r, mats[k]);
-        } else {
-            const QuantWeights *q = m->quant;
-            const PackedQ8 *mats[] = {&q->pwq[l], &q->pwk[l], &q->pwv[l], &q->pwo[l],
-                                      &q->pw1[l], &q->pw2[l], &q->pw3[l]};
-            for (int k = 0; k < 7; k++) add_q8(r, mats[k]);
-        }
+        for (int k = 0; k < LAYER_MATRICES; k++) add_matrix(r, &m->layers[l].m[k]);
     }
     add_region(r, w->rms_final, norm);
-    if (m->packed != NULL)
-        add_packed(r, &m->packed->wcls);
-    else
-        add_q8(r, &m->quant->pcls);
+    add_matrix(r, &m->classifier);
     const KVCache *kv = &s->cache;
     size_t layer = (size_t)kv->capacity * (size_t)kv->kv_dim,
            rows = (size_t)kv_positions * kv->kv_dim;

@@ -1,0 +1,135 @@
+/* matrix.c: see matrix.h. */
+#include "matrix.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "layers.h"
+#include "pack.h"
+#include "quant.h"
+#include "quant_model.h"
+
+void layer_matrix_shape(const Config *c, MatrixKind k, int *rows, int *cols) {
+    int d = c->dim, h = c->hidden_dim, kv = config_kv_dim(c), qd = config_q_dim(c);
+    static const struct {
+        int out, in; /* 0: dim, 1: q_dim, 2: kv_dim, 3: hidden_dim */
+    } shape[LAYER_MATRICES] = {
+        [MAT_WQ] = {1, 0}, [MAT_WK] = {2, 0}, [MAT_WV] = {2, 0}, [MAT_WO] = {0, 1},
+        [MAT_W1] = {3, 0}, [MAT_W2] = {0, 3}, [MAT_W3] = {3, 0}};
+    const int size[4] = {d, qd, kv, h};
+    *rows = size[shape[k].out];
+    *cols = size[shape[k].in];
+}
+
+const char *layer_matrix_name(MatrixKind k) {
+    static const char *const names[LAYER_MATRICES] = {"wq", "wk", "wv", "wo", "w1", "w2", "w3"};
+    return names[k];
+}
+
+size_t element_bytes(ElementType e) {
+    return e == ELEM_F32 ? 4u : 2u;
+}
+
+const char *element_name(ElementType e) {
+    return e == ELEM_F32 ? "float32" : e == ELEM_F16 ? "float16" : "bfloat16";
+}
+
+Matrix matrix_view(ElementType e, const void *data, int rows, int cols) {
+    return (Matrix){.layout = MATRIX_ROWS, .elem = e, .rows = rows, .cols = cols, .data = data};
+}
+
+uint64_t matrix_bytes(const Matrix *m) {
+    if (m->layout == MATRIX_Q8_ROWS || m->layout == MATRIX_Q8_PACKED)
+        return quant_matrix_bytes(m->rows, m->cols, m->group);
+    return (uint64_t)m->rows * (uint64_t)m->cols * element_bytes(m->elem);
+}
+
+size_t matrix_source_row(const Matrix *m, int r) {
+    if (m->interleave_head_dim == 0) return (size_t)r;
+    return (size_t)rope_source_row((uint64_t)r, m->interleave_head_dim, ROWS_TO_INTERLEAVED);
+}
+
+void widen_elements(ElementType e, const void *src, size_t n, float *dst) {
+    const uint16_t *h = src;
+    switch (e) {
+        case ELEM_F32:
+            memcpy(dst, src, n * sizeof(float));
+            break;
+        case ELEM_F16:
+            for (size_t i = 0; i < n; i++) dst[i] = f16_widen(h[i]);
+            break;
+        case ELEM_BF16:
+            for (size_t i = 0; i < n; i++) dst[i] = bf16_widen(h[i]);
+            break;
+    }
+}
+
+/* Element i of a packed matrix's row r. */
+static void packed_matrix_row(const Matrix *m, int r, float *out) {
+    size_t at = (size_t)(r / PACK_ROWS) * m->cols * PACK_ROWS + r % PACK_ROWS;
+    size_t size = element_bytes(m->elem);
+    for (int i = 0; i < m->cols; i++)
+        widen_elements(m->elem, (const char *)m->data + (at + (size_t)i * PACK_ROWS) * size, 1,
+                       out + i);
+}
+
+void matrix_row(const Matrix *m, int r, float *out) {
+    size_t C = (size_t)m->cols;
+    switch (m->layout) {
+        case MATRIX_ROWS:
+            widen_elements(m->elem,
+                           (const char *)m->data +
+                               matrix_source_row(m, r) * C * element_bytes(m->elem),
+                           C, out);
+            break;
+        case MATRIX_PACKED:
+            packed_matrix_row(m, r, out);
+            break;
+        case MATRIX_Q8_ROWS: {
+            int groups = quant_groups(m->cols, m->group);
+            dequantize_row((const int8_t *)m->data + (size_t)r * C, m->scales + (size_t)r * groups,
+                           m->cols, m->group, out);
+            break;
+        }
+        case MATRIX_Q8_PACKED: {
+            const PackedQ8 *p = m->q8;
+            int b = r / Q8_ROWS, l = r % Q8_ROWS;
+            for (int i = 0; i < m->cols; i++) {
+                int8_t code = p->q[((size_t)b * C + i) * Q8_ROWS + l];
+                out[i] = (float)code *
+                         p->scales[((size_t)b * p->groups_per_row + i / p->group) * Q8_ROWS + l];
+            }
+            break;
+        }
+    }
+}
+
+void matmul_rows(float *out, const float *x, const Matrix *m, int T) {
+    int C = m->cols, OC = m->rows;
+    if (m->elem == ELEM_F32 && m->interleave_head_dim == 0) { /* the textbook loop */
+        matmul_forward(out, x, m->data, T, C, OC);
+        return;
+    }
+    size_t size = element_bytes(m->elem);
+    for (int t = 0; t < T; t++) {
+        const float *xt = x + (size_t)t * C;
+        for (int o = 0; o < OC; o++) {
+            const char *row = (const char *)m->data + matrix_source_row(m, o) * C * size;
+            const uint16_t *h = (const uint16_t *)row;
+            const float *f = (const float *)row;
+            float sum = 0.0f;
+            for (int i = 0; i < C; i++) {
+                float w = m->elem == ELEM_F32    ? f[i]
+                          : m->elem == ELEM_BF16 ? bf16_widen(h[i])
+                                                 : f16_widen(h[i]);
+                sum += w * xt[i];
+            }
+            out[(size_t)t * OC + o] = sum;
+        }
+    }
+}
+
+void matrix_free(Matrix *m) {
+    free(m->owned);
+    *m = (Matrix){0};
+}

@@ -1,0 +1,114 @@
+/* matrix.h: one weight matrix, however it is stored.
+ *
+ * forward() reads every matrix through this one type: what it holds (float32,
+ * float16 or bfloat16 elements, or int8 codes with group scales) and how it
+ * lies (row-major, or a fast kernel's packed layout). A matrix either points
+ * into memory someone else owns (a mapped file, the model's storage) or owns
+ * its data (`owned`, freed by matrix_free).
+ *
+ * Half-precision elements are widened to float32 as they are read. Every
+ * float16 and every bfloat16 is exactly a float32, so a kernel that widens
+ * in registers sums exactly the products that widening the whole matrix at
+ * load would: the same bits (docs/forward-pass.md). */
+#ifndef STEPWISE_MATRIX_H
+#define STEPWISE_MATRIX_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "config.h"
+
+typedef enum { ELEM_F32, ELEM_F16, ELEM_BF16 } ElementType;
+
+typedef enum {
+    MATRIX_ROWS,      /* elements row-major [rows, cols] */
+    MATRIX_PACKED,    /* elements in pack.h's layout [blocks, cols, PACK_ROWS] */
+    MATRIX_Q8_ROWS,   /* int8 codes [rows, cols], scales [rows, groups] (quant.h) */
+    MATRIX_Q8_PACKED, /* int8 in quant_model.h's PackedQ8 layout */
+} MatrixLayout;
+
+struct PackedQ8; /* quant_model.h */
+
+typedef struct {
+    MatrixLayout layout;
+    ElementType elem; /* MATRIX_ROWS, MATRIX_PACKED */
+    int rows, cols;
+    const void *data;          /* the elements, or the int8 codes (MATRIX_Q8_ROWS) */
+    const float *scales;       /* MATRIX_Q8_ROWS: [rows, groups] */
+    int group;                 /* MATRIX_Q8_*: values per scale */
+    const struct PackedQ8 *q8; /* MATRIX_Q8_PACKED */
+    /* MATRIX_ROWS of a Hugging Face q or k projection read in place: output
+     * row r is stored row rope_source_row(r, head_dim, ROWS_TO_INTERLEAVED)
+     * (hf_interleave_heads), 0 when rows are stored in order */
+    int interleave_head_dim;
+    void *owned; /* what matrix_free frees, or NULL: a view */
+} Matrix;
+
+/* The matrices of one layer, and their order wherever all of them are
+ * walked (packing, quantizing, binding, freeing). */
+typedef enum { MAT_WQ, MAT_WK, MAT_WV, MAT_WO, MAT_W1, MAT_W2, MAT_W3, LAYER_MATRICES } MatrixKind;
+
+typedef struct {
+    Matrix m[LAYER_MATRICES]; /* by MatrixKind */
+} LayerMatrices;
+
+/* The one table of shapes: a layer's matrix of this kind is [rows, cols]
+ * (out, in). */
+void layer_matrix_shape(const Config *c, MatrixKind k, int *rows, int *cols);
+
+/* "wq", "wk", ..., for messages. */
+const char *layer_matrix_name(MatrixKind k);
+
+/* Bytes of one element. */
+size_t element_bytes(ElementType e);
+
+/* "float32", "float16", "bfloat16". */
+const char *element_name(ElementType e);
+
+/* A row-major view of `data` [rows, cols]. */
+Matrix matrix_view(ElementType e, const void *data, int rows, int cols);
+
+/* Bytes a pass reads of m: every element, or codes and scales. */
+uint64_t matrix_bytes(const Matrix *m);
+
+/* The stored row that holds output row r of a MATRIX_ROWS m. */
+size_t matrix_source_row(const Matrix *m, int r);
+
+/* Row r of m widened (or dequantized) to float32 into out [cols]: exact for
+ * float elements. */
+void matrix_row(const Matrix *m, int r, float *out);
+
+/* Plain kernel for a MATRIX_ROWS m [OC, C]: out[t][o] = Σ_i m[o][i] · x[t][i],
+ * each element widened as it is read, summed in index order from 0.0f. */
+void matmul_rows(float *out, const float *x, const Matrix *m, int T);
+
+/* Widen n stored elements of type e to float32 (exact). */
+void widen_elements(ElementType e, const void *src, size_t n, float *dst);
+
+/* The float32 value of a bfloat16 or an IEEE half, bit for bit, in a form
+ * compilers vectorise (no branches, no table). */
+static inline float bf16_widen(uint16_t h) {
+    union {
+        uint32_t u;
+        float f;
+    } v = {.u = (uint32_t)h << 16};
+    return v.f;
+}
+static inline float f16_widen(uint16_t h) {
+    /* Move exponent and mantissa into float32's places and rescale by
+     * 2^(127 - 15): exact for normal and subnormal halves (a power of two
+     * times a float), then give infinities and NaNs float32's top exponent. */
+    union {
+        uint32_t u;
+        float f;
+    } v = {.u = (uint32_t)(h & 0x7fffu) << 13};
+    v.f *= 0x1p112f;
+    uint32_t top = (h & 0x7c00u) == 0x7c00u ? 0x7f800000u : 0u;
+    v.u |= top | ((uint32_t)(h & 0x8000u) << 16);
+    return v.f;
+}
+
+void matrix_free(Matrix *m);
+
+#endif
