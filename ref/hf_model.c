@@ -15,7 +15,7 @@
 static const char *const ARCHITECTURES[] = {"LlamaForCausalLM", "MistralForCausalLM",
                                             "Qwen2ForCausalLM", "Qwen3ForCausalLM"};
 #define N_ARCHITECTURES (int)(sizeof ARCHITECTURES / sizeof ARCHITECTURES[0])
-#define MAX_SHARDS      64
+#define MAX_SHARDS      MODEL_MAX_FILES
 
 bool hf_is_model_dir(const char *path) {
     struct stat st;
@@ -222,19 +222,34 @@ bool hf_interleave_heads(float *x, int heads, int head_dim, size_t cols) {
     return true;
 }
 
+/* The tensor called name, of `rows` × `cols` (rows 0: a vector of cols),
+ * and the file it is in; NULL (err set) when missing or of another shape. */
+static SafetensorsTensor *find_shaped(SafetensorsFile *files, int n, const char *name, int rows,
+                                      int cols, const SafetensorsFile **in, const char *dir,
+                                      StepError *err) {
+    SafetensorsTensor *t = find(files, n, name, in);
+    if (t == NULL) {
+        step_fail(err, "%s: tensor %s is missing", dir, name);
+        return NULL;
+    }
+    bool fits = rows == 0 ? t->ndim == 1 && t->shape[0] == cols
+                          : t->ndim == 2 && t->shape[0] == rows && t->shape[1] == cols;
+    if (!fits) {
+        step_fail(err, "%s: tensor %s has the wrong shape (config.json implies [%d%s%d])",
+                  (*in)->path, name, rows == 0 ? cols : rows, rows == 0 ? "" : ", ",
+                  rows == 0 ? 0 : cols);
+        return NULL;
+    }
+    return t;
+}
+
 /* Copy the tensor called name, of `rows` × `cols` (rows 0: a vector of
  * cols), into dst as float32. */
 static bool take(SafetensorsFile *files, int n, const char *name, int rows, int cols, float *dst,
                  const char *dir, StepError *err) {
     const SafetensorsFile *in = NULL;
-    SafetensorsTensor *t = find(files, n, name, &in);
-    if (t == NULL) return step_fail(err, "%s: tensor %s is missing", dir, name);
-    bool fits = rows == 0 ? t->ndim == 1 && t->shape[0] == cols
-                          : t->ndim == 2 && t->shape[0] == rows && t->shape[1] == cols;
-    if (!fits)
-        return step_fail(err, "%s: tensor %s has the wrong shape (config.json implies [%d%s%d])",
-                         in->path, name, rows == 0 ? cols : rows, rows == 0 ? "" : ", ",
-                         rows == 0 ? 0 : cols);
+    SafetensorsTensor *t = find_shaped(files, n, name, rows, cols, &in, dir, err);
+    if (t == NULL) return false;
     safetensors_to_f32(t, dst);
     safetensors_release(in, t);
     t->used = 1;
@@ -247,32 +262,59 @@ int hf_layer_tensors(const Model *m, int l, HfLayerTensor out[HF_LAYER_TENSORS])
     size_t d = (size_t)c->dim, h = (size_t)c->hidden_dim, kv = (size_t)config_kv_dim(c);
     size_t qd = (size_t)config_q_dim(c), hd = (size_t)config_head_dim(c);
     int nh = c->n_heads, nkv = c->n_kv_heads;
+#define AT(v, stride) ((v) != NULL ? (v) + l * (stride) : NULL)
     const HfLayerTensor all[HF_LAYER_TENSORS] = {
-        {"input_layernorm.weight", "attn_norm.weight", w->rms_att + l * d, 0, d, 0},
-        {"self_attn.q_proj.weight", "attn_q.weight", w->wq + l * qd * d, qd, d, nh},
-        {"self_attn.k_proj.weight", "attn_k.weight", w->wk + l * kv * d, kv, d, nkv},
-        {"self_attn.v_proj.weight", "attn_v.weight", w->wv + l * kv * d, kv, d, 0},
-        {"self_attn.o_proj.weight", "attn_output.weight", w->wo + l * d * qd, d, qd, 0},
-        {"self_attn.q_proj.bias", "attn_q.bias", w->bq ? w->bq + l * qd : NULL, 0, qd, nh},
-        {"self_attn.k_proj.bias", "attn_k.bias", w->bk ? w->bk + l * kv : NULL, 0, kv, nkv},
-        {"self_attn.v_proj.bias", "attn_v.bias", w->bv ? w->bv + l * kv : NULL, 0, kv, 0},
-        {"self_attn.q_norm.weight", "attn_q_norm.weight", w->q_norm ? w->q_norm + l * hd : NULL, 0,
-         hd, 1},
-        {"self_attn.k_norm.weight", "attn_k_norm.weight", w->k_norm ? w->k_norm + l * hd : NULL, 0,
-         hd, 1},
-        {"post_attention_layernorm.weight", "ffn_norm.weight", w->rms_ffn + l * d, 0, d, 0},
-        {"mlp.gate_proj.weight", "ffn_gate.weight", w->w1 + l * h * d, h, d, 0},
-        {"mlp.down_proj.weight", "ffn_down.weight", w->w2 + l * d * h, d, h, 0},
-        {"mlp.up_proj.weight", "ffn_up.weight", w->w3 + l * h * d, h, d, 0},
+        {"input_layernorm.weight", "attn_norm.weight", w->rms_att + l * d, 0, d, 0, -1},
+        {"self_attn.q_proj.weight", "attn_q.weight", AT(w->wq, qd * d), qd, d, nh, MAT_WQ},
+        {"self_attn.k_proj.weight", "attn_k.weight", AT(w->wk, kv * d), kv, d, nkv, MAT_WK},
+        {"self_attn.v_proj.weight", "attn_v.weight", AT(w->wv, kv * d), kv, d, 0, MAT_WV},
+        {"self_attn.o_proj.weight", "attn_output.weight", AT(w->wo, d * qd), d, qd, 0, MAT_WO},
+        {"self_attn.q_proj.bias", "attn_q.bias", AT(w->bq, qd), 0, qd, nh, -1},
+        {"self_attn.k_proj.bias", "attn_k.bias", AT(w->bk, kv), 0, kv, nkv, -1},
+        {"self_attn.v_proj.bias", "attn_v.bias", AT(w->bv, kv), 0, kv, 0, -1},
+        {"self_attn.q_norm.weight", "attn_q_norm.weight", AT(w->q_norm, hd), 0, hd, 1, -1},
+        {"self_attn.k_norm.weight", "attn_k_norm.weight", AT(w->k_norm, hd), 0, hd, 1, -1},
+        {"post_attention_layernorm.weight", "ffn_norm.weight", w->rms_ffn + l * d, 0, d, 0, -1},
+        {"mlp.gate_proj.weight", "ffn_gate.weight", AT(w->w1, h * d), h, d, 0, MAT_W1},
+        {"mlp.down_proj.weight", "ffn_down.weight", AT(w->w2, d * h), d, h, 0, MAT_W2},
+        {"mlp.up_proj.weight", "ffn_up.weight", AT(w->w3, h * d), h, d, 0, MAT_W3},
     };
+#undef AT
     int n = 0;
     for (int i = 0; i < HF_LAYER_TENSORS; i++) {
-        if (all[i].view != NULL) out[n++] = all[i];
+        if (all[i].view != NULL || all[i].kind >= 0) out[n++] = all[i];
     }
     return n;
 }
 
-/* Every tensor of layer l, q's and k's rows interleaved. */
+static ElementType element_of(SafetensorsDtype d) {
+    return d == ST_F32 ? ELEM_F32 : d == ST_F16 ? ELEM_F16 : ELEM_BF16;
+}
+
+/* The matrix called name, of rows × cols, where its file stores it: a view
+ * into the mapping (interleave_head_dim: q's and k's rows read in
+ * interleaved order). A tensor whose data is not aligned to its element
+ * (a header of odd length) is copied, owned, to a place that is. */
+static bool view_matrix(SafetensorsFile *files, int n, const char *name, int rows, int cols,
+                        int interleave_head_dim, Matrix *out, const char *dir, StepError *err) {
+    const SafetensorsFile *in = NULL;
+    SafetensorsTensor *t = find_shaped(files, n, name, rows, cols, &in, dir, err);
+    if (t == NULL) return false;
+    ElementType e = element_of(t->dtype);
+    *out = matrix_view(e, t->data, rows, cols);
+    out->interleave_head_dim = interleave_head_dim;
+    if ((uintptr_t)t->data % element_bytes(e) != 0) {
+        out->owned = malloc((size_t)t->bytes);
+        if (out->owned == NULL) return step_fail(err, "%s: out of memory", dir);
+        memcpy(out->owned, t->data, (size_t)t->bytes);
+        out->data = out->owned;
+    }
+    t->used = 1;
+    return true;
+}
+
+/* Every tensor of layer l, q's and k's rows interleaved: widened into
+ * float32 storage, or (a matrix held as stored) viewed in place. */
 static bool take_layer(Model *m, SafetensorsFile *files, int n, int l, const char *dir,
                        StepError *err) {
     HfLayerTensor parts[HF_LAYER_TENSORS];
@@ -280,6 +322,13 @@ static bool take_layer(Model *m, SafetensorsFile *files, int n, int l, const cha
     for (int i = 0; i < count; i++) {
         char name[160];
         snprintf(name, sizeof name, "model.layers.%d.%s", l, parts[i].name);
+        if (parts[i].view == NULL) { /* a matrix, as stored */
+            if (!view_matrix(files, n, name, (int)parts[i].rows, (int)parts[i].cols,
+                             parts[i].heads > 0 ? head_dim : 0, &m->layers[l].m[parts[i].kind], dir,
+                             err))
+                return false;
+            continue;
+        }
         float *dst = model_weight_slot(m, parts[i].view);
         if (!take(files, n, name, (int)parts[i].rows, (int)parts[i].cols, dst, dir, err))
             return false;
@@ -292,8 +341,11 @@ static bool take_layer(Model *m, SafetensorsFile *files, int n, int l, const cha
 
 static bool take_all(Model *m, SafetensorsFile *files, int n, const char *dir, StepError *err) {
     const Config *c = &m->config;
-    bool ok = take(files, n, "model.embed_tokens.weight", c->vocab_size, c->dim,
-                   model_weight_slot(m, m->weights.token_embedding), dir, err);
+    bool stored = m->weights.token_embedding == NULL;
+    bool ok = stored ? view_matrix(files, n, "model.embed_tokens.weight", c->vocab_size, c->dim, 0,
+                                   &m->embedding, dir, err)
+                     : take(files, n, "model.embed_tokens.weight", c->vocab_size, c->dim,
+                            model_weight_slot(m, m->weights.token_embedding), dir, err);
     for (int l = 0; ok && l < c->n_layers; l++) {
         ok = take_layer(m, files, n, l, dir, err);
         progress_report(m->progress, "reading the weights (layers)", (uint64_t)l + 1,
@@ -301,9 +353,16 @@ static bool take_all(Model *m, SafetensorsFile *files, int n, const char *dir, S
     }
     ok = ok && take(files, n, "model.norm.weight", 0, c->dim,
                     model_weight_slot(m, m->weights.rms_final), dir, err);
-    if (ok && !c->shared_classifier)
+    if (ok && !c->shared_classifier && stored)
+        ok = view_matrix(files, n, "lm_head.weight", c->vocab_size, c->dim, 0, &m->classifier, dir,
+                         err);
+    else if (ok && !c->shared_classifier)
         ok = take(files, n, "lm_head.weight", c->vocab_size, c->dim,
                   model_weight_slot(m, m->weights.wcls), dir, err);
+    if (ok && stored && c->shared_classifier) { /* the embedding's data, not a second owner */
+        m->classifier = m->embedding;
+        m->classifier.owned = NULL;
+    }
     return ok;
 }
 
@@ -331,8 +390,8 @@ static void fill_report(HfLoadReport *r, const SafetensorsFile *files, int n) {
     }
 }
 
-bool hf_model_load(Model *m, const char *dir, const ProgressSink *progress, HfLoadReport *report,
-                   StepError *err) {
+bool hf_model_load(Model *m, const char *dir, WeightsMode mode, const ProgressSink *progress,
+                   HfLoadReport *report, StepError *err) {
     memset(m, 0, sizeof *m);
     m->progress = progress;
     char path[4096], *text = NULL, arch[64];
@@ -364,11 +423,18 @@ bool hf_model_load(Model *m, const char *dir, const ProgressSink *progress, HfLo
     if (ok) {
         char what[4200];
         snprintf(what, sizeof what, "model %s", dir);
-        ok = model_alloc_storage(m, what, err) && take_all(m, files, n, dir, err);
+        ok = (mode == WEIGHTS_STORED ? model_alloc_vectors(m, err)
+                                     : model_alloc_storage(m, what, err)) &&
+             take_all(m, files, n, dir, err);
     }
     if (ok) {
         fill_report(report, files, n);
-        snprintf(m->source, sizeof m->source, "Hugging Face folder, %s (%s)", arch, report->dtypes);
+        snprintf(m->source, sizeof m->source, "Hugging Face folder, %s (%s)%s", arch,
+                 report->dtypes, mode == WEIGHTS_STORED ? ", weights as stored" : "");
+    }
+    for (int i = 0; mode == WEIGHTS_STORED && i < n; i++) { /* the matrices point into them */
+        m->files[m->n_files++] = (MappedFile){.addr = files[i].map, .bytes = files[i].map_bytes};
+        files[i].map = NULL;
     }
     for (int i = 0; i < n; i++) safetensors_close(&files[i]);
     if (!ok) model_free(m);

@@ -33,15 +33,16 @@ typedef struct {
 typedef struct {
     const char *name;
     const char *gguf_name;
-    const float *view;
+    const float *view; /* NULL for a matrix held otherwise (as stored, packed) */
     size_t rows, cols;
     int heads;
+    int kind; /* a matrix's MatrixKind, or -1: a vector */
 } HfLayerTensor;
 
 #define HF_LAYER_TENSORS 14
 
 /* The tensors layer l of m has (its architecture's), in a fixed order;
- * returns how many. */
+ * returns how many. The seven matrices are always listed. */
 int hf_layer_tensors(const Model *m, int l, HfLayerTensor out[HF_LAYER_TENSORS]);
 
 /* Hugging Face's q and k rows, and llama.cpp's for qwen2 and qwen3, keep
@@ -54,10 +55,14 @@ bool hf_interleave_heads(float *x, int heads, int head_dim, size_t cols);
 /* Whether path is a directory (a Hugging Face model directory, perhaps). */
 bool hf_is_model_dir(const char *path);
 
-/* Load the model in dir into m (float32 storage, owned). progress (may be
- * NULL) is told how many layers have been read; it is left in m->progress. */
-bool hf_model_load(Model *m, const char *dir, const ProgressSink *progress, HfLoadReport *report,
-                   StepError *err);
+/* Load the model in dir into m. WEIGHTS_F32: every tensor widened into
+ * float32 storage (owned). WEIGHTS_STORED: the files stay mapped read-only
+ * (owned by m) and the matrices point into them in their own dtype, q's and
+ * k's rows read in interleaved order; only the vectors (norms, biases) are
+ * widened. The logits are the same bits. progress (may be NULL) is told how
+ * many layers have been read; it is left in m->progress. */
+bool hf_model_load(Model *m, const char *dir, WeightsMode mode, const ProgressSink *progress,
+                   HfLoadReport *report, StepError *err);
 
 /* The Config of a config.json's text (the architecture's fields set), for
  * the loader and the fuzz target. */

@@ -332,42 +332,60 @@ bool model_use_threads(Model *m, int n_threads, StepError *err) {
     return thread_pool_create(&m->pool, n_threads > 0 ? n_threads : threads_online(), err);
 }
 
+/* The float32 vectors a model keeps whatever holds its matrices: norms
+ * [2 n_layers + 1, dim], then (embedding) an untied float embedding, then
+ * the biases and q/k norms; how many floats, and the views into storage. */
+static uint64_t vector_floats(const Config *c, bool embedding) {
+    uint64_t L = (uint64_t)c->n_layers, d = (uint64_t)c->dim;
+    uint64_t n = (2 * L + 1) * d + (embedding ? (uint64_t)c->vocab_size * d : 0);
+    if (c->qkv_bias) n += L * (uint64_t)(config_q_dim(c) + 2 * config_kv_dim(c));
+    if (c->qk_norm) n += L * 2u * (uint64_t)config_head_dim(c);
+    return n;
+}
+
+static Weights bind_vectors(const Config *c, float *storage, bool embedding) {
+    size_t L = (size_t)c->n_layers, d = (size_t)c->dim;
+    size_t kv = (size_t)config_kv_dim(c), qd = (size_t)config_q_dim(c);
+    Weights w = {.rms_att = storage, .rms_ffn = storage + L * d, .rms_final = storage + 2 * L * d};
+    float *p = storage + (2 * L + 1) * d;
+    if (embedding) w.token_embedding = p, p += (size_t)c->vocab_size * d;
+    if (c->qkv_bias) w.bq = p, w.bk = p + L * qd, w.bv = p + L * (qd + kv), p += L * (qd + 2 * kv);
+    if (c->qk_norm) w.q_norm = p, w.k_norm = p + L * (size_t)config_head_dim(c);
+    return w;
+}
+
+bool model_alloc_vectors(Model *m, StepError *err) {
+    m->storage = calloc(vector_floats(&m->config, false), sizeof(float));
+    m->layers = calloc((size_t)m->config.n_layers, sizeof *m->layers);
+    if (m->storage == NULL || m->layers == NULL) return step_fail(err, "out of memory");
+    m->weights = bind_vectors(&m->config, m->storage, false);
+    return true;
+}
+
 bool model_compact_storage(Model *m, StepError *err) {
     const Config *c = &m->config;
     const Weights *w = &m->weights;
     if (w->wq == NULL) return true; /* only vectors already */
-    int L = c->n_layers, d = c->dim, kv = config_kv_dim(c), qd = config_q_dim(c);
     bool float_embedding = m->embedding.layout == MATRIX_ROWS && m->embedding.elem == ELEM_F32 &&
                            m->embedding.data == w->token_embedding && w->token_embedding != NULL;
-    uint64_t norms = (uint64_t)(2 * L + 1) * d,
-             emb = float_embedding ? (uint64_t)c->vocab_size * d : 0;
-    uint64_t bias = c->qkv_bias ? (uint64_t)L * (qd + 2 * kv) : 0;
-    uint64_t qk = c->qk_norm ? (uint64_t)L * 2 * config_head_dim(c) : 0;
-    float *storage = malloc((norms + emb + bias + qk) * sizeof(float));
+    float *storage = malloc(vector_floats(c, float_embedding) * sizeof(float));
     if (storage == NULL) return step_fail(err, "out of memory for the weights");
-    memcpy(storage, w->rms_att, (size_t)L * d * sizeof(float));
-    memcpy(storage + (size_t)L * d, w->rms_ffn, (size_t)L * d * sizeof(float));
-    memcpy(storage + (size_t)2 * L * d, w->rms_final, (size_t)d * sizeof(float));
-    if (emb > 0) memcpy(storage + norms, w->token_embedding, emb * sizeof(float));
-    /* the biases and q/k norms lie together, bq..k_norm (model_bind_weights) */
-    if (bias + qk > 0) {
-        const float *first = c->qkv_bias ? w->bq : w->q_norm;
-        memcpy(storage + norms + emb, first, (size_t)(bias + qk) * sizeof(float));
-    }
-    Weights kept = {.rms_att = storage,
-                    .rms_ffn = storage + (size_t)L * d,
-                    .rms_final = storage + (size_t)2 * L * d,
-                    .token_embedding = emb > 0 ? storage + norms : NULL};
-    const float *extra = storage + norms + emb;
-    if (c->qkv_bias) {
-        kept.bq = extra, kept.bk = extra + (size_t)L * qd, kept.bv = kept.bk + (size_t)L * kv;
-        extra += bias;
-    }
-    if (c->qk_norm) kept.q_norm = extra, kept.k_norm = extra + (size_t)L * config_head_dim(c);
+    Weights kept = bind_vectors(c, storage, float_embedding);
+    size_t L = (size_t)c->n_layers, d = (size_t)c->dim;
+    memcpy(storage, w->rms_att, L * d * sizeof(float));
+    memcpy(storage + L * d, w->rms_ffn, L * d * sizeof(float));
+    memcpy(storage + 2 * L * d, w->rms_final, d * sizeof(float));
+    if (float_embedding)
+        memcpy(storage + (kept.token_embedding - storage), w->token_embedding,
+               (size_t)c->vocab_size * d * sizeof(float));
+    /* the biases and q/k norms lie together, bq..k_norm, in both layouts */
+    const float *first = c->qkv_bias ? w->bq : w->q_norm, *to = c->qkv_bias ? kept.bq : kept.q_norm;
+    uint64_t extra = vector_floats(c, false) - (2 * L + 1) * d;
+    if (extra > 0) memcpy(storage + (to - storage), first, (size_t)extra * sizeof(float));
     model_release_storage(m);
     m->storage = storage;
     m->weights = kept;
-    if (emb > 0) m->embedding.data = kept.token_embedding;
+    if (float_embedding) m->embedding.data = kept.token_embedding;
     return true;
 }
 

@@ -103,6 +103,11 @@ void model_discard_bytes(const Model *m, const void *from, size_t bytes);
  * (packed, say): the matrix views become NULL. */
 bool model_compact_storage(Model *m, StepError *err);
 
+/* Allocate m->storage for the float32 vectors only (norms, biases, q/k
+ * norms; zeroed) and m->layers, for a loader that leaves the matrices where
+ * the file stores them: m->weights' matrix views stay NULL. */
+bool model_alloc_vectors(Model *m, StepError *err);
+
 /* Point m->layers, m->classifier and m->embedding at the float32 views of
  * m->weights (allocating m->layers when NULL). */
 bool model_bind_matrices(Model *m);

@@ -192,6 +192,13 @@ int cli_quant_option(int c, const char *arg, CliQuant *q, StepError *err) {
             return -1;
         case OPT_THREADS:
             return cli_parse_int(arg, "--threads", 1, THREADS_MAX, &q->threads, err) ? 1 : -1;
+        case OPT_WEIGHTS:
+            if (strcmp(arg, "stored") == 0 || strcmp(arg, "f32") == 0) {
+                q->weights_mode = arg[0] == 's' ? WEIGHTS_STORED : WEIGHTS_F32;
+                return 1;
+            }
+            step_fail(err, "unknown --weights '%s' (stored, f32)", arg);
+            return -1;
         default:
             return 0;
     }
@@ -224,9 +231,10 @@ static bool load_json_tokenizer(Tokenizer *tok, const char *path, int vocab_size
 }
 
 /* A Hugging Face model directory, with a warning for tensors it does not use. */
-static bool load_hf(const char *dir, Model *m, const ProgressSink *progress, StepError *err) {
+static bool load_hf(const char *dir, Model *m, WeightsMode mode, const ProgressSink *progress,
+                    StepError *err) {
     HfLoadReport report;
-    if (!hf_model_load(m, dir, progress, &report, err)) return false;
+    if (!hf_model_load(m, dir, mode, progress, &report, err)) return false;
     if (report.unused > 0)
         fprintf(stderr, "stepwise: warning: %s: %d tensor%s not used by the architecture (%s%s)\n",
                 dir, report.unused, report.unused == 1 ? " is" : "s are", report.first_unused,
@@ -234,8 +242,9 @@ static bool load_hf(const char *dir, Model *m, const ProgressSink *progress, Ste
     return true;
 }
 
-bool cli_load_model(const char *model_path, const char *tokenizer_path, Model *m, Tokenizer *tok,
-                    const ProgressSink *progress, StepError *err) {
+/* cli_load_model, with the matrices kept as mode says. */
+static bool load_model(const char *model_path, const char *tokenizer_path, Model *m, Tokenizer *tok,
+                       WeightsMode mode, const ProgressSink *progress, StepError *err) {
     bool ok;
     if (gguf_is_model_path(model_path)) {
         /* its own tokenizer, unless --tokenizer says otherwise */
@@ -253,7 +262,7 @@ bool cli_load_model(const char *model_path, const char *tokenizer_path, Model *m
                              "vocabulary)",
                              model_path);
         if (tok != NULL) memset(tok, 0, sizeof *tok);
-        ok = load_hf(model_path, m, progress, err);
+        ok = load_hf(model_path, m, mode, progress, err);
         if (ok && own) {
             ok = tokenizer_load_json(tok, model_path, m->config.vocab_size, err);
             if (!ok) model_free(m);
@@ -278,6 +287,11 @@ bool cli_load_model(const char *model_path, const char *tokenizer_path, Model *m
     ok = cli_load_tokenizer(tokenizer_path, m->config.vocab_size, tok, err);
     if (!ok) model_free(m);
     return ok;
+}
+
+bool cli_load_model(const char *model_path, const char *tokenizer_path, Model *m, Tokenizer *tok,
+                    const ProgressSink *progress, StepError *err) {
+    return load_model(model_path, tokenizer_path, m, tok, WEIGHTS_F32, progress, err);
 }
 
 bool cli_load_tokenizer(const char *path, int vocab_size, Tokenizer *tok, StepError *err) {
@@ -305,7 +319,9 @@ bool cli_load_model_to_run(const char *model_path, const char *tokenizer_path, c
     cli_progress_note(progress, note);
     ProgressSink sink = cli_progress_sink(progress);
     /* the Hugging Face and GGUF loaders report their layers */
-    bool ok = cli_load_model(model_path, tokenizer_path, m, tok, &sink, err) &&
+    /* int8 weights are quantized from float32 ones */
+    WeightsMode mode = q->weights ? WEIGHTS_F32 : q->weights_mode;
+    bool ok = load_model(model_path, tokenizer_path, m, tok, mode, &sink, err) &&
               trace_layers_check(trace, m->config.n_layers, err);
     if (ok) m->progress = &sink;
     ok = ok && prepare_model(m, q, err);
@@ -317,7 +333,7 @@ bool cli_load_model_to_run(const char *model_path, const char *tokenizer_path, c
 bool cli_load_model_only(const char *model_path, Model *m, const ProgressSink *progress,
                          StepError *err) {
     if (gguf_is_model_path(model_path)) return gguf_model_load(m, NULL, model_path, progress, err);
-    if (hf_is_model_dir(model_path)) return load_hf(model_path, m, progress, err);
+    if (hf_is_model_dir(model_path)) return load_hf(model_path, m, WEIGHTS_F32, progress, err);
     if (model_path != NULL && model_file_is_q8(model_path))
         return model_load_q8(m, model_path, err);
     if (model_path != NULL && !ends_with(model_path, ".json"))

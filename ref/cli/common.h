@@ -123,10 +123,11 @@ typedef enum {
 /* How a model runs: what to quantize (docs/quantization.md) and with which
  * kernels; shared by generate, score and batch. */
 typedef struct {
-    bool weights;         /* --quant-weights int8 */
-    QuantRuntime run;     /* --quant-activations int8, --quant-kv int8, --quant-group G */
-    KernelChoice kernels; /* --kernels plain|fast */
-    int threads;          /* --threads N; 0: every online processor */
+    bool weights;             /* --quant-weights int8 */
+    QuantRuntime run;         /* --quant-activations int8, --quant-kv int8, --quant-group G */
+    KernelChoice kernels;     /* --kernels plain|fast */
+    int threads;              /* --threads N; 0: every online processor */
+    WeightsMode weights_mode; /* --weights stored|f32 */
 } CliQuant;
 
 enum {
@@ -135,15 +136,17 @@ enum {
     OPT_QUANT_KV,
     OPT_QUANT_GROUP,
     OPT_KERNELS,
-    OPT_THREADS
+    OPT_THREADS,
+    OPT_WEIGHTS
 };
 #define QUANT_LONG_OPTIONS                                                                         \
     {"quant-weights", required_argument, NULL, OPT_QUANT_WEIGHTS},                                 \
         {"quant-activations", required_argument, NULL, OPT_QUANT_ACTIVATIONS},                     \
         {"quant-kv", required_argument, NULL, OPT_QUANT_KV},                                       \
         {"quant-group", required_argument, NULL, OPT_QUANT_GROUP},                                 \
-        {"kernels", required_argument, NULL, OPT_KERNELS}, {                                       \
-        "threads", required_argument, NULL, OPT_THREADS                                            \
+        {"kernels", required_argument, NULL, OPT_KERNELS},                                         \
+        {"threads", required_argument, NULL, OPT_THREADS}, {                                       \
+        "weights", required_argument, NULL, OPT_WEIGHTS                                            \
     }
 #define QUANT_OPTIONS_HELP                                                                         \
     "  --quant-weights int8      every matrix and the embedding in int8 (norms stay float)\n"      \
@@ -153,7 +156,9 @@ enum {
     "  --kernels K               fast (default: packed weights, many sums at once) or plain\n"     \
     "                            (the row-by-row loop of docs/forward-pass.md); same bits\n"       \
     "  --threads N               threads the fast kernels split rows and heads over (default:\n"   \
-    "                            every online processor; plain kernels use one); same bits\n"
+    "                            every online processor; plain kernels use one); same bits\n"      \
+    "  --weights W               stored (default: matrices kept in the file's dtype, widened\n"    \
+    "                            as read) or f32 (widened to float32 at load); same bits\n"
 
 /* Apply one quantization option: 1 if it was one, 0 if not, -1 on a bad value. */
 int cli_quant_option(int c, const char *arg, CliQuant *q, StepError *err);

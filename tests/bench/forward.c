@@ -1,7 +1,7 @@
 /* bench/forward.c: the forward pass timed in one process, for `make bench`
  * and `make bench-scale` (docs/performance.md). A benchmark, not a test.
  *
- *   forward MODEL [--threads N] [--int8] [--prompt T] [--decode D] [--runs R]
+ *   forward MODEL [--threads N] [--int8] [--f32] [--prompt T] [--decode D] [--runs R]
  *
  * Loads MODEL (a llama2.c checkpoint or a Hugging Face folder) in the fast
  * layout (--int8: int8 weights and activations, as llama.cpp's Q8_0), then,
@@ -185,9 +185,12 @@ int main(int argc, char **argv) {
     const char *path = argc > 1 ? argv[1] : NULL;
     int threads = 1, T = 100, D = 256, runs = 5;
     bool int8 = false;
+    WeightsMode mode = WEIGHTS_STORED;
     for (int i = 2; i < argc; i++) {
         if (strcmp(argv[i], "--int8") == 0)
             int8 = true;
+        else if (strcmp(argv[i], "--f32") == 0) /* a folder's weights widened at load */
+            mode = WEIGHTS_F32;
         else if (i + 1 < argc && strcmp(argv[i], "--threads") == 0)
             threads = atoi(argv[++i]);
         else if (i + 1 < argc && strcmp(argv[i], "--prompt") == 0)
@@ -200,16 +203,18 @@ int main(int argc, char **argv) {
             path = NULL;
     }
     if (path == NULL || threads < 1 || T < 2 || D < 1 || runs < 1 || runs > 100) {
-        fprintf(stderr, "usage: forward MODEL [--threads N] [--int8] [--prompt T] [--decode D] "
-                        "[--runs R]\n");
+        fprintf(stderr,
+                "usage: forward MODEL [--threads N] [--int8] [--f32] [--prompt T] [--decode D] "
+                "[--runs R]\n");
         return 2;
     }
     StepError err;
     Model m = {0};
     HfLoadReport report;
     double t0 = now();
-    bool ok = hf_is_model_dir(path) ? hf_model_load(&m, path, NULL, &report, &err)
-                                    : model_load_checkpoint(&m, path, &err);
+    bool ok = hf_is_model_dir(path)
+                  ? hf_model_load(&m, path, int8 ? WEIGHTS_F32 : mode, NULL, &report, &err)
+                  : model_load_checkpoint(&m, path, &err);
     if (ok && int8) ok = model_quantize(&m, 32, &err) && model_pack_q8(&m, &err);
     if (ok && !int8) ok = model_pack(&m, &err);
     double load = now() - t0;

@@ -33,9 +33,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     char dir[512];
     snprintf(dir, sizeof dir, "%s", cfg_path);
     *strrchr(dir, '/') = '\0';
-    Model m;
-    HfLoadReport report;
-    if (hf_model_load(&m, dir, NULL, &report, &err)) {
+    /* both ways of holding the weights: widened at load, and as stored
+     * (mapped, read in place, q and k rows interleaved as read); the token
+     * read at the last row of the embedding and the logits of every row */
+    for (int mode = 0; mode < 2; mode++) {
+        Model m;
+        HfLoadReport report;
+        if (!hf_model_load(&m, dir, mode ? WEIGHTS_STORED : WEIGHTS_F32, NULL, &report, &err))
+            continue;
         RunState s;
         if (run_state_init(&s, &m.config, 1, 1, &err)) {
             int token = m.config.vocab_size - 1;

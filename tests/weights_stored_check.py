@@ -1,0 +1,189 @@
+#!/usr/bin/python3
+"""--weights stored gives the bits of --weights f32 (in `make test`).
+
+A Hugging Face folder's matrices are kept as the files store them (mapped,
+float32, float16 or bfloat16) and widened as they are read, or widened to
+float32 at load (--weights f32, the old way). Every float16 and bfloat16 is
+exactly a float32, and the sums keep their order, so the two must agree to
+the bit. The reference is --weights f32 with the plain kernels; the f32 path
+itself is checked against numpy in tests/hf_reference.py.
+
+For llama, qwen2 (q/k/v biases) and qwen3 (q/k norms) folders in F32, F16
+and BF16 (two shards each), an untied BF16 folder, and a BF16 folder whose
+tensors sit at odd offsets (a header of odd length: the loader copies them):
+- `score` with every activation (--hooks default): plain and fast kernels,
+  threads 1, 2, 3 and 7;
+- `generate` (prefill, then decode one token at a time against the cache),
+  with its logits, KV rows and layer activations in the trace;
+- each int8 switch (weights, activations, KV cache), stored against f32.
+Everything but the run header and the bytes read must be byte for byte the
+same; the bytes read (weight_bytes) must be half for 16-bit matrices.
+
+Memory: on a 67M-parameter BF16 folder, `score` with --weights stored peaks
+at no more than 0.6 of the resident memory --weights f32 takes, with either
+kernel.
+
+    /usr/bin/python3 tests/weights_stored_check.py build/stepwise
+"""
+import json
+import os
+import struct
+import sys
+import tempfile
+
+from check_util import Checks, run_stepwise
+
+BIN = os.path.abspath(sys.argv[1] if len(sys.argv) > 1 else "build/stepwise")
+MODELS = os.environ.get("STEPWISE_MODELS", "../shared/models")
+TOKENS = "1,5,9,200,17,33,2,4,99,100,101,7,8,300,301,5,6,7"
+SHAPE = ["--dim", "64", "--hidden", "96", "--layers", "2", "--heads", "4", "--kv-heads", "2",
+         "--vocab", "512", "--seq-len", "64"]
+
+
+def events(path):
+    """The trace's events but the run header, without the bytes read; and
+    the bytes read, summed."""
+    kept, read = [], 0
+    with open(path, encoding="utf-8") as f:
+        for line in f:
+            e = json.loads(line)
+            if e.get("event") == "run":
+                continue
+            stack = [e]
+            while stack:
+                o = stack.pop()
+                if isinstance(o, dict):
+                    read += o.pop("weight_bytes", 0) if isinstance(o.get("weight_bytes"), int) else 0
+                    o.pop("seconds", None), o.pop("measured", None)
+                    stack.extend(o.values())
+                elif isinstance(o, list):
+                    stack.extend(o)
+            kept.append(json.dumps(e, sort_keys=True))
+    return kept, read
+
+
+def make_folder(tmp, name, *args):
+    out = os.path.join(tmp, name)
+    run_stepwise(BIN, "make-model", "--format", "hf", "--shards", "2", *SHAPE, *args, "--out", out)
+    return out
+
+
+def misalign(folder):
+    """Rewrite each safetensors file with one more byte of header (a space in
+    the JSON): every tensor then starts at an odd offset."""
+    for name in os.listdir(folder):
+        if not name.endswith(".safetensors"):
+            continue
+        path = os.path.join(folder, name)
+        data = open(path, "rb").read()
+        n = struct.unpack("<Q", data[:8])[0]
+        header = data[8:8 + n].rstrip(b" ")
+        if (len(header) + 1) % 2 == 0:
+            header += b" "
+        header += b" "
+        with open(path, "wb") as f:
+            f.write(struct.pack("<Q", len(header)) + header + data[8 + n:])
+    return folder
+
+
+def score(model, out, *args):
+    run_stepwise(BIN, "score", "--model", model, "--tokens", TOKENS, "--top-n", "0", "--quiet",
+                 "--reproducible", "--hooks", "default", "--out", out, *args)
+    return events(out)
+
+
+def generate(model, tokenizer, out, *args):
+    run_stepwise(BIN, "generate", "--model", model, "--tokenizer", tokenizer, "--prompt",
+                 "Once upon a time", "--steps", "12", "--temperature", "0.8", "--quiet",
+                 "--trace", out, "--trace-level", "layers", "--trace-kv", *args)
+    return events(out)
+
+
+def check_folder(check, tmp, folder, half, tokenizer):
+    name = os.path.basename(folder)
+    ref, ref_read = score(folder, os.path.join(tmp, "ref.jsonl"), "--weights", "f32", "--kernels",
+                          "plain")
+    runs = [("plain", "1"), ("fast", "1"), ("fast", "2"), ("fast", "3"), ("fast", "7")]
+    for kernels, threads in runs:
+        got, read = score(folder, os.path.join(tmp, "got.jsonl"), "--kernels", kernels,
+                          "--threads", threads)
+        check(got == ref, f"{name}: score, stored = f32, {kernels} kernels, {threads} threads")
+    want = ref_read // 2 if half else ref_read
+    check(read < ref_read if half else read == ref_read,
+          f"{name}: bytes read {read} as stored, {ref_read} as float32 (half: {half})")
+    if half:  # the matrices' bytes halve; the norms stay float32
+        check(read > want, f"{name}: bytes read more than half of float32's ({read} > {want})")
+    if tokenizer is None:
+        return
+    ref = generate(folder, tokenizer, os.path.join(tmp, "gref.jsonl"), "--weights", "f32",
+                   "--kernels", "plain")
+    for kernels, threads in [("plain", "1"), ("fast", "3")]:
+        got = generate(folder, tokenizer, os.path.join(tmp, "ggot.jsonl"), "--kernels", kernels,
+                       "--threads", threads)
+        check(got[0] == ref[0] and (got[1] < ref[1] if half else got[1] == ref[1]),
+              f"{name}: generate, stored = f32 (bytes read: {got[1]} and {ref[1]}), {kernels} "
+              f"kernels, {threads} threads")
+
+
+def check_int8(check, tmp, folder):
+    name = os.path.basename(folder)
+    for switch in ("--quant-weights", "--quant-activations", "--quant-kv"):
+        for kernels in ("plain", "fast"):
+            a, _ = score(folder, os.path.join(tmp, "a.jsonl"), switch, "int8", "--kernels",
+                         kernels, "--weights", "f32")
+            b, _ = score(folder, os.path.join(tmp, "b.jsonl"), switch, "int8", "--kernels",
+                         kernels, "--threads", "2")
+            check(a == b, f"{name}: {switch} int8, stored = f32, {kernels} kernels")
+
+
+def peak_rss(args):
+    """Peak resident memory (bytes) of one run of BIN ARGS."""
+    pid = os.fork()
+    if pid == 0:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, 1), os.dup2(devnull, 2)
+        os.execv(BIN, [BIN] + args)
+    _, status, usage = os.wait4(pid, 0)
+    if os.waitstatus_to_exitcode(status) != 0:
+        raise SystemExit(f"{' '.join(args)}: failed")
+    return usage.ru_maxrss * 1024
+
+
+def check_memory(check, tmp):
+    folder = os.path.join(tmp, "m67")
+    run_stepwise(BIN, "make-model", "--format", "hf", "--dtype", "bf16", "--dim", "768",
+                 "--hidden", "2048", "--layers", "6", "--heads", "12", "--vocab", "32000",
+                 "--seq-len", "256", "--out", folder)
+    out = os.path.join(tmp, "mem.jsonl")
+    for kernels in ("plain", "fast"):
+        base = ["score", "--model", folder, "--tokens", "1,2,3,4,5,6,7,8", "--top-n", "0",
+                "--quiet", "--kernels", kernels, "--threads", "2", "--out", out]
+        f32 = peak_rss(base + ["--weights", "f32"])
+        stored = peak_rss(base)
+        check(stored <= 0.6 * f32,
+              f"67M BF16 folder, {kernels} kernels: peak resident {stored / 2**20:.0f} MiB as "
+              f"stored, {f32 / 2**20:.0f} MiB as float32 (ratio {stored / f32:.2f} <= 0.6)")
+
+
+def main():
+    check = Checks()
+    tok512 = os.path.join(MODELS, "tok512.bin")
+    tokenizer = tok512 if os.path.exists(tok512) else None
+    if tokenizer is None:
+        print(f"generate cases skipped: no tok512.bin in {MODELS}")
+    with tempfile.TemporaryDirectory() as tmp:
+        for arch in ("llama", "qwen2", "qwen3"):
+            for dtype in ("f32", "f16", "bf16"):
+                folder = make_folder(tmp, f"{arch}-{dtype}", "--arch", arch, "--dtype", dtype)
+                check_folder(check, tmp, folder, dtype != "f32", tokenizer)
+        untied = make_folder(tmp, "llama-bf16-untied", "--dtype", "bf16", "--untied")
+        check_folder(check, tmp, untied, True, tokenizer)
+        check_int8(check, tmp, untied)
+        odd = misalign(make_folder(tmp, "llama-bf16-odd-offsets", "--dtype", "bf16"))
+        check_folder(check, tmp, odd, True, None)
+        check_memory(check, tmp)
+    return check.summary("weights as stored")
+
+
+if __name__ == "__main__":
+    sys.exit(main())
