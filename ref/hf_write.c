@@ -33,34 +33,55 @@ void hf_architecture_apply(HfArchitecture a, Config *c) {
 }
 
 /* One tensor to write: its name, its float32 values and shape, and
- * whether its rows are a rotated projection's (heads > 0: back to halves). */
+ * whether its rows are a rotated projection's (heads > 0: back to halves).
+ * A tensor of a random model (random) has no values: they are drawn as it
+ * is written, from rng (the stream's state at its first value) and scale
+ * (0: ones), exactly as model_init_random would have drawn them. */
 typedef struct {
     char name[128];
     const float *values;
     int64_t rows, cols; /* rows 0: a vector of cols */
     int heads;
+    bool random;
+    XorshiftRng rng;
+    float scale;
 } OutTensor;
 
-static bool write_values(FILE *f, const OutTensor *t, SafetensorsDtype dtype, int head_dim) {
+/* Rows written at a time: a head's (RoPE pairs rows inside one head), or 64. */
+#define CHUNK_ROWS 64
+
+static bool write_values(FILE *f, OutTensor *t, SafetensorsDtype dtype, int head_dim) {
     int64_t rows = t->rows == 0 ? t->cols : t->rows, cols = t->rows == 0 ? 1 : t->cols;
-    for (int64_t r = 0; r < rows; r++) {
-        const float *src =
-            t->values +
-            rope_source_row((uint64_t)r, head_dim, t->heads > 0 ? ROWS_TO_HALVES : ROWS_AS_HELD) *
-                (uint64_t)cols;
-        for (int64_t c = 0; c < cols; c++) {
-            unsigned char b[4];
-            uint32_t bits;
-            int n = dtype == ST_F32 ? 4 : 2;
-            if (dtype == ST_F32)
-                memcpy(&bits, &src[c], 4);
-            else
-                bits = dtype == ST_F16 ? float_to_half(src[c]) : float_to_bf16(src[c]);
-            for (int i = 0; i < n; i++) b[i] = (unsigned char)(bits >> (8 * i));
-            if (fwrite(b, 1, (size_t)n, f) != (size_t)n) return false;
+    int64_t chunk = t->heads > 0 ? head_dim : CHUNK_ROWS;
+    int size = dtype == ST_F32 ? 4 : 2;
+    float *values = t->random ? malloc((size_t)(chunk * cols) * sizeof(float)) : NULL;
+    unsigned char *bytes = malloc((size_t)(chunk * cols * size));
+    bool ok = bytes != NULL && (values != NULL || !t->random);
+    for (int64_t r0 = 0; ok && r0 < rows; r0 += chunk) {
+        int64_t n = rows - r0 < chunk ? rows - r0 : chunk;
+        const float *src = t->values + r0 * cols;
+        if (t->random) { /* rows r0.., drawn in order */
+            model_random_fill(values, (uint64_t)(n * cols), t->scale, &t->rng);
+            src = values;
         }
+        unsigned char *b = bytes;
+        for (int64_t r = r0; r < r0 + n; r++) {
+            uint64_t from = rope_source_row((uint64_t)r, head_dim,
+                                            t->heads > 0 ? ROWS_TO_HALVES : ROWS_AS_HELD);
+            const float *row = src + ((int64_t)from - r0) * cols;
+            for (int64_t c = 0; c < cols; c++) {
+                uint32_t bits;
+                if (dtype == ST_F32)
+                    memcpy(&bits, &row[c], 4);
+                else
+                    bits = dtype == ST_F16 ? float_to_half(row[c]) : float_to_bf16(row[c]);
+                for (int i = 0; i < size; i++) *b++ = (unsigned char)(bits >> (8 * i));
+            }
+        }
+        ok = fwrite(bytes, 1, (size_t)(b - bytes), f) == (size_t)(b - bytes);
     }
-    return true;
+    free(values), free(bytes);
+    return ok;
 }
 
 static int64_t numel(const OutTensor *t) {
@@ -68,8 +89,8 @@ static int64_t numel(const OutTensor *t) {
 }
 
 /* One safetensors file of tensors[0..n). */
-static bool write_file(const char *path, const OutTensor *const *tensors, int n,
-                       SafetensorsDtype dtype, int head_dim, StepError *err) {
+static bool write_file(const char *path, OutTensor *const *tensors, int n, SafetensorsDtype dtype,
+                       int head_dim, StepError *err) {
     cJSON *h = cJSON_CreateObject();
     int64_t offset = 0, size = dtype == ST_F32 ? 4 : 2;
     for (int i = 0; i < n; i++) {
@@ -207,8 +228,52 @@ static bool copy_tokenizer(const char *src, const char *dir, char (*names)[64], 
     return true;
 }
 
-bool hf_model_save(const Model *m, HfArchitecture a, const char *dir, SafetensorsDtype dtype,
-                   int shards, const char *tokenizer_dir, StepError *err) {
+/* The random stream's state at each tensor's first value: each tensor lies
+ * in one of the layout's parts, at a known count of draws from the start;
+ * one pass over the stream, in that order, stops at each. */
+static bool seed_tensors(const Model *layout, uint64_t seed, OutTensor *all, int n) {
+    RandomPart parts[MODEL_RANDOM_PARTS];
+    int np = model_random_parts(layout, parts);
+    uint64_t *draws = malloc((size_t)n * sizeof *draws);
+    int *order = malloc((size_t)n * sizeof *order);
+    if (draws == NULL || order == NULL) {
+        free(draws), free(order);
+        return false;
+    }
+    for (int i = 0; i < n; i++) {
+        uint64_t before = 0; /* draws before the part */
+        all[i].random = true;
+        for (int p = 0; p < np; p++) {
+            if (all[i].values >= parts[p].view && all[i].values < parts[p].view + parts[p].n) {
+                all[i].scale = parts[p].scale;
+                draws[i] =
+                    before + (parts[p].scale != 0 ? (uint64_t)(all[i].values - parts[p].view) : 0);
+                break;
+            }
+            if (parts[p].scale != 0) before += parts[p].n;
+        }
+        order[i] = i;
+    }
+    for (int i = 1; i < n; i++) /* by draws: insertion sort (a few hundred tensors) */
+        for (int j = i; j > 0 && draws[order[j - 1]] > draws[order[j]]; j--) {
+            int t = order[j];
+            order[j] = order[j - 1], order[j - 1] = t;
+        }
+    XorshiftRng rng = {seed};
+    uint64_t at = 0;
+    for (int k = 0; k < n; k++) {
+        for (; at < draws[order[k]]; at++) xorshift_f32(&rng);
+        all[order[k]].rng = rng;
+    }
+    free(draws), free(order);
+    return true;
+}
+
+/* hf_model_save's work; seed != 0: m is a layout (model_reserve_layout)
+ * whose values are drawn from the seed as they are written. */
+static bool save_folder(const Model *m, uint64_t seed, HfArchitecture a, const char *dir,
+                        SafetensorsDtype dtype, int shards, const char *tokenizer_dir,
+                        StepError *err) {
     const Config *c = &m->config;
     if (m->quant != NULL || m->classifier.layout != MATRIX_ROWS ||
         c->rope_layout != ROPE_INTERLEAVED)
@@ -217,21 +282,25 @@ bool hf_model_save(const Model *m, HfArchitecture a, const char *dir, Safetensor
         return step_fail(err, "%s: the model's biases and q/k norms are not %s's", dir,
                          ARCH_CLASSES[a]);
     size_t max_tensors = 3 + (size_t)c->n_layers * HF_LAYER_TENSORS;
-    OutTensor *all = malloc(max_tensors * sizeof *all);
-    const OutTensor **order = malloc(max_tensors * sizeof *order);
+    OutTensor *all = calloc(max_tensors, sizeof *all);
+    OutTensor **order = malloc(max_tensors * sizeof *order);
     char(*names)[64] = calloc((size_t)shards + 4, sizeof *names);
     if (all == NULL || order == NULL || names == NULL) {
         free(all), free(order), free(names);
         return step_fail(err, "%s: out of memory", dir);
     }
     int n = list_tensors(m, all), written = 0, head_dim = config_head_dim(c);
+    if (seed != 0 && !seed_tensors(m, seed, all, n)) {
+        free(all), free(order), free(names);
+        return step_fail(err, "%s: out of memory", dir);
+    }
     for (int i = 0; i < n; i++) order[i] = &all[i];
     qsort(order, (size_t)n, sizeof *order, by_name);
     bool made = mkdir(dir, 0755) == 0;
     bool ok = made || step_fail(err, "%s: cannot create: %s", dir, strerror(errno));
     cJSON *cfg = config_json(c, a, dtype), *index = cJSON_CreateObject();
     cJSON *map = cJSON_AddObjectToObject(index, "weight_map");
-    const OutTensor **part = malloc((size_t)n * sizeof *part);
+    OutTensor **part = malloc((size_t)n * sizeof *part);
     ok = ok && part != NULL;
     for (int s = 0; ok && s < shards; s++) { /* shard s takes tensors s, s + shards, ... */
         int k = 0;
@@ -264,4 +333,16 @@ bool hf_model_save(const Model *m, HfArchitecture a, const char *dir, Safetensor
     cJSON_Delete(cfg), cJSON_Delete(index);
     free(all), free(order), free(part), free(names);
     return ok;
+}
+
+bool hf_model_save(const Model *m, HfArchitecture a, const char *dir, SafetensorsDtype dtype,
+                   int shards, const char *tokenizer_dir, StepError *err) {
+    return save_folder(m, 0, a, dir, dtype, shards, tokenizer_dir, err);
+}
+
+bool hf_model_save_random(const Model *layout, uint64_t seed, HfArchitecture a, const char *dir,
+                          SafetensorsDtype dtype, int shards, const char *tokenizer_dir,
+                          StepError *err) {
+    if (seed == 0) return step_fail(err, "make-model: seed must not be 0");
+    return save_folder(layout, seed, a, dir, dtype, shards, tokenizer_dir, err);
 }

@@ -27,4 +27,12 @@ void hf_architecture_apply(HfArchitecture a, Config *c);
 bool hf_model_save(const Model *m, HfArchitecture a, const char *dir, SafetensorsDtype dtype,
                    int shards, const char *tokenizer_dir, StepError *err);
 
+/* The same folder for model_init_random's model of seed, from its layout
+ * alone (model_reserve_layout): each tensor's values are drawn as it is
+ * written, so the weights are never in memory, and the bytes are those of
+ * model_init_random then hf_model_save. */
+bool hf_model_save_random(const Model *layout, uint64_t seed, HfArchitecture a, const char *dir,
+                          SafetensorsDtype dtype, int shards, const char *tokenizer_dir,
+                          StepError *err);
+
 #endif

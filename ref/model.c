@@ -274,9 +274,47 @@ bool model_save_checkpoint(const Model *m, const char *path, StepError *err) {
     return atomic_file_commit(&out, err);
 }
 
-/* Fill n floats uniform in ±scale. */
-static void fill_uniform(float *v, uint64_t n, float scale, XorshiftRng *rng) {
+void model_random_fill(float *v, uint64_t n, float scale, XorshiftRng *rng) {
+    if (scale == 0) { /* a norm weight: ones, and no draws */
+        for (uint64_t i = 0; i < n; i++) v[i] = 1.0f;
+        return;
+    }
     for (uint64_t i = 0; i < n; i++) v[i] = (2.0f * xorshift_f32(rng) - 1.0f) * scale;
+}
+
+int model_random_parts(const Model *m, RandomPart parts[MODEL_RANDOM_PARTS]) {
+    const Config *c = &m->config;
+    const Weights *w = &m->weights;
+    uint64_t dim = (uint64_t)c->dim, hidden = (uint64_t)c->hidden_dim, L = (uint64_t)c->n_layers;
+    uint64_t kv = (uint64_t)config_kv_dim(c), vocab = (uint64_t)c->vocab_size;
+    uint64_t qd = (uint64_t)config_q_dim(c), hd = (uint64_t)config_head_dim(c);
+    float in_dim = 1.0f / sqrtf((float)c->dim), in_hidden = 1.0f / sqrtf((float)c->hidden_dim);
+    float in_q = 1.0f / sqrtf((float)qd);
+    /* In storage order, so that the stream of random numbers is the layout's. */
+    const RandomPart all[MODEL_RANDOM_PARTS] = {
+        {w->token_embedding, vocab * dim, in_dim},
+        {w->rms_att, L * dim, 0},
+        {w->wq, L * qd * dim, in_dim},
+        {w->wk, L * kv * dim, in_dim},
+        {w->wv, L * kv * dim, in_dim},
+        {w->wo, L * dim * qd, in_q},
+        {w->rms_ffn, L * dim, 0},
+        {w->w1, L * hidden * dim, in_dim},
+        {w->w2, L * dim * hidden, in_hidden},
+        {w->w3, L * hidden * dim, in_dim},
+        {w->rms_final, dim, 0},
+        {c->shared_classifier ? NULL : w->wcls, vocab * dim, in_dim},
+        /* the architecture's extras: biases as small as a weight row's
+         * contribution, q/k norms ones (as a trained model starts) */
+        {w->bq, L * qd, in_dim},
+        {w->bk, L * kv, in_dim},
+        {w->bv, L * kv, in_dim},
+        {w->q_norm, L * hd, 0},
+        {w->k_norm, L * hd, 0}};
+    int n = 0;
+    for (int i = 0; i < MODEL_RANDOM_PARTS; i++)
+        if (all[i].view != NULL) parts[n++] = all[i];
+    return n;
 }
 
 bool model_init_random(Model *m, const Config *c, uint64_t seed, StepError *err) {
@@ -286,43 +324,25 @@ bool model_init_random(Model *m, const Config *c, uint64_t seed, StepError *err)
     m->config = *c;
     if (!model_alloc_storage(m, "make-model", err)) return false;
     XorshiftRng rng = {seed};
-    uint64_t dim = (uint64_t)c->dim, hidden = (uint64_t)c->hidden_dim, L = (uint64_t)c->n_layers;
-    uint64_t kv = (uint64_t)config_kv_dim(c), vocab = (uint64_t)c->vocab_size;
-    uint64_t qd = (uint64_t)config_q_dim(c), hd = (uint64_t)config_head_dim(c);
-    float in_dim = 1.0f / sqrtf((float)c->dim), in_hidden = 1.0f / sqrtf((float)c->hidden_dim);
-    float in_q = 1.0f / sqrtf((float)qd);
-    /* In storage order, so that the stream of random numbers is the layout's. */
-    struct {
-        const float *view;
-        uint64_t n;
-        float scale; /* 0: a norm weight, all ones */
-    } parts[] = {{m->weights.token_embedding, vocab * dim, in_dim},
-                 {m->weights.rms_att, L * dim, 0},
-                 {m->weights.wq, L * qd * dim, in_dim},
-                 {m->weights.wk, L * kv * dim, in_dim},
-                 {m->weights.wv, L * kv * dim, in_dim},
-                 {m->weights.wo, L * dim * qd, in_q},
-                 {m->weights.rms_ffn, L * dim, 0},
-                 {m->weights.w1, L * hidden * dim, in_dim},
-                 {m->weights.w2, L * dim * hidden, in_hidden},
-                 {m->weights.w3, L * hidden * dim, in_dim},
-                 {m->weights.rms_final, dim, 0},
-                 {c->shared_classifier ? NULL : m->weights.wcls, vocab * dim, in_dim},
-                 /* the architecture's extras: biases as small as a weight row's
-                  * contribution, q/k norms ones (as a trained model starts) */
-                 {m->weights.bq, L * qd, in_dim},
-                 {m->weights.bk, L * kv, in_dim},
-                 {m->weights.bv, L * kv, in_dim},
-                 {m->weights.q_norm, L * hd, 0},
-                 {m->weights.k_norm, L * hd, 0}};
-    for (size_t i = 0; i < sizeof parts / sizeof parts[0]; i++) {
-        if (parts[i].view == NULL) continue;
-        float *dst = model_weight_slot(m, parts[i].view);
-        if (parts[i].scale == 0) {
-            for (uint64_t j = 0; j < parts[i].n; j++) dst[j] = 1.0f;
-        } else {
-            fill_uniform(dst, parts[i].n, parts[i].scale, &rng);
-        }
+    RandomPart parts[MODEL_RANDOM_PARTS];
+    int n = model_random_parts(m, parts);
+    for (int i = 0; i < n; i++)
+        model_random_fill(model_weight_slot(m, parts[i].view), parts[i].n, parts[i].scale, &rng);
+    return true;
+}
+
+bool model_reserve_layout(Model *m, const Config *c, StepError *err) {
+    memset(m, 0, sizeof *m);
+    if (!config_validate(c, "make-model", err)) return false;
+    m->config = *c;
+    size_t bytes = model_storage_floats(c) * sizeof(float);
+    /* address space only: nothing may read or write it */
+    void *map = mmap(NULL, bytes, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (map == MAP_FAILED) return step_fail(err, "make-model: cannot reserve the layout");
+    m->storage = map, m->mapping = map, m->mapping_bytes = bytes, m->mapping_is_file = false;
+    if (!model_bind_weights(m)) {
+        model_free(m);
+        return step_fail(err, "make-model: out of memory");
     }
     return true;
 }

@@ -7,6 +7,7 @@
 #include "error.h"
 #include "matrix.h"
 #include "progress.h"
+#include "rng.h"
 
 /* Float32 views into Model.storage. Matrices are row-major [out, in]: row i
  * holds the weights that produce output i, so out[i] = dot(row i, input).
@@ -153,6 +154,26 @@ bool model_save_checkpoint(const Model *m, const char *path, StepError *err);
  * matrix (the embedding too) uniform in ±1/sqrt(fan_in), from llama2.c's
  * xorshift* generator. The same seed gives the same weights, bit for bit. */
 bool model_init_random(Model *m, const Config *c, uint64_t seed, StepError *err);
+
+/* One run of that random stream, in storage order: n values at view,
+ * uniform in ±scale (scale 0: a norm's ones, which take no draws). */
+typedef struct {
+    const float *view;
+    uint64_t n;
+    float scale;
+} RandomPart;
+#define MODEL_RANDOM_PARTS 17
+
+/* m's parts (its views bound), in the stream's order; returns how many. */
+int model_random_parts(const Model *m, RandomPart parts[MODEL_RANDOM_PARTS]);
+
+/* The next n values of the stream for a part of this scale, into v. */
+void model_random_fill(float *v, uint64_t n, float scale, XorshiftRng *rng);
+
+/* m's weight views bound over reserved address space that holds no memory
+ * (and may not be read): the layout of a model of shape c for a writer
+ * that makes each tensor as it writes it (hf_model_save_random). */
+bool model_reserve_layout(Model *m, const Config *c, StepError *err);
 
 /* Run m's fast kernels on n_threads threads (1: the caller's only; 0: one
  * per online processor). The plain kernels always run on one. Results are

@@ -38,6 +38,11 @@ PUBLISHED = {
         "tie_word_embeddings": True,
         "rope_scaling": {"rope_type": "llama3", "factor": 32.0, "low_freq_factor": 1.0,
                          "high_freq_factor": 4.0, "original_max_position_embeddings": 8192}},
+    "llama-3-8b": {  # meta-llama/Meta-Llama-3-8B (head_dim is not in its config: 4096 / 32)
+        "model_type": "llama", "hidden_size": 4096, "intermediate_size": 14336, "num_hidden_layers": 32,
+        "num_attention_heads": 32, "num_key_value_heads": 8, "head_dim": 128, "vocab_size": 128256,
+        "max_position_embeddings": 8192, "rope_theta": 500000, "rms_norm_eps": 1e-5,
+        "tie_word_embeddings": False, "rope_scaling": None},
     "tinyllama-1.1b": {  # TinyLlama/TinyLlama-1.1B-Chat-v1.0
         "model_type": "llama", "hidden_size": 2048, "intermediate_size": 5632, "num_hidden_layers": 22,
         "num_attention_heads": 32, "num_key_value_heads": 4, "head_dim": 64, "vocab_size": 32000,
@@ -46,7 +51,7 @@ PUBLISHED = {
 }
 # Each model's parameters as its model card or safetensors metadata gives them.
 PARAMS = {"smollm2-135m": 134515008, "qwen3-0.6b": 596049920, "llama-3.2-1b": 1235814400,
-          "tinyllama-1.1b": 1100048384}
+          "llama-3-8b": 8030261248, "tinyllama-1.1b": 1100048384}
 SMOLLM2_PARAMS = PARAMS["smollm2-135m"]
 
 
@@ -108,7 +113,7 @@ def main():
         check(f"{SMOLLM2_PARAMS} parameters" in r.stderr,
               f"smollm2-135m written whole: {SMOLLM2_PARAMS:,} parameters")
         for name, ok in (("qwen3-0.6b", False), ("llama-3.2-1b", False), ("smollm2-135m", False),
-                         ("tinyllama-1.1b", True)):
+                         ("llama-3-8b", False), ("tinyllama-1.1b", True)):
             out = os.path.join(tmp, name + ".bin")
             r = run_stepwise(BIN, "make-model", "--preset", name, "--format", "llama2c", "--layers", "1",
                              "--seq-len", "32", "--out", out, expect=(0,) if ok else (2,))

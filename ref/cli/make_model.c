@@ -38,8 +38,11 @@ static const char MAKE_MODEL_USAGE[] =
     "folder unless --format llama2c, which only tinyllama-1.1b fits; options\n"
     "given beside it win, --seq-len 2048 say):\n"
     "  --preset P           smollm2-135m (HuggingFaceTB/SmolLM2-135M), qwen3-0.6b\n"
-    "                       (Qwen/Qwen3-0.6B), llama-3.2-1b (meta-llama/Llama-3.2-1B)\n"
+    "                       (Qwen/Qwen3-0.6B), llama-3.2-1b (meta-llama/Llama-3.2-1B),\n"
+    "                       llama-3-8b (meta-llama/Meta-Llama-3-8B; 16 GB in bf16)\n"
     "                       or tinyllama-1.1b (TinyLlama/TinyLlama-1.1B-Chat-v1.0)\n"
+    "A folder is written tensor by tensor, each drawn as it is written: no shape\n"
+    "needs its weights in memory.\n"
     "\n"
     "the 15M benchmark shape:\n"
     "  stepwise make-model --dim 288 --hidden 768 --layers 6 --heads 6 --vocab 32000 \\\n"
@@ -241,11 +244,15 @@ int cli_make_model(int argc, char **argv) {
     if (ok && c.n_kv_heads == 0) c.n_kv_heads = c.n_heads;
     c.shared_classifier = !untied;
     Model m = {0};
-    if (ok) ok = model_init_random(&m, &c, (uint64_t)seed, &err);
-    if (ok)
-        ok = folder.hf ? hf_model_save(&m, folder.arch, out, folder.dtype, folder.shards,
-                                       folder.tokenizer_from, &err)
-                       : model_save_checkpoint(&m, out, &err);
+    /* a folder is written tensor by tensor, each drawn as it is written: an
+     * 8B shape needs no 32 GB of float32 */
+    if (ok && folder.hf)
+        ok = model_reserve_layout(&m, &c, &err) &&
+             hf_model_save_random(&m, (uint64_t)seed, folder.arch, out, folder.dtype, folder.shards,
+                                  folder.tokenizer_from, &err);
+    else if (ok)
+        ok =
+            model_init_random(&m, &c, (uint64_t)seed, &err) && model_save_checkpoint(&m, out, &err);
     model_free(&m);
     if (!ok) {
         cli_print_error(&err);

@@ -48,6 +48,20 @@ static const ModelPreset PRESETS[] = {
                  .low_freq_factor = 1.0f,
                  .high_freq_factor = 4.0f,
                  .original_context = 8192}},
+    {.name = "llama-3-8b",
+     .source = "meta-llama/Meta-Llama-3-8B",
+     .arch = HF_LLAMA,
+     .dim = 4096,
+     .hidden = 14336,
+     .layers = 32,
+     .heads = 32,
+     .kv_heads = 8,
+     .head_dim = 128,
+     .vocab = 128256,
+     .seq_len = 8192,
+     .rope_theta = 500000.0f,
+     .norm_eps = 1e-5f,
+     .untied = true},
     {.name = "tinyllama-1.1b",
      .source = "TinyLlama/TinyLlama-1.1B-Chat-v1.0",
      .arch = HF_LLAMA,
@@ -70,7 +84,7 @@ const ModelPreset *model_preset_find(const char *name, StepError *err) {
         if (strcmp(PRESETS[i].name, name) == 0) return &PRESETS[i];
     step_fail(err,
               "unknown --preset '%.64s' (smollm2-135m, qwen3-0.6b, llama-3.2-1b, "
-              "tinyllama-1.1b)",
+              "llama-3-8b, tinyllama-1.1b)",
               name);
     return NULL;
 }

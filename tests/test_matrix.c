@@ -1,0 +1,68 @@
+/* test_matrix.c: matrix.h's widening and reading, against float16.h's
+ * bit-by-bit converter and hand-made rows. */
+#include <criterion/criterion.h>
+#include <math.h>
+#include <string.h>
+
+#include "../ref/float16.h"
+#include "../ref/matrix.h"
+#include "../ref/pack.h"
+
+static uint32_t bits_of(float f) {
+    uint32_t u;
+    memcpy(&u, &f, sizeof u);
+    return u;
+}
+
+/* The vectorisable widening equals the branchy reference on all 65,536
+ * halves: normals, subnormals, zeros, infinities and NaNs (payload too). */
+Test(matrix, f16_widen_is_half_to_float_for_every_half) {
+    for (uint32_t h = 0; h < 65536; h++)
+        cr_assert_eq(bits_of(f16_widen((uint16_t)h)), bits_of(half_to_float((uint16_t)h)),
+                     "half 0x%04x", h);
+}
+
+/* bfloat16 is the top half of a float32: 0x3f80 is 1.0, 0xc000 is -2.0. */
+Test(matrix, bf16_widen_is_the_top_half) {
+    cr_assert_eq(bf16_widen(0x3f80), 1.0f);
+    cr_assert_eq(bf16_widen(0xc000), -2.0f);
+    cr_assert(isinf(bf16_widen(0x7f80)));
+    cr_assert_eq(bits_of(bf16_widen(0x0001)), 0x00010000u); /* a subnormal, exact */
+}
+
+/* A 3 x 2 bfloat16 matrix by hand: rows (1, 2), (-0.5, 4), (0.25, 1) and
+ * x = (2, 0.5): out = (1·2 + 2·0.5, -0.5·2 + 4·0.5, 0.25·2 + 1·0.5)
+ * = (3, 1, 1), from the plain loop and from the packed one. */
+Test(matrix, bf16_rows_and_packed_give_the_hand_sums) {
+    const uint16_t w[6] = {0x3f80, 0x4000, 0xbf00, 0x4080, 0x3e80, 0x3f80};
+    const float x[2] = {2.0f, 0.5f}, want[3] = {3.0f, 1.0f, 1.0f};
+    Matrix m = matrix_view(ELEM_BF16, w, 3, 2);
+    float out[3], row[2];
+    matmul_rows(out, x, &m, 1);
+    for (int i = 0; i < 3; i++) cr_expect_eq(out[i], want[i], "plain row %d: %g", i, out[i]);
+    matrix_row(&m, 1, row);
+    cr_expect(row[0] == -0.5f && row[1] == 4.0f);
+    Matrix p;
+    cr_assert(matrix_pack(&p, &m));
+    cr_assert_eq(p.layout, MATRIX_PACKED);
+    cr_assert_eq(p.elem, ELEM_BF16);
+    memset(out, 0, sizeof out);
+    matmul_packed(out, x, &p, 1);
+    for (int i = 0; i < 3; i++) cr_expect_eq(out[i], want[i], "packed row %d: %g", i, out[i]);
+    matrix_row(&p, 2, row);
+    cr_expect(row[0] == 0.25f && row[1] == 1.0f);
+    matrix_free(&p);
+}
+
+/* Rows of a Hugging Face q projection read in interleaved order: with
+ * head_dim 4, output row r is stored row (r even: r / 2, odd: 2 + r / 2),
+ * i.e. 0, 2, 1, 3. */
+Test(matrix, interleaved_rows_are_read_in_rope_order) {
+    const float w[4] = {10, 11, 12, 13}; /* 4 rows of one column */
+    Matrix m = matrix_view(ELEM_F32, w, 4, 1);
+    m.interleave_head_dim = 4;
+    const float x[1] = {1.0f}, want[4] = {10, 12, 11, 13};
+    float out[4];
+    matmul_rows(out, x, &m, 1);
+    for (int i = 0; i < 4; i++) cr_expect_eq(out[i], want[i], "row %d", i);
+}
