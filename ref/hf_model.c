@@ -433,7 +433,7 @@ bool hf_model_load(Model *m, const char *dir, WeightsMode mode, const ProgressSi
                  report->dtypes, mode == WEIGHTS_STORED ? ", weights as stored" : "");
     }
     for (int i = 0; mode == WEIGHTS_STORED && i < n; i++) { /* the matrices point into them */
-        m->files[m->n_files++] = (MappedFile){.addr = files[i].map, .bytes = files[i].map_bytes};
+        model_add_file(m, files[i].map, files[i].map_bytes, files[i].path); /* n <= its room */
         files[i].map = NULL;
     }
     for (int i = 0; i < n; i++) safetensors_close(&files[i]);

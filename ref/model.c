@@ -7,6 +7,7 @@
 #include "model.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -133,7 +134,7 @@ bool model_load_checkpoint(Model *m, const char *path, StepError *err) {
         return step_fail(err, "model %s: cannot map the weights: %s", path, strerror(errno));
     m->mapping = map, m->mapping_bytes = (size_t)file_bytes, m->mapping_is_file = true;
     m->storage = (float *)((char *)map + sizeof header);
-    bool ok = model_bind_weights(m);
+    bool ok = model_bind_weights(m) && model_add_file(m, NULL, 0, path); /* its identity only */
     snprintf(m->source, sizeof m->source, "llama2.c checkpoint (float32)");
     if (ok && !c->shared_classifier) { /* the untied classifier comes after the RoPE tables */
         m->weights.wcls =
@@ -382,6 +383,34 @@ bool model_alloc_vectors(Model *m, StepError *err) {
     return true;
 }
 
+static int64_t mtime_ns(const struct stat *st) {
+    return (int64_t)st->st_mtim.tv_sec * 1000000000 + (int64_t)st->st_mtim.tv_nsec;
+}
+
+bool model_add_file(Model *m, void *addr, size_t bytes, const char *path) {
+    if (m->n_files == MODEL_MAX_FILES) return false;
+    MappedFile *f = &m->files[m->n_files++];
+    *f = (MappedFile){.addr = addr, .bytes = bytes, .fd = open(path, O_RDONLY | O_CLOEXEC)};
+    struct stat st;
+    if (f->fd >= 0 && fstat(f->fd, &st) == 0)
+        f->size = (int64_t)st.st_size, f->mtime_ns = mtime_ns(&st);
+    return true;
+}
+
+bool model_files_unchanged(const Model *m, StepError *err) {
+    for (int i = 0; i < m->n_files; i++) {
+        const MappedFile *f = &m->files[i];
+        struct stat st;
+        if (f->fd < 0 || fstat(f->fd, &st) != 0) continue;
+        if ((int64_t)st.st_size != f->size || mtime_ns(&st) != f->mtime_ns)
+            return step_fail(err,
+                             "a model file was written while the run read it (%lld bytes when "
+                             "loaded, %lld now): its results may mix old and new weights",
+                             (long long)f->size, (long long)st.st_size);
+    }
+    return true;
+}
+
 bool model_compact_storage(Model *m, StepError *err) {
     const Config *c = &m->config;
     const Weights *w = &m->weights;
@@ -418,6 +447,9 @@ void model_free(Model *m) {
     free(m->layers);
     matrix_free(&m->classifier);
     matrix_free(&m->embedding);
-    for (int i = 0; i < m->n_files; i++) munmap(m->files[i].addr, m->files[i].bytes);
+    for (int i = 0; i < m->n_files; i++) {
+        if (m->files[i].addr != NULL) munmap(m->files[i].addr, m->files[i].bytes);
+        if (m->files[i].fd >= 0) close(m->files[i].fd);
+    }
     memset(m, 0, sizeof *m);
 }

@@ -39,10 +39,16 @@ struct ThreadPool;   /* threads.h */
  * logits are the same bits either way. */
 typedef enum { WEIGHTS_STORED, WEIGHTS_F32 } WeightsMode;
 
-/* A file mapped read-only that matrices point into (owned by the model). */
+/* A file mapped read-only that matrices point into (owned by the model),
+ * and what it was when mapped: an open descriptor of it, its size and its
+ * modification time, so that a run can tell whether it changed underneath
+ * (model_files_unchanged). */
 typedef struct {
     void *addr;
     size_t bytes;
+    int fd; /* -1: none */
+    int64_t size;
+    int64_t mtime_ns;
 } MappedFile;
 
 #define MODEL_MAX_FILES 64
@@ -98,6 +104,15 @@ void model_release_pages(const Model *m, const float *from, uint64_t n_floats);
  * of m's storage mapping or of its mapped files are touched. */
 void model_discard_pages(const Model *m, const float *from, uint64_t n_floats);
 void model_discard_bytes(const Model *m, const void *from, size_t bytes);
+
+/* Record a mapped file in m->files (the model then unmaps it), with the
+ * identity model_files_unchanged compares; false when m has no room. */
+bool model_add_file(Model *m, void *addr, size_t bytes, const char *path);
+
+/* Whether every mapped file is as it was when loaded (same size, same
+ * modification time): if one was written while the model ran, its
+ * matrices may have read old and new weights, and err says which file. */
+bool model_files_unchanged(const Model *m, StepError *err);
 
 /* Keep only the float32 vectors in m->storage (the norms, an untied float
  * embedding, biases and q/k norms) once every matrix is held elsewhere

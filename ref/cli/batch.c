@@ -407,6 +407,7 @@ static int run_batch(BatchArgs *a, Model *m, const Tokenizer *tok, StepError *er
         ok = batch_run(m, reqs, n, a->max_batch, a->prefill_chunk, &a->quant.run,
                        a->prefix_cache ? &prefix : NULL, &sink, &metrics, err);
     prefix_cache_free(&prefix);
+    if (ok) ok = model_files_unchanged(m, err);
     if (ok && a->out != NULL)
         ok = atomic_file_commit(&out, err);
     else if (a->out != NULL)

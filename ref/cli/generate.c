@@ -455,7 +455,10 @@ static int run_generate(GenerateArgs *a, const Model *m, const Tokenizer *tok,
         cli_progress_clear(progress);
         if (!a->quiet) putchar('\n');
         fflush(stdout); /* the text's last line before the metrics on stderr */
-        if (!ok) {
+        if (ok && !model_files_unchanged(m, err)) {
+            trace_write(&t, trace_event_error("bad_input", err->message, prompt, n_prompt));
+            status = EXIT_BAD_INPUT;
+        } else if (!ok) {
             trace_write(&t, trace_event_error("engine", err->message, prompt, n_prompt));
             status = EXIT_BAD_INPUT;
         } else if (r.stop_reason == STOP_INTERRUPTED) {

@@ -226,7 +226,8 @@ static int run_score(ScoreArgs *a, const Model *m, const Tokenizer *tok, StepErr
         scored = step_fail(err, "score: interrupted (%s)", cli_signal_name(cli_signal_caught()));
         trace_observer_write(&to, trace_event_error("interrupted", err->message, ids, n));
         status = 128 + cli_signal_caught();
-    } else if (!scored) {
+    } else if (!scored || !model_files_unchanged(m, err)) {
+        if (scored) score_result_free(&r);
         trace_observer_write(&to, trace_event_error("bad_input", err->message, ids, n));
         status = EXIT_BAD_INPUT;
     } else {

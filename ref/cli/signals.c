@@ -35,6 +35,19 @@ static void on_signal(int sig) {
     _exit(128 + sig);
 }
 
+/* A read of a mapped page the file no longer has (a model file truncated
+ * while in use) raises SIGBUS: one line and exit status 2, as for any bad
+ * input, not a crash. Async-signal-safe calls only. */
+static void on_bus_error(int sig) {
+    (void)sig;
+    atomic_file_remove_all_temps();
+    static const char line[] = "stepwise: error: a mapped input file (the model's weights) was "
+                               "truncated or replaced while in use (SIGBUS on reading it)\n";
+    ssize_t ignored = write(STDERR_FILENO, line, sizeof line - 1);
+    (void)ignored;
+    _exit(2);
+}
+
 void cli_signals_install(void) {
     /* No SA_RESTART: a blocking read or write returns EINTR, so that a
      * command waiting on a pipe still reaches its check of the flag. */
@@ -43,6 +56,9 @@ void cli_signals_install(void) {
     const int signals[] = {SIGINT, SIGTERM, SIGHUP};
     for (size_t i = 0; i < sizeof signals / sizeof signals[0]; i++)
         sigaction(signals[i], &sa, NULL);
+    struct sigaction bus = {.sa_handler = on_bus_error};
+    sigemptyset(&bus.sa_mask);
+    sigaction(SIGBUS, &bus, NULL);
 }
 
 const volatile sig_atomic_t *cli_interrupt_flag(void) {

@@ -6,7 +6,8 @@
  * shells report it. Inside one (cli_signals_defer_begin ... _end), a first
  * signal only raises a flag: the loop that checks it stops at its next step
  * and ends its outputs properly (a trace's error event, no partial golden
- * set). A second signal ends the process even there. */
+ * set). A second signal ends the process even there. SIGBUS (a mapped
+ * model file truncated under the run) ends it with one line and status 2. */
 #ifndef STEPWISE_CLI_SIGNALS_H
 #define STEPWISE_CLI_SIGNALS_H
 
