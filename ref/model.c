@@ -411,6 +411,28 @@ bool model_files_unchanged(const Model *m, StepError *err) {
     return true;
 }
 
+WeightMemory model_weight_memory(const Model *m) {
+    WeightMemory w = {0};
+    const Config *c = &m->config;
+    for (int i = 0; i < m->n_files; i++) w.mapped += m->files[i].bytes;
+    if (m->mapping != NULL && m->mapping_is_file)
+        w.mapped += m->mapping_bytes;
+    else if (m->mapping != NULL)
+        w.anonymous += m->mapping_bytes;
+    else if (m->storage != NULL) /* the vectors only (model_alloc_vectors, a .q8's norms) */
+        w.anonymous += vector_floats(c, m->weights.token_embedding != NULL) * sizeof(float);
+    for (int l = 0; m->layers != NULL && l < c->n_layers; l++)
+        for (int k = 0; k < LAYER_MATRICES; k++) {
+            const Matrix *x = &m->layers[l].m[k];
+            w.packed += matrix_bytes(x);
+            if (x->owned != NULL) w.anonymous += matrix_bytes(x);
+        }
+    w.packed += matrix_bytes(&m->classifier);
+    if (m->classifier.owned != NULL) w.anonymous += matrix_bytes(&m->classifier);
+    if (m->embedding.owned != NULL) w.anonymous += matrix_bytes(&m->embedding);
+    return w;
+}
+
 bool model_compact_storage(Model *m, StepError *err) {
     const Config *c = &m->config;
     const Weights *w = &m->weights;

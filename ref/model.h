@@ -114,6 +114,19 @@ bool model_add_file(Model *m, void *addr, size_t bytes, const char *path);
  * matrices may have read old and new weights, and err says which file. */
 bool model_files_unchanged(const Model *m, StepError *err);
 
+/* Where a loaded model's weights live, in bytes. */
+typedef struct {
+    uint64_t mapped;    /* file pages the weights are read from: shared with the page cache,
+                           evictable (read again from the file when needed) */
+    uint64_t anonymous; /* the process's own: widened float32, the vectors, owned copies
+                           (not int8 matrices: quant_weight_bytes) */
+    uint64_t packed;    /* what the fast kernels' packed copies of the matrices take, in
+                           their element types (anonymous; the mapped pages go as they are
+                           packed); the plain kernels read the matrices where they are */
+} WeightMemory;
+
+WeightMemory model_weight_memory(const Model *m);
+
 /* Keep only the float32 vectors in m->storage (the norms, an untied float
  * embedding, biases and q/k norms) once every matrix is held elsewhere
  * (packed, say): the matrix views become NULL. */

@@ -3,6 +3,7 @@
 
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 
 long first_nonfinite(const float *x, size_t n) {
     for (size_t i = 0; i < n; i++)
@@ -56,52 +57,80 @@ bool fail_nonfinite(const Model *m, const ForwardRow *row, const char *what, Ste
                      what, first.pos, name, first.index);
 }
 
+/* The first value of matrix w that is not finite: its row and column, and
+ * the value, into *row, *col, *value; false when all are finite. Rows are
+ * widened one at a time into scratch [cols]. */
+static bool matrix_nonfinite(const Matrix *w, float *scratch, int *row, int *col, float *value) {
+    for (int r = 0; w->data != NULL && r < w->rows; r++) {
+        matrix_row(w, r, scratch);
+        long at = first_nonfinite(scratch, (size_t)w->cols);
+        if (at >= 0) {
+            *row = r, *col = (int)at, *value = scratch[at];
+            return true;
+        }
+    }
+    return false;
+}
+
+static bool fail_weight(const char *name, int rows, int cols, float value, size_t row, size_t col,
+                        StepError *err) {
+    return step_fail(err, "weight %s [%d, %d] holds %g at row %zu, column %zu", name, rows, cols,
+                     (double)value, row, col);
+}
+
 bool model_check_finite(const Model *m, StepError *err) {
     const Config *c = &m->config;
     const Weights *w = &m->weights;
-    size_t d = (size_t)c->dim, h = (size_t)c->hidden_dim, kv = (size_t)config_kv_dim(c);
-    size_t qd = (size_t)config_q_dim(c), hd = (size_t)config_head_dim(c), V = (size_t)c->vocab_size;
+    int d = c->dim, kv = config_kv_dim(c), qd = config_q_dim(c), hd = config_head_dim(c);
+    /* the vectors, float32 in storage (rows 1) */
     const struct {
         const char *name;
         const float *values;
-        size_t rows, cols; /* of one layer's tensor (rows 1: a vector) */
+        int cols; /* of one layer's vector */
         bool per_layer;
-    } tensors[] = {
-        {"embedding", w->token_embedding, V, d, false},
-        {"attn.rms", w->rms_att, 1, d, true},
-        {"attn.wq", w->wq, qd, d, true},
-        {"attn.wk", w->wk, kv, d, true},
-        {"attn.wv", w->wv, kv, d, true},
-        {"attn.wo", w->wo, d, qd, true},
-        {"attn.bq", w->bq, 1, qd, true},
-        {"attn.bk", w->bk, 1, kv, true},
-        {"attn.bv", w->bv, 1, kv, true},
-        {"attn.q_norm", w->q_norm, 1, hd, true},
-        {"attn.k_norm", w->k_norm, 1, hd, true},
-        {"mlp.rms", w->rms_ffn, 1, d, true},
-        {"mlp.w1", w->w1, h, d, true},
-        {"mlp.w2", w->w2, d, h, true},
-        {"mlp.w3", w->w3, h, d, true},
-        {"final_norm", w->rms_final, 1, d, false},
-        {"classifier", c->shared_classifier ? NULL : w->wcls, V, d, false},
+    } vectors[] = {
+        {"attn.rms", w->rms_att, d, true},    {"attn.bq", w->bq, qd, true},
+        {"attn.bk", w->bk, kv, true},         {"attn.bv", w->bv, kv, true},
+        {"attn.q_norm", w->q_norm, hd, true}, {"attn.k_norm", w->k_norm, hd, true},
+        {"mlp.rms", w->rms_ffn, d, true},     {"final_norm", w->rms_final, d, false},
     };
-    for (size_t i = 0; i < sizeof tensors / sizeof tensors[0]; i++) {
-        if (tensors[i].values == NULL) continue; /* not this architecture's, or int8 */
-        size_t size = tensors[i].rows * tensors[i].cols;
-        int layers = tensors[i].per_layer ? c->n_layers : 1;
+    for (size_t i = 0; i < sizeof vectors / sizeof vectors[0]; i++) {
+        if (vectors[i].values == NULL) continue; /* not this architecture's */
+        int layers = vectors[i].per_layer ? c->n_layers : 1;
         for (int l = 0; l < layers; l++) {
-            long at = first_nonfinite(tensors[i].values + (size_t)l * size, size);
+            const float *v = vectors[i].values + (size_t)l * vectors[i].cols;
+            long at = first_nonfinite(v, (size_t)vectors[i].cols);
             if (at < 0) continue;
             char name[64];
-            if (tensors[i].per_layer)
-                snprintf(name, sizeof name, "blocks.%d.%s", l, tensors[i].name);
+            if (vectors[i].per_layer)
+                snprintf(name, sizeof name, "blocks.%d.%s", l, vectors[i].name);
             else
-                snprintf(name, sizeof name, "%s", tensors[i].name);
-            return step_fail(err, "weight %s [%zu, %zu] holds %g at row %zu, column %zu", name,
-                             tensors[i].rows, tensors[i].cols,
-                             (double)tensors[i].values[(size_t)l * size + (size_t)at],
-                             (size_t)at / tensors[i].cols, (size_t)at % tensors[i].cols);
+                snprintf(name, sizeof name, "%s", vectors[i].name);
+            return fail_weight(name, 1, vectors[i].cols, v[at], 0, (size_t)at, err);
         }
     }
-    return true;
+    /* the matrices, however they are held (read a row at a time) */
+    int widest = c->hidden_dim > qd ? c->hidden_dim : qd;
+    float *scratch = malloc((size_t)(widest > d ? widest : d) * sizeof(float));
+    if (scratch == NULL) return step_fail(err, "--check-weights: out of memory");
+    static const char *const names[LAYER_MATRICES] = {"attn.wq", "attn.wk", "attn.wv", "attn.wo",
+                                                      "mlp.w1",  "mlp.w2",  "mlp.w3"};
+    bool ok = true;
+    int row, col;
+    float value;
+    char name[64] = "";
+    const Matrix *bad = NULL;
+    if (matrix_nonfinite(&m->embedding, scratch, &row, &col, &value))
+        bad = &m->embedding, snprintf(name, sizeof name, "embedding");
+    for (int l = 0; bad == NULL && m->layers != NULL && l < c->n_layers; l++)
+        for (int k = 0; bad == NULL && k < LAYER_MATRICES; k++)
+            if (matrix_nonfinite(&m->layers[l].m[k], scratch, &row, &col, &value))
+                bad = &m->layers[l].m[k], snprintf(name, sizeof name, "blocks.%d.%s", l, names[k]);
+    if (bad == NULL && !c->shared_classifier &&
+        matrix_nonfinite(&m->classifier, scratch, &row, &col, &value))
+        bad = &m->classifier, snprintf(name, sizeof name, "classifier");
+    if (bad != NULL)
+        ok = fail_weight(name, bad->rows, bad->cols, value, (size_t)row, (size_t)col, err);
+    free(scratch);
+    return ok;
 }

@@ -19,6 +19,12 @@ prefill kernel's own rate on a matrix that stays in cache; the speed-up of
 two threads over one; and the issue-19 targets beside each. The buffer
 reads of tests/bench/bandwidth.c (1 GiB from DRAM, 64 MiB, 1 MiB) are
 printed first, for the machine's sake; they are not ceilings.
+Last, the bandwidth argument for half-precision weights: a Llama-3.2-1B-shaped
+BF16 folder (make-model --preset llama-3.2-1b, random weights) decoded with its
+matrices kept in bfloat16 (--weights stored, the default: 2 bytes a weight
+read, widened in registers) and widened to float32 at load (--weights f32: 4
+bytes), side by side in this run, every core; the logits are the same bits
+(tests/weights_stored_check.py).
 A benchmark, not a test: nothing is asserted.
 """
 import json
@@ -115,6 +121,30 @@ def forward_table(model):
     return {"bandwidth": bw, "threads_1": one, "threads_2": two, "int8": q8}
 
 
+L1B = "build/bench/llama-3.2-1b-bf16"
+
+
+def half_table():
+    """BF16 as stored against float32, decode on every core; returns both runs."""
+    if not os.path.exists(L1B):
+        subprocess.run([BIN, "make-model", "--preset", "llama-3.2-1b", "--dtype", "bf16", "--seq-len", "256",
+                        "--out", L1B], check=True, capture_output=True)
+    threads = str(os.cpu_count() or 1)
+    args = ["--threads", threads, "--prompt", "8", "--decode", "16", "--runs", "3"]
+    stored = forward(L1B, *args)
+    f32 = forward(L1B, *args, "--f32")
+    print()
+    print("| llama-3.2-1b shape, BF16 folder, %s threads | decode tokens/s | bytes a step | peak resident |" % threads)
+    print("|---|---|---|---|")
+    for what, r in (("--weights stored (bfloat16 read)", stored), ("--weights f32 (widened at load)", f32)):
+        print("| %s | %.2f | %.2f GiB | %.2f GiB |" % (what, r["decode_tok_s"], r["decode_step_bytes"] / 2**30,
+                                                        r["peak_rss_bytes"] / 2**30))
+    print("| stored / f32 | %.2fx | %.2f | %.2f |" % (stored["decode_tok_s"] / f32["decode_tok_s"],
+                                                     stored["decode_step_bytes"] / f32["decode_step_bytes"],
+                                                     stored["peak_rss_bytes"] / f32["peak_rss_bytes"]))
+    return {"stored": stored, "f32": f32}
+
+
 def main():
     os.makedirs("build/bench", exist_ok=True)
     if not os.path.exists(M15):
@@ -148,6 +178,7 @@ def main():
     rows.append({"what": "15M peak resident memory, int8 weights (int8 weights + KV: %.1f MiB)" % formula8,
                  "unit": "MiB", **stats(rss8)})
     ceilings = forward_table(M15)
+    ceilings["bf16_1b"] = half_table()
     print("| measurement | median | min | max | unit |")
     print("|---|---|---|---|---|")
     for r in rows:

@@ -136,6 +136,23 @@ def check_int8(check, tmp, folder):
             check(a == b, f"{name}: {switch} int8, stored = f32, {kernels} kernels")
 
 
+def check_inspect(check, folder):
+    """inspect's bill of a folder held as stored, against the files' sizes and the closed form:
+    2 bytes a matrix weight packed (the untied embedding stays mapped), 4 a norm weight."""
+    info = json.loads(run_stepwise(BIN, "inspect", "--model", folder, "--json", "--no-hash").stdout)
+    held, m = info["weights_held"], info["model"]
+    d, h, L, V = m["dim"], m["hidden_dim"], m["n_layers"], m["vocab_size"]
+    q, kv = m["n_heads"] * m["head_dim"], m["n_kv_heads"] * m["head_dim"]
+    files = sum(os.path.getsize(os.path.join(folder, f)) for f in os.listdir(folder)
+                if f.endswith(".safetensors"))
+    matrices = L * (d * q + 2 * d * kv + q * d + 3 * d * h) + V * d
+    check(held["mapped_bytes"] == files and held["packed_bytes"] == 2 * matrices
+          and held["anonymous_bytes"] == 4 * (2 * L + 1) * d,
+          f"inspect bills {held['mapped_bytes']} mapped (the files: {files}), "
+          f"{held['packed_bytes']} packed (2 x {matrices}), {held['anonymous_bytes']} anonymous "
+          f"(4 x {(2 * L + 1) * d} norm weights)")
+
+
 def peak_rss(args):
     """Peak resident memory (bytes) of one run of BIN ARGS."""
     pid = os.fork()
@@ -179,6 +196,7 @@ def main():
         untied = make_folder(tmp, "llama-bf16-untied", "--dtype", "bf16", "--untied")
         check_folder(check, tmp, untied, True, tokenizer)
         check_int8(check, tmp, untied)
+        check_inspect(check, untied)
         odd = misalign(make_folder(tmp, "llama-bf16-odd-offsets", "--dtype", "bf16"))
         check_folder(check, tmp, odd, True, None)
         check_memory(check, tmp)

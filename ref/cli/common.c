@@ -330,10 +330,10 @@ bool cli_load_model_to_run(const char *model_path, const char *tokenizer_path, c
     return ok;
 }
 
-bool cli_load_model_only(const char *model_path, Model *m, const ProgressSink *progress,
-                         StepError *err) {
+bool cli_load_model_only(const char *model_path, WeightsMode mode, Model *m,
+                         const ProgressSink *progress, StepError *err) {
     if (gguf_is_model_path(model_path)) return gguf_model_load(m, NULL, model_path, progress, err);
-    if (hf_is_model_dir(model_path)) return load_hf(model_path, m, WEIGHTS_F32, progress, err);
+    if (hf_is_model_dir(model_path)) return load_hf(model_path, m, mode, progress, err);
     if (model_path != NULL && model_file_is_q8(model_path))
         return model_load_q8(m, model_path, err);
     if (model_path != NULL && !ends_with(model_path, ".json"))

@@ -193,9 +193,12 @@ bool cli_load_model_to_run(const char *model_path, const char *tokenizer_path, c
                            Tokenizer *tok, StepError *err);
 
 /* Load only the model at model_path (NULL: the built-in tiny model), for
- * commands that need its shape or weights but no tokenizer. */
-bool cli_load_model_only(const char *model_path, Model *m, const ProgressSink *progress,
-                         StepError *err);
+ * commands that need its shape or weights but no tokenizer: float32 views
+ * for those that write or quantize the weights (WEIGHTS_F32), or the
+ * matrices as stored for those that only look (inspect: a Hugging Face
+ * folder is then mapped, not read). */
+bool cli_load_model_only(const char *model_path, WeightsMode mode, Model *m,
+                         const ProgressSink *progress, StepError *err);
 
 /* The process's peak resident memory, in bytes. */
 uint64_t cli_peak_rss_bytes(void);

@@ -103,7 +103,7 @@ int cli_convert(int argc, char **argv) {
     cli_progress_init(&progress, false);
     ProgressSink sink = cli_progress_sink(&progress);
     if (ok)
-        ok = a.no_tokenizer ? cli_load_model_only(a.model, &m, &sink, &err)
+        ok = a.no_tokenizer ? cli_load_model_only(a.model, WEIGHTS_F32, &m, &sink, &err)
                             : cli_load_model(a.model, a.tokenizer, &m, &tok, &sink, &err);
     m.progress = &sink; /* the tensors as they are written */
     const char *base = a.out != NULL ? strrchr(a.out, '/') : NULL;

@@ -173,8 +173,20 @@ static void print_prefix_text(const Config *c, int context, int requests, uint64
            mib(p.total));
 }
 
+/* Where a loaded model's weights live (NULL for a preset: nothing loaded). */
+static void print_memory_text(const WeightMemory *w) {
+    if (w == NULL) return;
+    printf("  held: %llu bytes mapped from the files (%.2f MiB: page cache, shared and "
+           "evictable), %llu anonymous (%.2f MiB)\n",
+           (unsigned long long)w->mapped, mib(w->mapped), (unsigned long long)w->anonymous,
+           mib(w->anonymous));
+    printf("  the fast kernels pack the matrices into %llu anonymous bytes (%.2f MiB) as they "
+           "let the mapped pages go; the plain kernels read them where they are\n",
+           (unsigned long long)w->packed, mib(w->packed));
+}
+
 static void print_text(const char *name, const char *source, const Config *c, int context,
-                       int requests, const Bill *b, bool is_q8) {
+                       int requests, const Bill *b, bool is_q8, const WeightMemory *held) {
     int group = b->group;
     CacheFacts f = cache_facts(c, context, requests, b);
     int head_dim = config_head_dim(c), sharing = c->n_heads / c->n_kv_heads;
@@ -196,6 +208,7 @@ static void print_text(const char *name, const char *source, const Config *c, in
     printf("  in int8 (group %d): %llu bytes (%.2f MiB, %.2fx smaller)%s\n", group,
            (unsigned long long)q8, mib(q8), (double)f32_weights / (double)q8,
            is_q8 ? ": this file" : "");
+    print_memory_text(held);
     printf("\nKV cache (the K and V of every position, in every layer; Q is not cached):\n");
     if (b->kv == DTYPE_INT8)
         printf(
@@ -302,7 +315,7 @@ static void print_gguf_tensors(const cJSON *list) {
 
 static void print_json(const char *name, const char *source, const cJSON *files, const Config *c,
                        int context, int requests, uint64_t prefix_bytes, const Bill *b, bool is_q8,
-                       const cJSON *tensors) {
+                       const cJSON *tensors, const WeightMemory *held) {
     int group = b->group;
     cJSON *o = cJSON_CreateObject();
     cJSON_AddStringToObject(o, "model_path", name);
@@ -327,6 +340,12 @@ static void print_json(const char *name, const char *source, const cJSON *files,
                  b->kv == DTYPE_F32 ? 4 : 2, requests);
     cJSON_AddStringToObject(o, "formula", formula);
     cJSON_AddItemToObject(o, "this_model", facts_json(c, context, requests, b));
+    if (held != NULL) {
+        cJSON *h = cJSON_AddObjectToObject(o, "weights_held");
+        cJSON_AddNumberToObject(h, "mapped_bytes", (double)held->mapped);
+        cJSON_AddNumberToObject(h, "anonymous_bytes", (double)held->anonymous);
+        cJSON_AddNumberToObject(h, "packed_bytes", (double)held->packed);
+    }
     cJSON *q = cJSON_AddObjectToObject(o, "int8");
     cJSON_AddBoolToObject(q, "this_file", is_q8);
     cJSON_AddNumberToObject(q, "group", group);
@@ -433,7 +452,7 @@ int cli_inspect(int argc, char **argv) {
                  preset->source);
         model = NULL;
     } else if (ok) {
-        ok = cli_load_model_only(model, &m, NULL, &err);
+        ok = cli_load_model_only(model, WEIGHTS_STORED, &m, NULL, &err);
     }
     if (ok && check_weights && preset != NULL)
         ok = step_fail(&err, "inspect: --check-weights needs --model (a preset has no weights)");
@@ -457,11 +476,14 @@ int cli_inspect(int argc, char **argv) {
     if (context == 0) context = m.config.seq_len;
     const char *name = preset ? preset->name : model ? model : "(built-in tiny model)";
     bill.group = m.quant != NULL ? m.quant->group : 32;
+    WeightMemory held = model_weight_memory(&m);
+    if (m.quant != NULL) held.anonymous += quant_weight_bytes(&m.config, m.quant->group);
+    const WeightMemory *loaded = preset != NULL ? NULL : &held;
     if (json)
         print_json(name, m.source, files, &m.config, context, requests, (uint64_t)prefix_bytes,
-                   &bill, m.quant != NULL, tensors);
+                   &bill, m.quant != NULL, tensors, loaded);
     else
-        print_text(name, m.source, &m.config, context, requests, &bill, m.quant != NULL);
+        print_text(name, m.source, &m.config, context, requests, &bill, m.quant != NULL, loaded);
     if (!json && prefix_bytes > 0)
         print_prefix_text(&m.config, context, requests, (uint64_t)prefix_bytes, &bill);
     if (!json && files != NULL) print_files(files);

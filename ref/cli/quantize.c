@@ -57,7 +57,7 @@ int cli_quantize(int argc, char **argv) {
     cli_progress_init(&progress, false);
     ProgressSink sink = cli_progress_sink(&progress);
     if (ok) cli_progress_note(&progress, "loading the model");
-    if (ok) ok = cli_load_model_only(model, &m, &sink, &err);
+    if (ok) ok = cli_load_model_only(model, WEIGHTS_F32, &m, &sink, &err);
     if (ok && m.quant != NULL) ok = step_fail(&err, "quantize: %s is already int8", model);
     m.progress = &sink;
     if (ok) ok = model_quantize(&m, group, &err);
