@@ -5,9 +5,7 @@
 #include <string.h>
 
 #include "layers.h"
-#include "pack.h"
 #include "quant.h"
-#include "quant_model.h"
 
 void layer_matrix_shape(const Config *c, MatrixKind k, int *rows, int *cols) {
     int d = c->dim, h = c->hidden_dim, kv = config_kv_dim(c), qd = config_q_dim(c);

@@ -28,7 +28,21 @@ typedef enum {
     MATRIX_Q8_PACKED, /* int8 in quant_model.h's PackedQ8 layout */
 } MatrixLayout;
 
-struct PackedQ8; /* quant_model.h */
+/* The fast kernels' layouts (pack.h, quant_model.h): blocks of this many
+ * output rows interleaved along the input. 16 floats fill one AVX-512
+ * vector; 64 int8 codes do too (with fewer, gcc picks 256-bit vectors for
+ * the whole loop and its 16-bit products take twice the instructions). */
+#define PACK_ROWS 16
+#define Q8_ROWS   64
+
+/* One layer's int8 matrix in the fast layout: blocks of Q8_ROWS output
+ * rows interleaved along the input, codes [blocks, C, Q8_ROWS] and scales
+ * [blocks, groups per row, Q8_ROWS]. Same arithmetic as quant.h's. */
+typedef struct PackedQ8 {
+    int rows, cols, group, groups_per_row;
+    int8_t *q;
+    float *scales;
+} PackedQ8;
 
 typedef struct {
     MatrixLayout layout;

@@ -16,8 +16,6 @@
 #include "matrix.h"
 #include "model.h"
 
-#define PACK_ROWS 16 /* one AVX-512 vector of floats */
-
 /* Blocks of PACK_ROWS output rows in a packed matrix: the units threads
  * share out. */
 int packed_blocks(const Matrix *w);

@@ -43,10 +43,6 @@ static int quant_slots(QuantWeights *q, const Model *m, QuantSlot slots[9]) {
     return n;
 }
 
-/* Rows per packed block. 64 int8 codes fill one AVX-512 vector: with
- * fewer, gcc picks 256-bit vectors for the whole loop and its 16-bit
- * products take twice the instructions. */
-
 static bool pack_q8(PackedQ8 *p, const QuantMatrix *m, int row0, int rows) {
     int C = m->cols, gpr = m->groups_per_row, blocks = (rows + Q8_ROWS - 1) / Q8_ROWS;
     *p = (PackedQ8){.rows = rows,

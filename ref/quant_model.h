@@ -10,19 +10,9 @@
 #ifndef STEPWISE_QUANT_MODEL_H
 #define STEPWISE_QUANT_MODEL_H
 
+#include "matrix.h"
 #include "model.h"
 #include "quant.h"
-
-/* One layer's int8 matrix in the fast layout (as pack.h's float one):
- * blocks of Q8_ROWS output rows interleaved along the input, codes
- * [blocks, C, Q8_ROWS] and scales [blocks, groups per row, Q8_ROWS]. Same
- * arithmetic as quant.h's. */
-#define Q8_ROWS 64
-typedef struct PackedQ8 {
-    int rows, cols, group, groups_per_row;
-    int8_t *q;
-    float *scales;
-} PackedQ8;
 
 typedef struct QuantWeights {
     int group;
