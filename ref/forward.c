@@ -108,6 +108,7 @@ static void linear(RunState *s, ThreadPool *pool, float *out, const float *x, in
             parallel_for(pool, packed_blocks(w), linear_blocks, &job);
             break;
         case MATRIX_ROWS:
+        case MATRIX_BLOCKS:
             matmul_rows(out, x, w, T);
             break;
     }

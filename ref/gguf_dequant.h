@@ -44,6 +44,9 @@ enum {
     GGML_BF16 = 30
 };
 
+/* The most values one block holds (a k-quant super-block). */
+#define GGUF_MAX_BLOCK_VALUES 256
+
 /* Bytes of one block of ggml type `type` and the values it holds
  * (*values: 1 for F32, F16 and BF16); 0 for a type stepwise does not read. */
 uint64_t gguf_block_bytes(uint32_t type, uint64_t *values);

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "gguf.h"
+#include "gguf_dequant.h"
 #include "gguf_tokenizer.h"
 #include "hf_model.h"
 
@@ -97,17 +98,57 @@ static bool read_rope_factors(const GgufFile *f, Config *c, StepError *err) {
     return true;
 }
 
-/* Copy the tensor called name, [rows, cols] row-major (ne[0] = cols;
- * rows 0: a vector of cols), into dst. */
-static bool take(const GgufFile *f, const char *name, uint64_t rows, uint64_t cols, float *dst,
-                 StepError *err) {
+/* The tensor called name, [rows, cols] row-major (ne[0] = cols; rows 0: a
+ * vector of cols); NULL (err set) when missing or of another shape. */
+static GgufTensor *find_shaped(const GgufFile *f, const char *name, uint64_t rows, uint64_t cols,
+                               StepError *err) {
     GgufTensor *t = gguf_find_tensor(f, name);
-    if (t == NULL) return step_fail(err, "%s: tensor %s is missing", f->path, name);
+    if (t == NULL) {
+        step_fail(err, "%s: tensor %s is missing", f->path, name);
+        return NULL;
+    }
     bool fits = rows == 0 ? t->n_dims == 1 && t->ne[0] == cols
                           : t->n_dims == 2 && t->ne[0] == cols && t->ne[1] == rows;
-    if (!fits)
-        return step_fail(err, "%s: tensor %s has the wrong shape for the metadata", f->path, name);
+    if (!fits) {
+        step_fail(err, "%s: tensor %s has the wrong shape for the metadata", f->path, name);
+        return NULL;
+    }
+    return t;
+}
+
+/* Copy the tensor called name, [rows, cols], into dst as float32. */
+static bool take(const GgufFile *f, const char *name, uint64_t rows, uint64_t cols, float *dst,
+                 StepError *err) {
+    GgufTensor *t = find_shaped(f, name, rows, cols, err);
+    if (t == NULL) return false;
     gguf_to_f32(t, dst);
+    t->used = 1;
+    return true;
+}
+
+/* The matrix called name, [rows, cols], where the file stores it: float32,
+ * float16 and bfloat16 elements, or quantized blocks (each row a whole
+ * number of them: gguf.c checks the tensor, this the row); interleave_head_dim
+ * as matrix.h says. Data not aligned to its element (general.alignment 1,
+ * say) is copied, owned, to a place that is. */
+static bool view_matrix(const GgufFile *f, const char *name, uint64_t rows, uint64_t cols,
+                        int interleave_head_dim, Matrix *out, StepError *err) {
+    GgufTensor *t = find_shaped(f, name, rows, cols, err);
+    if (t == NULL) return false;
+    uint64_t values, size = gguf_block_bytes(t->type, &values);
+    if (values > 1 && cols % values != 0)
+        return step_fail(err, "%s: tensor %s's rows are not whole blocks of %llu", f->path, name,
+                         (unsigned long long)values);
+    ElementType e = t->type == GGML_F32 ? ELEM_F32 : t->type == GGML_F16 ? ELEM_F16 : ELEM_BF16;
+    *out = values > 1 ? matrix_blocks_view(t->type, t->data, (int)rows, (int)cols)
+                      : matrix_view(e, t->data, (int)rows, (int)cols);
+    out->interleave_head_dim = interleave_head_dim;
+    if (values == 1 && (uintptr_t)t->data % size != 0) {
+        out->owned = malloc((size_t)t->bytes);
+        if (out->owned == NULL) return step_fail(err, "%s: out of memory", f->path);
+        memcpy(out->owned, t->data, (size_t)t->bytes);
+        out->data = out->owned;
+    }
     t->used = 1;
     return true;
 }
@@ -123,6 +164,13 @@ static bool take_layer(Model *m, const GgufFile *f, int l, bool halves, StepErro
     for (int i = 0; i < count; i++) {
         char name[128];
         snprintf(name, sizeof name, "blk.%d.%s", l, parts[i].gguf_name);
+        if (parts[i].view == NULL) { /* a matrix, as stored */
+            int interleave = halves && parts[i].heads > 0 ? head_dim : 0;
+            if (!view_matrix(f, name, parts[i].rows, parts[i].cols, interleave,
+                             &m->layers[l].m[parts[i].kind], err))
+                return false;
+            continue;
+        }
         float *dst = model_weight_slot(m, parts[i].view);
         if (!take(f, name, parts[i].rows, parts[i].cols, dst, err)) return false;
         size_t cols = parts[i].rows == 0 ? 1 : parts[i].cols; /* a vector: rows of one value */
@@ -133,8 +181,8 @@ static bool take_layer(Model *m, const GgufFile *f, int l, bool halves, StepErro
     return true;
 }
 
-bool gguf_model_load(Model *m, Tokenizer *tok, const char *path, const ProgressSink *progress,
-                     StepError *err) {
+bool gguf_model_load(Model *m, Tokenizer *tok, const char *path, WeightsMode mode,
+                     const ProgressSink *progress, StepError *err) {
     memset(m, 0, sizeof *m);
     m->progress = progress;
     if (tok != NULL) memset(tok, 0, sizeof *tok);
@@ -163,16 +211,19 @@ bool gguf_model_load(Model *m, Tokenizer *tok, const char *path, const ProgressS
         ok = config_validate(&m->config, path, err);
     }
     /* every weight must come from a stored value: check before allocating */
-    uint64_t stored = 0, needed = ok ? model_storage_floats(&m->config) : 0;
-    for (uint64_t i = 0; i < f.n_tensors; i++) stored += f.tensors[i].numel;
-    if (ok && needed > stored)
+    uint64_t held = 0, needed = ok ? model_storage_floats(&m->config) : 0;
+    for (uint64_t i = 0; i < f.n_tensors; i++) held += f.tensors[i].numel;
+    if (ok && needed > held)
         ok = step_fail(err, "%s: the metadata implies %llu weights, the file holds %llu", path,
-                       (unsigned long long)needed, (unsigned long long)stored);
-    ok = ok && model_alloc_storage(m, path, err);
+                       (unsigned long long)needed, (unsigned long long)held);
+    bool stored = mode == WEIGHTS_STORED;
+    ok = ok && (stored ? model_alloc_vectors(m, err) : model_alloc_storage(m, path, err));
     if (ok) {
         const Config *c = &m->config;
-        ok = take(&f, "token_embd.weight", (uint64_t)c->vocab_size, (uint64_t)c->dim,
-                  model_weight_slot(m, m->weights.token_embedding), err);
+        ok = stored ? view_matrix(&f, "token_embd.weight", (uint64_t)c->vocab_size,
+                                  (uint64_t)c->dim, 0, &m->embedding, err)
+                    : take(&f, "token_embd.weight", (uint64_t)c->vocab_size, (uint64_t)c->dim,
+                           model_weight_slot(m, m->weights.token_embedding), err);
         for (int l = 0; ok && l < c->n_layers; l++) {
             ok = take_layer(m, &f, l, strcmp(arch, "llama") != 0, err);
             progress_report(m->progress, "reading the weights (layers)", (uint64_t)l + 1,
@@ -180,12 +231,25 @@ bool gguf_model_load(Model *m, Tokenizer *tok, const char *path, const ProgressS
         }
         ok = ok && take(&f, "output_norm.weight", 0, (uint64_t)c->dim,
                         model_weight_slot(m, m->weights.rms_final), err);
-        if (ok && !c->shared_classifier)
+        if (ok && !c->shared_classifier && stored)
+            ok = view_matrix(&f, "output.weight", (uint64_t)c->vocab_size, (uint64_t)c->dim, 0,
+                             &m->classifier, err);
+        else if (ok && !c->shared_classifier)
             ok = take(&f, "output.weight", (uint64_t)c->vocab_size, (uint64_t)c->dim,
                       model_weight_slot(m, m->weights.wcls), err);
+        if (ok && stored && c->shared_classifier) { /* the embedding's data, not a second owner */
+            m->classifier = m->embedding;
+            m->classifier.owned = NULL;
+        }
     }
     if (ok && tok != NULL) ok = gguf_read_tokenizer(&f, tok, m->config.vocab_size, err);
-    if (ok) snprintf(m->source, sizeof m->source, "GGUF v%u, %s", f.version, arch);
+    if (ok)
+        snprintf(m->source, sizeof m->source, "GGUF v%u, %s%s", f.version, arch,
+                 stored ? ", weights as stored" : "");
+    if (stored) { /* the matrices point into it: the model keeps the mapping */
+        model_add_file(m, f.map, f.map_bytes, path);
+        f.map = NULL;
+    }
     free(arch);
     gguf_close(&f);
     if (!ok) model_free(m);

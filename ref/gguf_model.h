@@ -19,8 +19,11 @@
 bool gguf_is_model_path(const char *path);
 
 /* Load the model at path into m and, when tok is not NULL, its embedded
- * tokenizer into tok. */
-bool gguf_model_load(Model *m, Tokenizer *tok, const char *path, const ProgressSink *progress,
-                     StepError *err);
+ * tokenizer into tok. WEIGHTS_STORED: the file stays mapped (owned by m)
+ * and the matrices point into it, float or quantized blocks as stored;
+ * WEIGHTS_F32: every tensor dequantized into float32 storage. The logits
+ * are the same bits. */
+bool gguf_model_load(Model *m, Tokenizer *tok, const char *path, WeightsMode mode,
+                     const ProgressSink *progress, StepError *err);
 
 #endif

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "gguf_dequant.h"
 #include "layers.h"
 #include "quant.h"
 
@@ -36,7 +37,27 @@ Matrix matrix_view(ElementType e, const void *data, int rows, int cols) {
     return (Matrix){.layout = MATRIX_ROWS, .elem = e, .rows = rows, .cols = cols, .data = data};
 }
 
+Matrix matrix_blocks_view(uint32_t type, const void *data, int rows, int cols) {
+    uint64_t values, bytes = gguf_block_bytes(type, &values);
+    return (Matrix){.layout = MATRIX_BLOCKS,
+                    .rows = rows,
+                    .cols = cols,
+                    .data = data,
+                    .block_type = type,
+                    .row_bytes = (size_t)((uint64_t)cols / values * bytes)};
+}
+
+/* Output row r of a MATRIX_BLOCKS m, dequantized into out [cols]. */
+static void blocks_row(const Matrix *m, int r, float *out) {
+    uint64_t values, bytes = gguf_block_bytes(m->block_type, &values);
+    const unsigned char *row =
+        (const unsigned char *)m->data + matrix_source_row(m, r) * m->row_bytes;
+    for (uint64_t k = 0; k < (uint64_t)m->cols / values; k++)
+        gguf_dequantize_block(m->block_type, row + k * bytes, out + k * values);
+}
+
 uint64_t matrix_bytes(const Matrix *m) {
+    if (m->layout == MATRIX_BLOCKS) return (uint64_t)m->rows * m->row_bytes;
     if (m->layout == MATRIX_Q8_ROWS || m->layout == MATRIX_Q8_PACKED)
         return quant_matrix_bytes(m->rows, m->cols, m->group);
     return (uint64_t)m->rows * (uint64_t)m->cols * element_bytes(m->elem);
@@ -89,6 +110,9 @@ void matrix_row(const Matrix *m, int r, float *out) {
                            m->cols, m->group, out);
             break;
         }
+        case MATRIX_BLOCKS:
+            blocks_row(m, r, out);
+            break;
         case MATRIX_Q8_PACKED: {
             const PackedQ8 *p = m->q8;
             int b = r / Q8_ROWS, l = r % Q8_ROWS;
@@ -102,8 +126,34 @@ void matrix_row(const Matrix *m, int r, float *out) {
     }
 }
 
+/* The blocks kernel: each dot product reads its row a block at a time,
+ * dequantized into a block's worth of floats (as at load) and summed on in
+ * index order: the same sum as over the row widened whole. */
+static void matmul_blocks(float *out, const float *x, const Matrix *m, int T) {
+    int C = m->cols, OC = m->rows;
+    uint64_t values, bytes = gguf_block_bytes(m->block_type, &values);
+    float block[GGUF_MAX_BLOCK_VALUES];
+    for (int t = 0; t < T; t++) {
+        const float *xt = x + (size_t)t * C;
+        for (int o = 0; o < OC; o++) {
+            const unsigned char *row =
+                (const unsigned char *)m->data + matrix_source_row(m, o) * m->row_bytes;
+            float sum = 0.0f;
+            for (int k = 0; k < C / (int)values; k++) {
+                gguf_dequantize_block(m->block_type, row + (size_t)k * bytes, block);
+                for (int i = 0; i < (int)values; i++) sum += block[i] * xt[k * (int)values + i];
+            }
+            out[(size_t)t * OC + o] = sum;
+        }
+    }
+}
+
 void matmul_rows(float *out, const float *x, const Matrix *m, int T) {
     int C = m->cols, OC = m->rows;
+    if (m->layout == MATRIX_BLOCKS) {
+        matmul_blocks(out, x, m, T);
+        return;
+    }
     if (m->elem == ELEM_F32 && m->interleave_head_dim == 0) { /* the textbook loop */
         matmul_forward(out, x, m->data, T, C, OC);
         return;

@@ -26,6 +26,9 @@ typedef enum {
     MATRIX_PACKED,    /* elements in pack.h's layout [blocks, cols, PACK_ROWS] */
     MATRIX_Q8_ROWS,   /* int8 codes [rows, cols], scales [rows, groups] (quant.h) */
     MATRIX_Q8_PACKED, /* int8 in quant_model.h's PackedQ8 layout */
+    MATRIX_BLOCKS,    /* a GGUF file's quantized blocks (gguf_dequant.h), row-major: each
+                         row cols / block_values blocks of block_bytes, dequantized a block
+                         at a time as read, exactly as at load */
 } MatrixLayout;
 
 /* The fast kernels' layouts (pack.h, quant_model.h): blocks of this many
@@ -52,6 +55,8 @@ typedef struct {
     const float *scales;       /* MATRIX_Q8_ROWS: [rows, groups] */
     int group;                 /* MATRIX_Q8_*: values per scale */
     const struct PackedQ8 *q8; /* MATRIX_Q8_PACKED */
+    uint32_t block_type;       /* MATRIX_BLOCKS: ggml's type number */
+    size_t row_bytes;          /* MATRIX_BLOCKS: bytes of one row */
     /* MATRIX_ROWS of a Hugging Face q or k projection read in place: output
      * row r is stored row rope_source_row(r, head_dim, ROWS_TO_INTERLEAVED)
      * (hf_interleave_heads), 0 when rows are stored in order */
@@ -83,6 +88,10 @@ const char *element_name(ElementType e);
 /* A row-major view of `data` [rows, cols]. */
 Matrix matrix_view(ElementType e, const void *data, int rows, int cols);
 
+/* A row-major view of GGUF blocks of ggml type `type` [rows, cols]; cols must
+ * be a whole number of blocks (gguf_block_bytes). */
+Matrix matrix_blocks_view(uint32_t type, const void *data, int rows, int cols);
+
 /* Bytes a pass reads of m: every element, or codes and scales. */
 uint64_t matrix_bytes(const Matrix *m);
 
@@ -93,8 +102,9 @@ size_t matrix_source_row(const Matrix *m, int r);
  * float elements. */
 void matrix_row(const Matrix *m, int r, float *out);
 
-/* Plain kernel for a MATRIX_ROWS m [OC, C]: out[t][o] = Σ_i m[o][i] · x[t][i],
- * each element widened as it is read, summed in index order from 0.0f. */
+/* Plain kernel for a MATRIX_ROWS or MATRIX_BLOCKS m [OC, C]: out[t][o] =
+ * Σ_i m[o][i] · x[t][i], each element widened (each block dequantized) as it
+ * is read, summed in index order from 0.0f. */
 void matmul_rows(float *out, const float *x, const Matrix *m, int T);
 
 /* Widen n stored elements of type e to float32 (exact). */

@@ -39,27 +39,40 @@ int packed_blocks(const Matrix *w) {
  * mapped file's pages are dropped (read again from the file if touched), an
  * anonymous store's pages given back. Owned sources are freed whole later. */
 static void release_rows(const Model *m, const Matrix *w, int r0, int r1) {
-    size_t row = (size_t)w->cols * element_bytes(w->elem);
+    size_t row =
+        w->layout == MATRIX_BLOCKS ? w->row_bytes : (size_t)w->cols * element_bytes(w->elem);
     if (w->interleave_head_dim != 0 || w->owned != NULL) return; /* rows out of order, or owned */
     model_discard_bytes(m, (const char *)w->data + (size_t)r0 * row, (size_t)(r1 - r0) * row);
 }
 
 /* Pack w [rows, cols] of model m (m NULL: release nothing), releasing the
  * source rows as they are done, so that the two layouts never both hold the
- * whole matrix. */
+ * whole matrix. Elements keep their type; GGUF blocks are dequantized into
+ * float32, as at load. */
 static bool pack_matrix(const Model *m, Matrix *p, const Matrix *w) {
     int rows = w->rows, cols = w->cols;
-    size_t size = element_bytes(w->elem);
-    *p = (Matrix){.layout = MATRIX_PACKED, .elem = w->elem, .rows = rows, .cols = cols};
+    bool blocks = w->layout == MATRIX_BLOCKS;
+    ElementType elem = blocks ? ELEM_F32 : w->elem;
+    size_t size = element_bytes(elem);
+    float *row = blocks ? malloc((size_t)cols * sizeof(float)) : NULL;
+    if (blocks && row == NULL) return false;
+    *p = (Matrix){.layout = MATRIX_PACKED, .elem = elem, .rows = rows, .cols = cols};
     size_t bytes = (size_t)packed_blocks(p) * cols * PACK_ROWS * size; /* a multiple of 32 */
     p->owned = aligned_alloc(64, (bytes + 63) / 64 * 64);              /* vectors on cache lines */
-    if (p->owned == NULL) return false;
+    if (p->owned == NULL) {
+        free(row);
+        return false;
+    }
     p->data = p->owned;
     memset(p->owned, 0, bytes);
     for (int r0 = 0; r0 < rows; r0 += PACK_RELEASE_ROWS) {
         int r1 = r0 + PACK_RELEASE_ROWS < rows ? r0 + PACK_RELEASE_ROWS : rows;
         for (int r = r0; r < r1; r++) {
-            const char *src = (const char *)w->data + matrix_source_row(w, r) * cols * size;
+            const char *src = (const char *)row;
+            if (blocks)
+                matrix_row(w, r, row);
+            else
+                src = (const char *)w->data + matrix_source_row(w, r) * cols * size;
             char *dst = (char *)p->owned +
                         ((size_t)(r / PACK_ROWS) * cols * PACK_ROWS + r % PACK_ROWS) * size;
             for (int i = 0; i < cols; i++)
@@ -67,6 +80,7 @@ static bool pack_matrix(const Model *m, Matrix *p, const Matrix *w) {
         }
         if (m != NULL) release_rows(m, w, r0, r1);
     }
+    free(row);
     return true;
 }
 

@@ -19,6 +19,11 @@ tensors sit at odd offsets (a header of odd length: the loader copies them):
 Everything but the run header and the bytes read must be byte for byte the
 same; the bytes read (weight_bytes) must be half for 16-bit matrices.
 
+GGUF files of every type stepwise reads (F32, F16, BF16, Q8_0, Q4_0, Q4_1,
+Q4_K, Q5_K, Q6_K; written by tests/gguf_quant_check.py's writer) give the
+same bytes as stored (blocks dequantized a block at a time as read, or
+packed) and dequantized at load, with the plain and the fast kernels.
+
 Memory: on a 67M-parameter BF16 folder, `score` with --weights stored peaks
 at no more than 0.6 of the resident memory --weights f32 takes, with either
 kernel.
@@ -153,6 +158,39 @@ def check_inspect(check, folder):
           f"(4 x {(2 * L + 1) * d} norm weights)")
 
 
+def check_gguf(check, tmp):
+    import numpy as np
+    import gguf_quant_check as gq
+    small, large = gq.weights_of(7), gq.weights_of(8, d=256, h=256)
+    files = {"F32": gq.model_gguf(small, gq.F32)}
+    for name, t, dtype in (("F16", 1, "<f2"), ("BF16", 30, None)):
+        def half(x):
+            if dtype is not None:
+                return x.astype(dtype).tobytes()
+            u = x.astype("<f4").view("<u4").astype(np.uint64)  # bfloat16, rounded to nearest even
+            return ((u + 0x7FFF + ((u >> 16) & 1)) >> 16).astype("<u2").tobytes()
+        files[name] = gq.model_gguf(small, t, blobs={n: half(x) for n, x in small.items() if x.ndim == 2})
+    for name, t in (("Q8_0", gq.Q8_0), ("Q4_0", gq.Q4_0), ("Q4_1", gq.Q4_1)):
+        files[name] = gq.model_gguf(small, t)
+    for name, t in (("Q4_K", gq.Q4_K), ("Q5_K", gq.Q5_K), ("Q6_K", gq.Q6_K)):
+        rng = np.random.default_rng(t)
+        made = {n: gq.random_k(x.shape, t, rng)[0] for n, x in large.items() if x.ndim == 2}
+        files[name] = gq.model_gguf(large, t, blobs=made)
+    for name, data in files.items():
+        path = os.path.join(tmp, name + ".gguf")
+        with open(path, "wb") as f:
+            f.write(data)
+        def run(out, *args):
+            run_stepwise(BIN, "score", "--model", path, "--text", "cat sat cats sat", "--top-n", "0",
+                         "--quiet", "--reproducible", "--hooks", "default", "--out", out, *args)
+            return events(out)[0]
+        ref = run(os.path.join(tmp, "g-ref.jsonl"), "--weights", "f32", "--kernels", "plain")
+        same = [run(os.path.join(tmp, "g.jsonl"), "--kernels", k, "--threads", n) == ref
+                for k, n in (("plain", "1"), ("fast", "1"), ("fast", "3"))]
+        check(all(same) and len(ref) > 3,
+              f"GGUF {name}: stored = f32 with plain, fast and fast on 3 threads ({same})")
+
+
 def peak_rss(args):
     """Peak resident memory (bytes) of one run of BIN ARGS."""
     pid = os.fork()
@@ -199,6 +237,7 @@ def main():
         check_inspect(check, untied)
         odd = misalign(make_folder(tmp, "llama-bf16-odd-offsets", "--dtype", "bf16"))
         check_folder(check, tmp, odd, True, None)
+        check_gguf(check, tmp)
         check_memory(check, tmp)
     return check.summary("weights as stored")
 

@@ -248,7 +248,8 @@ static bool load_model(const char *model_path, const char *tokenizer_path, Model
     bool ok;
     if (gguf_is_model_path(model_path)) {
         /* its own tokenizer, unless --tokenizer says otherwise */
-        ok = gguf_model_load(m, tokenizer_path == NULL ? tok : NULL, model_path, progress, err);
+        ok = gguf_model_load(m, tokenizer_path == NULL ? tok : NULL, model_path, mode, progress,
+                             err);
         if (tokenizer_path == NULL) return ok;
         memset(tok, 0, sizeof *tok);
     } else if (hf_is_model_dir(model_path)) {
@@ -332,7 +333,8 @@ bool cli_load_model_to_run(const char *model_path, const char *tokenizer_path, c
 
 bool cli_load_model_only(const char *model_path, WeightsMode mode, Model *m,
                          const ProgressSink *progress, StepError *err) {
-    if (gguf_is_model_path(model_path)) return gguf_model_load(m, NULL, model_path, progress, err);
+    if (gguf_is_model_path(model_path))
+        return gguf_model_load(m, NULL, model_path, mode, progress, err);
     if (hf_is_model_dir(model_path)) return load_hf(model_path, m, mode, progress, err);
     if (model_path != NULL && model_file_is_q8(model_path))
         return model_load_q8(m, model_path, err);

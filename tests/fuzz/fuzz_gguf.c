@@ -35,7 +35,7 @@ static void round_trip(const Model *m, const Tokenizer *tok) {
     if (!with_tok && !gguf_model_save(m, NULL, GGUF_OUT_F32, "fuzz", out, &r, &err)) abort();
     Model back;
     Tokenizer back_tok;
-    if (!gguf_model_load(&back, with_tok ? &back_tok : NULL, out, NULL, &err)) abort();
+    if (!gguf_model_load(&back, with_tok ? &back_tok : NULL, out, WEIGHTS_F32, NULL, &err)) abort();
     uint64_t n = model_storage_floats(&m->config);
     if (model_storage_floats(&back.config) != n ||
         memcmp(back.storage, m->storage, n * sizeof(float)) != 0)
@@ -74,7 +74,16 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         free(ids);
         tokenizer_free(&tok);
     }
-    if (gguf_model_load(&m, &tok, path, NULL, &err)) {
+    if (gguf_model_load(&m, NULL, path, WEIGHTS_STORED, NULL, &err)) { /* read in place */
+        RunState s;
+        if (run_state_init(&s, &m.config, 1, 1, &err)) {
+            int token = m.config.vocab_size - 1;
+            forward_tokens(&m, &s, &token, 1, 0, false, NULL);
+            run_state_free(&s);
+        }
+        model_free(&m);
+    }
+    if (gguf_model_load(&m, &tok, path, WEIGHTS_F32, NULL, &err)) {
         RunState s;
         if (run_state_init(&s, &m.config, 1, 1, &err)) {
             int token = m.config.vocab_size - 1;
