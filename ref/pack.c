@@ -16,21 +16,6 @@
 #define ALWAYS_INLINE inline
 #endif
 
-/* Element i of a packed block of type e, widened to float32 (exact). With e
- * a constant, as in every caller below, this is one load (and one shift or
- * one multiply): the compiler vectorises it with the loop around it. */
-static ALWAYS_INLINE float element_at(ElementType e, const void *block, size_t i) {
-    switch (e) {
-        case ELEM_F16:
-            return f16_widen(((const uint16_t *)block)[i]);
-        case ELEM_BF16:
-            return bf16_widen(((const uint16_t *)block)[i]);
-        case ELEM_F32:
-            break;
-    }
-    return ((const float *)block)[i];
-}
-
 int packed_blocks(const Matrix *w) {
     return (w->rows + PACK_ROWS - 1) / PACK_ROWS;
 }
@@ -91,33 +76,33 @@ bool matrix_pack(Matrix *p, const Matrix *w) {
 /* One token against one block (decode): PACK_ROWS independent sums, one
  * per output row, each over i in order; the loop over l is what the
  * compiler turns into one vector operation. Reads the block as one stream. */
-static ALWAYS_INLINE void block_token(ElementType e, float *out, const float *x, const void *block,
-                                      int C, int row0, int rows) {
+FAST_CLONES static void block_token_f32(float *out, const float *x, const void *weights, int C,
+                                        int row0, int rows) {
+    const float *block = weights;
     float s[PACK_ROWS] = {0};
     for (int i = 0; i < C; i++) {
-        size_t at = (size_t)i * PACK_ROWS;
+        const float *wi = block + (size_t)i * PACK_ROWS;
         float xi = x[i];
-        for (int l = 0; l < PACK_ROWS; l++) s[l] += element_at(e, block, at + l) * xi;
+        for (int l = 0; l < PACK_ROWS; l++) s[l] += wi[l] * xi;
     }
     for (int l = 0; l < rows; l++) out[row0 + l] = s[l];
 }
 
 /* Prefill: up to PREFILL_TOKENS tokens against one block: each weight
- * vector loaded (and widened) once serves six tokens' sums. xt[k] is token
- * k's input row [C]; the first n sums are stored, out[k] [OC] at column
- * row0. A shorter tile (the last of a pass) repeats its last token's row in
- * the unused places: the same work as a full tile, twice as fast as tokens
- * one by one. */
-static ALWAYS_INLINE void block_tokens(ElementType e, float *const out[PREFILL_TOKENS],
-                                       const float *const xt[PREFILL_TOKENS], int n,
-                                       const void *block, int C, int row0, int rows) {
+ * vector loaded once serves six tokens' sums. xt[k] is token k's input
+ * row [C]; the first n sums are stored, out[k] [OC] at column row0. A
+ * shorter tile (the last of a pass) repeats its last token's row in the
+ * unused places: the same work as a full tile, twice as fast as tokens one
+ * by one. */
+FAST_CLONES static void block_tokens_f32(float *const out[PREFILL_TOKENS],
+                                         const float *const xt[PREFILL_TOKENS], int n,
+                                         const void *weights, int C, int row0, int rows) {
+    const float *block = weights;
     float s[PREFILL_TOKENS][PACK_ROWS] = {{0}};
     const float *x0 = xt[0], *x1 = xt[1], *x2 = xt[2], *x3 = xt[3], *x4 = xt[4], *x5 = xt[5];
     for (int i = 0; i < C; i++) {
-        size_t at = (size_t)i * PACK_ROWS;
+        const float *wi = block + (size_t)i * PACK_ROWS;
         float a0 = x0[i], a1 = x1[i], a2 = x2[i], a3 = x3[i], a4 = x4[i], a5 = x5[i];
-        float wi[PACK_ROWS];
-        for (int l = 0; l < PACK_ROWS; l++) wi[l] = element_at(e, block, at + l);
         for (int l = 0; l < PACK_ROWS; l++) {
             s[0][l] += wi[l] * a0;
             s[1][l] += wi[l] * a1;
@@ -132,34 +117,91 @@ static ALWAYS_INLINE void block_tokens(ElementType e, float *const out[PREFILL_T
     }
 }
 
-/* The kernels for each element type, each built per instruction set
- * (clones.h) with its widening known. */
-FAST_CLONES static void block_token_f32(float *out, const float *x, const void *block, int C,
-                                        int row0, int rows) {
-    block_token(ELEM_F32, out, x, block, C, row0, rows);
+/* Half-precision blocks: the same sums, written with GCC's vector types
+ * (clang has them too) so that the 16 weights of input i are widened in
+ * registers, one load and a shift (bfloat16) or a few integer operations
+ * and a multiply by a power of two (float16), exactly as bf16_widen and
+ * f16_widen do one at a time. Each lane is one row's sum, each product and
+ * add rounded as in the scalar loop (no contraction: -ffp-contract=off). */
+typedef float Floats16 __attribute__((vector_size(64)));
+typedef uint32_t Words16 __attribute__((vector_size(64)));
+typedef int32_t Ints16 __attribute__((vector_size(64)));
+typedef uint16_t Halves16 __attribute__((vector_size(32)));
+
+/* (Vectors pass by pointer: by value they would change the calling
+ * convention between the clones.) */
+static ALWAYS_INLINE void widen16(ElementType e, const uint16_t *at, Floats16 *f) {
+    Halves16 h;
+    memcpy(&h, at, sizeof h);
+    Words16 u = __builtin_convertvector(h, Words16), bits;
+    if (e == ELEM_BF16) {
+        bits = u << 16;
+        memcpy(f, &bits, sizeof *f);
+        return;
+    }
+    bits = (u & 0x7fffu) << 13; /* f16_widen, lane by lane */
+    memcpy(f, &bits, sizeof *f);
+    *f *= 0x1p112f;
+    memcpy(&bits, f, sizeof bits);
+    Words16 top = (Words16)((Ints16)((u & 0x7c00u) == 0x7c00u)) & 0x7f800000u;
+    bits |= top | ((u & 0x8000u) << 16);
+    memcpy(f, &bits, sizeof *f);
 }
+
+static ALWAYS_INLINE void store16(float *out, const Floats16 *s, int rows) {
+    float v[PACK_ROWS];
+    memcpy(v, s, sizeof v);
+    for (int l = 0; l < rows; l++) out[l] = v[l];
+}
+
+static ALWAYS_INLINE void block_token_half(ElementType e, float *out, const float *x,
+                                           const uint16_t *block, int C, int row0, int rows) {
+    Floats16 s = {0}, w;
+    for (int i = 0; i < C; i++) {
+        widen16(e, block + (size_t)i * PACK_ROWS, &w);
+        s += w * x[i];
+    }
+    store16(out + row0, &s, rows);
+}
+
+static ALWAYS_INLINE void block_tokens_half(ElementType e, float *const out[PREFILL_TOKENS],
+                                            const float *const xt[PREFILL_TOKENS], int n,
+                                            const uint16_t *block, int C, int row0, int rows) {
+    Floats16 s0 = {0}, s1 = {0}, s2 = {0}, s3 = {0}, s4 = {0}, s5 = {0};
+    const float *x0 = xt[0], *x1 = xt[1], *x2 = xt[2], *x3 = xt[3], *x4 = xt[4], *x5 = xt[5];
+    Floats16 w;
+    for (int i = 0; i < C; i++) {
+        widen16(e, block + (size_t)i * PACK_ROWS, &w);
+        s0 += w * x0[i];
+        s1 += w * x1[i];
+        s2 += w * x2[i];
+        s3 += w * x3[i];
+        s4 += w * x4[i];
+        s5 += w * x5[i];
+    }
+    const Floats16 sums[PREFILL_TOKENS] = {s0, s1, s2, s3, s4, s5};
+    for (int t = 0; t < n; t++) store16(out[t] + row0, &sums[t], rows);
+}
+
+/* The kernels for each half type, each built per instruction set
+ * (clones.h) with its widening known. */
 FAST_CLONES static void block_token_f16(float *out, const float *x, const void *block, int C,
                                         int row0, int rows) {
-    block_token(ELEM_F16, out, x, block, C, row0, rows);
+    block_token_half(ELEM_F16, out, x, block, C, row0, rows);
 }
 FAST_CLONES static void block_token_bf16(float *out, const float *x, const void *block, int C,
                                          int row0, int rows) {
-    block_token(ELEM_BF16, out, x, block, C, row0, rows);
-}
-FAST_CLONES static void block_tokens_f32(float *const out[PREFILL_TOKENS],
-                                         const float *const xt[PREFILL_TOKENS], int n,
-                                         const void *block, int C, int row0, int rows) {
-    block_tokens(ELEM_F32, out, xt, n, block, C, row0, rows);
+    block_token_half(ELEM_BF16, out, x, block, C, row0, rows);
 }
 FAST_CLONES static void block_tokens_f16(float *const out[PREFILL_TOKENS],
                                          const float *const xt[PREFILL_TOKENS], int n,
                                          const void *block, int C, int row0, int rows) {
-    block_tokens(ELEM_F16, out, xt, n, block, C, row0, rows);
+    block_tokens_half(ELEM_F16, out, xt, n, block, C, row0, rows);
 }
 FAST_CLONES static void block_tokens_bf16(float *const out[PREFILL_TOKENS],
                                           const float *const xt[PREFILL_TOKENS], int n,
                                           const void *block, int C, int row0, int rows) {
-    block_tokens(ELEM_BF16, out, xt, n, block, C, row0, rows);
+    block_tokens_half(ELEM_BF16, out, xt, n, block, C, row0, rows);
 }
 
 typedef void (*BlockToken)(float *, const float *, const void *, int, int, int);
