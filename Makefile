@@ -264,7 +264,7 @@ fuzz-build:
 	@$(MAKE) --no-print-directory BUILD=$(FUZZ_DIR) CC=clang \
 	  CFLAGS="$(SAN_FLAGS) -fsanitize=fuzzer-no-link -DFUZZING_BUILD_MODE_UNSAFE_FOR_PRODUCTION" $(patsubst %,$(FUZZ_DIR)/fuzz_%,$(FUZZ_TARGETS))
 
-$(BUILD)/fuzz_%: tests/fuzz/fuzz_%.c tests/fuzz/fuzz_file.h $(BUILD)/libstepwise.a
+$(BUILD)/fuzz_%: tests/fuzz/fuzz_%.c tests/fuzz/fuzz_file.h tests/fuzz/fuzz_forward.h $(BUILD)/libstepwise.a
 	@echo "  LINK $@"
 	@$(CC) $(CFLAGS) -fsanitize=fuzzer -I. -o $@ $< $(BUILD)/libstepwise.a $(LDLIBS)
 

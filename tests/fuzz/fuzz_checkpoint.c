@@ -3,6 +3,7 @@
  * run for one token, so that a header that passes validation but lies
  * about its weights shows up as a bad read. */
 #include "fuzz_file.h"
+#include "fuzz_forward.h"
 
 #include "ref/model.h"
 #include "ref/quant_model.h"
@@ -15,12 +16,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     StepError err;
     bool ok = model_file_is_q8(path) ? model_load_q8(&m, path, &err)
                                      : model_load_checkpoint(&m, path, &err);
-    RunState s;
-    if (ok && run_state_init(&s, &m.config, 1, 1, &err)) {
-        int token = m.config.vocab_size - 1;
-        forward_tokens(&m, &s, &token, 1, 0, false, NULL);
-        run_state_free(&s);
-    }
+    if (ok) fuzz_forward_last_token(&m);
     if (ok) model_free(&m);
     return 0;
 }

@@ -4,6 +4,7 @@
  * and is written back by `convert` (F32): read again, every weight must be
  * the same bits. */
 #include "fuzz_file.h"
+#include "fuzz_forward.h"
 
 #include "ref/forward.h"
 #include "ref/gguf.h"
@@ -75,21 +76,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         tokenizer_free(&tok);
     }
     if (gguf_model_load(&m, NULL, path, WEIGHTS_STORED, NULL, &err)) { /* read in place */
-        RunState s;
-        if (run_state_init(&s, &m.config, 1, 1, &err)) {
-            int token = m.config.vocab_size - 1;
-            forward_tokens(&m, &s, &token, 1, 0, false, NULL);
-            run_state_free(&s);
-        }
+        fuzz_forward_last_token(&m);
         model_free(&m);
     }
     if (gguf_model_load(&m, &tok, path, WEIGHTS_F32, NULL, &err)) {
-        RunState s;
-        if (run_state_init(&s, &m.config, 1, 1, &err)) {
-            int token = m.config.vocab_size - 1;
-            forward_tokens(&m, &s, &token, 1, 0, false, NULL);
-            run_state_free(&s);
-        }
+        fuzz_forward_last_token(&m);
         int *ids = NULL, n_ids = 0;
         if (tokenizer_encode(&tok, "cat sat", true, &ids, &n_ids, &err)) free(ids);
         round_trip(&m, &tok);

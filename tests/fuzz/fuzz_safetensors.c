@@ -3,6 +3,7 @@
  * (the rest), through the loader `--model DIR` runs; a model that loads
  * runs one token. The safetensors parser also sees the bytes in memory. */
 #include "fuzz_file.h"
+#include "fuzz_forward.h"
 
 #include <sys/stat.h>
 
@@ -41,12 +42,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         HfLoadReport report;
         if (!hf_model_load(&m, dir, mode ? WEIGHTS_STORED : WEIGHTS_F32, NULL, &report, &err))
             continue;
-        RunState s;
-        if (run_state_init(&s, &m.config, 1, 1, &err)) {
-            int token = m.config.vocab_size - 1;
-            forward_tokens(&m, &s, &token, 1, 0, false, NULL);
-            run_state_free(&s);
-        }
+        fuzz_forward_last_token(&m);
         model_free(&m);
     }
     return 0;
