@@ -184,15 +184,18 @@ void matmul_q8_packed_blocks(float *out, const float *x, const int8_t *qx, const
 
 /* Build the fast layout of every matrix, per layer. */
 static bool quant_pack(QuantWeights *q, const Config *c) {
-    int L = c->n_layers, d = c->dim, h = c->hidden_dim, kv = config_kv_dim(c), qd = config_q_dim(c);
-    PackedQ8 **lists[] = {&q->pwq, &q->pwk, &q->pwv, &q->pwo, &q->pw1, &q->pw2, &q->pw3};
-    const QuantMatrix *mats[] = {&q->wq, &q->wk, &q->wv, &q->wo, &q->w1, &q->w2, &q->w3};
-    int out[] = {qd, kv, kv, d, h, d, h};
-    for (int k = 0; k < 7; k++) {
+    int L = c->n_layers;
+    PackedQ8 **lists[LAYER_MATRICES] = {&q->pwq, &q->pwk, &q->pwv, &q->pwo,
+                                        &q->pw1, &q->pw2, &q->pw3};
+    const QuantMatrix *mats[LAYER_MATRICES] = {&q->wq, &q->wk, &q->wv, &q->wo,
+                                               &q->w1, &q->w2, &q->w3};
+    for (int k = 0; k < LAYER_MATRICES; k++) {
+        int rows, cols;
+        layer_matrix_shape(c, (MatrixKind)k, &rows, &cols);
         *lists[k] = calloc((size_t)L, sizeof(PackedQ8));
         if (*lists[k] == NULL) return false;
         for (int l = 0; l < L; l++)
-            if (!pack_q8(&(*lists[k])[l], mats[k], l * out[k], out[k])) return false;
+            if (!pack_q8(&(*lists[k])[l], mats[k], l * rows, rows)) return false;
     }
     const QuantMatrix *cls = quant_classifier(q);
     return pack_q8(&q->pcls, cls, 0, cls->rows);

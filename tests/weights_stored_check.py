@@ -186,9 +186,18 @@ def check_gguf(check, tmp):
             return events(out)[0]
         ref = run(os.path.join(tmp, "g-ref.jsonl"), "--weights", "f32", "--kernels", "plain")
         same = [run(os.path.join(tmp, "g.jsonl"), "--kernels", k, "--threads", n) == ref
-                for k, n in (("plain", "1"), ("fast", "1"), ("fast", "3"))]
+                for k, n in (("plain", "1"), ("fast", "1"), ("fast", "2"), ("fast", "3"), ("fast", "7"))]
         check(all(same) and len(ref) > 3,
-              f"GGUF {name}: stored = f32 with plain, fast and fast on 3 threads ({same})")
+              f"GGUF {name}: stored = f32 with plain, and fast on 1, 2, 3 and 7 threads ({same})")
+        if name in ("F16", "BF16", "Q8_0", "Q4_K"):  # and each int8 switch
+            for switch in ("--quant-weights", "--quant-activations", "--quant-kv"):
+                for kernels in ("plain", "fast"):
+                    a = run(os.path.join(tmp, "g-a.jsonl"), switch, "int8", "--weights", "f32",
+                            "--kernels", kernels)
+                    b = run(os.path.join(tmp, "g-b.jsonl"), switch, "int8", "--kernels", kernels,
+                            "--threads", "2")
+                    check(a == b and len(a) > 3,
+                          f"GGUF {name}: {switch} int8, stored = f32, {kernels} kernels")
 
 
 def peak_rss(args):
@@ -234,6 +243,8 @@ def main():
         untied = make_folder(tmp, "llama-bf16-untied", "--dtype", "bf16", "--untied")
         check_folder(check, tmp, untied, True, tokenizer)
         check_int8(check, tmp, untied)
+        for dtype in ("f16", "f32"):
+            check_int8(check, tmp, os.path.join(tmp, f"qwen2-{dtype}"))
         check_inspect(check, untied)
         odd = misalign(make_folder(tmp, "llama-bf16-odd-offsets", "--dtype", "bf16"))
         check_folder(check, tmp, odd, True, None)
