@@ -754,7 +754,7 @@ def option_cases():
         ("--quant-weights int4", ["generate", "--quant-weights", "int4"], "int4"),
         ("--quant-group 0", ["generate", "--quant-group", "0"], "--quant-group"),
         ("--kernels bogus", ["generate", "--kernels", "turbo"], "--kernels"),
-        ("--weights bogus", ["generate", "--weights", "bf16"], "unknown --weights 'bf16' (stored, f32)"),
+        ("--weights bogus", ["generate", "--weights", "bf16"], "--weights takes stored or f32, got 'bf16'"),
         ("score --weights missing value", ["score", "--text", "cat", "--out", "{o.jsonl}", "--weights"],
          "--weights"),
         ("--threads 0", ["generate", "--threads", "0"], "--threads"),

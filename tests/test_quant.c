@@ -271,7 +271,7 @@ Test(quant, bad_q8_files_are_errors) {
     cr_assert_eq(system(args), 0);
     snprintf(args, sizeof args, "inspect --model %s", longer);
     expect_bad(args, "oversized");
-    expect_bad("generate --quant-weights int4", "--quant-weights takes int8 or float32");
+    expect_bad("generate --quant-weights int4", "--quant-weights takes float32 or int8");
     expect_bad("generate --quant-group 0", "--quant-group must be in");
     snprintf(args, sizeof args, "quantize --model %s --out %s", good, temp_path("again.q8"));
     expect_bad(args, "already int8");

@@ -159,18 +159,21 @@ int cli_trace_option(int c, const char *arg, TraceOptions *t, StepError *err) {
     return ok ? 1 : -1;
 }
 
-/* "int8" or "float32". */
-static int parse_precision(const char *arg, const char *option, bool *int8, StepError *err) {
-    if (strcmp(arg, "int8") == 0) {
-        *int8 = true;
+/* arg as one of an option's two values: 1 with *second telling which, or
+ * -1 with err naming both. */
+static int parse_either(const char *arg, const char *option, const char *first, const char *second,
+                        bool *is_second, StepError *err) {
+    if (strcmp(arg, first) == 0 || strcmp(arg, second) == 0) {
+        *is_second = strcmp(arg, second) == 0;
         return 1;
     }
-    if (strcmp(arg, "float32") == 0) {
-        *int8 = false;
-        return 1;
-    }
-    step_fail(err, "%s takes int8 or float32, got '%s'", option, arg);
+    step_fail(err, "%s takes %s or %s, got '%s'", option, first, second, arg);
     return -1;
+}
+
+/* "float32" or "int8". */
+static int parse_precision(const char *arg, const char *option, bool *int8, StepError *err) {
+    return parse_either(arg, option, "float32", "int8", int8, err);
 }
 
 int cli_quant_option(int c, const char *arg, CliQuant *q, StepError *err) {
@@ -183,22 +186,20 @@ int cli_quant_option(int c, const char *arg, CliQuant *q, StepError *err) {
             return parse_precision(arg, "--quant-kv", &q->run.kv, err);
         case OPT_QUANT_GROUP:
             return cli_parse_int(arg, "--quant-group", 1, 1 << 20, &q->run.group, err) ? 1 : -1;
-        case OPT_KERNELS:
-            if (strcmp(arg, "fast") == 0 || strcmp(arg, "plain") == 0) {
-                q->kernels = arg[0] == 'p' ? KERNELS_PLAIN : KERNELS_FAST;
-                return 1;
-            }
-            step_fail(err, "unknown --kernels '%s' (fast, plain)", arg);
-            return -1;
+        case OPT_KERNELS: {
+            bool plain = false;
+            int r = parse_either(arg, "--kernels", "fast", "plain", &plain, err);
+            q->kernels = plain ? KERNELS_PLAIN : KERNELS_FAST;
+            return r;
+        }
         case OPT_THREADS:
             return cli_parse_int(arg, "--threads", 1, THREADS_MAX, &q->threads, err) ? 1 : -1;
-        case OPT_WEIGHTS:
-            if (strcmp(arg, "stored") == 0 || strcmp(arg, "f32") == 0) {
-                q->weights_mode = arg[0] == 's' ? WEIGHTS_STORED : WEIGHTS_F32;
-                return 1;
-            }
-            step_fail(err, "unknown --weights '%s' (stored, f32)", arg);
-            return -1;
+        case OPT_WEIGHTS: {
+            bool f32 = false;
+            int r = parse_either(arg, "--weights", "stored", "f32", &f32, err);
+            q->weights_mode = f32 ? WEIGHTS_F32 : WEIGHTS_STORED;
+            return r;
+        }
         default:
             return 0;
     }
