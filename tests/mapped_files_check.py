@@ -36,10 +36,21 @@ def start_score(folder, out):
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
 
 
-def wait_running(p, seconds=0.5):
-    """Let the run load and start reading its weights."""
-    time.sleep(seconds)
-    return p.poll() is None
+def wait_mapped(p, path, timeout=120):
+    """Wait until the run has mapped path (it shows in /proc/PID/maps) and
+    is still running: only then is the file in use."""
+    real = os.path.realpath(path)
+    deadline = time.time() + timeout
+    while p.poll() is None and time.time() < deadline:
+        try:
+            with open(f"/proc/{p.pid}/maps", encoding="utf-8") as f:
+                if real in f.read():
+                    time.sleep(0.2)  # into the forward pass
+                    return p.poll() is None
+        except OSError:
+            pass
+        time.sleep(0.02)
+    return False
 
 
 def main():
@@ -63,7 +74,7 @@ def main():
         shutil.copytree(base, cut)
         out = os.path.join(tmp, "cut.jsonl")
         p = start_score(cut, out)
-        running = wait_running(p)
+        running = wait_mapped(p, os.path.join(cut, weights))
         os.truncate(os.path.join(cut, weights), 4096)
         _, err = p.communicate(timeout=600)
         lines = err.strip().splitlines()
@@ -75,9 +86,9 @@ def main():
         changed = os.path.join(tmp, "changed")
         shutil.copytree(base, changed)
         out = os.path.join(tmp, "changed.jsonl")
-        p = start_score(changed, out)
-        running = wait_running(p)
         path = os.path.join(changed, weights)
+        p = start_score(changed, out)
+        running = wait_mapped(p, path)
         size = os.path.getsize(path)
         with open(path, "r+b") as f:  # the same size, other bytes, in place
             f.seek(size // 2)
