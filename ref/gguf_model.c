@@ -135,7 +135,8 @@ static bool view_matrix(const GgufFile *f, const char *name, uint64_t rows, uint
                         int interleave_head_dim, Matrix *out, StepError *err) {
     GgufTensor *t = find_shaped(f, name, rows, cols, err);
     if (t == NULL) return false;
-    uint64_t values, size = gguf_block_bytes(t->type, &values);
+    uint64_t values;
+    gguf_block_bytes(t->type, &values);
     if (values > 1 && cols % values != 0)
         return step_fail(err, "%s: tensor %s's rows are not whole blocks of %llu", f->path, name,
                          (unsigned long long)values);
@@ -143,12 +144,7 @@ static bool view_matrix(const GgufFile *f, const char *name, uint64_t rows, uint
     *out = values > 1 ? matrix_blocks_view(t->type, t->data, (int)rows, (int)cols)
                       : matrix_view(e, t->data, (int)rows, (int)cols);
     out->interleave_head_dim = interleave_head_dim;
-    if (values == 1 && (uintptr_t)t->data % size != 0) {
-        out->owned = malloc((size_t)t->bytes);
-        if (out->owned == NULL) return step_fail(err, "%s: out of memory", f->path);
-        memcpy(out->owned, t->data, (size_t)t->bytes);
-        out->data = out->owned;
-    }
+    if (!matrix_align(out, (size_t)t->bytes)) return step_fail(err, "%s: out of memory", f->path);
     t->used = 1;
     return true;
 }
@@ -237,10 +233,8 @@ bool gguf_model_load(Model *m, Tokenizer *tok, const char *path, WeightsMode mod
         else if (ok && !c->shared_classifier)
             ok = take(&f, "output.weight", (uint64_t)c->vocab_size, (uint64_t)c->dim,
                       model_weight_slot(m, m->weights.wcls), err);
-        if (ok && stored && c->shared_classifier) { /* the embedding's data, not a second owner */
-            m->classifier = m->embedding;
-            m->classifier.owned = NULL;
-        }
+        if (ok && stored && c->shared_classifier) /* the embedding's data, not a second owner */
+            m->classifier = matrix_borrow(&m->embedding);
     }
     if (ok && tok != NULL) ok = gguf_read_tokenizer(&f, tok, m->config.vocab_size, err);
     if (ok)

@@ -303,12 +303,7 @@ static bool view_matrix(SafetensorsFile *files, int n, const char *name, int row
     ElementType e = element_of(t->dtype);
     *out = matrix_view(e, t->data, rows, cols);
     out->interleave_head_dim = interleave_head_dim;
-    if ((uintptr_t)t->data % element_bytes(e) != 0) {
-        out->owned = malloc((size_t)t->bytes);
-        if (out->owned == NULL) return step_fail(err, "%s: out of memory", dir);
-        memcpy(out->owned, t->data, (size_t)t->bytes);
-        out->data = out->owned;
-    }
+    if (!matrix_align(out, (size_t)t->bytes)) return step_fail(err, "%s: out of memory", dir);
     t->used = 1;
     return true;
 }
@@ -339,9 +334,9 @@ static bool take_layer(Model *m, SafetensorsFile *files, int n, int l, const cha
     return true;
 }
 
-static bool take_all(Model *m, SafetensorsFile *files, int n, const char *dir, StepError *err) {
+static bool take_all(Model *m, SafetensorsFile *files, int n, bool stored, const char *dir,
+                     StepError *err) {
     const Config *c = &m->config;
-    bool stored = m->weights.token_embedding == NULL;
     bool ok = stored ? view_matrix(files, n, "model.embed_tokens.weight", c->vocab_size, c->dim, 0,
                                    &m->embedding, dir, err)
                      : take(files, n, "model.embed_tokens.weight", c->vocab_size, c->dim,
@@ -359,10 +354,8 @@ static bool take_all(Model *m, SafetensorsFile *files, int n, const char *dir, S
     else if (ok && !c->shared_classifier)
         ok = take(files, n, "lm_head.weight", c->vocab_size, c->dim,
                   model_weight_slot(m, m->weights.wcls), dir, err);
-    if (ok && stored && c->shared_classifier) { /* the embedding's data, not a second owner */
-        m->classifier = m->embedding;
-        m->classifier.owned = NULL;
-    }
+    if (ok && stored && c->shared_classifier) /* the embedding's data, not a second owner */
+        m->classifier = matrix_borrow(&m->embedding);
     return ok;
 }
 
@@ -425,7 +418,7 @@ bool hf_model_load(Model *m, const char *dir, WeightsMode mode, const ProgressSi
         snprintf(what, sizeof what, "model %s", dir);
         ok = (mode == WEIGHTS_STORED ? model_alloc_vectors(m, err)
                                      : model_alloc_storage(m, what, err)) &&
-             take_all(m, files, n, dir, err);
+             take_all(m, files, n, mode == WEIGHTS_STORED, dir, err);
     }
     if (ok) {
         fill_report(report, files, n);

@@ -56,6 +56,22 @@ static void blocks_row(const Matrix *m, int r, float *out) {
         gguf_dequantize_block(m->block_type, row + k * bytes, out + k * values);
 }
 
+Matrix matrix_borrow(const Matrix *m) {
+    Matrix v = *m;
+    v.owned = NULL;
+    return v;
+}
+
+bool matrix_align(Matrix *m, size_t bytes) {
+    size_t unit = m->layout == MATRIX_BLOCKS ? 1 : element_bytes(m->elem);
+    if ((uintptr_t)m->data % unit == 0) return true;
+    m->owned = malloc(bytes);
+    if (m->owned == NULL) return false;
+    memcpy(m->owned, m->data, bytes);
+    m->data = m->owned;
+    return true;
+}
+
 uint64_t matrix_bytes(const Matrix *m) {
     if (m->layout == MATRIX_BLOCKS) return (uint64_t)m->rows * m->row_bytes;
     if (m->layout == MATRIX_Q8_ROWS || m->layout == MATRIX_Q8_PACKED)
@@ -126,24 +142,46 @@ void matrix_row(const Matrix *m, int r, float *out) {
     }
 }
 
-/* The blocks kernel: each dot product reads its row a block at a time,
- * dequantized into a block's worth of floats (as at load) and summed on in
- * index order: the same sum as over the row widened whole. */
+/* Σ_i row[i] · x[i] for a row of C elements of type e, each widened as it
+ * is read, summed in index order from 0.0f. */
+static float dot_elements(ElementType e, const void *row, const float *x, int C) {
+    const uint16_t *h = row;
+    const float *f = row;
+    float sum = 0.0f;
+    switch (e) {
+        case ELEM_F32:
+            for (int i = 0; i < C; i++) sum += f[i] * x[i];
+            break;
+        case ELEM_F16:
+            for (int i = 0; i < C; i++) sum += f16_widen(h[i]) * x[i];
+            break;
+        case ELEM_BF16:
+            for (int i = 0; i < C; i++) sum += bf16_widen(h[i]) * x[i];
+            break;
+    }
+    return sum;
+}
+
+/* The blocks kernel: each row is read a block at a time, dequantized once
+ * into a block's worth of floats (as at load) for every token, and each
+ * token's sum out[t][o], started at 0.0f, goes on in index order: the same
+ * sum as over the row widened whole. */
 static void matmul_blocks(float *out, const float *x, const Matrix *m, int T) {
     int C = m->cols, OC = m->rows;
     uint64_t values, bytes = gguf_block_bytes(m->block_type, &values);
     float block[GGUF_MAX_BLOCK_VALUES];
-    for (int t = 0; t < T; t++) {
-        const float *xt = x + (size_t)t * C;
-        for (int o = 0; o < OC; o++) {
-            const unsigned char *row =
-                (const unsigned char *)m->data + matrix_source_row(m, o) * m->row_bytes;
-            float sum = 0.0f;
-            for (int k = 0; k < C / (int)values; k++) {
-                gguf_dequantize_block(m->block_type, row + (size_t)k * bytes, block);
-                for (int i = 0; i < (int)values; i++) sum += block[i] * xt[k * (int)values + i];
+    for (int o = 0; o < OC; o++) {
+        const unsigned char *row =
+            (const unsigned char *)m->data + matrix_source_row(m, o) * m->row_bytes;
+        for (int t = 0; t < T; t++) out[(size_t)t * OC + o] = 0.0f;
+        for (int k = 0; k < C / (int)values; k++) {
+            gguf_dequantize_block(m->block_type, row + (size_t)k * bytes, block);
+            for (int t = 0; t < T; t++) {
+                const float *xt = x + (size_t)t * C + (size_t)k * values;
+                float sum = out[(size_t)t * OC + o];
+                for (int i = 0; i < (int)values; i++) sum += block[i] * xt[i];
+                out[(size_t)t * OC + o] = sum;
             }
-            out[(size_t)t * OC + o] = sum;
         }
     }
 }
@@ -163,16 +201,7 @@ void matmul_rows(float *out, const float *x, const Matrix *m, int T) {
         const float *xt = x + (size_t)t * C;
         for (int o = 0; o < OC; o++) {
             const char *row = (const char *)m->data + matrix_source_row(m, o) * C * size;
-            const uint16_t *h = (const uint16_t *)row;
-            const float *f = (const float *)row;
-            float sum = 0.0f;
-            for (int i = 0; i < C; i++) {
-                float w = m->elem == ELEM_F32    ? f[i]
-                          : m->elem == ELEM_BF16 ? bf16_widen(h[i])
-                                                 : f16_widen(h[i]);
-                sum += w * xt[i];
-            }
-            out[(size_t)t * OC + o] = sum;
+            out[(size_t)t * OC + o] = dot_elements(m->elem, row, xt, C);
         }
     }
 }

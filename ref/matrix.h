@@ -92,6 +92,14 @@ Matrix matrix_view(ElementType e, const void *data, int rows, int cols);
  * be a whole number of blocks (gguf_block_bytes). */
 Matrix matrix_blocks_view(uint32_t type, const void *data, int rows, int cols);
 
+/* A view of m's data that does not own it (a tied classifier's embedding). */
+Matrix matrix_borrow(const Matrix *m);
+
+/* Copy m's `bytes` of data to owned memory when they do not start at a
+ * multiple of its element's size (a file's odd offset): false when out of
+ * memory. */
+bool matrix_align(Matrix *m, size_t bytes);
+
 /* Bytes a pass reads of m: every element, or codes and scales. */
 uint64_t matrix_bytes(const Matrix *m);
 

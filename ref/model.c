@@ -148,17 +148,17 @@ bool model_load_checkpoint(Model *m, const char *path, StepError *err) {
     return true;
 }
 
-/* madvise(DONTNEED) over the whole pages inside [from, from + n_floats). */
-static void drop_pages(const float *from, uint64_t n_floats) {
+/* madvise(DONTNEED) over the whole pages inside [from, from + bytes). */
+static void drop_pages(const void *from, size_t bytes) {
     uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
     uintptr_t lo = ((uintptr_t)from + page - 1) / page * page; /* whole pages inside */
-    uintptr_t hi = ((uintptr_t)(from + n_floats)) / page * page;
+    uintptr_t hi = ((uintptr_t)from + bytes) / page * page;
     if (hi > lo) madvise((void *)lo, hi - lo, MADV_DONTNEED);
 }
 
 void model_release_pages(const Model *m, const float *from, uint64_t n_floats) {
     if (m->mapping == NULL || !m->mapping_is_file || n_floats == 0) return;
-    drop_pages(from, n_floats);
+    drop_pages(from, (size_t)n_floats * sizeof(float));
 }
 
 /* Whether [from, from + bytes) lies inside [base, base + size). */
@@ -171,16 +171,11 @@ void model_discard_bytes(const Model *m, const void *from, size_t bytes) {
     bool ours = inside(from, bytes, m->mapping, m->mapping_bytes);
     for (int i = 0; !ours && i < m->n_files; i++)
         ours = inside(from, bytes, m->files[i].addr, m->files[i].bytes);
-    if (!ours || bytes == 0) return;
-    uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
-    uintptr_t lo = ((uintptr_t)from + page - 1) / page * page; /* whole pages inside */
-    uintptr_t hi = ((uintptr_t)from + bytes) / page * page;
-    if (hi > lo) madvise((void *)lo, hi - lo, MADV_DONTNEED);
+    if (ours && bytes > 0) drop_pages(from, bytes);
 }
 
 void model_discard_pages(const Model *m, const float *from, uint64_t n_floats) {
-    if (m->mapping == NULL || n_floats == 0) return;
-    drop_pages(from, n_floats);
+    model_discard_bytes(m, from, (size_t)n_floats * sizeof(float));
 }
 
 bool model_memory_fits(uint64_t bytes, uint64_t available, const char *what, StepError *err) {

@@ -265,10 +265,8 @@ bool model_pack(Model *m, StepError *err) {
     }
     if (ok && tied) m->embedding = (Matrix){0}; /* the classifier's rows, packed below */
     ok = ok && pack_in_place(m, &m->classifier);
-    if (ok && tied) { /* looked up in the packed classifier: a view of it */
-        m->embedding = m->classifier;
-        m->embedding.owned = NULL;
-    }
+    if (ok && tied) /* looked up in the packed classifier: a view of it */
+        m->embedding = matrix_borrow(&m->classifier);
     /* What stays row-major in the float storage: the norms, an untied
      * embedding (for lookups), and the architecture's biases and q/k norms
      * (added, not multiplied). The rest of the storage goes. */
