@@ -61,7 +61,7 @@ typedef struct {
 static void linear_blocks(void *ctx, int b0, int b1) {
     const LinearJob *j = ctx;
     if (j->w->layout == MATRIX_Q8_PACKED)
-        matmul_q8_packed_blocks(j->out, j->x, j->qx, j->sx, j->w->q8, j->T, b0, b1);
+        matmul_q8_packed_blocks(j->out, j->x, j->qx, j->sx, j->w, j->T, b0, b1);
     else
         matmul_packed_blocks(j->out, j->x, j->w, j->T, b0, b1);
 }
@@ -99,7 +99,7 @@ static void linear(RunState *s, ThreadPool *pool, float *out, const float *x, in
     LinearJob job = {.out = out, .x = x, .qx = qx, .sx = s->xs, .w = w, .T = T};
     switch (w->layout) {
         case MATRIX_Q8_PACKED:
-            parallel_for(pool, q8_blocks(w->q8), linear_blocks, &job);
+            parallel_for(pool, q8_blocks(w), linear_blocks, &job);
             break;
         case MATRIX_Q8_ROWS:
             matmul_q8_rows(out, x, qx, s->xs, w->data, w->scales, T, C, w->rows, w->group);

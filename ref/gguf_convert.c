@@ -133,7 +133,7 @@ bool gguf_model_save(const Model *m, const Tokenizer *tok, GgufOutType type, con
                      const char *path, GgufSaveReport *report, StepError *err) {
     const Config *c = &m->config;
     *report = (GgufSaveReport){0};
-    if (m->quant != NULL || m->classifier.layout != MATRIX_ROWS)
+    if (m->weight_group > 0 || m->classifier.layout != MATRIX_ROWS)
         return step_fail(err, "%s: only a float32 model as loaded can be converted", path);
     if (c->qkv_bias && c->qk_norm)
         return step_fail(err, "%s: no GGUF architecture has both q/k/v biases and q/k norms", path);

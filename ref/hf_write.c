@@ -275,7 +275,7 @@ static bool save_folder(const Model *m, uint64_t seed, HfArchitecture a, const c
                         SafetensorsDtype dtype, int shards, const char *tokenizer_dir,
                         StepError *err) {
     const Config *c = &m->config;
-    if (m->quant != NULL || m->classifier.layout != MATRIX_ROWS ||
+    if (m->weight_group > 0 || m->classifier.layout != MATRIX_ROWS ||
         c->rope_layout != ROPE_INTERLEAVED)
         return step_fail(err, "%s: only a float32 model as loaded can be written", dir);
     if ((c->qkv_bias != (a == HF_QWEN2)) || (c->qk_norm != (a == HF_QWEN3)))

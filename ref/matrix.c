@@ -72,6 +72,53 @@ bool matrix_align(Matrix *m, size_t bytes) {
     return true;
 }
 
+/* Rows a Q8 matrix's arrays hold: a packed one pads its last block. */
+static size_t q8_stored_rows(MatrixLayout layout, int rows) {
+    if (layout == MATRIX_Q8_ROWS) return (size_t)rows;
+    return (size_t)((rows + Q8_ROWS - 1) / Q8_ROWS) * Q8_ROWS;
+}
+
+/* The codes come first, rounded up to a cache line, then the scales. */
+static size_t q8_codes_bytes(const Matrix *m) {
+    size_t bytes = q8_stored_rows(m->layout, m->rows) * (size_t)m->cols;
+    return (bytes + 63) / 64 * 64;
+}
+
+bool matrix_q8_alloc(Matrix *m, MatrixLayout layout, int rows, int cols, int group) {
+    *m = (Matrix){.layout = layout, .rows = rows, .cols = cols, .group = group};
+    size_t scales = q8_stored_rows(layout, rows) * (size_t)quant_groups(cols, group);
+    m->owned = calloc(q8_codes_bytes(m) + scales * sizeof(float), 1);
+    if (m->owned == NULL) return false;
+    m->data = m->owned;
+    m->scales = (const float *)((const char *)m->owned + q8_codes_bytes(m));
+    return true;
+}
+
+int8_t *matrix_q8_codes(Matrix *m) {
+    return m->owned;
+}
+
+float *matrix_q8_scales(Matrix *m) {
+    return (float *)((char *)m->owned + q8_codes_bytes(m));
+}
+
+void matrix_q8_row(const Matrix *m, int r, int8_t *codes, float *scales) {
+    size_t C = (size_t)m->cols, groups = (size_t)quant_groups(m->cols, m->group);
+    const int8_t *q = m->data;
+    if (m->layout == MATRIX_Q8_ROWS) {
+        memcpy(codes, q + (size_t)r * C, C);
+        memcpy(scales, m->scales + (size_t)r * groups, groups * sizeof(float));
+        return;
+    }
+    size_t b = (size_t)(r / Q8_ROWS), l = (size_t)(r % Q8_ROWS);
+    for (size_t i = 0; i < C; i++) codes[i] = q[(b * C + i) * Q8_ROWS + l];
+    for (size_t g = 0; g < groups; g++) scales[g] = m->scales[(b * groups + g) * Q8_ROWS + l];
+}
+
+int q8_blocks(const Matrix *m) {
+    return (m->rows + Q8_ROWS - 1) / Q8_ROWS;
+}
+
 uint64_t matrix_bytes(const Matrix *m) {
     if (m->layout == MATRIX_BLOCKS) return (uint64_t)m->rows * m->row_bytes;
     if (m->layout == MATRIX_Q8_ROWS || m->layout == MATRIX_Q8_PACKED)
@@ -121,24 +168,23 @@ void matrix_row(const Matrix *m, int r, float *out) {
             packed_matrix_row(m, r, out);
             break;
         case MATRIX_Q8_ROWS: {
-            int groups = quant_groups(m->cols, m->group);
+            size_t groups = (size_t)quant_groups(m->cols, m->group);
             dequantize_row((const int8_t *)m->data + (size_t)r * C, m->scales + (size_t)r * groups,
                            m->cols, m->group, out);
+            break;
+        }
+        case MATRIX_Q8_PACKED: { /* code · its group's scale, as dequantize_row */
+            const int8_t *q = m->data;
+            size_t b = (size_t)(r / Q8_ROWS), l = (size_t)(r % Q8_ROWS);
+            size_t groups = (size_t)quant_groups(m->cols, m->group);
+            for (size_t i = 0; i < C; i++)
+                out[i] = (float)q[(b * C + i) * Q8_ROWS + l] *
+                         m->scales[(b * groups + i / (size_t)m->group) * Q8_ROWS + l];
             break;
         }
         case MATRIX_BLOCKS:
             blocks_row(m, r, out);
             break;
-        case MATRIX_Q8_PACKED: {
-            const PackedQ8 *p = m->q8;
-            int b = r / Q8_ROWS, l = r % Q8_ROWS;
-            for (int i = 0; i < m->cols; i++) {
-                int8_t code = p->q[((size_t)b * C + i) * Q8_ROWS + l];
-                out[i] = (float)code *
-                         p->scales[((size_t)b * p->groups_per_row + i / p->group) * Q8_ROWS + l];
-            }
-            break;
-        }
     }
 }
 

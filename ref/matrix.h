@@ -25,7 +25,9 @@ typedef enum {
     MATRIX_ROWS,      /* elements row-major [rows, cols] */
     MATRIX_PACKED,    /* elements in pack.h's layout [blocks, cols, PACK_ROWS] */
     MATRIX_Q8_ROWS,   /* int8 codes [rows, cols], scales [rows, groups] (quant.h) */
-    MATRIX_Q8_PACKED, /* int8 in quant_model.h's PackedQ8 layout */
+    MATRIX_Q8_PACKED, /* int8 in blocks of Q8_ROWS output rows interleaved along the
+                         input: codes [blocks, cols, Q8_ROWS], scales [blocks, groups,
+                         Q8_ROWS] (quant_model.h's kernel) */
     MATRIX_BLOCKS,    /* a GGUF file's quantized blocks (gguf_dequant.h), row-major: each
                          row cols / block_values blocks of block_bytes, dequantized a block
                          at a time as read, exactly as at load */
@@ -38,25 +40,15 @@ typedef enum {
 #define PACK_ROWS 16
 #define Q8_ROWS   64
 
-/* One layer's int8 matrix in the fast layout: blocks of Q8_ROWS output
- * rows interleaved along the input, codes [blocks, C, Q8_ROWS] and scales
- * [blocks, groups per row, Q8_ROWS]. Same arithmetic as quant.h's. */
-typedef struct PackedQ8 {
-    int rows, cols, group, groups_per_row;
-    int8_t *q;
-    float *scales;
-} PackedQ8;
-
 typedef struct {
     MatrixLayout layout;
     ElementType elem; /* MATRIX_ROWS, MATRIX_PACKED */
     int rows, cols;
-    const void *data;          /* the elements, or the int8 codes (MATRIX_Q8_ROWS) */
-    const float *scales;       /* MATRIX_Q8_ROWS: [rows, groups] */
-    int group;                 /* MATRIX_Q8_*: values per scale */
-    const struct PackedQ8 *q8; /* MATRIX_Q8_PACKED */
-    uint32_t block_type;       /* MATRIX_BLOCKS: ggml's type number */
-    size_t row_bytes;          /* MATRIX_BLOCKS: bytes of one row */
+    const void *data;    /* the elements, or the int8 codes (MATRIX_Q8_*) */
+    const float *scales; /* MATRIX_Q8_*: one per group of a row, laid out as the codes */
+    int group;           /* MATRIX_Q8_*: values per scale */
+    uint32_t block_type; /* MATRIX_BLOCKS: ggml's type number */
+    size_t row_bytes;    /* MATRIX_BLOCKS: bytes of one row */
     /* MATRIX_ROWS of a Hugging Face q or k projection read in place: output
      * row r is stored row rope_source_row(r, head_dim, ROWS_TO_INTERLEAVED)
      * (hf_interleave_heads), 0 when rows are stored in order */
@@ -99,6 +91,23 @@ Matrix matrix_borrow(const Matrix *m);
  * multiple of its element's size (a file's odd offset): false when out of
  * memory. */
 bool matrix_align(Matrix *m, size_t bytes);
+
+/* An owned int8 matrix [rows, cols] in `layout` (MATRIX_Q8_ROWS or
+ * MATRIX_Q8_PACKED), codes and scales zeroed, in one allocation: false when
+ * out of memory. */
+bool matrix_q8_alloc(Matrix *m, MatrixLayout layout, int rows, int cols, int group);
+
+/* Writable codes and scales of an owned int8 matrix (matrix_q8_alloc). */
+int8_t *matrix_q8_codes(Matrix *m);
+float *matrix_q8_scales(Matrix *m);
+
+/* Row r of an int8 m, in either layout: its codes [cols] and scales
+ * [groups]. */
+void matrix_q8_row(const Matrix *m, int r, int8_t *codes, float *scales);
+
+/* Blocks of Q8_ROWS output rows in a MATRIX_Q8_PACKED m: the units threads
+ * share out. */
+int q8_blocks(const Matrix *m);
 
 /* Bytes a pass reads of m: every element, or codes and scales. */
 uint64_t matrix_bytes(const Matrix *m);

@@ -458,7 +458,6 @@ bool model_compact_storage(Model *m, StepError *err) {
 void model_free(Model *m) {
     model_release_storage(m);
     thread_pool_free(m->pool);
-    if (m->quant != NULL) m->free_quant(m->quant);
     for (int l = 0; m->layers != NULL && l < m->config.n_layers; l++)
         for (int k = 0; k < LAYER_MATRICES; k++) matrix_free(&m->layers[l].m[k]);
     free(m->layers);

@@ -31,8 +31,7 @@ typedef struct {
     const float *q_norm, *k_norm; /* qk_norm: [n_layers, head_dim] each */
 } Weights;
 
-struct QuantWeights; /* quant_model.h */
-struct ThreadPool;   /* threads.h */
+struct ThreadPool; /* threads.h */
 
 /* How a loader keeps the weights: as the file stores them (mapped, widened
  * as read; the default), or widened to float32 at load (--weights f32). The
@@ -70,14 +69,12 @@ typedef struct {
     Matrix embedding;                  /* [vocab_size, dim] */
     MappedFile files[MODEL_MAX_FILES]; /* the weight files the matrices point into */
     int n_files;
-    struct QuantWeights *quant;   /* int8 matrices (quant_model.h), or NULL: float32 */
+    int weight_group;             /* the matrices are int8 with this many values per scale
+                                     (quant_model.h), or 0: they hold floats */
     struct ThreadPool *pool;      /* the threads the fast kernels split work over (owned;
                                      NULL: one thread): model_use_threads */
     const ProgressSink *progress; /* told how far packing, quantizing and long forward passes
                                      have got (borrowed; NULL: nobody) */
-    /* How model_free frees quant: set by the module that made it, so that
-     * this one does not depend on it (it depends on this one). */
-    void (*free_quant)(struct QuantWeights *q);
     /* What was loaded, for inspect and the trace: the format, the
      * architecture and the files' dtypes ("" when nobody said). */
     char source[384];
@@ -119,7 +116,7 @@ typedef struct {
     uint64_t mapped;    /* file pages the weights are read from: shared with the page cache,
                            evictable (read again from the file when needed) */
     uint64_t anonymous; /* the process's own: widened float32, the vectors, owned copies
-                           (not int8 matrices: quant_weight_bytes) */
+                           (int8 matrices among them) */
     uint64_t packed;    /* what the fast kernels' packed copies of the matrices take, in
                            their element types (anonymous; the mapped pages go as they are
                            packed); the plain kernels read the matrices where they are */

@@ -251,7 +251,8 @@ static bool pack_in_place(Model *m, Matrix *w) {
 }
 
 bool model_pack(Model *m, StepError *err) {
-    if (m->quant != NULL || m->layers == NULL || m->classifier.layout == MATRIX_PACKED) return true;
+    if (m->weight_group > 0 || m->layers == NULL || m->classifier.layout == MATRIX_PACKED)
+        return true;
     const Config *c = &m->config;
     int L = c->n_layers;
     bool tied = m->embedding.data == m->classifier.data;

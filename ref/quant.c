@@ -139,27 +139,6 @@ uint64_t quant_matrix_bytes(int rows, int cols, int group) {
            (uint64_t)rows * (uint64_t)quant_groups(cols, group) * sizeof(float);
 }
 
-bool quant_matrix_init(QuantMatrix *m, const float *w, int rows, int cols, int group) {
-    m->rows = rows, m->cols = cols, m->group = group;
-    m->groups_per_row = quant_groups(cols, group);
-    m->q = malloc((size_t)rows * (size_t)cols);
-    m->scales = malloc((size_t)rows * (size_t)m->groups_per_row * sizeof(float));
-    if (m->q == NULL || m->scales == NULL) {
-        quant_matrix_free(m);
-        return false;
-    }
-    for (int r = 0; r < rows && w != NULL; r++)
-        quantize_row(w + (size_t)r * cols, cols, group, m->q + (size_t)r * cols,
-                     m->scales + (size_t)r * m->groups_per_row);
-    return true;
-}
-
-void quant_matrix_free(QuantMatrix *m) {
-    free(m->q);
-    free(m->scales);
-    memset(m, 0, sizeof *m);
-}
-
 QuantStats quant_row_stats(const float *x, const int8_t *q, const float *scales, int n, int group) {
     QuantStats s = {scales[0], 0.0f, 0};
     for (int i = 0; i < n; i++) {

@@ -42,19 +42,6 @@ typedef struct {
     int group;        /* activation groups with float weights (int8 weights impose theirs) */
 } QuantRuntime;
 
-/* A quantized matrix [rows, cols], grouped along each row. */
-typedef struct {
-    int rows, cols, group;
-    int groups_per_row;
-    int8_t *q;     /* [rows, cols] */
-    float *scales; /* [rows, groups_per_row] */
-} QuantMatrix;
-
-/* Quantize w [rows, cols] into m (allocated here; free with quant_matrix_free). */
-bool quant_matrix_init(QuantMatrix *m, const float *w, int rows, int cols, int group);
-void quant_matrix_free(QuantMatrix *m);
-
-/* Bytes a quantized matrix takes: codes and scales. */
 /* The plain int8 kernel: out[t][o] = dot_f32_q8(x[t], q[o]) for row-major
  * codes q [OC, C] with scales [OC, groups]; with qx/sx (activations
  * quantized with the same grouping, [T, C] and [T, groups]) dot_q8 instead.
@@ -62,6 +49,7 @@ void quant_matrix_free(QuantMatrix *m);
 void matmul_q8_rows(float *out, const float *x, const int8_t *qx, const float *sx, const int8_t *q,
                     const float *scales, int T, int C, int OC, int group);
 
+/* Bytes a quantized matrix [rows, cols] takes: codes and scales. */
 uint64_t quant_matrix_bytes(int rows, int cols, int group);
 
 /* What quantizing one row did, for the trace: the scale of its first group,

@@ -13,60 +13,6 @@
 #define Q8_MAGIC   "SWQ8"
 #define Q8_VERSION 1u
 
-const QuantMatrix *quant_classifier(const QuantWeights *q) {
-    return q->wcls.q != NULL ? &q->wcls : &q->token_embedding;
-}
-
-/* The matrices in file order, with their shapes. rows = n_layers × out. */
-typedef struct {
-    QuantMatrix *m;
-    const float *src; /* float weights to quantize, or NULL */
-    int rows, cols;
-} QuantSlot;
-
-static int quant_slots(QuantWeights *q, const Model *m, QuantSlot slots[9]) {
-    const Config *c = &m->config;
-    const Weights *w = &m->weights;
-    int L = c->n_layers, d = c->dim, h = c->hidden_dim, kv = config_kv_dim(c), qd = config_q_dim(c);
-    int n = 0;
-    slots[n++] = (QuantSlot){
-        .m = &q->token_embedding, .src = w->token_embedding, .rows = c->vocab_size, .cols = d};
-    slots[n++] = (QuantSlot){.m = &q->wq, .src = w->wq, .rows = L * qd, .cols = d};
-    slots[n++] = (QuantSlot){.m = &q->wk, .src = w->wk, .rows = L * kv, .cols = d};
-    slots[n++] = (QuantSlot){.m = &q->wv, .src = w->wv, .rows = L * kv, .cols = d};
-    slots[n++] = (QuantSlot){.m = &q->wo, .src = w->wo, .rows = L * d, .cols = qd};
-    slots[n++] = (QuantSlot){.m = &q->w1, .src = w->w1, .rows = L * h, .cols = d};
-    slots[n++] = (QuantSlot){.m = &q->w2, .src = w->w2, .rows = L * d, .cols = h};
-    slots[n++] = (QuantSlot){.m = &q->w3, .src = w->w3, .rows = L * h, .cols = d};
-    if (!c->shared_classifier)
-        slots[n++] = (QuantSlot){.m = &q->wcls, .src = w->wcls, .rows = c->vocab_size, .cols = d};
-    return n;
-}
-
-static bool pack_q8(PackedQ8 *p, const QuantMatrix *m, int row0, int rows) {
-    int C = m->cols, gpr = m->groups_per_row, blocks = (rows + Q8_ROWS - 1) / Q8_ROWS;
-    *p = (PackedQ8){.rows = rows,
-                    .cols = C,
-                    .group = m->group,
-                    .groups_per_row = gpr,
-                    .q = calloc((size_t)blocks * C * Q8_ROWS, 1),
-                    .scales = calloc((size_t)blocks * gpr * Q8_ROWS, sizeof(float))};
-    if (p->q == NULL || p->scales == NULL) return false;
-    for (int r = 0; r < rows; r++) {
-        int b = r / Q8_ROWS, l = r % Q8_ROWS;
-        const int8_t *src = m->q + (size_t)(row0 + r) * C;
-        const float *ss = m->scales + (size_t)(row0 + r) * gpr;
-        for (int i = 0; i < C; i++) p->q[((size_t)b * C + i) * Q8_ROWS + l] = src[i];
-        for (int g = 0; g < gpr; g++) p->scales[((size_t)b * gpr + g) * Q8_ROWS + l] = ss[g];
-    }
-    return true;
-}
-
-static void packed_q8_free(PackedQ8 *p, int n) {
-    for (int i = 0; p != NULL && i < n; i++) free(p[i].q), free(p[i].scales);
-    free(p);
-}
-
 /* One block of Q8_ROWS rows against one token: float activations. */
 FAST_CLONES static void q8_block_f32(float *out, const float *x, const int8_t *q, const float *sc,
                                      int C, int group, int rows) {
@@ -156,15 +102,11 @@ FAST_CLONES static void q8_block_q8_pair(float *out0, float *out1, const int8_t 
     for (int l = 0; l < rows; l++) out0[l] = sum0[l], out1[l] = sum1[l];
 }
 
-int q8_blocks(const PackedQ8 *w) {
-    return (w->rows + Q8_ROWS - 1) / Q8_ROWS;
-}
-
 void matmul_q8_packed_blocks(float *out, const float *x, const int8_t *qx, const float *sx,
-                             const PackedQ8 *w, int T, int b0, int b1) {
-    int C = w->cols, OC = w->rows, gpr = w->groups_per_row;
+                             const Matrix *w, int T, int b0, int b1) {
+    int C = w->cols, OC = w->rows, gpr = quant_groups(C, w->group);
     for (int b = b0; b < b1; b++) {
-        const int8_t *q = w->q + (size_t)b * C * Q8_ROWS;
+        const int8_t *q = (const int8_t *)w->data + (size_t)b * C * Q8_ROWS;
         const float *sc = w->scales + (size_t)b * gpr * Q8_ROWS;
         int row0 = b * Q8_ROWS, rows = OC - row0 < Q8_ROWS ? OC - row0 : Q8_ROWS;
         int t = 0;
@@ -182,104 +124,113 @@ void matmul_q8_packed_blocks(float *out, const float *x, const int8_t *qx, const
     }
 }
 
-/* Build the fast layout of every matrix, per layer. */
-static bool quant_pack(QuantWeights *q, const Config *c) {
-    int L = c->n_layers;
-    PackedQ8 **lists[LAYER_MATRICES] = {&q->pwq, &q->pwk, &q->pwv, &q->pwo,
-                                        &q->pw1, &q->pw2, &q->pw3};
-    const QuantMatrix *mats[LAYER_MATRICES] = {&q->wq, &q->wk, &q->wv, &q->wo,
-                                               &q->w1, &q->w2, &q->w3};
+/* The longest row of any of m's matrices. */
+static int widest_row(const Config *c) {
+    int widest = c->dim;
     for (int k = 0; k < LAYER_MATRICES; k++) {
         int rows, cols;
         layer_matrix_shape(c, (MatrixKind)k, &rows, &cols);
-        *lists[k] = calloc((size_t)L, sizeof(PackedQ8));
-        if (*lists[k] == NULL) return false;
-        for (int l = 0; l < L; l++)
-            if (!pack_q8(&(*lists[k])[l], mats[k], l * rows, rows)) return false;
+        widest = cols > widest ? cols : widest;
     }
-    const QuantMatrix *cls = quant_classifier(q);
-    return pack_q8(&q->pcls, cls, 0, cls->rows);
+    return widest;
 }
 
-/* Layer l's rows of a matrix holding every layer's: a view. */
-static Matrix q8_rows_view(const QuantMatrix *q, int row0, int rows) {
-    return (Matrix){.layout = MATRIX_Q8_ROWS,
-                    .rows = rows,
-                    .cols = q->cols,
-                    .data = q->q + (size_t)row0 * q->cols,
-                    .scales = q->scales + (size_t)row0 * q->groups_per_row,
-                    .group = q->group};
-}
-
-static Matrix q8_packed_view(const PackedQ8 *p) {
-    return (Matrix){
-        .layout = MATRIX_Q8_PACKED, .rows = p->rows, .cols = p->cols, .group = p->group, .q8 = p};
-}
-
-bool model_bind_quant(Model *m) {
-    QuantWeights *q = m->quant;
-    if (q == NULL) return model_bind_matrices(m);
-    const Config *c = &m->config;
-    if (m->layers == NULL) m->layers = calloc((size_t)c->n_layers, sizeof *m->layers);
-    if (m->layers == NULL) return false;
-    const QuantMatrix *all[LAYER_MATRICES] = {&q->wq, &q->wk, &q->wv, &q->wo,
-                                              &q->w1, &q->w2, &q->w3};
-    const PackedQ8 *packed[LAYER_MATRICES] = {q->pwq, q->pwk, q->pwv, q->pwo,
-                                              q->pw1, q->pw2, q->pw3};
-    for (int k = 0; k < LAYER_MATRICES; k++) {
-        int rows, cols;
-        layer_matrix_shape(c, (MatrixKind)k, &rows, &cols);
-        for (int l = 0; l < c->n_layers; l++)
-            m->layers[l].m[k] = packed[k] != NULL ? q8_packed_view(&packed[k][l])
-                                                  : q8_rows_view(all[k], l * rows, rows);
+/* q = src quantized a row at a time (owned, row-major), from whatever src
+ * holds: each row widened or dequantized to float32 first (row [cols]). */
+static bool quantize_matrix(Matrix *q, const Matrix *src, int group, float *row) {
+    if (!matrix_q8_alloc(q, MATRIX_Q8_ROWS, src->rows, src->cols, group)) return false;
+    int8_t *codes = matrix_q8_codes(q);
+    float *scales = matrix_q8_scales(q);
+    size_t C = (size_t)src->cols, groups = (size_t)quant_groups(src->cols, group);
+    for (int r = 0; r < src->rows; r++) {
+        matrix_row(src, r, row);
+        quantize_row(row, src->cols, group, codes + (size_t)r * C, scales + (size_t)r * groups);
     }
-    const QuantMatrix *cls = quant_classifier(q);
-    m->classifier = q->pwq != NULL ? q8_packed_view(&q->pcls) : q8_rows_view(cls, 0, cls->rows);
-    m->embedding = q8_rows_view(&q->token_embedding, 0, q->token_embedding.rows);
     return true;
 }
 
-void quant_weights_free(QuantWeights *q) {
-    if (q == NULL) return;
-    PackedQ8 *lists[] = {q->pwq, q->pwk, q->pwv, q->pwo, q->pw1, q->pw2, q->pw3};
-    for (int k = 0; k < 7; k++) packed_q8_free(lists[k], q->n_layers);
-    free(q->pcls.q), free(q->pcls.scales);
-    QuantMatrix *all[] = {
-        &q->token_embedding, &q->wq, &q->wk, &q->wv, &q->wo, &q->w1, &q->w2, &q->w3, &q->wcls};
-    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) quant_matrix_free(all[i]);
-    free(q);
+/* Put the int8 q where the float matrix *slot was: a float32 view's pages
+ * are released (a mapped checkpoint reads them again if the trace asks for
+ * the originals), an owned copy freed. */
+static void replace_matrix(Model *m, Matrix *slot, Matrix *q) {
+    if (slot->layout == MATRIX_ROWS && slot->elem == ELEM_F32 && slot->owned == NULL)
+        model_release_pages(m, slot->data, (uint64_t)slot->rows * (uint64_t)slot->cols);
+    matrix_free(slot);
+    *slot = *q;
 }
 
+/* Long because it walks every matrix in one order, layers then the
+ * embedding and the classifier, with one cleanup path. */
 bool model_quantize(Model *m, int group, StepError *err) {
     if (group < 1) return step_fail(err, "quantization group must be >= 1, got %d", group);
-    QuantWeights *q = calloc(1, sizeof *q);
-    if (q == NULL) return step_fail(err, "quantize: out of memory");
-    q->group = group;
-    QuantSlot slots[9];
-    int n = quant_slots(q, m, slots);
-    for (int i = 0; i < n; i++) {
-        if (!quant_matrix_init(slots[i].m, slots[i].src, slots[i].rows, slots[i].cols, group)) {
-            quant_weights_free(q);
-            return step_fail(err, "quantize: out of memory");
+    if (m->weight_group > 0) return step_fail(err, "quantize: the model is already int8");
+    const Config *c = &m->config;
+    int L = c->n_layers, total = L * LAYER_MATRICES + 2;
+    float *row = malloc((size_t)widest_row(c) * sizeof(float));
+    bool ok = row != NULL && m->layers != NULL;
+    for (int l = 0; ok && l < L; l++) {
+        for (int k = 0; ok && k < LAYER_MATRICES; k++) {
+            Matrix q;
+            ok = quantize_matrix(&q, &m->layers[l].m[k], group, row);
+            if (ok) replace_matrix(m, &m->layers[l].m[k], &q);
+            progress_report(m->progress, "quantizing to int8 (matrices)",
+                            (uint64_t)l * LAYER_MATRICES + k + 1, (uint64_t)total);
         }
-        /* The float copy is read again only if someone asks (compare-quant's
-         * float runs); until then it need not be resident. */
-        model_release_pages(m, slots[i].src, (uint64_t)slots[i].rows * (uint64_t)slots[i].cols);
-        progress_report(m->progress, "quantizing to int8 (tensors)", (uint64_t)i + 1, (uint64_t)n);
     }
-    q->n_layers = m->config.n_layers;
-    quant_weights_free(m->quant);
-    m->quant = q;
-    m->free_quant = quant_weights_free;
-    if (!model_bind_quant(m)) return step_fail(err, "quantize: out of memory");
+    /* A tied classifier is the embedding: quantized once, and borrowed. */
+    bool tied = c->shared_classifier;
+    Matrix embedding = {0}, classifier = {0};
+    ok = ok && quantize_matrix(&embedding, &m->embedding, group, row);
+    ok = ok && (tied || quantize_matrix(&classifier, &m->classifier, group, row));
+    if (ok) {
+        replace_matrix(m, &m->classifier, tied ? &(Matrix){0} : &classifier);
+        replace_matrix(m, &m->embedding, &embedding);
+        if (tied) m->classifier = matrix_borrow(&m->embedding);
+        m->weight_group = group;
+        progress_report(m->progress, "quantizing to int8 (matrices)", total, total);
+    } else {
+        matrix_free(&embedding), matrix_free(&classifier);
+    }
+    free(row);
+    /* On failure some matrices are int8 and some not: m is fit only for
+     * model_free. */
+    return ok || step_fail(err, "quantize: out of memory");
+}
+
+/* p = the row-major int8 src in the fast layout (owned). */
+static bool pack_q8(Matrix *p, const Matrix *src) {
+    if (!matrix_q8_alloc(p, MATRIX_Q8_PACKED, src->rows, src->cols, src->group)) return false;
+    int8_t *codes = matrix_q8_codes(p);
+    float *scales = matrix_q8_scales(p);
+    size_t C = (size_t)src->cols, groups = (size_t)quant_groups(src->cols, src->group);
+    for (int r = 0; r < src->rows; r++) {
+        size_t b = (size_t)(r / Q8_ROWS), l = (size_t)(r % Q8_ROWS);
+        const int8_t *q = (const int8_t *)src->data + (size_t)r * C;
+        const float *sc = src->scales + (size_t)r * groups;
+        for (size_t i = 0; i < C; i++) codes[(b * C + i) * Q8_ROWS + l] = q[i];
+        for (size_t g = 0; g < groups; g++) scales[(b * groups + g) * Q8_ROWS + l] = sc[g];
+    }
     return true;
 }
 
 bool model_pack_q8(Model *m, StepError *err) {
-    if (m->quant == NULL || m->quant->pwq != NULL) return true;
-    if (!quant_pack(m->quant, &m->config) || !model_bind_quant(m))
-        return step_fail(err, "int8 packing: out of memory");
-    return true;
+    if (m->weight_group == 0 || m->classifier.layout == MATRIX_Q8_PACKED) return true;
+    bool tied = m->embedding.data == m->classifier.data, ok = true;
+    for (int l = 0; ok && l < m->config.n_layers; l++) {
+        for (int k = 0; ok && k < LAYER_MATRICES; k++) {
+            Matrix p;
+            ok = pack_q8(&p, &m->layers[l].m[k]);
+            if (ok) matrix_free(&m->layers[l].m[k]), m->layers[l].m[k] = p;
+        }
+    }
+    Matrix classifier;
+    ok = ok && pack_q8(&classifier, &m->classifier);
+    if (ok) {
+        matrix_free(&m->classifier), m->classifier = classifier;
+        /* a tied embedding is looked up in the packed classifier, as floats are */
+        if (tied) matrix_free(&m->embedding), m->embedding = matrix_borrow(&m->classifier);
+    }
+    return ok || step_fail(err, "int8 packing: out of memory");
 }
 
 uint64_t quant_weight_bytes(const Config *c, int group) {
@@ -295,38 +246,79 @@ uint64_t quant_weight_bytes(const Config *c, int group) {
     return bytes;
 }
 
-/* The norms, in file order: rms_att, rms_ffn (after wo), rms_final (last). */
+/* The file's int8 tensors, in its order: 0 the embedding, 1..7 the layer
+ * kinds in MatrixKind order (each over every layer), 8 the classifier
+ * (stored only when untied). How many matrices tensor t joins: */
+static int q8_tensor_count(const Config *c, int t) {
+    return t == 0 || t == 8 ? 1 : c->n_layers;
+}
+
+/* Matrix i of tensor t. */
+static const Matrix *q8_tensor(const Model *m, int t, int i) {
+    if (t == 0) return &m->embedding;
+    if (t == 8) return &m->classifier;
+    return &m->layers[i].m[t - 1];
+}
+
+/* The same, to fill (m is the loader's own). */
+static Matrix *q8_tensor_slot(Model *m, int t, int i) {
+    return (Matrix *)q8_tensor(m, t, i);
+}
+
+/* The norm the file stores before tensor `tensor` (rms_att before wq,
+ * rms_ffn before w1, rms_final before the classifier), with its length. */
+static const float *q8_norm_before(const Model *m, int tensor, uint64_t *n) {
+    const Config *c = &m->config;
+    uint64_t L = (uint64_t)c->n_layers, d = (uint64_t)c->dim;
+    *n = tensor == 8 ? d : L * d;
+    if (tensor == 1) return m->weights.rms_att;
+    if (tensor == 5) return m->weights.rms_ffn;
+    if (tensor == 8) return m->weights.rms_final;
+    return NULL;
+}
+
+/* One file tensor: every row's codes of every matrix in turn, then every
+ * row's scales. */
+static bool write_q8_tensor(FILE *f, const Model *m, int t, int8_t *codes, float *scales) {
+    for (int pass = 0; pass < 2; pass++) {
+        for (int i = 0; i < q8_tensor_count(&m->config, t); i++) {
+            const Matrix *x = q8_tensor(m, t, i);
+            size_t groups = (size_t)quant_groups(x->cols, x->group);
+            for (int r = 0; r < x->rows; r++) {
+                matrix_q8_row(x, r, codes, scales);
+                bool ok = pass == 0 ? fwrite(codes, 1, (size_t)x->cols, f) == (size_t)x->cols
+                                    : fwrite(scales, sizeof(float), groups, f) == groups;
+                if (!ok) return false;
+            }
+        }
+    }
+    return true;
+}
+
 bool model_save_q8(const Model *m, const char *path, StepError *err) {
     if (!config_is_llama2c(&m->config))
         return step_fail(err, "%s: a .q8 file holds llama2.c's architecture only", path);
     const Config *c = &m->config;
-    const QuantWeights *q = m->quant;
-    if (q == NULL) return step_fail(err, "save: the model is not quantized");
+    if (m->weight_group == 0) return step_fail(err, "save: the model is not quantized");
     AtomicFile out;
     if (!atomic_file_open(&out, path, err)) return false;
     uint32_t version = Q8_VERSION;
     int32_t header[8] = {c->dim,        c->hidden_dim,
                          c->n_layers,   c->n_heads,
                          c->n_kv_heads, c->shared_classifier ? c->vocab_size : -c->vocab_size,
-                         c->seq_len,    q->group};
+                         c->seq_len,    m->weight_group};
     FILE *f = out.file;
-    bool ok = fwrite(Q8_MAGIC, 4, 1, f) == 1 && fwrite(&version, 4, 1, f) == 1 &&
-              fwrite(header, sizeof header, 1, f) == 1;
-    const QuantMatrix *mats[] = {
-        &q->token_embedding, &q->wq, &q->wk, &q->wv, &q->wo, &q->w1, &q->w2, &q->w3, &q->wcls};
-    const float *norms[] = {m->weights.rms_att, m->weights.rms_ffn, m->weights.rms_final};
-    uint64_t norm_n[] = {(uint64_t)c->n_layers * c->dim, (uint64_t)c->n_layers * c->dim,
-                         (uint64_t)c->dim};
-    for (int i = 0; ok && i < 9; i++) {
-        if (i == 1) ok = fwrite(norms[0], sizeof(float), norm_n[0], f) == norm_n[0];
-        if (i == 5) ok = ok && fwrite(norms[1], sizeof(float), norm_n[1], f) == norm_n[1];
-        if (i == 8) ok = ok && fwrite(norms[2], sizeof(float), norm_n[2], f) == norm_n[2];
-        const QuantMatrix *qm = mats[i];
-        if (!ok || qm->q == NULL) continue; /* a tied classifier is not stored */
-        size_t codes = (size_t)qm->rows * qm->cols, scales = (size_t)qm->rows * qm->groups_per_row;
-        ok = fwrite(qm->q, 1, codes, f) == codes &&
-             fwrite(qm->scales, sizeof(float), scales, f) == scales;
+    int8_t *codes = malloc((size_t)widest_row(c));
+    float *scales = malloc((size_t)widest_row(c) * sizeof(float));
+    bool ok = codes != NULL && scales != NULL && fwrite(Q8_MAGIC, 4, 1, f) == 1 &&
+              fwrite(&version, 4, 1, f) == 1 && fwrite(header, sizeof header, 1, f) == 1;
+    for (int t = 0; ok && t < 9; t++) {
+        uint64_t n;
+        const float *norm = q8_norm_before(m, t, &n);
+        if (norm != NULL) ok = fwrite(norm, sizeof(float), n, f) == n;
+        if (t < 8 || !c->shared_classifier) ok = ok && write_q8_tensor(f, m, t, codes, scales);
     }
+    free(codes), free(scales);
     if (!ok) {
         atomic_file_discard(&out);
         return step_fail(err, "%s: write failed", path);
@@ -343,11 +335,25 @@ bool model_file_is_q8(const char *path) {
     return yes;
 }
 
-static bool read_matrix(FILE *f, QuantMatrix *m, int rows, int cols, int group) {
-    if (!quant_matrix_init(m, NULL, rows, cols, group)) return false;
-    size_t codes = (size_t)rows * cols, scales = (size_t)rows * m->groups_per_row;
-    return fread(m->q, 1, codes, f) == codes &&
-           fread(m->scales, sizeof(float), scales, f) == scales;
+/* Tensor t of the file into m's matrices (owned, row-major): every row's
+ * codes of every matrix in turn, then every row's scales. */
+static bool read_q8_tensor(FILE *f, Model *m, int t, int group) {
+    const Config *c = &m->config;
+    for (int i = 0; i < q8_tensor_count(c, t); i++) {
+        int rows = c->vocab_size, cols = c->dim;
+        if (t > 0 && t < 8) layer_matrix_shape(c, (MatrixKind)(t - 1), &rows, &cols);
+        Matrix *x = q8_tensor_slot(m, t, i);
+        size_t codes = (size_t)rows * (size_t)cols;
+        if (!matrix_q8_alloc(x, MATRIX_Q8_ROWS, rows, cols, group) ||
+            fread(matrix_q8_codes(x), 1, codes, f) != codes)
+            return false;
+    }
+    for (int i = 0; i < q8_tensor_count(c, t); i++) {
+        Matrix *x = q8_tensor_slot(m, t, i);
+        size_t scales = (size_t)x->rows * (size_t)quant_groups(x->cols, group);
+        if (fread(matrix_q8_scales(x), sizeof(float), scales, f) != scales) return false;
+    }
+    return true;
 }
 
 /* Long because it reads the file in its own order, header then each matrix,
@@ -404,36 +410,20 @@ bool model_load_q8(Model *m, const char *path, StepError *err) {
                          path, (unsigned long long)want, (unsigned long long)st.st_size,
                          (uint64_t)st.st_size < want ? "truncated" : "oversized");
     }
-    uint64_t d = (uint64_t)c->dim;
-    m->storage = malloc((2 * L * d + d) * sizeof(float));
-    QuantWeights *q = calloc(1, sizeof *q);
-    ok = m->storage != NULL && q != NULL;
-    if (ok) {
-        q->group = group;
-        m->quant = q;
-        m->free_quant = quant_weights_free;
-        m->weights.rms_att = m->storage;
-        m->weights.rms_ffn = m->storage + L * d;
-        m->weights.rms_final = m->storage + 2 * L * d;
-        int Li = c->n_layers, di = c->dim, hd = c->hidden_dim, kv = config_kv_dim(c);
-        ok = read_matrix(f, &q->token_embedding, c->vocab_size, di, group) &&
-             fread(m->storage, sizeof(float), L * d, f) == L * d &&
-             read_matrix(f, &q->wq, Li * di, di, group) &&
-             read_matrix(f, &q->wk, Li * kv, di, group) &&
-             read_matrix(f, &q->wv, Li * kv, di, group) &&
-             read_matrix(f, &q->wo, Li * di, di, group) &&
-             fread(m->storage + L * d, sizeof(float), L * d, f) == L * d &&
-             read_matrix(f, &q->w1, Li * hd, di, group) &&
-             read_matrix(f, &q->w2, Li * di, hd, group) &&
-             read_matrix(f, &q->w3, Li * hd, di, group) &&
-             fread(m->storage + 2 * L * d, sizeof(float), d, f) == d &&
-             (c->shared_classifier || read_matrix(f, &q->wcls, c->vocab_size, di, group));
-        q->n_layers = c->n_layers;
-        ok = ok && model_bind_quant(m);
-        snprintf(m->source, sizeof m->source, "stepwise .q8 (int8, group %d)", group);
-    } else {
-        free(q);
+    if (!model_alloc_vectors(m, err)) {
+        fclose(f);
+        model_free(m);
+        return false;
     }
+    for (int t = 0; ok && t < 9; t++) {
+        uint64_t n;
+        const float *norm = q8_norm_before(m, t, &n);
+        if (norm != NULL) ok = fread(model_weight_slot(m, norm), sizeof(float), n, f) == n;
+        if (t < 8 || !c->shared_classifier) ok = ok && read_q8_tensor(f, m, t, group);
+    }
+    if (ok && c->shared_classifier) m->classifier = matrix_borrow(&m->embedding);
+    m->weight_group = group;
+    snprintf(m->source, sizeof m->source, "stepwise .q8 (int8, group %d)", group);
     fclose(f);
     if (!ok) {
         model_free(m);

@@ -14,46 +14,25 @@
 #include "model.h"
 #include "quant.h"
 
-typedef struct QuantWeights {
-    int group;
-    int n_layers;
-    /* the fast layout, one per layer (and the classifier), built by
-     * model_pack_q8 (--kernels fast); all NULL for the plain kernel */
-    PackedQ8 *pwq, *pwk, *pwv, *pwo, *pw1, *pw2, *pw3;
-    PackedQ8 pcls;
-    QuantMatrix token_embedding; /* [vocab, dim] */
-    QuantMatrix wq, wk, wv, wo;  /* [n_layers × out, in] */
-    QuantMatrix w1, w2, w3;
-    QuantMatrix wcls; /* [vocab, dim]; empty when tied (the embedding serves) */
-} QuantWeights;
-
-/* Blocks of 32 output rows in w: the units threads share out. */
-int q8_blocks(const PackedQ8 *w);
-
 /* out[t][o] for the output rows o of blocks b0..b1-1 of the packed int8 w
- * [OC, C] and float x [T, C]: per group, Σ x·q in float then × scale; with
- * qx/sx given (activations quantized with the same grouping, [T, C] and
- * [T, groups]), per group Σ qx·q in int32 then × sx·sw. Bitwise quant.h's
- * dot_f32_q8 and dot_q8. */
+ * [OC, C] (MATRIX_Q8_PACKED) and float x [T, C]: per group, Σ x·q in float
+ * then × scale; with qx/sx given (activations quantized with the same
+ * grouping, [T, C] and [T, groups]), per group Σ qx·q in int32 then × sx·sw.
+ * Bitwise quant.h's dot_f32_q8 and dot_q8. */
 void matmul_q8_packed_blocks(float *out, const float *x, const int8_t *qx, const float *sx,
-                             const PackedQ8 *w, int T, int b0, int b1);
+                             const Matrix *w, int T, int b0, int b1);
 
-/* The classifier: wcls, or the embedding when tied. */
-const QuantMatrix *quant_classifier(const QuantWeights *q);
-
-/* Quantize m's float matrices with groups of `group` and attach them as
- * m->quant (the float weights stay, for the trace's before/after). */
+/* Replace m's matrices (every layer's, the classifier, the embedding) by
+ * int8 ones with groups of `group` (MATRIX_Q8_ROWS, owned), quantized from
+ * whatever they held, and set m->weight_group. Float32 storage stays, for
+ * the trace's before/after (its pages released where they can be read
+ * again). */
 bool model_quantize(Model *m, int group, StepError *err);
 
-/* Put m's int8 matrices also in the layout the fast kernel reads (the
- * row-major ones stay: the embedding is looked up there, and .q8 files are
- * written from them). Nothing to do for a float model or a packed one. */
+/* Put m's int8 matrices in the layout the fast kernel reads (the row-major
+ * ones go; a tied embedding is then looked up in the packed classifier).
+ * Nothing to do for a float model or a packed one. */
 bool model_pack_q8(Model *m, StepError *err);
-
-/* Point m's matrices (model.h's layers, classifier, embedding) at its int8
- * ones, packed when they are; with m->quant NULL, at its float32 views
- * (compare-quant switches between the two). False when out of memory. */
-bool model_bind_quant(Model *m);
 
 /* Bytes of a model whose matrices are int8 with this group: codes, scales
  * and the float32 norms. */
@@ -61,14 +40,12 @@ uint64_t quant_weight_bytes(const Config *c, int group);
 
 bool model_save_q8(const Model *m, const char *path, StepError *err);
 
-/* Load a .q8 file: m->quant holds the matrices and m->storage the norms
- * only (m->weights' matrix views are NULL). The header is checked as
+/* Load a .q8 file: m's matrices are int8 (owned, row-major) and m->storage
+ * holds the norms only (m->weights' matrix views are NULL). The header is checked as
  * strictly as a checkpoint's, and against the file size. */
 bool model_load_q8(Model *m, const char *path, StepError *err);
 
 /* Whether path starts with the .q8 magic. */
 bool model_file_is_q8(const char *path);
-
-void quant_weights_free(QuantWeights *q);
 
 #endif

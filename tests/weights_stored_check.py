@@ -158,6 +158,23 @@ def check_inspect(check, folder):
           f"(4 x {(2 * L + 1) * d} norm weights)")
 
 
+def check_inspect_q8(check, tmp):
+    """A .q8 file's matrices are held in the process's own memory, all of
+    them and nothing else: the file's bytes after its 40-byte header (magic,
+    version, eight int32), tied or not."""
+    for tied in (True, False):
+        ckpt, q8 = os.path.join(tmp, f"m{tied}.bin"), os.path.join(tmp, f"m{tied}.q8")
+        run_stepwise(BIN, "make-model", *SHAPE, *([] if tied else ["--untied"]), "--out", ckpt)
+        run_stepwise(BIN, "quantize", "--model", ckpt, "--out", q8)
+        info = json.loads(run_stepwise(BIN, "inspect", "--model", q8, "--json",
+                                       "--no-hash").stdout)
+        held, body = info["weights_held"], os.path.getsize(q8) - 40
+        check(held["anonymous_bytes"] == body and held["mapped_bytes"] == 0,
+              f"inspect of a .q8 file ({'tied' if tied else 'untied'}) bills "
+              f"{held['anonymous_bytes']} anonymous bytes (the file after its header: {body}) "
+              f"and {held['mapped_bytes']} mapped")
+
+
 def check_gguf(check, tmp):
     import numpy as np
     import gguf_quant_check as gq
@@ -246,6 +263,7 @@ def main():
         for dtype in ("f16", "f32"):
             check_int8(check, tmp, os.path.join(tmp, f"qwen2-{dtype}"))
         check_inspect(check, untied)
+        check_inspect_q8(check, tmp)
         odd = misalign(make_folder(tmp, "llama-bf16-odd-offsets", "--dtype", "bf16"))
         check_folder(check, tmp, odd, True, None)
         check_gguf(check, tmp)

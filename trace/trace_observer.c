@@ -4,6 +4,7 @@
 #include "trace_events.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 
 #include "../ref/quant_model.h"
 
@@ -71,50 +72,56 @@ static void observer_quant(void *ctx, const QuantRecord *r) {
     trace_observer_write(to, trace_event_quant(r));
 }
 
+/* One int8 matrix as a quant event: its codes and scales gathered row by
+ * row (from either layout), beside the float32 originals when the model
+ * still holds them (src [rows, cols], or NULL). */
+static void write_matrix_quant(TraceObserver *to, const char *name, int layer, const Matrix *q,
+                               const float *src) {
+    size_t groups = (size_t)quant_groups(q->cols, q->group);
+    int8_t *codes = malloc((size_t)q->rows * (size_t)q->cols);
+    float *scales = malloc((size_t)q->rows * groups * sizeof(float));
+    if (codes == NULL || scales == NULL) { /* the trace goes without it; the run does not */
+        free(codes), free(scales);
+        return;
+    }
+    for (int r = 0; r < q->rows; r++)
+        matrix_q8_row(q, r, codes + (size_t)r * q->cols, scales + (size_t)r * groups);
+    QuantRecord rec = {.tensor = name,
+                       .layer = layer,
+                       .pos = -1,
+                       .rows = q->rows,
+                       .n = q->cols,
+                       .group = q->group,
+                       .values = src,
+                       .codes = codes,
+                       .scales = scales};
+    trace_observer_write(to, trace_event_quant(&rec));
+    free(codes), free(scales);
+}
+
 void trace_weight_quant_events(TraceObserver *to, const Model *m) {
-    const QuantWeights *q = m->quant;
-    if (q == NULL || to->options->level < TRACE_LAYERS) return;
+    if (m->weight_group == 0 || to->options->level < TRACE_LAYERS) return;
     const Config *c = &m->config;
     const Weights *w = &m->weights;
-    int d = c->dim, h = c->hidden_dim, kv = config_kv_dim(c);
-    struct {
-        const char *name;
-        const QuantMatrix *qm;
-        const float *src;
-        int out; /* rows per layer, 0: not per layer */
-    } tensors[] = {{"token_embedding", &q->token_embedding, w->token_embedding, 0},
-                   {"attn.wq", &q->wq, w->wq, d},
-                   {"attn.wk", &q->wk, w->wk, kv},
-                   {"attn.wv", &q->wv, w->wv, kv},
-                   {"attn.wo", &q->wo, w->wo, d},
-                   {"mlp.w1", &q->w1, w->w1, h},
-                   {"mlp.w2", &q->w2, w->w2, d},
-                   {"mlp.w3", &q->w3, w->w3, h},
-                   {"classifier", &q->wcls, c->shared_classifier ? NULL : w->wcls, 0}};
-    for (size_t i = 0; i < sizeof tensors / sizeof tensors[0]; i++) {
-        const QuantMatrix *qm = tensors[i].qm;
-        if (qm->q == NULL) continue; /* a tied classifier is the embedding */
-        int layers = tensors[i].out > 0 ? c->n_layers : 1;
-        int rows = tensors[i].out > 0 ? tensors[i].out : qm->rows;
-        for (int l = 0; l < layers; l++) {
+    write_matrix_quant(to, "token_embedding", -1, &m->embedding, w->token_embedding);
+    /* the float32 originals of each kind, every layer's after another */
+    static const char *const names[LAYER_MATRICES] = {
+        [MAT_WQ] = "attn.wq", [MAT_WK] = "attn.wk", [MAT_WV] = "attn.wv", [MAT_WO] = "attn.wo",
+        [MAT_W1] = "mlp.w1",  [MAT_W2] = "mlp.w2",  [MAT_W3] = "mlp.w3"};
+    const float *originals[LAYER_MATRICES] = {w->wq, w->wk, w->wv, w->wo, w->w1, w->w2, w->w3};
+    for (int k = 0; k < LAYER_MATRICES; k++) {
+        int rows, cols;
+        layer_matrix_shape(c, (MatrixKind)k, &rows, &cols);
+        for (int l = 0; l < c->n_layers; l++) {
             char name[64];
-            if (tensors[i].out > 0)
-                snprintf(name, sizeof name, "blocks.%d.%s", l, tensors[i].name);
-            else
-                snprintf(name, sizeof name, "%s", tensors[i].name);
-            size_t row0 = (size_t)l * rows;
-            QuantRecord r = {.tensor = name,
-                             .layer = tensors[i].out > 0 ? l : -1,
-                             .pos = -1,
-                             .rows = rows,
-                             .n = qm->cols,
-                             .group = qm->group,
-                             .values = tensors[i].src ? tensors[i].src + row0 * qm->cols : NULL,
-                             .codes = qm->q + row0 * qm->cols,
-                             .scales = qm->scales + row0 * qm->groups_per_row};
-            trace_observer_write(to, trace_event_quant(&r));
+            snprintf(name, sizeof name, "blocks.%d.%s", l, names[k]);
+            const float *src = originals[k];
+            write_matrix_quant(to, name, l, &m->layers[l].m[k],
+                               src != NULL ? src + (size_t)l * rows * cols : NULL);
         }
     }
+    if (!c->shared_classifier) /* a tied classifier is the embedding */
+        write_matrix_quant(to, "classifier", -1, &m->classifier, w->wcls);
 }
 
 StepObserver trace_step_observer(TraceObserver *to) {

@@ -226,7 +226,7 @@ static void on_admitted(void *ctx, BatchRequest *r) {
                          .tokenizer_path = b->a->tokenizer,
                          .model_source = b->m->source,
                          .model_files = b->model_files,
-                         .weight_group = b->m->quant ? b->m->quant->group : 0,
+                         .weight_group = b->m->weight_group,
                          .quant = r->opt.quant};
     trace_observer_write(to, trace_event_run(&b->m->config, &r->opt.sampler, &info, &b->a->trace));
     trace_observer_write(to, trace_event_tokenize(b->tok, r->prompt_text ? r->prompt_text : "",

@@ -305,11 +305,11 @@ bool cli_load_tokenizer(const char *path, int vocab_size, Tokenizer *tok, StepEr
 
 /* Quantize and pack m as q says, reporting to m->progress. */
 static bool prepare_model(Model *m, const CliQuant *q, StepError *err) {
-    if (q->weights && m->quant == NULL && !model_quantize(m, q->run.group, err)) return false;
+    if (q->weights && m->weight_group == 0 && !model_quantize(m, q->run.group, err)) return false;
     if (q->kernels == KERNELS_PLAIN) return true; /* the row-major weights, as loaded */
     /* the fast layout, chosen once here; the numbers do not change, nor
      * do they with the number of threads */
-    if (!(m->quant != NULL ? model_pack_q8(m, err) : model_pack(m, err))) return false;
+    if (!(m->weight_group > 0 ? model_pack_q8(m, err) : model_pack(m, err))) return false;
     return model_use_threads(m, q->threads, err);
 }
 

@@ -105,12 +105,14 @@ int cli_compare_quant(int argc, char **argv) {
     }
     if (ok && (text_path == NULL || optind < argc))
         ok = step_fail(&err, "compare-quant: needs --text FILE (see --help)");
-    Model m = {0};
+    /* The float32 model, and the same file loaded again for its int8
+     * weights (a mapped file's pages are shared between the two). */
+    Model m = {0}, mq = {0};
     Tokenizer tok = {0};
     char *text = NULL;
     int *ids = NULL, n = 0, *pos = NULL;
     if (ok) ok = cli_load_model(model, tokenizer, &m, &tok, NULL, &err);
-    if (ok && m.quant != NULL) ok = step_fail(&err, "compare-quant: the model must be float32");
+    if (ok && m.weight_group > 0) ok = step_fail(&err, "compare-quant: the model must be float32");
     if (ok) ok = file_read_text(text_path, "text", &text, &err);
     if (ok) ok = tokenizer_encode(&tok, text, true, &ids, &n, &err);
     if (ok && n > m.config.seq_len) n = m.config.seq_len; /* the window: the rest is not scored */
@@ -121,9 +123,9 @@ int cli_compare_quant(int argc, char **argv) {
         ok = (pos = malloc((size_t)n * sizeof(int))) != NULL ||
              step_fail(&err, "compare-quant: out of memory");
     for (int i = 0; ok && i < n; i++) pos[i] = i;
-    if (ok) ok = model_quantize(&m, group, &err) && (plain || model_pack_q8(&m, &err));
-    if (ok && !plain) ok = model_use_threads(&m, threads, &err);
-    struct QuantWeights *qw = ok ? m.quant : NULL;
+    if (ok) ok = cli_load_model(model, NULL, &mq, NULL, NULL, &err);
+    if (ok) ok = model_quantize(&mq, group, &err) && (plain || model_pack_q8(&mq, &err));
+    if (ok && !plain) ok = model_use_threads(&mq, threads, &err);
     const QuantConfig configs[] = {
         {"W", true, {false, false, group}},    {"A", false, {true, false, group}},
         {"KV", false, {false, true, group}},   {"W+A", true, {true, false, group}},
@@ -139,11 +141,10 @@ int cli_compare_quant(int argc, char **argv) {
     DiffTolerance tol;
     diff_tolerance_preset(&tol, "int8", &err);
     for (size_t i = 0; ok && i < sizeof configs / sizeof configs[0]; i++) {
-        m.quant = configs[i].weights ? qw : NULL;
         ScoreResult q = {.keep_logits = true};
         DiffReport r;
-        ok = model_bind_quant(&m) || step_fail(&err, "compare-quant: out of memory");
-        ok = ok && score_tokens(&m, ids, n, 0, &configs[i].run, NULL, &q, &err);
+        ok =
+            score_tokens(configs[i].weights ? &mq : &m, ids, n, 0, &configs[i].run, NULL, &q, &err);
         DiffRun a = as_set(&base, m.config.vocab_size, pos),
                 b = as_set(&q, m.config.vocab_size, pos);
         if (ok) ok = trace_diff(&a, &b, &tol, false, &r, &err);
@@ -178,10 +179,9 @@ int cli_compare_quant(int argc, char **argv) {
         cJSON_Delete(o);
     }
     cJSON_Delete(rows);
-    m.quant = qw; /* freed with the model */
     score_result_free(&base);
     free(pos), free(ids), free(text);
-    model_free(&m);
+    model_free(&m), model_free(&mq);
     tokenizer_free(&tok);
     if (!ok) {
         cli_print_error(&err);

@@ -420,7 +420,7 @@ static int run_generate(GenerateArgs *a, const Model *m, const Tokenizer *tok,
                          .tokenizer_path = a->tokenizer,
                          .model_source = m->source,
                          .model_files = files,
-                         .weight_group = m->quant ? m->quant->group : 0,
+                         .weight_group = m->weight_group,
                          .quant = a->gen.quant};
     trace_write(&t, trace_event_run(&m->config, &a->gen.sampler, &info, &a->trace_opt));
     cJSON_Delete(files);

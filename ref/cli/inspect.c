@@ -475,15 +475,15 @@ int cli_inspect(int argc, char **argv) {
     }
     if (context == 0) context = m.config.seq_len;
     const char *name = preset ? preset->name : model ? model : "(built-in tiny model)";
-    bill.group = m.quant != NULL ? m.quant->group : 32;
-    WeightMemory held = model_weight_memory(&m);
-    if (m.quant != NULL) held.anonymous += quant_weight_bytes(&m.config, m.quant->group);
+    bool is_q8 = m.weight_group > 0;
+    bill.group = is_q8 ? m.weight_group : 32;
+    WeightMemory held = model_weight_memory(&m); /* int8 matrices are owned: anonymous */
     const WeightMemory *loaded = preset != NULL ? NULL : &held;
     if (json)
         print_json(name, m.source, files, &m.config, context, requests, (uint64_t)prefix_bytes,
-                   &bill, m.quant != NULL, tensors, loaded);
+                   &bill, is_q8, tensors, loaded);
     else
-        print_text(name, m.source, &m.config, context, requests, &bill, m.quant != NULL, loaded);
+        print_text(name, m.source, &m.config, context, requests, &bill, is_q8, loaded);
     if (!json && prefix_bytes > 0)
         print_prefix_text(&m.config, context, requests, (uint64_t)prefix_bytes, &bill);
     if (!json && files != NULL) print_files(files);

@@ -58,7 +58,7 @@ int cli_quantize(int argc, char **argv) {
     ProgressSink sink = cli_progress_sink(&progress);
     if (ok) cli_progress_note(&progress, "loading the model");
     if (ok) ok = cli_load_model_only(model, WEIGHTS_F32, &m, &sink, &err);
-    if (ok && m.quant != NULL) ok = step_fail(&err, "quantize: %s is already int8", model);
+    if (ok && m.weight_group > 0) ok = step_fail(&err, "quantize: %s is already int8", model);
     m.progress = &sink;
     if (ok) ok = model_quantize(&m, group, &err);
     cli_progress_note(&progress, "writing the int8 model");

@@ -211,7 +211,7 @@ static int run_score(ScoreArgs *a, const Model *m, const Tokenizer *tok, StepErr
                          .tokenizer_path = a->tokenizer,
                          .model_source = m->source,
                          .model_files = files,
-                         .weight_group = m->quant ? m->quant->group : 0,
+                         .weight_group = m->weight_group,
                          .quant = a->quant.run};
     trace_observer_write(&to, trace_event_run(&m->config, NULL, &info, &a->trace));
     cJSON_Delete(files);

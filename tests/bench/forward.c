@@ -95,10 +95,9 @@ static void add_region(Regions *r, const void *start, size_t bytes) {
  * type) or packed int8 codes and scales, padding included. */
 static void add_matrix(Regions *r, const Matrix *m) {
     if (m->layout == MATRIX_Q8_PACKED) {
-        const PackedQ8 *w = m->q8;
-        size_t blocks = (size_t)q8_blocks(w);
-        add_region(r, w->q, blocks * Q8_ROWS * (size_t)w->cols);
-        add_region(r, w->scales, blocks * Q8_ROWS * (size_t)w->groups_per_row * sizeof(float));
+        size_t blocks = (size_t)q8_blocks(m), groups = (size_t)quant_groups(m->cols, m->group);
+        add_region(r, m->data, blocks * Q8_ROWS * (size_t)m->cols);
+        add_region(r, m->scales, blocks * Q8_ROWS * groups * sizeof(float));
     } else {
         add_region(r, m->data,
                    (size_t)packed_blocks(m) * PACK_ROWS * (size_t)m->cols * element_bytes(m->elem));
