@@ -119,6 +119,11 @@ int q8_blocks(const Matrix *m) {
     return (m->rows + Q8_ROWS - 1) / Q8_ROWS;
 }
 
+size_t matrix_row_bytes(const Matrix *m) {
+    if (m->layout == MATRIX_BLOCKS) return m->row_bytes;
+    return (size_t)m->cols * element_bytes(m->elem);
+}
+
 uint64_t matrix_bytes(const Matrix *m) {
     if (m->layout == MATRIX_BLOCKS) return (uint64_t)m->rows * m->row_bytes;
     if (m->layout == MATRIX_Q8_ROWS || m->layout == MATRIX_Q8_PACKED)

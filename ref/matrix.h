@@ -109,6 +109,9 @@ void matrix_q8_row(const Matrix *m, int r, int8_t *codes, float *scales);
  * share out. */
 int q8_blocks(const Matrix *m);
 
+/* Bytes of one stored row of a MATRIX_ROWS or MATRIX_BLOCKS m. */
+size_t matrix_row_bytes(const Matrix *m);
+
 /* Bytes a pass reads of m: every element, or codes and scales. */
 uint64_t matrix_bytes(const Matrix *m);
 

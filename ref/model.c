@@ -167,6 +167,13 @@ static bool inside(const void *from, size_t bytes, const void *base, size_t size
     return base != NULL && a >= b && a - b <= size && bytes <= size - (a - b);
 }
 
+void model_release_bytes(const Model *m, const void *from, size_t bytes) {
+    bool readable = m->mapping_is_file && inside(from, bytes, m->mapping, m->mapping_bytes);
+    for (int i = 0; !readable && i < m->n_files; i++)
+        readable = inside(from, bytes, m->files[i].addr, m->files[i].bytes);
+    if (readable && bytes > 0) drop_pages(from, bytes);
+}
+
 void model_discard_bytes(const Model *m, const void *from, size_t bytes) {
     bool ours = inside(from, bytes, m->mapping, m->mapping_bytes);
     for (int i = 0; !ours && i < m->n_files; i++)

@@ -96,6 +96,11 @@ bool model_load_checkpoint(Model *m, const char *path, StepError *err);
  * this does nothing. */
 void model_release_pages(const Model *m, const float *from, uint64_t n_floats);
 
+/* The same for any weights' bytes: pages wholly inside that can be read
+ * back unchanged (a mapped checkpoint's, a mapped weight file's) are
+ * dropped; anonymous memory is kept. */
+void model_release_bytes(const Model *m, const void *from, size_t bytes);
+
 /* The same for pages that will never be read again (a matrix just packed),
  * for anonymous storage too: it gives the memory back at once. Only pages
  * of m's storage mapping or of its mapped files are touched. */

@@ -24,8 +24,7 @@ int packed_blocks(const Matrix *w) {
  * mapped file's pages are dropped (read again from the file if touched), an
  * anonymous store's pages given back. Owned sources are freed whole later. */
 static void release_rows(const Model *m, const Matrix *w, int r0, int r1) {
-    size_t row =
-        w->layout == MATRIX_BLOCKS ? w->row_bytes : (size_t)w->cols * element_bytes(w->elem);
+    size_t row = matrix_row_bytes(w);
     if (w->interleave_head_dim != 0 || w->owned != NULL) return; /* rows out of order, or owned */
     model_discard_bytes(m, (const char *)w->data + (size_t)r0 * row, (size_t)(r1 - r0) * row);
 }

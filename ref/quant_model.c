@@ -135,26 +135,39 @@ static int widest_row(const Config *c) {
     return widest;
 }
 
+#define QUANT_RELEASE_ROWS 256 /* rows of a source released at a time */
+
 /* q = src quantized a row at a time (owned, row-major), from whatever src
- * holds: each row widened or dequantized to float32 first (row [cols]). */
-static bool quantize_matrix(Matrix *q, const Matrix *src, int group, float *row) {
+ * holds: each row widened or dequantized to float32 first (row [cols]).
+ * A source in a mapped file gives its pages back as it goes (read again
+ * from the file if the trace asks for the originals), so that the two
+ * copies never both hold a whole matrix. */
+static bool quantize_matrix(const Model *m, Matrix *q, const Matrix *src, int group, float *row) {
     if (!matrix_q8_alloc(q, MATRIX_Q8_ROWS, src->rows, src->cols, group)) return false;
     int8_t *codes = matrix_q8_codes(q);
     float *scales = matrix_q8_scales(q);
     size_t C = (size_t)src->cols, groups = (size_t)quant_groups(src->cols, group);
-    for (int r = 0; r < src->rows; r++) {
-        matrix_row(src, r, row);
-        quantize_row(row, src->cols, group, codes + (size_t)r * C, scales + (size_t)r * groups);
+    bool stored =
+        (src->layout == MATRIX_ROWS || src->layout == MATRIX_BLOCKS) && src->owned == NULL;
+    size_t row_bytes = stored ? matrix_row_bytes(src) : 0;
+    const char *data = src->data;
+    for (int r0 = 0; r0 < src->rows; r0 += QUANT_RELEASE_ROWS) {
+        int r1 = r0 + QUANT_RELEASE_ROWS < src->rows ? r0 + QUANT_RELEASE_ROWS : src->rows;
+        for (int r = r0; r < r1; r++) {
+            matrix_row(src, r, row);
+            quantize_row(row, src->cols, group, codes + (size_t)r * C, scales + (size_t)r * groups);
+        }
+        if (stored && src->interleave_head_dim == 0) /* these rows are the stored ones */
+            model_release_bytes(m, data + (size_t)r0 * row_bytes, (size_t)(r1 - r0) * row_bytes);
     }
+    if (stored && src->interleave_head_dim != 0) /* read out of order: all at the end */
+        model_release_bytes(m, data, (size_t)src->rows * row_bytes);
     return true;
 }
 
-/* Put the int8 q where the float matrix *slot was: a float32 view's pages
- * are released (a mapped checkpoint reads them again if the trace asks for
- * the originals), an owned copy freed. */
-static void replace_matrix(Model *m, Matrix *slot, Matrix *q) {
-    if (slot->layout == MATRIX_ROWS && slot->elem == ELEM_F32 && slot->owned == NULL)
-        model_release_pages(m, slot->data, (uint64_t)slot->rows * (uint64_t)slot->cols);
+/* Put the int8 q where the float matrix *slot was (an owned float copy is
+ * freed). */
+static void replace_matrix(Matrix *slot, Matrix *q) {
     matrix_free(slot);
     *slot = *q;
 }
@@ -171,8 +184,8 @@ bool model_quantize(Model *m, int group, StepError *err) {
     for (int l = 0; ok && l < L; l++) {
         for (int k = 0; ok && k < LAYER_MATRICES; k++) {
             Matrix q;
-            ok = quantize_matrix(&q, &m->layers[l].m[k], group, row);
-            if (ok) replace_matrix(m, &m->layers[l].m[k], &q);
+            ok = quantize_matrix(m, &q, &m->layers[l].m[k], group, row);
+            if (ok) replace_matrix(&m->layers[l].m[k], &q);
             progress_report(m->progress, "quantizing to int8 (matrices)",
                             (uint64_t)l * LAYER_MATRICES + k + 1, (uint64_t)total);
         }
@@ -180,11 +193,11 @@ bool model_quantize(Model *m, int group, StepError *err) {
     /* A tied classifier is the embedding: quantized once, and borrowed. */
     bool tied = c->shared_classifier;
     Matrix embedding = {0}, classifier = {0};
-    ok = ok && quantize_matrix(&embedding, &m->embedding, group, row);
-    ok = ok && (tied || quantize_matrix(&classifier, &m->classifier, group, row));
+    ok = ok && quantize_matrix(m, &embedding, &m->embedding, group, row);
+    ok = ok && (tied || quantize_matrix(m, &classifier, &m->classifier, group, row));
     if (ok) {
-        replace_matrix(m, &m->classifier, tied ? &(Matrix){0} : &classifier);
-        replace_matrix(m, &m->embedding, &embedding);
+        replace_matrix(&m->classifier, tied ? &(Matrix){0} : &classifier);
+        replace_matrix(&m->embedding, &embedding);
         if (tied) m->classifier = matrix_borrow(&m->embedding);
         m->weight_group = group;
         progress_report(m->progress, "quantizing to int8 (matrices)", total, total);

@@ -321,8 +321,11 @@ bool cli_load_model_to_run(const char *model_path, const char *tokenizer_path, c
     cli_progress_note(progress, note);
     ProgressSink sink = cli_progress_sink(progress);
     /* the Hugging Face and GGUF loaders report their layers */
-    /* int8 weights are quantized from float32 ones */
-    WeightsMode mode = q->weights ? WEIGHTS_F32 : q->weights_mode;
+    /* int8 weights are quantized from the matrices however they are held;
+     * a trace at level layers shows each weight's float32 original beside
+     * its code, read from the float32 storage: widened at load for it */
+    bool originals = q->weights && trace->level >= TRACE_LAYERS;
+    WeightsMode mode = originals ? WEIGHTS_F32 : q->weights_mode;
     bool ok = load_model(model_path, tokenizer_path, m, tok, mode, &sink, err) &&
               trace_layers_check(trace, m->config.n_layers, err);
     if (ok) m->progress = &sink;
