@@ -203,10 +203,29 @@ FAST_CLONES static void block_tokens_bf16(float *const out[PREFILL_TOKENS],
     block_tokens_half(ELEM_BF16, out, xt, n, block, C, row0, rows);
 }
 
+/* A half block widened whole, for prefill: out [C, PACK_ROWS] floats, in
+ * the block's own order, each value exactly bf16_widen's or f16_widen's. */
+static ALWAYS_INLINE void widen_block(ElementType e, float *out, const uint16_t *block, int C) {
+    for (int i = 0; i < C; i++) {
+        Floats16 w;
+        widen16(e, block + (size_t)i * PACK_ROWS, &w);
+        memcpy(out + (size_t)i * PACK_ROWS, &w, sizeof w);
+    }
+}
+FAST_CLONES static void widen_block_f16(float *out, const void *block, int C) {
+    widen_block(ELEM_F16, out, block, C);
+}
+FAST_CLONES static void widen_block_bf16(float *out, const void *block, int C) {
+    widen_block(ELEM_BF16, out, block, C);
+}
+
 typedef void (*BlockToken)(float *, const float *, const void *, int, int, int);
 typedef void (*BlockTokens)(float *const[PREFILL_TOKENS], const float *const[PREFILL_TOKENS], int,
                             const void *, int, int, int);
 
+/* With more tokens than one tile, a half block is widened once into a
+ * float32 scratch block that every tile then reads (the float32 kernel, on
+ * the same values: the same sums), not once a tile. */
 void matmul_packed_blocks(float *out, const float *x, const Matrix *w, int T, int b0, int b1) {
     static const BlockToken one[] = {
         [ELEM_F32] = block_token_f32, [ELEM_F16] = block_token_f16, [ELEM_BF16] = block_token_bf16};
@@ -215,12 +234,19 @@ void matmul_packed_blocks(float *out, const float *x, const Matrix *w, int T, in
                                        [ELEM_BF16] = block_tokens_bf16};
     int C = w->cols, OC = w->rows;
     size_t stride = (size_t)C * PACK_ROWS * element_bytes(w->elem); /* bytes per block */
+    size_t wide_bytes = ((size_t)C * PACK_ROWS * sizeof(float) + 63) / 64 * 64;
+    float *wide = w->elem != ELEM_F32 && T > PREFILL_TOKENS ? aligned_alloc(64, wide_bytes) : NULL;
     for (int b = b0; b < b1; b++) {
         const void *block = (const char *)w->data + b * stride;
         int row0 = b * PACK_ROWS, rows = OC - row0 < PACK_ROWS ? OC - row0 : PACK_ROWS;
         if (T == 1) {
             one[w->elem](out, x, block, C, row0, rows);
             continue;
+        }
+        BlockTokens tiles = many[w->elem];
+        if (wide != NULL) { /* (without it, when out of memory: tile by tile, the same bits) */
+            (w->elem == ELEM_F16 ? widen_block_f16 : widen_block_bf16)(wide, block, C);
+            block = wide, tiles = block_tokens_f32;
         }
         for (int t0 = 0; t0 < T; t0 += PREFILL_TOKENS) {
             int n = T - t0 < PREFILL_TOKENS ? T - t0 : PREFILL_TOKENS;
@@ -230,9 +256,10 @@ void matmul_packed_blocks(float *out, const float *x, const Matrix *w, int T, in
                 int t = t0 + (k < n ? k : n - 1);
                 outs[k] = out + (size_t)t * OC, xs[k] = x + (size_t)t * C;
             }
-            many[w->elem](outs, xs, n, block, C, row0, rows);
+            tiles(outs, xs, n, block, C, row0, rows);
         }
     }
+    free(wide);
 }
 
 void matmul_packed(float *out, const float *x, const Matrix *w, int T) {
