@@ -331,3 +331,68 @@ Test(quant, every_configuration_generates) {
                      out);
     }
 }
+
+/* Row r of every int8 matrix of m, against quantize_row of the float32 row
+ * it came from (src [rows, cols], still in the model's storage): codes and
+ * scales equal, and matrix_row reads back what dequantize_row gives. */
+static void expect_rows_quantized(const Matrix *q, const float *src, int group, const char *what) {
+    int C = q->cols, groups = quant_groups(C, group);
+    int8_t *want_q = malloc((size_t)C), *got_q = malloc((size_t)C);
+    float *want_s = malloc((size_t)groups * sizeof(float)), *got_s = malloc((size_t)groups * 4);
+    float *want_x = malloc((size_t)C * sizeof(float)), *got_x = malloc((size_t)C * sizeof(float));
+    for (int r = 0; r < q->rows; r++) {
+        quantize_row(src + (size_t)r * C, C, group, want_q, want_s);
+        dequantize_row(want_q, want_s, C, group, want_x);
+        matrix_q8_row(q, r, got_q, got_s);
+        matrix_row(q, r, got_x);
+        cr_assert_eq(memcmp(want_q, got_q, (size_t)C), 0, "%s row %d: codes", what, r);
+        cr_assert_eq(memcmp(want_s, got_s, (size_t)groups * sizeof(float)), 0, "%s row %d", what,
+                     r);
+        cr_assert_eq(memcmp(want_x, got_x, (size_t)C * sizeof(float)), 0, "%s row %d", what, r);
+    }
+    free(want_q), free(got_q), free(want_s), free(got_s), free(want_x), free(got_x);
+}
+
+static void expect_model_quantized(const Model *m, int group) {
+    const Weights *w = &m->weights;
+    const float *src[LAYER_MATRICES] = {w->wq, w->wk, w->wv, w->wo, w->w1, w->w2, w->w3};
+    for (int k = 0; k < LAYER_MATRICES; k++) {
+        int rows, cols;
+        layer_matrix_shape(&m->config, (MatrixKind)k, &rows, &cols);
+        for (int l = 0; l < m->config.n_layers; l++)
+            expect_rows_quantized(&m->layers[l].m[k], src[k] + (size_t)l * rows * cols, group,
+                                  layer_matrix_name((MatrixKind)k));
+    }
+    expect_rows_quantized(&m->embedding, w->token_embedding, group, "embedding");
+    expect_rows_quantized(&m->classifier, w->wcls, group, "classifier");
+}
+
+/* Each layer's int8 matrix is its own float32 rows quantized, row-major and
+ * packed alike, on a shape whose row counts are not multiples of the packed
+ * blocks' 64 and whose rows end on a short group; tied and untied. */
+Test(quant, every_int8_matrix_is_its_float_rows_quantized) {
+    for (int tied = 0; tied < 2; tied++) {
+        Config c = {.dim = 48,
+                    .hidden_dim = 100,
+                    .n_layers = 2,
+                    .n_heads = 4,
+                    .n_kv_heads = 2,
+                    .vocab_size = 70,
+                    .seq_len = 16,
+                    .shared_classifier = tied};
+        Model m;
+        StepError e;
+        cr_assert(model_init_random(&m, &c, 11, &e), "%s", e.message);
+        cr_assert(model_quantize(&m, 32, &e), "%s", e.message);
+        cr_expect_eq(m.weight_group, 32);
+        cr_expect_eq(m.layers[0].m[MAT_W2].layout, MATRIX_Q8_ROWS);
+        expect_model_quantized(&m, 32);
+        cr_assert(model_pack_q8(&m, &e), "%s", e.message);
+        cr_expect_eq(m.layers[1].m[MAT_W2].layout, MATRIX_Q8_PACKED);
+        cr_expect_eq(m.classifier.layout, MATRIX_Q8_PACKED);
+        cr_expect_eq(m.embedding.data == m.classifier.data, (bool)tied,
+                     "a tied embedding is read from the packed classifier");
+        expect_model_quantized(&m, 32);
+        model_free(&m);
+    }
+}
