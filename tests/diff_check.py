@@ -295,7 +295,47 @@ def check_names(tmp, ref):
           "llama.cpp names: Qcur/Kcur in halves pass with --rope-halves; without it the first "
           "divergence is blocks.0.attn.q at pos 0")
     r = run(BIN, "diff", ref, path, "--names", "vllm", expect=(2,))
-    check("--names must be hf or llama.cpp" in r.stderr, "an unknown --names is refused")
+    check("--names must be hf, llama.cpp or llama.cpp-2025-02, not 'vllm'" in r.stderr,
+          "an unknown --names is refused, naming the maps there are")
+    check_old_llama_cpp(tmp, ref, evs)
+
+
+def check_old_llama_cpp(tmp, ref, evs):
+    """A candidate from a llama.cpp before its 2025 graph rework: there
+    kqv_out-L is the attention's output after wo (stepwise's attn_out) and
+    the merged heads before wo are kqv_merged_cont-L. Under today's map its
+    kqv_out-0 lands on blocks.0.attn.z and fails; the report must say that
+    it is blocks.0.attn_out's tensor, and which map fits. Under its own map
+    it passes."""
+    names = json.load(open(os.path.join(ROOT, "data", "hook-names.json")))["engines"]
+    old = names["llama.cpp-2025-02"]["names"]
+    check(old["blocks.{L}.attn_out"] == "kqv_out-{L}" and old["blocks.{L}.attn.z"] == "kqv_merged_cont-{L}"
+          and names["llama.cpp"]["names"]["blocks.{L}.attn.z"] == "kqv_out-{L}",
+          "data/hook-names.json: kqv_out is attn.z for llama.cpp, attn_out for llama.cpp-2025-02")
+    cand = renamed(evs, "llama.cpp-2025-02", {"blocks.{L}.attn.q", "blocks.{L}.attn.k"})
+    path = os.path.join(tmp, "cpp-2025-02.jsonl")
+    write(path, cand)
+    good = diff(ref, path, "--names", "llama.cpp-2025-02", "--rope-halves")
+    # the dump of the names today's map knows (kqv_merged_cont is not among them)
+    path = os.path.join(tmp, "cpp-2025-02-known.jsonl")
+    write(path, [e for e in cand if not e.get("hook", "").startswith("kqv_merged_cont-")])
+    bad = diff(ref, path, "--names", "llama.cpp", "--rope-halves")
+    first = bad.get("first_divergence") or {}
+    other = first.get("matches_other_hook") or {}
+    check(good["verdict"] == "pass", "a pre-2025 llama.cpp candidate passes under --names llama.cpp-2025-02")
+    check(bad["verdict"] == "fail" and first.get("hook") == "blocks.0.attn.z"
+          and other.get("hook") == "blocks.0.attn_out" and other.get("candidate_name") == "kqv_out-0"
+          and other.get("maps_that_fit") == ["llama.cpp-2025-02"],
+          f"under --names llama.cpp it fails at {first.get('hook')}, reported as the candidate's "
+          f"{other.get('candidate_name')} matching {other.get('hook')}, a name of "
+          f"{other.get('maps_that_fit')}")
+    text = run(BIN, "diff", ref, path, "--names", "llama.cpp", "--rope-halves", expect=(1,)).stdout
+    want = ("the candidate's kqv_out-0 matches blocks.0.attn_out: is the name map right for this "
+            "engine version? (it is llama.cpp-2025-02's name for it: --names)")
+    check(want in text, "the text report asks whether the name map fits the engine's version")
+    plain = diff(ref, ref)
+    check(plain["verdict"] == "pass" and "matches_other_hook" not in json.dumps(plain),
+          "a passing diff says nothing of other hooks")
 
 
 def main():

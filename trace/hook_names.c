@@ -22,16 +22,33 @@ static bool listed(const cJSON *list, const char *s) {
     return false;
 }
 
+/* "hf, llama.cpp or llama.cpp-2025-02": the engines of the map, into buf. */
+static void engine_list(const cJSON *engines, char *buf, size_t size) {
+    int n = cJSON_GetArraySize(engines), i = 0;
+    size_t at = 0;
+    buf[0] = '\0';
+    const cJSON *e;
+    cJSON_ArrayForEach(e, engines) {
+        const char *sep = i == 0 ? "" : i == n - 1 ? " or " : ", ";
+        int w = snprintf(buf + at, size - at, "%s%s", sep, e->string);
+        at += w > 0 && (size_t)w < size - at ? (size_t)w : 0;
+        i++;
+    }
+}
+
 bool hook_names_load(HookNames *h, const char *engine, bool rope_halves, StepError *err) {
     *h = (HookNames){0};
     cJSON *doc = cJSON_Parse(stepwise_hook_names_json);
-    const cJSON *e =
-        cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(doc, "engines"), engine);
+    const cJSON *engines = cJSON_GetObjectItemCaseSensitive(doc, "engines");
+    const cJSON *e = cJSON_GetObjectItemCaseSensitive(engines, engine);
     const cJSON *names = cJSON_GetObjectItemCaseSensitive(e, "names");
-    if (!cJSON_IsObject(names)) {
+    if (!cJSON_IsObject(names) || strlen(engine) >= sizeof h->engine) {
+        char known[160];
+        engine_list(engines, known, sizeof known);
         cJSON_Delete(doc);
-        return step_fail(err, "--names must be hf or llama.cpp, not '%.40s'", engine);
+        return step_fail(err, "--names must be %s, not '%.40s'", known, engine);
     }
+    snprintf(h->engine, sizeof h->engine, "%s", engine);
     const cJSON *halves = cJSON_GetObjectItemCaseSensitive(e, "halves");
     const cJSON *asked = cJSON_GetObjectItemCaseSensitive(e, "halves_if_asked");
     h->rules = calloc((size_t)cJSON_GetArraySize(names) + 1, sizeof *h->rules);
@@ -68,18 +85,53 @@ static bool match(const char *pattern, const char *name, long *layer) {
     return strcmp(end, at + 3) == 0;
 }
 
+/* pattern with {L} replaced by layer into buf. */
+static void substitute(const char *pattern, long layer, char *buf, size_t size) {
+    const char *at = strstr(pattern, "{L}");
+    if (at == NULL)
+        snprintf(buf, size, "%s", pattern);
+    else
+        snprintf(buf, size, "%.*s%ld%s", (int)(at - pattern), pattern, layer, at + 3);
+}
+
 bool hook_names_map(const HookNames *h, const char *theirs, char *buf, size_t size, bool *halves) {
     for (int i = 0; i < h->n; i++) {
         long layer;
         if (!match(h->rules[i].theirs, theirs, &layer)) continue;
-        const char *at = strstr(h->rules[i].ours, "{L}");
-        if (at == NULL)
-            snprintf(buf, size, "%s", h->rules[i].ours);
-        else
-            snprintf(buf, size, "%.*s%ld%s", (int)(at - h->rules[i].ours), h->rules[i].ours, layer,
-                     at + 3);
+        substitute(h->rules[i].ours, layer, buf, size);
         *halves = h->rules[i].halves;
         return true;
     }
     return false;
+}
+
+bool hook_names_theirs(const HookNames *h, const char *ours, char *buf, size_t size) {
+    for (int i = 0; i < h->n; i++) {
+        long layer;
+        if (!match(h->rules[i].ours, ours, &layer)) continue;
+        substitute(h->rules[i].theirs, layer, buf, size);
+        return true;
+    }
+    return false;
+}
+
+void hook_names_fitting(const char *theirs, const char *ours, char *buf, size_t size) {
+    cJSON *doc = cJSON_Parse(stepwise_hook_names_json);
+    const cJSON *e;
+    size_t at = 0;
+    buf[0] = '\0';
+    cJSON_ArrayForEach(e, cJSON_GetObjectItemCaseSensitive(doc, "engines")) {
+        HookNames h;
+        StepError ignored; /* an engine the file names loads, or is skipped */
+        char mapped[96];
+        bool halves;
+        if (!hook_names_load(&h, e->string, false, &ignored)) continue;
+        if (hook_names_map(&h, theirs, mapped, sizeof mapped, &halves) &&
+            strcmp(mapped, ours) == 0) {
+            int w = snprintf(buf + at, size - at, "%s%s", at > 0 ? ", " : "", e->string);
+            at += w > 0 && (size_t)w < size - at ? (size_t)w : 0;
+        }
+        hook_names_free(&h);
+    }
+    cJSON_Delete(doc);
 }

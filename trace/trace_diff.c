@@ -186,6 +186,28 @@ static float *as_logprobs(const float *m, int n, int V) {
     return out;
 }
 
+/* Whether the candidate's tensor c, outside tolerance at reference entry
+ * r, is within tolerance of the reference's tensor of another hook at r's
+ * layer, position and head: that hook into rep->first_other. */
+static void find_other_hook(const Entry *re, int nr, const Entry *r, const Entry *c,
+                            const DiffTolerance *tol, DiffReport *rep) {
+    if (r->point == HOOK_LOGITS) return;
+    for (int i = 0; i < nr; i++) {
+        const Entry *o = &re[i];
+        if (o->pos != r->pos || o->layer_key != r->layer_key || o->head != r->head ||
+            o->point == r->point || o->point == HOOK_LOGITS || o->n != c->n)
+            continue;
+        DiffPoint q = {.point = o->point,
+                       .layer = r->layer_key < 0 || r->layer_key == INT_MAX ? -1 : r->layer_key,
+                       .pos = o->pos,
+                       .head = o->head};
+        if (compare_tensor(o->data, c->data, c->n, tol, &q) == 0) {
+            rep->first_is_other_hook = true, rep->first_other = q;
+            return;
+        }
+    }
+}
+
 /* A hook the candidate has none of, anywhere, is not compared (and said
  * so); one it has elsewhere but not here is missing. */
 static bool walk_hooks(const Entry *re, int nr, const Entry *ce, int nc, const DiffTolerance *tol,
@@ -227,7 +249,10 @@ static bool walk_hooks(const Entry *re, int nr, const Entry *ce, int nc, const D
         table_add(rep, &p);
         if (outside && r->point == HOOK_LOGITS && !rep->logits_outside)
             rep->logits_outside = true, rep->first_logits = p;
-        if (outside && !rep->diverged) rep->diverged = true, rep->first = p;
+        if (outside && !rep->diverged) {
+            rep->diverged = true, rep->first = p;
+            if (c->n == r->n) find_other_hook(re, nr, r, c, tol, rep);
+        }
     }
     return true;
 }

@@ -68,6 +68,12 @@ typedef struct {
     long acts_compared;
     bool diverged;
     DiffPoint first; /* the first tensor outside tolerance */
+    /* When that is an activation and the candidate's tensor there equals,
+     * within tolerance, the reference's tensor of another hook at the same
+     * layer and position: that hook. Most likely the name map does not fit
+     * the engine's version (a name that moved), not the numbers. */
+    bool first_is_other_hook;
+    DiffPoint first_other; /* point and layer of that hook, its worst element */
     int table_layers;
     double table_abs[DIFF_TABLE_LAYERS][N_HOOKS]; /* per layer and hook: max |Δ| */
     double table_rel[DIFF_TABLE_LAYERS][N_HOOKS]; /* and max |Δ| / max |ref| */

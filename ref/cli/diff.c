@@ -13,7 +13,7 @@
 
 static const char DIFF_USAGE[] =
     "usage: stepwise diff REF CANDIDATE [--preset P] [--atol A] [--rtol R] [--json]\n"
-    "                     [--teacher-forced] [--names hf|llama.cpp [--rope-halves]]\n"
+    "                     [--teacher-forced] [--names ENGINE [--rope-halves]]\n"
     "\n"
     "Compare another engine's run with the reference's (docs/oracle.md):\n"
     "  1. inputs: both sides must have seen the same token at every position; from\n"
@@ -40,10 +40,14 @@ static const char DIFF_USAGE[] =
     "                    |ref|), or int8 (mean KL <= 0.05 and top-1 agreement >= 90%)\n"
     "  --atol A, --rtol R  custom tolerances, in the preset's rule (reported as custom)\n"
     "  --teacher-forced  inputs that differ are an error (exit 2)\n"
-    "  --names E         the candidate's activations carry engine E's names: hf\n"
-    "                    (transformers module outputs) or llama.cpp (its graph tensors,\n"
-    "                    as llama-eval-callback prints them); data/hook-names.json\n"
-    "                    maps them, and q/k rows in RoPE's halves are moved to pairs\n"
+    "  --names ENGINE    the candidate's activations carry ENGINE's names: hf\n"
+    "                    (transformers module outputs), llama.cpp (its graph tensors,\n"
+    "                    as llama-eval-callback prints them, since its 2025 graph\n"
+    "                    rework) or llama.cpp-2025-02 (the builds before it, whose\n"
+    "                    kqv_out is after wo); data/hook-names.json maps them and\n"
+    "                    says which versions each map holds for, and q/k rows in\n"
+    "                    RoPE's halves are moved to pairs. A first divergence whose\n"
+    "                    tensor equals another hook's is reported as a name to check\n"
     "  --rope-halves     with --names llama.cpp: its Qcur/Kcur rotate halves (qwen2,\n"
     "                    qwen3), not pairs (llama)\n"
     "  --json            print the report as one JSON object\n"
@@ -90,6 +94,34 @@ static void print_inputs(const DiffRun *ref, const DiffRun *cand, const DiffRepo
                "not compared\n",
                r->inputs_differ_pos, token_text(ref, cand, r->ref_token, a, sizeof a),
                token_text(ref, cand, r->cand_token, b, sizeof b), r->inputs_differ_pos);
+}
+
+/* When the first divergence is the candidate's tensor of another hook:
+ * the candidate's own name for the failing hook, that other hook, and the
+ * name maps under which their name means that hook. */
+typedef struct {
+    bool found;
+    char theirs[96], other[64], fitting[160];
+} NameHint;
+
+static void name_hint(const DiffReport *r, const HookNames *names, NameHint *h) {
+    *h = (NameHint){.found = r->diverged && r->first_is_other_hook};
+    if (!h->found) return;
+    char ours[64];
+    point_name(&r->first, ours, sizeof ours);
+    point_name(&r->first_other, h->other, sizeof h->other);
+    if (names == NULL || !hook_names_theirs(names, ours, h->theirs, sizeof h->theirs))
+        snprintf(h->theirs, sizeof h->theirs, "%s", ours);
+    hook_names_fitting(h->theirs, h->other, h->fitting, sizeof h->fitting);
+}
+
+static void print_hint(const NameHint *h) {
+    if (!h->found) return;
+    printf("                    the candidate's %s matches %s: is the name map right for this "
+           "engine version?",
+           h->theirs, h->other);
+    if (h->fitting[0] != '\0') printf(" (it is %s's name for it: --names)", h->fitting);
+    printf("\n");
 }
 
 static void print_first(const DiffReport *r) {
@@ -204,7 +236,8 @@ static void print_missing(const DiffRun *ref, const DiffReport *r) {
 }
 
 static void print_text(const char *ref_path, const char *cand_path, const DiffRun *ref,
-                       const DiffRun *cand, const DiffTolerance *t, const DiffReport *r) {
+                       const DiffRun *cand, const DiffTolerance *t, const DiffReport *r,
+                       const NameHint *hint) {
     printf("reference  %s\ncandidate  %s\n", ref_path, cand_path);
     print_inputs(ref, cand, r);
     printf("compared   %d positions x %d %s", r->n, r->vocab_size,
@@ -213,6 +246,7 @@ static void print_text(const char *ref_path, const char *cand_path, const DiffRu
     if (r->kv_compared > 0) printf(", %ld KV rows", r->kv_compared);
     printf("\n\n");
     print_first(r);
+    print_hint(hint);
     print_table(r);
     print_logits(r);
     if (r->kv_compared > 0) {
@@ -263,7 +297,7 @@ static cJSON *point_json(const DiffPoint *p) {
 }
 
 static void print_json(const char *ref_path, const char *cand_path, const DiffRun *ref,
-                       const DiffTolerance *t, const DiffReport *r) {
+                       const DiffTolerance *t, const DiffReport *r, const NameHint *hint) {
     cJSON *o = cJSON_CreateObject();
     cJSON_AddStringToObject(o, "reference", ref_path);
     cJSON_AddStringToObject(o, "candidate", cand_path);
@@ -279,8 +313,20 @@ static void print_json(const char *ref_path, const char *cand_path, const DiffRu
     cJSON_AddNumberToObject(o, "vocab_size", r->vocab_size);
     cJSON_AddBoolToObject(o, "logprobs", r->logprobs);
     cJSON_AddNumberToObject(o, "activations", (double)r->acts_compared);
-    cJSON_AddItemToObject(o, "first_divergence",
-                          r->diverged ? point_json(&r->first) : cJSON_CreateNull());
+    cJSON *first = r->diverged ? point_json(&r->first) : cJSON_CreateNull();
+    if (hint->found) {
+        cJSON *other = cJSON_AddObjectToObject(first, "matches_other_hook");
+        cJSON_AddStringToObject(other, "candidate_name", hint->theirs);
+        cJSON_AddStringToObject(other, "hook", hint->other);
+        cJSON_AddNumberToObject(other, "max_abs", r->first_other.max_abs);
+        cJSON *fit = cJSON_AddArrayToObject(other, "maps_that_fit");
+        char list[sizeof hint->fitting];
+        snprintf(list, sizeof list, "%s", hint->fitting);
+        for (char *save = NULL, *tok = strtok_r(list, ", ", &save); tok != NULL;
+             tok = strtok_r(NULL, ", ", &save))
+            cJSON_AddItemToArray(fit, cJSON_CreateString(tok));
+    }
+    cJSON_AddItemToObject(o, "first_divergence", first);
     cJSON *layers = cJSON_AddArrayToObject(o, "layers");
     for (int l = 0; l < r->table_layers; l++) {
         cJSON *row = cJSON_CreateObject();
@@ -444,12 +490,14 @@ int cli_diff(int argc, char **argv) {
     if (ok) ok = diff_run_read(&ref, argv[optind], NULL, &err);
     if (ok) ok = diff_run_read(&cand, argv[optind + 1], engine != NULL ? &names : NULL, &err);
     if (ok) ok = diff_run_unhalve(&cand, ref.head_dim, &err);
-    hook_names_free(&names);
     if (ok) ok = trace_diff(&ref, &cand, &tol, forced, &report, &err);
+    NameHint hint = {0};
+    if (ok) name_hint(&report, engine != NULL ? &names : NULL, &hint);
+    hook_names_free(&names);
     if (ok && json)
-        print_json(argv[optind], argv[optind + 1], &ref, &tol, &report);
+        print_json(argv[optind], argv[optind + 1], &ref, &tol, &report, &hint);
     else if (ok)
-        print_text(argv[optind], argv[optind + 1], &ref, &cand, &tol, &report);
+        print_text(argv[optind], argv[optind + 1], &ref, &cand, &tol, &report, &hint);
     diff_run_free(&ref), diff_run_free(&cand);
     if (!ok) {
         cli_print_error(&err);
