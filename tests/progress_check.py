@@ -85,7 +85,7 @@ def main():
             ("score of a long sequence", ["score", *m, "--text", long_text, "--out", os.path.join(tmp, "s.jsonl"),
                                           "--top-n", "0"], "forward pass (layers): "),
             ("quantize", ["quantize", "--model", model, "--out", os.path.join(tmp, "q.q8")],
-             "quantizing to int8 (tensors): "),
+             "quantizing to int8 (matrices): "),
             ("convert", ["convert", *m, "--out", os.path.join(tmp, "c.gguf")], "writing the tensors: "),
         ]
         for name, args, want in cases:
