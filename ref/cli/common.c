@@ -11,15 +11,13 @@
 #include "../gguf_model.h"
 #include "../gguf_tokenizer.h"
 #include "../hf_model.h"
-#include "../model_json.h"
+#include "../model_open.h"
 #include "../pack.h"
 #include "../quant_model.h"
 #include "../tokenizer_json.h"
 #include "../threads.h"
 #include "../../trace/trace_events.h"
 #include <sys/resource.h>
-
-extern const char stepwise_tiny_model_json[]; /* data/tiny-model.json, built in */
 
 bool cli_parse_int(const char *text, const char *option, long min, long max, int *out,
                    StepError *err) {
@@ -205,102 +203,26 @@ int cli_quant_option(int c, const char *arg, CliQuant *q, StepError *err) {
     }
 }
 
-static bool ends_with(const char *s, const char *suffix) {
-    size_t n = strlen(s), k = strlen(suffix);
-    return n >= k && strcmp(s + n - k, suffix) == 0;
-}
-
-bool cli_is_tokenizer_json(const char *path) {
-    return ends_with(path, "tokenizer.json") ||
-           (hf_is_model_dir(path) && tokenizer_json_in_dir(path));
-}
-
-/* The tokenizer of a stepwise JSON model (data/tiny-model.json, say), for a
- * checkpoint of the same vocabulary: a generated model can then be run and
- * traced without a tokenizer.bin. */
-static bool load_json_tokenizer(Tokenizer *tok, const char *path, int vocab_size, StepError *err) {
-    Model donor;
-    StepError why;
-    if (!model_load_json_file(&donor, tok, path, &why))
-        return step_fail(err, "--tokenizer: %s", why.message);
-    model_free(&donor);
-    int has = tok->vocab_size;
-    if (vocab_size == 0 || has == vocab_size) return true;
-    tokenizer_free(tok);
-    return step_fail(err, "tokenizer %s has %d tokens but the model's vocabulary has %d", path, has,
-                     vocab_size);
-}
-
-/* A Hugging Face model directory, with a warning for tensors it does not use. */
-static bool load_hf(const char *dir, Model *m, WeightsMode mode, const ProgressSink *progress,
-                    StepError *err) {
-    HfLoadReport report;
-    if (!hf_model_load(m, dir, mode, progress, &report, err)) return false;
-    if (report.unused > 0)
+/* What an open found that did not stop it: a warning. */
+static void say_notes(const char *model_path, const ModelOpenNotes *notes) {
+    if (notes->unused_tensors > 0)
         fprintf(stderr, "stepwise: warning: %s: %d tensor%s not used by the architecture (%s%s)\n",
-                dir, report.unused, report.unused == 1 ? " is" : "s are", report.first_unused,
-                report.unused > 1 ? ", ..." : "");
-    return true;
+                model_path, notes->unused_tensors, notes->unused_tensors == 1 ? " is" : "s are",
+                notes->first_unused, notes->unused_tensors > 1 ? ", ..." : "");
 }
 
-/* cli_load_model, with the matrices kept as mode says. */
-static bool load_model(const char *model_path, const char *tokenizer_path, Model *m, Tokenizer *tok,
+/* model_open, saying what the open found that did not stop it. */
+static bool open_model(const char *model_path, const char *tokenizer_path, Model *m, Tokenizer *tok,
                        WeightsMode mode, const ProgressSink *progress, StepError *err) {
-    bool ok;
-    if (gguf_is_model_path(model_path)) {
-        /* its own tokenizer, unless --tokenizer says otherwise */
-        ok = gguf_model_load(m, tokenizer_path == NULL ? tok : NULL, model_path, mode, progress,
-                             err);
-        if (tokenizer_path == NULL) return ok;
-        memset(tok, 0, sizeof *tok);
-    } else if (hf_is_model_dir(model_path)) {
-        /* its own tokenizer.json, unless --tokenizer says otherwise: looked
-         * for before the weights are read */
-        bool own = tok != NULL && tokenizer_path == NULL;
-        if (own && !tokenizer_json_in_dir(model_path))
-            return step_fail(err,
-                             "model %s has no tokenizer.json: give --tokenizer (a "
-                             "tokenizer.json, a tokenizer.bin or a JSON model of the same "
-                             "vocabulary)",
-                             model_path);
-        if (tok != NULL) memset(tok, 0, sizeof *tok);
-        ok = load_hf(model_path, m, mode, progress, err);
-        if (ok && own) {
-            ok = tokenizer_load_json(tok, model_path, m->config.vocab_size, err);
-            if (!ok) model_free(m);
-            return ok;
-        }
-    } else if (model_path == NULL || ends_with(model_path, ".json")) {
-        Tokenizer unused; /* a JSON model holds its tokenizer: read even when not wanted */
-        Tokenizer *into = tok != NULL ? tok : &unused;
-        ok = model_path == NULL ? model_load_json_text(m, into, stepwise_tiny_model_json,
-                                                       "built-in tiny model", err)
-                                : model_load_json_file(m, into, model_path, err);
-        if (ok && tok == NULL) tokenizer_free(&unused);
-    } else {
-        if (tokenizer_path == NULL && tok != NULL)
-            return step_fail(err, "model %s is a checkpoint: --tokenizer is required", model_path);
-        if (tok != NULL) memset(tok, 0, sizeof *tok);
-        ok = model_file_is_q8(model_path) ? model_load_q8(m, model_path, err)
-                                          : model_load_checkpoint(m, model_path, err);
-    }
-    if (!ok || tokenizer_path == NULL) return ok;
-    tokenizer_free(tok);
-    ok = cli_load_tokenizer(tokenizer_path, m->config.vocab_size, tok, err);
-    if (!ok) model_free(m);
-    return ok;
+    ModelOpenNotes notes;
+    if (!model_open(model_path, tokenizer_path, m, tok, mode, progress, &notes, err)) return false;
+    say_notes(model_path, &notes);
+    return true;
 }
 
 bool cli_load_model(const char *model_path, const char *tokenizer_path, Model *m, Tokenizer *tok,
                     const ProgressSink *progress, StepError *err) {
-    return load_model(model_path, tokenizer_path, m, tok, WEIGHTS_F32, progress, err);
-}
-
-bool cli_load_tokenizer(const char *path, int vocab_size, Tokenizer *tok, StepError *err) {
-    if (cli_is_tokenizer_json(path)) return tokenizer_load_json(tok, path, vocab_size, err);
-    if (gguf_is_model_path(path)) return gguf_tokenizer_load(tok, path, vocab_size, err);
-    if (ends_with(path, ".json")) return load_json_tokenizer(tok, path, vocab_size, err);
-    return tokenizer_load_bin(tok, path, vocab_size, err);
+    return open_model(model_path, tokenizer_path, m, tok, WEIGHTS_F32, progress, err);
 }
 
 /* Quantize and pack m as q says, reporting to m->progress. */
@@ -326,7 +248,7 @@ bool cli_load_model_to_run(const char *model_path, const char *tokenizer_path, c
      * its code, read from the float32 storage: widened at load for it */
     bool originals = q->weights && trace->level >= TRACE_LAYERS;
     WeightsMode mode = originals ? WEIGHTS_F32 : q->weights_mode;
-    bool ok = load_model(model_path, tokenizer_path, m, tok, mode, &sink, err) &&
+    bool ok = open_model(model_path, tokenizer_path, m, tok, mode, &sink, err) &&
               trace_layers_check(trace, m->config.n_layers, err);
     if (ok) m->progress = &sink;
     ok = ok && prepare_model(m, q, err);
@@ -337,16 +259,9 @@ bool cli_load_model_to_run(const char *model_path, const char *tokenizer_path, c
 
 bool cli_load_model_only(const char *model_path, WeightsMode mode, Model *m,
                          const ProgressSink *progress, StepError *err) {
-    if (gguf_is_model_path(model_path))
-        return gguf_model_load(m, NULL, model_path, mode, progress, err);
-    if (hf_is_model_dir(model_path)) return load_hf(model_path, m, mode, progress, err);
-    if (model_path != NULL && model_file_is_q8(model_path))
-        return model_load_q8(m, model_path, err);
-    if (model_path != NULL && !ends_with(model_path, ".json"))
-        return model_load_checkpoint(m, model_path, err);
-    Tokenizer unused;
-    if (!cli_load_model(model_path, NULL, m, &unused, progress, err)) return false;
-    tokenizer_free(&unused);
+    ModelOpenNotes notes;
+    if (!model_open_weights(model_path, mode, m, progress, &notes, err)) return false;
+    say_notes(model_path, &notes);
     return true;
 }
 

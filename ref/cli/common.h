@@ -174,14 +174,6 @@ int cli_quant_option(int c, const char *arg, CliQuant *q, StepError *err);
 bool cli_load_model(const char *model_path, const char *tokenizer_path, Model *m, Tokenizer *tok,
                     const ProgressSink *progress, StepError *err);
 
-/* Whether a --tokenizer path names a tokenizer.json (or a directory). */
-bool cli_is_tokenizer_json(const char *path);
-
-/* The tokenizer a --tokenizer path names: a tokenizer.json (or a folder
- * holding one), a stepwise JSON model's, or llama2.c's tokenizer.bin; with
- * vocab_size > 0 it must fit a model of that vocabulary (0: any size). */
-bool cli_load_tokenizer(const char *path, int vocab_size, Tokenizer *tok, StepError *err);
-
 /* cli_load_model, then make the model ready to run: check the trace's
  * --trace-layers against it, quantize its weights when q asks and they are
  * not already int8 (a .q8 file), and with the fast kernels put them into

@@ -17,6 +17,7 @@
 #include "../build_info.h"
 #include "commands.h"
 #include "common.h"
+#include "../model_open.h"
 #include "golden_folder.h"
 #include "identity.h"
 #include "progress.h"
@@ -165,7 +166,7 @@ static cJSON *tokenizer_identity(const GoldenRun *run, StepError *err) {
 /* Whether the tokenizer the set runs with puts BOS first: only a
  * tokenizer.json may not (Qwen's has none). */
 static bool tokenizer_adds_bos(const char *model, const char *tokenizer) {
-    const char *json = tokenizer != NULL ? (cli_is_tokenizer_json(tokenizer) ? tokenizer : NULL)
+    const char *json = tokenizer != NULL ? (path_is_tokenizer_json(tokenizer) ? tokenizer : NULL)
                                          : (hf_is_model_dir(model) ? model : NULL);
     Tokenizer t;
     StepError ignored; /* a tokenizer that does not load fails in the first command */

@@ -11,6 +11,7 @@
 #include "../../trace/trace_show.h"
 #include "commands.h"
 #include "common.h"
+#include "../model_open.h"
 #include "../layers.h"
 
 static const char SAMPLE_USAGE[] =
@@ -131,8 +132,7 @@ static int parse_sample_args(int argc, char **argv, SampleArgs *a, StepError *er
         !trace_step_logits(a->trace, a->at, &a->logits, &a->n_logits, &a->pieces, err))
         return -1;
     Tokenizer tok;
-    if (a->tokenizer != NULL && !cli_load_tokenizer(a->tokenizer, a->n_logits, &tok, err))
-        return -1;
+    if (a->tokenizer != NULL && !tokenizer_open(a->tokenizer, a->n_logits, &tok, err)) return -1;
     for (int i = 0; a->tokenizer != NULL && i < a->n_logits; i++) /* the trace's own win */
         if (a->pieces[i] == NULL && (a->pieces[i] = strdup(tok.pieces[i])) == NULL) {
             tokenizer_free(&tok);

@@ -8,6 +8,7 @@
 
 #include "commands.h"
 #include "common.h"
+#include "../model_open.h"
 #include "../chat.h"
 #include "../file_util.h"
 #include "../gguf_model.h"
@@ -234,7 +235,7 @@ int cli_tokenize(int argc, char **argv) {
                            : a.tokenizer == NULL && a.model != NULL && gguf_is_model_path(a.model)
                                ? a.model
                                : NULL;
-    bool ok = tok_only != NULL ? cli_load_tokenizer(tok_only, 0, &tok, &err)
+    bool ok = tok_only != NULL ? tokenizer_open(tok_only, 0, &tok, &err)
                                : cli_load_model(a.model, a.tokenizer, &m, &tok, NULL, &err);
     int *ids = NULL, n = 0;
     if (ok && a.texts != NULL) {

@@ -12,6 +12,7 @@
 #include "../../trace/trace_validate.h"
 #include "commands.h"
 #include "common.h"
+#include "../model_open.h"
 #include "../file_util.h"
 #include "../text_buffer.h"
 
@@ -180,7 +181,7 @@ int cli_view(int argc, char **argv) {
         if (ok) cJSON_AddItemToArray(traces, t);
     }
     Tokenizer tok;
-    if (ok && tokenizer != NULL && (ok = cli_load_tokenizer(tokenizer, 0, &tok, &err))) {
+    if (ok && tokenizer != NULL && (ok = tokenizer_open(tokenizer, 0, &tok, &err))) {
         cJSON *pieces = cJSON_AddArrayToObject(data, "pieces");
         for (int i = 0; i < tok.vocab_size; i++)
             cJSON_AddItemToArray(pieces, cJSON_CreateString(tok.pieces[i]));
