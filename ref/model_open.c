@@ -123,3 +123,8 @@ bool model_open_weights(const char *model_path, WeightsMode mode, Model *m,
     tokenizer_free(&unused);
     return true;
 }
+
+bool model_path_has_tokenizer(const char *path) {
+    if (path == NULL || ends_with(path, ".json") || gguf_is_model_path(path)) return true;
+    return hf_is_model_dir(path) && tokenizer_json_in_dir(path);
+}

@@ -37,6 +37,10 @@ bool model_open_weights(const char *model_path, WeightsMode mode, Model *m,
  * it must fit a model of that vocabulary (0: any size). */
 bool tokenizer_open(const char *path, int vocab_size, Tokenizer *tok, StepError *err);
 
+/* Whether the model at path brings its own tokenizer (the built-in and JSON
+ * models, GGUF files, folders with a tokenizer.json; not a checkpoint). */
+bool model_path_has_tokenizer(const char *path);
+
 /* Whether a tokenizer path names a tokenizer.json (or a directory holding
  * one). */
 bool path_is_tokenizer_json(const char *path);

@@ -6,7 +6,9 @@
   includes B.h; a cycle (A uses B, B uses A) is an error, whatever its length;
 - the engine (ref/*.c, ref/*.h) includes nothing of the command line
   (ref/cli/) or of the trace layer (trace/): the maths never formats JSON;
-- the trace layer includes nothing of the command line.
+- the trace layer includes nothing of the command line;
+- the library's API (ref/api/) stands on the engine and the trace layer,
+  and only the command line may include it.
 
 usage: tests/check_layers.py   (from the project root; exit 1 on a violation)
 """
@@ -20,8 +22,8 @@ INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
 
 def layer_of(path):
     parts = path.split(os.sep)
-    if parts[0] == "ref" and len(parts) > 2 and parts[1] == "cli":
-        return "cli"
+    if parts[0] == "ref" and len(parts) > 2 and parts[1] in ("cli", "api"):
+        return parts[1]
     return {"ref": "engine", "trace": "trace"}.get(parts[0], "other")
 
 
@@ -30,10 +32,11 @@ def module_of(path):
 
 
 def main():
-    files = sorted(glob.glob("ref/*.[ch]") + glob.glob("ref/cli/*.[ch]") + glob.glob("trace/*.[ch]"))
+    files = sorted(glob.glob("ref/*.[ch]") + glob.glob("ref/cli/*.[ch]") + glob.glob("ref/api/*.[ch]")
+                   + glob.glob("trace/*.[ch]"))
     deps, problems = {}, []
     allowed = {"engine": {"engine"}, "trace": {"engine", "trace"},
-               "cli": {"engine", "trace", "cli"}}
+               "api": {"engine", "trace", "api"}, "cli": {"engine", "trace", "api", "cli"}}
     for f in files:
         here = module_of(f)
         for name in INCLUDE.findall(open(f).read()):

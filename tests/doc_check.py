@@ -196,7 +196,7 @@ def make_sandbox(root, models):
     work = os.path.join(top, "stepwise")
     os.makedirs(os.path.join(top, "shared"))
     os.makedirs(work)
-    for name in ("build", "data", "docs", "notebooks", "ref", "tests", "trace"):
+    for name in ("build", "data", "docs", "notebooks", "python", "ref", "tests", "trace"):
         os.symlink(os.path.join(root, name), os.path.join(work, name))
     os.symlink(models, os.path.join(top, "shared", "models"))
     return top, work

@@ -1,0 +1,406 @@
+/* api/stepwise.c: libstepwise (stepwise.h) over the engine's own parts:
+ * model_open, score_tokens with an observer that keeps hooks, generate,
+ * and the diff's reader and comparison. */
+#include "stepwise.h"
+
+#include <fnmatch.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../../trace/diff_input.h"
+#include "../../trace/trace_diff.h"
+#include "../generate.h"
+#include "../model_open.h"
+#include "../pack.h"
+#include "../sampler.h"
+#include "../quant_model.h"
+#include "../score.h"
+#include "../threads.h"
+
+#define SW_HOOKS_MAX 16 /* comma-separated globs in one sw_score call */
+
+struct sw_model {
+    Model model;
+    Tokenizer tok;
+    bool has_tokenizer;
+};
+
+/* One captured hook: its values at every position, [positions, width]. */
+typedef struct {
+    char name[64];
+    int point, layer, width;
+    float *values;
+} CapturedHook;
+
+struct sw_scores {
+    int positions, vocab_size;
+    float *logits;
+    double cross_entropy;
+    CapturedHook *hooks;
+    int n_hooks, cap_hooks;
+};
+
+struct sw_run {
+    DiffRun run;
+};
+
+const char *stepwise_version(void) {
+    return "stepwise 1 (api 1)";
+}
+
+/* err, filled from a StepError or a message: the status handed back. */
+static sw_status fail(sw_error *err, sw_status code, const char *fmt, ...) {
+    if (err != NULL) {
+        err->code = code;
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(err->message, sizeof err->message, fmt, ap);
+        va_end(ap);
+    }
+    return code;
+}
+
+static sw_status fail_step(sw_error *err, const StepError *e) {
+    return fail(err, strstr(e->message, "out of memory") ? SW_ERR_MEMORY : SW_ERR_INPUT, "%s",
+                e->message);
+}
+
+static sw_status ok(sw_error *err) {
+    if (err != NULL) err->code = SW_OK, err->message[0] = '\0';
+    return SW_OK;
+}
+
+/* ---- a model ---- */
+
+sw_status sw_model_open(const char *path, const char *tokenizer, const sw_open_options *options,
+                        sw_model **out, sw_error *err) {
+    if (out == NULL) return fail(err, SW_ERR_INPUT, "sw_model_open: out is NULL");
+    *out = NULL;
+    sw_open_options o = options != NULL ? *options : (sw_open_options){0};
+    if (o.threads < 0 || o.threads > THREADS_MAX)
+        return fail(err, SW_ERR_INPUT, "threads must be in [0, %d], got %d", THREADS_MAX,
+                    o.threads);
+    sw_model *m = calloc(1, sizeof *m);
+    if (m == NULL) return fail(err, SW_ERR_MEMORY, "out of memory");
+    StepError e;
+    /* a checkpoint without a tokenizer opens too: scoring ids needs none */
+    bool want_tok = tokenizer != NULL || model_path_has_tokenizer(path);
+    bool opened = model_open(path, tokenizer, &m->model, want_tok ? &m->tok : NULL,
+                             o.weights_f32 ? WEIGHTS_F32 : WEIGHTS_STORED, NULL, NULL, &e);
+    if (!opened) {
+        free(m);
+        return fail_step(err, &e);
+    }
+    m->has_tokenizer = want_tok;
+    bool ready =
+        o.plain_kernels ||
+        ((m->model.weight_group > 0 ? model_pack_q8(&m->model, &e) : model_pack(&m->model, &e)) &&
+         model_use_threads(&m->model, o.threads > 0 ? o.threads : 1, &e));
+    if (!ready) {
+        sw_model_free(m);
+        return fail_step(err, &e);
+    }
+    *out = m;
+    return ok(err);
+}
+
+void sw_model_free(sw_model *m) {
+    if (m == NULL) return;
+    model_free(&m->model);
+    if (m->has_tokenizer) tokenizer_free(&m->tok);
+    free(m);
+}
+
+sw_model_shape sw_model_get_shape(const sw_model *m) {
+    const Config *c = &m->model.config;
+    return (sw_model_shape){.vocab_size = c->vocab_size,
+                            .dim = c->dim,
+                            .hidden_dim = c->hidden_dim,
+                            .n_layers = c->n_layers,
+                            .n_heads = c->n_heads,
+                            .n_kv_heads = c->n_kv_heads,
+                            .head_dim = config_head_dim(c),
+                            .seq_len = c->seq_len};
+}
+
+/* ---- tokens ---- */
+
+sw_status sw_tokenize(const sw_model *m, const char *text, int add_bos, int *ids, int capacity,
+                      int *n, sw_error *err) {
+    if (m == NULL || text == NULL || n == NULL || (ids == NULL && capacity > 0))
+        return fail(err, SW_ERR_INPUT, "sw_tokenize: a NULL argument");
+    if (!m->has_tokenizer)
+        return fail(err, SW_ERR_INPUT, "sw_tokenize: the model was opened without a tokenizer");
+    int *got = NULL, count = 0;
+    StepError e;
+    if (!tokenizer_encode(&m->tok, text, add_bos != 0, &got, &count, &e)) return fail_step(err, &e);
+    *n = count;
+    if (count > capacity) {
+        free(got);
+        return fail(err, SW_ERR_SMALL, "sw_tokenize: %d ids, room for %d", count, capacity);
+    }
+    if (count > 0) memcpy(ids, got, (size_t)count * sizeof *ids);
+    free(got);
+    return ok(err);
+}
+
+/* ---- scoring ---- */
+
+/* The observer sw_score hands the engine: which hooks, and where they go. */
+typedef struct {
+    char *patterns[SW_HOOKS_MAX];
+    int n_patterns;
+    sw_scores *s;
+    bool out_of_memory;
+} HookCatcher;
+
+static bool catcher_wants(void *ctx, HookPoint point, int layer, int pos) {
+    const HookCatcher *c = ctx;
+    (void)pos;
+    if (point == HOOK_LOGITS || point == HOOK_KV_ROW || point == HOOK_KV_SNAPSHOT ||
+        point == HOOK_ATTN_SCORES || point == HOOK_ATTN_PATTERN)
+        return false; /* the logits come whole; the rest grow with the position */
+    char name[64];
+    hook_name(point, layer, name, sizeof name);
+    for (int i = 0; i < c->n_patterns; i++)
+        if (fnmatch(c->patterns[i], name, 0) == 0) return true;
+    return false;
+}
+
+static CapturedHook *find_hook(HookCatcher *c, const HookTensor *t) {
+    sw_scores *s = c->s;
+    for (int i = 0; i < s->n_hooks; i++)
+        if (s->hooks[i].point == (int)t->point && s->hooks[i].layer == t->layer)
+            return &s->hooks[i];
+    if (s->n_hooks == s->cap_hooks) {
+        int cap = s->cap_hooks > 0 ? 2 * s->cap_hooks : 32;
+        CapturedHook *grown = realloc(s->hooks, (size_t)cap * sizeof *grown);
+        if (grown == NULL) return NULL;
+        s->hooks = grown, s->cap_hooks = cap;
+    }
+    int width = t->rows * t->cols;
+    CapturedHook *h = &s->hooks[s->n_hooks];
+    *h = (CapturedHook){.point = (int)t->point, .layer = t->layer, .width = width};
+    hook_name(t->point, t->layer, h->name, sizeof h->name);
+    h->values = calloc((size_t)s->positions * (size_t)width, sizeof(float));
+    if (h->values == NULL) return NULL;
+    s->n_hooks++;
+    return h;
+}
+
+static void catcher_emit(void *ctx, const HookTensor *t) {
+    HookCatcher *c = ctx;
+    CapturedHook *h = find_hook(c, t);
+    if (h == NULL || t->pos < 0 || t->pos >= c->s->positions || t->rows * t->cols != h->width) {
+        c->out_of_memory |= h == NULL;
+        return;
+    }
+    memcpy(h->values + (size_t)t->pos * (size_t)h->width, t->a, (size_t)h->width * sizeof(float));
+}
+
+/* Split hooks ("a,b,c") into c's patterns (owned copies). */
+static bool catcher_init(HookCatcher *c, const char *hooks, sw_scores *s) {
+    *c = (HookCatcher){.s = s};
+    for (const char *at = hooks; at != NULL && *at != '\0';) {
+        const char *end = strchr(at, ',');
+        size_t len = end != NULL ? (size_t)(end - at) : strlen(at);
+        if (c->n_patterns == SW_HOOKS_MAX) return false;
+        char *p = malloc(len + 1);
+        if (p == NULL) return false;
+        memcpy(p, at, len), p[len] = '\0';
+        c->patterns[c->n_patterns++] = p;
+        at = end != NULL ? end + 1 : NULL;
+    }
+    return true;
+}
+
+static void catcher_free(HookCatcher *c) {
+    for (int i = 0; i < c->n_patterns; i++) free(c->patterns[i]);
+}
+
+sw_status sw_score(sw_model *m, const int *ids, int n, const char *hooks, sw_scores **out,
+                   sw_error *err) {
+    if (m == NULL || ids == NULL || out == NULL)
+        return fail(err, SW_ERR_INPUT, "sw_score: a NULL argument");
+    *out = NULL;
+    const Config *c = &m->model.config;
+    if (n < 2 || n > c->seq_len)
+        return fail(err, SW_ERR_INPUT, "sw_score: %d ids, the model takes 2 to %d", n, c->seq_len);
+    for (int i = 0; i < n; i++)
+        if (ids[i] < 0 || ids[i] >= c->vocab_size)
+            return fail(err, SW_ERR_INPUT,
+                        "sw_score: id %d at %d is outside the vocabulary [0, %d)", ids[i], i,
+                        c->vocab_size);
+    sw_scores *s = calloc(1, sizeof *s);
+    if (s == NULL) return fail(err, SW_ERR_MEMORY, "out of memory");
+    s->positions = n, s->vocab_size = c->vocab_size;
+    HookCatcher catcher;
+    if (!catcher_init(&catcher, hooks, s)) {
+        catcher_free(&catcher), sw_scores_free(s);
+        return fail(err, SW_ERR_INPUT, "sw_score: at most %d hook globs", SW_HOOKS_MAX);
+    }
+    StepObserver obs = {.ctx = &catcher, .wants = catcher_wants, .emit = catcher_emit};
+    ScoreResult r = {.keep_logits = true};
+    StepError e;
+    bool scored =
+        score_tokens(&m->model, ids, n, 0, NULL, catcher.n_patterns > 0 ? &obs : NULL, &r, &e);
+    catcher_free(&catcher);
+    if (!scored || catcher.out_of_memory) {
+        score_result_free(&r), sw_scores_free(s);
+        return scored ? fail(err, SW_ERR_MEMORY, "out of memory") : fail_step(err, &e);
+    }
+    s->logits = r.logits, r.logits = NULL; /* kept, not copied */
+    s->cross_entropy = r.cross_entropy;
+    score_result_free(&r);
+    *out = s;
+    return ok(err);
+}
+
+void sw_scores_free(sw_scores *s) {
+    if (s == NULL) return;
+    for (int i = 0; i < s->n_hooks; i++) free(s->hooks[i].values);
+    free(s->hooks), free(s->logits), free(s);
+}
+
+int sw_scores_positions(const sw_scores *s) {
+    return s->positions;
+}
+int sw_scores_vocab_size(const sw_scores *s) {
+    return s->vocab_size;
+}
+const float *sw_scores_logits(const sw_scores *s) {
+    return s->logits;
+}
+double sw_scores_cross_entropy(const sw_scores *s) {
+    return s->cross_entropy;
+}
+int sw_scores_hook_count(const sw_scores *s) {
+    return s->n_hooks;
+}
+const char *sw_scores_hook_name(const sw_scores *s, int i) {
+    return i >= 0 && i < s->n_hooks ? s->hooks[i].name : NULL;
+}
+const float *sw_scores_hook_values(const sw_scores *s, int i, int *width) {
+    if (i < 0 || i >= s->n_hooks) return NULL;
+    if (width != NULL) *width = s->hooks[i].width;
+    return s->hooks[i].values;
+}
+
+/* ---- generating ---- */
+
+sw_status sw_generate(sw_model *m, const int *prompt, int n_prompt, const sw_sampler *sampler,
+                      int max_new, int *out, int capacity, int *n_out, sw_error *err) {
+    if (m == NULL || prompt == NULL || n_out == NULL || (out == NULL && capacity > 0))
+        return fail(err, SW_ERR_INPUT, "sw_generate: a NULL argument");
+    if (max_new < 1) return fail(err, SW_ERR_INPUT, "sw_generate: max_new must be >= 1");
+    GenerateOptions opt;
+    generate_options_default(&opt);
+    opt.steps = max_new;
+    if (sampler != NULL) {
+        opt.sampler.temperature = sampler->temperature;
+        opt.sampler.top_k = sampler->top_k;
+        opt.sampler.top_p = sampler->top_p;
+        opt.sampler.min_p = sampler->min_p;
+        opt.sampler.seed = sampler->seed != 0 ? sampler->seed : opt.sampler.seed;
+    }
+    if (m->has_tokenizer) opt.bos_id = m->tok.bos_id, opt.eos_id = m->tok.eos_id;
+    StepError e;
+    GenerateResult r = {0};
+    if (!generate_options_validate(&opt, &m->model.config, &e) ||
+        !sampler_params_validate(&opt.sampler, &e) ||
+        !generate(&m->model, prompt, n_prompt, &opt, NULL, NULL, &r, &e)) {
+        generate_result_free(&r);
+        return fail_step(err, &e);
+    }
+    *n_out = r.n_tokens;
+    bool fits = r.n_tokens <= capacity;
+    if (fits) memcpy(out, r.tokens, (size_t)r.n_tokens * sizeof *out);
+    generate_result_free(&r);
+    return fits ? ok(err)
+                : fail(err, SW_ERR_SMALL, "sw_generate: %d tokens, room for %d", *n_out, capacity);
+}
+
+/* ---- reading and comparing runs ---- */
+
+sw_status sw_run_read(const char *path, sw_run **out, sw_error *err) {
+    if (path == NULL || out == NULL) return fail(err, SW_ERR_INPUT, "sw_run_read: a NULL argument");
+    *out = NULL;
+    sw_run *r = calloc(1, sizeof *r);
+    if (r == NULL) return fail(err, SW_ERR_MEMORY, "out of memory");
+    StepError e;
+    if (!diff_run_read(&r->run, path, NULL, &e)) {
+        free(r);
+        return fail_step(err, &e);
+    }
+    *out = r;
+    return ok(err);
+}
+
+void sw_run_free(sw_run *r) {
+    if (r == NULL) return;
+    diff_run_free(&r->run);
+    free(r);
+}
+
+int sw_run_positions(const sw_run *r) {
+    return r->run.n;
+}
+int sw_run_vocab_size(const sw_run *r) {
+    return r->run.vocab_size;
+}
+const float *sw_run_logits(const sw_run *r) {
+    return r->run.logits;
+}
+int sw_run_logprobs(const sw_run *r) {
+    return r->run.logprobs;
+}
+const int *sw_run_position_ids(const sw_run *r) {
+    return r->run.pos;
+}
+int sw_run_token(const sw_run *r, int pos) {
+    for (int i = 0; i < r->run.n_inputs; i++)
+        if (r->run.input_pos[i] == pos) return r->run.input_token[i];
+    return -1;
+}
+
+sw_status sw_diff(const char *reference, const char *candidate, const char *preset,
+                  sw_diff_report *report, sw_error *err) {
+    if (reference == NULL || candidate == NULL || report == NULL)
+        return fail(err, SW_ERR_INPUT, "sw_diff: a NULL argument");
+    *report = (sw_diff_report){.first_layer = -1, .first_pos = -1};
+    DiffTolerance tol;
+    StepError e;
+    if (!diff_tolerance_preset(&tol, preset != NULL ? preset : "fp32", &e))
+        return fail_step(err, &e);
+    DiffRun ref = {0}, cand = {0};
+    DiffReport *r = malloc(sizeof *r); /* large: its per-layer tables */
+    bool done = r != NULL && diff_run_read(&ref, reference, NULL, &e) &&
+                diff_run_read(&cand, candidate, NULL, &e) &&
+                trace_diff(&ref, &cand, &tol, false, r, &e);
+    if (r == NULL) snprintf(e.message, sizeof e.message, "out of memory");
+    if (done) {
+        *report = (sw_diff_report){.passed = r->pass,
+                                   .positions = r->n,
+                                   .activations = r->acts_compared,
+                                   .max_abs_logit = r->max_abs,
+                                   .kl_mean = r->kl_mean,
+                                   .top1_agreement = r->n > 0 ? (double)r->top1_agree / r->n : 0,
+                                   .diverged = r->diverged,
+                                   .first_layer = r->diverged ? r->first.layer : -1,
+                                   .first_pos = r->diverged ? r->first.pos : -1};
+        if (r->diverged && r->first.point == HOOK_KV_ROW)
+            snprintf(report->first_hook, sizeof report->first_hook, "kv");
+        else if (r->diverged)
+            hook_name((HookPoint)r->first.point, r->first.layer, report->first_hook,
+                      sizeof report->first_hook);
+        if (r->first_is_other_hook)
+            hook_name((HookPoint)r->first_other.point, r->first_other.layer, report->other_hook,
+                      sizeof report->other_hook);
+        snprintf(report->fail_reason, sizeof report->fail_reason, "%s", r->fail_reason);
+    }
+    diff_run_free(&ref), diff_run_free(&cand), free(r);
+    return done ? ok(err) : fail_step(err, &e);
+}

@@ -1,0 +1,174 @@
+/* stepwise.h: libstepwise, the reference engine as a C library, for an
+ * engine's own test suite (C, C++, or Python through python/stepwise).
+ *
+ *   sw_model *m;
+ *   sw_error e;
+ *   if (sw_model_open("model.gguf", NULL, NULL, &m, &e) != SW_OK) ... e.message ...
+ *   int ids[64], n;
+ *   sw_tokenize(m, "Once upon a time", 1, ids, 64, &n, &e);
+ *   sw_scores *s;
+ *   sw_score(m, ids, n, NULL, &s, &e);
+ *   const float *logits = sw_scores_logits(s);   // [n, vocab], the CLI's bits
+ *   sw_scores_free(s);
+ *   sw_model_free(m);
+ *
+ * Handles are opaque and owned by whoever opened them: each has its free.
+ * Arrays a function returns a pointer to belong to the handle and live as
+ * long as it does. Nothing prints and nothing exits: every function that
+ * can fail returns an sw_status and, when err is not NULL, fills it with a
+ * one-line message. No function keeps state between calls but in the
+ * handles it is given; two threads may use two models at once. */
+#ifndef STEPWISE_API_H
+#define STEPWISE_API_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define STEPWISE_API_VERSION 1
+
+/* What libstepwise.so exports (it is built -fvisibility=hidden). */
+#if defined(__GNUC__)
+#define STEPWISE_EXPORT __attribute__((visibility("default")))
+#else
+#define STEPWISE_EXPORT
+#endif
+
+typedef enum {
+    SW_OK = 0,
+    SW_ERR_INPUT = 2,  /* a file, an id, an argument that is not right: the message says which */
+    SW_ERR_MEMORY = 3, /* out of memory */
+    SW_ERR_SMALL = 4,  /* the caller's array is too small: *n says how many it needs */
+} sw_status;
+
+typedef struct {
+    sw_status code;
+    char message[512];
+} sw_error;
+
+/* "stepwise 1 (api 1)": the library's version and its API's. */
+STEPWISE_EXPORT const char *stepwise_version(void);
+
+/* ---- a model ---- */
+
+typedef struct sw_model sw_model;
+
+typedef struct {
+    int threads;       /* threads the fast kernels split rows over (0: one) */
+    int plain_kernels; /* 1: the reader's loops, one thread (the same bits either way) */
+    int weights_f32;   /* 1: widen every weight to float32 at load (the same bits) */
+} sw_open_options;
+
+/* Open the model at path, any format stepwise reads (a GGUF file, a Hugging
+ * Face folder, a llama2.c checkpoint, a .q8 file, a JSON model; NULL: the
+ * built-in tiny model), with its own tokenizer or the one at tokenizer
+ * (NULL: its own; a checkpoint without one opens for sw_score and
+ * sw_generate, not sw_tokenize). options NULL: the defaults. */
+STEPWISE_EXPORT sw_status sw_model_open(const char *path, const char *tokenizer,
+                                        const sw_open_options *options, sw_model **out,
+                                        sw_error *err);
+STEPWISE_EXPORT void sw_model_free(sw_model *m);
+
+typedef struct {
+    int vocab_size, dim, hidden_dim, n_layers, n_heads, n_kv_heads, head_dim, seq_len;
+} sw_model_shape;
+
+STEPWISE_EXPORT sw_model_shape sw_model_get_shape(const sw_model *m);
+
+/* ---- tokens ---- */
+
+/* The ids of text (BOS first when add_bos and the tokenizer puts one), into
+ * ids[0..capacity); *n is how many there are (SW_ERR_SMALL when more than
+ * capacity: nothing else is written). */
+STEPWISE_EXPORT sw_status sw_tokenize(const sw_model *m, const char *text, int add_bos, int *ids,
+                                      int capacity, int *n, sw_error *err);
+
+/* ---- scoring: every position's logits, and hooks ---- */
+
+typedef struct sw_scores sw_scores;
+
+/* Teacher-force ids[0..n) (n from 2 to the model's seq_len) in one prefill: the logits of every
+ * position, as `stepwise score` computes them, and with hooks (a glob of
+ * hook names, "blocks.*.mlp_out" say, or several separated by commas; NULL:
+ * none) the activations there. */
+STEPWISE_EXPORT sw_status sw_score(sw_model *m, const int *ids, int n, const char *hooks,
+                                   sw_scores **out, sw_error *err);
+STEPWISE_EXPORT void sw_scores_free(sw_scores *s);
+
+STEPWISE_EXPORT int sw_scores_positions(const sw_scores *s);
+STEPWISE_EXPORT int sw_scores_vocab_size(const sw_scores *s);
+STEPWISE_EXPORT const float *sw_scores_logits(const sw_scores *s); /* [positions, vocab_size] */
+/* Mean nats a token of the tokens after the first. */
+STEPWISE_EXPORT double sw_scores_cross_entropy(const sw_scores *s);
+
+/* The hooks captured, in the order they fired at the first position
+ * ("embed", "blocks.0.resid_pre", ...): hook i's name, and its values
+ * [positions, width] (width: the hook's values at one position). The
+ * per-head attention hooks (attn.scores, attn.pattern) grow with the
+ * position and are not captured: the trace has them. */
+STEPWISE_EXPORT int sw_scores_hook_count(const sw_scores *s);
+STEPWISE_EXPORT const char *sw_scores_hook_name(const sw_scores *s, int i);
+STEPWISE_EXPORT const float *sw_scores_hook_values(const sw_scores *s, int i, int *width);
+
+/* ---- generating ---- */
+
+typedef struct {
+    float temperature; /* 0: greedy */
+    int top_k;         /* 0: off */
+    float top_p;       /* 1: off */
+    float min_p;       /* 0: off */
+    uint64_t seed;
+} sw_sampler;
+
+/* prompt[0..n_prompt) then up to max_new drawn tokens (stopping early at
+ * EOS), all of them into out[0..capacity): *n_out is how many. */
+STEPWISE_EXPORT sw_status sw_generate(sw_model *m, const int *prompt, int n_prompt,
+                                      const sw_sampler *sampler, int max_new, int *out,
+                                      int capacity, int *n_out, sw_error *err);
+
+/* ---- reading and comparing runs ---- */
+
+typedef struct sw_run sw_run;
+
+/* A run as `stepwise diff` reads it: a trace or score file (JSON Lines), a
+ * golden set's score file, raw .f32 logits with their sidecar, or .npy. */
+STEPWISE_EXPORT sw_status sw_run_read(const char *path, sw_run **out, sw_error *err);
+STEPWISE_EXPORT void sw_run_free(sw_run *r);
+STEPWISE_EXPORT int sw_run_positions(const sw_run *r);
+STEPWISE_EXPORT int sw_run_vocab_size(const sw_run *r);
+STEPWISE_EXPORT const float *sw_run_logits(const sw_run *r); /* [positions, vocab_size] */
+STEPWISE_EXPORT int sw_run_logprobs(const sw_run *r);        /* 1: the rows are log-probabilities */
+STEPWISE_EXPORT const int *
+sw_run_position_ids(const sw_run *r); /* [positions]: the position of each row */
+/* The input token at pos, or -1 when the file states none there. */
+STEPWISE_EXPORT int sw_run_token(const sw_run *r, int pos);
+
+typedef struct {
+    int passed;
+    int positions;         /* compared */
+    long activations;      /* compared */
+    double max_abs_logit;  /* max |dlogit| */
+    double kl_mean;        /* mean KL(ref || candidate) */
+    double top1_agreement; /* share of positions whose argmax agrees */
+    int diverged;          /* a tensor outside tolerance: */
+    char first_hook[64];   /* the first ("logits", "blocks.3.mlp_out", ...), */
+    int first_layer;       /* its layer (-1: none), */
+    int first_pos;         /* its position */
+    char other_hook[64];   /* the reference hook the candidate's tensor there equals, or "" */
+    char fail_reason[160]; /* "" when passed */
+} sw_diff_report;
+
+/* Compare a candidate run with a reference run as `stepwise diff` does,
+ * with a preset (NULL: "fp32"; "f16-kv", "bf16", "int8", ...). A verdict
+ * either way is SW_OK: report->passed says which. */
+STEPWISE_EXPORT sw_status sw_diff(const char *reference, const char *candidate, const char *preset,
+                                  sw_diff_report *report, sw_error *err);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

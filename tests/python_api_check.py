@@ -1,0 +1,194 @@
+#!/usr/bin/python3
+"""libstepwise and the Python package (python/stepwise) against the command
+line, which the other checks hold to llama2.c, numpy and llama.cpp (in
+`make test`, after `make lib`):
+
+1. load(...).score(ids).logits and .activations are the bits `stepwise
+   score` writes, for a GGUF file, a Hugging Face folder and a checkpoint
+   with its tokenizer, plain and fast kernels; tokenize gives `stepwise
+   tokenize`'s ids, generate `stepwise generate`'s tokens (greedy and
+   sampled with a seed); read() gives a score file's logits back.
+2. diff() passes an independent engine (tests/numpy_engine.py) and fails a
+   nudged one where it was nudged.
+3. Errors are exceptions with the library's one-line message and code: a
+   missing file, an id outside the vocabulary, tokenize without a tokenizer.
+4. `pip install --no-index --no-build-isolation ./python` works offline
+   in a virtual environment that sees Debian's numpy and pip, copies
+   libstepwise.so in, and the installed package runs.
+5. python/examples/test_my_engine.py passes under pytest.
+
+    /usr/bin/python3 tests/python_api_check.py build/stepwise
+"""
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+import numpy as np
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+sys.path.insert(0, HERE)
+sys.path.insert(0, os.path.join(ROOT, "python"))
+from check_util import Checks, run_stepwise  # noqa: E402
+
+MODELS = os.path.abspath(os.path.join(ROOT, os.environ.get("STEPWISE_MODELS", "../shared/models")))
+BIN = os.path.abspath(sys.argv[1] if len(sys.argv) > 1 else "build/stepwise")
+IDS = [1, 403, 407, 261, 378, 267, 130, 302, 297, 263]
+check = Checks()
+
+
+def cli_score(model, tmp, *extra):
+    """The CLI's logits [T, V] and activations {hook: [T, width]} as float32."""
+    out = os.path.join(tmp, "cli.jsonl")
+    run_stepwise(BIN, "score", "--model", model, "--tokens", ",".join(map(str, IDS)), "--top-n", "0",
+                 "--out", out, *extra)
+    logits, acts = [], {}
+    for line in open(out, encoding="utf-8"):
+        e = json.loads(line)
+        if e["event"] == "logits":
+            logits.append(e["logits"])
+        elif e["event"] == "activation":
+            acts.setdefault(e["hook"], []).append(e["data"])
+    f32 = lambda x: np.array(x, dtype=np.float32)  # noqa: E731
+    return f32(logits), {k: f32(v) for k, v in acts.items()}, out
+
+
+def same_bits(a, b):
+    return a.shape == b.shape and np.array_equal(a.view(np.uint32), b.view(np.uint32))
+
+
+def check_scores(stepwise, tmp, folder):
+    cases = [("stories260K.gguf", os.path.join(MODELS, "stories260K.gguf"), None),
+             ("a Hugging Face folder (qwen3, bf16)", folder, None),
+             ("stories260K.bin with tok512.bin", os.path.join(MODELS, "stories260K.bin"),
+              os.path.join(MODELS, "tok512.bin"))]
+    hooks = "blocks.*.mlp_out,final_norm,blocks.1.attn.q"
+    for label, model, tok in cases:
+        want, want_acts, _ = cli_score(model, tmp, "--hooks", hooks)
+        for kernels in ("plain", "fast"):
+            with stepwise.load(model, tok, kernels=kernels, threads=2) as m:
+                got = m.score(IDS, hooks=hooks.split(","))
+            acts_same = (sorted(got.activations) == sorted(want_acts)
+                         and all(same_bits(got.activations[k], want_acts[k]) for k in want_acts))
+            check(same_bits(got.logits, want) and acts_same,
+                  f"{label}, {kernels} kernels: score's logits {got.logits.shape} and "
+                  f"{len(got.activations)} hooks are the CLI's bits")
+
+
+def check_tokens(stepwise, tmp):
+    model = os.path.join(MODELS, "stories260K.gguf")
+    text = "Once upon a time, there was a little girl named Lily."
+    out = run_stepwise(BIN, "tokenize", "--model", model, "--text", text, "--json").stdout
+    with stepwise.load(model) as m:
+        ids = m.tokenize(text)
+        check(ids == json.loads(out)["ids"], f"tokenize gives the CLI's {len(ids)} ids")
+        for args, kw in ((["--temperature", "0"], {}),
+                         (["--temperature", "0.9", "--top-k", "40", "--seed", "7"],
+                          {"temperature": 0.9, "top_k": 40, "seed": 7})):
+            trace = os.path.join(tmp, "g.jsonl")
+            run_stepwise(BIN, "generate", "--model", model, "--prompt", text, "--steps", "20",
+                         "--trace", trace, "--quiet", *args)
+            done = [json.loads(line) for line in open(trace) if '"event":"done"' in line][0]
+            got = m.generate(ids, 20, **kw)
+            check(got == done["tokens"], f"generate {' '.join(args)}: the CLI's {len(got)} tokens")
+    _, _, path = cli_score(model, tmp)
+    want = cli_score(model, tmp)[0]
+    run = stepwise.read(path)
+    check(same_bits(run.logits, want) and run.token_ids == IDS and list(run.positions) == list(range(len(IDS))),
+          "read() of a score file gives its logits, positions and token ids")
+
+
+def check_diff(stepwise, tmp):
+    import numpy_engine
+    from gguf_read import read_gguf
+    model = os.path.join(MODELS, "stories260K.gguf")
+    meta, tensors = read_gguf(model)
+    theirs = numpy_engine.forward(meta, tensors, IDS)[0]
+    with stepwise.load(model) as m:
+        ours = m.score(IDS).logits
+    good = stepwise.diff(ours, theirs, token_ids=IDS)
+    nudged = theirs.copy()
+    nudged[4, 9] += 1e-2
+    bad = stepwise.diff(ours, nudged, token_ids=IDS)
+    check(good.passed and good["positions"] == len(IDS) and good["max_abs_logit"] > 0,
+          f"diff passes numpy's engine (max |dlogit| {good['max_abs_logit']:.2g}, not 0: another engine)")
+    check(not bad.passed and (bad["first_hook"], bad["first_pos"]) == ("logits", 4)
+          and "first divergence logits at pos 4" in bad.summary(),
+          f"diff fails it nudged at pos 4, and says so: {bad.summary()}")
+
+
+def expect_error(stepwise, what, fn, code, words):
+    try:
+        fn()
+    except stepwise.StepwiseError as e:
+        check(e.code == code and words in str(e), f"{what}: StepwiseError {e.code}: {e}")
+        return
+    check(False, f"{what}: no error")
+
+
+def check_errors(stepwise, tmp):
+    expect_error(stepwise, "a missing model", lambda: stepwise.load(os.path.join(tmp, "none.gguf")), 2,
+                 "none.gguf")
+    with stepwise.load(os.path.join(MODELS, "stories260K.gguf")) as m:
+        expect_error(stepwise, "an id outside the vocabulary", lambda: m.score([1, 512]), 2,
+                     "outside the vocabulary")
+    with stepwise.load(os.path.join(MODELS, "stories260K.bin")) as m:
+        expect_error(stepwise, "tokenize on a checkpoint opened without a tokenizer",
+                     lambda: m.tokenize("x"), 2, "without a tokenizer")
+        check(m.score(IDS).logits.shape == (len(IDS), 512), "that checkpoint still scores ids")
+
+
+def check_install(tmp):
+    """In a virtual environment that sees Debian's packages (numpy, pip), as
+    a user on Debian 12 would install it (its system Python refuses pip)."""
+    venv = os.path.join(tmp, "venv")
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", "--system-site-packages", venv],
+                   check=True)
+    py = os.path.join(venv, "bin", "python")
+    r = subprocess.run([py, "-m", "pip", "install", "--no-index", "--no-build-isolation", "--quiet",
+                        os.path.join(ROOT, "python")], capture_output=True, text=True, cwd=tmp)
+    site = subprocess.run([py, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+                          capture_output=True, text=True).stdout.strip()
+    shipped = os.path.exists(os.path.join(site, "stepwise", "libstepwise.so"))
+    env = {k: v for k, v in os.environ.items() if k not in ("STEPWISE_LIB", "PYTHONPATH")}
+    probe = subprocess.run([py, "-c", "import stepwise; m = stepwise.load(None); "
+                            "print(stepwise.__file__, m.score([1, 5, 9]).logits.shape)"],
+                           capture_output=True, text=True, env=env, cwd=tmp)
+    check(r.returncode == 0 and shipped and probe.returncode == 0 and site in probe.stdout,
+          f"pip install --no-index ./python works offline in a venv, ships libstepwise.so, and runs: "
+          f"{probe.stdout.strip() or r.stderr.strip()[-300:] or probe.stderr.strip()[-300:]}")
+
+
+def check_pytest_example():
+    env = dict(os.environ, PYTHONPATH=os.path.join(ROOT, "python"))
+    r = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
+                        os.path.join(ROOT, "python", "examples", "test_my_engine.py")],
+                       capture_output=True, text=True, env=env, cwd=ROOT)
+    last = r.stdout.strip().splitlines()[-1] if r.stdout.strip() else r.stderr.strip()
+    check(r.returncode == 0 and "3 passed" in last, f"the pytest example: {last}")
+
+
+def main():
+    import stepwise
+    print(stepwise.version())
+    with tempfile.TemporaryDirectory() as tmp:
+        folder = os.path.join(tmp, "qwen3")
+        run_stepwise(BIN, "make-model", "--format", "hf", "--arch", "qwen3", "--dtype", "bf16", "--dim", "64",
+                     "--hidden", "96", "--layers", "2", "--heads", "4", "--kv-heads", "2", "--vocab", "512",
+                     "--seq-len", "64", "--out", folder)
+        if not os.path.exists(os.path.join(MODELS, "stories260K.gguf")):
+            print(f"python api check skipped: no stories260K.gguf in {MODELS}")
+            return 0
+        check_scores(stepwise, tmp, folder)
+        check_tokens(stepwise, tmp)
+        check_diff(stepwise, tmp)
+        check_errors(stepwise, tmp)
+        check_install(tmp)
+    check_pytest_example()
+    return check.summary("python api check")
+
+
+if __name__ == "__main__":
+    sys.exit(main())
