@@ -32,7 +32,7 @@ SCHEMAS  := $(sort $(wildcard trace/schema/*.schema.json))
 TEST_SRC := $(wildcard tests/*.c)
 TEST_OBJ := $(patsubst %.c,$(BUILD)/obj/%.o,$(TEST_SRC))
 C_FILES  := $(wildcard ref/*.c ref/*.h ref/api/*.c ref/api/*.h ref/cli/*.c ref/cli/*.h trace/*.c \
-              trace/*.h tests/*.c tests/*.h tests/fuzz/*.c tests/fuzz/*.h tests/bench/*.c \
+              trace/*.h tests/*.c tests/*.h tests/fuzz/*.c tests/fuzz/*.h tests/bench/*.c tests/lib/*.c \
               docs/examples/*.c)
 
 # The tokenizer.json reference: a JavaScript port of Hugging Face's
@@ -188,7 +188,7 @@ $(BUILD)/stepwise.pc: Makefile
 # The library's checks: the Python package against the command line (bit
 # for bit), its pip install and pytest example, and 1,000 cycles of the C
 # API through libstepwise.so under valgrind.
-$(BUILD)/api_cycles: tests/api_cycles.c ref/api/stepwise.h $(BUILD)/libstepwise.so
+$(BUILD)/api_cycles: tests/lib/api_cycles.c ref/api/stepwise.h $(BUILD)/libstepwise.so
 	@echo "  LINK $@"
 	@$(CC) $(CFLAGS) -o $@ $< -L$(BUILD) -lstepwise -Wl,-rpath,'$$ORIGIN'
 
