@@ -14,35 +14,8 @@
 #include "../ref/hf_model.h"
 #include "../ref/hooks.h"
 #include "../ref/json_util.h"
+#include "diff_tensors.h"
 #include "trace_reader.h"
-
-void diff_run_free(DiffRun *r) {
-    free(r->pos), free(r->logits), free(r->input_pos), free(r->input_token);
-    free(r->kv_layer), free(r->kv_pos), free(r->k), free(r->v);
-    for (int i = 0; i < r->n_acts; i++) free(r->acts[i].data);
-    free(r->acts);
-    for (int i = 0; i < r->n_pieces; i++) free(r->pieces[i]);
-    free(r->piece_ids), free(r->pieces);
-    memset(r, 0, sizeof *r);
-}
-
-const char *diff_run_piece(const DiffRun *r, int id) {
-    for (int i = 0; i < r->n_pieces; i++)
-        if (r->piece_ids[i] == id) return r->pieces[i];
-    return NULL;
-}
-
-int diff_run_input(const DiffRun *r, int pos) {
-    int lo = 0, hi = r->n_inputs;
-    while (lo < hi) {
-        int mid = lo + (hi - lo) / 2;
-        if (r->input_pos[mid] < pos)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    return lo < r->n_inputs && r->input_pos[lo] == pos ? r->input_token[lo] : -1;
-}
 
 /* Copy a JSON array of numbers (null: NaN) into dst[0..n); false if the
  * length differs. */
@@ -266,7 +239,7 @@ static bool read_jsonl(DiffRun *r, const char *path, const HookNames *names, Ste
     if (!trace_reader_open(&tr, path, err)) return false;
     Caps cap = {0};
     bool ok = true, not_json;
-    cJSON *e;
+    cJSON *e, *tensors = NULL; /* a "tensors" event, read once the rest is */
     while (ok && ((e = trace_reader_next(&tr, &not_json)) != NULL || not_json)) {
         if (not_json) {
             ok =
@@ -279,6 +252,10 @@ static bool read_jsonl(DiffRun *r, const char *path, const HookNames *names, Ste
             ok = read_logits_event(r, e, &cap, tr.line_no, path, err);
         } else if (strcmp(name, "kv") == 0) {
             ok = read_kv_event(r, e, &cap, tr.line_no, path, err);
+        } else if (strcmp(name, "tensors") == 0) {
+            ok = tensors == NULL ||
+                 step_fail(err, "%s:%ld: a second tensors event", path, tr.line_no);
+            if (ok) tensors = e, e = NULL;
         } else if (strcmp(name, "activation") == 0) {
             ok = read_activation_event(r, e, names, &cap, tr.line_no, path, err);
         } else if (strcmp(name, "tokenize") == 0 || strcmp(name, "token") == 0) {
@@ -294,6 +271,8 @@ static bool read_jsonl(DiffRun *r, const char *path, const HookNames *names, Ste
         cJSON_Delete(e);
     }
     trace_reader_close(&tr);
+    if (ok && tensors != NULL) ok = diff_tensors_add(r, tensors, path, err);
+    cJSON_Delete(tensors);
     if (ok && r->n == 0 && r->n_acts == 0)
         ok = step_fail(err, "%s: no logits or activation events", path);
     r->inputs_stated = r->n_inputs > 0;
@@ -570,7 +549,9 @@ bool diff_run_unhalve(DiffRun *r, int head_dim, StepError *err) {
 bool diff_run_read(DiffRun *r, const char *path, const HookNames *names, StepError *err) {
     memset(r, 0, sizeof *r);
     bool npy = ends_with(path, ".npy"), raw = ends_with(path, ".f32");
-    bool ok = raw || npy ? read_array(r, path, npy, err) : read_jsonl(r, path, names, err);
+    bool ok = ends_with(path, ".safetensors") ? diff_tensors_read_file(r, path, names, err)
+              : raw || npy                    ? read_array(r, path, npy, err)
+                                              : read_jsonl(r, path, names, err);
     if (ok && !sort_inputs(r)) ok = step_fail(err, "%s: out of memory", path);
     if (!ok) diff_run_free(r);
     return ok;

@@ -22,8 +22,30 @@ static bool observer_wants(void *ctx, HookPoint point, int layer, int pos) {
     return trace_wants(to->options, point, layer, pos);
 }
 
+/* A hook's values as rows of the tensor file: the logits, a KV row's K and
+ * V, or an activation under its hook name. */
+static void tensor_rows(TensorFile *tf, const HookTensor *t) {
+    char name[64];
+    int width = t->rows * t->cols;
+    if (t->point == HOOK_LOGITS) {
+        tensor_file_row(tf, "logits", TENSOR_LOGITS, -1, t->pos, t->a, width);
+    } else if (t->point == HOOK_KV_ROW) {
+        snprintf(name, sizeof name, "kv.%d.k", t->layer);
+        tensor_file_row(tf, name, TENSOR_KV_K, t->layer, t->pos, t->a, width);
+        snprintf(name, sizeof name, "kv.%d.v", t->layer);
+        tensor_file_row(tf, name, TENSOR_KV_V, t->layer, t->pos, t->b, width);
+    } else {
+        hook_name(t->point, t->layer, name, sizeof name);
+        tensor_file_row(tf, name, TENSOR_ACTIVATION, t->layer, t->pos, t->a, width);
+    }
+}
+
 static void observer_emit(void *ctx, const HookTensor *t) {
-    trace_observer_write(ctx, trace_event_tensor(t));
+    TraceObserver *to = ctx;
+    if (to->tensors != NULL && t->head < 0 && t->point != HOOK_KV_SNAPSHOT)
+        tensor_rows(to->tensors, t);
+    else
+        trace_observer_write(ctx, trace_event_tensor(t));
 }
 
 static void observer_forward(void *ctx, PassPhase phase, int pos0, const int *tokens, int n) {

@@ -7,6 +7,7 @@
 #include "../ref/hooks.h"
 #include "../ref/model.h"
 #include "../ref/tokenizer.h"
+#include "tensor_file.h"
 #include "trace_options.h"
 #include "trace_writer.h"
 
@@ -16,6 +17,9 @@ typedef struct {
     const Tokenizer *tokenizer; /* for the pieces of token events */
     uint64_t bytes_per_token;   /* of the KV cache, for context events */
     cJSON *held;                /* when not NULL, events are appended here instead of written */
+    TensorFile *tensors;        /* when not NULL, the logits, KV rows and the activations of one
+                                   width a position go here as tensors, not as events (the
+                                   per-head attention hooks stay events) */
 } TraceObserver;
 
 /* Observers pointing at `to`, which must outlive them. */

@@ -12,6 +12,7 @@
 
 #include "../ref/json_util.h"
 #include "../ref/layers.h"
+#include "diff_tensors.h"
 #include "trace_reader.h"
 
 /* The largest vocabulary and position a trace may name: far beyond any
@@ -142,7 +143,23 @@ static bool take_event(Step *s, cJSON *e, const char *name, const char *path, lo
     return true;
 }
 
-/* One pass over the trace: the header, the pieces, and the events at pos. */
+/* A logits row of a tensors file, taken as the event it stands for. */
+typedef struct {
+    Step *s;
+    const char *path;
+    long line;
+    StepError *err;
+} RowTaker;
+
+static bool take_row(void *ctx, cJSON *e) {
+    RowTaker *t = ctx;
+    bool kept = false, ok = take_event(t->s, e, "logits", t->path, t->line, &kept, t->err);
+    if (!kept) cJSON_Delete(e);
+    return ok;
+}
+
+/* One pass over the trace: the header, the pieces, and the events at pos
+ * (a score file's logits from its tensors file, when it has one). */
 static bool collect(Step *s, const char *path, StepError *err) {
     TraceReader r;
     if (!trace_reader_open(&r, path, err)) return false;
@@ -156,6 +173,9 @@ static bool collect(Step *s, const char *path, StepError *err) {
         } else if (strcmp(name, "run") == 0 && s->run == NULL) {
             ok = read_header(s, e, path, r.line_no, err);
             kept = keep(&s->run, e);
+        } else if (s->run != NULL && strcmp(name, "tensors") == 0) {
+            RowTaker t = {s, path, r.line_no, err};
+            ok = tensors_logits_events(e, path, take_row, &t, err);
         } else if (s->run != NULL) {
             ok = take_event(s, e, name, path, r.line_no, &kept, err);
         }

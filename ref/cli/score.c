@@ -33,6 +33,10 @@ static const char SCORE_USAGE[] =
     "  --tokens LIST      these token ids, e.g. 1,403,407\n"
     "  --tokens-file F    token ids from a file, separated by commas or white space\n"
     "  --out FILE         where to write (written whole or not at all)\n"
+    "  --tensors F.safetensors  put the logits, the KV rows and the activations in\n"
+    "                     F as float32 tensors of [positions, ...] (the per-head\n"
+    "                     attention hooks stay in --out); --out keeps the other\n"
+    "                     events and names the tensors in one \"tensors\" event\n"
     "  --top-n N          most likely tokens listed per position (default 5; 0: none,\n"
     "                     and with --tokens no --tokenizer is needed)\n"
     "  --trace-kv         also write the KV-cache rows after the prefill\n"
@@ -52,11 +56,13 @@ enum {
     OPT_OUT,
     OPT_TOP_N,
     OPT_HOOKS,
-    OPT_QUIET
+    OPT_QUIET,
+    OPT_TENSORS
 };
 
 typedef struct {
     const char *model, *tokenizer, *text, *tokens, *tokens_file, *out;
+    const char *tensors; /* --tensors, or NULL */
     int top_n;
     bool quiet;
     TraceOptions trace;
@@ -104,6 +110,7 @@ static int parse_score_args(int argc, char **argv, ScoreArgs *a, StepError *err)
         {"top-n", required_argument, NULL, OPT_TOP_N},
         {"hooks", required_argument, NULL, OPT_HOOKS},
         {"quiet", no_argument, NULL, OPT_QUIET},
+        {"tensors", required_argument, NULL, OPT_TENSORS},
         TRACE_LONG_OPTIONS,
         QUANT_LONG_OPTIONS,
         {"help", no_argument, NULL, 'h'},
@@ -133,6 +140,9 @@ static int parse_score_args(int argc, char **argv, ScoreArgs *a, StepError *err)
                 break;
             case OPT_OUT:
                 a->out = optarg;
+                break;
+            case OPT_TENSORS:
+                a->tensors = optarg;
                 break;
             case OPT_HOOKS:
                 if (strcmp(optarg, "none") == 0) break;
@@ -172,7 +182,42 @@ static int parse_score_args(int argc, char **argv, ScoreArgs *a, StepError *err)
         step_fail(err, "score: --out is required (see --help)");
         return -1;
     }
+    if (a->tensors != NULL) {
+        size_t n = strlen(a->tensors);
+        if (n < 12 || strcmp(a->tensors + n - 12, ".safetensors") != 0) {
+            step_fail(err, "score: --tensors %s: the file must end in .safetensors", a->tensors);
+            return -1;
+        }
+        if (strcmp(a->tensors, a->out) == 0) {
+            step_fail(err, "score: --tensors and --out name the same file");
+            return -1;
+        }
+        if (!file_check_output(a->tensors, "--tensors", err)) return -1;
+    }
     return file_check_output(a->out, "--out", err) ? 1 : -1;
+}
+
+/* The tensors file as the JSON Lines file names it: its own name when both
+ * lie in one folder, else the path as given (readers resolve a relative one
+ * from the JSON Lines file's folder). */
+static const char *tensors_reference(const char *tensors, const char *out) {
+    const char *ts = strrchr(tensors, '/'), *os = strrchr(out, '/');
+    size_t td = ts ? (size_t)(ts - tensors) : 0, od = os ? (size_t)(os - out) : 0;
+    bool same_folder = td == od && strncmp(tensors, out, td) == 0;
+    return same_folder ? (ts ? ts + 1 : tensors) : tensors;
+}
+
+/* The tensors file's metadata: what it is and the ids it was scored on. */
+static cJSON *tensors_metadata(const int *ids, int n) {
+    cJSON *m = cJSON_CreateObject(), *list = cJSON_CreateIntArray(ids, n);
+    char *text = cJSON_PrintUnformatted(list);
+    cJSON_AddStringToObject(m, "format", "stepwise-tensors");
+    cJSON_AddStringToObject(m, "first_pos", "0");
+    cJSON_AddStringToObject(m, "values", "logits");
+    cJSON_AddStringToObject(m, "token_ids", text != NULL ? text : "[]");
+    cJSON_free(text);
+    cJSON_Delete(list);
+    return m;
 }
 
 /* The sequence to score, from whichever source was given. */
@@ -199,10 +244,13 @@ static int run_score(ScoreArgs *a, const Model *m, const Tokenizer *tok, StepErr
     TraceObserver to = {.options = &a->trace,
                         .tokenizer = tok,
                         .bytes_per_token = kv_cache_bytes_of(&m->config, 1, a->quant.run.kv)};
-    if ((to.writer = trace_writer_open(a->out, err)) == NULL) {
-        free(ids), cJSON_Delete(files);
+    TensorFile tf = {0};
+    if ((a->tensors != NULL && !tensor_file_open(&tf, err)) ||
+        (to.writer = trace_writer_open(a->out, err)) == NULL) {
+        tensor_file_free(&tf), free(ids), cJSON_Delete(files);
         return EXIT_BAD_INPUT;
     }
+    if (a->tensors != NULL) to.tensors = &tf;
     TraceRunInfo info = {.mode = "score",
                          .prompt = a->text ? a->text : "",
                          .prompt_tokens = ids,
@@ -236,13 +284,29 @@ static int run_score(ScoreArgs *a, const Model *m, const Tokenizer *tok, StepErr
         struct rusage ru;
         getrusage(RUSAGE_SELF, &ru);
         ScoreMeasured measured = {clock_seconds() - t0, (uint64_t)ru.ru_maxrss * 1024u};
+        if (a->tensors != NULL) {
+            cJSON *e = tensor_file_event(&tf, tensors_reference(a->tensors, a->out));
+            cJSON_AddNumberToObject(e, "first_pos", 0);
+            cJSON_AddItemToObject(e, "token_ids", cJSON_CreateIntArray(ids, n));
+            trace_observer_write(&to, e);
+        }
         trace_observer_write(&to, trace_event_scored(&r, a->trace.reproducible ? NULL : &measured));
         if (!a->quiet)
             fprintf(stderr, "scored %d tokens: cross-entropy %.4f nats/token, perplexity %.4f\n",
                     r.n, r.cross_entropy, r.perplexity);
         score_result_free(&r);
     }
-    if (!trace_writer_commit(to.writer, err)) status = EXIT_BAD_INPUT;
+    /* the tensors first: the JSON Lines file that names them appears only
+     * once they are whole */
+    cJSON *meta = a->tensors != NULL && status == 0 ? tensors_metadata(ids, n) : NULL;
+    if (meta != NULL && !tensor_file_commit(&tf, a->tensors, meta, err)) {
+        trace_writer_discard(to.writer);
+        status = EXIT_BAD_INPUT;
+    } else if (!trace_writer_commit(to.writer, err)) {
+        status = EXIT_BAD_INPUT;
+    }
+    cJSON_Delete(meta);
+    tensor_file_free(&tf);
     free(ids);
     return status;
 }

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../../trace/diff_tensors.h"
 #include "../../trace/trace_reader.h"
 #include "../../trace/trace_validate.h"
 #include "commands.h"
@@ -72,7 +73,15 @@ static bool trace_is_valid(const char *path, StepError *err) {
     return ok;
 }
 
-/* {"name", "events": [...]} of the trace at path. */
+/* A logits row of a score file's tensors file, as the event the page
+ * draws. */
+static bool add_row(void *events, cJSON *logits_event) {
+    cJSON_AddItemToArray(events, logits_event);
+    return true;
+}
+
+/* {"name", "events": [...]} of the trace at path (a score file's logits
+ * from its tensors file, when it has one). */
 static cJSON *read_trace(const char *path, StepError *err) {
     TraceReader r;
     if (!trace_reader_open(&r, path, err)) return NULL;
@@ -87,7 +96,10 @@ static cJSON *read_trace(const char *path, StepError *err) {
             break;
         }
         const char *name = trace_event_name(e);
-        if (name != NULL && wanted(name, e)) {
+        if (name != NULL && strcmp(name, "tensors") == 0) {
+            ok = tensors_logits_events(e, path, add_row, events, err);
+            cJSON_Delete(e);
+        } else if (name != NULL && wanted(name, e)) {
             has_run |= strcmp(name, "run") == 0;
             cJSON_AddItemToArray(events, e);
         } else {

@@ -1,0 +1,288 @@
+/* diff_tensors.c: see diff_tensors.h. */
+#include "diff_tensors.h"
+
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../ref/hooks.h"
+#include "../ref/json_util.h"
+#include "../ref/safetensors.h"
+#include "trace_writer.h"
+
+/* What says which ids the tensors' rows ran on. */
+typedef struct {
+    int first_pos;
+    int *ids; /* [n_ids] (owned), or NULL */
+    int n_ids;
+    bool logprobs;
+} RowsOrigin;
+
+/* Grow *p to exactly n elements of elem bytes. */
+static bool resize(void **p, size_t n, size_t elem) {
+    void *q = realloc(*p, n > 0 ? n * elem : 1);
+    if (q == NULL) return false;
+    *p = q;
+    return true;
+}
+
+/* A JSON list of whole ids in [0, DIFF_MAX_VOCAB) into a malloc'd array. */
+static bool parse_ids(const cJSON *list, int **ids, int *n) {
+    *ids = NULL, *n = 0;
+    if (!cJSON_IsArray(list)) return false;
+    int count = cJSON_GetArraySize(list);
+    *ids = malloc((size_t)(count > 0 ? count : 1) * sizeof(int));
+    if (*ids == NULL) return false;
+    const cJSON *v;
+    cJSON_ArrayForEach(v, list) {
+        double d = cJSON_IsNumber(v) ? v->valuedouble : -1;
+        if (!(d >= 0 && d < DIFF_MAX_VOCAB && d == (double)(int)d)) {
+            free(*ids), *ids = NULL;
+            return false;
+        }
+        (*ids)[(*n)++] = (int)d;
+    }
+    return true;
+}
+
+static bool two_dims(const SafetensorsTensor *t, int max_width, int *rows, int *width) {
+    if (t->ndim != 2 || t->shape[0] < 1 || t->shape[0] > DIFF_MAX_POS || t->shape[1] < 1 ||
+        t->shape[1] > max_width)
+        return false;
+    *rows = (int)t->shape[0], *width = (int)t->shape[1];
+    return true;
+}
+
+static bool take_logits(DiffRun *r, const SafetensorsTensor *t, const RowsOrigin *o,
+                        const char *path, StepError *err) {
+    int rows, vocab;
+    if (!two_dims(t, DIFF_MAX_VOCAB, &rows, &vocab) || rows > DIFF_MAX_POS - o->first_pos)
+        return step_fail(err, "%s: tensor logits must be [positions, vocab_size]", path);
+    if (r->n > 0) return step_fail(err, "%s: logits both as events and as a tensor", path);
+    void *pos = NULL, *logits = NULL;
+    if (!resize(&pos, (size_t)rows, sizeof(int)) ||
+        !resize(&logits, (size_t)rows * (size_t)vocab, sizeof(float))) {
+        free(pos), free(logits);
+        return step_fail(err, "%s: out of memory", path);
+    }
+    r->pos = pos, r->logits = logits, r->n = rows, r->vocab_size = vocab;
+    r->logprobs = o->logprobs;
+    for (int i = 0; i < rows; i++) r->pos[i] = o->first_pos + i;
+    safetensors_to_f32(t, r->logits);
+    return true;
+}
+
+static bool take_kv(DiffRun *r, const SafetensorsFile *f, const SafetensorsTensor *k, int layer,
+                    const RowsOrigin *o, const char *path, StepError *err) {
+    char name[64];
+    snprintf(name, sizeof name, "kv.%d.v", layer);
+    const SafetensorsTensor *v = safetensors_find(f, name);
+    int rows, dim, vrows, vdim;
+    if (v == NULL || !two_dims(k, DIFF_MAX_VOCAB, &rows, &dim) ||
+        !two_dims(v, DIFF_MAX_VOCAB, &vrows, &vdim) || vrows != rows || vdim != dim ||
+        (r->kv_dim != 0 && r->kv_dim != dim) || rows > DIFF_MAX_POS - o->first_pos)
+        return step_fail(err, "%s: kv.%d.k and kv.%d.v must be [positions, kv_dim] alike", path,
+                         layer, layer);
+    size_t n = (size_t)r->n_kv + (size_t)rows;
+    void *pl = r->kv_layer, *pp = r->kv_pos, *pk = r->k, *pv = r->v;
+    bool ok = resize(&pl, n, sizeof(int)) && (r->kv_layer = pl, resize(&pp, n, sizeof(int))) &&
+              (r->kv_pos = pp, resize(&pk, n * (size_t)dim, sizeof(float))) &&
+              (r->k = pk, resize(&pv, n * (size_t)dim, sizeof(float)));
+    if (!ok) return step_fail(err, "%s: out of memory", path);
+    r->v = pv, r->kv_dim = dim;
+    safetensors_to_f32(k, r->k + (size_t)r->n_kv * dim);
+    safetensors_to_f32(v, r->v + (size_t)r->n_kv * dim);
+    for (int i = 0; i < rows; i++)
+        r->kv_layer[r->n_kv + i] = layer, r->kv_pos[r->n_kv + i] = o->first_pos + i;
+    r->n_kv += rows;
+    return true;
+}
+
+static bool take_activation(DiffRun *r, const SafetensorsTensor *t, HookPoint point, int layer,
+                            bool halves, const RowsOrigin *o, const char *path, StepError *err) {
+    int rows, width;
+    if (!two_dims(t, DIFF_MAX_VOCAB, &rows, &width) || rows > DIFF_MAX_POS - o->first_pos)
+        return step_fail(err, "%s: tensor %.64s must be [positions, values]", path, t->name);
+    void *p = r->acts;
+    if (!resize(&p, (size_t)r->n_acts + (size_t)rows, sizeof(DiffActivation)))
+        return step_fail(err, "%s: out of memory", path);
+    r->acts = p;
+    float *all = malloc((size_t)rows * (size_t)width * sizeof(float));
+    if (all == NULL) return step_fail(err, "%s: out of memory", path);
+    safetensors_to_f32(t, all);
+    for (int i = 0; i < rows; i++) {
+        DiffActivation *a = &r->acts[r->n_acts];
+        *a = (DiffActivation){.point = point,
+                              .layer = layer,
+                              .pos = o->first_pos + i,
+                              .head = -1,
+                              .n = width,
+                              .halves = halves,
+                              .data = malloc((size_t)width * sizeof(float))};
+        if (a->data == NULL) {
+            free(all);
+            return step_fail(err, "%s: out of memory", path);
+        }
+        memcpy(a->data, all + (size_t)i * width, (size_t)width * sizeof(float));
+        r->n_acts++;
+    }
+    free(all);
+    return true;
+}
+
+/* Every tensor of f into r, and the ids as the inputs of their positions. */
+static bool take_all(DiffRun *r, const SafetensorsFile *f, const HookNames *names,
+                     const RowsOrigin *o, const char *path, StepError *err) {
+    for (int i = 0; i < f->n; i++) {
+        const SafetensorsTensor *t = &f->tensors[i];
+        char ours[64];
+        bool halves = false;
+        const char *name = t->name;
+        if (names != NULL && hook_names_map(names, name, ours, sizeof ours, &halves)) name = ours;
+        HookPoint point;
+        int layer, used = 0;
+        char which = 0;
+        bool ok;
+        if (strcmp(name, "logits") == 0)
+            ok = take_logits(r, t, o, path, err);
+        else if (sscanf(name, "kv.%d.%c%n", &layer, &which, &used) == 2 && name[used] == '\0' &&
+                 layer >= 0 && layer < DIFF_MAX_LAYER && (which == 'k' || which == 'v'))
+            ok = which == 'v' || take_kv(r, f, t, layer, o, path, err);
+        else if (hook_parse(name, &point, &layer) && point != HOOK_LOGITS && point < HOOK_KV_ROW)
+            ok = take_activation(r, t, point, layer, halves, o, path, err);
+        else
+            ok = step_fail(err, "%s: tensor %.64s names no hook (docs/trace-format.md)", path,
+                           t->name);
+        if (!ok) return false;
+    }
+    if (o->ids == NULL) return true;
+    size_t n = (size_t)r->n_inputs + (size_t)o->n_ids;
+    void *pp = r->input_pos, *pt = r->input_token;
+    bool ok = resize(&pp, n, sizeof(int)) && (r->input_pos = pp, resize(&pt, n, sizeof(int)));
+    if (!ok) return step_fail(err, "%s: out of memory", path);
+    r->input_token = pt;
+    for (int i = 0; i < o->n_ids && i < DIFF_MAX_POS - o->first_pos; i++)
+        r->input_pos[r->n_inputs] = o->first_pos + i, r->input_token[r->n_inputs++] = o->ids[i];
+    return true;
+}
+
+/* The file's __metadata__ (from its header, which safetensors_open has
+ * checked), or NULL. */
+static cJSON *file_metadata(const SafetensorsFile *f) {
+    const unsigned char *b = f->map;
+    uint64_t len = 0;
+    for (int i = 7; i >= 0; i--) len = len << 8 | b[i];
+    cJSON *h = json_parse_whole_n((const char *)b + 8, (size_t)len);
+    cJSON *meta = cJSON_DetachItemFromObjectCaseSensitive(h, "__metadata__");
+    cJSON_Delete(h);
+    return meta;
+}
+
+/* The origin the metadata gives: first_pos, token_ids, values. */
+static bool metadata_origin(const cJSON *meta, RowsOrigin *o, const char *path, StepError *err) {
+    const char *first = json_string_field(meta, "first_pos"),
+               *ids = json_string_field(meta, "token_ids"),
+               *values = json_string_field(meta, "values");
+    char *end = NULL;
+    long fp = first != NULL ? strtol(first, &end, 10) : 0;
+    if (first != NULL && (end == first || *end != '\0' || fp < 0 || fp >= DIFF_MAX_POS))
+        return step_fail(err, "%s: __metadata__ first_pos must be a whole number >= 0", path);
+    if (values != NULL && strcmp(values, "logits") != 0 && strcmp(values, "logprobs") != 0)
+        return step_fail(err, "%s: __metadata__ values must be logits or logprobs", path);
+    o->first_pos = (int)fp;
+    o->logprobs = values != NULL && strcmp(values, "logprobs") == 0;
+    if (ids == NULL) return true;
+    cJSON *list = json_parse_whole(ids);
+    bool ok = parse_ids(list, &o->ids, &o->n_ids);
+    cJSON_Delete(list);
+    return ok || step_fail(err, "%s: __metadata__ token_ids must be a JSON list of ids", path);
+}
+
+bool diff_tensors_read_file(DiffRun *r, const char *path, const HookNames *names, StepError *err) {
+    SafetensorsFile f;
+    if (!safetensors_open(&f, path, err)) return false;
+    cJSON *meta = file_metadata(&f);
+    RowsOrigin o = {0};
+    bool ok = metadata_origin(meta, &o, path, err) && take_all(r, &f, names, &o, path, err);
+    if (ok && r->n == 0 && r->n_acts == 0)
+        ok = step_fail(err, "%s: no logits or hook tensors", path);
+    r->inputs_stated = r->n_inputs > 0;
+    free(o.ids), cJSON_Delete(meta);
+    safetensors_close(&f);
+    return ok;
+}
+
+/* The safetensors file a "tensors" event of the JSON Lines file at
+ * jsonl_path names (resolved from that file's folder), opened and checked
+ * to be that one (the same ids), with the rows' origin. */
+static bool open_named(const cJSON *event, const char *jsonl_path, SafetensorsFile *f,
+                       RowsOrigin *o, StepError *err) {
+    const char *file = json_string_field(event, "file");
+    *o = (RowsOrigin){0};
+    if (file == NULL || strlen(file) > PATH_MAX / 2 ||
+        !json_int_field(event, "first_pos", 0, DIFF_MAX_POS - 1, &o->first_pos) ||
+        !parse_ids(cJSON_GetObjectItemCaseSensitive(event, "token_ids"), &o->ids, &o->n_ids))
+        return step_fail(err,
+                         "%s: a tensors event needs \"file\", a whole \"first_pos\" >= 0 and "
+                         "\"token_ids\"",
+                         jsonl_path);
+    char path[PATH_MAX + 1];
+    const char *slash = strrchr(jsonl_path, '/');
+    int folder = slash != NULL && file[0] != '/' ? (int)(slash - jsonl_path) + 1 : 0;
+    snprintf(path, sizeof path, "%.*s%s", folder, jsonl_path, file);
+    if (!safetensors_open(f, path, err)) {
+        free(o->ids), o->ids = NULL;
+        return false;
+    }
+    cJSON *meta = file_metadata(f);
+    RowsOrigin theirs = {0};
+    bool ok =
+        metadata_origin(meta, &theirs, path, err) &&
+        ((theirs.n_ids == o->n_ids && theirs.first_pos == o->first_pos &&
+          (o->n_ids == 0 || memcmp(theirs.ids, o->ids, (size_t)o->n_ids * sizeof(int)) == 0)) ||
+         step_fail(err, "%s is not the tensors file %s names (its ids differ)", path, jsonl_path));
+    o->logprobs = theirs.logprobs;
+    free(theirs.ids), cJSON_Delete(meta);
+    if (!ok) safetensors_close(f), free(o->ids), o->ids = NULL;
+    return ok;
+}
+
+bool diff_tensors_add(DiffRun *r, const cJSON *event, const char *jsonl_path, StepError *err) {
+    SafetensorsFile f;
+    RowsOrigin o;
+    if (!open_named(event, jsonl_path, &f, &o, err)) return false;
+    bool ok = take_all(r, &f, NULL, &o, f.path, err);
+    safetensors_close(&f);
+    free(o.ids);
+    return ok;
+}
+
+bool tensors_logits_events(const cJSON *event, const char *jsonl_path,
+                           bool (*each)(void *ctx, cJSON *logits_event), void *ctx,
+                           StepError *err) {
+    SafetensorsFile f;
+    RowsOrigin o;
+    if (!open_named(event, jsonl_path, &f, &o, err)) return false;
+    const SafetensorsTensor *t = safetensors_find(&f, "logits");
+    int rows = 0, vocab = 0;
+    bool ok = t == NULL || two_dims(t, DIFF_MAX_VOCAB, &rows, &vocab) ||
+              step_fail(err, "%s: tensor logits must be [positions, vocab_size]", f.path);
+    float *row = ok && rows > 0 ? malloc((size_t)rows * (size_t)vocab * sizeof(float)) : NULL;
+    if (ok && rows > 0 && row == NULL) ok = step_fail(err, "%s: out of memory", f.path);
+    if (row != NULL) safetensors_to_f32(t, row);
+    for (int i = 0; ok && i < rows; i++) {
+        cJSON *e = cJSON_CreateObject();
+        cJSON_AddStringToObject(e, "event", "logits");
+        cJSON_AddNumberToObject(e, "pos", o.first_pos + i);
+        if (i < o.n_ids) cJSON_AddNumberToObject(e, "token", o.ids[i]);
+        /* the trace's own number format, as a logits event has them */
+        cJSON_AddItemToObject(e, o.logprobs ? "logprobs" : "logits",
+                              trace_float_array(row + (size_t)i * vocab, vocab));
+        ok = each(ctx, e);
+    }
+    free(row);
+    safetensors_close(&f);
+    free(o.ids);
+    return ok;
+}

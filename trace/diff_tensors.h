@@ -1,0 +1,35 @@
+/* diff_tensors.h: a run's numbers read from a safetensors file into a
+ * DiffRun (diff_input.h): the tensors a JSON Lines file names in its
+ * "tensors" event (`score --tensors`), or a safetensors file that is a
+ * whole candidate (another engine's): "logits" [positions, vocab], hooks by
+ * name [positions, width], "kv.L.k" and "kv.L.v" [positions, kv_dim], in
+ * F32, F16 or BF16, with the ids it ran on in its __metadata__ (token_ids,
+ * a JSON list as a string; first_pos; values "logits" or "logprobs").
+ * Every shape is checked against the file before anything is read. */
+#ifndef STEPWISE_DIFF_TENSORS_H
+#define STEPWISE_DIFF_TENSORS_H
+
+#include <cjson/cJSON.h>
+
+#include "../ref/error.h"
+#include "diff_run.h"
+#include "hook_names.h"
+
+/* The tensors of a "tensors" event of the JSON Lines file at jsonl_path
+ * (its "file" resolved from that file's folder), added to r. */
+bool diff_tensors_add(DiffRun *r, const cJSON *event, const char *jsonl_path, StepError *err);
+
+/* A safetensors file as a run; with names, hook tensors carry another
+ * engine's names (hook_names.h). */
+bool diff_tensors_read_file(DiffRun *r, const char *path, const HookNames *names, StepError *err);
+
+/* Each logits row of the file a "tensors" event names, in position order,
+ * as the logits event it stands for ({"event": "logits", "pos", "token",
+ * "logits"}), handed to each, which owns it; for the readers that take
+ * events one by one (trace show, sample --from-trace, view). A false from
+ * each stops the walk (its err set). The rows are converted one file at a
+ * time: memory for the logits tensor and one event. */
+bool tensors_logits_events(const cJSON *event, const char *jsonl_path,
+                           bool (*each)(void *ctx, cJSON *logits_event), void *ctx, StepError *err);
+
+#endif
