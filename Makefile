@@ -330,7 +330,8 @@ sanitize:
 # models, which stay out of git), keeping what it finds in build/fuzz/corpus/T;
 # `make fuzz-smoke` (in `make test`) replays every committed crash
 # reproducer (tests/fuzz/crashes/T) and fuzzes each target for a few seconds.
-FUZZ_TARGETS := checkpoint tokenizer tokenizer_json model_json requests trace diff safetensors gguf golden
+FUZZ_TARGETS := checkpoint tokenizer tokenizer_json model_json requests trace diff safetensors gguf golden \
+                tensors
 FUZZ_DIR     := $(BUILD)/fuzz
 FUZZ_SECONDS ?= 60
 FUZZ_SMOKE_SECONDS ?= 4

@@ -9,7 +9,7 @@ S=${1:?usage: make_seeds.sh STEPWISE_BINARY OUT}
 C=${2:?usage: make_seeds.sh STEPWISE_BINARY OUT}
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-KINDS="checkpoint tokenizer tokenizer_json model_json requests trace diff safetensors gguf golden"
+KINDS="checkpoint tokenizer tokenizer_json model_json requests trace diff safetensors gguf golden tensors"
 for k in $KINDS; do rm -rf "${C:?}/$k" && mkdir -p "$C/$k"; done
 
 # checkpoints: tied and untied, MHA and GQA, and a .q8 of each
@@ -104,6 +104,18 @@ for name, mode, ref, cand in [("traces", 0, score, score), ("two-traces", 4, sco
                               ("npy", 2 | 16, score, npy_side), ("npy-both", 1 | 2 | 8 | 16, npy_side, npy_side),
                               ("names", 64, acts, acts), ("forced", 32, score, sampled)]:
     open(f"{C}/diff/{name}", "wb").write(bytes([mode]) + with_len(ref) + cand)
+PY
+# tensors: [mode][2-byte length][score file][its tensors file] (bit 0), or a
+# safetensors candidate on its own, by score --tensors
+$S score --text "cat sat" --reproducible --trace-kv --hooks '*' --out "$tmp/t.jsonl" \
+    --tensors "$tmp/t.safetensors" 2>/dev/null
+/usr/bin/python3 - "$C" "$tmp" <<'PY'
+import struct, sys
+C, T = sys.argv[1], sys.argv[2]
+jsonl, tensors = open(f"{T}/t.jsonl", "rb").read(), open(f"{T}/t.safetensors", "rb").read()
+open(f"{C}/tensors/score", "wb").write(bytes([1]) + struct.pack("<H", len(jsonl)) + jsonl + tensors)
+open(f"{C}/tensors/alone", "wb").write(bytes([0]) + tensors)
+open(f"{C}/tensors/names", "wb").write(bytes([2]) + tensors)
 PY
 # Hugging Face folders: [2-byte length][config.json][model.safetensors], tiny,
 # one per architecture and dtype, by tests/hf_reference.py's own writer
