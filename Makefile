@@ -236,6 +236,7 @@ unit-tests:
 	/usr/bin/python3 tests/memory_check.py $(BUILD)/stepwise
 	/usr/bin/python3 tests/threads_check.py $(BUILD)/stepwise
 	/usr/bin/python3 tests/weights_stored_check.py $(BUILD)/stepwise
+	/usr/bin/python3 tests/tensors_check.py $(BUILD)/stepwise
 	/usr/bin/python3 tests/mapped_files_check.py $(BUILD)/stepwise
 	/usr/bin/python3 tests/presets_check.py $(BUILD)/stepwise
 	/usr/bin/python3 tests/golden_shard_check.py $(BUILD)/stepwise

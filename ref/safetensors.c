@@ -147,10 +147,14 @@ bool safetensors_parse(SafetensorsFile *f, const unsigned char *bytes, size_t n,
 }
 
 bool safetensors_open(SafetensorsFile *f, const char *path, StepError *err) {
+    return safetensors_open_as(f, path, "weights", err);
+}
+
+bool safetensors_open_as(SafetensorsFile *f, const char *path, const char *what, StepError *err) {
     memset(f, 0, sizeof *f);
     void *map;
     size_t bytes;
-    if (!file_map_input(path, "weights", "safetensors", 8, &map, &bytes, err)) return false;
+    if (!file_map_input(path, what, "safetensors", 8, &map, &bytes, err)) return false;
     if (!safetensors_parse(f, map, bytes, path, err)) {
         munmap(map, bytes);
         return false;

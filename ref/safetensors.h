@@ -45,6 +45,9 @@ typedef struct {
 /* Map and check the file at path. */
 bool safetensors_open(SafetensorsFile *f, const char *path, StepError *err);
 
+/* The same, the file named in messages as `what` ("weights", "tensors"). */
+bool safetensors_open_as(SafetensorsFile *f, const char *path, const char *what, StepError *err);
+
 /* The same from a file's bytes in memory (not copied: they must outlive
  * f), for the fuzz target; name is for messages. */
 bool safetensors_parse(SafetensorsFile *f, const unsigned char *bytes, size_t n, const char *name,

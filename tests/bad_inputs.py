@@ -375,6 +375,15 @@ def diff_cases():
         "other vocabulary": ([logit(0, [1, 2])], [logit(0, [1, 2, 3])], 2, "vocabulary sizes differ"),
         "no position in common": ([logit(0, [1])], [logit(1, [1])], 2, "nothing to compare"),
         "malformed line": ([logit(0, [1]), "{oops"], [logit(0, [1])], 2, "not valid JSON"),
+        "tensors event without its file": (
+            [logit(0, [1])], ['{"event":"run"}', '{"event":"tensors","file":"none.safetensors",'
+                              '"first_pos":0,"token_ids":[1],"tensors":[]}'], 2, "cannot open"),
+        "tensors event without ids": (
+            [logit(0, [1])], ['{"event":"tensors","file":"ref.jsonl","first_pos":0}'], 2,
+            "a tensors event needs"),
+        "two tensors events": (
+            [logit(0, [1])], ['{"event":"tensors"}', '{"event":"tensors"}'], 2,
+            "a second tensors event"),
     }
     for name, (ref, cand, status, words) in bad.items():
         case("diff: " + name, ["diff", "{ref.jsonl}", "{cand.jsonl}"], status, [words],

@@ -201,7 +201,7 @@ static bool metadata_origin(const cJSON *meta, RowsOrigin *o, const char *path, 
 
 bool diff_tensors_read_file(DiffRun *r, const char *path, const HookNames *names, StepError *err) {
     SafetensorsFile f;
-    if (!safetensors_open(&f, path, err)) return false;
+    if (!safetensors_open_as(&f, path, "tensors", err)) return false;
     cJSON *meta = file_metadata(&f);
     RowsOrigin o = {0};
     bool ok = metadata_origin(meta, &o, path, err) && take_all(r, &f, names, &o, path, err);
@@ -231,7 +231,7 @@ static bool open_named(const cJSON *event, const char *jsonl_path, SafetensorsFi
     const char *slash = strrchr(jsonl_path, '/');
     int folder = slash != NULL && file[0] != '/' ? (int)(slash - jsonl_path) + 1 : 0;
     snprintf(path, sizeof path, "%.*s%s", folder, jsonl_path, file);
-    if (!safetensors_open(f, path, err)) {
+    if (!safetensors_open_as(f, path, "tensors", err)) {
         free(o->ids), o->ids = NULL;
         return false;
     }
@@ -258,7 +258,7 @@ bool diff_tensors_add(DiffRun *r, const cJSON *event, const char *jsonl_path, St
     return ok;
 }
 
-bool tensors_logits_events(const cJSON *event, const char *jsonl_path,
+bool tensors_logits_events(const cJSON *event, const char *jsonl_path, bool as_text,
                            bool (*each)(void *ctx, cJSON *logits_event), void *ctx,
                            StepError *err) {
     SafetensorsFile f;
@@ -276,9 +276,11 @@ bool tensors_logits_events(const cJSON *event, const char *jsonl_path,
         cJSON_AddStringToObject(e, "event", "logits");
         cJSON_AddNumberToObject(e, "pos", o.first_pos + i);
         if (i < o.n_ids) cJSON_AddNumberToObject(e, "token", o.ids[i]);
-        /* the trace's own number format, as a logits event has them */
-        cJSON_AddItemToObject(e, o.logprobs ? "logprobs" : "logits",
-                              trace_float_array(row + (size_t)i * vocab, vocab));
+        const float *x = row + (size_t)i * vocab;
+        cJSON *values = as_text ? trace_float_array(x, vocab) : cJSON_CreateArray();
+        for (int j = 0; !as_text && j < vocab; j++)
+            cJSON_AddItemToArray(values, cJSON_CreateNumber(x[j]));
+        cJSON_AddItemToObject(e, o.logprobs ? "logprobs" : "logits", values);
         ok = each(ctx, e);
     }
     free(row);

@@ -26,10 +26,11 @@ bool diff_tensors_read_file(DiffRun *r, const char *path, const HookNames *names
 /* Each logits row of the file a "tensors" event names, in position order,
  * as the logits event it stands for ({"event": "logits", "pos", "token",
  * "logits"}), handed to each, which owns it; for the readers that take
- * events one by one (trace show, sample --from-trace, view). A false from
- * each stops the walk (its err set). The rows are converted one file at a
- * time: memory for the logits tensor and one event. */
-bool tensors_logits_events(const cJSON *event, const char *jsonl_path,
+ * events one by one (trace show, sample --from-trace, view). The values are
+ * numbers to read, or (as_text) the trace's own text of them, for a page
+ * that embeds the events as the trace writes them. A false from each stops
+ * the walk (its err set). Memory: the logits tensor and one event. */
+bool tensors_logits_events(const cJSON *event, const char *jsonl_path, bool as_text,
                            bool (*each)(void *ctx, cJSON *logits_event), void *ctx, StepError *err);
 
 #endif

@@ -219,8 +219,9 @@ def load(model, tokenizer=None, **options):
 
 
 class Run:
-    """A run as `stepwise diff` reads it (a trace or score file, a golden
-    set's score file, .f32 or .npy logits): logits [positions, vocab],
+    """A run as `stepwise diff` reads it (a trace or score file with its
+    tensors file, a golden set's score file, .f32, .npy or .safetensors
+    logits): logits [positions, vocab],
     positions, token_ids (None where the file states none), logprobs."""
 
     def __init__(self, path):

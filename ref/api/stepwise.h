@@ -133,8 +133,9 @@ STEPWISE_EXPORT sw_status sw_generate(sw_model *m, const int *prompt, int n_prom
 
 typedef struct sw_run sw_run;
 
-/* A run as `stepwise diff` reads it: a trace or score file (JSON Lines), a
- * golden set's score file, raw .f32 logits with their sidecar, or .npy. */
+/* A run as `stepwise diff` reads it: a trace or score file (JSON Lines,
+ * with the tensors file it names, if any), a golden set's score file, raw
+ * .f32 logits with their sidecar, .npy, or a .safetensors file. */
 STEPWISE_EXPORT sw_status sw_run_read(const char *path, sw_run **out, sw_error *err);
 STEPWISE_EXPORT void sw_run_free(sw_run *r);
 STEPWISE_EXPORT int sw_run_positions(const sw_run *r);

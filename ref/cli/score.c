@@ -267,6 +267,7 @@ static int run_score(ScoreArgs *a, const Model *m, const Tokenizer *tok, StepErr
     StepObserver obs = trace_step_observer(&to);
     ScoreResult r;
     int status = 0;
+    char summary[160] = "";
     r.keep_logits = false;
     bool scored = score_tokens(m, ids, n, a->top_n, &a->quant.run, &obs, &r, err);
     if (scored && cli_signal_caught()) { /* the pass ran to its end; the file says it was cut */
@@ -291,9 +292,9 @@ static int run_score(ScoreArgs *a, const Model *m, const Tokenizer *tok, StepErr
             trace_observer_write(&to, e);
         }
         trace_observer_write(&to, trace_event_scored(&r, a->trace.reproducible ? NULL : &measured));
-        if (!a->quiet)
-            fprintf(stderr, "scored %d tokens: cross-entropy %.4f nats/token, perplexity %.4f\n",
-                    r.n, r.cross_entropy, r.perplexity);
+        snprintf(summary, sizeof summary,
+                 "scored %d tokens: cross-entropy %.4f nats/token, perplexity %.4f\n", r.n,
+                 r.cross_entropy, r.perplexity);
         score_result_free(&r);
     }
     /* the tensors first: the JSON Lines file that names them appears only
@@ -308,6 +309,7 @@ static int run_score(ScoreArgs *a, const Model *m, const Tokenizer *tok, StepErr
     cJSON_Delete(meta);
     tensor_file_free(&tf);
     free(ids);
+    if (status == 0 && !a->quiet) fputs(summary, stderr); /* once both files are whole */
     return status;
 }
 

@@ -97,7 +97,7 @@ static cJSON *read_trace(const char *path, StepError *err) {
         }
         const char *name = trace_event_name(e);
         if (name != NULL && strcmp(name, "tensors") == 0) {
-            ok = tensors_logits_events(e, path, add_row, events, err);
+            ok = tensors_logits_events(e, path, true, add_row, events, err);
             cJSON_Delete(e);
         } else if (name != NULL && wanted(name, e)) {
             has_run |= strcmp(name, "run") == 0;

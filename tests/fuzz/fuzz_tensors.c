@@ -39,7 +39,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
             while ((e = trace_reader_next(&r, &not_json)) != NULL || not_json) {
                 const char *name = e != NULL ? trace_event_name(e) : NULL;
                 if (name != NULL && strcmp(name, "tensors") == 0)
-                    tensors_logits_events(e, path, drop, NULL, &err);
+                    tensors_logits_events(e, path, mode & 2, drop, NULL, &err);
                 cJSON_Delete(e);
             }
             trace_reader_close(&r);
