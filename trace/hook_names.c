@@ -94,25 +94,28 @@ static void substitute(const char *pattern, long layer, char *buf, size_t size) 
         snprintf(buf, size, "%.*s%ld%s", (int)(at - pattern), pattern, layer, at + 3);
 }
 
-bool hook_names_map(const HookNames *h, const char *theirs, char *buf, size_t size, bool *halves) {
+/* The rule whose `from` side matches name, its other side (with the
+ * layer) into buf: their names to ours, or (reverse) ours to theirs. */
+static const HookNameRule *translate(const HookNames *h, const char *name, bool reverse, char *buf,
+                                     size_t size) {
     for (int i = 0; i < h->n; i++) {
+        const HookNameRule *r = &h->rules[i];
         long layer;
-        if (!match(h->rules[i].theirs, theirs, &layer)) continue;
-        substitute(h->rules[i].ours, layer, buf, size);
-        *halves = h->rules[i].halves;
-        return true;
+        if (!match(reverse ? r->ours : r->theirs, name, &layer)) continue;
+        substitute(reverse ? r->theirs : r->ours, layer, buf, size);
+        return r;
     }
-    return false;
+    return NULL;
+}
+
+bool hook_names_map(const HookNames *h, const char *theirs, char *buf, size_t size, bool *halves) {
+    const HookNameRule *r = translate(h, theirs, false, buf, size);
+    if (r != NULL) *halves = r->halves;
+    return r != NULL;
 }
 
 bool hook_names_theirs(const HookNames *h, const char *ours, char *buf, size_t size) {
-    for (int i = 0; i < h->n; i++) {
-        long layer;
-        if (!match(h->rules[i].ours, ours, &layer)) continue;
-        substitute(h->rules[i].theirs, layer, buf, size);
-        return true;
-    }
-    return false;
+    return translate(h, ours, true, buf, size) != NULL;
 }
 
 void hook_names_fitting(const char *theirs, const char *ours, char *buf, size_t size) {
