@@ -7,6 +7,9 @@ CFLAGS  ?= -O2
 # command line sets CFLAGS (the determinism and sanitizer builds do).
 override CFLAGS += -std=c11 -Wall -Wextra -Werror -ffp-contract=off -D_POSIX_C_SOURCE=200809L
 LDLIBS  := -lcjson -lpcre2-8 -lutf8proc -lm -pthread
+# Every object can go into libstepwise.so (make lib), which exports only
+# stepwise.h's functions; not in CFLAGS, which traces record.
+OBJ_FLAGS := -fPIC -fvisibility=hidden
 BUILD   := build
 
 STEPWISE_MODELS ?= $(if $(wildcard ../shared/models),../shared/models,$(BUILD)/models)
@@ -108,13 +111,13 @@ HEADERS := $(wildcard ref/*.h ref/api/*.h ref/cli/*.h trace/*.h tests/*.h)
 $(BUILD)/obj/%.o: %.c $(HEADERS)
 	@mkdir -p $(@D)
 	@echo "  CC   $<"
-	@$(CC) $(CFLAGS) -c -o $@ $<
+	@$(CC) $(CFLAGS) $(OBJ_FLAGS) -c -o $@ $<
 
 # The build flags are recorded in every trace's run header.
 $(BUILD)/obj/ref/build_info.o: ref/build_info.c ref/build_info.h
 	@mkdir -p $(@D)
 	@echo "  CC   $<"
-	@$(CC) $(CFLAGS) -DSTEPWISE_CFLAGS='"$(CFLAGS)"' -c -o $@ $<
+	@$(CC) $(CFLAGS) $(OBJ_FLAGS) -DSTEPWISE_CFLAGS='"$(CFLAGS)"' -c -o $@ $<
 
 # A text file compiled in as the C string stepwise_NAME (EMBED_TEXT,NAME):
 # each line a string literal, backslashes and quotes escaped.
@@ -150,30 +153,15 @@ $(BUILD)/gen/trace_schemas.c: $(SCHEMAS)
 
 $(BUILD)/obj/gen/%.o: $(BUILD)/gen/%.c
 	@mkdir -p $(@D)
-	@$(CC) $(CFLAGS) -I. -c -o $@ $<
+	@$(CC) $(CFLAGS) $(OBJ_FLAGS) -I. -c -o $@ $<
 
-# libstepwise.so: the same sources built position-independent, exporting
-# only stepwise.h's functions (-fvisibility=hidden; STEPWISE_EXPORT marks
-# them), with its pkg-config file. The static library is the one above.
-PIC_OBJ := $(patsubst $(BUILD)/obj/%,$(BUILD)/pic/%,$(LIB_OBJ))
-PIC_FLAGS := -fPIC -fvisibility=hidden
-
+# libstepwise.so: the library's objects as they are (every object is built
+# position-independent, -fPIC, and exports nothing by default,
+# -fvisibility=hidden: the .so shows stepwise.h's functions only, marked
+# STEPWISE_EXPORT; the static links do not care), with its pkg-config file.
 lib: $(BUILD)/libstepwise.so $(BUILD)/libstepwise.a $(BUILD)/stepwise.pc
 
-$(BUILD)/pic/%.o: %.c $(HEADERS)
-	@mkdir -p $(@D)
-	@echo "  CC   $< (pic)"
-	@$(CC) $(CFLAGS) $(PIC_FLAGS) -c -o $@ $<
-
-$(BUILD)/pic/ref/build_info.o: ref/build_info.c ref/build_info.h
-	@mkdir -p $(@D)
-	@$(CC) $(CFLAGS) $(PIC_FLAGS) -DSTEPWISE_CFLAGS='"$(CFLAGS)"' -c -o $@ $<
-
-$(BUILD)/pic/gen/%.o: $(BUILD)/gen/%.c
-	@mkdir -p $(@D)
-	@$(CC) $(CFLAGS) $(PIC_FLAGS) -I. -c -o $@ $<
-
-$(BUILD)/libstepwise.so: $(PIC_OBJ)
+$(BUILD)/libstepwise.so: $(LIB_OBJ)
 	@echo "  LINK $@"
 	@$(CC) $(CFLAGS) -shared -Wl,-soname,libstepwise.so -o $@ $^ $(LDLIBS)
 
