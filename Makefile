@@ -53,7 +53,7 @@ LLAMA_CPP_DIR      := $(BUILD)/npm-llama-cpp
 LLAMA_CPP_PACKAGES := node-llama-cpp@3.22.1 @node-llama-cpp/linux-x64@3.22.1
 
 .PHONY: screenshots inject diff-check convert-check npm-fixtures tokenizer-json-check
-.PHONY: llama-cpp-peer llama-cpp-check lib lib-check
+.PHONY: llama-cpp-peer llama-cpp-check lib lib-check unit-checks-a unit-checks-b
 .PHONY: all help deps build test unit-tests sanitize fuzz fuzz-build fuzz-seeds fuzz-smoke bad-inputs notebooks doc-check valgrind fmt fmt-check demo models kv-tables golden bench bench-batch bench-scale clean
 
 all: build
@@ -204,6 +204,17 @@ unit-tests:
 	@echo "models: $(STEPWISE_MODELS)"
 	/usr/bin/python3 tests/check_layers.py
 	$(BUILD)/stepwise-tests --jobs 2
+	@# what the checks below share, made first: then the two halves run side
+	@# by side (most checks are one process each; the machine has two cores)
+	$(MAKE) --no-print-directory npm-fixtures llama-cpp-peer lib inject $(BUILD)/api_cycles
+	$(MAKE) --no-print-directory -j2 --output-sync=target unit-checks-a unit-checks-b
+	@# timing-sensitive: alone
+	/usr/bin/python3 tests/progress_check.py $(BUILD)/stepwise
+	/usr/bin/python3 tests/bench_ceiling_check.py $(BUILD)/stepwise
+
+# The two halves of the unit checks (independent: each writes only its own
+# temporary folders).
+unit-checks-a:
 	@if [ -f "$(STEPWISE_MODELS)/tok512.model" ]; then \
 	  /usr/bin/python3 tests/sentencepiece_check.py check $(BUILD)/stepwise 300; \
 	else echo "sentencepiece check skipped: no tok512.model in $(STEPWISE_MODELS)"; fi
@@ -216,6 +227,11 @@ unit-tests:
 	/usr/bin/python3 tests/gguf_vocab_check.py $(BUILD)/stepwise
 	$(MAKE) --no-print-directory tokenizer-json-check
 	$(MAKE) --no-print-directory convert-check
+	/usr/bin/python3 tests/presets_check.py $(BUILD)/stepwise
+	/usr/bin/python3 tests/golden_shard_check.py $(BUILD)/stepwise
+	/usr/bin/python3 tests/prefix_cache_check.py $(BUILD)/stepwise
+
+unit-checks-b:
 	$(MAKE) --no-print-directory llama-cpp-check
 	$(MAKE) --no-print-directory lib-check
 	$(MAKE) --no-print-directory diff-check
@@ -226,13 +242,8 @@ unit-tests:
 	/usr/bin/python3 tests/weights_stored_check.py $(BUILD)/stepwise
 	/usr/bin/python3 tests/tensors_check.py $(BUILD)/stepwise
 	/usr/bin/python3 tests/mapped_files_check.py $(BUILD)/stepwise
-	/usr/bin/python3 tests/presets_check.py $(BUILD)/stepwise
-	/usr/bin/python3 tests/golden_shard_check.py $(BUILD)/stepwise
-	/usr/bin/python3 tests/progress_check.py $(BUILD)/stepwise
-	/usr/bin/python3 tests/prefix_cache_check.py $(BUILD)/stepwise
 	/usr/bin/python3 tests/memory_notes_check.py $(BUILD)/stepwise
 	/usr/bin/python3 tests/context_policies_check.py $(BUILD)/stepwise
-	/usr/bin/python3 tests/bench_ceiling_check.py $(BUILD)/stepwise
 	/usr/bin/python3 tests/prefill_chunk_check.py $(BUILD)/stepwise
 
 $(NPM_DIR)/.installed:
