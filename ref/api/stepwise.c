@@ -361,9 +361,7 @@ const int *sw_run_position_ids(const sw_run *r) {
     return r->run.pos;
 }
 int sw_run_token(const sw_run *r, int pos) {
-    for (int i = 0; i < r->run.n_inputs; i++)
-        if (r->run.input_pos[i] == pos) return r->run.input_token[i];
-    return -1;
+    return diff_run_input(&r->run, pos);
 }
 
 sw_status sw_diff(const char *reference, const char *candidate, const char *preset,
