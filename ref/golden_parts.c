@@ -93,6 +93,18 @@ static bool check_part(GoldenParts *mg, int k, const char **seen, int *count, in
     return true;
 }
 
+/* A file as an entry names it: a plain name, a SHA-256 and, if given, a
+ * size. */
+static bool file_fields(const cJSON *entry, const char **file, const char **sha,
+                        long long *bytes) {
+    *file = json_string_field(entry, "file"), *sha = json_string_field(entry, "sha256");
+    *bytes = -1;
+    const cJSON *size = cJSON_GetObjectItemCaseSensitive(entry, "bytes");
+    return *file != NULL && file_name_is_plain(*file, 200) && strcmp(*file, "manifest.json") != 0 &&
+           is_sha256(*sha) &&
+           (size == NULL || json_whole_number(size, 0, 9007199254740992.0, bytes));
+}
+
 /* Every part's file entries into mg->files by number, each number once. */
 static bool list_files(GoldenParts *mg, StepError *err) {
     int total = mg->n_files;
@@ -100,22 +112,25 @@ static bool list_files(GoldenParts *mg, StepError *err) {
         const cJSON *entry;
         cJSON_ArrayForEach(entry, cJSON_GetObjectItemCaseSensitive(mg->manifests[k], "files")) {
             int i;
-            long long bytes = -1;
-            const char *file = json_string_field(entry, "file");
-            const char *sha = json_string_field(entry, "sha256");
-            const cJSON *size = cJSON_GetObjectItemCaseSensitive(entry, "bytes");
-            if (!json_int_field(entry, "index", 0, total - 1, &i) || file == NULL ||
-                !file_name_is_plain(file, 200) || !is_sha256(sha) ||
-                (size != NULL && !json_whole_number(size, 0, 9007199254740992.0, &bytes)))
+            GoldenSetFile f = {.entry = entry, .part = mg->parts[k], .tensors_bytes = -1};
+            const cJSON *tensors = cJSON_GetObjectItemCaseSensitive(entry, "tensors");
+            if (!json_int_field(entry, "index", 0, total - 1, &i) ||
+                !file_fields(entry, &f.file, &f.sha256, &f.bytes))
                 return step_fail(err,
                                  "golden merge: %s: a file entry needs an index in [0, %d), a "
-                                 "plain file name, a sha256 and (if given) bytes >= 0",
+                                 "plain file name (not manifest.json), a sha256 and (if given) "
+                                 "bytes >= 0",
                                  mg->parts[k], total);
+            if (tensors != NULL &&
+                !file_fields(tensors, &f.tensors_file, &f.tensors_sha256, &f.tensors_bytes))
+                return step_fail(err,
+                                 "golden merge: %s: file %d's tensors need a plain file name "
+                                 "(not manifest.json), a sha256 and (if given) bytes >= 0",
+                                 mg->parts[k], i);
             if (mg->files[i].file != NULL)
-                return step_fail(err, "golden merge: file %d (%s) is in %s and in %s", i, file,
+                return step_fail(err, "golden merge: file %d (%s) is in %s and in %s", i, f.file,
                                  mg->files[i].part, mg->parts[k]);
-            mg->files[i] = (GoldenSetFile){
-                .entry = entry, .part = mg->parts[k], .file = file, .sha256 = sha, .bytes = bytes};
+            mg->files[i] = f;
         }
     }
     return true;
@@ -131,12 +146,16 @@ static bool check_complete(const GoldenParts *mg, StepError *err) {
     for (int i = 0; i < mg->n_files; i++)
         if (mg->files[i].file == NULL)
             return step_fail(err, "golden merge: file %d of %d is in no part", i, mg->n_files);
-    const char **names = malloc((size_t)mg->n_files * sizeof *names);
+    const char **names = malloc(2 * (size_t)mg->n_files * sizeof *names);
     if (names == NULL) return step_fail(err, "golden merge: out of memory");
-    for (int i = 0; i < mg->n_files; i++) names[i] = mg->files[i].file;
-    qsort(names, (size_t)mg->n_files, sizeof *names, compare_names);
+    int n = 0;
+    for (int i = 0; i < mg->n_files; i++) {
+        names[n++] = mg->files[i].file;
+        if (mg->files[i].tensors_file != NULL) names[n++] = mg->files[i].tensors_file;
+    }
+    qsort(names, (size_t)n, sizeof *names, compare_names);
     const char *twice = NULL;
-    for (int i = 1; twice == NULL && i < mg->n_files; i++)
+    for (int i = 1; twice == NULL && i < n; i++)
         if (strcmp(names[i - 1], names[i]) == 0) twice = names[i];
     bool ok = twice == NULL || step_fail(err, "golden merge: two files are named %s", twice);
     free(names);

@@ -15,6 +15,9 @@ typedef struct {
     const char *file;   /* a plain name inside it */
     const char *sha256; /* 64 lower-case hex digits */
     long long bytes;    /* its size as the manifest gives it, or -1 (an older part) */
+    /* its tensors file (`golden --tensors`), or all NULL and -1 */
+    const char *tensors_file, *tensors_sha256;
+    long long tensors_bytes;
 } GoldenSetFile;
 
 typedef struct {
@@ -29,7 +32,9 @@ typedef struct {
  * set: each a stepwise golden manifest with its shard numbers (a whole set,
  * with none, is part 1 of 1); the same count and size everywhere; each part
  * once; the same fields (model, tokenizer, build, options) in every one;
- * every file of the set listed once, under a plain name, with a SHA-256.
+ * every file of the set listed once, under a plain name, with a SHA-256
+ * (a score file's tensors file too, under its entry's "tensors"); no name
+ * twice, none manifest.json.
  * The files' bytes are not read (merge hashes them as it copies). Free g
  * with golden_parts_free, whatever the result. */
 bool golden_parts_check(GoldenParts *g, const char **parts, int n_parts, StepError *err);

@@ -10,6 +10,12 @@ one line with exit status 2 and no --out written: a missing part, a part
 given twice, a part of another model, a part made with other options, a
 file whose bytes no longer match its checksum, a file entry that names a
 path outside its part, a folder that is not a part, and bad --shard values.
+With --tensors: every score and kv file has its safetensors file beside
+it, listed with its SHA-256 and size; each holds the JSON set's numbers
+(diff: max |d| 0); parts merge to the whole set byte for byte; a tampered
+tensors file, a tensors entry outside its part and a part without
+--tensors are refused; a set with tensors files is replaced by a new one,
+and a stray .safetensors keeps a folder from being replaced.
 
     /usr/bin/python3 tests/golden_shard_check.py build/stepwise
 """
@@ -106,7 +112,77 @@ def main():
         for shard in ("0/2", "3/2", "1/0", "two", "1/2/3"):
             r = run_stepwise(BIN, *common, "--shard", shard, "--out", out, expect=(2,))
             check("--shard takes K/N" in r.stderr and not os.path.exists(out), f"--shard {shard} refused")
+        check_tensors(check, common, tmp, whole, refused)
     return check.summary("golden shards")
+
+
+def sha256(path):
+    return hashlib.sha256(open(path, "rb").read()).hexdigest()
+
+
+def check_tensors(check, common, tmp, whole, refused):
+    tset = os.path.join(tmp, "tensors")
+    run_stepwise(BIN, *common, "--tensors", "--out", tset)
+    m = json.load(open(os.path.join(tset, "manifest.json")))
+    scored = [f for f in m["files"] if f["kind"] in ("score", "kv")]
+    listed = [f["file"] for f in m["files"]] + [f["tensors"]["file"] for f in scored]
+    good = m["options"].get("tensors") == "safetensors" and len(scored) == 5
+    good &= all("tensors" not in f for f in m["files"] if f["kind"] not in ("score", "kv"))
+    good &= sorted(os.listdir(tset)) == sorted(listed + ["manifest.json"])
+    for f in scored:
+        t, path = f["tensors"], os.path.join(tset, f["tensors"]["file"])
+        good &= t["file"] == f["file"].replace(".jsonl", ".safetensors")
+        good &= sha256(path) == t["sha256"] and os.path.getsize(path) == t["bytes"]
+        good &= f"--tensors {t['file']}" in f["command"]
+    check(good, "--tensors: a safetensors file beside each of the 5 score and kv files, "
+                "its SHA-256 and size in the manifest")
+    worst = []
+    for f in scored:
+        r = run_stepwise(BIN, "diff", os.path.join(whole, f["file"]), os.path.join(tset, f["file"]),
+                         "--json")
+        rep = json.loads(r.stdout)
+        kv = max([max(k["max_abs_k"], k["max_abs_v"]) for k in rep["kv_layers"]], default=0)
+        worst.append((rep["verdict"], rep["max_abs"]["value"], kv, rep["positions"] > 0))
+    check(all(w == ("pass", 0, 0, True) for w in worst), f"--tensors: each file's numbers are the JSON set's "
+          f"(diff max |d| 0): {worst}")
+    parts = [os.path.join(tmp, f"t-part{k}") for k in (1, 2)]
+    for k, part in enumerate(parts, 1):
+        run_stepwise(BIN, *common, "--tensors", "--shard", f"{k}/2", "--threads", "1", "--out", part)
+    merged = os.path.join(tmp, "t-merged")
+    run_stepwise(BIN, "golden", "merge", *parts, "--out", merged)
+    check(same_tree(tset, merged), "--tensors: 2 parts merged = the unsharded set, byte for byte")
+    plain = os.path.join(tmp, "n2-part1")
+    refused("a part without --tensors", [plain, parts[1]], '"options" differ')
+    bad = os.path.join(tmp, "t-tampered")
+    shutil.copytree(parts[1], bad)
+    pm = json.load(open(os.path.join(bad, "manifest.json")))
+    t = next(f["tensors"] for f in pm["files"] if "tensors" in f)
+    with open(os.path.join(bad, t["file"]), "r+b") as f:
+        f.seek(t["bytes"] - 1)
+        last = f.read(1)
+        f.seek(t["bytes"] - 1)
+        f.write(bytes([last[0] ^ 1]))
+    refused("a tensors file changed after its part was made", [parts[0], bad],
+            f"{t['file']}: its SHA-256 is not the one its manifest gives")
+    escape = os.path.join(tmp, "t-escape")
+    shutil.copytree(parts[1], escape)
+    t["file"] = "../tensors/manifest.json"
+    json.dump(pm, open(os.path.join(escape, "manifest.json"), "w"))
+    refused("a tensors entry outside its part", [parts[0], escape], "tensors need a plain file name")
+    t["file"] = "manifest.json"
+    json.dump(pm, open(os.path.join(escape, "manifest.json"), "w"))
+    refused("a tensors file named manifest.json", [parts[0], escape], "not manifest.json")
+    r = run_stepwise(BIN, *common, "--tensors", "--hooks", "none", "--out", tset)
+    m2 = json.load(open(os.path.join(tset, "manifest.json")))
+    check(m2["options"]["hooks"] == "none" and sorted(os.listdir(tset)) == sorted(listed + ["manifest.json"]),
+          "--tensors: a set with tensors files is replaced by a new one")
+    stray = os.path.join(tmp, "stray")
+    shutil.copytree(whole, stray)
+    open(os.path.join(stray, "score-00.safetensors"), "wb").write(b"x")
+    r = run_stepwise(BIN, *common, "--out", stray, expect=(2,))
+    check("holds score-00.safetensors, which is not a file of its golden set" in r.stderr
+          and os.path.getsize(os.path.join(stray, "score-00.safetensors")) == 1,
+          "a .safetensors its manifest does not list keeps the folder from being replaced")
 
 
 if __name__ == "__main__":

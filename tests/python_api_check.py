@@ -7,7 +7,11 @@ line, which the other checks hold to llama2.c, numpy and llama.cpp (in
    score` writes, for a GGUF file, a Hugging Face folder and a checkpoint
    with its tokenizer, plain and fast kernels; tokenize gives `stepwise
    tokenize`'s ids, generate `stepwise generate`'s tokens (greedy and
-   sampled with a seed); read() gives a score file's logits back.
+   sampled with a seed); read() gives a score file's logits back, and
+   reads a golden set folder (golden --tensors): its files in order, each
+   score file's logits the bits of the JSON set's logits events; a
+   tampered file, a part of a sharded set and a folder that is no set are
+   errors.
 2. diff() passes an independent engine (tests/numpy_engine.py) and fails a
    nudged one where it was nudged.
 3. Errors are exceptions with the library's one-line message and code: a
@@ -100,6 +104,38 @@ def check_tokens(stepwise, tmp):
           "read() of a score file gives its logits, positions and token ids")
 
 
+def check_golden_set(stepwise, tmp):
+    model = ["--model", os.path.join(MODELS, "stories260K.bin"), "--tokenizer",
+             os.path.join(MODELS, "tok512.bin")]
+    plain, tensors = os.path.join(tmp, "golden"), os.path.join(tmp, "golden-tensors")
+    run_stepwise(BIN, "golden", *model, "--hooks", "none", "--out", plain)
+    run_stepwise(BIN, "golden", *model, "--hooks", "none", "--tensors", "--out", tensors)
+    gs = stepwise.read(tensors)
+    manifest = json.load(open(os.path.join(tensors, "manifest.json")))
+    good = gs.names == [f["file"] for f in manifest["files"]] and len(gs.scores) == 4
+    for name in gs.scores:
+        rows = [json.loads(line)["logits"] for line in open(os.path.join(plain, name))
+                if '"event":"logits"' in line]
+        run = gs[name]
+        good &= same_bits(run.logits, np.array(rows, dtype=np.float32)) and run.token_ids is not None
+    check(good, "read(folder) of a --tensors golden set: its %d files in order; each score file's "
+                "logits are the bits of the JSON set's logits events" % len(gs))
+    t = gs.entry("score-02.jsonl")["tensors"]
+    with open(os.path.join(tensors, t["file"]), "r+b") as f:
+        f.seek(t["bytes"] - 1)
+        last = f.read(1)[0]
+        f.seek(t["bytes"] - 1)
+        f.write(bytes([last ^ 1]))
+    expect_error(stepwise, "read(folder) with a tampered tensors file",
+                 lambda: stepwise.read(tensors), 2, "score-02.safetensors: its SHA-256 is not the one")
+    part = os.path.join(tmp, "part")
+    run_stepwise(BIN, "golden", *model, "--hooks", "none", "--shard", "1/2", "--out", part)
+    expect_error(stepwise, "read(folder) of one part of a sharded set",
+                 lambda: stepwise.read(part), 2, "golden merge")
+    expect_error(stepwise, "read(folder) of a folder that is no golden set",
+                 lambda: stepwise.read(HERE), 2, "manifest.json")
+
+
 def check_diff(stepwise, tmp):
     import numpy_engine
     from gguf_read import read_gguf
@@ -183,6 +219,7 @@ def main():
             return 0
         check_scores(stepwise, tmp, folder)
         check_tokens(stepwise, tmp)
+        check_golden_set(stepwise, tmp)
         check_diff(stepwise, tmp)
         check_errors(stepwise, tmp)
         check_install(tmp)

@@ -15,6 +15,7 @@ it in when build/libstepwise.so exists: `make lib`), or in the checkout's
 build/ folder. docs/library.md says more.
 """
 import ctypes
+import hashlib
 import json
 import os
 import tempfile
@@ -22,7 +23,7 @@ import tempfile
 import numpy as np
 
 __all__ = ["load", "read", "diff", "write_logits", "version", "StepwiseError", "Model", "Scores",
-           "Run", "DiffReport"]
+           "Run", "GoldenSet", "DiffReport"]
 
 _HERE = os.path.dirname(os.path.abspath(__file__))
 
@@ -240,8 +241,85 @@ class Run:
             _lib.sw_run_free(handle)
 
 
+class GoldenSet:
+    """A golden set folder (`stepwise golden`): its manifest, and each file
+    as a Run, read when asked for (set["score-00.jsonl"]). Reading the set
+    checks its manifest and every file it lists, tensors files included:
+    each a regular file of the size and SHA-256 the manifest gives.
+
+    names: the files in the set's order; kind(name): "score", "greedy",
+    "seeded" or "kv"; entry(name): the manifest's entry; scores: the score
+    files' names."""
+
+    def __init__(self, folder):
+        self.folder = os.fspath(folder)
+        path = os.path.join(self.folder, "manifest.json")
+        try:
+            with open(path, "rb") as f:
+                m = json.loads(f.read().decode("utf-8"))
+        except (OSError, ValueError) as e:
+            raise StepwiseError(2, "%s: not a readable JSON manifest (%s)" % (path, e)) from None
+        files = m.get("files") if isinstance(m, dict) else None
+        if (m.get("format") if isinstance(m, dict) else None) != "stepwise-golden" \
+                or m.get("version") != 1 or not isinstance(files, list) or "shard" in m:
+            raise StepwiseError(2, "%s is not a whole stepwise golden set's manifest (version 1; "
+                                   "a part from --shard is joined by `stepwise golden merge` first)"
+                                % path)
+        self.manifest = m
+        self._entries = {}
+        for e in files:
+            listed = [e] + ([e["tensors"]] if isinstance(e, dict) and "tensors" in e else [])
+            for f in listed:
+                self._check_file(f)
+            self._entries[e["file"]] = e
+        self.names = list(self._entries)
+
+    def _check_file(self, f):
+        name = f.get("file") if isinstance(f, dict) else None
+        if not isinstance(name, str) or name in ("", ".", "..", "manifest.json") or "/" in name:
+            raise StepwiseError(2, "%s: a file entry needs a plain file name" % self.folder)
+        path = os.path.join(self.folder, name)
+        if not os.path.isfile(path):
+            raise StepwiseError(2, "%s: %s is not a regular file" % (self.folder, name))
+        size, digest = os.path.getsize(path), hashlib.sha256()
+        if "bytes" in f and f["bytes"] != size:
+            raise StepwiseError(2, "%s holds %d bytes, the manifest says %s" % (path, size, f["bytes"]))
+        with open(path, "rb") as fh:
+            for block in iter(lambda: fh.read(1 << 20), b""):
+                digest.update(block)
+        if digest.hexdigest() != f.get("sha256"):
+            raise StepwiseError(2, "%s: its SHA-256 is not the one the manifest gives" % path)
+
+    def __iter__(self):
+        return iter(self.names)
+
+    def __len__(self):
+        return len(self.names)
+
+    def __contains__(self, name):
+        return name in self._entries
+
+    def entry(self, name):
+        return self._entries[name]
+
+    def kind(self, name):
+        return self._entries[name].get("kind")
+
+    @property
+    def scores(self):
+        return [n for n in self.names if self.kind(n) == "score"]
+
+    def __getitem__(self, name):
+        if name not in self._entries:
+            raise KeyError("%s is not a file of the golden set in %s" % (name, self.folder))
+        return Run(os.path.join(self.folder, name))
+
+
 def read(path):
-    """A golden or trace file, in any form `stepwise diff` reads: a Run."""
+    """A golden or trace file, in any form `stepwise diff` reads (a Run), or
+    a golden set's folder (a GoldenSet, its files checked)."""
+    if os.path.isdir(os.fspath(path)):
+        return GoldenSet(path)
     return Run(path)
 
 

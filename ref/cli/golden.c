@@ -30,7 +30,7 @@
 
 static const char GOLDEN_USAGE[] =
     "usage: stepwise golden --model M [--tokenizer T] --out DIR [--kernels plain|fast]\n"
-    "                       [--hooks P] [--threads N] [--shard K/N]\n"
+    "                       [--hooks P] [--tensors] [--threads N] [--shard K/N]\n"
     "       stepwise golden merge PART... --out DIR\n"
     "\n"
     "Write a golden set into DIR: manifest.json, scored\n"
@@ -43,6 +43,10 @@ static const char GOLDEN_USAGE[] =
     "of format stepwise-golden, version 1, beside nothing but the regular files\n"
     "it lists. Any other DIR (a symlink, a file, a folder of anything else) is\n"
     "refused and left untouched.\n"
+    "--tensors puts the numbers of every score and kv file into a safetensors\n"
+    "file beside it (score-00.jsonl and score-00.safetensors: `score --tensors`);\n"
+    "the manifest lists each with its SHA-256 and size under the entry's\n"
+    "\"tensors\".\n"
     "--tokenizer is needed for a llama2.c checkpoint; a Hugging Face folder or a\n"
     "GGUF file brings its own. Where the tokenizer adds no BOS (Qwen's), the\n"
     "generations from BOS alone start from the first prompt instead.\n"
@@ -85,6 +89,7 @@ typedef struct {
     const char *model, *tokenizer, *kernels, *no_bos_prompt;
     const char *hooks;   /* score files' --hooks */
     const char *threads; /* --threads for every command, or NULL */
+    bool tensors;        /* score files with --tensors: a .safetensors beside each */
     int shard, shards;   /* this part (1..shards) of the set; 1 of 1: the whole set */
 } GoldenRun;
 
@@ -94,10 +99,28 @@ static const char *base_name(const char *path) {
     return slash != NULL && slash[1] != '\0' ? slash + 1 : path;
 }
 
+/* A file's SHA-256 (hex) and size, as the manifest lists them. */
+static bool file_sum(const char *path, char sha[65], double *bytes, StepError *err) {
+    struct stat st;
+    if (!sha256_file(path, sha, err)) return false;
+    if (stat(path, &st) != 0) return step_fail(err, "golden: %s: cannot stat", path);
+    *bytes = (double)st.st_size;
+    return true;
+}
+
+/* score-00.jsonl's tensors file, score-00.safetensors (into name [32]). */
+static void tensors_name(const char *file, char *name) {
+    size_t stem = strcspn(file, ".");
+    snprintf(name, 32, "%.*s.safetensors", (int)(stem < 16 ? stem : 16), file);
+}
+
 static bool make_file(const GoldenFile *g, int index, const GoldenRun *run, const char *dir,
                       cJSON *files, StepError *err) {
-    char path[PATH_MAX + 64];
+    char path[PATH_MAX + 64], tensors_path[PATH_MAX + 64], tensors_file[32];
     snprintf(path, sizeof path, "%s/%s", dir, g->file);
+    bool with_tensors = run->tensors && strcmp(g->args[0], "score") == 0;
+    tensors_name(g->file, tensors_file);
+    snprintf(tensors_path, sizeof tensors_path, "%s/%s", dir, tensors_file);
     char *argv[40];
     int argc = 0;
     argv[argc++] = (char *)g->args[0];
@@ -112,6 +135,7 @@ static bool make_file(const GoldenFile *g, int index, const GoldenRun *run, cons
         argv[argc++] = "--prompt", argv[argc++] = (char *)run->no_bos_prompt;
     const char *out_flag = strcmp(g->args[0], "score") == 0 ? "--out" : "--trace";
     argv[argc++] = (char *)out_flag, argv[argc++] = path;
+    if (with_tensors) argv[argc++] = "--tensors", argv[argc++] = tensors_path;
     argv[argc++] = "--reproducible";
     if (run->kernels != NULL) argv[argc++] = "--kernels", argv[argc++] = (char *)run->kernels;
     if (strcmp(g->kind, "score") == 0 && strcmp(run->hooks, "none") != 0)
@@ -123,6 +147,7 @@ static bool make_file(const GoldenFile *g, int index, const GoldenRun *run, cons
     char command[4096] = "stepwise";
     for (int i = 0; i < argc; i++) {
         const char *word = argv[i] == path             ? g->file
+                           : argv[i] == tensors_path   ? tensors_file
                            : argv[i] == run->model     ? base_name(run->model)
                            : argv[i] == run->tokenizer ? base_name(run->tokenizer)
                                                        : argv[i];
@@ -135,10 +160,11 @@ static bool make_file(const GoldenFile *g, int index, const GoldenRun *run, cons
     argv[argc] = NULL;
     if (run_command(argc, argv) != 0)
         return step_fail(err, "golden: making %s failed (see above)", g->file);
-    char sha[65];
-    struct stat st;
-    if (!sha256_file(path, sha, err)) return false;
-    if (stat(path, &st) != 0) return step_fail(err, "golden: %s: cannot stat", path);
+    char sha[65], tensors_sha[65] = "";
+    double bytes = 0, tensors_bytes = 0;
+    if (!file_sum(path, sha, &bytes, err) ||
+        (with_tensors && !file_sum(tensors_path, tensors_sha, &tensors_bytes, err)))
+        return false;
     cJSON *entry = cJSON_CreateObject();
     cJSON_AddNumberToObject(entry, "index", index);
     cJSON_AddStringToObject(entry, "file", g->file);
@@ -148,7 +174,13 @@ static bool make_file(const GoldenFile *g, int index, const GoldenRun *run, cons
         cJSON_AddStringToObject(entry, "note", "the tokenizer adds no BOS: from the first prompt");
     cJSON_AddStringToObject(entry, "command", command);
     cJSON_AddStringToObject(entry, "sha256", sha);
-    cJSON_AddNumberToObject(entry, "bytes", (double)st.st_size);
+    cJSON_AddNumberToObject(entry, "bytes", bytes);
+    if (with_tensors) {
+        cJSON *t = cJSON_AddObjectToObject(entry, "tensors");
+        cJSON_AddStringToObject(t, "file", tensors_file);
+        cJSON_AddStringToObject(t, "sha256", tensors_sha);
+        cJSON_AddNumberToObject(t, "bytes", tensors_bytes);
+    }
     cJSON_AddItemToArray(files, entry);
     return true;
 }
@@ -236,6 +268,7 @@ static cJSON *golden_manifest_new(const GoldenRun *run, StepError *err) {
     cJSON_AddItemToObject(manifest, "tokenizer", tok_id);
     cJSON *options = cJSON_AddObjectToObject(manifest, "options");
     cJSON_AddStringToObject(options, "hooks", run->hooks);
+    if (run->tensors) cJSON_AddStringToObject(options, "tensors", "safetensors");
     cJSON_AddStringToObject(manifest, "how_to_compare",
                             "stepwise diff FILE CANDIDATE: see docs/oracle.md");
     return manifest;
@@ -301,7 +334,8 @@ int cli_golden(int argc, char **argv) {
         OPT_KERNELS,
         OPT_HOOKS,
         OPT_SHARD,
-        OPT_THREADS
+        OPT_THREADS,
+        OPT_TENSORS
     };
     static const struct option options[] = {{"model", required_argument, NULL, OPT_MODEL},
                                             {"tokenizer", required_argument, NULL, OPT_TOKENIZER},
@@ -310,11 +344,13 @@ int cli_golden(int argc, char **argv) {
                                             {"hooks", required_argument, NULL, OPT_HOOKS},
                                             {"shard", required_argument, NULL, OPT_SHARD},
                                             {"threads", required_argument, NULL, OPT_THREADS},
+                                            {"tensors", no_argument, NULL, OPT_TENSORS},
                                             {"help", no_argument, NULL, 'h'},
                                             {NULL, 0, NULL, 0}};
     const char *model = NULL, *tokenizer = NULL, *out = NULL, *kernels = NULL, *hooks = "default";
     const char *threads = NULL;
     int shard = 1, shards = 1, unused;
+    bool tensors = false;
     StepError err;
     bool ok = true;
     opterr = 0;
@@ -344,6 +380,9 @@ int cli_golden(int argc, char **argv) {
                 threads = optarg;
                 ok = cli_parse_int(optarg, "--threads", 1, THREADS_MAX, &unused, &err);
                 break;
+            case OPT_TENSORS:
+                tensors = true;
+                break;
             case 'h':
                 fputs(GOLDEN_USAGE, stdout);
                 return 0;
@@ -360,6 +399,7 @@ int cli_golden(int argc, char **argv) {
                      .kernels = kernels,
                      .hooks = hooks,
                      .threads = threads,
+                     .tensors = tensors,
                      .shard = shard,
                      .shards = shards};
     if (ok) {

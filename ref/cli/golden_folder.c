@@ -51,7 +51,11 @@ static bool manifest_lists(const cJSON *manifest, const char *name) {
     const cJSON *entry;
     cJSON_ArrayForEach(entry, cJSON_GetObjectItemCaseSensitive(manifest, "files")) {
         const char *file = json_string_field(entry, "file");
-        if (file != NULL && strcmp(file, name) == 0) return true;
+        const char *tensors =
+            json_string_field(cJSON_GetObjectItemCaseSensitive(entry, "tensors"), "file");
+        if ((file != NULL && strcmp(file, name) == 0) ||
+            (tensors != NULL && strcmp(tensors, name) == 0))
+            return true;
     }
     return false;
 }

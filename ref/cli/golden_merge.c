@@ -5,7 +5,8 @@
  * fields and numbers), that all are parts of one set (the same model,
  * tokenizer, stepwise build and options), that each part comes once and
  * none is missing, that each file of the set comes once, and that each
- * file's bytes have the SHA-256 its part's manifest gives. */
+ * file's bytes (and its tensors file's, `golden --tensors`) have the
+ * SHA-256 its part's manifest gives. */
 #include <cjson/cJSON.h>
 #include <getopt.h>
 #include <limits.h>
@@ -39,17 +40,18 @@ static const char MERGE_USAGE[] =
  * good), of the size its manifest gives, read no further than that size,
  * with the SHA-256 its manifest gives. A signal stops the copy between
  * chunks. */
-static bool copy_checked(const GoldenSetFile *f, const char *dir, StepError *err) {
+static bool copy_checked(const char *part, const char *file, const char *want_sha,
+                         long long want_bytes, const char *dir, StepError *err) {
     char from[PATH_MAX + 256], to[PATH_MAX + 256];
-    snprintf(from, sizeof from, "%s/%s", f->part, f->file);
-    snprintf(to, sizeof to, "%s/%s", dir, f->file);
+    snprintf(from, sizeof from, "%s/%s", part, file);
+    snprintf(to, sizeof to, "%s/%s", dir, file);
     FILE *in = file_open_input(from, "golden merge: part file", err);
     if (in == NULL) return false;
     struct stat st;
-    if (fstat(fileno(in), &st) != 0 || (f->bytes >= 0 && st.st_size != f->bytes)) {
+    if (fstat(fileno(in), &st) != 0 || (want_bytes >= 0 && st.st_size != want_bytes)) {
         fclose(in);
         return step_fail(err, "golden merge: %s holds %lld bytes, its manifest says %lld", from,
-                         (long long)st.st_size, f->bytes);
+                         (long long)st.st_size, want_bytes);
     }
     AtomicFile out;
     if (!atomic_file_open(&out, to, err)) {
@@ -78,7 +80,7 @@ static bool copy_checked(const GoldenSetFile *f, const char *dir, StepError *err
                : grew ? step_fail(err, "golden merge: %s changed size while read", from)
                       : step_fail(err, "golden merge: %s: read or write failed", from);
     }
-    if (strcmp(hex, f->sha256) != 0) {
+    if (strcmp(hex, want_sha) != 0) {
         atomic_file_discard(&out);
         return step_fail(err, "golden merge: %s: its SHA-256 is not the one its manifest gives",
                          from);
@@ -90,8 +92,13 @@ static bool copy_checked(const GoldenSetFile *f, const char *dir, StepError *err
  * without its shard, listing every file by number). */
 static bool write_merged(void *ctx, const char *dir, StepError *err) {
     const GoldenParts *mg = ctx;
-    for (int i = 0; i < mg->n_files; i++)
-        if (!copy_checked(&mg->files[i], dir, err)) return false;
+    for (int i = 0; i < mg->n_files; i++) {
+        const GoldenSetFile *f = &mg->files[i];
+        if (!copy_checked(f->part, f->file, f->sha256, f->bytes, dir, err) ||
+            (f->tensors_file != NULL && !copy_checked(f->part, f->tensors_file, f->tensors_sha256,
+                                                      f->tensors_bytes, dir, err)))
+            return false;
+    }
     cJSON *manifest = cJSON_Duplicate(mg->manifests[0], true);
     cJSON_DeleteItemFromObjectCaseSensitive(manifest, "shard");
     cJSON *files = cJSON_CreateArray();

@@ -267,6 +267,10 @@ a, b = part(1, {"bytes": 12}), part(2, {"bytes": -1})
 open(f"{C}/golden/parts-with-bytes", "wb").write(struct.pack("<H", len(a)) + a + b)
 web = b'{"name": "app", "start_url": "/", "icons": []}'
 open(f"{C}/golden/web-app-manifest", "wb").write(struct.pack("<H", len(web)) + web + a)
+# golden --tensors: each score file's tensors file under its entry
+a = part(1, {"tensors": {"file": "t.safetensors", "sha256": "ef" * 32, "bytes": 8}})
+b = part(2, {"tensors": {"file": "t.safetensors", "sha256": "ef" * 32}})
+open(f"{C}/golden/parts-with-tensors", "wb").write(struct.pack("<H", len(a)) + a + b)
 PY
 # checkpoints with a NaN and an infinity among the weights
 /usr/bin/python3 - "$C/checkpoint" <<'PY'
