@@ -95,8 +95,7 @@ static bool check_part(GoldenParts *mg, int k, const char **seen, int *count, in
 
 /* A file as an entry names it: a plain name, a SHA-256 and, if given, a
  * size. */
-static bool file_fields(const cJSON *entry, const char **file, const char **sha,
-                        long long *bytes) {
+static bool file_fields(const cJSON *entry, const char **file, const char **sha, long long *bytes) {
     *file = json_string_field(entry, "file"), *sha = json_string_field(entry, "sha256");
     *bytes = -1;
     const cJSON *size = cJSON_GetObjectItemCaseSensitive(entry, "bytes");

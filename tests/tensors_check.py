@@ -14,7 +14,13 @@ checked against the JSON form and an independent reader (in `make test`):
 4. Sizes: on a Llama-3-vocabulary shape (128,256 ids) over 64 positions,
    the JSON Lines file stays under 2 MB and the tensors file within 10% of
    4 x positions x vocab bytes.
-5. Hostile: a tensors file missing, truncated, or another run's; --tensors
+5. Memory stays flat as the files grow: diff of two safetensors, .f32
+   and .npy files of 256 positions x 32,000 ids (32 MB each) peaks within
+   4 MiB of the same diff over 16 positions; trace show and sample
+   --from-trace of a score over 64 positions of 128,256 ids, within 4 MiB of
+   the same over 8 positions. Their rows stay in the file, mapped, read a
+   row at a time (trace/diff_run.h).
+6. Hostile: a tensors file missing, truncated, or another run's; --tensors
    not ending in .safetensors or naming --out; rows a position filter left
    with gaps: exit 2, one line, nothing written.
 
@@ -161,6 +167,73 @@ def check_sizes(tmp):
           f"{tb:,} ({tb / floor:.3f} x 4 x positions x vocab); the JSON form alone {jb:,}")
 
 
+# Run in a fresh, small interpreter: a forked child's peak counts the
+# pages it shared with its parent before exec, and this one holds arrays.
+MEASURE = """
+import os, sys
+pid = os.fork()
+if pid == 0:
+    null = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(null, 1), os.dup2(null, 2)
+    os.execv(sys.argv[1], sys.argv[1:])
+_, status, usage = os.wait4(pid, 0)
+print(usage.ru_maxrss, os.waitstatus_to_exitcode(status))
+"""
+
+
+def peak_kib(*args):
+    """The peak resident memory (KiB) of `stepwise ARGS...`, which must succeed."""
+    r = subprocess.run([sys.executable, "-S", "-c", MEASURE, BIN, *args], capture_output=True, text=True)
+    peak, status = map(int, r.stdout.split())
+    if status != 0:
+        raise SystemExit(f"{' '.join(args)}: exit {status}")
+    return peak
+
+
+def write_logits_forms(folder, rows, ids):
+    """rows [positions, vocab] as FOLDER/x.safetensors, x.f32 (with its
+    sidecar) and x.npy, each by its format's layout."""
+    os.makedirs(folder)
+    write_safetensors(os.path.join(folder, "x.safetensors"), {"logits": rows},
+                      {"token_ids": json.dumps(ids)})
+    rows.astype("<f4").tofile(os.path.join(folder, "x.f32"))
+    json.dump({"format": "stepwise-logits-f32", "vocab_size": rows.shape[1], "positions": rows.shape[0],
+               "token_ids": ids}, open(os.path.join(folder, "x.f32.json"), "w"))
+    np.save(os.path.join(folder, "x.npy"), rows.astype("<f4"))
+
+
+def check_flat_memory(tmp):
+    rng = np.random.default_rng(7)
+    peaks = {}
+    for P in (16, 256):
+        rows = rng.standard_normal((P, 32000)).astype(np.float32)
+        ids = [int(i) for i in rng.integers(0, 32000, P)]
+        for side, x in (("ref", rows), ("cand", rows + np.float32(1e-6))):
+            write_logits_forms(os.path.join(tmp, f"flat-{side}-{P}"), x, ids)
+        for form in ("safetensors", "f32", "npy"):
+            peaks[form, P] = peak_kib("diff", os.path.join(tmp, f"flat-ref-{P}", f"x.{form}"),
+                                      os.path.join(tmp, f"flat-cand-{P}", f"x.{form}"))
+    grown = 2 * 240 * 32000 * 4 / 1024
+    for form in ("safetensors", "f32", "npy"):
+        small, big = peaks[form, 16], peaks[form, 256]
+        check(big - small < 4096, f"diff of two .{form} files: peak {small:,} KiB over 16 positions, "
+                                  f"{big:,} KiB over 256 (the files grew by {grown:,.0f} KiB)")
+    folder = os.path.join(tmp, "big-vocab")
+    for P in (8, 64):
+        ids = ",".join(str(1 + 1999 * i % 128000) for i in range(P))
+        out, st = os.path.join(tmp, f"m{P}.jsonl"), os.path.join(tmp, f"m{P}.safetensors")
+        run_stepwise(BIN, "score", "--model", folder, "--tokens", ids, "--top-n", "0", "--out", out,
+                     "--tensors", st)
+        peaks["show", P] = peak_kib("trace", "show", out, "--pos", str(P - 1))
+        peaks["sample", P] = peak_kib("sample", "--from-trace", out, "--pos", str(P - 1), "--seed", "1")
+    for what in ("show", "sample"):
+        small, big = peaks[what, 8], peaks[what, 64]
+        name = "trace show" if what == "show" else "sample --from-trace"
+        check(big - small < 4096, f"{name} of a score's tensors: peak {small:,} KiB over 8 positions "
+                                  f"of 128,256 ids, {big:,} KiB over 64 (its tensors grew by "
+                                  f"{56 * 128256 * 4 / 1024:,.0f} KiB)")
+
+
 def check_hostile(tmp, t, st):
     model = os.path.join(MODELS, "stories260K.gguf")
     moved = st + ".away"
@@ -204,6 +277,7 @@ def main():
         j, t, st = check_forms(tmp)
         check_candidate(tmp, j)
         check_sizes(tmp)
+        check_flat_memory(tmp)
         check_hostile(tmp, t, st)
     return check.summary("tensors check")
 

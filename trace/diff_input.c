@@ -11,7 +11,7 @@
 #include <sys/stat.h>
 
 #include "../ref/file_util.h"
-#include "../ref/hf_model.h"
+#include "../ref/safetensors.h"
 #include "../ref/hooks.h"
 #include "../ref/json_util.h"
 #include "diff_tensors.h"
@@ -420,9 +420,10 @@ static bool parse_npy_header(const char *h, size_t n, long long shape[2], int *d
     }
 }
 
-/* Open path, check it holds exactly `want` bytes from `offset`, and read them. */
-static bool read_block(const char *path, long offset, uint64_t want, const char *promiser,
-                       float **out, StepError *err) {
+/* Open path, check it holds exactly `want` bytes from `offset`, and keep
+ * it open as r's logits (read a row at a time as they are compared). */
+static bool keep_logits(DiffRun *r, const char *path, long offset, uint64_t want,
+                        const char *promiser, StepError *err) {
     FILE *f = file_open_input(path, "logits", err);
     if (f == NULL) return false;
     struct stat st;
@@ -433,10 +434,10 @@ static bool read_block(const char *path, long offset, uint64_t want, const char 
         return step_fail(err, "%s: %lld bytes of data, the %s promises %llu", path,
                          (long long)st.st_size - offset, promiser, (unsigned long long)want);
     }
-    *out = malloc(want > 0 ? want : 1);
-    bool ok = *out != NULL && fseek(f, offset, SEEK_SET) == 0 && fread(*out, 1, want, f) == want;
-    fclose(f);
-    return ok || step_fail(err, "%s: read error", path);
+    int file;
+    if (!diff_run_keep_file(r, f, &file)) return step_fail(err, "%s: out of memory", path);
+    r->logits_stored = (DiffStored){.offset = (uint64_t)offset, .file = file, .dtype = ST_F32};
+    return true;
 }
 
 /* The header of a .npy file: its data offset and [positions, vocab]. */
@@ -490,7 +491,7 @@ static bool read_array(DiffRun *r, const char *path, bool npy, StepError *err) {
                          r->n, INT32_MAX);
     for (int i = 0; i < r->n_inputs; i++) r->input_pos[i] += first_pos;
     uint64_t want = (uint64_t)r->n * (uint64_t)r->vocab_size * sizeof(float);
-    if (!read_block(path, offset, want, npy ? "header" : "sidecar", &r->logits, err)) return false;
+    if (!keep_logits(r, path, offset, want, npy ? "header" : "sidecar", err)) return false;
     r->pos = malloc((size_t)r->n * sizeof(int));
     if (r->pos == NULL) return step_fail(err, "%s: out of memory", path);
     for (int i = 0; i < r->n; i++) r->pos[i] = first_pos + i;
@@ -531,18 +532,14 @@ static bool ends_with(const char *s, const char *suffix) {
 
 bool diff_run_unhalve(DiffRun *r, int head_dim, StepError *err) {
     for (int i = 0; i < r->n_acts; i++) {
-        DiffActivation *a = &r->acts[i];
-        if (!a->halves) continue;
-        if (head_dim < 2 || head_dim % 2 != 0 || a->n % head_dim != 0)
+        const DiffActivation *a = &r->acts[i];
+        if (a->halves && (head_dim < 2 || head_dim % 2 != 0 || a->n % head_dim != 0))
             return step_fail(err,
                              "activation at pos %d has %d values, not whole heads of the "
                              "reference's head_dim %d (a stepwise trace states it)",
                              a->pos, a->n, head_dim);
-        /* each head's values are its rows, of one value each */
-        if (!hf_interleave_heads(a->data, a->n / head_dim, head_dim, 1))
-            return step_fail(err, "diff: out of memory");
-        a->halves = false;
     }
+    r->unhalve_head_dim = head_dim; /* diff_run_activation puts them back */
     return true;
 }
 

@@ -21,8 +21,9 @@
  * engine's names, mapped to stepwise's ("lm_head" rows become logits). */
 bool diff_run_read(DiffRun *r, const char *path, const HookNames *names, StepError *err);
 
-/* Move every activation held in halves back to interleaved pairs, head by
- * head of head_dim values (the reference's). */
+/* Read every activation held in halves back as interleaved pairs, head by
+ * head of head_dim values (the reference's); false when one is not whole
+ * heads. */
 bool diff_run_unhalve(DiffRun *r, int head_dim, StepError *err);
 
 #endif

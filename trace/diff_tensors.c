@@ -5,7 +5,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
+#include "../ref/file_util.h"
 #include "../ref/hooks.h"
 #include "../ref/json_util.h"
 #include "../ref/safetensors.h"
@@ -54,27 +56,34 @@ static bool two_dims(const SafetensorsTensor *t, int max_width, int *rows, int *
     return true;
 }
 
-static bool take_logits(DiffRun *r, const SafetensorsTensor *t, const RowsOrigin *o,
-                        const char *path, StepError *err) {
+/* Where row `row` of t [rows, width] is in f's file, kept as r's file. */
+static DiffStored stored_of(const SafetensorsFile *f, const SafetensorsTensor *t, int row,
+                            int width, int file) {
+    size_t elem = t->dtype == ST_F32 ? 4 : 2;
+    uint64_t start = (uint64_t)(t->data - (const unsigned char *)f->map);
+    return (DiffStored){.offset = start + (uint64_t)row * (uint64_t)width * elem,
+                        .file = file,
+                        .dtype = (int)t->dtype};
+}
+
+/* The rows stay in the file (diff_run.h): r keeps it open, as `file`. */
+static bool take_logits(DiffRun *r, const SafetensorsFile *f, const SafetensorsTensor *t,
+                        const RowsOrigin *o, int file, const char *path, StepError *err) {
     int rows, vocab;
     if (!two_dims(t, DIFF_MAX_VOCAB, &rows, &vocab) || rows > DIFF_MAX_POS - o->first_pos)
         return step_fail(err, "%s: tensor logits must be [positions, vocab_size]", path);
     if (r->n > 0) return step_fail(err, "%s: logits both as events and as a tensor", path);
-    void *pos = NULL, *logits = NULL;
-    if (!resize(&pos, (size_t)rows, sizeof(int)) ||
-        !resize(&logits, (size_t)rows * (size_t)vocab, sizeof(float))) {
-        free(pos), free(logits);
-        return step_fail(err, "%s: out of memory", path);
-    }
-    r->pos = pos, r->logits = logits, r->n = rows, r->vocab_size = vocab;
+    void *pos = NULL;
+    if (!resize(&pos, (size_t)rows, sizeof(int))) return step_fail(err, "%s: out of memory", path);
+    r->pos = pos, r->n = rows, r->vocab_size = vocab;
+    r->logits_stored = stored_of(f, t, 0, vocab, file);
     r->logprobs = o->logprobs;
     for (int i = 0; i < rows; i++) r->pos[i] = o->first_pos + i;
-    safetensors_to_f32(t, r->logits);
     return true;
 }
 
 static bool take_kv(DiffRun *r, const SafetensorsFile *f, const SafetensorsTensor *k, int layer,
-                    const RowsOrigin *o, const char *path, StepError *err) {
+                    const RowsOrigin *o, int file, const char *path, StepError *err) {
     char name[64];
     snprintf(name, sizeof name, "kv.%d.v", layer);
     const SafetensorsTensor *v = safetensors_find(f, name);
@@ -84,23 +93,27 @@ static bool take_kv(DiffRun *r, const SafetensorsFile *f, const SafetensorsTenso
         (r->kv_dim != 0 && r->kv_dim != dim) || rows > DIFF_MAX_POS - o->first_pos)
         return step_fail(err, "%s: kv.%d.k and kv.%d.v must be [positions, kv_dim] alike", path,
                          layer, layer);
+    if (r->k != NULL) return step_fail(err, "%s: KV rows both as events and as tensors", path);
     size_t n = (size_t)r->n_kv + (size_t)rows;
-    void *pl = r->kv_layer, *pp = r->kv_pos, *pk = r->k, *pv = r->v;
+    void *pl = r->kv_layer, *pp = r->kv_pos, *pk = r->k_stored, *pv = r->v_stored;
     bool ok = resize(&pl, n, sizeof(int)) && (r->kv_layer = pl, resize(&pp, n, sizeof(int))) &&
-              (r->kv_pos = pp, resize(&pk, n * (size_t)dim, sizeof(float))) &&
-              (r->k = pk, resize(&pv, n * (size_t)dim, sizeof(float)));
+              (r->kv_pos = pp, resize(&pk, n, sizeof(DiffStored))) &&
+              (r->k_stored = pk, resize(&pv, n, sizeof(DiffStored)));
     if (!ok) return step_fail(err, "%s: out of memory", path);
-    r->v = pv, r->kv_dim = dim;
-    safetensors_to_f32(k, r->k + (size_t)r->n_kv * dim);
-    safetensors_to_f32(v, r->v + (size_t)r->n_kv * dim);
-    for (int i = 0; i < rows; i++)
-        r->kv_layer[r->n_kv + i] = layer, r->kv_pos[r->n_kv + i] = o->first_pos + i;
+    r->v_stored = pv, r->kv_dim = dim;
+    for (int i = 0; i < rows; i++) {
+        int at = r->n_kv + i;
+        r->kv_layer[at] = layer, r->kv_pos[at] = o->first_pos + i;
+        r->k_stored[at] = stored_of(f, k, i, dim, file);
+        r->v_stored[at] = stored_of(f, v, i, dim, file);
+    }
     r->n_kv += rows;
     return true;
 }
 
-static bool take_activation(DiffRun *r, const SafetensorsTensor *t, HookPoint point, int layer,
-                            bool halves, const RowsOrigin *o, const char *path, StepError *err) {
+static bool take_activation(DiffRun *r, const SafetensorsFile *f, const SafetensorsTensor *t,
+                            HookPoint point, int layer, bool halves, const RowsOrigin *o, int file,
+                            const char *path, StepError *err) {
     int rows, width;
     if (!two_dims(t, DIFF_MAX_VOCAB, &rows, &width) || rows > DIFF_MAX_POS - o->first_pos)
         return step_fail(err, "%s: tensor %.64s must be [positions, values]", path, t->name);
@@ -108,32 +121,20 @@ static bool take_activation(DiffRun *r, const SafetensorsTensor *t, HookPoint po
     if (!resize(&p, (size_t)r->n_acts + (size_t)rows, sizeof(DiffActivation)))
         return step_fail(err, "%s: out of memory", path);
     r->acts = p;
-    float *all = malloc((size_t)rows * (size_t)width * sizeof(float));
-    if (all == NULL) return step_fail(err, "%s: out of memory", path);
-    safetensors_to_f32(t, all);
-    for (int i = 0; i < rows; i++) {
-        DiffActivation *a = &r->acts[r->n_acts];
-        *a = (DiffActivation){.point = point,
-                              .layer = layer,
-                              .pos = o->first_pos + i,
-                              .head = -1,
-                              .n = width,
-                              .halves = halves,
-                              .data = malloc((size_t)width * sizeof(float))};
-        if (a->data == NULL) {
-            free(all);
-            return step_fail(err, "%s: out of memory", path);
-        }
-        memcpy(a->data, all + (size_t)i * width, (size_t)width * sizeof(float));
-        r->n_acts++;
-    }
-    free(all);
+    for (int i = 0; i < rows; i++)
+        r->acts[r->n_acts++] = (DiffActivation){.point = point,
+                                                .layer = layer,
+                                                .pos = o->first_pos + i,
+                                                .head = -1,
+                                                .n = width,
+                                                .halves = halves,
+                                                .stored = stored_of(f, t, i, width, file)};
     return true;
 }
 
 /* Every tensor of f into r, and the ids as the inputs of their positions. */
 static bool take_all(DiffRun *r, const SafetensorsFile *f, const HookNames *names,
-                     const RowsOrigin *o, const char *path, StepError *err) {
+                     const RowsOrigin *o, int file, const char *path, StepError *err) {
     for (int i = 0; i < f->n; i++) {
         const SafetensorsTensor *t = &f->tensors[i];
         char ours[64];
@@ -145,12 +146,12 @@ static bool take_all(DiffRun *r, const SafetensorsFile *f, const HookNames *name
         char which = 0;
         bool ok;
         if (strcmp(name, "logits") == 0)
-            ok = take_logits(r, t, o, path, err);
+            ok = take_logits(r, f, t, o, file, path, err);
         else if (sscanf(name, "kv.%d.%c%n", &layer, &which, &used) == 2 && name[used] == '\0' &&
                  layer >= 0 && layer < DIFF_MAX_LAYER && (which == 'k' || which == 'v'))
-            ok = which == 'v' || take_kv(r, f, t, layer, o, path, err);
+            ok = which == 'v' || take_kv(r, f, t, layer, o, file, path, err);
         else if (hook_parse(name, &point, &layer) && point != HOOK_LOGITS && point < HOOK_KV_ROW)
-            ok = take_activation(r, t, point, layer, halves, o, path, err);
+            ok = take_activation(r, f, t, point, layer, halves, o, file, path, err);
         else
             ok = step_fail(err, "%s: tensor %.64s names no hook (docs/trace-format.md)", path,
                            t->name);
@@ -199,12 +200,27 @@ static bool metadata_origin(const cJSON *meta, RowsOrigin *o, const char *path, 
     return ok || step_fail(err, "%s: __metadata__ token_ids must be a JSON list of ids", path);
 }
 
+/* f's file, opened again and kept in r for its rows to be read from (as
+ * *file): the file checked, as long as its size is the same. */
+static bool keep_file(DiffRun *r, const SafetensorsFile *f, int *file, StepError *err) {
+    FILE *in = file_open_input(f->path, "tensors", err);
+    if (in == NULL) return false;
+    struct stat st;
+    if (fstat(fileno(in), &st) != 0 || (uint64_t)st.st_size != (uint64_t)f->map_bytes) {
+        fclose(in);
+        return step_fail(err, "%s changed while it was read", f->path);
+    }
+    return diff_run_keep_file(r, in, file) || step_fail(err, "%s: out of memory", f->path);
+}
+
 bool diff_tensors_read_file(DiffRun *r, const char *path, const HookNames *names, StepError *err) {
     SafetensorsFile f;
     if (!safetensors_open_as(&f, path, "tensors", err)) return false;
     cJSON *meta = file_metadata(&f);
     RowsOrigin o = {0};
-    bool ok = metadata_origin(meta, &o, path, err) && take_all(r, &f, names, &o, path, err);
+    int file;
+    bool ok = metadata_origin(meta, &o, path, err) && keep_file(r, &f, &file, err) &&
+              take_all(r, &f, names, &o, file, path, err);
     if (ok && r->n == 0 && r->n_acts == 0)
         ok = step_fail(err, "%s: no logits or hook tensors", path);
     r->inputs_stated = r->n_inputs > 0;
@@ -252,7 +268,8 @@ bool diff_tensors_add(DiffRun *r, const cJSON *event, const char *jsonl_path, St
     SafetensorsFile f;
     RowsOrigin o;
     if (!open_named(event, jsonl_path, &f, &o, err)) return false;
-    bool ok = take_all(r, &f, NULL, &o, f.path, err);
+    int file;
+    bool ok = keep_file(r, &f, &file, err) && take_all(r, &f, NULL, &o, file, f.path, err);
     safetensors_close(&f);
     free(o.ids);
     return ok;
@@ -268,21 +285,31 @@ bool tensors_logits_events(const cJSON *event, const char *jsonl_path, bool as_t
     int rows = 0, vocab = 0;
     bool ok = t == NULL || two_dims(t, DIFF_MAX_VOCAB, &rows, &vocab) ||
               step_fail(err, "%s: tensor logits must be [positions, vocab_size]", f.path);
-    float *row = ok && rows > 0 ? malloc((size_t)rows * (size_t)vocab * sizeof(float)) : NULL;
+    float *row = ok && rows > 0 ? malloc(2 * (size_t)vocab * sizeof(float)) : NULL;
     if (ok && rows > 0 && row == NULL) ok = step_fail(err, "%s: out of memory", f.path);
-    if (row != NULL) safetensors_to_f32(t, row);
+    DiffRun held = {.n = rows, .vocab_size = vocab}; /* the rows, read one at a time */
+    int file;
+    if (ok && rows > 0 && keep_file(&held, &f, &file, err))
+        held.logits_stored = stored_of(&f, t, 0, vocab, file);
+    else if (ok && rows > 0)
+        ok = false;
     for (int i = 0; ok && i < rows; i++) {
         cJSON *e = cJSON_CreateObject();
         cJSON_AddStringToObject(e, "event", "logits");
         cJSON_AddNumberToObject(e, "pos", o.first_pos + i);
         if (i < o.n_ids) cJSON_AddNumberToObject(e, "token", o.ids[i]);
-        const float *x = row + (size_t)i * vocab;
+        const float *x = diff_run_logits_row(&held, i, row);
         cJSON *values = as_text ? trace_float_array(x, vocab) : cJSON_CreateArray();
         for (int j = 0; !as_text && j < vocab; j++)
             cJSON_AddItemToArray(values, cJSON_CreateNumber(x[j]));
         cJSON_AddItemToObject(e, o.logprobs ? "logprobs" : "logits", values);
-        ok = each(ctx, e);
+        ok = !diff_run_read_short(&held) || step_fail(err, "%s shrank while read", f.path);
+        if (ok)
+            ok = each(ctx, e);
+        else
+            cJSON_Delete(e);
     }
+    diff_run_free(&held);
     free(row);
     safetensors_close(&f);
     free(o.ids);

@@ -5,7 +5,8 @@
  * name [positions, width], "kv.L.k" and "kv.L.v" [positions, kv_dim], in
  * F32, F16 or BF16, with the ids it ran on in its __metadata__ (token_ids,
  * a JSON list as a string; first_pos; values "logits" or "logprobs").
- * Every shape is checked against the file before anything is read. */
+ * Every shape is checked against the file before anything is read. The
+ * rows stay in the file, mapped (diff_run.h). */
 #ifndef STEPWISE_DIFF_TENSORS_H
 #define STEPWISE_DIFF_TENSORS_H
 
@@ -29,7 +30,8 @@ bool diff_tensors_read_file(DiffRun *r, const char *path, const HookNames *names
  * events one by one (trace show, sample --from-trace, view). The values are
  * numbers to read, or (as_text) the trace's own text of them, for a page
  * that embeds the events as the trace writes them. A false from each stops
- * the walk (its err set). Memory: the logits tensor and one event. */
+ * the walk (its err set). Memory: one row and one event; the file is
+ * mapped, and each row's pages are given back once it is read. */
 bool tensors_logits_events(const cJSON *event, const char *jsonl_path, bool as_text,
                            bool (*each)(void *ctx, cJSON *logits_event), void *ctx, StepError *err);
 

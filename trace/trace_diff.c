@@ -99,12 +99,26 @@ static void check_inputs(const DiffRun *ref, const DiffRun *cand, DiffReport *re
 
 /* One tensor of a run in execution order: position, then embed, the
  * layers in order (each layer's hooks in the order HookPoint lists them),
- * final_norm and logits; heads last. */
+ * final_norm and logits; heads last. Its values are read when compared
+ * (side_values). */
 typedef struct {
     int pos, layer_key, point, head;
-    const float *data;
     int n;
+    const DiffActivation *act; /* an activation, or NULL: */
+    int row;                   /* then this row of the run's logits */
 } Entry;
+
+/* One run as the comparison reads it: its entries in order, and room to
+ * read a tensor (and, for the reference, a second: another hook's). */
+typedef struct {
+    const DiffRun *run;
+    bool to_logprobs; /* its logits rows read as log-probabilities */
+    Entry *e;         /* [n] */
+    int n;
+    int widest;            /* values in its widest tensor, row or KV row */
+    float *values, *other; /* [2 widest] each */
+    double *lp;            /* [vocab_size]: log_softmax's room */
+} Side;
 
 static int compare_entries(const void *a, const void *b) {
     const Entry *x = a, *y = b;
@@ -120,26 +134,53 @@ static int layer_key(int point, int layer) {
     return hook_in_block((HookPoint)point) ? layer : INT_MAX;
 }
 
-/* The run's activations and logits rows before position limit, sorted. */
-static Entry *entries_of(const DiffRun *r, const float *logits, int limit, int *n) {
-    Entry *e = malloc(((size_t)r->n_acts + (size_t)r->n + 1) * sizeof *e);
-    if (e == NULL) return NULL;
-    int k = 0;
+/* The run's activations and logits rows before position limit, sorted, and
+ * room to read them. Close s with side_close, whatever the result. */
+static bool side_open(Side *s, const DiffRun *r, bool to_logprobs, int limit) {
+    *s = (Side){.run = r, .to_logprobs = to_logprobs, .widest = r->kv_dim};
+    s->e = malloc(((size_t)r->n_acts + (size_t)r->n + 1) * sizeof *s->e);
+    if (s->e == NULL) return false;
     for (int i = 0; i < r->n_acts; i++) {
         const DiffActivation *a = &r->acts[i];
-        if (a->pos < limit)
-            e[k++] =
-                (Entry){a->pos, layer_key(a->point, a->layer), a->point, a->head, a->data, a->n};
+        if (a->pos >= limit) continue;
+        s->e[s->n++] = (Entry){.pos = a->pos,
+                               .layer_key = layer_key(a->point, a->layer),
+                               .point = a->point,
+                               .head = a->head,
+                               .n = a->n,
+                               .act = a};
+        if (a->n > s->widest) s->widest = a->n;
     }
-    for (int i = 0; i < r->n; i++) {
+    for (int i = 0; i < r->n; i++)
         if (r->pos[i] < limit)
-            e[k++] =
-                (Entry){r->pos[i],    INT_MAX, HOOK_LOGITS, -1, logits + (size_t)i * r->vocab_size,
-                        r->vocab_size};
-    }
-    qsort(e, (size_t)k, sizeof *e, compare_entries);
-    *n = k;
-    return e;
+            s->e[s->n++] = (Entry){.pos = r->pos[i],
+                                   .layer_key = INT_MAX,
+                                   .point = HOOK_LOGITS,
+                                   .head = -1,
+                                   .n = r->vocab_size,
+                                   .row = i};
+    if (r->n > 0 && r->vocab_size > s->widest) s->widest = r->vocab_size;
+    qsort(s->e, (size_t)s->n, sizeof *s->e, compare_entries);
+    size_t room = 2 * (size_t)(s->widest > 0 ? s->widest : 1);
+    s->values = malloc(room * sizeof(float));
+    s->other = malloc(room * sizeof(float));
+    s->lp = malloc((size_t)(r->vocab_size > 0 ? r->vocab_size : 1) * sizeof(double));
+    return s->values != NULL && s->other != NULL && s->lp != NULL;
+}
+
+static void side_close(Side *s) {
+    free(s->e), free(s->values), free(s->other), free(s->lp);
+}
+
+/* Entry e's values, read into room [2 widest] (or in the run's memory);
+ * logits rows as log-probabilities when the side compares them so. */
+static const float *side_values(const Side *s, const Entry *e, float *room) {
+    if (e->act != NULL) return diff_run_activation(s->run, e->act, room);
+    const float *x = diff_run_logits_row(s->run, e->row, room);
+    if (!s->to_logprobs) return x;
+    log_softmax(x, e->n, s->lp);
+    for (int i = 0; i < e->n; i++) room[i] = (float)s->lp[i];
+    return room;
 }
 
 static const Entry *find_entry(const Entry *e, int n, const Entry *want) {
@@ -170,38 +211,22 @@ static void table_add(DiffReport *rep, const DiffPoint *p) {
     }
 }
 
-/* log_softmax of each row of m [n, V] into a copy (NULL when out of memory). */
-static float *as_logprobs(const float *m, int n, int V) {
-    float *out = malloc((size_t)n * V * sizeof(float));
-    double *tmp = malloc((size_t)V * sizeof(double));
-    if (out == NULL || tmp == NULL) {
-        free(out), free(tmp);
-        return NULL;
-    }
-    for (int p = 0; p < n; p++) {
-        log_softmax(m + (size_t)p * V, V, tmp);
-        for (int i = 0; i < V; i++) out[(size_t)p * V + i] = (float)tmp[i];
-    }
-    free(tmp);
-    return out;
-}
-
-/* Whether the candidate's tensor c, outside tolerance at reference entry
- * r, is within tolerance of the reference's tensor of another hook at r's
- * layer, position and head: that hook into rep->first_other. */
-static void find_other_hook(const Entry *re, int nr, const Entry *r, const Entry *c,
+/* Whether the candidate's values c [n], outside tolerance at reference
+ * entry r, are within tolerance of the reference's tensor of another hook
+ * at r's layer, position and head: that hook into rep->first_other. */
+static void find_other_hook(const Side *ref, const Entry *r, const float *c, int n,
                             const DiffTolerance *tol, DiffReport *rep) {
     if (r->point == HOOK_LOGITS) return;
-    for (int i = 0; i < nr; i++) {
-        const Entry *o = &re[i];
+    for (int i = 0; i < ref->n; i++) {
+        const Entry *o = &ref->e[i];
         if (o->pos != r->pos || o->layer_key != r->layer_key || o->head != r->head ||
-            o->point == r->point || o->point == HOOK_LOGITS || o->n != c->n)
+            o->point == r->point || o->point == HOOK_LOGITS || o->n != n)
             continue;
         DiffPoint q = {.point = o->point,
                        .layer = r->layer_key < 0 || r->layer_key == INT_MAX ? -1 : r->layer_key,
                        .pos = o->pos,
                        .head = o->head};
-        if (compare_tensor(o->data, c->data, c->n, tol, &q) == 0) {
+        if (compare_tensor(side_values(ref, o, ref->other), c, n, tol, &q) == 0) {
             rep->first_is_other_hook = true, rep->first_other = q;
             return;
         }
@@ -210,12 +235,12 @@ static void find_other_hook(const Entry *re, int nr, const Entry *r, const Entry
 
 /* A hook the candidate has none of, anywhere, is not compared (and said
  * so); one it has elsewhere but not here is missing. */
-static bool walk_hooks(const Entry *re, int nr, const Entry *ce, int nc, const DiffTolerance *tol,
+static void walk_hooks(const Side *ref, const Side *cand, const DiffTolerance *tol,
                        DiffReport *rep) {
     bool has[N_HOOKS] = {false};
-    for (int i = 0; i < nc; i++) has[ce[i].point] = true;
-    for (int i = 0; i < nr; i++) {
-        const Entry *r = &re[i], *c = find_entry(ce, nc, r);
+    for (int i = 0; i < cand->n; i++) has[cand->e[i].point] = true;
+    for (int i = 0; i < ref->n; i++) {
+        const Entry *r = &ref->e[i], *c = find_entry(cand->e, cand->n, r);
         char name[64];
         if (c == NULL && !has[r->point]) {
             rep->hook_absent[r->point] = r->point != HOOK_LOGITS;
@@ -239,10 +264,12 @@ static bool walk_hooks(const Entry *re, int nr, const Entry *ce, int nc, const D
                        .pos = r->pos,
                        .head = r->head};
         long outside;
+        const float *cv = NULL;
         if (c->n != r->n) { /* another shape: wrong as a whole */
             p.max_abs = p.rel = INFINITY, p.index = -1, outside = r->n;
         } else {
-            outside = compare_tensor(r->data, c->data, r->n, tol, &p);
+            cv = side_values(cand, c, cand->values);
+            outside = compare_tensor(side_values(ref, r, ref->values), cv, r->n, tol, &p);
         }
         if (r->point != HOOK_LOGITS) rep->acts_compared++;
         if (r->point == HOOK_LOGITS) rep->outside += outside; /* the logits the report counts */
@@ -251,10 +278,9 @@ static bool walk_hooks(const Entry *re, int nr, const Entry *ce, int nc, const D
             rep->logits_outside = true, rep->first_logits = p;
         if (outside && !rep->diverged) {
             rep->diverged = true, rep->first = p;
-            if (c->n == r->n) find_other_hook(re, nr, r, c, tol, rep);
+            if (cv != NULL) find_other_hook(ref, r, cv, c->n, tol, rep);
         }
     }
-    return true;
 }
 
 /* ---- the logits' statistics ---- */
@@ -312,33 +338,20 @@ static void logits_position(const float *r, const float *c, int V, int pos, doub
     }
 }
 
-/* The row of run r at position pos, or -1. */
-static int row_at(const DiffRun *r, int pos) {
-    int lo = 0, hi = r->n;
-    while (lo < hi) {
-        int mid = lo + (hi - lo) / 2;
-        if (r->pos[mid] < pos)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    return lo < r->n && r->pos[lo] == pos ? lo : -1;
-}
-
-static bool logits_stats(const DiffRun *ref, const float *rl, const DiffRun *cand, const float *cl,
-                         int limit, DiffReport *rep) {
-    int V = ref->vocab_size;
+/* Both sides' logits rows, position by position, read a row at a time. */
+static bool logits_stats(const Side *ref, const Side *cand, DiffReport *rep) {
+    int V = ref->run->vocab_size;
     double *lr = malloc((size_t)V * sizeof(double)), *lc = malloc((size_t)V * sizeof(double));
-    double *kl = malloc(((size_t)ref->n + 1) * sizeof(double));
+    double *kl = malloc(((size_t)ref->run->n + 1) * sizeof(double));
     if (lr == NULL || lc == NULL || kl == NULL) {
         free(lr), free(lc), free(kl);
         return false;
     }
-    for (int a = 0; a < ref->n && ref->pos[a] < limit; a++) {
-        int b = row_at(cand, ref->pos[a]);
-        if (b < 0) continue;
-        logits_position(rl + (size_t)a * V, cl + (size_t)b * V, V, ref->pos[a], lr, lc, &kl[rep->n],
-                        rep);
+    for (int a = 0; a < ref->n; a++) {
+        const Entry *r = &ref->e[a], *c;
+        if (r->point != HOOK_LOGITS || (c = find_entry(cand->e, cand->n, r)) == NULL) continue;
+        const float *cv = side_values(cand, c, cand->values);
+        logits_position(side_values(ref, r, ref->values), cv, V, r->pos, lr, lc, &kl[rep->n], rep);
         rep->kl_mean += kl[rep->n++];
     }
     if (rep->n > 0) {
@@ -385,7 +398,7 @@ static int find_kv_row(const KvKey *keys, int n, int layer, int pos) {
 /* KV rows of the reference before limit, matched by (layer, pos); a row
  * the candidate lacks is counted. */
 static bool compare_kv(const DiffRun *ref, const DiffRun *cand, int limit, const DiffTolerance *tol,
-                       DiffReport *rep) {
+                       float *ref_room, float *cand_room, DiffReport *rep) {
     rep->kv_first_layer = rep->kv_first_pos = -1;
     rep->cand_has_kv = cand->n_kv > 0;
     if (ref->n_kv == 0) return true;
@@ -404,8 +417,8 @@ static bool compare_kv(const DiffRun *ref, const DiffRun *cand, int limit, const
         }
         bool over = false;
         for (int which = 0; which < 2; which++) {
-            const float *r = (which ? ref->v : ref->k) + (size_t)a * D;
-            const float *c = (which ? cand->v : cand->k) + (size_t)b * D;
+            const float *r = diff_run_kv_row(ref, a, which, ref_room);
+            const float *c = diff_run_kv_row(cand, b, which, cand_room);
             DiffPoint p = {.point = HOOK_KV_ROW, .layer = layer, .pos = pos, .head = which};
             over |= compare_tensor(r, c, D, tol, &p) > 0;
             if (layer < DIFF_TABLE_LAYERS) {
@@ -460,19 +473,18 @@ bool trace_diff(const DiffRun *ref, const DiffRun *cand, const DiffTolerance *to
     rep->cand_has_logits = cand->n > 0;
     /* log-probabilities on either side: compare both as log-probabilities */
     rep->logprobs = ref->logprobs || cand->logprobs;
-    float *rl = ref->logits, *cl = cand->logits, *rl_owned = NULL, *cl_owned = NULL;
-    if (rep->logprobs && !ref->logprobs && ref->n > 0)
-        rl = rl_owned = as_logprobs(ref->logits, ref->n, ref->vocab_size);
-    if (rep->logprobs && !cand->logprobs && cand->n > 0)
-        cl = cl_owned = as_logprobs(cand->logits, cand->n, cand->vocab_size);
-    int nr = 0, nc = 0;
-    Entry *re = (rl || ref->n == 0) ? entries_of(ref, rl, limit, &nr) : NULL;
-    Entry *ce = (cl || cand->n == 0) ? entries_of(cand, cl, limit, &nc) : NULL;
-    bool ok = re != NULL && ce != NULL && walk_hooks(re, nr, ce, nc, tol, rep) &&
-              (ref->n == 0 || cand->n == 0 || logits_stats(ref, rl, cand, cl, limit, rep)) &&
-              compare_kv(ref, cand, limit, tol, rep);
-    free(re), free(ce), free(rl_owned), free(cl_owned);
+    Side rs, cs;
+    bool ok = side_open(&rs, ref, rep->logprobs && !ref->logprobs, limit) &
+              side_open(&cs, cand, rep->logprobs && !cand->logprobs, limit);
+    if (ok) {
+        walk_hooks(&rs, &cs, tol, rep);
+        ok = (ref->n == 0 || cand->n == 0 || logits_stats(&rs, &cs, rep)) &&
+             compare_kv(ref, cand, limit, tol, rs.values, cs.values, rep);
+    }
+    side_close(&rs), side_close(&cs);
     if (!ok) return step_fail(err, "diff: out of memory");
+    if (diff_run_read_short(ref) || diff_run_read_short(cand))
+        return step_fail(err, "diff: a file shrank while it was read (rows came short)");
     if (rep->n == 0 && rep->acts_compared == 0 && rep->kv_compared == 0)
         return step_fail(err,
                          "nothing to compare: no position%s has logits, activations or KV rows "

@@ -45,6 +45,7 @@ struct sw_scores {
 
 struct sw_run {
     DiffRun run;
+    float *logits; /* [positions, vocab], whole: the run may hold its rows in a mapped file */
 };
 
 const char *stepwise_version(void) {
@@ -335,6 +336,14 @@ sw_status sw_run_read(const char *path, sw_run **out, sw_error *err) {
         free(r);
         return fail_step(err, &e);
     }
+    if ((r->logits = diff_run_logits_copy(&r->run)) == NULL) {
+        sw_run_free(r);
+        return fail(err, SW_ERR_MEMORY, "out of memory");
+    }
+    if (diff_run_read_short(&r->run)) {
+        sw_run_free(r);
+        return fail(err, SW_ERR_INPUT, "%s shrank while it was read", path);
+    }
     *out = r;
     return ok(err);
 }
@@ -342,6 +351,7 @@ sw_status sw_run_read(const char *path, sw_run **out, sw_error *err) {
 void sw_run_free(sw_run *r) {
     if (r == NULL) return;
     diff_run_free(&r->run);
+    free(r->logits);
     free(r);
 }
 
@@ -352,7 +362,7 @@ int sw_run_vocab_size(const sw_run *r) {
     return r->run.vocab_size;
 }
 const float *sw_run_logits(const sw_run *r) {
-    return r->run.logits;
+    return r->logits;
 }
 int sw_run_logprobs(const sw_run *r) {
     return r->run.logprobs;
