@@ -23,7 +23,8 @@ bool config_is_llama2c(const Config *c) {
     return config_head_dim(c) == c->dim / c->n_heads && c->dim % c->n_heads == 0 &&
            c->rope_layout == ROPE_INTERLEAVED && config_rope_theta(c) == 10000.0f &&
            c->rope_scaling.type == ROPE_SCALING_NONE && !c->qkv_bias && !c->qk_norm &&
-           config_norm_eps(c) == 1e-5f;
+           config_norm_eps(c) == 1e-5f && c->norm == NORM_RMS && c->mlp == MLP_SWIGLU &&
+           c->position == POS_ROPE && !c->proj_bias;
 }
 
 /* The RoPE and norm numbers: finite and positive where they must be. */
@@ -111,7 +112,7 @@ bool config_validate(const Config *c, const char *what, StepError *err) {
     if (c->n_kv_heads > c->n_heads || c->n_heads % c->n_kv_heads != 0)
         return step_fail(err, "%s: n_heads %d is not a multiple of n_kv_heads %d", what, c->n_heads,
                          c->n_kv_heads);
-    if (config_head_dim(c) % 2 != 0)
+    if (c->position == POS_ROPE && config_head_dim(c) % 2 != 0)
         return step_fail(err, "%s: head size %d is odd; RoPE rotates pairs of dimensions", what,
                          config_head_dim(c));
     /* Every product below is of factors < 2^31, checked pairwise against MAX_FLOATS. */
@@ -134,15 +135,19 @@ uint64_t config_param_count(const Config *c) {
     uint64_t dim = (uint64_t)c->dim, hidden = (uint64_t)c->hidden_dim;
     uint64_t kv_dim = (uint64_t)config_kv_dim(c), vocab = (uint64_t)c->vocab_size;
     uint64_t q_dim = (uint64_t)config_q_dim(c), head_dim = (uint64_t)config_head_dim(c);
-    uint64_t per_layer = dim                          /* rms_att */
-                         + q_dim * dim                /* wq */
-                         + 2 * kv_dim * dim           /* wk, wv */
-                         + dim * q_dim                /* wo */
-                         + dim                        /* rms_ffn */
-                         + 3 * hidden * dim;          /* w1, w2, w3 */
-    if (c->qkv_bias) per_layer += q_dim + 2 * kv_dim; /* bq, bk, bv */
-    if (c->qk_norm) per_layer += 2 * head_dim;        /* q_norm, k_norm */
+    uint64_t per_layer = dim                                            /* rms_att */
+                         + q_dim * dim                                  /* wq */
+                         + 2 * kv_dim * dim                             /* wk, wv */
+                         + dim * q_dim                                  /* wo */
+                         + dim                                          /* rms_ffn */
+                         + (c->mlp == MLP_GELU ? 2 : 3) * hidden * dim; /* w1, w2 (, w3) */
+    if (c->qkv_bias) per_layer += q_dim + 2 * kv_dim;                   /* bq, bk, bv */
+    if (c->qk_norm) per_layer += 2 * head_dim;                          /* q_norm, k_norm */
+    if (c->norm == NORM_LAYER) per_layer += 2 * dim;                    /* the norms' biases */
+    if (c->proj_bias) per_layer += dim + hidden + dim;                  /* bo, b1, b2 */
     uint64_t total = vocab * dim + (uint64_t)c->n_layers * per_layer + dim;
+    if (c->norm == NORM_LAYER) total += dim; /* the final norm's bias */
+    if (c->position == POS_LEARNED) total += (uint64_t)c->seq_len * dim;
     if (!c->shared_classifier) total += vocab * dim;
     return total;
 }

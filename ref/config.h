@@ -1,7 +1,8 @@
 /* config.h: the architecture of a Llama-family transformer as data: its
  * shape, and the variations the block reads (RoPE layout, theta and
  * scaling, an explicit head size, q/k/v biases, per-head q/k norms, the
- * RMSNorm epsilon, a tied classifier), with the facts that follow (head
+ * norm's epsilon, a tied classifier; GPT-2's LayerNorm, GELU MLP, learned
+ * positions and biases), with the facts that follow (head
  * size, KV width, parameter count, cache bytes). Loaders fill it in; the
  * block (forward.c) tests these fields, never a model's name. */
 #ifndef STEPWISE_CONFIG_H
@@ -28,6 +29,19 @@ typedef enum {
     ROPE_SCALING_FACTORS, /* frequency i divided by factors[i]: a GGUF file's rope_freqs.weight,
                              the form llama.cpp gives Llama 3's scaling */
 } RopeScalingType;
+
+/* How a block normalises: RMSNorm, x / rms(x) · w (Llama), or LayerNorm,
+ * (x − mean) / sqrt(var + eps) · w + b (GPT-2). */
+typedef enum { NORM_RMS, NORM_LAYER } BlockNorm;
+
+/* The feed-forward layer: SwiGLU, w2 · (silu(w1 · x) ⊙ (w3 · x)) (Llama),
+ * or w2 · gelu(w1 · x + b1) + b2 with GELU's tanh approximation (GPT-2's
+ * "gelu_new"), which has no w3. */
+typedef enum { MLP_SWIGLU, MLP_GELU } MlpKind;
+
+/* Where positions come from: RoPE, rotating q and k, or a learned
+ * embedding [seq_len, dim] added to the token's (GPT-2). */
+typedef enum { POS_ROPE, POS_LEARNED } PositionKind;
 
 /* The most per-frequency factors: one for each pair of a head of up to 512. */
 #define ROPE_MAX_FACTORS 256
@@ -58,7 +72,11 @@ typedef struct {
     RopeScaling rope_scaling;
     bool qkv_bias;  /* q, k and v projections add a bias (Qwen2) */
     bool qk_norm;   /* each head of q and k is RMS-normalised before RoPE (Qwen3) */
-    float norm_eps; /* RMSNorm epsilon; 0: 1e-5 */
+    float norm_eps; /* RMSNorm (or LayerNorm) epsilon; 0: 1e-5 */
+    BlockNorm norm;
+    MlpKind mlp;
+    PositionKind position;
+    bool proj_bias; /* attention's output and the MLP's projections add a bias (GPT-2) */
 } Config;
 
 /* Which rows of a rotated projection (q, k, their biases and norms) go

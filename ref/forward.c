@@ -117,13 +117,13 @@ static void linear(RunState *s, ThreadPool *pool, float *out, const float *x, in
 /* The per-token steps between the matmuls (RMSNorm, SwiGLU, the residual
  * add), shared out over threads by tokens: each token's row is computed
  * exactly as on one thread. With the plain kernels, one call over all N. */
-typedef enum { ROWS_RMSNORM, ROWS_SWIGLU, ROWS_RESIDUAL } RowsOp;
+typedef enum { ROWS_RMSNORM, ROWS_LAYERNORM, ROWS_SWIGLU, ROWS_GELU, ROWS_RESIDUAL } RowsOp;
 
 typedef struct {
     RowsOp op;
-    float *out;      /* [N, C]: rmsnorm's output, swiglu's gate, residual's x */
-    const float *in; /* [N, C]: rmsnorm's x, swiglu's up, residual's y */
-    const float *weight;
+    float *out;                 /* [N, C]: a norm's output, swiglu's gate, gelu's x, residual's x */
+    const float *in;            /* [N, C]: a norm's x, swiglu's up, residual's y */
+    const float *weight, *bias; /* a norm's (bias: LayerNorm's) */
     int C;
     float eps;
 } RowsJob;
@@ -135,8 +135,14 @@ static void rows_task(void *ctx, int t0, int t1) {
         case ROWS_RMSNORM:
             rmsnorm_forward(j->out + at, j->in + at, j->weight, t1 - t0, j->C, j->eps);
             break;
+        case ROWS_LAYERNORM:
+            layernorm_forward(j->out + at, j->in + at, j->weight, j->bias, t1 - t0, j->C, j->eps);
+            break;
         case ROWS_SWIGLU:
             swiglu_forward(j->out + at, j->in + at, (t1 - t0) * j->C);
+            break;
+        case ROWS_GELU:
+            gelu_forward(j->out + at, (t1 - t0) * j->C);
             break;
         case ROWS_RESIDUAL:
             residual_forward(j->out + at, j->in + at, (t1 - t0) * j->C);
@@ -144,16 +150,29 @@ static void rows_task(void *ctx, int t0, int t1) {
     }
 }
 
-/* out [N, C] = rmsnorm(x) with weight (out may be x). */
-static void rmsnorm_rows(const Model *m, float *out, const float *x, const float *weight, int N,
-                         int C) {
-    RowsJob job = {.op = ROWS_RMSNORM,
+/* out [N, C] = the block's norm of x: rmsnorm with weight, or (NORM_LAYER)
+ * layernorm with weight and bias (out may be x). */
+static void norm_rows(const Model *m, float *out, const float *x, const float *weight,
+                      const float *bias, int N, int C) {
+    RowsJob job = {.op = m->config.norm == NORM_LAYER ? ROWS_LAYERNORM : ROWS_RMSNORM,
                    .out = out,
                    .in = x,
                    .weight = weight,
+                   .bias = bias,
                    .C = C,
                    .eps = config_norm_eps(&m->config)};
     parallel_for(model_threads(m), N, rows_task, &job);
+}
+
+/* x [N, C] = gelu(x). */
+static void gelu_rows(const Model *m, float *x, int N, int C) {
+    RowsJob job = {.op = ROWS_GELU, .out = x, .C = C};
+    parallel_for(model_threads(m), N, rows_task, &job);
+}
+
+/* The layer's slice [C] of a per-layer vector [n_layers, C], or NULL. */
+static const float *layer_slice(const float *v, int l, int C) {
+    return v != NULL ? v + (size_t)l * C : NULL;
 }
 
 /* gate [N, C] = silu(gate) ⊙ up. */
@@ -331,8 +350,11 @@ static void attend_row(const Model *m, const ForwardRow *row, int l, float *q, f
     int head_dim = config_head_dim(c), n_heads = c->n_heads, n_kv = c->n_kv_heads;
     uint64_t row_bytes = kv_row_bytes(c, rs->quant.kv);
     HookSite site = {.obs = row->obs, .layer = l, .pos0 = pos0, .tokens = row->tokens};
-    rope_forward(q, T, config_q_dim(c), head_dim, pos0, rs->rope_cos, rs->rope_sin, c->rope_layout);
-    rope_forward(k, T, kv_dim, head_dim, pos0, rs->rope_cos, rs->rope_sin, c->rope_layout);
+    if (c->position == POS_ROPE) { /* GPT-2's positions came in with the embedding */
+        rope_forward(q, T, config_q_dim(c), head_dim, pos0, rs->rope_cos, rs->rope_sin,
+                     c->rope_layout);
+        rope_forward(k, T, kv_dim, head_dim, pos0, rs->rope_cos, rs->rope_sin, c->rope_layout);
+    }
     rs->work.kv_bytes_written += (uint64_t)T * row_bytes * 2u;
     hook_emit_rows(&site, HOOK_ATTN_Q, q, T, n_heads, head_dim);
     hook_emit_rows(&site, HOOK_ATTN_K, k, T, n_kv, head_dim);
@@ -399,7 +421,9 @@ static void attention_block(const Model *m, RunState *s, const ForwardRow *rows,
     const Config *c = &m->config;
     const Matrix *mats = m->layers[l].m;
     int dim = c->dim, q_dim = config_q_dim(c), kv_dim = config_kv_dim(c);
-    rmsnorm_rows(m, s->xb, s->x, m->weights.rms_att + (size_t)l * dim, N, dim); /* xb [N, dim] */
+    const Weights *w = &m->weights;
+    norm_rows(m, s->xb, s->x, w->rms_att + (size_t)l * dim, layer_slice(w->att_norm_bias, l, dim),
+              N, dim); /* xb [N, dim] */
     emit_each(rows, n_rows, l, HOOK_LN1, s->xb, 1, dim);
     linear_rows(m, s, rows, n_rows, s->q, s->xb, N, &mats[MAT_WQ], INPUT_NEW);
     linear_rows(m, s, rows, n_rows, s->k_new, s->xb, N, &mats[MAT_WK], INPUT_AS_BEFORE);
@@ -412,18 +436,44 @@ static void attention_block(const Model *m, RunState *s, const ForwardRow *rows,
                s->v_new + (size_t)t0 * kv_dim, s->xb + (size_t)t0 * q_dim);
     emit_each(rows, n_rows, l, HOOK_ATTN_Z, s->xb, c->n_heads, config_head_dim(c));
     linear_rows(m, s, rows, n_rows, s->xb2, s->xb, N, &mats[MAT_WO], INPUT_NEW);
+    if (c->proj_bias) bias_forward(s->xb2, w->bo + (size_t)l * dim, N, dim);
     emit_each(rows, n_rows, l, HOOK_ATTN_OUT, s->xb2, 1, dim);
     residual_rows(m, s->x, s->xb2, N, dim);
     emit_each(rows, n_rows, l, HOOK_RESID_MID, s->x, 1, dim);
 }
 
-/* x [N, dim] += w2 · (silu(w1 · x̂) ⊙ (w3 · x̂)), x̂ = rmsnorm(x): SwiGLU. */
+/* x [N, dim] += w2 · gelu(w1 · x̂ + b1) + b2, x̂ = layernorm(x): GPT-2's MLP. */
+static void gelu_mlp(const Model *m, RunState *s, const ForwardRow *rows, int n_rows, int N,
+                     int l) {
+    int dim = m->config.dim, hidden = m->config.hidden_dim;
+    const Matrix *mats = m->layers[l].m;
+    const Weights *w = &m->weights;
+    linear_rows(m, s, rows, n_rows, s->hb, s->xb, N, &mats[MAT_W1], INPUT_NEW);
+    if (m->config.proj_bias) bias_forward(s->hb, w->b1 + (size_t)l * hidden, N, hidden);
+    emit_each(rows, n_rows, l, HOOK_MLP_UP, s->hb, 1, hidden);
+    gelu_rows(m, s->hb, N, hidden);
+    emit_each(rows, n_rows, l, HOOK_MLP_HIDDEN, s->hb, 1, hidden);
+    linear_rows(m, s, rows, n_rows, s->xb, s->hb, N, &mats[MAT_W2], INPUT_NEW);
+    if (m->config.proj_bias) bias_forward(s->xb, w->b2 + (size_t)l * dim, N, dim);
+}
+
+/* x [N, dim] += w2 · (silu(w1 · x̂) ⊙ (w3 · x̂)), x̂ = rmsnorm(x): SwiGLU; or
+ * GPT-2's (gelu_mlp). */
 static void mlp_block(const Model *m, RunState *s, const ForwardRow *rows, int n_rows, int N,
                       int l) {
     int dim = m->config.dim, hidden = m->config.hidden_dim;
     const Matrix *mats = m->layers[l].m;
-    rmsnorm_rows(m, s->xb, s->x, m->weights.rms_ffn + (size_t)l * dim, N, dim);
+    const Weights *w = &m->weights;
+    norm_rows(m, s->xb, s->x, w->rms_ffn + (size_t)l * dim, layer_slice(w->ffn_norm_bias, l, dim),
+              N, dim);
     emit_each(rows, n_rows, l, HOOK_LN2, s->xb, 1, dim);
+    if (m->config.mlp == MLP_GELU) {
+        gelu_mlp(m, s, rows, n_rows, N, l);
+        emit_each(rows, n_rows, l, HOOK_MLP_OUT, s->xb, 1, dim);
+        residual_rows(m, s->x, s->xb, N, dim);
+        emit_each(rows, n_rows, l, HOOK_RESID_POST, s->x, 1, dim);
+        return;
+    }
     linear_rows(m, s, rows, n_rows, s->hb, s->xb, N, &mats[MAT_W1], INPUT_NEW);
     linear_rows(m, s, rows, n_rows, s->hb2, s->xb, N, &mats[MAT_W3], INPUT_AS_BEFORE);
     emit_each(rows, n_rows, l, HOOK_MLP_GATE, s->hb, 1, hidden);
@@ -453,7 +503,7 @@ static const float *classify(const Model *m, RunState *s, const ForwardRow *rows
     }
     if (W == 0) return s->logits; /* no row wants any: the classifier is not read */
     const Matrix *cls = &m->classifier;
-    rmsnorm_rows(m, s->xb, s->xb, m->weights.rms_final, W, dim);
+    norm_rows(m, s->xb, s->xb, m->weights.rms_final, m->weights.final_norm_bias, W, dim);
     linear(s, model_threads(m), s->logits, s->xb, W, cls, INPUT_NEW);
     for (int r = 0, w0 = 0; r < n_rows; w0 += wanted(&rows[r++])) {
         const ForwardRow *row = &rows[r];
@@ -468,6 +518,23 @@ static const float *classify(const Model *m, RunState *s, const ForwardRow *rows
     return s->logits;
 }
 
+/* x [N, dim] += each token's learned position embedding (GPT-2's wpe),
+ * shown at embed.pos; xb holds the rows added. */
+static void add_positions(const Model *m, RunState *s, const ForwardRow *rows, int n_rows) {
+    int dim = m->config.dim;
+    EACH_ROW(r, t0, rows, n_rows) {
+        for (int t = 0; t < rows[r].n_tokens; t++)
+            memcpy(s->xb + (size_t)(t0 + t) * dim,
+                   m->weights.pos_embedding + (size_t)(rows[r].pos0 + t) * dim,
+                   (size_t)dim * sizeof(float));
+        rows[r].state->work.weight_bytes += (uint64_t)rows[r].n_tokens * dim * sizeof(float);
+    }
+    int N = 0;
+    EACH_ROW(r, t0, rows, n_rows) N = t0 + rows[r].n_tokens;
+    emit_each(rows, n_rows, -1, HOOK_EMBED_POS, s->xb, 1, dim);
+    residual_rows(m, s->x, s->xb, N, dim);
+}
+
 const float *forward(const Model *m, RunState *s, const ForwardRow *rows, int n_rows) {
     const Config *c = &m->config;
     int dim = c->dim, N = 0;
@@ -480,6 +547,7 @@ const float *forward(const Model *m, RunState *s, const ForwardRow *rows, int n_
         N = t0 + rows[r].n_tokens;
     }
     emit_each(rows, n_rows, -1, HOOK_EMBED, s->x, 1, dim);
+    if (c->position == POS_LEARNED) add_positions(m, s, rows, n_rows);
     for (int l = 0; l < c->n_layers; l++) {
         if (N >= PROGRESS_TOKENS) /* a long pass: how far through the layers */
             progress_report(m->progress, "forward pass (layers)", (uint64_t)l,

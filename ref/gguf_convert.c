@@ -137,6 +137,11 @@ bool gguf_model_save(const Model *m, const Tokenizer *tok, GgufOutType type, con
         return step_fail(err, "%s: only a float32 model as loaded can be converted", path);
     if (c->qkv_bias && c->qk_norm)
         return step_fail(err, "%s: no GGUF architecture has both q/k/v biases and q/k norms", path);
+    if (c->norm != NORM_RMS || c->mlp != MLP_SWIGLU || c->position != POS_ROPE || c->proj_bias)
+        return step_fail(err,
+                         "%s: not written: GGUF's gpt2 architecture is not written yet (convert "
+                         "writes llama, qwen2 and qwen3)",
+                         path);
     StepError why;
     if (!model_check_finite(m, &why)) /* Q8_0 of a NaN is undefined, and F32 would copy it */
         return step_fail(err, "%s: not written: the model's %s", path, why.message);

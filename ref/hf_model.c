@@ -9,11 +9,13 @@
 #include <sys/stat.h>
 
 #include "file_util.h"
+#include "hf_gpt2.h"
 #include "json_util.h"
 #include "safetensors.h"
 
 static const char *const ARCHITECTURES[] = {"LlamaForCausalLM", "MistralForCausalLM",
-                                            "Qwen2ForCausalLM", "Qwen3ForCausalLM"};
+                                            "Qwen2ForCausalLM", "Qwen3ForCausalLM",
+                                            "GPT2LMHeadModel"};
 #define N_ARCHITECTURES (int)(sizeof ARCHITECTURES / sizeof ARCHITECTURES[0])
 #define MAX_SHARDS      MODEL_MAX_FILES
 
@@ -85,7 +87,7 @@ static bool read_architecture(const cJSON *root, char *arch, size_t arch_size, c
     }
     return step_fail(err,
                      "%s: architecture %.60s is not supported (LlamaForCausalLM, "
-                     "MistralForCausalLM, Qwen2ForCausalLM, Qwen3ForCausalLM)",
+                     "MistralForCausalLM, Qwen2ForCausalLM, Qwen3ForCausalLM, GPT2LMHeadModel)",
                      what, name ? name : "(none in config.json)");
 }
 
@@ -94,8 +96,13 @@ bool hf_config_parse(const char *text, const char *what, Config *c, char *arch, 
     memset(c, 0, sizeof *c);
     cJSON *root = json_parse_whole(text);
     bool ok = cJSON_IsObject(root) || step_fail(err, "%s: config.json is not a JSON object", what);
-    ok = ok && read_architecture(root, arch, arch_size, what, err) &&
-         need_int(root, "hidden_size", &c->dim, what, err) &&
+    ok = ok && read_architecture(root, arch, arch_size, what, err);
+    if (ok && strcmp(arch, "GPT2LMHeadModel") == 0) { /* its own keys (hf_gpt2.h) */
+        ok = hf_gpt2_config(root, c, what, err);
+        cJSON_Delete(root);
+        return ok;
+    }
+    ok = ok && need_int(root, "hidden_size", &c->dim, what, err) &&
          need_int(root, "intermediate_size", &c->hidden_dim, what, err) &&
          need_int(root, "num_hidden_layers", &c->n_layers, what, err) &&
          need_int(root, "num_attention_heads", &c->n_heads, what, err) &&
@@ -413,12 +420,15 @@ bool hf_model_load(Model *m, const char *dir, WeightsMode mode, const ProgressSi
                                        "model %s: config.json implies %llu weights, the "
                                        "safetensors files hold %llu values",
                                        dir, (unsigned long long)needed, (unsigned long long)stored);
+    bool gpt2 = strcmp(arch, "GPT2LMHeadModel") == 0;
+    if (gpt2) mode = WEIGHTS_F32; /* its Conv1D matrices are stored transposed: no view */
     if (ok) {
         char what[4200];
         snprintf(what, sizeof what, "model %s", dir);
         ok = (mode == WEIGHTS_STORED ? model_alloc_vectors(m, err)
                                      : model_alloc_storage(m, what, err)) &&
-             take_all(m, files, n, mode == WEIGHTS_STORED, dir, err);
+             (gpt2 ? hf_gpt2_take(m, files, n, dir, err)
+                   : take_all(m, files, n, mode == WEIGHTS_STORED, dir, err));
     }
     if (ok) {
         fill_report(report, files, n);

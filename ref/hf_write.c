@@ -3,6 +3,7 @@
 
 #include "file_util.h"
 #include "float16.h"
+#include "hf_gpt2.h"
 #include "hf_model.h"
 
 #include <cjson/cJSON.h>
@@ -13,12 +14,13 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-static const char *const ARCH_NAMES[] = {"llama", "mistral", "qwen2", "qwen3"};
+static const char *const ARCH_NAMES[] = {"llama", "mistral", "qwen2", "qwen3", "gpt2"};
 static const char *const ARCH_CLASSES[] = {"LlamaForCausalLM", "MistralForCausalLM",
-                                           "Qwen2ForCausalLM", "Qwen3ForCausalLM"};
+                                           "Qwen2ForCausalLM", "Qwen3ForCausalLM",
+                                           "GPT2LMHeadModel"};
 
 bool hf_architecture_parse(const char *name, HfArchitecture *a) {
-    for (int i = 0; i < 4; i++) {
+    for (int i = 0; i < (int)(sizeof ARCH_NAMES / sizeof ARCH_NAMES[0]); i++) {
         if (strcmp(name, ARCH_NAMES[i]) == 0) {
             *a = (HfArchitecture)i;
             return true;
@@ -28,8 +30,13 @@ bool hf_architecture_parse(const char *name, HfArchitecture *a) {
 }
 
 void hf_architecture_apply(HfArchitecture a, Config *c) {
-    c->qkv_bias = a == HF_QWEN2;
+    bool gpt2 = a == HF_GPT2;
+    c->qkv_bias = a == HF_QWEN2 || gpt2;
     c->qk_norm = a == HF_QWEN3;
+    c->norm = gpt2 ? NORM_LAYER : NORM_RMS;
+    c->mlp = gpt2 ? MLP_GELU : MLP_SWIGLU;
+    c->position = gpt2 ? POS_LEARNED : POS_ROPE;
+    c->proj_bias = gpt2;
 }
 
 /* One tensor to write: its name, its float32 values and shape, and
@@ -269,6 +276,18 @@ static bool seed_tensors(const Model *layout, uint64_t seed, OutTensor *all, int
     return true;
 }
 
+/* A GPT-2 folder of m: its Conv1D and fused tensors (hf_gpt2.h), as
+ * OutTensors into all (the values owned by *held). */
+static int list_gpt2(const Model *m, OutTensor *all, Gpt2Tensor **held) {
+    int n = hf_gpt2_tensors(m, held);
+    for (int i = 0; i < n; i++) {
+        const Gpt2Tensor *t = &(*held)[i];
+        all[i] = (OutTensor){.values = t->values, .rows = t->rows, .cols = t->cols};
+        snprintf(all[i].name, sizeof all[i].name, "%s", t->name);
+    }
+    return n;
+}
+
 /* hf_model_save's work; seed != 0: m is a layout (model_reserve_layout)
  * whose values are drawn from the seed as they are written. */
 static bool save_folder(const Model *m, uint64_t seed, HfArchitecture a, const char *dir,
@@ -278,10 +297,17 @@ static bool save_folder(const Model *m, uint64_t seed, HfArchitecture a, const c
     if (m->weight_group > 0 || m->classifier.layout != MATRIX_ROWS ||
         c->rope_layout != ROPE_INTERLEAVED)
         return step_fail(err, "%s: only a float32 model as loaded can be written", dir);
-    if ((c->qkv_bias != (a == HF_QWEN2)) || (c->qk_norm != (a == HF_QWEN3)))
-        return step_fail(err, "%s: the model's biases and q/k norms are not %s's", dir,
+    Config want = *c;
+    hf_architecture_apply(a, &want);
+    if (memcmp(&want, c, sizeof want) != 0)
+        return step_fail(err, "%s: the model's biases, norms, MLP or positions are not %s's", dir,
                          ARCH_CLASSES[a]);
-    size_t max_tensors = 3 + (size_t)c->n_layers * HF_LAYER_TENSORS;
+    if (a == HF_GPT2 && (seed != 0 || c->n_kv_heads != c->n_heads))
+        return step_fail(err,
+                         "%s: a GPT-2 folder is written from a model in memory, with as "
+                         "many KV heads as heads",
+                         dir);
+    size_t max_tensors = 5 + (size_t)c->n_layers * (HF_LAYER_TENSORS > 12 ? HF_LAYER_TENSORS : 12);
     OutTensor *all = calloc(max_tensors, sizeof *all);
     OutTensor **order = malloc(max_tensors * sizeof *order);
     char(*names)[64] = calloc((size_t)shards + 4, sizeof *names);
@@ -289,8 +315,10 @@ static bool save_folder(const Model *m, uint64_t seed, HfArchitecture a, const c
         free(all), free(order), free(names);
         return step_fail(err, "%s: out of memory", dir);
     }
-    int n = list_tensors(m, all), written = 0, head_dim = config_head_dim(c);
-    if (seed != 0 && !seed_tensors(m, seed, all, n)) {
+    Gpt2Tensor *gpt2 = NULL;
+    int n = a == HF_GPT2 ? list_gpt2(m, all, &gpt2) : list_tensors(m, all), written = 0;
+    int head_dim = config_head_dim(c);
+    if (n < 0 || (seed != 0 && !seed_tensors(m, seed, all, n))) {
         free(all), free(order), free(names);
         return step_fail(err, "%s: out of memory", dir);
     }
@@ -298,7 +326,11 @@ static bool save_folder(const Model *m, uint64_t seed, HfArchitecture a, const c
     qsort(order, (size_t)n, sizeof *order, by_name);
     bool made = mkdir(dir, 0755) == 0;
     bool ok = made || step_fail(err, "%s: cannot create: %s", dir, strerror(errno));
-    cJSON *cfg = config_json(c, a, dtype), *index = cJSON_CreateObject();
+    const char *torch_dtype = dtype == ST_F32   ? "float32"
+                              : dtype == ST_F16 ? "float16"
+                                                : "bfloat16";
+    cJSON *cfg = a == HF_GPT2 ? hf_gpt2_config_json(c, torch_dtype) : config_json(c, a, dtype);
+    cJSON *index = cJSON_CreateObject();
     cJSON *map = cJSON_AddObjectToObject(index, "weight_map");
     OutTensor **part = malloc((size_t)n * sizeof *part);
     ok = ok && part != NULL;
@@ -331,6 +363,7 @@ static bool save_folder(const Model *m, uint64_t seed, HfArchitecture a, const c
     if (ok && tokenizer_dir != NULL) ok = copy_tokenizer(tokenizer_dir, dir, names, &written, err);
     if (!ok && made) remove_written(dir, names, written);
     cJSON_Delete(cfg), cJSON_Delete(index);
+    hf_gpt2_tensors_free(gpt2, n);
     free(all), free(order), free(part), free(names);
     return ok;
 }
@@ -344,5 +377,12 @@ bool hf_model_save_random(const Model *layout, uint64_t seed, HfArchitecture a, 
                           SafetensorsDtype dtype, int shards, const char *tokenizer_dir,
                           StepError *err) {
     if (seed == 0) return step_fail(err, "make-model: seed must not be 0");
+    if (a == HF_GPT2) { /* transposed and fused: written from the weights in memory */
+        Model m;
+        bool ok = model_init_random(&m, &layout->config, seed, err) &&
+                  save_folder(&m, 0, a, dir, dtype, shards, tokenizer_dir, err);
+        model_free(&m);
+        return ok;
+    }
     return save_folder(layout, seed, a, dir, dtype, shards, tokenizer_dir, err);
 }

@@ -8,13 +8,15 @@
 #include "safetensors.h"
 
 /* The architectures a folder can be written as. */
-typedef enum { HF_LLAMA, HF_MISTRAL, HF_QWEN2, HF_QWEN3 } HfArchitecture;
+typedef enum { HF_LLAMA, HF_MISTRAL, HF_QWEN2, HF_QWEN3, HF_GPT2 } HfArchitecture;
 
-/* "llama", "mistral", "qwen2", "qwen3" -> *a; false for anything else. */
+/* "llama", "mistral", "qwen2", "qwen3", "gpt2" -> *a; false for anything
+ * else. */
 bool hf_architecture_parse(const char *name, HfArchitecture *a);
 
 /* The flags the architecture implies (qkv_bias for Qwen2, qk_norm for
- * Qwen3), set in c before the model is made. */
+ * Qwen3; GPT-2's norms, MLP, positions and biases), set in c before the
+ * model is made. */
 void hf_architecture_apply(HfArchitecture a, Config *c);
 
 /* Write m (float32 weights, row-major, q and k interleaved as stepwise

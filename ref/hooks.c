@@ -7,6 +7,7 @@
 
 static const char *const HOOK_SUFFIX[N_HOOKS] = {
     [HOOK_EMBED] = "embed",
+    [HOOK_EMBED_POS] = "embed.pos",
     [HOOK_RESID_PRE] = "resid_pre",
     [HOOK_LN1] = "ln1",
     [HOOK_ATTN_Q_PRE] = "attn.q_pre",

@@ -30,8 +30,9 @@ const char *pass_phase_name(PassPhase phase);
 
 typedef enum {
     HOOK_EMBED,        /* "embed"                [dim] token embedding */
+    HOOK_EMBED_POS,    /* "embed.pos"            [dim] learned position embedding (GPT-2), added */
     HOOK_RESID_PRE,    /* "blocks.L.resid_pre"   [dim] residual entering the block */
-    HOOK_LN1,          /* "blocks.L.ln1"         [dim] RMSNorm before attention */
+    HOOK_LN1,          /* "blocks.L.ln1"         [dim] the norm before attention */
     HOOK_ATTN_Q_PRE,   /* "blocks.L.attn.q_pre"  [n_heads, head_dim] before RoPE (after a
                           bias and q norm, where the architecture has them) */
     HOOK_ATTN_K_PRE,   /* "blocks.L.attn.k_pre"  [n_kv_heads, head_dim] before RoPE */
@@ -43,16 +44,16 @@ typedef enum {
     HOOK_ATTN_Z,       /* "blocks.L.attn.z"      [n_heads, head_dim] pattern-weighted values */
     HOOK_ATTN_OUT,     /* "blocks.L.attn_out"    [dim] after the output projection */
     HOOK_RESID_MID,    /* "blocks.L.resid_mid"   [dim] residual after attention */
-    HOOK_LN2,          /* "blocks.L.ln2"         [dim] RMSNorm before the MLP */
-    HOOK_MLP_GATE,     /* "blocks.L.mlp.gate"    [hidden_dim] w1 · x */
-    HOOK_MLP_UP,       /* "blocks.L.mlp.up"      [hidden_dim] w3 · x */
-    HOOK_MLP_HIDDEN,   /* "blocks.L.mlp.hidden"  [hidden_dim] silu(gate) · up */
-    HOOK_MLP_OUT,      /* "blocks.L.mlp_out"     [dim] after the down projection */
-    HOOK_RESID_POST,   /* "blocks.L.resid_post"  [dim] residual leaving the block */
-    HOOK_FINAL_NORM,   /* "final_norm"           [dim] before the classifier */
-    HOOK_LOGITS,       /* "logits"  [vocab_size] */
-    HOOK_KV_ROW,       /* "kv"      a: K row, b: V row, each [kv_dim], written at (layer, pos) */
-    HOOK_KV_SNAPSHOT,  /* "kv_snapshot" a: K, b: V, each [pos + 1, kv_dim]: a layer's whole cache */
+    HOOK_LN2,          /* "blocks.L.ln2"         [dim] the norm before the MLP */
+    HOOK_MLP_GATE,     /* "blocks.L.mlp.gate"    [hidden_dim] w1 · x (SwiGLU) */
+    HOOK_MLP_UP,     /* "blocks.L.mlp.up"      [hidden_dim] w3 · x (SwiGLU), w1 · x + b1 (GELU) */
+    HOOK_MLP_HIDDEN, /* "blocks.L.mlp.hidden"  [hidden_dim] silu(gate) · up, or gelu(up) */
+    HOOK_MLP_OUT,    /* "blocks.L.mlp_out"     [dim] after the down projection */
+    HOOK_RESID_POST, /* "blocks.L.resid_post"  [dim] residual leaving the block */
+    HOOK_FINAL_NORM, /* "final_norm"           [dim] before the classifier */
+    HOOK_LOGITS,     /* "logits"  [vocab_size] */
+    HOOK_KV_ROW,     /* "kv"      a: K row, b: V row, each [kv_dim], written at (layer, pos) */
+    HOOK_KV_SNAPSHOT, /* "kv_snapshot" a: K, b: V, each [pos + 1, kv_dim]: a layer's whole cache */
     N_HOOKS
 } HookPoint;
 

@@ -43,6 +43,33 @@ void bias_forward(float *x, const float *b, int T, int C) {
     }
 }
 
+void layernorm_forward(float *out, const float *x, const float *weight, const float *bias, int T,
+                       int C, float eps) {
+    for (int t = 0; t < T; t++) {
+        const float *xt = x + (size_t)t * C;
+        float *ot = out + (size_t)t * C;
+        float mean = 0.0f;
+        for (int i = 0; i < C; i++) mean += xt[i];
+        mean /= C;
+        float var = 0.0f;
+        for (int i = 0; i < C; i++) {
+            float d = xt[i] - mean;
+            var += d * d;
+        }
+        var /= C;
+        float rstd = 1.0f / sqrtf(var + eps);
+        for (int i = 0; i < C; i++) ot[i] = (xt[i] - mean) * rstd * weight[i] + bias[i];
+    }
+}
+
+void gelu_forward(float *x, int n) {
+    const float scale = 0.7978845608f; /* sqrt(2 / pi) */
+    for (int i = 0; i < n; i++) {
+        float v = x[i], cube = 0.044715f * v * v * v;
+        x[i] = 0.5f * v * (1.0f + tanhf(scale * (v + cube)));
+    }
+}
+
 void rope_forward(float *x, int T, int width, int head_dim, int pos0, const float *rope_cos,
                   const float *rope_sin, RopeLayout layout) {
     int half = head_dim / 2;

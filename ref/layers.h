@@ -17,6 +17,16 @@ void rmsnorm_forward(float *out, const float *x, const float *weight, int T, int
 /* x[t] += b for each of T rows of width C: a projection's bias. */
 void bias_forward(float *x, const float *b, int T, int C);
 
+/* LayerNorm of each of T rows of C (GPT-2): out = (x − mean) · rstd · w + b,
+ * mean and variance over the row, rstd = 1 / sqrt(var + eps), every sum in
+ * index order from 0.0f. out may be x. */
+void layernorm_forward(float *out, const float *x, const float *weight, const float *bias, int T,
+                       int C, float eps);
+
+/* x[i] = gelu(x[i]) with the tanh approximation (GPT-2's "gelu_new"):
+ * 0.5 · x · (1 + tanh(sqrt(2/π) · (x + 0.044715 · x³))). */
+void gelu_forward(float *x, int n);
+
 /* out[t][o] = Σ_i w[o][i] · x[t][i]: x is [T, C], w is [OC, C] (one row per
  * output), out is [T, OC]. One dot product at a time, each in index order:
  * the plain kernel (--kernels plain). */

@@ -16,7 +16,7 @@ void layer_matrix_shape(const Config *c, MatrixKind k, int *rows, int *cols) {
         [MAT_WQ] = {1, 0}, [MAT_WK] = {2, 0}, [MAT_WV] = {2, 0}, [MAT_WO] = {0, 1},
         [MAT_W1] = {3, 0}, [MAT_W2] = {0, 3}, [MAT_W3] = {3, 0}};
     const int size[4] = {d, qd, kv, h};
-    *rows = size[shape[k].out];
+    *rows = k == MAT_W3 && c->mlp == MLP_GELU ? 0 : size[shape[k].out]; /* GELU has no w3 */
     *cols = size[shape[k].in];
 }
 

@@ -43,11 +43,49 @@ bool model_bind_matrices(Model *m) {
     return true;
 }
 
+/* The architecture's extra vectors, in the one order both layouts keep
+ * them (after llama2.c's, which has none): q/k/v biases, q/k norms, the
+ * norms' biases, the projections' biases, the position embedding. Binds
+ * them from p. */
+static void bind_extras(const Config *c, Weights *w, const float *p) {
+    uint64_t L = (uint64_t)c->n_layers, d = (uint64_t)c->dim, h = (uint64_t)c->hidden_dim;
+    uint64_t qd = (uint64_t)config_q_dim(c), kv = (uint64_t)config_kv_dim(c);
+    uint64_t hd = (uint64_t)config_head_dim(c);
+    if (c->qkv_bias)
+        w->bq = p, w->bk = p + L * qd, w->bv = p + L * (qd + kv), p += L * (qd + 2 * kv);
+    if (c->qk_norm) w->q_norm = p, w->k_norm = p + L * hd, p += 2 * L * hd;
+    if (c->norm == NORM_LAYER)
+        w->att_norm_bias = p, w->ffn_norm_bias = p + L * d, w->final_norm_bias = p + 2 * L * d,
+        p += (2 * L + 1) * d;
+    if (c->proj_bias) w->bo = p, w->b1 = p + L * d, w->b2 = p + L * (d + h), p += L * (2 * d + h);
+    if (c->position == POS_LEARNED) w->pos_embedding = p;
+}
+
+/* How many floats bind_extras binds. */
+static uint64_t extras_floats(const Config *c) {
+    uint64_t L = (uint64_t)c->n_layers, d = (uint64_t)c->dim, h = (uint64_t)c->hidden_dim;
+    uint64_t n = 0;
+    if (c->qkv_bias) n += L * (uint64_t)(config_q_dim(c) + 2 * config_kv_dim(c));
+    if (c->qk_norm) n += 2 * L * (uint64_t)config_head_dim(c);
+    if (c->norm == NORM_LAYER) n += (2 * L + 1) * d;
+    if (c->proj_bias) n += L * (2 * d + h);
+    if (c->position == POS_LEARNED) n += (uint64_t)c->seq_len * d;
+    return n;
+}
+
+/* The first extra vector of w, where the block of them starts (NULL: none). */
+static const float *first_extra(const Weights *w) {
+    const float *in_order[] = {w->bq, w->q_norm, w->att_norm_bias, w->bo, w->pos_embedding};
+    for (size_t i = 0; i < sizeof in_order / sizeof in_order[0]; i++)
+        if (in_order[i] != NULL) return in_order[i];
+    return NULL;
+}
+
 bool model_bind_weights(Model *m) {
     const Config *c = &m->config;
     uint64_t dim = (uint64_t)c->dim, hidden = (uint64_t)c->hidden_dim;
     uint64_t kv_dim = (uint64_t)config_kv_dim(c), layers = (uint64_t)c->n_layers;
-    uint64_t q_dim = (uint64_t)config_q_dim(c), head_dim = (uint64_t)config_head_dim(c);
+    uint64_t q_dim = (uint64_t)config_q_dim(c);
     const float *p = m->storage;
     Weights *w = &m->weights;
     *w = (Weights){0};
@@ -60,20 +98,11 @@ bool model_bind_weights(Model *m) {
     w->rms_ffn = p, p += layers * dim;
     w->w1 = p, p += layers * hidden * dim;
     w->w2 = p, p += layers * dim * hidden;
-    w->w3 = p, p += layers * hidden * dim;
+    if (c->mlp == MLP_SWIGLU) w->w3 = p, p += layers * hidden * dim; /* GELU has none */
     w->rms_final = p, p += dim;
     w->wcls = c->shared_classifier ? w->token_embedding : p;
     if (!c->shared_classifier) p += (uint64_t)c->vocab_size * dim;
-    /* the architecture's extras, after llama2.c's layout (which has none) */
-    if (c->qkv_bias) {
-        w->bq = p, p += layers * q_dim;
-        w->bk = p, p += layers * kv_dim;
-        w->bv = p, p += layers * kv_dim;
-    }
-    if (c->qk_norm) {
-        w->q_norm = p, p += layers * head_dim;
-        w->k_norm = p;
-    }
+    bind_extras(c, w, p); /* the architecture's extras, after llama2.c's layout */
     return model_bind_matrices(m);
 }
 
@@ -313,7 +342,16 @@ int model_random_parts(const Model *m, RandomPart parts[MODEL_RANDOM_PARTS]) {
         {w->bk, L * kv, in_dim},
         {w->bv, L * kv, in_dim},
         {w->q_norm, L * hd, 0},
-        {w->k_norm, L * hd, 0}};
+        {w->k_norm, L * hd, 0},
+        /* GPT-2's: norm biases, projection biases and positions as small
+         * as a weight row's contribution (a bias of 0 would hide its use) */
+        {w->att_norm_bias, L * dim, in_dim},
+        {w->ffn_norm_bias, L * dim, in_dim},
+        {w->final_norm_bias, dim, in_dim},
+        {w->bo, L * dim, in_q},
+        {w->b1, L * hidden, in_dim},
+        {w->b2, L * dim, in_hidden},
+        {w->pos_embedding, (uint64_t)c->seq_len * dim, in_dim}};
     int n = 0;
     for (int i = 0; i < MODEL_RANDOM_PARTS; i++)
         if (all[i].view != NULL) parts[n++] = all[i];
@@ -360,20 +398,15 @@ bool model_use_threads(Model *m, int n_threads, StepError *err) {
  * the biases and q/k norms; how many floats, and the views into storage. */
 static uint64_t vector_floats(const Config *c, bool embedding) {
     uint64_t L = (uint64_t)c->n_layers, d = (uint64_t)c->dim;
-    uint64_t n = (2 * L + 1) * d + (embedding ? (uint64_t)c->vocab_size * d : 0);
-    if (c->qkv_bias) n += L * (uint64_t)(config_q_dim(c) + 2 * config_kv_dim(c));
-    if (c->qk_norm) n += L * 2u * (uint64_t)config_head_dim(c);
-    return n;
+    return (2 * L + 1) * d + (embedding ? (uint64_t)c->vocab_size * d : 0) + extras_floats(c);
 }
 
 static Weights bind_vectors(const Config *c, float *storage, bool embedding) {
     size_t L = (size_t)c->n_layers, d = (size_t)c->dim;
-    size_t kv = (size_t)config_kv_dim(c), qd = (size_t)config_q_dim(c);
     Weights w = {.rms_att = storage, .rms_ffn = storage + L * d, .rms_final = storage + 2 * L * d};
     float *p = storage + (2 * L + 1) * d;
     if (embedding) w.token_embedding = p, p += (size_t)c->vocab_size * d;
-    if (c->qkv_bias) w.bq = p, w.bk = p + L * qd, w.bv = p + L * (qd + kv), p += L * (qd + 2 * kv);
-    if (c->qk_norm) w.q_norm = p, w.k_norm = p + L * (size_t)config_head_dim(c);
+    bind_extras(c, &w, p);
     return w;
 }
 
@@ -451,8 +484,8 @@ bool model_compact_storage(Model *m, StepError *err) {
     if (float_embedding)
         memcpy(storage + (kept.token_embedding - storage), w->token_embedding,
                (size_t)c->vocab_size * d * sizeof(float));
-    /* the biases and q/k norms lie together, bq..k_norm, in both layouts */
-    const float *first = c->qkv_bias ? w->bq : w->q_norm, *to = c->qkv_bias ? kept.bq : kept.q_norm;
+    /* the extras lie together, in one order, in both layouts */
+    const float *first = first_extra(w), *to = first_extra(&kept);
     uint64_t extra = vector_floats(c, false) - (2 * L + 1) * d;
     if (extra > 0) memcpy(storage + (to - storage), first, (size_t)extra * sizeof(float));
     model_release_storage(m);

@@ -29,6 +29,11 @@ typedef struct {
     /* only when the architecture has them (config.h), else NULL */
     const float *bq, *bk, *bv;    /* qkv_bias: [n_layers, q_dim], [n_layers, kv_dim] twice */
     const float *q_norm, *k_norm; /* qk_norm: [n_layers, head_dim] each */
+    const float *att_norm_bias, *ffn_norm_bias; /* NORM_LAYER: [n_layers, dim] each */
+    const float *final_norm_bias;               /* NORM_LAYER: [dim] */
+    const float *bo, *b1,
+        *b2; /* proj_bias: [n_layers, dim], [n_layers, hidden_dim], [n_layers, dim] */
+    const float *pos_embedding; /* POS_LEARNED: [seq_len, dim] */
 } Weights;
 
 struct ThreadPool; /* threads.h */
@@ -192,7 +197,7 @@ typedef struct {
     uint64_t n;
     float scale;
 } RandomPart;
-#define MODEL_RANDOM_PARTS 17
+#define MODEL_RANDOM_PARTS 24
 
 /* m's parts (its views bound), in the stream's order; returns how many. */
 int model_random_parts(const Model *m, RandomPart parts[MODEL_RANDOM_PARTS]);

@@ -124,7 +124,8 @@ bool model_check_finite(const Model *m, StepError *err) {
         bad = &m->embedding, snprintf(name, sizeof name, "embedding");
     for (int l = 0; bad == NULL && m->layers != NULL && l < c->n_layers; l++)
         for (int k = 0; bad == NULL && k < LAYER_MATRICES; k++)
-            if (matrix_nonfinite(&m->layers[l].m[k], scratch, &row, &col, &value))
+            if (m->layers[l].m[k].rows > 0 &&
+                matrix_nonfinite(&m->layers[l].m[k], scratch, &row, &col, &value))
                 bad = &m->layers[l].m[k], snprintf(name, sizeof name, "blocks.%d.%s", l, names[k]);
     if (bad == NULL && !c->shared_classifier &&
         matrix_nonfinite(&m->classifier, scratch, &row, &col, &value))

@@ -285,6 +285,7 @@ bool model_pack(Model *m, StepError *err) {
     bool ok = true;
     for (int l = 0; ok && l < L; l++) {
         for (int k = 0; ok && k < LAYER_MATRICES; k++) {
+            if (m->layers[l].m[k].rows == 0) continue; /* a kind the architecture has none of */
             ok = pack_in_place(m, &m->layers[l].m[k]);
             progress_report(m->progress, "packing the weights (matrices)",
                             (uint64_t)l * LAYER_MATRICES + k + 1, (uint64_t)LAYER_MATRICES * L + 1);

@@ -183,6 +183,7 @@ bool model_quantize(Model *m, int group, StepError *err) {
     bool ok = row != NULL && m->layers != NULL;
     for (int l = 0; ok && l < L; l++) {
         for (int k = 0; ok && k < LAYER_MATRICES; k++) {
+            if (m->layers[l].m[k].rows == 0) continue; /* a kind the architecture has none of */
             Matrix q;
             ok = quantize_matrix(m, &q, &m->layers[l].m[k], group, row);
             if (ok) replace_matrix(&m->layers[l].m[k], &q);
@@ -231,6 +232,7 @@ bool model_pack_q8(Model *m, StepError *err) {
     bool tied = m->embedding.data == m->classifier.data, ok = true;
     for (int l = 0; ok && l < m->config.n_layers; l++) {
         for (int k = 0; ok && k < LAYER_MATRICES; k++) {
+            if (m->layers[l].m[k].rows == 0) continue;
             Matrix p;
             ok = pack_q8(&p, &m->layers[l].m[k]);
             if (ok) matrix_free(&m->layers[l].m[k]), m->layers[l].m[k] = p;

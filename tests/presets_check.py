@@ -53,6 +53,42 @@ PUBLISHED = {
 PARAMS = {"smollm2-135m": 134515008, "qwen3-0.6b": 596049920, "llama-3.2-1b": 1235814400,
           "llama-3-8b": 8030261248, "tinyllama-1.1b": 1100048384}
 SMOLLM2_PARAMS = PARAMS["smollm2-135m"]
+GPT2_PUBLISHED = {  # openai-community/gpt2 and gpt2-medium's config.json
+    "gpt2": {"model_type": "gpt2", "n_embd": 768, "n_layer": 12, "n_head": 12, "n_positions": 1024,
+             "vocab_size": 50257, "layer_norm_epsilon": 1e-5, "activation_function": "gelu_new"},
+    "gpt2-medium": {"model_type": "gpt2", "n_embd": 1024, "n_layer": 24, "n_head": 16, "n_positions": 1024,
+                    "vocab_size": 50257, "layer_norm_epsilon": 1e-5, "activation_function": "gelu_new"},
+}
+GPT2_PARAMS = {"gpt2": 124439808, "gpt2-medium": 354823168}  # their safetensors, less the attn.bias buffers
+
+
+def gpt2_closed_form(c):
+    """wte and wpe; per layer two LayerNorms (weight and bias), c_attn [d, 3d] and c_proj [d, d] with
+    biases, c_fc [d, 4d] and c_proj [4d, d] with biases; ln_f. The classifier is wte."""
+    d, L, V, P = c["n_embd"], c["n_layer"], c["vocab_size"], c["n_positions"]
+    layer = 4 * d + (3 * d * d + 3 * d) + (d * d + d) + (4 * d * d + 4 * d) + (4 * d * d + d)
+    return V * d + P * d + L * layer + 2 * d
+
+
+def check_gpt2(check, tmp):
+    for name, want in GPT2_PUBLISHED.items():
+        info = json.loads(run_stepwise(BIN, "inspect", "--preset", name, "--json").stdout)
+        m = info["model"]
+        sizes = (m.get("dim"), m.get("hidden_dim"), m.get("n_layers"), m.get("n_heads"), m.get("vocab_size"),
+                 m.get("seq_len"))
+        params = info["this_model"]["params"]
+        check(sizes == (want["n_embd"], 4 * want["n_embd"], want["n_layer"], want["n_head"], want["vocab_size"],
+                        want["n_positions"]) and params == GPT2_PARAMS[name] == gpt2_closed_form(want),
+              f"{name}: inspect --preset gives the published sizes and {GPT2_PARAMS[name]:,} parameters ({params:,})")
+        out = os.path.join(tmp, name)
+        run_stepwise(BIN, "make-model", "--preset", name, "--layers", "1", "--seq-len", "64", "--vocab", "512",
+                     "--out", out)
+        with open(os.path.join(out, "config.json"), encoding="utf-8") as f:
+            got = json.load(f)
+        want = dict(want, n_layer=1, n_positions=64, vocab_size=512)
+        wrong = [k for k in want if not close(got.get(k), want[k])]
+        check(not wrong and got["architectures"] == ["GPT2LMHeadModel"],
+              f"{name}: config.json matches the published config" + (f" except {wrong}" if wrong else ""))
 
 
 def closed_form(c):
@@ -119,6 +155,7 @@ def main():
                              "--seq-len", "32", "--out", out, expect=(0,) if ok else (2,))
             check((r.returncode == 0) == ok and (ok or "use --format hf" in r.stderr),
                   f"{name} as a llama2.c checkpoint: {'written' if ok else 'refused, naming --format hf'}")
+        check_gpt2(check, tmp)
         r = run_stepwise(BIN, "inspect", "--preset", "qwen3-0.6b", "--kv-dtype", "fp8", expect=(2,))
         check("--kv-dtype must be f32, bf16, f16 or int8" in r.stderr, "inspect --kv-dtype fp8 is refused by name")
         r = run_stepwise(BIN, "make-model", "--preset", "gpt-5", "--out", os.path.join(tmp, "x"), expect=(2,))

@@ -474,8 +474,9 @@ bool trace_diff(const DiffRun *ref, const DiffRun *cand, const DiffTolerance *to
     /* log-probabilities on either side: compare both as log-probabilities */
     rep->logprobs = ref->logprobs || cand->logprobs;
     Side rs, cs;
-    bool ok = side_open(&rs, ref, rep->logprobs && !ref->logprobs, limit) &
-              side_open(&cs, cand, rep->logprobs && !cand->logprobs, limit);
+    bool ref_open = side_open(&rs, ref, rep->logprobs && !ref->logprobs, limit);
+    bool cand_open = side_open(&cs, cand, rep->logprobs && !cand->logprobs, limit);
+    bool ok = ref_open && cand_open; /* both opened either way: side_close frees both */
     if (ok) {
         walk_hooks(&rs, &cs, tol, rep);
         ok = (ref->n == 0 || cand->n == 0 || logits_stats(&rs, &cs, rep)) &&

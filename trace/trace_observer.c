@@ -134,7 +134,7 @@ void trace_weight_quant_events(TraceObserver *to, const Model *m) {
     for (int k = 0; k < LAYER_MATRICES; k++) {
         int rows, cols;
         layer_matrix_shape(c, (MatrixKind)k, &rows, &cols);
-        for (int l = 0; l < c->n_layers; l++) {
+        for (int l = 0; rows > 0 && l < c->n_layers; l++) {
             char name[64];
             snprintf(name, sizeof name, "blocks.%d.%s", l, names[k]);
             const float *src = originals[k];

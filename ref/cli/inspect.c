@@ -127,15 +127,20 @@ static double mib(uint64_t bytes) {
 /* The architecture's variations, when not llama2.c's, on one line. */
 static void print_arch(const Config *c) {
     if (config_is_llama2c(c)) return;
-    printf("  architecture: RoPE %s, theta %g", c->rope_layout == ROPE_HALVES ? "halves" : "pairs",
-           (double)config_rope_theta(c));
+    if (c->position == POS_LEARNED)
+        printf("  architecture: learned positions (no RoPE)");
+    else
+        printf("  architecture: RoPE %s, theta %g",
+               c->rope_layout == ROPE_HALVES ? "halves" : "pairs", (double)config_rope_theta(c));
     if (c->rope_scaling.type == ROPE_SCALING_FACTORS)
         printf(", a scaling factor per frequency (at most x%g)", (double)c->rope_scaling.factor);
     else if (c->rope_scaling.type != ROPE_SCALING_NONE)
         printf(", %s scaling x%g", config_rope_scaling_name(c->rope_scaling.type),
                (double)c->rope_scaling.factor);
-    printf("%s%s, norm eps %g\n", c->qkv_bias ? ", q/k/v biases" : "",
-           c->qk_norm ? ", q/k norms" : "", (double)config_norm_eps(c));
+    printf("%s%s%s%s, %s eps %g\n", c->qkv_bias ? ", q/k/v biases" : "",
+           c->proj_bias ? ", output and MLP biases" : "", c->qk_norm ? ", q/k norms" : "",
+           c->mlp == MLP_GELU ? ", GELU MLP (tanh)" : "",
+           c->norm == NORM_LAYER ? "LayerNorm" : "norm", (double)config_norm_eps(c));
 }
 
 /* batch --prefix-cache with a budget of `budget` bytes: the positions it

@@ -24,8 +24,9 @@ static const char MAKE_MODEL_USAGE[] =
     "\n"
     "A Hugging Face model directory instead (docs/hf-models.md):\n"
     "  --format hf          write OUT as a folder: config.json and safetensors\n"
-    "  --arch A             llama (default), mistral, qwen2 (q/k/v biases) or qwen3\n"
-    "                       (q/k norms)\n"
+    "  --arch A             llama (default), mistral, qwen2 (q/k/v biases), qwen3\n"
+    "                       (q/k norms) or gpt2 (LayerNorm, GELU MLP, learned positions,\n"
+    "                       biases: GPT2LMHeadModel's Conv1D tensors)\n"
     "  --dtype T            f32 (default), f16 or bf16 (rounded to nearest even)\n"
     "  --shards N           N safetensors files and their index (default 1)\n"
     "  --head-dim H         the head size, if not dim / heads\n"
@@ -39,10 +40,12 @@ static const char MAKE_MODEL_USAGE[] =
     "given beside it win, --seq-len 2048 say):\n"
     "  --preset P           smollm2-135m (HuggingFaceTB/SmolLM2-135M), qwen3-0.6b\n"
     "                       (Qwen/Qwen3-0.6B), llama-3.2-1b (meta-llama/Llama-3.2-1B),\n"
-    "                       llama-3-8b (meta-llama/Meta-Llama-3-8B; 16 GB in bf16)\n"
-    "                       or tinyllama-1.1b (TinyLlama/TinyLlama-1.1B-Chat-v1.0)\n"
+    "                       llama-3-8b (meta-llama/Meta-Llama-3-8B; 16 GB in bf16),\n"
+    "                       tinyllama-1.1b (TinyLlama/TinyLlama-1.1B-Chat-v1.0), gpt2\n"
+    "                       (openai-community/gpt2, 124M) or gpt2-medium (355M)\n"
     "A folder is written tensor by tensor, each drawn as it is written: no shape\n"
-    "needs its weights in memory.\n"
+    "needs its weights in memory (but GPT-2's, whose Conv1D tensors are written\n"
+    "transposed from the weights in memory).\n"
     "\n"
     "the 15M benchmark shape:\n"
     "  stepwise make-model --dim 288 --hidden 768 --layers 6 --heads 6 --vocab 32000 \\\n"
@@ -102,7 +105,8 @@ static int folder_option(int c, const char *arg, FolderOptions *f, Config *cfg, 
             break;
         case OPT_ARCH:
             ok = hf_architecture_parse(arg, &f->arch) ||
-                 step_fail(err, "make-model: --arch is llama, mistral, qwen2 or qwen3, not '%s'",
+                 step_fail(err,
+                           "make-model: --arch is llama, mistral, qwen2, qwen3 or gpt2, not '%s'",
                            arg);
             break;
         case OPT_DTYPE:

@@ -76,6 +76,30 @@ static const ModelPreset PRESETS[] = {
      .rope_theta = 10000.0f,
      .norm_eps = 1e-5f,
      .untied = true},
+    {.name = "gpt2",
+     .source = "openai-community/gpt2",
+     .arch = HF_GPT2,
+     .dim = 768,
+     .hidden = 3072,
+     .layers = 12,
+     .heads = 12,
+     .kv_heads = 12,
+     .head_dim = 64,
+     .vocab = 50257,
+     .seq_len = 1024,
+     .norm_eps = 1e-5f},
+    {.name = "gpt2-medium",
+     .source = "openai-community/gpt2-medium",
+     .arch = HF_GPT2,
+     .dim = 1024,
+     .hidden = 4096,
+     .layers = 24,
+     .heads = 16,
+     .kv_heads = 16,
+     .head_dim = 64,
+     .vocab = 50257,
+     .seq_len = 1024,
+     .norm_eps = 1e-5f},
 };
 #define N_PRESETS (int)(sizeof PRESETS / sizeof PRESETS[0])
 
@@ -84,7 +108,7 @@ const ModelPreset *model_preset_find(const char *name, StepError *err) {
         if (strcmp(PRESETS[i].name, name) == 0) return &PRESETS[i];
     step_fail(err,
               "unknown --preset '%.64s' (smollm2-135m, qwen3-0.6b, llama-3.2-1b, "
-              "llama-3-8b, tinyllama-1.1b)",
+              "llama-3-8b, tinyllama-1.1b, gpt2, gpt2-medium)",
               name);
     return NULL;
 }

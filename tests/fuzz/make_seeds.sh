@@ -137,6 +137,17 @@ for i, (arch, dtype) in enumerate([("LlamaForCausalLM", "F16"), ("Qwen2ForCausal
     config = open(os.path.join(d, "config.json"), "rb").read()
     weights = open(os.path.join(d, "model.safetensors"), "rb").read()
     open(os.path.join(out, arch.lower()), "wb").write(struct.pack("<H", len(config)) + config + weights)
+# GPT-2: its own keys and Conv1D tensors, by tests/gpt2_check.py's writer
+import sys
+sys.path.insert(0, "tests")
+import gpt2_check
+cfg = gpt2_check.config(d=4, layers=1, heads=2, inner=8, vocab=5, positions=4)
+for i, (prefix, dtype) in enumerate([("transformer.", "F32"), ("", "BF16")]):
+    d = os.path.join(tmp, "gpt2-%d" % i)
+    hf.write_model_dir(d, cfg, gpt2_check.random_tensors(cfg, i, prefix), dtype)
+    config = open(os.path.join(d, "config.json"), "rb").read()
+    weights = open(os.path.join(d, "model.safetensors"), "rb").read()
+    open(os.path.join(out, "gpt2lmheadmodel-%d" % i), "wb").write(struct.pack("<H", len(config)) + config + weights)
 PY
 # GGUF: tiny llama, qwen2 and qwen3 files with an embedded llama tokenizer,
 # written following the GGUF spec by tests/gguf_write.py
