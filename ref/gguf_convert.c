@@ -36,8 +36,22 @@ static void arch_f32(GgufMetadata *meta, const char *arch, const char *name, flo
     gguf_meta_f32(meta, key, v);
 }
 
+/* GPT-2's hyperparameters, as llama.cpp's converter writes them. */
+static void write_gpt2_config(GgufMetadata *meta, const Config *c) {
+    arch_u32(meta, "gpt2", "context_length", c->seq_len);
+    arch_u32(meta, "gpt2", "embedding_length", c->dim);
+    arch_u32(meta, "gpt2", "feed_forward_length", c->hidden_dim);
+    arch_u32(meta, "gpt2", "block_count", c->n_layers);
+    arch_u32(meta, "gpt2", "attention.head_count", c->n_heads);
+    arch_f32(meta, "gpt2", "attention.layer_norm_epsilon", config_norm_eps(c));
+}
+
 /* The hyperparameters as llama.cpp's converter names them. */
 static void write_config(GgufMetadata *meta, const Config *c, const char *arch) {
+    if (strcmp(arch, "gpt2") == 0) {
+        write_gpt2_config(meta, c);
+        return;
+    }
     int head_dim = config_head_dim(c);
     arch_u32(meta, arch, "context_length", c->seq_len);
     arch_u32(meta, arch, "embedding_length", c->dim);
@@ -129,6 +143,56 @@ static int list_tensors(const Model *m, GgufOutType type, RowOrder rotated, cons
     return n;
 }
 
+/* GPT-2's tensors under llama.cpp's names (Conv1D weights [out, in], as
+ * stepwise holds them); q, k and v fused into one attn_qkv per layer, its
+ * rows and bias in *fused (malloc'd [n_layers, 3 dim, dim + 1], the
+ * caller's). Returns how many, or -1 when out of memory. */
+static int list_gpt2_tensors(const Model *m, GgufOutType type, GgufOutTensor *out, float **fused,
+                             GgufSaveReport *r) {
+    const Config *c = &m->config;
+    const Weights *w = &m->weights;
+    size_t d = (size_t)c->dim, h = (size_t)c->hidden_dim, vocab = (size_t)c->vocab_size;
+    size_t per_layer = 3 * d * d + 3 * d;
+    *fused = malloc((size_t)c->n_layers * per_layer * sizeof(float));
+    if (*fused == NULL) return -1;
+    int n = 0;
+    out[n++] = out_tensor("token_embd.weight", w->token_embedding, vocab, d, type, r);
+    out[n++] = out_tensor("position_embd.weight", w->pos_embedding, (size_t)c->seq_len, d, type, r);
+    out[n++] = out_tensor("output_norm.weight", w->rms_final, 0, d, type, r);
+    out[n++] = out_tensor("output_norm.bias", w->final_norm_bias, 0, d, type, r);
+    if (!c->shared_classifier) out[n++] = out_tensor("output.weight", w->wcls, vocab, d, type, r);
+    for (int l = 0; l < c->n_layers; l++) {
+        float *qkv = *fused + (size_t)l * per_layer, *bias = qkv + 3 * d * d;
+        const float *parts[3] = {w->wq, w->wk, w->wv}, *biases[3] = {w->bq, w->bk, w->bv};
+        for (int k = 0; k < 3; k++) {
+            memcpy(qkv + k * d * d, parts[k] + l * d * d, d * d * sizeof(float));
+            memcpy(bias + k * d, biases[k] + l * d, d * sizeof(float));
+        }
+        const struct {
+            const char *name;
+            const float *values;
+            size_t rows, cols;
+        } layer[] = {{"attn_norm.weight", w->rms_att + l * d, 0, d},
+                     {"attn_norm.bias", w->att_norm_bias + l * d, 0, d},
+                     {"attn_qkv.weight", qkv, 3 * d, d},
+                     {"attn_qkv.bias", bias, 0, 3 * d},
+                     {"attn_output.weight", w->wo + l * d * d, d, d},
+                     {"attn_output.bias", w->bo + l * d, 0, d},
+                     {"ffn_norm.weight", w->rms_ffn + l * d, 0, d},
+                     {"ffn_norm.bias", w->ffn_norm_bias + l * d, 0, d},
+                     {"ffn_up.weight", w->w1 + l * h * d, h, d},
+                     {"ffn_up.bias", w->b1 + l * h, 0, h},
+                     {"ffn_down.weight", w->w2 + l * d * h, d, h},
+                     {"ffn_down.bias", w->b2 + l * d, 0, d}};
+        for (size_t i = 0; i < sizeof layer / sizeof layer[0]; i++) {
+            char name[64];
+            snprintf(name, sizeof name, "blk.%d.%s", l, layer[i].name);
+            out[n++] = out_tensor(name, layer[i].values, layer[i].rows, layer[i].cols, type, r);
+        }
+    }
+    return n;
+}
+
 bool gguf_model_save(const Model *m, const Tokenizer *tok, GgufOutType type, const char *name,
                      const char *path, GgufSaveReport *report, StepError *err) {
     const Config *c = &m->config;
@@ -137,15 +201,18 @@ bool gguf_model_save(const Model *m, const Tokenizer *tok, GgufOutType type, con
         return step_fail(err, "%s: only a float32 model as loaded can be converted", path);
     if (c->qkv_bias && c->qk_norm)
         return step_fail(err, "%s: no GGUF architecture has both q/k/v biases and q/k norms", path);
-    if (c->norm != NORM_RMS || c->mlp != MLP_SWIGLU || c->position != POS_ROPE || c->proj_bias)
+    bool gpt2 = c->norm == NORM_LAYER && c->mlp == MLP_GELU && c->position == POS_LEARNED &&
+                c->proj_bias && c->qkv_bias && !c->qk_norm && c->n_kv_heads == c->n_heads;
+    if (!gpt2 &&
+        (c->norm != NORM_RMS || c->mlp != MLP_SWIGLU || c->position != POS_ROPE || c->proj_bias))
         return step_fail(err,
-                         "%s: not written: GGUF's gpt2 architecture is not written yet (convert "
-                         "writes llama, qwen2 and qwen3)",
+                         "%s: no GGUF architecture has this model's mix of norms, MLP, "
+                         "positions and biases",
                          path);
     StepError why;
     if (!model_check_finite(m, &why)) /* Q8_0 of a NaN is undefined, and F32 would copy it */
         return step_fail(err, "%s: not written: the model's %s", path, why.message);
-    const char *arch = c->qk_norm ? "qwen3" : c->qkv_bias ? "qwen2" : "llama";
+    const char *arch = gpt2 ? "gpt2" : c->qk_norm ? "qwen3" : c->qkv_bias ? "qwen2" : "llama";
     report->arch = arch;
     /* llama.cpp's llama keeps interleaved pairs; its qwen, Hugging Face's halves */
     RopeLayout wanted = strcmp(arch, "llama") == 0 ? ROPE_INTERLEAVED : ROPE_HALVES;
@@ -163,14 +230,17 @@ bool gguf_model_save(const Model *m, const Tokenizer *tok, GgufOutType type, con
     bool ok = tok == NULL || gguf_write_tokenizer(&meta, tok, err);
     float factors[ROPE_MAX_FACTORS];
     int n_factors = rope_factors(c, factors);
-    size_t max_tensors = 4 + (size_t)c->n_layers * HF_LAYER_TENSORS;
+    size_t max_tensors = 5 + (size_t)c->n_layers * HF_LAYER_TENSORS;
     GgufOutTensor *tensors = ok ? malloc(max_tensors * sizeof *tensors) : NULL;
+    float *fused = NULL;
     if (ok && tensors == NULL) ok = step_fail(err, "%s: out of memory", path);
     if (ok) {
-        int n = list_tensors(m, type, rotated, factors, n_factors, tensors, report);
-        ok = gguf_write_file(path, &meta, tensors, n, m->progress, err);
+        int n = gpt2 ? list_gpt2_tensors(m, type, tensors, &fused, report)
+                     : list_tensors(m, type, rotated, factors, n_factors, tensors, report);
+        ok = n >= 0 ? gguf_write_file(path, &meta, tensors, n, m->progress, err)
+                    : step_fail(err, "%s: out of memory", path);
     }
-    free(tensors);
+    free(tensors), free(fused);
     gguf_meta_free(&meta);
     return ok;
 }

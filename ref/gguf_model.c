@@ -55,6 +55,12 @@ static bool read_config(const GgufFile *f, const char *arch, Config *c, StepErro
              step_fail(err, "%s: %s must be in (0, 1)", f->path, key);
         c->norm_eps = (float)v;
     }
+    snprintf(key, sizeof key, "%s.attention.layer_norm_epsilon", arch); /* LayerNorm's (gpt2) */
+    if (ok && gguf_find_kv(f, key) != NULL) {
+        ok = (gguf_get_float(f, key, &v) && v > 0 && v < 1) ||
+             step_fail(err, "%s: %s must be in (0, 1)", f->path, key);
+        c->norm_eps = (float)v;
+    }
     /* RoPE scaling: linear only (Llama 3's arrives as a rope_freqs.weight
      * tensor, refused in gguf_model_load) */
     snprintf(key, sizeof key, "%s.rope.scaling.type", arch);
@@ -74,6 +80,10 @@ static bool read_config(const GgufFile *f, const char *arch, Config *c, StepErro
     c->rope_layout = ROPE_INTERLEAVED; /* qwen's halves are interleaved as read (take_layer) */
     c->qkv_bias = strcmp(arch, "qwen2") == 0;
     c->qk_norm = strcmp(arch, "qwen3") == 0;
+    if (strcmp(arch, "gpt2") == 0) { /* GPT-2's block (config.h) */
+        c->norm = NORM_LAYER, c->mlp = MLP_GELU, c->position = POS_LEARNED;
+        c->qkv_bias = true, c->proj_bias = true;
+    }
     return ok;
 }
 
@@ -177,6 +187,52 @@ static bool take_layer(Model *m, const GgufFile *f, int l, bool halves, StepErro
     return true;
 }
 
+/* GPT-2's tensors as llama.cpp's converter writes them (Conv1D weights
+ * already transposed to [out, in]; q, k and v one attn_qkv of [3 dim, dim]
+ * rows), into float32 storage: q's, k's and v's rows and biases split. */
+static bool take_gpt2(Model *m, const GgufFile *f, StepError *err) {
+    const Config *c = &m->config;
+    const Weights *w = &m->weights;
+    uint64_t d = (uint64_t)c->dim, h = (uint64_t)c->hidden_dim;
+    float *qkv = malloc((size_t)(3 * d * d) * sizeof(float)), *bias = malloc((size_t)(3 * d) * 4);
+    bool ok = (qkv != NULL && bias != NULL) || step_fail(err, "%s: out of memory", f->path);
+    ok = ok &&
+         take(f, "position_embd.weight", (uint64_t)c->seq_len, d,
+              model_weight_slot(m, w->pos_embedding), err) &&
+         take(f, "output_norm.bias", 0, d, model_weight_slot(m, w->final_norm_bias), err);
+    for (int l = 0; ok && l < c->n_layers; l++) {
+        char name[128];
+#define TAKE(suffix, rows, cols, view)                                                             \
+    (snprintf(name, sizeof name, "blk.%d.%s", l, (suffix)),                                        \
+     take(f, name, (rows), (cols), model_weight_slot(m, (view)), err))
+        ok = TAKE("attn_norm.weight", 0, d, w->rms_att + l * d) &&
+             TAKE("attn_norm.bias", 0, d, w->att_norm_bias + l * d) &&
+             (snprintf(name, sizeof name, "blk.%d.attn_qkv.weight", l),
+              take(f, name, 3 * d, d, qkv, err)) &&
+             (snprintf(name, sizeof name, "blk.%d.attn_qkv.bias", l),
+              take(f, name, 0, 3 * d, bias, err));
+        const float *parts[3] = {w->wq, w->wk, w->wv}, *biases[3] = {w->bq, w->bk, w->bv};
+        for (int k = 0; ok && k < 3; k++) {
+            memcpy(model_weight_slot(m, parts[k] + l * d * d), qkv + k * d * d,
+                   d * d * sizeof(float));
+            memcpy(model_weight_slot(m, biases[k] + l * d), bias + k * d, d * sizeof(float));
+        }
+        ok = ok && TAKE("attn_output.weight", d, d, w->wo + l * d * d) &&
+             TAKE("attn_output.bias", 0, d, w->bo + l * d) &&
+             TAKE("ffn_norm.weight", 0, d, w->rms_ffn + l * d) &&
+             TAKE("ffn_norm.bias", 0, d, w->ffn_norm_bias + l * d) &&
+             TAKE("ffn_up.weight", h, d, w->w1 + l * h * d) &&
+             TAKE("ffn_up.bias", 0, h, w->b1 + l * h) &&
+             TAKE("ffn_down.weight", d, h, w->w2 + l * d * h) &&
+             TAKE("ffn_down.bias", 0, d, w->b2 + l * d);
+#undef TAKE
+        progress_report(m->progress, "reading the weights (layers)", (uint64_t)l + 1,
+                        (uint64_t)c->n_layers);
+    }
+    free(qkv), free(bias);
+    return ok;
+}
+
 bool gguf_model_load(Model *m, Tokenizer *tok, const char *path, WeightsMode mode,
                      const ProgressSink *progress, StepError *err) {
     memset(m, 0, sizeof *m);
@@ -186,14 +242,15 @@ bool gguf_model_load(Model *m, Tokenizer *tok, const char *path, WeightsMode mod
     if (!gguf_open(&f, path, err)) return false;
     char *arch = gguf_get_string(&f, "general.architecture");
     bool ok = arch != NULL && (strcmp(arch, "llama") == 0 || strcmp(arch, "qwen2") == 0 ||
-                               strcmp(arch, "qwen3") == 0);
+                               strcmp(arch, "qwen3") == 0 || strcmp(arch, "gpt2") == 0);
     if (f.n_tensors == 0)
         ok = step_fail(err,
                        "%s: holds no tensors (a vocabulary-only file): it serves as a tokenizer "
                        "(tokenize --model, --tokenizer), not as a model",
                        path);
     else if (!ok)
-        step_fail(err, "%s: general.architecture %.40s is not supported (llama, qwen2, qwen3)",
+        step_fail(err,
+                  "%s: general.architecture %.40s is not supported (llama, qwen2, qwen3, gpt2)",
                   path, arch ? arch : "(none)");
     ok = ok && read_config(&f, arch, &m->config, err);
     if (ok && gguf_find_tensor(&f, "rope_freqs.weight") != NULL)
@@ -212,7 +269,8 @@ bool gguf_model_load(Model *m, Tokenizer *tok, const char *path, WeightsMode mod
     if (ok && needed > held)
         ok = step_fail(err, "%s: the metadata implies %llu weights, the file holds %llu", path,
                        (unsigned long long)needed, (unsigned long long)held);
-    bool stored = mode == WEIGHTS_STORED;
+    bool gpt2 = ok && strcmp(arch, "gpt2") == 0;
+    bool stored = mode == WEIGHTS_STORED && !gpt2; /* GPT-2's fused qkv is split into float32 */
     ok = ok && (stored ? model_alloc_vectors(m, err) : model_alloc_storage(m, path, err));
     if (ok) {
         const Config *c = &m->config;
@@ -220,7 +278,8 @@ bool gguf_model_load(Model *m, Tokenizer *tok, const char *path, WeightsMode mod
                                   (uint64_t)c->dim, 0, &m->embedding, err)
                     : take(&f, "token_embd.weight", (uint64_t)c->vocab_size, (uint64_t)c->dim,
                            model_weight_slot(m, m->weights.token_embedding), err);
-        for (int l = 0; ok && l < c->n_layers; l++) {
+        if (gpt2) ok = ok && take_gpt2(m, &f, err);
+        for (int l = 0; ok && !gpt2 && l < c->n_layers; l++) {
             ok = take_layer(m, &f, l, strcmp(arch, "llama") != 0, err);
             progress_report(m->progress, "reading the weights (layers)", (uint64_t)l + 1,
                             (uint64_t)c->n_layers);

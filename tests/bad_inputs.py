@@ -521,8 +521,8 @@ def hf_cases():
     bad = {
         "no config.json": ({"model.safetensors": weights}, "without config.json"),
         "config not JSON": ({"config.json": "{", "model.safetensors": weights}, "not a JSON object"),
-        "unsupported architecture": ({"config.json": cfgd(architectures=["GPT2LMHeadModel"]),
-                                      "model.safetensors": weights}, "LlamaForCausalLM"),
+        "unsupported architecture": ({"config.json": cfgd(architectures=["GPTNeoXForCausalLM"]),
+                                      "model.safetensors": weights}, "GPT2LMHeadModel"),
         "attention_bias": ({"config.json": cfgd(attention_bias=True), "model.safetensors": weights},
                            "attention_bias"),
         "hidden_act gelu": ({"config.json": cfgd(hidden_act="gelu"), "model.safetensors": weights},
@@ -588,6 +588,55 @@ def hf_cases():
     case("score --tokens with --top-n 5 still needs the checkpoint's tokenizer",
          ["score", "--model", "{good.bin}", "--tokens", "1,2,3", "--out", "{s.jsonl}"], 2,
          ["--tokenizer is required"])
+
+
+def gpt2_cases():
+    """GPT-2: a good folder (tests/gpt2_check.py's writer) and the GGUF file
+    `convert` makes of it, one fault at a time in their GPT-2 keys and
+    tensors."""
+    import gpt2_check
+    import hf_reference as hf
+    cfg = gpt2_check.config(d=16, layers=1, heads=2, vocab=13, positions=16)
+    good = path("gpt2-good")
+    hf.write_model_dir(good, cfg, gpt2_check.random_tensors(cfg, 3), "F32")
+    weights = open(os.path.join(good, "model.safetensors"), "rb").read()
+    n = struct.unpack("<Q", weights[:8])[0]
+    header, data = json.loads(weights[8:8 + n]), weights[8 + n:]
+
+    def st(edit):
+        h = json.loads(json.dumps(header))
+        edit(h)
+        text = json.dumps(h).encode()
+        text += b" " * (-len(text) % 8)
+        return struct.pack("<Q", len(text)) + text + data
+
+    qkv = "transformer.h.0.attn.c_attn.weight"
+    bad = {
+        "n_inner 0": (dict(cfg, n_inner=0), weights, "n_inner"),
+        "layer_norm_epsilon -1": (dict(cfg, layer_norm_epsilon=-1), weights, "layer_norm_epsilon"),
+        "activation_function relu": (dict(cfg, activation_function="relu"), weights, "activation_function"),
+        "scale_attn_weights false": (dict(cfg, scale_attn_weights=False), weights, "scale_attn_weights"),
+        "c_attn of another shape": (cfg, st(lambda h: h[qkv].__setitem__("shape", [48, 16])), "wrong shape"),
+        "no position embedding": (cfg, st(lambda h: h.__setitem__("transformer.wpe.x",
+                                                                      h.pop("transformer.wpe.weight"))),
+                                  "transformer.wpe.weight is missing"),
+    }
+    for name, (c, w, words) in bad.items():
+        case("gpt2 folder: " + name, ["score", "--model", "{hf}", "--tokens", "1,2", "--top-n", "0",
+                                      "--out", "{s.jsonl}"], 2, [words],
+             files={"hf/config.json": json.dumps(c), "hf/model.safetensors": w}, creates=("hf",))
+    gguf = path("gpt2-good.gguf")
+    subprocess.run([BIN, "convert", "--model", good, "--tokenizer", TINY, "--out", gguf],
+                   check=True, capture_output=True)
+    blob = open(gguf, "rb").read()
+    key = b"gpt2.attention.layer_norm_epsilon\x06\x00\x00\x00"  # then the float32
+    at = blob.index(key) + len(key)
+    for name, broken, words in (
+            ("layer_norm_epsilon -1", blob[:at] + struct.pack("<f", -1) + blob[at + 4:], "must be in (0, 1)"),
+            ("no position_embd", blob.replace(b"position_embd.weight", b"position_embx.weight", 1),
+             "position_embd.weight is missing")):
+        case("gguf gpt2: " + name, ["score", "--model", "{m.gguf}", "--tokens", "1,2", "--top-n", "0",
+                                    "--out", "{s.jsonl}"], 2, [words], files={"m.gguf": broken})
 
 
 def tokenizer_json_cases():
@@ -681,7 +730,7 @@ def gguf_cases():
         "metadata count 2^40": (patch(16, "<Q", 1 << 40), "counts do not fit"),
         "truncated": (good[:200], "counts do not fit"),
         "truncated in the tensor data": (good[:-100], "outside the data"),
-        "architecture gpt2": (replace(b"\x05\x00\x00\x00\x00\x00\x00\x00llama", b"\x05\x00\x00\x00\x00\x00\x00\x00gpt2x"),
+        "architecture gpt2x": (replace(b"\x05\x00\x00\x00\x00\x00\x00\x00llama", b"\x05\x00\x00\x00\x00\x00\x00\x00gpt2x"),
                               "not supported"),
         "a string past the end": (replace(b"general.architecture\x08\x00\x00\x00\x05",
                                           b"general.architecture\x08\x00\x00\x00\xff"),
@@ -1349,7 +1398,7 @@ def main():
     os.chdir(ROOT)
     setup()
     for make in (model_cases, tokenizer_cases, json_model_cases, request_cases, trace_cases,
-                 diff_cases, option_cases, output_cases, signal_cases, hf_cases, gguf_cases,
+                 diff_cases, option_cases, output_cases, signal_cases, hf_cases, gpt2_cases, gguf_cases,
                  tokenizer_json_cases, hostile_round_two_cases):
         make()
     FIXTURES = listing()  # after the cases, some of which make their fixtures

@@ -20,7 +20,10 @@ Hugging Face's modelling_gpt2.py (in `make test`):
    from the engine.
 3. `make-model --format hf --arch gpt2` writes a folder this file reads back
    (Conv1D layout, fused c_attn) and the reference on it is the engine's.
-4. Plain and fast kernels, 1 and 2 threads: the same bits. The hook
+4. `convert` writes the folder as GGUF gpt2 with llama.cpp's tensor and
+   key names (read here by tests/gguf_read.py), and the file gives the
+   folder's logits bit for bit. Plain and fast kernels, 1 and 2 threads:
+   the same bits. The hook
    embed.pos is the position embedding's rows.
 5. The reference's activations under Hugging Face's module names pass
    `diff --names hf-gpt2`; a nudge to embed.pos, ln1, mlp.up, mlp.hidden
@@ -195,6 +198,16 @@ def check_make_model(tmp):
     check(pos is not None and np.array_equal(pos.astype(np.float32),
                                               w["transformer.wpe.weight"][:len(TOKENS)].astype(np.float32)),
           "the hook embed.pos is the position embedding's rows")
+    gguf = os.path.join(tmp, "made.gguf")
+    run_stepwise(BIN, "convert", "--model", folder, "--tokenizer", os.path.join(HERE, "..", "data",
+                 "tiny-model.json"), "--out", gguf)
+    from gguf_read import read_gguf
+    meta, tensors = read_gguf(gguf)
+    names_ok = (meta["general.architecture"] == "gpt2" and "blk.0.attn_qkv.weight" in tensors
+                and "position_embd.weight" in tensors and meta["gpt2.attention.layer_norm_epsilon"] > 0)
+    check(names_ok and np.array_equal(score(gguf, TOKENS)[0], got),
+          "convert writes GGUF gpt2 (llama.cpp's names: attn_qkv, position_embd, ...), and the file gives "
+          "the folder's logits bit for bit")
     base = score(folder, TOKENS, "--kernels", "plain", "--threads", "1")[2]
     same = all(score(folder, TOKENS, "--kernels", k, "--threads", t)[2] == base
                for k, t in (("fast", "1"), ("fast", "2"), ("plain", "2")))

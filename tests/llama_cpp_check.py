@@ -20,6 +20,15 @@ real Llama 3 and Qwen3 tokenizers), over fixed ids, teacher-forced:
       not record the flag). There stepwise's ids must be sentencepiece's
       (the python package on tok512.model) and llama.cpp's must differ.
 
+And GPT-2 (a gpt2 folder of 50,257 ids with llama.cpp's own GPT-2
+vocabulary, ../shared/vocab/ggml-vocab-gpt-2.gguf, converted by stepwise):
+llama.cpp's GELU goes through a float16 table (ggml's ggml_vec_gelu_f32:
+y = f16(gelu(f16(x))), x in (-10, 10)). So its logits fail fp32 against
+stepwise and pass f16-kv; against tests/gpt2_check.py's float64 forward
+they are within the fp32 rule only when that forward rounds its GELU the
+same way, which shows the table is the whole difference. Its tokenizer
+gives stepwise's ids.
+
     /usr/bin/python3 tests/llama_cpp_check.py build/stepwise build/npm-llama-cpp build/npm
 """
 import json
@@ -117,6 +126,46 @@ def models(tmp):
         yield f"{arch} folder ({tok} tokenizer) converted by stepwise", path, None
 
 
+def check_gpt2(tmp, texts, lines):
+    import numpy as np
+    import gpt2_check
+    import hf_reference
+    vocab = os.path.join(os.path.dirname(MODELS), "vocab", "ggml-vocab-gpt-2.gguf")
+    if not os.path.exists(vocab):
+        print(f"llama.cpp gpt2 check skipped: no {vocab}")
+        return
+    folder, path = os.path.join(tmp, "gpt2"), os.path.join(tmp, "gpt2.gguf")
+    run_stepwise(BIN, "make-model", "--format", "hf", "--arch", "gpt2", "--dim", "64", "--hidden", "256",
+                 "--layers", "2", "--heads", "4", "--vocab", "50257", "--seq-len", "64", "--out", folder)
+    run_stepwise(BIN, "convert", "--model", folder, "--tokenizer", vocab, "--out", path)
+    ref = os.path.join(tmp, "gpt2-ref.jsonl")
+    run_stepwise(BIN, "score", "--model", path, "--tokens", IDS, "--top-n", "0", "--out", ref)
+    out = os.path.join(tmp, "gpt2-cand")
+    d = engine("candidates", path, IDS, texts, out)
+    f32 = out + "-f32.f32"
+    check(diff_status(ref, f32, "fp32") == 1 and diff_status(ref, f32, "f16-kv") == 0,
+          "gpt2 converted by stepwise: llama.cpp with a float32 cache fails fp32 and passes f16-kv")
+    ids = [int(i) for i in IDS.split(",")]
+    cfg, w = hf_reference.read_model_dir(folder)
+
+    def gelu_f16_table(x):  # ggml's: f16(gelu(f16(x))) inside (-10, 10)
+        y = gpt2_check.gelu_new(x.astype(np.float16).astype(np.float64)).astype(np.float32).astype(np.float16)
+        return np.where(x <= -10, 0, np.where(x >= 10, x, y.astype(np.float64)))
+
+    theirs = np.fromfile(f32, dtype="<f4").reshape(len(ids), -1).astype(np.float64)
+
+    def outside(ref_rows):  # the fp32 rule, row by row
+        return int(sum((np.abs(theirs[p] - ref_rows[p]) > 1e-6 + 3e-5 * np.abs(ref_rows[p]).max()).sum()
+                       for p in range(len(ids))))
+
+    plain, tabled = (outside(gpt2_check.reference(cfg, w, ids, gelu=g)) for g in (gpt2_check.gelu_new,
+                                                                                    gelu_f16_table))
+    check(tabled == 0 and plain > 0,
+          f"gpt2: llama.cpp's logits are the float64 forward's with ggml's float16 GELU table (0 outside "
+          f"fp32's rule) and not the exact GELU's ({plain} outside)")
+    check_tokenizer("gpt2 with llama.cpp's GPT-2 vocabulary", path, d["ids"], lines, None)
+
+
 def main():
     if not os.path.exists(os.path.join(MODELS, "stories260K.gguf")):
         print(f"llama.cpp check skipped: no stories260K.gguf in {MODELS}")
@@ -142,6 +191,7 @@ def main():
                   f"{label}: llama.cpp's defaults (F16 cache, flash attention {d['flash_attention']}) "
                   "fail fp32 and pass f16-kv")
             check_tokenizer(label, path, d["ids"], lines, spm)
+        check_gpt2(tmp, texts, lines)
         print(f"candidate engine: {version}")
     return check.summary("llama.cpp check")
 
