@@ -76,6 +76,13 @@ static bool arch_numbers_valid(const Config *c, const char *what, StepError *err
     return true;
 }
 
+const char *config_family(const Config *c) {
+    return c->position == POS_LEARNED ? "gpt2"
+           : c->qk_norm               ? "qwen3"
+           : c->qkv_bias              ? "qwen2"
+                                      : "llama";
+}
+
 int config_kv_dim(const Config *c) {
     return c->n_kv_heads * config_head_dim(c);
 }

@@ -106,6 +106,12 @@ float config_norm_eps(const Config *c);
 bool config_is_llama2c(const Config *c);
 /* kv_dim = n_kv_heads * head_dim: the width of one cached K (or V) row. */
 int config_kv_dim(const Config *c);
+/* The family the architecture's fields make, as a name: "gpt2" (learned
+ * positions), "qwen3" (q/k norms), "qwen2" (q/k/v biases) or "llama" (the
+ * rest: Llama, Mistral, llama2.c). For a reader's benefit: the block tests
+ * the fields, never this. */
+const char *config_family(const Config *c);
+
 /* "MHA" (n_kv_heads == n_heads), "MQA" (n_kv_heads == 1 < n_heads) or "GQA". */
 const char *config_attention_kind(const Config *c);
 

@@ -208,6 +208,16 @@ def check_make_model(tmp):
     check(names_ok and np.array_equal(score(gguf, TOKENS)[0], got),
           "convert writes GGUF gpt2 (llama.cpp's names: attn_qkv, position_embd, ...), and the file gives "
           "the folder's logits bit for bit")
+    run = json.loads(score(folder, TOKENS)[2].splitlines()[0])["model"]["arch"]
+    with tempfile.TemporaryDirectory() as t:
+        out = os.path.join(t, "s.jsonl")
+        run_stepwise(BIN, "score", "--model", folder, "--tokens", ",".join(map(str, TOKENS)), "--top-n", "0",
+                     "--out", out)
+        shown = run_stepwise(BIN, "trace", "show", out, "--pos", "3").stdout.splitlines()[0]
+        valid = run_stepwise(BIN, "trace", "validate", out, expect=(0, 1)).returncode == 0
+    check(run.get("family") == "gpt2" and run.get("norm") == "layernorm" and run.get("position") == "learned"
+          and shown.endswith("(gpt2)") and valid,
+          f"the trace names the family (run.model.arch {run.get('family')}, trace show: {shown!r}) and validates")
     base = score(folder, TOKENS, "--kernels", "plain", "--threads", "1")[2]
     same = all(score(folder, TOKENS, "--kernels", k, "--threads", t)[2] == base
                for k, t in (("fast", "1"), ("fast", "2"), ("plain", "2")))

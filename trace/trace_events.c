@@ -26,6 +26,7 @@ cJSON *trace_config_json(const Config *c) {
 
 cJSON *trace_arch_json(const Config *c) {
     cJSON *a = cJSON_CreateObject();
+    cJSON_AddStringToObject(a, "family", config_family(c));
     cJSON_AddStringToObject(a, "rope_layout",
                             c->rope_layout == ROPE_HALVES ? "halves" : "interleaved");
     cJSON_AddItemToObject(a, "rope_theta", trace_float(config_rope_theta(c)));
@@ -48,6 +49,11 @@ cJSON *trace_arch_json(const Config *c) {
     cJSON_AddBoolToObject(a, "qkv_bias", c->qkv_bias);
     cJSON_AddBoolToObject(a, "qk_norm", c->qk_norm);
     cJSON_AddItemToObject(a, "norm_eps", trace_float(config_norm_eps(c)));
+    /* GPT-2's differences, only where the model has them */
+    if (c->norm == NORM_LAYER) cJSON_AddStringToObject(a, "norm", "layernorm");
+    if (c->mlp == MLP_GELU) cJSON_AddStringToObject(a, "mlp", "gelu_tanh");
+    if (c->position == POS_LEARNED) cJSON_AddStringToObject(a, "position", "learned");
+    if (c->proj_bias) cJSON_AddBoolToObject(a, "proj_bias", true);
     return a;
 }
 

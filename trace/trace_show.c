@@ -437,7 +437,13 @@ bool trace_show_step(const char *path, TraceStepAt at, const Tokenizer *tok, int
     bool ok = find_step(&s, path, at, err);
     if (ok) {
         double t = num_or_nan(cJSON_GetObjectItemCaseSensitive(s.run, "sampler"), "temperature");
-        fprintf(out, "trace %.70s\n", path);
+        const cJSON *arch = cJSON_GetObjectItemCaseSensitive(
+            cJSON_GetObjectItemCaseSensitive(s.run, "model"), "arch");
+        const char *family = json_string_field(arch, "family");
+        if (family != NULL) /* a model beyond llama2.c's: name its family */
+            fprintf(out, "trace %.70s (%.16s)\n", path, family);
+        else
+            fprintf(out, "trace %.70s\n", path);
         if (at.step > 0) fprintf(out, "step %d: ", at.step);
         fprintf(out, "position %d", s.pos);
         if (s.logits != NULL) {
