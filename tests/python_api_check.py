@@ -3,8 +3,9 @@
 line, which the other checks hold to llama2.c, numpy and llama.cpp (in
 `make test`, after `make lib`):
 
-1. load(...).score(ids).logits and .activations are the bits `stepwise
-   score` writes, for a GGUF file, a Hugging Face folder and a checkpoint
+1. load(...).score(ids).logits and .activations (attn.pattern and
+   attn.scores as [T, heads, T], padded with 0 and -inf) are the bits
+   `stepwise score` writes, for a GGUF file, a Hugging Face folder and a checkpoint
    with its tokenizer, plain and fast kernels; tokenize gives `stepwise
    tokenize`'s ids, generate `stepwise generate`'s tokens (greedy and
    sampled with a seed); read() gives a score file's logits back, and
@@ -48,15 +49,25 @@ def cli_score(model, tmp, *extra):
     out = os.path.join(tmp, "cli.jsonl")
     run_stepwise(BIN, "score", "--model", model, "--tokens", ",".join(map(str, IDS)), "--top-n", "0",
                  "--out", out, *extra)
-    logits, acts = [], {}
+    logits, acts, heads = [], {}, {}
     for line in open(out, encoding="utf-8"):
         e = json.loads(line)
         if e["event"] == "logits":
             logits.append(e["logits"])
+        elif e["event"] == "activation" and "head" in e:  # [T, heads, T], padded as the docs say
+            heads.setdefault(e["hook"], []).append(e)
         elif e["event"] == "activation":
             acts.setdefault(e["hook"], []).append(e["data"])
     f32 = lambda x: np.array(x, dtype=np.float32)  # noqa: E731
-    return f32(logits), {k: f32(v) for k, v in acts.items()}, out
+    acts = {k: f32(v) for k, v in acts.items()}
+    T = len(logits)
+    for hook, rows in heads.items():
+        a = np.full((T, 1 + max(e["head"] for e in rows), T), -np.inf if hook.endswith("scores") else 0,
+                    dtype=np.float32)
+        for e in rows:
+            a[e["pos"], e["head"], :e["pos"] + 1] = e["data"]
+        acts[hook] = a
+    return f32(logits), acts, out
 
 
 def same_bits(a, b):
@@ -68,7 +79,7 @@ def check_scores(stepwise, tmp, folder):
              ("a Hugging Face folder (qwen3, bf16)", folder, None),
              ("stories260K.bin with tok512.bin", os.path.join(MODELS, "stories260K.bin"),
               os.path.join(MODELS, "tok512.bin"))]
-    hooks = "blocks.*.mlp_out,final_norm,blocks.1.attn.q"
+    hooks = "blocks.*.mlp_out,final_norm,blocks.1.attn.q,blocks.0.attn.pattern,blocks.1.attn.scores"
     for label, model, tok in cases:
         want, want_acts, _ = cli_score(model, tmp, "--hooks", hooks)
         for kernels in ("plain", "fast"):

@@ -6,8 +6,10 @@ checked against the JSON form and an independent reader (in `make test`):
    both ways round, finds max |d| 0 in every logit, hook and KV row; numpy,
    reading the safetensors file by its published layout (an 8-byte length,
    a JSON header, little-endian data), finds the JSON's floats bit for bit.
-2. trace show, sample --from-trace and view read the tensors form and print
-   what they print for the JSON form.
+   The per-head attention hooks are [positions, heads, positions] tensors,
+   padded past each position with 0 (pattern) and -inf (scores).
+2. trace show, sample --from-trace and view (its heatmaps too) read the
+   tensors form and print what they print for the JSON form.
 3. A safetensors file written by another engine (tests/numpy_engine.py's
    logits and hooks, in the format's layout by numpy here) is a candidate
    on its own, with its ids in __metadata__.
@@ -111,12 +113,19 @@ def check_forms(tmp):
     check(same and json.loads(meta["token_ids"]) == [int(i) for i in IDS.split(",")],
           f"numpy reads the tensors file ({len(tensors)} tensors): logits {tensors['logits'].shape}, "
           "a hook and a KV layer are the JSON's floats bit for bit, and its ids are the run's")
-    kept = [e for e in events(t) if e["event"] not in ("logits", "kv")
-            and not (e["event"] == "activation" and "head" not in e)]
-    heads = sum(1 for e in kept if e["event"] == "activation")
-    check(heads > 0 and all("head" in e for e in kept if e["event"] == "activation"),
-          f"the JSON Lines file keeps the per-head attention hooks ({heads} events) and no logits, "
-          "KV or one-width activation event")
+    kept = [e for e in events(t) if e["event"] in ("logits", "kv", "activation")]
+    check(not kept, f"the JSON Lines file keeps no logits, KV or activation event ({len(kept)})")
+    P, good = len(logits), True
+    for hook, pad in (("blocks.1.attn.pattern", 0.0), ("blocks.1.attn.scores", -np.inf)):
+        rows = [e for e in evs if e["event"] == "activation" and e["hook"] == hook]
+        heads = 1 + max(e["head"] for e in rows)
+        want = np.full((P, heads, P), pad, dtype=np.float32)
+        for e in rows:
+            want[e["pos"], e["head"], :e["pos"] + 1] = e["data"]
+        good &= tensors[hook].shape == (P, heads, P) and np.array_equal(tensors[hook].view(np.uint32),
+                                                                        want.view(np.uint32))
+    check(good, f"the per-head hooks are [positions, heads, positions] tensors: the JSON's rows bit for bit, "
+                f"padded past each position with 0 (pattern) and -inf (scores)")
     for args in (["trace", "show", "{}", "--pos", "4"],
                  ["sample", "--from-trace", "{}", "--pos", "3", "--temperature", "0.7", "--seed", "5"]):
         outs = [run_stepwise(BIN, *[a.replace("{}", p) for a in args]).stdout.replace(p, "T")

@@ -42,7 +42,7 @@ bool diff_run_read_short(const DiffRun *r) {
 
 /* n values stored at s, read and converted to float32 into room [2 n]:
  * float32 bytes in place, 2-byte ones into its second half first. */
-static const float *stored_row(const DiffRun *r, DiffStored s, size_t n, float *room) {
+const float *diff_run_stored_row(const DiffRun *r, DiffStored s, size_t n, float *room) {
     size_t elem = s.dtype == ST_F32 ? 4 : 2, want = n * elem, got = 0;
     unsigned char *raw = s.dtype == ST_F32 ? (unsigned char *)room : (unsigned char *)(room + n);
     int fd = fileno(r->files[s.file]);
@@ -66,17 +66,18 @@ const float *diff_run_logits_row(const DiffRun *r, int i, float *scratch) {
     if (r->logits != NULL) return r->logits + (size_t)i * V;
     DiffStored row = r->logits_stored;
     row.offset += (uint64_t)i * V * (row.dtype == ST_F32 ? 4 : 2);
-    return stored_row(r, row, V, scratch);
+    return diff_run_stored_row(r, row, V, scratch);
 }
 
 const float *diff_run_kv_row(const DiffRun *r, int i, bool v, float *scratch) {
     const float *mem = v ? r->v : r->k;
     if (mem != NULL) return mem + (size_t)i * (size_t)r->kv_dim;
-    return stored_row(r, (v ? r->v_stored : r->k_stored)[i], (size_t)r->kv_dim, scratch);
+    return diff_run_stored_row(r, (v ? r->v_stored : r->k_stored)[i], (size_t)r->kv_dim, scratch);
 }
 
 const float *diff_run_activation(const DiffRun *r, const DiffActivation *a, float *scratch) {
-    const float *x = a->data != NULL ? a->data : stored_row(r, a->stored, (size_t)a->n, scratch);
+    const float *x =
+        a->data != NULL ? a->data : diff_run_stored_row(r, a->stored, (size_t)a->n, scratch);
     int hd = r->unhalve_head_dim;
     if (!a->halves || hd <= 0) return x;
     /* each head's values are its rows, of one value each: halves back to pairs */

@@ -76,6 +76,10 @@ const float *diff_run_kv_row(const DiffRun *r, int i, bool v, float *scratch);
  * put back in order when diff_run_unhalve asked for it. */
 const float *diff_run_activation(const DiffRun *r, const DiffActivation *a, float *scratch);
 
+/* n values stored at s, read into room [2 n] (a row that cannot be read
+ * whole reads as NaN, as for the others). */
+const float *diff_run_stored_row(const DiffRun *r, DiffStored s, size_t n, float *room);
+
 /* Whether a stored row came short: its file changed after it was checked. */
 bool diff_run_read_short(const DiffRun *r);
 

@@ -132,6 +132,38 @@ static bool take_activation(DiffRun *r, const SafetensorsFile *f, const Safetens
     return true;
 }
 
+/* A per-head attention hook [positions, heads, keys] (attn.scores or
+ * attn.pattern, as `score --tensors` writes them): one activation per
+ * position and head, of the pos + 1 values a query at pos attends to. */
+static bool take_heads(DiffRun *r, const SafetensorsFile *f, const SafetensorsTensor *t,
+                       HookPoint point, int layer, const RowsOrigin *o, int file, const char *path,
+                       StepError *err) {
+    bool fits = t->ndim == 3 && t->shape[0] >= 1 && t->shape[0] <= DIFF_MAX_POS - o->first_pos &&
+                t->shape[1] >= 1 && t->shape[1] <= DIFF_MAX_LAYER && t->shape[2] >= 1 &&
+                t->shape[2] <= DIFF_MAX_POS && t->shape[2] >= o->first_pos + t->shape[0];
+    if (!fits)
+        return step_fail(err,
+                         "%s: tensor %.64s must be [positions, heads, keys], keys past the last "
+                         "position",
+                         path, t->name);
+    int rows = (int)t->shape[0], heads = (int)t->shape[1], keys = (int)t->shape[2];
+    size_t n = (size_t)r->n_acts + (size_t)rows * (size_t)heads;
+    void *p = r->acts;
+    if (n > (size_t)INT_MAX || !resize(&p, n, sizeof(DiffActivation)))
+        return step_fail(err, "%s: out of memory", path);
+    r->acts = p;
+    for (int i = 0; i < rows; i++)
+        for (int h = 0; h < heads; h++)
+            r->acts[r->n_acts++] =
+                (DiffActivation){.point = point,
+                                 .layer = layer,
+                                 .pos = o->first_pos + i,
+                                 .head = h,
+                                 .n = o->first_pos + i + 1,
+                                 .stored = stored_of(f, t, i * heads + h, keys, file)};
+    return true;
+}
+
 /* Every tensor of f into r, and the ids as the inputs of their positions. */
 static bool take_all(DiffRun *r, const SafetensorsFile *f, const HookNames *names,
                      const RowsOrigin *o, int file, const char *path, StepError *err) {
@@ -150,6 +182,9 @@ static bool take_all(DiffRun *r, const SafetensorsFile *f, const HookNames *name
         else if (sscanf(name, "kv.%d.%c%n", &layer, &which, &used) == 2 && name[used] == '\0' &&
                  layer >= 0 && layer < DIFF_MAX_LAYER && (which == 'k' || which == 'v'))
             ok = which == 'v' || take_kv(r, f, t, layer, o, file, path, err);
+        else if (hook_parse(name, &point, &layer) &&
+                 (point == HOOK_ATTN_SCORES || point == HOOK_ATTN_PATTERN))
+            ok = take_heads(r, f, t, point, layer, o, file, path, err);
         else if (hook_parse(name, &point, &layer) && point != HOOK_LOGITS && point < HOOK_KV_ROW)
             ok = take_activation(r, f, t, point, layer, halves, o, file, path, err);
         else
@@ -275,43 +310,113 @@ bool diff_tensors_add(DiffRun *r, const cJSON *event, const char *jsonl_path, St
     return ok;
 }
 
-bool tensors_logits_events(const cJSON *event, const char *jsonl_path, bool as_text,
-                           bool (*each)(void *ctx, cJSON *logits_event), void *ctx,
-                           StepError *err) {
-    SafetensorsFile f;
-    RowsOrigin o;
-    if (!open_named(event, jsonl_path, &f, &o, err)) return false;
-    const SafetensorsTensor *t = safetensors_find(&f, "logits");
-    int rows = 0, vocab = 0;
-    bool ok = t == NULL || two_dims(t, DIFF_MAX_VOCAB, &rows, &vocab) ||
-              step_fail(err, "%s: tensor logits must be [positions, vocab_size]", f.path);
-    float *row = ok && rows > 0 ? malloc(2 * (size_t)vocab * sizeof(float)) : NULL;
-    if (ok && rows > 0 && row == NULL) ok = step_fail(err, "%s: out of memory", f.path);
-    DiffRun held = {.n = rows, .vocab_size = vocab}; /* the rows, read one at a time */
+/* A row's values as an event's array: numbers, or the trace's own text. */
+static cJSON *values_json(const float *x, int n, bool as_text) {
+    if (as_text) return trace_float_array(x, n);
+    cJSON *values = cJSON_CreateArray();
+    for (int j = 0; j < n; j++) cJSON_AddItemToArray(values, cJSON_CreateNumber(x[j]));
+    return values;
+}
+
+/* Where tensors_events is: the file's origin, the run holding its file, a
+ * row's room, and whom to hand each event. */
+typedef struct {
+    const SafetensorsFile *f;
+    const RowsOrigin *o;
+    DiffRun held;
     int file;
-    if (ok && rows > 0 && keep_file(&held, &f, &file, err))
-        held.logits_stored = stored_of(&f, t, 0, vocab, file);
-    else if (ok && rows > 0)
-        ok = false;
+    bool as_text;
+    bool (*each)(void *ctx, cJSON *event);
+    void *ctx;
+} EventWalk;
+
+/* Hand one event on, unless its row came short. */
+static bool hand_on(EventWalk *w, cJSON *e, StepError *err) {
+    if (diff_run_read_short(&w->held)) {
+        cJSON_Delete(e);
+        return step_fail(err, "%s shrank while read", w->f->path);
+    }
+    return w->each(w->ctx, e);
+}
+
+static bool logits_events(EventWalk *w, const SafetensorsTensor *t, StepError *err) {
+    int rows, vocab;
+    if (!two_dims(t, DIFF_MAX_VOCAB, &rows, &vocab))
+        return step_fail(err, "%s: tensor logits must be [positions, vocab_size]", w->f->path);
+    float *room = malloc(2 * (size_t)vocab * sizeof(float));
+    bool ok = room != NULL || step_fail(err, "%s: out of memory", w->f->path);
     for (int i = 0; ok && i < rows; i++) {
         cJSON *e = cJSON_CreateObject();
         cJSON_AddStringToObject(e, "event", "logits");
-        cJSON_AddNumberToObject(e, "pos", o.first_pos + i);
-        if (i < o.n_ids) cJSON_AddNumberToObject(e, "token", o.ids[i]);
-        const float *x = diff_run_logits_row(&held, i, row);
-        cJSON *values = as_text ? trace_float_array(x, vocab) : cJSON_CreateArray();
-        for (int j = 0; !as_text && j < vocab; j++)
-            cJSON_AddItemToArray(values, cJSON_CreateNumber(x[j]));
-        cJSON_AddItemToObject(e, o.logprobs ? "logprobs" : "logits", values);
-        ok = !diff_run_read_short(&held) || step_fail(err, "%s shrank while read", f.path);
-        if (ok)
-            ok = each(ctx, e);
-        else
-            cJSON_Delete(e);
+        cJSON_AddNumberToObject(e, "pos", w->o->first_pos + i);
+        if (i < w->o->n_ids) cJSON_AddNumberToObject(e, "token", w->o->ids[i]);
+        const float *x = diff_run_stored_row(&w->held, stored_of(w->f, t, i, vocab, w->file),
+                                             (size_t)vocab, room);
+        cJSON_AddItemToObject(e, w->o->logprobs ? "logprobs" : "logits",
+                              values_json(x, vocab, w->as_text));
+        ok = hand_on(w, e, err);
     }
-    diff_run_free(&held);
-    free(row);
+    free(room);
+    return ok;
+}
+
+/* Each position's and head's row of attn.pattern [positions, heads, keys]
+ * as the activation event the trace writes without --tensors. */
+static bool pattern_events(EventWalk *w, const SafetensorsTensor *t, int layer, StepError *err) {
+    const RowsOrigin *o = w->o;
+    if (t->ndim != 3 || t->shape[0] < 1 || t->shape[0] > DIFF_MAX_POS - o->first_pos ||
+        t->shape[1] < 1 || t->shape[1] > DIFF_MAX_LAYER ||
+        t->shape[2] < o->first_pos + t->shape[0] || t->shape[2] > DIFF_MAX_POS)
+        return step_fail(err, "%s: tensor %.64s must be [positions, heads, keys]", w->f->path,
+                         t->name);
+    int rows = (int)t->shape[0], heads = (int)t->shape[1], keys = (int)t->shape[2];
+    float *room = malloc(2 * (size_t)keys * sizeof(float));
+    bool ok = room != NULL || step_fail(err, "%s: out of memory", w->f->path);
+    for (int i = 0; ok && i < rows; i++) {
+        for (int h = 0; ok && h < heads; h++) {
+            int pos = o->first_pos + i, n = pos + 1;
+            cJSON *e = cJSON_CreateObject();
+            cJSON_AddStringToObject(e, "event", "activation");
+            cJSON_AddStringToObject(e, "hook", t->name);
+            cJSON_AddNumberToObject(e, "layer", layer);
+            cJSON_AddNumberToObject(e, "pos", pos);
+            cJSON_AddNumberToObject(e, "head", h);
+            if (i < o->n_ids) cJSON_AddNumberToObject(e, "token", o->ids[i]);
+            cJSON_AddItemToObject(e, "shape", cJSON_CreateIntArray(&n, 1));
+            const float *x = diff_run_stored_row(
+                &w->held, stored_of(w->f, t, i * heads + h, keys, w->file), (size_t)n, room);
+            cJSON_AddItemToObject(e, "data", values_json(x, n, w->as_text));
+            ok = hand_on(w, e, err);
+        }
+    }
+    free(room);
+    return ok;
+}
+
+bool tensors_events(const cJSON *event, const char *jsonl_path, bool as_text, bool patterns,
+                    bool (*each)(void *ctx, cJSON *event), void *ctx, StepError *err) {
+    SafetensorsFile f;
+    RowsOrigin o;
+    if (!open_named(event, jsonl_path, &f, &o, err)) return false;
+    EventWalk w = {.f = &f, .o = &o, .as_text = as_text, .each = each, .ctx = ctx};
+    bool ok = keep_file(&w.held, &f, &w.file, err);
+    for (int k = 0; ok && k < f.n; k++) { /* in the file's order: the run's */
+        const SafetensorsTensor *t = &f.tensors[k];
+        HookPoint point;
+        int layer;
+        if (strcmp(t->name, "logits") == 0)
+            ok = logits_events(&w, t, err);
+        else if (patterns && hook_parse(t->name, &point, &layer) && point == HOOK_ATTN_PATTERN)
+            ok = pattern_events(&w, t, layer, err);
+    }
+    diff_run_free(&w.held);
     safetensors_close(&f);
     free(o.ids);
     return ok;
+}
+
+bool tensors_logits_events(const cJSON *event, const char *jsonl_path, bool as_text,
+                           bool (*each)(void *ctx, cJSON *logits_event), void *ctx,
+                           StepError *err) {
+    return tensors_events(event, jsonl_path, as_text, false, each, ctx, err);
 }

@@ -35,4 +35,11 @@ bool diff_tensors_read_file(DiffRun *r, const char *path, const HookNames *names
 bool tensors_logits_events(const cJSON *event, const char *jsonl_path, bool as_text,
                            bool (*each)(void *ctx, cJSON *logits_event), void *ctx, StepError *err);
 
+/* The same, with (patterns) each position's and head's row of every
+ * attn.pattern tensor as the activation event the trace writes without
+ * --tensors; in the order of the file's tensors, which is the run's. For
+ * the viewer's attention heatmaps. */
+bool tensors_events(const cJSON *event, const char *jsonl_path, bool as_text, bool patterns,
+                    bool (*each)(void *ctx, cJSON *event), void *ctx, StepError *err);
+
 #endif

@@ -15,7 +15,7 @@ bool tensor_file_open(TensorFile *tf, StepError *err) {
 
 void tensor_file_free(TensorFile *tf) {
     if (tf->data != NULL) fclose(tf->data);
-    for (int i = 0; i < tf->n; i++) free(tf->tensors[i].runs);
+    for (int i = 0; i < tf->n; i++) free(tf->tensors[i].runs), free(tf->tensors[i].stage);
     free(tf->tensors);
     *tf = (TensorFile){0};
 }
@@ -42,6 +42,10 @@ static TensorEntry *find_or_add(TensorFile *tf, const char *name, TensorKind kin
     return t;
 }
 
+/* Append one row of width values to t. */
+static void append_row(TensorFile *tf, TensorEntry *t, const char *name, int pos, const float *x,
+                       int width);
+
 void tensor_file_row(TensorFile *tf, const char *name, TensorKind kind, int layer, int pos,
                      const float *x, int width) {
     if (tf->problem[0] != '\0') return;
@@ -50,6 +54,40 @@ void tensor_file_row(TensorFile *tf, const char *name, TensorKind kind, int laye
         note_problem(tf, "out of memory", name, pos);
         return;
     }
+    append_row(tf, t, name, pos, x, width);
+}
+
+void tensor_file_head_row(TensorFile *tf, const char *name, int layer, int pos, int head, int heads,
+                          int keys, const float *x, int n, float pad) {
+    if (tf->problem[0] != '\0') return;
+    if (heads < 1 || keys < 1 || head < 0 || head >= heads || n < 1 || n > keys ||
+        (uint64_t)heads * (uint64_t)keys > (1u << 30)) {
+        note_problem(tf, "a head's row outside [heads, keys]", name, pos);
+        return;
+    }
+    TensorEntry *t = find_or_add(tf, name, TENSOR_HEADS, layer, pos, heads * keys);
+    if (t != NULL && t->stage == NULL) {
+        t->heads = heads, t->stage_pos = pos;
+        t->stage = malloc((size_t)heads * (size_t)keys * sizeof(float));
+    }
+    if (t == NULL || t->stage == NULL) {
+        note_problem(tf, "out of memory", name, pos);
+        return;
+    }
+    if (t->heads != heads || t->width != heads * keys || pos != t->stage_pos || head != t->staged) {
+        note_problem(tf, "heads out of order or of two shapes", name, pos);
+        return;
+    }
+    float *slot = t->stage + (size_t)head * (size_t)keys;
+    memcpy(slot, x, (size_t)n * sizeof(float));
+    for (int i = n; i < keys; i++) slot[i] = pad;
+    if (++t->staged < heads) return;
+    append_row(tf, t, name, pos, t->stage, t->width);
+    t->staged = 0, t->stage_pos = pos + 1;
+}
+
+static void append_row(TensorFile *tf, TensorEntry *t, const char *name, int pos, const float *x,
+                       int width) {
     if (width != t->width) {
         note_problem(tf, "rows of two widths", name, pos);
         return;
@@ -81,6 +119,14 @@ void tensor_file_row(TensorFile *tf, const char *name, TensorKind kind, int laye
     tf->data_bytes += row_bytes;
 }
 
+/* "shape": [rows, width], or [rows, heads, width / heads]. */
+static void add_shape(cJSON *o, const TensorEntry *t) {
+    cJSON *shape = cJSON_AddArrayToObject(o, "shape");
+    cJSON_AddItemToArray(shape, cJSON_CreateNumber(t->rows));
+    if (t->heads > 0) cJSON_AddItemToArray(shape, cJSON_CreateNumber(t->heads));
+    cJSON_AddItemToArray(shape, cJSON_CreateNumber(t->heads > 0 ? t->width / t->heads : t->width));
+}
+
 /* The header: each tensor's entry, its data where the one before ends, and
  * the metadata; padded with spaces to a multiple of 8 bytes, so that the
  * data after the 8-byte length and the header starts 8-byte aligned. */
@@ -93,9 +139,7 @@ static char *header_text(const TensorFile *tf, const cJSON *metadata, uint64_t *
         uint64_t bytes = (uint64_t)t->rows * (uint64_t)t->width * sizeof(float);
         cJSON *e = cJSON_AddObjectToObject(h, t->name);
         cJSON_AddStringToObject(e, "dtype", "F32");
-        cJSON *shape = cJSON_AddArrayToObject(e, "shape");
-        cJSON_AddItemToArray(shape, cJSON_CreateNumber(t->rows));
-        cJSON_AddItemToArray(shape, cJSON_CreateNumber(t->width));
+        add_shape(e, t);
         cJSON *offsets = cJSON_AddArrayToObject(e, "data_offsets");
         cJSON_AddItemToArray(offsets, cJSON_CreateNumber((double)at));
         cJSON_AddItemToArray(offsets, cJSON_CreateNumber((double)(at + bytes)));
@@ -129,6 +173,10 @@ static bool copy_bytes(FILE *from, uint64_t offset, uint64_t bytes, FILE *out) {
 }
 
 bool tensor_file_commit(TensorFile *tf, const char *path, const cJSON *metadata, StepError *err) {
+    for (int i = 0; tf->problem[0] == '\0' && i < tf->n; i++)
+        if (tf->tensors[i].staged > 0)
+            note_problem(tf, "a position with some heads missing", tf->tensors[i].name,
+                         tf->tensors[i].stage_pos);
     if (tf->problem[0] != '\0') return step_fail(err, "%s", tf->problem);
     uint64_t len = 0;
     char *header = header_text(tf, metadata, &len);
@@ -161,7 +209,8 @@ static const char *kind_name(TensorKind k) {
     static const char *const names[] = {[TENSOR_LOGITS] = "logits",
                                         [TENSOR_ACTIVATION] = "activation",
                                         [TENSOR_KV_K] = "kv_k",
-                                        [TENSOR_KV_V] = "kv_v"};
+                                        [TENSOR_KV_V] = "kv_v",
+                                        [TENSOR_HEADS] = "heads"};
     return names[k];
 }
 
@@ -177,9 +226,7 @@ cJSON *tensor_file_event(const TensorFile *tf, const char *file) {
         cJSON_AddStringToObject(o, "kind", kind_name(t->kind));
         if (t->layer >= 0) cJSON_AddNumberToObject(o, "layer", t->layer);
         cJSON_AddNumberToObject(o, "first_pos", t->first_pos);
-        cJSON *shape = cJSON_AddArrayToObject(o, "shape");
-        cJSON_AddItemToArray(shape, cJSON_CreateNumber(t->rows));
-        cJSON_AddItemToArray(shape, cJSON_CreateNumber(t->width));
+        add_shape(o, t);
         cJSON_AddItemToArray(list, o);
     }
     return e;

@@ -20,7 +20,13 @@
 
 #include "../ref/error.h"
 
-typedef enum { TENSOR_LOGITS, TENSOR_ACTIVATION, TENSOR_KV_K, TENSOR_KV_V } TensorKind;
+typedef enum {
+    TENSOR_LOGITS,
+    TENSOR_ACTIVATION,
+    TENSOR_KV_K,
+    TENSOR_KV_V,
+    TENSOR_HEADS /* a per-head attention hook: [positions, heads, keys] */
+} TensorKind;
 
 /* A run of a tensor's rows lying together in the temporary file. */
 typedef struct {
@@ -36,6 +42,11 @@ typedef struct {
     int first_pos, rows;
     TensorRun *runs;
     int n_runs, cap_runs;
+    /* a per-head attention hook (heads > 0): a row is [heads, width / heads],
+     * gathered head by head in stage before it is appended */
+    int heads;
+    float *stage;          /* [width] */
+    int staged, stage_pos; /* heads gathered, and their position */
 } TensorEntry;
 
 typedef struct {
@@ -53,6 +64,16 @@ bool tensor_file_open(TensorFile *tf, StepError *err);
  * (tf->problem) and refused at commit. */
 void tensor_file_row(TensorFile *tf, const char *name, TensorKind kind, int layer, int pos,
                      const float *x, int width);
+
+/* One head's row of a per-head attention hook (attn.scores, attn.pattern)
+ * at pos: its n values (the positions 0..pos it attends to) in head's
+ * slot of the position's row [heads, keys], the rest of the slot `pad` (0
+ * for the pattern, -inf for the scores: what the causal mask makes them).
+ * The row is appended once every head of pos has come; the tensor is
+ * [positions, heads, keys]. The first row that does not fit is remembered
+ * and refused at commit, as in tensor_file_row. */
+void tensor_file_head_row(TensorFile *tf, const char *name, int layer, int pos, int head, int heads,
+                          int keys, const float *x, int n, float pad);
 
 /* Write the safetensors file at path: the header (every tensor F32
  * [rows, width], and "__metadata__": the strings of metadata, a JSON object

@@ -3,6 +3,7 @@
 
 #include "trace_events.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -23,11 +24,18 @@ static bool observer_wants(void *ctx, HookPoint point, int layer, int pos) {
 }
 
 /* A hook's values as rows of the tensor file: the logits, a KV row's K and
- * V, or an activation under its hook name. */
-static void tensor_rows(TensorFile *tf, const HookTensor *t) {
+ * V, an activation under its hook name, or one head's attention scores or
+ * pattern (its positions 0..pos, padded to the run's: -inf scores, 0
+ * pattern, as the causal mask makes them). */
+static void tensor_rows(const TraceObserver *to, const HookTensor *t) {
+    TensorFile *tf = to->tensors;
     char name[64];
     int width = t->rows * t->cols;
-    if (t->point == HOOK_LOGITS) {
+    if (t->head >= 0) {
+        hook_name(t->point, t->layer, name, sizeof name);
+        tensor_file_head_row(tf, name, t->layer, t->pos, t->head, to->tensor_heads, to->tensor_keys,
+                             t->a, width, t->point == HOOK_ATTN_SCORES ? -INFINITY : 0.0f);
+    } else if (t->point == HOOK_LOGITS) {
         tensor_file_row(tf, "logits", TENSOR_LOGITS, -1, t->pos, t->a, width);
     } else if (t->point == HOOK_KV_ROW) {
         snprintf(name, sizeof name, "kv.%d.k", t->layer);
@@ -42,8 +50,9 @@ static void tensor_rows(TensorFile *tf, const HookTensor *t) {
 
 static void observer_emit(void *ctx, const HookTensor *t) {
     TraceObserver *to = ctx;
-    if (to->tensors != NULL && t->head < 0 && t->point != HOOK_KV_SNAPSHOT)
-        tensor_rows(to->tensors, t);
+    bool per_head = t->head >= 0 && (t->point == HOOK_ATTN_SCORES || t->point == HOOK_ATTN_PATTERN);
+    if (to->tensors != NULL && (t->head < 0 || per_head) && t->point != HOOK_KV_SNAPSHOT)
+        tensor_rows(to, t);
     else
         trace_observer_write(ctx, trace_event_tensor(t));
 }

@@ -14,12 +14,13 @@
 typedef struct {
     TraceWriter *writer;
     const TraceOptions *options;
-    const Tokenizer *tokenizer; /* for the pieces of token events */
-    uint64_t bytes_per_token;   /* of the KV cache, for context events */
-    cJSON *held;                /* when not NULL, events are appended here instead of written */
-    TensorFile *tensors;        /* when not NULL, the logits, KV rows and the activations of one
-                                   width a position go here as tensors, not as events (the
-                                   per-head attention hooks stay events) */
+    const Tokenizer *tokenizer;    /* for the pieces of token events */
+    uint64_t bytes_per_token;      /* of the KV cache, for context events */
+    cJSON *held;                   /* when not NULL, events are appended here instead of written */
+    TensorFile *tensors;           /* when not NULL, the logits, KV rows and the activations go
+                                      here as tensors, not as events */
+    int tensor_heads, tensor_keys; /* with tensors: the query heads, and the positions a per-head
+                                      attention row spans (the run's last position + 1) */
 } TraceObserver;
 
 /* Observers pointing at `to`, which must outlive them. */

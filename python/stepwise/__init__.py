@@ -133,8 +133,10 @@ def version():
 
 class Scores:
     """One scored sequence: logits [T, vocab] (float32), activations
-    {hook name: [T, width]}, and the cross-entropy of the tokens after the
-    first, in nats a token. The arrays are copies: they outlive the call."""
+    {hook name: [T, width]} (attn.scores and attn.pattern: [T, heads, T],
+    each head's row padded past its position with -inf and 0, as the causal
+    mask makes them), and the cross-entropy of the tokens after the first,
+    in nats a token. The arrays are copies: they outlive the call."""
 
     def __init__(self, handle):
         try:
@@ -146,7 +148,10 @@ class Scores:
                 width = ctypes.c_int()
                 values = _lib.sw_scores_hook_values(handle, i, ctypes.byref(width))
                 name = _lib.sw_scores_hook_name(handle, i).decode()
-                self.activations[name] = np.ctypeslib.as_array(values, shape=(T, width.value)).copy()
+                rows = np.ctypeslib.as_array(values, shape=(T, width.value)).copy()
+                if name.endswith((".attn.scores", ".attn.pattern")):  # [T, heads, T]
+                    rows = rows.reshape(T, width.value // T, T)
+                self.activations[name] = rows
         finally:
             _lib.sw_scores_free(handle)
 

@@ -7,6 +7,7 @@
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -154,16 +155,20 @@ sw_status sw_tokenize(const sw_model *m, const char *text, int add_bos, int *ids
 typedef struct {
     char *patterns[SW_HOOKS_MAX];
     int n_patterns;
+    int heads; /* the model's query heads: a per-head hook's rows are [heads, positions] */
     sw_scores *s;
     bool out_of_memory;
 } HookCatcher;
 
+static bool per_head(int point) {
+    return point == HOOK_ATTN_SCORES || point == HOOK_ATTN_PATTERN;
+}
+
 static bool catcher_wants(void *ctx, HookPoint point, int layer, int pos) {
     const HookCatcher *c = ctx;
     (void)pos;
-    if (point == HOOK_LOGITS || point == HOOK_KV_ROW || point == HOOK_KV_SNAPSHOT ||
-        point == HOOK_ATTN_SCORES || point == HOOK_ATTN_PATTERN)
-        return false; /* the logits come whole; the rest grow with the position */
+    if (point == HOOK_LOGITS || point == HOOK_KV_ROW || point == HOOK_KV_SNAPSHOT)
+        return false; /* the logits come whole */
     char name[64];
     hook_name(point, layer, name, sizeof name);
     for (int i = 0; i < c->n_patterns; i++)
@@ -182,12 +187,17 @@ static CapturedHook *find_hook(HookCatcher *c, const HookTensor *t) {
         if (grown == NULL) return NULL;
         s->hooks = grown, s->cap_hooks = cap;
     }
-    int width = t->rows * t->cols;
+    /* a per-head hook: [heads, positions] a position, each head's row
+     * padded past its position as the causal mask makes it (-inf scores,
+     * 0 pattern) */
+    int width = per_head(t->point) ? c->heads * s->positions : t->rows * t->cols;
     CapturedHook *h = &s->hooks[s->n_hooks];
     *h = (CapturedHook){.point = (int)t->point, .layer = t->layer, .width = width};
     hook_name(t->point, t->layer, h->name, sizeof h->name);
-    h->values = calloc((size_t)s->positions * (size_t)width, sizeof(float));
+    size_t count = (size_t)s->positions * (size_t)width;
+    h->values = calloc(count, sizeof(float));
     if (h->values == NULL) return NULL;
+    for (size_t i = 0; t->point == HOOK_ATTN_SCORES && i < count; i++) h->values[i] = -INFINITY;
     s->n_hooks++;
     return h;
 }
@@ -195,11 +205,17 @@ static CapturedHook *find_hook(HookCatcher *c, const HookTensor *t) {
 static void catcher_emit(void *ctx, const HookTensor *t) {
     HookCatcher *c = ctx;
     CapturedHook *h = find_hook(c, t);
-    if (h == NULL || t->pos < 0 || t->pos >= c->s->positions || t->rows * t->cols != h->width) {
+    int n = t->rows * t->cols, positions = c->s->positions;
+    bool fits =
+        h != NULL && t->pos >= 0 && t->pos < positions &&
+        (per_head(t->point) ? t->head >= 0 && t->head < c->heads && n <= positions : n == h->width);
+    if (!fits) {
         c->out_of_memory |= h == NULL;
         return;
     }
-    memcpy(h->values + (size_t)t->pos * (size_t)h->width, t->a, (size_t)h->width * sizeof(float));
+    size_t at = (size_t)t->pos * (size_t)h->width +
+                (per_head(t->point) ? (size_t)t->head * (size_t)positions : 0);
+    memcpy(h->values + at, t->a, (size_t)n * sizeof(float));
 }
 
 /* Split hooks ("a,b,c") into c's patterns (owned copies). */
@@ -239,7 +255,9 @@ sw_status sw_score(sw_model *m, const int *ids, int n, const char *hooks, sw_sco
     if (s == NULL) return fail(err, SW_ERR_MEMORY, "out of memory");
     s->positions = n, s->vocab_size = c->vocab_size;
     HookCatcher catcher;
-    if (!catcher_init(&catcher, hooks, s)) {
+    bool caught = catcher_init(&catcher, hooks, s);
+    catcher.heads = c->n_heads;
+    if (!caught) {
         catcher_free(&catcher), sw_scores_free(s);
         return fail(err, SW_ERR_INPUT, "sw_score: at most %d hook globs", SW_HOOKS_MAX);
     }

@@ -107,8 +107,10 @@ STEPWISE_EXPORT double sw_scores_cross_entropy(const sw_scores *s);
 /* The hooks captured, in the order they fired at the first position
  * ("embed", "blocks.0.resid_pre", ...): hook i's name, and its values
  * [positions, width] (width: the hook's values at one position). The
- * per-head attention hooks (attn.scores, attn.pattern) grow with the
- * position and are not captured: the trace has them. */
+ * per-head attention hooks (attn.scores, attn.pattern) are [positions,
+ * n_heads, positions]: width n_heads × positions, each head's row padded
+ * past its position with what the causal mask makes it (-inf scores, 0
+ * pattern). */
 STEPWISE_EXPORT int sw_scores_hook_count(const sw_scores *s);
 STEPWISE_EXPORT const char *sw_scores_hook_name(const sw_scores *s, int i);
 STEPWISE_EXPORT const float *sw_scores_hook_values(const sw_scores *s, int i, int *width);

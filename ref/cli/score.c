@@ -34,9 +34,11 @@ static const char SCORE_USAGE[] =
     "  --tokens-file F    token ids from a file, separated by commas or white space\n"
     "  --out FILE         where to write (written whole or not at all)\n"
     "  --tensors F.safetensors  put the logits, the KV rows and the activations in\n"
-    "                     F as float32 tensors of [positions, ...] (the per-head\n"
-    "                     attention hooks stay in --out); --out keeps the other\n"
-    "                     events and names the tensors in one \"tensors\" event\n"
+    "                     F as float32 tensors of [positions, ...] (attn.scores and\n"
+    "                     attn.pattern: [positions, heads, positions], padded past\n"
+    "                     each position with what the causal mask makes them, -inf\n"
+    "                     and 0); --out keeps the other events and names the\n"
+    "                     tensors in one \"tensors\" event\n"
     "  --top-n N          most likely tokens listed per position (default 5; 0: none,\n"
     "                     and with --tokens no --tokenizer is needed)\n"
     "  --trace-kv         also write the KV-cache rows after the prefill\n"
@@ -250,7 +252,8 @@ static int run_score(ScoreArgs *a, const Model *m, const Tokenizer *tok, StepErr
         tensor_file_free(&tf), free(ids), cJSON_Delete(files);
         return EXIT_BAD_INPUT;
     }
-    if (a->tensors != NULL) to.tensors = &tf;
+    if (a->tensors != NULL) /* a per-head row spans the run's n positions */
+        to.tensors = &tf, to.tensor_heads = m->config.n_heads, to.tensor_keys = n;
     TraceRunInfo info = {.mode = "score",
                          .prompt = a->text ? a->text : "",
                          .prompt_tokens = ids,

@@ -73,8 +73,8 @@ static bool trace_is_valid(const char *path, StepError *err) {
     return ok;
 }
 
-/* A logits row of a score file's tensors file, as the event the page
- * draws. */
+/* A logits row or a head's attention pattern of a score file's tensors
+ * file, as the event the page draws. */
 static bool add_row(void *events, cJSON *logits_event) {
     cJSON_AddItemToArray(events, logits_event);
     return true;
@@ -97,7 +97,7 @@ static cJSON *read_trace(const char *path, StepError *err) {
         }
         const char *name = trace_event_name(e);
         if (name != NULL && strcmp(name, "tensors") == 0) {
-            ok = tensors_logits_events(e, path, true, add_row, events, err);
+            ok = tensors_events(e, path, true, true, add_row, events, err);
             cJSON_Delete(e);
         } else if (name != NULL && wanted(name, e)) {
             has_run |= strcmp(name, "run") == 0;
