@@ -840,7 +840,7 @@ def option_cases():
          "not both"),
         ("make-model --format bogus", ["make-model", "--format", "gguf", "--out", "{o.bin}"],
          "--format"),
-        ("make-model --arch bogus", ["make-model", "--format", "hf", "--arch", "gpt2", "--out",
+        ("make-model --arch bogus", ["make-model", "--format", "hf", "--arch", "gpt5", "--out",
                                      "{o.bin}"], "--arch"),
         ("make-model --dtype bogus", ["make-model", "--format", "hf", "--dtype", "f8", "--out",
                                       "{o.bin}"], "--dtype"),
