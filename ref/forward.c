@@ -571,7 +571,8 @@ const float *forward(const Model *m, RunState *s, const ForwardRow *rows, int n_
 uint64_t forward_body_macs(const Config *c, int T, int pos0) {
     uint64_t d = (uint64_t)c->dim, h = (uint64_t)c->hidden_dim, kv = (uint64_t)config_kv_dim(c);
     uint64_t qd = (uint64_t)config_q_dim(c), L = (uint64_t)c->n_layers;
-    uint64_t per_token = L * (d * qd + 2u * d * kv + qd * d + 3u * d * h);
+    uint64_t mlp = c->mlp == MLP_GELU ? 2u : 3u; /* GPT-2's has no w3 */
+    uint64_t per_token = L * (d * qd + 2u * d * kv + qd * d + mlp * d * h);
     /* attention: query t scores and mixes pos0 + t + 1 positions, and
      * Σ_{t<T} (pos0 + t + 1) = T·pos0 + T(T+1)/2 */
     uint64_t seen = (uint64_t)T * (uint64_t)pos0 + (uint64_t)T * (uint64_t)(T + 1) / 2u;
