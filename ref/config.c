@@ -24,7 +24,7 @@ bool config_is_llama2c(const Config *c) {
            c->rope_layout == ROPE_INTERLEAVED && config_rope_theta(c) == 10000.0f &&
            c->rope_scaling.type == ROPE_SCALING_NONE && !c->qkv_bias && !c->qk_norm &&
            config_norm_eps(c) == 1e-5f && c->norm == NORM_RMS && c->mlp == MLP_SWIGLU &&
-           c->position == POS_ROPE && !c->proj_bias;
+           c->position == POS_ROPE && !c->proj_bias && !c->fused_files;
 }
 
 /* The RoPE and norm numbers: finite and positive where they must be. */
@@ -78,6 +78,7 @@ static bool arch_numbers_valid(const Config *c, const char *what, StepError *err
 
 const char *config_family(const Config *c) {
     return c->position == POS_LEARNED ? "gpt2"
+           : c->fused_files           ? "phi3"
            : c->qk_norm               ? "qwen3"
            : c->qkv_bias              ? "qwen2"
                                       : "llama";

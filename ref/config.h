@@ -76,7 +76,9 @@ typedef struct {
     BlockNorm norm;
     MlpKind mlp;
     PositionKind position;
-    bool proj_bias; /* attention's output and the MLP's projections add a bias (GPT-2) */
+    bool proj_bias;   /* attention's output and the MLP's projections add a bias (GPT-2) */
+    bool fused_files; /* the files fuse q, k and v, and gate and up (Phi-3): for the loaders and
+                         writers; the block never reads it */
 } Config;
 
 /* Which rows of a rotated projection (q, k, their biases and norms) go
@@ -107,8 +109,8 @@ bool config_is_llama2c(const Config *c);
 /* kv_dim = n_kv_heads * head_dim: the width of one cached K (or V) row. */
 int config_kv_dim(const Config *c);
 /* The family the architecture's fields make, as a name: "gpt2" (learned
- * positions), "qwen3" (q/k norms), "qwen2" (q/k/v biases) or "llama" (the
- * rest: Llama, Mistral, llama2.c). For a reader's benefit: the block tests
+ * positions), "phi3" (fused files), "qwen3" (q/k norms), "qwen2" (q/k/v
+ * biases) or "llama" (the rest: Llama, Mistral, llama2.c). For a reader's benefit: the block tests
  * the fields, never this. */
 const char *config_family(const Config *c);
 

@@ -80,6 +80,16 @@ static bool read_config(const GgufFile *f, const char *arch, Config *c, StepErro
     c->rope_layout = ROPE_INTERLEAVED; /* qwen's halves are interleaved as read (take_layer) */
     c->qkv_bias = strcmp(arch, "qwen2") == 0;
     c->qk_norm = strcmp(arch, "qwen3") == 0;
+    c->fused_files = strcmp(arch, "phi3") == 0;
+    snprintf(key, sizeof key, "%s.attention.sliding_window", arch);
+    uint64_t window;
+    if (ok && gguf_find_kv(f, key) != NULL) {
+        /* a window as wide as the context masks nothing: cap the context at
+         * it, as the Hugging Face loader does */
+        ok = (gguf_get_uint(f, key, 1u << 30, &window) && window > 0) ||
+             step_fail(err, "%s: %s must be a whole number from 1", f->path, key);
+        if (ok && window < (uint64_t)c->seq_len) c->seq_len = (int)window;
+    }
     if (strcmp(arch, "gpt2") == 0) { /* GPT-2's block (config.h) */
         c->norm = NORM_LAYER, c->mlp = MLP_GELU, c->position = POS_LEARNED;
         c->qkv_bias = true, c->proj_bias = true;
@@ -164,11 +174,64 @@ static bool view_matrix(const GgufFile *f, const char *name, uint64_t rows, uint
  * pairs, qwen's halves. Qwen's are interleaved here as the Hugging Face
  * loader does, so that one model gives the same bits from either file and
  * q·k sums in one order. */
-static bool take_layer(Model *m, const GgufFile *f, int l, bool halves, StepError *err) {
+/* llama.cpp's phi3 stores q, k and v as one attn_qkv [q_dim + 2 kv_dim,
+ * dim] and gate and up as one ffn_up [2 hidden, dim], gate first: part p
+ * of layer l from those rows, viewed where the file stores them or widened
+ * into float32 storage (its q and k rows interleaved). */
+static bool take_fused(Model *m, const GgufFile *f, int l, const HfLayerTensor *p, bool halves,
+                       StepError *err) {
+    const Config *c = &m->config;
+    int qd = config_q_dim(c), kv = config_kv_dim(c), h = c->hidden_dim;
+    int head_dim = config_head_dim(c), kind = p->kind;
+    bool attn = kind == MAT_WQ || kind == MAT_WK || kind == MAT_WV;
+    uint64_t total = attn ? (uint64_t)(qd + 2 * kv) : 2u * (uint64_t)h;
+    uint64_t row0 = kind == MAT_WK   ? (uint64_t)qd
+                    : kind == MAT_WV ? (uint64_t)(qd + kv)
+                    : kind == MAT_W3 ? (uint64_t)h
+                                     : 0;
+    char name[128];
+    snprintf(name, sizeof name, "blk.%d.%s", l, attn ? "attn_qkv.weight" : "ffn_up.weight");
+    GgufTensor *t = find_shaped(f, name, total, p->cols, err);
+    if (t == NULL) return false;
+    uint64_t values, block = gguf_block_bytes(t->type, &values);
+    if (p->cols % values != 0)
+        return step_fail(err, "%s: tensor %s's rows are not whole blocks of %llu", f->path, name,
+                         (unsigned long long)values);
+    uint64_t row_bytes = p->cols / values * block;
+    t->used = 1;
+    int interleave = halves && p->heads > 0 ? head_dim : 0;
+    if (p->view == NULL) { /* its rows, where the file stores them */
+        ElementType e = t->type == GGML_F32 ? ELEM_F32 : t->type == GGML_F16 ? ELEM_F16 : ELEM_BF16;
+        const unsigned char *at = t->data + row0 * row_bytes;
+        Matrix *out = &m->layers[l].m[kind];
+        *out = values > 1 ? matrix_blocks_view(t->type, at, (int)p->rows, (int)p->cols)
+                          : matrix_view(e, at, (int)p->rows, (int)p->cols);
+        out->interleave_head_dim = interleave;
+        return matrix_align(out, (size_t)(p->rows * row_bytes)) ||
+               step_fail(err, "%s: out of memory", f->path);
+    }
+    float *all = malloc((size_t)(total * p->cols) * sizeof(float)); /* the whole tensor, widened */
+    if (all == NULL) return step_fail(err, "%s: out of memory", f->path);
+    gguf_to_f32(t, all);
+    float *dst = model_weight_slot(m, p->view);
+    memcpy(dst, all + row0 * p->cols, p->rows * p->cols * sizeof(float));
+    free(all);
+    return interleave == 0 || hf_interleave_heads(dst, p->heads, head_dim, p->cols) ||
+           step_fail(err, "%s: out of memory", f->path);
+}
+
+static bool take_layer(Model *m, const GgufFile *f, int l, bool halves, bool fused,
+                       StepError *err) {
     HfLayerTensor parts[HF_LAYER_TENSORS];
     int count = hf_layer_tensors(m, l, parts), head_dim = config_head_dim(&m->config);
     for (int i = 0; i < count; i++) {
         char name[128];
+        int kind = parts[i].kind;
+        if (fused && (kind == MAT_WQ || kind == MAT_WK || kind == MAT_WV || kind == MAT_W1 ||
+                      kind == MAT_W3)) {
+            if (!take_fused(m, f, l, &parts[i], halves, err)) return false;
+            continue;
+        }
         snprintf(name, sizeof name, "blk.%d.%s", l, parts[i].gguf_name);
         if (parts[i].view == NULL) { /* a matrix, as stored */
             int interleave = halves && parts[i].heads > 0 ? head_dim : 0;
@@ -242,7 +305,8 @@ bool gguf_model_load(Model *m, Tokenizer *tok, const char *path, WeightsMode mod
     if (!gguf_open(&f, path, err)) return false;
     char *arch = gguf_get_string(&f, "general.architecture");
     bool ok = arch != NULL && (strcmp(arch, "llama") == 0 || strcmp(arch, "qwen2") == 0 ||
-                               strcmp(arch, "qwen3") == 0 || strcmp(arch, "gpt2") == 0);
+                               strcmp(arch, "qwen3") == 0 || strcmp(arch, "gpt2") == 0 ||
+                               strcmp(arch, "phi3") == 0);
     if (f.n_tensors == 0)
         ok = step_fail(err,
                        "%s: holds no tensors (a vocabulary-only file): it serves as a tokenizer "
@@ -280,7 +344,7 @@ bool gguf_model_load(Model *m, Tokenizer *tok, const char *path, WeightsMode mod
                            model_weight_slot(m, m->weights.token_embedding), err);
         if (gpt2) ok = ok && take_gpt2(m, &f, err);
         for (int l = 0; ok && !gpt2 && l < c->n_layers; l++) {
-            ok = take_layer(m, &f, l, strcmp(arch, "llama") != 0, err);
+            ok = take_layer(m, &f, l, strcmp(arch, "llama") != 0, strcmp(arch, "phi3") == 0, err);
             progress_report(m->progress, "reading the weights (layers)", (uint64_t)l + 1,
                             (uint64_t)c->n_layers);
         }

@@ -15,7 +15,7 @@
 
 static const char *const ARCHITECTURES[] = {"LlamaForCausalLM", "MistralForCausalLM",
                                             "Qwen2ForCausalLM", "Qwen3ForCausalLM",
-                                            "GPT2LMHeadModel"};
+                                            "GPT2LMHeadModel",  "Phi3ForCausalLM"};
 #define N_ARCHITECTURES (int)(sizeof ARCHITECTURES / sizeof ARCHITECTURES[0])
 #define MAX_SHARDS      MODEL_MAX_FILES
 
@@ -87,7 +87,8 @@ static bool read_architecture(const cJSON *root, char *arch, size_t arch_size, c
     }
     return step_fail(err,
                      "%s: architecture %.60s is not supported (LlamaForCausalLM, "
-                     "MistralForCausalLM, Qwen2ForCausalLM, Qwen3ForCausalLM, GPT2LMHeadModel)",
+                     "MistralForCausalLM, Qwen2ForCausalLM, Qwen3ForCausalLM, GPT2LMHeadModel, "
+                     "Phi3ForCausalLM)",
                      what, name ? name : "(none in config.json)");
 }
 
@@ -117,7 +118,14 @@ bool hf_config_parse(const char *text, const char *what, Config *c, char *arch, 
     ok = ok && optional_number(root, "rope_theta", &c->rope_theta, what, err) &&
          optional_number(root, "rms_norm_eps", &c->norm_eps, what, err) &&
          read_rope_scaling(root, &c->rope_scaling, what, err);
-    bool tied = false, bias = false, sliding = strcmp(arch, "MistralForCausalLM") == 0;
+    bool phi3 = strcmp(arch, "Phi3ForCausalLM") == 0;
+    bool tied = false, bias = false, sliding = strcmp(arch, "MistralForCausalLM") == 0 || phi3;
+    float rotary = 1.0f; /* Phi-3's partial_rotary_factor: the share of a head RoPE turns */
+    if (ok && !optional_number(root, "partial_rotary_factor", &rotary, what, err)) ok = false;
+    if (ok && rotary != 1.0f)
+        ok =
+            step_fail(err, "%s: partial_rotary_factor %g is not supported yet (1: every dimension)",
+                      what, (double)rotary);
     if (ok && (!optional_bool(root, "tie_word_embeddings", &tied) ||
                !optional_bool(root, "attention_bias", &bias) ||
                !optional_bool(root, "use_sliding_window", &sliding)))
@@ -134,6 +142,7 @@ bool hf_config_parse(const char *text, const char *what, Config *c, char *arch, 
         ok = step_fail(err, "%s: attention_bias (with an o_proj bias) is not supported", what);
     c->qkv_bias = strcmp(arch, "Qwen2ForCausalLM") == 0;
     c->qk_norm = strcmp(arch, "Qwen3ForCausalLM") == 0;
+    c->fused_files = phi3;
     c->shared_classifier = tied;
     c->rope_layout = ROPE_INTERLEAVED; /* the loader interleaves q and k (hf_interleave_heads) */
     /* A sliding window as wide as the context never masks anything: cap the
@@ -317,12 +326,62 @@ static bool view_matrix(SafetensorsFile *files, int n, const char *name, int row
 
 /* Every tensor of layer l, q's and k's rows interleaved: widened into
  * float32 storage, or (a matrix held as stored) viewed in place. */
-static bool take_layer(Model *m, SafetensorsFile *files, int n, int l, const char *dir,
+/* Phi-3 stores q, k and v as one qkv_proj [q_dim + 2 kv_dim, dim] and the
+ * MLP's gate and up as one gate_up_proj [2 hidden, dim] (gate first, as
+ * Phi3MLP's chunk(2) reads it): where matrix kind lies among those rows. */
+static bool fused_part(const Config *c, int kind, const char **name, int *row0, int *total) {
+    int qd = config_q_dim(c), kv = config_kv_dim(c), h = c->hidden_dim;
+    bool attn = kind == MAT_WQ || kind == MAT_WK || kind == MAT_WV;
+    if (!attn && kind != MAT_W1 && kind != MAT_W3) return false;
+    *name = attn ? "self_attn.qkv_proj.weight" : "mlp.gate_up_proj.weight";
+    *total = attn ? qd + 2 * kv : 2 * h;
+    *row0 = kind == MAT_WK ? qd : kind == MAT_WV ? qd + kv : kind == MAT_W3 ? h : 0;
+    return true;
+}
+
+/* Part p of layer l from its fused tensor: a view of its rows where the
+ * file stores them, or (into float32 storage) its rows widened. */
+static bool take_fused(Model *m, SafetensorsFile *files, int n, int l, const HfLayerTensor *p,
+                       const char *dir, StepError *err) {
+    const char *suffix;
+    int row0, total, head_dim = config_head_dim(&m->config);
+    fused_part(&m->config, p->kind, &suffix, &row0, &total);
+    char name[160];
+    snprintf(name, sizeof name, "model.layers.%d.%s", l, suffix);
+    const SafetensorsFile *in = NULL;
+    SafetensorsTensor *t = find_shaped(files, n, name, total, (int)p->cols, &in, dir, err);
+    if (t == NULL) return false;
+    t->used = 1;
+    size_t size = t->dtype == ST_F32 ? 4 : 2, at = (size_t)row0 * p->cols * size;
+    if (p->view == NULL) { /* a view of its rows, as stored */
+        Matrix *out = &m->layers[l].m[p->kind];
+        *out = matrix_view(element_of(t->dtype), t->data + at, (int)p->rows, (int)p->cols);
+        out->interleave_head_dim = p->heads > 0 ? head_dim : 0;
+        return matrix_align(out, p->rows * p->cols * size) ||
+               step_fail(err, "%s: out of memory", dir);
+    }
+    float *dst = model_weight_slot(m, p->view);
+    safetensors_convert(t->dtype, t->data + at, (uint64_t)(p->rows * p->cols), dst);
+    return p->heads == 0 || hf_interleave_heads(dst, p->heads, head_dim, p->cols) ||
+           step_fail(err, "model %s: out of memory", dir);
+}
+
+/* Every tensor of layer l, q's and k's rows interleaved: widened into
+ * float32 storage, or (a matrix held as stored) viewed in place; fused:
+ * Phi-3's qkv_proj and gate_up_proj hold some of them (fused_part). */
+static bool take_layer(Model *m, SafetensorsFile *files, int n, int l, bool fused, const char *dir,
                        StepError *err) {
     HfLayerTensor parts[HF_LAYER_TENSORS];
     int count = hf_layer_tensors(m, l, parts), head_dim = config_head_dim(&m->config);
     for (int i = 0; i < count; i++) {
         char name[160];
+        const char *ignored;
+        int row0, total;
+        if (fused && parts[i].kind >= 0 &&
+            fused_part(&m->config, parts[i].kind, &ignored, &row0, &total)) {
+            if (!take_fused(m, files, n, l, &parts[i], dir, err)) return false;
+            continue;
+        }
         snprintf(name, sizeof name, "model.layers.%d.%s", l, parts[i].name);
         if (parts[i].view == NULL) { /* a matrix, as stored */
             if (!view_matrix(files, n, name, (int)parts[i].rows, (int)parts[i].cols,
@@ -341,15 +400,15 @@ static bool take_layer(Model *m, SafetensorsFile *files, int n, int l, const cha
     return true;
 }
 
-static bool take_all(Model *m, SafetensorsFile *files, int n, bool stored, const char *dir,
-                     StepError *err) {
+static bool take_all(Model *m, SafetensorsFile *files, int n, bool stored, bool fused,
+                     const char *dir, StepError *err) {
     const Config *c = &m->config;
     bool ok = stored ? view_matrix(files, n, "model.embed_tokens.weight", c->vocab_size, c->dim, 0,
                                    &m->embedding, dir, err)
                      : take(files, n, "model.embed_tokens.weight", c->vocab_size, c->dim,
                             model_weight_slot(m, m->weights.token_embedding), dir, err);
     for (int l = 0; ok && l < c->n_layers; l++) {
-        ok = take_layer(m, files, n, l, dir, err);
+        ok = take_layer(m, files, n, l, fused, dir, err);
         progress_report(m->progress, "reading the weights (layers)", (uint64_t)l + 1,
                         (uint64_t)c->n_layers);
     }
@@ -428,7 +487,8 @@ bool hf_model_load(Model *m, const char *dir, WeightsMode mode, const ProgressSi
         ok = (mode == WEIGHTS_STORED ? model_alloc_vectors(m, err)
                                      : model_alloc_storage(m, what, err)) &&
              (gpt2 ? hf_gpt2_take(m, files, n, dir, err)
-                   : take_all(m, files, n, mode == WEIGHTS_STORED, dir, err));
+                   : take_all(m, files, n, mode == WEIGHTS_STORED,
+                              strcmp(arch, "Phi3ForCausalLM") == 0, dir, err));
     }
     if (ok) {
         fill_report(report, files, n);

@@ -14,10 +14,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-static const char *const ARCH_NAMES[] = {"llama", "mistral", "qwen2", "qwen3", "gpt2"};
+static const char *const ARCH_NAMES[] = {"llama", "mistral", "qwen2", "qwen3", "gpt2", "phi3"};
 static const char *const ARCH_CLASSES[] = {"LlamaForCausalLM", "MistralForCausalLM",
                                            "Qwen2ForCausalLM", "Qwen3ForCausalLM",
-                                           "GPT2LMHeadModel"};
+                                           "GPT2LMHeadModel",  "Phi3ForCausalLM"};
 
 bool hf_architecture_parse(const char *name, HfArchitecture *a) {
     for (int i = 0; i < (int)(sizeof ARCH_NAMES / sizeof ARCH_NAMES[0]); i++) {
@@ -37,6 +37,7 @@ void hf_architecture_apply(HfArchitecture a, Config *c) {
     c->mlp = gpt2 ? MLP_GELU : MLP_SWIGLU;
     c->position = gpt2 ? POS_LEARNED : POS_ROPE;
     c->proj_bias = gpt2;
+    c->fused_files = a == HF_PHI3;
 }
 
 /* One tensor to write: its name, its float32 values and shape, and
@@ -193,7 +194,7 @@ static cJSON *config_json(const Config *c, HfArchitecture a, SafetensorsDtype dt
                             dtype == ST_F32   ? "float32"
                             : dtype == ST_F16 ? "float16"
                                               : "bfloat16");
-    if (a == HF_MISTRAL) cJSON_AddNullToObject(o, "sliding_window");
+    if (a == HF_MISTRAL || a == HF_PHI3) cJSON_AddNullToObject(o, "sliding_window");
     return o;
 }
 
@@ -288,6 +289,49 @@ static int list_gpt2(const Model *m, OutTensor *all, Gpt2Tensor **held) {
     return n;
 }
 
+/* A Phi-3 folder of m: its tensors as list_tensors gives them, but q, k and
+ * v fused into one qkv_proj (q's and k's rows in Hugging Face's halves)
+ * and gate and up into one gate_up_proj, gate first: owned by *held
+ * (malloc'd, two a layer). Returns how many, or -1 when out of memory. */
+static int list_phi3(const Model *m, OutTensor *all, float **held) {
+    const Config *c = &m->config;
+    const Weights *w = &m->weights;
+    size_t d = (size_t)c->dim, h = (size_t)c->hidden_dim, qd = (size_t)config_q_dim(c);
+    size_t kv = (size_t)config_kv_dim(c), L = (size_t)c->n_layers, qkv_rows = qd + 2 * kv;
+    int head_dim = config_head_dim(c), n = list_tensors(m, all), kept = 0;
+    *held = malloc(L * (qkv_rows + 2 * h) * d * sizeof(float));
+    if (*held == NULL) return -1;
+    for (int i = 0; i < n; i++) { /* drop the parts the fused tensors hold */
+        static const char *const parts[] = {".q_proj.weight", ".k_proj.weight", ".v_proj.weight",
+                                            ".gate_proj.weight", ".up_proj.weight"};
+        bool part = false;
+        for (size_t k = 0; k < sizeof parts / sizeof parts[0]; k++)
+            part |= strstr(all[i].name, parts[k]) != NULL;
+        if (!part) all[kept++] = all[i];
+    }
+    for (size_t l = 0; l < L; l++) {
+        float *qkv = *held + l * (qkv_rows + 2 * h) * d, *gate_up = qkv + qkv_rows * d;
+        const float *src[3] = {w->wq + l * qd * d, w->wk + l * kv * d, w->wv + l * kv * d};
+        size_t rows[3] = {qd, kv, kv}, at = 0;
+        for (int k = 0; k < 3; k++) {
+            RowOrder order = k < 2 ? ROWS_TO_HALVES : ROWS_AS_HELD; /* q and k to halves */
+            for (size_t r = 0; r < rows[k]; r++)
+                memcpy(qkv + (at + r) * d, src[k] + rope_source_row(r, head_dim, order) * d,
+                       d * sizeof(float));
+            at += rows[k];
+        }
+        memcpy(gate_up, w->w1 + l * h * d, h * d * sizeof(float));
+        memcpy(gate_up + h * d, w->w3 + l * h * d, h * d * sizeof(float));
+        OutTensor *t = &all[kept++];
+        *t = (OutTensor){.values = qkv, .rows = (int64_t)qkv_rows, .cols = (int64_t)d};
+        snprintf(t->name, sizeof t->name, "model.layers.%zu.self_attn.qkv_proj.weight", l);
+        t = &all[kept++];
+        *t = (OutTensor){.values = gate_up, .rows = (int64_t)(2 * h), .cols = (int64_t)d};
+        snprintf(t->name, sizeof t->name, "model.layers.%zu.mlp.gate_up_proj.weight", l);
+    }
+    return kept;
+}
+
 /* hf_model_save's work; seed != 0: m is a layout (model_reserve_layout)
  * whose values are drawn from the seed as they are written. */
 static bool save_folder(const Model *m, uint64_t seed, HfArchitecture a, const char *dir,
@@ -316,7 +360,11 @@ static bool save_folder(const Model *m, uint64_t seed, HfArchitecture a, const c
         return step_fail(err, "%s: out of memory", dir);
     }
     Gpt2Tensor *gpt2 = NULL;
-    int n = a == HF_GPT2 ? list_gpt2(m, all, &gpt2) : list_tensors(m, all), written = 0;
+    float *fused = NULL;
+    int n = a == HF_GPT2   ? list_gpt2(m, all, &gpt2)
+            : a == HF_PHI3 ? list_phi3(m, all, &fused)
+                           : list_tensors(m, all),
+        written = 0;
     int head_dim = config_head_dim(c);
     if (n < 0 || (seed != 0 && !seed_tensors(m, seed, all, n))) {
         free(all), free(order), free(names);
@@ -364,6 +412,7 @@ static bool save_folder(const Model *m, uint64_t seed, HfArchitecture a, const c
     if (!ok && made) remove_written(dir, names, written);
     cJSON_Delete(cfg), cJSON_Delete(index);
     hf_gpt2_tensors_free(gpt2, n);
+    free(fused);
     free(all), free(order), free(part), free(names);
     return ok;
 }
@@ -377,7 +426,7 @@ bool hf_model_save_random(const Model *layout, uint64_t seed, HfArchitecture a, 
                           SafetensorsDtype dtype, int shards, const char *tokenizer_dir,
                           StepError *err) {
     if (seed == 0) return step_fail(err, "make-model: seed must not be 0");
-    if (a == HF_GPT2) { /* transposed and fused: written from the weights in memory */
+    if (a == HF_GPT2 || a == HF_PHI3) { /* fused (and transposed): from the weights in memory */
         Model m;
         bool ok = model_init_random(&m, &layout->config, seed, err) &&
                   save_folder(&m, 0, a, dir, dtype, shards, tokenizer_dir, err);

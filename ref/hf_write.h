@@ -8,10 +8,10 @@
 #include "safetensors.h"
 
 /* The architectures a folder can be written as. */
-typedef enum { HF_LLAMA, HF_MISTRAL, HF_QWEN2, HF_QWEN3, HF_GPT2 } HfArchitecture;
+typedef enum { HF_LLAMA, HF_MISTRAL, HF_QWEN2, HF_QWEN3, HF_GPT2, HF_PHI3 } HfArchitecture;
 
-/* "llama", "mistral", "qwen2", "qwen3", "gpt2" -> *a; false for anything
- * else. */
+/* "llama", "mistral", "qwen2", "qwen3", "gpt2", "phi3" -> *a; false for
+ * anything else. */
 bool hf_architecture_parse(const char *name, HfArchitecture *a);
 
 /* The flags the architecture implies (qkv_bias for Qwen2, qk_norm for

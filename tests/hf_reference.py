@@ -130,6 +130,11 @@ def hf_tensors(cfg, seed):
         if arch == "Qwen3ForCausalLM":
             t[p + "self_attn.q_norm.weight"] = norm(hd)
             t[p + "self_attn.k_norm.weight"] = norm(hd)
+        if arch == "Phi3ForCausalLM":  # Phi-3's files fuse them (modeling_phi3: qkv_proj, gate_up_proj)
+            t[p + "self_attn.qkv_proj.weight"] = np.concatenate(
+                [t.pop(p + "self_attn.%s_proj.weight" % k) for k in "qkv"])
+            t[p + "mlp.gate_up_proj.weight"] = np.concatenate(
+                [t.pop(p + "mlp.gate_proj.weight"), t.pop(p + "mlp.up_proj.weight")])
     return t
 
 
@@ -148,8 +153,17 @@ def as_reference_model(cfg, w):
         s["type"] = s.pop("rope_type")
         config["rope_scaling"] = s
     layers = []
+    w = dict(w)
     for l in range(cfg["num_hidden_layers"]):
         p = "model.layers.%d." % l
+        if arch == "Phi3ForCausalLM":  # Phi3Attention's split of qkv, Phi3MLP's chunk(2): gate first
+            hd = cfg.get("head_dim") or cfg["hidden_size"] // cfg["num_attention_heads"]
+            q, kv = cfg["num_attention_heads"] * hd, cfg["num_key_value_heads"] * hd
+            qkv, gate_up = w[p + "self_attn.qkv_proj.weight"], w[p + "mlp.gate_up_proj.weight"]
+            w.update({p + "self_attn.q_proj.weight": qkv[:q], p + "self_attn.k_proj.weight": qkv[q:q + kv],
+                      p + "self_attn.v_proj.weight": qkv[q + kv:],
+                      p + "mlp.gate_proj.weight": gate_up[:len(gate_up) // 2],
+                      p + "mlp.up_proj.weight": gate_up[len(gate_up) // 2:]})
         layer = {"rms_att": w[p + "input_layernorm.weight"], "wq": w[p + "self_attn.q_proj.weight"],
                  "wk": w[p + "self_attn.k_proj.weight"], "wv": w[p + "self_attn.v_proj.weight"],
                  "wo": w[p + "self_attn.o_proj.weight"],
@@ -184,6 +198,11 @@ CASES = [
      {"architectures": ["MistralForCausalLM"], "sliding_window": 32, "rope_theta": 1e6}, "F16", 1),
     ("Qwen2 F32, q/k/v biases, 2 shards",
      {"architectures": ["Qwen2ForCausalLM"], "rope_theta": 1e6, "rms_norm_eps": 1e-6}, "F32", 2),
+    ("Phi3 BF16, q/k/v and gate/up fused, 2 shards, sliding window of the whole context",
+     {"architectures": ["Phi3ForCausalLM"], "sliding_window": 32, "partial_rotary_factor": 1.0},
+     "BF16", 2),
+    ("Phi3 F32, fused, stored weights: views of the fused rows",
+     {"architectures": ["Phi3ForCausalLM"]}, "F32", 1),
     ("Qwen3 BF16, q/k norms, head_dim 8, tied",
      {"architectures": ["Qwen3ForCausalLM"], "head_dim": 8, "tie_word_embeddings": True,
       "rope_theta": 1e6, "rms_norm_eps": 1e-6}, "BF16", 1),
@@ -242,6 +261,7 @@ MAKE_MODEL = [
     ("llama", "f32", 1, []), ("llama", "bf16", 2, ["--untied"]), ("mistral", "f16", 1, []),
     ("qwen2", "f32", 3, ["--rope-theta", "1000000"]),
     ("qwen3", "bf16", 1, ["--head-dim", "8", "--rope-theta", "1000000"]),
+    ("phi3", "f16", 2, []),
 ]
 
 

@@ -5,8 +5,9 @@ node-llama-cpp ships llama.cpp prebuilt for every x86 CPU level; `make
 llama-cpp-peer` installs it, pinned, into build/npm-llama-cpp, and
 tests/llama_cpp_engine.mjs drives it. On llama.cpp's own stories260K.gguf
 and on GGUF files `stepwise convert` writes (llama from stories260K.bin,
-and Hugging Face folders of the llama and qwen3 architectures with the
-real Llama 3 and Qwen3 tokenizers), over fixed ids, teacher-forced:
+Hugging Face folders of the llama and qwen3 architectures with the real
+Llama 3 and Qwen3 tokenizers, and a phi3 folder, its projections fused,
+with Llama 2's tokenizer.bin), over fixed ids, teacher-forced:
 
   (a) with a float32 KV cache and flash attention off, llama.cpp's logits
       pass `stepwise diff`'s fp32 preset against stepwise's `score`;
@@ -124,6 +125,18 @@ def models(tmp):
                      str(vocab), "--seq-len", "64", "--tokenizer-from", tok_dir, "--out", folder)
         run_stepwise(BIN, "convert", "--model", folder, "--out", path)
         yield f"{arch} folder ({tok} tokenizer) converted by stepwise", path, None
+    # Phi-3: Llama 2's SentencePiece vocabulary (tokenizer.bin), its q/k/v and
+    # gate/up fused in the file as llama.cpp's phi3 reads them. Not named
+    # "phi3": llama.cpp then looks for Phi-3's <|end|> in the vocabulary by
+    # the file's general.name (convert writes the folder's name), which Llama
+    # 2's does not hold, and refuses the file.
+    folder, path = os.path.join(tmp, "p3"), os.path.join(tmp, "p3.gguf")
+    run_stepwise(BIN, "make-model", "--format", "hf", "--arch", "phi3", "--dim", "32", "--hidden", "48",
+                 "--layers", "2", "--heads", "4", "--kv-heads", "2", "--head-dim", "8", "--vocab", "32000",
+                 "--seq-len", "64", "--out", folder)
+    run_stepwise(BIN, "convert", "--model", folder, "--tokenizer", os.path.join(MODELS, "tokenizer.bin"),
+                 "--out", path)
+    yield "phi3 folder (Llama 2's tokenizer.bin) converted by stepwise", path, None
 
 
 def check_gpt2(tmp, texts, lines):

@@ -54,6 +54,7 @@ cJSON *trace_arch_json(const Config *c) {
     if (c->mlp == MLP_GELU) cJSON_AddStringToObject(a, "mlp", "gelu_tanh");
     if (c->position == POS_LEARNED) cJSON_AddStringToObject(a, "position", "learned");
     if (c->proj_bias) cJSON_AddBoolToObject(a, "proj_bias", true);
+    if (c->fused_files) cJSON_AddBoolToObject(a, "fused_files", true);
     return a;
 }
 

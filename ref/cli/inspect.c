@@ -137,9 +137,10 @@ static void print_arch(const Config *c) {
     else if (c->rope_scaling.type != ROPE_SCALING_NONE)
         printf(", %s scaling x%g", config_rope_scaling_name(c->rope_scaling.type),
                (double)c->rope_scaling.factor);
-    printf("%s%s%s%s, %s eps %g\n", c->qkv_bias ? ", q/k/v biases" : "",
-           c->proj_bias ? ", output and MLP biases" : "", c->qk_norm ? ", q/k norms" : "",
-           c->mlp == MLP_GELU ? ", GELU MLP (tanh)" : "",
+    printf("%s%s%s%s%s, %s eps %g\n",
+           c->fused_files ? ", q/k/v and gate/up fused in its files" : "",
+           c->qkv_bias ? ", q/k/v biases" : "", c->proj_bias ? ", output and MLP biases" : "",
+           c->qk_norm ? ", q/k norms" : "", c->mlp == MLP_GELU ? ", GELU MLP (tanh)" : "",
            c->norm == NORM_LAYER ? "LayerNorm" : "norm", (double)config_norm_eps(c));
 }
 

@@ -25,8 +25,9 @@ static const char MAKE_MODEL_USAGE[] =
     "A Hugging Face model directory instead (docs/hf-models.md):\n"
     "  --format hf          write OUT as a folder: config.json and safetensors\n"
     "  --arch A             llama (default), mistral, qwen2 (q/k/v biases), qwen3\n"
-    "                       (q/k norms) or gpt2 (LayerNorm, GELU MLP, learned positions,\n"
-    "                       biases: GPT2LMHeadModel's Conv1D tensors)\n"
+    "                       (q/k norms), gpt2 (LayerNorm, GELU MLP, learned positions,\n"
+    "                       biases: GPT2LMHeadModel's Conv1D tensors) or phi3 (Llama's\n"
+    "                       block, q/k/v and gate/up fused in the files)\n"
     "  --dtype T            f32 (default), f16 or bf16 (rounded to nearest even)\n"
     "  --shards N           N safetensors files and their index (default 1)\n"
     "  --head-dim H         the head size, if not dim / heads\n"
@@ -106,7 +107,8 @@ static int folder_option(int c, const char *arg, FolderOptions *f, Config *cfg, 
         case OPT_ARCH:
             ok = hf_architecture_parse(arg, &f->arch) ||
                  step_fail(err,
-                           "make-model: --arch is llama, mistral, qwen2, qwen3 or gpt2, not '%s'",
+                           "make-model: --arch is llama, mistral, qwen2, qwen3, gpt2 or phi3, not "
+                           "'%s'",
                            arg);
             break;
         case OPT_DTYPE:

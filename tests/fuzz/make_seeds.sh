@@ -130,7 +130,7 @@ base = {"hidden_size": 4, "intermediate_size": 4, "num_hidden_layers": 1,
         "max_position_embeddings": 4, "rms_norm_eps": 1e-5, "rope_theta": 10000.0,
         "tie_word_embeddings": True}
 for i, (arch, dtype) in enumerate([("LlamaForCausalLM", "F16"), ("Qwen2ForCausalLM", "F32"),
-                                   ("Qwen3ForCausalLM", "BF16")]):
+                                   ("Qwen3ForCausalLM", "BF16"), ("Phi3ForCausalLM", "F16")]):
     cfg = dict(base, architectures=[arch])
     d = os.path.join(tmp, "hf%d" % i)
     hf.write_model_dir(d, cfg, hf.hf_tensors(cfg, i), dtype)
