@@ -180,6 +180,12 @@ def check_phi3(tmp):
     check(ok, "phi3: qkv_proj and gate_up_proj written as attn_qkv and ffn_up, row for row")
     check(np.array_equal(logits(path, "1,2,3,4,5,6"), logits(folder, "1,2,3,4,5,6")),
           "phi3: the GGUF gives the Hugging Face folder's logits, bit for bit")
+    families = []
+    for model in (folder, path):
+        out = os.path.join(tmp, "phi3.jsonl")
+        run("score", "--model", model, "--tokens", "1,2,3", "--top-n", "0", "--out", out)
+        families.append(json.loads(open(out).readline())["model"]["arch"].get("family"))
+    check(families == ["phi3", "phi3"], f"phi3: the trace names the family from either file ({families})")
 
 
 def check_hf(tmp):
