@@ -415,7 +415,8 @@ static void qkv_extras(const Model *m, RunState *s, int N, int l) {
 }
 
 /* x [N, dim] += wo · attention(rope(wq · x̂), cache ∪ rope(wk · x̂), wv · x̂),
- * x̂ = rmsnorm(x); q [N, q_dim], k and v [N, kv_dim]. */
+ * x̂ = the block's norm of x (norm_rows), and wo's bias where the family has
+ * one (proj_bias); q [N, q_dim], k and v [N, kv_dim]. */
 static void attention_block(const Model *m, RunState *s, const ForwardRow *rows, int n_rows, int N,
                             int l) {
     const Config *c = &m->config;
@@ -491,7 +492,7 @@ static int wanted(const ForwardRow *row) {
     return row->no_logits ? 0 : row->all_logits ? row->n_tokens : 1;
 }
 
-/* logits [W, vocab] = wcls · rmsnorm(x) for the W wanted tokens, gathered
+/* logits [W, vocab] = wcls · norm(x) for the W wanted tokens, gathered
  * row by row into xb first (the others never reach the classifier). */
 static const float *classify(const Model *m, RunState *s, const ForwardRow *rows, int n_rows) {
     int dim = m->config.dim, V = m->config.vocab_size, W = 0;
