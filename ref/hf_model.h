@@ -3,7 +3,9 @@
  * model.safetensors.index.json lists.
  *
  * Supported architectures (config.json's "architectures"):
- * LlamaForCausalLM, MistralForCausalLM, Qwen2ForCausalLM, Qwen3ForCausalLM.
+ * LlamaForCausalLM, MistralForCausalLM, Qwen2ForCausalLM, Qwen3ForCausalLM,
+ * Phi3ForCausalLM (its fused qkv_proj and gate_up_proj read as rows of
+ * those) and GPT2LMHeadModel (hf_gpt2.h).
  * Their differences become the architecture struct's fields (config.h).
  * Hugging Face's checkpoints rotate the two halves of each head; the loader
  * moves q's and k's rows back to interleaved pairs (hf_interleave_heads), as
