@@ -11,6 +11,10 @@ int config_q_dim(const Config *c) {
     return c->n_heads * config_head_dim(c);
 }
 
+int config_rope_dims(const Config *c) {
+    return c->rope_dims > 0 ? c->rope_dims : config_head_dim(c);
+}
+
 float config_rope_theta(const Config *c) {
     return c->rope_theta > 0 ? c->rope_theta : 10000.0f;
 }
@@ -24,7 +28,7 @@ bool config_is_llama2c(const Config *c) {
            c->rope_layout == ROPE_INTERLEAVED && config_rope_theta(c) == 10000.0f &&
            c->rope_scaling.type == ROPE_SCALING_NONE && !c->qkv_bias && !c->qk_norm &&
            config_norm_eps(c) == 1e-5f && c->norm == NORM_RMS && c->mlp == MLP_SWIGLU &&
-           c->position == POS_ROPE && !c->proj_bias && !c->fused_files;
+           c->position == POS_ROPE && !c->proj_bias && !c->fused_files && c->rope_dims == 0;
 }
 
 /* The RoPE and norm numbers: finite and positive where they must be. */
@@ -51,6 +55,10 @@ const char *config_rope_scaling_name(RopeScalingType t) {
 
 static bool arch_numbers_valid(const Config *c, const char *what, StepError *err) {
     if (c->head_dim < 0) return step_fail(err, "%s: head_dim must be positive", what);
+    if (c->rope_dims != 0 &&
+        (c->rope_dims < 2 || c->rope_dims % 2 != 0 || c->rope_dims > config_head_dim(c)))
+        return step_fail(err, "%s: RoPE's dimensions (%d) must be even and in [2, head_dim %d]",
+                         what, c->rope_dims, config_head_dim(c));
     if (!(c->rope_theta >= 0) || !isfinite(c->rope_theta))
         return step_fail(err, "%s: rope_theta must be a positive number", what);
     if (!(c->norm_eps >= 0 && c->norm_eps < 1))

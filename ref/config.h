@@ -79,6 +79,8 @@ typedef struct {
     bool proj_bias;   /* attention's output and the MLP's projections add a bias (GPT-2) */
     bool fused_files; /* the files fuse q, k and v, and gate and up (Phi-3): for the loaders and
                          writers; the block never reads it */
+    int rope_dims;    /* RoPE turns the first rope_dims of each head, the rest pass through
+                         (Phi-3's partial_rotary_factor); 0: all of it */
 } Config;
 
 /* Which rows of a rotated projection (q, k, their biases and norms) go
@@ -100,6 +102,8 @@ int config_head_dim(const Config *c);
 /* q_dim = n_heads * head_dim: the width of the queries and of attention's
  * output (dim, unless head_dim is given otherwise). */
 int config_q_dim(const Config *c);
+/* The dimensions of a head RoPE turns: rope_dims, or all of head_dim. */
+int config_rope_dims(const Config *c);
 /* The RoPE base (10000 unless given) and the RMSNorm epsilon (1e-5 unless given). */
 float config_rope_theta(const Config *c);
 float config_norm_eps(const Config *c);

@@ -351,9 +351,10 @@ static void attend_row(const Model *m, const ForwardRow *row, int l, float *q, f
     uint64_t row_bytes = kv_row_bytes(c, rs->quant.kv);
     HookSite site = {.obs = row->obs, .layer = l, .pos0 = pos0, .tokens = row->tokens};
     if (c->position == POS_ROPE) { /* GPT-2's positions came in with the embedding */
-        rope_forward(q, T, config_q_dim(c), head_dim, pos0, rs->rope_cos, rs->rope_sin,
+        int rot = config_rope_dims(c);
+        rope_forward(q, T, config_q_dim(c), head_dim, rot, pos0, rs->rope_cos, rs->rope_sin,
                      c->rope_layout);
-        rope_forward(k, T, kv_dim, head_dim, pos0, rs->rope_cos, rs->rope_sin, c->rope_layout);
+        rope_forward(k, T, kv_dim, head_dim, rot, pos0, rs->rope_cos, rs->rope_sin, c->rope_layout);
     }
     rs->work.kv_bytes_written += (uint64_t)T * row_bytes * 2u;
     hook_emit_rows(&site, HOOK_ATTN_Q, q, T, n_heads, head_dim);

@@ -57,7 +57,7 @@ static void write_config(GgufMetadata *meta, const Config *c, const char *arch) 
     arch_u32(meta, arch, "embedding_length", c->dim);
     arch_u32(meta, arch, "block_count", c->n_layers);
     arch_u32(meta, arch, "feed_forward_length", c->hidden_dim);
-    arch_u32(meta, arch, "rope.dimension_count", head_dim);
+    arch_u32(meta, arch, "rope.dimension_count", config_rope_dims(c));
     arch_u32(meta, arch, "attention.head_count", c->n_heads);
     arch_u32(meta, arch, "attention.head_count_kv", c->n_kv_heads);
     arch_u32(meta, arch, "attention.key_length", head_dim);

@@ -81,6 +81,15 @@ static bool read_config(const GgufFile *f, const char *arch, Config *c, StepErro
     c->qkv_bias = strcmp(arch, "qwen2") == 0;
     c->qk_norm = strcmp(arch, "qwen3") == 0;
     c->fused_files = strcmp(arch, "phi3") == 0;
+    snprintf(key, sizeof key, "%s.rope.dimension_count", arch); /* llama.cpp's n_rot */
+    uint64_t rot;
+    if (ok && gguf_find_kv(f, key) != NULL) {
+        ok = (gguf_get_uint(f, key, 1u << 30, &rot) && rot >= 2 && rot % 2 == 0 &&
+              rot <= (uint64_t)config_head_dim(c)) ||
+             step_fail(err, "%s: %s must be even and in [2, head_dim %d]", f->path, key,
+                       config_head_dim(c));
+        if (ok && rot < (uint64_t)config_head_dim(c)) c->rope_dims = (int)rot; /* partial RoPE */
+    }
     snprintf(key, sizeof key, "%s.attention.sliding_window", arch);
     uint64_t window;
     if (ok && gguf_find_kv(f, key) != NULL) {
@@ -334,6 +343,11 @@ bool gguf_model_load(Model *m, Tokenizer *tok, const char *path, WeightsMode mod
         ok = step_fail(err, "%s: the metadata implies %llu weights, the file holds %llu", path,
                        (unsigned long long)needed, (unsigned long long)held);
     bool gpt2 = ok && strcmp(arch, "gpt2") == 0;
+    /* llama.cpp keeps qwen's and phi3's q and k in halves; with a partial
+     * RoPE they stay so (the block turns halves within the turned dims),
+     * otherwise they are interleaved as read */
+    bool halves = ok && strcmp(arch, "llama") != 0;
+    if (halves && m->config.rope_dims > 0) m->config.rope_layout = ROPE_HALVES, halves = false;
     bool stored = mode == WEIGHTS_STORED && !gpt2; /* GPT-2's fused qkv is split into float32 */
     ok = ok && (stored ? model_alloc_vectors(m, err) : model_alloc_storage(m, path, err));
     if (ok) {
@@ -344,7 +358,7 @@ bool gguf_model_load(Model *m, Tokenizer *tok, const char *path, WeightsMode mod
                            model_weight_slot(m, m->weights.token_embedding), err);
         if (gpt2) ok = ok && take_gpt2(m, &f, err);
         for (int l = 0; ok && !gpt2 && l < c->n_layers; l++) {
-            ok = take_layer(m, &f, l, strcmp(arch, "llama") != 0, strcmp(arch, "phi3") == 0, err);
+            ok = take_layer(m, &f, l, halves, strcmp(arch, "phi3") == 0, err);
             progress_report(m->progress, "reading the weights (layers)", (uint64_t)l + 1,
                             (uint64_t)c->n_layers);
         }

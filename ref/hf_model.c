@@ -122,10 +122,8 @@ bool hf_config_parse(const char *text, const char *what, Config *c, char *arch, 
     bool tied = false, bias = false, sliding = strcmp(arch, "MistralForCausalLM") == 0 || phi3;
     float rotary = 1.0f; /* Phi-3's partial_rotary_factor: the share of a head RoPE turns */
     if (ok && !optional_number(root, "partial_rotary_factor", &rotary, what, err)) ok = false;
-    if (ok && rotary != 1.0f)
-        ok =
-            step_fail(err, "%s: partial_rotary_factor %g is not supported yet (1: every dimension)",
-                      what, (double)rotary);
+    if (ok && !(rotary > 0 && rotary <= 1))
+        ok = step_fail(err, "%s: partial_rotary_factor %g must be in (0, 1]", what, (double)rotary);
     if (ok && (!optional_bool(root, "tie_word_embeddings", &tied) ||
                !optional_bool(root, "attention_bias", &bias) ||
                !optional_bool(root, "use_sliding_window", &sliding)))
@@ -145,6 +143,12 @@ bool hf_config_parse(const char *text, const char *what, Config *c, char *arch, 
     c->fused_files = phi3;
     c->shared_classifier = tied;
     c->rope_layout = ROPE_INTERLEAVED; /* the loader interleaves q and k (hf_interleave_heads) */
+    if (ok && rotary < 1) { /* RoPE turns the first int(head_dim · factor) of each head, in
+                               Hugging Face's halves: q and k are kept as stored, not interleaved */
+        int hd = c->head_dim > 0 ? c->head_dim : c->dim / c->n_heads;
+        c->rope_dims = (int)((double)hd * (double)rotary);
+        c->rope_layout = ROPE_HALVES;
+    }
     /* A sliding window as wide as the context never masks anything: cap the
      * context at the window, and the block needs no mask. */
     int window;
@@ -356,13 +360,15 @@ static bool take_fused(Model *m, SafetensorsFile *files, int n, int l, const HfL
     if (p->view == NULL) { /* a view of its rows, as stored */
         Matrix *out = &m->layers[l].m[p->kind];
         *out = matrix_view(element_of(t->dtype), t->data + at, (int)p->rows, (int)p->cols);
-        out->interleave_head_dim = p->heads > 0 ? head_dim : 0;
+        bool turn = p->heads > 0 && m->config.rope_layout == ROPE_INTERLEAVED;
+        out->interleave_head_dim = turn ? head_dim : 0;
         return matrix_align(out, p->rows * p->cols * size) ||
                step_fail(err, "%s: out of memory", dir);
     }
     float *dst = model_weight_slot(m, p->view);
     safetensors_convert(t->dtype, t->data + at, (uint64_t)(p->rows * p->cols), dst);
-    return p->heads == 0 || hf_interleave_heads(dst, p->heads, head_dim, p->cols) ||
+    return p->heads == 0 || m->config.rope_layout != ROPE_INTERLEAVED ||
+           hf_interleave_heads(dst, p->heads, head_dim, p->cols) ||
            step_fail(err, "model %s: out of memory", dir);
 }
 
@@ -373,6 +379,7 @@ static bool take_layer(Model *m, SafetensorsFile *files, int n, int l, bool fuse
                        StepError *err) {
     HfLayerTensor parts[HF_LAYER_TENSORS];
     int count = hf_layer_tensors(m, l, parts), head_dim = config_head_dim(&m->config);
+    bool turn = m->config.rope_layout == ROPE_INTERLEAVED; /* q and k to pairs (else as stored) */
     for (int i = 0; i < count; i++) {
         char name[160];
         const char *ignored;
@@ -385,8 +392,8 @@ static bool take_layer(Model *m, SafetensorsFile *files, int n, int l, bool fuse
         snprintf(name, sizeof name, "model.layers.%d.%s", l, parts[i].name);
         if (parts[i].view == NULL) { /* a matrix, as stored */
             if (!view_matrix(files, n, name, (int)parts[i].rows, (int)parts[i].cols,
-                             parts[i].heads > 0 ? head_dim : 0, &m->layers[l].m[parts[i].kind], dir,
-                             err))
+                             parts[i].heads > 0 && turn ? head_dim : 0,
+                             &m->layers[l].m[parts[i].kind], dir, err))
                 return false;
             continue;
         }
@@ -394,7 +401,7 @@ static bool take_layer(Model *m, SafetensorsFile *files, int n, int l, bool fuse
         if (!take(files, n, name, (int)parts[i].rows, (int)parts[i].cols, dst, dir, err))
             return false;
         size_t cols = parts[i].rows == 0 ? 1 : parts[i].cols; /* a vector: rows of one value */
-        if (parts[i].heads > 0 && !hf_interleave_heads(dst, parts[i].heads, head_dim, cols))
+        if (parts[i].heads > 0 && turn && !hf_interleave_heads(dst, parts[i].heads, head_dim, cols))
             return step_fail(err, "model %s: out of memory", dir);
     }
     return true;

@@ -70,18 +70,18 @@ void gelu_forward(float *x, int n) {
     }
 }
 
-void rope_forward(float *x, int T, int width, int head_dim, int pos0, const float *rope_cos,
-                  const float *rope_sin, RopeLayout layout) {
-    int half = head_dim / 2;
+void rope_forward(float *x, int T, int width, int head_dim, int rot, int pos0,
+                  const float *rope_cos, const float *rope_sin, RopeLayout layout) {
+    int half = head_dim / 2, pairs = rot / 2; /* the tables' rows are half wide */
     for (int t = 0; t < T; t++) {
         const float *c = rope_cos + (size_t)(pos0 + t) * half;
         const float *s = rope_sin + (size_t)(pos0 + t) * half;
         for (int h0 = 0; h0 < width; h0 += head_dim) {
             float *xh = x + (size_t)t * width + h0;
-            for (int pair = 0; pair < half; pair++) {
+            for (int pair = 0; pair < pairs; pair++) { /* dimensions past rot pass through */
                 /* the two dimensions this pair rotates together */
                 int a = layout == ROPE_HALVES ? pair : 2 * pair;
-                int b = layout == ROPE_HALVES ? pair + half : 2 * pair + 1;
+                int b = layout == ROPE_HALVES ? pair + pairs : 2 * pair + 1;
                 float v0 = xh[a], v1 = xh[b];
                 xh[a] = v0 * c[pair] - v1 * s[pair];
                 xh[b] = v0 * s[pair] + v1 * c[pair];

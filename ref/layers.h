@@ -34,11 +34,13 @@ void matmul_forward(float *out, const float *x, const float *w, int T, int C, in
 
 /* Rotate each pair of dimensions of every head of x [T, width] by the angle
  * of its position and the pair's frequency: pair i is (2i, 2i+1) with
- * ROPE_INTERLEAVED, (i, i + head_dim/2) with ROPE_HALVES. x is T rows for
- * positions pos0..pos0+T-1, with heads of head_dim; cos/sin tables are
- * [positions, head_dim / 2]. */
-void rope_forward(float *x, int T, int width, int head_dim, int pos0, const float *rope_cos,
-                  const float *rope_sin, RopeLayout layout);
+ * ROPE_INTERLEAVED, (i, i + rot/2) with ROPE_HALVES, for the rot / 2 pairs
+ * of the first rot dimensions of each head (rot = head_dim but for Phi-3's
+ * partial RoPE: the rest pass through). x is T rows for positions
+ * pos0..pos0+T-1, with heads of head_dim; cos/sin tables are [positions,
+ * head_dim / 2], their first rot / 2 columns used. */
+void rope_forward(float *x, int T, int width, int head_dim, int rot, int pos0,
+                  const float *rope_cos, const float *rope_sin, RopeLayout layout);
 
 /* Causal attention of T queries at positions pos0..pos0+T-1 over the cached
  * keys and values of positions 0..pos0+t (inclusive) for query t.

@@ -39,11 +39,11 @@ static float scaled_frequency(float freq, int i, const RopeScaling *s) {
  * θ_i = theta^(-2i / head_dim) (theta 10000 in llama2.c), scaled as the
  * architecture says, in run.c's float arithmetic. */
 static void rope_tables_fill(float *cos_t, float *sin_t, int capacity, const Config *c) {
-    int head_dim = config_head_dim(c), half = head_dim / 2;
+    int head_dim = config_head_dim(c), half = head_dim / 2, rot = config_rope_dims(c);
     float theta = config_rope_theta(c);
     for (int pos = 0; pos < capacity; pos++) {
-        for (int i = 0; i < half; i++) {
-            float freq = 1.0f / powf(theta, (float)(2 * i) / (float)head_dim);
+        for (int i = 0; i < half; i++) { /* past rot / 2 pairs: unused (partial RoPE) */
+            float freq = 1.0f / powf(theta, (float)(2 * i) / (float)rot);
             freq = scaled_frequency(freq, i, &c->rope_scaling);
             float angle = (float)pos * freq;
             cos_t[(size_t)pos * half + i] = cosf(angle);

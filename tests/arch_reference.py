@@ -71,6 +71,7 @@ def inv_freq(cfg):
     """transformers' _compute_default_rope_parameters, then the linear or
     llama3 rescaling of modeling_rope_utils."""
     hd = cfg.get("head_dim", cfg["dim"] // cfg["n_heads"])
+    hd = cfg.get("rope_dims", hd)  # partial RoPE (Phi-3): the frequencies of the turned dims
     theta = cfg.get("rope_theta", 10000.0)
     freq = 1.0 / theta ** (np.arange(0, hd, 2, dtype=np.float64) / hd)
     s = cfg.get("rope_scaling")
@@ -92,6 +93,9 @@ def rope(x, pos, cfg):
     """x [heads, hd] at position pos: rotate_half (Hugging Face) or
     interleaved pairs (Meta's original llama, llama2.c)."""
     hd = x.shape[-1]
+    rot = cfg.get("rope_dims", hd)
+    if rot < hd:  # partial (Phi-3's modeling code): the first rot dims turn, the rest pass
+        return np.concatenate([rope(x[:, :rot], pos, dict(cfg, rope_dims=rot)), x[:, rot:]], axis=-1)
     ang = pos * inv_freq(cfg)
     cos, sin = np.cos(ang), np.sin(ang)
     if cfg.get("rope_layout") == "halves":

@@ -532,9 +532,12 @@ def hf_cases():
         "Phi-3's longrope scaling": ({"config.json": cfgd(architectures=["Phi3ForCausalLM"], rope_scaling={
             "type": "longrope", "short_factor": [1.0] * 2, "long_factor": [1.0] * 2}),
             "model.safetensors": weights}, "longrope"),
-        "Phi-3's partial_rotary_factor 0.5": ({"config.json": cfgd(architectures=["Phi3ForCausalLM"],
-                                                                   partial_rotary_factor=0.5),
+        "Phi-3's partial_rotary_factor 1.5": ({"config.json": cfgd(architectures=["Phi3ForCausalLM"],
+                                                                   partial_rotary_factor=1.5),
                                                "model.safetensors": weights}, "partial_rotary_factor"),
+        "Phi-3's partial_rotary_factor turning an odd count": (
+            {"config.json": cfgd(architectures=["Phi3ForCausalLM"], partial_rotary_factor=0.3),
+             "model.safetensors": weights}, "must be even"),
         "a Phi-3 folder without its fused qkv_proj": ({"config.json": cfgd(architectures=["Phi3ForCausalLM"]),
                                                        "model.safetensors": weights}, "qkv_proj.weight is missing"),
         "vocab disagrees with the embedding": ({"config.json": cfgd(vocab_size=12),

@@ -180,6 +180,19 @@ def check_phi3(tmp):
     check(ok, "phi3: qkv_proj and gate_up_proj written as attn_qkv and ffn_up, row for row")
     check(np.array_equal(logits(path, "1,2,3,4,5,6"), logits(folder, "1,2,3,4,5,6")),
           "phi3: the GGUF gives the Hugging Face folder's logits, bit for bit")
+    # a partial RoPE (partial_rotary_factor 0.75: 6 of head_dim 8), q and k kept in halves
+    import hf_reference
+    cfg = dict(hf_reference.BASE, architectures=["Phi3ForCausalLM"], hidden_size=32, num_attention_heads=4,
+               partial_rotary_factor=0.75)
+    part, part_gguf = os.path.join(tmp, "hf-phi3-partial"), os.path.join(tmp, "hf-phi3-partial.gguf")
+    hf_reference.write_model_dir(part, cfg, hf_reference.hf_tensors(cfg, 3), "F32")
+    run("convert", "--model", part, "--tokenizer", os.path.join(ROOT, "data", "tiny-model.json"),
+        "--out", part_gguf)
+    meta, _ = read_gguf(part_gguf)
+    check(meta["phi3.rope.dimension_count"] == 6 and
+          np.array_equal(logits(part_gguf, "1,2,3,4,5,6"), logits(part, "1,2,3,4,5,6")),
+          "phi3 with partial_rotary_factor 0.75: rope.dimension_count 6, and the GGUF gives the folder's "
+          "logits, bit for bit")
     families = []
     for model in (folder, path):
         out = os.path.join(tmp, "phi3.jsonl")

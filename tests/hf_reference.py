@@ -148,6 +148,9 @@ def as_reference_model(cfg, w):
               "norm_eps": cfg["rms_norm_eps"]}
     if cfg.get("head_dim"):
         config["head_dim"] = cfg["head_dim"]
+    if cfg.get("partial_rotary_factor", 1.0) < 1:  # Phi3: int(head_dim * factor) dims turn
+        hd = cfg.get("head_dim") or cfg["hidden_size"] // cfg["num_attention_heads"]
+        config["rope_dims"] = int(hd * cfg["partial_rotary_factor"])
     if cfg.get("rope_scaling"):
         s = dict(cfg["rope_scaling"])
         s["type"] = s.pop("rope_type")
@@ -203,6 +206,8 @@ CASES = [
      "BF16", 2),
     ("Phi3 F32, fused, stored weights: views of the fused rows",
      {"architectures": ["Phi3ForCausalLM"]}, "F32", 1),
+    ("Phi3 F32, partial_rotary_factor 0.75: 6 of head_dim 8 turned",
+     {"architectures": ["Phi3ForCausalLM"], "head_dim": 8, "partial_rotary_factor": 0.75}, "F32", 1),
     ("Qwen3 BF16, q/k norms, head_dim 8, tied",
      {"architectures": ["Qwen3ForCausalLM"], "head_dim": 8, "tie_word_embeddings": True,
       "rope_theta": 1e6, "rms_norm_eps": 1e-6}, "BF16", 1),
@@ -397,6 +402,14 @@ def main():
             print("FAIL  %s: %s" % (name, e))
             continue
         err = float(np.max(np.abs(got - want)))
+        if cfg.get("partial_rotary_factor", 1.0) < 1:  # the option matters: all dims turned is not it
+            ref = as_reference_model(cfg, back)
+            ref["config"].pop("rope_dims")
+            full = float(np.max(np.abs(got - arch_reference.reference_logits(ref, TOKENS))))
+            ok = full > 1e-4
+            failed += not ok
+            print("%s  %s: with every dimension turned the reference is %.2g away" % (
+                "ok  " if ok else "FAIL", name, full))
         if err <= 1e-4:
             print("ok    %s (max |engine - numpy| %.2g)" % (name, err))
         else:

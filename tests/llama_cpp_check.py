@@ -6,8 +6,9 @@ llama-cpp-peer` installs it, pinned, into build/npm-llama-cpp, and
 tests/llama_cpp_engine.mjs drives it. On llama.cpp's own stories260K.gguf
 and on GGUF files `stepwise convert` writes (llama from stories260K.bin,
 Hugging Face folders of the llama and qwen3 architectures with the real
-Llama 3 and Qwen3 tokenizers, and a phi3 folder, its projections fused,
-with Llama 2's tokenizer.bin), over fixed ids, teacher-forced:
+Llama 3 and Qwen3 tokenizers, and phi3 folders, their projections fused,
+one with a partial RoPE, with Llama 2's tokenizer.bin), over fixed ids,
+teacher-forced:
 
   (a) with a float32 KV cache and flash attention off, llama.cpp's logits
       pass `stepwise diff`'s fp32 preset against stepwise's `score`;
@@ -137,6 +138,18 @@ def models(tmp):
     run_stepwise(BIN, "convert", "--model", folder, "--tokenizer", os.path.join(MODELS, "tokenizer.bin"),
                  "--out", path)
     yield "phi3 folder (Llama 2's tokenizer.bin) converted by stepwise", path, None
+    # and with a partial RoPE (partial_rotary_factor 0.75: 6 of each head's
+    # 8 dimensions turn), a folder this check writes (make-model has no such
+    # option), as Phi-4-mini's config has it
+    import hf_reference
+    cfg = dict(hf_reference.BASE, architectures=["Phi3ForCausalLM"], vocab_size=32000, hidden_size=32,
+               num_attention_heads=4, num_key_value_heads=2, intermediate_size=48,
+               partial_rotary_factor=0.75, max_position_embeddings=64)
+    folder, path = os.path.join(tmp, "p3-partial"), os.path.join(tmp, "p3-partial.gguf")
+    hf_reference.write_model_dir(folder, cfg, hf_reference.hf_tensors(cfg, 5), "F32")
+    run_stepwise(BIN, "convert", "--model", folder, "--tokenizer", os.path.join(MODELS, "tokenizer.bin"),
+                 "--out", path)
+    yield "phi3 folder with partial_rotary_factor 0.75 converted by stepwise", path, None
 
 
 def check_gpt2(tmp, texts, lines):

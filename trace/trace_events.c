@@ -55,6 +55,7 @@ cJSON *trace_arch_json(const Config *c) {
     if (c->position == POS_LEARNED) cJSON_AddStringToObject(a, "position", "learned");
     if (c->proj_bias) cJSON_AddBoolToObject(a, "proj_bias", true);
     if (c->fused_files) cJSON_AddBoolToObject(a, "fused_files", true);
+    if (c->rope_dims > 0) cJSON_AddNumberToObject(a, "rope_dims", c->rope_dims);
     return a;
 }
 

@@ -132,6 +132,8 @@ static void print_arch(const Config *c) {
     else
         printf("  architecture: RoPE %s, theta %g",
                c->rope_layout == ROPE_HALVES ? "halves" : "pairs", (double)config_rope_theta(c));
+    if (c->rope_dims > 0)
+        printf(", on the first %d of each head's %d dimensions", c->rope_dims, config_head_dim(c));
     if (c->rope_scaling.type == ROPE_SCALING_FACTORS)
         printf(", a scaling factor per frequency (at most x%g)", (double)c->rope_scaling.factor);
     else if (c->rope_scaling.type != ROPE_SCALING_NONE)

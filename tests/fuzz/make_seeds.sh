@@ -137,6 +137,14 @@ for i, (arch, dtype) in enumerate([("LlamaForCausalLM", "F16"), ("Qwen2ForCausal
     config = open(os.path.join(d, "config.json"), "rb").read()
     weights = open(os.path.join(d, "model.safetensors"), "rb").read()
     open(os.path.join(out, arch.lower()), "wb").write(struct.pack("<H", len(config)) + config + weights)
+# Phi-3 with a partial RoPE (head_dim 4, factor 0.5: 2 dims turn)
+cfg = dict(base, architectures=["Phi3ForCausalLM"], partial_rotary_factor=0.5, num_attention_heads=1,
+           num_key_value_heads=1)
+d = os.path.join(tmp, "phi3-partial")
+hf.write_model_dir(d, cfg, hf.hf_tensors(cfg, 9), "F32")
+config = open(os.path.join(d, "config.json"), "rb").read()
+weights = open(os.path.join(d, "model.safetensors"), "rb").read()
+open(os.path.join(out, "phi3-partial-rotary"), "wb").write(struct.pack("<H", len(config)) + config + weights)
 # GPT-2: its own keys and Conv1D tensors, by tests/gpt2_check.py's writer
 import sys
 sys.path.insert(0, "tests")
