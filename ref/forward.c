@@ -522,7 +522,7 @@ static const float *classify(const Model *m, RunState *s, const ForwardRow *rows
 
 /* x [N, dim] += each token's learned position embedding (GPT-2's wpe),
  * shown at embed.pos; xb holds the rows added. */
-static void add_positions(const Model *m, RunState *s, const ForwardRow *rows, int n_rows) {
+static void add_positions(const Model *m, RunState *s, const ForwardRow *rows, int n_rows, int N) {
     int dim = m->config.dim;
     EACH_ROW(r, t0, rows, n_rows) {
         for (int t = 0; t < rows[r].n_tokens; t++)
@@ -531,8 +531,6 @@ static void add_positions(const Model *m, RunState *s, const ForwardRow *rows, i
                    (size_t)dim * sizeof(float));
         rows[r].state->work.weight_bytes += (uint64_t)rows[r].n_tokens * dim * sizeof(float);
     }
-    int N = 0;
-    EACH_ROW(r, t0, rows, n_rows) N = t0 + rows[r].n_tokens;
     emit_each(rows, n_rows, -1, HOOK_EMBED_POS, s->xb, 1, dim);
     residual_rows(m, s->x, s->xb, N, dim);
 }
@@ -549,7 +547,7 @@ const float *forward(const Model *m, RunState *s, const ForwardRow *rows, int n_
         N = t0 + rows[r].n_tokens;
     }
     emit_each(rows, n_rows, -1, HOOK_EMBED, s->x, 1, dim);
-    if (c->position == POS_LEARNED) add_positions(m, s, rows, n_rows);
+    if (c->position == POS_LEARNED) add_positions(m, s, rows, n_rows, N);
     for (int l = 0; l < c->n_layers; l++) {
         if (N >= PROGRESS_TOKENS) /* a long pass: how far through the layers */
             progress_report(m->progress, "forward pass (layers)", (uint64_t)l,

@@ -43,8 +43,8 @@ typedef struct {
     float *hb2;      /* [max_tokens, hidden_dim] up */
     float *scores;   /* [n_heads, capacity] attention scores, a row per query head */
     float *logits;   /* [max_tokens, vocab_size] */
-    float *rope_cos; /* [capacity, head_dim / 2] cos(pos · θ_i) */
-    float *rope_sin; /* [capacity, head_dim / 2] sin(pos · θ_i) */
+    float *rope_cos; /* [capacity, rope_dims / 2] cos(pos · θ_i) */
+    float *rope_sin; /* [capacity, rope_dims / 2] sin(pos · θ_i) */
     /* quantization while running (quant.h); scratch used only then */
     QuantRuntime quant;
     int8_t *xq;           /* [max(dim, hidden_dim)] one quantized input row */

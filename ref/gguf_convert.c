@@ -118,29 +118,10 @@ static GgufOutTensor out_tensor(const char *name, const float *values, size_t ro
 }
 
 /* Every tensor of m under its GGUF name; returns how many. */
-/* Phi-3's fused tensors of layer l, as llama.cpp's phi3 holds them, into
- * buf [q_dim + 2 kv_dim + 2 hidden, dim]: attn_qkv (q, k, v; q's and k's
- * rows in the order `rotated` gives), then ffn_up (gate, then up). */
-static void fuse_phi3(const Model *m, int l, RowOrder rotated, float *buf) {
-    const Config *c = &m->config;
-    const Weights *w = &m->weights;
-    size_t d = (size_t)c->dim, h = (size_t)c->hidden_dim, qd = (size_t)config_q_dim(c);
-    size_t kv = (size_t)config_kv_dim(c), at = 0;
-    const float *src[5] = {w->wq + l * qd * d, w->wk + l * kv * d, w->wv + l * kv * d,
-                           w->w1 + l * h * d, w->w3 + l * h * d};
-    size_t rows[5] = {qd, kv, kv, h, h};
-    for (int k = 0; k < 5; k++) {
-        RowOrder order = k < 2 ? rotated : ROWS_AS_HELD;
-        for (size_t r = 0; r < rows[k]; r++)
-            memcpy(buf + (at + r) * d, src[k] + rope_source_row(r, config_head_dim(c), order) * d,
-                   d * sizeof(float));
-        at += rows[k];
-    }
-}
 
 /* fused (not NULL: Phi-3's, [n_layers, q_dim + 2 kv_dim + 2 hidden, dim],
- * the caller's room) holds q, k, v, gate and up fused (fuse_phi3), written
- * as attn_qkv and ffn_up instead. */
+ * the caller's room) holds q, k, v, gate and up fused (hf_fuse_layer, as
+ * llama.cpp's phi3 holds them), written as attn_qkv and ffn_up instead. */
 static int list_tensors(const Model *m, GgufOutType type, RowOrder rotated, const float *factors,
                         int n_factors, float *fused, GgufOutTensor *out, GgufSaveReport *r) {
     const Config *c = &m->config;
@@ -153,15 +134,15 @@ static int list_tensors(const Model *m, GgufOutType type, RowOrder rotated, cons
     if (n_factors > 0)
         out[n++] = out_tensor("rope_freqs.weight", factors, 0, (size_t)n_factors, type, r);
     size_t qkv_rows = (size_t)config_q_dim(c) + 2 * (size_t)config_kv_dim(c);
-    size_t up_rows = 2 * (size_t)c->hidden_dim, per_layer = (qkv_rows + up_rows) * d;
+    size_t up_rows = 2 * (size_t)c->hidden_dim, per_layer = hf_fused_layer_floats(c);
     for (int l = 0; l < c->n_layers; l++) {
         HfLayerTensor parts[HF_LAYER_TENSORS];
         int count = hf_layer_tensors(m, l, parts);
         for (int i = 0; i < count; i++) {
             char name[64];
-            int kind = parts[i].kind;
-            if (fused != NULL && (kind == MAT_WQ || kind == MAT_WK || kind == MAT_WV ||
-                                  kind == MAT_W1 || kind == MAT_W3))
+            bool attn;
+            int row0, total;
+            if (fused != NULL && hf_fused_rows(c, parts[i].kind, &attn, &row0, &total))
                 continue; /* in attn_qkv and ffn_up, below */
             snprintf(name, sizeof name, "blk.%d.%s", l, parts[i].gguf_name);
             GgufOutTensor *t = &out[n++];
@@ -170,7 +151,7 @@ static int list_tensors(const Model *m, GgufOutType type, RowOrder rotated, cons
         }
         if (fused == NULL) continue;
         float *buf = fused + (size_t)l * per_layer;
-        fuse_phi3(m, l, rotated, buf);
+        hf_fuse_layer(m, l, rotated, buf);
         char name[64];
         snprintf(name, sizeof name, "blk.%d.attn_qkv.weight", l);
         out[n++] = out_tensor(name, buf, qkv_rows, d, type, r);
@@ -249,7 +230,7 @@ bool gguf_model_save(const Model *m, const Tokenizer *tok, GgufOutType type, con
     StepError why;
     if (!model_check_finite(m, &why)) /* Q8_0 of a NaN is undefined, and F32 would copy it */
         return step_fail(err, "%s: not written: the model's %s", path, why.message);
-    const char *arch = gpt2 ? "gpt2" : config_family(c);
+    const char *arch = config_family(c); /* gpt2, phi3, qwen3, qwen2 or llama */
     report->arch = arch;
     /* llama.cpp's llama keeps interleaved pairs; its qwen, Hugging Face's halves */
     RopeLayout wanted = strcmp(arch, "llama") == 0 ? ROPE_INTERLEAVED : ROPE_HALVES;
@@ -272,10 +253,8 @@ bool gguf_model_save(const Model *m, const Tokenizer *tok, GgufOutType type, con
     float *fused = NULL;
     if (ok && tensors == NULL) ok = step_fail(err, "%s: out of memory", path);
     if (ok) {
-        size_t per_layer =
-            ((size_t)config_q_dim(c) + 2 * (size_t)config_kv_dim(c) + 2 * (size_t)c->hidden_dim) *
-            (size_t)c->dim;
-        if (c->fused_files) fused = malloc((size_t)c->n_layers * per_layer * sizeof(float));
+        if (c->fused_files)
+            fused = malloc((size_t)c->n_layers * hf_fused_layer_floats(c) * sizeof(float));
         int n = gpt2 ? list_gpt2_tensors(m, type, tensors, &fused, report)
                 : c->fused_files && fused == NULL
                     ? -1

@@ -188,19 +188,10 @@ static bool view_matrix(const GgufFile *f, const char *name, uint64_t rows, uint
  * of layer l from those rows, viewed where the file stores them or widened
  * into float32 storage (its q and k rows interleaved). */
 static bool take_fused(Model *m, const GgufFile *f, int l, const HfLayerTensor *p, bool halves,
-                       StepError *err) {
-    const Config *c = &m->config;
-    int qd = config_q_dim(c), kv = config_kv_dim(c), h = c->hidden_dim;
-    int head_dim = config_head_dim(c), kind = p->kind;
-    bool attn = kind == MAT_WQ || kind == MAT_WK || kind == MAT_WV;
-    uint64_t total = attn ? (uint64_t)(qd + 2 * kv) : 2u * (uint64_t)h;
-    uint64_t row0 = kind == MAT_WK   ? (uint64_t)qd
-                    : kind == MAT_WV ? (uint64_t)(qd + kv)
-                    : kind == MAT_W3 ? (uint64_t)h
-                                     : 0;
+                       bool attn, int row0, int total, StepError *err) {
     char name[128];
     snprintf(name, sizeof name, "blk.%d.%s", l, attn ? "attn_qkv.weight" : "ffn_up.weight");
-    GgufTensor *t = find_shaped(f, name, total, p->cols, err);
+    GgufTensor *t = find_shaped(f, name, (uint64_t)total, p->cols, err);
     if (t == NULL) return false;
     uint64_t values, block = gguf_block_bytes(t->type, &values);
     if (p->cols % values != 0)
@@ -208,25 +199,22 @@ static bool take_fused(Model *m, const GgufFile *f, int l, const HfLayerTensor *
                          (unsigned long long)values);
     uint64_t row_bytes = p->cols / values * block;
     t->used = 1;
-    int interleave = halves && p->heads > 0 ? head_dim : 0;
-    if (p->view == NULL) { /* its rows, where the file stores them */
-        ElementType e = t->type == GGML_F32 ? ELEM_F32 : t->type == GGML_F16 ? ELEM_F16 : ELEM_BF16;
-        const unsigned char *at = t->data + row0 * row_bytes;
-        Matrix *out = &m->layers[l].m[kind];
-        *out = values > 1 ? matrix_blocks_view(t->type, at, (int)p->rows, (int)p->cols)
-                          : matrix_view(e, at, (int)p->rows, (int)p->cols);
-        out->interleave_head_dim = interleave;
-        return matrix_align(out, (size_t)(p->rows * row_bytes)) ||
-               step_fail(err, "%s: out of memory", f->path);
+    /* its rows where the file stores them (q's and k's read interleaved) */
+    ElementType e = t->type == GGML_F32 ? ELEM_F32 : t->type == GGML_F16 ? ELEM_F16 : ELEM_BF16;
+    const unsigned char *at = t->data + (uint64_t)row0 * row_bytes;
+    Matrix view = values > 1 ? matrix_blocks_view(t->type, at, (int)p->rows, (int)p->cols)
+                             : matrix_view(e, at, (int)p->rows, (int)p->cols);
+    view.interleave_head_dim = halves && p->heads > 0 ? config_head_dim(&m->config) : 0;
+    if (!matrix_align(&view, (size_t)(p->rows * row_bytes)))
+        return step_fail(err, "%s: out of memory", f->path);
+    if (p->view == NULL) { /* held as stored */
+        m->layers[l].m[p->kind] = view;
+        return true;
     }
-    float *all = malloc((size_t)(total * p->cols) * sizeof(float)); /* the whole tensor, widened */
-    if (all == NULL) return step_fail(err, "%s: out of memory", f->path);
-    gguf_to_f32(t, all);
-    float *dst = model_weight_slot(m, p->view);
-    memcpy(dst, all + row0 * p->cols, p->rows * p->cols * sizeof(float));
-    free(all);
-    return interleave == 0 || hf_interleave_heads(dst, p->heads, head_dim, p->cols) ||
-           step_fail(err, "%s: out of memory", f->path);
+    float *dst = model_weight_slot(m, p->view); /* widened, a row at a time */
+    for (size_t r = 0; r < p->rows; r++) matrix_row(&view, (int)r, dst + r * p->cols);
+    matrix_free(&view);
+    return true;
 }
 
 static bool take_layer(Model *m, const GgufFile *f, int l, bool halves, bool fused,
@@ -235,10 +223,10 @@ static bool take_layer(Model *m, const GgufFile *f, int l, bool halves, bool fus
     int count = hf_layer_tensors(m, l, parts), head_dim = config_head_dim(&m->config);
     for (int i = 0; i < count; i++) {
         char name[128];
-        int kind = parts[i].kind;
-        if (fused && (kind == MAT_WQ || kind == MAT_WK || kind == MAT_WV || kind == MAT_W1 ||
-                      kind == MAT_W3)) {
-            if (!take_fused(m, f, l, &parts[i], halves, err)) return false;
+        bool attn;
+        int row0, total; /* where a part of Phi-3's fused tensors lies in them */
+        if (fused && hf_fused_rows(&m->config, parts[i].kind, &attn, &row0, &total)) {
+            if (!take_fused(m, f, l, &parts[i], halves, attn, row0, total, err)) return false;
             continue;
         }
         snprintf(name, sizeof name, "blk.%d.%s", l, parts[i].gguf_name);
@@ -266,7 +254,8 @@ static bool take_gpt2(Model *m, const GgufFile *f, StepError *err) {
     const Config *c = &m->config;
     const Weights *w = &m->weights;
     uint64_t d = (uint64_t)c->dim, h = (uint64_t)c->hidden_dim;
-    float *qkv = malloc((size_t)(3 * d * d) * sizeof(float)), *bias = malloc((size_t)(3 * d) * 4);
+    float *qkv = malloc((size_t)(3 * d * d) * sizeof(float)),
+          *bias = malloc((size_t)(3 * d) * sizeof(float));
     bool ok = (qkv != NULL && bias != NULL) || step_fail(err, "%s: out of memory", f->path);
     ok = ok &&
          take(f, "position_embd.weight", (uint64_t)c->seq_len, d,

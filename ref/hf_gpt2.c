@@ -104,13 +104,19 @@ static bool take_as_stored(Gpt2Source *s, const char *name, int64_t rows, int64_
     return true;
 }
 
-/* Columns [col0, col0 + out) of the Conv1D weight called name, [in, width]
- * as stored, into dst as stepwise's [out, in]: dst[o][i] = W[i][col0 + o]. */
-static bool take_conv1d(Gpt2Source *s, const char *name, int64_t in, int64_t width, int64_t col0,
-                        int64_t out, float *dst, StepError *err) {
-    if (!take_as_stored(s, name, in, width, s->scratch, err)) return false;
+/* Columns [col0, col0 + out) of a Conv1D weight w [in, width] as stored,
+ * into dst as stepwise's [out, in]: dst[o][i] = w[i][col0 + o]. */
+static void transpose_cols(const float *w, int64_t in, int64_t width, int64_t col0, int64_t out,
+                           float *dst) {
     for (int64_t o = 0; o < out; o++)
-        for (int64_t i = 0; i < in; i++) dst[o * in + i] = s->scratch[i * width + col0 + o];
+        for (int64_t i = 0; i < in; i++) dst[o * in + i] = w[i * width + col0 + o];
+}
+
+/* The Conv1D weight called name, [in, out] as stored, into dst [out, in]. */
+static bool take_conv1d(Gpt2Source *s, const char *name, int64_t in, int64_t out, float *dst,
+                        StepError *err) {
+    if (!take_as_stored(s, name, in, out, s->scratch, err)) return false;
+    transpose_cols(s->scratch, in, out, 0, out, dst);
     return true;
 }
 
@@ -125,23 +131,22 @@ static bool take_layer(Model *m, Gpt2Source *s, int l, StepError *err) {
               take_as_stored(s, NAME("ln_1.bias"), 0, d, SLOT(w->att_norm_bias + l * d), err);
     /* c_attn: q, k and v side by side, [d, 3d] and its bias [3d] */
     const float *qkv[3] = {w->wq, w->wk, w->wv}, *qkv_bias[3] = {w->bq, w->bk, w->bv};
-    for (int k = 0; ok && k < 3; k++)
-        ok = take_conv1d(s, NAME("attn.c_attn.weight"), d, 3 * d, k * d, d,
-                         SLOT(qkv[k] + l * d * d), err);
+    ok = ok && take_as_stored(s, NAME("attn.c_attn.weight"), d, 3 * d, s->scratch, err);
+    for (int k = 0; ok && k < 3; k++) /* read once, then each third transposed */
+        transpose_cols(s->scratch, d, 3 * d, k * d, d, SLOT(qkv[k] + l * d * d));
     float *bias = ok ? malloc((size_t)(3 * d) * sizeof(float)) : NULL;
     if (ok && bias == NULL) ok = step_fail(err, "model %s: out of memory", s->dir);
     ok = ok && take_as_stored(s, NAME("attn.c_attn.bias"), 0, 3 * d, bias, err);
     for (int k = 0; ok && k < 3; k++)
         memcpy(SLOT(qkv_bias[k] + l * d), bias + k * d, (size_t)d * sizeof(float));
     free(bias);
-    ok = ok &&
-         take_conv1d(s, NAME("attn.c_proj.weight"), d, d, 0, d, SLOT(w->wo + l * d * d), err) &&
+    ok = ok && take_conv1d(s, NAME("attn.c_proj.weight"), d, d, SLOT(w->wo + l * d * d), err) &&
          take_as_stored(s, NAME("attn.c_proj.bias"), 0, d, SLOT(w->bo + l * d), err) &&
          take_as_stored(s, NAME("ln_2.weight"), 0, d, SLOT(w->rms_ffn + l * d), err) &&
          take_as_stored(s, NAME("ln_2.bias"), 0, d, SLOT(w->ffn_norm_bias + l * d), err) &&
-         take_conv1d(s, NAME("mlp.c_fc.weight"), d, h, 0, h, SLOT(w->w1 + l * h * d), err) &&
+         take_conv1d(s, NAME("mlp.c_fc.weight"), d, h, SLOT(w->w1 + l * h * d), err) &&
          take_as_stored(s, NAME("mlp.c_fc.bias"), 0, h, SLOT(w->b1 + l * h), err) &&
-         take_conv1d(s, NAME("mlp.c_proj.weight"), h, d, 0, d, SLOT(w->w2 + l * d * h), err) &&
+         take_conv1d(s, NAME("mlp.c_proj.weight"), h, d, SLOT(w->w2 + l * d * h), err) &&
          take_as_stored(s, NAME("mlp.c_proj.bias"), 0, d, SLOT(w->b2 + l * d), err);
 #undef NAME
 #undef SLOT

@@ -330,51 +330,72 @@ static bool view_matrix(SafetensorsFile *files, int n, const char *name, int row
 
 /* Every tensor of layer l, q's and k's rows interleaved: widened into
  * float32 storage, or (a matrix held as stored) viewed in place. */
-/* Phi-3 stores q, k and v as one qkv_proj [q_dim + 2 kv_dim, dim] and the
- * MLP's gate and up as one gate_up_proj [2 hidden, dim] (gate first, as
- * Phi3MLP's chunk(2) reads it): where matrix kind lies among those rows. */
-static bool fused_part(const Config *c, int kind, const char **name, int *row0, int *total) {
+bool hf_fused_rows(const Config *c, int kind, bool *attn, int *row0, int *total) {
     int qd = config_q_dim(c), kv = config_kv_dim(c), h = c->hidden_dim;
-    bool attn = kind == MAT_WQ || kind == MAT_WK || kind == MAT_WV;
-    if (!attn && kind != MAT_W1 && kind != MAT_W3) return false;
-    *name = attn ? "self_attn.qkv_proj.weight" : "mlp.gate_up_proj.weight";
-    *total = attn ? qd + 2 * kv : 2 * h;
+    *attn = kind == MAT_WQ || kind == MAT_WK || kind == MAT_WV;
+    if (!*attn && kind != MAT_W1 && kind != MAT_W3) return false;
+    *total = *attn ? qd + 2 * kv : 2 * h;
     *row0 = kind == MAT_WK ? qd : kind == MAT_WV ? qd + kv : kind == MAT_W3 ? h : 0;
     return true;
 }
 
-/* Part p of layer l from its fused tensor: a view of its rows where the
- * file stores them, or (into float32 storage) its rows widened. */
+size_t hf_fused_layer_floats(const Config *c) {
+    return ((size_t)config_q_dim(c) + 2 * (size_t)config_kv_dim(c) + 2 * (size_t)c->hidden_dim) *
+           (size_t)c->dim;
+}
+
+void hf_fuse_layer(const Model *m, int l, RowOrder rotated, float *buf) {
+    const Config *c = &m->config;
+    const Weights *w = &m->weights;
+    static const MatrixKind kinds[5] = {MAT_WQ, MAT_WK, MAT_WV, MAT_W1, MAT_W3};
+    const float *all[LAYER_MATRICES] = {w->wq, w->wk, w->wv, w->wo, w->w1, w->w2, w->w3};
+    size_t at = 0;
+    for (int k = 0; k < 5; k++) {
+        int rows, cols;
+        layer_matrix_shape(c, kinds[k], &rows, &cols);
+        const float *src = all[kinds[k]] + (size_t)l * rows * cols;
+        RowOrder order = kinds[k] == MAT_WQ || kinds[k] == MAT_WK ? rotated : ROWS_AS_HELD;
+        for (size_t r = 0; r < (size_t)rows; r++)
+            memcpy(buf + (at + r) * cols,
+                   src + rope_source_row(r, config_head_dim(c), order) * cols,
+                   (size_t)cols * sizeof(float));
+        at += (size_t)rows;
+    }
+}
+
+/* Part p of layer l from its fused tensor (rows row0.. of total): a view of
+ * its rows where the file stores them, or (into float32 storage) those rows
+ * widened through the view. */
 static bool take_fused(Model *m, SafetensorsFile *files, int n, int l, const HfLayerTensor *p,
-                       const char *dir, StepError *err) {
-    const char *suffix;
-    int row0, total, head_dim = config_head_dim(&m->config);
-    fused_part(&m->config, p->kind, &suffix, &row0, &total);
+                       bool attn, int row0, int total, const char *dir, StepError *err) {
+    int head_dim = config_head_dim(&m->config);
     char name[160];
-    snprintf(name, sizeof name, "model.layers.%d.%s", l, suffix);
+    snprintf(name, sizeof name, "model.layers.%d.%s", l,
+             attn ? "self_attn.qkv_proj.weight" : "mlp.gate_up_proj.weight");
     const SafetensorsFile *in = NULL;
     SafetensorsTensor *t = find_shaped(files, n, name, total, (int)p->cols, &in, dir, err);
     if (t == NULL) return false;
     t->used = 1;
+    /* its rows where the file stores them (q's and k's read interleaved) */
     size_t size = t->dtype == ST_F32 ? 4 : 2, at = (size_t)row0 * p->cols * size;
-    if (p->view == NULL) { /* a view of its rows, as stored */
-        Matrix *out = &m->layers[l].m[p->kind];
-        *out = matrix_view(element_of(t->dtype), t->data + at, (int)p->rows, (int)p->cols);
-        bool turn = p->heads > 0 && m->config.rope_layout == ROPE_INTERLEAVED;
-        out->interleave_head_dim = turn ? head_dim : 0;
-        return matrix_align(out, p->rows * p->cols * size) ||
-               step_fail(err, "%s: out of memory", dir);
+    Matrix view = matrix_view(element_of(t->dtype), t->data + at, (int)p->rows, (int)p->cols);
+    bool turn = p->heads > 0 && m->config.rope_layout == ROPE_INTERLEAVED;
+    view.interleave_head_dim = turn ? head_dim : 0;
+    if (!matrix_align(&view, p->rows * p->cols * size))
+        return step_fail(err, "%s: out of memory", dir);
+    if (p->view == NULL) { /* held as stored */
+        m->layers[l].m[p->kind] = view;
+        return true;
     }
-    float *dst = model_weight_slot(m, p->view);
-    safetensors_convert(t->dtype, t->data + at, (uint64_t)(p->rows * p->cols), dst);
-    return p->heads == 0 || m->config.rope_layout != ROPE_INTERLEAVED ||
-           hf_interleave_heads(dst, p->heads, head_dim, p->cols) ||
-           step_fail(err, "model %s: out of memory", dir);
+    float *dst = model_weight_slot(m, p->view); /* widened, a row at a time */
+    for (size_t r = 0; r < p->rows; r++) matrix_row(&view, (int)r, dst + r * p->cols);
+    matrix_free(&view);
+    return true;
 }
 
 /* Every tensor of layer l, q's and k's rows interleaved: widened into
  * float32 storage, or (a matrix held as stored) viewed in place; fused:
- * Phi-3's qkv_proj and gate_up_proj hold some of them (fused_part). */
+ * Phi-3's qkv_proj and gate_up_proj hold some of them (hf_fused_rows). */
 static bool take_layer(Model *m, SafetensorsFile *files, int n, int l, bool fused, const char *dir,
                        StepError *err) {
     HfLayerTensor parts[HF_LAYER_TENSORS];
@@ -382,11 +403,10 @@ static bool take_layer(Model *m, SafetensorsFile *files, int n, int l, bool fuse
     bool turn = m->config.rope_layout == ROPE_INTERLEAVED; /* q and k to pairs (else as stored) */
     for (int i = 0; i < count; i++) {
         char name[160];
-        const char *ignored;
+        bool attn;
         int row0, total;
-        if (fused && parts[i].kind >= 0 &&
-            fused_part(&m->config, parts[i].kind, &ignored, &row0, &total)) {
-            if (!take_fused(m, files, n, l, &parts[i], dir, err)) return false;
+        if (fused && hf_fused_rows(&m->config, parts[i].kind, &attn, &row0, &total)) {
+            if (!take_fused(m, files, n, l, &parts[i], attn, row0, total, dir, err)) return false;
             continue;
         }
         snprintf(name, sizeof name, "model.layers.%d.%s", l, parts[i].name);

@@ -54,6 +54,21 @@ int hf_layer_tensors(const Model *m, int l, HfLayerTensor out[HF_LAYER_TENSORS])
  * becomes row 2i + j. False when out of memory. */
 bool hf_interleave_heads(float *x, int heads, int head_dim, size_t cols);
 
+/* Phi-3's files (Config.fused_files) fuse q, k and v in one [q_dim +
+ * 2 kv_dim, dim] tensor and gate and up in one [2 hidden, dim], gate first:
+ * whether matrix kind lies in one of them, and where (*attn: the q/k/v one;
+ * its first row, and the fused tensor's rows). Hugging Face's and
+ * llama.cpp's files agree on it. */
+bool hf_fused_rows(const Config *c, int kind, bool *attn, int *row0, int *total);
+
+/* Layer l's two fused tensors, as a writer writes them, into buf
+ * [q_dim + 2 kv_dim + 2 hidden, dim]: q, k and v (q's and k's rows moved by
+ * `rotated`), then gate and up. */
+void hf_fuse_layer(const Model *m, int l, RowOrder rotated, float *buf);
+
+/* The floats hf_fuse_layer writes a layer: (q_dim + 2 kv_dim + 2 hidden) · dim. */
+size_t hf_fused_layer_floats(const Config *c);
+
 /* Whether path is a directory (a Hugging Face model directory, perhaps). */
 bool hf_is_model_dir(const char *path);
 

@@ -129,11 +129,16 @@ static bool write_file(const char *path, OutTensor *const *tensors, int n, Safet
     return ok || step_fail(err, "%s: write failed: %s", path, strerror(errno));
 }
 
-/* Every tensor of m under its Hugging Face name. Returns how many. */
-static int list_tensors(const Model *m, OutTensor *out) {
+/* Every tensor of m under its Hugging Face name; fused (not NULL: Phi-3's,
+ * [n_layers, q_dim + 2 kv_dim + 2 hidden, dim], the caller's room) holds q,
+ * k, v, gate and up fused (hf_fuse_layer, q's and k's rows in halves),
+ * written as qkv_proj and gate_up_proj instead. Returns how many. */
+static int list_tensors(const Model *m, float *fused, OutTensor *out) {
     const Config *c = &m->config;
     const Weights *w = &m->weights;
     int64_t d = c->dim, vocab = c->vocab_size;
+    int64_t qkv_rows = config_q_dim(c) + 2 * (int64_t)config_kv_dim(c), up_rows = 2 * c->hidden_dim;
+    size_t per_layer = hf_fused_layer_floats(c);
     int n = 0;
     out[n++] = (OutTensor){.name = "model.embed_tokens.weight",
                            .values = w->token_embedding,
@@ -147,11 +152,24 @@ static int list_tensors(const Model *m, OutTensor *out) {
         HfLayerTensor parts[HF_LAYER_TENSORS];
         int count = hf_layer_tensors(m, l, parts);
         for (int i = 0; i < count; i++) {
+            bool attn;
+            int row0, total;
+            if (fused != NULL && hf_fused_rows(c, parts[i].kind, &attn, &row0, &total))
+                continue; /* in qkv_proj and gate_up_proj, below */
             OutTensor *t = &out[n++];
             snprintf(t->name, sizeof t->name, "model.layers.%d.%s", l, parts[i].name);
             t->values = parts[i].view, t->rows = (int64_t)parts[i].rows;
             t->cols = (int64_t)parts[i].cols, t->heads = parts[i].heads;
         }
+        if (fused == NULL) continue;
+        float *buf = fused + (size_t)l * per_layer;
+        hf_fuse_layer(m, l, ROWS_TO_HALVES, buf);
+        OutTensor *t = &out[n++];
+        *t = (OutTensor){.values = buf, .rows = qkv_rows, .cols = d};
+        snprintf(t->name, sizeof t->name, "model.layers.%d.self_attn.qkv_proj.weight", l);
+        t = &out[n++];
+        *t = (OutTensor){.values = buf + qkv_rows * d, .rows = up_rows, .cols = d};
+        snprintf(t->name, sizeof t->name, "model.layers.%d.mlp.gate_up_proj.weight", l);
     }
     return n;
 }
@@ -289,49 +307,6 @@ static int list_gpt2(const Model *m, OutTensor *all, Gpt2Tensor **held) {
     return n;
 }
 
-/* A Phi-3 folder of m: its tensors as list_tensors gives them, but q, k and
- * v fused into one qkv_proj (q's and k's rows in Hugging Face's halves)
- * and gate and up into one gate_up_proj, gate first: owned by *held
- * (malloc'd, two a layer). Returns how many, or -1 when out of memory. */
-static int list_phi3(const Model *m, OutTensor *all, float **held) {
-    const Config *c = &m->config;
-    const Weights *w = &m->weights;
-    size_t d = (size_t)c->dim, h = (size_t)c->hidden_dim, qd = (size_t)config_q_dim(c);
-    size_t kv = (size_t)config_kv_dim(c), L = (size_t)c->n_layers, qkv_rows = qd + 2 * kv;
-    int head_dim = config_head_dim(c), n = list_tensors(m, all), kept = 0;
-    *held = malloc(L * (qkv_rows + 2 * h) * d * sizeof(float));
-    if (*held == NULL) return -1;
-    for (int i = 0; i < n; i++) { /* drop the parts the fused tensors hold */
-        static const char *const parts[] = {".q_proj.weight", ".k_proj.weight", ".v_proj.weight",
-                                            ".gate_proj.weight", ".up_proj.weight"};
-        bool part = false;
-        for (size_t k = 0; k < sizeof parts / sizeof parts[0]; k++)
-            part |= strstr(all[i].name, parts[k]) != NULL;
-        if (!part) all[kept++] = all[i];
-    }
-    for (size_t l = 0; l < L; l++) {
-        float *qkv = *held + l * (qkv_rows + 2 * h) * d, *gate_up = qkv + qkv_rows * d;
-        const float *src[3] = {w->wq + l * qd * d, w->wk + l * kv * d, w->wv + l * kv * d};
-        size_t rows[3] = {qd, kv, kv}, at = 0;
-        for (int k = 0; k < 3; k++) {
-            RowOrder order = k < 2 ? ROWS_TO_HALVES : ROWS_AS_HELD; /* q and k to halves */
-            for (size_t r = 0; r < rows[k]; r++)
-                memcpy(qkv + (at + r) * d, src[k] + rope_source_row(r, head_dim, order) * d,
-                       d * sizeof(float));
-            at += rows[k];
-        }
-        memcpy(gate_up, w->w1 + l * h * d, h * d * sizeof(float));
-        memcpy(gate_up + h * d, w->w3 + l * h * d, h * d * sizeof(float));
-        OutTensor *t = &all[kept++];
-        *t = (OutTensor){.values = qkv, .rows = (int64_t)qkv_rows, .cols = (int64_t)d};
-        snprintf(t->name, sizeof t->name, "model.layers.%zu.self_attn.qkv_proj.weight", l);
-        t = &all[kept++];
-        *t = (OutTensor){.values = gate_up, .rows = (int64_t)(2 * h), .cols = (int64_t)d};
-        snprintf(t->name, sizeof t->name, "model.layers.%zu.mlp.gate_up_proj.weight", l);
-    }
-    return kept;
-}
-
 /* hf_model_save's work; seed != 0: m is a layout (model_reserve_layout)
  * whose values are drawn from the seed as they are written. */
 static bool save_folder(const Model *m, uint64_t seed, HfArchitecture a, const char *dir,
@@ -361,9 +336,11 @@ static bool save_folder(const Model *m, uint64_t seed, HfArchitecture a, const c
     }
     Gpt2Tensor *gpt2 = NULL;
     float *fused = NULL;
-    int n = a == HF_GPT2   ? list_gpt2(m, all, &gpt2)
-            : a == HF_PHI3 ? list_phi3(m, all, &fused)
-                           : list_tensors(m, all),
+    if (a == HF_PHI3) /* room for its fused tensors */
+        fused = malloc((size_t)c->n_layers * hf_fused_layer_floats(c) * sizeof(float));
+    int n = a == HF_GPT2                    ? list_gpt2(m, all, &gpt2)
+            : a == HF_PHI3 && fused == NULL ? -1
+                                            : list_tensors(m, fused, all),
         written = 0;
     int head_dim = config_head_dim(c);
     if (n < 0 || (seed != 0 && !seed_tensors(m, seed, all, n))) {

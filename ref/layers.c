@@ -72,10 +72,10 @@ void gelu_forward(float *x, int n) {
 
 void rope_forward(float *x, int T, int width, int head_dim, int rot, int pos0,
                   const float *rope_cos, const float *rope_sin, RopeLayout layout) {
-    int half = head_dim / 2, pairs = rot / 2; /* the tables' rows are half wide */
+    int pairs = rot / 2; /* the tables' rows hold as many */
     for (int t = 0; t < T; t++) {
-        const float *c = rope_cos + (size_t)(pos0 + t) * half;
-        const float *s = rope_sin + (size_t)(pos0 + t) * half;
+        const float *c = rope_cos + (size_t)(pos0 + t) * pairs;
+        const float *s = rope_sin + (size_t)(pos0 + t) * pairs;
         for (int h0 = 0; h0 < width; h0 += head_dim) {
             float *xh = x + (size_t)t * width + h0;
             for (int pair = 0; pair < pairs; pair++) { /* dimensions past rot pass through */

@@ -38,7 +38,7 @@ void matmul_forward(float *out, const float *x, const float *w, int T, int C, in
  * of the first rot dimensions of each head (rot = head_dim but for Phi-3's
  * partial RoPE: the rest pass through). x is T rows for positions
  * pos0..pos0+T-1, with heads of head_dim; cos/sin tables are [positions,
- * head_dim / 2], their first rot / 2 columns used. */
+ * rot / 2]. */
 void rope_forward(float *x, int T, int width, int head_dim, int rot, int pos0,
                   const float *rope_cos, const float *rope_sin, RopeLayout layout);
 

@@ -36,13 +36,14 @@ static float scaled_frequency(float freq, int i, const RopeScaling *s) {
 }
 
 /* RoPE angle for position pos and pair i of a head: pos · θ_i with
- * θ_i = theta^(-2i / head_dim) (theta 10000 in llama2.c), scaled as the
+ * θ_i = theta^(-2i / rot) (theta 10000 in llama2.c; rot the dims RoPE
+ * turns, head_dim but for a partial RoPE), scaled as the
  * architecture says, in run.c's float arithmetic. */
 static void rope_tables_fill(float *cos_t, float *sin_t, int capacity, const Config *c) {
-    int head_dim = config_head_dim(c), half = head_dim / 2, rot = config_rope_dims(c);
+    int rot = config_rope_dims(c), half = rot / 2; /* the turned dims' pairs (partial RoPE) */
     float theta = config_rope_theta(c);
     for (int pos = 0; pos < capacity; pos++) {
-        for (int i = 0; i < half; i++) { /* past rot / 2 pairs: unused (partial RoPE) */
+        for (int i = 0; i < half; i++) {
             float freq = 1.0f / powf(theta, (float)(2 * i) / (float)rot);
             freq = scaled_frequency(freq, i, &c->rope_scaling);
             float angle = (float)pos * freq;
@@ -90,7 +91,7 @@ bool run_state_init_quant(RunState *s, const Config *c, int capacity, int max_to
     size_t q_dim = (size_t)config_q_dim(c), kv_dim = (size_t)config_kv_dim(c);
     size_t dq = dim > q_dim ? dim : q_dim; /* xb holds a normed x, then attention's output */
     size_t widest = dq > hidden ? dq : hidden;
-    size_t half = (size_t)config_head_dim(c) / 2;
+    size_t half = (size_t)config_rope_dims(c) / 2; /* RoPE's pairs a head */
     bool ok = kv_cache_alloc(&s->cache, c, capacity, s->quant.kv);
     s->max_tokens = max_tokens;
     s->x = malloc(T * dim * sizeof(float));

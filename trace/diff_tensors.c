@@ -414,9 +414,3 @@ bool tensors_events(const cJSON *event, const char *jsonl_path, bool as_text, bo
     free(o.ids);
     return ok;
 }
-
-bool tensors_logits_events(const cJSON *event, const char *jsonl_path, bool as_text,
-                           bool (*each)(void *ctx, cJSON *logits_event), void *ctx,
-                           StepError *err) {
-    return tensors_events(event, jsonl_path, as_text, false, each, ctx, err);
-}

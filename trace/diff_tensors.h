@@ -26,19 +26,15 @@ bool diff_tensors_read_file(DiffRun *r, const char *path, const HookNames *names
 
 /* Each logits row of the file a "tensors" event names, in position order,
  * as the logits event it stands for ({"event": "logits", "pos", "token",
- * "logits"}), handed to each, which owns it; for the readers that take
- * events one by one (trace show, sample --from-trace, view). The values are
- * numbers to read, or (as_text) the trace's own text of them, for a page
- * that embeds the events as the trace writes them. A false from each stops
- * the walk (its err set). Memory: one row and one event; the file is
- * mapped, and each row's pages are given back once it is read. */
-bool tensors_logits_events(const cJSON *event, const char *jsonl_path, bool as_text,
-                           bool (*each)(void *ctx, cJSON *logits_event), void *ctx, StepError *err);
-
-/* The same, with (patterns) each position's and head's row of every
+ * "logits"}), and (patterns) each position's and head's row of every
  * attn.pattern tensor as the activation event the trace writes without
- * --tensors; in the order of the file's tensors, which is the run's. For
- * the viewer's attention heatmaps. */
+ * --tensors, in the order of the file's tensors, which is the run's;
+ * handed to each, which owns it. For the readers that take events one by
+ * one (trace show, sample --from-trace, view and its heatmaps). The values
+ * are numbers to read, or (as_text) the trace's own text of them, for a
+ * page that embeds the events as the trace writes them. A false from each
+ * stops the walk (its err set). Memory: one row and one event; the rows
+ * are read from the file (pread) as they are handed on. */
 bool tensors_events(const cJSON *event, const char *jsonl_path, bool as_text, bool patterns,
                     bool (*each)(void *ctx, cJSON *event), void *ctx, StepError *err);
 

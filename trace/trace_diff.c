@@ -109,14 +109,15 @@ typedef struct {
 } Entry;
 
 /* One run as the comparison reads it: its entries in order, and room to
- * read a tensor (and, for the reference, a second: another hook's). */
+ * read a tensor (and, for the reference, a second: another hook's,
+ * find_other_hook). */
 typedef struct {
     const DiffRun *run;
     bool to_logprobs; /* its logits rows read as log-probabilities */
     Entry *e;         /* [n] */
     int n;
     int widest;            /* values in its widest tensor, row or KV row */
-    float *values, *other; /* [2 widest] each */
+    float *values, *other; /* [2 widest] each; other: the reference's only */
     double *lp;            /* [vocab_size]: log_softmax's room */
 } Side;
 
@@ -135,8 +136,9 @@ static int layer_key(int point, int layer) {
 }
 
 /* The run's activations and logits rows before position limit, sorted, and
- * room to read them. Close s with side_close, whatever the result. */
-static bool side_open(Side *s, const DiffRun *r, bool to_logprobs, int limit) {
+ * room to read them (with other: room for a second). Close s with
+ * side_close, whatever the result. */
+static bool side_open(Side *s, const DiffRun *r, bool to_logprobs, bool other, int limit) {
     *s = (Side){.run = r, .to_logprobs = to_logprobs, .widest = r->kv_dim};
     s->e = malloc(((size_t)r->n_acts + (size_t)r->n + 1) * sizeof *s->e);
     if (s->e == NULL) return false;
@@ -163,9 +165,9 @@ static bool side_open(Side *s, const DiffRun *r, bool to_logprobs, int limit) {
     qsort(s->e, (size_t)s->n, sizeof *s->e, compare_entries);
     size_t room = 2 * (size_t)(s->widest > 0 ? s->widest : 1);
     s->values = malloc(room * sizeof(float));
-    s->other = malloc(room * sizeof(float));
+    s->other = other ? malloc(room * sizeof(float)) : NULL;
     s->lp = malloc((size_t)(r->vocab_size > 0 ? r->vocab_size : 1) * sizeof(double));
-    return s->values != NULL && s->other != NULL && s->lp != NULL;
+    return s->values != NULL && (s->other != NULL || !other) && s->lp != NULL;
 }
 
 static void side_close(Side *s) {
@@ -233,56 +235,6 @@ static void find_other_hook(const Side *ref, const Entry *r, const float *c, int
     }
 }
 
-/* A hook the candidate has none of, anywhere, is not compared (and said
- * so); one it has elsewhere but not here is missing. */
-static void walk_hooks(const Side *ref, const Side *cand, const DiffTolerance *tol,
-                       DiffReport *rep) {
-    bool has[N_HOOKS] = {false};
-    for (int i = 0; i < cand->n; i++) has[cand->e[i].point] = true;
-    for (int i = 0; i < ref->n; i++) {
-        const Entry *r = &ref->e[i], *c = find_entry(cand->e, cand->n, r);
-        char name[64];
-        if (c == NULL && !has[r->point]) {
-            rep->hook_absent[r->point] = r->point != HOOK_LOGITS;
-            continue;
-        }
-        if (c == NULL) {
-            if (r->point == HOOK_LOGITS) {
-                rep->missing_logits++;
-            } else if (rep->missing_acts++ == 0) {
-                hook_name((HookPoint)r->point, r->layer_key, name, sizeof name);
-                snprintf(rep->first_missing_hook, sizeof rep->first_missing_hook, "%s", name);
-                rep->first_missing_pos = r->pos;
-            }
-            continue;
-        }
-        DiffPoint p = {.point = r->point,
-                       .layer =
-                           r->point == HOOK_LOGITS || r->layer_key < 0 || r->layer_key == INT_MAX
-                               ? -1
-                               : r->layer_key,
-                       .pos = r->pos,
-                       .head = r->head};
-        long outside;
-        const float *cv = NULL;
-        if (c->n != r->n) { /* another shape: wrong as a whole */
-            p.max_abs = p.rel = INFINITY, p.index = -1, outside = r->n;
-        } else {
-            cv = side_values(cand, c, cand->values);
-            outside = compare_tensor(side_values(ref, r, ref->values), cv, r->n, tol, &p);
-        }
-        if (r->point != HOOK_LOGITS) rep->acts_compared++;
-        if (r->point == HOOK_LOGITS) rep->outside += outside; /* the logits the report counts */
-        table_add(rep, &p);
-        if (outside && r->point == HOOK_LOGITS && !rep->logits_outside)
-            rep->logits_outside = true, rep->first_logits = p;
-        if (outside && !rep->diverged) {
-            rep->diverged = true, rep->first = p;
-            if (cv != NULL) find_other_hook(ref, r, cv, c->n, tol, rep);
-        }
-    }
-}
-
 /* ---- the logits' statistics ---- */
 
 static int argmax_of(const float *x, int n) {
@@ -338,33 +290,91 @@ static void logits_position(const float *r, const float *c, int V, int pos, doub
     }
 }
 
-/* Both sides' logits rows, position by position, read a row at a time. */
-static bool logits_stats(const Side *ref, const Side *cand, DiffReport *rep) {
-    int V = ref->run->vocab_size;
-    double *lr = malloc((size_t)V * sizeof(double)), *lc = malloc((size_t)V * sizeof(double));
-    double *kl = malloc(((size_t)ref->run->n + 1) * sizeof(double));
-    if (lr == NULL || lc == NULL || kl == NULL) {
-        free(lr), free(lc), free(kl);
-        return false;
+/* Room for the logits' statistics as the hook walk meets each pair of
+ * rows (walk_hooks): two log-softmaxes [vocab] and each position's KL
+ * [positions]. kl NULL: a side has no logits. */
+typedef struct {
+    double *lr, *lc, *kl;
+} LogitsRoom;
+
+static bool logits_room(LogitsRoom *room, int V, int positions) {
+    room->lr = malloc((size_t)V * sizeof(double));
+    room->lc = malloc((size_t)V * sizeof(double));
+    room->kl = malloc(((size_t)positions + 1) * sizeof(double));
+    return room->lr != NULL && room->lc != NULL && room->kl != NULL;
+}
+
+static void logits_room_free(LogitsRoom *room) {
+    free(room->lr), free(room->lc), free(room->kl);
+}
+
+/* The statistics over the rep->n positions the walk compared: means, the
+ * RMS, and the 99th percentile of the KLs (sorted in place). */
+static void logits_finish(DiffReport *rep, double *kl, int V) {
+    if (rep->n == 0) return;
+    rep->nmse_mean /= rep->n;
+    rep->mean_abs /= (double)rep->n * V;
+    rep->kl_mean /= rep->n;
+    rep->dp_top_rms = sqrt(rep->dp_top_rms / rep->n);
+    qsort(kl, (size_t)rep->n, sizeof(double), compare_doubles);
+    int i99 = (int)ceil(0.99 * rep->n) - 1;
+    rep->kl_p99 = kl[i99 < 0 ? 0 : i99];
+}
+
+/* A hook the candidate has none of, anywhere, is not compared (and said
+ * so); one it has elsewhere but not here is missing. Each pair of logits
+ * rows also goes into the logits' statistics (room), read once. */
+static void walk_hooks(const Side *ref, const Side *cand, const DiffTolerance *tol,
+                       LogitsRoom *room, DiffReport *rep) {
+    bool has[N_HOOKS] = {false};
+    for (int i = 0; i < cand->n; i++) has[cand->e[i].point] = true;
+    for (int i = 0; i < ref->n; i++) {
+        const Entry *r = &ref->e[i], *c = find_entry(cand->e, cand->n, r);
+        char name[64];
+        if (c == NULL && !has[r->point]) {
+            rep->hook_absent[r->point] = r->point != HOOK_LOGITS;
+            continue;
+        }
+        if (c == NULL) {
+            if (r->point == HOOK_LOGITS) {
+                rep->missing_logits++;
+            } else if (rep->missing_acts++ == 0) {
+                hook_name((HookPoint)r->point, r->layer_key, name, sizeof name);
+                snprintf(rep->first_missing_hook, sizeof rep->first_missing_hook, "%s", name);
+                rep->first_missing_pos = r->pos;
+            }
+            continue;
+        }
+        DiffPoint p = {.point = r->point,
+                       .layer =
+                           r->point == HOOK_LOGITS || r->layer_key < 0 || r->layer_key == INT_MAX
+                               ? -1
+                               : r->layer_key,
+                       .pos = r->pos,
+                       .head = r->head};
+        long outside;
+        const float *cv = NULL;
+        if (c->n != r->n) { /* another shape: wrong as a whole */
+            p.max_abs = p.rel = INFINITY, p.index = -1, outside = r->n;
+        } else {
+            cv = side_values(cand, c, cand->values);
+            const float *rv = side_values(ref, r, ref->values);
+            outside = compare_tensor(rv, cv, r->n, tol, &p);
+            if (r->point == HOOK_LOGITS && room->kl != NULL) {
+                logits_position(rv, cv, r->n, r->pos, room->lr, room->lc, &room->kl[rep->n], rep);
+                rep->kl_mean += room->kl[rep->n++];
+            }
+        }
+        if (r->point != HOOK_LOGITS) rep->acts_compared++;
+        if (r->point == HOOK_LOGITS) rep->outside += outside; /* the logits the report counts */
+        table_add(rep, &p);
+        if (outside && r->point == HOOK_LOGITS && !rep->logits_outside)
+            rep->logits_outside = true, rep->first_logits = p;
+        if (outside && !rep->diverged) {
+            rep->diverged = true, rep->first = p;
+            if (cv != NULL) find_other_hook(ref, r, cv, c->n, tol, rep);
+        }
     }
-    for (int a = 0; a < ref->n; a++) {
-        const Entry *r = &ref->e[a], *c;
-        if (r->point != HOOK_LOGITS || (c = find_entry(cand->e, cand->n, r)) == NULL) continue;
-        const float *cv = side_values(cand, c, cand->values);
-        logits_position(side_values(ref, r, ref->values), cv, V, r->pos, lr, lc, &kl[rep->n], rep);
-        rep->kl_mean += kl[rep->n++];
-    }
-    if (rep->n > 0) {
-        rep->nmse_mean /= rep->n;
-        rep->mean_abs /= (double)rep->n * V;
-        rep->kl_mean /= rep->n;
-        rep->dp_top_rms = sqrt(rep->dp_top_rms / rep->n);
-        qsort(kl, (size_t)rep->n, sizeof(double), compare_doubles);
-        int i99 = (int)ceil(0.99 * rep->n) - 1;
-        rep->kl_p99 = kl[i99 < 0 ? 0 : i99];
-    }
-    free(lr), free(lc), free(kl);
-    return true;
 }
 
 /* ---- KV rows ---- */
@@ -474,14 +484,17 @@ bool trace_diff(const DiffRun *ref, const DiffRun *cand, const DiffTolerance *to
     /* log-probabilities on either side: compare both as log-probabilities */
     rep->logprobs = ref->logprobs || cand->logprobs;
     Side rs, cs;
-    bool ref_open = side_open(&rs, ref, rep->logprobs && !ref->logprobs, limit);
-    bool cand_open = side_open(&cs, cand, rep->logprobs && !cand->logprobs, limit);
-    bool ok = ref_open && cand_open; /* both opened either way: side_close frees both */
+    bool ref_open = side_open(&rs, ref, rep->logprobs && !ref->logprobs, true, limit);
+    bool cand_open = side_open(&cs, cand, rep->logprobs && !cand->logprobs, false, limit);
+    LogitsRoom room = {0};
+    bool ok = ref_open && cand_open && /* both opened either way: side_close frees both */
+              (ref->n == 0 || cand->n == 0 || logits_room(&room, ref->vocab_size, ref->n));
     if (ok) {
-        walk_hooks(&rs, &cs, tol, rep);
-        ok = (ref->n == 0 || cand->n == 0 || logits_stats(&rs, &cs, rep)) &&
-             compare_kv(ref, cand, limit, tol, rs.values, cs.values, rep);
+        walk_hooks(&rs, &cs, tol, &room, rep);
+        logits_finish(rep, room.kl, ref->vocab_size);
+        ok = compare_kv(ref, cand, limit, tol, rs.values, cs.values, rep);
     }
+    logits_room_free(&room);
     side_close(&rs), side_close(&cs);
     if (!ok) return step_fail(err, "diff: out of memory");
     if (diff_run_read_short(ref) || diff_run_read_short(cand))

@@ -175,7 +175,7 @@ static bool collect(Step *s, const char *path, StepError *err) {
             kept = keep(&s->run, e);
         } else if (s->run != NULL && strcmp(name, "tensors") == 0) {
             RowTaker t = {s, path, r.line_no, err};
-            ok = tensors_logits_events(e, path, false, take_row, &t, err);
+            ok = tensors_events(e, path, false, false, take_row, &t, err);
         } else if (s->run != NULL) {
             ok = take_event(s, e, name, path, r.line_no, &kept, err);
         }

@@ -2,8 +2,9 @@
  * says how the rest is read: bit 0 a score file and the tensors file it
  * names ([2-byte length][JSON Lines][safetensors], the tensors event naming
  * "t.safetensors"), else a safetensors file on its own as a candidate; bit
- * 1 reads its hooks with llama.cpp's names. Each is read as diff reads it,
- * and the score file's logits as trace show and view read them. */
+ * 1 reads its hooks with llama.cpp's names (and the rows as text); bit 2
+ * the attention patterns too. Each is read as diff reads it, and the score
+ * file's logits (and patterns) as trace show and view read them. */
 #include "fuzz_file.h"
 
 #include "trace/diff_input.h"
@@ -31,7 +32,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         fuzz_split(data + 1, size - 1, &jsonl, &n_jsonl, &tensors, &n_tensors);
         fuzz_file("t.safetensors", tensors, n_tensors);
         path = fuzz_file("t.jsonl", jsonl, n_jsonl);
-        /* as show and view take the logits: the tensors event's rows */
+        /* as show and view take the logits and patterns: the tensors event's rows */
         TraceReader r;
         if (trace_reader_open(&r, path, &err)) {
             bool not_json;
@@ -39,7 +40,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
             while ((e = trace_reader_next(&r, &not_json)) != NULL || not_json) {
                 const char *name = e != NULL ? trace_event_name(e) : NULL;
                 if (name != NULL && strcmp(name, "tensors") == 0)
-                    tensors_logits_events(e, path, mode & 2, drop, NULL, &err);
+                    tensors_events(e, path, mode & 2, mode & 4, drop, NULL, &err);
                 cJSON_Delete(e);
             }
             trace_reader_close(&r);

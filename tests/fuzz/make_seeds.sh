@@ -114,6 +114,7 @@ import struct, sys
 C, T = sys.argv[1], sys.argv[2]
 jsonl, tensors = open(f"{T}/t.jsonl", "rb").read(), open(f"{T}/t.safetensors", "rb").read()
 open(f"{C}/tensors/score", "wb").write(bytes([1]) + struct.pack("<H", len(jsonl)) + jsonl + tensors)
+open(f"{C}/tensors/score-patterns", "wb").write(bytes([5]) + struct.pack("<H", len(jsonl)) + jsonl + tensors)
 open(f"{C}/tensors/alone", "wb").write(bytes([0]) + tensors)
 open(f"{C}/tensors/names", "wb").write(bytes([2]) + tensors)
 PY
