@@ -1,11 +1,11 @@
 #!/usr/bin/python3
-"""Medians of a peer run record: FOLDER/rounds.txt holds one line a program a
+"""Medians of a peer run record: FOLDER/rounds.txt (or the file given) holds one line a program a
 round, "LABEL: " then stepwise's summary line or llama_time.mjs's JSON. For
 each label, the medians of its prefill and decode tokens/s and their spread
 across the rounds; then, for each A/B given, the ratios of A's medians to
 B's, as the docs and closing notes quote them.
 
-usage: peer_medians.py FOLDER "A/B" ...
+usage: peer_medians.py FOLDER|FILE "A/B" ...
 """
 import json
 import os
@@ -15,7 +15,7 @@ import sys
 
 folder, pairs = sys.argv[1], [p.split("/", 1) for p in sys.argv[2:]]
 rows = {}
-for line in open(os.path.join(folder, "rounds.txt")):
+for line in open(folder if os.path.isfile(folder) else os.path.join(folder, "rounds.txt")):
     label, _, rest = line.partition(": ")
     if rest.startswith("{"):
         r = json.loads(rest)
