@@ -15,6 +15,19 @@ int config_rope_dims(const Config *c) {
     return c->rope_dims > 0 ? c->rope_dims : config_head_dim(c);
 }
 
+bool config_layer_slides(const Config *c, int l) {
+    return c->sliding_window > 0 && (c->sliding_pattern == 0 || (l + 1) % c->sliding_pattern != 0);
+}
+
+int config_first_seen(const Config *c, int l, int pos) {
+    if (!config_layer_slides(c, l) || pos < c->sliding_window) return 0;
+    return pos - c->sliding_window + 1;
+}
+
+float config_query_scale(const Config *c) {
+    return c->query_scale > 0 ? c->query_scale : (float)config_head_dim(c);
+}
+
 float config_rope_theta(const Config *c) {
     return c->rope_theta > 0 ? c->rope_theta : 10000.0f;
 }
@@ -28,7 +41,10 @@ bool config_is_llama2c(const Config *c) {
            c->rope_layout == ROPE_INTERLEAVED && config_rope_theta(c) == 10000.0f &&
            c->rope_scaling.type == ROPE_SCALING_NONE && !c->qkv_bias && !c->qk_norm &&
            config_norm_eps(c) == 1e-5f && c->norm == NORM_RMS && c->mlp == MLP_SWIGLU &&
-           c->position == POS_ROPE && !c->proj_bias && !c->fused_files && c->rope_dims == 0;
+           c->position == POS_ROPE && !c->proj_bias && !c->fused_files && c->rope_dims == 0 &&
+           c->embed_scale == 0 && !c->norm_plus_one && !c->post_norms && c->query_scale == 0 &&
+           c->attn_softcap == 0 && c->final_softcap == 0 && c->sliding_window == 0 &&
+           c->rope_local_theta == 0;
 }
 
 /* The RoPE and norm numbers: finite and positive where they must be. */
@@ -63,6 +79,20 @@ static bool arch_numbers_valid(const Config *c, const char *what, StepError *err
         return step_fail(err, "%s: rope_theta must be a positive number", what);
     if (!(c->norm_eps >= 0 && c->norm_eps < 1))
         return step_fail(err, "%s: the norm epsilon must be in (0, 1)", what);
+    const struct {
+        const char *name;
+        float value;
+    } gemma[] = {{"the embedding scale", c->embed_scale},
+                 {"query_pre_attn_scalar", c->query_scale},
+                 {"the attention soft-cap", c->attn_softcap},
+                 {"the final logit soft-cap", c->final_softcap},
+                 {"the sliding layers' RoPE base", c->rope_local_theta}};
+    for (size_t i = 0; i < sizeof gemma / sizeof gemma[0]; i++) /* 0: none; else in (0, 1e9] */
+        if (!(gemma[i].value >= 0 && gemma[i].value <= 1e9f))
+            return step_fail(err, "%s: %s must be a positive number", what, gemma[i].name);
+    if (c->sliding_window < 0 || c->sliding_pattern < 0 || c->sliding_pattern > c->n_layers)
+        return step_fail(err, "%s: the sliding window %d and its pattern %d must be in [0, %d]",
+                         what, c->sliding_window, c->sliding_pattern, c->n_layers);
     const RopeScaling *s = &c->rope_scaling;
     if ((s->type == ROPE_SCALING_LINEAR || s->type == ROPE_SCALING_LLAMA3) &&
         !(s->factor >= 1 && s->factor <= 1e6))
@@ -85,11 +115,13 @@ static bool arch_numbers_valid(const Config *c, const char *what, StepError *err
 }
 
 const char *config_family(const Config *c) {
-    return c->position == POS_LEARNED ? "gpt2"
-           : c->fused_files           ? "phi3"
-           : c->qk_norm               ? "qwen3"
-           : c->qkv_bias              ? "qwen2"
-                                      : "llama";
+    return c->position == POS_LEARNED    ? "gpt2"
+           : c->post_norms && c->qk_norm ? "gemma3"
+           : c->post_norms               ? "gemma2"
+           : c->fused_files              ? "phi3"
+           : c->qk_norm                  ? "qwen3"
+           : c->qkv_bias                 ? "qwen2"
+                                         : "llama";
 }
 
 int config_kv_dim(const Config *c) {
@@ -157,10 +189,11 @@ uint64_t config_param_count(const Config *c) {
                          + dim * q_dim                                  /* wo */
                          + dim                                          /* rms_ffn */
                          + (c->mlp == MLP_GELU ? 2 : 3) * hidden * dim; /* w1, w2 (, w3) */
-    if (c->qkv_bias) per_layer += q_dim + 2 * kv_dim;                   /* bq, bk, bv */
-    if (c->qk_norm) per_layer += 2 * head_dim;                          /* q_norm, k_norm */
-    if (c->norm == NORM_LAYER) per_layer += 2 * dim;                    /* the norms' biases */
-    if (c->proj_bias) per_layer += dim + hidden + dim;                  /* bo, b1, b2 */
+    if (c->post_norms) per_layer += 2 * dim;           /* post_att_norm, post_ffn_norm */
+    if (c->qkv_bias) per_layer += q_dim + 2 * kv_dim;  /* bq, bk, bv */
+    if (c->qk_norm) per_layer += 2 * head_dim;         /* q_norm, k_norm */
+    if (c->norm == NORM_LAYER) per_layer += 2 * dim;   /* the norms' biases */
+    if (c->proj_bias) per_layer += dim + hidden + dim; /* bo, b1, b2 */
     uint64_t total = vocab * dim + (uint64_t)c->n_layers * per_layer + dim;
     if (c->norm == NORM_LAYER) total += dim; /* the final norm's bias */
     if (c->position == POS_LEARNED) total += (uint64_t)c->seq_len * dim;

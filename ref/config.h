@@ -2,7 +2,8 @@
  * shape, and the variations the block reads (RoPE layout, theta and
  * scaling, an explicit head size, q/k/v biases, per-head q/k norms, the
  * norm's epsilon, a tied classifier; GPT-2's LayerNorm, GELU MLP, learned
- * positions and biases), with the facts that follow (head
+ * positions and biases; Gemma's scaled embedding, post-norms, GeGLU,
+ * attention scale, soft-capping and sliding windows), with the facts that follow (head
  * size, KV width, parameter count, cache bytes). Loaders fill it in; the
  * block (forward.c) tests these fields, never a model's name. */
 #ifndef STEPWISE_CONFIG_H
@@ -34,10 +35,11 @@ typedef enum {
  * (x − mean) / sqrt(var + eps) · w + b (GPT-2). */
 typedef enum { NORM_RMS, NORM_LAYER } BlockNorm;
 
-/* The feed-forward layer: SwiGLU, w2 · (silu(w1 · x) ⊙ (w3 · x)) (Llama),
- * or w2 · gelu(w1 · x + b1) + b2 with GELU's tanh approximation (GPT-2's
- * "gelu_new"), which has no w3. */
-typedef enum { MLP_SWIGLU, MLP_GELU } MlpKind;
+/* The feed-forward layer: SwiGLU, w2 · (silu(w1 · x) ⊙ (w3 · x)) (Llama);
+ * w2 · gelu(w1 · x + b1) + b2 with GELU's tanh approximation (GPT-2's
+ * "gelu_new"), which has no w3; or GeGLU, w2 · (gelu(w1 · x) ⊙ (w3 · x))
+ * with the same GELU (Gemma's "gelu_pytorch_tanh"). */
+typedef enum { MLP_SWIGLU, MLP_GELU, MLP_GEGLU } MlpKind;
 
 /* Where positions come from: RoPE, rotating q and k, or a learned
  * embedding [seq_len, dim] added to the token's (GPT-2). */
@@ -81,6 +83,24 @@ typedef struct {
                          writers; the block never reads it */
     int rope_dims;    /* RoPE turns the first rope_dims of each head, the rest pass through
                          (Phi-3's partial_rotary_factor); 0: all of it */
+    /* Gemma's; 0 (or false): none */
+    float embed_scale;  /* the token's embedding row is multiplied by this: √dim rounded to the
+                           weights' float type (Hugging Face), or in float32 (llama.cpp) */
+    bool norm_plus_one; /* the files hold w and every RMSNorm multiplies by 1 + w: the loaders
+                           add 1 as they read (a GGUF file holds 1 + w already, as llama.cpp's
+                           converter writes it) and the writers take it off; the block reads
+                           the sum and never this */
+    bool post_norms;    /* attention's and the MLP's outputs are RMS-normalised (post_att_norm,
+                           post_ffn_norm) before they join the residual (Gemma 2 and 3) */
+    float query_scale; /* scores are q·k / sqrt(query_scale) (query_pre_attn_scalar); 0: head_dim */
+    float attn_softcap;     /* each score becomes tanh(s / c) · c before the softmax (Gemma 2) */
+    float final_softcap;    /* each logit becomes tanh(z / c) · c (Gemma 2) */
+    int sliding_window;     /* a sliding layer's query at p sees positions p - window + 1 .. p */
+    int sliding_pattern;    /* layer l slides unless (l + 1) % sliding_pattern == 0 (Gemma 2: 2,
+                               Gemma 3: 6); 0: every layer slides (when there is a window) */
+    float rope_local_theta; /* the sliding layers' RoPE base, unscaled (Gemma 3's
+                               rope_local_base_freq); the other layers keep rope_theta and its
+                               scaling */
 } Config;
 
 /* Which rows of a rotated projection (q, k, their biases and norms) go
@@ -104,6 +124,13 @@ int config_head_dim(const Config *c);
 int config_q_dim(const Config *c);
 /* The dimensions of a head RoPE turns: rope_dims, or all of head_dim. */
 int config_rope_dims(const Config *c);
+/* Whether layer l attends through a sliding window (config.sliding_window,
+ * sliding_pattern), and the first position its query at pos sees: 0, or
+ * pos - window + 1 on a sliding layer. */
+bool config_layer_slides(const Config *c, int l);
+int config_first_seen(const Config *c, int l, int pos);
+/* The number the scores are divided by the square root of: query_scale, or head_dim. */
+float config_query_scale(const Config *c);
 /* The RoPE base (10000 unless given) and the RMSNorm epsilon (1e-5 unless given). */
 float config_rope_theta(const Config *c);
 float config_norm_eps(const Config *c);
@@ -113,7 +140,8 @@ bool config_is_llama2c(const Config *c);
 /* kv_dim = n_kv_heads * head_dim: the width of one cached K (or V) row. */
 int config_kv_dim(const Config *c);
 /* The family the architecture's fields make, as a name: "gpt2" (learned
- * positions), "phi3" (fused files), "qwen3" (q/k norms), "qwen2" (q/k/v
+ * positions), "gemma3" (post-norms and q/k norms), "gemma2" (post-norms),
+ * "phi3" (fused files), "qwen3" (q/k norms), "qwen2" (q/k/v
  * biases) or "llama" (the rest: Llama, Mistral, llama2.c). For a reader's benefit: the block tests
  * the fields, never this. */
 const char *config_family(const Config *c);

@@ -20,15 +20,18 @@ static void count_matmul(WorkCount *w, int T, int C, int OC, uint64_t bytes) {
     w->weight_bytes += bytes;
 }
 
-/* Attention of T queries from pos0: query t scores and mixes pos0 + t + 1
- * positions in each head (2 · head_dim multiply-adds each), and reads that
- * many K and V rows of the layer. */
-static void count_attention(WorkCount *w, int T, int pos0, int n_heads, int head_dim,
+/* Attention of T queries from pos0 in layer l: query t scores pos0 + t + 1
+ * positions in each head and mixes the values of those its window keeps
+ * (head_dim multiply-adds each), reading as many K and V rows. */
+static void count_attention(WorkCount *w, const Config *c, int l, int T, int pos0,
                             uint64_t row_bytes) {
+    uint64_t per_row = (uint64_t)c->n_heads * (uint64_t)config_head_dim(c);
     for (int t = 0; t < T; t++) {
-        uint64_t seen = (uint64_t)(pos0 + t + 1);
-        w->macs += seen * (uint64_t)n_heads * (uint64_t)head_dim * 2u;
-        w->kv_bytes_read += seen * row_bytes * 2u;
+        int pos = pos0 + t;
+        uint64_t scored = (uint64_t)(pos + 1),
+                 mixed = (uint64_t)(pos + 1 - config_first_seen(c, l, pos));
+        w->macs += (scored + mixed) * per_row;
+        w->kv_bytes_read += (scored + mixed) * row_bytes;
     }
 }
 
@@ -117,12 +120,19 @@ static void linear(RunState *s, ThreadPool *pool, float *out, const float *x, in
 /* The per-token steps between the matmuls (RMSNorm, SwiGLU, the residual
  * add), shared out over threads by tokens: each token's row is computed
  * exactly as on one thread. With the plain kernels, one call over all N. */
-typedef enum { ROWS_RMSNORM, ROWS_LAYERNORM, ROWS_SWIGLU, ROWS_GELU, ROWS_RESIDUAL } RowsOp;
+typedef enum {
+    ROWS_RMSNORM,
+    ROWS_LAYERNORM,
+    ROWS_SWIGLU,
+    ROWS_GEGLU,
+    ROWS_GELU,
+    ROWS_RESIDUAL
+} RowsOp;
 
 typedef struct {
     RowsOp op;
-    float *out;                 /* [N, C]: a norm's output, swiglu's gate, gelu's x, residual's x */
-    const float *in;            /* [N, C]: a norm's x, swiglu's up, residual's y */
+    float *out;                 /* [N, C]: a norm's output, a GLU's gate, gelu's x, residual's x */
+    const float *in;            /* [N, C]: a norm's x, a GLU's up, residual's y */
     const float *weight, *bias; /* a norm's (bias: LayerNorm's) */
     int C;
     float eps;
@@ -140,6 +150,9 @@ static void rows_task(void *ctx, int t0, int t1) {
             break;
         case ROWS_SWIGLU:
             swiglu_forward(j->out + at, j->in + at, (t1 - t0) * j->C);
+            break;
+        case ROWS_GEGLU:
+            geglu_forward(j->out + at, j->in + at, (t1 - t0) * j->C);
             break;
         case ROWS_GELU:
             gelu_forward(j->out + at, (t1 - t0) * j->C);
@@ -175,9 +188,10 @@ static const float *layer_slice(const float *v, int l, int C) {
     return v != NULL ? v + (size_t)l * C : NULL;
 }
 
-/* gate [N, C] = silu(gate) ⊙ up. */
-static void swiglu_rows(const Model *m, float *gate, const float *up, int N, int C) {
-    RowsJob job = {.op = ROWS_SWIGLU, .out = gate, .in = up, .C = C};
+/* gate [N, C] = silu(gate) ⊙ up, or (GeGLU) gelu(gate) ⊙ up. */
+static void glu_rows(const Model *m, float *gate, const float *up, int N, int C) {
+    RowsJob job = {
+        .op = m->config.mlp == MLP_GEGLU ? ROWS_GEGLU : ROWS_SWIGLU, .out = gate, .in = up, .C = C};
     parallel_for(model_threads(m), N, rows_task, &job);
 }
 
@@ -261,9 +275,11 @@ static void emit_kv_snapshot(const HookSite *site, const float *key_l, const flo
 
 /* x [dim] = the embedding row of token, widened or read back from its int8
  * codes as the embedding is held (a packed tied model: the classifier's
- * row). Returns the bytes it read. */
+ * row), times Gemma's embed_scale. Returns the bytes it read. */
 static uint64_t embed_token(const Model *m, int token, float *x) {
     matrix_row(&m->embedding, token, x);
+    float scale = m->config.embed_scale;
+    for (int i = 0; scale > 0 && i < m->config.dim; i++) x[i] *= scale;
     return matrix_bytes(&m->embedding) / (uint64_t)m->embedding.rows;
 }
 
@@ -315,15 +331,26 @@ typedef struct {
     const float *q, *key_l, *key_t, *value_l; /* key_t: NULL, or key_l transposed */
     RunState *rs;
     int T, pos0;
-    const Config *c;
+    const AttentionSpec *spec;
     const HookSite *site;
 } AttentionJob;
 
 static void attention_heads(void *ctx, int h0, int h1) {
     const AttentionJob *j = ctx;
     attention_heads_forward(j->out, j->q, j->key_l, j->key_t, j->value_l, j->rs->scores,
-                            j->rs->cache.capacity, j->T, j->pos0, j->c->n_heads, j->c->n_kv_heads,
-                            config_head_dim(j->c), h0, h1, j->site);
+                            j->rs->cache.capacity, j->T, j->pos0, j->spec, h0, h1, j->site);
+}
+
+/* Layer l's attention as the architecture makes it: its heads, the
+ * scores' divisor and soft-cap, and its window (0 on a layer that does not
+ * slide). */
+static AttentionSpec attention_spec(const Config *c, int l) {
+    return (AttentionSpec){.n_heads = c->n_heads,
+                           .n_kv_heads = c->n_kv_heads,
+                           .head_dim = config_head_dim(c),
+                           .query_scale = config_query_scale(c),
+                           .softcap = c->attn_softcap,
+                           .window = config_layer_slides(c, l) ? c->sliding_window : 0};
 }
 
 /* Whether an observer wants this layer's attention scores or pattern at
@@ -352,9 +379,11 @@ static void attend_row(const Model *m, const ForwardRow *row, int l, float *q, f
     HookSite site = {.obs = row->obs, .layer = l, .pos0 = pos0, .tokens = row->tokens};
     if (c->position == POS_ROPE) { /* GPT-2's positions came in with the embedding */
         int rot = config_rope_dims(c);
-        rope_forward(q, T, config_q_dim(c), head_dim, rot, pos0, rs->rope_cos, rs->rope_sin,
-                     c->rope_layout);
-        rope_forward(k, T, kv_dim, head_dim, rot, pos0, rs->rope_cos, rs->rope_sin, c->rope_layout);
+        bool local = rs->rope_cos_local != NULL && config_layer_slides(c, l); /* Gemma 3 */
+        const float *cos_t = local ? rs->rope_cos_local : rs->rope_cos;
+        const float *sin_t = local ? rs->rope_sin_local : rs->rope_sin;
+        rope_forward(q, T, config_q_dim(c), head_dim, rot, pos0, cos_t, sin_t, c->rope_layout);
+        rope_forward(k, T, kv_dim, head_dim, rot, pos0, cos_t, sin_t, c->rope_layout);
     }
     rs->work.kv_bytes_written += (uint64_t)T * row_bytes * 2u;
     hook_emit_rows(&site, HOOK_ATTN_Q, q, T, n_heads, head_dim);
@@ -368,9 +397,9 @@ static void attend_row(const Model *m, const ForwardRow *row, int l, float *q, f
         memcpy(value_l + (size_t)pos0 * kv_dim, v, (size_t)T * kv_dim * sizeof(float));
     }
     emit_kv_rows(&site, key_l + (size_t)pos0 * kv_dim, value_l + (size_t)pos0 * kv_dim, T, kv_dim);
+    AttentionSpec spec = attention_spec(c, l);
     if (!model_fast(m) || attention_watched(&site, T)) {
-        attention_forward(out, q, key_l, value_l, rs->scores, T, pos0, n_heads, n_kv, head_dim,
-                          &site);
+        attention_forward(out, q, key_l, value_l, rs->scores, T, pos0, &spec, &site);
     } else {
         /* many queries read every key: transpose them once, here, before
          * the heads are shared out (each KV head once, whatever the split) */
@@ -387,11 +416,11 @@ static void attend_row(const Model *m, const ForwardRow *row, int l, float *q, f
                             .rs = rs,
                             .T = T,
                             .pos0 = pos0,
-                            .c = c,
+                            .spec = &spec,
                             .site = &site};
         parallel_for(model_threads(m), n_heads, attention_heads, &job);
     }
-    count_attention(&rs->work, T, pos0, n_heads, head_dim, row_bytes);
+    count_attention(&rs->work, c, l, T, pos0, row_bytes);
 }
 
 /* The architecture's extras between the projections and RoPE, for all N
@@ -440,6 +469,10 @@ static void attention_block(const Model *m, RunState *s, const ForwardRow *rows,
     linear_rows(m, s, rows, n_rows, s->xb2, s->xb, N, &mats[MAT_WO], INPUT_NEW);
     if (c->proj_bias) bias_forward(s->xb2, w->bo + (size_t)l * dim, N, dim);
     emit_each(rows, n_rows, l, HOOK_ATTN_OUT, s->xb2, 1, dim);
+    if (c->post_norms) { /* Gemma: the output normalised before it joins the residual */
+        norm_rows(m, s->xb2, s->xb2, w->post_att_norm + (size_t)l * dim, NULL, N, dim);
+        emit_each(rows, n_rows, l, HOOK_ATTN_POST_NORM, s->xb2, 1, dim);
+    }
     residual_rows(m, s->x, s->xb2, N, dim);
     emit_each(rows, n_rows, l, HOOK_RESID_MID, s->x, 1, dim);
 }
@@ -459,8 +492,9 @@ static void gelu_mlp(const Model *m, RunState *s, const ForwardRow *rows, int n_
     if (m->config.proj_bias) bias_forward(s->xb, w->b2 + (size_t)l * dim, N, dim);
 }
 
-/* x [N, dim] += w2 · (silu(w1 · x̂) ⊙ (w3 · x̂)), x̂ = rmsnorm(x): SwiGLU; or
- * GPT-2's (gelu_mlp). */
+/* x [N, dim] += w2 · (silu(w1 · x̂) ⊙ (w3 · x̂)), x̂ = rmsnorm(x): SwiGLU
+ * (GeGLU: gelu for silu; Gemma's output normalised by post_ffn_norm
+ * before the add); or GPT-2's (gelu_mlp). */
 static void mlp_block(const Model *m, RunState *s, const ForwardRow *rows, int n_rows, int N,
                       int l) {
     int dim = m->config.dim, hidden = m->config.hidden_dim;
@@ -480,10 +514,14 @@ static void mlp_block(const Model *m, RunState *s, const ForwardRow *rows, int n
     linear_rows(m, s, rows, n_rows, s->hb2, s->xb, N, &mats[MAT_W3], INPUT_AS_BEFORE);
     emit_each(rows, n_rows, l, HOOK_MLP_GATE, s->hb, 1, hidden);
     emit_each(rows, n_rows, l, HOOK_MLP_UP, s->hb2, 1, hidden);
-    swiglu_rows(m, s->hb, s->hb2, N, hidden); /* hb [N, hidden] */
+    glu_rows(m, s->hb, s->hb2, N, hidden); /* hb [N, hidden] */
     emit_each(rows, n_rows, l, HOOK_MLP_HIDDEN, s->hb, 1, hidden);
     linear_rows(m, s, rows, n_rows, s->xb, s->hb, N, &mats[MAT_W2], INPUT_NEW);
     emit_each(rows, n_rows, l, HOOK_MLP_OUT, s->xb, 1, dim);
+    if (m->config.post_norms) { /* Gemma: the output normalised before it joins the residual */
+        norm_rows(m, s->xb, s->xb, w->post_ffn_norm + (size_t)l * dim, NULL, N, dim);
+        emit_each(rows, n_rows, l, HOOK_MLP_POST_NORM, s->xb, 1, dim);
+    }
     residual_rows(m, s->x, s->xb, N, dim);
     emit_each(rows, n_rows, l, HOOK_RESID_POST, s->x, 1, dim);
 }
@@ -507,6 +545,8 @@ static const float *classify(const Model *m, RunState *s, const ForwardRow *rows
     const Matrix *cls = &m->classifier;
     norm_rows(m, s->xb, s->xb, m->weights.rms_final, m->weights.final_norm_bias, W, dim);
     linear(s, model_threads(m), s->logits, s->xb, W, cls, INPUT_NEW);
+    if (m->config.final_softcap > 0) /* Gemma 2: every logit within (-cap, cap) */
+        logits_softcap_forward(s->logits, W * V, m->config.final_softcap);
     for (int r = 0, w0 = 0; r < n_rows; w0 += wanted(&rows[r++])) {
         const ForwardRow *row = &rows[r];
         int n = wanted(row), first = row->n_tokens - n;
@@ -553,8 +593,8 @@ const float *forward(const Model *m, RunState *s, const ForwardRow *rows, int n_
             progress_report(m->progress, "forward pass (layers)", (uint64_t)l,
                             (uint64_t)c->n_layers);
         emit_each(rows, n_rows, l, HOOK_RESID_PRE, s->x, 1, dim);
-        for (int r = 0; r < n_rows; r++) /* rms_att and rms_ffn */
-            rows[r].state->work.weight_bytes += 2u * dim * sizeof(float);
+        for (int r = 0; r < n_rows; r++) /* rms_att and rms_ffn (and Gemma's post-norms) */
+            rows[r].state->work.weight_bytes += (c->post_norms ? 4u : 2u) * dim * sizeof(float);
         attention_block(m, s, rows, n_rows, N, l);
         mlp_block(m, s, rows, n_rows, N, l);
         for (int r = 0; r < n_rows; r++) {
@@ -573,10 +613,15 @@ uint64_t forward_body_macs(const Config *c, int T, int pos0) {
     uint64_t qd = (uint64_t)config_q_dim(c), L = (uint64_t)c->n_layers;
     uint64_t mlp = c->mlp == MLP_GELU ? 2u : 3u; /* GPT-2's has no w3 */
     uint64_t per_token = L * (d * qd + 2u * d * kv + qd * d + mlp * d * h);
-    /* attention: query t scores and mixes pos0 + t + 1 positions, and
-     * Σ_{t<T} (pos0 + t + 1) = T·pos0 + T(T+1)/2 */
+    /* attention: query t scores pos0 + t + 1 positions, and
+     * Σ_{t<T} (pos0 + t + 1) = T·pos0 + T(T+1)/2; it mixes as many values,
+     * or on a sliding layer those in its window, counted one by one */
     uint64_t seen = (uint64_t)T * (uint64_t)pos0 + (uint64_t)T * (uint64_t)(T + 1) / 2u;
-    return per_token * (uint64_t)T + L * seen * (uint64_t)c->n_heads * config_head_dim(c) * 2u;
+    uint64_t mixed = 0;
+    for (int l = 0; l < c->n_layers; l++)
+        for (int t = 0; t < T; t++)
+            mixed += (uint64_t)(pos0 + t + 1 - config_first_seen(c, l, pos0 + t));
+    return per_token * (uint64_t)T + (L * seen + mixed) * (uint64_t)c->n_heads * config_head_dim(c);
 }
 
 const float *forward_tokens(const Model *m, RunState *s, const int *tokens, int T, int pos0,

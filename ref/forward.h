@@ -45,6 +45,8 @@ typedef struct {
     float *logits;   /* [max_tokens, vocab_size] */
     float *rope_cos; /* [capacity, rope_dims / 2] cos(pos · θ_i) */
     float *rope_sin; /* [capacity, rope_dims / 2] sin(pos · θ_i) */
+    float *rope_cos_local, *rope_sin_local; /* the same at rope_local_theta, for the sliding
+                                               layers (Gemma 3); NULL when it is 0 */
     /* quantization while running (quant.h); scratch used only then */
     QuantRuntime quant;
     int8_t *xq;           /* [max(dim, hidden_dim)] one quantized input row */

@@ -9,13 +9,14 @@
 #include <sys/stat.h>
 
 #include "file_util.h"
+#include "hf_gemma.h"
 #include "hf_gpt2.h"
 #include "json_util.h"
 #include "safetensors.h"
 
-static const char *const ARCHITECTURES[] = {"LlamaForCausalLM", "MistralForCausalLM",
-                                            "Qwen2ForCausalLM", "Qwen3ForCausalLM",
-                                            "GPT2LMHeadModel",  "Phi3ForCausalLM"};
+static const char *const ARCHITECTURES[] = {
+    "LlamaForCausalLM", "MistralForCausalLM", "Qwen2ForCausalLM",  "Qwen3ForCausalLM",
+    "GPT2LMHeadModel",  "Phi3ForCausalLM",    "Gemma2ForCausalLM", "Gemma3ForCausalLM"};
 #define N_ARCHITECTURES (int)(sizeof ARCHITECTURES / sizeof ARCHITECTURES[0])
 #define MAX_SHARDS      MODEL_MAX_FILES
 
@@ -88,7 +89,7 @@ static bool read_architecture(const cJSON *root, char *arch, size_t arch_size, c
     return step_fail(err,
                      "%s: architecture %.60s is not supported (LlamaForCausalLM, "
                      "MistralForCausalLM, Qwen2ForCausalLM, Qwen3ForCausalLM, GPT2LMHeadModel, "
-                     "Phi3ForCausalLM)",
+                     "Phi3ForCausalLM, Gemma2ForCausalLM, Gemma3ForCausalLM)",
                      what, name ? name : "(none in config.json)");
 }
 
@@ -119,7 +120,10 @@ bool hf_config_parse(const char *text, const char *what, Config *c, char *arch, 
          optional_number(root, "rms_norm_eps", &c->norm_eps, what, err) &&
          read_rope_scaling(root, &c->rope_scaling, what, err);
     bool phi3 = strcmp(arch, "Phi3ForCausalLM") == 0;
-    bool tied = false, bias = false, sliding = strcmp(arch, "MistralForCausalLM") == 0 || phi3;
+    bool gemma3 = strcmp(arch, "Gemma3ForCausalLM") == 0;
+    bool gemma = gemma3 || strcmp(arch, "Gemma2ForCausalLM") == 0;
+    /* Gemma's config classes tie the classifier unless told otherwise */
+    bool tied = gemma, bias = false, sliding = strcmp(arch, "MistralForCausalLM") == 0 || phi3;
     float rotary = 1.0f; /* Phi-3's partial_rotary_factor: the share of a head RoPE turns */
     if (ok && !optional_number(root, "partial_rotary_factor", &rotary, what, err)) ok = false;
     if (ok && !(rotary > 0 && rotary <= 1))
@@ -131,7 +135,7 @@ bool hf_config_parse(const char *text, const char *what, Config *c, char *arch, 
                        "%s: config.json's tie_word_embeddings, attention_bias and "
                        "use_sliding_window must be true or false",
                        what);
-    const char *act = json_string_field(root, "hidden_act");
+    const char *act = gemma ? NULL : json_string_field(root, "hidden_act");
     if (ok && act != NULL && strcmp(act, "silu") != 0)
         ok = step_fail(err, "%s: hidden_act %.40s is not supported (silu)", what, act);
     /* Llama's and Qwen3's attention_bias also biases o_proj, which the
@@ -141,6 +145,7 @@ bool hf_config_parse(const char *text, const char *what, Config *c, char *arch, 
     c->qkv_bias = strcmp(arch, "Qwen2ForCausalLM") == 0;
     c->qk_norm = strcmp(arch, "Qwen3ForCausalLM") == 0;
     c->fused_files = phi3;
+    if (ok && gemma) ok = hf_gemma_config(root, gemma3, c, what, err); /* hf_gemma.h */
     c->shared_classifier = tied;
     c->rope_layout = ROPE_INTERLEAVED; /* the loader interleaves q and k (hf_interleave_heads) */
     if (ok && rotary < 1) { /* RoPE turns the first int(head_dim · factor) of each head, in
@@ -152,7 +157,7 @@ bool hf_config_parse(const char *text, const char *what, Config *c, char *arch, 
     /* A sliding window as wide as the context never masks anything: cap the
      * context at the window, and the block needs no mask. */
     int window;
-    if (ok && sliding && json_int_field(root, "sliding_window", 1, 1 << 30, &window) &&
+    if (ok && sliding && !gemma && json_int_field(root, "sliding_window", 1, 1 << 30, &window) &&
         window < c->seq_len)
         c->seq_len = window;
     cJSON_Delete(root);
@@ -283,6 +288,7 @@ int hf_layer_tensors(const Model *m, int l, HfLayerTensor out[HF_LAYER_TENSORS])
     size_t qd = (size_t)config_q_dim(c), hd = (size_t)config_head_dim(c);
     int nh = c->n_heads, nkv = c->n_kv_heads;
 #define AT(v, stride) ((v) != NULL ? (v) + l * (stride) : NULL)
+    bool post = c->post_norms; /* Gemma's post_attention_layernorm is its post-norm */
     const HfLayerTensor all[HF_LAYER_TENSORS] = {
         {"input_layernorm.weight", "attn_norm.weight", w->rms_att + l * d, 0, d, 0, -1},
         {"self_attn.q_proj.weight", "attn_q.weight", AT(w->wq, qd * d), qd, d, nh, MAT_WQ},
@@ -294,10 +300,15 @@ int hf_layer_tensors(const Model *m, int l, HfLayerTensor out[HF_LAYER_TENSORS])
         {"self_attn.v_proj.bias", "attn_v.bias", AT(w->bv, kv), 0, kv, 0, -1},
         {"self_attn.q_norm.weight", "attn_q_norm.weight", AT(w->q_norm, hd), 0, hd, 1, -1},
         {"self_attn.k_norm.weight", "attn_k_norm.weight", AT(w->k_norm, hd), 0, hd, 1, -1},
-        {"post_attention_layernorm.weight", "ffn_norm.weight", w->rms_ffn + l * d, 0, d, 0, -1},
+        {post ? "pre_feedforward_layernorm.weight" : "post_attention_layernorm.weight",
+         "ffn_norm.weight", w->rms_ffn + l * d, 0, d, 0, -1},
         {"mlp.gate_proj.weight", "ffn_gate.weight", AT(w->w1, h * d), h, d, 0, MAT_W1},
         {"mlp.down_proj.weight", "ffn_down.weight", AT(w->w2, d * h), d, h, 0, MAT_W2},
         {"mlp.up_proj.weight", "ffn_up.weight", AT(w->w3, h * d), h, d, 0, MAT_W3},
+        {"post_attention_layernorm.weight", "post_attention_norm.weight", AT(w->post_att_norm, d),
+         0, d, 0, -1},
+        {"post_feedforward_layernorm.weight", "post_ffw_norm.weight", AT(w->post_ffn_norm, d), 0, d,
+         0, -1},
     };
 #undef AT
     int n = 0;
@@ -393,6 +404,12 @@ static bool take_fused(Model *m, SafetensorsFile *files, int n, int l, const HfL
     return true;
 }
 
+/* Gemma's norms multiply by 1 + w: the sum, in float32 as Hugging Face
+ * forms it, is what the model holds. */
+static void add_one(float *w, size_t n) {
+    for (size_t i = 0; i < n; i++) w[i] = 1.0f + w[i];
+}
+
 /* Every tensor of layer l, q's and k's rows interleaved: widened into
  * float32 storage, or (a matrix held as stored) viewed in place; fused:
  * Phi-3's qkv_proj and gate_up_proj hold some of them (hf_fused_rows). */
@@ -420,6 +437,7 @@ static bool take_layer(Model *m, SafetensorsFile *files, int n, int l, bool fuse
         float *dst = model_weight_slot(m, parts[i].view);
         if (!take(files, n, name, (int)parts[i].rows, (int)parts[i].cols, dst, dir, err))
             return false;
+        if (m->config.norm_plus_one && hf_is_norm_weight(name)) add_one(dst, parts[i].cols);
         size_t cols = parts[i].rows == 0 ? 1 : parts[i].cols; /* a vector: rows of one value */
         if (parts[i].heads > 0 && turn && !hf_interleave_heads(dst, parts[i].heads, head_dim, cols))
             return step_fail(err, "model %s: out of memory", dir);
@@ -441,6 +459,7 @@ static bool take_all(Model *m, SafetensorsFile *files, int n, bool stored, bool 
     }
     ok = ok && take(files, n, "model.norm.weight", 0, c->dim,
                     model_weight_slot(m, m->weights.rms_final), dir, err);
+    if (ok && c->norm_plus_one) add_one(model_weight_slot(m, m->weights.rms_final), (size_t)c->dim);
     if (ok && !c->shared_classifier && stored)
         ok = view_matrix(files, n, "lm_head.weight", c->vocab_size, c->dim, 0, &m->classifier, dir,
                          err);
@@ -507,6 +526,10 @@ bool hf_model_load(Model *m, const char *dir, WeightsMode mode, const ProgressSi
                                        "safetensors files hold %llu values",
                                        dir, (unsigned long long)needed, (unsigned long long)stored);
     bool gpt2 = strcmp(arch, "GPT2LMHeadModel") == 0;
+    const SafetensorsFile *in = NULL;
+    SafetensorsTensor *emb = find(files, n, "model.embed_tokens.weight", &in);
+    if (ok && m->config.embed_scale > 0 && emb != NULL) /* Gemma's √dim, in the weights' type */
+        m->config.embed_scale = hf_gemma_embed_scale(m->config.dim, emb->dtype);
     if (gpt2) mode = WEIGHTS_F32; /* its Conv1D matrices are stored transposed: no view */
     if (ok) {
         char what[4200];

@@ -3,21 +3,27 @@
 
 #include "file_util.h"
 #include "float16.h"
+#include "hf_gemma.h"
 #include "hf_gpt2.h"
 #include "hf_model.h"
 
 #include <cjson/cJSON.h>
 #include <errno.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
-static const char *const ARCH_NAMES[] = {"llama", "mistral", "qwen2", "qwen3", "gpt2", "phi3"};
-static const char *const ARCH_CLASSES[] = {"LlamaForCausalLM", "MistralForCausalLM",
-                                           "Qwen2ForCausalLM", "Qwen3ForCausalLM",
-                                           "GPT2LMHeadModel",  "Phi3ForCausalLM"};
+static const char *const ARCH_NAMES[] = {"llama", "mistral", "qwen2",  "qwen3",
+                                         "gpt2",  "phi3",    "gemma2", "gemma3"};
+static const char *const ARCH_CLASSES[] = {
+    "LlamaForCausalLM", "MistralForCausalLM", "Qwen2ForCausalLM",  "Qwen3ForCausalLM",
+    "GPT2LMHeadModel",  "Phi3ForCausalLM",    "Gemma2ForCausalLM", "Gemma3ForCausalLM"};
+/* config.json's model_type: the name, but Gemma 3's text model's */
+static const char *const MODEL_TYPES[] = {"llama", "mistral", "qwen2",  "qwen3",
+                                          "gpt2",  "phi3",    "gemma2", "gemma3_text"};
 
 bool hf_architecture_parse(const char *name, HfArchitecture *a) {
     for (int i = 0; i < (int)(sizeof ARCH_NAMES / sizeof ARCH_NAMES[0]); i++) {
@@ -30,11 +36,13 @@ bool hf_architecture_parse(const char *name, HfArchitecture *a) {
 }
 
 void hf_architecture_apply(HfArchitecture a, Config *c) {
-    bool gpt2 = a == HF_GPT2;
+    bool gpt2 = a == HF_GPT2, gemma = a == HF_GEMMA2 || a == HF_GEMMA3;
     c->qkv_bias = a == HF_QWEN2 || gpt2;
-    c->qk_norm = a == HF_QWEN3;
+    c->qk_norm = a == HF_QWEN3 || a == HF_GEMMA3;
     c->norm = gpt2 ? NORM_LAYER : NORM_RMS;
-    c->mlp = gpt2 ? MLP_GELU : MLP_SWIGLU;
+    c->mlp = gpt2 ? MLP_GELU : gemma ? MLP_GEGLU : MLP_SWIGLU;
+    c->post_norms = c->norm_plus_one = gemma;
+    if (gemma && c->embed_scale == 0) c->embed_scale = sqrtf((float)c->dim);
     c->position = gpt2 ? POS_LEARNED : POS_ROPE;
     c->proj_bias = gpt2;
     c->fused_files = a == HF_PHI3;
@@ -53,6 +61,7 @@ typedef struct {
     bool random;
     XorshiftRng rng;
     float scale;
+    float minus; /* taken off every value as written: Gemma's norms' 1 */
 } OutTensor;
 
 /* Rows written at a time: a head's (RoPE pairs rows inside one head), or 64. */
@@ -79,10 +88,11 @@ static bool write_values(FILE *f, OutTensor *t, SafetensorsDtype dtype, int head
             const float *row = src + ((int64_t)from - r0) * cols;
             for (int64_t c = 0; c < cols; c++) {
                 uint32_t bits;
+                float v = row[c] - t->minus; /* exact for a norm's 1 + w >= 0.5 (Sterbenz) */
                 if (dtype == ST_F32)
-                    memcpy(&bits, &row[c], 4);
+                    memcpy(&bits, &v, 4);
                 else
-                    bits = dtype == ST_F16 ? float_to_half(row[c]) : float_to_bf16(row[c]);
+                    bits = dtype == ST_F16 ? float_to_half(v) : float_to_bf16(v);
                 for (int i = 0; i < size; i++) *b++ = (unsigned char)(bits >> (8 * i));
             }
         }
@@ -144,7 +154,9 @@ static int list_tensors(const Model *m, float *fused, OutTensor *out) {
                            .values = w->token_embedding,
                            .rows = vocab,
                            .cols = d};
-    out[n++] = (OutTensor){.name = "model.norm.weight", .values = w->rms_final, .cols = d};
+    float minus = c->norm_plus_one ? 1.0f : 0.0f; /* Gemma's files hold w, the model 1 + w */
+    out[n++] =
+        (OutTensor){.name = "model.norm.weight", .values = w->rms_final, .cols = d, .minus = minus};
     if (!c->shared_classifier)
         out[n++] =
             (OutTensor){.name = "lm_head.weight", .values = w->wcls, .rows = vocab, .cols = d};
@@ -160,6 +172,7 @@ static int list_tensors(const Model *m, float *fused, OutTensor *out) {
             snprintf(t->name, sizeof t->name, "model.layers.%d.%s", l, parts[i].name);
             t->values = parts[i].view, t->rows = (int64_t)parts[i].rows;
             t->cols = (int64_t)parts[i].cols, t->heads = parts[i].heads;
+            if (hf_is_norm_weight(parts[i].name)) t->minus = minus;
         }
         if (fused == NULL) continue;
         float *buf = fused + (size_t)l * per_layer;
@@ -178,11 +191,45 @@ static int by_name(const void *a, const void *b) {
     return strcmp((*(const OutTensor *const *)a)->name, (*(const OutTensor *const *)b)->name);
 }
 
+/* A number, or null for 0 (none). */
+static void number_or_null(cJSON *o, const char *key, float v) {
+    if (v > 0)
+        cJSON_AddNumberToObject(o, key, v);
+    else
+        cJSON_AddNullToObject(o, key);
+}
+
+/* Gemma's keys (hf_gemma.h): its activation, attention scale, soft-caps,
+ * and which layers slide (layer_types, and Gemma 3's older
+ * sliding_window_pattern when one number says it). */
+static void gemma_config_json(cJSON *o, const Config *c, bool gemma3) {
+    cJSON_AddStringToObject(o, "hidden_activation", "gelu_pytorch_tanh");
+    cJSON_AddNumberToObject(o, "query_pre_attn_scalar", config_query_scale(c));
+    number_or_null(o, "attn_logit_softcapping", c->attn_softcap);
+    number_or_null(o, "final_logit_softcapping", c->final_softcap);
+    /* no window: one as wide as the context, which masks nothing */
+    cJSON_AddNumberToObject(o, "sliding_window",
+                            c->sliding_window > 0 ? c->sliding_window : c->seq_len);
+    cJSON *types = cJSON_AddArrayToObject(o, "layer_types");
+    for (int l = 0; l < c->n_layers; l++)
+        cJSON_AddItemToArray(types,
+                             cJSON_CreateString(c->sliding_window == 0 || config_layer_slides(c, l)
+                                                    ? "sliding_attention"
+                                                    : "full_attention"));
+    if (gemma3) {
+        cJSON_AddNumberToObject(o, "rope_local_base_freq",
+                                c->rope_local_theta > 0 ? c->rope_local_theta
+                                                        : config_rope_theta(c));
+        if (c->sliding_pattern > 0)
+            cJSON_AddNumberToObject(o, "sliding_window_pattern", c->sliding_pattern);
+    }
+}
+
 static cJSON *config_json(const Config *c, HfArchitecture a, SafetensorsDtype dtype) {
     cJSON *o = cJSON_CreateObject();
     cJSON *archs = cJSON_AddArrayToObject(o, "architectures");
     cJSON_AddItemToArray(archs, cJSON_CreateString(ARCH_CLASSES[a]));
-    cJSON_AddStringToObject(o, "model_type", ARCH_NAMES[a]);
+    cJSON_AddStringToObject(o, "model_type", MODEL_TYPES[a]);
     cJSON_AddNumberToObject(o, "hidden_size", c->dim);
     cJSON_AddNumberToObject(o, "intermediate_size", c->hidden_dim);
     cJSON_AddNumberToObject(o, "num_hidden_layers", c->n_layers);
@@ -207,7 +254,10 @@ static cJSON *config_json(const Config *c, HfArchitecture a, SafetensorsDtype dt
                                     rs->original_context);
         }
     }
-    cJSON_AddStringToObject(o, "hidden_act", "silu");
+    if (a == HF_GEMMA2 || a == HF_GEMMA3)
+        gemma_config_json(o, c, a == HF_GEMMA3);
+    else
+        cJSON_AddStringToObject(o, "hidden_act", "silu");
     cJSON_AddStringToObject(o, "torch_dtype",
                             dtype == ST_F32   ? "float32"
                             : dtype == ST_F16 ? "float16"

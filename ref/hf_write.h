@@ -8,15 +8,26 @@
 #include "safetensors.h"
 
 /* The architectures a folder can be written as. */
-typedef enum { HF_LLAMA, HF_MISTRAL, HF_QWEN2, HF_QWEN3, HF_GPT2, HF_PHI3 } HfArchitecture;
+typedef enum {
+    HF_LLAMA,
+    HF_MISTRAL,
+    HF_QWEN2,
+    HF_QWEN3,
+    HF_GPT2,
+    HF_PHI3,
+    HF_GEMMA2,
+    HF_GEMMA3
+} HfArchitecture;
 
-/* "llama", "mistral", "qwen2", "qwen3", "gpt2", "phi3" -> *a; false for
- * anything else. */
+/* "llama", "mistral", "qwen2", "qwen3", "gpt2", "phi3", "gemma2", "gemma3"
+ * -> *a; false for anything else. */
 bool hf_architecture_parse(const char *name, HfArchitecture *a);
 
 /* The flags the architecture implies (qkv_bias for Qwen2, qk_norm for
- * Qwen3; GPT-2's norms, MLP, positions and biases), set in c before the
- * model is made. */
+ * Qwen3; GPT-2's norms, MLP, positions and biases; Gemma's GeGLU,
+ * post-norms, 1 + w norms and, when unset, its √dim embedding scale), set
+ * in c before the model is made. Gemma's numbers (soft-caps, window,
+ * attention scale) are the caller's. */
 void hf_architecture_apply(HfArchitecture a, Config *c);
 
 /* Write m (float32 weights, row-major, q and k interleaved as stepwise

@@ -29,30 +29,36 @@ typedef enum {
 const char *pass_phase_name(PassPhase phase);
 
 typedef enum {
-    HOOK_EMBED,        /* "embed"                [dim] token embedding */
-    HOOK_EMBED_POS,    /* "embed.pos"            [dim] learned position embedding (GPT-2), added */
-    HOOK_RESID_PRE,    /* "blocks.L.resid_pre"   [dim] residual entering the block */
-    HOOK_LN1,          /* "blocks.L.ln1"         [dim] the norm before attention */
-    HOOK_ATTN_Q_PRE,   /* "blocks.L.attn.q_pre"  [n_heads, head_dim] before RoPE (after a
-                          bias and q norm, where the architecture has them) */
-    HOOK_ATTN_K_PRE,   /* "blocks.L.attn.k_pre"  [n_kv_heads, head_dim] before RoPE */
-    HOOK_ATTN_Q,       /* "blocks.L.attn.q"      [n_heads, head_dim] after RoPE */
-    HOOK_ATTN_K,       /* "blocks.L.attn.k"      [n_kv_heads, head_dim] after RoPE */
-    HOOK_ATTN_V,       /* "blocks.L.attn.v"      [n_kv_heads, head_dim] */
-    HOOK_ATTN_SCORES,  /* "blocks.L.attn.scores" [pos + 1] q·k/sqrt(head_dim), per head */
-    HOOK_ATTN_PATTERN, /* "blocks.L.attn.pattern" [pos + 1] softmax of the scores, per head */
-    HOOK_ATTN_Z,       /* "blocks.L.attn.z"      [n_heads, head_dim] pattern-weighted values */
-    HOOK_ATTN_OUT,     /* "blocks.L.attn_out"    [dim] after the output projection */
-    HOOK_RESID_MID,    /* "blocks.L.resid_mid"   [dim] residual after attention */
-    HOOK_LN2,          /* "blocks.L.ln2"         [dim] the norm before the MLP */
-    HOOK_MLP_GATE,     /* "blocks.L.mlp.gate"    [hidden_dim] w1 · x (SwiGLU) */
+    HOOK_EMBED,       /* "embed"                [dim] token embedding (× Gemma's √dim) */
+    HOOK_EMBED_POS,   /* "embed.pos"            [dim] learned position embedding (GPT-2), added */
+    HOOK_RESID_PRE,   /* "blocks.L.resid_pre"   [dim] residual entering the block */
+    HOOK_LN1,         /* "blocks.L.ln1"         [dim] the norm before attention */
+    HOOK_ATTN_Q_PRE,  /* "blocks.L.attn.q_pre"  [n_heads, head_dim] before RoPE (after a
+                         bias and q norm, where the architecture has them) */
+    HOOK_ATTN_K_PRE,  /* "blocks.L.attn.k_pre"  [n_kv_heads, head_dim] before RoPE */
+    HOOK_ATTN_Q,      /* "blocks.L.attn.q"      [n_heads, head_dim] after RoPE */
+    HOOK_ATTN_K,      /* "blocks.L.attn.k"      [n_kv_heads, head_dim] after RoPE */
+    HOOK_ATTN_V,      /* "blocks.L.attn.v"      [n_kv_heads, head_dim] */
+    HOOK_ATTN_SCORES, /* "blocks.L.attn.scores" [pos + 1] q·k/sqrt(head_dim), per head (soft-capped
+                         where the architecture caps them; a sliding layer's too for the
+                         positions its window drops) */
+    HOOK_ATTN_PATTERN,   /* "blocks.L.attn.pattern" [pos + 1] softmax of the scores, per head (0
+                            outside a sliding window) */
+    HOOK_ATTN_Z,         /* "blocks.L.attn.z"      [n_heads, head_dim] pattern-weighted values */
+    HOOK_ATTN_OUT,       /* "blocks.L.attn_out"    [dim] after the output projection */
+    HOOK_ATTN_POST_NORM, /* "blocks.L.attn.post_norm" [dim] attn_out normalised (Gemma), added */
+    HOOK_RESID_MID,      /* "blocks.L.resid_mid"   [dim] residual after attention */
+    HOOK_LN2,            /* "blocks.L.ln2"         [dim] the norm before the MLP */
+    HOOK_MLP_GATE,       /* "blocks.L.mlp.gate"    [hidden_dim] w1 · x (SwiGLU, GeGLU) */
     HOOK_MLP_UP,     /* "blocks.L.mlp.up"      [hidden_dim] w3 · x (SwiGLU), w1 · x + b1 (GELU) */
-    HOOK_MLP_HIDDEN, /* "blocks.L.mlp.hidden"  [hidden_dim] silu(gate) · up, or gelu(up) */
+    HOOK_MLP_HIDDEN, /* "blocks.L.mlp.hidden"  [hidden_dim] silu(gate) · up, gelu(gate) · up, or
+                        gelu(up) */
     HOOK_MLP_OUT,    /* "blocks.L.mlp_out"     [dim] after the down projection */
-    HOOK_RESID_POST, /* "blocks.L.resid_post"  [dim] residual leaving the block */
-    HOOK_FINAL_NORM, /* "final_norm"           [dim] before the classifier */
-    HOOK_LOGITS,     /* "logits"  [vocab_size] */
-    HOOK_KV_ROW,     /* "kv"      a: K row, b: V row, each [kv_dim], written at (layer, pos) */
+    HOOK_MLP_POST_NORM, /* "blocks.L.mlp.post_norm" [dim] mlp_out normalised (Gemma), added */
+    HOOK_RESID_POST,    /* "blocks.L.resid_post"  [dim] residual leaving the block */
+    HOOK_FINAL_NORM,    /* "final_norm"           [dim] before the classifier */
+    HOOK_LOGITS,        /* "logits"  [vocab_size] (soft-capped where the architecture caps them) */
+    HOOK_KV_ROW,        /* "kv"      a: K row, b: V row, each [kv_dim], written at (layer, pos) */
     HOOK_KV_SNAPSHOT, /* "kv_snapshot" a: K, b: V, each [pos + 1, kv_dim]: a layer's whole cache */
     N_HOOKS
 } HookPoint;

@@ -121,16 +121,16 @@ static void emit_head(const HookSite *site, HookPoint point, int t, int head, co
     site->obs->emit(site->obs->ctx, &h);
 }
 
-/* scores[p] = q·k_p / sqrt(head_dim) for p = 0..pos: the obvious loop,
- * one dot product at a time. */
+/* scores[p] = q·k_p / div for p = 0..pos (div = sqrt(head_dim), or of
+ * Gemma's query_pre_attn_scalar): the obvious loop, one dot product at a
+ * time. */
 static void head_scores(float *scores, const float *qh, const float *key_cache, int pos, int kv_dim,
-                        int kv_off, int head_dim) {
-    float scale = sqrtf((float)head_dim);
+                        int kv_off, int head_dim, float div) {
     for (int p = 0; p <= pos; p++) {
         const float *k = key_cache + (size_t)p * kv_dim + kv_off;
         float score = 0.0f;
         for (int i = 0; i < head_dim; i++) score += qh[i] * k[i];
-        scores[p] = score / scale;
+        scores[p] = score / div;
     }
 }
 
@@ -138,8 +138,7 @@ static void head_scores(float *scores, const float *qh, const float *key_cache, 
  * over i in order, so that the processor is not waiting on one chain of
  * additions (the fast path: attention_heads_forward). Same bits. */
 FAST_CLONES static void head_scores4(float *scores, const float *qh, const float *key_cache,
-                                     int pos, int kv_dim, int kv_off, int head_dim) {
-    float scale = sqrtf((float)head_dim);
+                                     int pos, int kv_dim, int kv_off, int head_dim, float div) {
     int p = 0;
     for (; p + 3 <= pos; p += 4) {
         const float *k0 = key_cache + (size_t)p * kv_dim + kv_off, *k1 = k0 + kv_dim,
@@ -151,21 +150,20 @@ FAST_CLONES static void head_scores4(float *scores, const float *qh, const float
             s2 += qh[i] * k2[i];
             s3 += qh[i] * k3[i];
         }
-        scores[p] = s0 / scale, scores[p + 1] = s1 / scale;
-        scores[p + 2] = s2 / scale, scores[p + 3] = s3 / scale;
+        scores[p] = s0 / div, scores[p + 1] = s1 / div;
+        scores[p + 2] = s2 / div, scores[p + 3] = s3 / div;
     }
     if (p <= pos)
         head_scores(scores + p, qh, key_cache + (size_t)p * kv_dim, pos - p, kv_dim, kv_off,
-                    head_dim);
+                    head_dim, div);
 }
 
 /* The same scores from the head's keys transposed, kt[i][p] = k_p[i]
  * (stride n: keys_transpose): sixteen positions at once, each still a sum over i in order
- * from 0, so the vector runs across positions and never along one dot
+ * from 0, so that the vector runs across positions and never along one dot
  * product. Same bits as head_scores. */
 FAST_CLONES static void head_scores_kt(float *scores, const float *qh, const float *kt, int n,
-                                       int pos, int head_dim) {
-    float scale = sqrtf((float)head_dim);
+                                       int pos, int head_dim, float div) {
     int p0 = 0;
     for (; p0 + 16 <= pos + 1; p0 += 16) {
         float acc[16] = {0};
@@ -174,25 +172,25 @@ FAST_CLONES static void head_scores_kt(float *scores, const float *qh, const flo
             float a = qh[i];
             for (int l = 0; l < 16; l++) acc[l] += a * k[l];
         }
-        for (int l = 0; l < 16; l++) scores[p0 + l] = acc[l] / scale;
+        for (int l = 0; l < 16; l++) scores[p0 + l] = acc[l] / div;
     }
     for (int p = p0; p <= pos; p++) {
         float acc = 0.0f;
         for (int i = 0; i < head_dim; i++) acc += qh[i] * kt[(size_t)i * n + p];
-        scores[p] = acc / scale;
+        scores[p] = acc / div;
     }
 }
 
-/* out[i] = Σ_p w[p] · v_p[i] over p = 0..pos in order, for i in blocks of
+/* out[i] = Σ_p w[p] · v_p[i] over p = first..pos in order, for i in blocks of
  * 16 held in registers through the whole sum over p (the fast path; the
  * plain one walks p outside and i inside, adding into out: same sums, same
  * order, same bits). */
-FAST_CLONES static void head_values16(float *out, const float *w, const float *value_cache, int pos,
-                                      int kv_dim, int kv_off, int head_dim) {
+FAST_CLONES static void head_values16(float *out, const float *w, const float *value_cache,
+                                      int first, int pos, int kv_dim, int kv_off, int head_dim) {
     int i0 = 0;
     for (; i0 + 16 <= head_dim; i0 += 16) {
         float acc[16] = {0};
-        for (int p = 0; p <= pos; p++) {
+        for (int p = first; p <= pos; p++) {
             const float *v = value_cache + (size_t)p * kv_dim + kv_off + i0;
             float a = w[p];
             for (int l = 0; l < 16; l++) acc[l] += a * v[l];
@@ -201,55 +199,68 @@ FAST_CLONES static void head_values16(float *out, const float *w, const float *v
     }
     for (int i = i0; i < head_dim; i++) {
         float acc = 0.0f;
-        for (int p = 0; p <= pos; p++) acc += w[p] * value_cache[(size_t)p * kv_dim + kv_off + i];
+        for (int p = first; p <= pos; p++)
+            acc += w[p] * value_cache[(size_t)p * kv_dim + kv_off + i];
         out[i] = acc;
     }
 }
 
-/* Query t's head h: scores against positions 0..pos0+t, softmax, and the
- * weighted sum of the values, into out's row t, head h. scores: [pos0+t+1].
- * four_at_once: the scores by head_scores_kt from kt (the KV head's keys
- * transposed, stride kt_n) or, without kt, by head_scores4; the values by
- * head_values16 (same bits). */
+/* Gemma 2's soft-capping: s = tanh(s / cap) · cap keeps every score in
+ * (-cap, cap) while leaving small ones nearly as they were. */
+static void softcap_forward(float *x, int n, float cap) {
+    for (int i = 0; i < n; i++) x[i] = tanhf(x[i] / cap) * cap;
+}
+
+/* Query t's head h: scores against positions 0..pos0+t, softmax over
+ * those its window keeps (first..pos), and the weighted sum of their
+ * values, into out's row t, head h. scores: [pos0+t+1]. A sliding layer's
+ * scores row holds every position's q·k, the ones its window then drops
+ * too; its pattern is 0 there. four_at_once: the scores by head_scores_kt
+ * from kt (the KV head's keys transposed, stride kt_n) or, without kt, by
+ * head_scores4; the values by head_values16 (same bits). */
 static void attention_query_head(float *out, const float *q, const float *key_cache,
                                  const float *value_cache, float *scores, int t, int h, int pos0,
-                                 int n_heads, int n_kv_heads, int head_dim, const HookSite *site,
-                                 bool four_at_once, const float *kt, int kt_n) {
-    int dim = n_heads * head_dim, kv_dim = n_kv_heads * head_dim;
-    int group = n_heads / n_kv_heads; /* query heads per KV head */
-    int pos = pos0 + t;               /* this query sees positions 0..pos */
+                                 const AttentionSpec *a, const HookSite *site, bool four_at_once,
+                                 const float *kt, int kt_n) {
+    int head_dim = a->head_dim, dim = a->n_heads * head_dim, kv_dim = a->n_kv_heads * head_dim;
+    int group = a->n_heads / a->n_kv_heads; /* query heads per KV head */
+    int pos = pos0 + t;                     /* this query sees positions first..pos */
+    int first = a->window > 0 && pos >= a->window ? pos - a->window + 1 : 0;
+    float div = sqrtf(a->query_scale);
     const float *qh = q + (size_t)t * dim + (size_t)h * head_dim;
     int kv_off = (h / group) * head_dim;
     if (kt != NULL)
-        head_scores_kt(scores, qh, kt, kt_n, pos, head_dim);
+        head_scores_kt(scores, qh, kt, kt_n, pos, head_dim, div);
     else if (four_at_once)
-        head_scores4(scores, qh, key_cache, pos, kv_dim, kv_off, head_dim);
+        head_scores4(scores, qh, key_cache, pos, kv_dim, kv_off, head_dim, div);
     else
-        head_scores(scores, qh, key_cache, pos, kv_dim, kv_off, head_dim);
+        head_scores(scores, qh, key_cache, pos, kv_dim, kv_off, head_dim, div);
+    if (a->softcap > 0) softcap_forward(scores, pos + 1, a->softcap);
     emit_head(site, HOOK_ATTN_SCORES, t, h, scores, pos + 1);
-    softmax_forward(scores, pos + 1);
+    softmax_forward(scores + first, pos + 1 - first);
+    memset(scores, 0, (size_t)first * sizeof(float)); /* outside the window */
     emit_head(site, HOOK_ATTN_PATTERN, t, h, scores, pos + 1);
     /* out = Σ_p softmax(scores)[p] · v_p, accumulated in position order */
     float *oh = out + (size_t)t * dim + (size_t)h * head_dim;
     if (four_at_once) {
-        head_values16(oh, scores, value_cache, pos, kv_dim, kv_off, head_dim);
+        head_values16(oh, scores, value_cache, first, pos, kv_dim, kv_off, head_dim);
         return;
     }
     memset(oh, 0, (size_t)head_dim * sizeof(float));
-    for (int p = 0; p <= pos; p++) {
+    for (int p = first; p <= pos; p++) {
         const float *v = value_cache + (size_t)p * kv_dim + kv_off;
-        float a = scores[p];
-        for (int i = 0; i < head_dim; i++) oh[i] += a * v[i];
+        float w = scores[p];
+        for (int i = 0; i < head_dim; i++) oh[i] += w * v[i];
     }
 }
 
 void attention_forward(float *out, const float *q, const float *key_cache, const float *value_cache,
-                       float *scores, int T, int pos0, int n_heads, int n_kv_heads, int head_dim,
+                       float *scores, int T, int pos0, const AttentionSpec *a,
                        const HookSite *site) {
     for (int t = 0; t < T; t++) {
-        for (int h = 0; h < n_heads; h++)
-            attention_query_head(out, q, key_cache, value_cache, scores, t, h, pos0, n_heads,
-                                 n_kv_heads, head_dim, site, false, NULL, 0);
+        for (int h = 0; h < a->n_heads; h++)
+            attention_query_head(out, q, key_cache, value_cache, scores, t, h, pos0, a, site, false,
+                                 NULL, 0);
     }
 }
 
@@ -266,19 +277,27 @@ void keys_transpose(float *key_t, int stride, const float *key_cache, int n, int
 
 void attention_heads_forward(float *out, const float *q, const float *key_cache, const float *key_t,
                              const float *value_cache, float *scores, int stride, int T, int pos0,
-                             int n_heads, int n_kv_heads, int head_dim, int h0, int h1,
-                             const HookSite *site) {
-    int group = n_heads / n_kv_heads;
+                             const AttentionSpec *a, int h0, int h1, const HookSite *site) {
+    int group = a->n_heads / a->n_kv_heads;
     for (int h = h0; h < h1; h++) {
-        const float *kt = key_t != NULL ? key_t + (size_t)(h / group) * head_dim * stride : NULL;
+        const float *kt = key_t != NULL ? key_t + (size_t)(h / group) * a->head_dim * stride : NULL;
         for (int t = 0; t < T; t++)
             attention_query_head(out, q, key_cache, value_cache, scores + (size_t)h * stride, t, h,
-                                 pos0, n_heads, n_kv_heads, head_dim, site, true, kt, stride);
+                                 pos0, a, site, true, kt, stride);
     }
 }
 
 void residual_forward(float *x, const float *y, int n) {
     for (int i = 0; i < n; i++) x[i] += y[i];
+}
+
+void geglu_forward(float *gate, const float *up, int n) {
+    gelu_forward(gate, n);
+    for (int i = 0; i < n; i++) gate[i] *= up[i];
+}
+
+void logits_softcap_forward(float *logits, int n, float cap) {
+    softcap_forward(logits, n, cap);
 }
 
 void swiglu_forward(float *gate, const float *up, int n) {

@@ -42,14 +42,26 @@ void matmul_forward(float *out, const float *x, const float *w, int T, int C, in
 void rope_forward(float *x, int T, int width, int head_dim, int rot, int pos0,
                   const float *rope_cos, const float *rope_sin, RopeLayout layout);
 
+/* What attention needs to know of the architecture: its heads, the
+ * number whose square root divides q·k (head_dim, or Gemma's
+ * query_pre_attn_scalar), the soft-cap on the scores (Gemma 2; 0: none)
+ * and the layer's sliding window (0: none). */
+typedef struct {
+    int n_heads, n_kv_heads, head_dim;
+    float query_scale;
+    float softcap;
+    int window;
+} AttentionSpec;
+
 /* Causal attention of T queries at positions pos0..pos0+T-1 over the cached
- * keys and values of positions 0..pos0+t (inclusive) for query t.
+ * keys and values of positions 0..pos0+t (inclusive) for query t, or of
+ * its last `window` of them on a sliding layer.
  * out, q: [T, n_heads × head_dim]; key_cache, value_cache: [positions, kv_dim]
  * with kv_dim = n_kv_heads × head_dim, query head h reading KV head
  * h / (n_heads / n_kv_heads); scores: scratch of [pos0 + T] floats.
  * site (may be NULL) receives each head's scores and pattern when wanted. */
 void attention_forward(float *out, const float *q, const float *key_cache, const float *value_cache,
-                       float *scores, int T, int pos0, int n_heads, int n_kv_heads, int head_dim,
+                       float *scores, int T, int pos0, const AttentionSpec *a,
                        const HookSite *site);
 
 /* A pass of at least this many queries reads every key that often: the
@@ -70,11 +82,16 @@ void keys_transpose(float *key_t, int stride, const float *key_cache, int n, int
  * scores or patterns. */
 void attention_heads_forward(float *out, const float *q, const float *key_cache, const float *key_t,
                              const float *value_cache, float *scores, int stride, int T, int pos0,
-                             int n_heads, int n_kv_heads, int head_dim, int h0, int h1,
-                             const HookSite *site);
+                             const AttentionSpec *a, int h0, int h1, const HookSite *site);
 
 /* In place over n values: x[i] = x[i] + y[i]. */
 void residual_forward(float *x, const float *y, int n);
+
+/* GeGLU (Gemma): gate[i] = gelu(gate[i]) · up[i], GELU's tanh form as gelu_forward. */
+void geglu_forward(float *gate, const float *up, int n);
+
+/* Gemma 2's final soft-capping: logits[i] = tanh(logits[i] / cap) · cap. */
+void logits_softcap_forward(float *logits, int n, float cap);
 
 /* SwiGLU: gate[i] = silu(gate[i]) · up[i], with silu(v) = v · σ(v), over n values. */
 void swiglu_forward(float *gate, const float *up, int n);

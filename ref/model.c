@@ -58,7 +58,8 @@ static void bind_extras(const Config *c, Weights *w, const float *p) {
         w->att_norm_bias = p, w->ffn_norm_bias = p + L * d, w->final_norm_bias = p + 2 * L * d,
         p += (2 * L + 1) * d;
     if (c->proj_bias) w->bo = p, w->b1 = p + L * d, w->b2 = p + L * (d + h), p += L * (2 * d + h);
-    if (c->position == POS_LEARNED) w->pos_embedding = p;
+    if (c->position == POS_LEARNED) w->pos_embedding = p, p += (uint64_t)c->seq_len * d;
+    if (c->post_norms) w->post_att_norm = p, w->post_ffn_norm = p + L * d;
 }
 
 /* How many floats bind_extras binds. */
@@ -70,12 +71,14 @@ static uint64_t extras_floats(const Config *c) {
     if (c->norm == NORM_LAYER) n += (2 * L + 1) * d;
     if (c->proj_bias) n += L * (2 * d + h);
     if (c->position == POS_LEARNED) n += (uint64_t)c->seq_len * d;
+    if (c->post_norms) n += 2 * L * d;
     return n;
 }
 
 /* The first extra vector of w, where the block of them starts (NULL: none). */
 static const float *first_extra(const Weights *w) {
-    const float *in_order[] = {w->bq, w->q_norm, w->att_norm_bias, w->bo, w->pos_embedding};
+    const float *in_order[] = {w->bq, w->q_norm,        w->att_norm_bias,
+                               w->bo, w->pos_embedding, w->post_att_norm};
     for (size_t i = 0; i < sizeof in_order / sizeof in_order[0]; i++)
         if (in_order[i] != NULL) return in_order[i];
     return NULL;
@@ -351,7 +354,9 @@ int model_random_parts(const Model *m, RandomPart parts[MODEL_RANDOM_PARTS]) {
         {w->bo, L * dim, in_q},
         {w->b1, L * hidden, in_dim},
         {w->b2, L * dim, in_hidden},
-        {w->pos_embedding, (uint64_t)c->seq_len * dim, in_dim}};
+        {w->pos_embedding, (uint64_t)c->seq_len * dim, in_dim},
+        {w->post_att_norm, L * dim, 0}, /* Gemma's: ones, as the other norms */
+        {w->post_ffn_norm, L * dim, 0}};
     int n = 0;
     for (int i = 0; i < MODEL_RANDOM_PARTS; i++)
         if (all[i].view != NULL) parts[n++] = all[i];

@@ -33,7 +33,8 @@ typedef struct {
     const float *final_norm_bias;               /* NORM_LAYER: [dim] */
     const float *bo, *b1,
         *b2; /* proj_bias: [n_layers, dim], [n_layers, hidden_dim], [n_layers, dim] */
-    const float *pos_embedding; /* POS_LEARNED: [seq_len, dim] */
+    const float *pos_embedding;                 /* POS_LEARNED: [seq_len, dim] */
+    const float *post_att_norm, *post_ffn_norm; /* post_norms: [n_layers, dim] each */
 } Weights;
 
 struct ThreadPool; /* threads.h */
@@ -197,7 +198,7 @@ typedef struct {
     uint64_t n;
     float scale;
 } RandomPart;
-#define MODEL_RANDOM_PARTS 24
+#define MODEL_RANDOM_PARTS 26
 
 /* m's parts (its views bound), in the stream's order; returns how many. */
 int model_random_parts(const Model *m, RandomPart parts[MODEL_RANDOM_PARTS]);

@@ -39,13 +39,13 @@ static float scaled_frequency(float freq, int i, const RopeScaling *s) {
  * θ_i = theta^(-2i / rot) (theta 10000 in llama2.c; rot the dims RoPE
  * turns, head_dim but for a partial RoPE), scaled as the
  * architecture says, in run.c's float arithmetic. */
-static void rope_tables_fill(float *cos_t, float *sin_t, int capacity, const Config *c) {
+static void rope_tables_fill(float *cos_t, float *sin_t, int capacity, const Config *c, float theta,
+                             const RopeScaling *scaling) {
     int rot = config_rope_dims(c), half = rot / 2; /* the turned dims' pairs (partial RoPE) */
-    float theta = config_rope_theta(c);
     for (int pos = 0; pos < capacity; pos++) {
         for (int i = 0; i < half; i++) {
             float freq = 1.0f / powf(theta, (float)(2 * i) / (float)rot);
-            freq = scaled_frequency(freq, i, &c->rope_scaling);
+            freq = scaled_frequency(freq, i, scaling);
             float angle = (float)pos * freq;
             cos_t[(size_t)pos * half + i] = cosf(angle);
             sin_t[(size_t)pos * half + i] = sinf(angle);
@@ -106,6 +106,11 @@ bool run_state_init_quant(RunState *s, const Config *c, int capacity, int max_to
     s->rope_sin = malloc((size_t)capacity * half * sizeof(float));
     ok = ok && s->x && s->xb && s->xb2 && s->q && s->hb && s->hb2 && s->scores && s->logits &&
          s->rope_cos && s->rope_sin;
+    if (ok && c->rope_local_theta > 0) { /* Gemma 3's sliding layers turn at their own base */
+        s->rope_cos_local = malloc((size_t)capacity * half * sizeof(float));
+        s->rope_sin_local = malloc((size_t)capacity * half * sizeof(float));
+        ok = s->rope_cos_local && s->rope_sin_local;
+    }
     if (ok && s->quant.activations) {
         s->xq = malloc(T * widest);
         s->xs = malloc(T * widest * sizeof(float)); /* at most one scale per value */
@@ -129,23 +134,40 @@ bool run_state_init_quant(RunState *s, const Config *c, int capacity, int max_to
         run_state_free(s);
         return step_fail(err, "run state: out of memory for %d positions", capacity);
     }
-    rope_tables_fill(s->rope_cos, s->rope_sin, capacity, c);
+    rope_tables_fill(s->rope_cos, s->rope_sin, capacity, c, config_rope_theta(c), &c->rope_scaling);
+    if (s->rope_cos_local != NULL)
+        rope_tables_fill(s->rope_cos_local, s->rope_sin_local, capacity, c, c->rope_local_theta,
+                         &(RopeScaling){.type = ROPE_SCALING_NONE});
     return true;
 }
 
 void run_state_free(RunState *s) {
-    void *all[] = {s->cache.key,   s->cache.value,
-                   s->cache.key_q, s->cache.value_q,
-                   s->cache.key_s, s->cache.value_s,
-                   s->x,           s->xb,
-                   s->xb2,         s->q,
-                   s->hb,          s->hb2,
-                   s->scores,      s->logits,
-                   s->rope_cos,    s->rope_sin,
-                   s->xq,          s->xs,
-                   s->xfake,       s->k_new,
-                   s->v_new,       s->layer_k,
-                   s->layer_v,     s->key_t};
+    void *all[] = {s->cache.key,
+                   s->cache.value,
+                   s->cache.key_q,
+                   s->cache.value_q,
+                   s->cache.key_s,
+                   s->cache.value_s,
+                   s->x,
+                   s->xb,
+                   s->xb2,
+                   s->q,
+                   s->hb,
+                   s->hb2,
+                   s->scores,
+                   s->logits,
+                   s->rope_cos,
+                   s->rope_sin,
+                   s->xq,
+                   s->xs,
+                   s->xfake,
+                   s->k_new,
+                   s->v_new,
+                   s->layer_k,
+                   s->layer_v,
+                   s->key_t,
+                   s->rope_cos_local,
+                   s->rope_sin_local};
     for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) free(all[i]);
     memset(s, 0, sizeof *s);
 }

@@ -138,9 +138,11 @@ static bool in_layers_level(HookPoint point) {
         case HOOK_ATTN_V:
         case HOOK_ATTN_Z:
         case HOOK_ATTN_OUT:
+        case HOOK_ATTN_POST_NORM:
         case HOOK_RESID_MID:
         case HOOK_MLP_HIDDEN:
         case HOOK_MLP_OUT:
+        case HOOK_MLP_POST_NORM:
         case HOOK_RESID_POST:
         case HOOK_FINAL_NORM:
             return true;

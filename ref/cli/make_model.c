@@ -2,6 +2,7 @@
  * shape, for shapes the real models do not have (MHA, GQA, MQA, untied,
  * the 15M benchmark shape). */
 #include <getopt.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -34,6 +35,15 @@ static const char MAKE_MODEL_USAGE[] =
     "  --rope-theta X       the RoPE base (default 10000)\n"
     "  --tokenizer-from DIR copy DIR's tokenizer.json (and tokenizer_config.json) in;\n"
     "                       its ids must be below --vocab\n"
+    "Gemma's (--arch gemma2 or gemma3; docs/families.md):\n"
+    "  --query-scale X      scores divided by sqrt(X): query_pre_attn_scalar (default:\n"
+    "                       the head size)\n"
+    "  --attn-softcap X     scores capped as tanh(s / X) * X (gemma2: 50; 0: none)\n"
+    "  --final-softcap X    logits capped the same way (gemma2: 30; 0: none)\n"
+    "  --sliding-window N   sliding layers see the last N positions (default 0: none)\n"
+    "  --sliding-pattern P  layer l slides unless (l + 1) % P == 0 (gemma2: 2, gemma3:\n"
+    "                       6; 0: every layer)\n"
+    "  --rope-local-theta X the sliding layers' RoPE base (gemma3: 10000)\n"
     "\n"
     "\n"
     "A real model's shape, from its published config.json (random weights; a\n"
@@ -70,7 +80,13 @@ enum {
     OPT_HEAD_DIM,
     OPT_ROPE_THETA,
     OPT_TOKENIZER_FROM,
-    OPT_PRESET
+    OPT_PRESET,
+    OPT_QUERY_SCALE,
+    OPT_ATTN_SOFTCAP,
+    OPT_FINAL_SOFTCAP,
+    OPT_SLIDING_WINDOW,
+    OPT_SLIDING_PATTERN,
+    OPT_ROPE_LOCAL_THETA
 };
 
 /* Whether a llama2.c checkpoint can hold c: its header has no head size,
@@ -91,6 +107,59 @@ typedef struct {
     const char *tokenizer_from; /* a folder with a tokenizer.json to copy in */
 } FolderOptions;
 
+/* Gemma's numbers not given (a negative value) take its config class's
+ * defaults: Gemma 2's soft-caps 50 and 30 and every other layer sliding,
+ * Gemma 3's no soft-caps, five sliding layers in six and a local RoPE base
+ * of 10000; no window and the head size as the attention scale for both. */
+static void gemma_defaults(Config *c, HfArchitecture arch) {
+    bool gemma3 = arch == HF_GEMMA3;
+    if (c->attn_softcap < 0) c->attn_softcap = gemma3 ? 0 : 50;
+    if (c->final_softcap < 0) c->final_softcap = gemma3 ? 0 : 30;
+    if (c->sliding_pattern < 0) c->sliding_pattern = gemma3 ? 6 : 2;
+    if (c->sliding_pattern > c->n_layers) c->sliding_pattern = 0; /* every layer slides */
+    if (c->rope_local_theta < 0) c->rope_local_theta = gemma3 ? 10000 : 0;
+    if (c->sliding_window < 0) c->sliding_window = 0;
+    if (c->query_scale < 0) c->query_scale = 0;
+}
+
+/* Whether c has a Gemma number that was given (the rest are still
+ * negative: not given). */
+static bool gemma_given(const Config *c) {
+    return c->attn_softcap >= 0 || c->final_softcap >= 0 || c->sliding_pattern >= 0 ||
+           c->rope_local_theta >= 0 || c->sliding_window >= 0 || c->query_scale >= 0;
+}
+
+/* One of Gemma's options: 1 if c was one, 0 if not, -1 on a bad value. */
+static int gemma_option(int c, const char *arg, FolderOptions *f, Config *cfg, StepError *err) {
+    (void)f;
+    static const struct {
+        int opt;
+        const char *name;
+        size_t offset;
+    } numbers[] = {
+        {OPT_QUERY_SCALE, "--query-scale", offsetof(Config, query_scale)},
+        {OPT_ATTN_SOFTCAP, "--attn-softcap", offsetof(Config, attn_softcap)},
+        {OPT_FINAL_SOFTCAP, "--final-softcap", offsetof(Config, final_softcap)},
+        {OPT_ROPE_LOCAL_THETA, "--rope-local-theta", offsetof(Config, rope_local_theta)}};
+    for (size_t i = 0; i < sizeof numbers / sizeof numbers[0]; i++) {
+        if (numbers[i].opt != c) continue;
+        float *v = (float *)((char *)cfg + numbers[i].offset);
+        return cli_parse_float(arg, numbers[i].name, false, v, err) &&
+                       ((*v >= 0 && *v <= 1e9f) ||
+                        step_fail(err, "make-model: %s must be in [0, 1e9]", numbers[i].name))
+                   ? 1
+                   : -1;
+    }
+    bool ok;
+    if (c == OPT_SLIDING_WINDOW)
+        ok = cli_parse_int(arg, "--sliding-window", 0, 1 << 30, &cfg->sliding_window, err);
+    else if (c == OPT_SLIDING_PATTERN)
+        ok = cli_parse_int(arg, "--sliding-pattern", 0, 1 << 20, &cfg->sliding_pattern, err);
+    else
+        return 0;
+    return ok ? 1 : -1;
+}
+
 /* One folder option: 1 if c was one, 0 if not, -1 on a bad value. */
 static int folder_option(int c, const char *arg, FolderOptions *f, Config *cfg, StepError *err) {
     bool ok = true;
@@ -107,8 +176,8 @@ static int folder_option(int c, const char *arg, FolderOptions *f, Config *cfg, 
         case OPT_ARCH:
             ok = hf_architecture_parse(arg, &f->arch) ||
                  step_fail(err,
-                           "make-model: --arch is llama, mistral, qwen2, qwen3, gpt2 or phi3, not "
-                           "'%s'",
+                           "make-model: --arch is llama, mistral, qwen2, qwen3, gpt2, phi3, "
+                           "gemma2 or gemma3, not '%s'",
                            arg);
             break;
         case OPT_DTYPE:
@@ -130,7 +199,7 @@ static int folder_option(int c, const char *arg, FolderOptions *f, Config *cfg, 
                   step_fail(err, "make-model: --rope-theta must be positive"));
             break;
         default:
-            return 0;
+            return gemma_option(c, arg, f, cfg, err);
     }
     return ok ? 1 : -1;
 }
@@ -155,11 +224,23 @@ int cli_make_model(int argc, char **argv) {
         {"head-dim", required_argument, NULL, OPT_HEAD_DIM},
         {"rope-theta", required_argument, NULL, OPT_ROPE_THETA},
         {"preset", required_argument, NULL, OPT_PRESET},
+        {"query-scale", required_argument, NULL, OPT_QUERY_SCALE},
+        {"attn-softcap", required_argument, NULL, OPT_ATTN_SOFTCAP},
+        {"final-softcap", required_argument, NULL, OPT_FINAL_SOFTCAP},
+        {"sliding-window", required_argument, NULL, OPT_SLIDING_WINDOW},
+        {"sliding-pattern", required_argument, NULL, OPT_SLIDING_PATTERN},
+        {"rope-local-theta", required_argument, NULL, OPT_ROPE_LOCAL_THETA},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0}};
     /* Sizes start at 0 ("not given"); zero or negative values are refused by
      * config_validate with the name of the size. */
-    Config c = {0};
+    /* Gemma's numbers start negative: not given (gemma_defaults) */
+    Config c = {.query_scale = -1,
+                .attn_softcap = -1,
+                .final_softcap = -1,
+                .sliding_window = -1,
+                .sliding_pattern = -1,
+                .rope_local_theta = -1};
     int seed = 42;
     bool untied = false;
     const char *out = NULL;
@@ -245,6 +326,16 @@ int cli_make_model(int argc, char **argv) {
         ok = tokenizer_load_json(&tok, folder.tokenizer_from, c.vocab_size, &err);
         if (ok) tokenizer_free(&tok);
     }
+    bool gemma = folder.hf && (folder.arch == HF_GEMMA2 || folder.arch == HF_GEMMA3);
+    if (ok && !gemma && gemma_given(&c))
+        ok = step_fail(&err, "make-model: --query-scale, --attn-softcap, --final-softcap, "
+                             "--sliding-window, --sliding-pattern and --rope-local-theta need "
+                             "--arch gemma2 or gemma3");
+    if (gemma)
+        gemma_defaults(&c, folder.arch);
+    else /* none of Gemma's */
+        c.query_scale = c.attn_softcap = c.final_softcap = c.rope_local_theta = 0,
+        c.sliding_window = c.sliding_pattern = 0;
     if (folder.hf) hf_architecture_apply(folder.arch, &c);
     if (ok && seed <= 0) ok = step_fail(&err, "make-model: --seed must be positive, got %d", seed);
     if (ok && c.n_kv_heads == 0) c.n_kv_heads = c.n_heads;
