@@ -71,6 +71,51 @@ static void write_config(GgufMetadata *meta, const Config *c, const char *arch) 
         gguf_meta_string(meta, key, "linear");
         arch_f32(meta, arch, "rope.scaling.factor", c->rope_scaling.factor);
     }
+    if (c->post_norms) { /* Gemma's (gemma_fits checked them) */
+        /* no window: one as wide as the context, which masks nothing */
+        arch_u32(meta, arch, "attention.sliding_window",
+                 c->sliding_window > 0 ? c->sliding_window : c->seq_len);
+        if (c->attn_softcap > 0) arch_f32(meta, arch, "attn_logit_softcapping", c->attn_softcap);
+        if (c->final_softcap > 0) arch_f32(meta, arch, "final_logit_softcapping", c->final_softcap);
+    }
+}
+
+/* Whether llama.cpp's gemma2 or gemma3 runs c as the engine does: it fixes
+ * what the file cannot say (gguf_model.c's read_gemma): which layers
+ * slide, Gemma 3's local RoPE base, the attention scale, Gemma 2's
+ * soft-caps (always on) and Gemma 3's (no attention cap). */
+static bool gemma_fits(const Config *c, const char *path, StepError *err) {
+    bool gemma3 = c->qk_norm;
+    int pattern = gemma3 ? 6 : 2;
+    for (int l = 0; c->sliding_window > 0 && l < c->n_layers; l++)
+        if (config_layer_slides(c, l) != ((l + 1) % pattern != 0))
+            return step_fail(
+                err,
+                "%s: llama.cpp's %s slides every layer but each %dth, and this model's "
+                "layer %d does not",
+                path, gemma3 ? "gemma3" : "gemma2", pattern, l);
+    bool big = (gemma3 && c->n_layers == 62) || (!gemma3 && c->n_layers == 46);
+    float scale = big ? (float)(c->dim / c->n_heads) : (float)config_head_dim(c);
+    if (config_query_scale(c) != scale)
+        return step_fail(err,
+                         "%s: llama.cpp derives query_pre_attn_scalar %g for this shape, and the "
+                         "model's is %g",
+                         path, (double)scale, (double)config_query_scale(c));
+    if (gemma3 && c->sliding_window > 0 && c->rope_local_theta != 10000.0f)
+        return step_fail(err,
+                         "%s: llama.cpp's gemma3 turns its sliding layers at a RoPE base of "
+                         "10000, and the model's is %g",
+                         path, (double)c->rope_local_theta);
+    if (gemma3 ? c->attn_softcap > 0 : (c->attn_softcap == 0 || c->final_softcap == 0))
+        return step_fail(err, "%s: llama.cpp's %s", path,
+                         gemma3 ? "gemma3 has no attention soft-cap"
+                                : "gemma2 always soft-caps the scores and the logits");
+    if (!gemma3 && c->rope_local_theta > 0)
+        return step_fail(err,
+                         "%s: llama.cpp's gemma2 has no RoPE base of its own for the "
+                         "sliding layers",
+                         path);
+    return true;
 }
 
 /* The per-frequency factors a GGUF file holds as rope_freqs.weight: the
@@ -221,8 +266,14 @@ bool gguf_model_save(const Model *m, const Tokenizer *tok, GgufOutType type, con
         return step_fail(err, "%s: no GGUF architecture has both q/k/v biases and q/k norms", path);
     bool gpt2 = c->norm == NORM_LAYER && c->mlp == MLP_GELU && c->position == POS_LEARNED &&
                 c->proj_bias && c->qkv_bias && !c->qk_norm && c->n_kv_heads == c->n_heads;
-    if (!gpt2 &&
-        (c->norm != NORM_RMS || c->mlp != MLP_SWIGLU || c->position != POS_ROPE || c->proj_bias))
+    bool gemma = c->norm == NORM_RMS && c->mlp == MLP_GEGLU && c->position == POS_ROPE &&
+                 !c->proj_bias && !c->qkv_bias && c->post_norms && c->norm_plus_one &&
+                 c->embed_scale > 0;
+    if (gemma && !gemma_fits(c, path, err)) return false;
+    bool plain_rms = c->norm == NORM_RMS && c->mlp == MLP_SWIGLU && c->position == POS_ROPE &&
+                     !c->proj_bias && !c->post_norms && !c->norm_plus_one && c->embed_scale == 0 &&
+                     c->sliding_window == 0 && c->attn_softcap == 0 && c->final_softcap == 0;
+    if (!gpt2 && !gemma && !plain_rms)
         return step_fail(err,
                          "%s: no GGUF architecture has this model's mix of norms, MLP, "
                          "positions and biases",
@@ -230,7 +281,7 @@ bool gguf_model_save(const Model *m, const Tokenizer *tok, GgufOutType type, con
     StepError why;
     if (!model_check_finite(m, &why)) /* Q8_0 of a NaN is undefined, and F32 would copy it */
         return step_fail(err, "%s: not written: the model's %s", path, why.message);
-    const char *arch = config_family(c); /* gpt2, phi3, qwen3, qwen2 or llama */
+    const char *arch = config_family(c); /* gpt2, gemma3, gemma2, phi3, qwen3, qwen2 or llama */
     report->arch = arch;
     /* llama.cpp's llama keeps interleaved pairs; its qwen, Hugging Face's halves */
     RopeLayout wanted = strcmp(arch, "llama") == 0 ? ROPE_INTERLEAVED : ROPE_HALVES;

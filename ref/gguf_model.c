@@ -1,6 +1,7 @@
 /* gguf_model.c: see gguf_model.h. */
 #include "gguf_model.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,6 +26,51 @@ static bool arch_uint(const GgufFile *f, const char *arch, const char *name, int
         return step_fail(err, "%s: needs %s, a whole number from 1", f->path, key);
     *out = (int)v;
     return true;
+}
+
+/* An optional <arch>.<name> number, in (0, 1e9); absent: fallback. */
+static bool arch_float_or(const GgufFile *f, const char *arch, const char *name, float fallback,
+                          float *out, StepError *err) {
+    char key[128];
+    double v;
+    snprintf(key, sizeof key, "%s.%s", arch, name);
+    *out = fallback;
+    if (gguf_find_kv(f, key) == NULL) return true;
+    if (!gguf_get_float(f, key, &v) || !(v > 0 && v < 1e9))
+        return step_fail(err, "%s: %s must be a positive number", f->path, key);
+    *out = (float)v;
+    return true;
+}
+
+/* Gemma 2's and Gemma 3's block as llama.cpp runs it (hf_gemma.h): the
+ * norms as the file holds them (1 + w, the converter's sum), the embedding
+ * times √dim in float32, every layer but each pattern's last sliding
+ * (llama.cpp's swa pattern: 2 for gemma2, 6 for gemma3), Gemma 3's
+ * sliding layers at a RoPE base of 10000, and the scores divided by
+ * √head_dim but for the 27B models' √(dim / heads), which llama.cpp tells
+ * by their layer counts (46, 62). Gemma 2's soft-caps default to 50 and 30. */
+static bool read_gemma(const GgufFile *f, const char *arch, Config *c, StepError *err) {
+    bool gemma3 = strcmp(arch, "gemma3") == 0;
+    char key[128];
+    snprintf(key, sizeof key, "%s.attention.sliding_window", arch);
+    uint64_t window = 0;
+    bool ok =
+        arch_float_or(f, arch, "final_logit_softcapping", gemma3 ? 0 : 30, &c->final_softcap,
+                      err) &&
+        (gemma3 || arch_float_or(f, arch, "attn_logit_softcapping", 50, &c->attn_softcap, err));
+    if (ok && gguf_find_kv(f, key) != NULL && !gguf_get_uint(f, key, 1u << 30, &window))
+        ok = step_fail(err, "%s: %s must be a whole number", f->path, key);
+    c->sliding_window = (int)window;
+    c->sliding_pattern = gemma3 ? 6 : 2;
+    if (c->sliding_pattern > c->n_layers) c->sliding_pattern = 0; /* every layer slides */
+    if (gemma3 && c->sliding_window > 0) c->rope_local_theta = 10000.0f;
+    if ((gemma3 && c->n_layers == 62) || (!gemma3 && c->n_layers == 46))
+        c->query_scale = (float)(c->dim / c->n_heads);
+    c->mlp = MLP_GEGLU;
+    c->post_norms = c->norm_plus_one = true;
+    c->qk_norm = gemma3;
+    c->embed_scale = sqrtf((float)c->dim);
+    return ok;
 }
 
 static bool read_config(const GgufFile *f, const char *arch, Config *c, StepError *err) {
@@ -90,9 +136,12 @@ static bool read_config(const GgufFile *f, const char *arch, Config *c, StepErro
                        config_head_dim(c));
         if (ok && rot < (uint64_t)config_head_dim(c)) c->rope_dims = (int)rot; /* partial RoPE */
     }
+    bool gemma = strcmp(arch, "gemma2") == 0 || strcmp(arch, "gemma3") == 0;
     snprintf(key, sizeof key, "%s.attention.sliding_window", arch);
     uint64_t window;
-    if (ok && gguf_find_kv(f, key) != NULL) {
+    if (ok && gemma) {
+        ok = read_gemma(f, arch, c, err);
+    } else if (ok && gguf_find_kv(f, key) != NULL) {
         /* a window as wide as the context masks nothing: cap the context at
          * it, as the Hugging Face loader does */
         ok = (gguf_get_uint(f, key, 1u << 30, &window) && window > 0) ||
@@ -302,9 +351,11 @@ bool gguf_model_load(Model *m, Tokenizer *tok, const char *path, WeightsMode mod
     GgufFile f;
     if (!gguf_open(&f, path, err)) return false;
     char *arch = gguf_get_string(&f, "general.architecture");
-    bool ok = arch != NULL && (strcmp(arch, "llama") == 0 || strcmp(arch, "qwen2") == 0 ||
-                               strcmp(arch, "qwen3") == 0 || strcmp(arch, "gpt2") == 0 ||
-                               strcmp(arch, "phi3") == 0);
+    static const char *const known[] = {"llama", "qwen2",  "qwen3", "gpt2",
+                                        "phi3",  "gemma2", "gemma3"};
+    bool ok = false;
+    for (size_t i = 0; arch != NULL && i < sizeof known / sizeof known[0]; i++)
+        ok |= strcmp(arch, known[i]) == 0;
     if (f.n_tensors == 0)
         ok = step_fail(err,
                        "%s: holds no tensors (a vocabulary-only file): it serves as a tokenizer "
@@ -312,7 +363,8 @@ bool gguf_model_load(Model *m, Tokenizer *tok, const char *path, WeightsMode mod
                        path);
     else if (!ok)
         step_fail(err,
-                  "%s: general.architecture %.40s is not supported (llama, qwen2, qwen3, gpt2)",
+                  "%s: general.architecture %.40s is not supported (llama, qwen2, qwen3, gpt2, "
+                  "phi3, gemma2, gemma3)",
                   path, arch ? arch : "(none)");
     ok = ok && read_config(&f, arch, &m->config, err);
     if (ok && gguf_find_tensor(&f, "rope_freqs.weight") != NULL)

@@ -101,7 +101,7 @@ bool model_bind_weights(Model *m) {
     w->rms_ffn = p, p += layers * dim;
     w->w1 = p, p += layers * hidden * dim;
     w->w2 = p, p += layers * dim * hidden;
-    if (c->mlp == MLP_SWIGLU) w->w3 = p, p += layers * hidden * dim; /* GELU has none */
+    if (c->mlp != MLP_GELU) w->w3 = p, p += layers * hidden * dim; /* GELU has none */
     w->rms_final = p, p += dim;
     w->wcls = c->shared_classifier ? w->token_embedding : p;
     if (!c->shared_classifier) p += (uint64_t)c->vocab_size * dim;

@@ -350,7 +350,8 @@ def check_make_model_and_convert(tmp):
         meta, tensors = read_gguf(gguf)
         names_ok = (meta.get("general.architecture") == arch and "blk.0.post_attention_norm.weight" in tensors
                     and "blk.0.post_ffw_norm.weight" in tensors and all(k in meta for k in keys)
-                    and np.all(tensors["blk.0.attn_norm.weight"] == 1.0))
+                    and tensors["blk.0.attn_norm.weight"][0] == 0  # F32
+                    and np.all(np.frombuffer(tensors["blk.0.attn_norm.weight"][2], "<f4") == 1.0))
         # the folder's embedding scale is √32 in bfloat16; llama.cpp's, the float32 one
         same = np.abs(score(gguf, TOKENS)[0] - reference(cfg, w, TOKENS, "F32")).max()
         check(names_ok and same <= TOLERANCE,

@@ -51,11 +51,26 @@ cJSON *trace_arch_json(const Config *c) {
     cJSON_AddItemToObject(a, "norm_eps", trace_float(config_norm_eps(c)));
     /* GPT-2's differences, only where the model has them */
     if (c->norm == NORM_LAYER) cJSON_AddStringToObject(a, "norm", "layernorm");
-    if (c->mlp == MLP_GELU) cJSON_AddStringToObject(a, "mlp", "gelu_tanh");
+    if (c->mlp != MLP_SWIGLU)
+        cJSON_AddStringToObject(a, "mlp", c->mlp == MLP_GELU ? "gelu_tanh" : "geglu_tanh");
     if (c->position == POS_LEARNED) cJSON_AddStringToObject(a, "position", "learned");
     if (c->proj_bias) cJSON_AddBoolToObject(a, "proj_bias", true);
     if (c->fused_files) cJSON_AddBoolToObject(a, "fused_files", true);
     if (c->rope_dims > 0) cJSON_AddNumberToObject(a, "rope_dims", c->rope_dims);
+    /* Gemma's, only where the model has them */
+    if (c->embed_scale > 0) cJSON_AddItemToObject(a, "embed_scale", trace_float(c->embed_scale));
+    if (c->norm_plus_one) cJSON_AddBoolToObject(a, "norm_plus_one", true);
+    if (c->post_norms) cJSON_AddBoolToObject(a, "post_norms", true);
+    if (c->query_scale > 0) cJSON_AddItemToObject(a, "query_scale", trace_float(c->query_scale));
+    if (c->attn_softcap > 0) cJSON_AddItemToObject(a, "attn_softcap", trace_float(c->attn_softcap));
+    if (c->final_softcap > 0)
+        cJSON_AddItemToObject(a, "final_softcap", trace_float(c->final_softcap));
+    if (c->sliding_window > 0) {
+        cJSON_AddNumberToObject(a, "sliding_window", c->sliding_window);
+        cJSON_AddNumberToObject(a, "sliding_pattern", c->sliding_pattern);
+    }
+    if (c->rope_local_theta > 0)
+        cJSON_AddItemToObject(a, "rope_local_theta", trace_float(c->rope_local_theta));
     return a;
 }
 

@@ -142,8 +142,28 @@ static void print_arch(const Config *c) {
     printf("%s%s%s%s%s, %s eps %g\n",
            c->fused_files ? ", q/k/v and gate/up fused in its files" : "",
            c->qkv_bias ? ", q/k/v biases" : "", c->proj_bias ? ", output and MLP biases" : "",
-           c->qk_norm ? ", q/k norms" : "", c->mlp == MLP_GELU ? ", GELU MLP (tanh)" : "",
+           c->qk_norm ? ", q/k norms" : "",
+           c->mlp == MLP_GELU    ? ", GELU MLP (tanh)"
+           : c->mlp == MLP_GEGLU ? ", GeGLU MLP (tanh)"
+                                 : "",
            c->norm == NORM_LAYER ? "LayerNorm" : "norm", (double)config_norm_eps(c));
+    if (c->post_norms || c->embed_scale > 0) /* Gemma's */
+        printf("  gemma: embedding x %.9g, norms x (1 + w)%s, scores / sqrt(%g)\n",
+               (double)c->embed_scale,
+               c->post_norms ? " before and after attention and the MLP" : "",
+               (double)config_query_scale(c));
+    if (c->attn_softcap > 0 || c->final_softcap > 0)
+        printf("  soft-capping: scores %g, logits %g (0: none)\n", (double)c->attn_softcap,
+               (double)c->final_softcap);
+    if (c->sliding_window > 0) {
+        int sliding = 0;
+        for (int l = 0; l < c->n_layers; l++) sliding += config_layer_slides(c, l);
+        printf("  sliding window: %d positions on %d of %d layers", c->sliding_window, sliding,
+               c->n_layers);
+        if (c->rope_local_theta > 0)
+            printf(", which turn at a RoPE base of %g, unscaled", (double)c->rope_local_theta);
+        printf(" (the cache still holds every position)\n");
+    }
 }
 
 /* batch --prefix-cache with a budget of `budget` bytes: the positions it
