@@ -142,9 +142,10 @@ def rope(x, pos, freq):
     return np.concatenate([a * np.cos(ang) - b * np.sin(ang), a * np.sin(ang) + b * np.cos(ang)], axis=-1)
 
 
-def reference(cfg, w, tokens, dtype="F32", away=(), acts=None):
+def reference(cfg, w, tokens, dtype="F32", away=(), acts=None, gelu=gelu_tanh):
     """The logits [T, vocab]. away: options taken away, to show each matters.
-    acts (a dict): filled with each layer's post-norm outputs and patterns."""
+    acts (a dict): filled with each layer's post-norm outputs and patterns.
+    gelu: the MLP's (another engine's rounding of it, say)."""
     gemma3 = cfg["architectures"][0] == "Gemma3ForCausalLM"
     d, nh, nkv, hd = cfg["hidden_size"], cfg["num_attention_heads"], cfg["num_key_value_heads"], cfg["head_dim"]
     eps = cfg["rms_norm_eps"]
@@ -193,7 +194,7 @@ def reference(cfg, w, tokens, dtype="F32", away=(), acts=None):
             a = norm(a, w[p + "post_attention_layernorm.weight"])
         x = x + a
         h = norm(x, w[p + "pre_feedforward_layernorm.weight"])
-        act = silu if "GeGLU" in away else gelu_tanh
+        act = silu if "GeGLU" in away else gelu
         m = (act(h @ w[p + "mlp.gate_proj.weight"].T) * (h @ w[p + "mlp.up_proj.weight"].T)) @ w[
             p + "mlp.down_proj.weight"].T
         if "post-norms" not in away:

@@ -22,6 +22,10 @@ teacher-forced:
       not record the flag). There stepwise's ids must be sentencepiece's
       (the python package on tok512.model) and llama.cpp's must differ.
 
+And Gemma 2 and Gemma 3 (check_gemma: llama.cpp's GeGLU through the same
+float16 GELU table, and its Gemma 2 attention soft-capping parting from
+Hugging Face's by about 1e-4 in the logits).
+
 And GPT-2 (a gpt2 folder of 50,257 ids with llama.cpp's own GPT-2
 vocabulary, ../shared/vocab/ggml-vocab-gpt-2.gguf, converted by stepwise):
 llama.cpp's GELU goes through a float16 table (ggml's ggml_vec_gelu_f32:
@@ -174,22 +178,81 @@ def check_gpt2(tmp, texts, lines):
     ids = [int(i) for i in IDS.split(",")]
     cfg, w = hf_reference.read_model_dir(folder)
 
-    def gelu_f16_table(x):  # ggml's: f16(gelu(f16(x))) inside (-10, 10)
-        y = gpt2_check.gelu_new(x.astype(np.float16).astype(np.float64)).astype(np.float32).astype(np.float16)
-        return np.where(x <= -10, 0, np.where(x >= 10, x, y.astype(np.float64)))
-
     theirs = np.fromfile(f32, dtype="<f4").reshape(len(ids), -1).astype(np.float64)
-
-    def outside(ref_rows):  # the fp32 rule, row by row
-        return int(sum((np.abs(theirs[p] - ref_rows[p]) > 1e-6 + 3e-5 * np.abs(ref_rows[p]).max()).sum()
-                       for p in range(len(ids))))
-
-    plain, tabled = (outside(gpt2_check.reference(cfg, w, ids, gelu=g)) for g in (gpt2_check.gelu_new,
-                                                                                    gelu_f16_table))
+    plain, tabled = (outside_fp32(theirs, gpt2_check.reference(cfg, w, ids, gelu=g))
+                     for g in (gpt2_check.gelu_new, gelu_f16_table(gpt2_check.gelu_new)))
     check(tabled == 0 and plain > 0,
           f"gpt2: llama.cpp's logits are the float64 forward's with ggml's float16 GELU table (0 outside "
           f"fp32's rule) and not the exact GELU's ({plain} outside)")
     check_tokenizer("gpt2 with llama.cpp's GPT-2 vocabulary", path, d["ids"], lines, None)
+
+
+def outside_fp32(theirs, ref_rows):
+    """How many logits break diff's fp32 rule (1e-6 + 3e-5 of the row's
+    largest), row by row."""
+    import numpy as np
+    return int(sum((np.abs(theirs[p] - ref_rows[p]) > 1e-6 + 3e-5 * np.abs(ref_rows[p]).max()).sum()
+                   for p in range(len(ref_rows))))
+
+
+def gelu_f16_table(gelu):
+    """ggml's GELU: f16(gelu(f16(x))) inside (-10, 10) (ggml_vec_gelu_f32)."""
+    import numpy as np
+
+    def tabled(x):
+        y = gelu(x.astype(np.float16).astype(np.float64)).astype(np.float32).astype(np.float16)
+        return np.where(x <= -10, 0, np.where(x >= 10, x, y.astype(np.float64)))
+    return tabled
+
+
+def check_gemma(tmp, texts):
+    """Gemma 2 and Gemma 3 folders (Llama 2's tokenizer.bin: convert writes
+    no Gemma tokenizer.json into GGUF) converted by stepwise, with a window
+    of 5 on the sliding layers, run by llama.cpp. Its GeGLU takes GELU
+    through the same float16 table as GPT-2's: for Gemma 3, and for Gemma 2
+    with its attention soft-cap out of reach (1e6), that table is the whole
+    difference from tests/gemma_check.py's float64 forward. With Gemma 2's
+    cap of 50 a difference of about 1e-4 in the logits remains, past fp32's
+    rule and inside f16-kv's: where the two engines part is the capped
+    scores, and the position 0, whose one key makes them irrelevant, agrees."""
+    import numpy as np
+    import gemma_check
+    import hf_reference
+    ids = [int(i) for i in IDS.split(",")]
+    tabled_gelu = gelu_f16_table(gemma_check.gelu_tanh)
+    for arch, label, extra in (
+            ("gemma2", "gemma2, soft-caps 50 and 30", []),
+            ("gemma2", "gemma2, attention soft-cap 1e6 (out of reach)", ["--attn-softcap", "1000000"]),
+            ("gemma3", "gemma3", ["--rope-theta", "1000000", "--layers", "7"])):
+        name = f"{arch}-{len(extra)}"
+        folder, path = os.path.join(tmp, name), os.path.join(tmp, name + ".gguf")
+        run_stepwise(BIN, "make-model", "--format", "hf", "--arch", arch, "--dim", "64", "--hidden", "128",
+                     "--layers", "4", "--heads", "4", "--kv-heads", "2", "--head-dim", "16", "--vocab", "32000",
+                     "--seq-len", "64", "--sliding-window", "5", "--query-scale", "16", *extra, "--out", folder)
+        run_stepwise(BIN, "convert", "--model", folder, "--tokenizer", os.path.join(MODELS, "tokenizer.bin"),
+                     "--out", path)
+        ref = os.path.join(tmp, name + "-ref.jsonl")
+        run_stepwise(BIN, "score", "--model", path, "--tokens", IDS, "--top-n", "0", "--out", ref)
+        out = os.path.join(tmp, name + "-cand")
+        engine("candidates", path, IDS, texts, out)
+        f32 = out + "-f32.f32"
+        check(diff_status(ref, f32, "fp32") == 1 and diff_status(ref, f32, "f16-kv") == 0,
+              f"{label} converted by stepwise: llama.cpp with a float32 cache fails fp32 and passes f16-kv")
+        cfg, w = hf_reference.read_model_dir(folder)
+        theirs = np.fromfile(f32, dtype="<f4").reshape(len(ids), -1).astype(np.float64)
+        exact, tabled = (gemma_check.reference(cfg, w, ids, gelu=g) for g in (gemma_check.gelu_tanh, tabled_gelu))
+        plain, with_table = outside_fp32(theirs, exact), outside_fp32(theirs, tabled)
+        if label == "gemma2, soft-caps 50 and 30":
+            first = float(np.abs(theirs[0] - tabled[0]).max())
+            later = float(np.abs(theirs[1:] - tabled[1:]).max())
+            check(with_table > 0 and first <= 1e-5 < later,
+                  f"{label}: with ggml's GELU table llama.cpp's logits agree at position 0 (max |d| {first:.1e}, "
+                  f"one key: the capped scores cannot matter) and not after it ({later:.1e}, {with_table} "
+                  "outside fp32's rule): the engines part at the capped scores")
+        else:
+            check(with_table == 0 and plain > 0,
+                  f"{label}: llama.cpp's logits are the float64 forward's with ggml's float16 GELU table (0 "
+                  f"outside fp32's rule) and not the exact GELU's ({plain} outside)")
 
 
 def main():
@@ -218,6 +281,7 @@ def main():
                   "fail fp32 and pass f16-kv")
             check_tokenizer(label, path, d["ids"], lines, spm)
         check_gpt2(tmp, texts, lines)
+        check_gemma(tmp, texts)
         print(f"candidate engine: {version}")
     return check.summary("llama.cpp check")
 
