@@ -90,9 +90,10 @@ static bool arch_numbers_valid(const Config *c, const char *what, StepError *err
     for (size_t i = 0; i < sizeof gemma / sizeof gemma[0]; i++) /* 0: none; else in (0, 1e9] */
         if (!(gemma[i].value >= 0 && gemma[i].value <= 1e9f))
             return step_fail(err, "%s: %s must be a positive number", what, gemma[i].name);
-    if (c->sliding_window < 0 || c->sliding_pattern < 0 || c->sliding_pattern > c->n_layers)
-        return step_fail(err, "%s: the sliding window %d and its pattern %d must be in [0, %d]",
-                         what, c->sliding_window, c->sliding_pattern, c->n_layers);
+    if (c->sliding_window < 0 || c->sliding_window > 1 << 30 || c->sliding_pattern < 0 ||
+        c->sliding_pattern > 1 << 20)
+        return step_fail(err, "%s: the sliding window %d and its pattern %d must not be negative",
+                         what, c->sliding_window, c->sliding_pattern);
     const RopeScaling *s = &c->rope_scaling;
     if ((s->type == ROPE_SCALING_LINEAR || s->type == ROPE_SCALING_LLAMA3) &&
         !(s->factor >= 1 && s->factor <= 1e6))

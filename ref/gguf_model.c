@@ -62,7 +62,6 @@ static bool read_gemma(const GgufFile *f, const char *arch, Config *c, StepError
         ok = step_fail(err, "%s: %s must be a whole number", f->path, key);
     c->sliding_window = (int)window;
     c->sliding_pattern = gemma3 ? 6 : 2;
-    if (c->sliding_pattern > c->n_layers) c->sliding_pattern = 0; /* every layer slides */
     if (gemma3 && c->sliding_window > 0) c->rope_local_theta = 10000.0f;
     if ((gemma3 && c->n_layers == 62) || (!gemma3 && c->n_layers == 46))
         c->query_scale = (float)(c->dim / c->n_heads);

@@ -48,10 +48,25 @@ PUBLISHED = {
         "num_attention_heads": 32, "num_key_value_heads": 4, "head_dim": 64, "vocab_size": 32000,
         "max_position_embeddings": 2048, "rope_theta": 10000, "rms_norm_eps": 1e-5,
         "tie_word_embeddings": False, "rope_scaling": None},
+    "gemma-2-2b": {  # google/gemma-2-2b
+        "model_type": "gemma2", "hidden_size": 2304, "intermediate_size": 9216, "num_hidden_layers": 26,
+        "num_attention_heads": 8, "num_key_value_heads": 4, "head_dim": 256, "vocab_size": 256000,
+        "max_position_embeddings": 8192, "rope_theta": 10000, "rms_norm_eps": 1e-6,
+        "tie_word_embeddings": True, "rope_scaling": None, "hidden_activation": "gelu_pytorch_tanh",
+        "query_pre_attn_scalar": 256, "sliding_window": 4096, "attn_logit_softcapping": 50.0,
+        "final_logit_softcapping": 30.0},
+    "gemma-3-1b": {  # google/gemma-3-1b-pt
+        "model_type": "gemma3_text", "hidden_size": 1152, "intermediate_size": 6912, "num_hidden_layers": 26,
+        "num_attention_heads": 4, "num_key_value_heads": 1, "head_dim": 256, "vocab_size": 262144,
+        "max_position_embeddings": 32768, "rope_theta": 1000000, "rms_norm_eps": 1e-6,
+        "tie_word_embeddings": True, "rope_scaling": None, "hidden_activation": "gelu_pytorch_tanh",
+        "query_pre_attn_scalar": 256, "sliding_window": 512, "sliding_window_pattern": 6,
+        "rope_local_base_freq": 10000, "attn_logit_softcapping": None, "final_logit_softcapping": None},
 }
 # Each model's parameters as its model card or safetensors metadata gives them.
 PARAMS = {"smollm2-135m": 134515008, "qwen3-0.6b": 596049920, "llama-3.2-1b": 1235814400,
-          "llama-3-8b": 8030261248, "tinyllama-1.1b": 1100048384}
+          "llama-3-8b": 8030261248, "tinyllama-1.1b": 1100048384, "gemma-2-2b": 2614341888,
+          "gemma-3-1b": 999885952}
 SMOLLM2_PARAMS = PARAMS["smollm2-135m"]
 GPT2_PUBLISHED = {  # openai-community/gpt2 and gpt2-medium's config.json
     "gpt2": {"model_type": "gpt2", "n_embd": 768, "n_layer": 12, "n_head": 12, "n_positions": 1024,
@@ -93,10 +108,12 @@ def check_gpt2(check, tmp):
 
 def closed_form(c):
     """Parameters of a Llama-family shape: embedding (and classifier when untied), per layer q/k/v/o,
-    three MLP matrices, two norms (and Qwen3's q/k norms), and the final norm."""
+    three MLP matrices, two norms (Gemma's four; Qwen3's and Gemma 3's q/k norms), and the final norm."""
     d, h, L, V = c["hidden_size"], c["intermediate_size"], c["num_hidden_layers"], c["vocab_size"]
     q, kv, hd = c["num_attention_heads"] * c["head_dim"], c["num_key_value_heads"] * c["head_dim"], c["head_dim"]
-    layer = d * q + 2 * d * kv + q * d + 3 * d * h + 2 * d + (2 * hd if c["model_type"] == "qwen3" else 0)
+    norms = 4 if c["model_type"].startswith("gemma") else 2
+    qk = 2 * hd if c["model_type"] in ("qwen3", "gemma3_text") else 0
+    layer = d * q + 2 * d * kv + q * d + 3 * d * h + norms * d + qk
     return V * d * (1 if c["tie_word_embeddings"] else 2) + L * layer + d
 
 

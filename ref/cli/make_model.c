@@ -53,7 +53,8 @@ static const char MAKE_MODEL_USAGE[] =
     "                       (Qwen/Qwen3-0.6B), llama-3.2-1b (meta-llama/Llama-3.2-1B),\n"
     "                       llama-3-8b (meta-llama/Meta-Llama-3-8B; 16 GB in bf16),\n"
     "                       tinyllama-1.1b (TinyLlama/TinyLlama-1.1B-Chat-v1.0), gpt2\n"
-    "                       (openai-community/gpt2, 124M) or gpt2-medium (355M)\n"
+    "                       (openai-community/gpt2, 124M), gpt2-medium (355M), gemma-2-2b\n"
+    "                       (google/gemma-2-2b) or gemma-3-1b (google/gemma-3-1b-pt)\n"
     "A folder is written tensor by tensor, each drawn as it is written: no shape\n"
     "needs its weights in memory (but GPT-2's, whose Conv1D tensors are written\n"
     "transposed from the weights in memory).\n"
@@ -116,7 +117,6 @@ static void gemma_defaults(Config *c, HfArchitecture arch) {
     if (c->attn_softcap < 0) c->attn_softcap = gemma3 ? 0 : 50;
     if (c->final_softcap < 0) c->final_softcap = gemma3 ? 0 : 30;
     if (c->sliding_pattern < 0) c->sliding_pattern = gemma3 ? 6 : 2;
-    if (c->sliding_pattern > c->n_layers) c->sliding_pattern = 0; /* every layer slides */
     if (c->rope_local_theta < 0) c->rope_local_theta = gemma3 ? 10000 : 0;
     if (c->sliding_window < 0) c->sliding_window = 0;
     if (c->query_scale < 0) c->query_scale = 0;

@@ -100,6 +100,41 @@ static const ModelPreset PRESETS[] = {
      .vocab = 50257,
      .seq_len = 1024,
      .norm_eps = 1e-5f},
+    {.name = "gemma-2-2b",
+     .source = "google/gemma-2-2b",
+     .arch = HF_GEMMA2,
+     .dim = 2304,
+     .hidden = 9216,
+     .layers = 26,
+     .heads = 8,
+     .kv_heads = 4,
+     .head_dim = 256,
+     .vocab = 256000,
+     .seq_len = 8192,
+     .rope_theta = 10000.0f,
+     .norm_eps = 1e-6f,
+     .query_scale = 256,
+     .attn_softcap = 50,
+     .final_softcap = 30,
+     .sliding_window = 4096,
+     .sliding_pattern = 2},
+    {.name = "gemma-3-1b",
+     .source = "google/gemma-3-1b-pt",
+     .arch = HF_GEMMA3,
+     .dim = 1152,
+     .hidden = 6912,
+     .layers = 26,
+     .heads = 4,
+     .kv_heads = 1,
+     .head_dim = 256,
+     .vocab = 262144,
+     .seq_len = 32768,
+     .rope_theta = 1000000.0f,
+     .norm_eps = 1e-6f,
+     .query_scale = 256,
+     .sliding_window = 512,
+     .sliding_pattern = 6,
+     .rope_local_theta = 10000.0f},
 };
 #define N_PRESETS (int)(sizeof PRESETS / sizeof PRESETS[0])
 
@@ -108,7 +143,7 @@ const ModelPreset *model_preset_find(const char *name, StepError *err) {
         if (strcmp(PRESETS[i].name, name) == 0) return &PRESETS[i];
     step_fail(err,
               "unknown --preset '%.64s' (smollm2-135m, qwen3-0.6b, llama-3.2-1b, "
-              "llama-3-8b, tinyllama-1.1b, gpt2, gpt2-medium)",
+              "llama-3-8b, tinyllama-1.1b, gpt2, gpt2-medium, gemma-2-2b, gemma-3-1b)",
               name);
     return NULL;
 }
@@ -124,4 +159,11 @@ void model_preset_apply(const ModelPreset *p, Config *c, bool *untied) {
     c->norm_eps = p->norm_eps;
     c->rope_scaling = p->scaling;
     *untied = *untied || p->untied;
+    float *numbers[] = {&c->query_scale, &c->attn_softcap, &c->final_softcap, &c->rope_local_theta};
+    float preset[] = {p->query_scale, p->attn_softcap, p->final_softcap, p->rope_local_theta};
+    bool gemma = p->arch == HF_GEMMA2 || p->arch == HF_GEMMA3;
+    for (int i = 0; gemma && i < 4; i++)
+        if (*numbers[i] < 0) *numbers[i] = preset[i];
+    if (gemma && c->sliding_window < 0) c->sliding_window = p->sliding_window;
+    if (gemma && c->sliding_pattern < 0) c->sliding_pattern = p->sliding_pattern;
 }

@@ -17,14 +17,18 @@ typedef struct {
     float rope_theta, norm_eps;
     bool untied;
     RopeScaling scaling;
+    /* Gemma's (0: none; make-model's options given beside the preset win) */
+    float query_scale, attn_softcap, final_softcap, rope_local_theta;
+    int sliding_window, sliding_pattern;
 } ModelPreset;
 
 /* The preset called name, or NULL (err names the known ones). */
 const ModelPreset *model_preset_find(const char *name, StepError *err);
 
 /* Fill what is still unset (0) in c from p: sizes, heads, head size,
- * vocabulary, window, RoPE base; always its norm epsilon and RoPE scaling;
- * *untied when p stores a classifier of its own. */
+ * vocabulary, window, RoPE base, and Gemma's numbers not given (still
+ * negative); always its norm epsilon and RoPE scaling; *untied when p
+ * stores a classifier of its own. */
 void model_preset_apply(const ModelPreset *p, Config *c, bool *untied);
 
 #endif
