@@ -144,7 +144,8 @@ def rope(x, pos, freq):
 
 def reference(cfg, w, tokens, dtype="F32", away=(), acts=None, gelu=gelu_tanh):
     """The logits [T, vocab]. away: options taken away, to show each matters.
-    acts (a dict): filled with each layer's post-norm outputs and patterns.
+    acts (a dict): filled with each module's output under its Hugging Face
+    name (":input" for its input), [T, width], and each layer's pattern.
     gelu: the MLP's (another engine's rounding of it, say)."""
     gemma3 = cfg["architectures"][0] == "Gemma3ForCausalLM"
     d, nh, nkv, hd = cfg["hidden_size"], cfg["num_attention_heads"], cfg["num_key_value_heads"], cfg["head_dim"]
@@ -167,10 +168,14 @@ def reference(cfg, w, tokens, dtype="F32", away=(), acts=None, gelu=gelu_tanh):
         p = f"model.layers.{l}."
         local = gemma3 and slides[l] and "local RoPE base" not in away
         freq = inv_freq(cfg["rope_local_base_freq"], hd, None) if local else inv_freq(cfg["rope_theta"], hd, scaling)
+        keep = (lambda name, a: acts.__setitem__(p + name, a.reshape(T, -1))) if acts is not None else (
+            lambda name, a: None)
         h = norm(x, w[p + "input_layernorm.weight"])
+        keep("input_layernorm", h)
         q = (h @ w[p + "self_attn.q_proj.weight"].T).reshape(T, nh, hd)
         k = (h @ w[p + "self_attn.k_proj.weight"].T).reshape(T, nkv, hd)
         v = (h @ w[p + "self_attn.v_proj.weight"].T).reshape(T, nkv, hd)
+        keep("self_attn.q_proj", q), keep("self_attn.k_proj", k), keep("self_attn.v_proj", v)
         if gemma3 and "q/k norms" not in away:
             q, k = norm(q, w[p + "self_attn.q_norm.weight"]), norm(k, w[p + "self_attn.k_norm.weight"])
         q = np.stack([rope(q[t], t, freq) for t in range(T)])
@@ -189,21 +194,32 @@ def reference(cfg, w, tokens, dtype="F32", away=(), acts=None, gelu=gelu_tanh):
                 e = np.exp(s - s.max())
                 pattern[t, hh, lo: t + 1] = e / e.sum()
                 out[t, hh] = pattern[t, hh, lo: t + 1] @ v[lo: t + 1, g]
+        keep("self_attn.o_proj:input", out)
         a = out.reshape(T, nh * hd) @ w[p + "self_attn.o_proj.weight"].T
+        keep("self_attn.o_proj", a)
         if "post-norms" not in away:
             a = norm(a, w[p + "post_attention_layernorm.weight"])
+        keep("post_attention_layernorm", a)
         x = x + a
         h = norm(x, w[p + "pre_feedforward_layernorm.weight"])
+        keep("pre_feedforward_layernorm", h)
         act = silu if "GeGLU" in away else gelu
-        m = (act(h @ w[p + "mlp.gate_proj.weight"].T) * (h @ w[p + "mlp.up_proj.weight"].T)) @ w[
-            p + "mlp.down_proj.weight"].T
+        gate, up = h @ w[p + "mlp.gate_proj.weight"].T, h @ w[p + "mlp.up_proj.weight"].T
+        hidden = act(gate) * up
+        m = hidden @ w[p + "mlp.down_proj.weight"].T
+        keep("mlp.gate_proj", gate), keep("mlp.up_proj", up), keep("mlp.down_proj:input", hidden)
+        keep("mlp.down_proj", m)
         if "post-norms" not in away:
             m = norm(m, w[p + "post_feedforward_layernorm.weight"])
+        keep("post_feedforward_layernorm", m)
         x = x + m
+        keep("", x)  # the decoder layer's output: "model.layers.{l}."
         if acts is not None:
-            acts[f"blocks.{l}.attn.post_norm"], acts[f"blocks.{l}.mlp.post_norm"] = a, m
             acts[f"blocks.{l}.attn.pattern"] = pattern
-    logits = norm(x, w["model.norm.weight"]) @ w.get("lm_head.weight", w["model.embed_tokens.weight"]).T
+    x = norm(x, w["model.norm.weight"])
+    if acts is not None:
+        acts["model.norm"] = x
+    logits = x @ w.get("lm_head.weight", w["model.embed_tokens.weight"]).T
     fcap = None if "final soft-cap" in away else cfg.get("final_logit_softcapping")
     return np.tanh(logits / fcap) * fcap if fcap else logits
 
@@ -309,13 +325,15 @@ def check_hooks(folder):
     reference(cfg, w, TOKENS, acts=acts)
     _, got, _ = score(folder, TOKENS, hooks="blocks.*.attn.post_norm,blocks.*.mlp.post_norm,blocks.0.attn.pattern")
     worst = 0.0
-    for name in (n for n in acts if "post_norm" in n):
-        rows = got.get(name, {})
-        if len(rows) != len(TOKENS):
-            worst = math.inf
-            break
-        mine = np.array([rows[(p, -1)] for p in range(len(TOKENS))], dtype=np.float64).reshape(len(TOKENS), -1)
-        worst = max(worst, float(np.abs(mine - acts[name]).max()))
+    for l in range(cfg["num_hidden_layers"]):
+        for hook, module in (("attn.post_norm", "post_attention_layernorm"),
+                             ("mlp.post_norm", "post_feedforward_layernorm")):
+            rows = got.get(f"blocks.{l}.{hook}", {})
+            if len(rows) != len(TOKENS):
+                worst = math.inf
+                break
+            mine = np.array([rows[(p, -1)] for p in range(len(TOKENS))], dtype=np.float64).reshape(len(TOKENS), -1)
+            worst = max(worst, float(np.abs(mine - acts[f"model.layers.{l}.{module}"]).max()))
     check(worst <= TOLERANCE, f"blocks.L.attn.post_norm and mlp.post_norm are the reference's post-norm "
                               f"outputs (max |d| {worst:.2e})")
     pattern = got.get("blocks.0.attn.pattern", {})
@@ -325,6 +343,50 @@ def check_hooks(folder):
     sums = [sum(pattern[(p, h)]) for p in range(len(TOKENS)) for h in range(cfg["num_attention_heads"])]
     check(zero_outside and all(abs(s - 1) < 1e-5 for s in sums),
           f"a sliding layer's attn.pattern is 0 outside its window of {window} and sums to 1")
+
+
+def check_diff(tmp, folder):
+    """The reference's activations under Hugging Face's Gemma module names
+    as a candidate: diff --names hf-gemma passes it, and finds a nudge at
+    each hook Gemma adds or moves where it was made."""
+    cfg, w = hf_reference.read_model_dir(folder)
+    acts = {}
+    reference(cfg, w, TOKENS, acts=acts)
+    ref = os.path.join(tmp, "gemma-ref.jsonl")
+    run_stepwise(BIN, "score", "--model", folder, "--tokens", ",".join(map(str, TOKENS)), "--top-n", "0",
+                 "--hooks", "*", "--out", ref)
+
+    def candidate(nudge=None):
+        path = os.path.join(tmp, "gemma-cand.jsonl")
+        with open(path, "w") as f:
+            for name, rows in acts.items():
+                if name.startswith("blocks."):
+                    continue
+                name = name[:-1] if name.endswith(".") else name  # the layer's own output
+                for pos, row in enumerate(rows):
+                    row = np.array(row, dtype=np.float32).reshape(-1)
+                    if nudge == (name, pos):
+                        row[1] += 0.05 * (np.abs(row).max() + 1)
+                    f.write(json.dumps({"event": "activation", "hook": name, "pos": pos,
+                                        "data": [float(v) for v in row]}) + "\n")
+        return path
+
+    def diff(path):
+        r = subprocess.run([BIN, "diff", ref, path, "--names", "hf-gemma", "--json"], capture_output=True,
+                           text=True)
+        return json.loads(r.stdout) if r.stdout else {"error": r.stderr}
+
+    d = diff(candidate())
+    check(d.get("verdict") == "pass" and d.get("activations", 0) >= 15 * len(TOKENS),
+          f"the float64 reference under Hugging Face's Gemma 2 names passes diff --names hf-gemma "
+          f"({d.get('activations')} activations)")
+    for module, hook in (("model.layers.1.post_attention_layernorm", "blocks.1.attn.post_norm"),
+                         ("model.layers.0.pre_feedforward_layernorm", "blocks.0.ln2"),
+                         ("model.layers.2.mlp.down_proj:input", "blocks.2.mlp.hidden"),
+                         ("model.layers.0.post_feedforward_layernorm", "blocks.0.mlp.post_norm")):
+        first = (diff(candidate((module, 5))).get("first_divergence") or {})
+        check(first.get("hook") == hook and first.get("pos") == 5,
+              f"a nudge to {module} at pos 5 is found at {hook}, pos 5 ({first.get('hook')}, {first.get('pos')})")
 
 
 def check_make_model_and_convert(tmp):
@@ -386,6 +448,7 @@ def main():
         gemma2, gemma3 = check_reference(tmp)
         check_engine_paths(gemma2, gemma3)
         check_hooks(gemma2)
+        check_diff(tmp, gemma2)
         check_make_model_and_convert(tmp)
         check_refused(tmp)
     return check.summary("gemma check")

@@ -22,7 +22,7 @@ static bool listed(const cJSON *list, const char *s) {
     return false;
 }
 
-/* "hf, hf-gpt2, llama.cpp or llama.cpp-2025-02": the engines of the map, into buf. */
+/* "hf, hf-gpt2, hf-gemma, llama.cpp or llama.cpp-2025-02": the engines of the map, into buf. */
 static void engine_list(const cJSON *engines, char *buf, size_t size) {
     int n = cJSON_GetArraySize(engines), i = 0;
     size_t at = 0;
