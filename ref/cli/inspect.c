@@ -158,8 +158,10 @@ static void print_arch(const Config *c) {
     if (c->sliding_window > 0) {
         int sliding = 0;
         for (int l = 0; l < c->n_layers; l++) sliding += config_layer_slides(c, l);
-        printf("  sliding window: %d positions on %d of %d layers", c->sliding_window, sliding,
-               c->n_layers);
+        printf("  sliding window: %d positions on %d of %d layers%s", c->sliding_window, sliding,
+               c->n_layers,
+               c->sliding_window >= c->seq_len ? " (as wide as the context: it masks nothing)"
+                                               : "");
         if (c->rope_local_theta > 0)
             printf(", which turn at a RoPE base of %g, unscaled", (double)c->rope_local_theta);
         printf(" (the cache still holds every position)\n");
