@@ -650,6 +650,79 @@ def gpt2_cases():
                                     "--out", "{s.jsonl}"], 2, [words], files={"m.gguf": broken})
 
 
+def gemma_cases():
+    """Gemma 2 and Gemma 3: a good folder (tests/gemma_check.py's writer) and
+    the GGUF file `convert` makes of it, one fault at a time in Gemma's keys
+    and tensors; and the models convert refuses to write as llama.cpp's."""
+    import gemma_check
+    import hf_reference as hf
+    cfg = gemma_check.config(True, d=16, layers=2, heads=2, kv=1, hd=8, vocab=13, positions=16)
+    good = path("gemma-good")
+    hf.write_model_dir(good, cfg, gemma_check.random_tensors(cfg, 3), "F32")
+    weights = open(os.path.join(good, "model.safetensors"), "rb").read()
+    n = struct.unpack("<Q", weights[:8])[0]
+    header, data = json.loads(weights[8:8 + n]), weights[8 + n:]
+
+    def st(edit):
+        h = json.loads(json.dumps(header))
+        edit(h)
+        text = json.dumps(h).encode()
+        text += b" " * (-len(text) % 8)
+        return struct.pack("<Q", len(text)) + text + data
+
+    post = "model.layers.0.post_feedforward_layernorm.weight"
+    bad = {
+        "hidden_activation silu": (dict(cfg, hidden_activation="silu"), weights, "hidden_activation silu"),
+        "query_pre_attn_scalar 0": (dict(cfg, query_pre_attn_scalar=0), weights, "query_pre_attn_scalar"),
+        "final_logit_softcapping a string": (dict(cfg, final_logit_softcapping="30"), weights,
+                                             "final_logit_softcapping"),
+        "sliding_window -4": (dict(cfg, sliding_window=-4), weights, "sliding_window"),
+        "layer_types not a list": (dict(cfg, layer_types="sliding_attention"), weights, "layer_types"),
+        "layer_types with another kind": (dict(cfg, layer_types=["sliding_attention", "chunked_attention"]),
+                                          weights, "chunked_attention"),
+        "sliding_window_pattern 0": (dict({k: v for k, v in cfg.items() if k != "layer_types"},
+                                          sliding_window_pattern=0), weights, "sliding_window_pattern"),
+        "rope_local_base_freq -1": (dict(cfg, rope_local_base_freq=-1), weights, "rope_local_base_freq"),
+        "no post-feedforward norm": (cfg, st(lambda h: h.__setitem__(post + "x", h.pop(post))),
+                                     post + " is missing"),
+        "a post-feedforward norm of another width": (cfg, st(lambda h: h[post].__setitem__("shape", [8])),
+                                                     "its shape and dtype need"),
+    }
+    for name, (c, w, words) in bad.items():
+        case("gemma folder: " + name, ["score", "--model", "{hf}", "--tokens", "1,2", "--top-n", "0",
+                                       "--out", "{s.jsonl}"], 2, [words],
+             files={"hf/config.json": json.dumps(c), "hf/model.safetensors": w}, creates=("hf",))
+    gguf = path("gemma-good.gguf")
+    made = path("gemma-made")
+    subprocess.run([BIN, "make-model", "--format", "hf", "--arch", "gemma3", "--dim", "16", "--hidden", "32",
+                    "--layers", "2", "--heads", "2", "--kv-heads", "1", "--vocab", "13", "--seq-len", "16",
+                    "--sliding-window", "4", "--out", made], check=True, capture_output=True)
+    subprocess.run([BIN, "convert", "--model", made, "--tokenizer", TINY, "--out", gguf],
+                   check=True, capture_output=True)
+    blob = open(gguf, "rb").read()
+    key = b"gemma3.attention.sliding_window\x04\x00\x00\x00"  # then the uint32
+    at = blob.index(key) + len(key)
+    for name, broken, words in (
+            ("sliding_window a string", blob[:at - 4] + struct.pack("<I", 8) + blob[at:], "sliding_window"),
+            ("no post_ffw_norm", blob.replace(b"blk.1.post_ffw_norm.weight", b"blk.1.post_ffw_norx.weight", 1),
+             "post_ffw_norm.weight is missing"),
+            ("no post_attention_norm", blob.replace(b"blk.0.post_attention_norm.weight",
+                                                    b"blk.0.post_attention_norx.weight", 1),
+             "post_attention_norm.weight is missing")):
+        case("gguf gemma3: " + name, ["score", "--model", "{m.gguf}", "--tokens", "1,2", "--top-n", "0",
+                                      "--out", "{s.jsonl}"], 2, [words], files={"m.gguf": broken})
+    for name, extra, words in (
+            ("a sliding pattern llama.cpp's gemma3 does not have", ["--sliding-pattern", "2"], "layer 1"),
+            ("a local RoPE base other than 10000", ["--rope-local-theta", "500"], "RoPE base of 10000"),
+            ("a query scale llama.cpp would not derive", ["--query-scale", "100"], "query_pre_attn_scalar")):
+        folder = path("gemma-refused-%d" % len(extra[0]))
+        subprocess.run([BIN, "make-model", "--format", "hf", "--arch", "gemma3", "--dim", "16", "--hidden", "32",
+                        "--layers", "2", "--heads", "2", "--vocab", "13", "--seq-len", "16", "--sliding-window",
+                        "4", "--out", folder, *extra], check=True, capture_output=True)
+        case("convert gemma3: " + name, ["convert", "--model", folder, "--tokenizer", TINY,
+                                         "--out", "{c.gguf}"], 2, [words])
+
+
 def tokenizer_json_cases():
     """tokenizer.json and tokenizer_config.json (tests/tokenizer_json_write.py
     writes good small ones), one fault at a time, and the commands' inputs
@@ -1409,7 +1482,7 @@ def main():
     os.chdir(ROOT)
     setup()
     for make in (model_cases, tokenizer_cases, json_model_cases, request_cases, trace_cases,
-                 diff_cases, option_cases, output_cases, signal_cases, hf_cases, gpt2_cases, gguf_cases,
+                 diff_cases, option_cases, output_cases, signal_cases, hf_cases, gpt2_cases, gemma_cases, gguf_cases,
                  tokenizer_json_cases, hostile_round_two_cases):
         make()
     FIXTURES = listing()  # after the cases, some of which make their fixtures

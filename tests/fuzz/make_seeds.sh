@@ -157,6 +157,18 @@ for i, (prefix, dtype) in enumerate([("transformer.", "F32"), ("", "BF16")]):
     config = open(os.path.join(d, "config.json"), "rb").read()
     weights = open(os.path.join(d, "model.safetensors"), "rb").read()
     open(os.path.join(out, "gpt2lmheadmodel-%d" % i), "wb").write(struct.pack("<H", len(config)) + config + weights)
+# Gemma 2 and 3: soft-caps, a window, layer_types or sliding_window_pattern,
+# post-norms, by tests/gemma_check.py's writer
+import gemma_check
+for i, (gemma3, dtype) in enumerate([(False, "F32"), (True, "BF16")]):
+    cfg = gemma_check.config(gemma3, d=4, layers=2, heads=2, kv=1, hd=2, vocab=5, positions=4, sliding_window=2)
+    if gemma3:
+        cfg = dict({k: v for k, v in cfg.items() if k != "layer_types"}, sliding_window_pattern=2)
+    d = os.path.join(tmp, "gemma-%d" % i)
+    hf.write_model_dir(d, cfg, gemma_check.random_tensors(cfg, i), dtype)
+    config = open(os.path.join(d, "config.json"), "rb").read()
+    weights = open(os.path.join(d, "model.safetensors"), "rb").read()
+    open(os.path.join(out, "gemma%d" % (3 if gemma3 else 2)), "wb").write(struct.pack("<H", len(config)) + config + weights)
 PY
 # GGUF: tiny llama, qwen2 and qwen3 files with an embedded llama tokenizer,
 # written following the GGUF spec by tests/gguf_write.py
@@ -164,6 +176,12 @@ PY
 # and as `stepwise convert` writes them: the tiny JSON model in each type
 for t in f32 f16 q8_0; do
   "$S" convert --model data/tiny-model.json --type $t --out "$C/gguf/converted-$t.gguf" 2> /dev/null
+done
+# gemma2 and gemma3 files (soft-caps, a window, post-norms, q/k norms)
+for a in gemma2 gemma3; do
+  "$S" make-model --format hf --arch $a --dim 8 --hidden 8 --layers 2 --heads 2 --kv-heads 1 \
+      --vocab 13 --seq-len 8 --sliding-window 3 --out "$tmp/$a" 2> /dev/null
+  "$S" convert --model "$tmp/$a" --tokenizer data/tiny-model.json --out "$C/gguf/$a.gguf" 2> /dev/null
 done
 
 # tokenizer.json: [2-byte length][text][2-byte length][tokenizer_config.json][tokenizer.json],
