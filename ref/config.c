@@ -24,6 +24,11 @@ int config_first_seen(const Config *c, int l, int pos) {
     return pos - c->sliding_window + 1;
 }
 
+bool config_rope_long(const Config *c, int last) {
+    return c->rope_scaling.type == ROPE_SCALING_LONGROPE &&
+           last + 1 > c->rope_scaling.original_context;
+}
+
 float config_query_scale(const Config *c) {
     return c->query_scale > 0 ? c->query_scale : (float)config_head_dim(c);
 }
@@ -65,6 +70,8 @@ const char *config_rope_scaling_name(RopeScalingType t) {
             return "llama3";
         case ROPE_SCALING_FACTORS:
             return "factors";
+        case ROPE_SCALING_LONGROPE:
+            return "longrope";
     }
     return "none";
 }
@@ -105,6 +112,20 @@ static bool arch_numbers_valid(const Config *c, const char *what, StepError *err
         if (!(s->factors[i] > 0 && s->factors[i] <= 1e6))
             return step_fail(err, "%s: RoPE factor %d must be in (0, 1e6]", what, i);
     }
+    if (s->type == ROPE_SCALING_LONGROPE && config_rope_dims(c) / 2 > ROPE_MAX_FACTORS)
+        return step_fail(err, "%s: longrope's factors need rope dimensions <= %d", what,
+                         2 * ROPE_MAX_FACTORS);
+    for (int i = 0; s->type == ROPE_SCALING_LONGROPE && i < config_rope_dims(c) / 2; i++)
+        if (!(s->factors[i] > 0 && s->factors[i] <= 1e6 && s->long_factors[i] > 0 &&
+              s->long_factors[i] <= 1e6))
+            return step_fail(err, "%s: longrope's short and long factors %d must be in (0, 1e6]",
+                             what, i);
+    if (s->type == ROPE_SCALING_LONGROPE &&
+        !(s->original_context > 0 && s->attention_factor > 0 && s->attention_factor <= 1e3))
+        return step_fail(err,
+                         "%s: longrope needs original_max_position_embeddings > 0 and an "
+                         "attention factor in (0, 1000]",
+                         what);
     if (s->type == ROPE_SCALING_LLAMA3 &&
         !(s->low_freq_factor > 0 && s->high_freq_factor > s->low_freq_factor &&
           s->high_freq_factor < 1e6 && s->original_context > 0))

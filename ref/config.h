@@ -29,6 +29,10 @@ typedef enum {
                            */
     ROPE_SCALING_FACTORS, /* frequency i divided by factors[i]: a GGUF file's rope_freqs.weight,
                              the form llama.cpp gives Llama 3's scaling */
+    ROPE_SCALING_LONGROPE, /* Phi-3's: frequency i divided by factors[i] (short) or
+                              long_factors[i], chosen by each pass as Hugging Face chooses (long
+                              when the pass reaches past original_context), and cos and sin
+                              multiplied by attention_factor */
 } RopeScalingType;
 
 /* How a block normalises: RMSNorm, x / rms(x) · w (Llama), or LayerNorm,
@@ -50,10 +54,13 @@ typedef enum { POS_ROPE, POS_LEARNED } PositionKind;
 
 typedef struct {
     RopeScalingType type;
-    float factor;                            /* factors: the largest, for display */
+    float factor;                            /* factors: the largest, for display; longrope:
+                                                the context over original_context */
     float low_freq_factor, high_freq_factor; /* llama3 */
-    int original_context;                    /* llama3: the training context */
-    float factors[ROPE_MAX_FACTORS];         /* factors: [head_dim / 2] */
+    int original_context;                    /* llama3, longrope: the training context */
+    float factors[ROPE_MAX_FACTORS];         /* factors, longrope's short: [rope_dims / 2] */
+    float long_factors[ROPE_MAX_FACTORS];    /* longrope: [rope_dims / 2] */
+    float attention_factor;                  /* longrope: cos and sin multiplied by it */
 } RopeScaling;
 
 /* The fields after shared_classifier are the architecture's variations;
@@ -114,7 +121,7 @@ typedef enum { ROWS_AS_HELD, ROWS_TO_HALVES, ROWS_TO_INTERLEAVED } RowOrder;
  * engines' q/k all move rows by it. */
 uint64_t rope_source_row(uint64_t r, int head_dim, RowOrder order);
 
-/* "linear", "llama3" or "factors" ("none" for no scaling). */
+/* "linear", "llama3", "factors" or "longrope" ("none" for no scaling). */
 const char *config_rope_scaling_name(RopeScalingType t);
 
 /* The width of one attention head: head_dim, or dim / n_heads. */
@@ -131,6 +138,10 @@ bool config_layer_slides(const Config *c, int l);
 int config_first_seen(const Config *c, int l, int pos);
 /* The number the scores are divided by the square root of: query_scale, or head_dim. */
 float config_query_scale(const Config *c);
+/* Whether a pass of positions pos0 .. last turns q and k with longrope's
+ * long factors: Hugging Face's rule, per forward call, long when the
+ * pass's last position + 1 exceeds original_context. */
+bool config_rope_long(const Config *c, int last);
 /* The RoPE base (10000 unless given) and the RMSNorm epsilon (1e-5 unless given). */
 float config_rope_theta(const Config *c);
 float config_norm_eps(const Config *c);

@@ -47,6 +47,8 @@ typedef struct {
     float *rope_sin; /* [capacity, rope_dims / 2] sin(pos · θ_i) */
     float *rope_cos_local, *rope_sin_local; /* the same at rope_local_theta, for the sliding
                                                layers (Gemma 3); NULL when it is 0 */
+    float *rope_cos_long, *rope_sin_long;   /* the same with longrope's long factors (Phi-3),
+                                               for passes past its original context; else NULL */
     /* quantization while running (quant.h); scratch used only then */
     QuantRuntime quant;
     int8_t *xq;           /* [max(dim, hidden_dim)] one quantized input row */

@@ -270,6 +270,11 @@ bool gguf_model_save(const Model *m, const Tokenizer *tok, GgufOutType type, con
                  !c->proj_bias && !c->qkv_bias && c->post_norms && c->norm_plus_one &&
                  c->embed_scale > 0;
     if (gemma && !gemma_fits(c, path, err)) return false;
+    if (c->rope_scaling.type == ROPE_SCALING_LONGROPE) /* llama.cpp picks the factors otherwise */
+        return step_fail(err,
+                         "%s: longrope is not written to GGUF: llama.cpp chooses its long factors "
+                         "by the context size it is given, Hugging Face by each pass's length",
+                         path);
     bool plain_rms = c->norm == NORM_RMS && c->mlp == MLP_SWIGLU && c->position == POS_ROPE &&
                      !c->proj_bias && !c->post_norms && !c->norm_plus_one && c->embed_scale == 0 &&
                      c->sliding_window == 0 && c->attn_softcap == 0 && c->final_softcap == 0;

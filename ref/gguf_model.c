@@ -368,6 +368,12 @@ bool gguf_model_load(Model *m, Tokenizer *tok, const char *path, WeightsMode mod
     ok = ok && read_config(&f, arch, &m->config, err);
     if (ok && gguf_find_tensor(&f, "rope_freqs.weight") != NULL)
         ok = read_rope_factors(&f, &m->config, err);
+    if (ok && (gguf_find_tensor(&f, "rope_factors_long.weight") != NULL ||
+               gguf_find_tensor(&f, "rope_factors_short.weight") != NULL))
+        ok = step_fail(err,
+                       "%s: longrope's rope_factors_long/short are not supported in GGUF "
+                       "(llama.cpp picks them by context size; load the Hugging Face folder)",
+                       path);
     GgufTensor *emb = ok ? gguf_find_tensor(&f, "token_embd.weight") : NULL;
     if (ok && (emb == NULL || emb->n_dims != 2 || emb->ne[1] == 0 || emb->ne[1] > (1u << 24)))
         ok = step_fail(err, "%s: tensor token_embd.weight is missing or malformed", path);

@@ -3,6 +3,7 @@
 #include "hf_model.h"
 
 #include <cjson/cJSON.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -57,13 +58,18 @@ static bool read_rope_scaling(const cJSON *root, RopeScaling *s, const char *wha
     const char *type = json_string_field(o, "rope_type");
     if (type == NULL) type = json_string_field(o, "type");
     if (type != NULL && strcmp(type, "default") == 0) return true;
-    if (type != NULL && strcmp(type, "linear") == 0) {
+    if (type != NULL && (strcmp(type, "longrope") == 0 || strcmp(type, "su") == 0)) {
+        s->type =
+            ROPE_SCALING_LONGROPE; /* its factors once the RoPE dims are known: read_longrope */
+        return true;
+    } else if (type != NULL && strcmp(type, "linear") == 0) {
         s->type = ROPE_SCALING_LINEAR;
     } else if (type != NULL && strcmp(type, "llama3") == 0) {
         s->type = ROPE_SCALING_LLAMA3;
     } else {
-        return step_fail(err, "%s: rope_scaling type %.40s is not supported (linear, llama3)", what,
-                         type ? type : "(none)");
+        return step_fail(err,
+                         "%s: rope_scaling type %.40s is not supported (linear, llama3, longrope)",
+                         what, type ? type : "(none)");
     }
     bool ok = optional_number(o, "factor", &s->factor, what, err) &&
               optional_number(o, "low_freq_factor", &s->low_freq_factor, what, err) &&
@@ -72,6 +78,60 @@ static bool read_rope_scaling(const cJSON *root, RopeScaling *s, const char *wha
         !json_int_field(o, "original_max_position_embeddings", 1, 1 << 30, &s->original_context))
         ok = step_fail(err, "%s: llama3 rope_scaling needs original_max_position_embeddings", what);
     return ok;
+}
+
+/* n factors of rope_scaling's list `key`, each in (0, 1e6], into out. */
+static bool factor_list(const cJSON *o, const char *key, int n, float *out, const char *what,
+                        StepError *err) {
+    const cJSON *list = cJSON_GetObjectItemCaseSensitive(o, key), *v;
+    if (!cJSON_IsArray(list) || cJSON_GetArraySize(list) != n)
+        return step_fail(err, "%s: longrope's %s must list %d factors (one a pair of turned dims)",
+                         what, key, n);
+    int i = 0;
+    cJSON_ArrayForEach(v, list) {
+        if (!cJSON_IsNumber(v) || !(v->valuedouble > 0 && v->valuedouble <= 1e6))
+            return step_fail(err, "%s: longrope's %s[%d] must be a number in (0, 1e6]", what, key,
+                             i);
+        out[i++] = (float)v->valuedouble;
+    }
+    return true;
+}
+
+/* Phi-3's longrope, as Hugging Face's _compute_longrope_parameters reads
+ * it: short and long factors, one a pair of the dims RoPE turns; the
+ * context it was trained on, original_max_position_embeddings (absent:
+ * max_position_embeddings, and the long factors never apply); its factor,
+ * max_position_embeddings / that; and the attention factor, given or
+ * sqrt(1 + ln(factor) / ln(original)) (1 for a factor of at most 1). */
+static bool read_longrope(const cJSON *root, Config *c, const char *what, StepError *err) {
+    const cJSON *o = cJSON_GetObjectItemCaseSensitive(root, "rope_scaling");
+    RopeScaling *s = &c->rope_scaling;
+    int pairs = config_rope_dims(c) / 2;
+    if (pairs > ROPE_MAX_FACTORS)
+        return step_fail(err, "%s: longrope's factors need rope dimensions <= %d", what,
+                         2 * ROPE_MAX_FACTORS);
+    if (!factor_list(o, "short_factor", pairs, s->factors, what, err) ||
+        !factor_list(o, "long_factor", pairs, s->long_factors, what, err))
+        return false;
+    s->original_context = c->seq_len;
+    const cJSON *orig = cJSON_GetObjectItemCaseSensitive(root, "original_max_position_embeddings");
+    if (orig != NULL &&
+        !json_int_field(root, "original_max_position_embeddings", 1, 1 << 30, &s->original_context))
+        return step_fail(err, "%s: original_max_position_embeddings must be a whole number from 1",
+                         what);
+    double factor = (double)c->seq_len / (double)s->original_context, attention;
+    s->factor = (float)factor;
+    const cJSON *given = cJSON_GetObjectItemCaseSensitive(o, "attention_factor");
+    if (given != NULL && !cJSON_IsNull(given)) {
+        if (!json_number_field(o, "attention_factor", 1e-6, 1e3, &attention))
+            return step_fail(err, "%s: longrope's attention_factor must be in (0, 1000]", what);
+    } else {
+        attention = factor <= 1.0 || s->original_context < 2
+                        ? 1.0
+                        : sqrt(1.0 + log(factor) / log((double)s->original_context));
+    }
+    s->attention_factor = (float)attention;
+    return true;
 }
 
 /* The architecture's name (the first of "architectures"), if supported. */
@@ -154,6 +214,7 @@ bool hf_config_parse(const char *text, const char *what, Config *c, char *arch, 
         c->rope_dims = (int)((double)hd * (double)rotary);
         c->rope_layout = ROPE_HALVES;
     }
+    if (ok && c->rope_scaling.type == ROPE_SCALING_LONGROPE) ok = read_longrope(root, c, what, err);
     /* A sliding window as wide as the context never masks anything: cap the
      * context at the window, and the block needs no mask. */
     int window;

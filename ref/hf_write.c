@@ -253,6 +253,17 @@ static cJSON *config_json(const Config *c, HfArchitecture a, SafetensorsDtype dt
             cJSON_AddNumberToObject(scaling, "original_max_position_embeddings",
                                     rs->original_context);
         }
+    } else if (rs->type == ROPE_SCALING_LONGROPE) { /* Phi-3's, as read_longrope reads it */
+        cJSON *scaling = cJSON_AddObjectToObject(o, "rope_scaling");
+        cJSON_AddStringToObject(scaling, "type", "longrope");
+        cJSON *sf = cJSON_AddArrayToObject(scaling, "short_factor");
+        cJSON *lf = cJSON_AddArrayToObject(scaling, "long_factor");
+        for (int i = 0; i < config_rope_dims(c) / 2; i++) {
+            cJSON_AddItemToArray(sf, cJSON_CreateNumber(rs->factors[i]));
+            cJSON_AddItemToArray(lf, cJSON_CreateNumber(rs->long_factors[i]));
+        }
+        cJSON_AddNumberToObject(scaling, "attention_factor", rs->attention_factor);
+        cJSON_AddNumberToObject(o, "original_max_position_embeddings", rs->original_context);
     }
     if (a == HF_GEMMA2 || a == HF_GEMMA3)
         gemma_config_json(o, c, a == HF_GEMMA3);

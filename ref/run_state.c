@@ -13,8 +13,9 @@
  * two linearly in 1/wavelength between, as Hugging Face's
  * _compute_llama3_parameters does. Per-frequency factors (a GGUF file's
  * rope_freqs.weight, which is how llama.cpp's converter writes Llama 3's
- * rule) divide frequency i by factors[i]. */
-static float scaled_frequency(float freq, int i, const RopeScaling *s) {
+ * rule) divide frequency i by factors[i]; longrope by its short or long
+ * factor i. */
+static float scaled_frequency(float freq, int i, const RopeScaling *s, bool long_factors) {
     const float two_pi = 6.28318530717958647692f;
     switch (s->type) {
         case ROPE_SCALING_NONE:
@@ -31,6 +32,8 @@ static float scaled_frequency(float freq, int i, const RopeScaling *s) {
         }
         case ROPE_SCALING_FACTORS:
             return freq / s->factors[i];
+        case ROPE_SCALING_LONGROPE:
+            return freq / (long_factors ? s->long_factors[i] : s->factors[i]);
     }
     return freq;
 }
@@ -38,17 +41,20 @@ static float scaled_frequency(float freq, int i, const RopeScaling *s) {
 /* RoPE angle for position pos and pair i of a head: pos · θ_i with
  * θ_i = theta^(-2i / rot) (theta 10000 in llama2.c; rot the dims RoPE
  * turns, head_dim but for a partial RoPE), scaled as the
- * architecture says, in run.c's float arithmetic. */
+ * architecture says, in run.c's float arithmetic. longrope multiplies cos
+ * and sin by its attention factor, as Hugging Face's rotary embedding
+ * does: q·k grows by its square. */
 static void rope_tables_fill(float *cos_t, float *sin_t, int capacity, const Config *c, float theta,
-                             const RopeScaling *scaling) {
+                             const RopeScaling *scaling, bool long_factors) {
     int rot = config_rope_dims(c), half = rot / 2; /* the turned dims' pairs (partial RoPE) */
+    float amplitude = scaling->type == ROPE_SCALING_LONGROPE ? scaling->attention_factor : 1.0f;
     for (int pos = 0; pos < capacity; pos++) {
         for (int i = 0; i < half; i++) {
             float freq = 1.0f / powf(theta, (float)(2 * i) / (float)rot);
-            freq = scaled_frequency(freq, i, scaling);
+            freq = scaled_frequency(freq, i, scaling, long_factors);
             float angle = (float)pos * freq;
-            cos_t[(size_t)pos * half + i] = cosf(angle);
-            sin_t[(size_t)pos * half + i] = sinf(angle);
+            cos_t[(size_t)pos * half + i] = cosf(angle) * amplitude; /* x 1: the same bits */
+            sin_t[(size_t)pos * half + i] = sinf(angle) * amplitude;
         }
     }
 }
@@ -106,6 +112,11 @@ bool run_state_init_quant(RunState *s, const Config *c, int capacity, int max_to
     s->rope_sin = malloc((size_t)capacity * half * sizeof(float));
     ok = ok && s->x && s->xb && s->xb2 && s->q && s->hb && s->hb2 && s->scores && s->logits &&
          s->rope_cos && s->rope_sin;
+    if (ok && c->rope_scaling.type == ROPE_SCALING_LONGROPE) { /* Phi-3's long factors */
+        s->rope_cos_long = malloc((size_t)capacity * half * sizeof(float));
+        s->rope_sin_long = malloc((size_t)capacity * half * sizeof(float));
+        ok = s->rope_cos_long && s->rope_sin_long;
+    }
     if (ok && c->rope_local_theta > 0) { /* Gemma 3's sliding layers turn at their own base */
         s->rope_cos_local = malloc((size_t)capacity * half * sizeof(float));
         s->rope_sin_local = malloc((size_t)capacity * half * sizeof(float));
@@ -134,10 +145,14 @@ bool run_state_init_quant(RunState *s, const Config *c, int capacity, int max_to
         run_state_free(s);
         return step_fail(err, "run state: out of memory for %d positions", capacity);
     }
-    rope_tables_fill(s->rope_cos, s->rope_sin, capacity, c, config_rope_theta(c), &c->rope_scaling);
+    rope_tables_fill(s->rope_cos, s->rope_sin, capacity, c, config_rope_theta(c), &c->rope_scaling,
+                     false);
+    if (s->rope_cos_long != NULL)
+        rope_tables_fill(s->rope_cos_long, s->rope_sin_long, capacity, c, config_rope_theta(c),
+                         &c->rope_scaling, true);
     if (s->rope_cos_local != NULL)
         rope_tables_fill(s->rope_cos_local, s->rope_sin_local, capacity, c, c->rope_local_theta,
-                         &(RopeScaling){.type = ROPE_SCALING_NONE});
+                         &(RopeScaling){.type = ROPE_SCALING_NONE}, false);
     return true;
 }
 

@@ -77,6 +77,9 @@ def inv_freq(cfg):
     s = cfg.get("rope_scaling")
     if s is None:
         return freq
+    if s["type"] == "longrope":  # _compute_longrope_parameters: 1 / (ext_factors * base^(2i/dim))
+        ext = np.array(s["long_factor"] if cfg.get("_long") else s["short_factor"], dtype=np.float64)
+        return 1.0 / (ext * theta ** (np.arange(0, hd, 2, dtype=np.float64) / hd))
     if s["type"] == "linear":
         return freq / s["factor"]
     old, lo, hi, f = (s["original_max_position_embeddings"], s["low_freq_factor"],
@@ -98,6 +101,9 @@ def rope(x, pos, cfg):
         return np.concatenate([rope(x[:, :rot], pos, dict(cfg, rope_dims=rot)), x[:, rot:]], axis=-1)
     ang = pos * inv_freq(cfg)
     cos, sin = np.cos(ang), np.sin(ang)
+    s = cfg.get("rope_scaling") or {}
+    if s.get("type") == "longrope":  # Phi3RotaryEmbedding: cos and sin times the attention factor
+        cos, sin = cos * s["attention_factor"], sin * s["attention_factor"]
     if cfg.get("rope_layout") == "halves":
         a, b = x[:, : hd // 2], x[:, hd // 2:]
         return np.concatenate([a * cos - b * sin, a * sin + b * cos], axis=-1)
@@ -117,6 +123,9 @@ def reference_logits(model, tokens):
     eps = cfg.get("norm_eps", 1e-5)
     cls = W.get("classifier", W["token_embedding"])
     T = len(tokens)
+    scaling = cfg.get("rope_scaling") or {}
+    if scaling.get("type") == "longrope":  # one forward call: long factors when it reaches past the original
+        cfg = dict(cfg, _long=scaling.get("force_long", T > scaling["original_max_position_embeddings"]))
     x = W["token_embedding"][tokens]  # [T, d]
     for l in layers:
         xn = rms_norm(x, l["rms_att"], eps)
@@ -126,8 +135,10 @@ def reference_logits(model, tokens):
         q, k, v = q.reshape(T, nh, hd), k.reshape(T, nkv, hd), v.reshape(T, nkv, hd)
         if "q_norm" in l:
             q, k = rms_norm(q, l["q_norm"], eps), rms_norm(k, l["k_norm"], eps)
-        q = np.stack([rope(q[t], t, cfg) for t in range(T)])
-        k = np.stack([rope(k[t], t, cfg) for t in range(T)])
+        # longrope's long_at: each position's factors when the calls differed (prefill, then decode)
+        at = lambda t: dict(cfg, _long=scaling["long_at"][t]) if "long_at" in scaling else cfg
+        q = np.stack([rope(q[t], t, at(t)) for t in range(T)])
+        k = np.stack([rope(k[t], t, at(t)) for t in range(T)])
         out = np.zeros((T, nh, hd))
         for t in range(T):
             for hh in range(nh):

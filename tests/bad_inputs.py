@@ -529,9 +529,25 @@ def hf_cases():
                             "hidden_act"),
         "rope_scaling yarn": ({"config.json": cfgd(rope_scaling={"rope_type": "yarn", "factor": 4}),
                                "model.safetensors": weights}, "yarn"),
-        "Phi-3's longrope scaling": ({"config.json": cfgd(architectures=["Phi3ForCausalLM"], rope_scaling={
-            "type": "longrope", "short_factor": [1.0] * 2, "long_factor": [1.0] * 2}),
-            "model.safetensors": weights}, "longrope"),
+        "longrope: 3 short factors for 2 turned pairs": (
+            {"config.json": cfgd(rope_scaling={"type": "longrope", "short_factor": [1.0] * 3,
+                                               "long_factor": [1.0] * 2}),
+             "model.safetensors": weights}, "short_factor must list 2 factors"),
+        "longrope: a long factor of 0": (
+            {"config.json": cfgd(rope_scaling={"type": "longrope", "short_factor": [1.0] * 2,
+                                               "long_factor": [1.0, 0]}),
+             "model.safetensors": weights}, "long_factor[1] must be a number in (0, 1e6]"),
+        "longrope: no long_factor": (
+            {"config.json": cfgd(rope_scaling={"rope_type": "longrope", "short_factor": [1.0] * 2}),
+             "model.safetensors": weights}, "long_factor must list 2 factors"),
+        "longrope: original_max_position_embeddings 0": (
+            {"config.json": cfgd(original_max_position_embeddings=0, rope_scaling={
+                "type": "longrope", "short_factor": [1.0] * 2, "long_factor": [1.0] * 2}),
+             "model.safetensors": weights}, "original_max_position_embeddings"),
+        "longrope: attention_factor -1": (
+            {"config.json": cfgd(rope_scaling={"type": "longrope", "short_factor": [1.0] * 2,
+                                               "long_factor": [1.0] * 2, "attention_factor": -1}),
+             "model.safetensors": weights}, "attention_factor"),
         "Phi-3's partial_rotary_factor 1.5": ({"config.json": cfgd(architectures=["Phi3ForCausalLM"],
                                                                    partial_rotary_factor=1.5),
                                                "model.safetensors": weights}, "partial_rotary_factor"),
@@ -721,6 +737,29 @@ def gemma_cases():
                         "4", "--out", folder, *extra], check=True, capture_output=True)
         case("convert gemma3: " + name, ["convert", "--model", folder, "--tokenizer", TINY,
                                          "--out", "{c.gguf}"], 2, [words])
+
+
+def longrope_cases():
+    """Phi-3's longrope where stepwise does not write or read it: GGUF (llama.cpp
+    picks its factors by the context size, Hugging Face by each pass)."""
+    import hf_reference as hf
+    cfg = dict(hf.BASE, architectures=["Phi3ForCausalLM"], original_max_position_embeddings=8,
+               rope_scaling={"rope_type": "longrope", "short_factor": [1.0, 1.5], "long_factor": [2.0, 7.0]})
+    folder = path("longrope-good")
+    hf.write_model_dir(folder, cfg, hf.hf_tensors(cfg, 2), "F32")
+    case("convert: a longrope folder", ["convert", "--model", folder, "--tokenizer", TINY, "--out", "{c.gguf}"],
+         2, ["longrope is not written to GGUF"])
+    made, gguf = path("phi3-plain"), path("phi3-plain.gguf")
+    subprocess.run([BIN, "make-model", "--format", "hf", "--arch", "phi3", "--dim", "16", "--hidden", "24",
+                    "--layers", "2", "--heads", "4", "--vocab", "13", "--seq-len", "16", "--out", made],
+                   check=True, capture_output=True)
+    subprocess.run([BIN, "convert", "--model", made, "--tokenizer", TINY, "--out", gguf],
+                   check=True, capture_output=True)
+    blob = open(gguf, "rb").read()
+    broken = blob.replace(b"blk.1.attn_output.weight", b"rope_factors_long.weight", 1)  # the same length
+    case("gguf phi3: a rope_factors_long tensor", ["score", "--model", "{m.gguf}", "--tokens", "1,2", "--top-n",
+                                                    "0", "--out", "{s.jsonl}"], 2, ["rope_factors_long"],
+         files={"m.gguf": broken})
 
 
 def tokenizer_json_cases():
@@ -1482,7 +1521,7 @@ def main():
     os.chdir(ROOT)
     setup()
     for make in (model_cases, tokenizer_cases, json_model_cases, request_cases, trace_cases,
-                 diff_cases, option_cases, output_cases, signal_cases, hf_cases, gpt2_cases, gemma_cases, gguf_cases,
+                 diff_cases, option_cases, output_cases, signal_cases, hf_cases, gpt2_cases, gemma_cases, longrope_cases, gguf_cases,
                  tokenizer_json_cases, hostile_round_two_cases):
         make()
     FIXTURES = listing()  # after the cases, some of which make their fixtures

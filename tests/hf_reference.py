@@ -21,6 +21,7 @@ usage: tests/hf_reference.py build/stepwise      (run by `make test`)
 """
 import importlib.util
 import json
+import math
 import os
 import struct
 import subprocess
@@ -154,6 +155,12 @@ def as_reference_model(cfg, w):
     if cfg.get("rope_scaling"):
         s = dict(cfg["rope_scaling"])
         s["type"] = s.pop("rope_type")
+        if s["type"] == "longrope":  # _compute_longrope_parameters' context and attention factor
+            original = cfg.get("original_max_position_embeddings", cfg["max_position_embeddings"])
+            factor = cfg["max_position_embeddings"] / original
+            s["original_max_position_embeddings"] = original
+            s.setdefault("attention_factor", 1.0 if factor <= 1 else
+                         math.sqrt(1 + math.log(factor) / math.log(original)))
         config["rope_scaling"] = s
     layers = []
     w = dict(w)
@@ -208,6 +215,19 @@ CASES = [
      {"architectures": ["Phi3ForCausalLM"]}, "F32", 1),
     ("Phi3 F32, partial_rotary_factor 0.75: 6 of head_dim 8 turned",
      {"architectures": ["Phi3ForCausalLM"], "head_dim": 8, "partial_rotary_factor": 0.75}, "F32", 1),
+    ("Phi3 F32, longrope: 12 positions past an original context of 8, the long factors",
+     {"architectures": ["Phi3ForCausalLM"], "original_max_position_embeddings": 8,
+      "rope_scaling": {"rope_type": "longrope", "short_factor": [1.0, 1.5], "long_factor": [2.0, 7.0]}},
+     "F32", 1),
+    ("Phi3 BF16, longrope: 12 positions inside an original context of 16, the short factors",
+     {"architectures": ["Phi3ForCausalLM"], "original_max_position_embeddings": 16,
+      "rope_scaling": {"rope_type": "longrope", "short_factor": [1.0, 3.0], "long_factor": [2.0, 7.0]}},
+     "BF16", 1),
+    ("Phi3 F32, longrope with a given attention_factor 1.5, partial_rotary_factor 0.5",
+     {"architectures": ["Phi3ForCausalLM"], "original_max_position_embeddings": 8, "head_dim": 8,
+      "partial_rotary_factor": 0.5,
+      "rope_scaling": {"rope_type": "longrope", "short_factor": [1.0, 1.5], "long_factor": [2.0, 7.0],
+                       "attention_factor": 1.5}}, "F32", 1),
     ("Qwen3 BF16, q/k norms, head_dim 8, tied",
      {"architectures": ["Qwen3ForCausalLM"], "head_dim": 8, "tie_word_embeddings": True,
       "rope_theta": 1e6, "rms_norm_eps": 1e-6}, "BF16", 1),
@@ -387,6 +407,51 @@ def check_stories():
     return 0 if ok else 1
 
 
+def check_longrope_decode():
+    """Hugging Face picks longrope's factors per forward call: a prompt
+    inside the original context is turned with the short factors, and so are
+    the decode steps until a step's position reaches past it; from then on
+    each new q and k is turned with the long ones, while the cached keys
+    keep their turn. generate (a prefill of the prompt, then one token a
+    call) must give the logits of a float64 forward that turns each
+    position as its call did."""
+    tok = os.path.join(MODELS, "tokenizer.bin")
+    if not os.path.exists(tok):
+        print("hf reference: no tokenizer.bin in %s, the longrope decode case is skipped" % MODELS)
+        return None
+    cfg = dict(BASE, architectures=["Phi3ForCausalLM"], vocab_size=32000, original_max_position_embeddings=8,
+               rope_scaling={"rope_type": "longrope", "short_factor": [1.0, 1.5], "long_factor": [2.0, 7.0]})
+    path = os.path.join(TMP, "longrope-decode")
+    back = write_model_dir(path, cfg, hf_tensors(cfg, 21), "F32")
+    trace = os.path.join(TMP, "longrope-decode.jsonl")
+    run = subprocess.run([BIN, "generate", "--model", path, "--tokenizer", tok, "--prompt", "Once upon",
+                          "--steps", "10", "--trace-level", "logits", "--reproducible", "--quiet",
+                          "--trace", trace], capture_output=True, text=True)
+    if run.returncode != 0:
+        print("FAIL  longrope decode: generate failed: " + run.stderr.strip())
+        return 1
+    events = [json.loads(line) for line in open(trace)]
+    seq = [e for e in events if e.get("event") == "done"][0]["tokens"]
+    prompt = [e for e in events if e.get("event") == "forward" and e.get("phase") == "prefill"][0]["n_tokens"]
+    got = {e["pos"]: np.array(e["logits"]) for e in events if e.get("event") == "logits"}
+    ref = as_reference_model(cfg, back)
+    orig = ref["config"]["rope_scaling"]["original_max_position_embeddings"]
+    # the prompt's call: long when it reaches past the original; each decode call: its own position
+    ref["config"]["rope_scaling"]["long_at"] = [prompt > orig if p < prompt else p + 1 > orig
+                                                for p in range(len(seq))]
+    want = arch_reference.reference_logits(ref, seq)
+    steps = sorted(p for p in got if p < len(seq))
+    err = max(float(np.max(np.abs(got[p] - want[p]))) for p in steps)
+    ref["config"]["rope_scaling"].pop("long_at")  # one call over the whole sequence instead
+    whole = arch_reference.reference_logits(ref, seq)
+    apart = max(float(np.max(np.abs(got[p] - whole[p]))) for p in steps)
+    ok = err <= 1e-4 and max(steps) >= orig and apart > 1e-4
+    print("%s  longrope, prompt of %d then %d decode steps past an original context of %d: the logits of each "
+          "call's factors (max |dlogit| %.2g), not one call's (%.2g away)" % (
+              "ok  " if ok else "FAIL", prompt, len(steps) - 1, orig, err, apart))
+    return 0 if ok else 1
+
+
 def main():
     os.makedirs(TMP, exist_ok=True)
     failed = 0
@@ -405,11 +470,24 @@ def main():
         if cfg.get("partial_rotary_factor", 1.0) < 1:  # the option matters: all dims turned is not it
             ref = as_reference_model(cfg, back)
             ref["config"].pop("rope_dims")
+            if ref["config"].get("rope_scaling", {}).get("type") == "longrope":  # its factors are per turned pair
+                ref["config"].pop("rope_scaling")
             full = float(np.max(np.abs(got - arch_reference.reference_logits(ref, TOKENS))))
             ok = full > 1e-4
             failed += not ok
             print("%s  %s: with every dimension turned the reference is %.2g away" % (
                 "ok  " if ok else "FAIL", name, full))
+        if (cfg.get("rope_scaling") or {}).get("rope_type") == "longrope":  # its choice and factors matter
+            ref = as_reference_model(cfg, back)
+            chosen = len(TOKENS) > ref["config"]["rope_scaling"]["original_max_position_embeddings"]
+            ref["config"]["rope_scaling"]["force_long"] = not chosen
+            other = float(np.max(np.abs(got - arch_reference.reference_logits(ref, TOKENS))))
+            ref["config"].pop("rope_scaling")
+            plain = float(np.max(np.abs(got - arch_reference.reference_logits(ref, TOKENS))))
+            ok = other > 1e-4 and plain > 1e-4
+            failed += not ok
+            print("%s  %s: with the %s factors the reference is %.2g away, without longrope %.2g" % (
+                "ok  " if ok else "FAIL", name, "short" if chosen else "long", other, plain))
         if err <= 1e-4:
             print("ok    %s (max |engine - numpy| %.2g)" % (name, err))
         else:
@@ -417,8 +495,9 @@ def main():
             print("FAIL  %s: max |engine - numpy| %.3g > 1e-4" % (name, err))
     failed += check_make_model()
     stories = check_stories()
-    total = len(CASES) + len(MAKE_MODEL) + 1 + (stories is not None)
-    failed += stories or 0
+    decode = check_longrope_decode()
+    total = len(CASES) + len(MAKE_MODEL) + 1 + (stories is not None) + (decode is not None)
+    failed += (stories or 0) + (decode or 0)
     print("hugging face models: %d passed, %d failed" % (total - failed, failed))
     return 1 if failed else 0
 

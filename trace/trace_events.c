@@ -45,6 +45,16 @@ cJSON *trace_arch_json(const Config *c) {
             cJSON_AddItemToObject(r, "high_freq_factor", trace_float(s->high_freq_factor));
             cJSON_AddNumberToObject(r, "original_context", s->original_context);
         }
+        if (s->type == ROPE_SCALING_LONGROPE) { /* Phi-3's: both lists, and when each applies */
+            cJSON *sf = cJSON_AddArrayToObject(r, "factors");
+            cJSON *lf = cJSON_AddArrayToObject(r, "long_factors");
+            for (int i = 0; i < config_rope_dims(c) / 2; i++) {
+                cJSON_AddItemToArray(sf, trace_float(s->factors[i]));
+                cJSON_AddItemToArray(lf, trace_float(s->long_factors[i]));
+            }
+            cJSON_AddNumberToObject(r, "original_context", s->original_context);
+            cJSON_AddItemToObject(r, "attention_factor", trace_float(s->attention_factor));
+        }
     }
     cJSON_AddBoolToObject(a, "qkv_bias", c->qkv_bias);
     cJSON_AddBoolToObject(a, "qk_norm", c->qk_norm);
