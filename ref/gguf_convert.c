@@ -53,7 +53,11 @@ static void write_config(GgufMetadata *meta, const Config *c, const char *arch) 
         return;
     }
     int head_dim = config_head_dim(c);
-    arch_u32(meta, arch, "context_length", c->seq_len);
+    /* llama.cpp's llama and phi3 run no sliding window: a model whose every
+     * layer slides is written with its context capped at the window, where
+     * the two agree on every sequence */
+    bool capped = !c->post_norms && c->sliding_window > 0 && c->sliding_window < c->seq_len;
+    arch_u32(meta, arch, "context_length", capped ? c->sliding_window : c->seq_len);
     arch_u32(meta, arch, "embedding_length", c->dim);
     arch_u32(meta, arch, "block_count", c->n_layers);
     arch_u32(meta, arch, "feed_forward_length", c->hidden_dim);
@@ -277,7 +281,8 @@ bool gguf_model_save(const Model *m, const Tokenizer *tok, GgufOutType type, con
                          path);
     bool plain_rms = c->norm == NORM_RMS && c->mlp == MLP_SWIGLU && c->position == POS_ROPE &&
                      !c->proj_bias && !c->post_norms && !c->norm_plus_one && c->embed_scale == 0 &&
-                     c->sliding_window == 0 && c->attn_softcap == 0 && c->final_softcap == 0;
+                     c->sliding_pattern == 0 && c->attn_softcap == 0 && c->final_softcap == 0 &&
+                     c->query_scale == 0 && c->rope_local_theta == 0;
     if (!gpt2 && !gemma && !plain_rms)
         return step_fail(err,
                          "%s: no GGUF architecture has this model's mix of norms, MLP, "

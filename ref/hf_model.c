@@ -215,12 +215,20 @@ bool hf_config_parse(const char *text, const char *what, Config *c, char *arch, 
         c->rope_layout = ROPE_HALVES;
     }
     if (ok && c->rope_scaling.type == ROPE_SCALING_LONGROPE) ok = read_longrope(root, c, what, err);
-    /* A sliding window as wide as the context never masks anything: cap the
-     * context at the window, and the block needs no mask. */
+    /* Mistral's and Phi-3's window slides on every layer: the query at p
+     * sees p - window + 1 .. p, as Hugging Face's sliding mask lets it.
+     * Qwen2's (use_sliding_window, on the layers past max_window_layers) is
+     * not run: its context is capped at the window, where no position
+     * falls outside it. */
     int window;
+    bool mistral = strcmp(arch, "MistralForCausalLM") == 0;
     if (ok && sliding && !gemma && json_int_field(root, "sliding_window", 1, 1 << 30, &window) &&
-        window < c->seq_len)
-        c->seq_len = window;
+        window < c->seq_len) {
+        if (mistral || phi3)
+            c->sliding_window = window; /* sliding_pattern 0: every layer */
+        else
+            c->seq_len = window;
+    }
     cJSON_Delete(root);
     return ok && config_validate(c, what, err);
 }

@@ -273,7 +273,10 @@ static cJSON *config_json(const Config *c, HfArchitecture a, SafetensorsDtype dt
                             dtype == ST_F32   ? "float32"
                             : dtype == ST_F16 ? "float16"
                                               : "bfloat16");
-    if (a == HF_MISTRAL || a == HF_PHI3) cJSON_AddNullToObject(o, "sliding_window");
+    if ((a == HF_MISTRAL || a == HF_PHI3) && c->sliding_window > 0)
+        cJSON_AddNumberToObject(o, "sliding_window", c->sliding_window);
+    else if (a == HF_MISTRAL || a == HF_PHI3)
+        cJSON_AddNullToObject(o, "sliding_window");
     return o;
 }
 

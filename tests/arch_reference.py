@@ -143,9 +143,10 @@ def reference_logits(model, tokens):
         for t in range(T):
             for hh in range(nh):
                 kv = hh // (nh // nkv)
-                s = k[: t + 1, kv] @ q[t, hh] / math.sqrt(hd)
+                lo = max(0, t - cfg["sliding_window"] + 1) if cfg.get("sliding_window") else 0  # Mistral's mask
+                s = k[lo: t + 1, kv] @ q[t, hh] / math.sqrt(hd)
                 p = np.exp(s - s.max())
-                out[t, hh] = (p / p.sum()) @ v[: t + 1, kv]
+                out[t, hh] = (p / p.sum()) @ v[lo: t + 1, kv]
         x = x + out.reshape(T, nh * hd) @ l["wo"].T
         xn = rms_norm(x, l["rms_ffn"], eps)
         g, up = xn @ l["w1"].T, xn @ l["w3"].T

@@ -23,6 +23,7 @@ import importlib.util
 import json
 import math
 import os
+import shutil
 import struct
 import subprocess
 import sys
@@ -80,7 +81,10 @@ def write_safetensors(path, tensors, dtype):
 
 
 def write_model_dir(path, config, tensors, dtype, shards=1):
-    os.makedirs(path, exist_ok=True)
+    """A folder of config and tensors, written afresh (a file another run
+    left there would be read too)."""
+    shutil.rmtree(path, ignore_errors=True)
+    os.makedirs(path)
     json.dump(config, open(os.path.join(path, "config.json"), "w"), indent=1)
     names = sorted(tensors)
     if shards == 1:
@@ -149,6 +153,8 @@ def as_reference_model(cfg, w):
               "norm_eps": cfg["rms_norm_eps"]}
     if cfg.get("head_dim"):
         config["head_dim"] = cfg["head_dim"]
+    if arch in ("MistralForCausalLM", "Phi3ForCausalLM") and cfg.get("sliding_window"):
+        config["sliding_window"] = cfg["sliding_window"]  # every layer: kv_idx > q_idx - window
     if cfg.get("partial_rotary_factor", 1.0) < 1:  # Phi3: int(head_dim * factor) dims turn
         hd = cfg.get("head_dim") or cfg["hidden_size"] // cfg["num_attention_heads"]
         config["rope_dims"] = int(hd * cfg["partial_rotary_factor"])
@@ -206,6 +212,10 @@ CASES = [
      "F16", 3),
     ("Mistral F16, sliding window of the whole context",
      {"architectures": ["MistralForCausalLM"], "sliding_window": 32, "rope_theta": 1e6}, "F16", 1),
+    ("Mistral F32, sliding window 5 on every layer, 12 positions",
+     {"architectures": ["MistralForCausalLM"], "sliding_window": 5}, "F32", 1),
+    ("Phi3 BF16, sliding window 3 on every layer, fused",
+     {"architectures": ["Phi3ForCausalLM"], "sliding_window": 3}, "BF16", 1),
     ("Qwen2 F32, q/k/v biases, 2 shards",
      {"architectures": ["Qwen2ForCausalLM"], "rope_theta": 1e6, "rms_norm_eps": 1e-6}, "F32", 2),
     ("Phi3 BF16, q/k/v and gate/up fused, 2 shards, sliding window of the whole context",
@@ -477,6 +487,13 @@ def main():
             failed += not ok
             print("%s  %s: with every dimension turned the reference is %.2g away" % (
                 "ok  " if ok else "FAIL", name, full))
+        if cfg.get("sliding_window", 99) < len(TOKENS):  # the window matters: without it, farther
+            ref = as_reference_model(cfg, back)
+            ref["config"].pop("sliding_window")
+            away = float(np.max(np.abs(got - arch_reference.reference_logits(ref, TOKENS))))
+            ok = away > 1e-4
+            failed += not ok
+            print("%s  %s: without the window the reference is %.2g away" % ("ok  " if ok else "FAIL", name, away))
         if (cfg.get("rope_scaling") or {}).get("rope_type") == "longrope":  # its choice and factors matter
             ref = as_reference_model(cfg, back)
             chosen = len(TOKENS) > ref["config"]["rope_scaling"]["original_max_position_embeddings"]

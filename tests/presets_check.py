@@ -48,6 +48,11 @@ PUBLISHED = {
         "num_attention_heads": 32, "num_key_value_heads": 4, "head_dim": 64, "vocab_size": 32000,
         "max_position_embeddings": 2048, "rope_theta": 10000, "rms_norm_eps": 1e-5,
         "tie_word_embeddings": False, "rope_scaling": None},
+    "phi-3-mini-4k": {  # microsoft/Phi-3-mini-4k-instruct (head_dim is not in its config: 3072 / 32)
+        "model_type": "phi3", "hidden_size": 3072, "intermediate_size": 8192, "num_hidden_layers": 32,
+        "num_attention_heads": 32, "num_key_value_heads": 32, "head_dim": 96, "vocab_size": 32064,
+        "max_position_embeddings": 4096, "rope_theta": 10000, "rms_norm_eps": 1e-5,
+        "tie_word_embeddings": False, "rope_scaling": None, "sliding_window": 2047},
     "gemma-2-2b": {  # google/gemma-2-2b
         "model_type": "gemma2", "hidden_size": 2304, "intermediate_size": 9216, "num_hidden_layers": 26,
         "num_attention_heads": 8, "num_key_value_heads": 4, "head_dim": 256, "vocab_size": 256000,
@@ -65,7 +70,7 @@ PUBLISHED = {
 }
 # Each model's parameters as its model card or safetensors metadata gives them.
 PARAMS = {"smollm2-135m": 134515008, "qwen3-0.6b": 596049920, "llama-3.2-1b": 1235814400,
-          "llama-3-8b": 8030261248, "tinyllama-1.1b": 1100048384, "gemma-2-2b": 2614341888,
+          "llama-3-8b": 8030261248, "tinyllama-1.1b": 1100048384, "phi-3-mini-4k": 3821079552, "gemma-2-2b": 2614341888,
           "gemma-3-1b": 999885952}
 SMOLLM2_PARAMS = PARAMS["smollm2-135m"]
 GPT2_PUBLISHED = {  # openai-community/gpt2 and gpt2-medium's config.json

@@ -30,7 +30,8 @@ static const char INSPECT_USAGE[] =
     "                   (default: the built-in tiny model)\n"
     "  --preset P       a real model's published shape, without its weights:\n"
     "                   smollm2-135m, qwen3-0.6b, llama-3.2-1b, llama-3-8b,\n"
-    "                   tinyllama-1.1b, gpt2, gpt2-medium, gemma-2-2b or gemma-3-1b\n"
+    "                   tinyllama-1.1b, gpt2, gpt2-medium, phi-3-mini-4k, gemma-2-2b or\n"
+    "                   gemma-3-1b\n"
     "  --context N      tokens per request (default: the model's seq_len; may exceed it,\n"
     "                   as a what-if)\n"
     "  --requests R     concurrent requests, each with its own cache (default 1)\n"
@@ -479,9 +480,12 @@ int cli_inspect(int argc, char **argv) {
         c->query_scale = c->attn_softcap = c->final_softcap = c->rope_local_theta = -1;
         c->sliding_window = c->sliding_pattern = -1;
         model_preset_apply(preset, c, &untied);
-        if (c->query_scale < 0) /* not a Gemma preset: none of them */
-            c->query_scale = c->attn_softcap = c->final_softcap = c->rope_local_theta = 0,
-            c->sliding_window = c->sliding_pattern = 0;
+        float *numbers[] = {&c->query_scale, &c->attn_softcap, &c->final_softcap,
+                            &c->rope_local_theta};
+        for (int i = 0; i < 4; i++) /* not a Gemma preset: none of them */
+            if (*numbers[i] < 0) *numbers[i] = 0;
+        if (c->sliding_window < 0) c->sliding_window = 0;
+        if (c->sliding_pattern < 0) c->sliding_pattern = 0;
         hf_architecture_apply(preset->arch, &m.config);
         m.config.shared_classifier = !untied;
         snprintf(m.source, sizeof m.source, "preset %s: %s's published config.json", preset->name,

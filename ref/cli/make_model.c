@@ -40,7 +40,8 @@ static const char MAKE_MODEL_USAGE[] =
     "                       the head size)\n"
     "  --attn-softcap X     scores capped as tanh(s / X) * X (gemma2: 50; 0: none)\n"
     "  --final-softcap X    logits capped the same way (gemma2: 30; 0: none)\n"
-    "  --sliding-window N   sliding layers see the last N positions (default 0: none)\n"
+    "  --sliding-window N   sliding layers see the last N positions (default 0: none;\n"
+    "                       mistral and phi3 take it too, on every layer)\n"
     "  --sliding-pattern P  layer l slides unless (l + 1) % P == 0 (gemma2: 2, gemma3:\n"
     "                       6; 0: every layer)\n"
     "  --rope-local-theta X the sliding layers' RoPE base (gemma3: 10000)\n"
@@ -53,7 +54,8 @@ static const char MAKE_MODEL_USAGE[] =
     "                       (Qwen/Qwen3-0.6B), llama-3.2-1b (meta-llama/Llama-3.2-1B),\n"
     "                       llama-3-8b (meta-llama/Meta-Llama-3-8B; 16 GB in bf16),\n"
     "                       tinyllama-1.1b (TinyLlama/TinyLlama-1.1B-Chat-v1.0), gpt2\n"
-    "                       (openai-community/gpt2, 124M), gpt2-medium (355M), gemma-2-2b\n"
+    "                       (openai-community/gpt2, 124M), gpt2-medium (355M), phi-3-mini-4k\n"
+    "                       (microsoft/Phi-3-mini-4k-instruct), gemma-2-2b\n"
     "                       (google/gemma-2-2b) or gemma-3-1b (google/gemma-3-1b-pt)\n"
     "A folder is written tensor by tensor, each drawn as it is written: no shape\n"
     "needs its weights in memory (but GPT-2's, whose Conv1D tensors are written\n"
@@ -126,7 +128,7 @@ static void gemma_defaults(Config *c, HfArchitecture arch) {
  * negative: not given). */
 static bool gemma_given(const Config *c) {
     return c->attn_softcap >= 0 || c->final_softcap >= 0 || c->sliding_pattern >= 0 ||
-           c->rope_local_theta >= 0 || c->sliding_window >= 0 || c->query_scale >= 0;
+           c->rope_local_theta >= 0 || c->query_scale >= 0;
 }
 
 /* One of Gemma's options: 1 if c was one, 0 if not, -1 on a bad value. */
@@ -327,15 +329,21 @@ int cli_make_model(int argc, char **argv) {
         if (ok) tokenizer_free(&tok);
     }
     bool gemma = folder.hf && (folder.arch == HF_GEMMA2 || folder.arch == HF_GEMMA3);
+    /* Mistral's and Phi-3's windows slide on every layer */
+    bool windowed = gemma || (folder.hf && (folder.arch == HF_MISTRAL || folder.arch == HF_PHI3));
     if (ok && !gemma && gemma_given(&c))
         ok = step_fail(&err, "make-model: --query-scale, --attn-softcap, --final-softcap, "
-                             "--sliding-window, --sliding-pattern and --rope-local-theta need "
-                             "--arch gemma2 or gemma3");
+                             "--sliding-pattern and --rope-local-theta need --arch gemma2 or "
+                             "gemma3");
+    if (ok && !windowed && c.sliding_window > 0)
+        ok = step_fail(&err, "make-model: --sliding-window needs --arch gemma2, gemma3, mistral or "
+                             "phi3");
+    int window = c.sliding_window > 0 ? c.sliding_window : 0;
     if (gemma)
         gemma_defaults(&c, folder.arch);
-    else /* none of Gemma's */
+    else /* none of Gemma's; Mistral's or Phi-3's window on every layer */
         c.query_scale = c.attn_softcap = c.final_softcap = c.rope_local_theta = 0,
-        c.sliding_window = c.sliding_pattern = 0;
+        c.sliding_window = window, c.sliding_pattern = 0;
     if (folder.hf) hf_architecture_apply(folder.arch, &c);
     if (ok && seed <= 0) ok = step_fail(&err, "make-model: --seed must be positive, got %d", seed);
     if (ok && c.n_kv_heads == 0) c.n_kv_heads = c.n_heads;

@@ -100,6 +100,21 @@ static const ModelPreset PRESETS[] = {
      .vocab = 50257,
      .seq_len = 1024,
      .norm_eps = 1e-5f},
+    {.name = "phi-3-mini-4k",
+     .source = "microsoft/Phi-3-mini-4k-instruct",
+     .arch = HF_PHI3,
+     .dim = 3072,
+     .hidden = 8192,
+     .layers = 32,
+     .heads = 32,
+     .kv_heads = 32,
+     .head_dim = 96,
+     .vocab = 32064,
+     .seq_len = 4096,
+     .rope_theta = 10000.0f,
+     .norm_eps = 1e-5f,
+     .untied = true,
+     .sliding_window = 2047},
     {.name = "gemma-2-2b",
      .source = "google/gemma-2-2b",
      .arch = HF_GEMMA2,
@@ -141,10 +156,11 @@ static const ModelPreset PRESETS[] = {
 const ModelPreset *model_preset_find(const char *name, StepError *err) {
     for (int i = 0; i < N_PRESETS; i++)
         if (strcmp(PRESETS[i].name, name) == 0) return &PRESETS[i];
-    step_fail(err,
-              "unknown --preset '%.64s' (smollm2-135m, qwen3-0.6b, llama-3.2-1b, "
-              "llama-3-8b, tinyllama-1.1b, gpt2, gpt2-medium, gemma-2-2b, gemma-3-1b)",
-              name);
+    step_fail(
+        err,
+        "unknown --preset '%.64s' (smollm2-135m, qwen3-0.6b, llama-3.2-1b, "
+        "llama-3-8b, tinyllama-1.1b, gpt2, gpt2-medium, phi-3-mini-4k, gemma-2-2b, gemma-3-1b)",
+        name);
     return NULL;
 }
 
@@ -164,6 +180,6 @@ void model_preset_apply(const ModelPreset *p, Config *c, bool *untied) {
     bool gemma = p->arch == HF_GEMMA2 || p->arch == HF_GEMMA3;
     for (int i = 0; gemma && i < 4; i++)
         if (*numbers[i] < 0) *numbers[i] = preset[i];
-    if (gemma && c->sliding_window < 0) c->sliding_window = p->sliding_window;
+    if (c->sliding_window < 0) c->sliding_window = p->sliding_window; /* Gemma's, Phi-3's */
     if (gemma && c->sliding_pattern < 0) c->sliding_pattern = p->sliding_pattern;
 }
