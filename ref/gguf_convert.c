@@ -75,6 +75,11 @@ static void write_config(GgufMetadata *meta, const Config *c, const char *arch) 
         gguf_meta_string(meta, key, "linear");
         arch_f32(meta, arch, "rope.scaling.factor", c->rope_scaling.factor);
     }
+    if (c->rope_scaling.type == ROPE_SCALING_LONGROPE) { /* Phi-3's, as llama.cpp's converter */
+        arch_u32(meta, arch, "rope.scaling.original_context_length",
+                 c->rope_scaling.original_context);
+        arch_f32(meta, arch, "rope.scaling.attn_factor", c->rope_scaling.attention_factor);
+    }
     if (c->post_norms) { /* Gemma's (gemma_fits checked them) */
         /* no window: one as wide as the context, which masks nothing */
         arch_u32(meta, arch, "attention.sliding_window",
@@ -182,6 +187,13 @@ static int list_tensors(const Model *m, GgufOutType type, RowOrder rotated, cons
     if (!c->shared_classifier) out[n++] = out_tensor("output.weight", w->wcls, vocab, d, type, r);
     if (n_factors > 0)
         out[n++] = out_tensor("rope_freqs.weight", factors, 0, (size_t)n_factors, type, r);
+    if (c->rope_scaling.type == ROPE_SCALING_LONGROPE) { /* one factor a turned pair, each list */
+        size_t pairs = (size_t)config_rope_dims(c) / 2;
+        out[n++] =
+            out_tensor("rope_factors_long.weight", c->rope_scaling.long_factors, 0, pairs, type, r);
+        out[n++] =
+            out_tensor("rope_factors_short.weight", c->rope_scaling.factors, 0, pairs, type, r);
+    }
     size_t qkv_rows = (size_t)config_q_dim(c) + 2 * (size_t)config_kv_dim(c);
     size_t up_rows = 2 * (size_t)c->hidden_dim, per_layer = hf_fused_layer_floats(c);
     for (int l = 0; l < c->n_layers; l++) {
@@ -274,11 +286,6 @@ bool gguf_model_save(const Model *m, const Tokenizer *tok, GgufOutType type, con
                  !c->proj_bias && !c->qkv_bias && c->post_norms && c->norm_plus_one &&
                  c->embed_scale > 0;
     if (gemma && !gemma_fits(c, path, err)) return false;
-    if (c->rope_scaling.type == ROPE_SCALING_LONGROPE) /* llama.cpp picks the factors otherwise */
-        return step_fail(err,
-                         "%s: longrope is not written to GGUF: llama.cpp chooses its long factors "
-                         "by the context size it is given, Hugging Face by each pass's length",
-                         path);
     bool plain_rms = c->norm == NORM_RMS && c->mlp == MLP_SWIGLU && c->position == POS_ROPE &&
                      !c->proj_bias && !c->post_norms && !c->norm_plus_one && c->embed_scale == 0 &&
                      c->sliding_pattern == 0 && c->attn_softcap == 0 && c->final_softcap == 0 &&
@@ -309,7 +316,7 @@ bool gguf_model_save(const Model *m, const Tokenizer *tok, GgufOutType type, con
     bool ok = tok == NULL || gguf_write_tokenizer(&meta, tok, err);
     float factors[ROPE_MAX_FACTORS];
     int n_factors = rope_factors(c, factors);
-    size_t max_tensors = 5 + (size_t)c->n_layers * HF_LAYER_TENSORS;
+    size_t max_tensors = 6 + (size_t)c->n_layers * HF_LAYER_TENSORS;
     GgufOutTensor *tensors = ok ? malloc(max_tensors * sizeof *tensors) : NULL;
     float *fused = NULL;
     if (ok && tensors == NULL) ok = step_fail(err, "%s: out of memory", path);

@@ -175,6 +175,46 @@ static bool read_rope_factors(const GgufFile *f, Config *c, StepError *err) {
     return true;
 }
 
+/* One of longrope's factor lists: the tensor called name, a float32 vector
+ * of one factor a turned pair, each in (0, 1e6]. */
+static bool longrope_factors(const GgufFile *f, const char *name, int pairs, float *out,
+                             StepError *err) {
+    GgufTensor *t = gguf_find_tensor(f, name);
+    if (t == NULL || t->n_dims != 1 || t->ne[0] != (uint64_t)pairs || t->type != GGML_F32)
+        return step_fail(err, "%s: %s must be %d float32 factors, one a pair of turned dims",
+                         f->path, name, pairs);
+    gguf_to_f32(t, out);
+    for (int i = 0; i < pairs; i++)
+        if (!(out[i] > 0 && out[i] <= 1e6))
+            return step_fail(err, "%s: %s[%d] must be in (0, 1e6]", f->path, name, i);
+    t->used = 1;
+    return true;
+}
+
+/* Phi-3's longrope as llama.cpp's converter writes it: rope_factors_long
+ * and rope_factors_short, <arch>.rope.scaling.original_context_length and
+ * .attn_factor. stepwise picks the list per pass, as Hugging Face does
+ * (config_rope_long); llama.cpp picks it by the context size it is given. */
+static bool read_longrope(const GgufFile *f, const char *arch, Config *c, StepError *err) {
+    RopeScaling *s = &c->rope_scaling;
+    int pairs = config_rope_dims(c) / 2;
+    if (s->type != ROPE_SCALING_NONE || pairs > ROPE_MAX_FACTORS)
+        return step_fail(err, "%s: longrope's factors with %s scaling, or for more than %d pairs",
+                         f->path, config_rope_scaling_name(s->type), ROPE_MAX_FACTORS);
+    *s = (RopeScaling){.type = ROPE_SCALING_LONGROPE};
+    double v;
+    char key[128];
+    snprintf(key, sizeof key, "%s.rope.scaling.attn_factor", arch);
+    bool ok = longrope_factors(f, "rope_factors_long.weight", pairs, s->long_factors, err) &&
+              longrope_factors(f, "rope_factors_short.weight", pairs, s->factors, err) &&
+              arch_uint(f, arch, "rope.scaling.original_context_length", &s->original_context, err);
+    if (ok && !(gguf_get_float(f, key, &v) && v > 0 && v <= 1e3))
+        ok = step_fail(err, "%s: %s must be a number in (0, 1000]", f->path, key);
+    s->attention_factor = (float)v;
+    s->factor = (float)c->seq_len / (float)s->original_context;
+    return ok;
+}
+
 /* The tensor called name, [rows, cols] row-major (ne[0] = cols; rows 0: a
  * vector of cols); NULL (err set) when missing or of another shape. */
 static GgufTensor *find_shaped(const GgufFile *f, const char *name, uint64_t rows, uint64_t cols,
@@ -370,10 +410,7 @@ bool gguf_model_load(Model *m, Tokenizer *tok, const char *path, WeightsMode mod
         ok = read_rope_factors(&f, &m->config, err);
     if (ok && (gguf_find_tensor(&f, "rope_factors_long.weight") != NULL ||
                gguf_find_tensor(&f, "rope_factors_short.weight") != NULL))
-        ok = step_fail(err,
-                       "%s: longrope's rope_factors_long/short are not supported in GGUF "
-                       "(llama.cpp picks them by context size; load the Hugging Face folder)",
-                       path);
+        ok = read_longrope(&f, arch, &m->config, err);
     GgufTensor *emb = ok ? gguf_find_tensor(&f, "token_embd.weight") : NULL;
     if (ok && (emb == NULL || emb->n_dims != 2 || emb->ne[1] == 0 || emb->ne[1] > (1u << 24)))
         ok = step_fail(err, "%s: tensor token_embd.weight is missing or malformed", path);

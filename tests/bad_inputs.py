@@ -693,6 +693,8 @@ def gemma_cases():
         "final_logit_softcapping a string": (dict(cfg, final_logit_softcapping="30"), weights,
                                              "final_logit_softcapping"),
         "sliding_window -4": (dict(cfg, sliding_window=-4), weights, "sliding_window"),
+        "attn_logit_softcapping 0": (dict(cfg, attn_logit_softcapping=0), weights,
+                                     "attn_logit_softcapping must be a positive number or null"),
         "layer_types not a list": (dict(cfg, layer_types="sliding_attention"), weights, "layer_types"),
         "layer_types with another kind": (dict(cfg, layer_types=["sliding_attention", "chunked_attention"]),
                                           weights, "chunked_attention"),
@@ -740,26 +742,36 @@ def gemma_cases():
 
 
 def longrope_cases():
-    """Phi-3's longrope where stepwise does not write or read it: GGUF (llama.cpp
-    picks its factors by the context size, Hugging Face by each pass)."""
+    """Phi-3's longrope in GGUF (rope_factors_long and _short, and its
+    rope.scaling keys, as convert writes them), one fault at a time."""
     import hf_reference as hf
     cfg = dict(hf.BASE, architectures=["Phi3ForCausalLM"], original_max_position_embeddings=8,
                rope_scaling={"rope_type": "longrope", "short_factor": [1.0, 1.5], "long_factor": [2.0, 7.0]})
-    folder = path("longrope-good")
+    folder, gguf = path("longrope-good"), path("longrope-good.gguf")
     hf.write_model_dir(folder, cfg, hf.hf_tensors(cfg, 2), "F32")
-    case("convert: a longrope folder", ["convert", "--model", folder, "--tokenizer", TINY, "--out", "{c.gguf}"],
-         2, ["longrope is not written to GGUF"])
-    made, gguf = path("phi3-plain"), path("phi3-plain.gguf")
+    subprocess.run([BIN, "convert", "--model", folder, "--tokenizer", TINY, "--out", gguf],
+                   check=True, capture_output=True)
+    blob = open(gguf, "rb").read()
+    key = b"phi3.rope.scaling.attn_factor\x06\x00\x00\x00"  # then the float32
+    at = blob.index(key) + len(key)
+    nan = blob[:at] + struct.pack("<f", float("nan")) + blob[at + 4:]
+    made, plain = path("phi3-plain"), path("phi3-plain.gguf")
     subprocess.run([BIN, "make-model", "--format", "hf", "--arch", "phi3", "--dim", "16", "--hidden", "24",
                     "--layers", "2", "--heads", "4", "--vocab", "13", "--seq-len", "16", "--out", made],
                    check=True, capture_output=True)
-    subprocess.run([BIN, "convert", "--model", made, "--tokenizer", TINY, "--out", gguf],
+    subprocess.run([BIN, "convert", "--model", made, "--tokenizer", TINY, "--out", plain],
                    check=True, capture_output=True)
-    blob = open(gguf, "rb").read()
-    broken = blob.replace(b"blk.1.attn_output.weight", b"rope_factors_long.weight", 1)  # the same length
-    case("gguf phi3: a rope_factors_long tensor", ["score", "--model", "{m.gguf}", "--tokens", "1,2", "--top-n",
-                                                    "0", "--out", "{s.jsonl}"], 2, ["rope_factors_long"],
-         files={"m.gguf": broken})
+    matrix = open(plain, "rb").read().replace(b"blk.1.attn_output.weight", b"rope_factors_long.weight", 1)
+    for name, broken, words in (
+            ("attn_factor NaN", nan, "attn_factor must be a number in (0, 1000]"),
+            ("no original_context_length", blob.replace(b"phi3.rope.scaling.original_context_length",
+                                                        b"phi3.rope.scaling.original_context_lengtx", 1),
+             "original_context_length"),
+            ("no rope_factors_short", blob.replace(b"rope_factors_short.weight", b"rope_factors_shorx.weight", 1),
+             "rope_factors_short.weight must be"),
+            ("a matrix called rope_factors_long", matrix, "rope_factors_long.weight must be 2 float32 factors")):
+        case("gguf phi3 longrope: " + name, ["score", "--model", "{m.gguf}", "--tokens", "1,2", "--top-n", "0",
+                                             "--out", "{s.jsonl}"], 2, [words], files={"m.gguf": broken})
 
 
 def tokenizer_json_cases():

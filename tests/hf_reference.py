@@ -505,6 +505,15 @@ def main():
             failed += not ok
             print("%s  %s: with the %s factors the reference is %.2g away, without longrope %.2g" % (
                 "ok  " if ok else "FAIL", name, "short" if chosen else "long", other, plain))
+        if (cfg.get("rope_scaling") or {}).get("rope_type") == "longrope":  # GGUF: the folder's bits
+            gguf = path + ".gguf"
+            run = subprocess.run([BIN, "convert", "--model", path, "--tokenizer", TINY_TOKENIZER, "--out", gguf],
+                                 capture_output=True, text=True)
+            same = run.returncode == 0 and np.array_equal(
+                engine_logits(gguf, TOKENS, TINY_TOKENIZER, "case%d-gguf" % i), got)
+            failed += not same
+            print("%s  %s: converted to GGUF (rope_factors_long/short, rope.scaling.attn_factor), the same "
+                  "logits bit for bit%s" % ("ok  " if same else "FAIL", name, "" if same else ": " + run.stderr))
         if err <= 1e-4:
             print("ok    %s (max |engine - numpy| %.2g)" % (name, err))
         else:

@@ -7,7 +7,7 @@ tests/llama_cpp_engine.mjs drives it. On llama.cpp's own stories260K.gguf
 and on GGUF files `stepwise convert` writes (llama from stories260K.bin,
 Hugging Face folders of the llama, qwen2 and qwen3 architectures with the
 real Llama 3 and Qwen3 tokenizers, and phi3 folders, their projections fused,
-one with a partial RoPE, with Llama 2's tokenizer.bin), over fixed ids,
+one with a partial RoPE and one with longrope, with Llama 2's tokenizer.bin), over fixed ids,
 teacher-forced:
 
   (a) with a float32 KV cache and flash attention off, llama.cpp's logits
@@ -154,6 +154,17 @@ def models(tmp):
     run_stepwise(BIN, "convert", "--model", folder, "--tokenizer", os.path.join(MODELS, "tokenizer.bin"),
                  "--out", path)
     yield "phi3 folder with partial_rotary_factor 0.75 converted by stepwise", path, None
+    # and with longrope: 12 positions past an original context of 8, where
+    # stepwise (per pass, as Hugging Face) and llama.cpp (by its context size,
+    # 256 here) both pick the long factors, with the attention factor
+    cfg = dict(cfg, partial_rotary_factor=1.0, original_max_position_embeddings=8,
+               rope_scaling={"rope_type": "longrope", "short_factor": [1.0, 1.5, 1.2, 2.0],
+                             "long_factor": [2.0, 7.0, 3.0, 5.0]})
+    folder, path = os.path.join(tmp, "p3-longrope"), os.path.join(tmp, "p3-longrope.gguf")
+    hf_reference.write_model_dir(folder, cfg, hf_reference.hf_tensors(cfg, 6), "F32")
+    run_stepwise(BIN, "convert", "--model", folder, "--tokenizer", os.path.join(MODELS, "tokenizer.bin"),
+                 "--out", path)
+    yield "phi3 folder with longrope (long factors past an original context of 8) converted by stepwise", path, None
 
 
 def check_gpt2(tmp, texts, lines):
