@@ -295,7 +295,7 @@ def check_names(tmp, ref):
           "llama.cpp names: Qcur/Kcur in halves pass with --rope-halves; without it the first "
           "divergence is blocks.0.attn.q at pos 0")
     r = run(BIN, "diff", ref, path, "--names", "vllm", expect=(2,))
-    check("--names must be hf, hf-gpt2, llama.cpp or llama.cpp-2025-02, not 'vllm'" in r.stderr,
+    check("--names must be hf, hf-gpt2, hf-gemma, llama.cpp or llama.cpp-2025-02, not 'vllm'" in r.stderr,
           "an unknown --names is refused, naming the maps there are")
     check_old_llama_cpp(tmp, ref, evs)
 
