@@ -617,6 +617,21 @@ def hf_cases():
          ["--tokenizer is required"])
 
 
+def header_editor(weights):
+    """st(edit): the bytes of the safetensors file weights with its header
+    passed through edit(header) (a dict, changed in place), padded to 8."""
+    n = struct.unpack("<Q", weights[:8])[0]
+    header, data = json.loads(weights[8:8 + n]), weights[8 + n:]
+
+    def st(edit):
+        h = json.loads(json.dumps(header))
+        edit(h)
+        text = json.dumps(h).encode()
+        text += b" " * (-len(text) % 8)
+        return struct.pack("<Q", len(text)) + text + data
+    return st
+
+
 def gpt2_cases():
     """GPT-2: a good folder (tests/gpt2_check.py's writer) and the GGUF file
     `convert` makes of it, one fault at a time in their GPT-2 keys and
@@ -627,15 +642,7 @@ def gpt2_cases():
     good = path("gpt2-good")
     hf.write_model_dir(good, cfg, gpt2_check.random_tensors(cfg, 3), "F32")
     weights = open(os.path.join(good, "model.safetensors"), "rb").read()
-    n = struct.unpack("<Q", weights[:8])[0]
-    header, data = json.loads(weights[8:8 + n]), weights[8 + n:]
-
-    def st(edit):
-        h = json.loads(json.dumps(header))
-        edit(h)
-        text = json.dumps(h).encode()
-        text += b" " * (-len(text) % 8)
-        return struct.pack("<Q", len(text)) + text + data
+    st = header_editor(weights)
 
     qkv = "transformer.h.0.attn.c_attn.weight"
     bad = {
@@ -676,15 +683,7 @@ def gemma_cases():
     good = path("gemma-good")
     hf.write_model_dir(good, cfg, gemma_check.random_tensors(cfg, 3), "F32")
     weights = open(os.path.join(good, "model.safetensors"), "rb").read()
-    n = struct.unpack("<Q", weights[:8])[0]
-    header, data = json.loads(weights[8:8 + n]), weights[8 + n:]
-
-    def st(edit):
-        h = json.loads(json.dumps(header))
-        edit(h)
-        text = json.dumps(h).encode()
-        text += b" " * (-len(text) % 8)
-        return struct.pack("<Q", len(text)) + text + data
+    st = header_editor(weights)
 
     post = "model.layers.0.post_feedforward_layernorm.weight"
     bad = {

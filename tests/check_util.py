@@ -28,6 +28,81 @@ def run_stepwise(binary, *args, expect=(0,), env=None):
     return r
 
 
+def score_run(binary, model, tokens, *extra, hooks=None):
+    """`stepwise score` of the ids tokens (no top-n, reproducible): (the
+    logits [T, vocab] as float64, {hook: {(pos, head): data}} of the
+    activation events, the trace's text)."""
+    import json
+    import os
+    import tempfile
+    import numpy as np
+    with tempfile.TemporaryDirectory() as tmp:
+        out = os.path.join(tmp, "s.jsonl")
+        args = ["score", "--model", model, "--tokens", ",".join(map(str, tokens)), "--top-n", "0",
+                "--reproducible", "--out", out, *extra]
+        if hooks:
+            args += ["--hooks", hooks]
+        run_stepwise(binary, *args)
+        rows, acts = {}, {}
+        with open(out, encoding="utf-8") as f:
+            text = f.read()
+        for line in text.splitlines():
+            e = json.loads(line)
+            if e.get("event") == "logits":
+                rows[e["pos"]] = e["logits"]
+            elif e.get("event") == "activation":
+                acts.setdefault(e["hook"], {})[(e["pos"], e.get("head", -1))] = e["data"]
+    return np.array([rows[p] for p in range(len(tokens))], dtype=np.float64), acts, text
+
+
+def write_candidate(path, acts, nudge=None):
+    """A candidate of activation events, {name: rows [T, ...]} under another
+    engine's names; nudge (name, pos) moves one value of that row by 5% of
+    its largest (+ 0.05), for diff to find. Returns path."""
+    import json
+    import numpy as np
+    with open(path, "w", encoding="utf-8") as f:
+        for name, rows in acts.items():
+            for pos, row in enumerate(rows):
+                row = np.array(row, dtype=np.float32).reshape(-1)
+                if nudge == (name, pos):
+                    row[1] += 0.05 * (np.abs(row).max() + 1)
+                f.write(json.dumps({"event": "activation", "hook": name, "pos": pos,
+                                    "data": [float(v) for v in row]}) + "\n")
+    return path
+
+
+def diff_names(binary, ref, cand, engine):
+    """`stepwise diff REF CAND --names ENGINE --json` as a dict ({"error":
+    stderr} when it printed no report)."""
+    import json
+    r = subprocess.run([binary, "diff", ref, cand, "--names", engine, "--json"], capture_output=True,
+                       text=True)
+    return json.loads(r.stdout) if r.stdout else {"error": r.stderr}
+
+
+def check_names_diff(check, binary, tmp, folder, tokens, acts, engine, nudges, family, least):
+    """The float64 reference's activations {name: rows} under ENGINE's names
+    as a candidate against `score --hooks '*'` of folder: diff --names
+    ENGINE passes them (at least `least` activations compared), and a nudge
+    to each (name, hook) of nudges at position 5 is found at that hook and
+    position."""
+    import os
+    ref = os.path.join(tmp, engine + "-ref.jsonl")
+    run_stepwise(binary, "score", "--model", folder, "--tokens", ",".join(map(str, tokens)), "--top-n", "0",
+                 "--hooks", "*", "--out", ref)
+    cand = os.path.join(tmp, engine + "-cand.jsonl")
+    d = diff_names(binary, ref, write_candidate(cand, acts), engine)
+    check(d.get("verdict") == "pass" and d.get("activations", 0) >= least,
+          f"the float64 reference under Hugging Face's {family} names passes diff --names {engine} "
+          f"({d.get('activations')} activations)")
+    for module, hook in nudges:
+        first = diff_names(binary, ref, write_candidate(cand, acts, (module, 5)), engine).get(
+            "first_divergence") or {}
+        check(first.get("hook") == hook and first.get("pos") == 5,
+              f"a nudge to {module} at pos 5 is found at {hook}, pos 5 ({first.get('hook')}, {first.get('pos')})")
+
+
 def stories260k(check_name):
     """["--model", stories260K.bin, "--tokenizer", tok512.bin] (absolute paths)
     from $STEPWISE_MODELS, or None after saying the check is skipped."""

@@ -47,7 +47,7 @@ import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-from check_util import Checks, run_stepwise  # noqa: E402
+from check_util import Checks, check_names_diff, run_stepwise, score_run  # noqa: E402
 import hf_reference  # noqa: E402
 
 BIN = os.path.abspath(sys.argv[1] if len(sys.argv) > 1 else "build/stepwise")
@@ -228,23 +228,8 @@ def reference(cfg, w, tokens, dtype="F32", away=(), acts=None, gelu=gelu_tanh):
 
 
 def score(model, tokens, *extra, hooks=None):
-    """(logits [T, vocab], {hook: [T, ...]}, the trace's text)."""
-    with tempfile.TemporaryDirectory() as tmp:
-        out = os.path.join(tmp, "s.jsonl")
-        args = ["score", "--model", model, "--tokens", ",".join(map(str, tokens)), "--top-n", "0",
-                "--reproducible", "--out", out, *extra]
-        if hooks:
-            args += ["--hooks", hooks]
-        run_stepwise(BIN, *args)
-        rows, acts = {}, {}
-        for line in open(out):
-            e = json.loads(line)
-            if e.get("event") == "logits":
-                rows[e["pos"]] = e["logits"]
-            elif e.get("event") == "activation":
-                acts.setdefault(e["hook"], {})[(e["pos"], e.get("head", -1))] = e["data"]
-        logits = np.array([rows[p] for p in range(len(tokens))], dtype=np.float64)
-        return logits, acts, open(out).read()
+    """(logits [T, vocab], {hook: {(pos, head): data}}, the trace's text)."""
+    return score_run(BIN, model, tokens, *extra, hooks=hooks)
 
 
 OPTIONS = {"gemma2": ["attention soft-cap", "final soft-cap", "window", "query_pre_attn_scalar", "1 + w",
@@ -352,41 +337,13 @@ def check_diff(tmp, folder):
     cfg, w = hf_reference.read_model_dir(folder)
     acts = {}
     reference(cfg, w, TOKENS, acts=acts)
-    ref = os.path.join(tmp, "gemma-ref.jsonl")
-    run_stepwise(BIN, "score", "--model", folder, "--tokens", ",".join(map(str, TOKENS)), "--top-n", "0",
-                 "--hooks", "*", "--out", ref)
-
-    def candidate(nudge=None):
-        path = os.path.join(tmp, "gemma-cand.jsonl")
-        with open(path, "w") as f:
-            for name, rows in acts.items():
-                if name.startswith("blocks."):
-                    continue
-                name = name[:-1] if name.endswith(".") else name  # the layer's own output
-                for pos, row in enumerate(rows):
-                    row = np.array(row, dtype=np.float32).reshape(-1)
-                    if nudge == (name, pos):
-                        row[1] += 0.05 * (np.abs(row).max() + 1)
-                    f.write(json.dumps({"event": "activation", "hook": name, "pos": pos,
-                                        "data": [float(v) for v in row]}) + "\n")
-        return path
-
-    def diff(path):
-        r = subprocess.run([BIN, "diff", ref, path, "--names", "hf-gemma", "--json"], capture_output=True,
-                           text=True)
-        return json.loads(r.stdout) if r.stdout else {"error": r.stderr}
-
-    d = diff(candidate())
-    check(d.get("verdict") == "pass" and d.get("activations", 0) >= 15 * len(TOKENS),
-          f"the float64 reference under Hugging Face's Gemma 2 names passes diff --names hf-gemma "
-          f"({d.get('activations')} activations)")
-    for module, hook in (("model.layers.1.post_attention_layernorm", "blocks.1.attn.post_norm"),
-                         ("model.layers.0.pre_feedforward_layernorm", "blocks.0.ln2"),
-                         ("model.layers.2.mlp.down_proj:input", "blocks.2.mlp.hidden"),
-                         ("model.layers.0.post_feedforward_layernorm", "blocks.0.mlp.post_norm")):
-        first = (diff(candidate((module, 5))).get("first_divergence") or {})
-        check(first.get("hook") == hook and first.get("pos") == 5,
-              f"a nudge to {module} at pos 5 is found at {hook}, pos 5 ({first.get('hook')}, {first.get('pos')})")
+    modules = {name.rstrip("."): rows for name, rows in acts.items() if not name.startswith("blocks.")}
+    check_names_diff(check, BIN, tmp, folder, TOKENS, modules, "hf-gemma",
+                     (("model.layers.1.post_attention_layernorm", "blocks.1.attn.post_norm"),
+                      ("model.layers.0.pre_feedforward_layernorm", "blocks.0.ln2"),
+                      ("model.layers.2.mlp.down_proj:input", "blocks.2.mlp.hidden"),
+                      ("model.layers.0.post_feedforward_layernorm", "blocks.0.mlp.post_norm")),
+                     "Gemma 2", 15 * len(TOKENS))
 
 
 def check_make_model_and_convert(tmp):

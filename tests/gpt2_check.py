@@ -45,7 +45,7 @@ import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-from check_util import Checks, run_stepwise  # noqa: E402
+from check_util import Checks, check_names_diff, run_stepwise, score_run  # noqa: E402
 import hf_reference  # noqa: E402
 
 BIN = os.path.abspath(sys.argv[1] if len(sys.argv) > 1 else "build/stepwise")
@@ -143,22 +143,9 @@ def reference(cfg, w, tokens, positions=True, norm=layer_norm, biases=True, gelu
 
 
 def score(model, tokens, *extra, hooks=None):
-    with tempfile.TemporaryDirectory() as tmp:
-        out = os.path.join(tmp, "s.jsonl")
-        args = ["score", "--model", model, "--tokens", ",".join(map(str, tokens)), "--top-n", "0",
-                "--reproducible", "--out", out, *extra]
-        if hooks:
-            args += ["--hooks", hooks]
-        run_stepwise(BIN, *args)
-        rows, acts = {}, {}
-        for line in open(out):
-            e = json.loads(line)
-            if e.get("event") == "logits":
-                rows[e["pos"]] = e["logits"]
-            elif e.get("event") == "activation":
-                acts.setdefault(e["hook"], {})[e["pos"]] = e["data"]
-        logits = np.array([rows[p] for p in range(len(tokens))], dtype=np.float64)
-        return logits, {k: np.array([v[p] for p in sorted(v)]) for k, v in acts.items()}, open(out).read()
+    """(logits [T, vocab], {hook: rows [T, ...]}, the trace's text)."""
+    logits, acts, text = score_run(BIN, model, tokens, *extra, hooks=hooks)
+    return logits, {k: np.array([v[p] for p in sorted(v)]) for k, v in acts.items()}, text
 
 
 def check_reference(tmp):
@@ -232,38 +219,11 @@ def check_diff(tmp):
     cfg, w = hf_reference.read_model_dir(folder)
     acts = {}
     reference(cfg, w, TOKENS, acts=acts)
-    ref = os.path.join(tmp, "ref.jsonl")
-    run_stepwise(BIN, "score", "--model", folder, "--tokens", ",".join(map(str, TOKENS)), "--top-n", "0",
-                 "--hooks", "*", "--out", ref)
-
-    def candidate(nudge=None):
-        path = os.path.join(tmp, "cand.jsonl")
-        with open(path, "w") as f:
-            for name, rows in acts.items():
-                for pos, row in enumerate(rows):
-                    row = np.array(row, dtype=np.float32)
-                    if nudge == (name, pos):
-                        row[1] += 0.05 * (np.abs(row).max() + 1)
-                    f.write(json.dumps({"event": "activation", "hook": name, "pos": pos,
-                                        "data": [float(v) for v in row]}) + "\n")
-        return path
-
-    def diff(path):
-        r = subprocess.run([BIN, "diff", ref, path, "--names", "hf-gpt2", "--json"], capture_output=True,
-                           text=True)
-        return json.loads(r.stdout) if r.stdout else {"error": r.stderr}
-
-    d = diff(candidate())
-    check(d.get("verdict") == "pass" and d.get("activations", 0) >= 11 * len(TOKENS),
-          f"the float64 reference under Hugging Face's GPT-2 names passes diff --names hf-gpt2 "
-          f"({d.get('activations')} activations, max |dlogit| {d.get('max_abs', {}).get('value')})")
-    for module, hook in (("transformer.wpe", "embed.pos"), ("transformer.h.1.ln_1", "blocks.1.ln1"),
-                         ("transformer.h.0.mlp.c_fc", "blocks.0.mlp.up"),
-                         ("transformer.h.0.mlp.act", "blocks.0.mlp.hidden"),
-                         ("transformer.ln_f", "final_norm")):
-        first = (diff(candidate((module, 5))).get("first_divergence") or {})
-        check(first.get("hook") == hook and first.get("pos") == 5,
-              f"a nudge to {module} at pos 5 is found at {hook}, pos 5 ({first.get('hook')}, {first.get('pos')})")
+    check_names_diff(check, BIN, tmp, folder, TOKENS, acts, "hf-gpt2",
+                     (("transformer.wpe", "embed.pos"), ("transformer.h.1.ln_1", "blocks.1.ln1"),
+                      ("transformer.h.0.mlp.c_fc", "blocks.0.mlp.up"),
+                      ("transformer.h.0.mlp.act", "blocks.0.mlp.hidden"), ("transformer.ln_f", "final_norm")),
+                     "GPT-2", 11 * len(TOKENS))
 
 
 def check_refused(tmp):
