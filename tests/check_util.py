@@ -103,6 +103,24 @@ def check_names_diff(check, binary, tmp, folder, tokens, acts, engine, nudges, f
               f"a nudge to {module} at pos 5 is found at {hook}, pos 5 ({first.get('hook')}, {first.get('pos')})")
 
 
+def check_refused_configs(check, binary, tmp, base, tensors, cases):
+    """Each (what, change, words) of cases: a folder of base's config.json
+    with change over it and tensors (tests/hf_reference.py's writer) is
+    refused by score with exit 2 and one error line holding words, and no
+    output file."""
+    import os
+    import hf_reference
+    for what, change, words in cases:
+        folder = os.path.join(tmp, "bad")
+        hf_reference.write_model_dir(folder, dict(base, **change), tensors, "F32")
+        out = os.path.join(tmp, "refused.jsonl")
+        r = subprocess.run([binary, "score", "--model", folder, "--tokens", "1,2", "--top-n", "0", "--out", out],
+                           capture_output=True, text=True)
+        line = r.stderr.strip()
+        check(r.returncode == 2 and words in line and len(line.splitlines()) == 1 and not os.path.exists(out),
+              f"config.json with {what}: refused ({line})")
+
+
 def stories260k(check_name):
     """["--model", stories260K.bin, "--tokenizer", tok512.bin] (absolute paths)
     from $STEPWISE_MODELS, or None after saying the check is skipped."""
