@@ -182,7 +182,9 @@ void run_state_free(RunState *s) {
                    s->layer_v,
                    s->key_t,
                    s->rope_cos_local,
-                   s->rope_sin_local};
+                   s->rope_sin_local,
+                   s->rope_cos_long,
+                   s->rope_sin_long};
     for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) free(all[i]);
     memset(s, 0, sizeof *s);
 }
