@@ -38,6 +38,7 @@ from Hugging Face's modeling_gemma2.py and modeling_gemma3.py (in `make test`):
 import json
 import math
 import os
+import subprocess
 import sys
 import tempfile
 
@@ -300,6 +301,12 @@ def check_engine_paths(gemma2, gemma3):
             check(len(steps) >= 6 and max(steps) >= 6 and err <= TOLERANCE,
                   f"{arch}: {len(steps)} positions decoded one at a time against the cache, past a window of "
                   f"3, within {TOLERANCE:g} of the reference (max |dlogit| {err:.2e})")
+            vg = subprocess.run(["valgrind", "-q", "--error-exitcode=9", "--leak-check=full",
+                                 "--errors-for-leak-kinds=definite,indirect", BIN, "generate", "--model", folder,
+                                 "--tokenizer", tok512, "--prompt", "Once upon", "--steps", "10", "--quiet"],
+                                capture_output=True, text=True)
+            check(vg.returncode == 0, f"{arch}: that generate under valgrind: no invalid access, nothing lost"
+                  + ("" if vg.returncode == 0 else ": " + vg.stderr.strip()[:300]))
 
 
 def check_hooks(folder):
