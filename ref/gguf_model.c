@@ -202,7 +202,7 @@ static bool read_longrope(const GgufFile *f, const char *arch, Config *c, StepEr
         return step_fail(err, "%s: longrope's factors with %s scaling, or for more than %d pairs",
                          f->path, config_rope_scaling_name(s->type), ROPE_MAX_FACTORS);
     *s = (RopeScaling){.type = ROPE_SCALING_LONGROPE};
-    double v;
+    double v = 0;
     char key[128];
     snprintf(key, sizeof key, "%s.rope.scaling.attn_factor", arch);
     bool ok = longrope_factors(f, "rope_factors_long.weight", pairs, s->long_factors, err) &&
