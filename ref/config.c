@@ -15,6 +15,27 @@ int config_rope_dims(const Config *c) {
     return c->rope_dims > 0 ? c->rope_dims : config_head_dim(c);
 }
 
+bool config_layer_moe(const Config *c, int l) {
+    if (c->n_experts == 0) return false;
+    for (int i = 0; i < c->n_dense_layers; i++)
+        if (c->dense_layers[i] == l) return false;
+    return c->moe_step <= 1 || (l + 1) % c->moe_step == 0;
+}
+
+int config_moe_slot(const Config *c, int l) {
+    int slot = 0;
+    for (int i = 0; i < l; i++) slot += config_layer_moe(c, i);
+    return slot;
+}
+
+int config_dense_slot(const Config *c, int l) {
+    return l - config_moe_slot(c, l);
+}
+
+int config_dense_layers(const Config *c) {
+    return config_dense_slot(c, c->n_layers);
+}
+
 bool config_layer_slides(const Config *c, int l) {
     return c->sliding_window > 0 && (c->sliding_pattern == 0 || (l + 1) % c->sliding_pattern != 0);
 }
@@ -49,7 +70,7 @@ bool config_is_llama2c(const Config *c) {
            c->position == POS_ROPE && !c->proj_bias && !c->fused_files && c->rope_dims == 0 &&
            c->embed_scale == 0 && !c->norm_plus_one && !c->post_norms && c->query_scale == 0 &&
            c->attn_softcap == 0 && c->final_softcap == 0 && c->sliding_window == 0 &&
-           c->rope_local_theta == 0;
+           c->rope_local_theta == 0 && c->n_experts == 0;
 }
 
 /* The RoPE and norm numbers: finite and positive where they must be. */
@@ -97,6 +118,19 @@ static bool arch_numbers_valid(const Config *c, const char *what, StepError *err
     for (size_t i = 0; i < sizeof gemma / sizeof gemma[0]; i++) /* 0: none; else in (0, 1e9] */
         if (!(gemma[i].value >= 0 && gemma[i].value <= 1e9f))
             return step_fail(err, "%s: %s must be a positive number", what, gemma[i].name);
+    if (c->n_experts < 0 || c->n_experts > 4096 ||
+        (c->n_experts > 0 &&
+         (c->n_experts_used < 1 || c->n_experts_used > c->n_experts || c->expert_hidden_dim < 1 ||
+          c->moe_step < 0 || c->n_dense_layers < 0 || c->n_dense_layers > CONFIG_MAX_DENSE_LAYERS)))
+        return step_fail(
+            err,
+            "%s: experts %d, used %d, expert hidden %d: an MoE layer needs 1 <= k <= E "
+            "<= 4096 experts of a positive width",
+            what, c->n_experts, c->n_experts_used, c->expert_hidden_dim);
+    for (int i = 0; c->n_experts > 0 && i < c->n_dense_layers; i++)
+        if (c->dense_layers[i] < 0 || c->dense_layers[i] >= c->n_layers)
+            return step_fail(err, "%s: dense layer %d is not one of the %d layers", what,
+                             c->dense_layers[i], c->n_layers);
     if (c->sliding_window < 0 || c->sliding_window > 1 << 30 || c->sliding_pattern < 0 ||
         c->sliding_pattern > 1 << 20)
         return step_fail(err, "%s: the sliding window %d and its pattern %d must not be negative",
@@ -217,10 +251,23 @@ uint64_t config_param_count(const Config *c) {
     if (c->norm == NORM_LAYER) per_layer += 2 * dim;   /* the norms' biases */
     if (c->proj_bias) per_layer += dim + hidden + dim; /* bo, b1, b2 */
     uint64_t total = vocab * dim + (uint64_t)c->n_layers * per_layer + dim;
+    if (c->n_experts > 0) { /* MoE layers: a router and E experts instead of the dense MLP */
+        uint64_t moe = (uint64_t)(c->n_layers - config_dense_layers(c));
+        uint64_t E = (uint64_t)c->n_experts, eh = (uint64_t)c->expert_hidden_dim;
+        total -= moe * (c->mlp == MLP_GELU ? 2 : 3) * hidden * dim;
+        total += moe * (E * dim + E * 3 * eh * dim);
+    }
     if (c->norm == NORM_LAYER) total += dim; /* the final norm's bias */
     if (c->position == POS_LEARNED) total += (uint64_t)c->seq_len * dim;
     if (!c->shared_classifier) total += vocab * dim;
     return total;
+}
+
+uint64_t config_active_param_count(const Config *c) {
+    uint64_t moe = c->n_experts > 0 ? (uint64_t)(c->n_layers - config_dense_layers(c)) : 0;
+    uint64_t idle = (uint64_t)(c->n_experts - c->n_experts_used) * 3u *
+                    (uint64_t)c->expert_hidden_dim * (uint64_t)c->dim;
+    return config_param_count(c) - moe * idle;
 }
 
 uint64_t kv_row_bytes(const Config *c, bool int8) {

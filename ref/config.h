@@ -49,6 +49,9 @@ typedef enum { MLP_SWIGLU, MLP_GELU, MLP_GEGLU } MlpKind;
  * embedding [seq_len, dim] added to the token's (GPT-2). */
 typedef enum { POS_ROPE, POS_LEARNED } PositionKind;
 
+/* The most layers an MoE model may list as dense (mlp_only_layers). */
+#define CONFIG_MAX_DENSE_LAYERS 64
+
 /* The most per-frequency factors: one for each pair of a head of up to 512. */
 #define ROPE_MAX_FACTORS 256
 
@@ -108,6 +111,15 @@ typedef struct {
     float rope_local_theta; /* the sliding layers' RoPE base, unscaled (Gemma 3's
                                rope_local_base_freq); the other layers keep rope_theta and its
                                scaling */
+    /* A mixture of experts (Mixtral, Qwen3-MoE); n_experts 0: a dense model */
+    int n_experts;         /* E: experts in an MoE layer, each a SwiGLU MLP of expert_hidden_dim */
+    int n_experts_used;    /* k: the experts a token runs, the k most probable */
+    int expert_hidden_dim; /* each expert's hidden width (Qwen3-MoE's moe_intermediate_size) */
+    bool expert_norm_topk; /* the k chosen probabilities divided by their sum (Mixtral always;
+                              Qwen3-MoE's norm_topk_prob) */
+    int moe_step;          /* decoder_sparse_step: layer l is MoE when (l + 1) % step == 0 */
+    int n_dense_layers;    /* mlp_only_layers: layers whose MLP stays dense (hidden_dim) */
+    int dense_layers[CONFIG_MAX_DENSE_LAYERS];
 } Config;
 
 /* Which rows of a rotated projection (q, k, their biases and norms) go
@@ -131,6 +143,16 @@ int config_head_dim(const Config *c);
 int config_q_dim(const Config *c);
 /* The dimensions of a head RoPE turns: rope_dims, or all of head_dim. */
 int config_rope_dims(const Config *c);
+/* Whether layer l's MLP is a mixture of experts (n_experts, moe_step,
+ * dense_layers); the layers that are not keep a dense MLP of hidden_dim.
+ * Their matrices are stored for those layers only: config_dense_slot and
+ * config_moe_slot give a layer's place among its kind (l itself in a dense
+ * model), and config_dense_layers how many there are. */
+bool config_layer_moe(const Config *c, int l);
+int config_dense_layers(const Config *c);
+int config_dense_slot(const Config *c, int l);
+int config_moe_slot(const Config *c, int l);
+
 /* Whether layer l attends through a sliding window (config.sliding_window,
  * sliding_pattern), and the first position its query at pos sees: 0, or
  * pos - window + 1 on a sliding layer. */
@@ -150,7 +172,8 @@ float config_norm_eps(const Config *c);
 bool config_is_llama2c(const Config *c);
 /* kv_dim = n_kv_heads * head_dim: the width of one cached K (or V) row. */
 int config_kv_dim(const Config *c);
-/* The family the architecture's fields make, as a name: "gpt2" (learned
+/* The family the architecture's fields make, as a name: "qwen3moe"
+ * (experts and q/k norms), "mixtral" (experts), "gpt2" (learned
  * positions), "gemma3" (post-norms and q/k norms), "gemma2" (post-norms),
  * "phi3" (fused files), "qwen3" (q/k norms), "qwen2" (q/k/v
  * biases) or "llama" (the rest: Llama, Mistral, llama2.c). For a reader's benefit: the block tests
@@ -169,6 +192,10 @@ bool config_validate(const Config *c, const char *what, StepError *err);
 /* Number of float32 weights, classifier included once if tied. Only valid for
  * a validated config (no overflow then). */
 uint64_t config_param_count(const Config *c);
+
+/* The weights one token runs through: config_param_count less the experts
+ * it does not choose (n_experts - n_experts_used of each MoE layer). */
+uint64_t config_active_param_count(const Config *c);
 
 /* Bytes of one cached K (or V) row: one position of one layer. float32:
  * kv_dim × 4; int8: kv_dim one-byte codes and one float32 scale per KV head. */

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "layers.h"
+#include "moe.h"
 #include "pack.h"
 #include "quant_model.h"
 #include "threads.h"
@@ -508,20 +509,19 @@ static void mlp_block(const Model *m, RunState *s, const ForwardRow *rows, int n
     norm_rows(m, s->xb, s->x, w->rms_ffn + (size_t)l * dim, layer_slice(w->ffn_norm_bias, l, dim),
               N, dim);
     emit_each(rows, n_rows, l, HOOK_LN2, s->xb, 1, dim);
-    if (m->config.mlp == MLP_GELU) {
+    if (config_layer_moe(&m->config, l)) {
+        moe_forward(m, s, rows, n_rows, N, l); /* the experts (moe.h) */
+    } else if (m->config.mlp == MLP_GELU) {
         gelu_mlp(m, s, rows, n_rows, N, l);
-        emit_each(rows, n_rows, l, HOOK_MLP_OUT, s->xb, 1, dim);
-        residual_rows(m, s->x, s->xb, N, dim);
-        emit_each(rows, n_rows, l, HOOK_RESID_POST, s->x, 1, dim);
-        return;
+    } else {
+        linear_rows(m, s, rows, n_rows, s->hb, s->xb, N, &mats[MAT_W1], INPUT_NEW);
+        linear_rows(m, s, rows, n_rows, s->hb2, s->xb, N, &mats[MAT_W3], INPUT_AS_BEFORE);
+        emit_each(rows, n_rows, l, HOOK_MLP_GATE, s->hb, 1, hidden);
+        emit_each(rows, n_rows, l, HOOK_MLP_UP, s->hb2, 1, hidden);
+        glu_rows(m, s->hb, s->hb2, N, hidden); /* hb [N, hidden] */
+        emit_each(rows, n_rows, l, HOOK_MLP_HIDDEN, s->hb, 1, hidden);
+        linear_rows(m, s, rows, n_rows, s->xb, s->hb, N, &mats[MAT_W2], INPUT_NEW);
     }
-    linear_rows(m, s, rows, n_rows, s->hb, s->xb, N, &mats[MAT_W1], INPUT_NEW);
-    linear_rows(m, s, rows, n_rows, s->hb2, s->xb, N, &mats[MAT_W3], INPUT_AS_BEFORE);
-    emit_each(rows, n_rows, l, HOOK_MLP_GATE, s->hb, 1, hidden);
-    emit_each(rows, n_rows, l, HOOK_MLP_UP, s->hb2, 1, hidden);
-    glu_rows(m, s->hb, s->hb2, N, hidden); /* hb [N, hidden] */
-    emit_each(rows, n_rows, l, HOOK_MLP_HIDDEN, s->hb, 1, hidden);
-    linear_rows(m, s, rows, n_rows, s->xb, s->hb, N, &mats[MAT_W2], INPUT_NEW);
     emit_each(rows, n_rows, l, HOOK_MLP_OUT, s->xb, 1, dim);
     if (m->config.post_norms) { /* Gemma: the output normalised before it joins the residual */
         norm_rows(m, s->xb, s->xb, w->post_ffn_norm + (size_t)l * dim, NULL, N, dim);
@@ -616,8 +616,10 @@ const float *forward(const Model *m, RunState *s, const ForwardRow *rows, int n_
 uint64_t forward_body_macs(const Config *c, int T, int pos0) {
     uint64_t d = (uint64_t)c->dim, h = (uint64_t)c->hidden_dim, kv = (uint64_t)config_kv_dim(c);
     uint64_t qd = (uint64_t)config_q_dim(c), L = (uint64_t)c->n_layers;
-    uint64_t mlp = c->mlp == MLP_GELU ? 2u : 3u; /* GPT-2's has no w3 */
-    uint64_t per_token = L * (d * qd + 2u * d * kv + qd * d + mlp * d * h);
+    uint64_t mlp = c->mlp == MLP_GELU ? 2u : 3u;       /* GPT-2's has no w3 */
+    uint64_t dense = (uint64_t)config_dense_layers(c); /* the others' MLP is experts (moe.h) */
+    uint64_t per_token = L * (d * qd + 2u * d * kv + qd * d) + dense * mlp * d * h +
+                         (L - dense) * (uint64_t)moe_token_macs(c);
     /* attention: query t scores pos0 + t + 1 positions, and
      * Σ_{t<T} (pos0 + t + 1) = T·pos0 + T(T+1)/2; it mixes as many values,
      * or on a sliding layer those in its window, counted one by one */

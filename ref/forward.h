@@ -56,6 +56,14 @@ typedef struct {
     float *xfake;         /* [max_tokens, max(dim, hidden_dim)] quantized-then-dequantized input */
     float *k_new, *v_new; /* [max_tokens, kv_dim] new rows: before int8 storage, or a batch's */
     float *layer_k, *layer_v; /* [capacity, kv_dim] one layer's cache, dequantized */
+    /* a mixture of experts' scratch (moe.h), NULL for a dense model */
+    float *moe_logits, *moe_probs; /* [max_tokens, n_experts] */
+    int *moe_experts;              /* [max_tokens, n_experts_used] */
+    float *moe_weights;            /* [max_tokens, n_experts_used] */
+    int *moe_rows;                 /* [max_tokens] the tokens one expert runs */
+    float *moe_gate;               /* [max_tokens] and their weights */
+    float *moe_x, *moe_y;          /* [max_tokens, dim] */
+    float *moe_h1, *moe_h3;        /* [max_tokens, expert_hidden_dim] */
     /* [n_kv_heads, head_dim, capacity] one layer's keys transposed, for the
      * fast path's passes of many queries (NULL when max_tokens is fewer
      * than ATTENTION_TRANSPOSE_MIN_QUERIES) */

@@ -12,12 +12,14 @@
 #include "file_util.h"
 #include "hf_gemma.h"
 #include "hf_gpt2.h"
+#include "hf_moe.h"
 #include "json_util.h"
 #include "safetensors.h"
 
 static const char *const ARCHITECTURES[] = {
-    "LlamaForCausalLM", "MistralForCausalLM", "Qwen2ForCausalLM",  "Qwen3ForCausalLM",
-    "GPT2LMHeadModel",  "Phi3ForCausalLM",    "Gemma2ForCausalLM", "Gemma3ForCausalLM"};
+    "LlamaForCausalLM",   "MistralForCausalLM", "Qwen2ForCausalLM",  "Qwen3ForCausalLM",
+    "GPT2LMHeadModel",    "Phi3ForCausalLM",    "Gemma2ForCausalLM", "Gemma3ForCausalLM",
+    "MixtralForCausalLM", "Qwen3MoeForCausalLM"};
 #define N_ARCHITECTURES (int)(sizeof ARCHITECTURES / sizeof ARCHITECTURES[0])
 #define MAX_SHARDS      MODEL_MAX_FILES
 
@@ -149,7 +151,8 @@ static bool read_architecture(const cJSON *root, char *arch, size_t arch_size, c
     return step_fail(err,
                      "%s: architecture %.60s is not supported (LlamaForCausalLM, "
                      "MistralForCausalLM, Qwen2ForCausalLM, Qwen3ForCausalLM, GPT2LMHeadModel, "
-                     "Phi3ForCausalLM, Gemma2ForCausalLM, Gemma3ForCausalLM)",
+                     "Phi3ForCausalLM, Gemma2ForCausalLM, Gemma3ForCausalLM, MixtralForCausalLM, "
+                     "Qwen3MoeForCausalLM)",
                      what, name ? name : "(none in config.json)");
 }
 
@@ -183,7 +186,9 @@ bool hf_config_parse(const char *text, const char *what, Config *c, char *arch, 
     bool gemma3 = strcmp(arch, "Gemma3ForCausalLM") == 0;
     bool gemma = gemma3 || strcmp(arch, "Gemma2ForCausalLM") == 0;
     /* Gemma's config classes tie the classifier unless told otherwise */
-    bool tied = gemma, bias = false, sliding = strcmp(arch, "MistralForCausalLM") == 0 || phi3;
+    bool tied = gemma, bias = false,
+         sliding = strcmp(arch, "MistralForCausalLM") == 0 ||
+                   strcmp(arch, "MixtralForCausalLM") == 0 || phi3;
     float rotary = 1.0f; /* Phi-3's partial_rotary_factor: the share of a head RoPE turns */
     if (ok && !optional_number(root, "partial_rotary_factor", &rotary, what, err)) ok = false;
     if (ok && !(rotary > 0 && rotary <= 1))
@@ -206,6 +211,9 @@ bool hf_config_parse(const char *text, const char *what, Config *c, char *arch, 
     c->qk_norm = strcmp(arch, "Qwen3ForCausalLM") == 0;
     c->fused_files = phi3;
     if (ok && gemma) ok = hf_gemma_config(root, gemma3, c, what, err); /* hf_gemma.h */
+    bool qwen_moe = strcmp(arch, "Qwen3MoeForCausalLM") == 0;
+    if (ok && (qwen_moe || strcmp(arch, "MixtralForCausalLM") == 0))
+        ok = hf_moe_config(root, qwen_moe, c, what, err); /* hf_moe.h */
     c->shared_classifier = tied;
     c->rope_layout = ROPE_INTERLEAVED; /* the loader interleaves q and k (hf_interleave_heads) */
     if (ok && rotary < 1) { /* RoPE turns the first int(head_dim · factor) of each head, in
@@ -221,7 +229,8 @@ bool hf_config_parse(const char *text, const char *what, Config *c, char *arch, 
      * not run: its context is capped at the window, where no position
      * falls outside it. */
     int window;
-    bool mistral = strcmp(arch, "MistralForCausalLM") == 0;
+    bool mistral =
+        strcmp(arch, "MistralForCausalLM") == 0 || strcmp(arch, "MixtralForCausalLM") == 0;
     if (ok && sliding && !gemma && json_int_field(root, "sliding_window", 1, 1 << 30, &window) &&
         window < c->seq_len) {
         if (mistral || phi3)
@@ -357,6 +366,9 @@ int hf_layer_tensors(const Model *m, int l, HfLayerTensor out[HF_LAYER_TENSORS])
     size_t qd = (size_t)config_q_dim(c), hd = (size_t)config_head_dim(c);
     int nh = c->n_heads, nkv = c->n_kv_heads;
 #define AT(v, stride) ((v) != NULL ? (v) + l * (stride) : NULL)
+    /* the dense MLP's matrices are stored for the dense layers only */
+    size_t slot = (size_t)config_dense_slot(c, l);
+#define DENSE(v, stride) ((v) != NULL ? (v) + slot * (stride) : NULL)
     bool post = c->post_norms; /* Gemma's post_attention_layernorm is its post-norm */
     const HfLayerTensor all[HF_LAYER_TENSORS] = {
         {"input_layernorm.weight", "attn_norm.weight", w->rms_att + l * d, 0, d, 0, -1},
@@ -371,18 +383,21 @@ int hf_layer_tensors(const Model *m, int l, HfLayerTensor out[HF_LAYER_TENSORS])
         {"self_attn.k_norm.weight", "attn_k_norm.weight", AT(w->k_norm, hd), 0, hd, 1, -1},
         {post ? "pre_feedforward_layernorm.weight" : "post_attention_layernorm.weight",
          "ffn_norm.weight", w->rms_ffn + l * d, 0, d, 0, -1},
-        {"mlp.gate_proj.weight", "ffn_gate.weight", AT(w->w1, h * d), h, d, 0, MAT_W1},
-        {"mlp.down_proj.weight", "ffn_down.weight", AT(w->w2, d * h), d, h, 0, MAT_W2},
-        {"mlp.up_proj.weight", "ffn_up.weight", AT(w->w3, h * d), h, d, 0, MAT_W3},
+        {"mlp.gate_proj.weight", "ffn_gate.weight", DENSE(w->w1, h * d), h, d, 0, MAT_W1},
+        {"mlp.down_proj.weight", "ffn_down.weight", DENSE(w->w2, d * h), d, h, 0, MAT_W2},
+        {"mlp.up_proj.weight", "ffn_up.weight", DENSE(w->w3, h * d), h, d, 0, MAT_W3},
         {"post_attention_layernorm.weight", "post_attention_norm.weight", AT(w->post_att_norm, d),
          0, d, 0, -1},
         {"post_feedforward_layernorm.weight", "post_ffw_norm.weight", AT(w->post_ffn_norm, d), 0, d,
          0, -1},
     };
 #undef AT
+#undef DENSE
+    bool moe = config_layer_moe(c, l); /* its experts are hf_moe.h's */
     int n = 0;
     for (int i = 0; i < HF_LAYER_TENSORS; i++) {
-        if (all[i].view != NULL || all[i].kind >= 0) out[n++] = all[i];
+        bool mlp = all[i].kind == MAT_W1 || all[i].kind == MAT_W2 || all[i].kind == MAT_W3;
+        if ((all[i].view != NULL || all[i].kind >= 0) && !(moe && mlp)) out[n++] = all[i];
     }
     return n;
 }
@@ -514,6 +529,26 @@ static bool take_layer(Model *m, SafetensorsFile *files, int n, int l, bool fuse
     return true;
 }
 
+/* Layer l's router and experts (an MoE layer; hf_moe.h), into float32
+ * storage. */
+static bool take_experts(Model *m, SafetensorsFile *files, int n, int l, const char *dir,
+                         StepError *err) {
+    const Config *c = &m->config;
+    if (!config_layer_moe(c, l)) return true;
+    bool qwen = c->qk_norm; /* Qwen3-MoE's names, else Mixtral's */
+    for (int e = -1; e < c->n_experts; e++)
+        for (int part = 0; part < (e < 0 ? 1 : 3); part++) {
+            char name[160];
+            int rows, cols;
+            hf_moe_tensor_name(qwen, l, e, (MoePart)part, name, sizeof name);
+            const float *view =
+                hf_moe_tensor_view(c, &m->weights, l, e, (MoePart)part, &rows, &cols);
+            if (!take(files, n, name, rows, cols, model_weight_slot(m, view), dir, err))
+                return false;
+        }
+    return true;
+}
+
 static bool take_all(Model *m, SafetensorsFile *files, int n, bool stored, bool fused,
                      const char *dir, StepError *err) {
     const Config *c = &m->config;
@@ -522,7 +557,7 @@ static bool take_all(Model *m, SafetensorsFile *files, int n, bool stored, bool 
                      : take(files, n, "model.embed_tokens.weight", c->vocab_size, c->dim,
                             model_weight_slot(m, m->weights.token_embedding), dir, err);
     for (int l = 0; ok && l < c->n_layers; l++) {
-        ok = take_layer(m, files, n, l, fused, dir, err);
+        ok = take_layer(m, files, n, l, fused, dir, err) && take_experts(m, files, n, l, dir, err);
         progress_report(m->progress, "reading the weights (layers)", (uint64_t)l + 1,
                         (uint64_t)c->n_layers);
     }
@@ -599,7 +634,8 @@ bool hf_model_load(Model *m, const char *dir, WeightsMode mode, const ProgressSi
     SafetensorsTensor *emb = find(files, n, "model.embed_tokens.weight", &in);
     if (ok && m->config.embed_scale > 0 && emb != NULL) /* Gemma's √dim, in the weights' type */
         m->config.embed_scale = hf_gemma_embed_scale(m->config.dim, emb->dtype);
-    if (gpt2) mode = WEIGHTS_F32; /* its Conv1D matrices are stored transposed: no view */
+    if (gpt2 || m->config.n_experts > 0) /* Conv1D transposed, or experts (float32: moe.h) */
+        mode = WEIGHTS_F32;
     if (ok) {
         char what[4200];
         snprintf(what, sizeof what, "model %s", dir);

@@ -53,7 +53,11 @@ typedef enum {
     HOOK_MLP_UP,     /* "blocks.L.mlp.up"      [hidden_dim] w3 · x (SwiGLU), w1 · x + b1 (GELU) */
     HOOK_MLP_HIDDEN, /* "blocks.L.mlp.hidden"  [hidden_dim] silu(gate) · up, gelu(gate) · up, or
                         gelu(up) */
-    HOOK_MLP_OUT,    /* "blocks.L.mlp_out"     [dim] after the down projection */
+    HOOK_MOE_ROUTER, /* "blocks.L.moe.router"  [n_experts] the router's logits (an MoE layer) */
+    HOOK_MOE_EXPERT, /* "blocks.L.moe.expert"  [dim] one chosen expert's output before its
+                        weight; `head` is the expert's index */
+    HOOK_MLP_OUT,    /* "blocks.L.mlp_out"     [dim] after the down projection (MoE: the
+                        experts' outputs, weighted and summed) */
     HOOK_MLP_POST_NORM, /* "blocks.L.mlp.post_norm" [dim] mlp_out normalised (Gemma), added */
     HOOK_RESID_POST,    /* "blocks.L.resid_post"  [dim] residual leaving the block */
     HOOK_FINAL_NORM,    /* "final_norm"           [dim] before the classifier */
@@ -145,6 +149,18 @@ typedef struct {
     const float *scales; /* [rows, ceil(n / group)] */
 } QuantRecord;
 
+/* One token's routing in an MoE layer (moe.h): the router's logits, their
+ * softmax, and the k experts chosen (most probable first; a tie goes to the
+ * lower index) with the weights their outputs are mixed by. */
+typedef struct {
+    int layer, pos, token;
+    int n_experts, k;
+    const float *logits;  /* [n_experts] */
+    const float *probs;   /* [n_experts] */
+    const int *experts;   /* [k] */
+    const float *weights; /* [k] */
+} RouteRecord;
+
 typedef struct {
     void *ctx;
     /* Whether the observer wants this point at (layer, pos); NULL means no. */
@@ -164,6 +180,8 @@ typedef struct {
     void (*context)(void *ctx, const ContextShift *shift);
     /* When a row is quantized (KV rows as they are stored). NULL: not wanted. */
     void (*quant)(void *ctx, const QuantRecord *record);
+    /* Each token's routing in each MoE layer. NULL: not wanted. */
+    void (*route)(void *ctx, const RouteRecord *route);
 } StepObserver;
 
 static inline bool hook_wanted(const StepObserver *o, HookPoint point, int layer, int pos) {

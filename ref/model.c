@@ -34,9 +34,16 @@ bool model_bind_matrices(Model *m) {
     for (int k = 0; k < LAYER_MATRICES; k++) {
         int rows, cols;
         layer_matrix_shape(c, (MatrixKind)k, &rows, &cols);
-        for (int l = 0; l < c->n_layers; l++)
+        bool mlp = k == MAT_W1 || k == MAT_W2 || k == MAT_W3;
+        for (int l = 0; l < c->n_layers; l++) {
+            if (mlp && config_layer_moe(c, l)) { /* its experts instead (Weights) */
+                m->layers[l].m[k] = matrix_view(ELEM_F32, NULL, 0, 0);
+                continue;
+            }
+            size_t slot = (size_t)(mlp ? config_dense_slot(c, l) : l);
             m->layers[l].m[k] = matrix_view(
-                ELEM_F32, all[k] != NULL ? all[k] + (size_t)l * rows * cols : NULL, rows, cols);
+                ELEM_F32, all[k] != NULL ? all[k] + slot * rows * cols : NULL, rows, cols);
+        }
     }
     m->classifier = matrix_view(ELEM_F32, w->wcls, c->vocab_size, c->dim);
     m->embedding = matrix_view(ELEM_F32, w->token_embedding, c->vocab_size, c->dim);
@@ -59,7 +66,15 @@ static void bind_extras(const Config *c, Weights *w, const float *p) {
         p += (2 * L + 1) * d;
     if (c->proj_bias) w->bo = p, w->b1 = p + L * d, w->b2 = p + L * (d + h), p += L * (2 * d + h);
     if (c->position == POS_LEARNED) w->pos_embedding = p, p += (uint64_t)c->seq_len * d;
-    if (c->post_norms) w->post_att_norm = p, w->post_ffn_norm = p + L * d;
+    if (c->post_norms) w->post_att_norm = p, w->post_ffn_norm = p + L * d, p += 2 * L * d;
+    if (c->n_experts > 0) {
+        uint64_t M = L - (uint64_t)config_dense_layers(c), E = (uint64_t)c->n_experts;
+        uint64_t eh = (uint64_t)c->expert_hidden_dim;
+        w->router = p, p += M * E * d;
+        w->expert_w1 = p, p += M * E * eh * d;
+        w->expert_w2 = p, p += M * E * d * eh;
+        w->expert_w3 = p;
+    }
 }
 
 /* How many floats bind_extras binds. */
@@ -72,13 +87,17 @@ static uint64_t extras_floats(const Config *c) {
     if (c->proj_bias) n += L * (2 * d + h);
     if (c->position == POS_LEARNED) n += (uint64_t)c->seq_len * d;
     if (c->post_norms) n += 2 * L * d;
+    if (c->n_experts > 0) { /* the router and the experts: matrices, but after the extras */
+        uint64_t M = L - (uint64_t)config_dense_layers(c), E = (uint64_t)c->n_experts;
+        n += M * E * d * (1 + 3 * (uint64_t)c->expert_hidden_dim);
+    }
     return n;
 }
 
 /* The first extra vector of w, where the block of them starts (NULL: none). */
 static const float *first_extra(const Weights *w) {
-    const float *in_order[] = {w->bq, w->q_norm,        w->att_norm_bias,
-                               w->bo, w->pos_embedding, w->post_att_norm};
+    const float *in_order[] = {
+        w->bq, w->q_norm, w->att_norm_bias, w->bo, w->pos_embedding, w->post_att_norm, w->router};
     for (size_t i = 0; i < sizeof in_order / sizeof in_order[0]; i++)
         if (in_order[i] != NULL) return in_order[i];
     return NULL;
@@ -99,9 +118,10 @@ bool model_bind_weights(Model *m) {
     w->wv = p, p += layers * kv_dim * dim;
     w->wo = p, p += layers * dim * q_dim;
     w->rms_ffn = p, p += layers * dim;
-    w->w1 = p, p += layers * hidden * dim;
-    w->w2 = p, p += layers * dim * hidden;
-    if (c->mlp != MLP_GELU) w->w3 = p, p += layers * hidden * dim; /* GELU has none */
+    uint64_t dense = (uint64_t)config_dense_layers(c); /* the layers with a dense MLP */
+    w->w1 = p, p += dense * hidden * dim;
+    w->w2 = p, p += dense * dim * hidden;
+    if (c->mlp != MLP_GELU) w->w3 = p, p += dense * hidden * dim; /* GELU has none */
     w->rms_final = p, p += dim;
     w->wcls = c->shared_classifier ? w->token_embedding : p;
     if (!c->shared_classifier) p += (uint64_t)c->vocab_size * dim;
@@ -325,6 +345,9 @@ int model_random_parts(const Model *m, RandomPart parts[MODEL_RANDOM_PARTS]) {
     uint64_t qd = (uint64_t)config_q_dim(c), hd = (uint64_t)config_head_dim(c);
     float in_dim = 1.0f / sqrtf((float)c->dim), in_hidden = 1.0f / sqrtf((float)c->hidden_dim);
     float in_q = 1.0f / sqrtf((float)qd);
+    uint64_t dense = (uint64_t)config_dense_layers(c), moe = L - dense;
+    uint64_t E = (uint64_t)c->n_experts, eh = (uint64_t)c->expert_hidden_dim;
+    float in_expert = c->n_experts > 0 ? 1.0f / sqrtf((float)c->expert_hidden_dim) : 0;
     /* In storage order, so that the stream of random numbers is the layout's. */
     const RandomPart all[MODEL_RANDOM_PARTS] = {
         {w->token_embedding, vocab * dim, in_dim},
@@ -334,9 +357,9 @@ int model_random_parts(const Model *m, RandomPart parts[MODEL_RANDOM_PARTS]) {
         {w->wv, L * kv * dim, in_dim},
         {w->wo, L * dim * qd, in_q},
         {w->rms_ffn, L * dim, 0},
-        {w->w1, L * hidden * dim, in_dim},
-        {w->w2, L * dim * hidden, in_hidden},
-        {w->w3, L * hidden * dim, in_dim},
+        {w->w1, dense * hidden * dim, in_dim},
+        {w->w2, dense * dim * hidden, in_hidden},
+        {w->w3, dense * hidden * dim, in_dim},
         {w->rms_final, dim, 0},
         {c->shared_classifier ? NULL : w->wcls, vocab * dim, in_dim},
         /* the architecture's extras: biases as small as a weight row's
@@ -356,7 +379,12 @@ int model_random_parts(const Model *m, RandomPart parts[MODEL_RANDOM_PARTS]) {
         {w->b2, L * dim, in_hidden},
         {w->pos_embedding, (uint64_t)c->seq_len * dim, in_dim},
         {w->post_att_norm, L * dim, 0}, /* Gemma's: ones, as the other norms */
-        {w->post_ffn_norm, L * dim, 0}};
+        {w->post_ffn_norm, L * dim, 0},
+        /* a mixture of experts: the router and each expert as a dense MLP's */
+        {w->router, moe * E * dim, in_dim},
+        {w->expert_w1, moe * E * eh * dim, in_dim},
+        {w->expert_w2, moe * E * dim * eh, in_expert},
+        {w->expert_w3, moe * E * eh * dim, in_dim}};
     int n = 0;
     for (int i = 0; i < MODEL_RANDOM_PARTS; i++)
         if (all[i].view != NULL) parts[n++] = all[i];

@@ -35,6 +35,12 @@ typedef struct {
         *b2; /* proj_bias: [n_layers, dim], [n_layers, hidden_dim], [n_layers, dim] */
     const float *pos_embedding;                 /* POS_LEARNED: [seq_len, dim] */
     const float *post_att_norm, *post_ffn_norm; /* post_norms: [n_layers, dim] each */
+    /* a mixture of experts, its M MoE layers (config_moe_slot); w1, w2 and
+     * w3 then hold the dense layers' only, by config_dense_slot */
+    const float *router;    /* [M, n_experts, dim] */
+    const float *expert_w1; /* [M, n_experts, expert_hidden_dim, dim] gate */
+    const float *expert_w2; /* [M, n_experts, dim, expert_hidden_dim] down */
+    const float *expert_w3; /* [M, n_experts, expert_hidden_dim, dim] up */
 } Weights;
 
 struct ThreadPool; /* threads.h */
@@ -198,7 +204,7 @@ typedef struct {
     uint64_t n;
     float scale;
 } RandomPart;
-#define MODEL_RANDOM_PARTS 26
+#define MODEL_RANDOM_PARTS 30
 
 /* m's parts (its views bound), in the stream's order; returns how many. */
 int model_random_parts(const Model *m, RandomPart parts[MODEL_RANDOM_PARTS]);

@@ -177,6 +177,9 @@ static void replace_matrix(Matrix *slot, Matrix *q) {
 bool model_quantize(Model *m, int group, StepError *err) {
     if (group < 1) return step_fail(err, "quantization group must be >= 1, got %d", group);
     if (m->weight_group > 0) return step_fail(err, "quantize: the model is already int8");
+    if (m->config.n_experts > 0) /* moe.h runs float32 experts */
+        return step_fail(err,
+                         "quantize: a mixture of experts stays float32 (int8 experts: not yet)");
     const Config *c = &m->config;
     int L = c->n_layers, total = L * LAYER_MATRICES + 2;
     float *row = malloc((size_t)widest_row(c) * sizeof(float));

@@ -91,6 +91,8 @@ bool run_state_init_quant(RunState *s, const Config *c, int capacity, int max_to
     if (capacity < 1 || capacity > c->seq_len || max_tokens < 1 || max_tokens > capacity)
         return step_fail(err, "run state: capacity %d / max_tokens %d outside [1, seq_len %d]",
                          capacity, max_tokens, c->seq_len);
+    if (q != NULL && q->activations && c->n_experts > 0) /* moe.h runs float32 experts */
+        return step_fail(err, "run state: int8 activations through a mixture of experts: not yet");
     if (q != NULL) s->quant = *q;
     if (s->quant.group < 1) s->quant.group = 32;
     size_t T = (size_t)max_tokens, dim = (size_t)c->dim, hidden = (size_t)c->hidden_dim;
@@ -112,6 +114,22 @@ bool run_state_init_quant(RunState *s, const Config *c, int capacity, int max_to
     s->rope_sin = malloc((size_t)capacity * half * sizeof(float));
     ok = ok && s->x && s->xb && s->xb2 && s->q && s->hb && s->hb2 && s->scores && s->logits &&
          s->rope_cos && s->rope_sin;
+    if (ok && c->n_experts > 0) { /* a mixture of experts' scratch */
+        size_t E = (size_t)c->n_experts, k = (size_t)c->n_experts_used;
+        size_t eh = (size_t)c->expert_hidden_dim;
+        s->moe_logits = malloc(T * E * sizeof(float));
+        s->moe_probs = malloc(T * E * sizeof(float));
+        s->moe_experts = malloc(T * k * sizeof(int));
+        s->moe_weights = malloc(T * k * sizeof(float));
+        s->moe_rows = malloc(T * sizeof(int));
+        s->moe_gate = malloc(T * sizeof(float));
+        s->moe_x = malloc(T * dim * sizeof(float));
+        s->moe_y = malloc(T * dim * sizeof(float));
+        s->moe_h1 = malloc(T * eh * sizeof(float));
+        s->moe_h3 = malloc(T * eh * sizeof(float));
+        ok = s->moe_logits && s->moe_probs && s->moe_experts && s->moe_weights && s->moe_rows &&
+             s->moe_gate && s->moe_x && s->moe_y && s->moe_h1 && s->moe_h3;
+    }
     if (ok && c->rope_scaling.type == ROPE_SCALING_LONGROPE) { /* Phi-3's long factors */
         s->rope_cos_long = malloc((size_t)capacity * half * sizeof(float));
         s->rope_sin_long = malloc((size_t)capacity * half * sizeof(float));
@@ -184,7 +202,17 @@ void run_state_free(RunState *s) {
                    s->rope_cos_local,
                    s->rope_sin_local,
                    s->rope_cos_long,
-                   s->rope_sin_long};
+                   s->rope_sin_long,
+                   s->moe_logits,
+                   s->moe_probs,
+                   s->moe_experts,
+                   s->moe_weights,
+                   s->moe_rows,
+                   s->moe_gate,
+                   s->moe_x,
+                   s->moe_y,
+                   s->moe_h1,
+                   s->moe_h3};
     for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) free(all[i]);
     memset(s, 0, sizeof *s);
 }

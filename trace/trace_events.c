@@ -252,6 +252,24 @@ cJSON *trace_event_work(PassPhase phase, int pos0, int n_tokens, const WorkCount
 
 #define QUANT_SHOWN 8 /* values of a row shown in a quant event */
 
+cJSON *trace_event_routing(const RouteRecord *r, bool all) {
+    cJSON *e = cJSON_CreateObject();
+    float chosen[4096];
+    for (int j = 0; j < r->k; j++) chosen[j] = r->probs[r->experts[j]];
+    cJSON_AddStringToObject(e, "event", "routing");
+    cJSON_AddNumberToObject(e, "layer", r->layer);
+    cJSON_AddNumberToObject(e, "pos", r->pos);
+    cJSON_AddNumberToObject(e, "token", r->token);
+    cJSON_AddItemToObject(e, "experts", trace_int_array(r->experts, r->k));
+    cJSON_AddItemToObject(e, "weights", trace_float_array(r->weights, r->k));
+    cJSON_AddItemToObject(e, "probs", trace_float_array(chosen, r->k));
+    if (all) {
+        cJSON_AddItemToObject(e, "router_logits", trace_float_array(r->logits, r->n_experts));
+        cJSON_AddItemToObject(e, "router_probs", trace_float_array(r->probs, r->n_experts));
+    }
+    return e;
+}
+
 cJSON *trace_event_quant(const QuantRecord *r) {
     cJSON *e = cJSON_CreateObject();
     int shown = r->n < QUANT_SHOWN ? r->n : QUANT_SHOWN;

@@ -94,6 +94,11 @@ cJSON *trace_event_context(const ContextShift *shift, uint64_t bytes_per_token,
  * values shown (the whole row counted). */
 cJSON *trace_event_quant(const QuantRecord *r);
 
+/* One token's routing in one MoE layer: the chosen experts and their
+ * weights and probabilities; with all (the layers level and above) the
+ * router's logits and the softmax over every expert too. */
+cJSON *trace_event_routing(const RouteRecord *r, bool all);
+
 /* "logits", "kv", "kv_snapshot" or "activation", by the tensor's point. */
 cJSON *trace_event_tensor(const HookTensor *t);
 

@@ -155,6 +155,15 @@ void trace_weight_quant_events(TraceObserver *to, const Model *m) {
         write_matrix_quant(to, "classifier", -1, &m->classifier, w->wcls);
 }
 
+/* Each token's routing (MoE): the choice from the tokens level, every
+ * expert's logit and probability from the layers level. */
+static void observer_route(void *ctx, const RouteRecord *r) {
+    TraceObserver *to = ctx;
+    const TraceOptions *o = to->options;
+    if (o->level < TRACE_TOKENS || !trace_position_selected(o, r->pos)) return;
+    trace_observer_write(to, trace_event_routing(r, o->level >= TRACE_LAYERS));
+}
+
 StepObserver trace_step_observer(TraceObserver *to) {
     return (StepObserver){to,
                           observer_wants,
@@ -163,7 +172,8 @@ StepObserver trace_step_observer(TraceObserver *to) {
                           observer_sample,
                           observer_work,
                           observer_context,
-                          observer_quant};
+                          observer_quant,
+                          observer_route};
 }
 
 BpeObserver trace_bpe_observer(TraceObserver *to) {

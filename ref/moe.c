@@ -1,0 +1,139 @@
+/* moe.c: see moe.h. */
+#include "moe.h"
+
+#include <string.h>
+
+#include "layers.h"
+
+void moe_route(const float *logits, int n_experts, int k, bool renormalise, float *probs,
+               int *experts, float *weights) {
+    memcpy(probs, logits, (size_t)n_experts * sizeof(float));
+    softmax_forward(probs, n_experts);
+    for (int j = 0; j < k; j++) { /* the j-th most probable of those not yet chosen */
+        int best = -1;
+        for (int e = 0; e < n_experts; e++) {
+            bool taken = false;
+            for (int i = 0; i < j; i++) taken |= experts[i] == e;
+            if (!taken && (best < 0 || probs[e] > probs[best])) best = e; /* strict: ties low */
+        }
+        experts[j] = best;
+        weights[j] = probs[best];
+    }
+    if (!renormalise) return;
+    float sum = 0.0f;
+    for (int j = 0; j < k; j++) sum += weights[j];
+    for (int j = 0; j < k; j++) weights[j] /= sum;
+}
+
+unsigned long long moe_token_macs(const Config *c) {
+    unsigned long long d = (unsigned long long)c->dim;
+    return (unsigned long long)c->n_experts * d + (unsigned long long)c->n_experts_used * 3ull *
+                                                      (unsigned long long)c->expert_hidden_dim * d;
+}
+
+/* The row of a pass that token t (of all N) belongs to, and t's position. */
+static int row_of(const ForwardRow *rows, int n_rows, int t, int *pos) {
+    int t0 = 0, r = 0;
+    for (; r < n_rows - 1 && t >= t0 + rows[r].n_tokens; r++) t0 += rows[r].n_tokens;
+    *pos = rows[r].pos0 + (t - t0);
+    return r;
+}
+
+/* Route all N tokens of s->xb through layer l's router: logits, probs,
+ * chosen experts and weights into s's scratch, each shown to the hooks and
+ * the observers. */
+static void route_all(const Model *m, RunState *s, const ForwardRow *rows, int n_rows, int N,
+                      int l) {
+    const Config *c = &m->config;
+    int dim = c->dim, E = c->n_experts, k = c->n_experts_used;
+    const float *router = m->weights.router + (size_t)config_moe_slot(c, l) * E * dim;
+    matmul_forward(s->moe_logits, s->xb, router, N, dim, E); /* [N, E] */
+    for (int t = 0; t < N; t++)
+        moe_route(s->moe_logits + (size_t)t * E, E, k, c->expert_norm_topk,
+                  s->moe_probs + (size_t)t * E, s->moe_experts + (size_t)t * k,
+                  s->moe_weights + (size_t)t * k);
+    for (int r = 0, t0 = 0; r < n_rows; t0 += rows[r++].n_tokens) {
+        HookSite site = {
+            .obs = rows[r].obs, .layer = l, .pos0 = rows[r].pos0, .tokens = rows[r].tokens};
+        hook_emit_rows(&site, HOOK_MOE_ROUTER, s->moe_logits + (size_t)t0 * E, rows[r].n_tokens, 1,
+                       E);
+        const StepObserver *obs = rows[r].obs;
+        for (int t = 0; obs != NULL && obs->route != NULL && t < rows[r].n_tokens; t++) {
+            size_t at = (size_t)(t0 + t);
+            RouteRecord rec = {.layer = l,
+                               .pos = rows[r].pos0 + t,
+                               .token = rows[r].tokens[t],
+                               .n_experts = E,
+                               .k = k,
+                               .logits = s->moe_logits + at * E,
+                               .probs = s->moe_probs + at * E,
+                               .experts = s->moe_experts + at * k,
+                               .weights = s->moe_weights + at * k};
+            obs->route(obs->ctx, &rec);
+        }
+    }
+}
+
+/* Each row's work for the layer: its tokens' router and expert
+ * multiply-adds, the router read once and each expert its tokens chose. */
+static void count_moe(const Config *c, RunState *s, const ForwardRow *rows, int n_rows) {
+    int E = c->n_experts, k = c->n_experts_used;
+    uint64_t expert_bytes = 3u * (uint64_t)c->expert_hidden_dim * (uint64_t)c->dim * sizeof(float);
+    for (int r = 0, t0 = 0; r < n_rows; t0 += rows[r++].n_tokens) {
+        WorkCount *w = &rows[r].state->work;
+        w->macs += (uint64_t)rows[r].n_tokens * moe_token_macs(c);
+        w->weight_bytes += (uint64_t)E * (uint64_t)c->dim * sizeof(float);
+        for (int e = 0; e < E; e++) {
+            bool used = false;
+            for (int i = t0 * k; !used && i < (t0 + rows[r].n_tokens) * k; i++)
+                used = s->moe_experts[i] == e;
+            if (used) w->weight_bytes += expert_bytes;
+        }
+    }
+}
+
+void moe_forward(const Model *m, RunState *s, const ForwardRow *rows, int n_rows, int N, int l) {
+    const Config *c = &m->config;
+    const Weights *w = &m->weights;
+    int dim = c->dim, E = c->n_experts, k = c->n_experts_used, eh = c->expert_hidden_dim;
+    size_t slot = (size_t)config_moe_slot(c, l);
+    route_all(m, s, rows, n_rows, N, l);
+    memset(s->xb2, 0, (size_t)N * dim * sizeof(float)); /* out [N, dim], summed into */
+    for (int e = 0; e < E; e++) { /* ascending: each token's sum in expert order */
+        int n = 0;                /* the tokens that chose e, gathered: x [n, dim] */
+        for (int t = 0; t < N; t++)
+            for (int j = 0; j < k; j++)
+                if (s->moe_experts[(size_t)t * k + j] == e) {
+                    s->moe_rows[n] = t, s->moe_gate[n] = s->moe_weights[(size_t)t * k + j];
+                    memcpy(s->moe_x + (size_t)n++ * dim, s->xb + (size_t)t * dim,
+                           (size_t)dim * sizeof(float));
+                }
+        if (n == 0) continue;
+        size_t at = slot * (size_t)E + (size_t)e;
+        const float *w1 = w->expert_w1 + at * eh * dim, *w3 = w->expert_w3 + at * eh * dim;
+        const float *w2 = w->expert_w2 + at * dim * eh;
+        matmul_forward(s->moe_h1, s->moe_x, w1, n, dim, eh); /* [n, eh] gate */
+        matmul_forward(s->moe_h3, s->moe_x, w3, n, dim, eh); /* [n, eh] up */
+        swiglu_forward(s->moe_h1, s->moe_h3, n * eh);
+        matmul_forward(s->moe_y, s->moe_h1, w2, n, eh, dim); /* [n, dim] */
+        for (int i = 0; i < n; i++) {
+            int t = s->moe_rows[i], pos, r = row_of(rows, n_rows, t, &pos);
+            const float *y = s->moe_y + (size_t)i * dim;
+            if (hook_wanted(rows[r].obs, HOOK_MOE_EXPERT, l, pos)) {
+                HookTensor h = {.point = HOOK_MOE_EXPERT,
+                                .layer = l,
+                                .pos = pos,
+                                .head = e,
+                                .token = rows[r].tokens[pos - rows[r].pos0],
+                                .a = y,
+                                .rows = 1,
+                                .cols = dim};
+                rows[r].obs->emit(rows[r].obs->ctx, &h);
+            }
+            float *out = s->xb2 + (size_t)t * dim, g = s->moe_gate[i];
+            for (int d = 0; d < dim; d++) out[d] += g * y[d];
+        }
+    }
+    memcpy(s->xb, s->xb2, (size_t)N * dim * sizeof(float));
+    count_moe(c, s, rows, n_rows);
+}

@@ -1,0 +1,41 @@
+/* moe.h: a mixture of experts in place of a layer's MLP (Mixtral,
+ * Qwen3-MoE). For each token:
+ *
+ *   logits = router · x̂                  [E], x̂ the MLP's input (ln2)
+ *   p = softmax(logits)                   in float32, summed in index order
+ *   chosen = the k largest p, most probable first; a tie goes to the lower
+ *            expert index
+ *   w_j = p[chosen_j], divided by Σ_j w_j (summed in the chosen order) when
+ *         the model renormalises (Mixtral; Qwen3-MoE's norm_topk_prob)
+ *   out = Σ w_e · expert_e(x̂), expert_e a SwiGLU MLP, the products added
+ *         into out from 0.0f in ascending expert index
+ *
+ * Every sum has one fixed order, so the result is the same bits however the
+ * tokens are grouped by expert. The experts are float32 row-major matrices
+ * (Weights' router and expert_w1..3), run by the plain kernel. */
+#ifndef STEPWISE_MOE_H
+#define STEPWISE_MOE_H
+
+#include <stdbool.h>
+
+#include "forward.h"
+#include "model.h"
+
+/* One token's routing: probs [E] = softmax(logits [E]); experts [k] and
+ * weights [k] as above. */
+void moe_route(const float *logits, int n_experts, int k, bool renormalise, float *probs,
+               int *experts, float *weights);
+
+/* s->xb [N, dim] = the mixture of layer l's experts applied to s->xb (the
+ * rows' tokens, N in all): every token routed (hook blocks.L.moe.router,
+ * the observers' route), then each expert run on the tokens that chose it,
+ * in ascending index (hook blocks.L.moe.expert, head = the expert), its
+ * weighted output added into each token's row. Counts each row's work as
+ * if it ran alone: the router and the experts its tokens chose. */
+void moe_forward(const Model *m, RunState *s, const ForwardRow *rows, int n_rows, int N, int l);
+
+/* Multiply-adds of one token through an MoE layer: the router's E · dim
+ * and k experts' 3 · expert_hidden_dim · dim. */
+unsigned long long moe_token_macs(const Config *c);
+
+#endif
