@@ -6,6 +6,7 @@
 #include "hf_gemma.h"
 #include "hf_gpt2.h"
 #include "hf_model.h"
+#include "hf_moe.h"
 
 #include <cjson/cJSON.h>
 #include <errno.h>
@@ -16,14 +17,16 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-static const char *const ARCH_NAMES[] = {"llama", "mistral", "qwen2",  "qwen3",
-                                         "gpt2",  "phi3",    "gemma2", "gemma3"};
+static const char *const ARCH_NAMES[] = {"llama", "mistral", "qwen2",  "qwen3",   "gpt2",
+                                         "phi3",  "gemma2",  "gemma3", "mixtral", "qwen3moe"};
 static const char *const ARCH_CLASSES[] = {
-    "LlamaForCausalLM", "MistralForCausalLM", "Qwen2ForCausalLM",  "Qwen3ForCausalLM",
-    "GPT2LMHeadModel",  "Phi3ForCausalLM",    "Gemma2ForCausalLM", "Gemma3ForCausalLM"};
-/* config.json's model_type: the name, but Gemma 3's text model's */
-static const char *const MODEL_TYPES[] = {"llama", "mistral", "qwen2",  "qwen3",
-                                          "gpt2",  "phi3",    "gemma2", "gemma3_text"};
+    "LlamaForCausalLM",   "MistralForCausalLM", "Qwen2ForCausalLM",  "Qwen3ForCausalLM",
+    "GPT2LMHeadModel",    "Phi3ForCausalLM",    "Gemma2ForCausalLM", "Gemma3ForCausalLM",
+    "MixtralForCausalLM", "Qwen3MoeForCausalLM"};
+/* config.json's model_type: the name, but Gemma 3's text model's and Qwen3-MoE's */
+static const char *const MODEL_TYPES[] = {"llama",   "mistral",  "qwen2",  "qwen3",
+                                          "gpt2",    "phi3",     "gemma2", "gemma3_text",
+                                          "mixtral", "qwen3_moe"};
 
 bool hf_architecture_parse(const char *name, HfArchitecture *a) {
     for (int i = 0; i < (int)(sizeof ARCH_NAMES / sizeof ARCH_NAMES[0]); i++) {
@@ -38,7 +41,7 @@ bool hf_architecture_parse(const char *name, HfArchitecture *a) {
 void hf_architecture_apply(HfArchitecture a, Config *c) {
     bool gpt2 = a == HF_GPT2, gemma = a == HF_GEMMA2 || a == HF_GEMMA3;
     c->qkv_bias = a == HF_QWEN2 || gpt2;
-    c->qk_norm = a == HF_QWEN3 || a == HF_GEMMA3;
+    c->qk_norm = a == HF_QWEN3 || a == HF_GEMMA3 || a == HF_QWEN3MOE;
     c->norm = gpt2 ? NORM_LAYER : NORM_RMS;
     c->mlp = gpt2 ? MLP_GELU : gemma ? MLP_GEGLU : MLP_SWIGLU;
     c->post_norms = c->norm_plus_one = gemma;
@@ -139,6 +142,24 @@ static bool write_file(const char *path, OutTensor *const *tensors, int n, Safet
     return ok || step_fail(err, "%s: write failed: %s", path, strerror(errno));
 }
 
+/* Layer l's router and experts under their Hugging Face names (an MoE
+ * layer: hf_moe.h), into out; returns how many. */
+static int list_experts(const Model *m, int l, OutTensor *out) {
+    const Config *c = &m->config;
+    if (!config_layer_moe(c, l)) return 0;
+    int n = 0;
+    for (int e = -1; e < c->n_experts; e++)
+        for (int part = 0; part < (e < 0 ? 1 : 3); part++) {
+            int rows, cols;
+            OutTensor *t = &out[n++];
+            *t = (OutTensor){0};
+            hf_moe_tensor_name(c->qk_norm, l, e, (MoePart)part, t->name, sizeof t->name);
+            t->values = hf_moe_tensor_view(c, &m->weights, l, e, (MoePart)part, &rows, &cols);
+            t->rows = rows, t->cols = cols;
+        }
+    return n;
+}
+
 /* Every tensor of m under its Hugging Face name; fused (not NULL: Phi-3's,
  * [n_layers, q_dim + 2 kv_dim + 2 hidden, dim], the caller's room) holds q,
  * k, v, gate and up fused (hf_fuse_layer, q's and k's rows in halves),
@@ -174,6 +195,7 @@ static int list_tensors(const Model *m, float *fused, OutTensor *out) {
             t->cols = (int64_t)parts[i].cols, t->heads = parts[i].heads;
             if (hf_is_norm_weight(parts[i].name)) t->minus = minus;
         }
+        n += list_experts(m, l, out + n);
         if (fused == NULL) continue;
         float *buf = fused + (size_t)l * per_layer;
         hf_fuse_layer(m, l, ROWS_TO_HALVES, buf);
@@ -225,6 +247,23 @@ static void gemma_config_json(cJSON *o, const Config *c, bool gemma3) {
     }
 }
 
+/* A mixture of experts' keys (hf_moe.h): Mixtral's experts are
+ * intermediate_size wide, Qwen3-MoE's moe_intermediate_size. */
+static void moe_config_json(cJSON *o, const Config *c, bool qwen) {
+    cJSON_AddNumberToObject(o, qwen ? "num_experts" : "num_local_experts", c->n_experts);
+    cJSON_AddNumberToObject(o, "num_experts_per_tok", c->n_experts_used);
+    if (!qwen) {
+        cJSON_ReplaceItemInObject(o, "intermediate_size", cJSON_CreateNumber(c->expert_hidden_dim));
+        return;
+    }
+    cJSON_AddNumberToObject(o, "moe_intermediate_size", c->expert_hidden_dim);
+    cJSON_AddBoolToObject(o, "norm_topk_prob", c->expert_norm_topk);
+    cJSON_AddNumberToObject(o, "decoder_sparse_step", c->moe_step > 0 ? c->moe_step : 1);
+    cJSON *dense = cJSON_AddArrayToObject(o, "mlp_only_layers");
+    for (int i = 0; i < c->n_dense_layers; i++)
+        cJSON_AddItemToArray(dense, cJSON_CreateNumber(c->dense_layers[i]));
+}
+
 static cJSON *config_json(const Config *c, HfArchitecture a, SafetensorsDtype dtype) {
     cJSON *o = cJSON_CreateObject();
     cJSON *archs = cJSON_AddArrayToObject(o, "architectures");
@@ -265,6 +304,7 @@ static cJSON *config_json(const Config *c, HfArchitecture a, SafetensorsDtype dt
         cJSON_AddNumberToObject(scaling, "attention_factor", rs->attention_factor);
         cJSON_AddNumberToObject(o, "original_max_position_embeddings", rs->original_context);
     }
+    if (a == HF_MIXTRAL || a == HF_QWEN3MOE) moe_config_json(o, c, a == HF_QWEN3MOE);
     if (a == HF_GEMMA2 || a == HF_GEMMA3)
         gemma_config_json(o, c, a == HF_GEMMA3);
     else
@@ -390,7 +430,9 @@ static bool save_folder(const Model *m, uint64_t seed, HfArchitecture a, const c
                          "%s: a GPT-2 folder is written from a model in memory, with as "
                          "many KV heads as heads",
                          dir);
-    size_t max_tensors = 5 + (size_t)c->n_layers * (HF_LAYER_TENSORS > 12 ? HF_LAYER_TENSORS : 12);
+    size_t max_tensors =
+        5 + (size_t)c->n_layers *
+                ((HF_LAYER_TENSORS > 12 ? HF_LAYER_TENSORS : 12) + 1 + 3 * (size_t)c->n_experts);
     OutTensor *all = calloc(max_tensors, sizeof *all);
     OutTensor **order = malloc(max_tensors * sizeof *order);
     char(*names)[64] = calloc((size_t)shards + 4, sizeof *names);

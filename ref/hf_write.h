@@ -16,11 +16,13 @@ typedef enum {
     HF_GPT2,
     HF_PHI3,
     HF_GEMMA2,
-    HF_GEMMA3
+    HF_GEMMA3,
+    HF_MIXTRAL,
+    HF_QWEN3MOE
 } HfArchitecture;
 
-/* "llama", "mistral", "qwen2", "qwen3", "gpt2", "phi3", "gemma2", "gemma3"
- * -> *a; false for anything else. */
+/* "llama", "mistral", "qwen2", "qwen3", "gpt2", "phi3", "gemma2", "gemma3",
+ * "mixtral", "qwen3moe" -> *a; false for anything else. */
 bool hf_architecture_parse(const char *name, HfArchitecture *a);
 
 /* The flags the architecture implies (qkv_bias for Qwen2, qk_norm for

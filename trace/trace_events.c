@@ -81,6 +81,17 @@ cJSON *trace_arch_json(const Config *c) {
     }
     if (c->rope_local_theta > 0)
         cJSON_AddItemToObject(a, "rope_local_theta", trace_float(c->rope_local_theta));
+    if (c->n_experts > 0) { /* a mixture of experts (moe.h) */
+        cJSON *moe = cJSON_AddObjectToObject(a, "moe");
+        cJSON_AddNumberToObject(moe, "n_experts", c->n_experts);
+        cJSON_AddNumberToObject(moe, "n_experts_used", c->n_experts_used);
+        cJSON_AddNumberToObject(moe, "expert_hidden_dim", c->expert_hidden_dim);
+        cJSON_AddBoolToObject(moe, "norm_topk", c->expert_norm_topk);
+        cJSON *sparse = cJSON_AddArrayToObject(moe, "moe_layers");
+        for (int l = 0; l < c->n_layers; l++)
+            if (config_layer_moe(c, l)) cJSON_AddItemToArray(sparse, cJSON_CreateNumber(l));
+        cJSON_AddNumberToObject(moe, "active_params", (double)config_active_param_count(c));
+    }
     return a;
 }
 

@@ -4,6 +4,7 @@
 #include <getopt.h>
 #include <stddef.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "commands.h"
@@ -45,6 +46,13 @@ static const char MAKE_MODEL_USAGE[] =
     "  --sliding-pattern P  layer l slides unless (l + 1) % P == 0 (gemma2: 2, gemma3:\n"
     "                       6; 0: every layer)\n"
     "  --rope-local-theta X the sliding layers' RoPE base (gemma3: 10000)\n"
+    "A mixture of experts (--arch mixtral or qwen3moe; docs/moe.md):\n"
+    "  --experts E          experts in each MoE layer (required)\n"
+    "  --experts-used K     the experts each token runs (default 2)\n"
+    "  --expert-hidden H    each expert's hidden width (qwen3moe; default --hidden)\n"
+    "  --moe-step S         layer l is sparse when (l + 1) % S == 0 (qwen3moe; default 1)\n"
+    "  --dense-layers L,..  layers whose MLP stays dense, --hidden wide (qwen3moe)\n"
+    "  --no-norm-topk       the k weights not renormalised (qwen3moe's norm_topk_prob false)\n"
     "\n"
     "\n"
     "A real model's shape, from its published config.json (random weights; a\n"
@@ -89,7 +97,13 @@ enum {
     OPT_FINAL_SOFTCAP,
     OPT_SLIDING_WINDOW,
     OPT_SLIDING_PATTERN,
-    OPT_ROPE_LOCAL_THETA
+    OPT_ROPE_LOCAL_THETA,
+    OPT_EXPERTS,
+    OPT_EXPERTS_USED,
+    OPT_EXPERT_HIDDEN,
+    OPT_MOE_STEP,
+    OPT_DENSE_LAYERS,
+    OPT_NO_NORM_TOPK
 };
 
 /* Whether a llama2.c checkpoint can hold c: its header has no head size,
@@ -131,6 +145,54 @@ static bool gemma_given(const Config *c) {
            c->rope_local_theta >= 0 || c->query_scale >= 0;
 }
 
+/* The list of dense layers "1,4,7" (--dense-layers) into c. */
+static bool dense_layers_parse(const char *arg, Config *c, StepError *err) {
+    c->n_dense_layers = 0;
+    for (const char *p = arg; *p != '\0';) {
+        char *end;
+        long v = strtol(p, &end, 10);
+        if (end == p || v < 0 || v > 1 << 20 || (*end != ',' && *end != '\0') ||
+            c->n_dense_layers == CONFIG_MAX_DENSE_LAYERS)
+            return step_fail(err,
+                             "make-model: --dense-layers is a list of at most %d layer indices "
+                             "such as 0,3, not '%.40s'",
+                             CONFIG_MAX_DENSE_LAYERS, arg);
+        c->dense_layers[c->n_dense_layers++] = (int)v;
+        p = *end == ',' ? end + 1 : end;
+    }
+    return true;
+}
+
+/* One of the mixture of experts' options: 1 if c was one, 0 if not, -1 on a
+ * bad value. */
+static int moe_option(int c, const char *arg, Config *cfg, StepError *err) {
+    bool ok;
+    switch (c) {
+        case OPT_EXPERTS:
+            ok = cli_parse_int(arg, "--experts", 1, 4096, &cfg->n_experts, err);
+            break;
+        case OPT_EXPERTS_USED:
+            ok = cli_parse_int(arg, "--experts-used", 1, 4096, &cfg->n_experts_used, err);
+            break;
+        case OPT_EXPERT_HIDDEN:
+            ok = cli_parse_int(arg, "--expert-hidden", 1, 1 << 30, &cfg->expert_hidden_dim, err);
+            break;
+        case OPT_MOE_STEP:
+            ok = cli_parse_int(arg, "--moe-step", 1, 1 << 20, &cfg->moe_step, err);
+            break;
+        case OPT_DENSE_LAYERS:
+            ok = dense_layers_parse(arg, cfg, err);
+            break;
+        case OPT_NO_NORM_TOPK:
+            cfg->expert_norm_topk = false;
+            ok = true;
+            break;
+        default:
+            return 0;
+    }
+    return ok ? 1 : -1;
+}
+
 /* One of Gemma's options: 1 if c was one, 0 if not, -1 on a bad value. */
 static int gemma_option(int c, const char *arg, FolderOptions *f, Config *cfg, StepError *err) {
     (void)f;
@@ -153,6 +215,7 @@ static int gemma_option(int c, const char *arg, FolderOptions *f, Config *cfg, S
                    : -1;
     }
     bool ok;
+    if (c >= OPT_EXPERTS) return moe_option(c, arg, cfg, err);
     if (c == OPT_SLIDING_WINDOW)
         ok = cli_parse_int(arg, "--sliding-window", 0, 1 << 30, &cfg->sliding_window, err);
     else if (c == OPT_SLIDING_PATTERN)
@@ -179,7 +242,7 @@ static int folder_option(int c, const char *arg, FolderOptions *f, Config *cfg, 
             ok = hf_architecture_parse(arg, &f->arch) ||
                  step_fail(err,
                            "make-model: --arch is llama, mistral, qwen2, qwen3, gpt2, phi3, "
-                           "gemma2 or gemma3, not '%s'",
+                           "gemma2, gemma3, mixtral or qwen3moe, not '%s'",
                            arg);
             break;
         case OPT_DTYPE:
@@ -232,6 +295,12 @@ int cli_make_model(int argc, char **argv) {
         {"sliding-window", required_argument, NULL, OPT_SLIDING_WINDOW},
         {"sliding-pattern", required_argument, NULL, OPT_SLIDING_PATTERN},
         {"rope-local-theta", required_argument, NULL, OPT_ROPE_LOCAL_THETA},
+        {"experts", required_argument, NULL, OPT_EXPERTS},
+        {"experts-used", required_argument, NULL, OPT_EXPERTS_USED},
+        {"expert-hidden", required_argument, NULL, OPT_EXPERT_HIDDEN},
+        {"moe-step", required_argument, NULL, OPT_MOE_STEP},
+        {"dense-layers", required_argument, NULL, OPT_DENSE_LAYERS},
+        {"no-norm-topk", no_argument, NULL, OPT_NO_NORM_TOPK},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0}};
     /* Sizes start at 0 ("not given"); zero or negative values are refused by
@@ -242,7 +311,8 @@ int cli_make_model(int argc, char **argv) {
                 .final_softcap = -1,
                 .sliding_window = -1,
                 .sliding_pattern = -1,
-                .rope_local_theta = -1};
+                .rope_local_theta = -1,
+                .expert_norm_topk = true};
     int seed = 42;
     bool untied = false;
     const char *out = NULL;
@@ -344,6 +414,26 @@ int cli_make_model(int argc, char **argv) {
     else /* none of Gemma's; Mistral's or Phi-3's window on every layer */
         c.query_scale = c.attn_softcap = c.final_softcap = c.rope_local_theta = 0,
         c.sliding_window = window, c.sliding_pattern = 0;
+    bool moe = folder.hf && (folder.arch == HF_MIXTRAL || folder.arch == HF_QWEN3MOE);
+    bool moe_given = c.n_experts > 0 || c.n_experts_used > 0 || c.expert_hidden_dim > 0 ||
+                     c.moe_step > 0 || c.n_dense_layers > 0 || !c.expert_norm_topk;
+    if (ok && !moe && moe_given)
+        ok = step_fail(&err, "make-model: --experts, --experts-used, --expert-hidden, --moe-step, "
+                             "--dense-layers and --no-norm-topk need --arch mixtral or qwen3moe");
+    if (ok && moe && c.n_experts == 0)
+        ok = step_fail(&err, "make-model: --arch %s needs --experts E",
+                       folder.arch == HF_MIXTRAL ? "mixtral" : "qwen3moe");
+    if (ok && folder.arch == HF_MIXTRAL &&
+        (c.moe_step > 0 || c.n_dense_layers > 0 || !c.expert_norm_topk ||
+         (c.expert_hidden_dim > 0 && c.expert_hidden_dim != c.hidden_dim)))
+        ok = step_fail(&err,
+                       "make-model: Mixtral's experts are --hidden wide, every layer sparse and "
+                       "renormalised: --expert-hidden, --moe-step, --dense-layers and "
+                       "--no-norm-topk are Qwen3-MoE's");
+    if (moe && c.n_experts_used == 0) c.n_experts_used = 2 < c.n_experts ? 2 : c.n_experts;
+    if (moe && c.expert_hidden_dim == 0) c.expert_hidden_dim = c.hidden_dim;
+    if (moe && c.moe_step == 0) c.moe_step = 1;
+    if (!moe) c.expert_norm_topk = false;
     if (folder.hf) hf_architecture_apply(folder.arch, &c);
     if (ok && seed <= 0) ok = step_fail(&err, "make-model: --seed must be positive, got %d", seed);
     if (ok && c.n_kv_heads == 0) c.n_kv_heads = c.n_heads;
