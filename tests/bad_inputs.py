@@ -740,6 +740,63 @@ def gemma_cases():
                                          "--out", "{c.gguf}"], 2, [words])
 
 
+def moe_cases():
+    """A mixture of experts: a good Mixtral and Qwen3-MoE folder
+    (tests/moe_check.py's writer), one fault at a time in their expert
+    counts and expert tensors, and the int8 paths not yet run through them."""
+    import moe_check
+    import hf_reference as hf
+    for qwen in (False, True):
+        cfg = moe_check.config(qwen, layers=2)
+        good = path("moe-good-%d" % qwen)
+        hf.write_model_dir(good, cfg, moe_check.random_tensors(cfg, 4), "F32")
+        weights = open(os.path.join(good, "model.safetensors"), "rb").read()
+        st = header_editor(weights)
+        experts = "num_experts" if qwen else "num_local_experts"
+        block = "model.layers.1." + ("mlp." if qwen else "block_sparse_moe.")
+        down = block + ("experts.3.down_proj.weight" if qwen else "experts.3.w2.weight")
+        family = "qwen3-moe" if qwen else "mixtral"
+        bad = {
+            experts + " 0": (dict(cfg, **{experts: 0}), weights, experts),
+            "num_experts_per_tok 5 of 4 experts": (dict(cfg, num_experts_per_tok=5), weights,
+                                                   "num_experts_per_tok must be a whole number in [1, "),
+            "no num_experts_per_tok": ({k: v for k, v in cfg.items() if k != "num_experts_per_tok"}, weights,
+                                       "num_experts_per_tok"),
+            experts + " 5 (the files hold 4)": (dict(cfg, **{experts: 5}), weights,
+                                                 "the safetensors files hold"),
+            "an expert's down projection of another shape": (
+                cfg, st(lambda h: h[down].__setitem__("shape", [8 if qwen else 24, 16])), "wrong shape"),
+            "a router of another width": (cfg, st(lambda h: h[block + "gate.weight"].__setitem__("shape", [4, 8])),
+                                          "its shape and dtype need"),
+        }
+        if qwen:
+            bad.update({
+                "mlp_only_layers [7] of 2 layers": (dict(cfg, mlp_only_layers=[7]), weights, "mlp_only_layers"),
+                "decoder_sparse_step 0": (dict(cfg, decoder_sparse_step=0), weights, "decoder_sparse_step"),
+                "norm_topk_prob 1": (dict(cfg, norm_topk_prob=1), weights, "norm_topk_prob"),
+                "no moe_intermediate_size": ({k: v for k, v in cfg.items() if k != "moe_intermediate_size"},
+                                             weights, "moe_intermediate_size")})
+        for name, (c, w, words) in bad.items():
+            case(f"{family} folder: {name}", ["score", "--model", "{hf}", "--tokens", "1,2", "--top-n", "0",
+                                              "--out", "{s.jsonl}"], 2, [words],
+                 files={"hf/config.json": json.dumps(c), "hf/model.safetensors": w}, creates=("hf",))
+        if not qwen:
+            case("mixtral folder: --quant-weights int8", ["score", "--model", good, "--tokens", "1,2", "--top-n",
+                                                          "0", "--quant-weights", "int8", "--out", "{s.jsonl}"],
+                 2, ["a mixture of experts stays float32"])
+            case("mixtral folder: --quant-activations int8",
+                 ["score", "--model", good, "--tokens", "1,2", "--top-n", "0", "--quant-activations", "int8",
+                  "--out", "{s.jsonl}"], 2, ["int8 activations through a mixture of experts"])
+    for extra, words in ((["--arch", "llama", "--experts", "4"], "need --arch mixtral or qwen3moe"),
+                         (["--arch", "mixtral"], "needs --experts E"),
+                         (["--arch", "mixtral", "--experts", "4", "--moe-step", "2"], "Qwen3-MoE's"),
+                         (["--arch", "qwen3moe", "--experts", "4", "--experts-used", "5"], "1 <= k <= E"),
+                         (["--arch", "qwen3moe", "--experts", "4", "--dense-layers", "0,x"], "--dense-layers")):
+        case("make-model: " + " ".join(extra), ["make-model", "--format", "hf", *extra, "--dim", "16", "--hidden",
+                                                 "24", "--layers", "2", "--heads", "4", "--vocab", "13",
+                                                 "--seq-len", "16", "--out", "{m}"], 2, [words], creates=("m",))
+
+
 def longrope_cases():
     """Phi-3's longrope in GGUF (rope_factors_long and _short, and its
     rope.scaling keys, as convert writes them), one fault at a time."""
@@ -1532,7 +1589,7 @@ def main():
     os.chdir(ROOT)
     setup()
     for make in (model_cases, tokenizer_cases, json_model_cases, request_cases, trace_cases,
-                 diff_cases, option_cases, output_cases, signal_cases, hf_cases, gpt2_cases, gemma_cases, longrope_cases, gguf_cases,
+                 diff_cases, option_cases, output_cases, signal_cases, hf_cases, gpt2_cases, gemma_cases, moe_cases, longrope_cases, gguf_cases,
                  tokenizer_json_cases, hostile_round_two_cases):
         make()
     FIXTURES = listing()  # after the cases, some of which make their fixtures

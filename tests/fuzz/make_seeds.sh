@@ -169,6 +169,17 @@ for i, (gemma3, dtype) in enumerate([(False, "F32"), (True, "BF16")]):
     config = open(os.path.join(d, "config.json"), "rb").read()
     weights = open(os.path.join(d, "model.safetensors"), "rb").read()
     open(os.path.join(out, "gemma%d" % (3 if gemma3 else 2)), "wb").write(struct.pack("<H", len(config)) + config + weights)
+# a mixture of experts: Mixtral, and Qwen3-MoE with a dense layer, by tests/moe_check.py's writer
+import moe_check
+for qwen in (False, True):
+    cfg = moe_check.config(qwen, d=4, layers=2, heads=2, kv=1, experts=3, used=2, vocab=5,
+                           **({"mlp_only_layers": [0], "head_dim": 2, "moe_intermediate_size": 2} if qwen else {}))
+    cfg["intermediate_size"] = 4
+    d = os.path.join(tmp, "moe-%d" % qwen)
+    hf.write_model_dir(d, cfg, moe_check.random_tensors(cfg, 5), "BF16" if qwen else "F32")
+    config = open(os.path.join(d, "config.json"), "rb").read()
+    weights = open(os.path.join(d, "model.safetensors"), "rb").read()
+    open(os.path.join(out, "qwen3moe" if qwen else "mixtral"), "wb").write(struct.pack("<H", len(config)) + config + weights)
 PY
 # GGUF: tiny llama, qwen2 and qwen3 files with an embedded llama tokenizer,
 # written following the GGUF spec by tests/gguf_write.py
