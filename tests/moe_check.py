@@ -258,6 +258,26 @@ def check_trace(folder):
               f"chosen expert, its index in head), and it validates")
 
 
+def check_decode_bytes(folder):
+    """inspect's decode_weight_bytes (the router and only the chosen experts)
+    is what a decode step's work event says it read; a prefill, whose tokens
+    choose more experts, reads more."""
+    info = json.loads(run_stepwise(BIN, "inspect", "--model", folder, "--json").stdout)["this_model"]
+    with tempfile.TemporaryDirectory() as tmp:
+        out = os.path.join(tmp, "g.jsonl")
+        run_stepwise(BIN, "generate", "--model", folder, "--tokenizer", TINY, "--prompt", "the cat", "--steps",
+                     "3", "--trace-level", "tokens", "--reproducible", "--quiet", "--trace", out)
+        work = [json.loads(line) for line in open(out)]
+        work = [e for e in work if e.get("event") == "work"]
+    decode = [e["weight_bytes"] for e in work if e["phase"] == "decode"]
+    prefill = [e["weight_bytes"] for e in work if e["phase"] == "prefill"]
+    check(decode and all(b == info["decode_weight_bytes"] for b in decode) and prefill[0] > decode[0]
+          and info["active_params"] < info["params"],
+          f"a decode step reads {decode[0] if decode else None} bytes of weights, as inspect says "
+          f"({info['decode_weight_bytes']}: {info['active_params']} of {info['params']} parameters active); "
+          f"the prefill {prefill[0] if prefill else None}")
+
+
 def check_make_model(tmp):
     for arch, extra in (("mixtral", ["--experts", "4", "--experts-used", "2"]),
                         ("qwen3moe", ["--experts", "6", "--experts-used", "2", "--expert-hidden", "8",
@@ -280,6 +300,7 @@ def main():
         folders = check_reference(tmp)
         check_kernels_and_threads(folders)
         check_trace(folders[0])
+        check_decode_bytes(folders[0])
         check_make_model(tmp)
     return check.summary("moe check")
 

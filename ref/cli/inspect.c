@@ -106,6 +106,16 @@ static uint64_t bill_weight_bytes(const Config *c, const Bill *b) {
     return config_param_count(c) * (b->weights == DTYPE_F32 ? 4u : 2u);
 }
 
+/* A mixture of experts: the weights one decode step reads, each layer's
+ * router and only its k chosen experts, the classifier whole and one
+ * embedding row (all of it when tied: the classifier), in the bill's
+ * float type (0 for int8: not run). */
+static uint64_t decode_weight_bytes(const Config *c, const Bill *b) {
+    if (b->weights == DTYPE_INT8) return 0;
+    uint64_t rows = c->shared_classifier ? 0 : (uint64_t)(c->vocab_size - 1) * (uint64_t)c->dim;
+    return (config_active_param_count(c) - rows) * (b->weights == DTYPE_F32 ? 4u : 2u);
+}
+
 static uint64_t bill_kv_bytes_per_token(const Config *c, const Bill *b) {
     if (b->kv == DTYPE_INT8) return kv_cache_bytes_q8(c, 1);
     return kv_cache_bytes(c, 1) / (b->kv == DTYPE_F32 ? 1u : 2u);
@@ -234,11 +244,25 @@ static void print_text(const char *name, const char *source, const Config *c, in
     printf("  parameters: %llu, weights %llu bytes (%.2f MiB of %s)\n",
            (unsigned long long)config_param_count(c), (unsigned long long)f.weight_bytes,
            mib(f.weight_bytes), DTYPE_NAMES[b->weights]);
+    if (c->n_experts > 0) {
+        int moe = c->n_layers - config_dense_layers(c);
+        uint64_t active = config_active_param_count(c);
+        printf("  a mixture of experts: %d experts, %d a token, in %d of %d layers (each %d wide); "
+               "%llu parameters active a token (%.1f%% of them); a decode step reads %llu bytes of "
+               "weights (%.2f MiB of %s): the router and the chosen experts\n",
+               c->n_experts, c->n_experts_used, moe, c->n_layers, c->expert_hidden_dim,
+               (unsigned long long)active, 100.0 * (double)active / (double)config_param_count(c),
+               (unsigned long long)decode_weight_bytes(c, b), mib(decode_weight_bytes(c, b)),
+               DTYPE_NAMES[b->weights]);
+    }
     uint64_t q8 = quant_weight_bytes(c, group);
     uint64_t f32_weights = config_param_count(c) * sizeof(float);
-    printf("  in int8 (group %d): %llu bytes (%.2f MiB, %.2fx smaller)%s\n", group,
-           (unsigned long long)q8, mib(q8), (double)f32_weights / (double)q8,
-           is_q8 ? ": this file" : "");
+    if (c->n_experts > 0)
+        printf("  in int8: not run for a mixture of experts (its experts stay float32)\n");
+    else
+        printf("  in int8 (group %d): %llu bytes (%.2f MiB, %.2fx smaller)%s\n", group,
+               (unsigned long long)q8, mib(q8), (double)f32_weights / (double)q8,
+               is_q8 ? ": this file" : "");
     print_memory_text(held);
     printf("\nKV cache (the K and V of every position, in every layer; Q is not cached):\n");
     if (b->kv == DTYPE_INT8)
@@ -294,6 +318,10 @@ static cJSON *facts_json(const Config *c, int context, int requests, const Bill 
     cJSON_AddNumberToObject(o, "queries_per_kv_head", c->n_heads / c->n_kv_heads);
     cJSON_AddNumberToObject(o, "params", (double)config_param_count(c));
     cJSON_AddNumberToObject(o, "weight_bytes", (double)f.weight_bytes);
+    if (c->n_experts > 0) { /* a mixture of experts: what one token runs and a decode step reads */
+        cJSON_AddNumberToObject(o, "active_params", (double)config_active_param_count(c));
+        cJSON_AddNumberToObject(o, "decode_weight_bytes", (double)decode_weight_bytes(c, b));
+    }
     cJSON_AddNumberToObject(o, "kv_bytes_per_token", (double)f.per_token);
     cJSON_AddNumberToObject(o, "kv_bytes_at_context", (double)f.at_context);
     cJSON_AddNumberToObject(o, "kv_bytes_total", (double)f.total);
