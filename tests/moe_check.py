@@ -278,6 +278,40 @@ def check_decode_bytes(folder):
           f"the prefill {prefill[0] if prefill else None}")
 
 
+def check_diff(folder):
+    """diff names a routing divergence planted in a candidate (one token's
+    second expert swapped), before any number, and fails it; the same trace
+    passes."""
+    with tempfile.TemporaryDirectory() as tmp:
+        ref = os.path.join(tmp, "ref.jsonl")
+        run_stepwise(BIN, "score", "--model", folder, "--tokens", ",".join(map(str, TOKENS)), "--top-n", "0",
+                     "--out", ref)
+        lines, planted = open(ref).read().splitlines(), None
+        for i, line in enumerate(lines):
+            e = json.loads(line)
+            if e.get("event") == "routing" and e["pos"] == 7 and e["layer"] == 1:
+                spare = next(x for x in range(4) if x not in e["experts"])
+                planted = (list(e["experts"]), e["experts"][:1] + [spare])
+                e["experts"] = planted[1]
+                lines[i] = json.dumps(e)
+        cand = os.path.join(tmp, "cand.jsonl")
+        open(cand, "w").write("\n".join(lines) + "\n")
+        same = run_stepwise(BIN, "diff", ref, ref, "--json", expect=(0, 1))
+        r = run_stepwise(BIN, "diff", ref, cand, expect=(0, 1))
+        j = json.loads(run_stepwise(BIN, "diff", ref, cand, "--json", expect=(0, 1)).stdout)
+    want = "position 7, layer 1: reference chose experts %s; candidate %s" % (
+        ",".join(map(str, planted[0])), ",".join(map(str, planted[1])))
+    first = (j.get("routing") or {}).get("first_divergence") or {}
+    text = r.stdout.splitlines()
+    at = next((i for i, t in enumerate(text) if t.startswith("routing")), -1)
+    check(same.returncode == 0 and json.loads(same.stdout)["routing"]["first_divergence"] is None
+          and r.returncode == 1 and want in r.stdout and at >= 0
+          and at < next(i for i, t in enumerate(text) if t.startswith("first divergence"))
+          and first.get("pos") == 7 and first.get("layer") == 1 and j["verdict"] == "fail",
+          f"diff names a planted routing divergence before the numbers ({want!r}) and fails it; the "
+          f"reference against itself passes")
+
+
 def check_make_model(tmp):
     for arch, extra in (("mixtral", ["--experts", "4", "--experts-used", "2"]),
                         ("qwen3moe", ["--experts", "6", "--experts-used", "2", "--expert-hidden", "8",
@@ -301,6 +335,7 @@ def main():
         check_kernels_and_threads(folders)
         check_trace(folders[0])
         check_decode_bytes(folders[0])
+        check_diff(folders[0])
         check_make_model(tmp)
     return check.summary("moe check")
 

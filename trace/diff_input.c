@@ -41,7 +41,7 @@ static bool grow(void **p, size_t *cap, size_t need, size_t elem) {
 
 /* Row capacities of a run being read. */
 typedef struct {
-    size_t pos, logits, inputs, kv, k, acts, pieces;
+    size_t pos, logits, inputs, kv, k, acts, pieces, routes;
 } Caps;
 
 /* Note that the run's input at pos is token (the first statement wins). */
@@ -234,6 +234,42 @@ static bool read_pieces(DiffRun *r, const cJSON *e, const char *name, Caps *cap)
     return true;
 }
 
+/* A routing event (an MoE layer's choice for one token): its layer,
+ * position and experts, as many as the first routing event had. */
+static bool read_routing_event(DiffRun *r, const cJSON *e, Caps *cap, long line, const char *path,
+                               StepError *err) {
+    const cJSON *experts = cJSON_GetObjectItemCaseSensitive(e, "experts"), *v;
+    int layer, pos, k = cJSON_GetArraySize(experts);
+    if (!cJSON_IsArray(experts) || !json_int_field(e, "layer", 0, DIFF_MAX_LAYER, &layer) ||
+        !json_int_field(e, "pos", 0, DIFF_MAX_POS, &pos) || k < 1 || k > 4096 ||
+        (r->route_k > 0 && k != r->route_k))
+        return step_fail(err,
+                         "%s:%ld: a routing event needs whole \"layer\" and \"pos\" >= 0 and "
+                         "\"experts\", as many as the first routing event's",
+                         path, line);
+    r->route_k = k;
+    void *pl = r->route_layer, *pp = r->route_pos, *pe = r->route_experts;
+    size_t need = (size_t)r->n_routes + 1, c1 = cap->routes, c2 = cap->routes;
+    bool grown = grow(&pl, &cap->routes, need, sizeof(int));
+    r->route_layer = pl;
+    grown = grown && grow(&pp, &c1, need, sizeof(int));
+    r->route_pos = pp;
+    grown = grown && grow(&pe, &c2, need, (size_t)k * sizeof(int));
+    r->route_experts = pe;
+    if (!grown) return step_fail(err, "%s: out of memory", path);
+    int *dst = r->route_experts + (size_t)r->n_routes * k, i = 0;
+    cJSON_ArrayForEach(v, experts) {
+        if (!cJSON_IsNumber(v) || v->valuedouble < 0 || v->valuedouble > 4096 ||
+            v->valuedouble != floor(v->valuedouble))
+            return step_fail(err, "%s:%ld: a routing event's experts are whole numbers >= 0", path,
+                             line);
+        dst[i++] = (int)v->valuedouble;
+    }
+    r->route_layer[r->n_routes] = layer;
+    r->route_pos[r->n_routes++] = pos;
+    return true;
+}
+
 static bool read_jsonl(DiffRun *r, const char *path, const HookNames *names, StepError *err) {
     TraceReader tr;
     if (!trace_reader_open(&tr, path, err)) return false;
@@ -258,6 +294,8 @@ static bool read_jsonl(DiffRun *r, const char *path, const HookNames *names, Ste
             if (ok) tensors = e, e = NULL;
         } else if (strcmp(name, "activation") == 0) {
             ok = read_activation_event(r, e, names, &cap, tr.line_no, path, err);
+        } else if (strcmp(name, "routing") == 0) {
+            ok = read_routing_event(r, e, &cap, tr.line_no, path, err);
         } else if (strcmp(name, "tokenize") == 0 || strcmp(name, "token") == 0) {
             ok = read_pieces(r, e, name, &cap) || step_fail(err, "%s: out of memory", path);
         } else if (strcmp(name, "run") == 0) {

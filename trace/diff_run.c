@@ -16,6 +16,7 @@ void diff_run_free(DiffRun *r) {
     free(r->k_stored), free(r->v_stored);
     for (int i = 0; i < r->n_acts; i++) free(r->acts[i].data);
     free(r->acts);
+    free(r->route_layer), free(r->route_pos), free(r->route_experts);
     for (int i = 0; i < r->n_pieces; i++) free(r->pieces[i]);
     free(r->piece_ids), free(r->pieces);
     for (int i = 0; i < r->n_files; i++) fclose(r->files[i]);

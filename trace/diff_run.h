@@ -53,7 +53,12 @@ typedef struct {
     DiffStored *k_stored, *v_stored; /* then [n_kv], each row's place in a file */
     DiffActivation *acts;            /* [n_acts] */
     int n_acts;
-    int unhalve_head_dim; /* > 0: activations in halves are read back interleaved */
+    /* a mixture of experts' routing events: each (layer, pos)'s experts in
+     * their order (most probable first), route_k of them */
+    int n_routes, route_k;
+    int *route_layer, *route_pos; /* [n_routes] */
+    int *route_experts;           /* [n_routes, route_k] */
+    int unhalve_head_dim;         /* > 0: activations in halves are read back interleaved */
     /* pieces the file names (tokenize and token events), for messages */
     int n_pieces;
     int *piece_ids;

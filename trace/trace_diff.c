@@ -448,7 +448,9 @@ static bool compare_kv(const DiffRun *ref, const DiffRun *cand, int limit, const
 
 static void verdict(const DiffTolerance *tol, DiffReport *rep) {
     const char *why = NULL;
-    if (rep->cand_has_logits && rep->missing_logits > 0)
+    if (rep->routing.diverged) /* before the numbers that follow from it */
+        why = "the candidate routes a token to other experts";
+    else if (rep->cand_has_logits && rep->missing_logits > 0)
         why = "the candidate lacks logits the reference has";
     else if (rep->cand_has_kv && rep->missing_kv > 0)
         why = "the candidate lacks KV rows the reference has";
@@ -492,7 +494,8 @@ bool trace_diff(const DiffRun *ref, const DiffRun *cand, const DiffTolerance *to
     if (ok) {
         walk_hooks(&rs, &cs, tol, &room, rep);
         logits_finish(rep, room.kl, ref->vocab_size);
-        ok = compare_kv(ref, cand, limit, tol, rs.values, cs.values, rep);
+        ok = compare_kv(ref, cand, limit, tol, rs.values, cs.values, rep) &&
+             diff_routing(ref, cand, limit, &rep->routing);
     }
     logits_room_free(&room);
     side_close(&rs), side_close(&cs);

@@ -12,6 +12,7 @@
 #include "../ref/error.h"
 #include "../ref/hooks.h"
 #include "diff_input.h"
+#include "diff_routing.h"
 
 /* Layers whose errors are tabled; deeper ones are compared all the same. */
 #define DIFF_TABLE_LAYERS 64
@@ -100,6 +101,7 @@ typedef struct {
     double kv_max_k[DIFF_TABLE_LAYERS], kv_max_v[DIFF_TABLE_LAYERS];
     int kv_first_layer, kv_first_pos; /* first row outside, or -1 */
     long kv_compared;
+    DiffRouting routing; /* a mixture of experts: where the two first chose other experts */
     bool pass;
     char fail_reason[160];
 } DiffReport;

@@ -125,6 +125,29 @@ static void print_hint(const NameHint *h) {
     printf("\n");
 }
 
+/* "2,5": the first k experts of a routing, for the report. */
+static void experts_text(const int *e, int k, char *buf, size_t size) {
+    size_t at = 0;
+    buf[0] = '\0';
+    for (int j = 0; j < k && j < DIFF_ROUTE_SHOWN && at < size; j++)
+        at += (size_t)snprintf(buf + at, size - at, "%s%d", j ? "," : "", e[j]);
+}
+
+/* A mixture of experts: where the candidate first routes a token otherwise,
+ * before the numbers that follow from it. */
+static void print_routing(const DiffRouting *g) {
+    if (g->compared == 0) return;
+    if (!g->diverged) {
+        printf("routing             the same experts at all %d tokens x MoE layers\n", g->compared);
+        return;
+    }
+    char ref[96], cand[96];
+    experts_text(g->ref, g->k, ref, sizeof ref);
+    experts_text(g->cand, g->k, cand, sizeof cand);
+    printf("routing             position %d, layer %d: reference chose experts %s; candidate %s\n",
+           g->pos, g->layer, ref, cand);
+}
+
 static void print_first(const DiffReport *r) {
     char name[64];
     const DiffPoint *p = &r->first;
@@ -246,6 +269,7 @@ static void print_text(const char *ref_path, const char *cand_path, const DiffRu
     if (r->acts_compared > 0) printf(", %ld activations", r->acts_compared);
     if (r->kv_compared > 0) printf(", %ld KV rows", r->kv_compared);
     printf("\n\n");
+    print_routing(&r->routing);
     print_first(r);
     print_hint(hint);
     print_table(r);
@@ -328,6 +352,21 @@ static void print_json(const char *ref_path, const char *cand_path, const DiffRu
             cJSON_AddItemToArray(fit, cJSON_CreateString(tok));
     }
     cJSON_AddItemToObject(o, "first_divergence", first);
+    if (r->routing.compared > 0) { /* a mixture of experts */
+        const DiffRouting *g = &r->routing;
+        cJSON *routing = cJSON_AddObjectToObject(o, "routing");
+        cJSON_AddNumberToObject(routing, "compared", g->compared);
+        if (!g->diverged) {
+            cJSON_AddNullToObject(routing, "first_divergence");
+        } else {
+            cJSON *d = cJSON_AddObjectToObject(routing, "first_divergence");
+            int k = g->k < DIFF_ROUTE_SHOWN ? g->k : DIFF_ROUTE_SHOWN;
+            cJSON_AddNumberToObject(d, "pos", g->pos);
+            cJSON_AddNumberToObject(d, "layer", g->layer);
+            cJSON_AddItemToObject(d, "reference", cJSON_CreateIntArray(g->ref, k));
+            cJSON_AddItemToObject(d, "candidate", cJSON_CreateIntArray(g->cand, k));
+        }
+    }
     cJSON *layers = cJSON_AddArrayToObject(o, "layers");
     for (int l = 0; l < r->table_layers; l++) {
         cJSON *row = cJSON_CreateObject();
