@@ -312,6 +312,22 @@ def check_diff(folder):
           f"reference against itself passes")
 
 
+def check_show(folder):
+    """trace show prints each MoE layer's choice at the position: the
+    routing events' experts and weights."""
+    with tempfile.TemporaryDirectory() as tmp:
+        out = os.path.join(tmp, "s.jsonl")
+        run_stepwise(BIN, "score", "--model", folder, "--tokens", ",".join(map(str, TOKENS)), "--top-n", "0",
+                     "--out", out)
+        events = [json.loads(line) for line in open(out)]
+        shown = run_stepwise(BIN, "trace", "show", out, "--pos", "4").stdout
+    want = ["  layer %3d: %s" % (e["layer"], ", ".join("expert %d (%.3f)" % (x, w) for x, w in
+                                                       zip(e["experts"], e["weights"])))
+            for e in events if e.get("event") == "routing" and e["pos"] == 4]
+    got = [line for line in shown.splitlines() if line.startswith("  layer ")]
+    check(got == want and len(want) == 3, f"trace show prints position 4's routing table ({got[:1]}...)")
+
+
 def check_make_model(tmp):
     for arch, extra in (("mixtral", ["--experts", "4", "--experts-used", "2"]),
                         ("qwen3moe", ["--experts", "6", "--experts-used", "2", "--expert-hidden", "8",
@@ -336,6 +352,7 @@ def main():
         check_trace(folders[0])
         check_decode_bytes(folders[0])
         check_diff(folders[0])
+        check_show(folders[0])
         check_make_model(tmp)
     return check.summary("moe check")
 

@@ -31,6 +31,9 @@ typedef struct {
     int step;    /* > 0: the step'th draw; else by pos */
     int draws;   /* sample events read so far */
     int repeats; /* by pos: further logits or sample events at the same pos */
+    /* owned arrays of routing events (a mixture of experts): those of the
+     * passes so far (by step: since the last forward event), and the step's */
+    cJSON *pending_routing, *routing;
 } Step;
 
 static void remember_piece(Step *s, const cJSON *id_json, const cJSON *piece) {
@@ -93,6 +96,21 @@ static bool take_by_step(Step *s, cJSON *e, bool is_logits, int pos, bool *kept)
     if (s->last_logits != NULL && int_or_minus1(s->last_logits, "pos") == pos)
         s->logits = s->last_logits, s->last_logits = NULL;
     s->forward = s->last_forward, s->last_forward = NULL;
+    s->routing = s->pending_routing, s->pending_routing = NULL;
+    return true;
+}
+
+/* A routing event: kept for the step (by pos: at the pos; by step: with
+ * the pass it belongs to, sorted out by pos when shown). */
+static bool take_routing(Step *s, cJSON *e, bool *kept) {
+    int pos = int_or_minus1(e, "pos");
+    if (pos < 0 || (s->step <= 0 && pos != s->pos) || (s->step > 0 && s->sample != NULL))
+        return true;
+    cJSON **list = s->step > 0 ? &s->pending_routing : &s->routing;
+    if (*list == NULL) *list = cJSON_CreateArray();
+    if (*list == NULL || cJSON_GetArraySize(*list) >= 4096) return *list != NULL;
+    cJSON_AddItemToArray(*list, e);
+    *kept = true;
     return true;
 }
 
@@ -112,7 +130,11 @@ static bool take_event(Step *s, cJSON *e, const char *name, const char *path, lo
     } else if (strcmp(name, "token") == 0) {
         remember_piece(s, cJSON_GetObjectItemCaseSensitive(e, "token"),
                        cJSON_GetObjectItemCaseSensitive(e, "piece"));
+    } else if (strcmp(name, "routing") == 0) {
+        return take_routing(s, e, kept) || step_fail(err, "out of memory");
     } else if (strcmp(name, "forward") == 0) {
+        if (s->step > 0 && s->sample == NULL) /* a new pass: its routing from here */
+            cJSON_Delete(s->pending_routing), s->pending_routing = NULL;
         if (!json_int_field(e, "pos", 0, SHOW_MAX_POS, &pos) ||
             !json_int_field(e, "n_tokens", 1, SHOW_MAX_POS, &n))
             return step_fail(err, "trace %s:%ld: a forward event needs whole pos and n_tokens",
@@ -407,7 +429,30 @@ static void step_free(Step *s) {
     free(s->pieces);
     cJSON_Delete(s->run), cJSON_Delete(s->logits), cJSON_Delete(s->sample);
     cJSON_Delete(s->forward), cJSON_Delete(s->last_logits), cJSON_Delete(s->last_forward);
-    cJSON_Delete(s->nth_logits);
+    cJSON_Delete(s->nth_logits), cJSON_Delete(s->pending_routing), cJSON_Delete(s->routing);
+}
+
+/* A mixture of experts: each MoE layer's choice at the step's position,
+ * the experts with their weights, most probable first. */
+static void print_routing(FILE *out, const Step *s) {
+    const cJSON *e;
+    bool any = false;
+    cJSON_ArrayForEach(e, s->routing) {
+        const cJSON *experts = cJSON_GetObjectItemCaseSensitive(e, "experts");
+        const cJSON *weights = cJSON_GetObjectItemCaseSensitive(e, "weights");
+        int layer = int_or_minus1(e, "layer");
+        if (int_or_minus1(e, "pos") != s->pos || layer < 0 || !cJSON_IsArray(experts)) continue;
+        if (!any)
+            fputs("\nrouting (a mixture of experts): the experts each layer chose, weights\n", out);
+        any = true;
+        fprintf(out, "  layer %3d:", layer);
+        const cJSON *x = experts->child, *w = cJSON_IsArray(weights) ? weights->child : NULL;
+        for (int j = 0; x != NULL && j < 16; j++, x = x->next, w = w ? w->next : NULL)
+            if (cJSON_IsNumber(x))
+                fprintf(out, "%s expert %d (%.3f)", j ? "," : "", x->valueint,
+                        cJSON_IsNumber(w) ? w->valuedouble : NAN);
+        fputc('\n', out);
+    }
 }
 
 /* Read the trace and find the step; err names what is missing. */
@@ -481,6 +526,7 @@ bool trace_show_step(const char *path, TraceStepAt at, const Tokenizer *tok, int
         if (s.sample != NULL && n_shown > 0) print_temperatures(out, &s, tok, shown, n_shown);
         fputc('\n', out);
         if (s.sample != NULL) print_sampler(out, &s, tok);
+        print_routing(out, &s);
         int bytes =
             int_or(cJSON_GetObjectItemCaseSensitive(s.run, "kv_cache"), "bytes_per_token", -1);
         if (bytes >= 0)
