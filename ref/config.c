@@ -171,13 +171,15 @@ static bool arch_numbers_valid(const Config *c, const char *what, StepError *err
 }
 
 const char *config_family(const Config *c) {
-    return c->position == POS_LEARNED    ? "gpt2"
-           : c->post_norms && c->qk_norm ? "gemma3"
-           : c->post_norms               ? "gemma2"
-           : c->fused_files              ? "phi3"
-           : c->qk_norm                  ? "qwen3"
-           : c->qkv_bias                 ? "qwen2"
-                                         : "llama";
+    return c->n_experts > 0 && c->qk_norm ? "qwen3moe"
+           : c->n_experts > 0             ? "mixtral"
+           : c->position == POS_LEARNED   ? "gpt2"
+           : c->post_norms && c->qk_norm  ? "gemma3"
+           : c->post_norms                ? "gemma2"
+           : c->fused_files               ? "phi3"
+           : c->qk_norm                   ? "qwen3"
+           : c->qkv_bias                  ? "qwen2"
+                                          : "llama";
 }
 
 int config_kv_dim(const Config *c) {

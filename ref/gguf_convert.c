@@ -75,6 +75,12 @@ static void write_config(GgufMetadata *meta, const Config *c, const char *arch) 
         gguf_meta_string(meta, key, "linear");
         arch_f32(meta, arch, "rope.scaling.factor", c->rope_scaling.factor);
     }
+    if (c->n_experts > 0) { /* a mixture of experts, as llama.cpp's converter names it */
+        arch_u32(meta, arch, "expert_count", c->n_experts);
+        arch_u32(meta, arch, "expert_used_count", c->n_experts_used);
+        if (strcmp(arch, "qwen3moe") == 0) /* llama's (Mixtral's): feed_forward_length wide */
+            arch_u32(meta, arch, "expert_feed_forward_length", c->expert_hidden_dim);
+    }
     if (c->rope_scaling.type == ROPE_SCALING_LONGROPE) { /* Phi-3's, as llama.cpp's converter */
         arch_u32(meta, arch, "rope.scaling.original_context_length",
                  c->rope_scaling.original_context);
@@ -171,6 +177,35 @@ static GgufOutTensor out_tensor(const char *name, const float *values, size_t ro
     return t;
 }
 
+/* Layer l's router and experts as llama.cpp holds them (an MoE layer):
+ * ffn_gate_inp [E, dim], and the experts stacked, ffn_gate_exps and
+ * ffn_up_exps [E, hidden, dim], ffn_down_exps [E, dim, hidden]. Returns
+ * how many. */
+static int list_experts(const Model *m, int l, GgufOutType type, GgufOutTensor *out,
+                        GgufSaveReport *r) {
+    const Config *c = &m->config;
+    if (!config_layer_moe(c, l)) return 0;
+    const Weights *w = &m->weights;
+    size_t E = (size_t)c->n_experts, d = (size_t)c->dim, eh = (size_t)c->expert_hidden_dim;
+    size_t slot = (size_t)config_moe_slot(c, l);
+    const struct {
+        const char *name;
+        const float *values;
+        size_t rows, cols;
+    } parts[] = {{"ffn_gate_inp.weight", w->router + slot * E * d, E, d},
+                 {"ffn_gate_exps.weight", w->expert_w1 + slot * E * eh * d, eh, d},
+                 {"ffn_down_exps.weight", w->expert_w2 + slot * E * d * eh, d, eh},
+                 {"ffn_up_exps.weight", w->expert_w3 + slot * E * eh * d, eh, d}};
+    for (int i = 0; i < 4; i++) {
+        char name[64];
+        snprintf(name, sizeof name, "blk.%d.%s", l, parts[i].name);
+        out[i] = out_tensor(name, parts[i].values, parts[i].rows, parts[i].cols,
+                            i == 0 ? GGUF_OUT_F32 : type, r);
+        out[i].planes = i == 0 ? 0 : E; /* the experts: one plane each */
+    }
+    return 4;
+}
+
 /* Every tensor of m under its GGUF name; returns how many. */
 
 /* fused (not NULL: Phi-3's, [n_layers, q_dim + 2 kv_dim + 2 hidden, dim],
@@ -210,6 +245,7 @@ static int list_tensors(const Model *m, GgufOutType type, RowOrder rotated, cons
             *t = out_tensor(name, parts[i].view, parts[i].rows, parts[i].cols, type, r);
             if (parts[i].heads > 0) t->order = rotated, t->head_dim = config_head_dim(c);
         }
+        n += list_experts(m, l, type, out + n, r);
         if (fused == NULL) continue;
         float *buf = fused + (size_t)l * per_layer;
         hf_fuse_layer(m, l, rotated, buf);
@@ -299,6 +335,13 @@ bool gguf_model_save(const Model *m, const Tokenizer *tok, GgufOutType type, con
     if (!model_check_finite(m, &why)) /* Q8_0 of a NaN is undefined, and F32 would copy it */
         return step_fail(err, "%s: not written: the model's %s", path, why.message);
     const char *arch = config_family(c); /* gpt2, gemma3, gemma2, phi3, qwen3, qwen2 or llama */
+    if (strcmp(arch, "mixtral") == 0) arch = "llama"; /* llama.cpp's llama with experts */
+    if (c->n_experts > 0 && strcmp(arch, "qwen3moe") == 0 &&
+        (!c->expert_norm_topk || config_dense_layers(c) > 0))
+        return step_fail(err,
+                         "%s: llama.cpp's qwen3moe renormalises the k weights and has no dense "
+                         "layers; this model %s",
+                         path, !c->expert_norm_topk ? "does not renormalise" : "has dense layers");
     report->arch = arch;
     /* llama.cpp's llama keeps interleaved pairs; its qwen, Hugging Face's halves */
     RopeLayout wanted = strcmp(arch, "llama") == 0 ? ROPE_INTERLEAVED : ROPE_HALVES;
@@ -316,7 +359,7 @@ bool gguf_model_save(const Model *m, const Tokenizer *tok, GgufOutType type, con
     bool ok = tok == NULL || gguf_write_tokenizer(&meta, tok, err);
     float factors[ROPE_MAX_FACTORS];
     int n_factors = rope_factors(c, factors);
-    size_t max_tensors = 6 + (size_t)c->n_layers * HF_LAYER_TENSORS;
+    size_t max_tensors = 6 + (size_t)c->n_layers * (HF_LAYER_TENSORS + 4);
     GgufOutTensor *tensors = ok ? malloc(max_tensors * sizeof *tensors) : NULL;
     float *fused = NULL;
     if (ok && tensors == NULL) ok = step_fail(err, "%s: out of memory", path);

@@ -147,6 +147,17 @@ static bool read_config(const GgufFile *f, const char *arch, Config *c, StepErro
              step_fail(err, "%s: %s must be a whole number from 1", f->path, key);
         if (ok && window < (uint64_t)c->seq_len) c->seq_len = (int)window;
     }
+    snprintf(key, sizeof key, "%s.expert_count", arch); /* a mixture of experts */
+    if (ok && gguf_find_kv(f, key) != NULL) {
+        ok = arch_uint(f, arch, "expert_count", &c->n_experts, err) &&
+             arch_uint(f, arch, "expert_used_count", &c->n_experts_used, err);
+        c->expert_hidden_dim = c->hidden_dim; /* llama's (Mixtral's) */
+        if (ok && strcmp(arch, "qwen3moe") == 0)
+            ok = arch_uint(f, arch, "expert_feed_forward_length", &c->expert_hidden_dim, err);
+        c->expert_norm_topk = true; /* llama.cpp renormalises both */
+        c->moe_step = 1;
+    }
+    if (strcmp(arch, "qwen3moe") == 0) c->qk_norm = true;
     if (strcmp(arch, "gpt2") == 0) { /* GPT-2's block (config.h) */
         c->norm = NORM_LAYER, c->mlp = MLP_GELU, c->position = POS_LEARNED;
         c->qkv_bias = true, c->proj_bias = true;
@@ -335,6 +346,40 @@ static bool take_layer(Model *m, const GgufFile *f, int l, bool halves, bool fus
     return true;
 }
 
+/* Layer l's router and experts (an MoE layer), as llama.cpp holds them:
+ * ffn_gate_inp [E, dim] and the stacked ffn_gate_exps, ffn_up_exps [E,
+ * hidden, dim] and ffn_down_exps [E, dim, hidden] (ne reversed), each
+ * widened into float32 storage whole. */
+static bool take_experts(Model *m, const GgufFile *f, int l, StepError *err) {
+    const Config *c = &m->config;
+    if (!config_layer_moe(c, l)) return true;
+    const Weights *w = &m->weights;
+    uint64_t E = (uint64_t)c->n_experts, d = (uint64_t)c->dim, eh = (uint64_t)c->expert_hidden_dim;
+    uint64_t slot = (uint64_t)config_moe_slot(c, l);
+    char name[128];
+    snprintf(name, sizeof name, "blk.%d.ffn_gate_inp.weight", l);
+    if (!take(f, name, E, d, model_weight_slot(m, w->router + slot * E * d), err)) return false;
+    const struct {
+        const char *name;
+        const float *view;
+        uint64_t rows, cols;
+    } parts[] = {{"ffn_gate_exps.weight", w->expert_w1 + slot * E * eh * d, eh, d},
+                 {"ffn_down_exps.weight", w->expert_w2 + slot * E * d * eh, d, eh},
+                 {"ffn_up_exps.weight", w->expert_w3 + slot * E * eh * d, eh, d}};
+    for (int i = 0; i < 3; i++) {
+        snprintf(name, sizeof name, "blk.%d.%s", l, parts[i].name);
+        GgufTensor *t = gguf_find_tensor(f, name);
+        if (t == NULL || t->n_dims != 3 || t->ne[0] != parts[i].cols || t->ne[1] != parts[i].rows ||
+            t->ne[2] != E)
+            return step_fail(err, "%s: tensor %s is missing or not [%llu experts, %llu, %llu]",
+                             f->path, name, (unsigned long long)E,
+                             (unsigned long long)parts[i].rows, (unsigned long long)parts[i].cols);
+        gguf_to_f32(t, model_weight_slot(m, parts[i].view));
+        t->used = 1;
+    }
+    return true;
+}
+
 /* GPT-2's tensors as llama.cpp's converter writes them (Conv1D weights
  * already transposed to [out, in]; q, k and v one attn_qkv of [3 dim, dim]
  * rows), into float32 storage: q's, k's and v's rows and biases split. */
@@ -390,8 +435,8 @@ bool gguf_model_load(Model *m, Tokenizer *tok, const char *path, WeightsMode mod
     GgufFile f;
     if (!gguf_open(&f, path, err)) return false;
     char *arch = gguf_get_string(&f, "general.architecture");
-    static const char *const known[] = {"llama", "qwen2",  "qwen3", "gpt2",
-                                        "phi3",  "gemma2", "gemma3"};
+    static const char *const known[] = {"llama", "qwen2",  "qwen3",  "gpt2",
+                                        "phi3",  "gemma2", "gemma3", "qwen3moe"};
     bool ok = false;
     for (size_t i = 0; arch != NULL && i < sizeof known / sizeof known[0]; i++)
         ok |= strcmp(arch, known[i]) == 0;
@@ -403,7 +448,7 @@ bool gguf_model_load(Model *m, Tokenizer *tok, const char *path, WeightsMode mod
     else if (!ok)
         step_fail(err,
                   "%s: general.architecture %.40s is not supported (llama, qwen2, qwen3, gpt2, "
-                  "phi3, gemma2, gemma3)",
+                  "phi3, gemma2, gemma3, qwen3moe)",
                   path, arch ? arch : "(none)");
     ok = ok && read_config(&f, arch, &m->config, err);
     if (ok && gguf_find_tensor(&f, "rope_freqs.weight") != NULL)
@@ -431,7 +476,8 @@ bool gguf_model_load(Model *m, Tokenizer *tok, const char *path, WeightsMode mod
      * otherwise they are interleaved as read */
     bool halves = ok && strcmp(arch, "llama") != 0;
     if (halves && m->config.rope_dims > 0) m->config.rope_layout = ROPE_HALVES, halves = false;
-    bool stored = mode == WEIGHTS_STORED && !gpt2; /* GPT-2's fused qkv is split into float32 */
+    /* GPT-2's fused qkv is split into float32, and experts are run as float32 (moe.h) */
+    bool stored = mode == WEIGHTS_STORED && !gpt2 && m->config.n_experts == 0;
     ok = ok && (stored ? model_alloc_vectors(m, err) : model_alloc_storage(m, path, err));
     if (ok) {
         const Config *c = &m->config;
@@ -441,7 +487,8 @@ bool gguf_model_load(Model *m, Tokenizer *tok, const char *path, WeightsMode mod
                            model_weight_slot(m, m->weights.token_embedding), err);
         if (gpt2) ok = ok && take_gpt2(m, &f, err);
         for (int l = 0; ok && !gpt2 && l < c->n_layers; l++) {
-            ok = take_layer(m, &f, l, halves, strcmp(arch, "phi3") == 0, err);
+            ok = take_layer(m, &f, l, halves, strcmp(arch, "phi3") == 0, err) &&
+                 take_experts(m, &f, l, err);
             progress_report(m->progress, "reading the weights (layers)", (uint64_t)l + 1,
                             (uint64_t)c->n_layers);
         }

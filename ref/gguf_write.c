@@ -106,8 +106,13 @@ static uint64_t row_bytes(const GgufOutTensor *t) {
     return t->cols * (t->type == GGML_F16 ? 2 : 4);
 }
 
+/* Rows of t's data: a vector's one, a plane's rows in every plane. */
+static uint64_t all_rows(const GgufOutTensor *t) {
+    return t->rows == 0 ? 1 : t->rows * (t->planes > 1 ? t->planes : 1);
+}
+
 static uint64_t data_bytes(const GgufOutTensor *t) {
-    return t->rows == 0 ? row_bytes(t) : t->rows * row_bytes(t);
+    return all_rows(t) * row_bytes(t);
 }
 
 static uint64_t aligned(uint64_t n) {
@@ -138,7 +143,7 @@ static bool write_data(FILE *f, const GgufOutTensor *t, unsigned char *row_buf, 
         encode_row(t, gather, t->cols, row_buf);
         return fwrite(row_buf, 1, row_bytes(t), f) == row_bytes(t);
     }
-    for (uint64_t r = 0; r < t->rows; r++) {
+    for (uint64_t r = 0; r < all_rows(t); r++) {
         const float *src = t->values + rope_source_row(r, t->head_dim, t->order) * t->cols;
         encode_row(t, src, t->cols, row_buf);
         if (fwrite(row_buf, 1, row_bytes(t), f) != row_bytes(t)) return false;
@@ -163,9 +168,11 @@ bool gguf_write_file(const char *path, const GgufMetadata *meta, const GgufOutTe
     for (int i = 0; i < n; i++) {
         bool vector = t[i].rows == 0;
         put_string(&head, t[i].name);
-        put_le(&head, vector ? 1 : 2, 4);
+        bool cube = !vector && t[i].planes > 1;
+        put_le(&head, vector ? 1 : cube ? 3 : 2, 4);
         put_le(&head, t[i].cols, 8); /* ne[0]: the row length */
         if (!vector) put_le(&head, t[i].rows, 8);
+        if (cube) put_le(&head, t[i].planes, 8);
         put_le(&head, t[i].type, 4);
         put_le(&head, offset, 8);
         offset = aligned(offset + data_bytes(&t[i]));

@@ -38,6 +38,8 @@ typedef struct {
     char name[64];
     const float *values;
     uint64_t rows, cols;
+    uint64_t planes; /* > 1: a 3-D tensor, planes x rows x cols (ne[2] = planes), its values
+                        planes · rows rows in a row (a mixture's experts); 0 or 1: 2-D */
     uint32_t type;
     RowOrder order;
     int head_dim; /* for order */

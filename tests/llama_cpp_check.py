@@ -7,7 +7,8 @@ tests/llama_cpp_engine.mjs drives it. On llama.cpp's own stories260K.gguf
 and on GGUF files `stepwise convert` writes (llama from stories260K.bin,
 Hugging Face folders of the llama, qwen2 and qwen3 architectures with the
 real Llama 3 and Qwen3 tokenizers, and phi3 folders, their projections fused,
-one with a partial RoPE and one with longrope, with Llama 2's tokenizer.bin), over fixed ids,
+one with a partial RoPE and one with longrope, and Mixtral and Qwen3-MoE
+folders, with Llama 2's tokenizer.bin), over fixed ids,
 teacher-forced:
 
   (a) with a float32 KV cache and flash attention off, llama.cpp's logits
@@ -165,6 +166,17 @@ def models(tmp):
     run_stepwise(BIN, "convert", "--model", folder, "--tokenizer", os.path.join(MODELS, "tokenizer.bin"),
                  "--out", path)
     yield "phi3 folder with longrope (long factors past an original context of 8) converted by stepwise", path, None
+    # a mixture of experts: Mixtral as llama.cpp's llama with experts, and Qwen3-MoE, with Llama
+    # 2's tokenizer.bin; llama.cpp routes and mixes them itself
+    for arch, extra in (("mixtral", ["--experts", "4"]),
+                        ("qwen3moe", ["--experts", "6", "--expert-hidden", "32", "--head-dim", "16"])):
+        folder, path = os.path.join(tmp, arch), os.path.join(tmp, arch + ".gguf")
+        run_stepwise(BIN, "make-model", "--format", "hf", "--arch", arch, "--dim", "64", "--hidden", "96",
+                     "--layers", "2", "--heads", "4", "--kv-heads", "2", "--vocab", "32000", "--seq-len", "64",
+                     "--out", folder, *extra)
+        run_stepwise(BIN, "convert", "--model", folder, "--tokenizer", os.path.join(MODELS, "tokenizer.bin"),
+                     "--out", path)
+        yield f"{arch} folder (experts, 2 a token) converted by stepwise", path, None
 
 
 def check_gpt2(tmp, texts, lines):

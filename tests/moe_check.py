@@ -328,6 +328,29 @@ def check_show(folder):
     check(got == want and len(want) == 3, f"trace show prints position 4's routing table ({got[:1]}...)")
 
 
+def check_convert(folders, tmp):
+    """convert writes Mixtral as llama.cpp's llama with experts and Qwen3-MoE
+    as its qwen3moe (ffn_gate_inp, ffn_*_exps stacked [E, ...], the
+    expert_count keys), and each file gives its folder's logits and routing
+    bit for bit; llama.cpp's qwen3moe has no dense layers: refused by name."""
+    from gguf_read import read_gguf
+    for folder, arch in ((folders[1], "llama"), (folders[2], "qwen3moe")):
+        gguf = os.path.join(tmp, os.path.basename(folder) + ".gguf")
+        run_stepwise(BIN, "convert", "--model", folder, "--tokenizer", TINY, "--out", gguf)
+        meta, tensors = read_gguf(gguf)
+        exps = tensors.get("blk.0.ffn_gate_exps.weight")
+        named = (meta.get("general.architecture") == arch and meta.get(arch + ".expert_count", 0) > 0
+                 and meta.get(arch + ".expert_used_count", 0) > 0 and exps is not None and len(exps[1]) == 3
+                 and "blk.0.ffn_gate_inp.weight" in tensors)
+        a, b = engine_routes(folder, TOKENS), engine_routes(gguf, TOKENS)
+        check(named and np.array_equal(a[0], b[0]) and a[1] == b[1],
+              f"convert {os.path.basename(folder)}: GGUF {arch} with llama.cpp's expert tensors and keys; the "
+              f"same logits and routing bit for bit")
+    r = run_stepwise(BIN, "convert", "--model", folders[4], "--tokenizer", TINY, "--out",
+                     os.path.join(tmp, "dense.gguf"), expect=(2,))
+    check("has dense layers" in r.stderr, "convert refuses a Qwen3-MoE with dense layers, by name")
+
+
 def check_make_model(tmp):
     for arch, extra in (("mixtral", ["--experts", "4", "--experts-used", "2"]),
                         ("qwen3moe", ["--experts", "6", "--experts-used", "2", "--expert-hidden", "8",
@@ -353,6 +376,7 @@ def main():
         check_decode_bytes(folders[0])
         check_diff(folders[0])
         check_show(folders[0])
+        check_convert(folders, tmp)
         check_make_model(tmp)
     return check.summary("moe check")
 
