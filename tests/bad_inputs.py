@@ -787,6 +787,27 @@ def moe_cases():
             case("mixtral folder: --quant-activations int8",
                  ["score", "--model", good, "--tokens", "1,2", "--top-n", "0", "--quant-activations", "int8",
                   "--out", "{s.jsonl}"], 2, ["int8 activations through a mixture of experts"])
+    made, gguf = path("moe-made"), path("moe-made.gguf")  # GGUF: the expert counts against the tensors
+    subprocess.run([BIN, "make-model", "--format", "hf", "--arch", "mixtral", "--experts", "4", "--dim", "16",
+                    "--hidden", "24", "--layers", "2", "--heads", "4", "--vocab", "13", "--seq-len", "16",
+                    "--out", made], check=True, capture_output=True)
+    subprocess.run([BIN, "convert", "--model", made, "--tokenizer", TINY, "--out", gguf], check=True,
+                   capture_output=True)
+    blob = open(gguf, "rb").read()
+    key = b"llama.expert_count\x04\x00\x00\x00"
+    at = blob.index(key) + len(key)
+    used = b"llama.expert_used_count\x04\x00\x00\x00"
+    at_used = blob.index(used) + len(used)
+    for name, broken, words in (
+            ("expert_count 5 (the tensors hold 4)", blob[:at] + struct.pack("<I", 5) + blob[at + 4:],
+             "the file holds"),
+            ("expert_count 0", blob[:at] + struct.pack("<I", 0) + blob[at + 4:], "expert_count"),
+            ("expert_used_count 6 of 4", blob[:at_used] + struct.pack("<I", 6) + blob[at_used + 4:],
+             "1 <= k <= E"),
+            ("no ffn_up_exps in layer 1", blob.replace(b"blk.1.ffn_up_exps.weight", b"blk.1.ffn_up_expx.weight", 1),
+             "ffn_up_exps.weight is missing")):
+        case("gguf mixtral: " + name, ["score", "--model", "{m.gguf}", "--tokens", "1,2", "--top-n", "0",
+                                       "--out", "{s.jsonl}"], 2, [words], files={"m.gguf": broken})
     for extra, words in ((["--arch", "llama", "--experts", "4"], "need --arch mixtral or qwen3moe"),
                          (["--arch", "mixtral"], "needs --experts E"),
                          (["--arch", "mixtral", "--experts", "4", "--moe-step", "2"], "Qwen3-MoE's"),
