@@ -111,6 +111,57 @@ def check_gpt2(check, tmp):
               f"{name}: config.json matches the published config" + (f" except {wrong}" if wrong else ""))
 
 
+MOE_PUBLISHED = {  # their config.json, and the parameters their model cards give (total, active)
+    "mixtral-8x7b": ({"model_type": "mixtral", "hidden_size": 4096, "intermediate_size": 14336,
+                      "num_hidden_layers": 32, "num_attention_heads": 32, "num_key_value_heads": 8,
+                      "vocab_size": 32000, "max_position_embeddings": 32768, "rope_theta": 1000000,
+                      "rms_norm_eps": 1e-5, "tie_word_embeddings": False, "num_local_experts": 8,
+                      "num_experts_per_tok": 2}, 46702792704, 12879925248),
+    "qwen3-30b-a3b": ({"model_type": "qwen3_moe", "hidden_size": 2048, "intermediate_size": 6144,
+                       "moe_intermediate_size": 768, "num_hidden_layers": 48, "num_attention_heads": 32,
+                       "num_key_value_heads": 4, "head_dim": 128, "vocab_size": 151936,
+                       "max_position_embeddings": 40960, "rope_theta": 1000000, "rms_norm_eps": 1e-6,
+                       "tie_word_embeddings": False, "num_experts": 128, "num_experts_per_tok": 8,
+                       "norm_topk_prob": True, "decoder_sparse_step": 1, "mlp_only_layers": []},
+                      30532122624, 3353032704),
+}
+
+
+def moe_closed_form(c):
+    """(total, active): embedding and classifier, per layer attention (Qwen3's q/k norms), two norms, a
+    router and E experts of three matrices (k of them active), the final norm."""
+    d, L, V = c["hidden_size"], c["num_hidden_layers"], c["vocab_size"]
+    qwen = c["model_type"] == "qwen3_moe"
+    hd = c.get("head_dim", d // c["num_attention_heads"])
+    q, kv = c["num_attention_heads"] * hd, c["num_key_value_heads"] * hd
+    E = c["num_experts"] if qwen else c["num_local_experts"]
+    k, eh = c["num_experts_per_tok"], c["moe_intermediate_size"] if qwen else c["intermediate_size"]
+    layer = 2 * d * q + 2 * d * kv + 2 * d + (2 * hd if qwen else 0) + E * d
+    total = 2 * V * d + d + L * (layer + E * 3 * eh * d)
+    return total, total - L * (E - k) * 3 * eh * d
+
+
+def check_moe(check, tmp):
+    for name, (want, total, active) in MOE_PUBLISHED.items():
+        info = json.loads(run_stepwise(BIN, "inspect", "--preset", name, "--json", "--weight-dtype",
+                                       "bf16").stdout)["this_model"]
+        check((info["params"], info["active_params"]) == (total, active) == moe_closed_form(want)
+              and info["weight_bytes"] == 2 * total,
+              f"{name}: inspect --preset gives {total:,} parameters, {active:,} active a token "
+              f"({info['params']:,}, {info['active_params']:,}), {2 * total:,} bytes in bf16")
+        out = os.path.join(tmp, name)  # one layer, few experts: the other fields as published
+        run_stepwise(BIN, "make-model", "--preset", name, "--layers", "1", "--seq-len", "64", "--vocab", "512",
+                     "--experts", "4", "--experts-used", "2", "--dtype", "bf16", "--out", out)
+        with open(os.path.join(out, "config.json"), encoding="utf-8") as f:
+            got = json.load(f)
+        experts = "num_experts" if "num_experts" in want else "num_local_experts"
+        want = dict(want, num_hidden_layers=1, max_position_embeddings=64, vocab_size=512,
+                    num_experts_per_tok=2, **{experts: 4})
+        wrong = [k for k in want if not close(got.get(k), want[k])]
+        check(not wrong, f"{name}: config.json (1 layer, 4 experts) matches the published config"
+              + (f" except {', '.join(f'{k}={got.get(k)!r}' for k in wrong)}" if wrong else ""))
+
+
 def closed_form(c):
     """Parameters of a Llama-family shape: embedding (and classifier when untied), per layer q/k/v/o,
     three MLP matrices, two norms (Gemma's four; Qwen3's and Gemma 3's q/k norms), and the final norm."""
@@ -178,6 +229,7 @@ def main():
             check((r.returncode == 0) == ok and (ok or "use --format hf" in r.stderr),
                   f"{name} as a llama2.c checkpoint: {'written' if ok else 'refused, naming --format hf'}")
         check_gpt2(check, tmp)
+        check_moe(check, tmp)
         r = run_stepwise(BIN, "inspect", "--preset", "qwen3-0.6b", "--kv-dtype", "fp8", expect=(2,))
         check("--kv-dtype must be f32, bf16, f16 or int8" in r.stderr, "inspect --kv-dtype fp8 is refused by name")
         r = run_stepwise(BIN, "make-model", "--preset", "gpt-5", "--out", os.path.join(tmp, "x"), expect=(2,))

@@ -64,7 +64,9 @@ static const char MAKE_MODEL_USAGE[] =
     "                       tinyllama-1.1b (TinyLlama/TinyLlama-1.1B-Chat-v1.0), gpt2\n"
     "                       (openai-community/gpt2, 124M), gpt2-medium (355M), phi-3-mini-4k\n"
     "                       (microsoft/Phi-3-mini-4k-instruct), gemma-2-2b\n"
-    "                       (google/gemma-2-2b) or gemma-3-1b (google/gemma-3-1b-pt)\n"
+    "                       (google/gemma-2-2b), gemma-3-1b (google/gemma-3-1b-pt),\n"
+    "                       mixtral-8x7b (mistralai/Mixtral-8x7B-v0.1; 93 GB in bf16) or\n"
+    "                       qwen3-30b-a3b (Qwen/Qwen3-30B-A3B; 61 GB in bf16)\n"
     "A folder is written tensor by tensor, each drawn as it is written: no shape\n"
     "needs its weights in memory (but GPT-2's, whose Conv1D tensors are written\n"
     "transposed from the weights in memory).\n"
@@ -424,7 +426,7 @@ int cli_make_model(int argc, char **argv) {
         ok = step_fail(&err, "make-model: --arch %s needs --experts E",
                        folder.arch == HF_MIXTRAL ? "mixtral" : "qwen3moe");
     if (ok && folder.arch == HF_MIXTRAL &&
-        (c.moe_step > 0 || c.n_dense_layers > 0 || !c.expert_norm_topk ||
+        (c.moe_step > 1 || c.n_dense_layers > 0 || !c.expert_norm_topk ||
          (c.expert_hidden_dim > 0 && c.expert_hidden_dim != c.hidden_dim)))
         ok = step_fail(&err,
                        "make-model: Mixtral's experts are --hidden wide, every layer sparse and "

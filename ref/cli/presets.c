@@ -115,6 +115,40 @@ static const ModelPreset PRESETS[] = {
      .norm_eps = 1e-5f,
      .untied = true,
      .sliding_window = 2047},
+    {.name = "mixtral-8x7b",
+     .source = "mistralai/Mixtral-8x7B-v0.1",
+     .arch = HF_MIXTRAL,
+     .dim = 4096,
+     .hidden = 14336,
+     .layers = 32,
+     .heads = 32,
+     .kv_heads = 8,
+     .head_dim = 128,
+     .vocab = 32000,
+     .seq_len = 32768,
+     .rope_theta = 1000000.0f,
+     .norm_eps = 1e-5f,
+     .untied = true,
+     .experts = 8,
+     .experts_used = 2,
+     .expert_hidden = 14336},
+    {.name = "qwen3-30b-a3b",
+     .source = "Qwen/Qwen3-30B-A3B",
+     .arch = HF_QWEN3MOE,
+     .dim = 2048,
+     .hidden = 6144,
+     .layers = 48,
+     .heads = 32,
+     .kv_heads = 4,
+     .head_dim = 128,
+     .vocab = 151936,
+     .seq_len = 40960,
+     .rope_theta = 1000000.0f,
+     .norm_eps = 1e-6f,
+     .untied = true,
+     .experts = 128,
+     .experts_used = 8,
+     .expert_hidden = 768},
     {.name = "gemma-2-2b",
      .source = "google/gemma-2-2b",
      .arch = HF_GEMMA2,
@@ -156,11 +190,12 @@ static const ModelPreset PRESETS[] = {
 const ModelPreset *model_preset_find(const char *name, StepError *err) {
     for (int i = 0; i < N_PRESETS; i++)
         if (strcmp(PRESETS[i].name, name) == 0) return &PRESETS[i];
-    step_fail(
-        err,
-        "unknown --preset '%.64s' (smollm2-135m, qwen3-0.6b, llama-3.2-1b, "
-        "llama-3-8b, tinyllama-1.1b, gpt2, gpt2-medium, phi-3-mini-4k, gemma-2-2b, gemma-3-1b)",
-        name);
+    step_fail(err,
+              "unknown --preset '%.64s' (smollm2-135m, qwen3-0.6b, llama-3.2-1b, "
+              "llama-3-8b, tinyllama-1.1b, gpt2, gpt2-medium, phi-3-mini-4k, gemma-2-2b, "
+              "gemma-3-1b, mixtral-8x7b, "
+              "qwen3-30b-a3b)",
+              name);
     return NULL;
 }
 
@@ -180,6 +215,10 @@ void model_preset_apply(const ModelPreset *p, Config *c, bool *untied) {
     bool gemma = p->arch == HF_GEMMA2 || p->arch == HF_GEMMA3;
     for (int i = 0; gemma && i < 4; i++)
         if (*numbers[i] < 0) *numbers[i] = preset[i];
-    if (c->sliding_window < 0) c->sliding_window = p->sliding_window; /* Gemma's, Phi-3's */
+    if (c->sliding_window < 0) c->sliding_window = p->sliding_window;   /* Gemma's, Phi-3's */
+    if (p->experts > 0 && c->n_experts == 0) c->n_experts = p->experts; /* a mixture of experts */
+    if (p->experts > 0 && c->n_experts_used == 0) c->n_experts_used = p->experts_used;
+    if (p->experts > 0 && c->expert_hidden_dim == 0) c->expert_hidden_dim = p->expert_hidden;
+    if (p->experts > 0) c->expert_norm_topk = true, c->moe_step = c->moe_step > 0 ? c->moe_step : 1;
     if (gemma && c->sliding_pattern < 0) c->sliding_pattern = p->sliding_pattern;
 }

@@ -20,6 +20,8 @@ typedef struct {
     /* Gemma's (0: none; make-model's options given beside the preset win) */
     float query_scale, attn_softcap, final_softcap, rope_local_theta;
     int sliding_window, sliding_pattern;
+    /* a mixture of experts (0: dense), every layer sparse, renormalised */
+    int experts, experts_used, expert_hidden;
 } ModelPreset;
 
 /* The preset called name, or NULL (err names the known ones). */
