@@ -112,8 +112,10 @@ static uint64_t bill_weight_bytes(const Config *c, const Bill *b) {
  * float type (0 for int8: not run). */
 static uint64_t decode_weight_bytes(const Config *c, const Bill *b) {
     if (b->weights == DTYPE_INT8) return 0;
-    uint64_t rows = c->shared_classifier ? 0 : (uint64_t)(c->vocab_size - 1) * (uint64_t)c->dim;
-    return (config_active_param_count(c) - rows) * (b->weights == DTYPE_F32 ? 4u : 2u);
+    uint64_t d = (uint64_t)c->dim, params = config_active_param_count(c);
+    /* the classifier whole and one embedding row: tied, the row besides the shared matrix */
+    params = c->shared_classifier ? params + d : params - (uint64_t)(c->vocab_size - 1) * d;
+    return params * (b->weights == DTYPE_F32 ? 4u : 2u);
 }
 
 static uint64_t bill_kv_bytes_per_token(const Config *c, const Bill *b) {
