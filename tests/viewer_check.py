@@ -175,6 +175,13 @@ def main():
         pages["hostile"] = os.path.join(tmp, "view-hostile.html")
         run("view", hostile, hostile, "-o", pages["hostile"],
             "--tokenizer", os.path.join(MODELS, "tok512.bin"))
+        moe = os.path.join(tmp, "mixtral")  # a mixture of experts: its routing grid
+        run("make-model", "--format", "hf", "--arch", "mixtral", "--experts", "4", "--dim", "16", "--hidden",
+            "24", "--layers", "2", "--heads", "4", "--vocab", "512", "--seq-len", "32", "--out", moe)
+        traces["moe"] = os.path.join(tmp, "moe.jsonl")
+        run("score", "--model", moe, "--tokens", "1,5,9,3,12,11,4", "--top-n", "0", "--out", traces["moe"])
+        pages["moe"] = os.path.join(tmp, "view-moe.html")
+        run("view", traces["moe"], "-o", pages["moe"])
         pages["example"] = os.path.join(tmp, "view-example.html")
         run("view", "--example", "-o", pages["example"])
         shots = ("stories", "compare", "example")  # the ones docs/ may show
@@ -214,6 +221,12 @@ def main():
         notes = results["tokens"]["notes"] if results["tokens"] else []
         check(any("--trace-level logits" in n for n in notes),
               "a tokens-level trace says which flag adds the logits")
+        routed = [e for e in events(traces["moe"]) if e["event"] == "routing" and e["layer"] == 0]
+        cells = sum(len(e["experts"]) for e in routed)
+        others = [n for n, r in results.items() if r and r.get("routing_cells") and n != "moe"]
+        check(results["moe"] and results["moe"]["routing_cells"] == cells == 7 * 2 and not others,
+              f"a mixture's page draws layer 0's routing grid, one cell a chosen expert ({cells}); "
+              f"no other page draws one")
         check_steps(pages["stories"], traces["stories"], results)
     made = [os.path.join(SHOTS, f"view-{n}.png") for n in shots]
     check(all(os.path.exists(p) and os.path.getsize(p) > 10000 for p in made),

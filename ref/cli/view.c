@@ -41,8 +41,9 @@ static const char VIEW_USAGE[] =
 /* The events the page draws; the rest (KV rows, most activations, merges)
  * would only make it heavy. */
 static bool wanted(const char *name, const cJSON *e) {
-    static const char *const keep[] = {"run",    "tokenize", "chat", "token", "forward",
-                                       "logits", "sample",   "done", "error", "context"};
+    static const char *const keep[] = {"run",     "tokenize", "chat",   "token",
+                                       "forward", "logits",   "sample", "done",
+                                       "error",   "context",  "routing"};
     for (size_t i = 0; i < sizeof keep / sizeof keep[0]; i++)
         if (strcmp(name, keep[i]) == 0) return true;
     const char *hook = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(e, "hook"));
