@@ -18,8 +18,8 @@
 
 #include <stdbool.h>
 
-#include "forward.h"
 #include "model.h"
+#include "run_state.h"
 
 /* One token's routing: probs [E] = softmax(logits [E]); experts [k] and
  * weights [k] as above. */
