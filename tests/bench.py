@@ -1,4 +1,10 @@
 #!/usr/bin/python3
+
+A mixture of experts against a dense model of its active size (moe_table):
+8 experts 768 wide, 2 a token, and a dense MLP 1,536 wide on the 15M
+shape's attention: the weights each holds, the bytes a decode step reads
+(inspect), and decode tokens/s on the plain kernel the experts run on
+(docs/moe.md keeps a run's table).
 """make bench: stepwise's speed, measured (docs/performance.md).
 
 Single thread, median of RUNS runs (TRACE_RUNS pairs for the trace's cost) with the min and max beside it, timed
