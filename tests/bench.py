@@ -1,10 +1,4 @@
 #!/usr/bin/python3
-
-A mixture of experts against a dense model of its active size (moe_table):
-8 experts 768 wide, 2 a token, and a dense MLP 1,536 wide on the 15M
-shape's attention: the weights each holds, the bytes a decode step reads
-(inspect), and decode tokens/s on the plain kernel the experts run on
-(docs/moe.md keeps a run's table).
 """make bench: stepwise's speed, measured (docs/performance.md).
 
 Single thread, median of RUNS runs (TRACE_RUNS pairs for the trace's cost) with the min and max beside it, timed
@@ -36,6 +30,13 @@ And when `make llama-cpp-peer` has installed it, a real llama.cpp as the peer
 as a GGUF F32 file (stepwise convert), one thread each, a 100-token prompt
 then 128 greedy tokens, float32 KV cache, RUNS rounds interleaved, medians,
 and stepwise's over llama.cpp's.
+
+A mixture of experts against a dense model of its active size (moe_table):
+8 experts 768 wide, 2 a token, and a dense MLP 1,536 wide on the 15M
+shape's attention: the weights each holds, the bytes a decode step reads
+(inspect), and decode tokens/s on the plain kernel the experts run on
+(docs/moe.md keeps a run's table).
+
 A benchmark, not a test: nothing is asserted.
 """
 import json
