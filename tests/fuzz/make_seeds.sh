@@ -99,7 +99,18 @@ acts = b"".join(json.dumps(e).encode() + b"\n" for e in [
     {"event": "activation", "hook": "blocks.0.attn.q", "pos": 0, "token": 1, "data": [1, 2, 3, 4]},
     {"event": "activation", "hook": "result_output", "pos": 0, "token": 1, "data": [1, 2, 3, 4]},
     {"event": "logits", "pos": 1, "token": 2, "logits": [1, 2, 3, 4]}])
-for name, mode, ref, cand in [("traces", 0, score, score), ("two-traces", 4, score, sampled),
+# a mixture of experts' routing events, one token's experts swapped in the candidate
+def routed(swap):
+    events = [{"event": "run", "mode": "score", "model": {"head_dim": 2}}]
+    for pos in range(3):
+        for layer in range(2):
+            experts = [1, 3] if (swap and pos == 1 and layer == 1) else [1, 2]
+            events.append({"event": "routing", "layer": layer, "pos": pos, "token": pos + 1,
+                           "experts": experts, "weights": [0.6, 0.4], "probs": [0.5, 0.3]})
+        events.append({"event": "logits", "pos": pos, "token": pos + 1, "logits": [1, 2, 3, 4]})
+    return b"".join(json.dumps(e).encode() + b"\n" for e in events)
+for name, mode, ref, cand in [("routing", 0, routed(False), routed(True)),
+                              ("traces", 0, score, score), ("two-traces", 4, score, sampled),
                               ("raw", 3, raw, raw2), ("mixed", 1, raw, score),
                               ("npy", 2 | 16, score, npy_side), ("npy-both", 1 | 2 | 8 | 16, npy_side, npy_side),
                               ("names", 64, acts, acts), ("forced", 32, score, sampled)]:
