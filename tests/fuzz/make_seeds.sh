@@ -205,6 +205,14 @@ for a in gemma2 gemma3; do
       --vocab 13 --seq-len 8 --sliding-window 3 --out "$tmp/$a" 2> /dev/null
   "$S" convert --model "$tmp/$a" --tokenizer data/tiny-model.json --out "$C/gguf/$a.gguf" 2> /dev/null
 done
+# a mixture of experts: Mixtral as llama with stacked experts, and qwen3moe
+"$S" make-model --format hf --arch mixtral --experts 3 --dim 8 --hidden 8 --layers 2 --heads 2 \
+    --vocab 13 --seq-len 8 --out "$tmp/mixtral" 2> /dev/null
+"$S" make-model --format hf --arch qwen3moe --experts 3 --expert-hidden 4 --head-dim 4 --dim 8 \
+    --hidden 8 --layers 2 --heads 2 --vocab 13 --seq-len 8 --out "$tmp/qwen3moe" 2> /dev/null
+for a in mixtral qwen3moe; do
+  "$S" convert --model "$tmp/$a" --tokenizer data/tiny-model.json --out "$C/gguf/$a.gguf" 2> /dev/null
+done
 
 # tokenizer.json: [2-byte length][text][2-byte length][tokenizer_config.json][tokenizer.json],
 # one of each supported form, written to the format by tests/tokenizer_json_write.py
