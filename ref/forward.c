@@ -21,18 +21,17 @@ static void count_matmul(WorkCount *w, int T, int C, int OC, uint64_t bytes) {
     w->weight_bytes += bytes;
 }
 
-/* Attention of T queries from pos0 in layer l: query t scores pos0 + t + 1
- * positions in each head and mixes the values of those its window keeps
- * (head_dim multiply-adds each), reading as many K and V rows. */
+/* Attention of T queries from pos0 in layer l: query t scores and mixes
+ * the positions its window keeps (pos0 + t + 1 of them without a window),
+ * head_dim multiply-adds each, reading as many K and V rows. */
 static void count_attention(WorkCount *w, const Config *c, int l, int T, int pos0,
                             uint64_t row_bytes) {
     uint64_t per_row = (uint64_t)c->n_heads * (uint64_t)config_head_dim(c);
     for (int t = 0; t < T; t++) {
         int pos = pos0 + t;
-        uint64_t scored = (uint64_t)(pos + 1),
-                 mixed = (uint64_t)(pos + 1 - config_first_seen(c, l, pos));
-        w->macs += (scored + mixed) * per_row;
-        w->kv_bytes_read += (scored + mixed) * row_bytes;
+        uint64_t seen = (uint64_t)(pos + 1 - config_first_seen(c, l, pos));
+        w->macs += seen * per_row * 2u;
+        w->kv_bytes_read += seen * row_bytes * 2u;
     }
 }
 
@@ -620,15 +619,19 @@ uint64_t forward_body_macs(const Config *c, int T, int pos0) {
     uint64_t dense = (uint64_t)config_dense_layers(c); /* the others' MLP is experts (moe.h) */
     uint64_t per_token = L * (d * qd + 2u * d * kv + qd * d) + dense * mlp * d * h +
                          (L - dense) * (uint64_t)moe_token_macs(c);
-    /* attention: query t scores pos0 + t + 1 positions, and
-     * Σ_{t<T} (pos0 + t + 1) = T·pos0 + T(T+1)/2; it mixes as many values,
-     * or on a sliding layer those in its window, counted one by one */
-    uint64_t seen = (uint64_t)T * (uint64_t)pos0 + (uint64_t)T * (uint64_t)(T + 1) / 2u;
-    uint64_t mixed = 0;
-    for (int l = 0; l < c->n_layers; l++)
+    /* attention: query t scores and mixes the pos0 + t + 1 positions it
+     * sees, Σ_{t<T} (pos0 + t + 1) = T·pos0 + T(T+1)/2, or on a sliding
+     * layer those in its window, counted one by one */
+    uint64_t seen = 0;
+    for (int l = 0; l < c->n_layers; l++) {
+        if (!config_layer_slides(c, l)) {
+            seen += (uint64_t)T * (uint64_t)pos0 + (uint64_t)T * (uint64_t)(T + 1) / 2u;
+            continue;
+        }
         for (int t = 0; t < T; t++)
-            mixed += (uint64_t)(pos0 + t + 1 - config_first_seen(c, l, pos0 + t));
-    return per_token * (uint64_t)T + (L * seen + mixed) * (uint64_t)c->n_heads * config_head_dim(c);
+            seen += (uint64_t)(pos0 + t + 1 - config_first_seen(c, l, pos0 + t));
+    }
+    return per_token * (uint64_t)T + seen * (uint64_t)c->n_heads * config_head_dim(c) * 2u;
 }
 
 const float *forward_tokens(const Model *m, RunState *s, const int *tokens, int T, int pos0,

@@ -229,13 +229,18 @@ static void attention_query_head(float *out, const float *q, const float *key_ca
     float div = sqrtf(a->query_scale);
     const float *qh = q + (size_t)t * dim + (size_t)h * head_dim;
     int kv_off = (h / group) * head_dim;
+    /* the positions the window drops are scored only for a hook that shows
+     * them; the others' scores are the same sums either way */
+    bool shown = site != NULL && hook_wanted(site->obs, HOOK_ATTN_SCORES, site->layer, pos);
+    int from = shown ? 0 : first;
+    const float *keys = key_cache + (size_t)from * kv_dim;
     if (kt != NULL)
-        head_scores_kt(scores, qh, kt, kt_n, pos, head_dim, div);
+        head_scores_kt(scores + from, qh, kt + from, kt_n, pos - from, head_dim, div);
     else if (four_at_once)
-        head_scores4(scores, qh, key_cache, pos, kv_dim, kv_off, head_dim, div);
+        head_scores4(scores + from, qh, keys, pos - from, kv_dim, kv_off, head_dim, div);
     else
-        head_scores(scores, qh, key_cache, pos, kv_dim, kv_off, head_dim, div);
-    if (a->softcap > 0) softcap_forward(scores, pos + 1, a->softcap);
+        head_scores(scores + from, qh, keys, pos - from, kv_dim, kv_off, head_dim, div);
+    if (a->softcap > 0) softcap_forward(scores + from, pos + 1 - from, a->softcap);
     emit_head(site, HOOK_ATTN_SCORES, t, h, scores, pos + 1);
     softmax_forward(scores + first, pos + 1 - first);
     memset(scores, 0, (size_t)first * sizeof(float)); /* outside the window */
