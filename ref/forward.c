@@ -7,8 +7,7 @@
 
 #include "layers.h"
 #include "moe.h"
-#include "pack.h"
-#include "quant_model.h"
+#include "linear.h"
 #include "threads.h"
 
 /* Passes of at least this many tokens report their progress per layer. */
@@ -32,88 +31,6 @@ static void count_attention(WorkCount *w, const Config *c, int l, int T, int pos
         uint64_t seen = (uint64_t)(pos + 1 - config_first_seen(c, l, pos));
         w->macs += seen * per_row * 2u;
         w->kv_bytes_read += seen * row_bytes * 2u;
-    }
-}
-
-/* Whether m runs on the fast kernels (its weights packed), and the threads
- * they may split work over: its pool; the plain kernels stay one obvious
- * loop on one thread. */
-static bool model_fast(const Model *m) {
-    MatrixLayout l = m->classifier.layout;
-    return l == MATRIX_PACKED || l == MATRIX_Q8_PACKED;
-}
-static ThreadPool *model_threads(const Model *m) {
-    return model_fast(m) ? m->pool : NULL;
-}
-
-/* Whether a linear's input is the one the call before it read (q, k and v
- * read one input, as do the gate and the up projection): quantized
- * activations are then quantized once, not again. */
-typedef enum { INPUT_NEW, INPUT_AS_BEFORE } InputUse;
-
-/* One packed matmul, shared out over threads by blocks of output rows. */
-typedef struct {
-    float *out;
-    const float *x;
-    const int8_t *qx;
-    const float *sx;
-    const Matrix *w;
-    int T;
-} LinearJob;
-
-static void linear_blocks(void *ctx, int b0, int b1) {
-    const LinearJob *j = ctx;
-    if (j->w->layout == MATRIX_Q8_PACKED)
-        matmul_q8_packed_blocks(j->out, j->x, j->qx, j->sx, j->w, j->T, b0, b1);
-    else
-        matmul_packed_blocks(j->out, j->x, j->w, j->T, b0, b1);
-}
-
-/* out [T, OC] = x [T, C] · Wᵀ. With int8 weights and quantized activations,
- * each input row is quantized with the weights' grouping and every dot
- * product is int8 × int8 in int32 per group; with float weights and
- * quantized activations, the input is quantized and read back first. The
- * fast kernels (packed forms, over the pool's threads) and the plain ones
- * (row-major, one thread) sum each dot product in the same order: the same
- * bits. */
-static void linear(RunState *s, ThreadPool *pool, float *out, const float *x, int T,
-                   const Matrix *w, InputUse use) {
-    const int8_t *qx = NULL;
-    int C = w->cols;
-    bool int8 = w->layout == MATRIX_Q8_ROWS || w->layout == MATRIX_Q8_PACKED;
-    if (use == INPUT_AS_BEFORE && s->quant.activations) { /* quantized by the call before */
-        if (int8)
-            qx = s->xq;
-        else
-            x = s->xfake;
-    } else if (int8 && s->quant.activations) {
-        int groups = quant_groups(C, w->group);
-        for (int t = 0; t < T; t++)
-            quantize_row(x + (size_t)t * C, C, w->group, s->xq + (size_t)t * C,
-                         s->xs + (size_t)t * groups);
-        qx = s->xq;
-    } else if (!int8 && s->quant.activations) {
-        for (int t = 0; t < T; t++) {
-            quantize_row(x + (size_t)t * C, C, s->quant.group, s->xq, s->xs);
-            dequantize_row(s->xq, s->xs, C, s->quant.group, s->xfake + (size_t)t * C);
-        }
-        x = s->xfake;
-    }
-    LinearJob job = {.out = out, .x = x, .qx = qx, .sx = s->xs, .w = w, .T = T};
-    switch (w->layout) {
-        case MATRIX_Q8_PACKED:
-            parallel_for(pool, q8_blocks(w), linear_blocks, &job);
-            break;
-        case MATRIX_Q8_ROWS:
-            matmul_q8_rows(out, x, qx, s->xs, w->data, w->scales, T, C, w->rows, w->group);
-            break;
-        case MATRIX_PACKED:
-            parallel_for(pool, packed_blocks(w), linear_blocks, &job);
-            break;
-        case MATRIX_ROWS:
-        case MATRIX_BLOCKS:
-            matmul_rows(out, x, w, T);
-            break;
     }
 }
 
@@ -310,7 +227,7 @@ static void count_linear(const ForwardRow *rows, int n_rows, const Matrix *w) {
  * row is read once for all of them. */
 static void linear_rows(const Model *m, RunState *s, const ForwardRow *rows, int n_rows, float *out,
                         const float *in, int N, const Matrix *w, InputUse use) {
-    linear(s, model_threads(m), out, in, N, w, use);
+    linear_forward(s, m, out, in, N, w, use);
     count_linear(rows, n_rows, w);
 }
 
@@ -548,7 +465,7 @@ static const float *classify(const Model *m, RunState *s, const ForwardRow *rows
     if (W == 0) return s->logits; /* no row wants any: the classifier is not read */
     const Matrix *cls = &m->classifier;
     norm_rows(m, s->xb, s->xb, m->weights.rms_final, m->weights.final_norm_bias, W, dim);
-    linear(s, model_threads(m), s->logits, s->xb, W, cls, INPUT_NEW);
+    linear_forward(s, m, s->logits, s->xb, W, cls, INPUT_NEW);
     if (m->config.final_softcap > 0) /* Gemma 2: every logit within (-cap, cap) */
         logits_softcap_forward(s->logits, W * V, m->config.final_softcap);
     for (int r = 0, w0 = 0; r < n_rows; w0 += wanted(&rows[r++])) {

@@ -346,11 +346,28 @@ static bool take_layer(Model *m, const GgufFile *f, int l, bool halves, bool fus
     return true;
 }
 
+/* Expert e's [rows, cols] slice of a stacked expert tensor t, viewed
+ * where the file stores it (its blocks or elements as they are). */
+static bool view_expert(const GgufFile *f, GgufTensor *t, int e, uint64_t rows, uint64_t cols,
+                        Matrix *out, StepError *err) {
+    uint64_t values, block = gguf_block_bytes(t->type, &values);
+    if (cols % values != 0)
+        return step_fail(err, "%s: tensor %s's rows are not whole blocks of %llu", f->path, t->name,
+                         (unsigned long long)values);
+    uint64_t bytes = rows * (cols / values) * block; /* one expert's */
+    const char *data = (const char *)t->data + (uint64_t)e * bytes;
+    ElementType elem = t->type == GGML_F32 ? ELEM_F32 : t->type == GGML_F16 ? ELEM_F16 : ELEM_BF16;
+    *out = values > 1 ? matrix_blocks_view(t->type, data, (int)rows, (int)cols)
+                      : matrix_view(elem, data, (int)rows, (int)cols);
+    return matrix_align(out, (size_t)bytes) || step_fail(err, "%s: out of memory", f->path);
+}
+
 /* Layer l's router and experts (an MoE layer), as llama.cpp holds them:
  * ffn_gate_inp [E, dim] and the stacked ffn_gate_exps, ffn_up_exps [E,
- * hidden, dim] and ffn_down_exps [E, dim, hidden] (ne reversed), each
- * widened into float32 storage whole. */
-static bool take_experts(Model *m, const GgufFile *f, int l, StepError *err) {
+ * hidden, dim] and ffn_down_exps [E, dim, hidden] (ne reversed): the
+ * router widened into float32 storage, the experts too, or (stored) each
+ * expert's slice viewed where the file holds it. */
+static bool take_experts(Model *m, const GgufFile *f, int l, bool stored, StepError *err) {
     const Config *c = &m->config;
     if (!config_layer_moe(c, l)) return true;
     const Weights *w = &m->weights;
@@ -359,22 +376,24 @@ static bool take_experts(Model *m, const GgufFile *f, int l, StepError *err) {
     char name[128];
     snprintf(name, sizeof name, "blk.%d.ffn_gate_inp.weight", l);
     if (!take(f, name, E, d, model_weight_slot(m, w->router + slot * E * d), err)) return false;
-    const struct {
-        const char *name;
-        const float *view;
-        uint64_t rows, cols;
-    } parts[] = {{"ffn_gate_exps.weight", w->expert_w1 + slot * E * eh * d, eh, d},
-                 {"ffn_down_exps.weight", w->expert_w2 + slot * E * d * eh, d, eh},
-                 {"ffn_up_exps.weight", w->expert_w3 + slot * E * eh * d, eh, d}};
-    for (int i = 0; i < 3; i++) {
-        snprintf(name, sizeof name, "blk.%d.%s", l, parts[i].name);
+    static const char *const names[EXPERT_MATRICES] = {[EXPERT_GATE] = "ffn_gate_exps.weight",
+                                                       [EXPERT_DOWN] = "ffn_down_exps.weight",
+                                                       [EXPERT_UP] = "ffn_up_exps.weight"};
+    const float *floats[EXPERT_MATRICES] = {w->expert_w1, w->expert_w2, w->expert_w3};
+    for (int k = 0; k < EXPERT_MATRICES; k++) {
+        int rows, cols;
+        expert_matrix_shape(c, (ExpertKind)k, &rows, &cols);
+        snprintf(name, sizeof name, "blk.%d.%s", l, names[k]);
         GgufTensor *t = gguf_find_tensor(f, name);
-        if (t == NULL || t->n_dims != 3 || t->ne[0] != parts[i].cols || t->ne[1] != parts[i].rows ||
-            t->ne[2] != E)
-            return step_fail(err, "%s: tensor %s is missing or not [%llu experts, %llu, %llu]",
-                             f->path, name, (unsigned long long)E,
-                             (unsigned long long)parts[i].rows, (unsigned long long)parts[i].cols);
-        gguf_to_f32(t, model_weight_slot(m, parts[i].view));
+        if (t == NULL || t->n_dims != 3 || t->ne[0] != (uint64_t)cols ||
+            t->ne[1] != (uint64_t)rows || t->ne[2] != E)
+            return step_fail(err, "%s: tensor %s is missing or not [%llu experts, %d, %d]", f->path,
+                             name, (unsigned long long)E, rows, cols);
+        for (int e = 0; stored && e < c->n_experts; e++)
+            if (!view_expert(f, t, e, (uint64_t)rows, (uint64_t)cols,
+                             model_expert(m, l, e, (ExpertKind)k), err))
+                return false;
+        if (!stored) gguf_to_f32(t, model_weight_slot(m, floats[k] + slot * E * eh * d));
         t->used = 1;
     }
     return true;
@@ -476,8 +495,8 @@ bool gguf_model_load(Model *m, Tokenizer *tok, const char *path, WeightsMode mod
      * otherwise they are interleaved as read */
     bool halves = ok && strcmp(arch, "llama") != 0;
     if (halves && m->config.rope_dims > 0) m->config.rope_layout = ROPE_HALVES, halves = false;
-    /* GPT-2's fused qkv is split into float32, and experts are run as float32 (moe.h) */
-    bool stored = mode == WEIGHTS_STORED && !gpt2 && m->config.n_experts == 0;
+    /* GPT-2's fused qkv is split into float32 */
+    bool stored = mode == WEIGHTS_STORED && !gpt2;
     ok = ok && (stored ? model_alloc_vectors(m, err) : model_alloc_storage(m, path, err));
     if (ok) {
         const Config *c = &m->config;
@@ -488,7 +507,7 @@ bool gguf_model_load(Model *m, Tokenizer *tok, const char *path, WeightsMode mod
         if (gpt2) ok = ok && take_gpt2(m, &f, err);
         for (int l = 0; ok && !gpt2 && l < c->n_layers; l++) {
             ok = take_layer(m, &f, l, halves, strcmp(arch, "phi3") == 0, err) &&
-                 take_experts(m, &f, l, err);
+                 take_experts(m, &f, l, stored, err);
             progress_report(m->progress, "reading the weights (layers)", (uint64_t)l + 1,
                             (uint64_t)c->n_layers);
         }

@@ -529,22 +529,30 @@ static bool take_layer(Model *m, SafetensorsFile *files, int n, int l, bool fuse
     return true;
 }
 
-/* Layer l's router and experts (an MoE layer; hf_moe.h), into float32
- * storage. */
-static bool take_experts(Model *m, SafetensorsFile *files, int n, int l, const char *dir,
-                         StepError *err) {
+/* Layer l's router and experts (an MoE layer; hf_moe.h): the router into
+ * float32 storage, each expert's matrices widened there too or (stored)
+ * viewed where the files hold them. */
+static bool take_experts(Model *m, SafetensorsFile *files, int n, int l, bool stored,
+                         const char *dir, StepError *err) {
     const Config *c = &m->config;
     if (!config_layer_moe(c, l)) return true;
     bool qwen = c->qk_norm; /* Qwen3-MoE's names, else Mixtral's */
     for (int e = -1; e < c->n_experts; e++)
-        for (int part = 0; part < (e < 0 ? 1 : 3); part++) {
+        for (int part = 0; part < (e < 0 ? 1 : EXPERT_MATRICES); part++) {
             char name[160];
             int rows, cols;
-            hf_moe_tensor_name(qwen, l, e, (MoePart)part, name, sizeof name);
-            const float *view =
-                hf_moe_tensor_view(c, &m->weights, l, e, (MoePart)part, &rows, &cols);
-            if (!take(files, n, name, rows, cols, model_weight_slot(m, view), dir, err))
-                return false;
+            hf_moe_tensor_name(qwen, l, e, (ExpertKind)part, name, sizeof name);
+            bool ok;
+            if (stored && e >= 0) {
+                expert_matrix_shape(c, (ExpertKind)part, &rows, &cols);
+                ok = view_matrix(files, n, name, rows, cols, 0,
+                                 model_expert(m, l, e, (ExpertKind)part), dir, err);
+            } else {
+                const float *view =
+                    hf_moe_tensor_view(c, &m->weights, l, e, (ExpertKind)part, &rows, &cols);
+                ok = take(files, n, name, rows, cols, model_weight_slot(m, view), dir, err);
+            }
+            if (!ok) return false;
         }
     return true;
 }
@@ -557,7 +565,8 @@ static bool take_all(Model *m, SafetensorsFile *files, int n, bool stored, bool 
                      : take(files, n, "model.embed_tokens.weight", c->vocab_size, c->dim,
                             model_weight_slot(m, m->weights.token_embedding), dir, err);
     for (int l = 0; ok && l < c->n_layers; l++) {
-        ok = take_layer(m, files, n, l, fused, dir, err) && take_experts(m, files, n, l, dir, err);
+        ok = take_layer(m, files, n, l, fused, dir, err) &&
+             take_experts(m, files, n, l, stored, dir, err);
         progress_report(m->progress, "reading the weights (layers)", (uint64_t)l + 1,
                         (uint64_t)c->n_layers);
     }
@@ -634,7 +643,7 @@ bool hf_model_load(Model *m, const char *dir, WeightsMode mode, const ProgressSi
     SafetensorsTensor *emb = find(files, n, "model.embed_tokens.weight", &in);
     if (ok && m->config.embed_scale > 0 && emb != NULL) /* Gemma's √dim, in the weights' type */
         m->config.embed_scale = hf_gemma_embed_scale(m->config.dim, emb->dtype);
-    if (gpt2 || m->config.n_experts > 0) /* Conv1D transposed, or experts (float32: moe.h) */
+    if (gpt2) /* Conv1D's weights are transposed into float32 */
         mode = WEIGHTS_F32;
     if (ok) {
         char what[4200];

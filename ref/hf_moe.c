@@ -48,7 +48,7 @@ bool hf_moe_config(const cJSON *root, bool qwen, Config *c, const char *what, St
     return dense_list(root, c, what, err);
 }
 
-void hf_moe_tensor_name(bool qwen, int l, int expert, MoePart part, char *buf, size_t size) {
+void hf_moe_tensor_name(bool qwen, int l, int expert, ExpertKind part, char *buf, size_t size) {
     static const char *const mixtral[3] = {"w1", "w2", "w3"};
     static const char *const qwen3[3] = {"gate_proj", "down_proj", "up_proj"};
     if (expert < 0)
@@ -60,8 +60,8 @@ void hf_moe_tensor_name(bool qwen, int l, int expert, MoePart part, char *buf, s
                  mixtral[part]);
 }
 
-const float *hf_moe_tensor_view(const Config *c, const Weights *w, int l, int expert, MoePart part,
-                                int *rows, int *cols) {
+const float *hf_moe_tensor_view(const Config *c, const Weights *w, int l, int expert,
+                                ExpertKind part, int *rows, int *cols) {
     size_t E = (size_t)c->n_experts, d = (size_t)c->dim, eh = (size_t)c->expert_hidden_dim;
     size_t slot = (size_t)config_moe_slot(c, l);
     if (expert < 0) {
@@ -69,9 +69,8 @@ const float *hf_moe_tensor_view(const Config *c, const Weights *w, int l, int ex
         return w->router + slot * E * d;
     }
     size_t at = slot * E + (size_t)expert;
-    *rows = part == MOE_DOWN ? c->dim : c->expert_hidden_dim;
-    *cols = part == MOE_DOWN ? c->expert_hidden_dim : c->dim;
-    return part == MOE_GATE   ? w->expert_w1 + at * eh * d
-           : part == MOE_DOWN ? w->expert_w2 + at * d * eh
-                              : w->expert_w3 + at * eh * d;
+    expert_matrix_shape(c, part, rows, cols);
+    return part == EXPERT_GATE   ? w->expert_w1 + at * eh * d
+           : part == EXPERT_DOWN ? w->expert_w2 + at * d * eh
+                                 : w->expert_w3 + at * eh * d;
 }

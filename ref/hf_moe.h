@@ -29,15 +29,13 @@
  * (qwen false) or Qwen3MoeForCausalLM: the shape is read already. */
 bool hf_moe_config(const cJSON *root, bool qwen, Config *c, const char *what, StepError *err);
 
-/* A part of layer l's mixture: the router (expert -1, part 0) or expert e's
- * gate (part 0), down (1) or up (2) projection. */
-typedef enum { MOE_GATE = 0, MOE_DOWN = 1, MOE_UP = 2 } MoePart;
-
-/* Its tensor's name in a folder of c's family (qwen: Qwen3-MoE's), into
+/* A part of layer l's mixture: the router (expert -1, part EXPERT_GATE)
+ * or expert e's gate, down or up projection (matrix.h's ExpertKind).
+ * Its tensor's name in a folder of c's family (qwen: Qwen3-MoE's), into
  * buf; and where it lies in Weights (a pointer into the views), with its
  * shape [rows, cols]. */
-void hf_moe_tensor_name(bool qwen, int l, int expert, MoePart part, char *buf, size_t size);
-const float *hf_moe_tensor_view(const Config *c, const Weights *w, int l, int expert, MoePart part,
-                                int *rows, int *cols);
+void hf_moe_tensor_name(bool qwen, int l, int expert, ExpertKind part, char *buf, size_t size);
+const float *hf_moe_tensor_view(const Config *c, const Weights *w, int l, int expert,
+                                ExpertKind part, int *rows, int *cols);
 
 #endif

@@ -153,8 +153,8 @@ static int list_experts(const Model *m, int l, OutTensor *out) {
             int rows, cols;
             OutTensor *t = &out[n++];
             *t = (OutTensor){0};
-            hf_moe_tensor_name(c->qk_norm, l, e, (MoePart)part, t->name, sizeof t->name);
-            t->values = hf_moe_tensor_view(c, &m->weights, l, e, (MoePart)part, &rows, &cols);
+            hf_moe_tensor_name(c->qk_norm, l, e, (ExpertKind)part, t->name, sizeof t->name);
+            t->values = hf_moe_tensor_view(c, &m->weights, l, e, (ExpertKind)part, &rows, &cols);
             t->rows = rows, t->cols = cols;
         }
     return n;

@@ -20,6 +20,11 @@ void layer_matrix_shape(const Config *c, MatrixKind k, int *rows, int *cols) {
     *cols = size[shape[k].in];
 }
 
+void expert_matrix_shape(const Config *c, ExpertKind k, int *rows, int *cols) {
+    *rows = k == EXPERT_DOWN ? c->dim : c->expert_hidden_dim;
+    *cols = k == EXPERT_DOWN ? c->expert_hidden_dim : c->dim;
+}
+
 const char *layer_matrix_name(MatrixKind k) {
     static const char *const names[LAYER_MATRICES] = {"wq", "wk", "wv", "wo", "w1", "w2", "w3"};
     return names[k];

@@ -68,6 +68,14 @@ typedef struct {
  * (out, in). */
 void layer_matrix_shape(const Config *c, MatrixKind k, int *rows, int *cols);
 
+/* The matrices of one expert of a mixture (moe.h): the SwiGLU MLP's gate
+ * [expert_hidden_dim, dim], down [dim, expert_hidden_dim] and up
+ * [expert_hidden_dim, dim], in that order wherever they are walked. */
+typedef enum { EXPERT_GATE, EXPERT_DOWN, EXPERT_UP, EXPERT_MATRICES } ExpertKind;
+
+/* An expert matrix's shape [rows, cols] (out, in). */
+void expert_matrix_shape(const Config *c, ExpertKind k, int *rows, int *cols);
+
 /* "wq", "wk", ..., for messages. */
 const char *layer_matrix_name(MatrixKind k);
 

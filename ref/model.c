@@ -25,11 +25,58 @@ uint64_t model_storage_floats(const Config *c) {
     return config_param_count(c);
 }
 
+/* How many expert matrices a mixture has: [M, n_experts, EXPERT_MATRICES]. */
+static size_t expert_matrices(const Config *c) {
+    if (c->n_experts == 0) return 0;
+    return (size_t)(c->n_layers - config_dense_layers(c)) * (size_t)c->n_experts * EXPERT_MATRICES;
+}
+
+/* m->layers and (a mixture) m->experts, zeroed, when not yet allocated. */
+static bool alloc_matrix_arrays(Model *m) {
+    const Config *c = &m->config;
+    if (m->layers == NULL) m->layers = calloc((size_t)c->n_layers, sizeof *m->layers);
+    if (m->experts == NULL && c->n_experts > 0)
+        m->experts = calloc(expert_matrices(c), sizeof *m->experts);
+    return m->layers != NULL && (c->n_experts == 0 || m->experts != NULL);
+}
+
+Matrix *model_expert(const Model *m, int l, int e, ExpertKind k) {
+    size_t slot = (size_t)config_moe_slot(&m->config, l);
+    return &m->experts[(slot * (size_t)m->config.n_experts + (size_t)e) * EXPERT_MATRICES + k];
+}
+
+int model_matrix_count(const Model *m) {
+    if (m->layers == NULL) return 0;
+    return m->config.n_layers * LAYER_MATRICES +
+           (m->experts != NULL ? (int)expert_matrices(&m->config) : 0);
+}
+
+Matrix *model_matrix_at(const Model *m, int i) {
+    int layer_ones = m->config.n_layers * LAYER_MATRICES;
+    if (i < layer_ones) return &m->layers[i / LAYER_MATRICES].m[i % LAYER_MATRICES];
+    return &m->experts[i - layer_ones];
+}
+
+void model_matrix_name(const Model *m, int i, char *buf, size_t size) {
+    static const char *const layer[LAYER_MATRICES] = {"attn.wq", "attn.wk", "attn.wv", "attn.wo",
+                                                      "mlp.w1",  "mlp.w2",  "mlp.w3"};
+    static const char *const expert[EXPERT_MATRICES] = {"gate", "down", "up"};
+    const Config *c = &m->config;
+    int layer_ones = c->n_layers * LAYER_MATRICES;
+    if (i < layer_ones) {
+        snprintf(buf, size, "blocks.%d.%s", i / LAYER_MATRICES, layer[i % LAYER_MATRICES]);
+        return;
+    }
+    int j = i - layer_ones, k = j % EXPERT_MATRICES, e = j / EXPERT_MATRICES % c->n_experts;
+    int slot = j / EXPERT_MATRICES / c->n_experts, l = 0;
+    while (l < c->n_layers && !(config_layer_moe(c, l) && config_moe_slot(c, l) == slot)) l++;
+    snprintf(buf, size, "blocks.%d.moe.expert.%d.%s", l, e, expert[k]);
+}
+
 bool model_bind_matrices(Model *m) {
     const Config *c = &m->config;
     const Weights *w = &m->weights;
-    if (m->layers == NULL) m->layers = calloc((size_t)c->n_layers, sizeof *m->layers);
-    if (m->layers == NULL) return false;
+    if (!alloc_matrix_arrays(m)) return false;
     const float *all[LAYER_MATRICES] = {w->wq, w->wk, w->wv, w->wo, w->w1, w->w2, w->w3};
     for (int k = 0; k < LAYER_MATRICES; k++) {
         int rows, cols;
@@ -45,6 +92,14 @@ bool model_bind_matrices(Model *m) {
                 ELEM_F32, all[k] != NULL ? all[k] + slot * rows * cols : NULL, rows, cols);
         }
     }
+    const float *parts[EXPERT_MATRICES] = {w->expert_w1, w->expert_w2, w->expert_w3};
+    for (size_t i = 0; w->expert_w1 != NULL && i < expert_matrices(c); i++) {
+        int rows, cols;
+        expert_matrix_shape(c, (ExpertKind)(i % EXPERT_MATRICES), &rows, &cols);
+        size_t at = i / EXPERT_MATRICES; /* slot × n_experts + e */
+        m->experts[i] =
+            matrix_view(ELEM_F32, parts[i % EXPERT_MATRICES] + at * rows * cols, rows, cols);
+    }
     m->classifier = matrix_view(ELEM_F32, w->wcls, c->vocab_size, c->dim);
     m->embedding = matrix_view(ELEM_F32, w->token_embedding, c->vocab_size, c->dim);
     return true;
@@ -54,7 +109,7 @@ bool model_bind_matrices(Model *m) {
  * them (after llama2.c's, which has none): q/k/v biases, q/k norms, the
  * norms' biases, the projections' biases, the position embedding. Binds
  * them from p. */
-static void bind_extras(const Config *c, Weights *w, const float *p) {
+static void bind_extras(const Config *c, Weights *w, const float *p, bool experts) {
     uint64_t L = (uint64_t)c->n_layers, d = (uint64_t)c->dim, h = (uint64_t)c->hidden_dim;
     uint64_t qd = (uint64_t)config_q_dim(c), kv = (uint64_t)config_kv_dim(c);
     uint64_t hd = (uint64_t)config_head_dim(c);
@@ -71,6 +126,7 @@ static void bind_extras(const Config *c, Weights *w, const float *p) {
         uint64_t M = L - (uint64_t)config_dense_layers(c), E = (uint64_t)c->n_experts;
         uint64_t eh = (uint64_t)c->expert_hidden_dim;
         w->router = p, p += M * E * d;
+        if (!experts) return; /* the vectors' layout: the experts are held elsewhere */
         w->expert_w1 = p, p += M * E * eh * d;
         w->expert_w2 = p, p += M * E * d * eh;
         w->expert_w3 = p;
@@ -78,7 +134,7 @@ static void bind_extras(const Config *c, Weights *w, const float *p) {
 }
 
 /* How many floats bind_extras binds. */
-static uint64_t extras_floats(const Config *c) {
+static uint64_t extras_floats(const Config *c, bool experts) {
     uint64_t L = (uint64_t)c->n_layers, d = (uint64_t)c->dim, h = (uint64_t)c->hidden_dim;
     uint64_t n = 0;
     if (c->qkv_bias) n += L * (uint64_t)(config_q_dim(c) + 2 * config_kv_dim(c));
@@ -87,9 +143,9 @@ static uint64_t extras_floats(const Config *c) {
     if (c->proj_bias) n += L * (2 * d + h);
     if (c->position == POS_LEARNED) n += (uint64_t)c->seq_len * d;
     if (c->post_norms) n += 2 * L * d;
-    if (c->n_experts > 0) { /* the router and the experts: matrices, but after the extras */
+    if (c->n_experts > 0) { /* the router, then the experts' matrices, after the extras */
         uint64_t M = L - (uint64_t)config_dense_layers(c), E = (uint64_t)c->n_experts;
-        n += M * E * d * (1 + 3 * (uint64_t)c->expert_hidden_dim);
+        n += M * E * d * (1 + (experts ? 3 * (uint64_t)c->expert_hidden_dim : 0));
     }
     return n;
 }
@@ -125,7 +181,7 @@ bool model_bind_weights(Model *m) {
     w->rms_final = p, p += dim;
     w->wcls = c->shared_classifier ? w->token_embedding : p;
     if (!c->shared_classifier) p += (uint64_t)c->vocab_size * dim;
-    bind_extras(c, w, p); /* the architecture's extras, after llama2.c's layout */
+    bind_extras(c, w, p, true); /* the architecture's extras, after llama2.c's layout */
     return model_bind_matrices(m);
 }
 
@@ -431,7 +487,8 @@ bool model_use_threads(Model *m, int n_threads, StepError *err) {
  * the biases and q/k norms; how many floats, and the views into storage. */
 static uint64_t vector_floats(const Config *c, bool embedding) {
     uint64_t L = (uint64_t)c->n_layers, d = (uint64_t)c->dim;
-    return (2 * L + 1) * d + (embedding ? (uint64_t)c->vocab_size * d : 0) + extras_floats(c);
+    return (2 * L + 1) * d + (embedding ? (uint64_t)c->vocab_size * d : 0) +
+           extras_floats(c, false);
 }
 
 static Weights bind_vectors(const Config *c, float *storage, bool embedding) {
@@ -439,14 +496,13 @@ static Weights bind_vectors(const Config *c, float *storage, bool embedding) {
     Weights w = {.rms_att = storage, .rms_ffn = storage + L * d, .rms_final = storage + 2 * L * d};
     float *p = storage + (2 * L + 1) * d;
     if (embedding) w.token_embedding = p, p += (size_t)c->vocab_size * d;
-    bind_extras(c, &w, p);
+    bind_extras(c, &w, p, false);
     return w;
 }
 
 bool model_alloc_vectors(Model *m, StepError *err) {
     m->storage = calloc(vector_floats(&m->config, false), sizeof(float));
-    m->layers = calloc((size_t)m->config.n_layers, sizeof *m->layers);
-    if (m->storage == NULL || m->layers == NULL) return step_fail(err, "out of memory");
+    if (m->storage == NULL || !alloc_matrix_arrays(m)) return step_fail(err, "out of memory");
     m->weights = bind_vectors(&m->config, m->storage, false);
     return true;
 }
@@ -489,12 +545,11 @@ WeightMemory model_weight_memory(const Model *m) {
         w.anonymous += m->mapping_bytes;
     else if (m->storage != NULL) /* the vectors only (model_alloc_vectors, a .q8's norms) */
         w.anonymous += vector_floats(c, m->weights.token_embedding != NULL) * sizeof(float);
-    for (int l = 0; m->layers != NULL && l < c->n_layers; l++)
-        for (int k = 0; k < LAYER_MATRICES; k++) {
-            const Matrix *x = &m->layers[l].m[k];
-            w.packed += matrix_bytes(x);
-            if (x->owned != NULL) w.anonymous += matrix_bytes(x);
-        }
+    for (int i = 0; i < model_matrix_count(m); i++) {
+        const Matrix *x = model_matrix_at(m, i);
+        w.packed += matrix_bytes(x);
+        if (x->owned != NULL) w.anonymous += matrix_bytes(x);
+    }
     w.packed += matrix_bytes(&m->classifier);
     if (m->classifier.owned != NULL) w.anonymous += matrix_bytes(&m->classifier);
     if (m->embedding.owned != NULL) w.anonymous += matrix_bytes(&m->embedding);
@@ -531,9 +586,9 @@ bool model_compact_storage(Model *m, StepError *err) {
 void model_free(Model *m) {
     model_release_storage(m);
     thread_pool_free(m->pool);
-    for (int l = 0; m->layers != NULL && l < m->config.n_layers; l++)
-        for (int k = 0; k < LAYER_MATRICES; k++) matrix_free(&m->layers[l].m[k]);
+    for (int i = 0; i < model_matrix_count(m); i++) matrix_free(model_matrix_at(m, i));
     free(m->layers);
+    free(m->experts);
     matrix_free(&m->classifier);
     matrix_free(&m->embedding);
     for (int i = 0; i < m->n_files; i++) {

@@ -76,9 +76,11 @@ typedef struct {
     /* What forward reads: every layer's matrices, the classifier and the
      * embedding (looked up a row at a time; tied: the classifier's data),
      * each however it is held (matrix.h). */
-    LayerMatrices *layers;             /* [n_layers] (owned) */
-    Matrix classifier;                 /* [vocab_size, dim] */
-    Matrix embedding;                  /* [vocab_size, dim] */
+    LayerMatrices *layers; /* [n_layers] (owned) */
+    Matrix *experts;       /* a mixture's: [M MoE layers, n_experts, EXPERT_MATRICES] (owned;
+                              NULL when dense): model_expert */
+    Matrix classifier;     /* [vocab_size, dim] */
+    Matrix embedding;      /* [vocab_size, dim] */
     MappedFile files[MODEL_MAX_FILES]; /* the weight files the matrices point into */
     int n_files;
     int weight_group;             /* the matrices are int8 with this many values per scale
@@ -147,12 +149,14 @@ WeightMemory model_weight_memory(const Model *m);
 bool model_compact_storage(Model *m, StepError *err);
 
 /* Allocate m->storage for the float32 vectors only (norms, biases, q/k
- * norms; zeroed) and m->layers, for a loader that leaves the matrices where
- * the file stores them: m->weights' matrix views stay NULL. */
+ * norms, a mixture's routers; zeroed) and m->layers (and m->experts), for
+ * a loader that leaves the matrices where the file stores them:
+ * m->weights' matrix views stay NULL. */
 bool model_alloc_vectors(Model *m, StepError *err);
 
-/* Point m->layers, m->classifier and m->embedding at the float32 views of
- * m->weights (allocating m->layers when NULL). */
+/* Point m->layers, m->experts, m->classifier and m->embedding at the
+ * float32 views of m->weights (allocating m->layers and m->experts when
+ * NULL). */
 bool model_bind_matrices(Model *m);
 
 /* Allocate m->storage for m->config (model_storage_floats, zeroed) and bind
@@ -221,6 +225,18 @@ bool model_reserve_layout(Model *m, const Config *c, StepError *err);
  * per online processor). The plain kernels always run on one. Results are
  * the same bits for any n. */
 bool model_use_threads(Model *m, int n_threads, StepError *err);
+
+/* Expert e's matrix of kind k in MoE layer l (config_layer_moe). */
+Matrix *model_expert(const Model *m, int l, int e, ExpertKind k);
+
+/* Every matrix of m's layers, then of its experts, in the one order that
+ * packing, quantizing, checking and freeing walk them: [n_layers,
+ * LAYER_MATRICES] then [M, n_experts, EXPERT_MATRICES]. A kind the
+ * architecture has none of has rows 0. model_matrix_name names the i-th
+ * for messages ("blocks.2.attn.wq", "blocks.1.moe.expert.3.down"). */
+int model_matrix_count(const Model *m);
+Matrix *model_matrix_at(const Model *m, int i);
+void model_matrix_name(const Model *m, int i, char *buf, size_t size);
 
 void model_free(Model *m);
 

@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "layers.h"
+#include "linear.h"
 
 void moe_route(const float *logits, int n_experts, int k, bool renormalise, float *probs,
                int *experts, float *weights) {
@@ -75,10 +76,11 @@ static void route_all(const Model *m, RunState *s, const ForwardRow *rows, int n
 }
 
 /* Each row's work for the layer: its tokens' router and expert
- * multiply-adds, the router read once and each expert its tokens chose. */
-static void count_moe(const Config *c, RunState *s, const ForwardRow *rows, int n_rows) {
+ * multiply-adds, the router read once and each expert its tokens chose,
+ * as the expert is held. */
+static void count_moe(const Model *m, RunState *s, const ForwardRow *rows, int n_rows, int l) {
+    const Config *c = &m->config;
     int E = c->n_experts, k = c->n_experts_used;
-    uint64_t expert_bytes = 3u * (uint64_t)c->expert_hidden_dim * (uint64_t)c->dim * sizeof(float);
     for (int r = 0, t0 = 0; r < n_rows; t0 += rows[r++].n_tokens) {
         WorkCount *w = &rows[r].state->work;
         w->macs += (uint64_t)rows[r].n_tokens * moe_token_macs(c);
@@ -87,16 +89,15 @@ static void count_moe(const Config *c, RunState *s, const ForwardRow *rows, int 
             bool used = false;
             for (int i = t0 * k; !used && i < (t0 + rows[r].n_tokens) * k; i++)
                 used = s->moe_experts[i] == e;
-            if (used) w->weight_bytes += expert_bytes;
+            for (int part = 0; used && part < EXPERT_MATRICES; part++)
+                w->weight_bytes += matrix_bytes(model_expert(m, l, e, (ExpertKind)part));
         }
     }
 }
 
 void moe_forward(const Model *m, RunState *s, const ForwardRow *rows, int n_rows, int N, int l) {
     const Config *c = &m->config;
-    const Weights *w = &m->weights;
     int dim = c->dim, E = c->n_experts, k = c->n_experts_used, eh = c->expert_hidden_dim;
-    size_t slot = (size_t)config_moe_slot(c, l);
     route_all(m, s, rows, n_rows, N, l);
     memset(s->xb2, 0, (size_t)N * dim * sizeof(float)); /* out [N, dim], summed into */
     for (int e = 0; e < E; e++) { /* ascending: each token's sum in expert order */
@@ -109,13 +110,14 @@ void moe_forward(const Model *m, RunState *s, const ForwardRow *rows, int n_rows
                            (size_t)dim * sizeof(float));
                 }
         if (n == 0) continue;
-        size_t at = slot * (size_t)E + (size_t)e;
-        const float *w1 = w->expert_w1 + at * eh * dim, *w3 = w->expert_w3 + at * eh * dim;
-        const float *w2 = w->expert_w2 + at * dim * eh;
-        matmul_forward(s->moe_h1, s->moe_x, w1, n, dim, eh); /* [n, eh] gate */
-        matmul_forward(s->moe_h3, s->moe_x, w3, n, dim, eh); /* [n, eh] up */
+        /* each a linear over the kernels and threads the block's use */
+        linear_forward(s, m, s->moe_h1, s->moe_x, n, model_expert(m, l, e, EXPERT_GATE),
+                       INPUT_NEW); /* [n, eh] */
+        linear_forward(s, m, s->moe_h3, s->moe_x, n, model_expert(m, l, e, EXPERT_UP),
+                       INPUT_AS_BEFORE); /* [n, eh] */
         swiglu_forward(s->moe_h1, s->moe_h3, n * eh);
-        matmul_forward(s->moe_y, s->moe_h1, w2, n, eh, dim); /* [n, dim] */
+        linear_forward(s, m, s->moe_y, s->moe_h1, n, model_expert(m, l, e, EXPERT_DOWN),
+                       INPUT_NEW); /* [n, dim] */
         for (int i = 0; i < n; i++) {
             int t = s->moe_rows[i], pos, r = row_of(rows, n_rows, t, &pos);
             const float *y = s->moe_y + (size_t)i * dim;
@@ -135,5 +137,5 @@ void moe_forward(const Model *m, RunState *s, const ForwardRow *rows, int n_rows
         }
     }
     memcpy(s->xb, s->xb2, (size_t)N * dim * sizeof(float));
-    count_moe(c, s, rows, n_rows);
+    count_moe(m, s, rows, n_rows, l);
 }

@@ -111,10 +111,9 @@ bool model_check_finite(const Model *m, StepError *err) {
     }
     /* the matrices, however they are held (read a row at a time) */
     int widest = c->hidden_dim > qd ? c->hidden_dim : qd;
+    widest = c->expert_hidden_dim > widest ? c->expert_hidden_dim : widest;
     float *scratch = malloc((size_t)(widest > d ? widest : d) * sizeof(float));
     if (scratch == NULL) return step_fail(err, "--check-weights: out of memory");
-    static const char *const names[LAYER_MATRICES] = {"attn.wq", "attn.wk", "attn.wv", "attn.wo",
-                                                      "mlp.w1",  "mlp.w2",  "mlp.w3"};
     bool ok = true;
     int row, col;
     float value;
@@ -122,11 +121,11 @@ bool model_check_finite(const Model *m, StepError *err) {
     const Matrix *bad = NULL;
     if (matrix_nonfinite(&m->embedding, scratch, &row, &col, &value))
         bad = &m->embedding, snprintf(name, sizeof name, "embedding");
-    for (int l = 0; bad == NULL && m->layers != NULL && l < c->n_layers; l++)
-        for (int k = 0; bad == NULL && k < LAYER_MATRICES; k++)
-            if (m->layers[l].m[k].rows > 0 &&
-                matrix_nonfinite(&m->layers[l].m[k], scratch, &row, &col, &value))
-                bad = &m->layers[l].m[k], snprintf(name, sizeof name, "blocks.%d.%s", l, names[k]);
+    for (int i = 0; bad == NULL && i < model_matrix_count(m); i++) {
+        const Matrix *w = model_matrix_at(m, i);
+        if (w->rows > 0 && matrix_nonfinite(w, scratch, &row, &col, &value))
+            bad = w, model_matrix_name(m, i, name, sizeof name);
+    }
     if (bad == NULL && !c->shared_classifier &&
         matrix_nonfinite(&m->classifier, scratch, &row, &col, &value))
         bad = &m->classifier, snprintf(name, sizeof name, "classifier");

@@ -279,17 +279,15 @@ static bool pack_in_place(Model *m, Matrix *w) {
 bool model_pack(Model *m, StepError *err) {
     if (m->weight_group > 0 || m->layers == NULL || m->classifier.layout == MATRIX_PACKED)
         return true;
-    const Config *c = &m->config;
-    int L = c->n_layers;
+    int n = model_matrix_count(m);
     bool tied = m->embedding.data == m->classifier.data;
     bool ok = true;
-    for (int l = 0; ok && l < L; l++) {
-        for (int k = 0; ok && k < LAYER_MATRICES; k++) {
-            if (m->layers[l].m[k].rows == 0) continue; /* a kind the architecture has none of */
-            ok = pack_in_place(m, &m->layers[l].m[k]);
-            progress_report(m->progress, "packing the weights (matrices)",
-                            (uint64_t)l * LAYER_MATRICES + k + 1, (uint64_t)LAYER_MATRICES * L + 1);
-        }
+    for (int i = 0; ok && i < n; i++) {
+        Matrix *w = model_matrix_at(m, i);
+        if (w->rows == 0) continue; /* a kind the architecture has none of */
+        ok = pack_in_place(m, w);
+        progress_report(m->progress, "packing the weights (matrices)", (uint64_t)i + 1,
+                        (uint64_t)n + 1);
     }
     if (ok && tied) m->embedding = (Matrix){0}; /* the classifier's rows, packed below */
     ok = ok && pack_in_place(m, &m->classifier);

@@ -132,7 +132,7 @@ static int widest_row(const Config *c) {
         layer_matrix_shape(c, (MatrixKind)k, &rows, &cols);
         widest = cols > widest ? cols : widest;
     }
-    return widest;
+    return c->expert_hidden_dim > widest ? c->expert_hidden_dim : widest;
 }
 
 #define QUANT_RELEASE_ROWS 256 /* rows of a source released at a time */
@@ -177,22 +177,17 @@ static void replace_matrix(Matrix *slot, Matrix *q) {
 bool model_quantize(Model *m, int group, StepError *err) {
     if (group < 1) return step_fail(err, "quantization group must be >= 1, got %d", group);
     if (m->weight_group > 0) return step_fail(err, "quantize: the model is already int8");
-    if (m->config.n_experts > 0) /* moe.h runs float32 experts */
-        return step_fail(err,
-                         "quantize: a mixture of experts stays float32 (int8 experts: not yet)");
     const Config *c = &m->config;
-    int L = c->n_layers, total = L * LAYER_MATRICES + 2;
+    int n = model_matrix_count(m), total = n + 2;
     float *row = malloc((size_t)widest_row(c) * sizeof(float));
     bool ok = row != NULL && m->layers != NULL;
-    for (int l = 0; ok && l < L; l++) {
-        for (int k = 0; ok && k < LAYER_MATRICES; k++) {
-            if (m->layers[l].m[k].rows == 0) continue; /* a kind the architecture has none of */
-            Matrix q;
-            ok = quantize_matrix(m, &q, &m->layers[l].m[k], group, row);
-            if (ok) replace_matrix(&m->layers[l].m[k], &q);
-            progress_report(m->progress, "quantizing to int8 (matrices)",
-                            (uint64_t)l * LAYER_MATRICES + k + 1, (uint64_t)total);
-        }
+    for (int i = 0; ok && i < n; i++) {
+        Matrix *w = model_matrix_at(m, i), q;
+        if (w->rows == 0) continue; /* a kind the architecture has none of */
+        ok = quantize_matrix(m, &q, w, group, row);
+        if (ok) replace_matrix(w, &q);
+        progress_report(m->progress, "quantizing to int8 (matrices)", (uint64_t)i + 1,
+                        (uint64_t)total);
     }
     /* A tied classifier is the embedding: quantized once, and borrowed. */
     bool tied = c->shared_classifier;
@@ -233,13 +228,11 @@ static bool pack_q8(Matrix *p, const Matrix *src) {
 bool model_pack_q8(Model *m, StepError *err) {
     if (m->weight_group == 0 || m->classifier.layout == MATRIX_Q8_PACKED) return true;
     bool tied = m->embedding.data == m->classifier.data, ok = true;
-    for (int l = 0; ok && l < m->config.n_layers; l++) {
-        for (int k = 0; ok && k < LAYER_MATRICES; k++) {
-            if (m->layers[l].m[k].rows == 0) continue;
-            Matrix p;
-            ok = pack_q8(&p, &m->layers[l].m[k]);
-            if (ok) matrix_free(&m->layers[l].m[k]), m->layers[l].m[k] = p;
-        }
+    for (int i = 0; ok && i < model_matrix_count(m); i++) {
+        Matrix *w = model_matrix_at(m, i), p;
+        if (w->rows == 0) continue;
+        ok = pack_q8(&p, w);
+        if (ok) matrix_free(w), *w = p;
     }
     Matrix classifier;
     ok = ok && pack_q8(&classifier, &m->classifier);
@@ -252,15 +245,26 @@ bool model_pack_q8(Model *m, StepError *err) {
 }
 
 uint64_t quant_weight_bytes(const Config *c, int group) {
-    uint64_t L = (uint64_t)c->n_layers, d = (uint64_t)c->dim, h = (uint64_t)c->hidden_dim;
-    uint64_t kv = (uint64_t)config_kv_dim(c);
-    uint64_t bytes = quant_matrix_bytes(c->vocab_size, c->dim, group) +
-                     quant_matrix_bytes((int)(L * d), c->dim, group) * 2 +    /* wq, wo */
-                     quant_matrix_bytes((int)(L * kv), c->dim, group) * 2 +   /* wk, wv */
-                     quant_matrix_bytes((int)(L * h), c->dim, group) * 2 +    /* w1, w3 */
-                     quant_matrix_bytes((int)(L * d), c->hidden_dim, group) + /* w2 */
-                     (2 * L * d + d) * sizeof(float);                         /* norms */
+    uint64_t L = (uint64_t)c->n_layers, d = (uint64_t)c->dim;
+    uint64_t bytes = quant_matrix_bytes(c->vocab_size, c->dim, group) + /* the embedding */
+                     (2 * L + 1) * d * sizeof(float);                   /* the norms */
     if (!c->shared_classifier) bytes += quant_matrix_bytes(c->vocab_size, c->dim, group);
+    for (int k = 0; k < LAYER_MATRICES; k++) { /* each kind in every layer that has it */
+        int rows, cols;
+        layer_matrix_shape(c, (MatrixKind)k, &rows, &cols);
+        bool mlp = k == MAT_W1 || k == MAT_W2 || k == MAT_W3;
+        bytes +=
+            (mlp ? (uint64_t)config_dense_layers(c) : L) * quant_matrix_bytes(rows, cols, group);
+    }
+    if (c->n_experts > 0) { /* each expert's three, and the float32 router */
+        uint64_t experts = (L - (uint64_t)config_dense_layers(c)) * (uint64_t)c->n_experts;
+        for (int k = 0; k < EXPERT_MATRICES; k++) {
+            int rows, cols;
+            expert_matrix_shape(c, (ExpertKind)k, &rows, &cols);
+            bytes += experts * quant_matrix_bytes(rows, cols, group);
+        }
+        bytes += experts * d * sizeof(float);
+    }
     return bytes;
 }
 

@@ -35,7 +35,8 @@ bool model_quantize(Model *m, int group, StepError *err);
 bool model_pack_q8(Model *m, StepError *err);
 
 /* Bytes of a model whose matrices are int8 with this group: codes, scales
- * and the float32 norms. */
+ * and the float32 norms (a mixture's: its experts' too, and its float32
+ * routers). */
 uint64_t quant_weight_bytes(const Config *c, int group);
 
 bool model_save_q8(const Model *m, const char *path, StepError *err);

@@ -93,14 +93,13 @@ bool run_state_init_quant(RunState *s, const Config *c, int capacity, int max_to
     if (capacity < 1 || capacity > c->seq_len || max_tokens < 1 || max_tokens > capacity)
         return step_fail(err, "run state: capacity %d / max_tokens %d outside [1, seq_len %d]",
                          capacity, max_tokens, c->seq_len);
-    if (q != NULL && q->activations && c->n_experts > 0) /* moe.h runs float32 experts */
-        return step_fail(err, "run state: int8 activations through a mixture of experts: not yet");
     if (q != NULL) s->quant = *q;
     if (s->quant.group < 1) s->quant.group = 32;
     size_t T = (size_t)max_tokens, dim = (size_t)c->dim, hidden = (size_t)c->hidden_dim;
     size_t q_dim = (size_t)config_q_dim(c), kv_dim = (size_t)config_kv_dim(c);
     size_t dq = dim > q_dim ? dim : q_dim; /* xb holds a normed x, then attention's output */
     size_t widest = dq > hidden ? dq : hidden;
+    widest = (size_t)c->expert_hidden_dim > widest ? (size_t)c->expert_hidden_dim : widest;
     size_t half = (size_t)config_rope_dims(c) / 2; /* RoPE's pairs a head */
     bool ok = kv_cache_alloc(&s->cache, c, capacity, s->quant.kv);
     s->max_tokens = max_tokens;

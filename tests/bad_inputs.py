@@ -743,7 +743,7 @@ def gemma_cases():
 def moe_cases():
     """A mixture of experts: a good Mixtral and Qwen3-MoE folder
     (tests/moe_check.py's writer), one fault at a time in their expert
-    counts and expert tensors, and the int8 paths not yet run through them."""
+    counts and expert tensors."""
     import moe_check
     import hf_reference as hf
     for qwen in (False, True):
@@ -780,13 +780,6 @@ def moe_cases():
             case(f"{family} folder: {name}", ["score", "--model", "{hf}", "--tokens", "1,2", "--top-n", "0",
                                               "--out", "{s.jsonl}"], 2, [words],
                  files={"hf/config.json": json.dumps(c), "hf/model.safetensors": w}, creates=("hf",))
-        if not qwen:
-            case("mixtral folder: --quant-weights int8", ["score", "--model", good, "--tokens", "1,2", "--top-n",
-                                                          "0", "--quant-weights", "int8", "--out", "{s.jsonl}"],
-                 2, ["a mixture of experts stays float32"])
-            case("mixtral folder: --quant-activations int8",
-                 ["score", "--model", good, "--tokens", "1,2", "--top-n", "0", "--quant-activations", "int8",
-                  "--out", "{s.jsonl}"], 2, ["int8 activations through a mixture of experts"])
     made, gguf = path("moe-made"), path("moe-made.gguf")  # GGUF: the expert counts against the tensors
     subprocess.run([BIN, "make-model", "--format", "hf", "--arch", "mixtral", "--experts", "4", "--dim", "16",
                     "--hidden", "24", "--layers", "2", "--heads", "4", "--vocab", "13", "--seq-len", "16",

@@ -278,6 +278,32 @@ def check_decode_bytes(folder):
           f"the prefill {prefill[0] if prefill else None}")
 
 
+def check_decode_bytes_int8(folder, cfg):
+    """In int8 (groups of 32): inspect's weight bytes are every matrix's
+    codes and scales (the experts' too), the float32 norms and routers,
+    counted here from the shapes; its decode_weight_bytes is what an int8
+    decode step's work event says it read."""
+    info = json.loads(run_stepwise(BIN, "inspect", "--model", folder, "--json", "--weight-dtype",
+                                   "int8").stdout)
+    d, L, V, E = cfg["hidden_size"], cfg["num_hidden_layers"], cfg["vocab_size"], cfg["num_local_experts"]
+    eh, kv = cfg["intermediate_size"], cfg["num_key_value_heads"] * d // cfg["num_attention_heads"]
+    q8 = lambda rows, cols: rows * cols + rows * -(-cols // 32) * 4  # codes, a scale per 32
+    held = (2 * q8(V, d) + (2 * L + 1) * d * 4 + L * (2 * q8(d, d) + 2 * q8(kv, d))
+            + L * E * (2 * q8(eh, d) + q8(d, eh) + d * 4))
+    with tempfile.TemporaryDirectory() as tmp:
+        out = os.path.join(tmp, "g.jsonl")
+        run_stepwise(BIN, "generate", "--model", folder, "--tokenizer", TINY, "--prompt", "the cat", "--steps",
+                     "3", "--trace-level", "tokens", "--reproducible", "--quiet", "--quant-weights", "int8",
+                     "--trace", out)
+        work = [json.loads(line) for line in open(out)]
+    decode = [e["weight_bytes"] for e in work if e.get("event") == "work" and e["phase"] == "decode"]
+    want = info["this_model"]["decode_weight_bytes"]
+    check(info["int8"]["weight_bytes"] == held == info["this_model"]["weight_bytes"] and decode
+          and all(b == want for b in decode) and want < held,
+          f"int8: inspect holds {info['int8']['weight_bytes']} bytes (counted from the shapes: {held}); a "
+          f"decode step reads {decode[0] if decode else None}, as inspect says ({want})")
+
+
 def check_diff(folder):
     """diff names a routing divergence planted in a candidate (one token's
     second expert swapped), before any number, and fails it; the same trace
@@ -351,6 +377,75 @@ def check_convert(folders, tmp):
     check("has dense layers" in r.stderr, "convert refuses a Qwen3-MoE with dense layers, by name")
 
 
+def check_stored(folders, tmp):
+    """The experts are held as the file stores them (--weights stored, the
+    default: BF16 views, F16 or Q8_0 slices of the stacked GGUF tensors) or
+    widened to float32 at load (--weights f32): every float16 and bfloat16
+    is a float32 and a Q8_0 block dequantizes the same either way, so the
+    logits and the routing are the same bits, with either kernel."""
+    def same(model):
+        base = engine_routes(model, TOKENS, "--weights", "f32", "--kernels", "plain")
+        return all(np.array_equal(base[0], got[0]) and base[1] == got[1] for got in (
+            engine_routes(model, TOKENS, "--kernels", k) for k in ("plain", "fast")))
+    cfg = config(d=32, heads=4, kv=2, intermediate_size=32)  # rows of whole Q8_0 blocks
+    wide = os.path.join(tmp, "moe-wide")
+    hf_reference.write_model_dir(wide, cfg, random_tensors(cfg, 310), "F32")
+    files = []
+    for folder, kind in ((folders[1], "f16"), (wide, "q8_0")):
+        gguf = os.path.join(tmp, f"stored-{kind}.gguf")
+        run_stepwise(BIN, "convert", "--model", folder, "--tokenizer", TINY, "--type", kind, "--out", gguf)
+        files.append(gguf)
+    for model, what in ((folders[1], "a BF16 Mixtral folder"), (folders[4], "a BF16 Qwen3-MoE folder "
+                        "with dense layers"), (files[0], "an F16 GGUF"), (files[1], "a Q8_0 GGUF")):
+        check(same(model), f"{what}: experts as stored and widened at load give the same logits and "
+                           f"routing, plain and fast")
+
+
+def quantized(w, group):
+    """w with every matrix but the routers and the norms as int8 codes times
+    their group's scale, as stepwise quantizes (quant.c, written again here
+    in float32): scale = max|x| / 127, code = x / scale rounded half away
+    from zero."""
+    out = {}
+    for name, v in w.items():
+        if v.ndim != 2 or name.endswith("gate.weight"):
+            out[name] = v
+            continue
+        x = v.astype(np.float32).reshape(v.shape[0], -1, group)
+        scale = (np.abs(x).max(axis=2, keepdims=True) / np.float32(127)).astype(np.float32)
+        r = np.divide(x, scale, out=np.zeros_like(x), where=scale > 0)
+        codes = np.trunc(r) + (r - np.trunc(r) >= 0.5) - (r - np.trunc(r) <= -0.5)
+        out[name] = (codes.astype(np.float64) * scale).reshape(v.shape)
+    return out
+
+
+def check_int8(tmp):
+    """--quant-weights int8 quantizes the experts as every other matrix (the
+    routers stay float32, as llama.cpp keeps ffn_gate_inp): within 1e-5 of
+    the reference on the quantized weights, the same experts chosen; plain
+    and fast kernels, threads 1, 2, 3 and 7 the same bytes, with int8
+    activations too."""
+    for i, cfg in enumerate((config(), config(True, layers=4, decoder_sparse_step=2, mlp_only_layers=[2]))):
+        folder = os.path.join(tmp, f"moe-int8-{i}")
+        stored = hf_reference.write_model_dir(folder, cfg, random_tensors(cfg, 320 + i), "F32")
+        q8 = ("--quant-weights", "int8", "--quant-group", "8")
+        got, routes, _ = engine_routes(folder, TOKENS, *q8, "--kernels", "plain")
+        want_routes = {}
+        want = reference(cfg, quantized(stored, 8), TOKENS, routes=want_routes)
+        err = np.abs(got - want).max()
+        floats = np.abs(got - reference(cfg, stored, TOKENS)).max()
+        check(err <= TOLERANCE and routes == want_routes and floats > 1e-4,
+              f"{cfg['architectures'][0]} int8 weights (groups of 8): within {TOLERANCE:g} of the reference "
+              f"on the quantized weights (max |dlogit| {err:.2e}; {floats:.2e} from the float one), the same "
+              f"experts chosen")
+        for extra in ((), ("--quant-activations", "int8")):
+            base = engine_routes(folder, TOKENS, *q8, *extra, "--kernels", "plain")[2]
+            same = all(engine_routes(folder, TOKENS, *q8, *extra, "--kernels", "fast", "--threads", t)[2] == base
+                       for t in ("1", "2", "3", "7"))
+            check(same, f"{cfg['architectures'][0]} int8 weights{' and activations' if extra else ''}: plain "
+                        f"and fast kernels, 1, 2, 3 and 7 threads, the same bytes")
+
+
 def check_make_model(tmp):
     for arch, extra in (("mixtral", ["--experts", "4", "--experts-used", "2"]),
                         ("qwen3moe", ["--experts", "6", "--experts-used", "2", "--expert-hidden", "8",
@@ -374,9 +469,12 @@ def main():
         check_kernels_and_threads(folders)
         check_trace(folders[0])
         check_decode_bytes(folders[0])
+        check_decode_bytes_int8(folders[0], config())
         check_diff(folders[0])
         check_show(folders[0])
         check_convert(folders, tmp)
+        check_stored(folders, tmp)
+        check_int8(tmp)
         check_make_model(tmp)
     return check.summary("moe check")
 

@@ -227,9 +227,6 @@ bool cli_load_model(const char *model_path, const char *tokenizer_path, Model *m
 
 /* Quantize and pack m as q says, reporting to m->progress. */
 static bool prepare_model(Model *m, const CliQuant *q, StepError *err) {
-    if (q->run.activations && m->config.n_experts > 0) /* before any output is opened */
-        return step_fail(err, "--quant-activations int8: int8 activations through a mixture of "
-                              "experts: not yet");
     if (q->weights && m->weight_group == 0 && !model_quantize(m, q->run.group, err)) return false;
     if (q->kernels == KERNELS_PLAIN) return true; /* the row-major weights, as loaded */
     /* the fast layout, chosen once here; the numbers do not change, nor

@@ -108,10 +108,21 @@ static uint64_t bill_weight_bytes(const Config *c, const Bill *b) {
 
 /* A mixture of experts: the weights one decode step reads, each layer's
  * router and only its k chosen experts, the classifier whole and one
- * embedding row (all of it when tied: the classifier), in the bill's
- * float type (0 for int8: not run). */
+ * embedding row (all of it when tied: the classifier), in the bill's type:
+ * in int8, every held byte (quant_weight_bytes) but the experts not chosen
+ * and the embedding's other rows. */
 static uint64_t decode_weight_bytes(const Config *c, const Bill *b) {
-    if (b->weights == DTYPE_INT8) return 0;
+    if (b->weights == DTYPE_INT8) {
+        int g = b->group, rows, cols;
+        uint64_t bytes = quant_weight_bytes(c, g), row = quant_matrix_bytes(1, c->dim, g);
+        uint64_t unchosen = (uint64_t)(c->n_layers - config_dense_layers(c)) *
+                            (uint64_t)(c->n_experts - c->n_experts_used);
+        for (int k = 0; k < EXPERT_MATRICES; k++) {
+            expert_matrix_shape(c, (ExpertKind)k, &rows, &cols);
+            bytes -= unchosen * quant_matrix_bytes(rows, cols, g);
+        }
+        return c->shared_classifier ? bytes + row : bytes - (uint64_t)(c->vocab_size - 1) * row;
+    }
     uint64_t d = (uint64_t)c->dim, params = config_active_param_count(c);
     /* the classifier whole and one embedding row: tied, the row besides the shared matrix */
     params = c->shared_classifier ? params + d : params - (uint64_t)(c->vocab_size - 1) * d;
@@ -259,12 +270,9 @@ static void print_text(const char *name, const char *source, const Config *c, in
     }
     uint64_t q8 = quant_weight_bytes(c, group);
     uint64_t f32_weights = config_param_count(c) * sizeof(float);
-    if (c->n_experts > 0)
-        printf("  in int8: not run for a mixture of experts (its experts stay float32)\n");
-    else
-        printf("  in int8 (group %d): %llu bytes (%.2f MiB, %.2fx smaller)%s\n", group,
-               (unsigned long long)q8, mib(q8), (double)f32_weights / (double)q8,
-               is_q8 ? ": this file" : "");
+    printf("  in int8 (group %d): %llu bytes (%.2f MiB, %.2fx smaller)%s\n", group,
+           (unsigned long long)q8, mib(q8), (double)f32_weights / (double)q8,
+           is_q8 ? ": this file" : "");
     print_memory_text(held);
     printf("\nKV cache (the K and V of every position, in every layer; Q is not cached):\n");
     if (b->kv == DTYPE_INT8)
