@@ -16,4 +16,12 @@
 #define FAST_CLONES
 #endif
 
+/* A step a clone calls, compiled into each clone (not called once per
+ * value through the default build). */
+#if defined(__GNUC__)
+#define ALWAYS_INLINE inline __attribute__((always_inline))
+#else
+#define ALWAYS_INLINE inline
+#endif
+
 #endif

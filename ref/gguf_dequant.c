@@ -78,6 +78,17 @@ static void dequantize_32(uint32_t type, const unsigned char *b, float *y) {
     }
 }
 
+bool gguf_block_codes(uint32_t type, const unsigned char *b, int8_t codes[32], float *scale) {
+    if (type != GGML_Q8_0 && type != GGML_Q4_0) return false;
+    *scale = half_at(b);
+    for (int j = 0; j < 32 && type == GGML_Q8_0; j++) codes[j] = (int8_t)b[2 + j];
+    for (int j = 0; j < 16 && type == GGML_Q4_0; j++) {
+        codes[j] = (int8_t)((b[2 + j] & 0x0F) - 8);
+        codes[j + 16] = (int8_t)((b[2 + j] >> 4) - 8);
+    }
+    return true;
+}
+
 /* The 6-bit scale and minimum of sub-block j of Q4_K and Q5_K. */
 static void scale_min_k4(int j, const unsigned char *s, int *sc, int *mn) {
     if (j < 4) {

@@ -23,6 +23,7 @@
 #ifndef STEPWISE_GGUF_DEQUANT_H
 #define STEPWISE_GGUF_DEQUANT_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 /* Tensor types stepwise reads (ggml's numbering). The quantized ones come
@@ -57,5 +58,10 @@ const char *gguf_type_name(uint32_t type);
 /* One block of a quantized type (Q8_0, Q4_0, Q4_1: 32 values; Q4_K, Q5_K,
  * Q6_K: 256) from b into y. */
 void gguf_dequantize_block(uint32_t type, const unsigned char *b, float *y);
+
+/* A block of Q8_0 or Q4_0 as what it is: 32 int8 codes (Q4_0's nibbles
+ * less 8) and its float16 scale widened, so that code · scale is each value
+ * gguf_dequantize_block gives. False (nothing written) for another type. */
+bool gguf_block_codes(uint32_t type, const unsigned char *b, int8_t codes[32], float *scale);
 
 #endif

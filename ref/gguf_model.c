@@ -486,6 +486,12 @@ bool gguf_model_load(Model *m, Tokenizer *tok, const char *path, WeightsMode mod
     /* every weight must come from a stored value: check before allocating */
     uint64_t held = 0, needed = ok ? model_storage_floats(&m->config) : 0;
     for (uint64_t i = 0; i < f.n_tensors; i++) held += f.tensors[i].numel;
+    bool any_q8_0 = false, all_q8_0 = true; /* the layers' matrices */
+    for (uint64_t i = 0; i < f.n_tensors; i++) {
+        const GgufTensor *t = &f.tensors[i];
+        if (t->n_dims < 2 || strncmp(t->name, "blk.", 4) != 0) continue;
+        any_q8_0 |= t->type == GGML_Q8_0, all_q8_0 &= t->type == GGML_Q8_0;
+    }
     if (ok && needed > held)
         ok = step_fail(err, "%s: the metadata implies %llu weights, the file holds %llu", path,
                        (unsigned long long)needed, (unsigned long long)held);
@@ -522,6 +528,7 @@ bool gguf_model_load(Model *m, Tokenizer *tok, const char *path, WeightsMode mod
         if (ok && stored && c->shared_classifier) /* the embedding's data, not a second owner */
             m->classifier = matrix_borrow(&m->embedding);
     }
+    m->q8_0_file = any_q8_0 && all_q8_0;
     if (ok && tok != NULL) ok = gguf_read_tokenizer(&f, tok, m->config.vocab_size, err);
     if (ok)
         snprintf(m->source, sizeof m->source, "GGUF v%u, %s%s", f.version, arch,

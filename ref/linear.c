@@ -3,7 +3,7 @@
 
 #include "pack.h"
 #include "quant.h"
-#include "quant_model.h"
+#include "q8_packed.h"
 
 bool model_fast(const Model *m) {
     MatrixLayout l = m->classifier.layout;
@@ -20,6 +20,7 @@ typedef struct {
     const float *x;
     const int8_t *qx;
     const float *sx;
+    const int32_t *xsum;
     const Matrix *w;
     int T;
 } LinearJob;
@@ -27,7 +28,7 @@ typedef struct {
 static void linear_blocks(void *ctx, int b0, int b1) {
     const LinearJob *j = ctx;
     if (j->w->layout == MATRIX_Q8_PACKED)
-        matmul_q8_packed_blocks(j->out, j->x, j->qx, j->sx, j->w, j->T, b0, b1);
+        matmul_q8_packed_blocks(j->out, j->x, j->qx, j->sx, j->xsum, j->w, j->T, b0, b1);
     else
         matmul_packed_blocks(j->out, j->x, j->w, j->T, b0, b1);
 }
@@ -43,11 +44,13 @@ void linear_forward(RunState *s, const Model *m, float *out, const float *x, int
             qx = s->xq;
         else
             x = s->xfake;
-    } else if (int8 && s->quant.activations) {
+    } else if (int8 && s->quant.activations) { /* each token once, for every row */
         int groups = quant_groups(C, w->group);
-        for (int t = 0; t < T; t++)
-            quantize_row(x + (size_t)t * C, C, w->group, s->xq + (size_t)t * C,
-                         s->xs + (size_t)t * groups);
+        for (int t = 0; t < T; t++) {
+            int8_t *codes = s->xq + (size_t)t * C;
+            quantize_row(x + (size_t)t * C, C, w->group, codes, s->xs + (size_t)t * groups);
+            if (w->q8_quads) q8_group_sums(codes, C, w->group, s->xsum + (size_t)t * groups);
+        }
         qx = s->xq;
     } else if (!int8 && s->quant.activations) {
         for (int t = 0; t < T; t++) {
@@ -56,7 +59,7 @@ void linear_forward(RunState *s, const Model *m, float *out, const float *x, int
         }
         x = s->xfake;
     }
-    LinearJob job = {.out = out, .x = x, .qx = qx, .sx = s->xs, .w = w, .T = T};
+    LinearJob job = {.out = out, .x = x, .qx = qx, .sx = s->xs, .xsum = s->xsum, .w = w, .T = T};
     switch (w->layout) {
         case MATRIX_Q8_PACKED:
             parallel_for(pool, q8_blocks(w), linear_blocks, &job);

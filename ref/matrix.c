@@ -61,6 +61,17 @@ static void blocks_row(const Matrix *m, int r, float *out) {
         gguf_dequantize_block(m->block_type, row + k * bytes, out + k * values);
 }
 
+bool matrix_blocks_codes(const Matrix *m, int r, int8_t *codes, float *scales) {
+    uint64_t values, bytes = gguf_block_bytes(m->block_type, &values);
+    if (m->layout != MATRIX_BLOCKS || values != 32) return false;
+    const unsigned char *row =
+        (const unsigned char *)m->data + matrix_source_row(m, r) * m->row_bytes;
+    for (uint64_t k = 0; k < (uint64_t)m->cols / 32; k++)
+        if (!gguf_block_codes(m->block_type, row + k * bytes, codes + k * 32, scales + k))
+            return false;
+    return true;
+}
+
 Matrix matrix_borrow(const Matrix *m) {
     Matrix v = *m;
     v.owned = NULL;
@@ -116,7 +127,7 @@ void matrix_q8_row(const Matrix *m, int r, int8_t *codes, float *scales) {
         return;
     }
     size_t b = (size_t)(r / Q8_ROWS), l = (size_t)(r % Q8_ROWS);
-    for (size_t i = 0; i < C; i++) codes[i] = q[(b * C + i) * Q8_ROWS + l];
+    for (size_t i = 0; i < C; i++) codes[i] = matrix_q8_packed_code(m, b, i, l);
     for (size_t g = 0; g < groups; g++) scales[g] = m->scales[(b * groups + g) * Q8_ROWS + l];
 }
 
@@ -184,11 +195,10 @@ void matrix_row(const Matrix *m, int r, float *out) {
             break;
         }
         case MATRIX_Q8_PACKED: { /* code · its group's scale, as dequantize_row */
-            const int8_t *q = m->data;
             size_t b = (size_t)(r / Q8_ROWS), l = (size_t)(r % Q8_ROWS);
             size_t groups = (size_t)quant_groups(m->cols, m->group);
             for (size_t i = 0; i < C; i++)
-                out[i] = (float)q[(b * C + i) * Q8_ROWS + l] *
+                out[i] = (float)matrix_q8_packed_code(m, b, i, l) *
                          m->scales[(b * groups + i / (size_t)m->group) * Q8_ROWS + l];
             break;
         }

@@ -47,6 +47,10 @@ typedef struct {
     const void *data;    /* the elements, or the int8 codes (MATRIX_Q8_*) */
     const float *scales; /* MATRIX_Q8_*: one per group of a row, laid out as the codes */
     int group;           /* MATRIX_Q8_*: values per scale */
+    /* MATRIX_Q8_PACKED for VNNI dot products (q8_packed.c): each block's
+     * codes in quads of inputs, [cols / 4, Q8_ROWS, 4], each code stored
+     * plus 128 as an unsigned byte (matrix_q8_packed_code reads one back) */
+    bool q8_quads;
     uint32_t block_type; /* MATRIX_BLOCKS: ggml's type number */
     size_t row_bytes;    /* MATRIX_BLOCKS: bytes of one row */
     /* MATRIX_ROWS of a Hugging Face q or k projection read in place: output
@@ -113,9 +117,22 @@ float *matrix_q8_scales(Matrix *m);
  * [groups]. */
 void matrix_q8_row(const Matrix *m, int r, int8_t *codes, float *scales);
 
+/* The code of output row b · Q8_ROWS + l, input i, of a MATRIX_Q8_PACKED
+ * m, in either of its forms. */
+static inline int8_t matrix_q8_packed_code(const Matrix *m, size_t b, size_t i, size_t l) {
+    const uint8_t *q = (const uint8_t *)m->data + b * (size_t)m->cols * Q8_ROWS;
+    if (!m->q8_quads) return (int8_t)q[i * Q8_ROWS + l];
+    return (int8_t)(q[(i & ~(size_t)3) * Q8_ROWS + l * 4 + (i & 3)] ^ 0x80u);
+}
+
 /* Blocks of Q8_ROWS output rows in a MATRIX_Q8_PACKED m: the units threads
  * share out. */
 int q8_blocks(const Matrix *m);
+
+/* Output row r of a MATRIX_BLOCKS m of ggml's Q8_0 or Q4_0 as it is
+ * stored: int8 codes [cols] and one scale per block of 32 [cols / 32]
+ * (gguf_block_codes). False for any other matrix. */
+bool matrix_blocks_codes(const Matrix *m, int r, int8_t *codes, float *scales);
 
 /* Bytes of one stored row of a MATRIX_ROWS or MATRIX_BLOCKS m. */
 size_t matrix_row_bytes(const Matrix *m);

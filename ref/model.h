@@ -85,6 +85,8 @@ typedef struct {
     int n_files;
     int weight_group;             /* the matrices are int8 with this many values per scale
                                      (quant_model.h), or 0: they hold floats */
+    bool q8_0_file;               /* every layer's matrices came from GGUF Q8_0 blocks: int8
+                                     in groups of 32, however they are held now */
     struct ThreadPool *pool;      /* the threads the fast kernels split work over (owned;
                                      NULL: one thread): model_use_threads */
     const ProgressSink *progress; /* told how far packing, quantizing and long forward passes

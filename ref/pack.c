@@ -10,12 +10,6 @@
 
 #define PACK_RELEASE_ROWS 256 /* rows of the source released at a time */
 
-#if defined(__GNUC__)
-#define ALWAYS_INLINE inline __attribute__((always_inline))
-#else
-#define ALWAYS_INLINE inline
-#endif
-
 int packed_blocks(const Matrix *w) {
     return (w->rows + PACK_ROWS - 1) / PACK_ROWS;
 }

@@ -27,10 +27,14 @@ static inline float clamp_127(float v) {
     return v < -127.0f ? -127.0f : v;
 }
 
-static inline int8_t round_clamped(float v) {
+static inline int32_t round_clamped32(float v) {
     int32_t t = (int32_t)v;
     float d = v - (float)t;
-    return (int8_t)(t + (d >= 0.5f) - (d <= -0.5f));
+    return t + (d >= 0.5f) - (d <= -0.5f);
+}
+
+static inline int8_t round_clamped(float v) {
+    return (int8_t)round_clamped32(v);
 }
 
 static inline int8_t code_of(float v) {
@@ -49,12 +53,14 @@ int8_t quant_code(float v) {
  * vectorised; as separate fixed-length loops over a small array each step
  * is one vector operation. The same steps on every value: the same codes
  * (test_quant checks them against quant_code). */
-FAST_CLONES static void code_chunk(const float *x, float scale, int8_t *q) {
+static ALWAYS_INLINE void code_chunk(const float *x, float scale, int8_t *q) {
     float v[CODE_CHUNK];
     for (int k = 0; k < CODE_CHUNK; k++) v[k] = x[k] / scale;
     for (int k = 0; k < CODE_CHUNK; k++) v[k] = nan_to_zero(v[k]);
     for (int k = 0; k < CODE_CHUNK; k++) v[k] = clamp_127(v[k]);
-    for (int k = 0; k < CODE_CHUNK; k++) q[k] = round_clamped(v[k]);
+    int32_t c[CODE_CHUNK]; /* rounded in 32 bits, then narrowed: whole vectors each */
+    for (int k = 0; k < CODE_CHUNK; k++) c[k] = round_clamped32(v[k]);
+    for (int k = 0; k < CODE_CHUNK; k++) q[k] = (int8_t)c[k];
 }
 
 /* The larger of |x| and m, m >= 0; a NaN x never wins, as with fmaxf. */
@@ -66,18 +72,24 @@ static inline float larger_abs(float x, float m) {
 /* The largest |x_i| of n values, NaNs left out. CODE_CHUNK running maxima,
  * one per lane, then the largest of them: the maximum of the same values,
  * whatever the order in which they are compared. */
-FAST_CLONES static float abs_max(const float *x, int n) {
+static ALWAYS_INLINE float abs_max(const float *x, int n) {
     float m[CODE_CHUNK] = {0};
     int i = 0;
     for (; i + CODE_CHUNK <= n; i += CODE_CHUNK)
         for (int k = 0; k < CODE_CHUNK; k++) m[k] = larger_abs(x[i + k], m[k]);
-    float amax = 0.0f;
-    for (int k = 0; k < CODE_CHUNK; k++) amax = larger_abs(m[k], amax);
+    /* the lanes halved in a tree: four steps, not sixteen in a chain, each
+     * loop of a fixed length (one vector operation) */
+    for (int k = 0; k < 8; k++) m[k] = larger_abs(m[k + 8], m[k]);
+    for (int k = 0; k < 4; k++) m[k] = larger_abs(m[k + 4], m[k]);
+    for (int k = 0; k < 2; k++) m[k] = larger_abs(m[k + 2], m[k]);
+    float amax = larger_abs(m[1], m[0]);
     for (; i < n; i++) amax = larger_abs(x[i], amax);
     return amax;
 }
 
-void quantize_row(const float *x, int n, int group, int8_t *q, float *scales) {
+/* One dispatched call a row, its steps inlined into each clone: a call a
+ * chunk through the clones' dispatch cost more than the chunk. */
+FAST_CLONES void quantize_row(const float *x, int n, int group, int8_t *q, float *scales) {
     for (int g = 0, start = 0; start < n; g++, start += group) {
         int len = n - start < group ? n - start : group;
         float scale = abs_max(x + start, len) / 127.0f;

@@ -7,122 +7,11 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "clones.h"
 #include "file_util.h"
+#include "q8_packed.h"
 
 #define Q8_MAGIC   "SWQ8"
 #define Q8_VERSION 1u
-
-/* One block of Q8_ROWS rows against one token: float activations. */
-FAST_CLONES static void q8_block_f32(float *out, const float *x, const int8_t *q, const float *sc,
-                                     int C, int group, int rows) {
-    float sum[Q8_ROWS] = {0};
-    for (int g = 0, start = 0; start < C; g++, start += group) {
-        int end = start + group < C ? start + group : C;
-        float acc[Q8_ROWS] = {0};
-        for (int i = start; i < end; i++) {
-            float xi = x[i];
-            for (int l = 0; l < Q8_ROWS; l++) acc[l] += xi * (float)q[(size_t)i * Q8_ROWS + l];
-        }
-        for (int l = 0; l < Q8_ROWS; l++) sum[l] += acc[l] * sc[(size_t)g * Q8_ROWS + l];
-    }
-    for (int l = 0; l < rows; l++) out[l] = sum[l];
-}
-
-/* acc[l] += x · w[l] for one input's Q8_ROWS weights (a group's odd end). */
-static inline void q8_add_input(int32_t acc[Q8_ROWS], int32_t x, const int8_t *w) {
-    for (int l = 0; l < Q8_ROWS; l++) acc[l] += x * (int32_t)w[l];
-}
-
-/* A group's integer sums into the float sums: sum[l] += acc[l] · (sx · sc[l]). */
-static inline void q8_add_group(float sum[Q8_ROWS], const int32_t acc[Q8_ROWS], float sx,
-                                const float *sc) {
-    for (int l = 0; l < Q8_ROWS; l++) sum[l] += (float)acc[l] * (sx * sc[l]);
-}
-
-/* One block of Q8_ROWS rows against one token: int8 activations. Integer
- * sums do not depend on their order, so two inputs' products are added
- * first, in 16 bits (activation codes lie in [-127, 127] and weight codes in
- * [-128, 127], so |a·w + b·v| <= 2 · 127 · 128 = 32,512 < 32,767: exact),
- * and two such pairs are widened and added before they join the 32-bit
- * sum: four inputs per step, the same integers, the same bits. */
-FAST_CLONES static void q8_block_q8(float *out, const int8_t *qx, const float *sx, const int8_t *q,
-                                    const float *sc, int C, int group, int rows) {
-    float sum[Q8_ROWS] = {0};
-    for (int g = 0, start = 0; start < C; g++, start += group) {
-        int end = start + group < C ? start + group : C;
-        int32_t acc[Q8_ROWS] = {0};
-        int i = start;
-        for (; i + 3 < end; i += 4) {
-            int16_t a = qx[i], b = qx[i + 1], c = qx[i + 2], d = qx[i + 3];
-            const int8_t *w = q + (size_t)i * Q8_ROWS;
-            for (int l = 0; l < Q8_ROWS; l++)
-                acc[l] += (int32_t)(int16_t)(a * w[l] + b * w[Q8_ROWS + l]) +
-                          (int32_t)(int16_t)(c * w[2 * Q8_ROWS + l] + d * w[3 * Q8_ROWS + l]);
-        }
-        for (; i < end; i++) q8_add_input(acc, qx[i], q + (size_t)i * Q8_ROWS);
-        q8_add_group(sum, acc, sx[g], sc + (size_t)g * Q8_ROWS);
-    }
-    for (int l = 0; l < rows; l++) out[l] = sum[l];
-}
-
-/* Prefill: the same sums for two tokens against one block. Each step's
- * weights, loaded and widened to 16 bits once, serve both tokens; their
- * sums and the widened weights stay in AVX-512's 32 registers. Per token
- * the same integers: the same bits. */
-FAST_CLONES static void q8_block_q8_pair(float *out0, float *out1, const int8_t *qx0,
-                                         const int8_t *qx1, const float *sx0, const float *sx1,
-                                         const int8_t *q, const float *sc, int C, int group,
-                                         int rows) {
-    float sum0[Q8_ROWS] = {0}, sum1[Q8_ROWS] = {0};
-    for (int g = 0, start = 0; start < C; g++, start += group) {
-        int end = start + group < C ? start + group : C;
-        int32_t acc0[Q8_ROWS] = {0}, acc1[Q8_ROWS] = {0};
-        int i = start;
-        for (; i + 3 < end; i += 4) {
-            int16_t a0 = qx0[i], a1 = qx0[i + 1], a2 = qx0[i + 2], a3 = qx0[i + 3];
-            int16_t b0 = qx1[i], b1 = qx1[i + 1], b2 = qx1[i + 2], b3 = qx1[i + 3];
-            const int8_t *w = q + (size_t)i * Q8_ROWS;
-            for (int l = 0; l < Q8_ROWS; l++) {
-                int16_t w0 = w[l], w1 = w[Q8_ROWS + l], w2 = w[2 * Q8_ROWS + l],
-                        w3 = w[3 * Q8_ROWS + l];
-                acc0[l] +=
-                    (int32_t)(int16_t)(a0 * w0 + a1 * w1) + (int32_t)(int16_t)(a2 * w2 + a3 * w3);
-                acc1[l] +=
-                    (int32_t)(int16_t)(b0 * w0 + b1 * w1) + (int32_t)(int16_t)(b2 * w2 + b3 * w3);
-            }
-        }
-        for (; i < end; i++) {
-            q8_add_input(acc0, qx0[i], q + (size_t)i * Q8_ROWS);
-            q8_add_input(acc1, qx1[i], q + (size_t)i * Q8_ROWS);
-        }
-        q8_add_group(sum0, acc0, sx0[g], sc + (size_t)g * Q8_ROWS);
-        q8_add_group(sum1, acc1, sx1[g], sc + (size_t)g * Q8_ROWS);
-    }
-    for (int l = 0; l < rows; l++) out0[l] = sum0[l], out1[l] = sum1[l];
-}
-
-void matmul_q8_packed_blocks(float *out, const float *x, const int8_t *qx, const float *sx,
-                             const Matrix *w, int T, int b0, int b1) {
-    int C = w->cols, OC = w->rows, gpr = quant_groups(C, w->group);
-    for (int b = b0; b < b1; b++) {
-        const int8_t *q = (const int8_t *)w->data + (size_t)b * C * Q8_ROWS;
-        const float *sc = w->scales + (size_t)b * gpr * Q8_ROWS;
-        int row0 = b * Q8_ROWS, rows = OC - row0 < Q8_ROWS ? OC - row0 : Q8_ROWS;
-        int t = 0;
-        for (; qx != NULL && t + 1 < T; t += 2) /* int8 activations: tokens in pairs */
-            q8_block_q8_pair(out + (size_t)t * OC + row0, out + (size_t)(t + 1) * OC + row0,
-                             qx + (size_t)t * C, qx + (size_t)(t + 1) * C, sx + (size_t)t * gpr,
-                             sx + (size_t)(t + 1) * gpr, q, sc, C, w->group, rows);
-        for (; t < T; t++) {
-            float *o = out + (size_t)t * OC + row0;
-            if (qx != NULL)
-                q8_block_q8(o, qx + (size_t)t * C, sx + (size_t)t * gpr, q, sc, C, w->group, rows);
-            else
-                q8_block_f32(o, x + (size_t)t * C, q, sc, C, w->group, rows);
-        }
-    }
-}
 
 /* The longest row of any of m's matrices. */
 static int widest_row(const Config *c) {
@@ -146,6 +35,14 @@ static bool quantize_matrix(const Model *m, Matrix *q, const Matrix *src, int gr
     if (!matrix_q8_alloc(q, MATRIX_Q8_ROWS, src->rows, src->cols, group)) return false;
     int8_t *codes = matrix_q8_codes(q);
     float *scales = matrix_q8_scales(q);
+    /* GGUF Q8_0 or Q4_0 in groups of 32 already is int8 with a scale a
+     * group: its own codes and scales, as stored (for a file quantized by
+     * ggml's rule, what quantizing its dequantized values gives) */
+    size_t per_row = (size_t)quant_groups(src->cols, group);
+    bool as_stored = group == 32 && matrix_blocks_codes(src, 0, codes, scales);
+    for (int r = 1; as_stored && r < src->rows; r++)
+        matrix_blocks_codes(src, r, codes + (size_t)r * src->cols, scales + (size_t)r * per_row);
+    if (as_stored) return true;
     size_t C = (size_t)src->cols, groups = (size_t)quant_groups(src->cols, group);
     bool stored =
         (src->layout == MATRIX_ROWS || src->layout == MATRIX_BLOCKS) && src->owned == NULL;
@@ -209,33 +106,18 @@ bool model_quantize(Model *m, int group, StepError *err) {
     return ok || step_fail(err, "quantize: out of memory");
 }
 
-/* p = the row-major int8 src in the fast layout (owned). */
-static bool pack_q8(Matrix *p, const Matrix *src) {
-    if (!matrix_q8_alloc(p, MATRIX_Q8_PACKED, src->rows, src->cols, src->group)) return false;
-    int8_t *codes = matrix_q8_codes(p);
-    float *scales = matrix_q8_scales(p);
-    size_t C = (size_t)src->cols, groups = (size_t)quant_groups(src->cols, src->group);
-    for (int r = 0; r < src->rows; r++) {
-        size_t b = (size_t)(r / Q8_ROWS), l = (size_t)(r % Q8_ROWS);
-        const int8_t *q = (const int8_t *)src->data + (size_t)r * C;
-        const float *sc = src->scales + (size_t)r * groups;
-        for (size_t i = 0; i < C; i++) codes[(b * C + i) * Q8_ROWS + l] = q[i];
-        for (size_t g = 0; g < groups; g++) scales[(b * groups + g) * Q8_ROWS + l] = sc[g];
-    }
-    return true;
-}
-
-bool model_pack_q8(Model *m, StepError *err) {
+bool model_pack_q8(Model *m, bool int8_activations, StepError *err) {
     if (m->weight_group == 0 || m->classifier.layout == MATRIX_Q8_PACKED) return true;
     bool tied = m->embedding.data == m->classifier.data, ok = true;
     for (int i = 0; ok && i < model_matrix_count(m); i++) {
         Matrix *w = model_matrix_at(m, i), p;
         if (w->rows == 0) continue;
-        ok = pack_q8(&p, w);
+        ok = matrix_pack_q8(&p, w, int8_activations && q8_quads_fit(w));
         if (ok) matrix_free(w), *w = p;
     }
     Matrix classifier;
-    ok = ok && pack_q8(&classifier, &m->classifier);
+    ok = ok && matrix_pack_q8(&classifier, &m->classifier,
+                              int8_activations && q8_quads_fit(&m->classifier));
     if (ok) {
         matrix_free(&m->classifier), m->classifier = classifier;
         /* a tied embedding is looked up in the packed classifier, as floats are */

@@ -14,14 +14,6 @@
 #include "model.h"
 #include "quant.h"
 
-/* out[t][o] for the output rows o of blocks b0..b1-1 of the packed int8 w
- * [OC, C] (MATRIX_Q8_PACKED) and float x [T, C]: per group, Σ x·q in float
- * then × scale; with qx/sx given (activations quantized with the same
- * grouping, [T, C] and [T, groups]), per group Σ qx·q in int32 then × sx·sw.
- * Bitwise quant.h's dot_f32_q8 and dot_q8. */
-void matmul_q8_packed_blocks(float *out, const float *x, const int8_t *qx, const float *sx,
-                             const Matrix *w, int T, int b0, int b1);
-
 /* Replace m's matrices (every layer's, the classifier, the embedding) by
  * int8 ones with groups of `group` (MATRIX_Q8_ROWS, owned), quantized from
  * whatever they held, and set m->weight_group. Float32 storage stays, for
@@ -30,9 +22,11 @@ void matmul_q8_packed_blocks(float *out, const float *x, const int8_t *qx, const
 bool model_quantize(Model *m, int group, StepError *err);
 
 /* Put m's int8 matrices in the layout the fast kernel reads (the row-major
- * ones go; a tied embedding is then looked up in the packed classifier).
+ * ones go; a tied embedding is then looked up in the packed classifier):
+ * for a run that quantizes its activations (int8_activations), in quads
+ * for VNNI dot products where the processor has them (q8_packed.h).
  * Nothing to do for a float model or a packed one. */
-bool model_pack_q8(Model *m, StepError *err);
+bool model_pack_q8(Model *m, bool int8_activations, StepError *err);
 
 /* Bytes of a model whose matrices are int8 with this group: codes, scales
  * and the float32 norms (a mixture's: its experts' too, and its float32

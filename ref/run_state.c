@@ -144,8 +144,9 @@ bool run_state_init_quant(RunState *s, const Config *c, int capacity, int max_to
     if (ok && s->quant.activations) {
         s->xq = malloc(T * widest);
         s->xs = malloc(T * widest * sizeof(float)); /* at most one scale per value */
+        s->xsum = malloc(T * widest * sizeof(int32_t));
         s->xfake = malloc(T * widest * sizeof(float));
-        ok = s->xq && s->xs && s->xfake;
+        ok = s->xq && s->xs && s->xsum && s->xfake;
     }
     /* new K and V rows before they go to an int8 cache, or a batch's rows */
     s->k_new = malloc(T * kv_dim * sizeof(float));
@@ -194,6 +195,7 @@ void run_state_free(RunState *s) {
                    s->rope_sin,
                    s->xq,
                    s->xs,
+                   s->xsum,
                    s->xfake,
                    s->k_new,
                    s->v_new,

@@ -52,6 +52,7 @@ typedef struct {
     QuantRuntime quant;
     int8_t *xq;           /* [max(dim, hidden_dim)] one quantized input row */
     float *xs;            /* its scales */
+    int32_t *xsum;        /* [max_tokens, groups] each group's sum of codes (q8_packed.h) */
     float *xfake;         /* [max_tokens, max(dim, hidden_dim)] quantized-then-dequantized input */
     float *k_new, *v_new; /* [max_tokens, kv_dim] new rows: before int8 storage, or a batch's */
     float *layer_k, *layer_v; /* [capacity, kv_dim] one layer's cache, dequantized */

@@ -175,12 +175,65 @@ def weights_of(seed, d=64, h=96):
             for n, s in shapes.items()}
 
 
-def logits(stepwise, path, tmp):
+def logits(stepwise, path, tmp, *extra, header=None):
     out = os.path.join(tmp, "score.jsonl")
     subprocess.run([stepwise, "score", "--model", path, "--text", "cat sat cats", "--top-n", "0",
-                    "--out", out], check=True, capture_output=True)
-    rows = [json.loads(line) for line in open(out) if '"event":"logits"' in line]
+                    "--out", out, *extra], check=True, capture_output=True)
+    lines = open(out).read().splitlines()
+    if header is not None:
+        header.update(json.loads(lines[0]))
+    rows = [json.loads(line) for line in lines if '"event":"logits"' in line]
     return np.array([r["logits"] for r in rows], dtype=np.float64)
+
+
+def q4_0_as_q8_0(blob):
+    """Q4_0 blocks (f16 d, 16 bytes of nibbles) as Q8_0 blocks of the same
+    values: the codes q - 8 as int8 beside the same f16 d."""
+    out = bytearray()
+    for at in range(0, len(blob), 18):
+        d, nib = blob[at:at + 2], np.frombuffer(blob[at + 2:at + 18], np.uint8)
+        q = np.concatenate([nib & 0x0F, nib >> 4]).astype(np.int16) - 8
+        out += d + q.astype(np.int8).tobytes()
+    return bytes(out)
+
+
+def check_int8_direct(stepwise, weights, write, tmp):
+    """A Q8_0 file under int8 activations runs as the int8 weights its
+    blocks are (groups of 32, as stored): the bits of --quant-weights int8
+    --quant-group 32 applied to the file dequantized at load, plain and fast
+    kernels, and the run header says int8 weights in groups of 32. Q4_0's
+    blocks run as their codes too: the bits of a Q8_0 file numpy writes
+    with the same values (codes q - 8, the same scales), and not those of
+    its values quantized again (so both run their codes as stored)."""
+    q8 = write("direct-Q8_0.gguf", model_gguf(weights, Q8_0))
+    acts = ("--quant-activations", "int8")
+    header = {}
+    direct = logits(stepwise, q8, tmp, *acts, header=header)
+    requant = logits(stepwise, q8, tmp, *acts, "--quant-weights", "int8", "--quant-group", "32",
+                     "--weights", "f32", "--kernels", "plain")
+    fast = logits(stepwise, q8, tmp, *acts, "--kernels", "fast", "--threads", "3")
+    deq = {n: (x if x.ndim == 1 else quantize(x, Q8_0)[1]) for n, x in weights.items()}
+    as_f32 = write("direct-Q8_0-deq.gguf", model_gguf(deq, F32))  # the same values as F32
+    fake = logits(stepwise, as_f32, tmp, *acts)  # float weights, int8 activations
+    quant = header.get("quant", {})
+    ok = (np.array_equal(direct, requant) and np.array_equal(direct, fast) and direct.shape[0] > 1
+          and quant.get("weights") == "int8" and quant.get("weight_group") == 32
+          and not np.array_equal(direct, fake))
+    print(f"{'ok  ' if ok else 'FAIL'}  Q8_0 under --quant-activations int8: its blocks are the int8 "
+          f"weights, the bits of --quant-weights int8 --quant-group 32 on the dequantized file, plain "
+          f"and fast (header {quant}); its values held as F32 (float weights) would differ by {np.abs(direct - fake).max():.2e}")
+    q4_blobs = {n: quantize(x, Q4_0)[0] for n, x in weights.items() if x.ndim == 2}
+    q4 = write("direct-Q4_0.gguf", model_gguf(weights, Q4_0, blobs=q4_blobs))
+    same = write("direct-Q4_0-as-Q8_0.gguf", model_gguf(weights, Q8_0, blobs={
+        n: q4_0_as_q8_0(b) for n, b in q4_blobs.items()}))
+    w8 = ("--quant-weights", "int8", "--quant-group", "32", *acts)
+    a, b = logits(stepwise, q4, tmp, *w8), logits(stepwise, same, tmp, *w8)
+    requantized = logits(stepwise, same, tmp, *w8, "--weights", "f32")  # codes of +-127 again
+    ok4 = np.array_equal(a, b) and a.shape[0] > 1 and not np.array_equal(b, requantized)
+    print(f"{'ok  ' if ok4 else 'FAIL'}  Q4_0 with --quant-weights int8 --quant-group 32: its blocks' "
+          f"own codes, the bits of the Q8_0 file of the same values; quantizing those values again "
+          f"(codes up to 127) would differ by {np.abs(b - requantized).max():.2e}")
+    return (not ok) + (not ok4)
 
 
 def main():
@@ -204,6 +257,7 @@ def main():
                   f"as F32: {same}; max |dlogit| against the float model {drift:.4f} "
                   f"(bound {bound})")
             failures += not ok
+        failures += check_int8_direct(stepwise, weights, write, tmp)
         # k-quants: random super-blocks (a model of dim 256, whole super-blocks per row)
         base = weights_of(8, d=256, h=256)
         for qtype, name in ((Q4_K, "Q4_K"), (Q5_K, "Q5_K"), (Q6_K, "Q6_K")):

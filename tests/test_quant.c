@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "../ref/forward.h"
+#include "../ref/q8_packed.h"
 #include "../ref/quant_model.h"
 #include "../ref/rng.h"
 #include "helpers.h"
@@ -371,7 +372,9 @@ static void expect_model_quantized(const Model *m, int group) {
  * packed alike, on a shape whose row counts are not multiples of the packed
  * blocks' 64 and whose rows end on a short group; tied and untied. */
 Test(quant, every_int8_matrix_is_its_float_rows_quantized) {
-    for (int tied = 0; tied < 2; tied++) {
+    for (int form = 0; form < 4; form++) { /* tied or not; packed plainly or in quads */
+        int tied = form % 2;
+        bool quads = form >= 2;
         Config c = {.dim = 48,
                     .hidden_dim = 100,
                     .n_layers = 2,
@@ -387,12 +390,92 @@ Test(quant, every_int8_matrix_is_its_float_rows_quantized) {
         cr_expect_eq(m.weight_group, 32);
         cr_expect_eq(m.layers[0].m[MAT_W2].layout, MATRIX_Q8_ROWS);
         expect_model_quantized(&m, 32);
-        cr_assert(model_pack_q8(&m, &e), "%s", e.message);
+        cr_assert(model_pack_q8(&m, quads, &e), "%s", e.message);
         cr_expect_eq(m.layers[1].m[MAT_W2].layout, MATRIX_Q8_PACKED);
+        cr_expect_eq(m.layers[1].m[MAT_W2].q8_quads, quads && q8_vnni_available());
         cr_expect_eq(m.classifier.layout, MATRIX_Q8_PACKED);
         cr_expect_eq(m.embedding.data == m.classifier.data, (bool)tied,
                      "a tied embedding is read from the packed classifier");
         expect_model_quantized(&m, 32);
         model_free(&m);
     }
+}
+
+/* A random int8 matrix [OC, C] (row-major, groups of `group`) with the
+ * extreme codes -128 and 127 planted, and T tokens of activations, float
+ * and quantized (with the group sums a matrix in quads needs). */
+typedef struct {
+    Matrix rows;
+    float *x, *sx;
+    int8_t *qx;
+    int32_t *xsum;
+} KernelCase;
+
+static KernelCase kernel_case(int OC, int C, int group, int T, XorshiftRng *rng) {
+    KernelCase k = {0};
+    int groups = quant_groups(C, group);
+    cr_assert(matrix_q8_alloc(&k.rows, MATRIX_Q8_ROWS, OC, C, group));
+    int8_t *codes = matrix_q8_codes(&k.rows);
+    float *scales = matrix_q8_scales(&k.rows);
+    for (size_t i = 0; i < (size_t)OC * C; i++) codes[i] = (int8_t)(xorshift_u32(rng) & 0xff);
+    codes[0] = -128, codes[(size_t)OC * C - 1] = 127;
+    for (size_t i = 0; i < (size_t)OC * groups; i++) scales[i] = xorshift_f32(rng) * 0.01f + 1e-4f;
+    k.x = malloc((size_t)T * C * sizeof(float));
+    k.qx = malloc((size_t)T * C);
+    k.sx = malloc((size_t)T * groups * sizeof(float));
+    k.xsum = malloc((size_t)T * groups * sizeof(int32_t));
+    cr_assert(k.x && k.qx && k.sx && k.xsum);
+    for (size_t i = 0; i < (size_t)T * C; i++) k.x[i] = xorshift_f32(rng) * 2.0f - 1.0f;
+    k.x[0] = 1.0f; /* a group whose largest value codes to 127 */
+    for (int t = 0; t < T; t++) {
+        quantize_row(k.x + (size_t)t * C, C, group, k.qx + (size_t)t * C,
+                     k.sx + (size_t)t * groups);
+        q8_group_sums(k.qx + (size_t)t * C, C, group, k.xsum + (size_t)t * groups);
+    }
+    return k;
+}
+
+static void kernel_case_free(KernelCase *k) {
+    matrix_free(&k->rows);
+    free(k->x), free(k->qx), free(k->sx), free(k->xsum);
+}
+
+/* The packed int8 kernels, plainly and in quads (VNNI, where the processor
+ * has it), give the rows kernel's bits, float and int8 activations alike:
+ * on rows that are not whole blocks of 64, rows that end on a short group,
+ * every token count up to 9 (four at a time and the rest), and the codes'
+ * extremes. */
+Test(quant, packed_int8_kernels_are_the_rows_kernel_bit_for_bit) {
+    static const int shapes[][3] = {{64, 32, 32}, {70, 48, 32},  {130, 72, 32}, {5, 8, 4},
+                                    {65, 36, 8},  {128, 20, 12}, {3, 40, 40}};
+    XorshiftRng rng = {.state = 99};
+    bool vnni = q8_vnni_available();
+    for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
+        int OC = shapes[s][0], C = shapes[s][1], group = shapes[s][2];
+        for (int T = 1; T <= 9; T++) {
+            KernelCase k = kernel_case(OC, C, group, T, &rng);
+            float *want = malloc((size_t)T * OC * sizeof(float));
+            float *got = malloc((size_t)T * OC * sizeof(float));
+            cr_assert(want && got);
+            for (int int8 = 0; int8 < 2; int8++) {
+                const int8_t *qx = int8 ? k.qx : NULL;
+                matmul_q8_rows(want, k.x, qx, k.sx, k.rows.data, k.rows.scales, T, C, OC, group);
+                for (int quads = 0; quads < 2; quads++) {
+                    Matrix p;
+                    cr_assert(matrix_pack_q8(&p, &k.rows, quads));
+                    cr_expect_eq(p.q8_quads, quads && vnni && C % 4 == 0 && group % 4 == 0);
+                    memset(got, 0xff, (size_t)T * OC * sizeof(float));
+                    matmul_q8_packed_blocks(got, k.x, qx, k.sx, k.xsum, &p, T, 0, q8_blocks(&p));
+                    cr_expect(memcmp(got, want, (size_t)T * OC * sizeof(float)) == 0,
+                              "[%d, %d] group %d, %d tokens, %s activations, %s: not the rows "
+                              "kernel's bits",
+                              OC, C, group, T, int8 ? "int8" : "float", quads ? "quads" : "plain");
+                    matrix_free(&p);
+                }
+            }
+            free(want), free(got);
+            kernel_case_free(&k);
+        }
+    }
+    if (!vnni) cr_log_warn("no AVX-512 VNNI here: the quads' kernel was not run");
 }

@@ -143,14 +143,31 @@ void trace_weight_quant_events(TraceObserver *to, const Model *m) {
     for (int k = 0; k < LAYER_MATRICES; k++) {
         int rows, cols;
         layer_matrix_shape(c, (MatrixKind)k, &rows, &cols);
+        bool mlp = k == MAT_W1 || k == MAT_W2 || k == MAT_W3;
         for (int l = 0; rows > 0 && l < c->n_layers; l++) {
+            if (m->layers[l].m[k].rows == 0) continue; /* an MoE layer's MLP: its experts */
             char name[64];
             snprintf(name, sizeof name, "blocks.%d.%s", l, names[k]);
             const float *src = originals[k];
+            size_t slot = (size_t)(mlp ? config_dense_slot(c, l) : l);
             write_matrix_quant(to, name, l, &m->layers[l].m[k],
-                               src != NULL ? src + (size_t)l * rows * cols : NULL);
+                               src != NULL ? src + slot * rows * cols : NULL);
         }
     }
+    /* a mixture's experts, each beside its original where it is held */
+    static const char *const parts[EXPERT_MATRICES] = {"gate", "down", "up"};
+    const float *experts[EXPERT_MATRICES] = {w->expert_w1, w->expert_w2, w->expert_w3};
+    for (int l = 0; m->experts != NULL && l < c->n_layers; l++)
+        for (int e = 0; config_layer_moe(c, l) && e < c->n_experts; e++)
+            for (int k = 0; k < EXPERT_MATRICES; k++) {
+                int rows, cols;
+                expert_matrix_shape(c, (ExpertKind)k, &rows, &cols);
+                size_t at = (size_t)config_moe_slot(c, l) * (size_t)c->n_experts + (size_t)e;
+                char name[64];
+                snprintf(name, sizeof name, "blocks.%d.moe.expert.%d.%s", l, e, parts[k]);
+                write_matrix_quant(to, name, l, model_expert(m, l, e, (ExpertKind)k),
+                                   experts[k] != NULL ? experts[k] + at * rows * cols : NULL);
+            }
     if (!c->shared_classifier) /* a tied classifier is the embedding */
         write_matrix_quant(to, "classifier", -1, &m->classifier, w->wcls);
 }

@@ -98,9 +98,9 @@ sw_status sw_model_open(const char *path, const char *tokenizer, const sw_open_o
     }
     m->has_tokenizer = want_tok;
     bool ready =
-        o.plain_kernels ||
-        ((m->model.weight_group > 0 ? model_pack_q8(&m->model, &e) : model_pack(&m->model, &e)) &&
-         model_use_threads(&m->model, o.threads > 0 ? o.threads : 1, &e));
+        o.plain_kernels || ((m->model.weight_group > 0 ? model_pack_q8(&m->model, false, &e)
+                                                       : model_pack(&m->model, &e)) &&
+                            model_use_threads(&m->model, o.threads > 0 ? o.threads : 1, &e));
     if (!ready) {
         sw_model_free(m);
         return fail_step(err, &e);

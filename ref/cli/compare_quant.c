@@ -124,7 +124,7 @@ int cli_compare_quant(int argc, char **argv) {
              step_fail(&err, "compare-quant: out of memory");
     for (int i = 0; ok && i < n; i++) pos[i] = i;
     if (ok) ok = cli_load_model(model, NULL, &mq, NULL, NULL, &err);
-    if (ok) ok = model_quantize(&mq, group, &err) && (plain || model_pack_q8(&mq, &err));
+    if (ok) ok = model_quantize(&mq, group, &err) && (plain || model_pack_q8(&mq, false, &err));
     if (ok && !plain) ok = model_use_threads(&mq, threads, &err);
     const QuantConfig configs[] = {
         {"W", true, {false, false, group}},    {"A", false, {true, false, group}},

@@ -214,7 +214,7 @@ int main(int argc, char **argv) {
     bool ok = hf_is_model_dir(path)
                   ? hf_model_load(&m, path, int8 ? WEIGHTS_F32 : mode, NULL, &report, &err)
                   : model_load_checkpoint(&m, path, &err);
-    if (ok && int8) ok = model_quantize(&m, 32, &err) && model_pack_q8(&m, &err);
+    if (ok && int8) ok = model_quantize(&m, 32, &err) && model_pack_q8(&m, int8, &err);
     if (ok && !int8) ok = model_pack(&m, &err);
     double load = now() - t0;
     int capacity = T > D ? T : D;
