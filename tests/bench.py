@@ -27,15 +27,17 @@ bytes), side by side in this run, every core; the logits are the same bits
 (tests/weights_stored_check.py).
 And when `make llama-cpp-peer` has installed it, a real llama.cpp as the peer
 (node-llama-cpp's prebuilt binary, tests/llama_cpp_engine.mjs): the 15M shape
-as a GGUF F32 file (stepwise convert), one thread each, a 100-token prompt
-then 128 greedy tokens, float32 KV cache, RUNS rounds interleaved, medians,
-and stepwise's over llama.cpp's.
+as GGUF F32 and Q8_0 files (stepwise convert), one thread each, a 100-token
+prompt then 128 greedy tokens, llama.cpp with a float32 KV cache and with
+its default F16 one, stepwise float32 on the F32 file and with int8
+activations on the Q8_0 file (its blocks run as int8 weights), RUNS rounds
+interleaved, medians, and stepwise's over llama.cpp's.
 
 A mixture of experts against a dense model of its active size (moe_table):
 8 experts 768 wide, 2 a token, and a dense MLP 1,536 wide on the 15M
 shape's attention: the weights each holds, the bytes a decode step reads
-(inspect), and decode tokens/s on the plain kernel the experts run on
-(docs/moe.md keeps a run's table).
+(inspect), and decode tokens/s on each kernel (docs/moe.md keeps a run's
+table).
 
 A benchmark, not a test: nothing is asserted.
 """
@@ -100,9 +102,12 @@ def forward(model, *args):
 def forward_table(model):
     """The in-process figures against their ceilings and the targets; returns them as a dict."""
     bw = bandwidth()
-    one = forward(model, "--threads", "1")
+    # float32 and int8 on one thread in three interleaved rounds (the machine's drift falls on
+    # both), each round's medians of 5; the middle round by prefill speed of each
+    pairs = [(forward(model, "--threads", "1"), forward(model, "--threads", "1", "--int8")) for _ in range(3)]
+    one = sorted((p[0] for p in pairs), key=lambda r: r["prefill_tok_s"])[1]
+    q8 = sorted((p[1] for p in pairs), key=lambda r: r["prefill_tok_s"])[1]
     two = forward(model, "--threads", "2")
-    q8 = forward(model, "--threads", "1", "--int8")
     step = one["decode_step_bytes"]
     prefill_ceiling = one["kernel_macs_per_second"] / (one["prefill_macs"] / one["prefill_tokens"])
 
@@ -114,6 +119,7 @@ def forward_table(model):
         ("15M prefill (100 tokens), 1 thread", one["prefill_tok_s"], prefill_ceiling, "kernel in cache", 4200),
         ("15M int8 decode (int8 x int8), 1 thread", q8["decode_tok_s"], 1 / q8["decode_read_seconds"], reread(q8),
          750),
+        ("15M int8 prefill (int8 x int8, 100 tokens), 1 thread", q8["prefill_tok_s"], None, "", None),
         ("15M decode, 2 threads", two["decode_tok_s"], 1 / two["decode_read_seconds"], reread(two), None),
         ("15M prefill, 2 threads", two["prefill_tok_s"], 2 * prefill_ceiling, "2 x kernel in cache", None),
     ]
@@ -125,7 +131,13 @@ def forward_table(model):
     print("|---|---|---|---|---|---|")
     for what, got, ceiling, source, target in rows:
         met = "" if target is None else ("%d: %s" % (target, "met" if got >= target else "not met"))
+        if ceiling is None:
+            print("| %s | %.1f | | | | %s |" % (what, got, met))
+            continue
         print("| %s | %.1f | %.1f | %s | %.2f | %s |" % (what, got, ceiling, source, got / ceiling, met))
+    int8_ratio = q8["prefill_tok_s"] / one["prefill_tok_s"]
+    print("| 15M prefill, int8 x int8 / float32 | **%.2fx** | | | | 2.0x: %s |" % (
+        int8_ratio, "met" if int8_ratio >= 2.0 else "not met"))
     ratio = two["prefill_tok_s"] / one["prefill_tok_s"]
     print("| 15M prefill, 2 threads / 1 thread | %.2fx | | | | 1.6x: %s |" % (ratio, "met" if ratio >= 1.6 else "not met"))
     bitwise = all(r["bitwise"] for r in (one, two, q8))
@@ -161,33 +173,51 @@ LLAMA_CPP = "build/npm-llama-cpp"
 
 
 def peer_table():
-    """stepwise and llama.cpp on the same GGUF in the same run; None when llama.cpp is not installed."""
+    """stepwise and llama.cpp on the same GGUF files in the same run, RUNS
+    rounds interleaved, medians: the 15M shape as F32 (stepwise float32
+    against llama.cpp with a float32 cache and with its default F16 one) and
+    as Q8_0 (stepwise's int8 activations run the Q8_0 blocks as they are;
+    llama.cpp's Q8_0 kernels, both caches). None when llama.cpp is not
+    installed."""
     if not os.path.exists(os.path.join(LLAMA_CPP, ".installed")):
         print("llama.cpp peer skipped: make llama-cpp-peer installs it")
         return None
-    gguf = "build/bench/m15.gguf"
-    if not os.path.exists(gguf):
-        subprocess.run([BIN, "convert", "--model", M15, "--tokenizer", os.path.join(MODELS, "tokenizer.bin"),
-                        "--out", gguf], check=True, capture_output=True)
-    ours, theirs = [], []
-    for _ in range(RUNS):
-        n, prefill, decode, _ = generate(gguf, os.path.join(MODELS, "tokenizer.bin"), "--prompt", PROMPT,
-                                         "--steps", "129")
-        ours.append((prefill, decode))
-        out = subprocess.run(["node", "tests/llama_cpp_engine.mjs", LLAMA_CPP, "time", gguf, "32000", str(n),
-                              "128"], capture_output=True, text=True, check=True).stdout
-        r = json.loads(out.strip().splitlines()[-1])
-        theirs.append((r["prefill_tok_s"], r["decode_tok_s"]))
-        version = "llama.cpp %s (node-llama-cpp %s)" % (r["llama_cpp"], r["node_llama_cpp"])
-    med = {k: (statistics.median(p for p, _ in v), statistics.median(d for _, d in v))
-           for k, v in (("stepwise", ours), ("llama.cpp", theirs))}
-    print("| 15M GGUF F32, 1 thread, %d rounds | prefill tokens/s | decode tokens/s |" % RUNS)
+    tok = os.path.join(MODELS, "tokenizer.bin")
+    files = {"F32": "build/bench/m15.gguf", "Q8_0": "build/bench/m15-q8_0.gguf"}
+    for kind, gguf in files.items():
+        if not os.path.exists(gguf):
+            subprocess.run([BIN, "convert", "--model", M15, "--tokenizer", tok, "--type", kind.lower(),
+                            "--out", gguf], check=True, capture_output=True)
+    ours = {"F32": [], "Q8_0": []}
+    theirs = {(k, c): [] for k in files for c in ("f32", "defaults")}
+    version = None
+    for _ in range(RUNS):  # interleaved: the machine's drift falls on every row alike
+        for kind, gguf in files.items():
+            int8 = ["--quant-activations", "int8"] if kind == "Q8_0" else []
+            n, prefill, decode, _ = generate(gguf, tok, "--prompt", PROMPT, "--steps", "129", *int8)
+            ours[kind].append((prefill, decode))
+            for cache in ("f32", "defaults"):
+                out = subprocess.run(["node", "tests/llama_cpp_engine.mjs", LLAMA_CPP, "time", gguf, "32000",
+                                      str(n), "128", cache], capture_output=True, text=True, check=True).stdout
+                r = json.loads(out.strip().splitlines()[-1])
+                theirs[(kind, cache)].append((r["prefill_tok_s"], r["decode_tok_s"]))
+                version = "llama.cpp %s (node-llama-cpp %s)" % (r["llama_cpp"], r["node_llama_cpp"])
+    med = lambda v: (statistics.median(p for p, _ in v), statistics.median(d for _, d in v))
+    print("| 15M GGUF, 1 thread, %d rounds, %s | prefill tokens/s | decode tokens/s |" % (RUNS, version))
     print("|---|---|---|")
-    for k, (p, d) in med.items():
-        print("| %s | %.1f | %.1f |" % (version if k == "llama.cpp" else k, p, d))
-    print("| stepwise / llama.cpp | %.2fx | %.2fx |" % (med["stepwise"][0] / med["llama.cpp"][0],
-                                                     med["stepwise"][1] / med["llama.cpp"][1]))
-    return {"peer": version, "stepwise": med["stepwise"], "llama_cpp": med["llama.cpp"]}
+    rows = {}
+    for kind in files:
+        us = med(ours[kind])
+        what = "float32" if kind == "F32" else "int8 activations, the Q8_0 blocks as int8 weights"
+        print("| stepwise, %s, %s | %.1f | %.1f |" % (kind, what, *us))
+        for cache in ("f32", "defaults"):
+            them = med(theirs[(kind, cache)])
+            label = "F32 cache" if cache == "f32" else "its default F16 cache"
+            print("| llama.cpp, %s, %s | %.1f | %.1f |" % (kind, label, *them))
+            print("| stepwise / llama.cpp (%s, %s) | **%.2fx** | **%.2fx** |" % (
+                kind, label, us[0] / them[0], us[1] / them[1]))
+            rows["%s %s" % (kind, cache)] = {"stepwise": us, "llama_cpp": them}
+    return {"peer": version, "rows": rows}
 
 
 def moe_table():

@@ -8,9 +8,10 @@
 //       (node-llama-cpp's own settings: an F16 cache, flash attention when it sees fit), each
 //       with its .json sidecar; and the ids of each text of the JSON list TEXTS (model.tokenize:
 //       no BOS, special tokens as text)
-//   node tests/llama_cpp_engine.mjs NPM_DIR time MODEL.gguf VOCAB PROMPT_TOKENS DECODE_TOKENS
+//   node tests/llama_cpp_engine.mjs NPM_DIR time MODEL.gguf VOCAB PROMPT_TOKENS DECODE_TOKENS [CACHE]
 //       prefill of PROMPT_TOKENS ids ((1 + 7919 i) mod VOCAB), then DECODE_TOKENS greedy ones, on
-//       one thread (F32 cache, no flash attention): tokens/s of each
+//       one thread: tokens/s of each; CACHE f32 (the default: F32 cache, no flash attention) or
+//       defaults (node-llama-cpp's own: an F16 cache, flash attention when it sees fit)
 //
 // Each prints one JSON line that starts with the versions: llama.cpp's release and node-llama-cpp's.
 import fs from "node:fs";
@@ -52,9 +53,11 @@ if (command === "candidates") {
   console.log(JSON.stringify({...head, vocab: f32.vocab, flash_attention: dflt.flash,
                               ids: texts.map(t => Array.from(model.tokenize(t, false)))}));
 } else if (command === "time") {
-  const [vocab, nPrompt, nDecode] = rest.map(Number);
+  const [vocab, nPrompt, nDecode] = rest.slice(0, 3).map(Number);
+  const cache = rest[3] || "f32";
+  if (cache !== "f32" && cache !== "defaults") throw new Error(`cache ${cache}: f32 or defaults`);
   const ctx = await model.createContext({contextSize: nPrompt + nDecode + 8, threads: 1,
-                                         batchSize: nPrompt, ...float32});
+                                         batchSize: nPrompt, ...(cache === "f32" ? float32 : {})});
   const prompt = Array.from({length: nPrompt}, (_, i) => (1 + 7919 * i) % vocab);
   const t0 = performance.now();
   let n = 0, t1 = 0;
@@ -63,7 +66,8 @@ if (command === "candidates") {
     if (++n >= nDecode + 1) break;
   }
   const t2 = performance.now();
-  console.log(JSON.stringify({...head, prefill_tok_s: nPrompt / ((t1 - t0) / 1000),
+  console.log(JSON.stringify({...head, cache, flash_attention: ctx.flashAttention,
+                              prefill_tok_s: nPrompt / ((t1 - t0) / 1000),
                               decode_tok_s: nDecode / ((t2 - t1) / 1000)}));
 } else {
   console.error(`llama_cpp_engine.mjs: unknown command ${command}`);
