@@ -2,10 +2,13 @@
 stating the bytes (in `make test`): make-model of a 667 MB shape under a
 300 MB address-space limit (RLIMIT_AS, which the check reads beside
 /proc/meminfo's MemAvailable) is refused in one line naming both figures,
-and the same shape's needs are the closed form (params x 4 bytes).
+and the same shape's needs are the closed form (params x 4 bytes). And
+compare-quant, under limits that run out at each of its steps in turn,
+completes or fails in one line naming what ran out (compare_quant_sweep).
 
     /usr/bin/python3 tests/memory_check.py build/stepwise
 """
+import json
 import os
 import resource
 import subprocess
@@ -35,8 +38,49 @@ def main():
               and r.stderr.count("\n") == 1 and not os.path.exists(out))
         print(("ok    " if ok else "FAIL  ") + "a %d-byte model under a %d-byte limit: %s"
               % (PARAMS * 4, LIMIT, r.stderr.strip()))
+    ok = compare_quant_sweep() and ok
     print("memory check: %s" % ("PASS" if ok else "FAILED"))
     return 0 if ok else 1
+
+
+def compare_quant_sweep():
+    """compare-quant, whose every step allocates (two models, the scores,
+    the JSON), under address-space limits from 4 to 24 MiB: each run either
+    completes (its JSON whole) or exits 2 with one line naming what ran out,
+    never a crash or a message left unset; the sweep must reach several
+    different failures and a success."""
+    models = os.environ.get("STEPWISE_MODELS", os.path.join(os.path.dirname(__file__), "..", "..", "shared",
+                                                            "models"))
+    model, tok = os.path.join(models, "stories260K.bin"), os.path.join(models, "tok512.bin")
+    if not os.path.exists(model):
+        print("ok    compare-quant under memory limits: skipped, no stories260K.bin in %s" % models)
+        return True
+    text = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "data", "text", "prompt-100.txt")
+    outcomes, bad = {}, []
+    for kib in range(4 << 10, (24 << 10) + 1, 256):
+        def limit(kib=kib):
+            resource.setrlimit(resource.RLIMIT_AS, (kib << 10, kib << 10))
+        r = subprocess.run([BIN, "compare-quant", "--model", model, "--tokenizer", tok, "--text", text, "--json",
+                            "--threads", "1"], capture_output=True, text=True, preexec_fn=limit)
+        err = r.stderr
+        if r.returncode == 127 and "error while loading shared libraries" in err:
+            continue  # the dynamic loader, before stepwise runs
+        if r.returncode == 0:
+            whole = len(json.loads(r.stdout)["configs"]) == 5 and err == ""
+            outcomes["completes"] = outcomes.get("completes", 0) + 1
+            if not whole:
+                bad.append((kib, "incomplete output"))
+            continue
+        one_line = r.returncode == 2 and err.startswith("stepwise: error: ") and err.count("\n") == 1
+        named = any(w in err for w in ("memory", "Cannot allocate", "could not start"))
+        if not (one_line and named and err[:-1].isprintable()):
+            bad.append((kib, r.returncode, err[:120]))
+        outcomes[err.split(":")[2].strip() if err.count(":") > 2 else err] = 1
+    ok = not bad and "completes" in outcomes and len(outcomes) >= 4
+    print(("ok    " if ok else "FAIL  ") + "compare-quant under address-space limits of 4 to 24 MiB: %d kinds of "
+          "outcome (%s), each a whole run or one line naming what ran out%s"
+          % (len(outcomes), ", ".join(sorted(outcomes))[:200], "; bad: %s" % bad[:3] if bad else ""))
+    return ok
 
 
 if __name__ == "__main__":

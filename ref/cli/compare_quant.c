@@ -106,40 +106,53 @@ int cli_compare_quant(int argc, char **argv) {
     if (ok && (text_path == NULL || optind < argc))
         ok = step_fail(&err, "compare-quant: needs --text FILE (see --help)");
     /* The float32 model, and the same file loaded again for its int8
-     * weights (a mapped file's pages are shared between the two). */
+     * weights (a mapped file's pages are shared between the two). Every
+     * step below either succeeds or says why in err, then goes to done. */
     Model m = {0}, mq = {0};
     Tokenizer tok = {0};
     char *text = NULL;
     int *ids = NULL, n = 0, *pos = NULL;
-    if (ok) ok = cli_load_model(model, tokenizer, &m, &tok, NULL, &err);
-    if (ok && m.weight_group > 0) ok = step_fail(&err, "compare-quant: the model must be float32");
-    if (ok) ok = file_read_text(text_path, "text", &text, &err);
-    if (ok) ok = tokenizer_encode(&tok, text, true, &ids, &n, &err);
-    if (ok && n > m.config.seq_len) n = m.config.seq_len; /* the window: the rest is not scored */
-    if (ok && n < 2) ok = step_fail(&err, "compare-quant: %s has no text to score", text_path);
     ScoreResult base = {.keep_logits = true};
-    if (ok) ok = score_tokens(&m, ids, n, 0, NULL, NULL, &base, &err);
-    if (ok)
-        ok = (pos = malloc((size_t)n * sizeof(int))) != NULL ||
-             step_fail(&err, "compare-quant: out of memory");
-    for (int i = 0; ok && i < n; i++) pos[i] = i;
-    if (ok) ok = cli_load_model(model, NULL, &mq, NULL, NULL, &err);
-    if (ok) ok = model_quantize(&mq, group, &err) && (plain || model_pack_q8(&mq, false, &err));
-    if (ok && !plain) ok = model_use_threads(&mq, threads, &err);
+    cJSON *rows = NULL;
+    DiffTolerance tol;
+    if (!ok) goto done;
+    if (!(ok = cli_load_model(model, tokenizer, &m, &tok, NULL, &err))) goto done;
+    if (m.weight_group > 0) {
+        ok = step_fail(&err, "compare-quant: the model must be float32");
+        goto done;
+    }
+    ok = file_read_text(text_path, "text", &text, &err) &&
+         tokenizer_encode(&tok, text, true, &ids, &n, &err);
+    if (!ok) goto done;
+    if (n > m.config.seq_len) n = m.config.seq_len; /* the window: the rest is not scored */
+    if (n < 2) {
+        ok = step_fail(&err, "compare-quant: %s has no text to score", text_path);
+        goto done;
+    }
+    pos = malloc((size_t)n * sizeof(int));
+    rows = cJSON_CreateArray();
+    if (pos == NULL || rows == NULL) {
+        ok = step_fail(&err, "compare-quant: out of memory");
+        goto done;
+    }
+    for (int i = 0; i < n; i++) pos[i] = i;
+    ok = score_tokens(&m, ids, n, 0, NULL, NULL, &base, &err) &&
+         cli_load_model(model, NULL, &mq, NULL, NULL, &err) && model_quantize(&mq, group, &err) &&
+         (plain || model_pack_q8(&mq, false, &err)) &&
+         (plain || model_use_threads(&mq, threads, &err)) &&
+         diff_tolerance_preset(&tol, "int8", &err);
+    if (!ok) goto done;
     const QuantConfig configs[] = {
         {"W", true, {false, false, group}},    {"A", false, {true, false, group}},
         {"KV", false, {false, true, group}},   {"W+A", true, {true, false, group}},
         {"W+A+KV", true, {true, true, group}},
     };
-    cJSON *rows = cJSON_CreateArray();
-    if (ok && !json) {
+    if (!json) {
         printf("%s: %d tokens scored, float32 perplexity %.4f, group %d\n\n", text_path, n,
                base.perplexity, group);
         printf("| config | max abs dlogit | mean abs dlogit | Mean KLD | 99.0%% KLD | Same top p "
                "| PPL(Q) | PPL(base) |\n|---|---|---|---|---|---|---|---|\n");
     }
-    DiffTolerance tol;
-    diff_tolerance_preset(&tol, "int8", &err);
     for (size_t i = 0; ok && i < sizeof configs / sizeof configs[0]; i++) {
         ScoreResult q = {.keep_logits = true};
         DiffReport r;
@@ -154,30 +167,37 @@ int cli_compare_quant(int argc, char **argv) {
                    q.perplexity, base.perplexity);
         } else if (ok) {
             cJSON *row = cJSON_CreateObject();
-            cJSON_AddStringToObject(row, "config", configs[i].name);
-            cJSON_AddNumberToObject(row, "max_abs_dlogit", r.max_abs);
-            cJSON_AddNumberToObject(row, "mean_abs_dlogit", r.mean_abs);
-            cJSON_AddNumberToObject(row, "kl_mean", r.kl_mean);
-            cJSON_AddNumberToObject(row, "kl_p99", r.kl_p99);
-            cJSON_AddNumberToObject(row, "top1_agreement", (double)r.top1_agree / r.n);
-            cJSON_AddNumberToObject(row, "ppl_quant", q.perplexity);
-            cJSON_AddNumberToObject(row, "ppl_base", base.perplexity);
-            cJSON_AddItemToArray(rows, row);
+            if (row != NULL && !cJSON_AddItemToArray(rows, row)) cJSON_Delete(row), row = NULL;
+            ok = row != NULL && /* rows owns it */
+                 cJSON_AddStringToObject(row, "config", configs[i].name) &&
+                 cJSON_AddNumberToObject(row, "max_abs_dlogit", r.max_abs) &&
+                 cJSON_AddNumberToObject(row, "mean_abs_dlogit", r.mean_abs) &&
+                 cJSON_AddNumberToObject(row, "kl_mean", r.kl_mean) &&
+                 cJSON_AddNumberToObject(row, "kl_p99", r.kl_p99) &&
+                 cJSON_AddNumberToObject(row, "top1_agreement", (double)r.top1_agree / r.n) &&
+                 cJSON_AddNumberToObject(row, "ppl_quant", q.perplexity) &&
+                 cJSON_AddNumberToObject(row, "ppl_base", base.perplexity);
+            if (!ok) step_fail(&err, "compare-quant: out of memory");
         }
         score_result_free(&q);
     }
     if (ok && json) {
         cJSON *o = cJSON_CreateObject();
-        cJSON_AddStringToObject(o, "text", text_path);
-        cJSON_AddNumberToObject(o, "tokens", n);
-        cJSON_AddNumberToObject(o, "group", group);
-        cJSON_AddItemToObject(o, "configs", rows);
-        rows = NULL;
-        char *s = cJSON_Print(o);
-        puts(s);
-        cJSON_free(s);
+        char *printed = NULL;
+        ok = o != NULL && cJSON_AddStringToObject(o, "text", text_path) &&
+             cJSON_AddNumberToObject(o, "tokens", n) &&
+             cJSON_AddNumberToObject(o, "group", group) &&
+             cJSON_AddItemToObject(o, "configs", rows);
+        if (ok) rows = NULL; /* o owns it */
+        ok = ok && (printed = cJSON_Print(o)) != NULL;
+        if (ok)
+            puts(printed);
+        else
+            step_fail(&err, "compare-quant: out of memory");
+        cJSON_free(printed);
         cJSON_Delete(o);
     }
+done:
     cJSON_Delete(rows);
     score_result_free(&base);
     free(pos), free(ids), free(text);
