@@ -5,7 +5,7 @@ CFLAGS  ?= -O2
 # The reference numbers must not depend on the compiler: no fused multiply-add
 # (-ffp-contract=off), never -ffast-math. `override`: these stay when a
 # command line sets CFLAGS (the determinism and sanitizer builds do).
-override CFLAGS += -std=c11 -Wall -Wextra -Werror -ffp-contract=off -D_POSIX_C_SOURCE=200809L
+override CFLAGS += -std=c11 -Wall -Wextra -Werror -ffp-contract=off -D_POSIX_C_SOURCE=200809L -I.
 LDLIBS  := -lcjson -lpcre2-8 -lutf8proc -lm -pthread
 # Every object can go into libstepwise.so (make lib), which exports only
 # stepwise.h's functions; not in CFLAGS, which traces record.
@@ -23,9 +23,12 @@ DEB_PACKAGES := libcjson-dev libcriterion-dev libpcre2-dev libutf8proc-dev clang
                 python3-ipykernel python3-pytest python3-pip python3-setuptools pkg-config \
                 chromium parallel
 
-# The library is the engine (ref/) and the trace layer (trace/); the
-# command line (ref/cli/) is linked on top of it and nothing below calls it.
-LIB_SRC  := $(wildcard ref/*.c) $(wildcard ref/api/*.c) $(wildcard trace/*.c)
+# The library is the engine (ref/: its core at the root, and the folders
+# ENGINE_DIRS, tests/check_layers.py says which may use which) and the trace
+# layer (trace/); the command line (ref/cli/) is linked on top of it and
+# nothing below calls it. Includes are from the project's root (-I.).
+ENGINE_DIRS := ref ref/kernels ref/formats ref/text ref/serve ref/util
+LIB_SRC  := $(foreach d,$(ENGINE_DIRS),$(wildcard $(d)/*.c)) $(wildcard ref/api/*.c) $(wildcard trace/*.c)
 CLI_SRC  := $(wildcard ref/cli/*.c)
 CLI_OBJ  := $(patsubst %.c,$(BUILD)/obj/%.o,$(CLI_SRC))
 LIB_OBJ  := $(patsubst %.c,$(BUILD)/obj/%.o,$(LIB_SRC)) $(BUILD)/obj/gen/tiny_model_json.o \
@@ -34,7 +37,7 @@ LIB_OBJ  := $(patsubst %.c,$(BUILD)/obj/%.o,$(LIB_SRC)) $(BUILD)/obj/gen/tiny_mo
 SCHEMAS  := $(sort $(wildcard trace/schema/*.schema.json))
 TEST_SRC := $(wildcard tests/*.c)
 TEST_OBJ := $(patsubst %.c,$(BUILD)/obj/%.o,$(TEST_SRC))
-C_FILES  := $(wildcard ref/*.c ref/*.h ref/api/*.c ref/api/*.h ref/cli/*.c ref/cli/*.h trace/*.c \
+C_FILES  := $(foreach d,$(ENGINE_DIRS),$(wildcard $(d)/*.c $(d)/*.h)) $(wildcard ref/api/*.c ref/api/*.h ref/cli/*.c ref/cli/*.h trace/*.c \
               trace/*.h tests/*.c tests/*.h tests/fuzz/*.c tests/fuzz/*.h tests/bench/*.c tests/lib/*.c \
               docs/examples/*.c)
 
@@ -107,7 +110,8 @@ $(BUILD)/stepwise: $(CLI_OBJ) $(BUILD)/libstepwise.a
 $(BUILD)/libstepwise.a: $(LIB_OBJ)
 	@rm -f $@ && ar rcs $@ $^
 
-HEADERS := $(wildcard ref/*.h ref/api/*.h ref/cli/*.h trace/*.h tests/*.h)
+HEADERS := $(foreach d,$(ENGINE_DIRS),$(wildcard $(d)/*.h)) \
+           $(wildcard ref/api/*.h ref/cli/*.h trace/*.h tests/*.h)
 
 $(BUILD)/obj/%.o: %.c $(HEADERS)
 	@mkdir -p $(@D)
@@ -115,7 +119,7 @@ $(BUILD)/obj/%.o: %.c $(HEADERS)
 	@$(CC) $(CFLAGS) $(OBJ_FLAGS) -c -o $@ $<
 
 # The build flags are recorded in every trace's run header.
-$(BUILD)/obj/ref/build_info.o: ref/build_info.c ref/build_info.h
+$(BUILD)/obj/ref/util/build_info.o: ref/util/build_info.c ref/util/build_info.h
 	@mkdir -p $(@D)
 	@echo "  CC   $<"
 	@$(CC) $(CFLAGS) $(OBJ_FLAGS) -DSTEPWISE_CFLAGS='"$(CFLAGS)"' -c -o $@ $<
@@ -307,7 +311,7 @@ bad-inputs: build
 # ("blocks.2.mlp_out@5*1.0001") scales one hook at one position (ref/hooks.h).
 INJECT_DIR := $(BUILD)/inject
 inject: $(INJECT_DIR)/stepwise
-$(INJECT_DIR)/stepwise: $(LIB_SRC) $(CLI_SRC) $(wildcard ref/*.h ref/cli/*.h trace/*.h)
+$(INJECT_DIR)/stepwise: $(LIB_SRC) $(CLI_SRC) $(HEADERS)
 	@$(MAKE) --no-print-directory BUILD=$(INJECT_DIR) CFLAGS="-O2 -DSTEPWISE_INJECT_BUG" \
 	  $(INJECT_DIR)/stepwise
 

@@ -1,5 +1,5 @@
 /* config.c: validation and derived sizes of a transformer shape. */
-#include "config.h"
+#include "ref/config.h"
 
 #include <math.h>
 

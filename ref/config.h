@@ -13,7 +13,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "error.h"
+#include "ref/util/error.h"
 
 /* How RoPE pairs a head's dimensions. */
 typedef enum {

@@ -1,14 +1,14 @@
 /* forward.c: the transformer over a batch of rows (forward.h). */
-#include "forward.h"
+#include "ref/forward.h"
 
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "layers.h"
-#include "moe.h"
-#include "linear.h"
-#include "threads.h"
+#include "ref/layers.h"
+#include "ref/moe.h"
+#include "ref/linear.h"
+#include "ref/kernels/threads.h"
 
 /* Passes of at least this many tokens report their progress per layer. */
 #define PROGRESS_TOKENS 256

@@ -7,11 +7,11 @@
 #ifndef STEPWISE_FORWARD_H
 #define STEPWISE_FORWARD_H
 
-#include "error.h"
-#include "hooks.h"
-#include "layers.h"
-#include "model.h"
-#include "run_state.h"
+#include "ref/util/error.h"
+#include "ref/hooks.h"
+#include "ref/layers.h"
+#include "ref/model.h"
+#include "ref/run_state.h"
 
 /* Multiply-adds of the blocks (every layer's matmuls and attention, not
  * the classifier) for T tokens at positions pos0.. : what forward's work

@@ -1,7 +1,7 @@
 /* generate.c: the prefill / pick / append / decode loop. */
-#include "generate.h"
+#include "ref/generate.h"
 
-#include "sequence.h"
+#include "ref/sequence.h"
 
 bool generate(const Model *m, const int *prompt, int n_prompt, const GenerateOptions *opt,
               const StepObserver *obs, const TokenSink *sink, GenerateResult *result,

@@ -5,9 +5,9 @@
 #ifndef STEPWISE_GENERATE_H
 #define STEPWISE_GENERATE_H
 
-#include "generate_options.h"
-#include "hooks.h"
-#include "model.h"
+#include "ref/generate_options.h"
+#include "ref/hooks.h"
+#include "ref/model.h"
 
 /* Run the loop on prompt[0..n_prompt). The caller frees result->tokens with
  * generate_result_free. Fails (with err) if the prompt is empty or does not

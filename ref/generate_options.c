@@ -1,7 +1,7 @@
 /* generate_options.c: see generate_options.h. */
-#include "generate_options.h"
+#include "ref/generate_options.h"
 
-#include "tokenizer.h"
+#include "ref/text/tokenizer.h"
 
 #include <stdlib.h>
 #include <string.h>

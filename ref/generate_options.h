@@ -7,11 +7,11 @@
 
 #include <signal.h>
 
-#include "config.h"
-#include "error.h"
-#include "quant.h"
-#include "sampler.h"
-#include "work.h"
+#include "ref/config.h"
+#include "ref/util/error.h"
+#include "ref/kernels/quant.h"
+#include "ref/sampler.h"
+#include "ref/work.h"
 
 typedef enum {
     STOP_BOS,          /* the model emitted BOS (stories models do, between stories) */

@@ -1,5 +1,5 @@
 /* hooks.c: hook names, and emitting activations row by row. */
-#include "hooks.h"
+#include "ref/hooks.h"
 
 #include <stdio.h>
 #include <stdlib.h>

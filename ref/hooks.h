@@ -13,7 +13,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "work.h"
+#include "ref/work.h"
 
 struct Sampler; /* sampler.h: only pointed to here */
 

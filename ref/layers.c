@@ -1,10 +1,10 @@
 /* layers.c: the arithmetic of one transformer block, kept in run.c's order. */
-#include "layers.h"
+#include "ref/layers.h"
 
 #include <math.h>
 #include <string.h>
 
-#include "clones.h"
+#include "ref/kernels/clones.h"
 
 void rmsnorm_forward(float *out, const float *x, const float *weight, int T, int C, float eps) {
     for (int t = 0; t < T; t++) {

@@ -7,8 +7,8 @@
 #ifndef STEPWISE_LAYERS_H
 #define STEPWISE_LAYERS_H
 
-#include "config.h"
-#include "hooks.h"
+#include "ref/config.h"
+#include "ref/hooks.h"
 
 /* out[t] = weight ⊙ x[t] / sqrt(mean(x[t]²) + eps), for each of T rows of
  * width C (eps: 1e-5 in llama2.c). out may alias x. */

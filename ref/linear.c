@@ -1,9 +1,9 @@
 /* linear.c: see linear.h. */
-#include "linear.h"
+#include "ref/linear.h"
 
-#include "pack.h"
-#include "quant.h"
-#include "q8_packed.h"
+#include "ref/kernels/pack.h"
+#include "ref/kernels/quant.h"
+#include "ref/kernels/q8_packed.h"
 
 bool model_fast(const Model *m) {
     MatrixLayout l = m->classifier.layout;

@@ -4,9 +4,9 @@
 #ifndef STEPWISE_LINEAR_H
 #define STEPWISE_LINEAR_H
 
-#include "model.h"
-#include "run_state.h"
-#include "threads.h"
+#include "ref/model.h"
+#include "ref/run_state.h"
+#include "ref/kernels/threads.h"
 
 /* Whether m runs on the fast kernels (its weights packed), and the threads
  * they may split work over: its pool; the plain kernels stay one obvious

@@ -1,12 +1,12 @@
 /* matrix.c: see matrix.h. */
-#include "matrix.h"
+#include "ref/matrix.h"
 
 #include <stdlib.h>
 #include <string.h>
 
-#include "gguf_dequant.h"
-#include "layers.h"
-#include "quant.h"
+#include "ref/kernels/gguf_dequant.h"
+#include "ref/layers.h"
+#include "ref/kernels/quant.h"
 
 void layer_matrix_shape(const Config *c, MatrixKind k, int *rows, int *cols) {
     int d = c->dim, h = c->hidden_dim, kv = config_kv_dim(c), qd = config_q_dim(c);

@@ -17,7 +17,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "config.h"
+#include "ref/config.h"
 
 typedef enum { ELEM_F32, ELEM_F16, ELEM_BF16 } ElementType;
 

@@ -4,7 +4,7 @@
  * advice, and glibc ignores it), nor is MAP_ANONYMOUS; _DEFAULT_SOURCE
  * declares both. */
 #define _DEFAULT_SOURCE
-#include "model.h"
+#include "ref/model.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -17,9 +17,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "file_util.h"
-#include "rng.h"
-#include "threads.h"
+#include "ref/util/file_util.h"
+#include "ref/util/rng.h"
+#include "ref/kernels/threads.h"
 
 uint64_t model_storage_floats(const Config *c) {
     return config_param_count(c);

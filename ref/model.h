@@ -3,11 +3,11 @@
 #ifndef STEPWISE_MODEL_H
 #define STEPWISE_MODEL_H
 
-#include "config.h"
-#include "error.h"
-#include "matrix.h"
-#include "progress.h"
-#include "rng.h"
+#include "ref/config.h"
+#include "ref/util/error.h"
+#include "ref/matrix.h"
+#include "ref/util/progress.h"
+#include "ref/util/rng.h"
 
 /* Float32 views into Model.storage. Matrices are row-major [out, in]: row i
  * holds the weights that produce output i, so out[i] = dot(row i, input).

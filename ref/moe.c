@@ -1,10 +1,10 @@
 /* moe.c: see moe.h. */
-#include "moe.h"
+#include "ref/moe.h"
 
 #include <string.h>
 
-#include "layers.h"
-#include "linear.h"
+#include "ref/layers.h"
+#include "ref/linear.h"
 
 void moe_route(const float *logits, int n_experts, int k, bool renormalise, float *probs,
                int *experts, float *weights) {

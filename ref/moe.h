@@ -21,8 +21,8 @@
 
 #include <stdbool.h>
 
-#include "model.h"
-#include "run_state.h"
+#include "ref/model.h"
+#include "ref/run_state.h"
 
 /* One token's routing: probs [E] = softmax(logits [E]); experts [k] and
  * weights [k] as above. */

@@ -1,5 +1,5 @@
 /* nonfinite.c: see nonfinite.h. */
-#include "nonfinite.h"
+#include "ref/nonfinite.h"
 
 #include <math.h>
 #include <stdio.h>

@@ -1,5 +1,5 @@
 /* retrieve.c: see retrieve.h. */
-#include "retrieve.h"
+#include "ref/retrieve.h"
 
 #include <math.h>
 #include <stdlib.h>

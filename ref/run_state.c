@@ -4,9 +4,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "run_state.h"
+#include "ref/run_state.h"
 
-#include "layers.h"
+#include "ref/layers.h"
 
 /* The frequency of pair i after scaling. Linear divides every frequency
  * by the factor. Llama 3's keeps the high frequencies (wavelength below

@@ -7,11 +7,11 @@
 
 #include <stdbool.h>
 
-#include "config.h"
-#include "error.h"
-#include "hooks.h"
-#include "quant.h"
-#include "work.h"
+#include "ref/config.h"
+#include "ref/util/error.h"
+#include "ref/hooks.h"
+#include "ref/kernels/quant.h"
+#include "ref/work.h"
 
 /* The keys and values of every position seen so far. Q is never cached: a
  * query is only used by its own position. */

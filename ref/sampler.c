@@ -1,11 +1,11 @@
 /* sampler.c: the sampling stages and the seeded draw. */
-#include "sampler.h"
+#include "ref/sampler.h"
 
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "layers.h"
+#include "ref/layers.h"
 
 static const SamplerStage ORDER_DEFAULT[N_STAGES] = {STAGE_TEMPERATURE, STAGE_TOP_K, STAGE_TOP_P,
                                                      STAGE_MIN_P};

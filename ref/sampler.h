@@ -8,8 +8,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "error.h"
-#include "rng.h"
+#include "ref/util/error.h"
+#include "ref/util/rng.h"
 
 typedef enum { STAGE_TEMPERATURE, STAGE_TOP_K, STAGE_TOP_P, STAGE_MIN_P, N_STAGES } SamplerStage;
 

@@ -1,11 +1,11 @@
 /* score.c: see score.h. */
-#include "score.h"
+#include "ref/score.h"
 
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "nonfinite.h"
+#include "ref/nonfinite.h"
 
 void log_softmax(const float *logits, int n, double *out) {
     double max = logits[0];

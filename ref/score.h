@@ -6,9 +6,9 @@
 #ifndef STEPWISE_SCORE_H
 #define STEPWISE_SCORE_H
 
-#include "forward.h"
-#include "hooks.h"
-#include "model.h"
+#include "ref/forward.h"
+#include "ref/hooks.h"
+#include "ref/model.h"
 
 /* One position of a scored sequence. */
 typedef struct {

@@ -1,12 +1,12 @@
 /* sequence.c: see sequence.h. */
-#include "sequence.h"
+#include "ref/sequence.h"
 
 #include <stdlib.h>
 #include <string.h>
 
-#include "clock.h"
-#include "nonfinite.h"
-#include "tokenizer.h"
+#include "ref/util/clock.h"
+#include "ref/nonfinite.h"
+#include "ref/text/tokenizer.h"
 
 /* The row of a pass over tokens[0..T) from pos0, announced to the observer. */
 static ForwardRow begin_pass(Sequence *q, PassPhase phase, const int *tokens, int T, int pos0,

@@ -4,11 +4,11 @@
 #ifndef STEPWISE_SEQUENCE_H
 #define STEPWISE_SEQUENCE_H
 
-#include "forward.h"
-#include "generate_options.h"
-#include "hooks.h"
-#include "model.h"
-#include "retrieve.h"
+#include "ref/forward.h"
+#include "ref/generate_options.h"
+#include "ref/hooks.h"
+#include "ref/model.h"
+#include "ref/retrieve.h"
 
 typedef struct {
     const Model *m;

@@ -4,8 +4,19 @@
 - no include cycle among modules: a module is a .c file with its .h
   (forward.c + forward.h), and module A depends on B when A's .c or .h
   includes B.h; a cycle (A uses B, B uses A) is an error, whatever its length;
-- the engine (ref/*.c, ref/*.h) includes nothing of the command line
-  (ref/cli/) or of the trace layer (trace/): the maths never formats JSON;
+- includes are from the project's root ("ref/kernels/pack.h"), never
+  relative to the including file;
+- the engine's parts, by folder, use only the parts below them:
+    util     (ref/util/: errors, files, JSON, half floats, hashes)  util
+    kernels  (ref/kernels/: packing, int8, threads)                 util, core
+    text     (ref/text/: tokenizers, pretokenizing, chat)           util, core
+    core     (ref/*: config, model, forward, layers, sampler, ...)  util, kernels, text
+    formats  (ref/formats/: GGUF, safetensors, HF, model JSON)      util, kernels, text, core
+    serve    (ref/serve/: batches, requests, the prefix cache)      all of the engine
+  so the core never includes a file format or the serving layer, and the
+  formats never include the serving layer;
+- the engine includes nothing of the command line (ref/cli/) or of the
+  trace layer (trace/): the maths never formats JSON;
 - the trace layer includes nothing of the command line;
 - the library's API (ref/api/) stands on the engine and the trace layer,
   and only the command line may include it.
@@ -20,11 +31,16 @@ import sys
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
 
 
+ENGINE_PARTS = ("kernels", "formats", "text", "serve", "util")
+
+
 def layer_of(path):
     parts = path.split(os.sep)
-    if parts[0] == "ref" and len(parts) > 2 and parts[1] in ("cli", "api"):
+    if parts[0] == "ref" and len(parts) > 2 and parts[1] in ("cli", "api") + ENGINE_PARTS:
         return parts[1]
-    return {"ref": "engine", "trace": "trace"}.get(parts[0], "other")
+    if parts[0] == "ref":
+        return "core"
+    return {"trace": "trace"}.get(parts[0], "other")
 
 
 def module_of(path):
@@ -32,16 +48,21 @@ def module_of(path):
 
 
 def main():
-    files = sorted(glob.glob("ref/*.[ch]") + glob.glob("ref/cli/*.[ch]") + glob.glob("ref/api/*.[ch]")
-                   + glob.glob("trace/*.[ch]"))
+    files = sorted(glob.glob("ref/**/*.[ch]", recursive=True) + glob.glob("trace/*.[ch]"))
     deps, problems = {}, []
-    allowed = {"engine": {"engine"}, "trace": {"engine", "trace"},
-               "api": {"engine", "trace", "api"}, "cli": {"engine", "trace", "api", "cli"}}
+    engine = {"util", "kernels", "text", "core", "formats", "serve"}
+    allowed = {"util": {"util"}, "kernels": {"util", "core", "kernels"}, "text": {"util", "core", "text"},
+               "core": {"util", "kernels", "text", "core"},
+               "formats": {"util", "kernels", "text", "core", "formats"}, "serve": engine,
+               "trace": engine | {"trace"}, "api": engine | {"trace", "api"},
+               "cli": engine | {"trace", "api", "cli"}}
     for f in files:
         here = module_of(f)
         for name in INCLUDE.findall(open(f).read()):
-            target = os.path.normpath(os.path.join(os.path.dirname(f), name))
+            target = os.path.normpath(name)
             if not os.path.exists(target):
+                if os.path.exists(os.path.join(os.path.dirname(f), name)):
+                    problems.append("%s includes \"%s\": includes are from the project's root" % (f, name))
                 continue  # generated or system-like; not a module of ours
             if layer_of(target) not in allowed[layer_of(f)]:
                 problems.append("%s includes %s: the %s layer may not use the %s layer"

@@ -1,5 +1,5 @@
 /* helpers.c: see helpers.h. */
-#include "helpers.h"
+#include "tests/helpers.h"
 
 #include <criterion/criterion.h>
 #include <stdio.h>
@@ -9,8 +9,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "../ref/file_util.h"
-#include "../ref/model_json.h"
+#include "ref/util/file_util.h"
+#include "ref/formats/model_json.h"
 
 static const char *models_dir(void) {
     const char *env = getenv("STEPWISE_MODELS");

@@ -6,9 +6,9 @@
 #include <cjson/cJSON.h>
 #include <stdbool.h>
 
-#include "../ref/generate.h"
-#include "../ref/model.h"
-#include "../ref/tokenizer.h"
+#include "ref/generate.h"
+#include "ref/model.h"
+#include "ref/text/tokenizer.h"
 
 /* Path of a file in the models folder ($STEPWISE_MODELS, else
  * ../shared/models), or NULL when it is not there. The path lives in one of

@@ -5,9 +5,9 @@
 #include <criterion/criterion.h>
 #include <string.h>
 
-#include "../ref/api/stepwise.h"
-#include "../ref/model_open.h"
-#include "../ref/score.h"
+#include "ref/api/stepwise.h"
+#include "ref/formats/model_open.h"
+#include "ref/score.h"
 
 static sw_model *open_tiny(void) {
     sw_model *m = NULL;

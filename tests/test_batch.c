@@ -7,8 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../ref/chat.h"
-#include "helpers.h"
+#include "ref/text/chat.h"
+#include "tests/helpers.h"
 
 static char out[1 << 18], err[1 << 16];
 

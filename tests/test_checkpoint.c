@@ -5,9 +5,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../ref/forward.h"
-#include "../ref/pack.h"
-#include "helpers.h"
+#include "ref/forward.h"
+#include "ref/kernels/pack.h"
+#include "tests/helpers.h"
 
 /* Write the tiny model as a llama2.c checkpoint: header, weights in layout
  * order, the two RoPE tables (zeros), and the classifier when untied. */

@@ -7,7 +7,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "helpers.h"
+#include "tests/helpers.h"
 
 static char out[1 << 16], err[1 << 16];
 

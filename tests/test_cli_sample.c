@@ -4,7 +4,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "helpers.h"
+#include "tests/helpers.h"
 
 static char out[1 << 16], err[1 << 16];
 

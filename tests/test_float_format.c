@@ -7,8 +7,8 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "../ref/rng.h"
-#include "../trace/float_format.h"
+#include "ref/util/rng.h"
+#include "trace/float_format.h"
 
 static void expect_same(float v) {
     char want[64], got[64];

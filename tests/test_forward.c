@@ -4,8 +4,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../ref/forward.h"
-#include "helpers.h"
+#include "ref/forward.h"
+#include "tests/helpers.h"
 
 /* Run tokens[0..n) two ways: one pass with all logits, and `first` tokens
  * prefilled followed by one decode per token. Logits and cache rows must be

@@ -8,9 +8,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../ref/forward.h"
-#include "../ref/gguf_model.h"
-#include "helpers.h"
+#include "ref/forward.h"
+#include "ref/formats/gguf_model.h"
+#include "tests/helpers.h"
 
 Test(gguf, stories260k_gguf_gives_run_c_logits) {
     const char *path = model_file("stories260K.gguf");

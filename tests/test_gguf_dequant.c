@@ -5,7 +5,7 @@
 #include <criterion/criterion.h>
 #include <string.h>
 
-#include "../ref/gguf_dequant.h"
+#include "ref/kernels/gguf_dequant.h"
 
 /* F16 bit patterns */
 enum { H_0_25 = 0x3400, H_0_5 = 0x3800, H_1 = 0x3C00, H_2 = 0x4000, H_MINUS_1 = 0xBC00 };

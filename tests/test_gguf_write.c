@@ -3,11 +3,11 @@
 #include <criterion/criterion.h>
 #include <string.h>
 
-#include "../ref/gguf_convert.h"
-#include "../ref/gguf_dequant.h"
-#include "../ref/gguf_model.h"
-#include "../ref/gguf_write.h"
-#include "helpers.h"
+#include "ref/formats/gguf_convert.h"
+#include "ref/kernels/gguf_dequant.h"
+#include "ref/formats/gguf_model.h"
+#include "ref/formats/gguf_write.h"
+#include "tests/helpers.h"
 
 /* max |x| = 127 gives d = 1 (F16 0x3C00) and 1/d = 1, so q = roundf(x):
  * halves go away from zero, as C's roundf does (not to even). */

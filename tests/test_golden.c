@@ -4,9 +4,9 @@
 #include <math.h>
 #include <stdlib.h>
 
-#include "../ref/forward.h"
-#include "../ref/generate.h"
-#include "helpers.h"
+#include "ref/forward.h"
+#include "ref/generate.h"
+#include "tests/helpers.h"
 
 #define TOLERANCE 1e-5f
 

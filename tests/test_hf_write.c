@@ -7,9 +7,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../ref/file_util.h"
-#include "../ref/hf_write.h"
-#include "helpers.h"
+#include "ref/util/file_util.h"
+#include "ref/formats/hf_write.h"
+#include "tests/helpers.h"
 
 static bool same_bytes(const char *a, const char *b) {
     char *x = NULL, *y = NULL;

@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "helpers.h"
+#include "tests/helpers.h"
 
 static char out[1 << 16], err[1 << 14];
 

@@ -7,9 +7,9 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "../ref/forward.h"
-#include "../ref/generate.h"
-#include "helpers.h"
+#include "ref/forward.h"
+#include "ref/generate.h"
+#include "tests/helpers.h"
 
 /* Records, per draw, the logits at the sampled position; per pass, the work;
  * per context shift, the shift. */

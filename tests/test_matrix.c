@@ -5,10 +5,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../ref/float16.h"
-#include "../ref/layers.h"
-#include "../ref/matrix.h"
-#include "../ref/pack.h"
+#include "ref/util/float16.h"
+#include "ref/layers.h"
+#include "ref/matrix.h"
+#include "ref/kernels/pack.h"
 
 static uint32_t bits_of(float f) {
     uint32_t u;

@@ -3,7 +3,7 @@
 #include <criterion/criterion.h>
 #include <math.h>
 
-#include "../ref/moe.h"
+#include "ref/moe.h"
 
 /* logits [3, 1, 1, 0]: softmax over e³ + e + e + 1 = 20.085537 + 2 ·
  * 2.718282 + 1 = 26.522101. The most probable is expert 0 (20.085537 /

@@ -6,8 +6,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "../ref/sha256.h"
-#include "helpers.h"
+#include "ref/util/sha256.h"
+#include "tests/helpers.h"
 
 static char out[1 << 16], err[1 << 14];
 

@@ -7,11 +7,11 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "../ref/forward.h"
-#include "../ref/q8_packed.h"
-#include "../ref/quant_model.h"
-#include "../ref/rng.h"
-#include "helpers.h"
+#include "ref/forward.h"
+#include "ref/kernels/q8_packed.h"
+#include "ref/kernels/quant_model.h"
+#include "ref/util/rng.h"
+#include "tests/helpers.h"
 
 static char out[1 << 16], err[1 << 14];
 

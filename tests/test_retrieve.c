@@ -5,7 +5,7 @@
 #include <criterion/criterion.h>
 #include <math.h>
 
-#include "../ref/retrieve.h"
+#include "ref/retrieve.h"
 
 enum { CAT = 7, SAT = 9, THE = 3, MAT = 5 };
 

@@ -4,7 +4,7 @@
 #include <math.h>
 #include <string.h>
 
-#include "../ref/sampler.h"
+#include "ref/sampler.h"
 
 #define P_TOL 1e-4
 

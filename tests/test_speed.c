@@ -8,9 +8,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../ref/forward.h"
-#include "../ref/layers.h"
-#include "../ref/pack.h"
+#include "ref/forward.h"
+#include "ref/layers.h"
+#include "ref/kernels/pack.h"
 
 /* Deliberately naive and obviously correct: out[t][o] = Σ_i w[o][i]·x[t][i],
  * summed in index order from 0.0f. */

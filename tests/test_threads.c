@@ -3,7 +3,7 @@
 #include <criterion/criterion.h>
 #include <stdatomic.h>
 
-#include "../ref/threads.h"
+#include "ref/kernels/threads.h"
 
 typedef struct {
     atomic_int hits[64];

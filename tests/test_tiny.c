@@ -5,9 +5,9 @@
 #include <math.h>
 #include <stdlib.h>
 
-#include "../ref/forward.h"
-#include "../ref/generate.h"
-#include "helpers.h"
+#include "ref/forward.h"
+#include "ref/generate.h"
+#include "tests/helpers.h"
 
 #define HAND_TOLERANCE 2e-5 /* the hand values carry 6 decimals */
 

@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "helpers.h"
+#include "tests/helpers.h"
 
 /* data/tokenizer/tok512_expected.json was written by sentencepiece itself
  * (tests/sentencepiece_check.py write) from tok512.model. */

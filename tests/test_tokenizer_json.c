@@ -9,9 +9,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../ref/chat.h"
-#include "../ref/pretokenize.h"
-#include "../ref/tokenizer_json.h"
+#include "ref/text/chat.h"
+#include "ref/text/pretokenize.h"
+#include "ref/text/tokenizer_json.h"
 
 static Tokenizer parse_ok(const char *json, const char *config) {
     Tokenizer t;

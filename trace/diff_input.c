@@ -1,5 +1,5 @@
 /* diff_input.c: see diff_input.h. */
-#include "diff_input.h"
+#include "trace/diff_input.h"
 
 #include <cjson/cJSON.h>
 #include <ctype.h>
@@ -10,12 +10,12 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "../ref/file_util.h"
-#include "../ref/safetensors.h"
-#include "../ref/hooks.h"
-#include "../ref/json_util.h"
-#include "diff_tensors.h"
-#include "trace_reader.h"
+#include "ref/util/file_util.h"
+#include "ref/formats/safetensors.h"
+#include "ref/hooks.h"
+#include "ref/util/json_util.h"
+#include "trace/diff_tensors.h"
+#include "trace/trace_reader.h"
 
 /* Copy a JSON array of numbers (null: NaN) into dst[0..n); false if the
  * length differs. */

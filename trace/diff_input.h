@@ -11,9 +11,9 @@
 
 #include <stdbool.h>
 
-#include "../ref/error.h"
-#include "diff_run.h"
-#include "hook_names.h"
+#include "ref/util/error.h"
+#include "trace/diff_run.h"
+#include "trace/hook_names.h"
 
 /* Read the run at path. A trace needs logits or activation events; .f32
  * and .npy hold logits (log-probabilities with "values": "logprobs" in the

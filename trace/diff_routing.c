@@ -1,5 +1,5 @@
 /* diff_routing.c: see diff_routing.h. */
-#include "diff_routing.h"
+#include "trace/diff_routing.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -7,7 +7,7 @@
 
 #include <stdbool.h>
 
-#include "diff_run.h"
+#include "trace/diff_run.h"
 
 #define DIFF_ROUTE_SHOWN 8 /* experts a report names, at most */
 

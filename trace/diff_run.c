@@ -1,5 +1,5 @@
 /* diff_run.c: see diff_run.h. */
-#include "diff_run.h"
+#include "trace/diff_run.h"
 
 #include <errno.h>
 #include <math.h>
@@ -7,8 +7,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "../ref/config.h"
-#include "../ref/safetensors.h"
+#include "ref/config.h"
+#include "ref/formats/safetensors.h"
 
 void diff_run_free(DiffRun *r) {
     free(r->pos), free(r->logits), free(r->input_pos), free(r->input_token);

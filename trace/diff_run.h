@@ -10,7 +10,7 @@
 #include <stdio.h>
 
 /* A row stored in one of the run's files: values of a SafetensorsDtype
- * (ref/safetensors.h) from offset, read when asked for (diff_run_*_row). */
+ * (ref/formats/safetensors.h) from offset, read when asked for (diff_run_*_row). */
 typedef struct {
     uint64_t offset;
     int file;  /* in the run's files */

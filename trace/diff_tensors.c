@@ -1,5 +1,5 @@
 /* diff_tensors.c: see diff_tensors.h. */
-#include "diff_tensors.h"
+#include "trace/diff_tensors.h"
 
 #include <limits.h>
 #include <stdio.h>
@@ -7,11 +7,11 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "../ref/file_util.h"
-#include "../ref/hooks.h"
-#include "../ref/json_util.h"
-#include "../ref/safetensors.h"
-#include "trace_writer.h"
+#include "ref/util/file_util.h"
+#include "ref/hooks.h"
+#include "ref/util/json_util.h"
+#include "ref/formats/safetensors.h"
+#include "trace/trace_writer.h"
 
 /* What says which ids the tensors' rows ran on. */
 typedef struct {

@@ -12,9 +12,9 @@
 
 #include <cjson/cJSON.h>
 
-#include "../ref/error.h"
-#include "diff_run.h"
-#include "hook_names.h"
+#include "ref/util/error.h"
+#include "trace/diff_run.h"
+#include "trace/hook_names.h"
 
 /* The tensors of a "tensors" event of the JSON Lines file at jsonl_path
  * (its "file" resolved from that file's folder), added to r. */

@@ -5,7 +5,7 @@
  * an exact tie, as printf does. For 1e-22 <= x < 1e9, m · 10^k fits in 128
  * bits and the division by 2^-e is a shift with an exact remainder, so N is
  * exact. Outside that range, snprintf does it. */
-#include "float_format.h"
+#include "trace/float_format.h"
 
 #include <math.h>
 #include <stdint.h>

@@ -1,5 +1,5 @@
 /* hook_names.c: see hook_names.h. */
-#include "hook_names.h"
+#include "trace/hook_names.h"
 
 #include <cjson/cJSON.h>
 #include <stdio.h>

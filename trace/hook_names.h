@@ -9,7 +9,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "../ref/error.h"
+#include "ref/util/error.h"
 
 typedef struct {
     char *theirs, *ours; /* patterns with {L} for the layer */

@@ -1,5 +1,5 @@
 /* schema_check.c: the JSON Schema subset the trace schemas use. */
-#include "schema_check.h"
+#include "trace/schema_check.h"
 
 #include <math.h>
 #include <regex.h>

@@ -1,10 +1,10 @@
 /* tensor_file.c: see tensor_file.h. */
-#include "tensor_file.h"
+#include "trace/tensor_file.h"
 
 #include <stdlib.h>
 #include <string.h>
 
-#include "../ref/file_util.h"
+#include "ref/util/file_util.h"
 
 bool tensor_file_open(TensorFile *tf, StepError *err) {
     *tf = (TensorFile){0};

@@ -18,7 +18,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "../ref/error.h"
+#include "ref/util/error.h"
 
 typedef enum {
     TENSOR_LOGITS,

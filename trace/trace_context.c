@@ -4,8 +4,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "trace_events.h"
-#include "trace_writer.h"
+#include "trace/trace_events.h"
+#include "trace/trace_writer.h"
 
 /* Token ids and, with a tokenizer, their text. */
 static void add_tokens_and_text(cJSON *o, const char *ids_name, const char *text_name,

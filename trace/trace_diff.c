@@ -1,5 +1,5 @@
 /* trace_diff.c: see trace_diff.h. */
-#include "trace_diff.h"
+#include "trace/trace_diff.h"
 
 #include <limits.h>
 #include <math.h>
@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../ref/score.h"
+#include "ref/score.h"
 
 bool diff_tolerance_preset(DiffTolerance *t, const char *name, StepError *err) {
     static const struct {

@@ -9,10 +9,10 @@
 
 #include <stdbool.h>
 
-#include "../ref/error.h"
-#include "../ref/hooks.h"
-#include "diff_input.h"
-#include "diff_routing.h"
+#include "ref/util/error.h"
+#include "ref/hooks.h"
+#include "trace/diff_input.h"
+#include "trace/diff_routing.h"
 
 /* Layers whose errors are tabled; deeper ones are compared all the same. */
 #define DIFF_TABLE_LAYERS 64

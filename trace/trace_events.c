@@ -1,12 +1,12 @@
 /* trace_events.c: building trace events with cJSON. */
-#include "trace_events.h"
+#include "trace/trace_events.h"
 
 #include <stdlib.h>
 #include <string.h>
 
-#include "../ref/build_info.h"
-#include "../ref/layers.h"
-#include "trace_writer.h"
+#include "ref/util/build_info.h"
+#include "ref/layers.h"
+#include "trace/trace_writer.h"
 
 cJSON *trace_config_json(const Config *c) {
     cJSON *m = cJSON_CreateObject();

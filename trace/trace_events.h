@@ -6,14 +6,14 @@
 
 #include <cjson/cJSON.h>
 
-#include "../ref/chat.h"
-#include "../ref/config.h"
-#include "../ref/hooks.h"
-#include "../ref/quant.h"
-#include "../ref/sampler.h"
-#include "../ref/score.h"
-#include "../ref/tokenizer.h"
-#include "trace_options.h"
+#include "ref/text/chat.h"
+#include "ref/config.h"
+#include "ref/hooks.h"
+#include "ref/kernels/quant.h"
+#include "ref/sampler.h"
+#include "ref/score.h"
+#include "ref/text/tokenizer.h"
+#include "trace/trace_options.h"
 
 #define TRACE_FORMAT_VERSION 1
 

@@ -1,13 +1,13 @@
 /* trace_observer.c: which engine events become trace lines. */
-#include "trace_observer.h"
+#include "trace/trace_observer.h"
 
-#include "trace_events.h"
+#include "trace/trace_events.h"
 
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "../ref/quant_model.h"
+#include "ref/kernels/quant_model.h"
 
 void trace_observer_write(TraceObserver *to, cJSON *event) {
     if (to->held != NULL) {

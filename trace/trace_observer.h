@@ -4,12 +4,12 @@
 #ifndef STEPWISE_TRACE_OBSERVER_H
 #define STEPWISE_TRACE_OBSERVER_H
 
-#include "../ref/hooks.h"
-#include "../ref/model.h"
-#include "../ref/tokenizer.h"
-#include "tensor_file.h"
-#include "trace_options.h"
-#include "trace_writer.h"
+#include "ref/hooks.h"
+#include "ref/model.h"
+#include "ref/text/tokenizer.h"
+#include "trace/tensor_file.h"
+#include "trace/trace_options.h"
+#include "trace/trace_writer.h"
 
 typedef struct {
     TraceWriter *writer;

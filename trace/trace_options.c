@@ -1,5 +1,5 @@
 /* trace_options.c: levels, filters, and the decision of what to record. */
-#include "trace_options.h"
+#include "trace/trace_options.h"
 
 #include <errno.h>
 #include <fnmatch.h>

@@ -6,8 +6,8 @@
 
 #include <stdbool.h>
 
-#include "../ref/error.h"
-#include "../ref/hooks.h"
+#include "ref/util/error.h"
+#include "ref/hooks.h"
 
 /* Each level records everything of the levels before it, and more
  * (docs/trace-format.md, "Levels"). */

@@ -1,8 +1,8 @@
 /* trace_reader.c: see trace_reader.h. */
-#include "trace_reader.h"
+#include "trace/trace_reader.h"
 
-#include "../ref/file_util.h"
-#include "../ref/json_util.h"
+#include "ref/util/file_util.h"
+#include "ref/util/json_util.h"
 
 #include <errno.h>
 #include <stdlib.h>

@@ -6,7 +6,7 @@
 #include <cjson/cJSON.h>
 #include <stdio.h>
 
-#include "../ref/error.h"
+#include "ref/util/error.h"
 
 typedef struct {
     FILE *file;

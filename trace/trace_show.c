@@ -4,16 +4,16 @@
  * it is used: a malformed event the step needs is a one-line error naming
  * its line, and a field that only decorates the display (a piece, a mass)
  * is left out when it is not what it should be. */
-#include "trace_show.h"
+#include "trace/trace_show.h"
 
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "../ref/json_util.h"
-#include "../ref/layers.h"
-#include "diff_tensors.h"
-#include "trace_reader.h"
+#include "ref/util/json_util.h"
+#include "ref/layers.h"
+#include "trace/diff_tensors.h"
+#include "trace/trace_reader.h"
 
 /* The largest vocabulary and position a trace may name: far beyond any
  * model, and small enough that a table of pieces costs at most 16 MiB. */

@@ -6,8 +6,8 @@
 
 #include <stdio.h>
 
-#include "../ref/error.h"
-#include "../ref/tokenizer.h"
+#include "ref/util/error.h"
+#include "ref/text/tokenizer.h"
 
 /* Which step to show: by_step the step'th draw (from 1: the first sample
  * event, unambiguous after a context shift repeats positions), else the

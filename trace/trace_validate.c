@@ -1,5 +1,5 @@
 /* trace_validate.c: see trace_validate.h. */
-#include "trace_validate.h"
+#include "trace/trace_validate.h"
 
 #include <limits.h>
 #include <math.h>
@@ -7,8 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "schema_check.h"
-#include "trace_reader.h"
+#include "trace/schema_check.h"
+#include "trace/trace_reader.h"
 
 #define MAX_REPORTED 20
 

@@ -5,7 +5,7 @@
 
 #include <stdio.h>
 
-#include "../ref/error.h"
+#include "ref/util/error.h"
 
 /* Check the trace at path, printing each violation as "path:line: message"
  * to report. Returns the number of violations, or -1 (err set) when the file

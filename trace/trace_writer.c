@@ -1,9 +1,9 @@
 /* trace_writer.c: see trace_writer.h. */
 
-#include "trace_writer.h"
+#include "trace/trace_writer.h"
 
-#include "../ref/file_util.h"
-#include "float_format.h"
+#include "ref/util/file_util.h"
+#include "trace/float_format.h"
 
 #include <errno.h>
 #include <math.h>

@@ -9,7 +9,7 @@
 #include <cjson/cJSON.h>
 #include <stdbool.h>
 
-#include "../ref/error.h"
+#include "ref/util/error.h"
 
 typedef struct TraceWriter TraceWriter;
 

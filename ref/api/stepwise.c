@@ -1,7 +1,7 @@
 /* api/stepwise.c: libstepwise (stepwise.h) over the engine's own parts:
  * model_open, score_tokens with an observer that keeps hooks, generate,
  * and the diff's reader and comparison. */
-#include "stepwise.h"
+#include "ref/api/stepwise.h"
 
 #include <fnmatch.h>
 #include <stdarg.h>
@@ -11,15 +11,15 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../trace/diff_input.h"
-#include "../../trace/trace_diff.h"
-#include "../generate.h"
-#include "../model_open.h"
-#include "../pack.h"
-#include "../sampler.h"
-#include "../quant_model.h"
-#include "../score.h"
-#include "../threads.h"
+#include "trace/diff_input.h"
+#include "trace/trace_diff.h"
+#include "ref/generate.h"
+#include "ref/formats/model_open.h"
+#include "ref/kernels/pack.h"
+#include "ref/sampler.h"
+#include "ref/kernels/quant_model.h"
+#include "ref/score.h"
+#include "ref/kernels/threads.h"
 
 #define SW_HOOKS_MAX 16 /* comma-separated globs in one sw_score call */
 

@@ -8,15 +8,15 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "../../trace/trace_events.h"
-#include "../../trace/trace_observer.h"
-#include "commands.h"
-#include "common.h"
-#include "identity.h"
-#include "signals.h"
-#include "../file_util.h"
-#include "../quant_model.h"
-#include "../requests.h"
+#include "trace/trace_events.h"
+#include "trace/trace_observer.h"
+#include "ref/cli/commands.h"
+#include "ref/cli/common.h"
+#include "ref/cli/identity.h"
+#include "ref/cli/signals.h"
+#include "ref/util/file_util.h"
+#include "ref/kernels/quant_model.h"
+#include "ref/serve/requests.h"
 
 static const char BATCH_USAGE[] =
     "usage: stepwise batch --model M --tokenizer T --requests FILE.jsonl [options]\n"

@@ -3,7 +3,7 @@
 #ifndef STEPWISE_CLI_H
 #define STEPWISE_CLI_H
 
-#include "../build_info.h"
+#include "ref/util/build_info.h"
 
 int cli_generate(int argc, char **argv);
 int cli_tokenize(int argc, char **argv);

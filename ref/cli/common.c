@@ -1,5 +1,5 @@
 /* cli/common.c: see common.h. */
-#include "common.h"
+#include "ref/cli/common.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -8,15 +8,15 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../gguf_model.h"
-#include "../gguf_tokenizer.h"
-#include "../hf_model.h"
-#include "../model_open.h"
-#include "../pack.h"
-#include "../quant_model.h"
-#include "../tokenizer_json.h"
-#include "../threads.h"
-#include "../../trace/trace_events.h"
+#include "ref/formats/gguf_model.h"
+#include "ref/formats/gguf_tokenizer.h"
+#include "ref/formats/hf_model.h"
+#include "ref/formats/model_open.h"
+#include "ref/kernels/pack.h"
+#include "ref/kernels/quant_model.h"
+#include "ref/text/tokenizer_json.h"
+#include "ref/kernels/threads.h"
+#include "trace/trace_events.h"
 #include <sys/resource.h>
 
 bool cli_parse_int(const char *text, const char *option, long min, long max, int *out,

@@ -3,16 +3,16 @@
 #ifndef STEPWISE_CLI_COMMON_H
 #define STEPWISE_CLI_COMMON_H
 
-#include "../error.h"
+#include "ref/util/error.h"
 #include <cjson/cJSON.h>
 
-#include "../generate.h"
-#include "../model.h"
-#include "../quant.h"
-#include "../sampler.h"
-#include "../../trace/trace_options.h"
-#include "../tokenizer.h"
-#include "progress.h"
+#include "ref/generate.h"
+#include "ref/model.h"
+#include "ref/kernels/quant.h"
+#include "ref/sampler.h"
+#include "trace/trace_options.h"
+#include "ref/text/tokenizer.h"
+#include "ref/cli/progress.h"
 
 /* Exit status for bad input: files, options, JSON. */
 #define EXIT_BAD_INPUT 2

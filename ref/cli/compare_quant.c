@@ -8,13 +8,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../trace/trace_diff.h"
-#include "commands.h"
-#include "common.h"
-#include "../threads.h"
-#include "../file_util.h"
-#include "../quant_model.h"
-#include "../score.h"
+#include "trace/trace_diff.h"
+#include "ref/cli/commands.h"
+#include "ref/cli/common.h"
+#include "ref/kernels/threads.h"
+#include "ref/util/file_util.h"
+#include "ref/kernels/quant_model.h"
+#include "ref/score.h"
 
 static const char COMPARE_QUANT_USAGE[] =
     "usage: stepwise compare-quant --model M --tokenizer T --text FILE [--group G] [--json]\n"

@@ -5,12 +5,12 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "commands.h"
-#include "common.h"
-#include "progress.h"
-#include "../file_util.h"
-#include "../gguf_convert.h"
-#include "../gguf_model.h"
+#include "ref/cli/commands.h"
+#include "ref/cli/common.h"
+#include "ref/cli/progress.h"
+#include "ref/util/file_util.h"
+#include "ref/formats/gguf_convert.h"
+#include "ref/formats/gguf_model.h"
 
 static const char CONVERT_USAGE[] =
     "usage: stepwise convert --model M [--tokenizer T] --out FILE.gguf [options]\n"

@@ -7,9 +7,9 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "../../trace/trace_diff.h"
-#include "commands.h"
-#include "common.h"
+#include "trace/trace_diff.h"
+#include "ref/cli/commands.h"
+#include "ref/cli/common.h"
 
 static const char DIFF_USAGE[] =
     "usage: stepwise diff REF CANDIDATE [--preset P] [--atol A] [--rtol R] [--json]\n"

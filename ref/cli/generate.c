@@ -7,18 +7,18 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "../../trace/trace_events.h"
-#include "../../trace/trace_observer.h"
-#include "commands.h"
-#include "common.h"
-#include "../threads.h"
-#include "identity.h"
-#include "signals.h"
-#include "../chat.h"
-#include "../file_util.h"
-#include "../clock.h"
-#include "../generate.h"
-#include "../quant_model.h"
+#include "trace/trace_events.h"
+#include "trace/trace_observer.h"
+#include "ref/cli/commands.h"
+#include "ref/cli/common.h"
+#include "ref/kernels/threads.h"
+#include "ref/cli/identity.h"
+#include "ref/cli/signals.h"
+#include "ref/text/chat.h"
+#include "ref/util/file_util.h"
+#include "ref/util/clock.h"
+#include "ref/generate.h"
+#include "ref/kernels/quant_model.h"
 
 /* summarize's default prompt: the span where {span} is. */
 #define DEFAULT_SUMMARY_PROMPT "Summarize this story in one sentence.\nStory: {span}\nSummary:"

@@ -14,19 +14,19 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "../build_info.h"
-#include "commands.h"
-#include "common.h"
-#include "../model_open.h"
-#include "golden_folder.h"
-#include "identity.h"
-#include "progress.h"
-#include "signals.h"
-#include "../file_util.h"
-#include "../hf_model.h"
-#include "../tokenizer_json.h"
-#include "../sha256.h"
-#include "../threads.h"
+#include "ref/util/build_info.h"
+#include "ref/cli/commands.h"
+#include "ref/cli/common.h"
+#include "ref/formats/model_open.h"
+#include "ref/cli/golden_folder.h"
+#include "ref/cli/identity.h"
+#include "ref/cli/progress.h"
+#include "ref/cli/signals.h"
+#include "ref/util/file_util.h"
+#include "ref/formats/hf_model.h"
+#include "ref/text/tokenizer_json.h"
+#include "ref/util/sha256.h"
+#include "ref/kernels/threads.h"
 
 static const char GOLDEN_USAGE[] =
     "usage: stepwise golden --model M [--tokenizer T] --out DIR [--kernels plain|fast]\n"

@@ -1,5 +1,5 @@
 /* cli/golden_folder.c: see golden_folder.h. */
-#include "golden_folder.h"
+#include "ref/cli/golden_folder.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -10,9 +10,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "signals.h"
-#include "../file_util.h"
-#include "../json_util.h"
+#include "ref/cli/signals.h"
+#include "ref/util/file_util.h"
+#include "ref/util/json_util.h"
 
 /* Remove a folder this command made, and the files in it. */
 static void remove_folder(const char *dir) {

@@ -5,7 +5,7 @@
 
 #include <cjson/cJSON.h>
 
-#include "../error.h"
+#include "ref/util/error.h"
 
 /* Fill a new folder: write every file of the set into dir. */
 typedef bool (*GoldenFill)(void *ctx, const char *dir, StepError *err);

@@ -15,13 +15,13 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "commands.h"
-#include "common.h"
-#include "golden_folder.h"
-#include "signals.h"
-#include "../file_util.h"
-#include "../golden_parts.h"
-#include "../sha256.h"
+#include "ref/cli/commands.h"
+#include "ref/cli/common.h"
+#include "ref/cli/golden_folder.h"
+#include "ref/cli/signals.h"
+#include "ref/util/file_util.h"
+#include "ref/formats/golden_parts.h"
+#include "ref/util/sha256.h"
 
 static const char MERGE_USAGE[] =
     "usage: stepwise golden merge PART... --out DIR\n"

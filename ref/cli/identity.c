@@ -1,5 +1,5 @@
 /* cli/identity.c: see identity.h. */
-#include "identity.h"
+#include "ref/cli/identity.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -9,7 +9,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "../sha256.h"
+#include "ref/util/sha256.h"
 
 static int compare_names(const void *a, const void *b) {
     return strcmp(*(char *const *)a, *(char *const *)b);

@@ -5,7 +5,7 @@
 
 #include <cjson/cJSON.h>
 
-#include "../error.h"
+#include "ref/util/error.h"
 
 /* {"file", "sha256"} of a file, or for a folder (a Hugging Face model)
  * {"folder", "files": [{"file", "sha256"}, ...]} of its .json and

@@ -6,16 +6,16 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "commands.h"
-#include "common.h"
-#include "presets.h"
-#include "../gguf.h"
-#include "../gguf_model.h"
-#include "../prefix_cache.h"
-#include "identity.h"
-#include "../nonfinite.h"
-#include "../quant_model.h"
-#include "../../trace/trace_events.h"
+#include "ref/cli/commands.h"
+#include "ref/cli/common.h"
+#include "ref/cli/presets.h"
+#include "ref/formats/gguf.h"
+#include "ref/formats/gguf_model.h"
+#include "ref/serve/prefix_cache.h"
+#include "ref/cli/identity.h"
+#include "ref/nonfinite.h"
+#include "ref/kernels/quant_model.h"
+#include "trace/trace_events.h"
 
 static const char INSPECT_USAGE[] =
     "usage: stepwise inspect [--model FILE | --preset P] [--context N] [--requests R] [--json]\n"

@@ -2,9 +2,9 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "commands.h"
-#include "common.h"
-#include "signals.h"
+#include "ref/cli/commands.h"
+#include "ref/cli/common.h"
+#include "ref/cli/signals.h"
 
 static const char USAGE[] =
     "usage: stepwise <command> [options]\n"

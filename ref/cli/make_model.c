@@ -7,12 +7,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "commands.h"
-#include "common.h"
-#include "presets.h"
-#include "../file_util.h"
-#include "../hf_write.h"
-#include "../tokenizer_json.h"
+#include "ref/cli/commands.h"
+#include "ref/cli/common.h"
+#include "ref/cli/presets.h"
+#include "ref/util/file_util.h"
+#include "ref/formats/hf_write.h"
+#include "ref/text/tokenizer_json.h"
 
 static const char MAKE_MODEL_USAGE[] =
     "usage: stepwise make-model --dim D --hidden H --layers L --heads N [--kv-heads M]\n"

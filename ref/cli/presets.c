@@ -1,5 +1,5 @@
 /* cli/presets.c: see presets.h. */
-#include "presets.h"
+#include "ref/cli/presets.h"
 
 #include <string.h>
 

@@ -2,9 +2,9 @@
 #ifndef STEPWISE_CLI_PRESETS_H
 #define STEPWISE_CLI_PRESETS_H
 
-#include "../config.h"
-#include "../error.h"
-#include "../hf_write.h"
+#include "ref/config.h"
+#include "ref/util/error.h"
+#include "ref/formats/hf_write.h"
 
 /* Real models' shapes, from each one's published config.json on Hugging
  * Face (the repository in `source`): the same sizes, heads, vocabulary,

@@ -1,12 +1,12 @@
 /* cli/progress.c: see progress.h. */
-#include "progress.h"
+#include "ref/cli/progress.h"
 
 #include <stdio.h>
 #include <string.h>
 #include <sys/ioctl.h>
 #include <unistd.h>
 
-#include "../clock.h"
+#include "ref/util/clock.h"
 
 void cli_progress_init(CliProgress *p, bool quiet) {
     *p = (CliProgress){.on = !quiet && isatty(STDERR_FILENO)};

@@ -8,7 +8,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "../progress.h"
+#include "ref/util/progress.h"
 
 typedef struct {
     bool on;       /* stderr is a terminal, and not --quiet */

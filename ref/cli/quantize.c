@@ -3,11 +3,11 @@
 #include <getopt.h>
 #include <stdio.h>
 
-#include "commands.h"
-#include "common.h"
-#include "progress.h"
-#include "../file_util.h"
-#include "../quant_model.h"
+#include "ref/cli/commands.h"
+#include "ref/cli/common.h"
+#include "ref/cli/progress.h"
+#include "ref/util/file_util.h"
+#include "ref/kernels/quant_model.h"
 
 static const char QUANTIZE_USAGE[] =
     "usage: stepwise quantize --model M --out FILE.q8 [--group G]\n"

@@ -8,11 +8,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../trace/trace_show.h"
-#include "commands.h"
-#include "common.h"
-#include "../model_open.h"
-#include "../layers.h"
+#include "trace/trace_show.h"
+#include "ref/cli/commands.h"
+#include "ref/cli/common.h"
+#include "ref/formats/model_open.h"
+#include "ref/layers.h"
 
 static const char SAMPLE_USAGE[] =
     "usage: stepwise sample --logits L1,L2,... [options]\n"

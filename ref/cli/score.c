@@ -8,16 +8,16 @@
 #include <string.h>
 #include <sys/resource.h>
 
-#include "../../trace/trace_events.h"
-#include "../../trace/trace_observer.h"
-#include "commands.h"
-#include "common.h"
-#include "identity.h"
-#include "signals.h"
-#include "../clock.h"
-#include "../file_util.h"
-#include "../quant_model.h"
-#include "../score.h"
+#include "trace/trace_events.h"
+#include "trace/trace_observer.h"
+#include "ref/cli/commands.h"
+#include "ref/cli/common.h"
+#include "ref/cli/identity.h"
+#include "ref/cli/signals.h"
+#include "ref/util/clock.h"
+#include "ref/util/file_util.h"
+#include "ref/kernels/quant_model.h"
+#include "ref/score.h"
 
 static const char SCORE_USAGE[] =
     "usage: stepwise score --model M [--tokenizer T] (--text STR | --tokens 1,403,407 |\n"

@@ -1,10 +1,10 @@
 /* cli/signals.c: see signals.h. */
-#include "signals.h"
+#include "ref/cli/signals.h"
 
 #include <string.h>
 #include <unistd.h>
 
-#include "../file_util.h"
+#include "ref/util/file_util.h"
 
 /* A signal handler can only reach static storage: these two and
  * file_util.c's list of temporary files are stepwise's only global mutable

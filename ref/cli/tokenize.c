@@ -6,13 +6,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "commands.h"
-#include "common.h"
-#include "../model_open.h"
-#include "../chat.h"
-#include "../file_util.h"
-#include "../gguf_model.h"
-#include "../json_util.h"
+#include "ref/cli/commands.h"
+#include "ref/cli/common.h"
+#include "ref/formats/model_open.h"
+#include "ref/text/chat.h"
+#include "ref/util/file_util.h"
+#include "ref/formats/gguf_model.h"
+#include "ref/util/json_util.h"
 
 static const char TOKENIZE_USAGE[] =
     "usage: stepwise tokenize (--text TEXT | --texts FILE | --chat FILE) [options]\n"

@@ -3,10 +3,10 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "../../trace/trace_show.h"
-#include "../../trace/trace_validate.h"
-#include "commands.h"
-#include "common.h"
+#include "trace/trace_show.h"
+#include "trace/trace_validate.h"
+#include "ref/cli/commands.h"
+#include "ref/cli/common.h"
 
 static const char TRACE_USAGE[] =
     "usage: stepwise trace show FILE [--step N | --pos N] [--top N] [--tokenizer FILE]\n"

@@ -8,14 +8,14 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../trace/diff_tensors.h"
-#include "../../trace/trace_reader.h"
-#include "../../trace/trace_validate.h"
-#include "commands.h"
-#include "common.h"
-#include "../model_open.h"
-#include "../file_util.h"
-#include "../text_buffer.h"
+#include "trace/diff_tensors.h"
+#include "trace/trace_reader.h"
+#include "trace/trace_validate.h"
+#include "ref/cli/commands.h"
+#include "ref/cli/common.h"
+#include "ref/formats/model_open.h"
+#include "ref/util/file_util.h"
+#include "ref/util/text_buffer.h"
 
 extern const char stepwise_viewer_html[]; /* trace/viewer.html, built in */
 

@@ -28,12 +28,12 @@
 #include <sys/resource.h>
 #include <time.h>
 
-#include "../../ref/forward.h"
-#include "../../ref/clones.h"
-#include "../../ref/hf_model.h"
-#include "../../ref/pack.h"
-#include "../../ref/quant_model.h"
-#include "../../ref/threads.h"
+#include "ref/forward.h"
+#include "ref/kernels/clones.h"
+#include "ref/formats/hf_model.h"
+#include "ref/kernels/pack.h"
+#include "ref/kernels/quant_model.h"
+#include "ref/kernels/threads.h"
 
 static double now(void) {
     struct timespec t;

@@ -2,11 +2,11 @@
  * the loader that `--model FILE` picks for them. A file that loads is also
  * run for one token, so that a header that passes validation but lies
  * about its weights shows up as a bad read. */
-#include "fuzz_file.h"
-#include "fuzz_forward.h"
+#include "tests/fuzz/fuzz_file.h"
+#include "tests/fuzz/fuzz_forward.h"
 
 #include "ref/model.h"
-#include "ref/quant_model.h"
+#include "ref/kernels/quant_model.h"
 #include "ref/forward.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);

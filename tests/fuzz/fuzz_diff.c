@@ -6,7 +6,7 @@
  * hooks with llama.cpp's names (--names llama.cpp --rope-halves). Then a 2-byte length and the
  * reference's bytes, the rest being the candidate's. An array side's bytes
  * are a 2-byte length, the sidecar JSON, then the .f32 or .npy bytes. */
-#include "fuzz_file.h"
+#include "tests/fuzz/fuzz_file.h"
 
 #include "trace/trace_diff.h"
 

@@ -3,14 +3,14 @@
  * embedded tokenizer); a model that loads runs one token, encodes a text,
  * and is written back by `convert` (F32): read again, every weight must be
  * the same bits. */
-#include "fuzz_file.h"
-#include "fuzz_forward.h"
+#include "tests/fuzz/fuzz_file.h"
+#include "tests/fuzz/fuzz_forward.h"
 
 #include "ref/forward.h"
-#include "ref/gguf.h"
-#include "ref/gguf_convert.h"
-#include "ref/gguf_model.h"
-#include "ref/gguf_tokenizer.h"
+#include "ref/formats/gguf.h"
+#include "ref/formats/gguf_convert.h"
+#include "ref/formats/gguf_model.h"
+#include "ref/formats/gguf_tokenizer.h"
 #include "ref/nonfinite.h"
 
 /* The ids of a short text, or NULL (*n 0). */

@@ -4,9 +4,9 @@
  * written into a folder of its own and the two are checked as a set. */
 #include <sys/stat.h>
 
-#include "fuzz_file.h"
+#include "tests/fuzz/fuzz_file.h"
 
-#include "ref/golden_parts.h"
+#include "ref/formats/golden_parts.h"
 
 /* Write data as FOLDER/manifest.json beside fuzz_file's files; returns the
  * folder. */

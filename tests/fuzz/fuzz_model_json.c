@@ -1,9 +1,9 @@
 /* fuzz_model_json.c: stepwise's JSON model format (docs/model-json.md),
  * with its tokenizer; a model that loads encodes and runs one token. */
-#include "fuzz_file.h"
+#include "tests/fuzz/fuzz_file.h"
 
 #include "ref/forward.h"
-#include "ref/model_json.h"
+#include "ref/formats/model_json.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {

@@ -1,10 +1,10 @@
 /* fuzz_requests.c: a batch's request file (docs/batching.md), parsed for
  * the built-in tiny model with both chat templates. */
-#include "fuzz_file.h"
+#include "tests/fuzz/fuzz_file.h"
 
 #include "ref/generate.h"
-#include "ref/model_json.h"
-#include "ref/requests.h"
+#include "ref/formats/model_json.h"
+#include "ref/serve/requests.h"
 
 extern const char stepwise_tiny_model_json[];
 

@@ -2,14 +2,14 @@
  * config.json (a 2-byte length and the text), then its model.safetensors
  * (the rest), through the loader `--model DIR` runs; a model that loads
  * runs one token. The safetensors parser also sees the bytes in memory. */
-#include "fuzz_file.h"
-#include "fuzz_forward.h"
+#include "tests/fuzz/fuzz_file.h"
+#include "tests/fuzz/fuzz_forward.h"
 
 #include <sys/stat.h>
 
 #include "ref/forward.h"
-#include "ref/hf_model.h"
-#include "ref/safetensors.h"
+#include "ref/formats/hf_model.h"
+#include "ref/formats/safetensors.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {

@@ -5,7 +5,7 @@
  * 1 reads its hooks with llama.cpp's names (and the rows as text); bit 2
  * the attention patterns too. Each is read as diff reads it, and the score
  * file's logits (and patterns) as trace show and view read them. */
-#include "fuzz_file.h"
+#include "tests/fuzz/fuzz_file.h"
 
 #include "trace/diff_input.h"
 #include "trace/diff_tensors.h"

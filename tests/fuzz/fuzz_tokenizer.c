@@ -1,9 +1,9 @@
 /* fuzz_tokenizer.c: llama2.c's tokenizer.bin, then encoding a text with it
  * (watching every merge, as --trace-bpe does) and decoding the ids back.
  * Input: a 2-byte length, the text, then the tokenizer file. */
-#include "fuzz_file.h"
+#include "tests/fuzz/fuzz_file.h"
 
-#include "ref/tokenizer.h"
+#include "ref/text/tokenizer.h"
 
 static void count_merge(void *ctx, const BpeMerge *m) {
     *(long *)ctx += m->n_symbols;

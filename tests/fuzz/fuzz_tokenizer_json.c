@@ -3,10 +3,10 @@
  * --trace-bpe does), decoded back, and a chat assembled with it.
  * Input: a 2-byte length and the text, a 2-byte length and the config
  * (empty: none), then the tokenizer.json. */
-#include "fuzz_file.h"
+#include "tests/fuzz/fuzz_file.h"
 
-#include "ref/chat.h"
-#include "ref/tokenizer_json.h"
+#include "ref/text/chat.h"
+#include "ref/text/tokenizer_json.h"
 
 static void count_merge(void *ctx, const BpeMerge *m) {
     *(long *)ctx += m->n_symbols;

@@ -1,7 +1,7 @@
 /* fuzz_trace.c: a trace from elsewhere, through everything that reads one:
  * `trace validate` (schemas parsed once, not per input), `trace show` at
  * the first draw and at position 0, and diff's reader. */
-#include "fuzz_file.h"
+#include "tests/fuzz/fuzz_file.h"
 
 #include "trace/trace_diff.h"
 #include "trace/trace_show.h"

@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../ref/api/stepwise.h"
+#include "ref/api/stepwise.h"
 
 /* One cycle; its first logit and its generated tokens' sum into *sig. */
 static int cycle(double *sig) {

@@ -1,0 +1,544 @@
+/* gguf_model.c: see gguf_model.h. */
+#include "ref/formats/gguf_model.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ref/formats/gguf.h"
+#include "ref/kernels/gguf_dequant.h"
+#include "ref/formats/gguf_tokenizer.h"
+#include "ref/formats/hf_model.h"
+
+bool gguf_is_model_path(const char *path) {
+    size_t n = path ? strlen(path) : 0;
+    return n > 5 && strcmp(path + n - 5, ".gguf") == 0;
+}
+
+/* <arch>.<name> as a whole number in [1, 2^30] into *out. */
+static bool arch_uint(const GgufFile *f, const char *arch, const char *name, int *out,
+                      StepError *err) {
+    char key[128];
+    uint64_t v;
+    snprintf(key, sizeof key, "%s.%s", arch, name);
+    if (!gguf_get_uint(f, key, 1u << 30, &v) || v == 0)
+        return step_fail(err, "%s: needs %s, a whole number from 1", f->path, key);
+    *out = (int)v;
+    return true;
+}
+
+/* An optional <arch>.<name> number, in (0, 1e9); absent: fallback. */
+static bool arch_float_or(const GgufFile *f, const char *arch, const char *name, float fallback,
+                          float *out, StepError *err) {
+    char key[128];
+    double v;
+    snprintf(key, sizeof key, "%s.%s", arch, name);
+    *out = fallback;
+    if (gguf_find_kv(f, key) == NULL) return true;
+    if (!gguf_get_float(f, key, &v) || !(v > 0 && v < 1e9))
+        return step_fail(err, "%s: %s must be a positive number", f->path, key);
+    *out = (float)v;
+    return true;
+}
+
+/* Gemma 2's and Gemma 3's block as llama.cpp runs it (hf_gemma.h): the
+ * norms as the file holds them (1 + w, the converter's sum), the embedding
+ * times √dim in float32, every layer but each pattern's last sliding
+ * (llama.cpp's swa pattern: 2 for gemma2, 6 for gemma3), Gemma 3's
+ * sliding layers at a RoPE base of 10000, and the scores divided by
+ * √head_dim but for the 27B models' √(dim / heads), which llama.cpp tells
+ * by their layer counts (46, 62). Gemma 2's soft-caps default to 50 and 30. */
+static bool read_gemma(const GgufFile *f, const char *arch, Config *c, StepError *err) {
+    bool gemma3 = strcmp(arch, "gemma3") == 0;
+    char key[128];
+    snprintf(key, sizeof key, "%s.attention.sliding_window", arch);
+    uint64_t window = 0;
+    bool ok =
+        arch_float_or(f, arch, "final_logit_softcapping", gemma3 ? 0 : 30, &c->final_softcap,
+                      err) &&
+        (gemma3 || arch_float_or(f, arch, "attn_logit_softcapping", 50, &c->attn_softcap, err));
+    if (ok && gguf_find_kv(f, key) != NULL && !gguf_get_uint(f, key, 1u << 30, &window))
+        ok = step_fail(err, "%s: %s must be a whole number", f->path, key);
+    c->sliding_window = (int)window;
+    c->sliding_pattern = gemma3 ? 6 : 2;
+    if (gemma3 && c->sliding_window > 0) c->rope_local_theta = 10000.0f;
+    if ((gemma3 && c->n_layers == 62) || (!gemma3 && c->n_layers == 46))
+        c->query_scale = (float)(c->dim / c->n_heads);
+    c->mlp = MLP_GEGLU;
+    c->post_norms = c->norm_plus_one = true;
+    c->qk_norm = gemma3;
+    c->embed_scale = sqrtf((float)c->dim);
+    return ok;
+}
+
+static bool read_config(const GgufFile *f, const char *arch, Config *c, StepError *err) {
+    memset(c, 0, sizeof *c);
+    bool ok = arch_uint(f, arch, "embedding_length", &c->dim, err) &&
+              arch_uint(f, arch, "feed_forward_length", &c->hidden_dim, err) &&
+              arch_uint(f, arch, "block_count", &c->n_layers, err) &&
+              arch_uint(f, arch, "attention.head_count", &c->n_heads, err) &&
+              arch_uint(f, arch, "context_length", &c->seq_len, err);
+    char key[128];
+    snprintf(key, sizeof key, "%s.attention.head_count_kv", arch);
+    c->n_kv_heads = c->n_heads;
+    if (ok && gguf_find_kv(f, key) != NULL)
+        ok = arch_uint(f, arch, "attention.head_count_kv", &c->n_kv_heads, err);
+    snprintf(key, sizeof key, "%s.attention.key_length", arch);
+    if (ok && gguf_find_kv(f, key) != NULL)
+        ok = arch_uint(f, arch, "attention.key_length", &c->head_dim, err);
+    double v;
+    snprintf(key, sizeof key, "%s.rope.freq_base", arch);
+    if (ok && gguf_find_kv(f, key) != NULL) {
+        ok = (gguf_get_float(f, key, &v) && v > 0 && v < 1e30) ||
+             step_fail(err, "%s: %s must be a positive number", f->path, key);
+        c->rope_theta = (float)v;
+    }
+    snprintf(key, sizeof key, "%s.attention.layer_norm_rms_epsilon", arch);
+    if (ok && gguf_find_kv(f, key) != NULL) {
+        ok = (gguf_get_float(f, key, &v) && v > 0 && v < 1) ||
+             step_fail(err, "%s: %s must be in (0, 1)", f->path, key);
+        c->norm_eps = (float)v;
+    }
+    snprintf(key, sizeof key, "%s.attention.layer_norm_epsilon", arch); /* LayerNorm's (gpt2) */
+    if (ok && gguf_find_kv(f, key) != NULL) {
+        ok = (gguf_get_float(f, key, &v) && v > 0 && v < 1) ||
+             step_fail(err, "%s: %s must be in (0, 1)", f->path, key);
+        c->norm_eps = (float)v;
+    }
+    /* RoPE scaling: linear only (Llama 3's arrives as a rope_freqs.weight
+     * tensor, refused in gguf_model_load) */
+    snprintf(key, sizeof key, "%s.rope.scaling.type", arch);
+    char *scaling = ok ? gguf_get_string(f, key) : NULL;
+    if (ok && gguf_find_kv(f, key) != NULL && scaling == NULL)
+        ok = step_fail(err, "%s: %s is not a string", f->path, key);
+    if (ok && scaling != NULL && strcmp(scaling, "linear") == 0) {
+        snprintf(key, sizeof key, "%s.rope.scaling.factor", arch);
+        ok = (gguf_get_float(f, key, &v) && v >= 1 && v < 1e6) ||
+             step_fail(err, "%s: %s must be a number in [1, 1e6)", f->path, key);
+        c->rope_scaling = (RopeScaling){.type = ROPE_SCALING_LINEAR, .factor = (float)v};
+    } else if (ok && scaling != NULL && strcmp(scaling, "none") != 0) {
+        ok = step_fail(err, "%s: RoPE scaling %.40s is not supported (none, linear)", f->path,
+                       scaling);
+    }
+    free(scaling);
+    c->rope_layout = ROPE_INTERLEAVED; /* qwen's halves are interleaved as read (take_layer) */
+    c->qkv_bias = strcmp(arch, "qwen2") == 0;
+    c->qk_norm = strcmp(arch, "qwen3") == 0;
+    c->fused_files = strcmp(arch, "phi3") == 0;
+    snprintf(key, sizeof key, "%s.rope.dimension_count", arch); /* llama.cpp's n_rot */
+    uint64_t rot;
+    if (ok && gguf_find_kv(f, key) != NULL) {
+        ok = (gguf_get_uint(f, key, 1u << 30, &rot) && rot >= 2 && rot % 2 == 0 &&
+              rot <= (uint64_t)config_head_dim(c)) ||
+             step_fail(err, "%s: %s must be even and in [2, head_dim %d]", f->path, key,
+                       config_head_dim(c));
+        if (ok && rot < (uint64_t)config_head_dim(c)) c->rope_dims = (int)rot; /* partial RoPE */
+    }
+    bool gemma = strcmp(arch, "gemma2") == 0 || strcmp(arch, "gemma3") == 0;
+    snprintf(key, sizeof key, "%s.attention.sliding_window", arch);
+    uint64_t window;
+    if (ok && gemma) {
+        ok = read_gemma(f, arch, c, err);
+    } else if (ok && gguf_find_kv(f, key) != NULL) {
+        /* a window as wide as the context masks nothing: cap the context at
+         * it, as the Hugging Face loader does */
+        ok = (gguf_get_uint(f, key, 1u << 30, &window) && window > 0) ||
+             step_fail(err, "%s: %s must be a whole number from 1", f->path, key);
+        if (ok && window < (uint64_t)c->seq_len) c->seq_len = (int)window;
+    }
+    snprintf(key, sizeof key, "%s.expert_count", arch); /* a mixture of experts */
+    if (ok && gguf_find_kv(f, key) != NULL) {
+        ok = arch_uint(f, arch, "expert_count", &c->n_experts, err) &&
+             arch_uint(f, arch, "expert_used_count", &c->n_experts_used, err);
+        c->expert_hidden_dim = c->hidden_dim; /* llama's (Mixtral's) */
+        if (ok && strcmp(arch, "qwen3moe") == 0)
+            ok = arch_uint(f, arch, "expert_feed_forward_length", &c->expert_hidden_dim, err);
+        c->expert_norm_topk = true; /* llama.cpp renormalises both */
+        c->moe_step = 1;
+    }
+    if (strcmp(arch, "qwen3moe") == 0) c->qk_norm = true;
+    if (strcmp(arch, "gpt2") == 0) { /* GPT-2's block (config.h) */
+        c->norm = NORM_LAYER, c->mlp = MLP_GELU, c->position = POS_LEARNED;
+        c->qkv_bias = true, c->proj_bias = true;
+    }
+    return ok;
+}
+
+/* rope_freqs.weight: one factor for each pair of a head, each frequency
+ * divided by its own (llama.cpp's form of Llama 3's RoPE scaling). */
+static bool read_rope_factors(const GgufFile *f, Config *c, StepError *err) {
+    GgufTensor *t = gguf_find_tensor(f, "rope_freqs.weight");
+    int half = config_head_dim(c) / 2;
+    if (c->rope_scaling.type != ROPE_SCALING_NONE)
+        return step_fail(err, "%s: rope_freqs.weight and %s RoPE scaling together", f->path,
+                         config_rope_scaling_name(c->rope_scaling.type));
+    if (half > ROPE_MAX_FACTORS || t->n_dims != 1 || t->ne[0] != (uint64_t)half)
+        return step_fail(err,
+                         "%s: rope_freqs.weight must hold head_dim / 2 = %d factors (at most %d)",
+                         f->path, half, ROPE_MAX_FACTORS);
+    RopeScaling *s = &c->rope_scaling;
+    *s = (RopeScaling){.type = ROPE_SCALING_FACTORS};
+    gguf_to_f32(t, s->factors);
+    for (int i = 0; i < half; i++)
+        if (s->factors[i] > s->factor) s->factor = s->factors[i];
+    t->used = 1;
+    return true;
+}
+
+/* One of longrope's factor lists: the tensor called name, a float32 vector
+ * of one factor a turned pair, each in (0, 1e6]. */
+static bool longrope_factors(const GgufFile *f, const char *name, int pairs, float *out,
+                             StepError *err) {
+    GgufTensor *t = gguf_find_tensor(f, name);
+    if (t == NULL || t->n_dims != 1 || t->ne[0] != (uint64_t)pairs || t->type != GGML_F32)
+        return step_fail(err, "%s: %s must be %d float32 factors, one a pair of turned dims",
+                         f->path, name, pairs);
+    gguf_to_f32(t, out);
+    for (int i = 0; i < pairs; i++)
+        if (!(out[i] > 0 && out[i] <= 1e6))
+            return step_fail(err, "%s: %s[%d] must be in (0, 1e6]", f->path, name, i);
+    t->used = 1;
+    return true;
+}
+
+/* Phi-3's longrope as llama.cpp's converter writes it: rope_factors_long
+ * and rope_factors_short, <arch>.rope.scaling.original_context_length and
+ * .attn_factor. stepwise picks the list per pass, as Hugging Face does
+ * (config_rope_long); llama.cpp picks it by the context size it is given. */
+static bool read_longrope(const GgufFile *f, const char *arch, Config *c, StepError *err) {
+    RopeScaling *s = &c->rope_scaling;
+    int pairs = config_rope_dims(c) / 2;
+    if (s->type != ROPE_SCALING_NONE || pairs > ROPE_MAX_FACTORS)
+        return step_fail(err, "%s: longrope's factors with %s scaling, or for more than %d pairs",
+                         f->path, config_rope_scaling_name(s->type), ROPE_MAX_FACTORS);
+    *s = (RopeScaling){.type = ROPE_SCALING_LONGROPE};
+    double v = 0;
+    char key[128];
+    snprintf(key, sizeof key, "%s.rope.scaling.attn_factor", arch);
+    bool ok = longrope_factors(f, "rope_factors_long.weight", pairs, s->long_factors, err) &&
+              longrope_factors(f, "rope_factors_short.weight", pairs, s->factors, err) &&
+              arch_uint(f, arch, "rope.scaling.original_context_length", &s->original_context, err);
+    if (ok && !(gguf_get_float(f, key, &v) && v > 0 && v <= 1e3))
+        ok = step_fail(err, "%s: %s must be a number in (0, 1000]", f->path, key);
+    s->attention_factor = (float)v;
+    s->factor = (float)c->seq_len / (float)s->original_context;
+    return ok;
+}
+
+/* The tensor called name, [rows, cols] row-major (ne[0] = cols; rows 0: a
+ * vector of cols); NULL (err set) when missing or of another shape. */
+static GgufTensor *find_shaped(const GgufFile *f, const char *name, uint64_t rows, uint64_t cols,
+                               StepError *err) {
+    GgufTensor *t = gguf_find_tensor(f, name);
+    if (t == NULL) {
+        step_fail(err, "%s: tensor %s is missing", f->path, name);
+        return NULL;
+    }
+    bool fits = rows == 0 ? t->n_dims == 1 && t->ne[0] == cols
+                          : t->n_dims == 2 && t->ne[0] == cols && t->ne[1] == rows;
+    if (!fits) {
+        step_fail(err, "%s: tensor %s has the wrong shape for the metadata", f->path, name);
+        return NULL;
+    }
+    return t;
+}
+
+/* Copy the tensor called name, [rows, cols], into dst as float32. */
+static bool take(const GgufFile *f, const char *name, uint64_t rows, uint64_t cols, float *dst,
+                 StepError *err) {
+    GgufTensor *t = find_shaped(f, name, rows, cols, err);
+    if (t == NULL) return false;
+    gguf_to_f32(t, dst);
+    t->used = 1;
+    return true;
+}
+
+/* The matrix called name, [rows, cols], where the file stores it: float32,
+ * float16 and bfloat16 elements, or quantized blocks (each row a whole
+ * number of them: gguf.c checks the tensor, this the row); interleave_head_dim
+ * as matrix.h says. Data not aligned to its element (general.alignment 1,
+ * say) is copied, owned, to a place that is. */
+static bool view_matrix(const GgufFile *f, const char *name, uint64_t rows, uint64_t cols,
+                        int interleave_head_dim, Matrix *out, StepError *err) {
+    GgufTensor *t = find_shaped(f, name, rows, cols, err);
+    if (t == NULL) return false;
+    uint64_t values;
+    gguf_block_bytes(t->type, &values);
+    if (values > 1 && cols % values != 0)
+        return step_fail(err, "%s: tensor %s's rows are not whole blocks of %llu", f->path, name,
+                         (unsigned long long)values);
+    ElementType e = t->type == GGML_F32 ? ELEM_F32 : t->type == GGML_F16 ? ELEM_F16 : ELEM_BF16;
+    *out = values > 1 ? matrix_blocks_view(t->type, t->data, (int)rows, (int)cols)
+                      : matrix_view(e, t->data, (int)rows, (int)cols);
+    out->interleave_head_dim = interleave_head_dim;
+    if (!matrix_align(out, (size_t)t->bytes)) return step_fail(err, "%s: out of memory", f->path);
+    t->used = 1;
+    return true;
+}
+
+/* Every tensor of layer l, by its GGUF name (hf_layer_tensors' table).
+ * llama.cpp keeps each architecture's own q/k layout: llama's interleaved
+ * pairs, qwen's halves. Qwen's are interleaved here as the Hugging Face
+ * loader does, so that one model gives the same bits from either file and
+ * q·k sums in one order. */
+/* llama.cpp's phi3 stores q, k and v as one attn_qkv [q_dim + 2 kv_dim,
+ * dim] and gate and up as one ffn_up [2 hidden, dim], gate first: part p
+ * of layer l from those rows, viewed where the file stores them or widened
+ * into float32 storage (its q and k rows interleaved). */
+static bool take_fused(Model *m, const GgufFile *f, int l, const HfLayerTensor *p, bool halves,
+                       bool attn, int row0, int total, StepError *err) {
+    char name[128];
+    snprintf(name, sizeof name, "blk.%d.%s", l, attn ? "attn_qkv.weight" : "ffn_up.weight");
+    GgufTensor *t = find_shaped(f, name, (uint64_t)total, p->cols, err);
+    if (t == NULL) return false;
+    uint64_t values, block = gguf_block_bytes(t->type, &values);
+    if (p->cols % values != 0)
+        return step_fail(err, "%s: tensor %s's rows are not whole blocks of %llu", f->path, name,
+                         (unsigned long long)values);
+    uint64_t row_bytes = p->cols / values * block;
+    t->used = 1;
+    /* its rows where the file stores them (q's and k's read interleaved) */
+    ElementType e = t->type == GGML_F32 ? ELEM_F32 : t->type == GGML_F16 ? ELEM_F16 : ELEM_BF16;
+    const unsigned char *at = t->data + (uint64_t)row0 * row_bytes;
+    Matrix view = values > 1 ? matrix_blocks_view(t->type, at, (int)p->rows, (int)p->cols)
+                             : matrix_view(e, at, (int)p->rows, (int)p->cols);
+    view.interleave_head_dim = halves && p->heads > 0 ? config_head_dim(&m->config) : 0;
+    if (!matrix_align(&view, (size_t)(p->rows * row_bytes)))
+        return step_fail(err, "%s: out of memory", f->path);
+    if (p->view == NULL) { /* held as stored */
+        m->layers[l].m[p->kind] = view;
+        return true;
+    }
+    float *dst = model_weight_slot(m, p->view); /* widened, a row at a time */
+    for (size_t r = 0; r < p->rows; r++) matrix_row(&view, (int)r, dst + r * p->cols);
+    matrix_free(&view);
+    return true;
+}
+
+static bool take_layer(Model *m, const GgufFile *f, int l, bool halves, bool fused,
+                       StepError *err) {
+    HfLayerTensor parts[HF_LAYER_TENSORS];
+    int count = hf_layer_tensors(m, l, parts), head_dim = config_head_dim(&m->config);
+    for (int i = 0; i < count; i++) {
+        char name[128];
+        bool attn;
+        int row0, total; /* where a part of Phi-3's fused tensors lies in them */
+        if (fused && hf_fused_rows(&m->config, parts[i].kind, &attn, &row0, &total)) {
+            if (!take_fused(m, f, l, &parts[i], halves, attn, row0, total, err)) return false;
+            continue;
+        }
+        snprintf(name, sizeof name, "blk.%d.%s", l, parts[i].gguf_name);
+        if (parts[i].view == NULL) { /* a matrix, as stored */
+            int interleave = halves && parts[i].heads > 0 ? head_dim : 0;
+            if (!view_matrix(f, name, parts[i].rows, parts[i].cols, interleave,
+                             &m->layers[l].m[parts[i].kind], err))
+                return false;
+            continue;
+        }
+        float *dst = model_weight_slot(m, parts[i].view);
+        if (!take(f, name, parts[i].rows, parts[i].cols, dst, err)) return false;
+        size_t cols = parts[i].rows == 0 ? 1 : parts[i].cols; /* a vector: rows of one value */
+        if (halves && parts[i].heads > 0 &&
+            !hf_interleave_heads(dst, parts[i].heads, head_dim, cols))
+            return step_fail(err, "%s: out of memory", f->path);
+    }
+    return true;
+}
+
+/* Expert e's [rows, cols] slice of a stacked expert tensor t, viewed
+ * where the file stores it (its blocks or elements as they are). */
+static bool view_expert(const GgufFile *f, GgufTensor *t, int e, uint64_t rows, uint64_t cols,
+                        Matrix *out, StepError *err) {
+    uint64_t values, block = gguf_block_bytes(t->type, &values);
+    if (cols % values != 0)
+        return step_fail(err, "%s: tensor %s's rows are not whole blocks of %llu", f->path, t->name,
+                         (unsigned long long)values);
+    uint64_t bytes = rows * (cols / values) * block; /* one expert's */
+    const char *data = (const char *)t->data + (uint64_t)e * bytes;
+    ElementType elem = t->type == GGML_F32 ? ELEM_F32 : t->type == GGML_F16 ? ELEM_F16 : ELEM_BF16;
+    *out = values > 1 ? matrix_blocks_view(t->type, data, (int)rows, (int)cols)
+                      : matrix_view(elem, data, (int)rows, (int)cols);
+    return matrix_align(out, (size_t)bytes) || step_fail(err, "%s: out of memory", f->path);
+}
+
+/* Layer l's router and experts (an MoE layer), as llama.cpp holds them:
+ * ffn_gate_inp [E, dim] and the stacked ffn_gate_exps, ffn_up_exps [E,
+ * hidden, dim] and ffn_down_exps [E, dim, hidden] (ne reversed): the
+ * router widened into float32 storage, the experts too, or (stored) each
+ * expert's slice viewed where the file holds it. */
+static bool take_experts(Model *m, const GgufFile *f, int l, bool stored, StepError *err) {
+    const Config *c = &m->config;
+    if (!config_layer_moe(c, l)) return true;
+    const Weights *w = &m->weights;
+    uint64_t E = (uint64_t)c->n_experts, d = (uint64_t)c->dim, eh = (uint64_t)c->expert_hidden_dim;
+    uint64_t slot = (uint64_t)config_moe_slot(c, l);
+    char name[128];
+    snprintf(name, sizeof name, "blk.%d.ffn_gate_inp.weight", l);
+    if (!take(f, name, E, d, model_weight_slot(m, w->router + slot * E * d), err)) return false;
+    static const char *const names[EXPERT_MATRICES] = {[EXPERT_GATE] = "ffn_gate_exps.weight",
+                                                       [EXPERT_DOWN] = "ffn_down_exps.weight",
+                                                       [EXPERT_UP] = "ffn_up_exps.weight"};
+    const float *floats[EXPERT_MATRICES] = {w->expert_w1, w->expert_w2, w->expert_w3};
+    for (int k = 0; k < EXPERT_MATRICES; k++) {
+        int rows, cols;
+        expert_matrix_shape(c, (ExpertKind)k, &rows, &cols);
+        snprintf(name, sizeof name, "blk.%d.%s", l, names[k]);
+        GgufTensor *t = gguf_find_tensor(f, name);
+        if (t == NULL || t->n_dims != 3 || t->ne[0] != (uint64_t)cols ||
+            t->ne[1] != (uint64_t)rows || t->ne[2] != E)
+            return step_fail(err, "%s: tensor %s is missing or not [%llu experts, %d, %d]", f->path,
+                             name, (unsigned long long)E, rows, cols);
+        for (int e = 0; stored && e < c->n_experts; e++)
+            if (!view_expert(f, t, e, (uint64_t)rows, (uint64_t)cols,
+                             model_expert(m, l, e, (ExpertKind)k), err))
+                return false;
+        if (!stored) gguf_to_f32(t, model_weight_slot(m, floats[k] + slot * E * eh * d));
+        t->used = 1;
+    }
+    return true;
+}
+
+/* GPT-2's tensors as llama.cpp's converter writes them (Conv1D weights
+ * already transposed to [out, in]; q, k and v one attn_qkv of [3 dim, dim]
+ * rows), into float32 storage: q's, k's and v's rows and biases split. */
+static bool take_gpt2(Model *m, const GgufFile *f, StepError *err) {
+    const Config *c = &m->config;
+    const Weights *w = &m->weights;
+    uint64_t d = (uint64_t)c->dim, h = (uint64_t)c->hidden_dim;
+    float *qkv = malloc((size_t)(3 * d * d) * sizeof(float)),
+          *bias = malloc((size_t)(3 * d) * sizeof(float));
+    bool ok = (qkv != NULL && bias != NULL) || step_fail(err, "%s: out of memory", f->path);
+    ok = ok &&
+         take(f, "position_embd.weight", (uint64_t)c->seq_len, d,
+              model_weight_slot(m, w->pos_embedding), err) &&
+         take(f, "output_norm.bias", 0, d, model_weight_slot(m, w->final_norm_bias), err);
+    for (int l = 0; ok && l < c->n_layers; l++) {
+        char name[128];
+#define TAKE(suffix, rows, cols, view)                                                             \
+    (snprintf(name, sizeof name, "blk.%d.%s", l, (suffix)),                                        \
+     take(f, name, (rows), (cols), model_weight_slot(m, (view)), err))
+        ok = TAKE("attn_norm.weight", 0, d, w->rms_att + l * d) &&
+             TAKE("attn_norm.bias", 0, d, w->att_norm_bias + l * d) &&
+             (snprintf(name, sizeof name, "blk.%d.attn_qkv.weight", l),
+              take(f, name, 3 * d, d, qkv, err)) &&
+             (snprintf(name, sizeof name, "blk.%d.attn_qkv.bias", l),
+              take(f, name, 0, 3 * d, bias, err));
+        const float *parts[3] = {w->wq, w->wk, w->wv}, *biases[3] = {w->bq, w->bk, w->bv};
+        for (int k = 0; ok && k < 3; k++) {
+            memcpy(model_weight_slot(m, parts[k] + l * d * d), qkv + k * d * d,
+                   d * d * sizeof(float));
+            memcpy(model_weight_slot(m, biases[k] + l * d), bias + k * d, d * sizeof(float));
+        }
+        ok = ok && TAKE("attn_output.weight", d, d, w->wo + l * d * d) &&
+             TAKE("attn_output.bias", 0, d, w->bo + l * d) &&
+             TAKE("ffn_norm.weight", 0, d, w->rms_ffn + l * d) &&
+             TAKE("ffn_norm.bias", 0, d, w->ffn_norm_bias + l * d) &&
+             TAKE("ffn_up.weight", h, d, w->w1 + l * h * d) &&
+             TAKE("ffn_up.bias", 0, h, w->b1 + l * h) &&
+             TAKE("ffn_down.weight", d, h, w->w2 + l * d * h) &&
+             TAKE("ffn_down.bias", 0, d, w->b2 + l * d);
+#undef TAKE
+        progress_report(m->progress, "reading the weights (layers)", (uint64_t)l + 1,
+                        (uint64_t)c->n_layers);
+    }
+    free(qkv), free(bias);
+    return ok;
+}
+
+bool gguf_model_load(Model *m, Tokenizer *tok, const char *path, WeightsMode mode,
+                     const ProgressSink *progress, StepError *err) {
+    memset(m, 0, sizeof *m);
+    m->progress = progress;
+    if (tok != NULL) memset(tok, 0, sizeof *tok);
+    GgufFile f;
+    if (!gguf_open(&f, path, err)) return false;
+    char *arch = gguf_get_string(&f, "general.architecture");
+    static const char *const known[] = {"llama", "qwen2",  "qwen3",  "gpt2",
+                                        "phi3",  "gemma2", "gemma3", "qwen3moe"};
+    bool ok = false;
+    for (size_t i = 0; arch != NULL && i < sizeof known / sizeof known[0]; i++)
+        ok |= strcmp(arch, known[i]) == 0;
+    if (f.n_tensors == 0)
+        ok = step_fail(err,
+                       "%s: holds no tensors (a vocabulary-only file): it serves as a tokenizer "
+                       "(tokenize --model, --tokenizer), not as a model",
+                       path);
+    else if (!ok)
+        step_fail(err,
+                  "%s: general.architecture %.40s is not supported (llama, qwen2, qwen3, gpt2, "
+                  "phi3, gemma2, gemma3, qwen3moe)",
+                  path, arch ? arch : "(none)");
+    ok = ok && read_config(&f, arch, &m->config, err);
+    if (ok && gguf_find_tensor(&f, "rope_freqs.weight") != NULL)
+        ok = read_rope_factors(&f, &m->config, err);
+    if (ok && (gguf_find_tensor(&f, "rope_factors_long.weight") != NULL ||
+               gguf_find_tensor(&f, "rope_factors_short.weight") != NULL))
+        ok = read_longrope(&f, arch, &m->config, err);
+    GgufTensor *emb = ok ? gguf_find_tensor(&f, "token_embd.weight") : NULL;
+    if (ok && (emb == NULL || emb->n_dims != 2 || emb->ne[1] == 0 || emb->ne[1] > (1u << 24)))
+        ok = step_fail(err, "%s: tensor token_embd.weight is missing or malformed", path);
+    if (ok) {
+        m->config.vocab_size = (int)emb->ne[1];
+        m->config.shared_classifier = gguf_find_tensor(&f, "output.weight") == NULL;
+        ok = config_validate(&m->config, path, err);
+    }
+    /* every weight must come from a stored value: check before allocating */
+    uint64_t held = 0, needed = ok ? model_storage_floats(&m->config) : 0;
+    for (uint64_t i = 0; i < f.n_tensors; i++) held += f.tensors[i].numel;
+    bool any_q8_0 = false, all_q8_0 = true; /* the layers' matrices */
+    for (uint64_t i = 0; i < f.n_tensors; i++) {
+        const GgufTensor *t = &f.tensors[i];
+        if (t->n_dims < 2 || strncmp(t->name, "blk.", 4) != 0) continue;
+        any_q8_0 |= t->type == GGML_Q8_0, all_q8_0 &= t->type == GGML_Q8_0;
+    }
+    if (ok && needed > held)
+        ok = step_fail(err, "%s: the metadata implies %llu weights, the file holds %llu", path,
+                       (unsigned long long)needed, (unsigned long long)held);
+    bool gpt2 = ok && strcmp(arch, "gpt2") == 0;
+    /* llama.cpp keeps qwen's and phi3's q and k in halves; with a partial
+     * RoPE they stay so (the block turns halves within the turned dims),
+     * otherwise they are interleaved as read */
+    bool halves = ok && strcmp(arch, "llama") != 0;
+    if (halves && m->config.rope_dims > 0) m->config.rope_layout = ROPE_HALVES, halves = false;
+    /* GPT-2's fused qkv is split into float32 */
+    bool stored = mode == WEIGHTS_STORED && !gpt2;
+    ok = ok && (stored ? model_alloc_vectors(m, err) : model_alloc_storage(m, path, err));
+    if (ok) {
+        const Config *c = &m->config;
+        ok = stored ? view_matrix(&f, "token_embd.weight", (uint64_t)c->vocab_size,
+                                  (uint64_t)c->dim, 0, &m->embedding, err)
+                    : take(&f, "token_embd.weight", (uint64_t)c->vocab_size, (uint64_t)c->dim,
+                           model_weight_slot(m, m->weights.token_embedding), err);
+        if (gpt2) ok = ok && take_gpt2(m, &f, err);
+        for (int l = 0; ok && !gpt2 && l < c->n_layers; l++) {
+            ok = take_layer(m, &f, l, halves, strcmp(arch, "phi3") == 0, err) &&
+                 take_experts(m, &f, l, stored, err);
+            progress_report(m->progress, "reading the weights (layers)", (uint64_t)l + 1,
+                            (uint64_t)c->n_layers);
+        }
+        ok = ok && take(&f, "output_norm.weight", 0, (uint64_t)c->dim,
+                        model_weight_slot(m, m->weights.rms_final), err);
+        if (ok && !c->shared_classifier && stored)
+            ok = view_matrix(&f, "output.weight", (uint64_t)c->vocab_size, (uint64_t)c->dim, 0,
+                             &m->classifier, err);
+        else if (ok && !c->shared_classifier)
+            ok = take(&f, "output.weight", (uint64_t)c->vocab_size, (uint64_t)c->dim,
+                      model_weight_slot(m, m->weights.wcls), err);
+        if (ok && stored && c->shared_classifier) /* the embedding's data, not a second owner */
+            m->classifier = matrix_borrow(&m->embedding);
+    }
+    m->q8_0_file = any_q8_0 && all_q8_0;
+    if (ok && tok != NULL) ok = gguf_read_tokenizer(&f, tok, m->config.vocab_size, err);
+    if (ok)
+        snprintf(m->source, sizeof m->source, "GGUF v%u, %s%s", f.version, arch,
+                 stored ? ", weights as stored" : "");
+    if (stored) { /* the matrices point into it: the model keeps the mapping */
+        model_add_file(m, f.map, f.map_bytes, path);
+        f.map = NULL;
+    }
+    free(arch);
+    gguf_close(&f);
+    if (!ok) model_free(m);
+    return ok;
+}

@@ -1,0 +1,669 @@
+/* hf_model.c: see hf_model.h. */
+
+#include "ref/formats/hf_model.h"
+
+#include <cjson/cJSON.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "ref/util/file_util.h"
+#include "ref/formats/hf_gemma.h"
+#include "ref/formats/hf_gpt2.h"
+#include "ref/formats/hf_moe.h"
+#include "ref/util/json_util.h"
+#include "ref/formats/safetensors.h"
+
+static const char *const ARCHITECTURES[] = {
+    "LlamaForCausalLM",   "MistralForCausalLM", "Qwen2ForCausalLM",  "Qwen3ForCausalLM",
+    "GPT2LMHeadModel",    "Phi3ForCausalLM",    "Gemma2ForCausalLM", "Gemma3ForCausalLM",
+    "MixtralForCausalLM", "Qwen3MoeForCausalLM"};
+#define N_ARCHITECTURES (int)(sizeof ARCHITECTURES / sizeof ARCHITECTURES[0])
+#define MAX_SHARDS      MODEL_MAX_FILES
+
+bool hf_is_model_dir(const char *path) {
+    struct stat st;
+    return path != NULL && stat(path, &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+static bool need_int(const cJSON *o, const char *key, int *out, const char *what, StepError *err) {
+    if (!json_int_field(o, key, 1, 1 << 30, out))
+        return step_fail(err, "%s: config.json needs %s, a whole number from 1", what, key);
+    return true;
+}
+
+/* An optional positive number; absent or null leaves *out. */
+static bool optional_number(const cJSON *o, const char *key, float *out, const char *what,
+                            StepError *err) {
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
+    if (v == NULL || cJSON_IsNull(v)) return true;
+    double d;
+    if (!json_number_field(o, key, 1e-30, 1e30, &d))
+        return step_fail(err, "%s: config.json's %s must be a positive number", what, key);
+    *out = (float)d;
+    return true;
+}
+
+static bool optional_bool(const cJSON *o, const char *key, bool *out) {
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
+    if (cJSON_IsBool(v)) *out = cJSON_IsTrue(v);
+    return v == NULL || cJSON_IsBool(v) || cJSON_IsNull(v);
+}
+
+/* rope_scaling: null, "default", "linear" or "llama3" (Hugging Face's
+ * rope_type, or the older "type"). */
+static bool read_rope_scaling(const cJSON *root, RopeScaling *s, const char *what, StepError *err) {
+    const cJSON *o = cJSON_GetObjectItemCaseSensitive(root, "rope_scaling");
+    if (o == NULL || cJSON_IsNull(o)) return true;
+    const char *type = json_string_field(o, "rope_type");
+    if (type == NULL) type = json_string_field(o, "type");
+    if (type != NULL && strcmp(type, "default") == 0) return true;
+    if (type != NULL && (strcmp(type, "longrope") == 0 || strcmp(type, "su") == 0)) {
+        s->type =
+            ROPE_SCALING_LONGROPE; /* its factors once the RoPE dims are known: read_longrope */
+        return true;
+    } else if (type != NULL && strcmp(type, "linear") == 0) {
+        s->type = ROPE_SCALING_LINEAR;
+    } else if (type != NULL && strcmp(type, "llama3") == 0) {
+        s->type = ROPE_SCALING_LLAMA3;
+    } else {
+        return step_fail(err,
+                         "%s: rope_scaling type %.40s is not supported (linear, llama3, longrope)",
+                         what, type ? type : "(none)");
+    }
+    bool ok = optional_number(o, "factor", &s->factor, what, err) &&
+              optional_number(o, "low_freq_factor", &s->low_freq_factor, what, err) &&
+              optional_number(o, "high_freq_factor", &s->high_freq_factor, what, err);
+    if (ok && s->type == ROPE_SCALING_LLAMA3 &&
+        !json_int_field(o, "original_max_position_embeddings", 1, 1 << 30, &s->original_context))
+        ok = step_fail(err, "%s: llama3 rope_scaling needs original_max_position_embeddings", what);
+    return ok;
+}
+
+/* n factors of rope_scaling's list `key`, each in (0, 1e6], into out. */
+static bool factor_list(const cJSON *o, const char *key, int n, float *out, const char *what,
+                        StepError *err) {
+    const cJSON *list = cJSON_GetObjectItemCaseSensitive(o, key), *v;
+    if (!cJSON_IsArray(list) || cJSON_GetArraySize(list) != n)
+        return step_fail(err, "%s: longrope's %s must list %d factors (one a pair of turned dims)",
+                         what, key, n);
+    int i = 0;
+    cJSON_ArrayForEach(v, list) {
+        if (!cJSON_IsNumber(v) || !(v->valuedouble > 0 && v->valuedouble <= 1e6))
+            return step_fail(err, "%s: longrope's %s[%d] must be a number in (0, 1e6]", what, key,
+                             i);
+        out[i++] = (float)v->valuedouble;
+    }
+    return true;
+}
+
+/* Phi-3's longrope, as Hugging Face's _compute_longrope_parameters reads
+ * it: short and long factors, one a pair of the dims RoPE turns; the
+ * context it was trained on, original_max_position_embeddings (absent:
+ * max_position_embeddings, and the long factors never apply); its factor,
+ * max_position_embeddings / that; and the attention factor, given or
+ * sqrt(1 + ln(factor) / ln(original)) (1 for a factor of at most 1). */
+static bool read_longrope(const cJSON *root, Config *c, const char *what, StepError *err) {
+    const cJSON *o = cJSON_GetObjectItemCaseSensitive(root, "rope_scaling");
+    RopeScaling *s = &c->rope_scaling;
+    int pairs = config_rope_dims(c) / 2;
+    if (pairs > ROPE_MAX_FACTORS)
+        return step_fail(err, "%s: longrope's factors need rope dimensions <= %d", what,
+                         2 * ROPE_MAX_FACTORS);
+    if (!factor_list(o, "short_factor", pairs, s->factors, what, err) ||
+        !factor_list(o, "long_factor", pairs, s->long_factors, what, err))
+        return false;
+    s->original_context = c->seq_len;
+    const cJSON *orig = cJSON_GetObjectItemCaseSensitive(root, "original_max_position_embeddings");
+    if (orig != NULL &&
+        !json_int_field(root, "original_max_position_embeddings", 1, 1 << 30, &s->original_context))
+        return step_fail(err, "%s: original_max_position_embeddings must be a whole number from 1",
+                         what);
+    double factor = (double)c->seq_len / (double)s->original_context, attention;
+    s->factor = (float)factor;
+    const cJSON *given = cJSON_GetObjectItemCaseSensitive(o, "attention_factor");
+    if (given != NULL && !cJSON_IsNull(given)) {
+        if (!json_number_field(o, "attention_factor", 1e-6, 1e3, &attention))
+            return step_fail(err, "%s: longrope's attention_factor must be in (0, 1000]", what);
+    } else {
+        attention = factor <= 1.0 || s->original_context < 2
+                        ? 1.0
+                        : sqrt(1.0 + log(factor) / log((double)s->original_context));
+    }
+    s->attention_factor = (float)attention;
+    return true;
+}
+
+/* The architecture's name (the first of "architectures"), if supported. */
+static bool read_architecture(const cJSON *root, char *arch, size_t arch_size, const char *what,
+                              StepError *err) {
+    const cJSON *list = cJSON_GetObjectItemCaseSensitive(root, "architectures");
+    const cJSON *first = cJSON_IsArray(list) ? list->child : NULL;
+    const char *name = cJSON_IsString(first) ? first->valuestring : NULL;
+    for (int i = 0; name != NULL && i < N_ARCHITECTURES; i++) {
+        if (strcmp(name, ARCHITECTURES[i]) == 0) {
+            snprintf(arch, arch_size, "%s", name);
+            return true;
+        }
+    }
+    return step_fail(err,
+                     "%s: architecture %.60s is not supported (LlamaForCausalLM, "
+                     "MistralForCausalLM, Qwen2ForCausalLM, Qwen3ForCausalLM, GPT2LMHeadModel, "
+                     "Phi3ForCausalLM, Gemma2ForCausalLM, Gemma3ForCausalLM, MixtralForCausalLM, "
+                     "Qwen3MoeForCausalLM)",
+                     what, name ? name : "(none in config.json)");
+}
+
+bool hf_config_parse(const char *text, const char *what, Config *c, char *arch, size_t arch_size,
+                     StepError *err) {
+    memset(c, 0, sizeof *c);
+    cJSON *root = json_parse_whole(text);
+    bool ok = cJSON_IsObject(root) || step_fail(err, "%s: config.json is not a JSON object", what);
+    ok = ok && read_architecture(root, arch, arch_size, what, err);
+    if (ok && strcmp(arch, "GPT2LMHeadModel") == 0) { /* its own keys (hf_gpt2.h) */
+        ok = hf_gpt2_config(root, c, what, err);
+        cJSON_Delete(root);
+        return ok;
+    }
+    ok = ok && need_int(root, "hidden_size", &c->dim, what, err) &&
+         need_int(root, "intermediate_size", &c->hidden_dim, what, err) &&
+         need_int(root, "num_hidden_layers", &c->n_layers, what, err) &&
+         need_int(root, "num_attention_heads", &c->n_heads, what, err) &&
+         need_int(root, "vocab_size", &c->vocab_size, what, err) &&
+         need_int(root, "max_position_embeddings", &c->seq_len, what, err);
+    c->n_kv_heads = c->n_heads;
+    if (ok && cJSON_GetObjectItemCaseSensitive(root, "num_key_value_heads") != NULL)
+        ok = need_int(root, "num_key_value_heads", &c->n_kv_heads, what, err);
+    const cJSON *hd = cJSON_GetObjectItemCaseSensitive(root, "head_dim");
+    if (ok && hd != NULL && !cJSON_IsNull(hd))
+        ok = need_int(root, "head_dim", &c->head_dim, what, err);
+    ok = ok && optional_number(root, "rope_theta", &c->rope_theta, what, err) &&
+         optional_number(root, "rms_norm_eps", &c->norm_eps, what, err) &&
+         read_rope_scaling(root, &c->rope_scaling, what, err);
+    bool phi3 = strcmp(arch, "Phi3ForCausalLM") == 0;
+    bool gemma3 = strcmp(arch, "Gemma3ForCausalLM") == 0;
+    bool gemma = gemma3 || strcmp(arch, "Gemma2ForCausalLM") == 0;
+    /* Gemma's config classes tie the classifier unless told otherwise */
+    bool tied = gemma, bias = false,
+         sliding = strcmp(arch, "MistralForCausalLM") == 0 ||
+                   strcmp(arch, "MixtralForCausalLM") == 0 || phi3;
+    float rotary = 1.0f; /* Phi-3's partial_rotary_factor: the share of a head RoPE turns */
+    if (ok && !optional_number(root, "partial_rotary_factor", &rotary, what, err)) ok = false;
+    if (ok && !(rotary > 0 && rotary <= 1))
+        ok = step_fail(err, "%s: partial_rotary_factor %g must be in (0, 1]", what, (double)rotary);
+    if (ok && (!optional_bool(root, "tie_word_embeddings", &tied) ||
+               !optional_bool(root, "attention_bias", &bias) ||
+               !optional_bool(root, "use_sliding_window", &sliding)))
+        ok = step_fail(err,
+                       "%s: config.json's tie_word_embeddings, attention_bias and "
+                       "use_sliding_window must be true or false",
+                       what);
+    const char *act = gemma ? NULL : json_string_field(root, "hidden_act");
+    if (ok && act != NULL && strcmp(act, "silu") != 0)
+        ok = step_fail(err, "%s: hidden_act %.40s is not supported (silu)", what, act);
+    /* Llama's and Qwen3's attention_bias also biases o_proj, which the
+     * block has no place for; Qwen2 biases q, k and v only, always. */
+    if (ok && bias)
+        ok = step_fail(err, "%s: attention_bias (with an o_proj bias) is not supported", what);
+    c->qkv_bias = strcmp(arch, "Qwen2ForCausalLM") == 0;
+    c->qk_norm = strcmp(arch, "Qwen3ForCausalLM") == 0;
+    c->fused_files = phi3;
+    if (ok && gemma) ok = hf_gemma_config(root, gemma3, c, what, err); /* hf_gemma.h */
+    bool qwen_moe = strcmp(arch, "Qwen3MoeForCausalLM") == 0;
+    if (ok && (qwen_moe || strcmp(arch, "MixtralForCausalLM") == 0))
+        ok = hf_moe_config(root, qwen_moe, c, what, err); /* hf_moe.h */
+    c->shared_classifier = tied;
+    c->rope_layout = ROPE_INTERLEAVED; /* the loader interleaves q and k (hf_interleave_heads) */
+    if (ok && rotary < 1) { /* RoPE turns the first int(head_dim · factor) of each head, in
+                               Hugging Face's halves: q and k are kept as stored, not interleaved */
+        int hd = c->head_dim > 0 ? c->head_dim : c->dim / c->n_heads;
+        c->rope_dims = (int)((double)hd * (double)rotary);
+        c->rope_layout = ROPE_HALVES;
+    }
+    if (ok && c->rope_scaling.type == ROPE_SCALING_LONGROPE) ok = read_longrope(root, c, what, err);
+    /* Mistral's and Phi-3's window slides on every layer: the query at p
+     * sees p - window + 1 .. p, as Hugging Face's sliding mask lets it.
+     * Qwen2's (use_sliding_window, on the layers past max_window_layers) is
+     * not run: its context is capped at the window, where no position
+     * falls outside it. */
+    int window;
+    bool mistral =
+        strcmp(arch, "MistralForCausalLM") == 0 || strcmp(arch, "MixtralForCausalLM") == 0;
+    if (ok && sliding && !gemma && json_int_field(root, "sliding_window", 1, 1 << 30, &window) &&
+        window < c->seq_len) {
+        if (mistral || phi3)
+            c->sliding_window = window; /* sliding_pattern 0: every layer */
+        else
+            c->seq_len = window;
+    }
+    cJSON_Delete(root);
+    return ok && config_validate(c, what, err);
+}
+
+/* The weight files of dir: model.safetensors, or the distinct shards that
+ * the index's weight_map names (each a plain file name in dir). */
+static bool open_files(const char *dir, SafetensorsFile *files, int *n, StepError *err) {
+    char path[4096], *text = NULL;
+    *n = 0;
+    snprintf(path, sizeof path, "%s/model.safetensors.index.json", dir);
+    struct stat st;
+    if (stat(path, &st) != 0) {
+        snprintf(path, sizeof path, "%s/model.safetensors", dir);
+        if (!safetensors_open(&files[0], path, err)) return false;
+        *n = 1;
+        return true;
+    }
+    if (!file_read_text(path, "index", &text, err)) return false;
+    cJSON *index = json_parse_whole(text);
+    free(text);
+    const cJSON *map = cJSON_GetObjectItemCaseSensitive(index, "weight_map"), *e;
+    bool ok = cJSON_IsObject(map) ||
+              step_fail(err, "%s: model.safetensors.index.json needs a weight_map", dir);
+    char names[MAX_SHARDS][256];
+    const cJSON *entries = ok ? map : NULL;
+    cJSON_ArrayForEach(e, entries) {
+        const char *shard = cJSON_IsString(e) ? e->valuestring : "";
+        if (shard[0] == '\0' || shard[0] == '.' || strchr(shard, '/') != NULL ||
+            strlen(shard) > 200) {
+            ok = step_fail(err,
+                           "%s: the index names shard '%.60s' (a file name in the folder "
+                           "expected)",
+                           dir, shard);
+            break;
+        }
+        bool known = false;
+        for (int i = 0; i < *n; i++) known |= strcmp(names[i], shard) == 0;
+        if (known) continue;
+        if (*n == MAX_SHARDS) {
+            ok = step_fail(err, "%s: more than %d shards", dir, MAX_SHARDS);
+            break;
+        }
+        snprintf(names[*n], sizeof names[*n], "%s", shard);
+        snprintf(path, sizeof path, "%s/%s", dir, shard);
+        if (!(ok = safetensors_open(&files[*n], path, err))) break;
+        (*n)++;
+    }
+    cJSON_Delete(index);
+    return ok;
+}
+
+/* The tensor called name in any of the files, or NULL. */
+static SafetensorsTensor *find(SafetensorsFile *files, int n, const char *name,
+                               const SafetensorsFile **in) {
+    for (int i = 0; i < n; i++) {
+        SafetensorsTensor *t = safetensors_find(&files[i], name);
+        if (t != NULL) {
+            *in = &files[i];
+            return t;
+        }
+    }
+    return NULL;
+}
+
+/* Hugging Face's checkpoints keep each head's q and k dimensions as two
+ * halves, (i, i + head_dim/2) rotated together (convert_llama_weights_to_hf
+ * permutes Meta's rows so). Put them back as interleaved pairs (2i, 2i+1),
+ * as llama.cpp's converter does: q·k is the same sum, in llama2.c's order,
+ * so a converted llama2.c model gives run.c's logits to the bit. x holds
+ * `heads` blocks of head_dim rows of `cols` values; row j·half + i of a
+ * block moves to row 2i + j. */
+bool hf_interleave_heads(float *x, int heads, int head_dim, size_t cols) {
+    size_t block = (size_t)head_dim * cols;
+    float *tmp = malloc(block * sizeof(float));
+    if (tmp == NULL) return false;
+    for (int h = 0; h < heads; h++) {
+        float *b = x + (size_t)h * block;
+        memcpy(tmp, b, block * sizeof(float));
+        for (int r = 0; r < head_dim; r++)
+            memcpy(b + (size_t)r * cols,
+                   tmp + rope_source_row((uint64_t)r, head_dim, ROWS_TO_INTERLEAVED) * cols,
+                   cols * sizeof(float));
+    }
+    free(tmp);
+    return true;
+}
+
+/* The tensor called name, of `rows` × `cols` (rows 0: a vector of cols),
+ * and the file it is in; NULL (err set) when missing or of another shape. */
+static SafetensorsTensor *find_shaped(SafetensorsFile *files, int n, const char *name, int rows,
+                                      int cols, const SafetensorsFile **in, const char *dir,
+                                      StepError *err) {
+    SafetensorsTensor *t = find(files, n, name, in);
+    if (t == NULL) {
+        step_fail(err, "%s: tensor %s is missing", dir, name);
+        return NULL;
+    }
+    bool fits = rows == 0 ? t->ndim == 1 && t->shape[0] == cols
+                          : t->ndim == 2 && t->shape[0] == rows && t->shape[1] == cols;
+    if (!fits) {
+        step_fail(err, "%s: tensor %s has the wrong shape (config.json implies [%d%s%d])",
+                  (*in)->path, name, rows == 0 ? cols : rows, rows == 0 ? "" : ", ",
+                  rows == 0 ? 0 : cols);
+        return NULL;
+    }
+    return t;
+}
+
+/* Copy the tensor called name, of `rows` × `cols` (rows 0: a vector of
+ * cols), into dst as float32. */
+static bool take(SafetensorsFile *files, int n, const char *name, int rows, int cols, float *dst,
+                 const char *dir, StepError *err) {
+    const SafetensorsFile *in = NULL;
+    SafetensorsTensor *t = find_shaped(files, n, name, rows, cols, &in, dir, err);
+    if (t == NULL) return false;
+    safetensors_to_f32(t, dst);
+    safetensors_release(in, t);
+    t->used = 1;
+    return true;
+}
+
+int hf_layer_tensors(const Model *m, int l, HfLayerTensor out[HF_LAYER_TENSORS]) {
+    const Config *c = &m->config;
+    const Weights *w = &m->weights;
+    size_t d = (size_t)c->dim, h = (size_t)c->hidden_dim, kv = (size_t)config_kv_dim(c);
+    size_t qd = (size_t)config_q_dim(c), hd = (size_t)config_head_dim(c);
+    int nh = c->n_heads, nkv = c->n_kv_heads;
+#define AT(v, stride) ((v) != NULL ? (v) + l * (stride) : NULL)
+    /* the dense MLP's matrices are stored for the dense layers only */
+    size_t slot = (size_t)config_dense_slot(c, l);
+#define DENSE(v, stride) ((v) != NULL ? (v) + slot * (stride) : NULL)
+    bool post = c->post_norms; /* Gemma's post_attention_layernorm is its post-norm */
+    const HfLayerTensor all[HF_LAYER_TENSORS] = {
+        {"input_layernorm.weight", "attn_norm.weight", w->rms_att + l * d, 0, d, 0, -1},
+        {"self_attn.q_proj.weight", "attn_q.weight", AT(w->wq, qd * d), qd, d, nh, MAT_WQ},
+        {"self_attn.k_proj.weight", "attn_k.weight", AT(w->wk, kv * d), kv, d, nkv, MAT_WK},
+        {"self_attn.v_proj.weight", "attn_v.weight", AT(w->wv, kv * d), kv, d, 0, MAT_WV},
+        {"self_attn.o_proj.weight", "attn_output.weight", AT(w->wo, d * qd), d, qd, 0, MAT_WO},
+        {"self_attn.q_proj.bias", "attn_q.bias", AT(w->bq, qd), 0, qd, nh, -1},
+        {"self_attn.k_proj.bias", "attn_k.bias", AT(w->bk, kv), 0, kv, nkv, -1},
+        {"self_attn.v_proj.bias", "attn_v.bias", AT(w->bv, kv), 0, kv, 0, -1},
+        {"self_attn.q_norm.weight", "attn_q_norm.weight", AT(w->q_norm, hd), 0, hd, 1, -1},
+        {"self_attn.k_norm.weight", "attn_k_norm.weight", AT(w->k_norm, hd), 0, hd, 1, -1},
+        {post ? "pre_feedforward_layernorm.weight" : "post_attention_layernorm.weight",
+         "ffn_norm.weight", w->rms_ffn + l * d, 0, d, 0, -1},
+        {"mlp.gate_proj.weight", "ffn_gate.weight", DENSE(w->w1, h * d), h, d, 0, MAT_W1},
+        {"mlp.down_proj.weight", "ffn_down.weight", DENSE(w->w2, d * h), d, h, 0, MAT_W2},
+        {"mlp.up_proj.weight", "ffn_up.weight", DENSE(w->w3, h * d), h, d, 0, MAT_W3},
+        {"post_attention_layernorm.weight", "post_attention_norm.weight", AT(w->post_att_norm, d),
+         0, d, 0, -1},
+        {"post_feedforward_layernorm.weight", "post_ffw_norm.weight", AT(w->post_ffn_norm, d), 0, d,
+         0, -1},
+    };
+#undef AT
+#undef DENSE
+    bool moe = config_layer_moe(c, l); /* its experts are hf_moe.h's */
+    int n = 0;
+    for (int i = 0; i < HF_LAYER_TENSORS; i++) {
+        bool mlp = all[i].kind == MAT_W1 || all[i].kind == MAT_W2 || all[i].kind == MAT_W3;
+        if ((all[i].view != NULL || all[i].kind >= 0) && !(moe && mlp)) out[n++] = all[i];
+    }
+    return n;
+}
+
+static ElementType element_of(SafetensorsDtype d) {
+    return d == ST_F32 ? ELEM_F32 : d == ST_F16 ? ELEM_F16 : ELEM_BF16;
+}
+
+/* The matrix called name, of rows × cols, where its file stores it: a view
+ * into the mapping (interleave_head_dim: q's and k's rows read in
+ * interleaved order). A tensor whose data is not aligned to its element
+ * (a header of odd length) is copied, owned, to a place that is. */
+static bool view_matrix(SafetensorsFile *files, int n, const char *name, int rows, int cols,
+                        int interleave_head_dim, Matrix *out, const char *dir, StepError *err) {
+    const SafetensorsFile *in = NULL;
+    SafetensorsTensor *t = find_shaped(files, n, name, rows, cols, &in, dir, err);
+    if (t == NULL) return false;
+    ElementType e = element_of(t->dtype);
+    *out = matrix_view(e, t->data, rows, cols);
+    out->interleave_head_dim = interleave_head_dim;
+    if (!matrix_align(out, (size_t)t->bytes)) return step_fail(err, "%s: out of memory", dir);
+    t->used = 1;
+    return true;
+}
+
+/* Every tensor of layer l, q's and k's rows interleaved: widened into
+ * float32 storage, or (a matrix held as stored) viewed in place. */
+bool hf_fused_rows(const Config *c, int kind, bool *attn, int *row0, int *total) {
+    int qd = config_q_dim(c), kv = config_kv_dim(c), h = c->hidden_dim;
+    *attn = kind == MAT_WQ || kind == MAT_WK || kind == MAT_WV;
+    if (!*attn && kind != MAT_W1 && kind != MAT_W3) return false;
+    *total = *attn ? qd + 2 * kv : 2 * h;
+    *row0 = kind == MAT_WK ? qd : kind == MAT_WV ? qd + kv : kind == MAT_W3 ? h : 0;
+    return true;
+}
+
+size_t hf_fused_layer_floats(const Config *c) {
+    return ((size_t)config_q_dim(c) + 2 * (size_t)config_kv_dim(c) + 2 * (size_t)c->hidden_dim) *
+           (size_t)c->dim;
+}
+
+void hf_fuse_layer(const Model *m, int l, RowOrder rotated, float *buf) {
+    const Config *c = &m->config;
+    const Weights *w = &m->weights;
+    static const MatrixKind kinds[5] = {MAT_WQ, MAT_WK, MAT_WV, MAT_W1, MAT_W3};
+    const float *all[LAYER_MATRICES] = {w->wq, w->wk, w->wv, w->wo, w->w1, w->w2, w->w3};
+    size_t at = 0;
+    for (int k = 0; k < 5; k++) {
+        int rows, cols;
+        layer_matrix_shape(c, kinds[k], &rows, &cols);
+        const float *src = all[kinds[k]] + (size_t)l * rows * cols;
+        RowOrder order = kinds[k] == MAT_WQ || kinds[k] == MAT_WK ? rotated : ROWS_AS_HELD;
+        for (size_t r = 0; r < (size_t)rows; r++)
+            memcpy(buf + (at + r) * cols,
+                   src + rope_source_row(r, config_head_dim(c), order) * cols,
+                   (size_t)cols * sizeof(float));
+        at += (size_t)rows;
+    }
+}
+
+/* Part p of layer l from its fused tensor (rows row0.. of total): a view of
+ * its rows where the file stores them, or (into float32 storage) those rows
+ * widened through the view. */
+static bool take_fused(Model *m, SafetensorsFile *files, int n, int l, const HfLayerTensor *p,
+                       bool attn, int row0, int total, const char *dir, StepError *err) {
+    int head_dim = config_head_dim(&m->config);
+    char name[160];
+    snprintf(name, sizeof name, "model.layers.%d.%s", l,
+             attn ? "self_attn.qkv_proj.weight" : "mlp.gate_up_proj.weight");
+    const SafetensorsFile *in = NULL;
+    SafetensorsTensor *t = find_shaped(files, n, name, total, (int)p->cols, &in, dir, err);
+    if (t == NULL) return false;
+    t->used = 1;
+    /* its rows where the file stores them (q's and k's read interleaved) */
+    size_t size = t->dtype == ST_F32 ? 4 : 2, at = (size_t)row0 * p->cols * size;
+    Matrix view = matrix_view(element_of(t->dtype), t->data + at, (int)p->rows, (int)p->cols);
+    bool turn = p->heads > 0 && m->config.rope_layout == ROPE_INTERLEAVED;
+    view.interleave_head_dim = turn ? head_dim : 0;
+    if (!matrix_align(&view, p->rows * p->cols * size))
+        return step_fail(err, "%s: out of memory", dir);
+    if (p->view == NULL) { /* held as stored */
+        m->layers[l].m[p->kind] = view;
+        return true;
+    }
+    float *dst = model_weight_slot(m, p->view); /* widened, a row at a time */
+    for (size_t r = 0; r < p->rows; r++) matrix_row(&view, (int)r, dst + r * p->cols);
+    matrix_free(&view);
+    return true;
+}
+
+/* Gemma's norms multiply by 1 + w: the sum, in float32 as Hugging Face
+ * forms it, is what the model holds. */
+static void add_one(float *w, size_t n) {
+    for (size_t i = 0; i < n; i++) w[i] = 1.0f + w[i];
+}
+
+/* Every tensor of layer l, q's and k's rows interleaved: widened into
+ * float32 storage, or (a matrix held as stored) viewed in place; fused:
+ * Phi-3's qkv_proj and gate_up_proj hold some of them (hf_fused_rows). */
+static bool take_layer(Model *m, SafetensorsFile *files, int n, int l, bool fused, const char *dir,
+                       StepError *err) {
+    HfLayerTensor parts[HF_LAYER_TENSORS];
+    int count = hf_layer_tensors(m, l, parts), head_dim = config_head_dim(&m->config);
+    bool turn = m->config.rope_layout == ROPE_INTERLEAVED; /* q and k to pairs (else as stored) */
+    for (int i = 0; i < count; i++) {
+        char name[160];
+        bool attn;
+        int row0, total;
+        if (fused && hf_fused_rows(&m->config, parts[i].kind, &attn, &row0, &total)) {
+            if (!take_fused(m, files, n, l, &parts[i], attn, row0, total, dir, err)) return false;
+            continue;
+        }
+        snprintf(name, sizeof name, "model.layers.%d.%s", l, parts[i].name);
+        if (parts[i].view == NULL) { /* a matrix, as stored */
+            if (!view_matrix(files, n, name, (int)parts[i].rows, (int)parts[i].cols,
+                             parts[i].heads > 0 && turn ? head_dim : 0,
+                             &m->layers[l].m[parts[i].kind], dir, err))
+                return false;
+            continue;
+        }
+        float *dst = model_weight_slot(m, parts[i].view);
+        if (!take(files, n, name, (int)parts[i].rows, (int)parts[i].cols, dst, dir, err))
+            return false;
+        if (m->config.norm_plus_one && hf_is_norm_weight(name)) add_one(dst, parts[i].cols);
+        size_t cols = parts[i].rows == 0 ? 1 : parts[i].cols; /* a vector: rows of one value */
+        if (parts[i].heads > 0 && turn && !hf_interleave_heads(dst, parts[i].heads, head_dim, cols))
+            return step_fail(err, "model %s: out of memory", dir);
+    }
+    return true;
+}
+
+/* Layer l's router and experts (an MoE layer; hf_moe.h): the router into
+ * float32 storage, each expert's matrices widened there too or (stored)
+ * viewed where the files hold them. */
+static bool take_experts(Model *m, SafetensorsFile *files, int n, int l, bool stored,
+                         const char *dir, StepError *err) {
+    const Config *c = &m->config;
+    if (!config_layer_moe(c, l)) return true;
+    bool qwen = c->qk_norm; /* Qwen3-MoE's names, else Mixtral's */
+    for (int e = -1; e < c->n_experts; e++)
+        for (int part = 0; part < (e < 0 ? 1 : EXPERT_MATRICES); part++) {
+            char name[160];
+            int rows, cols;
+            hf_moe_tensor_name(qwen, l, e, (ExpertKind)part, name, sizeof name);
+            bool ok;
+            if (stored && e >= 0) {
+                expert_matrix_shape(c, (ExpertKind)part, &rows, &cols);
+                ok = view_matrix(files, n, name, rows, cols, 0,
+                                 model_expert(m, l, e, (ExpertKind)part), dir, err);
+            } else {
+                const float *view =
+                    hf_moe_tensor_view(c, &m->weights, l, e, (ExpertKind)part, &rows, &cols);
+                ok = take(files, n, name, rows, cols, model_weight_slot(m, view), dir, err);
+            }
+            if (!ok) return false;
+        }
+    return true;
+}
+
+static bool take_all(Model *m, SafetensorsFile *files, int n, bool stored, bool fused,
+                     const char *dir, StepError *err) {
+    const Config *c = &m->config;
+    bool ok = stored ? view_matrix(files, n, "model.embed_tokens.weight", c->vocab_size, c->dim, 0,
+                                   &m->embedding, dir, err)
+                     : take(files, n, "model.embed_tokens.weight", c->vocab_size, c->dim,
+                            model_weight_slot(m, m->weights.token_embedding), dir, err);
+    for (int l = 0; ok && l < c->n_layers; l++) {
+        ok = take_layer(m, files, n, l, fused, dir, err) &&
+             take_experts(m, files, n, l, stored, dir, err);
+        progress_report(m->progress, "reading the weights (layers)", (uint64_t)l + 1,
+                        (uint64_t)c->n_layers);
+    }
+    ok = ok && take(files, n, "model.norm.weight", 0, c->dim,
+                    model_weight_slot(m, m->weights.rms_final), dir, err);
+    if (ok && c->norm_plus_one) add_one(model_weight_slot(m, m->weights.rms_final), (size_t)c->dim);
+    if (ok && !c->shared_classifier && stored)
+        ok = view_matrix(files, n, "lm_head.weight", c->vocab_size, c->dim, 0, &m->classifier, dir,
+                         err);
+    else if (ok && !c->shared_classifier)
+        ok = take(files, n, "lm_head.weight", c->vocab_size, c->dim,
+                  model_weight_slot(m, m->weights.wcls), dir, err);
+    if (ok && stored && c->shared_classifier) /* the embedding's data, not a second owner */
+        m->classifier = matrix_borrow(&m->embedding);
+    return ok;
+}
+
+/* The report: each file's dtypes, and the tensors nothing read. */
+static void fill_report(HfLoadReport *r, const SafetensorsFile *files, int n) {
+    memset(r, 0, sizeof *r);
+    r->files = n;
+    size_t len = 0;
+    for (int i = 0; i < n; i++) {
+        const char *base = strrchr(files[i].path, '/');
+        bool seen[3] = {false, false, false};
+        for (int k = 0; k < files[i].n; k++) {
+            const SafetensorsTensor *t = &files[i].tensors[k];
+            seen[t->dtype] = true;
+            if (!t->used && r->unused++ == 0)
+                snprintf(r->first_unused, sizeof r->first_unused, "%s", t->name);
+        }
+        for (int d = 0; d < 3 && len < sizeof r->dtypes - 1; d++) {
+            if (!seen[d]) continue;
+            len += (size_t)snprintf(r->dtypes + len, sizeof r->dtypes - len, "%s%s: %s",
+                                    len ? ", " : "", base ? base + 1 : files[i].path,
+                                    safetensors_dtype_name((SafetensorsDtype)d));
+            if (len >= sizeof r->dtypes) len = sizeof r->dtypes - 1;
+        }
+    }
+}
+
+bool hf_model_load(Model *m, const char *dir, WeightsMode mode, const ProgressSink *progress,
+                   HfLoadReport *report, StepError *err) {
+    memset(m, 0, sizeof *m);
+    m->progress = progress;
+    char path[4096], *text = NULL, arch[64];
+    snprintf(path, sizeof path, "%s/config.json", dir);
+    struct stat st;
+    if (stat(path, &st) != 0)
+        return step_fail(err, "model %s: a folder without config.json (not a Hugging Face model)",
+                         dir);
+    if (!file_read_text(path, "config", &text, err)) return false;
+    bool ok = hf_config_parse(text, path, &m->config, arch, sizeof arch, err);
+    free(text);
+    if (!ok) return false;
+    SafetensorsFile files[MAX_SHARDS];
+    int n = 0;
+    if (!open_files(dir, files, &n, err)) {
+        for (int i = 0; i < n; i++) safetensors_close(&files[i]);
+        return false;
+    }
+    /* Every weight the config implies must come from a stored value: a
+     * config that claims more than the files hold is refused before its
+     * storage is allocated. */
+    uint64_t stored = 0, needed = model_storage_floats(&m->config);
+    for (int i = 0; i < n; i++)
+        for (int k = 0; k < files[i].n; k++) stored += files[i].tensors[k].numel;
+    ok = needed <= stored || step_fail(err,
+                                       "model %s: config.json implies %llu weights, the "
+                                       "safetensors files hold %llu values",
+                                       dir, (unsigned long long)needed, (unsigned long long)stored);
+    bool gpt2 = strcmp(arch, "GPT2LMHeadModel") == 0;
+    const SafetensorsFile *in = NULL;
+    SafetensorsTensor *emb = find(files, n, "model.embed_tokens.weight", &in);
+    if (ok && m->config.embed_scale > 0 && emb != NULL) /* Gemma's √dim, in the weights' type */
+        m->config.embed_scale = hf_gemma_embed_scale(m->config.dim, emb->dtype);
+    if (gpt2) /* Conv1D's weights are transposed into float32 */
+        mode = WEIGHTS_F32;
+    if (ok) {
+        char what[4200];
+        snprintf(what, sizeof what, "model %s", dir);
+        ok = (mode == WEIGHTS_STORED ? model_alloc_vectors(m, err)
+                                     : model_alloc_storage(m, what, err)) &&
+             (gpt2 ? hf_gpt2_take(m, files, n, dir, err)
+                   : take_all(m, files, n, mode == WEIGHTS_STORED,
+                              strcmp(arch, "Phi3ForCausalLM") == 0, dir, err));
+    }
+    if (ok) {
+        fill_report(report, files, n);
+        snprintf(m->source, sizeof m->source, "Hugging Face folder, %s (%s)%s", arch,
+                 report->dtypes, mode == WEIGHTS_STORED ? ", weights as stored" : "");
+    }
+    for (int i = 0; mode == WEIGHTS_STORED && i < n; i++) { /* the matrices point into them */
+        model_add_file(m, files[i].map, files[i].map_bytes, files[i].path); /* n <= its room */
+        files[i].map = NULL;
+    }
+    for (int i = 0; i < n; i++) safetensors_close(&files[i]);
+    if (!ok) model_free(m);
+    return ok;
+}

@@ -1,0 +1,76 @@
+/* hf_moe.c: see hf_moe.h. */
+#include "ref/formats/hf_moe.h"
+
+#include <stdio.h>
+
+#include "ref/util/json_util.h"
+
+/* mlp_only_layers: a list of layer indices, each below n_layers. */
+static bool dense_list(const cJSON *root, Config *c, const char *what, StepError *err) {
+    const cJSON *list = cJSON_GetObjectItemCaseSensitive(root, "mlp_only_layers"), *v;
+    if (list == NULL || cJSON_IsNull(list)) return true;
+    if (!cJSON_IsArray(list) || cJSON_GetArraySize(list) > CONFIG_MAX_DENSE_LAYERS)
+        return step_fail(err, "%s: mlp_only_layers must list at most %d layers", what,
+                         CONFIG_MAX_DENSE_LAYERS);
+    cJSON_ArrayForEach(v, list) {
+        if (!cJSON_IsNumber(v) || v->valuedouble != (int)v->valuedouble || v->valuedouble < 0 ||
+            v->valuedouble >= c->n_layers)
+            return step_fail(err, "%s: mlp_only_layers holds something other than a layer index",
+                             what);
+        c->dense_layers[c->n_dense_layers++] = (int)v->valuedouble;
+    }
+    return true;
+}
+
+bool hf_moe_config(const cJSON *root, bool qwen, Config *c, const char *what, StepError *err) {
+    const char *experts = qwen ? "num_experts" : "num_local_experts";
+    if (!json_int_field(root, experts, 1, 4096, &c->n_experts))
+        return step_fail(err, "%s: config.json needs %s, a whole number in [1, 4096]", what,
+                         experts);
+    if (!json_int_field(root, "num_experts_per_tok", 1, c->n_experts, &c->n_experts_used))
+        return step_fail(err, "%s: num_experts_per_tok must be a whole number in [1, %s %d]", what,
+                         experts, c->n_experts);
+    c->expert_hidden_dim = c->hidden_dim; /* Mixtral's experts are intermediate_size wide */
+    c->expert_norm_topk = true;
+    c->moe_step = 1;
+    if (!qwen) return true;
+    const cJSON *norm = cJSON_GetObjectItemCaseSensitive(root, "norm_topk_prob");
+    c->expert_norm_topk = cJSON_IsTrue(norm); /* Qwen3MoeConfig's default: false */
+    if (norm != NULL && !cJSON_IsBool(norm))
+        return step_fail(err, "%s: norm_topk_prob must be true or false", what);
+    if (!json_int_field(root, "moe_intermediate_size", 1, 1 << 30, &c->expert_hidden_dim))
+        return step_fail(err, "%s: config.json needs moe_intermediate_size, a whole number from 1",
+                         what);
+    if (cJSON_GetObjectItemCaseSensitive(root, "decoder_sparse_step") != NULL &&
+        !json_int_field(root, "decoder_sparse_step", 1, 1 << 20, &c->moe_step))
+        return step_fail(err, "%s: decoder_sparse_step must be a whole number from 1", what);
+    c->qk_norm = true; /* Qwen3's attention */
+    return dense_list(root, c, what, err);
+}
+
+void hf_moe_tensor_name(bool qwen, int l, int expert, ExpertKind part, char *buf, size_t size) {
+    static const char *const mixtral[3] = {"w1", "w2", "w3"};
+    static const char *const qwen3[3] = {"gate_proj", "down_proj", "up_proj"};
+    if (expert < 0)
+        snprintf(buf, size, "model.layers.%d.%s.gate.weight", l, qwen ? "mlp" : "block_sparse_moe");
+    else if (qwen)
+        snprintf(buf, size, "model.layers.%d.mlp.experts.%d.%s.weight", l, expert, qwen3[part]);
+    else
+        snprintf(buf, size, "model.layers.%d.block_sparse_moe.experts.%d.%s.weight", l, expert,
+                 mixtral[part]);
+}
+
+const float *hf_moe_tensor_view(const Config *c, const Weights *w, int l, int expert,
+                                ExpertKind part, int *rows, int *cols) {
+    size_t E = (size_t)c->n_experts, d = (size_t)c->dim, eh = (size_t)c->expert_hidden_dim;
+    size_t slot = (size_t)config_moe_slot(c, l);
+    if (expert < 0) {
+        *rows = c->n_experts, *cols = c->dim;
+        return w->router + slot * E * d;
+    }
+    size_t at = slot * E + (size_t)expert;
+    expert_matrix_shape(c, part, rows, cols);
+    return part == EXPERT_GATE   ? w->expert_w1 + at * eh * d
+           : part == EXPERT_DOWN ? w->expert_w2 + at * d * eh
+                                 : w->expert_w3 + at * eh * d;
+}

@@ -1,0 +1,520 @@
+/* hf_write.c: see hf_write.h. */
+#include "ref/formats/hf_write.h"
+
+#include "ref/util/file_util.h"
+#include "ref/util/float16.h"
+#include "ref/formats/hf_gemma.h"
+#include "ref/formats/hf_gpt2.h"
+#include "ref/formats/hf_model.h"
+#include "ref/formats/hf_moe.h"
+
+#include <cjson/cJSON.h>
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+static const char *const ARCH_NAMES[] = {"llama", "mistral", "qwen2",  "qwen3",   "gpt2",
+                                         "phi3",  "gemma2",  "gemma3", "mixtral", "qwen3moe"};
+static const char *const ARCH_CLASSES[] = {
+    "LlamaForCausalLM",   "MistralForCausalLM", "Qwen2ForCausalLM",  "Qwen3ForCausalLM",
+    "GPT2LMHeadModel",    "Phi3ForCausalLM",    "Gemma2ForCausalLM", "Gemma3ForCausalLM",
+    "MixtralForCausalLM", "Qwen3MoeForCausalLM"};
+/* config.json's model_type: the name, but Gemma 3's text model's and Qwen3-MoE's */
+static const char *const MODEL_TYPES[] = {"llama",   "mistral",  "qwen2",  "qwen3",
+                                          "gpt2",    "phi3",     "gemma2", "gemma3_text",
+                                          "mixtral", "qwen3_moe"};
+
+bool hf_architecture_parse(const char *name, HfArchitecture *a) {
+    for (int i = 0; i < (int)(sizeof ARCH_NAMES / sizeof ARCH_NAMES[0]); i++) {
+        if (strcmp(name, ARCH_NAMES[i]) == 0) {
+            *a = (HfArchitecture)i;
+            return true;
+        }
+    }
+    return false;
+}
+
+void hf_architecture_apply(HfArchitecture a, Config *c) {
+    bool gpt2 = a == HF_GPT2, gemma = a == HF_GEMMA2 || a == HF_GEMMA3;
+    c->qkv_bias = a == HF_QWEN2 || gpt2;
+    c->qk_norm = a == HF_QWEN3 || a == HF_GEMMA3 || a == HF_QWEN3MOE;
+    c->norm = gpt2 ? NORM_LAYER : NORM_RMS;
+    c->mlp = gpt2 ? MLP_GELU : gemma ? MLP_GEGLU : MLP_SWIGLU;
+    c->post_norms = c->norm_plus_one = gemma;
+    if (gemma && c->embed_scale == 0) c->embed_scale = sqrtf((float)c->dim);
+    c->position = gpt2 ? POS_LEARNED : POS_ROPE;
+    c->proj_bias = gpt2;
+    c->fused_files = a == HF_PHI3;
+}
+
+/* One tensor to write: its name, its float32 values and shape, and
+ * whether its rows are a rotated projection's (heads > 0: back to halves).
+ * A tensor of a random model (random) has no values: they are drawn as it
+ * is written, from rng (the stream's state at its first value) and scale
+ * (0: ones), exactly as model_init_random would have drawn them. */
+typedef struct {
+    char name[128];
+    const float *values;
+    int64_t rows, cols; /* rows 0: a vector of cols */
+    int heads;
+    bool random;
+    XorshiftRng rng;
+    float scale;
+    float minus; /* taken off every value as written: Gemma's norms' 1 */
+} OutTensor;
+
+/* Rows written at a time: a head's (RoPE pairs rows inside one head), or 64. */
+#define CHUNK_ROWS 64
+
+static bool write_values(FILE *f, OutTensor *t, SafetensorsDtype dtype, int head_dim) {
+    int64_t rows = t->rows == 0 ? t->cols : t->rows, cols = t->rows == 0 ? 1 : t->cols;
+    int64_t chunk = t->heads > 0 ? head_dim : CHUNK_ROWS;
+    int size = dtype == ST_F32 ? 4 : 2;
+    float *values = t->random ? malloc((size_t)(chunk * cols) * sizeof(float)) : NULL;
+    unsigned char *bytes = malloc((size_t)(chunk * cols * size));
+    bool ok = bytes != NULL && (values != NULL || !t->random);
+    for (int64_t r0 = 0; ok && r0 < rows; r0 += chunk) {
+        int64_t n = rows - r0 < chunk ? rows - r0 : chunk;
+        const float *src = t->values + r0 * cols;
+        if (t->random) { /* rows r0.., drawn in order */
+            model_random_fill(values, (uint64_t)(n * cols), t->scale, &t->rng);
+            src = values;
+        }
+        unsigned char *b = bytes;
+        for (int64_t r = r0; r < r0 + n; r++) {
+            uint64_t from = rope_source_row((uint64_t)r, head_dim,
+                                            t->heads > 0 ? ROWS_TO_HALVES : ROWS_AS_HELD);
+            const float *row = src + ((int64_t)from - r0) * cols;
+            for (int64_t c = 0; c < cols; c++) {
+                uint32_t bits;
+                float v = row[c] - t->minus; /* exact for a norm's 1 + w >= 0.5 (Sterbenz) */
+                if (dtype == ST_F32)
+                    memcpy(&bits, &v, 4);
+                else
+                    bits = dtype == ST_F16 ? float_to_half(v) : float_to_bf16(v);
+                for (int i = 0; i < size; i++) *b++ = (unsigned char)(bits >> (8 * i));
+            }
+        }
+        ok = fwrite(bytes, 1, (size_t)(b - bytes), f) == (size_t)(b - bytes);
+    }
+    free(values), free(bytes);
+    return ok;
+}
+
+static int64_t numel(const OutTensor *t) {
+    return t->rows == 0 ? t->cols : t->rows * t->cols;
+}
+
+/* One safetensors file of tensors[0..n). */
+static bool write_file(const char *path, OutTensor *const *tensors, int n, SafetensorsDtype dtype,
+                       int head_dim, StepError *err) {
+    cJSON *h = cJSON_CreateObject();
+    int64_t offset = 0, size = dtype == ST_F32 ? 4 : 2;
+    for (int i = 0; i < n; i++) {
+        const OutTensor *t = tensors[i];
+        cJSON *e = cJSON_AddObjectToObject(h, t->name);
+        cJSON_AddStringToObject(e, "dtype", safetensors_dtype_name(dtype));
+        cJSON *shape = cJSON_AddArrayToObject(e, "shape");
+        if (t->rows > 0) cJSON_AddItemToArray(shape, cJSON_CreateNumber((double)t->rows));
+        cJSON_AddItemToArray(shape, cJSON_CreateNumber((double)t->cols));
+        cJSON *off = cJSON_AddArrayToObject(e, "data_offsets");
+        cJSON_AddItemToArray(off, cJSON_CreateNumber((double)offset));
+        offset += numel(t) * size;
+        cJSON_AddItemToArray(off, cJSON_CreateNumber((double)offset));
+    }
+    cJSON_AddItemToObject(h, "__metadata__", cJSON_CreateObject());
+    cJSON_AddStringToObject(cJSON_GetObjectItem(h, "__metadata__"), "format", "pt");
+    char *text = cJSON_PrintUnformatted(h);
+    cJSON_Delete(h);
+    FILE *f = text ? fopen(path, "wb") : NULL;
+    size_t len = text ? strlen(text) : 0, padded = (len + 7) / 8 * 8;
+    unsigned char head[8];
+    for (int i = 0; i < 8; i++) head[i] = (unsigned char)((uint64_t)padded >> (8 * i));
+    bool ok = f != NULL && fwrite(head, 1, 8, f) == 8 && fwrite(text, 1, len, f) == len;
+    for (size_t i = len; ok && i < padded; i++) ok = fputc(' ', f) != EOF;
+    for (int i = 0; ok && i < n; i++) ok = write_values(f, tensors[i], dtype, head_dim);
+    if (f != NULL && fclose(f) != 0) ok = false;
+    free(text);
+    return ok || step_fail(err, "%s: write failed: %s", path, strerror(errno));
+}
+
+/* Layer l's router and experts under their Hugging Face names (an MoE
+ * layer: hf_moe.h), into out; returns how many. */
+static int list_experts(const Model *m, int l, OutTensor *out) {
+    const Config *c = &m->config;
+    if (!config_layer_moe(c, l)) return 0;
+    int n = 0;
+    for (int e = -1; e < c->n_experts; e++)
+        for (int part = 0; part < (e < 0 ? 1 : 3); part++) {
+            int rows, cols;
+            OutTensor *t = &out[n++];
+            *t = (OutTensor){0};
+            hf_moe_tensor_name(c->qk_norm, l, e, (ExpertKind)part, t->name, sizeof t->name);
+            t->values = hf_moe_tensor_view(c, &m->weights, l, e, (ExpertKind)part, &rows, &cols);
+            t->rows = rows, t->cols = cols;
+        }
+    return n;
+}
+
+/* Every tensor of m under its Hugging Face name; fused (not NULL: Phi-3's,
+ * [n_layers, q_dim + 2 kv_dim + 2 hidden, dim], the caller's room) holds q,
+ * k, v, gate and up fused (hf_fuse_layer, q's and k's rows in halves),
+ * written as qkv_proj and gate_up_proj instead. Returns how many. */
+static int list_tensors(const Model *m, float *fused, OutTensor *out) {
+    const Config *c = &m->config;
+    const Weights *w = &m->weights;
+    int64_t d = c->dim, vocab = c->vocab_size;
+    int64_t qkv_rows = config_q_dim(c) + 2 * (int64_t)config_kv_dim(c), up_rows = 2 * c->hidden_dim;
+    size_t per_layer = hf_fused_layer_floats(c);
+    int n = 0;
+    out[n++] = (OutTensor){.name = "model.embed_tokens.weight",
+                           .values = w->token_embedding,
+                           .rows = vocab,
+                           .cols = d};
+    float minus = c->norm_plus_one ? 1.0f : 0.0f; /* Gemma's files hold w, the model 1 + w */
+    out[n++] =
+        (OutTensor){.name = "model.norm.weight", .values = w->rms_final, .cols = d, .minus = minus};
+    if (!c->shared_classifier)
+        out[n++] =
+            (OutTensor){.name = "lm_head.weight", .values = w->wcls, .rows = vocab, .cols = d};
+    for (int l = 0; l < c->n_layers; l++) {
+        HfLayerTensor parts[HF_LAYER_TENSORS];
+        int count = hf_layer_tensors(m, l, parts);
+        for (int i = 0; i < count; i++) {
+            bool attn;
+            int row0, total;
+            if (fused != NULL && hf_fused_rows(c, parts[i].kind, &attn, &row0, &total))
+                continue; /* in qkv_proj and gate_up_proj, below */
+            OutTensor *t = &out[n++];
+            snprintf(t->name, sizeof t->name, "model.layers.%d.%s", l, parts[i].name);
+            t->values = parts[i].view, t->rows = (int64_t)parts[i].rows;
+            t->cols = (int64_t)parts[i].cols, t->heads = parts[i].heads;
+            if (hf_is_norm_weight(parts[i].name)) t->minus = minus;
+        }
+        n += list_experts(m, l, out + n);
+        if (fused == NULL) continue;
+        float *buf = fused + (size_t)l * per_layer;
+        hf_fuse_layer(m, l, ROWS_TO_HALVES, buf);
+        OutTensor *t = &out[n++];
+        *t = (OutTensor){.values = buf, .rows = qkv_rows, .cols = d};
+        snprintf(t->name, sizeof t->name, "model.layers.%d.self_attn.qkv_proj.weight", l);
+        t = &out[n++];
+        *t = (OutTensor){.values = buf + qkv_rows * d, .rows = up_rows, .cols = d};
+        snprintf(t->name, sizeof t->name, "model.layers.%d.mlp.gate_up_proj.weight", l);
+    }
+    return n;
+}
+
+static int by_name(const void *a, const void *b) {
+    return strcmp((*(const OutTensor *const *)a)->name, (*(const OutTensor *const *)b)->name);
+}
+
+/* A number, or null for 0 (none). */
+static void number_or_null(cJSON *o, const char *key, float v) {
+    if (v > 0)
+        cJSON_AddNumberToObject(o, key, v);
+    else
+        cJSON_AddNullToObject(o, key);
+}
+
+/* Gemma's keys (hf_gemma.h): its activation, attention scale, soft-caps,
+ * and which layers slide (layer_types, and Gemma 3's older
+ * sliding_window_pattern when one number says it). */
+static void gemma_config_json(cJSON *o, const Config *c, bool gemma3) {
+    cJSON_AddStringToObject(o, "hidden_activation", "gelu_pytorch_tanh");
+    cJSON_AddNumberToObject(o, "query_pre_attn_scalar", config_query_scale(c));
+    number_or_null(o, "attn_logit_softcapping", c->attn_softcap);
+    number_or_null(o, "final_logit_softcapping", c->final_softcap);
+    /* no window: one as wide as the context, which masks nothing */
+    cJSON_AddNumberToObject(o, "sliding_window",
+                            c->sliding_window > 0 ? c->sliding_window : c->seq_len);
+    cJSON *types = cJSON_AddArrayToObject(o, "layer_types");
+    for (int l = 0; l < c->n_layers; l++)
+        cJSON_AddItemToArray(types,
+                             cJSON_CreateString(c->sliding_window == 0 || config_layer_slides(c, l)
+                                                    ? "sliding_attention"
+                                                    : "full_attention"));
+    if (gemma3) {
+        cJSON_AddNumberToObject(o, "rope_local_base_freq",
+                                c->rope_local_theta > 0 ? c->rope_local_theta
+                                                        : config_rope_theta(c));
+        if (c->sliding_pattern > 0)
+            cJSON_AddNumberToObject(o, "sliding_window_pattern", c->sliding_pattern);
+    }
+}
+
+/* A mixture of experts' keys (hf_moe.h): Mixtral's experts are
+ * intermediate_size wide, Qwen3-MoE's moe_intermediate_size. */
+static void moe_config_json(cJSON *o, const Config *c, bool qwen) {
+    cJSON_AddNumberToObject(o, qwen ? "num_experts" : "num_local_experts", c->n_experts);
+    cJSON_AddNumberToObject(o, "num_experts_per_tok", c->n_experts_used);
+    if (!qwen) {
+        cJSON_ReplaceItemInObject(o, "intermediate_size", cJSON_CreateNumber(c->expert_hidden_dim));
+        return;
+    }
+    cJSON_AddNumberToObject(o, "moe_intermediate_size", c->expert_hidden_dim);
+    cJSON_AddBoolToObject(o, "norm_topk_prob", c->expert_norm_topk);
+    cJSON_AddNumberToObject(o, "decoder_sparse_step", c->moe_step > 0 ? c->moe_step : 1);
+    cJSON *dense = cJSON_AddArrayToObject(o, "mlp_only_layers");
+    for (int i = 0; i < c->n_dense_layers; i++)
+        cJSON_AddItemToArray(dense, cJSON_CreateNumber(c->dense_layers[i]));
+}
+
+static cJSON *config_json(const Config *c, HfArchitecture a, SafetensorsDtype dtype) {
+    cJSON *o = cJSON_CreateObject();
+    cJSON *archs = cJSON_AddArrayToObject(o, "architectures");
+    cJSON_AddItemToArray(archs, cJSON_CreateString(ARCH_CLASSES[a]));
+    cJSON_AddStringToObject(o, "model_type", MODEL_TYPES[a]);
+    cJSON_AddNumberToObject(o, "hidden_size", c->dim);
+    cJSON_AddNumberToObject(o, "intermediate_size", c->hidden_dim);
+    cJSON_AddNumberToObject(o, "num_hidden_layers", c->n_layers);
+    cJSON_AddNumberToObject(o, "num_attention_heads", c->n_heads);
+    cJSON_AddNumberToObject(o, "num_key_value_heads", c->n_kv_heads);
+    cJSON_AddNumberToObject(o, "head_dim", config_head_dim(c));
+    cJSON_AddNumberToObject(o, "vocab_size", c->vocab_size);
+    cJSON_AddNumberToObject(o, "max_position_embeddings", c->seq_len);
+    cJSON_AddNumberToObject(o, "rope_theta", config_rope_theta(c));
+    cJSON_AddNumberToObject(o, "rms_norm_eps", config_norm_eps(c));
+    cJSON_AddBoolToObject(o, "tie_word_embeddings", c->shared_classifier);
+    const RopeScaling *rs = &c->rope_scaling;
+    if (rs->type == ROPE_SCALING_LINEAR || rs->type == ROPE_SCALING_LLAMA3) {
+        cJSON *scaling = cJSON_AddObjectToObject(o, "rope_scaling");
+        bool llama3 = rs->type == ROPE_SCALING_LLAMA3;
+        cJSON_AddStringToObject(scaling, "rope_type", llama3 ? "llama3" : "linear");
+        cJSON_AddNumberToObject(scaling, "factor", rs->factor);
+        if (llama3) {
+            cJSON_AddNumberToObject(scaling, "low_freq_factor", rs->low_freq_factor);
+            cJSON_AddNumberToObject(scaling, "high_freq_factor", rs->high_freq_factor);
+            cJSON_AddNumberToObject(scaling, "original_max_position_embeddings",
+                                    rs->original_context);
+        }
+    } else if (rs->type == ROPE_SCALING_LONGROPE) { /* Phi-3's, as read_longrope reads it */
+        cJSON *scaling = cJSON_AddObjectToObject(o, "rope_scaling");
+        cJSON_AddStringToObject(scaling, "type", "longrope");
+        cJSON *sf = cJSON_AddArrayToObject(scaling, "short_factor");
+        cJSON *lf = cJSON_AddArrayToObject(scaling, "long_factor");
+        for (int i = 0; i < config_rope_dims(c) / 2; i++) {
+            cJSON_AddItemToArray(sf, cJSON_CreateNumber(rs->factors[i]));
+            cJSON_AddItemToArray(lf, cJSON_CreateNumber(rs->long_factors[i]));
+        }
+        cJSON_AddNumberToObject(scaling, "attention_factor", rs->attention_factor);
+        cJSON_AddNumberToObject(o, "original_max_position_embeddings", rs->original_context);
+    }
+    if (a == HF_MIXTRAL || a == HF_QWEN3MOE) moe_config_json(o, c, a == HF_QWEN3MOE);
+    if (a == HF_GEMMA2 || a == HF_GEMMA3)
+        gemma_config_json(o, c, a == HF_GEMMA3);
+    else
+        cJSON_AddStringToObject(o, "hidden_act", "silu");
+    cJSON_AddStringToObject(o, "torch_dtype",
+                            dtype == ST_F32   ? "float32"
+                            : dtype == ST_F16 ? "float16"
+                                              : "bfloat16");
+    if ((a == HF_MISTRAL || a == HF_PHI3) && c->sliding_window > 0)
+        cJSON_AddNumberToObject(o, "sliding_window", c->sliding_window);
+    else if (a == HF_MISTRAL || a == HF_PHI3)
+        cJSON_AddNullToObject(o, "sliding_window");
+    return o;
+}
+
+/* Remove the files this call wrote into dir, then dir. */
+static void remove_written(const char *dir, char names[][64], int n) {
+    char path[4096];
+    for (int i = 0; i < n; i++) {
+        snprintf(path, sizeof path, "%s/%s", dir, names[i]);
+        unlink(path);
+    }
+    rmdir(dir);
+}
+
+/* Copy the file src to dst whole (dst is new: inside the folder being made). */
+static bool copy_file(const char *src, const char *dst, StepError *err) {
+    char *bytes;
+    size_t n;
+    if (!file_read_bytes(src, "tokenizer", &bytes, &n, err)) return false;
+    FILE *f = fopen(dst, "wb");
+    bool ok = f != NULL && fwrite(bytes, 1, n, f) == n;
+    if (f != NULL && fclose(f) != 0) ok = false;
+    free(bytes);
+    return ok || step_fail(err, "%s: write failed: %s", dst, strerror(errno));
+}
+
+/* tokenizer.json, and tokenizer_config.json when there is one, from the
+ * folder src into dir; their names go into names[*written..]. */
+static bool copy_tokenizer(const char *src, const char *dir, char (*names)[64], int *written,
+                           StepError *err) {
+    static const char *const files[] = {"tokenizer.json", "tokenizer_config.json"};
+    for (int i = 0; i < 2; i++) {
+        char from[4096], to[4096];
+        snprintf(from, sizeof from, "%s/%s", src, files[i]);
+        snprintf(to, sizeof to, "%s/%s", dir, files[i]);
+        if (i == 1 && access(from, F_OK) != 0) break;
+        snprintf(names[(*written)++], sizeof names[0], "%s", files[i]);
+        if (!copy_file(from, to, err)) return false;
+    }
+    return true;
+}
+
+/* The random stream's state at each tensor's first value: each tensor lies
+ * in one of the layout's parts, at a known count of draws from the start;
+ * one pass over the stream, in that order, stops at each. */
+static bool seed_tensors(const Model *layout, uint64_t seed, OutTensor *all, int n) {
+    RandomPart parts[MODEL_RANDOM_PARTS];
+    int np = model_random_parts(layout, parts);
+    uint64_t *draws = malloc((size_t)n * sizeof *draws);
+    int *order = malloc((size_t)n * sizeof *order);
+    if (draws == NULL || order == NULL) {
+        free(draws), free(order);
+        return false;
+    }
+    for (int i = 0; i < n; i++) {
+        uint64_t before = 0; /* draws before the part */
+        all[i].random = true;
+        for (int p = 0; p < np; p++) {
+            if (all[i].values >= parts[p].view && all[i].values < parts[p].view + parts[p].n) {
+                all[i].scale = parts[p].scale;
+                draws[i] =
+                    before + (parts[p].scale != 0 ? (uint64_t)(all[i].values - parts[p].view) : 0);
+                break;
+            }
+            if (parts[p].scale != 0) before += parts[p].n;
+        }
+        order[i] = i;
+    }
+    for (int i = 1; i < n; i++) /* by draws: insertion sort (a few hundred tensors) */
+        for (int j = i; j > 0 && draws[order[j - 1]] > draws[order[j]]; j--) {
+            int t = order[j];
+            order[j] = order[j - 1], order[j - 1] = t;
+        }
+    XorshiftRng rng = {seed};
+    uint64_t at = 0;
+    for (int k = 0; k < n; k++) {
+        for (; at < draws[order[k]]; at++) xorshift_f32(&rng);
+        all[order[k]].rng = rng;
+    }
+    free(draws), free(order);
+    return true;
+}
+
+/* A GPT-2 folder of m: its Conv1D and fused tensors (hf_gpt2.h), as
+ * OutTensors into all (the values owned by *held). */
+static int list_gpt2(const Model *m, OutTensor *all, Gpt2Tensor **held) {
+    int n = hf_gpt2_tensors(m, held);
+    for (int i = 0; i < n; i++) {
+        const Gpt2Tensor *t = &(*held)[i];
+        all[i] = (OutTensor){.values = t->values, .rows = t->rows, .cols = t->cols};
+        snprintf(all[i].name, sizeof all[i].name, "%s", t->name);
+    }
+    return n;
+}
+
+/* hf_model_save's work; seed != 0: m is a layout (model_reserve_layout)
+ * whose values are drawn from the seed as they are written. */
+static bool save_folder(const Model *m, uint64_t seed, HfArchitecture a, const char *dir,
+                        SafetensorsDtype dtype, int shards, const char *tokenizer_dir,
+                        StepError *err) {
+    const Config *c = &m->config;
+    if (m->weight_group > 0 || m->classifier.layout != MATRIX_ROWS ||
+        c->rope_layout != ROPE_INTERLEAVED)
+        return step_fail(err, "%s: only a float32 model as loaded can be written", dir);
+    Config want = *c;
+    hf_architecture_apply(a, &want);
+    if (memcmp(&want, c, sizeof want) != 0)
+        return step_fail(err, "%s: the model's biases, norms, MLP or positions are not %s's", dir,
+                         ARCH_CLASSES[a]);
+    if (a == HF_GPT2 && (seed != 0 || c->n_kv_heads != c->n_heads))
+        return step_fail(err,
+                         "%s: a GPT-2 folder is written from a model in memory, with as "
+                         "many KV heads as heads",
+                         dir);
+    size_t max_tensors =
+        5 + (size_t)c->n_layers *
+                ((HF_LAYER_TENSORS > 12 ? HF_LAYER_TENSORS : 12) + 1 + 3 * (size_t)c->n_experts);
+    OutTensor *all = calloc(max_tensors, sizeof *all);
+    OutTensor **order = malloc(max_tensors * sizeof *order);
+    char(*names)[64] = calloc((size_t)shards + 4, sizeof *names);
+    if (all == NULL || order == NULL || names == NULL) {
+        free(all), free(order), free(names);
+        return step_fail(err, "%s: out of memory", dir);
+    }
+    Gpt2Tensor *gpt2 = NULL;
+    float *fused = NULL;
+    if (a == HF_PHI3) /* room for its fused tensors */
+        fused = malloc((size_t)c->n_layers * hf_fused_layer_floats(c) * sizeof(float));
+    int n = a == HF_GPT2                    ? list_gpt2(m, all, &gpt2)
+            : a == HF_PHI3 && fused == NULL ? -1
+                                            : list_tensors(m, fused, all),
+        written = 0;
+    int head_dim = config_head_dim(c);
+    if (n < 0 || (seed != 0 && !seed_tensors(m, seed, all, n))) {
+        free(all), free(order), free(names);
+        return step_fail(err, "%s: out of memory", dir);
+    }
+    for (int i = 0; i < n; i++) order[i] = &all[i];
+    qsort(order, (size_t)n, sizeof *order, by_name);
+    bool made = mkdir(dir, 0755) == 0;
+    bool ok = made || step_fail(err, "%s: cannot create: %s", dir, strerror(errno));
+    const char *torch_dtype = dtype == ST_F32   ? "float32"
+                              : dtype == ST_F16 ? "float16"
+                                                : "bfloat16";
+    cJSON *cfg = a == HF_GPT2 ? hf_gpt2_config_json(c, torch_dtype) : config_json(c, a, dtype);
+    cJSON *index = cJSON_CreateObject();
+    cJSON *map = cJSON_AddObjectToObject(index, "weight_map");
+    OutTensor **part = malloc((size_t)n * sizeof *part);
+    ok = ok && part != NULL;
+    for (int s = 0; ok && s < shards; s++) { /* shard s takes tensors s, s + shards, ... */
+        int k = 0;
+        for (int i = s; i < n; i += shards) part[k++] = order[i];
+        if (shards == 1)
+            snprintf(names[written], sizeof names[0], "model.safetensors");
+        else
+            snprintf(names[written], sizeof names[0], "model-%05d-of-%05d.safetensors", s + 1,
+                     shards);
+        for (int i = 0; i < k; i++) cJSON_AddStringToObject(map, part[i]->name, names[written]);
+        char path[4096];
+        snprintf(path, sizeof path, "%s/%s", dir, names[written]);
+        ok = write_file(path, part, k, dtype, head_dim, err);
+        written++;
+    }
+    const char *json_files[] = {"config.json", "model.safetensors.index.json"};
+    cJSON *json_docs[] = {cfg, index};
+    for (int i = 0; ok && i < (shards > 1 ? 2 : 1); i++) {
+        char path[4096], *text = cJSON_Print(json_docs[i]);
+        snprintf(path, sizeof path, "%s/%s", dir, json_files[i]);
+        snprintf(names[written++], sizeof names[0], "%s", json_files[i]);
+        FILE *f = text ? fopen(path, "w") : NULL;
+        ok = f != NULL && fputs(text, f) >= 0 && fputc('\n', f) != EOF;
+        if (f != NULL && fclose(f) != 0) ok = false;
+        if (!ok) step_fail(err, "%s: write failed: %s", path, strerror(errno));
+        free(text);
+    }
+    if (ok && tokenizer_dir != NULL) ok = copy_tokenizer(tokenizer_dir, dir, names, &written, err);
+    if (!ok && made) remove_written(dir, names, written);
+    cJSON_Delete(cfg), cJSON_Delete(index);
+    hf_gpt2_tensors_free(gpt2, n);
+    free(fused);
+    free(all), free(order), free(part), free(names);
+    return ok;
+}
+
+bool hf_model_save(const Model *m, HfArchitecture a, const char *dir, SafetensorsDtype dtype,
+                   int shards, const char *tokenizer_dir, StepError *err) {
+    return save_folder(m, 0, a, dir, dtype, shards, tokenizer_dir, err);
+}
+
+bool hf_model_save_random(const Model *layout, uint64_t seed, HfArchitecture a, const char *dir,
+                          SafetensorsDtype dtype, int shards, const char *tokenizer_dir,
+                          StepError *err) {
+    if (seed == 0) return step_fail(err, "make-model: seed must not be 0");
+    if (a == HF_GPT2 || a == HF_PHI3) { /* fused (and transposed): from the weights in memory */
+        Model m;
+        bool ok = model_init_random(&m, &layout->config, seed, err) &&
+                  save_folder(&m, 0, a, dir, dtype, shards, tokenizer_dir, err);
+        model_free(&m);
+        return ok;
+    }
+    return save_folder(layout, seed, a, dir, dtype, shards, tokenizer_dir, err);
+}

@@ -1,0 +1,296 @@
+/* pack.c: see pack.h. */
+#include "ref/kernels/pack.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "ref/kernels/clones.h"
+
+#define PREFILL_TOKENS 6 /* tokens sharing each loaded weight vector */
+
+#define PACK_RELEASE_ROWS 256 /* rows of the source released at a time */
+
+int packed_blocks(const Matrix *w) {
+    return (w->rows + PACK_ROWS - 1) / PACK_ROWS;
+}
+
+/* Stored rows r0..r1-1 of a row-major source go back (they are packed): a
+ * mapped file's pages are dropped (read again from the file if touched), an
+ * anonymous store's pages given back. Owned sources are freed whole later. */
+static void release_rows(const Model *m, const Matrix *w, int r0, int r1) {
+    size_t row = matrix_row_bytes(w);
+    if (w->interleave_head_dim != 0 || w->owned != NULL) return; /* rows out of order, or owned */
+    model_discard_bytes(m, (const char *)w->data + (size_t)r0 * row, (size_t)(r1 - r0) * row);
+}
+
+/* Pack w [rows, cols] of model m (m NULL: release nothing), releasing the
+ * source rows as they are done, so that the two layouts never both hold the
+ * whole matrix. Elements keep their type; GGUF blocks are dequantized into
+ * float32, as at load. */
+static bool pack_matrix(const Model *m, Matrix *p, const Matrix *w) {
+    int rows = w->rows, cols = w->cols;
+    bool blocks = w->layout == MATRIX_BLOCKS;
+    ElementType elem = blocks ? ELEM_F32 : w->elem;
+    size_t size = element_bytes(elem);
+    float *row = blocks ? malloc((size_t)cols * sizeof(float)) : NULL;
+    if (blocks && row == NULL) return false;
+    *p = (Matrix){.layout = MATRIX_PACKED, .elem = elem, .rows = rows, .cols = cols};
+    size_t bytes = (size_t)packed_blocks(p) * cols * PACK_ROWS * size; /* a multiple of 32 */
+    p->owned = aligned_alloc(64, (bytes + 63) / 64 * 64);              /* vectors on cache lines */
+    if (p->owned == NULL) {
+        free(row);
+        return false;
+    }
+    p->data = p->owned;
+    memset(p->owned, 0, bytes);
+    for (int r0 = 0; r0 < rows; r0 += PACK_RELEASE_ROWS) {
+        int r1 = r0 + PACK_RELEASE_ROWS < rows ? r0 + PACK_RELEASE_ROWS : rows;
+        for (int r = r0; r < r1; r++) {
+            const char *src = (const char *)row;
+            if (blocks)
+                matrix_row(w, r, row);
+            else
+                src = (const char *)w->data + matrix_source_row(w, r) * cols * size;
+            char *dst = (char *)p->owned +
+                        ((size_t)(r / PACK_ROWS) * cols * PACK_ROWS + r % PACK_ROWS) * size;
+            for (int i = 0; i < cols; i++)
+                memcpy(dst + (size_t)i * PACK_ROWS * size, src + (size_t)i * size, size);
+        }
+        if (m != NULL) release_rows(m, w, r0, r1);
+    }
+    free(row);
+    return true;
+}
+
+bool matrix_pack(Matrix *p, const Matrix *w) {
+    return pack_matrix(NULL, p, w);
+}
+
+/* One token against one block (decode): PACK_ROWS independent sums, one
+ * per output row, each over i in order; the loop over l is what the
+ * compiler turns into one vector operation. Reads the block as one stream. */
+FAST_CLONES static void block_token_f32(float *out, const float *x, const void *weights, int C,
+                                        int row0, int rows) {
+    const float *block = weights;
+    float s[PACK_ROWS] = {0};
+    for (int i = 0; i < C; i++) {
+        const float *wi = block + (size_t)i * PACK_ROWS;
+        float xi = x[i];
+        for (int l = 0; l < PACK_ROWS; l++) s[l] += wi[l] * xi;
+    }
+    for (int l = 0; l < rows; l++) out[row0 + l] = s[l];
+}
+
+/* Prefill: up to PREFILL_TOKENS tokens against one block: each weight
+ * vector loaded once serves six tokens' sums. xt[k] is token k's input
+ * row [C]; the first n sums are stored, out[k] [OC] at column row0. A
+ * shorter tile (the last of a pass) repeats its last token's row in the
+ * unused places: the same work as a full tile, twice as fast as tokens one
+ * by one. */
+FAST_CLONES static void block_tokens_f32(float *const out[PREFILL_TOKENS],
+                                         const float *const xt[PREFILL_TOKENS], int n,
+                                         const void *weights, int C, int row0, int rows) {
+    const float *block = weights;
+    float s[PREFILL_TOKENS][PACK_ROWS] = {{0}};
+    const float *x0 = xt[0], *x1 = xt[1], *x2 = xt[2], *x3 = xt[3], *x4 = xt[4], *x5 = xt[5];
+    for (int i = 0; i < C; i++) {
+        const float *wi = block + (size_t)i * PACK_ROWS;
+        float a0 = x0[i], a1 = x1[i], a2 = x2[i], a3 = x3[i], a4 = x4[i], a5 = x5[i];
+        for (int l = 0; l < PACK_ROWS; l++) {
+            s[0][l] += wi[l] * a0;
+            s[1][l] += wi[l] * a1;
+            s[2][l] += wi[l] * a2;
+            s[3][l] += wi[l] * a3;
+            s[4][l] += wi[l] * a4;
+            s[5][l] += wi[l] * a5;
+        }
+    }
+    for (int t = 0; t < n; t++) {
+        for (int l = 0; l < rows; l++) out[t][row0 + l] = s[t][l];
+    }
+}
+
+/* Half-precision blocks: the same sums, written with GCC's vector types
+ * (clang has them too) so that the 16 weights of input i are widened in
+ * registers, one load and a shift (bfloat16) or a few integer operations
+ * and a multiply by a power of two (float16), exactly as bf16_widen and
+ * f16_widen do one at a time. Each lane is one row's sum, each product and
+ * add rounded as in the scalar loop (no contraction: -ffp-contract=off). */
+typedef float Floats16 __attribute__((vector_size(64)));
+typedef uint32_t Words16 __attribute__((vector_size(64)));
+typedef int32_t Ints16 __attribute__((vector_size(64)));
+typedef uint16_t Halves16 __attribute__((vector_size(32)));
+
+/* (Vectors pass by pointer: by value they would change the calling
+ * convention between the clones.) */
+static ALWAYS_INLINE void widen16(ElementType e, const uint16_t *at, Floats16 *f) {
+    Halves16 h;
+    memcpy(&h, at, sizeof h);
+    Words16 u = __builtin_convertvector(h, Words16), bits;
+    if (e == ELEM_BF16) {
+        bits = u << 16;
+        memcpy(f, &bits, sizeof *f);
+        return;
+    }
+    bits = (u & 0x7fffu) << 13; /* f16_widen, lane by lane */
+    memcpy(f, &bits, sizeof *f);
+    *f *= 0x1p112f;
+    memcpy(&bits, f, sizeof bits);
+    Words16 top = (Words16)((Ints16)((u & 0x7c00u) == 0x7c00u)) & 0x7f800000u;
+    bits |= top | ((u & 0x8000u) << 16);
+    memcpy(f, &bits, sizeof *f);
+}
+
+static ALWAYS_INLINE void store16(float *out, const Floats16 *s, int rows) {
+    float v[PACK_ROWS];
+    memcpy(v, s, sizeof v);
+    for (int l = 0; l < rows; l++) out[l] = v[l];
+}
+
+static ALWAYS_INLINE void block_token_half(ElementType e, float *out, const float *x,
+                                           const uint16_t *block, int C, int row0, int rows) {
+    Floats16 s = {0}, w;
+    for (int i = 0; i < C; i++) {
+        widen16(e, block + (size_t)i * PACK_ROWS, &w);
+        s += w * x[i];
+    }
+    store16(out + row0, &s, rows);
+}
+
+static ALWAYS_INLINE void block_tokens_half(ElementType e, float *const out[PREFILL_TOKENS],
+                                            const float *const xt[PREFILL_TOKENS], int n,
+                                            const uint16_t *block, int C, int row0, int rows) {
+    Floats16 s0 = {0}, s1 = {0}, s2 = {0}, s3 = {0}, s4 = {0}, s5 = {0};
+    const float *x0 = xt[0], *x1 = xt[1], *x2 = xt[2], *x3 = xt[3], *x4 = xt[4], *x5 = xt[5];
+    Floats16 w;
+    for (int i = 0; i < C; i++) {
+        widen16(e, block + (size_t)i * PACK_ROWS, &w);
+        s0 += w * x0[i];
+        s1 += w * x1[i];
+        s2 += w * x2[i];
+        s3 += w * x3[i];
+        s4 += w * x4[i];
+        s5 += w * x5[i];
+    }
+    const Floats16 sums[PREFILL_TOKENS] = {s0, s1, s2, s3, s4, s5};
+    for (int t = 0; t < n; t++) store16(out[t] + row0, &sums[t], rows);
+}
+
+/* The kernels for each half type, each built per instruction set
+ * (clones.h) with its widening known. */
+FAST_CLONES static void block_token_f16(float *out, const float *x, const void *block, int C,
+                                        int row0, int rows) {
+    block_token_half(ELEM_F16, out, x, block, C, row0, rows);
+}
+FAST_CLONES static void block_token_bf16(float *out, const float *x, const void *block, int C,
+                                         int row0, int rows) {
+    block_token_half(ELEM_BF16, out, x, block, C, row0, rows);
+}
+FAST_CLONES static void block_tokens_f16(float *const out[PREFILL_TOKENS],
+                                         const float *const xt[PREFILL_TOKENS], int n,
+                                         const void *block, int C, int row0, int rows) {
+    block_tokens_half(ELEM_F16, out, xt, n, block, C, row0, rows);
+}
+FAST_CLONES static void block_tokens_bf16(float *const out[PREFILL_TOKENS],
+                                          const float *const xt[PREFILL_TOKENS], int n,
+                                          const void *block, int C, int row0, int rows) {
+    block_tokens_half(ELEM_BF16, out, xt, n, block, C, row0, rows);
+}
+
+/* A half block widened whole, for prefill: out [C, PACK_ROWS] floats, in
+ * the block's own order, each value exactly bf16_widen's or f16_widen's. */
+static ALWAYS_INLINE void widen_block(ElementType e, float *out, const uint16_t *block, int C) {
+    for (int i = 0; i < C; i++) {
+        Floats16 w;
+        widen16(e, block + (size_t)i * PACK_ROWS, &w);
+        memcpy(out + (size_t)i * PACK_ROWS, &w, sizeof w);
+    }
+}
+FAST_CLONES static void widen_block_f16(float *out, const void *block, int C) {
+    widen_block(ELEM_F16, out, block, C);
+}
+FAST_CLONES static void widen_block_bf16(float *out, const void *block, int C) {
+    widen_block(ELEM_BF16, out, block, C);
+}
+
+typedef void (*BlockToken)(float *, const float *, const void *, int, int, int);
+typedef void (*BlockTokens)(float *const[PREFILL_TOKENS], const float *const[PREFILL_TOKENS], int,
+                            const void *, int, int, int);
+
+/* With more tokens than one tile, a half block is widened once into a
+ * float32 scratch block that every tile then reads (the float32 kernel, on
+ * the same values: the same sums), not once a tile. */
+void matmul_packed_blocks(float *out, const float *x, const Matrix *w, int T, int b0, int b1) {
+    static const BlockToken one[] = {
+        [ELEM_F32] = block_token_f32, [ELEM_F16] = block_token_f16, [ELEM_BF16] = block_token_bf16};
+    static const BlockTokens many[] = {[ELEM_F32] = block_tokens_f32,
+                                       [ELEM_F16] = block_tokens_f16,
+                                       [ELEM_BF16] = block_tokens_bf16};
+    int C = w->cols, OC = w->rows;
+    size_t stride = (size_t)C * PACK_ROWS * element_bytes(w->elem); /* bytes per block */
+    size_t wide_bytes = ((size_t)C * PACK_ROWS * sizeof(float) + 63) / 64 * 64;
+    float *wide = w->elem != ELEM_F32 && T > PREFILL_TOKENS ? aligned_alloc(64, wide_bytes) : NULL;
+    for (int b = b0; b < b1; b++) {
+        const void *block = (const char *)w->data + b * stride;
+        int row0 = b * PACK_ROWS, rows = OC - row0 < PACK_ROWS ? OC - row0 : PACK_ROWS;
+        if (T == 1) {
+            one[w->elem](out, x, block, C, row0, rows);
+            continue;
+        }
+        BlockTokens tiles = many[w->elem];
+        if (wide != NULL) { /* (without it, when out of memory: tile by tile, the same bits) */
+            (w->elem == ELEM_F16 ? widen_block_f16 : widen_block_bf16)(wide, block, C);
+            block = wide, tiles = block_tokens_f32;
+        }
+        for (int t0 = 0; t0 < T; t0 += PREFILL_TOKENS) {
+            int n = T - t0 < PREFILL_TOKENS ? T - t0 : PREFILL_TOKENS;
+            float *outs[PREFILL_TOKENS];
+            const float *xs[PREFILL_TOKENS];
+            for (int k = 0; k < PREFILL_TOKENS; k++) {
+                int t = t0 + (k < n ? k : n - 1);
+                outs[k] = out + (size_t)t * OC, xs[k] = x + (size_t)t * C;
+            }
+            tiles(outs, xs, n, block, C, row0, rows);
+        }
+    }
+    free(wide);
+}
+
+void matmul_packed(float *out, const float *x, const Matrix *w, int T) {
+    matmul_packed_blocks(out, x, w, T, 0, packed_blocks(w));
+}
+
+/* Pack matrix *w in place (the packed copy replaces it; an owned source is
+ * freed). */
+static bool pack_in_place(Model *m, Matrix *w) {
+    Matrix packed;
+    if (!pack_matrix(m, &packed, w)) return false;
+    matrix_free(w);
+    *w = packed;
+    return true;
+}
+
+bool model_pack(Model *m, StepError *err) {
+    if (m->weight_group > 0 || m->layers == NULL || m->classifier.layout == MATRIX_PACKED)
+        return true;
+    int n = model_matrix_count(m);
+    bool tied = m->embedding.data == m->classifier.data;
+    bool ok = true;
+    for (int i = 0; ok && i < n; i++) {
+        Matrix *w = model_matrix_at(m, i);
+        if (w->rows == 0) continue; /* a kind the architecture has none of */
+        ok = pack_in_place(m, w);
+        progress_report(m->progress, "packing the weights (matrices)", (uint64_t)i + 1,
+                        (uint64_t)n + 1);
+    }
+    if (ok && tied) m->embedding = (Matrix){0}; /* the classifier's rows, packed below */
+    ok = ok && pack_in_place(m, &m->classifier);
+    if (ok && tied) /* looked up in the packed classifier: a view of it */
+        m->embedding = matrix_borrow(&m->classifier);
+    /* What stays row-major in the float storage: the norms, an untied
+     * embedding (for lookups), and the architecture's biases and q/k norms
+     * (added, not multiplied). The rest of the storage goes. */
+    ok = ok && model_compact_storage(m, err);
+    if (!ok) return step_fail(err, "pack: out of memory for the weights");
+    return true;
+}

@@ -1,0 +1,46 @@
+/* quant_model.h: a model's weights in int8, and stepwise's quantized file.
+ *
+ * Every matrix (Q/K/V/O, the feed-forward, the classifier) and the token
+ * embedding are int8 with one scale per group; the norm weights stay
+ * float32. The file (.q8) is: "SWQ8", uint32 version 1, the seven int32 of a
+ * llama2.c header (vocab_size negative when the classifier is untied), int32
+ * group size; then the tensors in checkpoint order, each matrix as its int8
+ * codes [rows × cols] followed by its float32 scales [rows × groups per row],
+ * each norm as float32. docs/quantization.md shows it byte by byte. */
+#ifndef STEPWISE_QUANT_MODEL_H
+#define STEPWISE_QUANT_MODEL_H
+
+#include "ref/matrix.h"
+#include "ref/model.h"
+#include "ref/kernels/quant.h"
+
+/* Replace m's matrices (every layer's, the classifier, the embedding) by
+ * int8 ones with groups of `group` (MATRIX_Q8_ROWS, owned), quantized from
+ * whatever they held, and set m->weight_group. Float32 storage stays, for
+ * the trace's before/after (its pages released where they can be read
+ * again). */
+bool model_quantize(Model *m, int group, StepError *err);
+
+/* Put m's int8 matrices in the layout the fast kernel reads (the row-major
+ * ones go; a tied embedding is then looked up in the packed classifier):
+ * for a run that quantizes its activations (int8_activations), in quads
+ * for VNNI dot products where the processor has them (q8_packed.h).
+ * Nothing to do for a float model or a packed one. */
+bool model_pack_q8(Model *m, bool int8_activations, StepError *err);
+
+/* Bytes of a model whose matrices are int8 with this group: codes, scales
+ * and the float32 norms (a mixture's: its experts' too, and its float32
+ * routers). */
+uint64_t quant_weight_bytes(const Config *c, int group);
+
+bool model_save_q8(const Model *m, const char *path, StepError *err);
+
+/* Load a .q8 file: m's matrices are int8 (owned, row-major) and m->storage
+ * holds the norms only (m->weights' matrix views are NULL). The header is checked as
+ * strictly as a checkpoint's, and against the file size. */
+bool model_load_q8(Model *m, const char *path, StepError *err);
+
+/* Whether path starts with the .q8 magic. */
+bool model_file_is_q8(const char *path);
+
+#endif

@@ -1,0 +1,26 @@
+/* sha256.h: SHA-256 (FIPS 180-4), to name the exact model file a golden set
+ * was made from. */
+#ifndef STEPWISE_SHA256_H
+#define STEPWISE_SHA256_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "ref/util/error.h"
+
+typedef struct {
+    uint32_t h[8];
+    uint8_t block[64];
+    size_t used;    /* bytes in block */
+    uint64_t total; /* bytes hashed */
+} Sha256;
+
+void sha256_init(Sha256 *s);
+void sha256_update(Sha256 *s, const void *data, size_t n);
+/* The digest as 64 lower-case hex digits and a NUL. */
+void sha256_hex(Sha256 *s, char out[65]);
+
+/* The SHA-256 of a whole file, as hex. */
+bool sha256_file(const char *path, char out[65], StepError *err);
+
+#endif
