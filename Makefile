@@ -66,6 +66,7 @@ help:
 	@echo "make deps      install the Debian packages stepwise needs (apt-get, sudo if not root)"
 	@echo "make build     build build/stepwise"
 	@echo "make test      install what is missing, build, check formatting, run every test"
+	@echo "make test T=A  run one area of the tests (tests/README.md; T=list: the areas)"
 	@echo "make demo      install what is missing, build, generate a story (stories260K if present)"
 	@echo "make models    copy the real models from \$$STEPWISE_MODELS, or download and verify them"
 	@echo "make fmt       clang-format every C file in place"
@@ -194,6 +195,11 @@ $(BUILD)/stepwise-tests: $(TEST_OBJ) $(BUILD)/libstepwise.a
 	@echo "  LINK $@"
 	@$(CC) $(CFLAGS) -o $@ $^ -lcriterion $(LDLIBS)
 
+# make test T=AREA runs one area of tests/README.md's table (T=list: the areas).
+ifdef T
+test: build $(BUILD)/stepwise-tests
+	/usr/bin/python3 tests/run_area.py $(T)
+else
 test: deps
 	$(MAKE) --no-print-directory fmt-check build $(BUILD)/stepwise-tests $(BUILD)/bench/forward
 	$(MAKE) --no-print-directory unit-tests
@@ -202,12 +208,14 @@ test: deps
 	$(MAKE) --no-print-directory sanitize
 	$(MAKE) --no-print-directory doc-check
 	$(MAKE) --no-print-directory notebooks
+endif
 
 # Criterion's tests, then the live check of the encoder against sentencepiece
 # (skipped, saying so, when tok512.model is absent).
 unit-tests:
 	@echo "models: $(STEPWISE_MODELS)"
 	/usr/bin/python3 tests/check_layers.py
+	/usr/bin/python3 tests/run_area.py --check
 	$(BUILD)/stepwise-tests --jobs 2
 	@# what the checks below share, made first: then the two halves run side
 	@# by side (most checks are one process each; the machine has two cores)

@@ -1,0 +1,81 @@
+#!/usr/bin/python3
+"""One area of the tests, by tests/README.md's table (`make test T=AREA`).
+
+    tests/run_area.py AREA     run every row of AREA, each with its command
+    tests/run_area.py list     the areas and their files
+    tests/run_area.py --check  every file in tests/ is in the table, and every
+                               row names a file that exists (in `make test`)
+
+Rows of the areas "helper" and "benchmark" are not tests: they are listed,
+never run by an area. Exit 1 when a command fails or the table is wrong, 2
+for an unknown area.
+"""
+import os
+import subprocess
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+NOT_RUN = {"helper", "benchmark"}
+
+
+def rows():
+    """[(file, what, area, needs, command)] of the table, in its order."""
+    out = []
+    for line in open(os.path.join(HERE, "README.md"), encoding="utf-8"):
+        line = line.strip()
+        cells = [c.strip() for c in line.strip("|").split("|")] if line.startswith("|") else []
+        if len(cells) == 5 and cells[0] not in ("file", "---"):
+            out.append((cells[0], cells[1], cells[2], cells[3], cells[4].strip("`")))
+    return out
+
+
+def check(table):
+    problems = []
+    listed = [r[0] for r in table]
+    files = sorted(f for f in os.listdir(HERE) if os.path.isfile(os.path.join(HERE, f))
+                   and f != "README.md" and not f.endswith(".h") and not f.startswith("."))
+    problems += ["tests/%s is in no row of tests/README.md's table" % f for f in files if f not in listed]
+    problems += ["tests/README.md names %s, which does not exist" % f for f in listed
+                 if not os.path.exists(os.path.join(HERE, f))]
+    problems += ["tests/README.md lists %s twice" % f for f in set(listed) if listed.count(f) > 1]
+    problems += ["tests/README.md: %s (area %s) has no command" % (f, a) for f, _, a, _, c in table
+                 if a not in NOT_RUN and not c]
+    for p in problems:
+        print("FAIL  " + p)
+    print("ok    tests/README.md maps all %d files of tests/ (%d areas)" % (
+        len(files), len({r[2] for r in table})) if not problems else "test map: %d problems" % len(problems))
+    return 1 if problems else 0
+
+
+def main():
+    if len(sys.argv) != 2:
+        print(__doc__.strip(), file=sys.stderr)
+        return 2
+    table = rows()
+    area = sys.argv[1]
+    if area == "--check":
+        return check(table)
+    areas = {}
+    for r in table:
+        areas.setdefault(r[2], []).append(r)
+    if area == "list":
+        for a, rs in areas.items():
+            print("%-10s %s%s" % (a, ", ".join(r[0] for r in rs), "  (not run)" if a in NOT_RUN else ""))
+        return 0
+    if area not in areas or area in NOT_RUN:
+        print("stepwise tests: unknown area '%s'; the areas: %s" % (
+            area, ", ".join(a for a in areas if a not in NOT_RUN)), file=sys.stderr)
+        return 2
+    failed = []
+    for file, what, _, needs, command in areas[area]:
+        print("== %s: %s%s\n   %s" % (file, what, " (needs %s)" % needs if needs else "", command), flush=True)
+        if subprocess.run(["bash", "-c", command], cwd=ROOT).returncode != 0:
+            failed.append(file)
+    print("area %s: %d run, %s" % (area, len(areas[area]), "%d FAILED: %s" % (len(failed), ", ".join(failed))
+                                    if failed else "all passed"))
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
