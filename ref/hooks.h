@@ -15,7 +15,8 @@
 
 #include "ref/work.h"
 
-struct Sampler; /* sampler.h: only pointed to here */
+struct Sampler;      /* sampler.h: only pointed to here */
+struct ContextShift; /* context_shift.h: only pointed to here */
 
 /* The kind of a forward pass. */
 typedef enum {
@@ -90,54 +91,6 @@ typedef struct {
     const float *b; /* second tensor (V of kv events), same shape, or NULL */
 } HookTensor;
 
-/* summarize: the nested run that wrote a summary. */
-typedef struct {
-    const int *prompt; /* [n_prompt] the summary prompt around the span */
-    int n_prompt;
-    const int *tokens; /* [n_tokens] the summary (a stop token left out) */
-    int n_tokens;
-    const char *stop_reason; /* "steps", "eos", "bos", "context_full", or "failed" */
-    WorkCount work;          /* its prefill and decodes */
-} SummaryRun;
-
-/* retrieve: one stored chunk and its BM25 score against the query. */
-typedef struct {
-    int id; /* chunk number, in the order stored (0-based) */
-    const int *tokens;
-    int n_tokens;
-    double score;
-    bool returned; /* brought back into the window */
-} ScoredChunk;
-
-typedef struct {
-    const int *query; /* [n_query] the user's message */
-    int n_query;
-    double k1, b;
-    const ScoredChunk *chunks; /* [n_chunks] in the order stored */
-    int n_chunks;
-    const int *returned; /* [n_returned] the chunks brought back, best first */
-    int n_returned;
-} Retrieval;
-
-/* What a context policy did when the window was full (see generate.h). */
-typedef struct {
-    const char *policy; /* "drop-oldest", "keep-prefix", "summarize" or "retrieve" */
-    int window;         /* positions the window holds */
-    int first_dropped;  /* position of the first dropped token */
-    const int *dropped; /* [n_dropped] the tokens dropped */
-    int n_dropped;
-    int kept;             /* tokens kept, re-prefilled at positions 0..kept-1 */
-    int positions_before; /* cache positions filled before (= window) */
-    int positions_after;  /* after the rebuild: kept + the new token */
-    /* summarize and retrieve: tokens put in at position inserted_at (a
-     * summary, or the chunks brought back), else NULL */
-    const int *inserted;
-    int n_inserted, inserted_at;
-    int removed_retrieved;      /* retrieve: the chunks brought back last time, taken out */
-    const SummaryRun *summary;  /* summarize, else NULL */
-    const Retrieval *retrieval; /* retrieve, else NULL */
-} ContextShift;
-
 /* Quantized rows, for watching values collapse onto int8 codes: one KV
  * row, or a whole weight tensor. */
 typedef struct {
@@ -176,8 +129,8 @@ typedef struct {
     void (*sample)(void *ctx, int pos, const float *logits, const struct Sampler *sampler);
     /* After each forward pass: what it did. NULL: not wanted. */
     void (*work)(void *ctx, PassPhase phase, int pos0, int n_tokens, const WorkCount *work);
-    /* When a context policy drops tokens. NULL: not wanted. */
-    void (*context)(void *ctx, const ContextShift *shift);
+    /* When a context policy drops tokens (context_shift.h). NULL: not wanted. */
+    void (*context)(void *ctx, const struct ContextShift *shift);
     /* When a row is quantized (KV rows as they are stored). NULL: not wanted. */
     void (*quant)(void *ctx, const QuantRecord *record);
     /* Each token's routing in each MoE layer. NULL: not wanted. */

@@ -4,6 +4,7 @@
 #ifndef STEPWISE_SEQUENCE_H
 #define STEPWISE_SEQUENCE_H
 
+#include "ref/context_shift.h"
 #include "ref/forward.h"
 #include "ref/generate_options.h"
 #include "ref/hooks.h"

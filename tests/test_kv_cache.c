@@ -7,6 +7,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "ref/context_shift.h"
 #include "ref/forward.h"
 #include "ref/generate.h"
 #include "tests/helpers.h"

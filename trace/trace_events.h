@@ -8,6 +8,7 @@
 
 #include "ref/text/chat.h"
 #include "ref/config.h"
+#include "ref/context_shift.h"
 #include "ref/hooks.h"
 #include "ref/kernels/quant.h"
 #include "ref/sampler.h"
