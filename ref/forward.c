@@ -225,9 +225,9 @@ static void count_linear(const ForwardRow *rows, int n_rows, const Matrix *w) {
 
 /* out [N, OC] = in [N, C] · Wᵀ for every row's tokens at once: each weight
  * row is read once for all of them. */
-static void linear_rows(const Model *m, RunState *s, const ForwardRow *rows, int n_rows, float *out,
-                        const float *in, int N, const Matrix *w, InputUse use) {
-    linear_forward(s, m, out, in, N, w, use);
+static void linear_rows(const Model *m, const ForwardRow *rows, int n_rows, float *out,
+                        const LinearInput *in, const Matrix *w) {
+    linear_forward(m, out, in, w);
     count_linear(rows, n_rows, w);
 }
 
@@ -378,9 +378,10 @@ static void attention_block(const Model *m, RunState *s, const ForwardRow *rows,
     norm_rows(m, s->xb, s->x, w->rms_att + (size_t)l * dim, layer_slice(w->att_norm_bias, l, dim),
               N, dim); /* xb [N, dim] */
     emit_each(rows, n_rows, l, HOOK_LN1, s->xb, 1, dim);
-    linear_rows(m, s, rows, n_rows, s->q, s->xb, N, &mats[MAT_WQ], INPUT_NEW);
-    linear_rows(m, s, rows, n_rows, s->k_new, s->xb, N, &mats[MAT_WK], INPUT_AS_BEFORE);
-    linear_rows(m, s, rows, n_rows, s->v_new, s->xb, N, &mats[MAT_WV], INPUT_AS_BEFORE);
+    LinearInput normed = linear_input(s, s->xb, N, &mats[MAT_WQ]); /* once, for q, k and v */
+    linear_rows(m, rows, n_rows, s->q, &normed, &mats[MAT_WQ]);
+    linear_rows(m, rows, n_rows, s->k_new, &normed, &mats[MAT_WK]);
+    linear_rows(m, rows, n_rows, s->v_new, &normed, &mats[MAT_WV]);
     qkv_extras(m, s, N, l);
     emit_each(rows, n_rows, l, HOOK_ATTN_Q_PRE, s->q, c->n_heads, config_head_dim(c));
     emit_each(rows, n_rows, l, HOOK_ATTN_K_PRE, s->k_new, c->n_kv_heads, config_head_dim(c));
@@ -388,7 +389,8 @@ static void attention_block(const Model *m, RunState *s, const ForwardRow *rows,
     attend_row(m, &rows[r], l, s->q + (size_t)t0 * q_dim, s->k_new + (size_t)t0 * kv_dim,
                s->v_new + (size_t)t0 * kv_dim, s->xb + (size_t)t0 * q_dim);
     emit_each(rows, n_rows, l, HOOK_ATTN_Z, s->xb, c->n_heads, config_head_dim(c));
-    linear_rows(m, s, rows, n_rows, s->xb2, s->xb, N, &mats[MAT_WO], INPUT_NEW);
+    LinearInput attended = linear_input(s, s->xb, N, &mats[MAT_WO]);
+    linear_rows(m, rows, n_rows, s->xb2, &attended, &mats[MAT_WO]);
     if (c->proj_bias) bias_forward(s->xb2, w->bo + (size_t)l * dim, N, dim);
     emit_each(rows, n_rows, l, HOOK_ATTN_OUT, s->xb2, 1, dim);
     if (c->post_norms) { /* Gemma: the output normalised before it joins the residual */
@@ -405,12 +407,14 @@ static void gelu_mlp(const Model *m, RunState *s, const ForwardRow *rows, int n_
     int dim = m->config.dim, hidden = m->config.hidden_dim;
     const Matrix *mats = m->layers[l].m;
     const Weights *w = &m->weights;
-    linear_rows(m, s, rows, n_rows, s->hb, s->xb, N, &mats[MAT_W1], INPUT_NEW);
+    LinearInput normed = linear_input(s, s->xb, N, &mats[MAT_W1]);
+    linear_rows(m, rows, n_rows, s->hb, &normed, &mats[MAT_W1]);
     if (m->config.proj_bias) bias_forward(s->hb, w->b1 + (size_t)l * hidden, N, hidden);
     emit_each(rows, n_rows, l, HOOK_MLP_UP, s->hb, 1, hidden);
     gelu_rows(m, s->hb, N, hidden);
     emit_each(rows, n_rows, l, HOOK_MLP_HIDDEN, s->hb, 1, hidden);
-    linear_rows(m, s, rows, n_rows, s->xb, s->hb, N, &mats[MAT_W2], INPUT_NEW);
+    LinearInput activated = linear_input(s, s->hb, N, &mats[MAT_W2]);
+    linear_rows(m, rows, n_rows, s->xb, &activated, &mats[MAT_W2]);
     if (m->config.proj_bias) bias_forward(s->xb, w->b2 + (size_t)l * dim, N, dim);
 }
 
@@ -430,13 +434,15 @@ static void mlp_block(const Model *m, RunState *s, const ForwardRow *rows, int n
     } else if (m->config.mlp == MLP_GELU) {
         gelu_mlp(m, s, rows, n_rows, N, l);
     } else {
-        linear_rows(m, s, rows, n_rows, s->hb, s->xb, N, &mats[MAT_W1], INPUT_NEW);
-        linear_rows(m, s, rows, n_rows, s->hb2, s->xb, N, &mats[MAT_W3], INPUT_AS_BEFORE);
+        LinearInput normed = linear_input(s, s->xb, N, &mats[MAT_W1]); /* once, for both */
+        linear_rows(m, rows, n_rows, s->hb, &normed, &mats[MAT_W1]);
+        linear_rows(m, rows, n_rows, s->hb2, &normed, &mats[MAT_W3]);
         emit_each(rows, n_rows, l, HOOK_MLP_GATE, s->hb, 1, hidden);
         emit_each(rows, n_rows, l, HOOK_MLP_UP, s->hb2, 1, hidden);
         glu_rows(m, s->hb, s->hb2, N, hidden); /* hb [N, hidden] */
         emit_each(rows, n_rows, l, HOOK_MLP_HIDDEN, s->hb, 1, hidden);
-        linear_rows(m, s, rows, n_rows, s->xb, s->hb, N, &mats[MAT_W2], INPUT_NEW);
+        LinearInput hidden = linear_input(s, s->hb, N, &mats[MAT_W2]);
+        linear_rows(m, rows, n_rows, s->xb, &hidden, &mats[MAT_W2]);
     }
     emit_each(rows, n_rows, l, HOOK_MLP_OUT, s->xb, 1, dim);
     if (m->config.post_norms) { /* Gemma: the output normalised before it joins the residual */
@@ -465,7 +471,8 @@ static const float *classify(const Model *m, RunState *s, const ForwardRow *rows
     if (W == 0) return s->logits; /* no row wants any: the classifier is not read */
     const Matrix *cls = &m->classifier;
     norm_rows(m, s->xb, s->xb, m->weights.rms_final, m->weights.final_norm_bias, W, dim);
-    linear_forward(s, m, s->logits, s->xb, W, cls, INPUT_NEW);
+    LinearInput normed = linear_input(s, s->xb, W, cls);
+    linear_forward(m, s->logits, &normed, cls);
     if (m->config.final_softcap > 0) /* Gemma 2: every logit within (-cap, cap) */
         logits_softcap_forward(s->logits, W * V, m->config.final_softcap);
     for (int r = 0, w0 = 0; r < n_rows; w0 += wanted(&rows[r++])) {

@@ -33,39 +33,42 @@ static void linear_blocks(void *ctx, int b0, int b1) {
         matmul_packed_blocks(j->out, j->x, j->w, j->T, b0, b1);
 }
 
-void linear_forward(RunState *s, const Model *m, float *out, const float *x, int T, const Matrix *w,
-                    InputUse use) {
-    ThreadPool *pool = model_threads(m);
-    const int8_t *qx = NULL;
+LinearInput linear_input(RunState *s, const float *x, int T, const Matrix *w) {
     int C = w->cols;
-    bool int8 = w->layout == MATRIX_Q8_ROWS || w->layout == MATRIX_Q8_PACKED;
-    if (use == INPUT_AS_BEFORE && s->quant.activations) { /* quantized by the call before */
-        if (int8)
-            qx = s->xq;
-        else
-            x = s->xfake;
-    } else if (int8 && s->quant.activations) { /* each token once, for every row */
+    LinearInput in = {.x = x, .sx = s->xs, .T = T, .C = C};
+    if (!s->quant.activations) return in;
+    if (w->layout == MATRIX_Q8_ROWS ||
+        w->layout == MATRIX_Q8_PACKED) { /* with the weights' groups */
         int groups = quant_groups(C, w->group);
         for (int t = 0; t < T; t++) {
             int8_t *codes = s->xq + (size_t)t * C;
             quantize_row(x + (size_t)t * C, C, w->group, codes, s->xs + (size_t)t * groups);
             if (w->q8_quads) q8_group_sums(codes, C, w->group, s->xsum + (size_t)t * groups);
         }
-        qx = s->xq;
-    } else if (!int8 && s->quant.activations) {
-        for (int t = 0; t < T; t++) {
-            quantize_row(x + (size_t)t * C, C, s->quant.group, s->xq, s->xs);
-            dequantize_row(s->xq, s->xs, C, s->quant.group, s->xfake + (size_t)t * C);
-        }
-        x = s->xfake;
+        in.qx = s->xq;
+        in.xsum = w->q8_quads ? s->xsum : NULL;
+        return in;
     }
-    LinearJob job = {.out = out, .x = x, .qx = qx, .sx = s->xs, .xsum = s->xsum, .w = w, .T = T};
+    for (int t = 0; t < T; t++) { /* float weights: the input read back from its codes */
+        quantize_row(x + (size_t)t * C, C, s->quant.group, s->xq, s->xs);
+        dequantize_row(s->xq, s->xs, C, s->quant.group, s->xfake + (size_t)t * C);
+    }
+    in.x = s->xfake;
+    return in;
+}
+
+void linear_forward(const Model *m, float *out, const LinearInput *in, const Matrix *w) {
+    int T = in->T, C = in->C;
+    const float *x = in->x;
+    LinearJob job = {
+        .out = out, .x = x, .qx = in->qx, .sx = in->sx, .xsum = in->xsum, .w = w, .T = T};
+    ThreadPool *pool = model_threads(m);
     switch (w->layout) {
         case MATRIX_Q8_PACKED:
             parallel_for(pool, q8_blocks(w), linear_blocks, &job);
             break;
         case MATRIX_Q8_ROWS:
-            matmul_q8_rows(out, x, qx, s->xs, w->data, w->scales, T, C, w->rows, w->group);
+            matmul_q8_rows(out, x, in->qx, in->sx, w->data, w->scales, T, C, w->rows, w->group);
             break;
         case MATRIX_PACKED:
             parallel_for(pool, packed_blocks(w), linear_blocks, &job);

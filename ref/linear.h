@@ -14,19 +14,30 @@
 bool model_fast(const Model *m);
 ThreadPool *model_threads(const Model *m);
 
-/* Whether a linear's input is the one the call before it read (q, k and v
- * read one input, as do the gate and the up projection): quantized
- * activations are then quantized once, not again. */
-typedef enum { INPUT_NEW, INPUT_AS_BEFORE } InputUse;
+/* A linear's input x [T, C], prepared once for every linear that reads it
+ * (q, k and v read one; so do the gate and the up projection): with int8
+ * activations, quantized here, once, as the weights it meets want it. */
+typedef struct {
+    const float *x;      /* [T, C] the input, or its quantized-then-dequantized copy
+                            (int8 activations, float weights) */
+    const int8_t *qx;    /* int8 weights and activations: its codes [T, C], else NULL */
+    const float *sx;     /* their scales [T, groups] */
+    const int32_t *xsum; /* each group's code sum [T, groups] (q8_packed.h), or NULL */
+    int T, C;
+} LinearInput;
 
-/* out [T, OC] = x [T, C] · Wᵀ. With int8 weights and quantized activations,
- * each input row is quantized with the weights' grouping and every dot
- * product is int8 × int8 in int32 per group; with float weights and
- * quantized activations, the input is quantized and read back first. The
- * fast kernels (packed forms, over m's threads, split by blocks of output
- * rows) and the plain ones (row-major, one thread) sum each dot product in
- * the same order: the same bits. */
-void linear_forward(RunState *s, const Model *m, float *out, const float *x, int T, const Matrix *w,
-                    InputUse use);
+/* x [T, C] prepared for the linears whose weights are held as w is (their
+ * int8 grouping, or floats). The codes live in s's scratch: the next
+ * linear_input overwrites them, so each input is used before the next is
+ * prepared. */
+LinearInput linear_input(RunState *s, const float *x, int T, const Matrix *w);
+
+/* out [T, OC] = in · Wᵀ. With int8 weights and quantized activations, every
+ * dot product is int8 × int8 in int32 per group, then × the scales; with
+ * float weights and quantized activations, the input read back from its
+ * codes multiplies the floats. The fast kernels (packed forms, over m's
+ * threads, split by blocks of output rows) and the plain ones (row-major,
+ * one thread) sum each dot product in the same order: the same bits. */
+void linear_forward(const Model *m, float *out, const LinearInput *in, const Matrix *w);
 
 #endif

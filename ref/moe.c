@@ -110,14 +110,16 @@ void moe_forward(const Model *m, RunState *s, const ForwardRow *rows, int n_rows
                            (size_t)dim * sizeof(float));
                 }
         if (n == 0) continue;
-        /* each a linear over the kernels and threads the block's use */
-        linear_forward(s, m, s->moe_h1, s->moe_x, n, model_expert(m, l, e, EXPERT_GATE),
-                       INPUT_NEW); /* [n, eh] */
-        linear_forward(s, m, s->moe_h3, s->moe_x, n, model_expert(m, l, e, EXPERT_UP),
-                       INPUT_AS_BEFORE); /* [n, eh] */
+        /* each a linear over the kernels and threads the block's use; the
+         * gate and the up projection read one input, prepared once */
+        const Matrix *gate = model_expert(m, l, e, EXPERT_GATE);
+        LinearInput x = linear_input(s, s->moe_x, n, gate);
+        linear_forward(m, s->moe_h1, &x, gate);                             /* [n, eh] */
+        linear_forward(m, s->moe_h3, &x, model_expert(m, l, e, EXPERT_UP)); /* [n, eh] */
         swiglu_forward(s->moe_h1, s->moe_h3, n * eh);
-        linear_forward(s, m, s->moe_y, s->moe_h1, n, model_expert(m, l, e, EXPERT_DOWN),
-                       INPUT_NEW); /* [n, dim] */
+        const Matrix *down = model_expert(m, l, e, EXPERT_DOWN);
+        LinearInput hidden = linear_input(s, s->moe_h1, n, down);
+        linear_forward(m, s->moe_y, &hidden, down); /* [n, dim] */
         for (int i = 0; i < n; i++) {
             int t = s->moe_rows[i], pos, r = row_of(rows, n_rows, t, &pos);
             const float *y = s->moe_y + (size_t)i * dim;
