@@ -29,6 +29,28 @@ Test(cli, help_and_version) {
     cr_expect(strncmp(out, "stepwise ", 9) == 0);
 }
 
+/* Every command the help lists runs: its own --help exits 0 and starts
+ * with its usage line, and the help lists every command it dispatches. */
+Test(cli, every_listed_command_has_its_help) {
+    static char listed[1 << 12];
+    cr_assert_eq(run_stepwise("--help", listed, sizeof listed, err, sizeof err), 0);
+    const char *at = strstr(listed, "commands:\n");
+    cr_assert(at != NULL);
+    int commands = 0;
+    for (const char *line = at + 10; line[0] == ' ' && line[1] == ' ' && line[2] != ' ';
+         line = strchr(line, '\n') + 1) {
+        char name[32], args[64], want[48];
+        cr_assert(sscanf(line, " %31s", name) == 1);
+        snprintf(args, sizeof args, "%s --help", name);
+        snprintf(want, sizeof want, "usage: stepwise %s", name);
+        cr_expect_eq(run_stepwise(args, out, sizeof out, err, sizeof err), 0, "%s", args);
+        cr_expect(strncmp(out, want, strlen(want)) == 0, "%s: '%.60s'", args, out);
+        commands++;
+    }
+    cr_expect_eq(commands, 14, "the help lists %d commands", commands);
+    expect_bad_input("frobnicate", "unknown command 'frobnicate'");
+}
+
 Test(cli, built_in_model_generates_without_any_file) {
     int status = run_stepwise("generate --prompt cat", out, sizeof out, err, sizeof err);
     cr_assert_eq(status, 0, "%s", err);
