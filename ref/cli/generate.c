@@ -347,62 +347,52 @@ static void trace_write(RunTrace *t, cJSON *event) {
 }
 
 /* The run proper, once arguments are parsed and files loaded. Returns the
- * exit status; err holds the message when it is not 0. */
+ * exit status; err holds the message when it is not 0. Long because it is
+ * the run's one sequence (header, prompt, generation, done), with one
+ * cleanup path. */
 static int run_generate(GenerateArgs *a, const Model *m, const Tokenizer *tok,
                         CliProgress *progress, StepError *err) {
     double t_start = clock_seconds();
+    int status = EXIT_BAD_INPUT;
+    RunTrace t = {.obs = {.options = &a->trace_opt,
+                          .tokenizer = tok,
+                          .bytes_per_token = kv_cache_bytes_of(&m->config, 1, a->quant.run.kv)}};
+    cJSON *files = NULL;  /* the model's files and SHA-256, for the run header */
+    cJSON *merges = NULL; /* the encoder's merges, held until the header is out */
+    int *prompt = NULL, n_prompt = 0;
+    ChatPrompt parts = {0}; /* with --memory or --document: the prompt they make */
+    GenerateResult r = {0};
     if (!tokenizer_may_fit(tok, a->prompt, m->config.seq_len)) {
         step_fail(err,
                   "the prompt's %zu bytes need more than %d tokens (none covers more than %d "
                   "bytes) but the context holds %d",
                   strlen(a->prompt), m->config.seq_len, tok->max_piece_bytes, m->config.seq_len);
-        return EXIT_BAD_INPUT;
+        goto done;
     }
-    RunTrace t = {.obs = {.options = &a->trace_opt,
-                          .tokenizer = tok,
-                          .bytes_per_token = kv_cache_bytes_of(&m->config, 1, a->quant.run.kv)}};
-    cJSON *files = NULL; /* the model's files and SHA-256, for the run header */
     if (a->trace != NULL && !cli_model_files(a->model, a->trace_opt.no_hash, &files, err))
-        return EXIT_BAD_INPUT;
+        goto done;
     if (a->trace != NULL) {
-        if ((t.obs.writer = trace_writer_open(a->trace, err)) == NULL) {
-            cJSON_Delete(files);
-            return EXIT_BAD_INPUT;
-        }
+        if ((t.obs.writer = trace_writer_open(a->trace, err)) == NULL) goto done;
         t.open = true;
     }
     /* Encode first (its merges wait), then the header, then the merges. */
-    cJSON *merges = cJSON_CreateArray();
+    merges = cJSON_CreateArray();
     t.obs.held = t.open ? merges : NULL;
     BpeObserver bpe = trace_bpe_observer(&t.obs);
-    int *prompt = NULL, n_prompt = 0;
-    if (!tokenizer_encode_observed(tok, a->prompt, true, t.open ? &bpe : NULL, &prompt, &n_prompt,
-                                   err)) {
-        cJSON_Delete(merges), cJSON_Delete(files);
-        trace_writer_discard(t.obs.writer);
-        return EXIT_BAD_INPUT;
-    }
+    bool encoded = tokenizer_encode_observed(tok, a->prompt, true, t.open ? &bpe : NULL, &prompt,
+                                             &n_prompt, err);
     t.obs.held = NULL;
-    ChatPrompt parts = {0}; /* with --memory or --document: the prompt they make */
+    if (!encoded) goto done;
     if (a->memory.n + a->documents.n > 0) {
-        if (!assemble_parts(a, tok, generate_window(&a->gen, &m->config), &parts, err)) {
-            free(prompt);
-            cJSON_Delete(merges), cJSON_Delete(files);
-            trace_writer_discard(t.obs.writer);
-            return EXIT_BAD_INPUT;
-        }
+        if (!assemble_parts(a, tok, generate_window(&a->gen, &m->config), &parts, err)) goto done;
         free(prompt);
         prompt = parts.tokens, n_prompt = parts.n;
         parts.tokens = NULL;
     }
     if (n_prompt == 0) { /* a tokenizer that adds no BOS, and an empty prompt */
-        free(prompt);
-        chat_prompt_free(&parts);
-        cJSON_Delete(merges), cJSON_Delete(files);
-        trace_writer_discard(t.obs.writer);
         step_fail(err,
                   "generate: the prompt is empty and the tokenizer adds no BOS: give --prompt");
-        return EXIT_BAD_INPUT;
+        goto done;
     }
     a->gen.quant = a->quant.run;
     a->gen.bos_id = tok->bos_id, a->gen.eos_id = tok->eos_id;
@@ -426,19 +416,15 @@ static int run_generate(GenerateArgs *a, const Model *m, const Tokenizer *tok,
                          .weight_group = m->weight_group,
                          .quant = a->gen.quant};
     trace_write(&t, trace_event_run(&m->config, &a->gen.sampler, &info, &a->trace_opt));
-    cJSON_Delete(files);
     if (t.open) trace_weight_quant_events(&t.obs, m);
     trace_write(&t, trace_event_tokenize(tok, a->prompt, prompt, n_prompt));
     cJSON *merge;
     while ((merge = cJSON_DetachItemFromArray(merges, 0)) != NULL) trace_write(&t, merge);
-    cJSON_Delete(merges);
     if (parts.n_segments > 0)
         trace_write(&t, trace_event_chat(chat_template_name(parts.template_used), parts.segments,
                                          parts.n_segments));
-    chat_prompt_free(&parts);
 
-    int status = 0;
-    GenerateResult r = {0};
+    status = 0;
     if (n_prompt > m->config.seq_len) {
         step_fail(err, "the prompt has %d tokens but the context holds %d", n_prompt,
                   m->config.seq_len);
@@ -477,9 +463,15 @@ static int run_generate(GenerateArgs *a, const Model *m, const Tokenizer *tok,
                                            !a->trace_opt.reproducible));
         }
     }
+    /* the trace is kept whole (an error event says why a run stopped) */
     if (t.open && !trace_writer_commit(t.obs.writer, err)) status = EXIT_BAD_INPUT;
+    t.open = false, t.obs.writer = NULL;
+done:
+    trace_writer_discard(t.obs.writer); /* a run that failed before its header: no trace */
     generate_result_free(&r);
+    chat_prompt_free(&parts);
     free(prompt);
+    cJSON_Delete(merges), cJSON_Delete(files);
     return status;
 }
 
