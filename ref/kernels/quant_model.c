@@ -263,6 +263,8 @@ static bool read_q8_tensor(FILE *f, Model *m, int t, int group) {
 /* Long because it reads the file in its own order, header then each matrix,
  * checking every count against the file's size before anything is
  * allocated or read; split, the order of the checks would be harder to see. */
+/* Long because it checks the header, the shape and the file's size before
+ * it reads a weight, with one cleanup path. */
 bool model_load_q8(Model *m, const char *path, StepError *err) {
     memset(m, 0, sizeof *m);
     FILE *f = file_open_input(path, "model", err);
@@ -273,11 +275,11 @@ bool model_load_q8(Model *m, const char *path, StepError *err) {
     int32_t h[8];
     bool ok = fstat(fileno(f), &st) == 0 && fread(magic, 4, 1, f) == 1 &&
               memcmp(magic, Q8_MAGIC, 4) == 0 && fread(&version, 4, 1, f) == 1 &&
-              fread(h, sizeof h, 1, f) == 1;
-    if (!ok || version != Q8_VERSION) {
-        fclose(f);
-        return step_fail(err, "model %s: not a stepwise .q8 file of version %u (bad header)", path,
-                         Q8_VERSION);
+              fread(h, sizeof h, 1, f) == 1 && version == Q8_VERSION;
+    if (!ok) {
+        step_fail(err, "model %s: not a stepwise .q8 file of version %u (bad header)", path,
+                  Q8_VERSION);
+        goto done;
     }
     Config *c = &m->config;
     *c = (Config){.dim = h[0],
@@ -291,47 +293,42 @@ bool model_load_q8(Model *m, const char *path, StepError *err) {
     int group = h[7];
     char what[600];
     snprintf(what, sizeof what, "model %s", path);
-    if (!config_validate(c, what, err)) {
-        fclose(f);
-        return false;
-    }
+    if (!(ok = config_validate(c, what, err))) goto done;
     /* A .q8 file stores each weight kind of all layers as one matrix whose
      * row count is an int: refuse shapes beyond that before any size. */
     uint64_t L = (uint64_t)c->n_layers;
     if (L * (uint64_t)c->dim > INT32_MAX || L * (uint64_t)c->hidden_dim > INT32_MAX) {
-        fclose(f);
-        return step_fail(err, "model %s: %d layers of %d x %d are too many rows for a .q8 file",
-                         path, c->n_layers, c->dim, c->hidden_dim);
+        ok = step_fail(err, "model %s: %d layers of %d x %d are too many rows for a .q8 file", path,
+                       c->n_layers, c->dim, c->hidden_dim);
+        goto done;
     }
     if (group < 1 || group > c->dim * 64) {
-        fclose(f);
-        return step_fail(err, "model %s: group size %d is out of range", path, group);
+        ok = step_fail(err, "model %s: group size %d is out of range", path, group);
+        goto done;
     }
     uint64_t want = 4 + 4 + sizeof h + quant_weight_bytes(c, group);
     if ((uint64_t)st.st_size != want) {
-        fclose(f);
-        return step_fail(err, "model %s: header expects %llu bytes but the file has %llu (%s)",
-                         path, (unsigned long long)want, (unsigned long long)st.st_size,
-                         (uint64_t)st.st_size < want ? "truncated" : "oversized");
+        ok = step_fail(err, "model %s: header expects %llu bytes but the file has %llu (%s)", path,
+                       (unsigned long long)want, (unsigned long long)st.st_size,
+                       (uint64_t)st.st_size < want ? "truncated" : "oversized");
+        goto done;
     }
-    if (!model_alloc_vectors(m, err)) {
-        fclose(f);
-        model_free(m);
-        return false;
-    }
+    if (!(ok = model_alloc_vectors(m, err))) goto done;
     for (int t = 0; ok && t < 9; t++) {
         uint64_t n;
         const float *norm = q8_norm_before(m, t, &n);
         if (norm != NULL) ok = fread(model_weight_slot(m, norm), sizeof(float), n, f) == n;
         if (t < 8 || !c->shared_classifier) ok = ok && read_q8_tensor(f, m, t, group);
     }
-    if (ok && c->shared_classifier) m->classifier = matrix_borrow(&m->embedding);
+    if (!ok) {
+        step_fail(err, "model %s: read error in the weights", path);
+        goto done;
+    }
+    if (c->shared_classifier) m->classifier = matrix_borrow(&m->embedding);
     m->weight_group = group;
     snprintf(m->source, sizeof m->source, "stepwise .q8 (int8, group %d)", group);
+done:
     fclose(f);
-    if (!ok) {
-        model_free(m);
-        return step_fail(err, "model %s: read error in the weights", path);
-    }
-    return true;
+    if (!ok) model_free(m);
+    return ok;
 }
