@@ -252,6 +252,7 @@ unit-checks-b:
 	$(MAKE) --no-print-directory lib-check
 	$(MAKE) --no-print-directory diff-check
 	/usr/bin/python3 tests/show_check.py $(BUILD)/stepwise
+	/usr/bin/python3 tests/cli_help_check.py $(BUILD)/stepwise
 	/usr/bin/python3 tests/viewer_check.py $(BUILD)/stepwise
 	/usr/bin/python3 tests/memory_check.py $(BUILD)/stepwise
 	/usr/bin/python3 tests/threads_check.py $(BUILD)/stepwise

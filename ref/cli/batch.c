@@ -27,6 +27,9 @@ static const char BATCH_USAGE[] =
     "are prefilled as they arrive and leave as soon as they finish. Each request's\n"
     "result is bitwise what `stepwise generate` gives for it alone.\n"
     "\n"
+    "  --model M            the model (any stepwise loads)\n"
+    "  --tokenizer T        its tokenizer (default: the model's own)\n"
+    "  --requests FILE      the requests, one JSON object per line\n"
     "  --max-batch B        most requests decoded together (default 8)\n"
     "  --prefill-chunk N    compute an admitted prompt N positions a step, between\n"
     "                       the others' decode steps, so that a long prompt does not\n"
@@ -45,6 +48,9 @@ static const char BATCH_USAGE[] =
     "                       same bits either way); the summary says how many\n"
     "  --prefix-cache-bytes N  the most bytes of rows it keeps (default 268435456),\n"
     "                       the least recently used prompt evicted first\n" QUANT_OPTIONS_HELP "\n"
+    "tracing (with --trace DIR, as for generate):\n" TRACE_OPTIONS_HELP
+    "  -h, --help           show this help\n"
+    "\n"
     "exit status: 0 when every request was served, 1 when some failed (each has\n"
     "its error line), 2 when the model or the requests file cannot be read.\n";
 

@@ -3,7 +3,7 @@
  * configuration, and the logits are compared position by position with the
  * statistics of llama.cpp's KL-divergence mode. */
 #include <cjson/cJSON.h>
-#include <getopt.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,26 +11,58 @@
 #include "trace/trace_diff.h"
 #include "ref/cli/commands.h"
 #include "ref/cli/common.h"
+#include "ref/cli/options.h"
 #include "ref/kernels/threads.h"
 #include "ref/util/file_util.h"
 #include "ref/kernels/quant_model.h"
 #include "ref/score.h"
 
-static const char COMPARE_QUANT_USAGE[] =
-    "usage: stepwise compare-quant --model M --tokenizer T --text FILE [--group G] [--json]\n"
-    "                              [--kernels plain|fast] [--threads N]\n"
-    "\n"
-    "Teacher-force the text of FILE (BOS first, cut to the model's seq_len) through\n"
-    "the float32 model and through int8 weights (W), activations (A), KV cache (KV),\n"
-    "W+A and W+A+KV, and print for each: max and mean |dlogit|, Mean KLD and\n"
-    "99.0% KLD (KL of the quantized distribution from float32's), Same top p (the\n"
-    "share of positions whose argmax matches), and the perplexity of both.\n"
-    "\n"
-    "  --group G   values per scale (default 32)\n"
-    "  --json      print the table as JSON\n"
-    "  --kernels K fast (default: the int8 weights packed) or plain (row by row)\n"
-    "  --threads N threads the fast kernels split rows and heads over (default: every\n"
-    "              online processor); the same numbers for any N\n";
+typedef struct {
+    const char *model, *tokenizer, *text;
+    int group, threads;
+    bool json, plain;
+} CompareQuantArgs;
+
+static bool parse_kernels(const char *value, void *dest, StepError *err) {
+    bool plain = strcmp(value, "plain") == 0;
+    if (!plain && strcmp(value, "fast") != 0)
+        return step_fail(err, "unknown --kernels '%s' (fast, plain)", value);
+    *(bool *)dest = plain;
+    return true;
+}
+
+static const CliOption COMPARE_QUANT_OPTIONS[] = {
+    {"model", "M", OPTION_TEXT, offsetof(CompareQuantArgs, model), .help = "the float32 model"},
+    {"tokenizer", "T", OPTION_TEXT, offsetof(CompareQuantArgs, tokenizer),
+     .help = "its tokenizer (default: the model's own)"},
+    {"text", "FILE", OPTION_TEXT, offsetof(CompareQuantArgs, text),
+     .help = "the text to teacher-force (required)"},
+    {"group", "G", OPTION_INT, offsetof(CompareQuantArgs, group), 1, 1 << 20,
+     .help = "values per scale (default 32)"},
+    {"json", NULL, OPTION_FLAG, offsetof(CompareQuantArgs, json),
+     .help = "print the table as JSON"},
+    {"kernels", "K", OPTION_CUSTOM, offsetof(CompareQuantArgs, plain), .parse = parse_kernels,
+     .help = "fast (default: the int8 weights packed) or plain (row by row)"},
+    {"threads", "N", OPTION_INT, offsetof(CompareQuantArgs, threads), 1, THREADS_MAX,
+     .help = "threads the fast kernels split rows and heads over (default: every\n"
+             "online processor); the same numbers for any N"},
+    CLI_OPTIONS_END};
+
+static const CliOptionGroup COMPARE_QUANT_GROUPS[] = {{COMPARE_QUANT_OPTIONS, 0}};
+
+static const CliCommandOptions COMPARE_QUANT_COMMAND = {
+    .command = "compare-quant",
+    .usage = "usage: stepwise compare-quant --model M --tokenizer T --text FILE [--group G] "
+             "[--json]\n"
+             "                              [--kernels plain|fast] [--threads N]\n"
+             "\n"
+             "Teacher-force the text of FILE (BOS first, cut to the model's seq_len) through\n"
+             "the float32 model and through int8 weights (W), activations (A), KV cache (KV),\n"
+             "W+A and W+A+KV, and print for each: max and mean |dlogit|, Mean KLD and\n"
+             "99.0% KLD (KL of the quantized distribution from float32's), Same top p (the\n"
+             "share of positions whose argmax matches), and the perplexity of both.\n",
+    .groups = COMPARE_QUANT_GROUPS,
+    .n_groups = 1};
 
 typedef struct {
     const char *name;
@@ -46,64 +78,15 @@ static DiffRun as_set(const ScoreResult *r, int vocab, int *pos) {
 }
 
 int cli_compare_quant(int argc, char **argv) {
-    enum {
-        OPT_MODEL = 256,
-        OPT_TOKENIZER,
-        OPT_TEXT,
-        OPT_GROUP,
-        OPT_JSON,
-        OPT_KERNELS_CQ,
-        OPT_THREADS_CQ
-    };
-    static const struct option options[] = {{"model", required_argument, NULL, OPT_MODEL},
-                                            {"tokenizer", required_argument, NULL, OPT_TOKENIZER},
-                                            {"text", required_argument, NULL, OPT_TEXT},
-                                            {"group", required_argument, NULL, OPT_GROUP},
-                                            {"kernels", required_argument, NULL, OPT_KERNELS_CQ},
-                                            {"json", no_argument, NULL, OPT_JSON},
-                                            {"threads", required_argument, NULL, OPT_THREADS_CQ},
-                                            {"help", no_argument, NULL, 'h'},
-                                            {NULL, 0, NULL, 0}};
-    const char *model = NULL, *tokenizer = NULL, *text_path = NULL;
-    int group = 32, threads = 0;
-    bool json = false, plain = false, ok = true;
+    CompareQuantArgs args = {.group = 32};
     StepError err;
-    opterr = 0;
-    optind = 1;
-    int c;
-    while (ok && (c = getopt_long(argc, argv, ":h", options, NULL)) != -1) {
-        switch (c) {
-            case OPT_MODEL:
-                model = optarg;
-                break;
-            case OPT_TOKENIZER:
-                tokenizer = optarg;
-                break;
-            case OPT_TEXT:
-                text_path = optarg;
-                break;
-            case OPT_KERNELS_CQ:
-                plain = strcmp(optarg, "plain") == 0;
-                if (!plain && strcmp(optarg, "fast") != 0)
-                    ok = step_fail(&err, "unknown --kernels '%s' (fast, plain)", optarg);
-                break;
-            case OPT_GROUP:
-                ok = cli_parse_int(optarg, "--group", 1, 1 << 20, &group, &err);
-                break;
-            case OPT_THREADS_CQ:
-                ok = cli_parse_int(optarg, "--threads", 1, THREADS_MAX, &threads, &err);
-                break;
-            case OPT_JSON:
-                json = true;
-                break;
-            case 'h':
-                fputs(COMPARE_QUANT_USAGE, stdout);
-                return 0;
-            default:
-                ok = cli_option_error("compare-quant", c, optopt, argv, optind, &err);
-        }
-    }
-    if (ok && (text_path == NULL || optind < argc))
+    int first, parsed = cli_options_parse(&COMPARE_QUANT_COMMAND, argc, argv, &args, &first, &err);
+    if (parsed == 0) return 0;
+    bool ok = parsed > 0;
+    const char *model = args.model, *tokenizer = args.tokenizer, *text_path = args.text;
+    int group = args.group, threads = args.threads;
+    bool json = args.json, plain = args.plain;
+    if (ok && (text_path == NULL || first < argc))
         ok = step_fail(&err, "compare-quant: needs --text FILE (see --help)");
     /* The float32 model, and the same file loaded again for its int8
      * weights (a mapped file's pages are shared between the two). Every

@@ -1,32 +1,17 @@
 /* cli/convert.c: `stepwise convert`, any model stepwise loads written as a
  * GGUF file, so that another engine runs the very weights stepwise runs. */
-#include <getopt.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
 
 #include "ref/cli/commands.h"
 #include "ref/cli/common.h"
+#include "ref/cli/options.h"
 #include "ref/cli/progress.h"
 #include "ref/util/file_util.h"
 #include "ref/formats/gguf_convert.h"
 #include "ref/formats/gguf_model.h"
-
-static const char CONVERT_USAGE[] =
-    "usage: stepwise convert --model M [--tokenizer T] --out FILE.gguf [options]\n"
-    "\n"
-    "Write the model M (a llama2.c checkpoint with its --tokenizer, a Hugging Face\n"
-    "directory, a GGUF file or a JSON model) as GGUF v3, with its tokenizer\n"
-    "embedded, for llama.cpp and other engines; docs/gguf.md says what is written.\n"
-    "\n"
-    "  --type T          f32 (default: the weights exactly), f16, or q8_0 (blocks of 32\n"
-    "                    int8 values with an F16 scale; matrices whose rows are not\n"
-    "                    whole blocks are written f16). Norm weights stay f32.\n"
-    "  --tokenizer T     the tokenizer to embed (a tokenizer.bin, a tokenizer.json or a\n"
-    "                    folder holding one); default: the model's own\n"
-    "  --no-tokenizer    write no tokenizer (the file then needs --tokenizer to run)\n"
-    "  --name NAME       general.name (default: the --out file's name)\n"
-    "  -h, --help        this text\n";
 
 typedef struct {
     const char *model, *tokenizer, *out, *name;
@@ -34,52 +19,47 @@ typedef struct {
     bool no_tokenizer;
 } ConvertArgs;
 
+static bool parse_type(const char *value, void *dest, StepError *err) {
+    return gguf_out_type_parse(value, dest) ||
+           step_fail(err, "--type must be f32, f16 or q8_0, not '%.40s'", value);
+}
+
+static const CliOption CONVERT_OPTIONS[] = {
+    {"model", "M", OPTION_TEXT, offsetof(ConvertArgs, model),
+     .help = "the model to write (any stepwise loads)"},
+    {"out", "FILE.gguf", OPTION_TEXT, offsetof(ConvertArgs, out),
+     .help = "where to write (written whole or not at all)"},
+    {"type", "T", OPTION_CUSTOM, offsetof(ConvertArgs, type), .parse = parse_type,
+     .help = "f32 (default: the weights exactly), f16, or q8_0 (blocks of 32\n"
+             "int8 values with an F16 scale; matrices whose rows are not\n"
+             "whole blocks are written f16). Norm weights stay f32."},
+    {"tokenizer", "T", OPTION_TEXT, offsetof(ConvertArgs, tokenizer),
+     .help = "the tokenizer to embed (a tokenizer.bin, a tokenizer.json or a\n"
+             "folder holding one); default: the model's own"},
+    {"no-tokenizer", NULL, OPTION_FLAG, offsetof(ConvertArgs, no_tokenizer),
+     .help = "write no tokenizer (the file then needs --tokenizer to run)"},
+    {"name", "NAME", OPTION_TEXT, offsetof(ConvertArgs, name),
+     .help = "general.name (default: the --out file's name)"},
+    CLI_OPTIONS_END};
+
+static const CliOptionGroup CONVERT_GROUPS[] = {{CONVERT_OPTIONS, 0}};
+
+static const CliCommandOptions CONVERT_COMMAND = {
+    .command = "convert",
+    .usage = "usage: stepwise convert --model M [--tokenizer T] --out FILE.gguf [options]\n"
+             "\n"
+             "Write the model M (a llama2.c checkpoint with its --tokenizer, a Hugging Face\n"
+             "directory, a GGUF file or a JSON model) as GGUF v3, with its tokenizer\n"
+             "embedded, for llama.cpp and other engines; docs/gguf.md says what is written.\n",
+    .groups = CONVERT_GROUPS,
+    .n_groups = 1};
+
 /* 1: parsed; 0: --help; -1: a bad option (err set). */
 static int parse_convert_args(int argc, char **argv, ConvertArgs *a, StepError *err) {
-    enum { OPT_MODEL = 256, OPT_TOKENIZER, OPT_OUT, OPT_TYPE, OPT_NO_TOKENIZER, OPT_NAME };
-    static const struct option options[] = {{"model", required_argument, NULL, OPT_MODEL},
-                                            {"tokenizer", required_argument, NULL, OPT_TOKENIZER},
-                                            {"out", required_argument, NULL, OPT_OUT},
-                                            {"type", required_argument, NULL, OPT_TYPE},
-                                            {"no-tokenizer", no_argument, NULL, OPT_NO_TOKENIZER},
-                                            {"name", required_argument, NULL, OPT_NAME},
-                                            {"help", no_argument, NULL, 'h'},
-                                            {NULL, 0, NULL, 0}};
     *a = (ConvertArgs){.type = GGUF_OUT_F32};
-    opterr = 0;
-    optind = 1;
-    int c;
-    while ((c = getopt_long(argc, argv, ":h", options, NULL)) != -1) {
-        switch (c) {
-            case OPT_MODEL:
-                a->model = optarg;
-                break;
-            case OPT_TOKENIZER:
-                a->tokenizer = optarg;
-                break;
-            case OPT_OUT:
-                a->out = optarg;
-                break;
-            case OPT_TYPE:
-                if (!gguf_out_type_parse(optarg, &a->type))
-                    return step_fail(err, "--type must be f32, f16 or q8_0, not '%.40s'", optarg),
-                           -1;
-                break;
-            case OPT_NO_TOKENIZER:
-                a->no_tokenizer = true;
-                break;
-            case OPT_NAME:
-                a->name = optarg;
-                break;
-            case 'h':
-                fputs(CONVERT_USAGE, stdout);
-                return 0;
-            default:
-                cli_option_error("convert", c, optopt, argv, optind, err);
-                return -1;
-        }
-    }
-    if (a->model == NULL || a->out == NULL || optind < argc)
+    int first, parsed = cli_options_parse(&CONVERT_COMMAND, argc, argv, a, &first, err);
+    if (parsed <= 0) return parsed;
+    if (a->model == NULL || a->out == NULL || first < argc)
         return step_fail(err, "convert: needs --model and --out (see --help)"), -1;
     if (!gguf_is_model_path(a->out))
         return step_fail(err, "convert: --out must end in .gguf, as stepwise and llama.cpp expect"),

@@ -52,6 +52,7 @@ static const char DIFF_USAGE[] =
     "  --rope-halves     with --names llama.cpp: its Qcur/Kcur rotate halves (qwen2,\n"
     "                    qwen3), not pairs (llama)\n"
     "  --json            print the report as one JSON object\n"
+    "  -h, --help        show this help\n"
     "\n"
     "exit status: 0 within tolerance, 1 outside or incomplete, 2 when the files\n"
     "cannot be read or compared.\n";

@@ -59,7 +59,17 @@ static const char GOLDEN_USAGE[] =
     "number). `golden merge` checks that the parts are one set (the same model,\n"
     "tokenizer, stepwise build and options; every part once; every file once,\n"
     "its checksum right) and writes the set, byte for byte what one run without\n"
-    "--shard writes. docs/oracle.md shows GNU parallel and Slurm running parts.\n";
+    "--shard writes. docs/oracle.md shows GNU parallel and Slurm running parts.\n"
+    "\n"
+    "  --model M          the model (any stepwise loads)\n"
+    "  --tokenizer T      its tokenizer (needed for a llama2.c checkpoint)\n"
+    "  --out DIR          where the set goes (moved into place whole)\n"
+    "  --hooks P          activations in the score files: default, globs, or none\n"
+    "  --tensors          each score and kv file's numbers as safetensors beside it\n"
+    "  --kernels K        fast (default) or plain; the same bytes\n"
+    "  --threads N        threads the fast kernels use; the same bytes\n"
+    "  --shard K/N        write part K of N (golden merge joins the parts)\n"
+    "  -h, --help         show this help\n";
 
 /* The prompts scored and generated from; short stories-style text. */
 static const char *const PROMPTS[] = {

@@ -46,7 +46,8 @@ static const char INSPECT_USAGE[] =
     "  --check-weights  scan every weight for NaN and infinity: exit 2 naming the first\n"
     "                   tensor and index that holds one\n"
     "  --no-hash        leave out the SHA-256 of the model's files (a big model's take a\n"
-    "                   while: hashing reads every byte)\n";
+    "                   while: hashing reads every byte)\n"
+    "  -h, --help       show this help\n";
 
 enum {
     OPT_MODEL = 256,

@@ -1,55 +1,52 @@
 /* cli/quantize.c: `stepwise quantize`, a float32 checkpoint written as
  * stepwise's int8 file (.q8), loadable by generate, score and inspect. */
-#include <getopt.h>
+#include <stddef.h>
 #include <stdio.h>
 
 #include "ref/cli/commands.h"
 #include "ref/cli/common.h"
+#include "ref/cli/options.h"
 #include "ref/cli/progress.h"
 #include "ref/util/file_util.h"
 #include "ref/kernels/quant_model.h"
 
-static const char QUANTIZE_USAGE[] =
-    "usage: stepwise quantize --model M --out FILE.q8 [--group G]\n"
-    "\n"
-    "Quantize every matrix and the embedding of M to int8 with one float32 scale\n"
-    "per group of G values along each row (default 32; the last group of a row\n"
-    "is shorter when G does not divide it), and write the .q8 file described in\n"
-    "docs/quantization.md. Norm weights stay float32.\n";
+typedef struct {
+    const char *model, *out;
+    int group;
+} QuantizeArgs;
+
+static const CliOption QUANTIZE_OPTIONS[] = {
+    {"model", "M", OPTION_TEXT, offsetof(QuantizeArgs, model),
+     .help = "the float model to quantize"},
+    {"out", "FILE.q8", OPTION_TEXT, offsetof(QuantizeArgs, out),
+     .help = "where to write (written whole or not at all)"},
+    {"group", "G", OPTION_INT, offsetof(QuantizeArgs, group), 1, 1 << 20,
+     .help = "values per scale (default 32)"},
+    CLI_OPTIONS_END};
+
+static const CliOptionGroup QUANTIZE_GROUPS[] = {{QUANTIZE_OPTIONS, 0}};
+
+static const CliCommandOptions QUANTIZE_COMMAND = {
+    .command = "quantize",
+    .usage = "usage: stepwise quantize --model M --out FILE.q8 [--group G]\n"
+             "\n"
+             "Quantize every matrix and the embedding of M to int8 with one float32 scale\n"
+             "per group of G values along each row (default 32; the last group of a row\n"
+             "is shorter when G does not divide it), and write the .q8 file described in\n"
+             "docs/quantization.md. Norm weights stay float32.\n",
+    .groups = QUANTIZE_GROUPS,
+    .n_groups = 1};
 
 int cli_quantize(int argc, char **argv) {
-    enum { OPT_MODEL = 256, OPT_OUT, OPT_GROUP };
-    static const struct option options[] = {{"model", required_argument, NULL, OPT_MODEL},
-                                            {"out", required_argument, NULL, OPT_OUT},
-                                            {"group", required_argument, NULL, OPT_GROUP},
-                                            {"help", no_argument, NULL, 'h'},
-                                            {NULL, 0, NULL, 0}};
-    const char *model = NULL, *out = NULL;
-    int group = 32;
+    QuantizeArgs a = {.group = 32};
     StepError err;
-    bool ok = true;
-    opterr = 0;
-    optind = 1;
-    int c;
-    while (ok && (c = getopt_long(argc, argv, ":h", options, NULL)) != -1) {
-        switch (c) {
-            case OPT_MODEL:
-                model = optarg;
-                break;
-            case OPT_OUT:
-                out = optarg;
-                break;
-            case OPT_GROUP:
-                ok = cli_parse_int(optarg, "--group", 1, 1 << 20, &group, &err);
-                break;
-            case 'h':
-                fputs(QUANTIZE_USAGE, stdout);
-                return 0;
-            default:
-                ok = cli_option_error("quantize", c, optopt, argv, optind, &err);
-        }
-    }
-    if (ok && (model == NULL || out == NULL || optind < argc))
+    int first;
+    int parsed = cli_options_parse(&QUANTIZE_COMMAND, argc, argv, &a, &first, &err);
+    if (parsed == 0) return 0;
+    bool ok = parsed > 0;
+    const char *model = a.model, *out = a.out;
+    int group = a.group;
+    if (ok && (model == NULL || out == NULL || first < argc))
         ok = step_fail(&err, "quantize: needs --model and --out (see --help)");
     if (ok) ok = file_check_output(out, "--out", &err);
     Model m = {0};

@@ -29,6 +29,8 @@ static const char SAMPLE_USAGE[] =
     "                     logits or above): --step N, the N-th draw, or --pos N;\n"
     "                     tokens are named by the pieces the trace gives, and the\n"
     "                     table shows the 8 most likely\n"
+    "  --step N           with --from-trace: the N-th draw (from 1)\n"
+    "  --pos N            with --from-trace: the draw at position N\n"
     "  --tokenizer T      with --from-trace: name the tokens the trace does not\n"
     "  --temperature LIST comma-separated temperatures (default 1)\n" SAMPLER_OPTIONS_HELP
     "  --json             print one JSON object instead (docs/sampling.md)\n"

@@ -29,6 +29,8 @@ static const char SCORE_USAGE[] =
     "the token that actually comes next, and the sequence's perplexity. Prompt\n"
     "tokens get log-probabilities too: every token after the first is predicted.\n"
     "\n"
+    "  --model M          the model (any stepwise loads)\n"
+    "  --tokenizer T      its tokenizer (default: the model's own)\n"
     "  --text STR         encode this text (BOS first)\n"
     "  --tokens LIST      these token ids, e.g. 1,403,407\n"
     "  --tokens-file F    token ids from a file, separated by commas or white space\n"
@@ -41,13 +43,13 @@ static const char SCORE_USAGE[] =
     "                     tensors in one \"tensors\" event\n"
     "  --top-n N          most likely tokens listed per position (default 5; 0: none,\n"
     "                     and with --tokens no --tokenizer is needed)\n"
-    "  --trace-kv         also write the KV-cache rows after the prefill\n"
     "  --hooks P          also write activations at every position: \"default\" (the\n"
     "                     residual stream of every block, attn_out, mlp_out and\n"
     "                     final_norm), or hook globs as --trace-hooks takes them\n"
-    "  --reproducible     leave out the measured figures (clock, memory)\n"
     "  --quiet            print nothing but errors (no summary, no progress "
-    "line)\n" QUANT_OPTIONS_HELP "  -h, --help         show this help\n";
+    "line)\n" QUANT_OPTIONS_HELP "\n"
+    "what the --out file holds (docs/trace-format.md):\n" TRACE_OPTIONS_HELP
+    "  -h, --help         show this help\n";
 
 enum {
     OPT_MODEL = 256,

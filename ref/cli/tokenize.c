@@ -1,113 +1,75 @@
 /* cli/tokenize.c: `stepwise tokenize`, the byte-pair encoder on its own:
  * text in, token ids and their pieces out. */
 #include <cjson/cJSON.h>
-#include <getopt.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "ref/cli/commands.h"
 #include "ref/cli/common.h"
+#include "ref/cli/options.h"
 #include "ref/formats/model_open.h"
 #include "ref/text/chat.h"
 #include "ref/util/file_util.h"
 #include "ref/formats/gguf_model.h"
 #include "ref/util/json_util.h"
 
-static const char TOKENIZE_USAGE[] =
-    "usage: stepwise tokenize (--text TEXT | --texts FILE | --chat FILE) [options]\n"
-    "\n"
-    "Encode TEXT the way generate encodes a prompt and print the ids and pieces.\n"
-    "\n"
-    "  --text TEXT        the text to encode (this or --texts is required)\n"
-    "  --texts FILE       encode each line of FILE, a JSON string (JSON Lines; - is\n"
-    "                     standard input), and print one JSON object a line\n"
-    "  --chat FILE        a conversation, {\"system\": S, \"memory\": [note, ...],\n"
-    "                     \"documents\": [{\"id\", \"text\"}, ...], \"messages\": [{\"role\",\n"
-    "                     \"content\"}, ...]}: assemble it with the chat template and\n"
-    "                     print {\"template\", \"text\", \"ids\", \"pieces\", \"segments\"}\n"
-    "  --chat-template T  llama2, chatml or llama3 (default: the tokenizer's own)\n"
-    "  --tokenizer FILE   llama2.c tokenizer.bin, a Hugging Face tokenizer.json (or the\n"
-    "                     directory holding it), or a GGUF file's embedded tokenizer;\n"
-    "                     default: the tokenizer of --model\n"
-    "  --model PATH       a model whose tokenizer to use: a stepwise JSON model, a\n"
-    "                     Hugging Face directory or a GGUF file, a vocabulary-only one\n"
-    "                     (llama.cpp's ggml-vocab-*.gguf) too (default: the built-in\n"
-    "                     tiny model)\n"
-    "  --no-bos           do not put BOS first (a tokenizer.json's BOS is put first only\n"
-    "                     when its tokenizer_config.json or post-processor adds one)\n"
-    "  --json             print {\"text\", \"ids\", \"pieces\"} as one JSON object\n"
-    "  -h, --help         show this help\n";
-
-enum {
-    OPT_TEXT = 256,
-    OPT_TEXTS,
-    OPT_CHAT,
-    OPT_CHAT_TEMPLATE,
-    OPT_TOKENIZER,
-    OPT_MODEL,
-    OPT_NO_BOS,
-    OPT_JSON
-};
-
 typedef struct {
     const char *text, *texts, *chat, *tokenizer, *model;
     ChatTemplate chat_template;
-    bool bos, json;
+    bool no_bos, json;
 } TokenizeArgs;
 
+static bool parse_template(const char *value, void *dest, StepError *err) {
+    return chat_template_parse(value, dest, err);
+}
+
+static const CliOption TOKENIZE_OPTIONS[] = {
+    {"text", "TEXT", OPTION_TEXT, offsetof(TokenizeArgs, text),
+     .help = "the text to encode (this or --texts is required)"},
+    {"texts", "FILE", OPTION_TEXT, offsetof(TokenizeArgs, texts),
+     .help = "encode each line of FILE, a JSON string (JSON Lines; - is\n"
+             "standard input), and print one JSON object a line"},
+    {"chat", "FILE", OPTION_TEXT, offsetof(TokenizeArgs, chat),
+     .help = "a conversation, {\"system\": S, \"memory\": [note, ...],\n"
+             "\"documents\": [{\"id\", \"text\"}, ...], \"messages\": [{\"role\",\n"
+             "\"content\"}, ...]}: assemble it with the chat template and\n"
+             "print {\"template\", \"text\", \"ids\", \"pieces\", \"segments\"}"},
+    {"chat-template", "T", OPTION_CUSTOM, offsetof(TokenizeArgs, chat_template),
+     .parse = parse_template, .help = "llama2, chatml or llama3 (default: the tokenizer's own)"},
+    {"tokenizer", "FILE", OPTION_TEXT, offsetof(TokenizeArgs, tokenizer),
+     .help = "llama2.c tokenizer.bin, a Hugging Face tokenizer.json (or the\n"
+             "directory holding it), or a GGUF file's embedded tokenizer;\n"
+             "default: the tokenizer of --model"},
+    {"model", "PATH", OPTION_TEXT, offsetof(TokenizeArgs, model),
+     .help = "a model whose tokenizer to use: a stepwise JSON model, a\n"
+             "Hugging Face directory or a GGUF file, a vocabulary-only one\n"
+             "(llama.cpp's ggml-vocab-*.gguf) too (default: the built-in\n"
+             "tiny model)"},
+    {"no-bos", NULL, OPTION_FLAG, offsetof(TokenizeArgs, no_bos),
+     .help = "do not put BOS first (a tokenizer.json's BOS is put first only\n"
+             "when its tokenizer_config.json or post-processor adds one)"},
+    {"json", NULL, OPTION_FLAG, offsetof(TokenizeArgs, json),
+     .help = "print {\"text\", \"ids\", \"pieces\"} as one JSON object"},
+    CLI_OPTIONS_END};
+
+static const CliOptionGroup TOKENIZE_GROUPS[] = {{TOKENIZE_OPTIONS, 0}};
+
+static const CliCommandOptions TOKENIZE_COMMAND = {
+    .command = "tokenize",
+    .usage = "usage: stepwise tokenize (--text TEXT | --texts FILE | --chat FILE) [options]\n"
+             "\n"
+             "Encode TEXT the way generate encodes a prompt and print the ids and pieces.\n",
+    .groups = TOKENIZE_GROUPS,
+    .n_groups = 1};
+
 static int parse_tokenize_args(int argc, char **argv, TokenizeArgs *a, StepError *err) {
-    static const struct option options[] = {
-        {"text", required_argument, NULL, OPT_TEXT},
-        {"texts", required_argument, NULL, OPT_TEXTS},
-        {"chat", required_argument, NULL, OPT_CHAT},
-        {"chat-template", required_argument, NULL, OPT_CHAT_TEMPLATE},
-        {"tokenizer", required_argument, NULL, OPT_TOKENIZER},
-        {"model", required_argument, NULL, OPT_MODEL},
-        {"no-bos", no_argument, NULL, OPT_NO_BOS},
-        {"json", no_argument, NULL, OPT_JSON},
-        {"help", no_argument, NULL, 'h'},
-        {NULL, 0, NULL, 0}};
-    *a = (TokenizeArgs){.bos = true};
-    opterr = 0;
-    optind = 1;
-    int c;
-    while ((c = getopt_long(argc, argv, ":h", options, NULL)) != -1) {
-        switch (c) {
-            case OPT_TEXT:
-                a->text = optarg;
-                break;
-            case OPT_TEXTS:
-                a->texts = optarg;
-                break;
-            case OPT_CHAT:
-                a->chat = optarg;
-                break;
-            case OPT_CHAT_TEMPLATE:
-                if (!chat_template_parse(optarg, &a->chat_template, err)) return -1;
-                break;
-            case OPT_TOKENIZER:
-                a->tokenizer = optarg;
-                break;
-            case OPT_MODEL:
-                a->model = optarg;
-                break;
-            case OPT_NO_BOS:
-                a->bos = false;
-                break;
-            case OPT_JSON:
-                a->json = true;
-                break;
-            case 'h':
-                fputs(TOKENIZE_USAGE, stdout);
-                return 0;
-            default:
-                cli_option_error("tokenize", c, optopt, argv, optind, err);
-                return -1;
-        }
-    }
-    if (optind < argc) {
-        step_fail(err, "tokenize: unexpected argument '%s' (see --help)", argv[optind]);
+    *a = (TokenizeArgs){0};
+    int first, parsed = cli_options_parse(&TOKENIZE_COMMAND, argc, argv, a, &first, err);
+    if (parsed <= 0) return parsed;
+    if (first < argc) {
+        step_fail(err, "tokenize: unexpected argument '%s' (see --help)", argv[first]);
         return -1;
     }
     if ((a->text != NULL) + (a->texts != NULL) + (a->chat != NULL) != 1) {
@@ -167,7 +129,7 @@ static bool encode_lines(const TokenizeArgs *a, const Tokenizer *tok, StepError 
     }
     for (int i = 0; ok && i < n; i++) {
         int *ids, n_ids;
-        ok = tokenizer_encode(tok, texts[i]->valuestring, a->bos, &ids, &n_ids, err);
+        ok = tokenizer_encode(tok, texts[i]->valuestring, !a->no_bos, &ids, &n_ids, err);
         if (ok) print_tokens(a, texts[i]->valuestring, tok, ids, n_ids);
         if (ok) free(ids);
     }
@@ -243,7 +205,7 @@ int cli_tokenize(int argc, char **argv) {
     } else if (ok && a.chat != NULL) {
         ok = encode_chat(&a, &tok, &err);
     } else if (ok) {
-        ok = tokenizer_encode(&tok, a.text, a.bos, &ids, &n, &err);
+        ok = tokenizer_encode(&tok, a.text, !a.no_bos, &ids, &n, &err);
         if (ok) print_tokens(&a, a.text, &tok, ids, n);
     }
     if (!ok) cli_print_error(&err);

@@ -24,6 +24,7 @@ static const char TRACE_USAGE[] =
     "                   (a file named inside the trace is never opened)\n"
     "validate  check every line against its schema (trace/schema/) and the trace\n"
     "          against itself; prints FILE:LINE: for each violation and exits 1\n"
+    "  -h, --help       show this help\n"
     "\n"
     "FILE may be - for standard input.\n"
     "exit status: 0 fine, 1 violations found, 2 bad input.\n";

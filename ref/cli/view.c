@@ -34,6 +34,7 @@ static const char VIEW_USAGE[] =
     "refused (exit 2, naming its first violation) unless it passes.\n"
     "\n"
     "  -o, --out PAGE   where to write (default: TRACE with .html for .jsonl)\n"
+    "  --example        the (2, 1, 0) classroom example instead of a trace\n"
     "  --tokenizer T    name every token by its piece (a tokenizer.bin, a\n"
     "                   tokenizer.json or a folder): a trace names only its own\n"
     "  -h, --help       this text\n";

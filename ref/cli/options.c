@@ -1,0 +1,104 @@
+/* cli/options.c: see options.h. */
+#include "ref/cli/options.h"
+
+#include <getopt.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ref/cli/common.h"
+
+#define HELP_COLUMN 21  /* where an option's help starts: "  --name VALUE" padded to it */
+#define FIRST_ID    256 /* getopt ids of the table's options: FIRST_ID + their index */
+
+static int count_options(const CliCommandOptions *c) {
+    int n = 0;
+    for (int g = 0; g < c->n_groups; g++)
+        for (const CliOption *o = c->groups[g].options; o->name != NULL; o++) n++;
+    return n;
+}
+
+/* The i-th option of all the tables, and its destination in args. */
+static const CliOption *option_at(const CliCommandOptions *c, int i, void *args, void **dest) {
+    for (int g = 0; g < c->n_groups; g++)
+        for (const CliOption *o = c->groups[g].options; o->name != NULL; o++)
+            if (i-- == 0) {
+                *dest = (char *)args + c->groups[g].base + o->offset;
+                return o;
+            }
+    return NULL;
+}
+
+static bool apply(const CliOption *o, const char *value, void *dest, StepError *err) {
+    char name[64];
+    snprintf(name, sizeof name, "--%s", o->name);
+    switch (o->kind) {
+        case OPTION_FLAG:
+            *(bool *)dest = true;
+            return true;
+        case OPTION_TEXT:
+            *(const char **)dest = value;
+            return true;
+        case OPTION_INT:
+            return cli_parse_int(value, name, o->min, o->max, (int *)dest, err);
+        case OPTION_CUSTOM:
+            return o->parse(value, dest, err);
+    }
+    return false;
+}
+
+int cli_options_parse(const CliCommandOptions *c, int argc, char **argv, void *args,
+                      int *first_operand, StepError *err) {
+    int n = count_options(c);
+    struct option *longs = calloc((size_t)n + 2, sizeof *longs);
+    if (longs == NULL) return step_fail(err, "%s: out of memory", c->command), -1;
+    void *unused;
+    for (int i = 0; i < n; i++) {
+        const CliOption *o = option_at(c, i, args, &unused);
+        longs[i] = (struct option){
+            o->name, o->kind == OPTION_FLAG ? no_argument : required_argument, NULL, FIRST_ID + i};
+    }
+    longs[n] = (struct option){"help", no_argument, NULL, 'h'};
+    int status = 1, opt;
+    opterr = 0;
+    optind = 1;
+    while (status == 1 && (opt = getopt_long(argc, argv, ":h", longs, NULL)) != -1) {
+        void *dest;
+        const CliOption *o = opt >= FIRST_ID ? option_at(c, opt - FIRST_ID, args, &dest) : NULL;
+        if (o != NULL) {
+            if (!apply(o, optarg, dest, err)) status = -1;
+        } else if (opt == 'h') {
+            cli_options_help(c, stdout);
+            status = 0;
+        } else {
+            cli_option_error(c->command, opt, optopt, argv, optind, err);
+            status = -1;
+        }
+    }
+    free(longs);
+    *first_operand = optind;
+    return status;
+}
+
+/* "  --name VALUE", then the help's lines, the first beside it (or, past
+ * the column, two spaces after it) and the rest under it. */
+static void print_option(FILE *to, const char *name, const char *value, const char *help) {
+    int width = fprintf(to, "  --%s%s%s", name, value ? " " : "", value ? value : "");
+    fprintf(to, "%*s", width < HELP_COLUMN - 1 ? HELP_COLUMN - width : 2, "");
+    for (const char *line = help; *line != '\0';) {
+        const char *end = strchr(line, '\n');
+        int len = end ? (int)(end - line) : (int)strlen(line);
+        fprintf(to, "%.*s\n", len, line);
+        if (end == NULL) break;
+        line = end + 1;
+        fprintf(to, "%*s", HELP_COLUMN, "");
+    }
+}
+
+void cli_options_help(const CliCommandOptions *c, FILE *to) {
+    fputs(c->usage, to);
+    fputc('\n', to);
+    for (int g = 0; g < c->n_groups; g++)
+        for (const CliOption *o = c->groups[g].options; o->name != NULL; o++)
+            print_option(to, o->name, o->value, o->help);
+    fprintf(to, "  -h, --help%*sthis help\n", HELP_COLUMN - 12, "");
+}

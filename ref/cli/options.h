@@ -1,0 +1,66 @@
+/* cli/options.h: a command's options declared once, in tables, and both
+ * the parser and the help made from them (as llama.cpp's common/arg.cpp
+ * does), so the help cannot drift from what the command takes.
+ *
+ * A command lists its own table and the shared groups it takes (each a
+ * table and where its struct lies in the command's arguments); an option
+ * says its name, its value's name in the help, its kind, where it goes
+ * and its help. The common kinds are set here; anything else is a CUSTOM
+ * option whose parse function the table names, so the special cases stay
+ * in the command's own code. */
+#ifndef STEPWISE_CLI_OPTIONS_H
+#define STEPWISE_CLI_OPTIONS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdio.h>
+
+#include "ref/util/error.h"
+
+typedef enum {
+    OPTION_FLAG,   /* no value: sets a bool to true */
+    OPTION_TEXT,   /* a string (const char *, borrowed from argv) */
+    OPTION_INT,    /* a whole number in [min, max] (int) */
+    OPTION_CUSTOM, /* parse(value, dest, err) */
+} OptionKind;
+
+typedef struct CliOption {
+    const char *name;  /* "steps" for --steps; NULL ends a table */
+    const char *value; /* the value's name in the help ("N"); NULL for a flag */
+    OptionKind kind;
+    size_t offset; /* where the value goes in the group's struct (offsetof) */
+    long min, max; /* OPTION_INT: the range */
+    /* OPTION_CUSTOM: parse value into dest (the field at offset); false
+     * with err set when the value is refused */
+    bool (*parse)(const char *value, void *dest, StepError *err);
+    const char *help; /* its lines, '\n' between them: the first beside the name */
+} CliOption;
+
+/* The end of a table. */
+#define CLI_OPTIONS_END                                                                            \
+    { .name = NULL }
+
+/* A table and where its struct lies in the command's arguments. */
+typedef struct {
+    const CliOption *options;
+    size_t base; /* offsetof the group's struct in the arguments (0: the arguments) */
+} CliOptionGroup;
+
+typedef struct {
+    const char *command; /* "quantize", for messages */
+    const char *usage;   /* the usage lines and what the command does, before the options */
+    const CliOptionGroup *groups;
+    int n_groups;
+} CliCommandOptions;
+
+/* Parse argv (argv[0] the command) into args by c's tables. Returns 1 to
+ * run (*first_operand: argv's first argument that is not an option), 0
+ * when --help printed the help, -1 with err set on an unknown option, a
+ * missing value or a refused one. */
+int cli_options_parse(const CliCommandOptions *c, int argc, char **argv, void *args,
+                      int *first_operand, StepError *err);
+
+/* The help: the usage, then every option of every table, then -h. */
+void cli_options_help(const CliCommandOptions *c, FILE *to);
+
+#endif

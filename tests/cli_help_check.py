@@ -1,0 +1,78 @@
+#!/usr/bin/python3
+"""Every command's help lists exactly the options the command takes (in
+`make test`): for each command of `stepwise --help`, the options its help
+lists (the lines that start with an option) against the options its source
+declares, in an option table (ref/cli/options.h: {"name", VALUE, OPTION_...})
+or a getopt table ({"name", required_argument | no_argument, ...}, the
+shared groups' macros of ref/cli/common.h expanded). An option the command
+takes that its help leaves out, or one its help lists that it does not
+take, fails. And each listed option is accepted: given a value, the
+command never calls it unknown.
+
+    /usr/bin/python3 tests/cli_help_check.py build/stepwise
+"""
+import os
+import re
+import subprocess
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+CLI = os.path.join(HERE, "..", "ref", "cli")
+BIN = os.path.abspath(sys.argv[1] if len(sys.argv) > 1 else "build/stepwise")
+GETOPT = re.compile(r'\{\s*"([a-z0-9-]+)",\s*(?:required_argument|no_argument|optional_argument)')
+TABLE = re.compile(r'\{\s*"([a-z0-9-]+)",\s*(?:"[^"]*"|NULL),\s*OPTION_')
+LISTED = re.compile(r"^ {2,}(?:-\w, )?--([a-z0-9-]+)", re.M)
+
+
+def macros():
+    """{MACRO: option names} of the shared groups' getopt macros in common.h."""
+    text = open(os.path.join(CLI, "common.h")).read()
+    out = {}
+    for m in re.finditer(r"#define (\w+_LONG_OPTIONS)((?:.*\\\n)+.*\n)", text):
+        out[m.group(1)] = set(GETOPT.findall(m.group(2))) | set(
+            re.findall(r'"([a-z0-9-]+)", (?:required_argument|no_argument|optional_argument)',
+                       m.group(2).replace("\\\n", "")))
+    return out
+
+
+def declared(source, shared):
+    text = open(source).read()
+    names = set(GETOPT.findall(text)) | set(TABLE.findall(text)) | {"help"}
+    for macro, group in shared.items():
+        if re.search(r"\b%s\b" % macro, text):
+            names |= group
+    return names
+
+
+def main():
+    shared = macros()
+    listed_commands = subprocess.run([BIN, "--help"], capture_output=True, text=True).stdout
+    block = listed_commands.split("commands:\n")[1].split("\n\n")[0]
+    commands = re.findall(r"^  ([a-z][a-z-]+) ", block, re.M)
+    failures = 0
+    for command in commands:
+        source = os.path.join(CLI, command.replace("-", "_") + ".c")
+        text = subprocess.run([BIN, command, "--help"], capture_output=True, text=True).stdout
+        listed = set()
+        options_part = text.split("\n\n", 1)[1] if "\n\n" in text else text  # past the usage lines
+        for line in options_part.splitlines():  # an option line: the names before its text
+            if LISTED.match(line):
+                listed |= set(re.findall(r"--([a-z0-9-]+)", re.split(r"\s{2,}", line.strip())[0]))
+        takes = declared(source, shared)
+        unknown = []
+        for name in sorted(listed - {"help"}):
+            r = subprocess.run([BIN, command, "--" + name, "1"], capture_output=True, text=True,
+                               stdin=subprocess.DEVNULL, timeout=60)
+            if "unknown option" in r.stderr:
+                unknown.append(name)
+        ok = listed == takes and not unknown
+        failures += not ok
+        print(("ok    " if ok else "FAIL  ") + "%s: its help lists the %d options it takes%s" % (
+            command, len(takes), "" if ok else "; takes but leaves out: %s; lists but does not take: %s; "
+            "refused as unknown: %s" % (sorted(takes - listed), sorted(listed - takes), unknown)))
+    print("cli help: %s" % ("PASS" if not failures else "%d FAILED" % failures))
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
