@@ -2,7 +2,7 @@
  * engine's numbers differ from the reference: the inputs first, then the
  * first hook outside tolerance, then the logits and the KV rows. */
 #include <cjson/cJSON.h>
-#include <getopt.h>
+#include <stddef.h>
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
@@ -10,54 +10,7 @@
 #include "trace/trace_diff.h"
 #include "ref/cli/commands.h"
 #include "ref/cli/common.h"
-
-static const char DIFF_USAGE[] =
-    "usage: stepwise diff REF CANDIDATE [--preset P] [--atol A] [--rtol R] [--json]\n"
-    "                     [--teacher-forced] [--names ENGINE [--rope-halves]]\n"
-    "\n"
-    "Compare another engine's run with the reference's (docs/oracle.md):\n"
-    "  1. inputs: both sides must have seen the same token at every position; from\n"
-    "     the first that differs on, nothing is compared (an error with\n"
-    "     --teacher-forced, or when both files are score files);\n"
-    "  2. the hooks in execution order (position by position; in each layer\n"
-    "     resid_pre, ln1, attn.q/k/v, scores, pattern, z, attn_out, resid_mid, ln2,\n"
-    "     mlp.gate/up/hidden, mlp_out, resid_post; then final_norm and logits): the\n"
-    "     first tensor outside tolerance, and each layer's error per hook;\n"
-    "  3. the logits: max |dlogit|, NMSE, KL(ref||cand) at T = 1, top-1 agreement,\n"
-    "     the first argmax difference; and the KV rows per layer.\n"
-    "What the candidate lacks (positions, KV rows, activations) is reported; a\n"
-    "kind it has none of is not compared.\n"
-    "\n"
-    "REF and CANDIDATE: traces or score files (logits, kv and activation events),\n"
-    "raw float32 FILE.f32 with a FILE.f32.json sidecar, or numpy FILE.npy (a 2-D\n"
-    "float32 array [positions, vocab], optional FILE.npy.json); rows may be\n"
-    "log-probabilities (\"logprobs\" events, or \"values\": \"logprobs\").\n"
-    "\n"
-    "  --preset P        fp32 (default: |d| <= 1e-6 + 3e-5 x the tensor's max |ref|),\n"
-    "                    fp32-elementwise (assert_close's float32: 1e-5 + 1.3e-6 x |ref|),\n"
-    "                    f16-kv (an engine with a float16 KV cache: 1e-5 + 3e-2 x max\n"
-    "                    |ref|), fp16 (1e-5 + 1e-3 x |ref|), bf16 (1e-5 + 1.6e-2 x\n"
-    "                    |ref|), or int8 (mean KL <= 0.05 and top-1 agreement >= 90%)\n"
-    "  --atol A, --rtol R  custom tolerances, in the preset's rule (reported as custom)\n"
-    "  --teacher-forced  inputs that differ are an error (exit 2)\n"
-    "  --names ENGINE    the candidate's activations carry ENGINE's names: hf\n"
-    "                    (transformers module outputs; hf-gpt2 and hf-gemma for those\n"
-    "                    families' modules), llama.cpp (its graph tensors,\n"
-    "                    as llama-eval-callback prints them, since its 2025 graph\n"
-    "                    rework) or llama.cpp-2025-02 (the builds before it, whose\n"
-    "                    kqv_out is after wo); data/hook-names.json maps them and\n"
-    "                    says which versions each map holds for, and q/k rows in\n"
-    "                    RoPE's halves are moved to pairs. A first divergence whose\n"
-    "                    tensor equals another hook's is reported as a name to check\n"
-    "  --rope-halves     with --names llama.cpp: its Qcur/Kcur rotate halves (qwen2,\n"
-    "                    qwen3), not pairs (llama)\n"
-    "  --json            print the report as one JSON object\n"
-    "  -h, --help        show this help\n"
-    "\n"
-    "exit status: 0 within tolerance, 1 outside or incomplete, 2 when the files\n"
-    "cannot be read or compared.\n";
-
-enum { OPT_PRESET = 256, OPT_ATOL, OPT_RTOL, OPT_JSON, OPT_TEACHER_FORCED, OPT_NAMES, OPT_HALVES };
+#include "ref/cli/options.h"
 
 static const char *rule_name(DiffRule r) {
     return r == RULE_ROW ? "row" : r == RULE_ELEMENT ? "elementwise" : "by distribution";
@@ -461,57 +414,112 @@ static void print_json(const char *ref_path, const char *cand_path, const DiffRu
     cJSON_Delete(o);
 }
 
-int cli_diff(int argc, char **argv) {
-    static const struct option options[] = {
-        {"preset", required_argument, NULL, OPT_PRESET},
-        {"atol", required_argument, NULL, OPT_ATOL},
-        {"rtol", required_argument, NULL, OPT_RTOL},
-        {"json", no_argument, NULL, OPT_JSON},
-        {"teacher-forced", no_argument, NULL, OPT_TEACHER_FORCED},
-        {"names", required_argument, NULL, OPT_NAMES},
-        {"rope-halves", no_argument, NULL, OPT_HALVES},
-        {"help", no_argument, NULL, 'h'},
-        {NULL, 0, NULL, 0}};
+/* A tolerance given on the command line, and whether it was. */
+typedef struct {
+    float value;
+    bool set;
+} GivenTolerance;
+
+typedef struct {
     DiffTolerance tol;
+    GivenTolerance atol, rtol;
+    bool json, forced, halves;
+    const char *engine;
+} DiffArgs;
+
+static bool parse_preset(const char *value, void *dest, StepError *err) {
+    return diff_tolerance_preset(dest, value, err);
+}
+static bool parse_tolerance(const char *value, const char *option, GivenTolerance *t,
+                            StepError *err) {
+    return t->set = cli_parse_float(value, option, false, &t->value, err);
+}
+static bool parse_atol(const char *value, void *dest, StepError *err) {
+    return parse_tolerance(value, "--atol", dest, err);
+}
+static bool parse_rtol(const char *value, void *dest, StepError *err) {
+    return parse_tolerance(value, "--rtol", dest, err);
+}
+
+static const CliOption DIFF_OPTIONS[] = {
+    {"preset", "P", OPTION_CUSTOM, offsetof(DiffArgs, tol), .parse = parse_preset,
+     .help = "fp32 (default: |d| <= 1e-6 + 3e-5 x the tensor's max |ref|),\n"
+             "fp32-elementwise (assert_close's float32: 1e-5 + 1.3e-6 x |ref|),\n"
+             "f16-kv (an engine with a float16 KV cache: 1e-5 + 3e-2 x max\n"
+             "|ref|), fp16 (1e-5 + 1e-3 x |ref|), bf16 (1e-5 + 1.6e-2 x\n"
+             "|ref|), or int8 (mean KL <= 0.05 and top-1 agreement >= 90%)"},
+    {"atol", "A", OPTION_CUSTOM, offsetof(DiffArgs, atol), .parse = parse_atol,
+     .help = "a custom absolute tolerance, in the preset's rule (reported as\n"
+             "custom)"},
+    {"rtol", "R", OPTION_CUSTOM, offsetof(DiffArgs, rtol), .parse = parse_rtol,
+     .help = "a custom relative tolerance, in the preset's rule (reported as\n"
+             "custom)"},
+    {"teacher-forced", NULL, OPTION_FLAG, offsetof(DiffArgs, forced),
+     .help = "inputs that differ are an error (exit 2)"},
+    {"names", "ENGINE", OPTION_TEXT, offsetof(DiffArgs, engine),
+     .help = "the candidate's activations carry ENGINE's names: hf\n"
+             "(transformers module outputs; hf-gpt2 and hf-gemma for those\n"
+             "families' modules), llama.cpp (its graph tensors,\n"
+             "as llama-eval-callback prints them, since its 2025 graph\n"
+             "rework) or llama.cpp-2025-02 (the builds before it, whose\n"
+             "kqv_out is after wo); data/hook-names.json maps them and\n"
+             "says which versions each map holds for, and q/k rows in\n"
+             "RoPE's halves are moved to pairs. A first divergence whose\n"
+             "tensor equals another hook's is reported as a name to check"},
+    {"rope-halves", NULL, OPTION_FLAG, offsetof(DiffArgs, halves),
+     .help = "with --names llama.cpp: its Qcur/Kcur rotate halves (qwen2,\n"
+             "qwen3), not pairs (llama)"},
+    {"json", NULL, OPTION_FLAG, offsetof(DiffArgs, json),
+     .help = "print the report as one JSON object"},
+    CLI_OPTIONS_END};
+
+static const CliOptionGroup DIFF_GROUPS[] = {{DIFF_OPTIONS, 0}};
+
+static const CliCommandOptions DIFF_COMMAND = {
+    .command = "diff",
+    .usage = "usage: stepwise diff REF CANDIDATE [--preset P] [--atol A] [--rtol R] [--json]\n"
+             "                     [--teacher-forced] [--names ENGINE [--rope-halves]]\n"
+             "\n"
+             "Compare another engine's run with the reference's (docs/oracle.md):\n"
+             "  1. inputs: both sides must have seen the same token at every position; from\n"
+             "     the first that differs on, nothing is compared (an error with\n"
+             "     --teacher-forced, or when both files are score files);\n"
+             "  2. the hooks in execution order (position by position; in each layer\n"
+             "     resid_pre, ln1, attn.q/k/v, scores, pattern, z, attn_out, resid_mid, ln2,\n"
+             "     mlp.gate/up/hidden, mlp_out, resid_post; then final_norm and logits): the\n"
+             "     first tensor outside tolerance, and each layer's error per hook;\n"
+             "  3. the logits: max |dlogit|, NMSE, KL(ref||cand) at T = 1, top-1 agreement,\n"
+             "     the first argmax difference; and the KV rows per layer.\n"
+             "What the candidate lacks (positions, KV rows, activations) is reported; a\n"
+             "kind it has none of is not compared.\n"
+             "\n"
+             "REF and CANDIDATE: traces or score files (logits, kv and activation events),\n"
+             "raw float32 FILE.f32 with a FILE.f32.json sidecar, or numpy FILE.npy (a 2-D\n"
+             "float32 array [positions, vocab], optional FILE.npy.json); rows may be\n"
+             "log-probabilities (\"logprobs\" events, or \"values\": \"logprobs\").\n",
+    .groups = DIFF_GROUPS,
+    .n_groups = 1};
+
+/* The help's closing lines, after the options. */
+static const char DIFF_EXIT_STATUS[] =
+    "\n"
+    "exit status: 0 within tolerance, 1 outside or incomplete, 2 when the files\n"
+    "cannot be read or compared.\n";
+
+int cli_diff(int argc, char **argv) {
+    DiffArgs args = {0};
     StepError err;
-    diff_tolerance_preset(&tol, "fp32", &err);
-    float atol = 0, rtol = 0;
-    bool atol_set = false, rtol_set = false, json = false, forced = false, halves = false,
-         ok = true;
-    const char *engine = NULL;
-    opterr = 0;
-    optind = 1;
-    int c;
-    while (ok && (c = getopt_long(argc, argv, ":h", options, NULL)) != -1) {
-        switch (c) {
-            case OPT_PRESET:
-                ok = diff_tolerance_preset(&tol, optarg, &err);
-                break;
-            case OPT_ATOL:
-                ok = atol_set = cli_parse_float(optarg, "--atol", false, &atol, &err);
-                break;
-            case OPT_RTOL:
-                ok = rtol_set = cli_parse_float(optarg, "--rtol", false, &rtol, &err);
-                break;
-            case OPT_JSON:
-                json = true;
-                break;
-            case OPT_TEACHER_FORCED:
-                forced = true;
-                break;
-            case OPT_NAMES:
-                engine = optarg;
-                break;
-            case OPT_HALVES:
-                halves = true;
-                break;
-            case 'h':
-                fputs(DIFF_USAGE, stdout);
-                return 0;
-            default:
-                ok = cli_option_error("diff", c, optopt, argv, optind, &err);
-        }
+    diff_tolerance_preset(&args.tol, "fp32", &err);
+    int first, parsed = cli_options_parse(&DIFF_COMMAND, argc, argv, &args, &first, &err);
+    if (parsed == 0) {
+        fputs(DIFF_EXIT_STATUS, stdout);
+        return 0;
     }
+    bool ok = parsed > 0, json = args.json, forced = args.forced, halves = args.halves;
+    DiffTolerance tol = args.tol;
+    float atol = args.atol.value, rtol = args.rtol.value;
+    bool atol_set = args.atol.set, rtol_set = args.rtol.set;
+    const char *engine = args.engine;
     if (ok && (atol < 0 || rtol < 0)) ok = step_fail(&err, "--atol and --rtol must be >= 0");
     /* explicit tolerances: the preset's rule (elementwise for int8), reported as custom */
     if (atol_set || rtol_set) {
@@ -520,7 +528,7 @@ int cli_diff(int argc, char **argv) {
         if (rtol_set) tol.rtol = rtol;
         snprintf(tol.preset, sizeof tol.preset, "custom");
     }
-    if (ok && argc - optind != 2)
+    if (ok && argc - first != 2)
         ok = step_fail(&err, "diff: expects REF and CANDIDATE (see --help)");
     if (ok && halves && engine == NULL)
         ok = step_fail(&err, "--rope-halves goes with --names (see --help)");
@@ -528,17 +536,17 @@ int cli_diff(int argc, char **argv) {
     if (ok && engine != NULL) ok = hook_names_load(&names, engine, halves, &err);
     DiffRun ref = {0}, cand = {0};
     DiffReport report;
-    if (ok) ok = diff_run_read(&ref, argv[optind], NULL, &err);
-    if (ok) ok = diff_run_read(&cand, argv[optind + 1], engine != NULL ? &names : NULL, &err);
+    if (ok) ok = diff_run_read(&ref, argv[first], NULL, &err);
+    if (ok) ok = diff_run_read(&cand, argv[first + 1], engine != NULL ? &names : NULL, &err);
     if (ok) ok = diff_run_unhalve(&cand, ref.head_dim, &err);
     if (ok) ok = trace_diff(&ref, &cand, &tol, forced, &report, &err);
     NameHint hint = {0};
     if (ok) name_hint(&report, engine != NULL ? &names : NULL, &hint);
     hook_names_free(&names);
     if (ok && json)
-        print_json(argv[optind], argv[optind + 1], &ref, &tol, &report, &hint);
+        print_json(argv[first], argv[first + 1], &ref, &tol, &report, &hint);
     else if (ok)
-        print_text(argv[optind], argv[optind + 1], &ref, &cand, &tol, &report, &hint);
+        print_text(argv[first], argv[first + 1], &ref, &cand, &tol, &report, &hint);
     diff_run_free(&ref), diff_run_free(&cand);
     if (!ok) {
         cli_print_error(&err);

@@ -2,12 +2,13 @@
  * the KV cache it needs per token, per context and per request, with the
  * formula written out, and the same for every possible KV-head count. */
 #include <cjson/cJSON.h>
-#include <getopt.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "ref/cli/commands.h"
 #include "ref/cli/common.h"
+#include "ref/cli/options.h"
 #include "ref/cli/presets.h"
 #include "ref/formats/gguf.h"
 #include "ref/formats/gguf_model.h"
@@ -16,51 +17,6 @@
 #include "ref/nonfinite.h"
 #include "ref/kernels/quant_model.h"
 #include "trace/trace_events.h"
-
-static const char INSPECT_USAGE[] =
-    "usage: stepwise inspect [--model FILE | --preset P] [--context N] [--requests R] [--json]\n"
-    "                        [--kv-dtype D] [--weight-dtype D] [--no-hash] [--check-weights]\n"
-    "\n"
-    "Print a model's shape and attention kind, its parameters and weight bytes,\n"
-    "and its KV cache: bytes per token, at N tokens, for R concurrent requests,\n"
-    "the context at which the cache outgrows the weights, and the same for every\n"
-    "KV-head count that divides the query heads (what if it were MQA/GQA/MHA).\n"
-    "\n"
-    "  --model FILE     checkpoint (.bin or .q8), JSON model, or Hugging Face folder\n"
-    "                   (default: the built-in tiny model)\n"
-    "  --preset P       a real model's published shape, without its weights:\n"
-    "                   smollm2-135m, qwen3-0.6b, llama-3.2-1b, llama-3-8b,\n"
-    "                   tinyllama-1.1b, gpt2, gpt2-medium, phi-3-mini-4k, gemma-2-2b,\n"
-    "                   gemma-3-1b, mixtral-8x7b or qwen3-30b-a3b\n"
-    "  --context N      tokens per request (default: the model's seq_len; may exceed it,\n"
-    "                   as a what-if)\n"
-    "  --requests R     concurrent requests, each with its own cache (default 1)\n"
-    "  --kv-dtype D     bill the KV cache as f32 (what stepwise holds; the default), bf16\n"
-    "                   or f16 (2 bytes a value, as production engines hold it), or int8\n"
-    "                   (a byte a value and a float32 scale per position and KV head)\n"
-    "  --weight-dtype D bill the weights as f32 (the default), bf16 or f16 (as Hugging\n"
-    "                   Face files store them), or int8 (groups of 32 with a float32 scale)\n"
-    "  --prefix-cache-bytes N  also account for batch's prefix cache of N bytes,\n"
-    "                   shared by the requests (docs/batching.md)\n"
-    "  --json           print one JSON object (docs/kv-cache.md)\n"
-    "  --check-weights  scan every weight for NaN and infinity: exit 2 naming the first\n"
-    "                   tensor and index that holds one\n"
-    "  --no-hash        leave out the SHA-256 of the model's files (a big model's take a\n"
-    "                   while: hashing reads every byte)\n"
-    "  -h, --help       show this help\n";
-
-enum {
-    OPT_MODEL = 256,
-    OPT_CONTEXT,
-    OPT_REQUESTS,
-    OPT_JSON,
-    OPT_NO_HASH_INSPECT,
-    OPT_PRESET,
-    OPT_PREFIX_BYTES,
-    OPT_CHECK_WEIGHTS,
-    OPT_KV_DTYPE,
-    OPT_WEIGHT_DTYPE
-};
 
 /* How the bill stores a value: a what-if for bytes only (stepwise computes
  * in float32 whatever the bill says). */
@@ -444,71 +400,95 @@ static void print_json(const char *name, const char *source, const cJSON *files,
     cJSON_Delete(o);
 }
 
+typedef struct {
+    const char *model;
+    const ModelPreset *preset;
+    int context, requests;
+    long long prefix_bytes;
+    bool json, no_hash, check_weights;
+    BillDtype kv, weights;
+} InspectArgs;
+
+static bool parse_preset(const char *value, void *dest, StepError *err) {
+    return (*(const ModelPreset **)dest = model_preset_find(value, err)) != NULL;
+}
+static bool parse_prefix_bytes(const char *value, void *dest, StepError *err) {
+    return cli_parse_bytes(value, "--prefix-cache-bytes", dest, err);
+}
+static bool parse_kv_dtype(const char *value, void *dest, StepError *err) {
+    return parse_dtype(value, "--kv-dtype", dest, err);
+}
+static bool parse_weight_dtype(const char *value, void *dest, StepError *err) {
+    return parse_dtype(value, "--weight-dtype", dest, err);
+}
+
+static const CliOption INSPECT_OPTIONS[] = {
+    {"model", "FILE", OPTION_TEXT, offsetof(InspectArgs, model),
+     .help = "checkpoint (.bin or .q8), JSON model, GGUF file or Hugging Face\n"
+             "folder (default: the built-in tiny model)"},
+    {"preset", "P", OPTION_CUSTOM, offsetof(InspectArgs, preset), .parse = parse_preset,
+     .help = "a real model's published shape, without its weights:\n"
+             "smollm2-135m, qwen3-0.6b, llama-3.2-1b, llama-3-8b,\n"
+             "tinyllama-1.1b, gpt2, gpt2-medium, phi-3-mini-4k, gemma-2-2b,\n"
+             "gemma-3-1b, mixtral-8x7b or qwen3-30b-a3b"},
+    {"context", "N", OPTION_INT, offsetof(InspectArgs, context), 1, 1 << 30,
+     .help = "tokens per request (default: the model's seq_len; may exceed\n"
+             "it, as a what-if)"},
+    {"requests", "R", OPTION_INT, offsetof(InspectArgs, requests), 1, 1 << 20,
+     .help = "concurrent requests, each with its own cache (default 1)"},
+    {"kv-dtype", "D", OPTION_CUSTOM, offsetof(InspectArgs, kv), .parse = parse_kv_dtype,
+     .help = "bill the KV cache as f32 (what stepwise holds; the default),\n"
+             "bf16 or f16 (2 bytes a value, as production engines hold it),\n"
+             "or int8 (a byte a value and a float32 scale per position and\n"
+             "KV head)"},
+    {"weight-dtype", "D", OPTION_CUSTOM, offsetof(InspectArgs, weights),
+     .parse = parse_weight_dtype,
+     .help = "bill the weights as f32 (the default), bf16 or f16 (as Hugging\n"
+             "Face files store them), or int8 (groups of 32 with a float32\n"
+             "scale)"},
+    {"prefix-cache-bytes", "N", OPTION_CUSTOM, offsetof(InspectArgs, prefix_bytes),
+     .parse = parse_prefix_bytes,
+     .help = "also account for batch's prefix cache of N bytes,\n"
+             "shared by the requests (docs/batching.md)"},
+    {"json", NULL, OPTION_FLAG, offsetof(InspectArgs, json),
+     .help = "print one JSON object (docs/kv-cache.md)"},
+    {"check-weights", NULL, OPTION_FLAG, offsetof(InspectArgs, check_weights),
+     .help = "scan every weight for NaN and infinity: exit 2 naming the\n"
+             "first tensor and index that holds one"},
+    {"no-hash", NULL, OPTION_FLAG, offsetof(InspectArgs, no_hash),
+     .help = "leave out the SHA-256 of the model's files (a big model's take\n"
+             "a while: hashing reads every byte)"},
+    CLI_OPTIONS_END};
+
+static const CliOptionGroup INSPECT_GROUPS[] = {{INSPECT_OPTIONS, 0}};
+
+static const CliCommandOptions INSPECT_COMMAND = {
+    .command = "inspect",
+    .usage = "usage: stepwise inspect [--model FILE | --preset P] [--context N] [--requests R] "
+             "[--json]\n"
+             "                        [--kv-dtype D] [--weight-dtype D] [--no-hash] "
+             "[--check-weights]\n"
+             "\n"
+             "Print a model's shape and attention kind, its parameters and weight bytes,\n"
+             "and its KV cache: bytes per token, at N tokens, for R concurrent requests,\n"
+             "the context at which the cache outgrows the weights, and the same for every\n"
+             "KV-head count that divides the query heads (what if it were MQA/GQA/MHA).\n",
+    .groups = INSPECT_GROUPS,
+    .n_groups = 1};
+
 int cli_inspect(int argc, char **argv) {
-    static const struct option options[] = {
-        {"model", required_argument, NULL, OPT_MODEL},
-        {"context", required_argument, NULL, OPT_CONTEXT},
-        {"requests", required_argument, NULL, OPT_REQUESTS},
-        {"prefix-cache-bytes", required_argument, NULL, OPT_PREFIX_BYTES},
-        {"json", no_argument, NULL, OPT_JSON},
-        {"no-hash", no_argument, NULL, OPT_NO_HASH_INSPECT},
-        {"preset", required_argument, NULL, OPT_PRESET},
-        {"check-weights", no_argument, NULL, OPT_CHECK_WEIGHTS},
-        {"kv-dtype", required_argument, NULL, OPT_KV_DTYPE},
-        {"weight-dtype", required_argument, NULL, OPT_WEIGHT_DTYPE},
-        {"help", no_argument, NULL, 'h'},
-        {NULL, 0, NULL, 0}};
-    const char *model = NULL;
-    const ModelPreset *preset = NULL;
-    int context = 0, requests = 1;
-    long long prefix_bytes = 0;
-    bool json = false, no_hash = false, check_weights = false, ok = true;
-    Bill bill = {.kv = DTYPE_F32, .weights = DTYPE_F32, .group = 32};
+    InspectArgs args = {.requests = 1, .kv = DTYPE_F32, .weights = DTYPE_F32};
     StepError err;
-    opterr = 0;
-    optind = 1;
-    int c;
-    while (ok && (c = getopt_long(argc, argv, ":h", options, NULL)) != -1) {
-        switch (c) {
-            case OPT_MODEL:
-                model = optarg;
-                break;
-            case OPT_CONTEXT:
-                ok = cli_parse_int(optarg, "--context", 1, 1 << 30, &context, &err);
-                break;
-            case OPT_REQUESTS:
-                ok = cli_parse_int(optarg, "--requests", 1, 1 << 20, &requests, &err);
-                break;
-            case OPT_PREFIX_BYTES:
-                ok = cli_parse_bytes(optarg, "--prefix-cache-bytes", &prefix_bytes, &err);
-                break;
-            case OPT_JSON:
-                json = true;
-                break;
-            case OPT_NO_HASH_INSPECT:
-                no_hash = true;
-                break;
-            case OPT_PRESET:
-                ok = (preset = model_preset_find(optarg, &err)) != NULL;
-                break;
-            case OPT_CHECK_WEIGHTS:
-                check_weights = true;
-                break;
-            case OPT_KV_DTYPE:
-                ok = parse_dtype(optarg, "--kv-dtype", &bill.kv, &err);
-                break;
-            case OPT_WEIGHT_DTYPE:
-                ok = parse_dtype(optarg, "--weight-dtype", &bill.weights, &err);
-                break;
-            case 'h':
-                fputs(INSPECT_USAGE, stdout);
-                return 0;
-            default:
-                ok = cli_option_error("inspect", c, optopt, argv, optind, &err);
-        }
-    }
-    if (ok && optind < argc)
-        ok = step_fail(&err, "inspect: unexpected argument '%s'", argv[optind]);
+    int first, parsed = cli_options_parse(&INSPECT_COMMAND, argc, argv, &args, &first, &err);
+    if (parsed == 0) return 0;
+    bool ok = parsed > 0;
+    const char *model = args.model;
+    const ModelPreset *preset = args.preset;
+    int context = args.context, requests = args.requests;
+    long long prefix_bytes = args.prefix_bytes;
+    bool json = args.json, no_hash = args.no_hash, check_weights = args.check_weights;
+    Bill bill = {.kv = args.kv, .weights = args.weights, .group = 32};
+    if (ok && first < argc) ok = step_fail(&err, "inspect: unexpected argument '%s'", argv[first]);
     if (ok && preset != NULL && model != NULL)
         ok = step_fail(&err, "inspect: give --model or --preset, not both");
     Model m = {0};

@@ -58,12 +58,25 @@ int cli_options_parse(const CliCommandOptions *c, int argc, char **argv, void *a
             o->name, o->kind == OPTION_FLAG ? no_argument : required_argument, NULL, FIRST_ID + i};
     }
     longs[n] = (struct option){"help", no_argument, NULL, 'h'};
+    char shorts[64] = ":h"; /* the short names, each with ':' when it takes a value */
+    size_t len = 2;
+    for (int i = 0; i < n && len + 3 < sizeof shorts; i++) {
+        const CliOption *o = option_at(c, i, args, &unused);
+        if (o->short_name == 0) continue;
+        shorts[len++] = o->short_name;
+        if (o->kind != OPTION_FLAG) shorts[len++] = ':';
+        shorts[len] = '\0';
+    }
     int status = 1, opt;
     opterr = 0;
     optind = 1;
-    while (status == 1 && (opt = getopt_long(argc, argv, ":h", longs, NULL)) != -1) {
-        void *dest;
+    while (status == 1 && (opt = getopt_long(argc, argv, shorts, longs, NULL)) != -1) {
+        void *dest = NULL;
         const CliOption *o = opt >= FIRST_ID ? option_at(c, opt - FIRST_ID, args, &dest) : NULL;
+        for (int i = 0; o == NULL && opt != 'h' && opt != '?' && opt != ':' && i < n; i++) {
+            const CliOption *s = option_at(c, i, args, &dest);
+            if (s->short_name == opt) o = s;
+        }
         if (o != NULL) {
             if (!apply(o, optarg, dest, err)) status = -1;
         } else if (opt == 'h') {
@@ -81,8 +94,12 @@ int cli_options_parse(const CliCommandOptions *c, int argc, char **argv, void *a
 
 /* "  --name VALUE", then the help's lines, the first beside it (or, past
  * the column, two spaces after it) and the rest under it. */
-static void print_option(FILE *to, const char *name, const char *value, const char *help) {
-    int width = fprintf(to, "  --%s%s%s", name, value ? " " : "", value ? value : "");
+static void print_option(FILE *to, const CliOption *o) {
+    const char *name = o->name, *value = o->value, *help = o->help;
+    int width = o->short_name
+                    ? fprintf(to, "  -%c, --%s%s%s", o->short_name, name, value ? " " : "",
+                              value ? value : "")
+                    : fprintf(to, "  --%s%s%s", name, value ? " " : "", value ? value : "");
     fprintf(to, "%*s", width < HELP_COLUMN - 1 ? HELP_COLUMN - width : 2, "");
     for (const char *line = help; *line != '\0';) {
         const char *end = strchr(line, '\n');
@@ -98,7 +115,6 @@ void cli_options_help(const CliCommandOptions *c, FILE *to) {
     fputs(c->usage, to);
     fputc('\n', to);
     for (int g = 0; g < c->n_groups; g++)
-        for (const CliOption *o = c->groups[g].options; o->name != NULL; o++)
-            print_option(to, o->name, o->value, o->help);
+        for (const CliOption *o = c->groups[g].options; o->name != NULL; o++) print_option(to, o);
     fprintf(to, "  -h, --help%*sthis help\n", HELP_COLUMN - 12, "");
 }

@@ -34,6 +34,7 @@ typedef struct CliOption {
      * with err set when the value is refused */
     bool (*parse)(const char *value, void *dest, StepError *err);
     const char *help; /* its lines, '\n' between them: the first beside the name */
+    char short_name;  /* 'o' for -o too, or 0 */
 } CliOption;
 
 /* The end of a table. */

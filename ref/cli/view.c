@@ -3,7 +3,7 @@
  * (trace/viewer.html, compiled in) with the trace's events embedded as
  * JSON. The C side only selects and embeds the events; the page draws. */
 #include <cjson/cJSON.h>
-#include <getopt.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,31 +13,12 @@
 #include "trace/trace_validate.h"
 #include "ref/cli/commands.h"
 #include "ref/cli/common.h"
+#include "ref/cli/options.h"
 #include "ref/formats/model_open.h"
 #include "ref/util/file_util.h"
 #include "ref/util/text_buffer.h"
 
 extern const char stepwise_viewer_html[]; /* trace/viewer.html, built in */
-
-static const char VIEW_USAGE[] =
-    "usage: stepwise view TRACE [TRACE2] [-o PAGE.html] [--tokenizer T]\n"
-    "       stepwise view --example -o PAGE.html\n"
-    "\n"
-    "Write one self-contained HTML page of a trace (no network: it opens from\n"
-    "file:// and can be mailed): the tokens, for each step the top logits, a\n"
-    "temperature slider that recomputes the softmax, top-k, top-p and min-p drawn\n"
-    "as cuts with the survivors renormalised and the draw u on their CDF, the\n"
-    "attention patterns as heatmaps when the trace has them, and the KV cache row\n"
-    "by row. With TRACE2, the two runs side by side from their first divergence.\n"
-    "--example writes the (2, 1, 0) classroom example, no trace needed.\n"
-    "Each TRACE is first checked as `stepwise trace validate` checks it, and\n"
-    "refused (exit 2, naming its first violation) unless it passes.\n"
-    "\n"
-    "  -o, --out PAGE   where to write (default: TRACE with .html for .jsonl)\n"
-    "  --example        the (2, 1, 0) classroom example instead of a trace\n"
-    "  --tokenizer T    name every token by its piece (a tokenizer.bin, a\n"
-    "                   tokenizer.json or a folder): a trace names only its own\n"
-    "  -h, --help       this text\n";
 
 /* The events the page draws; the rest (KV rows, most activations, merges)
  * would only make it heavy. */
@@ -140,43 +121,53 @@ static char *page_of(const cJSON *data) {
     return b.ok ? b.s : NULL;
 }
 
+typedef struct {
+    const char *out, *tokenizer;
+    bool example;
+} ViewArgs;
+
+static const CliOption VIEW_OPTIONS[] = {
+    {"out", "PAGE", OPTION_TEXT, offsetof(ViewArgs, out), .short_name = 'o',
+     .help = "where to write (default: TRACE with .html for .jsonl)"},
+    {"example", NULL, OPTION_FLAG, offsetof(ViewArgs, example),
+     .help = "the (2, 1, 0) classroom example instead of a trace"},
+    {"tokenizer", "T", OPTION_TEXT, offsetof(ViewArgs, tokenizer),
+     .help = "name every token by its piece (a tokenizer.bin, a\n"
+             "tokenizer.json or a folder): a trace names only its own"},
+    CLI_OPTIONS_END};
+
+static const CliOptionGroup VIEW_GROUPS[] = {{VIEW_OPTIONS, 0}};
+
+static const CliCommandOptions VIEW_COMMAND = {
+    .command = "view",
+    .usage = "usage: stepwise view TRACE [TRACE2] [-o PAGE.html] [--tokenizer T]\n"
+             "       stepwise view --example -o PAGE.html\n"
+             "\n"
+             "Write one self-contained HTML page of a trace (no network: it opens from\n"
+             "file:// and can be mailed): the tokens, for each step the top logits, a\n"
+             "temperature slider that recomputes the softmax, top-k, top-p and min-p drawn\n"
+             "as cuts with the survivors renormalised and the draw u on their CDF, the\n"
+             "attention patterns as heatmaps when the trace has them, and the KV cache row\n"
+             "by row. With TRACE2, the two runs side by side from their first divergence.\n"
+             "--example writes the (2, 1, 0) classroom example, no trace needed.\n"
+             "Each TRACE is first checked as `stepwise trace validate` checks it, and\n"
+             "refused (exit 2, naming its first violation) unless it passes.\n",
+    .groups = VIEW_GROUPS,
+    .n_groups = 1};
+
 int cli_view(int argc, char **argv) {
-    enum { OPT_EXAMPLE = 256, OPT_TOKENIZER };
-    static const struct option options[] = {{"out", required_argument, NULL, 'o'},
-                                            {"example", no_argument, NULL, OPT_EXAMPLE},
-                                            {"tokenizer", required_argument, NULL, OPT_TOKENIZER},
-                                            {"help", no_argument, NULL, 'h'},
-                                            {NULL, 0, NULL, 0}};
-    const char *out = NULL, *tokenizer = NULL;
-    bool example = false, ok = true;
+    ViewArgs args = {0};
     StepError err;
-    opterr = 0;
-    optind = 1;
-    int c;
-    while (ok && (c = getopt_long(argc, argv, ":ho:", options, NULL)) != -1) {
-        switch (c) {
-            case 'o':
-                out = optarg;
-                break;
-            case OPT_EXAMPLE:
-                example = true;
-                break;
-            case OPT_TOKENIZER:
-                tokenizer = optarg;
-                break;
-            case 'h':
-                fputs(VIEW_USAGE, stdout);
-                return 0;
-            default:
-                ok = cli_option_error("view", c, optopt, argv, optind, &err);
-        }
-    }
-    int n = argc - optind;
+    int first, parsed = cli_options_parse(&VIEW_COMMAND, argc, argv, &args, &first, &err);
+    if (parsed == 0) return 0;
+    bool ok = parsed > 0, example = args.example;
+    const char *out = args.out, *tokenizer = args.tokenizer;
+    int n = argc - first;
     if (ok && (example ? n != 0 : n < 1 || n > 2))
         ok = step_fail(&err, "view: expects one or two traces, or --example (see --help)");
     char default_out[4096];
     if (ok && out == NULL) {
-        const char *t = example ? NULL : argv[optind];
+        const char *t = example ? NULL : argv[first];
         size_t len = t ? strlen(t) : 0;
         if (t == NULL || strcmp(t, "-") == 0 || len < 7 || strcmp(t + len - 6, ".jsonl") != 0 ||
             len + 1 > sizeof default_out)
@@ -189,8 +180,7 @@ int cli_view(int argc, char **argv) {
     if (ok) ok = file_check_output(out, "-o", &err);
     cJSON *data = cJSON_CreateObject(), *traces = cJSON_AddArrayToObject(data, "traces");
     for (int i = 0; ok && i < n; i++) {
-        cJSON *t =
-            trace_is_valid(argv[optind + i], &err) ? read_trace(argv[optind + i], &err) : NULL;
+        cJSON *t = trace_is_valid(argv[first + i], &err) ? read_trace(argv[first + i], &err) : NULL;
         ok = t != NULL;
         if (ok) cJSON_AddItemToArray(traces, t);
     }
