@@ -2,9 +2,10 @@
 """Every command's help lists exactly the options the command takes (in
 `make test`): for each command of `stepwise --help`, the options its help
 lists (the lines that start with an option) against the options its source
-declares, in an option table (ref/cli/options.h: {"name", VALUE, OPTION_...})
-or a getopt table ({"name", required_argument | no_argument, ...}, the
-shared groups' macros of ref/cli/common.h expanded). An option the command
+declares, in an option table (ref/cli/options.h: {"name", VALUE, OPTION_...},
+the shared tables of ref/cli/option_groups.c it names expanded) or a getopt
+table ({"name", required_argument | no_argument, ...}, the shared groups'
+macros of ref/cli/common.h expanded). An option the command
 takes that its help leaves out, or one its help lists that it does not
 take, fails. And each listed option is accepted: given a value, the
 command never calls it unknown.
@@ -32,6 +33,9 @@ def macros():
         out[m.group(1)] = set(GETOPT.findall(m.group(2))) | set(
             re.findall(r'"([a-z0-9-]+)", (?:required_argument|no_argument|optional_argument)',
                        m.group(2).replace("\\\n", "")))
+    groups = open(os.path.join(CLI, "option_groups.c")).read()  # the shared option tables
+    for m in re.finditer(r"const CliOption (CLI_\w+)\[\] = \{(.*?)CLI_OPTIONS_END\}", groups, re.S):
+        out[m.group(1)] = set(TABLE.findall(m.group(2)))
     return out
 
 

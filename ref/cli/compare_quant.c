@@ -48,7 +48,7 @@ static const CliOption COMPARE_QUANT_OPTIONS[] = {
              "online processor); the same numbers for any N"},
     CLI_OPTIONS_END};
 
-static const CliOptionGroup COMPARE_QUANT_GROUPS[] = {{COMPARE_QUANT_OPTIONS, 0}};
+static const CliOptionGroup COMPARE_QUANT_GROUPS[] = {{.options = COMPARE_QUANT_OPTIONS}};
 
 static const CliCommandOptions COMPARE_QUANT_COMMAND = {
     .command = "compare-quant",

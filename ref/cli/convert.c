@@ -42,7 +42,7 @@ static const CliOption CONVERT_OPTIONS[] = {
      .help = "general.name (default: the --out file's name)"},
     CLI_OPTIONS_END};
 
-static const CliOptionGroup CONVERT_GROUPS[] = {{CONVERT_OPTIONS, 0}};
+static const CliOptionGroup CONVERT_GROUPS[] = {{.options = CONVERT_OPTIONS}};
 
 static const CliCommandOptions CONVERT_COMMAND = {
     .command = "convert",

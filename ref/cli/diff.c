@@ -473,7 +473,7 @@ static const CliOption DIFF_OPTIONS[] = {
      .help = "print the report as one JSON object"},
     CLI_OPTIONS_END};
 
-static const CliOptionGroup DIFF_GROUPS[] = {{DIFF_OPTIONS, 0}};
+static const CliOptionGroup DIFF_GROUPS[] = {{.options = DIFF_OPTIONS}};
 
 static const CliCommandOptions DIFF_COMMAND = {
     .command = "diff",

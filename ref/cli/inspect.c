@@ -460,7 +460,7 @@ static const CliOption INSPECT_OPTIONS[] = {
              "a while: hashing reads every byte)"},
     CLI_OPTIONS_END};
 
-static const CliOptionGroup INSPECT_GROUPS[] = {{INSPECT_OPTIONS, 0}};
+static const CliOptionGroup INSPECT_GROUPS[] = {{.options = INSPECT_OPTIONS}};
 
 static const CliCommandOptions INSPECT_COMMAND = {
     .command = "inspect",

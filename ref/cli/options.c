@@ -54,8 +54,10 @@ int cli_options_parse(const CliCommandOptions *c, int argc, char **argv, void *a
     void *unused;
     for (int i = 0; i < n; i++) {
         const CliOption *o = option_at(c, i, args, &unused);
-        longs[i] = (struct option){
-            o->name, o->kind == OPTION_FLAG ? no_argument : required_argument, NULL, FIRST_ID + i};
+        int has = o->kind == OPTION_FLAG ? no_argument
+                  : o->optional          ? optional_argument
+                                         : required_argument;
+        longs[i] = (struct option){o->name, has, NULL, FIRST_ID + i};
     }
     longs[n] = (struct option){"help", no_argument, NULL, 'h'};
     char shorts[64] = ":h"; /* the short names, each with ':' when it takes a value */
@@ -96,10 +98,10 @@ int cli_options_parse(const CliCommandOptions *c, int argc, char **argv, void *a
  * the column, two spaces after it) and the rest under it. */
 static void print_option(FILE *to, const CliOption *o) {
     const char *name = o->name, *value = o->value, *help = o->help;
+    const char *space = value == NULL || o->optional ? "" : " ";
     int width = o->short_name
-                    ? fprintf(to, "  -%c, --%s%s%s", o->short_name, name, value ? " " : "",
-                              value ? value : "")
-                    : fprintf(to, "  --%s%s%s", name, value ? " " : "", value ? value : "");
+                    ? fprintf(to, "  -%c, --%s%s%s", o->short_name, name, space, value ? value : "")
+                    : fprintf(to, "  --%s%s%s", name, space, value ? value : "");
     fprintf(to, "%*s", width < HELP_COLUMN - 1 ? HELP_COLUMN - width : 2, "");
     for (const char *line = help; *line != '\0';) {
         const char *end = strchr(line, '\n');
@@ -114,7 +116,9 @@ static void print_option(FILE *to, const CliOption *o) {
 void cli_options_help(const CliCommandOptions *c, FILE *to) {
     fputs(c->usage, to);
     fputc('\n', to);
-    for (int g = 0; g < c->n_groups; g++)
+    for (int g = 0; g < c->n_groups; g++) {
+        if (c->groups[g].heading != NULL) fprintf(to, "\n%s\n", c->groups[g].heading);
         for (const CliOption *o = c->groups[g].options; o->name != NULL; o++) print_option(to, o);
+    }
     fprintf(to, "  -h, --help%*sthis help\n", HELP_COLUMN - 12, "");
 }

@@ -35,6 +35,9 @@ typedef struct CliOption {
     bool (*parse)(const char *value, void *dest, StepError *err);
     const char *help; /* its lines, '\n' between them: the first beside the name */
     char short_name;  /* 'o' for -o too, or 0 */
+    bool optional;    /* OPTION_CUSTOM: the value may be left out (--trace-kv or
+                         --trace-kv=full; value NULL then), its name in the help
+                         written right after the option's ("[=full]") */
 } CliOption;
 
 /* The end of a table. */
@@ -44,8 +47,17 @@ typedef struct CliOption {
 /* A table and where its struct lies in the command's arguments. */
 typedef struct {
     const CliOption *options;
-    size_t base; /* offsetof the group's struct in the arguments (0: the arguments) */
+    size_t base;         /* offsetof the group's struct in the arguments (0: the arguments) */
+    const char *heading; /* a line before its options in the help, or NULL */
 } CliOptionGroup;
+
+/* The groups many commands share (option_groups.c), each over its own
+ * struct: SamplerParams (the temperature apart: sample takes a list),
+ * TraceOptions and CliQuant. */
+extern const CliOption CLI_TEMPERATURE_OPTIONS[];
+extern const CliOption CLI_SAMPLER_OPTIONS[];
+extern const CliOption CLI_TRACE_OPTIONS[];
+extern const CliOption CLI_QUANT_OPTIONS[];
 
 typedef struct {
     const char *command; /* "quantize", for messages */

@@ -24,7 +24,7 @@ static const CliOption QUANTIZE_OPTIONS[] = {
      .help = "values per scale (default 32)"},
     CLI_OPTIONS_END};
 
-static const CliOptionGroup QUANTIZE_GROUPS[] = {{QUANTIZE_OPTIONS, 0}};
+static const CliOptionGroup QUANTIZE_GROUPS[] = {{.options = QUANTIZE_OPTIONS}};
 
 static const CliCommandOptions QUANTIZE_COMMAND = {
     .command = "quantize",

@@ -2,7 +2,7 @@
  * the command line: the classroom's (2, 1, 0) table, and every stage of a
  * draw, with no model at all. */
 #include <cjson/cJSON.h>
-#include <getopt.h>
+#include <stddef.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -11,34 +11,9 @@
 #include "trace/trace_show.h"
 #include "ref/cli/commands.h"
 #include "ref/cli/common.h"
+#include "ref/cli/options.h"
 #include "ref/formats/model_open.h"
 #include "ref/layers.h"
-
-static const char SAMPLE_USAGE[] =
-    "usage: stepwise sample --logits L1,L2,... [options]\n"
-    "       stepwise sample --from-trace FILE (--step N | --pos N) [options]\n"
-    "\n"
-    "Apply the sampler to a logit vector given on the command line. Prints the\n"
-    "softmax at each temperature as a table, then, for each temperature, what\n"
-    "each stage kept, the renormalised probabilities, the uniform number u and\n"
-    "the chosen token. Tokens are named A, B, C, ... (ids beyond 26).\n"
-    "Each temperature's draw starts from the same seed, so u is the same.\n"
-    "\n"
-    "  --logits LIST      comma-separated logits; -inf masks a token\n"
-    "  --from-trace FILE  the logits of one step of a trace instead (--trace-level\n"
-    "                     logits or above): --step N, the N-th draw, or --pos N;\n"
-    "                     tokens are named by the pieces the trace gives, and the\n"
-    "                     table shows the 8 most likely\n"
-    "  --step N           with --from-trace: the N-th draw (from 1)\n"
-    "  --pos N            with --from-trace: the draw at position N\n"
-    "  --tokenizer T      with --from-trace: name the tokens the trace does not\n"
-    "  --temperature LIST comma-separated temperatures (default 1)\n" SAMPLER_OPTIONS_HELP
-    "  --json             print one JSON object instead (docs/sampling.md)\n"
-    "  -h, --help         show this help\n"
-    "\n"
-    "example: stepwise sample --logits 2,1,0 --temperature 0.5,1,2\n";
-
-enum { OPT_LOGITS = 256, OPT_JSON, OPT_FROM_TRACE, OPT_STEP, OPT_POS, OPT_TOKENIZER };
 
 typedef struct {
     float *logits, *temperatures; /* owned */
@@ -57,61 +32,70 @@ static void sample_args_free(SampleArgs *a) {
     trace_pieces_free(a->pieces, a->n_logits);
 }
 
+/* The logits (infinities allowed: -inf masks a token) and the
+ * temperatures: lists of floats, dest the arguments. */
+static bool parse_logits(const char *value, void *dest, StepError *err) {
+    SampleArgs *a = dest;
+    free(a->logits), a->logits = NULL;
+    return cli_parse_float_list(value, "--logits", true, &a->logits, &a->n_logits, err);
+}
+static bool parse_temperatures(const char *value, void *dest, StepError *err) {
+    SampleArgs *a = dest;
+    free(a->temperatures), a->temperatures = NULL;
+    return cli_parse_float_list(value, "--temperature", false, &a->temperatures, &a->n_temperatures,
+                                err);
+}
+
+static const CliOption SAMPLE_OPTIONS[] = {
+    {"logits", "LIST", OPTION_CUSTOM, .parse = parse_logits,
+     .help = "comma-separated logits; -inf masks a token"},
+    {"from-trace", "FILE", OPTION_TEXT, offsetof(SampleArgs, trace),
+     .help = "the logits of one step of a trace instead (--trace-level\n"
+             "logits or above): --step N, the N-th draw, or --pos N;\n"
+             "tokens are named by the pieces the trace gives, and the\n"
+             "table shows the 8 most likely"},
+    {"step", "N", OPTION_INT, offsetof(SampleArgs, at.step), 1, 1 << 30,
+     .help = "with --from-trace: the N-th draw (from 1)"},
+    {"pos", "N", OPTION_INT, offsetof(SampleArgs, at.pos), 0, 1 << 30,
+     .help = "with --from-trace: the draw at position N"},
+    {"tokenizer", "T", OPTION_TEXT, offsetof(SampleArgs, tokenizer),
+     .help = "with --from-trace: name the tokens the trace does not"},
+    {"temperature", "LIST", OPTION_CUSTOM, .parse = parse_temperatures,
+     .help = "comma-separated temperatures (default 1)"},
+    CLI_OPTIONS_END};
+
+static const CliOption SAMPLE_OUTPUT_OPTIONS[] = {
+    {"json", NULL, OPTION_FLAG, offsetof(SampleArgs, json),
+     .help = "print one JSON object instead (docs/sampling.md)"},
+    CLI_OPTIONS_END};
+
+static const CliOptionGroup SAMPLE_GROUPS[] = {
+    {.options = SAMPLE_OPTIONS},
+    {.options = CLI_SAMPLER_OPTIONS, .base = offsetof(SampleArgs, params)},
+    {.options = SAMPLE_OUTPUT_OPTIONS}};
+
+static const CliCommandOptions SAMPLE_COMMAND = {
+    .command = "sample",
+    .usage = "usage: stepwise sample --logits L1,L2,... [options]\n"
+             "       stepwise sample --from-trace FILE (--step N | --pos N) [options]\n"
+             "\n"
+             "Apply the sampler to a logit vector given on the command line. Prints the\n"
+             "softmax at each temperature as a table, then, for each temperature, what\n"
+             "each stage kept, the renormalised probabilities, the uniform number u and\n"
+             "the chosen token. Tokens are named A, B, C, ... (ids beyond 26).\n"
+             "Each temperature's draw starts from the same seed, so u is the same.\n",
+    .groups = SAMPLE_GROUPS,
+    .n_groups = 3};
+
 static int parse_sample_args(int argc, char **argv, SampleArgs *a, StepError *err) {
-    static const struct option options[] = {{"logits", required_argument, NULL, OPT_LOGITS},
-                                            SAMPLER_LONG_OPTIONS,
-                                            {"json", no_argument, NULL, OPT_JSON},
-                                            {"from-trace", required_argument, NULL, OPT_FROM_TRACE},
-                                            {"step", required_argument, NULL, OPT_STEP},
-                                            {"pos", required_argument, NULL, OPT_POS},
-                                            {"tokenizer", required_argument, NULL, OPT_TOKENIZER},
-                                            {"help", no_argument, NULL, 'h'},
-                                            {NULL, 0, NULL, 0}};
     *a = (SampleArgs){.at = {.pos = -1}};
     sampler_params_default(&a->params);
-    opterr = 0;
-    optind = 1;
-    int c;
-    while ((c = getopt_long(argc, argv, ":h", options, NULL)) != -1) {
-        switch (c) {
-            case OPT_LOGITS:
-                free(a->logits);
-                if (!cli_parse_float_list(optarg, "--logits", true, &a->logits, &a->n_logits, err))
-                    return -1;
-                break;
-            case OPT_TEMPERATURE:
-                free(a->temperatures);
-                if (!cli_parse_float_list(optarg, "--temperature", false, &a->temperatures,
-                                          &a->n_temperatures, err))
-                    return -1;
-                break;
-            case OPT_JSON:
-                a->json = true;
-                break;
-            case OPT_FROM_TRACE:
-                a->trace = optarg;
-                break;
-            case OPT_STEP:
-                if (!cli_parse_int(optarg, "--step", 1, 1 << 30, &a->at.step, err)) return -1;
-                break;
-            case OPT_POS:
-                if (!cli_parse_int(optarg, "--pos", 0, 1 << 30, &a->at.pos, err)) return -1;
-                break;
-            case OPT_TOKENIZER:
-                a->tokenizer = optarg;
-                break;
-            case 'h':
-                fputs(SAMPLE_USAGE, stdout);
-                return 0;
-            default: {
-                int handled = cli_sampler_option(c, optarg, &a->params, err);
-                if (handled == 0) cli_option_error("sample", c, optopt, argv, optind, err);
-                if (handled <= 0) return -1;
-            }
-        }
-    }
-    if (optind < argc) {
-        step_fail(err, "sample: unexpected argument '%s' (see --help)", argv[optind]);
+    int first, parsed = cli_options_parse(&SAMPLE_COMMAND, argc, argv, a, &first, err);
+    if (parsed == 0)
+        fputs("\nexample: stepwise sample --logits 2,1,0 --temperature 0.5,1,2\n", stdout);
+    if (parsed <= 0) return parsed;
+    if (first < argc) {
+        step_fail(err, "sample: unexpected argument '%s' (see --help)", argv[first]);
         return -1;
     }
     if ((a->logits == NULL) == (a->trace == NULL)) {

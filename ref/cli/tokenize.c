@@ -54,7 +54,7 @@ static const CliOption TOKENIZE_OPTIONS[] = {
      .help = "print {\"text\", \"ids\", \"pieces\"} as one JSON object"},
     CLI_OPTIONS_END};
 
-static const CliOptionGroup TOKENIZE_GROUPS[] = {{TOKENIZE_OPTIONS, 0}};
+static const CliOptionGroup TOKENIZE_GROUPS[] = {{.options = TOKENIZE_OPTIONS}};
 
 static const CliCommandOptions TOKENIZE_COMMAND = {
     .command = "tokenize",

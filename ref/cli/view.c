@@ -136,7 +136,7 @@ static const CliOption VIEW_OPTIONS[] = {
              "tokenizer.json or a folder): a trace names only its own"},
     CLI_OPTIONS_END};
 
-static const CliOptionGroup VIEW_GROUPS[] = {{VIEW_OPTIONS, 0}};
+static const CliOptionGroup VIEW_GROUPS[] = {{.options = VIEW_OPTIONS}};
 
 static const CliCommandOptions VIEW_COMMAND = {
     .command = "view",
