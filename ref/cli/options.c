@@ -54,9 +54,9 @@ int cli_options_parse(const CliCommandOptions *c, int argc, char **argv, void *a
     void *unused;
     for (int i = 0; i < n; i++) {
         const CliOption *o = option_at(c, i, args, &unused);
-        int has = o->kind == OPTION_FLAG ? no_argument
-                  : o->optional          ? optional_argument
-                                         : required_argument;
+        int has = o->kind == OPTION_FLAG || o->value == NULL ? no_argument /* a flag */
+                  : o->optional                              ? optional_argument
+                                                             : required_argument;
         longs[i] = (struct option){o->name, has, NULL, FIRST_ID + i};
     }
     longs[n] = (struct option){"help", no_argument, NULL, 'h'};
@@ -66,7 +66,7 @@ int cli_options_parse(const CliCommandOptions *c, int argc, char **argv, void *a
         const CliOption *o = option_at(c, i, args, &unused);
         if (o->short_name == 0) continue;
         shorts[len++] = o->short_name;
-        if (o->kind != OPTION_FLAG) shorts[len++] = ':';
+        if (o->kind != OPTION_FLAG && o->value != NULL) shorts[len++] = ':';
         shorts[len] = '\0';
     }
     int status = 1, opt;

@@ -26,7 +26,8 @@ typedef enum {
 
 typedef struct CliOption {
     const char *name;  /* "steps" for --steps; NULL ends a table */
-    const char *value; /* the value's name in the help ("N"); NULL for a flag */
+    const char *value; /* the value's name in the help ("N"); NULL: a flag, which takes
+                          none (an OPTION_CUSTOM flag's parse gets value NULL) */
     OptionKind kind;
     size_t offset; /* where the value goes in the group's struct (offsetof) */
     long min, max; /* OPTION_INT: the range */

@@ -2,7 +2,7 @@
  * into a file of trace events: every position's logits and log-probabilities,
  * the cross-entropy of each next token, and the perplexity. */
 #include <ctype.h>
-#include <getopt.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,57 +12,13 @@
 #include "trace/trace_observer.h"
 #include "ref/cli/commands.h"
 #include "ref/cli/common.h"
+#include "ref/cli/options.h"
 #include "ref/cli/identity.h"
 #include "ref/cli/signals.h"
 #include "ref/util/clock.h"
 #include "ref/util/file_util.h"
 #include "ref/kernels/quant_model.h"
 #include "ref/score.h"
-
-static const char SCORE_USAGE[] =
-    "usage: stepwise score --model M [--tokenizer T] (--text STR | --tokens 1,403,407 |\n"
-    "                      --tokens-file F) --out FILE [options]\n"
-    "\n"
-    "Run one prefill over a fixed sequence and write, as trace events\n"
-    "(docs/oracle.md): the logits at every position, each position's top\n"
-    "log-probabilities with their pieces, the log-probability (cross-entropy) of\n"
-    "the token that actually comes next, and the sequence's perplexity. Prompt\n"
-    "tokens get log-probabilities too: every token after the first is predicted.\n"
-    "\n"
-    "  --model M          the model (any stepwise loads)\n"
-    "  --tokenizer T      its tokenizer (default: the model's own)\n"
-    "  --text STR         encode this text (BOS first)\n"
-    "  --tokens LIST      these token ids, e.g. 1,403,407\n"
-    "  --tokens-file F    token ids from a file, separated by commas or white space\n"
-    "  --out FILE         where to write (written whole or not at all)\n"
-    "  --tensors F.safetensors  put the logits, the KV rows and the activations in\n"
-    "                     F as float32 tensors of [positions, ...] (attn.scores and\n"
-    "                     attn.pattern: [positions, heads, positions], padded past\n"
-    "                     each position with what the causal mask makes them, -inf\n"
-    "                     and 0); --out keeps the other events and names the\n"
-    "                     tensors in one \"tensors\" event\n"
-    "  --top-n N          most likely tokens listed per position (default 5; 0: none,\n"
-    "                     and with --tokens no --tokenizer is needed)\n"
-    "  --hooks P          also write activations at every position: \"default\" (the\n"
-    "                     residual stream of every block, attn_out, mlp_out and\n"
-    "                     final_norm), or hook globs as --trace-hooks takes them\n"
-    "  --quiet            print nothing but errors (no summary, no progress "
-    "line)\n" QUANT_OPTIONS_HELP "\n"
-    "what the --out file holds (docs/trace-format.md):\n" TRACE_OPTIONS_HELP
-    "  -h, --help         show this help\n";
-
-enum {
-    OPT_MODEL = 256,
-    OPT_TOKENIZER,
-    OPT_TEXT,
-    OPT_TOKENS,
-    OPT_TOKENS_FILE,
-    OPT_OUT,
-    OPT_TOP_N,
-    OPT_HOOKS,
-    OPT_QUIET,
-    OPT_TENSORS
-};
 
 typedef struct {
     const char *model, *tokenizer, *text, *tokens, *tokens_file, *out;
@@ -103,78 +59,72 @@ static bool parse_token_list(const char *text, const char *what, int **out, int 
     return true;
 }
 
+/* --hooks: "default", "none" or hook globs, into the trace's options. */
+static bool parse_hooks(const char *value, void *dest, StepError *err) {
+    if (strcmp(value, "none") == 0) return true;
+    return trace_hooks_parse(dest, strcmp(value, "default") == 0 ? TRACE_DEFAULT_HOOKS : value,
+                             err);
+}
+
+static const CliOption SCORE_OPTIONS[] = {
+    {"model", "M", OPTION_TEXT, offsetof(ScoreArgs, model),
+     .help = "the model (any stepwise loads)"},
+    {"tokenizer", "T", OPTION_TEXT, offsetof(ScoreArgs, tokenizer),
+     .help = "its tokenizer (default: the model's own)"},
+    {"text", "STR", OPTION_TEXT, offsetof(ScoreArgs, text), .help = "encode this text (BOS first)"},
+    {"tokens", "LIST", OPTION_TEXT, offsetof(ScoreArgs, tokens),
+     .help = "these token ids, e.g. 1,403,407"},
+    {"tokens-file", "F", OPTION_TEXT, offsetof(ScoreArgs, tokens_file),
+     .help = "token ids from a file, separated by commas or white space"},
+    {"out", "FILE", OPTION_TEXT, offsetof(ScoreArgs, out),
+     .help = "where to write (written whole or not at all)"},
+    {"tensors", "F.safetensors", OPTION_TEXT, offsetof(ScoreArgs, tensors),
+     .help = "put the logits, the KV rows and the activations in\n"
+             "F as float32 tensors of [positions, ...] (attn.scores and\n"
+             "attn.pattern: [positions, heads, positions], padded past\n"
+             "each position with what the causal mask makes them, -inf\n"
+             "and 0); --out keeps the other events and names the\n"
+             "tensors in one \"tensors\" event"},
+    {"top-n", "N", OPTION_INT, offsetof(ScoreArgs, top_n), 0, 1000,
+     .help = "most likely tokens listed per position (default 5; 0: none,\n"
+             "and with --tokens no --tokenizer is needed)"},
+    {"hooks", "P", OPTION_CUSTOM, offsetof(ScoreArgs, trace), .parse = parse_hooks,
+     .help = "also write activations at every position: \"default\" (the\n"
+             "residual stream of every block, attn_out, mlp_out and\n"
+             "final_norm), or hook globs as --trace-hooks takes them"},
+    {"quiet", NULL, OPTION_FLAG, offsetof(ScoreArgs, quiet),
+     .help = "print nothing but errors (no summary, no progress line)"},
+    CLI_OPTIONS_END};
+
+static const CliOptionGroup SCORE_GROUPS[] = {
+    {.options = SCORE_OPTIONS},
+    {.options = CLI_QUANT_OPTIONS, .base = offsetof(ScoreArgs, quant)},
+    {.options = CLI_TRACE_OPTIONS,
+     .base = offsetof(ScoreArgs, trace),
+     .heading = "what the --out file holds (docs/trace-format.md):"}};
+
+static const CliCommandOptions SCORE_COMMAND = {
+    .command = "score",
+    .usage = "usage: stepwise score --model M [--tokenizer T] (--text STR | --tokens 1,403,407 |\n"
+             "                      --tokens-file F) --out FILE [options]\n"
+             "\n"
+             "Run one prefill over a fixed sequence and write, as trace events\n"
+             "(docs/oracle.md): the logits at every position, each position's top\n"
+             "log-probabilities with their pieces, the log-probability (cross-entropy) of\n"
+             "the token that actually comes next, and the sequence's perplexity. Prompt\n"
+             "tokens get log-probabilities too: every token after the first is predicted.\n",
+    .groups = SCORE_GROUPS,
+    .n_groups = 3};
+
 static int parse_score_args(int argc, char **argv, ScoreArgs *a, StepError *err) {
-    static const struct option options[] = {
-        {"model", required_argument, NULL, OPT_MODEL},
-        {"tokenizer", required_argument, NULL, OPT_TOKENIZER},
-        {"text", required_argument, NULL, OPT_TEXT},
-        {"tokens", required_argument, NULL, OPT_TOKENS},
-        {"tokens-file", required_argument, NULL, OPT_TOKENS_FILE},
-        {"out", required_argument, NULL, OPT_OUT},
-        {"top-n", required_argument, NULL, OPT_TOP_N},
-        {"hooks", required_argument, NULL, OPT_HOOKS},
-        {"quiet", no_argument, NULL, OPT_QUIET},
-        {"tensors", required_argument, NULL, OPT_TENSORS},
-        TRACE_LONG_OPTIONS,
-        QUANT_LONG_OPTIONS,
-        {"help", no_argument, NULL, 'h'},
-        {NULL, 0, NULL, 0}};
     *a = (ScoreArgs){.top_n = 5, .quant = {.run = {.group = 32}}};
     trace_options_default(&a->trace);
     a->trace.level = TRACE_LOGITS;
-    opterr = 0;
-    optind = 1;
-    int c;
-    while ((c = getopt_long(argc, argv, ":h", options, NULL)) != -1) {
-        switch (c) {
-            case OPT_MODEL:
-                a->model = optarg;
-                break;
-            case OPT_TOKENIZER:
-                a->tokenizer = optarg;
-                break;
-            case OPT_TEXT:
-                a->text = optarg;
-                break;
-            case OPT_TOKENS:
-                a->tokens = optarg;
-                break;
-            case OPT_TOKENS_FILE:
-                a->tokens_file = optarg;
-                break;
-            case OPT_OUT:
-                a->out = optarg;
-                break;
-            case OPT_TENSORS:
-                a->tensors = optarg;
-                break;
-            case OPT_HOOKS:
-                if (strcmp(optarg, "none") == 0) break;
-                if (!trace_hooks_parse(
-                        &a->trace, strcmp(optarg, "default") == 0 ? TRACE_DEFAULT_HOOKS : optarg,
-                        err))
-                    return -1;
-                break;
-            case OPT_QUIET:
-                a->quiet = true;
-                break;
-            case OPT_TOP_N:
-                if (!cli_parse_int(optarg, "--top-n", 0, 1000, &a->top_n, err)) return -1;
-                break;
-            case 'h':
-                fputs(SCORE_USAGE, stdout);
-                return 0;
-            default: {
-                int handled = cli_trace_option(c, optarg, &a->trace, err);
-                if (handled == 0) handled = cli_quant_option(c, optarg, &a->quant, err);
-                if (handled == 0) cli_option_error("score", c, optopt, argv, optind, err);
-                if (handled <= 0) return -1;
-            }
-        }
-    }
+    int first, parsed = cli_options_parse(&SCORE_COMMAND, argc, argv, a, &first, err);
+    if (parsed <= 0) return parsed;
     if (a->trace.level < TRACE_LOGITS) a->trace.level = TRACE_LOGITS; /* the point of a score */
-    if (optind < argc) {
-        step_fail(err, "score: unexpected argument '%s'", argv[optind]);
+    if (first < argc) {
+        step_fail(err, "score: unexpected argument '%s'", argv[first]);
         return -1;
     }
     int sources = (a->text != NULL) + (a->tokens != NULL) + (a->tokens_file != NULL);
