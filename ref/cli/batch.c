@@ -2,7 +2,7 @@
  * JSON line per finished request and the serving metrics at the end. */
 #include <cjson/cJSON.h>
 #include <errno.h>
-#include <getopt.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,62 +12,12 @@
 #include "trace/trace_observer.h"
 #include "ref/cli/commands.h"
 #include "ref/cli/common.h"
+#include "ref/cli/options.h"
 #include "ref/cli/identity.h"
 #include "ref/cli/signals.h"
 #include "ref/util/file_util.h"
 #include "ref/kernels/quant_model.h"
 #include "ref/serve/requests.h"
-
-static const char BATCH_USAGE[] =
-    "usage: stepwise batch --model M --tokenizer T --requests FILE.jsonl [options]\n"
-    "\n"
-    "Serve every request of FILE.jsonl (one JSON object per line: docs/batching.md)\n"
-    "with one model: each request has its own tokens, KV cache and sampler; up to\n"
-    "--max-batch of them are decoded together, one token each per step; requests\n"
-    "are prefilled as they arrive and leave as soon as they finish. Each request's\n"
-    "result is bitwise what `stepwise generate` gives for it alone.\n"
-    "\n"
-    "  --model M            the model (any stepwise loads)\n"
-    "  --tokenizer T        its tokenizer (default: the model's own)\n"
-    "  --requests FILE      the requests, one JSON object per line\n"
-    "  --max-batch B        most requests decoded together (default 8)\n"
-    "  --prefill-chunk N    compute an admitted prompt N positions a step, between\n"
-    "                       the others' decode steps, so that a long prompt does not\n"
-    "                       stall their tokens (chunked prefill; the same bits);\n"
-    "                       default 0: each prompt in one pass\n"
-    "  --chat-template T    for requests with messages: llama2, chatml or llama3;\n"
-    "                       default: the tokenizer's own (a tokenizer.json's template,\n"
-    "                       recognised), llama2 for a llama2.c vocabulary\n"
-    "  --out FILE           one JSON line per finished request (default stdout)\n"
-    "  --trace DIR          one trace per request, DIR/<id>.jsonl (trace options as\n"
-    "                       for generate: --trace-level, --reproducible, ...)\n"
-    "  --metrics-json FILE  the summary and every request's metrics as JSON\n"
-    "  --quiet              no progress or summary on stderr\n"
-    "  --prefix-cache       copy the KV rows of a prompt's start that an earlier\n"
-    "                       request computed, instead of computing them again (the\n"
-    "                       same bits either way); the summary says how many\n"
-    "  --prefix-cache-bytes N  the most bytes of rows it keeps (default 268435456),\n"
-    "                       the least recently used prompt evicted first\n" QUANT_OPTIONS_HELP "\n"
-    "tracing (with --trace DIR, as for generate):\n" TRACE_OPTIONS_HELP
-    "  -h, --help           show this help\n"
-    "\n"
-    "exit status: 0 when every request was served, 1 when some failed (each has\n"
-    "its error line), 2 when the model or the requests file cannot be read.\n";
-
-enum {
-    OPT_MODEL = 256,
-    OPT_TOKENIZER,
-    OPT_REQUESTS,
-    OPT_MAX_BATCH,
-    OPT_CHAT_TEMPLATE,
-    OPT_OUT,
-    OPT_TRACE_DIR,
-    OPT_METRICS_JSON,
-    OPT_QUIET,
-    OPT_PREFIX_CACHE,
-    OPT_PREFIX_CACHE_BYTES,
-    OPT_PREFILL_CHUNK
-};
 
 typedef struct {
     const char *model, *tokenizer, *requests, *out, *trace_dir, *metrics_json;
@@ -97,87 +47,86 @@ typedef struct {
     cJSON *model_files;   /* the model's files and SHA-256, for every run header; owned */
 } BatchCli;
 
+static bool parse_template(const char *value, void *dest, StepError *err) {
+    return chat_template_parse(value, dest, err);
+}
+
+/* --prefix-cache-bytes N: the budget, and the cache on. */
+static bool parse_prefix_bytes(const char *value, void *dest, StepError *err) {
+    BatchArgs *a = dest;
+    a->prefix_cache = true;
+    return cli_parse_bytes(value, "--prefix-cache-bytes", &a->prefix_cache_bytes, err);
+}
+
+static const CliOption BATCH_OPTIONS[] = {
+    {"model", "M", OPTION_TEXT, offsetof(BatchArgs, model),
+     .help = "the model (any stepwise loads)"},
+    {"tokenizer", "T", OPTION_TEXT, offsetof(BatchArgs, tokenizer),
+     .help = "its tokenizer (default: the model's own)"},
+    {"requests", "FILE", OPTION_TEXT, offsetof(BatchArgs, requests),
+     .help = "the requests, one JSON object per line"},
+    {"max-batch", "B", OPTION_INT, offsetof(BatchArgs, max_batch), 1, 4096,
+     .help = "most requests decoded together (default 8)"},
+    {"prefill-chunk", "N", OPTION_INT, offsetof(BatchArgs, prefill_chunk), 0, 1 << 30,
+     .help = "compute an admitted prompt N positions a step, between\n"
+             "the others' decode steps, so that a long prompt does not\n"
+             "stall their tokens (chunked prefill; the same bits);\n"
+             "default 0: each prompt in one pass"},
+    {"chat-template", "T", OPTION_CUSTOM, offsetof(BatchArgs, chat), .parse = parse_template,
+     .help = "for requests with messages: llama2, chatml or llama3;\n"
+             "default: the tokenizer's own (a tokenizer.json's template,\n"
+             "recognised), llama2 for a llama2.c vocabulary"},
+    {"out", "FILE", OPTION_TEXT, offsetof(BatchArgs, out),
+     .help = "one JSON line per finished request (default stdout)"},
+    {"trace", "DIR", OPTION_TEXT, offsetof(BatchArgs, trace_dir),
+     .help = "one trace per request, DIR/<id>.jsonl (the trace options below)"},
+    {"metrics-json", "FILE", OPTION_TEXT, offsetof(BatchArgs, metrics_json),
+     .help = "the summary and every request's metrics as JSON"},
+    {"quiet", NULL, OPTION_FLAG, offsetof(BatchArgs, quiet),
+     .help = "no progress or summary on stderr"},
+    {"prefix-cache", NULL, OPTION_FLAG, offsetof(BatchArgs, prefix_cache),
+     .help = "copy the KV rows of a prompt's start that an earlier\n"
+             "request computed, instead of computing them again (the\n"
+             "same bits either way); the summary says how many"},
+    {"prefix-cache-bytes", "N", OPTION_CUSTOM, .parse = parse_prefix_bytes,
+     .help = "the most bytes of rows it keeps (default 268435456),\n"
+             "the least recently used prompt evicted first"},
+    CLI_OPTIONS_END};
+
+static const CliOptionGroup BATCH_GROUPS[] = {
+    {.options = BATCH_OPTIONS},
+    {.options = CLI_QUANT_OPTIONS, .base = offsetof(BatchArgs, quant)},
+    {.options = CLI_TRACE_OPTIONS,
+     .base = offsetof(BatchArgs, trace),
+     .heading = "tracing (with --trace DIR, as for generate):"}};
+
+static const CliCommandOptions BATCH_COMMAND = {
+    .command = "batch",
+    .usage = "usage: stepwise batch --model M --tokenizer T --requests FILE.jsonl [options]\n"
+             "\n"
+             "Serve every request of FILE.jsonl (one JSON object per line: docs/batching.md)\n"
+             "with one model: each request has its own tokens, KV cache and sampler; up to\n"
+             "--max-batch of them are decoded together, one token each per step; requests\n"
+             "are prefilled as they arrive and leave as soon as they finish. Each request's\n"
+             "result is bitwise what `stepwise generate` gives for it alone.\n",
+    .groups = BATCH_GROUPS,
+    .n_groups = 3};
+
 static int parse_batch_args(int argc, char **argv, BatchArgs *a, StepError *err) {
-    static const struct option options[] = {
-        {"model", required_argument, NULL, OPT_MODEL},
-        {"tokenizer", required_argument, NULL, OPT_TOKENIZER},
-        {"requests", required_argument, NULL, OPT_REQUESTS},
-        {"max-batch", required_argument, NULL, OPT_MAX_BATCH},
-        {"prefill-chunk", required_argument, NULL, OPT_PREFILL_CHUNK},
-        {"chat-template", required_argument, NULL, OPT_CHAT_TEMPLATE},
-        {"out", required_argument, NULL, OPT_OUT},
-        {"trace", required_argument, NULL, OPT_TRACE_DIR},
-        {"metrics-json", required_argument, NULL, OPT_METRICS_JSON},
-        {"quiet", no_argument, NULL, OPT_QUIET},
-        {"prefix-cache", no_argument, NULL, OPT_PREFIX_CACHE},
-        {"prefix-cache-bytes", required_argument, NULL, OPT_PREFIX_CACHE_BYTES},
-        TRACE_LONG_OPTIONS,
-        QUANT_LONG_OPTIONS,
-        {"help", no_argument, NULL, 'h'},
-        {NULL, 0, NULL, 0}};
     *a = (BatchArgs){.max_batch = 8,
                      .chat = CHAT_DEFAULT,
                      .quant = {.run = {.group = 32}},
                      .prefix_cache_bytes = 256LL << 20};
     trace_options_default(&a->trace);
-    opterr = 0;
-    optind = 1;
-    int c;
-    while ((c = getopt_long(argc, argv, ":h", options, NULL)) != -1) {
-        bool ok = true;
-        switch (c) {
-            case OPT_MODEL:
-                a->model = optarg;
-                break;
-            case OPT_TOKENIZER:
-                a->tokenizer = optarg;
-                break;
-            case OPT_REQUESTS:
-                a->requests = optarg;
-                break;
-            case OPT_MAX_BATCH:
-                ok = cli_parse_int(optarg, "--max-batch", 1, 4096, &a->max_batch, err);
-                break;
-            case OPT_PREFILL_CHUNK:
-                ok = cli_parse_int(optarg, "--prefill-chunk", 0, 1 << 30, &a->prefill_chunk, err);
-                break;
-            case OPT_CHAT_TEMPLATE:
-                ok = chat_template_parse(optarg, &a->chat, err);
-                break;
-            case OPT_OUT:
-                a->out = optarg;
-                break;
-            case OPT_TRACE_DIR:
-                a->trace_dir = optarg;
-                break;
-            case OPT_METRICS_JSON:
-                a->metrics_json = optarg;
-                break;
-            case OPT_QUIET:
-                a->quiet = true;
-                break;
-            case OPT_PREFIX_CACHE:
-                a->prefix_cache = true;
-                break;
-            case OPT_PREFIX_CACHE_BYTES:
-                if (!cli_parse_bytes(optarg, "--prefix-cache-bytes", &a->prefix_cache_bytes, err))
-                    return -1;
-                a->prefix_cache = true;
-                break;
-            case 'h':
-                fputs(BATCH_USAGE, stdout);
-                return 0;
-            default: {
-                int handled = cli_trace_option(c, optarg, &a->trace, err);
-                if (handled == 0) handled = cli_quant_option(c, optarg, &a->quant, err);
-                if (handled == 0) cli_option_error("batch", c, optopt, argv, optind, err);
-                ok = handled > 0;
-            }
-        }
-        if (!ok) return -1;
-    }
-    if (optind < argc) {
-        step_fail(err, "batch: unexpected argument '%s'", argv[optind]);
+    int first, parsed = cli_options_parse(&BATCH_COMMAND, argc, argv, a, &first, err);
+    if (parsed == 0)
+        fputs("\n"
+              "exit status: 0 when every request was served, 1 when some failed (each has\n"
+              "its error line), 2 when the model or the requests file cannot be read.\n",
+              stdout);
+    if (parsed <= 0) return parsed;
+    if (first < argc) {
+        step_fail(err, "batch: unexpected argument '%s'", argv[first]);
         return -1;
     }
     if (a->requests == NULL) {
