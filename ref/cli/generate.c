@@ -1,6 +1,6 @@
 /* cli/generate.c: `stepwise generate`, the generation loop from the command
  * line, with the text streamed to stdout and an optional JSON Lines trace. */
-#include <getopt.h>
+#include <stddef.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -11,6 +11,7 @@
 #include "trace/trace_observer.h"
 #include "ref/cli/commands.h"
 #include "ref/cli/common.h"
+#include "ref/cli/options.h"
 #include "ref/kernels/threads.h"
 #include "ref/cli/identity.h"
 #include "ref/cli/signals.h"
@@ -24,59 +25,6 @@
 #define DEFAULT_SUMMARY_PROMPT "Summarize this story in one sentence.\nStory: {span}\nSummary:"
 #define DEFAULT_SUMMARY_PROMPT_HELP                                                                \
     "Summarize this story in one sentence.\\nStory: {span}\\nSummary:"
-
-static const char GENERATE_USAGE[] =
-    "usage: stepwise generate [options]\n"
-    "\n"
-    "Run a prompt through the model and generate, token by token: prefill the\n"
-    "prompt in one pass, then decode one token at a time against the KV cache.\n"
-    "Each next token is chosen by the sampler (greedy unless --temperature > 0).\n"
-    "The text streams to stdout; a metrics line goes to stderr.\n"
-    "\n"
-    "  --model M          a llama2.c checkpoint (.bin), an int8 .q8 file, a GGUF file\n"
-    "                     (.gguf, its own tokenizer), a Hugging Face folder (its\n"
-    "                     tokenizer.json) or a stepwise JSON model (.json); default:\n"
-    "                     the built-in tiny model (data/tiny-model.json)\n"
-    "  --tokenizer T      a llama2.c tokenizer.bin, a tokenizer.json or a folder\n"
-    "                     holding one, or a JSON model whose tokenizer to use\n"
-    "                     (required for a checkpoint; wins over the model's own)\n"
-    "  --prompt TEXT      the prompt (default: empty, i.e. BOS only)\n"
-    "  --steps N          most new tokens to generate (default 256)\n"
-    "  --memory FILE      a memory note (the file's text) before the prompt; repeatable\n"
-    "  --document FILE    a retrieved document before the prompt, its id the file's\n"
-    "                     name; repeatable (docs/context-window.md)\n"
-    "  --all-logits       compute the logits of every prompt position, not only the last\n"
-    "  --quiet            print nothing but errors (the trace still records everything)\n"
-    "\n"
-    "quantization (docs/quantization.md):\n" QUANT_OPTIONS_HELP "\n"
-    "the KV cache and the context window (docs/kv-cache.md):\n"
-    "  --no-kv-cache      recompute K and V of the whole sequence at every step\n"
-    "                     (same logits, to the bit; the work grows with the square)\n"
-    "  --context N        a window of N positions (default: the model's seq_len)\n"
-    "  --context-policy P at a full window: stop (default), drop-oldest (drop the\n"
-    "                     oldest tokens and prefill the rest again), keep-prefix\n"
-    "                     (keep the first --keep tokens and the most recent ones),\n"
-    "                     summarize (replace the oldest by the model's summary of\n"
-    "                     them) or retrieve (store the oldest; bring back the chunks\n"
-    "                     BM25 ranks best against the prompt)\n"
-    "  --context-drop N   tokens dropped at a full window (default: half the window)\n"
-    "  --keep N           keep-prefix, summarize, retrieve: the prefix kept, e.g. a\n"
-    "                     system prompt (default 0)\n"
-    "  --summary-prompt T summarize: the prompt the model summarises the span under;\n"
-    "                     {span} marks where the span's tokens go (default:\n"
-    "                     \"" DEFAULT_SUMMARY_PROMPT_HELP "\")\n"
-    "  --summary-tokens N summarize: the longest summary (< --context-drop; default half\n"
-    "                     the dropped span, at most 32)\n"
-    "  --retrieve-k K     retrieve: most stored chunks brought back (default 2)\n"
-    "\n"
-    "sampling (docs/sampling.md):\n" SAMPLER_OPTIONS_HELP "\n"
-    "tracing (docs/trace-format.md):\n"
-    "  --trace FILE       write a JSON Lines trace\n" TRACE_OPTIONS_HELP
-    "  -h, --help         show this help\n"
-    "\n"
-    "Generation stops on BOS or EOS, after --steps tokens, when the context\n"
-    "(seq_len) is full, or on Ctrl-C (exit status 130; the trace ends with an\n"
-    "error line).\n";
 
 /* Paths given by a repeatable option. */
 typedef struct {
@@ -95,26 +43,6 @@ typedef struct {
     CliQuant quant;
 } GenerateArgs;
 
-enum {
-    OPT_MODEL = 256,
-    OPT_TOKENIZER,
-    OPT_PROMPT,
-    OPT_STEPS,
-    OPT_ALL_LOGITS,
-    OPT_TRACE,
-    OPT_CONTEXT,
-    OPT_CONTEXT_POLICY,
-    OPT_CONTEXT_DROP,
-    OPT_KEEP,
-    OPT_NO_KV_CACHE,
-    OPT_QUIET,
-    OPT_MEMORY,
-    OPT_DOCUMENT,
-    OPT_SUMMARY_PROMPT,
-    OPT_SUMMARY_TOKENS,
-    OPT_RETRIEVE_K,
-};
-
 static bool path_list_add(PathList *l, const char *path, StepError *err) {
     const char **grown = realloc(l->paths, (size_t)(l->n + 1) * sizeof *grown);
     if (grown == NULL) return step_fail(err, "out of memory");
@@ -123,110 +51,114 @@ static bool path_list_add(PathList *l, const char *path, StepError *err) {
     return true;
 }
 
+static bool parse_memory(const char *value, void *dest, StepError *err) {
+    return path_list_add(dest, value, err);
+}
+static bool parse_policy(const char *value, void *dest, StepError *err) {
+    return context_policy_parse(value, dest, err);
+}
+
+static const CliOption GENERATE_OPTIONS[] = {
+    {"model", "M", OPTION_TEXT, offsetof(GenerateArgs, model),
+     .help = "a llama2.c checkpoint (.bin), an int8 .q8 file, a GGUF file\n"
+             "(.gguf, its own tokenizer), a Hugging Face folder (its\n"
+             "tokenizer.json) or a stepwise JSON model (.json); default:\n"
+             "the built-in tiny model (data/tiny-model.json)"},
+    {"tokenizer", "T", OPTION_TEXT, offsetof(GenerateArgs, tokenizer),
+     .help = "a llama2.c tokenizer.bin, a tokenizer.json or a folder\n"
+             "holding one, or a JSON model whose tokenizer to use\n"
+             "(required for a checkpoint; wins over the model's own)"},
+    {"prompt", "TEXT", OPTION_TEXT, offsetof(GenerateArgs, prompt),
+     .help = "the prompt (default: empty, i.e. BOS only)"},
+    {"steps", "N", OPTION_INT, offsetof(GenerateArgs, gen.steps), 1, 1 << 30,
+     .help = "most new tokens to generate (default 256)"},
+    {"memory", "FILE", OPTION_CUSTOM, offsetof(GenerateArgs, memory), .parse = parse_memory,
+     .help = "a memory note (the file's text) before the prompt; repeatable"},
+    {"document", "FILE", OPTION_CUSTOM, offsetof(GenerateArgs, documents), .parse = parse_memory,
+     .help = "a retrieved document before the prompt, its id the file's\n"
+             "name; repeatable (docs/context-window.md)"},
+    {"all-logits", NULL, OPTION_FLAG, offsetof(GenerateArgs, gen.all_logits),
+     .help = "compute the logits of every prompt position, not only the last"},
+    {"quiet", NULL, OPTION_FLAG, offsetof(GenerateArgs, quiet),
+     .help = "print nothing but errors (the trace still records everything)"},
+    CLI_OPTIONS_END};
+
+static const CliOption CONTEXT_OPTIONS[] = {
+    {"no-kv-cache", NULL, OPTION_FLAG, offsetof(GenerateArgs, gen.no_kv_cache),
+     .help = "recompute K and V of the whole sequence at every step\n"
+             "(same logits, to the bit; the work grows with the square)"},
+    {"context", "N", OPTION_INT, offsetof(GenerateArgs, gen.context), 2, 1 << 30,
+     .help = "a window of N positions (default: the model's seq_len)"},
+    {"context-policy", "P", OPTION_CUSTOM, offsetof(GenerateArgs, gen.policy),
+     .parse = parse_policy,
+     .help = "at a full window: stop (default), drop-oldest (drop the\n"
+             "oldest tokens and prefill the rest again), keep-prefix\n"
+             "(keep the first --keep tokens and the most recent ones),\n"
+             "summarize (replace the oldest by the model's summary of\n"
+             "them) or retrieve (store the oldest; bring back the chunks\n"
+             "BM25 ranks best against the prompt)"},
+    {"context-drop", "N", OPTION_INT, offsetof(GenerateArgs, gen.context_drop), 1, 1 << 30,
+     .help = "tokens dropped at a full window (default: half the window)"},
+    {"keep", "N", OPTION_INT, offsetof(GenerateArgs, gen.keep), 0, 1 << 30,
+     .help = "keep-prefix, summarize, retrieve: the prefix kept, e.g. a\n"
+             "system prompt (default 0)"},
+    {"summary-prompt", "T", OPTION_TEXT, offsetof(GenerateArgs, summary_prompt),
+     .help = "summarize: the prompt the model summarises the span under;\n"
+             "{span} marks where the span's tokens go (default:\n"
+             "\"" DEFAULT_SUMMARY_PROMPT_HELP "\")"},
+    {"summary-tokens", "N", OPTION_INT, offsetof(GenerateArgs, gen.summary_tokens), 1, 1 << 30,
+     .help = "summarize: the longest summary (< --context-drop; default half\n"
+             "the dropped span, at most 32)"},
+    {"retrieve-k", "K", OPTION_INT, offsetof(GenerateArgs, gen.retrieve_k), 1, 1 << 20,
+     .help = "retrieve: most stored chunks brought back (default 2)"},
+    CLI_OPTIONS_END};
+
+static const CliOption TRACE_FILE_OPTIONS[] = {{"trace", "FILE", OPTION_TEXT,
+                                                offsetof(GenerateArgs, trace),
+                                                .help = "write a JSON Lines trace"},
+                                               CLI_OPTIONS_END};
+
+static const CliOptionGroup GENERATE_GROUPS[] = {
+    {.options = GENERATE_OPTIONS},
+    {.options = CLI_QUANT_OPTIONS,
+     .base = offsetof(GenerateArgs, quant),
+     .heading = "quantization (docs/quantization.md):"},
+    {.options = CONTEXT_OPTIONS,
+     .heading = "the KV cache and the context window (docs/kv-cache.md):"},
+    {.options = CLI_TEMPERATURE_OPTIONS,
+     .base = offsetof(GenerateArgs, gen.sampler),
+     .heading = "sampling (docs/sampling.md):"},
+    {.options = CLI_SAMPLER_OPTIONS, .base = offsetof(GenerateArgs, gen.sampler)},
+    {.options = TRACE_FILE_OPTIONS, .heading = "tracing (docs/trace-format.md):"},
+    {.options = CLI_TRACE_OPTIONS, .base = offsetof(GenerateArgs, trace_opt)}};
+
+static const CliCommandOptions GENERATE_COMMAND = {
+    .command = "generate",
+    .usage = "usage: stepwise generate [options]\n"
+             "\n"
+             "Run a prompt through the model and generate, token by token: prefill the\n"
+             "prompt in one pass, then decode one token at a time against the KV cache.\n"
+             "Each next token is chosen by the sampler (greedy unless --temperature > 0).\n"
+             "The text streams to stdout; a metrics line goes to stderr.\n",
+    .groups = GENERATE_GROUPS,
+    .n_groups = (int)(sizeof GENERATE_GROUPS / sizeof GENERATE_GROUPS[0])};
+
 /* 1: parsed; 0: --help printed; -1: error in err. */
 static int parse_generate_args(int argc, char **argv, GenerateArgs *a, StepError *err) {
-    static const struct option options[] = {
-        {"model", required_argument, NULL, OPT_MODEL},
-        {"tokenizer", required_argument, NULL, OPT_TOKENIZER},
-        {"prompt", required_argument, NULL, OPT_PROMPT},
-        {"steps", required_argument, NULL, OPT_STEPS},
-        {"all-logits", no_argument, NULL, OPT_ALL_LOGITS},
-        {"context", required_argument, NULL, OPT_CONTEXT},
-        {"context-policy", required_argument, NULL, OPT_CONTEXT_POLICY},
-        {"context-drop", required_argument, NULL, OPT_CONTEXT_DROP},
-        {"keep", required_argument, NULL, OPT_KEEP},
-        {"no-kv-cache", no_argument, NULL, OPT_NO_KV_CACHE},
-        {"quiet", no_argument, NULL, OPT_QUIET},
-        {"memory", required_argument, NULL, OPT_MEMORY},
-        {"document", required_argument, NULL, OPT_DOCUMENT},
-        {"summary-prompt", required_argument, NULL, OPT_SUMMARY_PROMPT},
-        {"summary-tokens", required_argument, NULL, OPT_SUMMARY_TOKENS},
-        {"retrieve-k", required_argument, NULL, OPT_RETRIEVE_K},
-        {"trace", required_argument, NULL, OPT_TRACE},
-        TRACE_LONG_OPTIONS,
-        QUANT_LONG_OPTIONS,
-        SAMPLER_LONG_OPTIONS,
-        {"help", no_argument, NULL, 'h'},
-        {NULL, 0, NULL, 0}};
     *a = (GenerateArgs){
         .prompt = "", .summary_prompt = DEFAULT_SUMMARY_PROMPT, .quant = {.run = {.group = 32}}};
     generate_options_default(&a->gen);
     trace_options_default(&a->trace_opt);
-    opterr = 0;
-    optind = 1;
-    int c;
-    while ((c = getopt_long(argc, argv, ":h", options, NULL)) != -1) {
-        switch (c) {
-            case OPT_MODEL:
-                a->model = optarg;
-                break;
-            case OPT_TOKENIZER:
-                a->tokenizer = optarg;
-                break;
-            case OPT_PROMPT:
-                a->prompt = optarg;
-                break;
-            case OPT_STEPS:
-                if (!cli_parse_int(optarg, "--steps", 1, 1 << 30, &a->gen.steps, err)) return -1;
-                break;
-            case OPT_ALL_LOGITS:
-                a->gen.all_logits = true;
-                break;
-            case OPT_CONTEXT:
-                if (!cli_parse_int(optarg, "--context", 2, 1 << 30, &a->gen.context, err))
-                    return -1;
-                break;
-            case OPT_CONTEXT_POLICY:
-                if (!context_policy_parse(optarg, &a->gen.policy, err)) return -1;
-                break;
-            case OPT_CONTEXT_DROP:
-                if (!cli_parse_int(optarg, "--context-drop", 1, 1 << 30, &a->gen.context_drop, err))
-                    return -1;
-                break;
-            case OPT_KEEP:
-                if (!cli_parse_int(optarg, "--keep", 0, 1 << 30, &a->gen.keep, err)) return -1;
-                break;
-            case OPT_QUIET:
-                a->quiet = true;
-                break;
-            case OPT_MEMORY:
-                if (!path_list_add(&a->memory, optarg, err)) return -1;
-                break;
-            case OPT_DOCUMENT:
-                if (!path_list_add(&a->documents, optarg, err)) return -1;
-                break;
-            case OPT_SUMMARY_PROMPT:
-                a->summary_prompt = optarg;
-                break;
-            case OPT_SUMMARY_TOKENS:
-                if (!cli_parse_int(optarg, "--summary-tokens", 1, 1 << 30, &a->gen.summary_tokens,
-                                   err))
-                    return -1;
-                break;
-            case OPT_RETRIEVE_K:
-                if (!cli_parse_int(optarg, "--retrieve-k", 1, 1 << 20, &a->gen.retrieve_k, err))
-                    return -1;
-                break;
-            case OPT_NO_KV_CACHE:
-                a->gen.no_kv_cache = true;
-                break;
-            case OPT_TRACE:
-                a->trace = optarg;
-                break;
-            case 'h':
-                fputs(GENERATE_USAGE, stdout);
-                return 0;
-            default: {
-                int handled = cli_sampler_option(c, optarg, &a->gen.sampler, err);
-                if (handled == 0) handled = cli_trace_option(c, optarg, &a->trace_opt, err);
-                if (handled == 0) handled = cli_quant_option(c, optarg, &a->quant, err);
-                if (handled == 0) cli_option_error("generate", c, optopt, argv, optind, err);
-                if (handled <= 0) return -1;
-            }
-        }
-    }
-    if (optind < argc) {
-        step_fail(err, "generate: unexpected argument '%s' (see --help)", argv[optind]);
+    int first, parsed = cli_options_parse(&GENERATE_COMMAND, argc, argv, a, &first, err);
+    if (parsed == 0)
+        fputs("\n"
+              "Generation stops on BOS or EOS, after --steps tokens, when the context\n"
+              "(seq_len) is full, or on Ctrl-C (exit status 130; the trace ends with an\n"
+              "error line).\n",
+              stdout);
+    if (parsed <= 0) return parsed;
+    if (first < argc) {
+        step_fail(err, "generate: unexpected argument '%s' (see --help)", argv[first]);
         return -1;
     }
     if (a->trace != NULL && !file_check_output(a->trace, "--trace", err)) return -1;

@@ -7,8 +7,9 @@
 
 #include "ref/cli/common.h"
 
-#define HELP_COLUMN 21  /* where an option's help starts: "  --name VALUE" padded to it */
-#define FIRST_ID    256 /* getopt ids of the table's options: FIRST_ID + their index */
+#define HELP_COLUMN     21  /* where options' help starts at the least */
+#define HELP_COLUMN_MAX 28  /* and at the most: a longer head puts two spaces before it */
+#define FIRST_ID        256 /* getopt ids of the table's options: FIRST_ID + their index */
 
 static int count_options(const CliCommandOptions *c) {
     int n = 0;
@@ -94,31 +95,45 @@ int cli_options_parse(const CliCommandOptions *c, int argc, char **argv, void *a
     return status;
 }
 
-/* "  --name VALUE", then the help's lines, the first beside it (or, past
- * the column, two spaces after it) and the rest under it. */
-static void print_option(FILE *to, const CliOption *o) {
-    const char *name = o->name, *value = o->value, *help = o->help;
-    const char *space = value == NULL || o->optional ? "" : " ";
-    int width = o->short_name
-                    ? fprintf(to, "  -%c, --%s%s%s", o->short_name, name, space, value ? value : "")
-                    : fprintf(to, "  --%s%s%s", name, space, value ? value : "");
-    fprintf(to, "%*s", width < HELP_COLUMN - 1 ? HELP_COLUMN - width : 2, "");
-    for (const char *line = help; *line != '\0';) {
+/* "  --name VALUE" (or "  -o, --name VALUE") into buf: its width. */
+static int option_head(const CliOption *o, char *buf, size_t size) {
+    const char *value = o->value ? o->value : "", *space = o->value && !o->optional ? " " : "";
+    if (o->short_name)
+        return snprintf(buf, size, "  -%c, --%s%s%s", o->short_name, o->name, space, value);
+    return snprintf(buf, size, "  --%s%s%s", o->name, space, value);
+}
+
+/* The head, then the help's lines: the first at `column` (or two spaces
+ * after a longer head), the rest under it. */
+static void print_option(FILE *to, const CliOption *o, int column) {
+    char head[128];
+    int width = option_head(o, head, sizeof head);
+    fprintf(to, "%s%*s", head, width <= column - 2 ? column - width : 2, "");
+    for (const char *line = o->help; *line != '\0';) {
         const char *end = strchr(line, '\n');
         int len = end ? (int)(end - line) : (int)strlen(line);
         fprintf(to, "%.*s\n", len, line);
         if (end == NULL) break;
         line = end + 1;
-        fprintf(to, "%*s", HELP_COLUMN, "");
+        fprintf(to, "%*s", column, "");
     }
 }
 
 void cli_options_help(const CliCommandOptions *c, FILE *to) {
+    /* the help's column: past the longest head, within reason */
+    int column = HELP_COLUMN;
+    for (int g = 0; g < c->n_groups; g++)
+        for (const CliOption *o = c->groups[g].options; o->name != NULL; o++) {
+            char head[128];
+            int width = option_head(o, head, sizeof head) + 2;
+            if (width > column && width <= HELP_COLUMN_MAX) column = width;
+        }
     fputs(c->usage, to);
     fputc('\n', to);
     for (int g = 0; g < c->n_groups; g++) {
         if (c->groups[g].heading != NULL) fprintf(to, "\n%s\n", c->groups[g].heading);
-        for (const CliOption *o = c->groups[g].options; o->name != NULL; o++) print_option(to, o);
+        for (const CliOption *o = c->groups[g].options; o->name != NULL; o++)
+            print_option(to, o, column);
     }
-    fprintf(to, "  -h, --help%*sthis help\n", HELP_COLUMN - 12, "");
+    fprintf(to, "  -h, --help%*sthis help\n", column - 12, "");
 }
