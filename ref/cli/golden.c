@@ -5,7 +5,7 @@
  * the same bytes. */
 #include <cjson/cJSON.h>
 #include <errno.h>
-#include <getopt.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <string.h>
 #include <dirent.h>
@@ -17,6 +17,7 @@
 #include "ref/util/build_info.h"
 #include "ref/cli/commands.h"
 #include "ref/cli/common.h"
+#include "ref/cli/options.h"
 #include "ref/formats/model_open.h"
 #include "ref/cli/golden_folder.h"
 #include "ref/cli/identity.h"
@@ -28,7 +29,7 @@
 #include "ref/util/sha256.h"
 #include "ref/kernels/threads.h"
 
-static const char GOLDEN_USAGE[] =
+static const char GOLDEN_ABOUT[] =
     "usage: stepwise golden --model M [--tokenizer T] --out DIR [--kernels plain|fast]\n"
     "                       [--hooks P] [--tensors] [--threads N] [--shard K/N]\n"
     "       stepwise golden merge PART... --out DIR\n"
@@ -59,17 +60,7 @@ static const char GOLDEN_USAGE[] =
     "number). `golden merge` checks that the parts are one set (the same model,\n"
     "tokenizer, stepwise build and options; every part once; every file once,\n"
     "its checksum right) and writes the set, byte for byte what one run without\n"
-    "--shard writes. docs/oracle.md shows GNU parallel and Slurm running parts.\n"
-    "\n"
-    "  --model M          the model (any stepwise loads)\n"
-    "  --tokenizer T      its tokenizer (needed for a llama2.c checkpoint)\n"
-    "  --out DIR          where the set goes (moved into place whole)\n"
-    "  --hooks P          activations in the score files: default, globs, or none\n"
-    "  --tensors          each score and kv file's numbers as safetensors beside it\n"
-    "  --kernels K        fast (default) or plain; the same bytes\n"
-    "  --threads N        threads the fast kernels use; the same bytes\n"
-    "  --shard K/N        write part K of N (golden merge joins the parts)\n"
-    "  -h, --help         show this help\n";
+    "--shard writes. docs/oracle.md shows GNU parallel and Slurm running parts.\n";
 
 /* The prompts scored and generated from; short stories-style text. */
 static const char *const PROMPTS[] = {
@@ -335,72 +326,58 @@ static bool parse_shard(const char *arg, int *k, int *n, StepError *err) {
     return true;
 }
 
+typedef struct {
+    const char *model, *tokenizer, *out, *kernels, *hooks, *threads;
+    int shard, shards;
+    bool tensors;
+} GoldenArgs;
+
+static bool parse_shard_option(const char *value, void *dest, StepError *err) {
+    GoldenArgs *a = dest;
+    return parse_shard(value, &a->shard, &a->shards, err);
+}
+/* --threads N: checked here, passed on to each score as given */
+static bool parse_threads(const char *value, void *dest, StepError *err) {
+    int unused;
+    *(const char **)dest = value;
+    return cli_parse_int(value, "--threads", 1, THREADS_MAX, &unused, err);
+}
+
+static const CliOption GOLDEN_OPTIONS[] = {
+    {"model", "M", OPTION_TEXT, offsetof(GoldenArgs, model),
+     .help = "the model (any stepwise loads)"},
+    {"tokenizer", "T", OPTION_TEXT, offsetof(GoldenArgs, tokenizer),
+     .help = "its tokenizer (needed for a llama2.c checkpoint)"},
+    {"out", "DIR", OPTION_TEXT, offsetof(GoldenArgs, out),
+     .help = "where the set goes (moved into place whole)"},
+    {"hooks", "P", OPTION_TEXT, offsetof(GoldenArgs, hooks),
+     .help = "activations in the score files: default, globs, or none"},
+    {"tensors", NULL, OPTION_FLAG, offsetof(GoldenArgs, tensors),
+     .help = "each score and kv file's numbers as safetensors beside it"},
+    {"kernels", "K", OPTION_TEXT, offsetof(GoldenArgs, kernels),
+     .help = "fast (default) or plain; the same bytes"},
+    {"threads", "N", OPTION_CUSTOM, offsetof(GoldenArgs, threads), .parse = parse_threads,
+     .help = "threads the fast kernels use; the same bytes"},
+    {"shard", "K/N", OPTION_CUSTOM, .parse = parse_shard_option,
+     .help = "write part K of N (golden merge joins the parts)"},
+    CLI_OPTIONS_END};
+
+static const CliOptionGroup GOLDEN_GROUPS[] = {{.options = GOLDEN_OPTIONS}};
+
+static const CliCommandOptions GOLDEN_COMMAND = {
+    .command = "golden", .usage = GOLDEN_ABOUT, .groups = GOLDEN_GROUPS, .n_groups = 1};
+
 int cli_golden(int argc, char **argv) {
     if (argc > 1 && strcmp(argv[1], "merge") == 0) return cli_golden_merge(argc - 1, argv + 1);
-    enum {
-        OPT_MODEL = 256,
-        OPT_TOKENIZER,
-        OPT_OUT,
-        OPT_KERNELS,
-        OPT_HOOKS,
-        OPT_SHARD,
-        OPT_THREADS,
-        OPT_TENSORS
-    };
-    static const struct option options[] = {{"model", required_argument, NULL, OPT_MODEL},
-                                            {"tokenizer", required_argument, NULL, OPT_TOKENIZER},
-                                            {"out", required_argument, NULL, OPT_OUT},
-                                            {"kernels", required_argument, NULL, OPT_KERNELS},
-                                            {"hooks", required_argument, NULL, OPT_HOOKS},
-                                            {"shard", required_argument, NULL, OPT_SHARD},
-                                            {"threads", required_argument, NULL, OPT_THREADS},
-                                            {"tensors", no_argument, NULL, OPT_TENSORS},
-                                            {"help", no_argument, NULL, 'h'},
-                                            {NULL, 0, NULL, 0}};
-    const char *model = NULL, *tokenizer = NULL, *out = NULL, *kernels = NULL, *hooks = "default";
-    const char *threads = NULL;
-    int shard = 1, shards = 1, unused;
-    bool tensors = false;
+    GoldenArgs args = {.hooks = "default", .shard = 1, .shards = 1};
     StepError err;
-    bool ok = true;
-    opterr = 0;
-    optind = 1;
-    int c;
-    while (ok && (c = getopt_long(argc, argv, ":h", options, NULL)) != -1) {
-        switch (c) {
-            case OPT_MODEL:
-                model = optarg;
-                break;
-            case OPT_TOKENIZER:
-                tokenizer = optarg;
-                break;
-            case OPT_OUT:
-                out = optarg;
-                break;
-            case OPT_KERNELS:
-                kernels = optarg;
-                break;
-            case OPT_HOOKS:
-                hooks = optarg;
-                break;
-            case OPT_SHARD:
-                ok = parse_shard(optarg, &shard, &shards, &err);
-                break;
-            case OPT_THREADS:
-                threads = optarg;
-                ok = cli_parse_int(optarg, "--threads", 1, THREADS_MAX, &unused, &err);
-                break;
-            case OPT_TENSORS:
-                tensors = true;
-                break;
-            case 'h':
-                fputs(GOLDEN_USAGE, stdout);
-                return 0;
-            default:
-                ok = cli_option_error("golden", c, optopt, argv, optind, &err);
-        }
-    }
-    if (ok && (model == NULL || out == NULL || optind < argc))
+    int first, parsed = cli_options_parse(&GOLDEN_COMMAND, argc, argv, &args, &first, &err);
+    if (parsed == 0) return 0;
+    bool ok = parsed > 0, tensors = args.tensors;
+    const char *model = args.model, *tokenizer = args.tokenizer, *out = args.out;
+    const char *kernels = args.kernels, *hooks = args.hooks, *threads = args.threads;
+    int shard = args.shard, shards = args.shards;
+    if (ok && (model == NULL || out == NULL || first < argc))
         ok = step_fail(&err, "golden: needs --model and --out (see --help)");
     if (ok && kernels != NULL && strcmp(kernels, "plain") != 0 && strcmp(kernels, "fast") != 0)
         ok = step_fail(&err, "unknown --kernels '%s' (fast, plain)", kernels);
