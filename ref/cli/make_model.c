@@ -1,7 +1,8 @@
 /* cli/make_model.c: `stepwise make-model`, a random-weight checkpoint of any
  * shape, for shapes the real models do not have (MHA, GQA, MQA, untied,
  * the 15M benchmark shape). */
-#include <getopt.h>
+#include <stddef.h>
+#include <stdint.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -9,12 +10,13 @@
 
 #include "ref/cli/commands.h"
 #include "ref/cli/common.h"
+#include "ref/cli/options.h"
 #include "ref/cli/presets.h"
 #include "ref/util/file_util.h"
 #include "ref/formats/hf_write.h"
 #include "ref/text/tokenizer_json.h"
 
-static const char MAKE_MODEL_USAGE[] =
+static const char MAKE_MODEL_ABOUT[] =
     "usage: stepwise make-model --dim D --hidden H --layers L --heads N [--kv-heads M]\n"
     "                           --vocab V --seq-len S [--seed X] [--untied] --out FILE\n"
     "\n"
@@ -22,63 +24,11 @@ static const char MAKE_MODEL_USAGE[] =
     "uniform in +-1/sqrt(fan_in)). The same seed always gives the same bytes.\n"
     "--kv-heads M < N shares each KV head among N/M query heads: M = N is MHA,\n"
     "1 < M < N is GQA, M = 1 is MQA. --untied stores a classifier of its own.\n"
-    "Defaults: --kv-heads N, --seed 42.\n"
+    "Defaults: --kv-heads N, --seed 42.\n";
+
+/* The help after the options: the presets' sources, and an example. */
+static const char MAKE_MODEL_AFTER[] =
     "\n"
-    "  --dim D              the model width\n"
-    "  --hidden H           the MLP's hidden width\n"
-    "  --layers L           blocks\n"
-    "  --heads N            query heads\n"
-    "  --kv-heads M         KV heads, dividing N (default N)\n"
-    "  --vocab V            token ids\n"
-    "  --seq-len S          the context, in positions\n"
-    "  --seed X             the random weights' seed (default 42)\n"
-    "  --untied             a classifier of its own (default: tied to the embedding)\n"
-    "  --out FILE           where to write (written whole or not at all)\n"
-    "  -h, --help           show this help\n"
-    "\n"
-    "A Hugging Face model directory instead (docs/hf-models.md):\n"
-    "  --format hf          write OUT as a folder: config.json and safetensors\n"
-    "  --arch A             llama (default), mistral, qwen2 (q/k/v biases), qwen3\n"
-    "                       (q/k norms), gpt2 (LayerNorm, GELU MLP, learned positions,\n"
-    "                       biases: GPT2LMHeadModel's Conv1D tensors) or phi3 (Llama's\n"
-    "                       block, q/k/v and gate/up fused in the files)\n"
-    "  --dtype T            f32 (default), f16 or bf16 (rounded to nearest even)\n"
-    "  --shards N           N safetensors files and their index (default 1)\n"
-    "  --head-dim H         the head size, if not dim / heads\n"
-    "  --rope-theta X       the RoPE base (default 10000)\n"
-    "  --tokenizer-from DIR copy DIR's tokenizer.json (and tokenizer_config.json) in;\n"
-    "                       its ids must be below --vocab\n"
-    "Gemma's (--arch gemma2 or gemma3; docs/families.md):\n"
-    "  --query-scale X      scores divided by sqrt(X): query_pre_attn_scalar (default:\n"
-    "                       the head size)\n"
-    "  --attn-softcap X     scores capped as tanh(s / X) * X (gemma2: 50; 0: none)\n"
-    "  --final-softcap X    logits capped the same way (gemma2: 30; 0: none)\n"
-    "  --sliding-window N   sliding layers see the last N positions (default 0: none;\n"
-    "                       mistral and phi3 take it too, on every layer)\n"
-    "  --sliding-pattern P  layer l slides unless (l + 1) % P == 0 (gemma2: 2, gemma3:\n"
-    "                       6; 0: every layer)\n"
-    "  --rope-local-theta X the sliding layers' RoPE base (gemma3: 10000)\n"
-    "A mixture of experts (--arch mixtral or qwen3moe; docs/moe.md):\n"
-    "  --experts E          experts in each MoE layer (required)\n"
-    "  --experts-used K     the experts each token runs (default 2)\n"
-    "  --expert-hidden H    each expert's hidden width (qwen3moe; default --hidden)\n"
-    "  --moe-step S         layer l is sparse when (l + 1) % S == 0 (qwen3moe; default 1)\n"
-    "  --dense-layers L,..  layers whose MLP stays dense, --hidden wide (qwen3moe)\n"
-    "  --no-norm-topk       the k weights not renormalised (qwen3moe's norm_topk_prob false)\n"
-    "\n"
-    "\n"
-    "A real model's shape, from its published config.json (random weights; a\n"
-    "folder unless --format llama2c, which only tinyllama-1.1b fits; options\n"
-    "given beside it win, --seq-len 2048 say):\n"
-    "  --preset P           smollm2-135m (HuggingFaceTB/SmolLM2-135M), qwen3-0.6b\n"
-    "                       (Qwen/Qwen3-0.6B), llama-3.2-1b (meta-llama/Llama-3.2-1B),\n"
-    "                       llama-3-8b (meta-llama/Meta-Llama-3-8B; 16 GB in bf16),\n"
-    "                       tinyllama-1.1b (TinyLlama/TinyLlama-1.1B-Chat-v1.0), gpt2\n"
-    "                       (openai-community/gpt2, 124M), gpt2-medium (355M), phi-3-mini-4k\n"
-    "                       (microsoft/Phi-3-mini-4k-instruct), gemma-2-2b\n"
-    "                       (google/gemma-2-2b), gemma-3-1b (google/gemma-3-1b-pt),\n"
-    "                       mixtral-8x7b (mistralai/Mixtral-8x7B-v0.1; 93 GB in bf16) or\n"
-    "                       qwen3-30b-a3b (Qwen/Qwen3-30B-A3B; 61 GB in bf16)\n"
     "A folder is written tensor by tensor, each drawn as it is written: no shape\n"
     "needs its weights in memory (but GPT-2's, whose Conv1D tensors are written\n"
     "transposed from the weights in memory).\n"
@@ -283,113 +233,209 @@ static int folder_option(int c, const char *arg, FolderOptions *f, Config *cfg, 
     return ok ? 1 : -1;
 }
 
-int cli_make_model(int argc, char **argv) {
-    static const struct option options[] = {
-        {"dim", required_argument, NULL, OPT_DIM},
-        {"hidden", required_argument, NULL, OPT_HIDDEN},
-        {"layers", required_argument, NULL, OPT_LAYERS},
-        {"heads", required_argument, NULL, OPT_HEADS},
-        {"kv-heads", required_argument, NULL, OPT_KV_HEADS},
-        {"vocab", required_argument, NULL, OPT_VOCAB},
-        {"seq-len", required_argument, NULL, OPT_SEQ_LEN},
-        {"seed", required_argument, NULL, OPT_MODEL_SEED},
-        {"untied", no_argument, NULL, OPT_UNTIED},
-        {"out", required_argument, NULL, OPT_OUT},
-        {"format", required_argument, NULL, OPT_FORMAT},
-        {"tokenizer-from", required_argument, NULL, OPT_TOKENIZER_FROM},
-        {"arch", required_argument, NULL, OPT_ARCH},
-        {"dtype", required_argument, NULL, OPT_DTYPE},
-        {"shards", required_argument, NULL, OPT_SHARDS},
-        {"head-dim", required_argument, NULL, OPT_HEAD_DIM},
-        {"rope-theta", required_argument, NULL, OPT_ROPE_THETA},
-        {"preset", required_argument, NULL, OPT_PRESET},
-        {"query-scale", required_argument, NULL, OPT_QUERY_SCALE},
-        {"attn-softcap", required_argument, NULL, OPT_ATTN_SOFTCAP},
-        {"final-softcap", required_argument, NULL, OPT_FINAL_SOFTCAP},
-        {"sliding-window", required_argument, NULL, OPT_SLIDING_WINDOW},
-        {"sliding-pattern", required_argument, NULL, OPT_SLIDING_PATTERN},
-        {"rope-local-theta", required_argument, NULL, OPT_ROPE_LOCAL_THETA},
-        {"experts", required_argument, NULL, OPT_EXPERTS},
-        {"experts-used", required_argument, NULL, OPT_EXPERTS_USED},
-        {"expert-hidden", required_argument, NULL, OPT_EXPERT_HIDDEN},
-        {"moe-step", required_argument, NULL, OPT_MOE_STEP},
-        {"dense-layers", required_argument, NULL, OPT_DENSE_LAYERS},
-        {"no-norm-topk", no_argument, NULL, OPT_NO_NORM_TOPK},
-        {"help", no_argument, NULL, 'h'},
-        {NULL, 0, NULL, 0}};
-    /* Sizes start at 0 ("not given"); zero or negative values are refused by
-     * config_validate with the name of the size. */
-    /* Gemma's numbers start negative: not given (gemma_defaults) */
-    Config c = {.query_scale = -1,
-                .attn_softcap = -1,
-                .final_softcap = -1,
-                .sliding_window = -1,
-                .sliding_pattern = -1,
-                .rope_local_theta = -1,
-                .expert_norm_topk = true};
-    int seed = 42;
-    bool untied = false;
-    const char *out = NULL;
-    FolderOptions folder = {.arch = HF_LLAMA, .dtype = ST_F32, .shards = 1};
-    const ModelPreset *preset = NULL;
-    bool arch_given = false;
-    StepError err;
-    bool ok = true;
-    opterr = 0;
-    optind = 1;
-    int opt;
-    while (ok && (opt = getopt_long(argc, argv, ":h", options, NULL)) != -1) {
-        int *target = NULL;
-        const char *name = NULL;
-        switch (opt) {
-            case OPT_DIM:
-                target = &c.dim, name = "--dim";
-                break;
-            case OPT_HIDDEN:
-                target = &c.hidden_dim, name = "--hidden";
-                break;
-            case OPT_LAYERS:
-                target = &c.n_layers, name = "--layers";
-                break;
-            case OPT_HEADS:
-                target = &c.n_heads, name = "--heads";
-                break;
-            case OPT_KV_HEADS:
-                target = &c.n_kv_heads, name = "--kv-heads";
-                break;
-            case OPT_VOCAB:
-                target = &c.vocab_size, name = "--vocab";
-                break;
-            case OPT_SEQ_LEN:
-                target = &c.seq_len, name = "--seq-len";
-                break;
-            case OPT_MODEL_SEED:
-                target = &seed, name = "--seed";
-                break;
-            case OPT_UNTIED:
-                untied = true;
-                break;
-            case OPT_OUT:
-                out = optarg;
-                break;
-            case OPT_PRESET:
-                ok = (preset = model_preset_find(optarg, &err)) != NULL;
-                break;
-            case 'h':
-                fputs(MAKE_MODEL_USAGE, stdout);
-                return 0;
-            default: {
-                arch_given = arch_given || opt == OPT_ARCH;
-                int handled = folder_option(opt, optarg, &folder, &c, &err);
-                if (handled == 0) cli_option_error("make-model", opt, optopt, argv, optind, &err);
-                ok = handled > 0;
-            }
-        }
-        if (target != NULL)
-            ok = cli_parse_int(optarg, name, -(1L << 31) + 1, (1L << 31) - 1, target, &err);
+/* What the command line gives: the shape, the folder's options and the
+ * checkpoint's. */
+typedef struct {
+    Config c;
+    FolderOptions folder;
+    int seed;
+    bool untied, arch_given;
+    const char *out;
+    const ModelPreset *preset;
+} MakeModelArgs;
+
+/* Option `id` of the table into a: the shape's whole numbers here, the
+ * rest by folder_option (which takes the folder's, Gemma's and the
+ * experts'). */
+static bool make_model_option(int id, const char *value, MakeModelArgs *a, StepError *err) {
+    static const struct {
+        int id;
+        const char *name;
+        size_t offset; /* of the int in Config, or SIZE_MAX: the seed */
+    } ints[] = {{OPT_DIM, "--dim", offsetof(Config, dim)},
+                {OPT_HIDDEN, "--hidden", offsetof(Config, hidden_dim)},
+                {OPT_LAYERS, "--layers", offsetof(Config, n_layers)},
+                {OPT_HEADS, "--heads", offsetof(Config, n_heads)},
+                {OPT_KV_HEADS, "--kv-heads", offsetof(Config, n_kv_heads)},
+                {OPT_VOCAB, "--vocab", offsetof(Config, vocab_size)},
+                {OPT_SEQ_LEN, "--seq-len", offsetof(Config, seq_len)},
+                {OPT_MODEL_SEED, "--seed", SIZE_MAX}};
+    for (size_t i = 0; i < sizeof ints / sizeof ints[0]; i++) {
+        if (ints[i].id != id) continue;
+        /* sizes are refused (zero, negative) by config_validate, naming them */
+        int *target =
+            ints[i].offset == SIZE_MAX ? &a->seed : (int *)((char *)&a->c + ints[i].offset);
+        return cli_parse_int(value, ints[i].name, -(1L << 31) + 1, (1L << 31) - 1, target, err);
     }
-    if (ok && optind < argc)
-        ok = step_fail(&err, "make-model: unexpected argument '%s'", argv[optind]);
+    if (id == OPT_PRESET) return (a->preset = model_preset_find(value, err)) != NULL;
+    a->arch_given = a->arch_given || id == OPT_ARCH;
+    return folder_option(id, value, &a->folder, &a->c, err) > 0;
+}
+
+#define MAKE_MODEL_PARSER(name, id)                                                                \
+    static bool name(const char *value, void *dest, StepError *err) {                              \
+        return make_model_option(id, value, dest, err);                                            \
+    }
+MAKE_MODEL_PARSER(parse_dim, OPT_DIM)
+MAKE_MODEL_PARSER(parse_hidden, OPT_HIDDEN)
+MAKE_MODEL_PARSER(parse_layers, OPT_LAYERS)
+MAKE_MODEL_PARSER(parse_heads, OPT_HEADS)
+MAKE_MODEL_PARSER(parse_kv_heads, OPT_KV_HEADS)
+MAKE_MODEL_PARSER(parse_vocab, OPT_VOCAB)
+MAKE_MODEL_PARSER(parse_seq_len, OPT_SEQ_LEN)
+MAKE_MODEL_PARSER(parse_seed, OPT_MODEL_SEED)
+MAKE_MODEL_PARSER(parse_format, OPT_FORMAT)
+MAKE_MODEL_PARSER(parse_arch, OPT_ARCH)
+MAKE_MODEL_PARSER(parse_dtype, OPT_DTYPE)
+MAKE_MODEL_PARSER(parse_shards, OPT_SHARDS)
+MAKE_MODEL_PARSER(parse_head_dim, OPT_HEAD_DIM)
+MAKE_MODEL_PARSER(parse_rope_theta, OPT_ROPE_THETA)
+MAKE_MODEL_PARSER(parse_tokenizer_from, OPT_TOKENIZER_FROM)
+MAKE_MODEL_PARSER(parse_preset, OPT_PRESET)
+MAKE_MODEL_PARSER(parse_query_scale, OPT_QUERY_SCALE)
+MAKE_MODEL_PARSER(parse_attn_softcap, OPT_ATTN_SOFTCAP)
+MAKE_MODEL_PARSER(parse_final_softcap, OPT_FINAL_SOFTCAP)
+MAKE_MODEL_PARSER(parse_sliding_window, OPT_SLIDING_WINDOW)
+MAKE_MODEL_PARSER(parse_sliding_pattern, OPT_SLIDING_PATTERN)
+MAKE_MODEL_PARSER(parse_rope_local_theta, OPT_ROPE_LOCAL_THETA)
+MAKE_MODEL_PARSER(parse_experts, OPT_EXPERTS)
+MAKE_MODEL_PARSER(parse_experts_used, OPT_EXPERTS_USED)
+MAKE_MODEL_PARSER(parse_expert_hidden, OPT_EXPERT_HIDDEN)
+MAKE_MODEL_PARSER(parse_moe_step, OPT_MOE_STEP)
+MAKE_MODEL_PARSER(parse_dense_layers, OPT_DENSE_LAYERS)
+MAKE_MODEL_PARSER(parse_no_norm_topk, OPT_NO_NORM_TOPK)
+
+static const CliOption SHAPE_OPTIONS[] = {
+    {"dim", "D", OPTION_CUSTOM, .parse = parse_dim, .help = "the model width"},
+    {"hidden", "H", OPTION_CUSTOM, .parse = parse_hidden, .help = "the MLP's hidden width"},
+    {"layers", "L", OPTION_CUSTOM, .parse = parse_layers, .help = "blocks"},
+    {"heads", "N", OPTION_CUSTOM, .parse = parse_heads, .help = "query heads"},
+    {"kv-heads", "M", OPTION_CUSTOM, .parse = parse_kv_heads,
+     .help = "KV heads, dividing N (default N)"},
+    {"vocab", "V", OPTION_CUSTOM, .parse = parse_vocab, .help = "token ids"},
+    {"seq-len", "S", OPTION_CUSTOM, .parse = parse_seq_len, .help = "the context, in positions"},
+    {"seed", "X", OPTION_CUSTOM, .parse = parse_seed,
+     .help = "the random weights' seed (default 42)"},
+    {"untied", NULL, OPTION_FLAG, offsetof(MakeModelArgs, untied),
+     .help = "a classifier of its own (default: tied to the embedding)"},
+    {"out", "FILE", OPTION_TEXT, offsetof(MakeModelArgs, out),
+     .help = "where to write (written whole or not at all)"},
+    CLI_OPTIONS_END};
+
+static const CliOption FOLDER_OPTIONS[] = {
+    {"format", "hf", OPTION_CUSTOM, .parse = parse_format,
+     .help = "write OUT as a folder: config.json and safetensors"},
+    {"arch", "A", OPTION_CUSTOM, .parse = parse_arch,
+     .help = "llama (default), mistral, qwen2 (q/k/v biases), qwen3\n"
+             "(q/k norms), gpt2 (LayerNorm, GELU MLP, learned positions,\n"
+             "biases: GPT2LMHeadModel's Conv1D tensors), phi3 (Llama's\n"
+             "block, q/k/v and gate/up fused in the files), gemma2, gemma3,\n"
+             "mixtral or qwen3moe"},
+    {"dtype", "T", OPTION_CUSTOM, .parse = parse_dtype,
+     .help = "f32 (default), f16 or bf16 (rounded to nearest even)"},
+    {"shards", "N", OPTION_CUSTOM, .parse = parse_shards,
+     .help = "N safetensors files and their index (default 1)"},
+    {"head-dim", "H", OPTION_CUSTOM, .parse = parse_head_dim,
+     .help = "the head size, if not dim / heads"},
+    {"rope-theta", "X", OPTION_CUSTOM, .parse = parse_rope_theta,
+     .help = "the RoPE base (default 10000)"},
+    {"tokenizer-from", "DIR", OPTION_CUSTOM, .parse = parse_tokenizer_from,
+     .help = "copy DIR's tokenizer.json (and tokenizer_config.json) in;\n"
+             "its ids must be below --vocab"},
+    CLI_OPTIONS_END};
+
+static const CliOption GEMMA_OPTIONS[] = {
+    {"query-scale", "X", OPTION_CUSTOM, .parse = parse_query_scale,
+     .help = "scores divided by sqrt(X): query_pre_attn_scalar (default:\n"
+             "the head size)"},
+    {"attn-softcap", "X", OPTION_CUSTOM, .parse = parse_attn_softcap,
+     .help = "scores capped as tanh(s / X) * X (gemma2: 50; 0: none)"},
+    {"final-softcap", "X", OPTION_CUSTOM, .parse = parse_final_softcap,
+     .help = "logits capped the same way (gemma2: 30; 0: none)"},
+    {"sliding-window", "N", OPTION_CUSTOM, .parse = parse_sliding_window,
+     .help = "sliding layers see the last N positions (default 0: none;\n"
+             "mistral and phi3 take it too, on every layer)"},
+    {"sliding-pattern", "P", OPTION_CUSTOM, .parse = parse_sliding_pattern,
+     .help = "layer l slides unless (l + 1) % P == 0 (gemma2: 2, gemma3:\n"
+             "6; 0: every layer)"},
+    {"rope-local-theta", "X", OPTION_CUSTOM, .parse = parse_rope_local_theta,
+     .help = "the sliding layers' RoPE base (gemma3: 10000)"},
+    CLI_OPTIONS_END};
+
+static const CliOption MOE_OPTIONS[] = {
+    {"experts", "E", OPTION_CUSTOM, .parse = parse_experts,
+     .help = "experts in each MoE layer (required)"},
+    {"experts-used", "K", OPTION_CUSTOM, .parse = parse_experts_used,
+     .help = "the experts each token runs (default 2)"},
+    {"expert-hidden", "H", OPTION_CUSTOM, .parse = parse_expert_hidden,
+     .help = "each expert's hidden width (qwen3moe; default --hidden)"},
+    {"moe-step", "S", OPTION_CUSTOM, .parse = parse_moe_step,
+     .help = "layer l is sparse when (l + 1) % S == 0 (qwen3moe; default 1)"},
+    {"dense-layers", "L,..", OPTION_CUSTOM, .parse = parse_dense_layers,
+     .help = "layers whose MLP stays dense, --hidden wide (qwen3moe)"},
+    {"no-norm-topk", NULL, OPTION_CUSTOM, .parse = parse_no_norm_topk,
+     .help = "the k weights not renormalised (qwen3moe's norm_topk_prob false)"},
+    CLI_OPTIONS_END};
+
+static const CliOption PRESET_OPTIONS[] = {
+    {"preset", "P", OPTION_CUSTOM, .parse = parse_preset,
+     .help = "smollm2-135m (HuggingFaceTB/SmolLM2-135M), qwen3-0.6b\n"
+             "(Qwen/Qwen3-0.6B), llama-3.2-1b (meta-llama/Llama-3.2-1B),\n"
+             "llama-3-8b (meta-llama/Meta-Llama-3-8B; 16 GB in bf16),\n"
+             "tinyllama-1.1b (TinyLlama/TinyLlama-1.1B-Chat-v1.0), gpt2\n"
+             "(openai-community/gpt2, 124M), gpt2-medium (355M), phi-3-mini-4k\n"
+             "(microsoft/Phi-3-mini-4k-instruct), gemma-2-2b\n"
+             "(google/gemma-2-2b), gemma-3-1b (google/gemma-3-1b-pt),\n"
+             "mixtral-8x7b (mistralai/Mixtral-8x7B-v0.1; 93 GB in bf16) or\n"
+             "qwen3-30b-a3b (Qwen/Qwen3-30B-A3B; 61 GB in bf16)"},
+    CLI_OPTIONS_END};
+
+static const CliOptionGroup MAKE_MODEL_GROUPS[] = {
+    {.options = SHAPE_OPTIONS},
+    {.options = FOLDER_OPTIONS,
+     .heading = "A Hugging Face model directory instead (docs/hf-models.md):"},
+    {.options = GEMMA_OPTIONS, .heading = "Gemma's (--arch gemma2 or gemma3; docs/families.md):"},
+    {.options = MOE_OPTIONS,
+     .heading = "A mixture of experts (--arch mixtral or qwen3moe; docs/moe.md):"},
+    {.options = PRESET_OPTIONS,
+     .heading = "A real model's shape, from its published config.json (random weights; a\n"
+                "folder unless --format llama2c, which only tinyllama-1.1b fits; options\n"
+                "given beside it win, --seq-len 2048 say):"}};
+
+static const CliCommandOptions MAKE_MODEL_COMMAND = {
+    .command = "make-model",
+    .usage = MAKE_MODEL_ABOUT,
+    .groups = MAKE_MODEL_GROUPS,
+    .n_groups = (int)(sizeof MAKE_MODEL_GROUPS / sizeof MAKE_MODEL_GROUPS[0])};
+
+int cli_make_model(int argc, char **argv) {
+    /* Sizes start at 0 ("not given"); zero or negative values are refused by
+     * config_validate with the name of the size. Gemma's numbers start
+     * negative: not given (gemma_defaults) */
+    MakeModelArgs args = {.c = {.query_scale = -1,
+                                .attn_softcap = -1,
+                                .final_softcap = -1,
+                                .sliding_window = -1,
+                                .sliding_pattern = -1,
+                                .rope_local_theta = -1,
+                                .expert_norm_topk = true},
+                          .seed = 42,
+                          .folder = {.arch = HF_LLAMA, .dtype = ST_F32, .shards = 1}};
+    StepError err;
+    int first, parsed = cli_options_parse(&MAKE_MODEL_COMMAND, argc, argv, &args, &first, &err);
+    if (parsed == 0) {
+        fputs(MAKE_MODEL_AFTER, stdout);
+        return 0;
+    }
+    bool ok = parsed > 0;
+    Config c = args.c;
+    int seed = args.seed;
+    bool untied = args.untied, arch_given = args.arch_given;
+    const char *out = args.out;
+    FolderOptions folder = args.folder;
+    const ModelPreset *preset = args.preset;
+    if (ok && first < argc)
+        ok = step_fail(&err, "make-model: unexpected argument '%s'", argv[first]);
     if (ok && out == NULL) ok = step_fail(&err, "make-model: --out is required (see --help)");
     if (ok && preset != NULL) { /* a folder unless --format says otherwise */
         model_preset_apply(preset, &c, &untied);
