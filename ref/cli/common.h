@@ -36,7 +36,7 @@ bool cli_parse_float_list(const char *text, const char *option, bool allow_inf, 
 
 /* The sampler's options, shared by generate and sample. */
 enum {
-    OPT_TEMPERATURE = 512,
+    OPT_TEMPERATURE,
     OPT_TOP_K,
     OPT_TOP_P,
     OPT_MIN_P,
@@ -44,34 +44,15 @@ enum {
     OPT_SAMPLER_ORDER,
     OPT_RNG,
 };
-#define SAMPLER_LONG_OPTIONS                                                                       \
-    {"temperature", required_argument, NULL, OPT_TEMPERATURE},                                     \
-        {"top-k", required_argument, NULL, OPT_TOP_K},                                             \
-        {"top-p", required_argument, NULL, OPT_TOP_P},                                             \
-        {"min-p", required_argument, NULL, OPT_MIN_P},                                             \
-        {"seed", required_argument, NULL, OPT_SEED},                                               \
-        {"sampler-order", required_argument, NULL, OPT_SAMPLER_ORDER}, {                           \
-        "rng", required_argument, NULL, OPT_RNG                                                    \
-    }
 
-#define SAMPLER_OPTIONS_HELP                                                                       \
-    "  --temperature T    divide the logits by T; 0 = greedy (argmax, no draw)\n"                  \
-    "  --top-k K          keep the K highest logits; 0 = off (default)\n"                          \
-    "  --top-p P          keep the smallest top set whose probability reaches P; 1 = off\n"        \
-    "  --min-p M          keep tokens with probability >= M x the top one; 0 = off\n"              \
-    "  --seed S           seed of the random draw (default 42; not 0)\n"                           \
-    "  --sampler-order O  default|hf (T, top-k, top-p, min-p), llama.cpp (top-k, top-p,\n"         \
-    "                     min-p, T) or vllm (T, min-p, top-k, top-p)\n"                            \
-    "  --rng NAME         the generator: xorshift (llama2.c's xorshift*, the only one)\n"
-
-/* Apply one sampler option (c from getopt_long) to p. Returns 1 if c was a
+/* Apply sampler option c (its id; option_groups.c holds the table) to p. Returns 1 if c was a
  * sampler option, 0 if not, -1 on a bad value (err filled). The ranges are
  * checked later by sampler_params_validate. */
 int cli_sampler_option(int c, const char *arg, SamplerParams *p, StepError *err);
 
 /* The trace's options, shared by generate and score. */
 enum {
-    OPT_TRACE_LEVEL = 640,
+    OPT_TRACE_LEVEL,
     OPT_TRACE_KV,
     OPT_TRACE_BPE,
     OPT_TRACE_TEMPERATURES,
@@ -81,35 +62,8 @@ enum {
     OPT_REPRODUCIBLE,
     OPT_NO_HASH,
 };
-#define TRACE_LONG_OPTIONS                                                                         \
-    {"trace-level", required_argument, NULL, OPT_TRACE_LEVEL},                                     \
-        {"trace-kv", optional_argument, NULL, OPT_TRACE_KV},                                       \
-        {"trace-bpe", no_argument, NULL, OPT_TRACE_BPE},                                           \
-        {"trace-temperatures", required_argument, NULL, OPT_TRACE_TEMPERATURES},                   \
-        {"trace-layers", required_argument, NULL, OPT_TRACE_LAYERS},                               \
-        {"trace-positions", required_argument, NULL, OPT_TRACE_POSITIONS},                         \
-        {"trace-hooks", required_argument, NULL, OPT_TRACE_HOOKS},                                 \
-        {"reproducible", no_argument, NULL, OPT_REPRODUCIBLE}, {                                   \
-        "no-hash", no_argument, NULL, OPT_NO_HASH                                                  \
-    }
 
-#define TRACE_OPTIONS_HELP                                                                         \
-    "  --trace-level L    summary|tokens|logits|sampling|layers|full (default sampling)\n"         \
-    "  --trace-kv[=full]  add every KV-cache row written; =full also a snapshot of one\n"          \
-    "                     layer's whole cache after each step\n"                                   \
-    "  --trace-bpe        add each merge of the byte-pair encoder\n"                               \
-    "  --trace-temperatures T1,T2,...\n"                                                           \
-    "                     add the full softmax at each temperature to every sample event\n"        \
-    "  --trace-layers 0,3          only these layers\n"                                            \
-    "  --trace-positions 5-9,12    only these positions\n"                                         \
-    "  --trace-hooks PATTERNS      only activations whose names match these globs,\n"              \
-    "                              e.g. 'blocks.*.attn.pattern' (at any level)\n"                  \
-    "  --no-hash          leave the model files' SHA-256 out of the run header (for big\n"         \
-    "                     models: hashing reads every byte)\n"                                     \
-    "  --reproducible     leave out every measured figure (clock, memory), so that the\n"          \
-    "                     same run writes the same bytes\n"
-
-/* Apply one trace option (c from getopt_long) to o: 1 if it was one, 0 if
+/* Apply trace option c (its id; option_groups.c holds the table) to o: 1 if it was one, 0 if
  * not, -1 on a bad value (err filled). */
 int cli_trace_option(int c, const char *arg, TraceOptions *o, StepError *err);
 
@@ -131,7 +85,7 @@ typedef struct {
 } CliQuant;
 
 enum {
-    OPT_QUANT_WEIGHTS = 700,
+    OPT_QUANT_WEIGHTS,
     OPT_QUANT_ACTIVATIONS,
     OPT_QUANT_KV,
     OPT_QUANT_GROUP,
@@ -139,26 +93,6 @@ enum {
     OPT_THREADS,
     OPT_WEIGHTS
 };
-#define QUANT_LONG_OPTIONS                                                                         \
-    {"quant-weights", required_argument, NULL, OPT_QUANT_WEIGHTS},                                 \
-        {"quant-activations", required_argument, NULL, OPT_QUANT_ACTIVATIONS},                     \
-        {"quant-kv", required_argument, NULL, OPT_QUANT_KV},                                       \
-        {"quant-group", required_argument, NULL, OPT_QUANT_GROUP},                                 \
-        {"kernels", required_argument, NULL, OPT_KERNELS},                                         \
-        {"threads", required_argument, NULL, OPT_THREADS}, {                                       \
-        "weights", required_argument, NULL, OPT_WEIGHTS                                            \
-    }
-#define QUANT_OPTIONS_HELP                                                                         \
-    "  --quant-weights int8      every matrix and the embedding in int8 (norms stay float)\n"      \
-    "  --quant-activations int8  quantize each matmul input on the fly\n"                          \
-    "  --quant-kv int8           store the KV cache in int8, one scale per position and head\n"    \
-    "  --quant-group G           values per scale (default 32; float32 everywhere by default)\n"   \
-    "  --kernels K               fast (default: packed weights, many sums at once) or plain\n"     \
-    "                            (the row-by-row loop of docs/forward-pass.md); same bits\n"       \
-    "  --threads N               threads the fast kernels split rows and heads over (default:\n"   \
-    "                            every online processor; plain kernels use one); same bits\n"      \
-    "  --weights W               stored (default: matrices kept in the file's dtype, widened\n"    \
-    "                            as read) or f32 (widened to float32 at load); same bits\n"
 
 /* Apply one quantization option: 1 if it was one, 0 if not, -1 on a bad value. */
 int cli_quant_option(int c, const char *arg, CliQuant *q, StepError *err);
