@@ -57,7 +57,7 @@ def compare_quant_sweep():
         return True
     text = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "data", "text", "prompt-100.txt")
     outcomes, bad = {}, []
-    for kib in range(4 << 10, (24 << 10) + 1, 256):
+    for kib in range(4 << 10, (24 << 10) + 1, 512):
         def limit(kib=kib):
             resource.setrlimit(resource.RLIMIT_AS, (kib << 10, kib << 10))
         r = subprocess.run([BIN, "compare-quant", "--model", model, "--tokenizer", tok, "--text", text, "--json",
