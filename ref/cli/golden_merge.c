@@ -8,8 +8,8 @@
  * file's bytes (and its tensors file's, `golden --tensors`) have the
  * SHA-256 its part's manifest gives. */
 #include <cjson/cJSON.h>
-#include <getopt.h>
 #include <limits.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,12 +18,13 @@
 #include "ref/cli/commands.h"
 #include "ref/cli/common.h"
 #include "ref/cli/golden_folder.h"
+#include "ref/cli/options.h"
 #include "ref/cli/signals.h"
 #include "ref/util/file_util.h"
 #include "ref/formats/golden_parts.h"
 #include "ref/util/sha256.h"
 
-static const char MERGE_USAGE[] =
+static const char MERGE_ABOUT[] =
     "usage: stepwise golden merge PART... --out DIR\n"
     "\n"
     "Join the parts of a golden set (folders written by `stepwise golden --shard\n"
@@ -110,30 +111,31 @@ static bool write_merged(void *ctx, const char *dir, StepError *err) {
     return ok;
 }
 
+typedef struct {
+    const char *out;
+} MergeArgs;
+
+static const CliOption MERGE_OPTIONS[] = {
+    {"out", "DIR", OPTION_TEXT, offsetof(MergeArgs, out),
+     .help = "where the set goes (written whole or not at all)"},
+    CLI_OPTIONS_END};
+
+static const CliOptionGroup MERGE_GROUPS[] = {{.options = MERGE_OPTIONS}};
+
+static const CliCommandOptions MERGE_COMMAND = {
+    .command = "golden merge", .usage = MERGE_ABOUT, .groups = MERGE_GROUPS, .n_groups = 1};
+
 int cli_golden_merge(int argc, char **argv) {
-    static const struct option options[] = {{"out", required_argument, NULL, 'o'},
-                                            {"help", no_argument, NULL, 'h'},
-                                            {NULL, 0, NULL, 0}};
-    const char *out = NULL;
+    MergeArgs args = {0};
     StepError err;
-    bool ok = true;
-    opterr = 0;
-    optind = 1;
-    int c;
-    while (ok && (c = getopt_long(argc, argv, ":h", options, NULL)) != -1) {
-        if (c == 'o') {
-            out = optarg;
-        } else if (c == 'h') {
-            fputs(MERGE_USAGE, stdout);
-            return 0;
-        } else {
-            ok = cli_option_error("golden merge", c, optopt, argv, optind, &err);
-        }
-    }
+    int first, parsed = cli_options_parse(&MERGE_COMMAND, argc, argv, &args, &first, &err);
+    if (parsed == 0) return 0;
+    bool ok = parsed > 0;
+    const char *out = args.out;
     GoldenParts mg = {0};
-    if (ok && (out == NULL || argc - optind < 1))
+    if (ok && (out == NULL || argc - first < 1))
         ok = step_fail(&err, "golden merge: needs the parts and --out DIR (see --help)");
-    if (ok) ok = golden_parts_check(&mg, (const char **)argv + optind, argc - optind, &err);
+    if (ok) ok = golden_parts_check(&mg, (const char **)argv + first, argc - first, &err);
     if (ok) ok = golden_folder_replace(out, write_merged, &mg, &err);
     int n_files = mg.n_files, n_parts = mg.n_parts;
     golden_parts_free(&mg);
