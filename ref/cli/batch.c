@@ -47,12 +47,9 @@ typedef struct {
     cJSON *model_files;   /* the model's files and SHA-256, for every run header; owned */
 } BatchCli;
 
-static bool parse_template(const char *value, void *dest, StepError *err) {
-    return chat_template_parse(value, dest, err);
-}
-
 /* --prefix-cache-bytes N: the budget, and the cache on. */
-static bool parse_prefix_bytes(const char *value, void *dest, StepError *err) {
+static bool parse_prefix_bytes(const CliOption *o, const char *value, void *dest, StepError *err) {
+    (void)o;
     BatchArgs *a = dest;
     a->prefix_cache = true;
     return cli_parse_bytes(value, "--prefix-cache-bytes", &a->prefix_cache_bytes, err);
@@ -72,7 +69,8 @@ static const CliOption BATCH_OPTIONS[] = {
              "the others' decode steps, so that a long prompt does not\n"
              "stall their tokens (chunked prefill; the same bits);\n"
              "default 0: each prompt in one pass"},
-    {"chat-template", "T", OPTION_CUSTOM, offsetof(BatchArgs, chat), .parse = parse_template,
+    {"chat-template", "T", OPTION_CUSTOM, offsetof(BatchArgs, chat),
+     .parse = cli_option_chat_template,
      .help = "for requests with messages: llama2, chatml or llama3;\n"
              "default: the tokenizer's own (a tokenizer.json's template,\n"
              "recognised), llama2 for a llama2.c vocabulary"},

@@ -23,7 +23,8 @@ typedef struct {
     bool json, plain;
 } CompareQuantArgs;
 
-static bool parse_kernels(const char *value, void *dest, StepError *err) {
+static bool parse_kernels(const CliOption *o, const char *value, void *dest, StepError *err) {
+    (void)o;
     bool plain = strcmp(value, "plain") == 0;
     if (!plain && strcmp(value, "fast") != 0)
         return step_fail(err, "unknown --kernels '%s' (fast, plain)", value);

@@ -19,7 +19,8 @@ typedef struct {
     bool no_tokenizer;
 } ConvertArgs;
 
-static bool parse_type(const char *value, void *dest, StepError *err) {
+static bool parse_type(const CliOption *o, const char *value, void *dest, StepError *err) {
+    (void)o;
     return gguf_out_type_parse(value, dest) ||
            step_fail(err, "--type must be f32, f16 or q8_0, not '%.40s'", value);
 }

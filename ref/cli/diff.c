@@ -427,18 +427,16 @@ typedef struct {
     const char *engine;
 } DiffArgs;
 
-static bool parse_preset(const char *value, void *dest, StepError *err) {
+static bool parse_preset(const CliOption *o, const char *value, void *dest, StepError *err) {
+    (void)o;
     return diff_tolerance_preset(dest, value, err);
 }
-static bool parse_tolerance(const char *value, const char *option, GivenTolerance *t,
-                            StepError *err) {
-    return t->set = cli_parse_float(value, option, false, &t->value, err);
-}
-static bool parse_atol(const char *value, void *dest, StepError *err) {
-    return parse_tolerance(value, "--atol", dest, err);
-}
-static bool parse_rtol(const char *value, void *dest, StepError *err) {
-    return parse_tolerance(value, "--rtol", dest, err);
+/* --atol A or --rtol R: the value, and that it was given. */
+static bool parse_tolerance(const CliOption *o, const char *value, void *dest, StepError *err) {
+    GivenTolerance *t = dest;
+    char name[16];
+    snprintf(name, sizeof name, "--%s", o->name);
+    return t->set = cli_parse_float(value, name, false, &t->value, err);
 }
 
 static const CliOption DIFF_OPTIONS[] = {
@@ -448,10 +446,10 @@ static const CliOption DIFF_OPTIONS[] = {
              "f16-kv (an engine with a float16 KV cache: 1e-5 + 3e-2 x max\n"
              "|ref|), fp16 (1e-5 + 1e-3 x |ref|), bf16 (1e-5 + 1.6e-2 x\n"
              "|ref|), or int8 (mean KL <= 0.05 and top-1 agreement >= 90%)"},
-    {"atol", "A", OPTION_CUSTOM, offsetof(DiffArgs, atol), .parse = parse_atol,
+    {"atol", "A", OPTION_CUSTOM, offsetof(DiffArgs, atol), .parse = parse_tolerance,
      .help = "a custom absolute tolerance, in the preset's rule (reported as\n"
              "custom)"},
-    {"rtol", "R", OPTION_CUSTOM, offsetof(DiffArgs, rtol), .parse = parse_rtol,
+    {"rtol", "R", OPTION_CUSTOM, offsetof(DiffArgs, rtol), .parse = parse_tolerance,
      .help = "a custom relative tolerance, in the preset's rule (reported as\n"
              "custom)"},
     {"teacher-forced", NULL, OPTION_FLAG, offsetof(DiffArgs, forced),

@@ -51,10 +51,12 @@ static bool path_list_add(PathList *l, const char *path, StepError *err) {
     return true;
 }
 
-static bool parse_memory(const char *value, void *dest, StepError *err) {
+static bool parse_memory(const CliOption *o, const char *value, void *dest, StepError *err) {
+    (void)o;
     return path_list_add(dest, value, err);
 }
-static bool parse_policy(const char *value, void *dest, StepError *err) {
+static bool parse_policy(const CliOption *o, const char *value, void *dest, StepError *err) {
+    (void)o;
     return context_policy_parse(value, dest, err);
 }
 

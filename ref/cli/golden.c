@@ -332,12 +332,14 @@ typedef struct {
     bool tensors;
 } GoldenArgs;
 
-static bool parse_shard_option(const char *value, void *dest, StepError *err) {
+static bool parse_shard_option(const CliOption *o, const char *value, void *dest, StepError *err) {
+    (void)o;
     GoldenArgs *a = dest;
     return parse_shard(value, &a->shard, &a->shards, err);
 }
 /* --threads N: checked here, passed on to each score as given */
-static bool parse_threads(const char *value, void *dest, StepError *err) {
+static bool parse_threads(const CliOption *o, const char *value, void *dest, StepError *err) {
+    (void)o;
     int unused;
     *(const char **)dest = value;
     return cli_parse_int(value, "--threads", 1, THREADS_MAX, &unused, err);

@@ -409,17 +409,19 @@ typedef struct {
     BillDtype kv, weights;
 } InspectArgs;
 
-static bool parse_preset(const char *value, void *dest, StepError *err) {
+static bool parse_preset(const CliOption *o, const char *value, void *dest, StepError *err) {
+    (void)o;
     return (*(const ModelPreset **)dest = model_preset_find(value, err)) != NULL;
 }
-static bool parse_prefix_bytes(const char *value, void *dest, StepError *err) {
+static bool parse_prefix_bytes(const CliOption *o, const char *value, void *dest, StepError *err) {
+    (void)o;
     return cli_parse_bytes(value, "--prefix-cache-bytes", dest, err);
 }
-static bool parse_kv_dtype(const char *value, void *dest, StepError *err) {
-    return parse_dtype(value, "--kv-dtype", dest, err);
-}
-static bool parse_weight_dtype(const char *value, void *dest, StepError *err) {
-    return parse_dtype(value, "--weight-dtype", dest, err);
+/* --kv-dtype D or --weight-dtype D. */
+static bool parse_bill_dtype(const CliOption *o, const char *value, void *dest, StepError *err) {
+    char name[24];
+    snprintf(name, sizeof name, "--%s", o->name);
+    return parse_dtype(value, name, dest, err);
 }
 
 static const CliOption INSPECT_OPTIONS[] = {
@@ -436,13 +438,12 @@ static const CliOption INSPECT_OPTIONS[] = {
              "it, as a what-if)"},
     {"requests", "R", OPTION_INT, offsetof(InspectArgs, requests), 1, 1 << 20,
      .help = "concurrent requests, each with its own cache (default 1)"},
-    {"kv-dtype", "D", OPTION_CUSTOM, offsetof(InspectArgs, kv), .parse = parse_kv_dtype,
+    {"kv-dtype", "D", OPTION_CUSTOM, offsetof(InspectArgs, kv), .parse = parse_bill_dtype,
      .help = "bill the KV cache as f32 (what stepwise holds; the default),\n"
              "bf16 or f16 (2 bytes a value, as production engines hold it),\n"
              "or int8 (a byte a value and a float32 scale per position and\n"
              "KV head)"},
-    {"weight-dtype", "D", OPTION_CUSTOM, offsetof(InspectArgs, weights),
-     .parse = parse_weight_dtype,
+    {"weight-dtype", "D", OPTION_CUSTOM, offsetof(InspectArgs, weights), .parse = parse_bill_dtype,
      .help = "bill the weights as f32 (the default), bf16 or f16 (as Hugging\n"
              "Face files store them), or int8 (groups of 32 with a float32\n"
              "scale)"},

@@ -272,49 +272,22 @@ static bool make_model_option(int id, const char *value, MakeModelArgs *a, StepE
     return folder_option(id, value, &a->folder, &a->c, err) > 0;
 }
 
-#define MAKE_MODEL_PARSER(name, id)                                                                \
-    static bool name(const char *value, void *dest, StepError *err) {                              \
-        return make_model_option(id, value, dest, err);                                            \
-    }
-MAKE_MODEL_PARSER(parse_dim, OPT_DIM)
-MAKE_MODEL_PARSER(parse_hidden, OPT_HIDDEN)
-MAKE_MODEL_PARSER(parse_layers, OPT_LAYERS)
-MAKE_MODEL_PARSER(parse_heads, OPT_HEADS)
-MAKE_MODEL_PARSER(parse_kv_heads, OPT_KV_HEADS)
-MAKE_MODEL_PARSER(parse_vocab, OPT_VOCAB)
-MAKE_MODEL_PARSER(parse_seq_len, OPT_SEQ_LEN)
-MAKE_MODEL_PARSER(parse_seed, OPT_MODEL_SEED)
-MAKE_MODEL_PARSER(parse_format, OPT_FORMAT)
-MAKE_MODEL_PARSER(parse_arch, OPT_ARCH)
-MAKE_MODEL_PARSER(parse_dtype, OPT_DTYPE)
-MAKE_MODEL_PARSER(parse_shards, OPT_SHARDS)
-MAKE_MODEL_PARSER(parse_head_dim, OPT_HEAD_DIM)
-MAKE_MODEL_PARSER(parse_rope_theta, OPT_ROPE_THETA)
-MAKE_MODEL_PARSER(parse_tokenizer_from, OPT_TOKENIZER_FROM)
-MAKE_MODEL_PARSER(parse_preset, OPT_PRESET)
-MAKE_MODEL_PARSER(parse_query_scale, OPT_QUERY_SCALE)
-MAKE_MODEL_PARSER(parse_attn_softcap, OPT_ATTN_SOFTCAP)
-MAKE_MODEL_PARSER(parse_final_softcap, OPT_FINAL_SOFTCAP)
-MAKE_MODEL_PARSER(parse_sliding_window, OPT_SLIDING_WINDOW)
-MAKE_MODEL_PARSER(parse_sliding_pattern, OPT_SLIDING_PATTERN)
-MAKE_MODEL_PARSER(parse_rope_local_theta, OPT_ROPE_LOCAL_THETA)
-MAKE_MODEL_PARSER(parse_experts, OPT_EXPERTS)
-MAKE_MODEL_PARSER(parse_experts_used, OPT_EXPERTS_USED)
-MAKE_MODEL_PARSER(parse_expert_hidden, OPT_EXPERT_HIDDEN)
-MAKE_MODEL_PARSER(parse_moe_step, OPT_MOE_STEP)
-MAKE_MODEL_PARSER(parse_dense_layers, OPT_DENSE_LAYERS)
-MAKE_MODEL_PARSER(parse_no_norm_topk, OPT_NO_NORM_TOPK)
+static bool parse_option(const CliOption *o, const char *value, void *dest, StepError *err) {
+    return make_model_option(o->id, value, dest, err);
+}
 
 static const CliOption SHAPE_OPTIONS[] = {
-    {"dim", "D", OPTION_CUSTOM, .parse = parse_dim, .help = "the model width"},
-    {"hidden", "H", OPTION_CUSTOM, .parse = parse_hidden, .help = "the MLP's hidden width"},
-    {"layers", "L", OPTION_CUSTOM, .parse = parse_layers, .help = "blocks"},
-    {"heads", "N", OPTION_CUSTOM, .parse = parse_heads, .help = "query heads"},
-    {"kv-heads", "M", OPTION_CUSTOM, .parse = parse_kv_heads,
+    {"dim", "D", OPTION_CUSTOM, .parse = parse_option, .id = OPT_DIM, .help = "the model width"},
+    {"hidden", "H", OPTION_CUSTOM, .parse = parse_option, .id = OPT_HIDDEN,
+     .help = "the MLP's hidden width"},
+    {"layers", "L", OPTION_CUSTOM, .parse = parse_option, .id = OPT_LAYERS, .help = "blocks"},
+    {"heads", "N", OPTION_CUSTOM, .parse = parse_option, .id = OPT_HEADS, .help = "query heads"},
+    {"kv-heads", "M", OPTION_CUSTOM, .parse = parse_option, .id = OPT_KV_HEADS,
      .help = "KV heads, dividing N (default N)"},
-    {"vocab", "V", OPTION_CUSTOM, .parse = parse_vocab, .help = "token ids"},
-    {"seq-len", "S", OPTION_CUSTOM, .parse = parse_seq_len, .help = "the context, in positions"},
-    {"seed", "X", OPTION_CUSTOM, .parse = parse_seed,
+    {"vocab", "V", OPTION_CUSTOM, .parse = parse_option, .id = OPT_VOCAB, .help = "token ids"},
+    {"seq-len", "S", OPTION_CUSTOM, .parse = parse_option, .id = OPT_SEQ_LEN,
+     .help = "the context, in positions"},
+    {"seed", "X", OPTION_CUSTOM, .parse = parse_option, .id = OPT_MODEL_SEED,
      .help = "the random weights' seed (default 42)"},
     {"untied", NULL, OPTION_FLAG, offsetof(MakeModelArgs, untied),
      .help = "a classifier of its own (default: tied to the embedding)"},
@@ -323,62 +296,62 @@ static const CliOption SHAPE_OPTIONS[] = {
     CLI_OPTIONS_END};
 
 static const CliOption FOLDER_OPTIONS[] = {
-    {"format", "hf", OPTION_CUSTOM, .parse = parse_format,
+    {"format", "hf", OPTION_CUSTOM, .parse = parse_option, .id = OPT_FORMAT,
      .help = "write OUT as a folder: config.json and safetensors"},
-    {"arch", "A", OPTION_CUSTOM, .parse = parse_arch,
+    {"arch", "A", OPTION_CUSTOM, .parse = parse_option, .id = OPT_ARCH,
      .help = "llama (default), mistral, qwen2 (q/k/v biases), qwen3\n"
              "(q/k norms), gpt2 (LayerNorm, GELU MLP, learned positions,\n"
              "biases: GPT2LMHeadModel's Conv1D tensors), phi3 (Llama's\n"
              "block, q/k/v and gate/up fused in the files), gemma2, gemma3,\n"
              "mixtral or qwen3moe"},
-    {"dtype", "T", OPTION_CUSTOM, .parse = parse_dtype,
+    {"dtype", "T", OPTION_CUSTOM, .parse = parse_option, .id = OPT_DTYPE,
      .help = "f32 (default), f16 or bf16 (rounded to nearest even)"},
-    {"shards", "N", OPTION_CUSTOM, .parse = parse_shards,
+    {"shards", "N", OPTION_CUSTOM, .parse = parse_option, .id = OPT_SHARDS,
      .help = "N safetensors files and their index (default 1)"},
-    {"head-dim", "H", OPTION_CUSTOM, .parse = parse_head_dim,
+    {"head-dim", "H", OPTION_CUSTOM, .parse = parse_option, .id = OPT_HEAD_DIM,
      .help = "the head size, if not dim / heads"},
-    {"rope-theta", "X", OPTION_CUSTOM, .parse = parse_rope_theta,
+    {"rope-theta", "X", OPTION_CUSTOM, .parse = parse_option, .id = OPT_ROPE_THETA,
      .help = "the RoPE base (default 10000)"},
-    {"tokenizer-from", "DIR", OPTION_CUSTOM, .parse = parse_tokenizer_from,
+    {"tokenizer-from", "DIR", OPTION_CUSTOM, .parse = parse_option, .id = OPT_TOKENIZER_FROM,
      .help = "copy DIR's tokenizer.json (and tokenizer_config.json) in;\n"
              "its ids must be below --vocab"},
     CLI_OPTIONS_END};
 
 static const CliOption GEMMA_OPTIONS[] = {
-    {"query-scale", "X", OPTION_CUSTOM, .parse = parse_query_scale,
+    {"query-scale", "X", OPTION_CUSTOM, .parse = parse_option, .id = OPT_QUERY_SCALE,
      .help = "scores divided by sqrt(X): query_pre_attn_scalar (default:\n"
              "the head size)"},
-    {"attn-softcap", "X", OPTION_CUSTOM, .parse = parse_attn_softcap,
+    {"attn-softcap", "X", OPTION_CUSTOM, .parse = parse_option, .id = OPT_ATTN_SOFTCAP,
      .help = "scores capped as tanh(s / X) * X (gemma2: 50; 0: none)"},
-    {"final-softcap", "X", OPTION_CUSTOM, .parse = parse_final_softcap,
+    {"final-softcap", "X", OPTION_CUSTOM, .parse = parse_option, .id = OPT_FINAL_SOFTCAP,
      .help = "logits capped the same way (gemma2: 30; 0: none)"},
-    {"sliding-window", "N", OPTION_CUSTOM, .parse = parse_sliding_window,
+    {"sliding-window", "N", OPTION_CUSTOM, .parse = parse_option, .id = OPT_SLIDING_WINDOW,
      .help = "sliding layers see the last N positions (default 0: none;\n"
              "mistral and phi3 take it too, on every layer)"},
-    {"sliding-pattern", "P", OPTION_CUSTOM, .parse = parse_sliding_pattern,
+    {"sliding-pattern", "P", OPTION_CUSTOM, .parse = parse_option, .id = OPT_SLIDING_PATTERN,
      .help = "layer l slides unless (l + 1) % P == 0 (gemma2: 2, gemma3:\n"
              "6; 0: every layer)"},
-    {"rope-local-theta", "X", OPTION_CUSTOM, .parse = parse_rope_local_theta,
+    {"rope-local-theta", "X", OPTION_CUSTOM, .parse = parse_option, .id = OPT_ROPE_LOCAL_THETA,
      .help = "the sliding layers' RoPE base (gemma3: 10000)"},
     CLI_OPTIONS_END};
 
 static const CliOption MOE_OPTIONS[] = {
-    {"experts", "E", OPTION_CUSTOM, .parse = parse_experts,
+    {"experts", "E", OPTION_CUSTOM, .parse = parse_option, .id = OPT_EXPERTS,
      .help = "experts in each MoE layer (required)"},
-    {"experts-used", "K", OPTION_CUSTOM, .parse = parse_experts_used,
+    {"experts-used", "K", OPTION_CUSTOM, .parse = parse_option, .id = OPT_EXPERTS_USED,
      .help = "the experts each token runs (default 2)"},
-    {"expert-hidden", "H", OPTION_CUSTOM, .parse = parse_expert_hidden,
+    {"expert-hidden", "H", OPTION_CUSTOM, .parse = parse_option, .id = OPT_EXPERT_HIDDEN,
      .help = "each expert's hidden width (qwen3moe; default --hidden)"},
-    {"moe-step", "S", OPTION_CUSTOM, .parse = parse_moe_step,
+    {"moe-step", "S", OPTION_CUSTOM, .parse = parse_option, .id = OPT_MOE_STEP,
      .help = "layer l is sparse when (l + 1) % S == 0 (qwen3moe; default 1)"},
-    {"dense-layers", "L,..", OPTION_CUSTOM, .parse = parse_dense_layers,
+    {"dense-layers", "L,..", OPTION_CUSTOM, .parse = parse_option, .id = OPT_DENSE_LAYERS,
      .help = "layers whose MLP stays dense, --hidden wide (qwen3moe)"},
-    {"no-norm-topk", NULL, OPTION_CUSTOM, .parse = parse_no_norm_topk,
+    {"no-norm-topk", NULL, OPTION_CUSTOM, .parse = parse_option, .id = OPT_NO_NORM_TOPK,
      .help = "the k weights not renormalised (qwen3moe's norm_topk_prob false)"},
     CLI_OPTIONS_END};
 
 static const CliOption PRESET_OPTIONS[] = {
-    {"preset", "P", OPTION_CUSTOM, .parse = parse_preset,
+    {"preset", "P", OPTION_CUSTOM, .parse = parse_option, .id = OPT_PRESET,
      .help = "smollm2-135m (HuggingFaceTB/SmolLM2-135M), qwen3-0.6b\n"
              "(Qwen/Qwen3-0.6B), llama-3.2-1b (meta-llama/Llama-3.2-1B),\n"
              "llama-3-8b (meta-llama/Meta-Llama-3-8B; 16 GB in bf16),\n"

@@ -42,7 +42,7 @@ static bool apply(const CliOption *o, const char *value, void *dest, StepError *
         case OPTION_INT:
             return cli_parse_int(value, name, o->min, o->max, (int *)dest, err);
         case OPTION_CUSTOM:
-            return o->parse(value, dest, err);
+            return o->parse(o, value, dest, err);
     }
     return false;
 }

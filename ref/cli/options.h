@@ -32,8 +32,11 @@ typedef struct CliOption {
     size_t offset; /* where the value goes in the group's struct (offsetof) */
     long min, max; /* OPTION_INT: the range */
     /* OPTION_CUSTOM: parse value into dest (the field at offset); false
-     * with err set when the value is refused */
-    bool (*parse)(const char *value, void *dest, StepError *err);
+     * with err set when the value is refused. It gets the option too: its
+     * name for messages, its id to tell apart the options one parse
+     * function serves. */
+    bool (*parse)(const struct CliOption *o, const char *value, void *dest, StepError *err);
+    int id; /* OPTION_CUSTOM: which of its options, for a parse function serving several */
     const char *help; /* its lines, '\n' between them: the first beside the name */
     char short_name;  /* 'o' for -o too, or 0 */
     bool optional;    /* OPTION_CUSTOM: the value may be left out (--trace-kv or
@@ -59,6 +62,10 @@ extern const CliOption CLI_TEMPERATURE_OPTIONS[];
 extern const CliOption CLI_SAMPLER_OPTIONS[];
 extern const CliOption CLI_TRACE_OPTIONS[];
 extern const CliOption CLI_QUANT_OPTIONS[];
+
+/* A parse function several commands' tables share: a chat template name
+ * (chat.h) into a ChatTemplate. */
+bool cli_option_chat_template(const CliOption *o, const char *value, void *dest, StepError *err);
 
 typedef struct {
     const char *command; /* "quantize", for messages */

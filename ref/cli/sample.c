@@ -34,12 +34,14 @@ static void sample_args_free(SampleArgs *a) {
 
 /* The logits (infinities allowed: -inf masks a token) and the
  * temperatures: lists of floats, dest the arguments. */
-static bool parse_logits(const char *value, void *dest, StepError *err) {
+static bool parse_logits(const CliOption *o, const char *value, void *dest, StepError *err) {
+    (void)o;
     SampleArgs *a = dest;
     free(a->logits), a->logits = NULL;
     return cli_parse_float_list(value, "--logits", true, &a->logits, &a->n_logits, err);
 }
-static bool parse_temperatures(const char *value, void *dest, StepError *err) {
+static bool parse_temperatures(const CliOption *o, const char *value, void *dest, StepError *err) {
+    (void)o;
     SampleArgs *a = dest;
     free(a->temperatures), a->temperatures = NULL;
     return cli_parse_float_list(value, "--temperature", false, &a->temperatures, &a->n_temperatures,

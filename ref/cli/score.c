@@ -60,7 +60,8 @@ static bool parse_token_list(const char *text, const char *what, int **out, int 
 }
 
 /* --hooks: "default", "none" or hook globs, into the trace's options. */
-static bool parse_hooks(const char *value, void *dest, StepError *err) {
+static bool parse_hooks(const CliOption *o, const char *value, void *dest, StepError *err) {
+    (void)o;
     if (strcmp(value, "none") == 0) return true;
     return trace_hooks_parse(dest, strcmp(value, "default") == 0 ? TRACE_DEFAULT_HOOKS : value,
                              err);

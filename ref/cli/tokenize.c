@@ -21,10 +21,6 @@ typedef struct {
     bool no_bos, json;
 } TokenizeArgs;
 
-static bool parse_template(const char *value, void *dest, StepError *err) {
-    return chat_template_parse(value, dest, err);
-}
-
 static const CliOption TOKENIZE_OPTIONS[] = {
     {"text", "TEXT", OPTION_TEXT, offsetof(TokenizeArgs, text),
      .help = "the text to encode (this or --texts is required)"},
@@ -37,7 +33,8 @@ static const CliOption TOKENIZE_OPTIONS[] = {
              "\"content\"}, ...]}: assemble it with the chat template and\n"
              "print {\"template\", \"text\", \"ids\", \"pieces\", \"segments\"}"},
     {"chat-template", "T", OPTION_CUSTOM, offsetof(TokenizeArgs, chat_template),
-     .parse = parse_template, .help = "llama2, chatml or llama3 (default: the tokenizer's own)"},
+     .parse = cli_option_chat_template,
+     .help = "llama2, chatml or llama3 (default: the tokenizer's own)"},
     {"tokenizer", "FILE", OPTION_TEXT, offsetof(TokenizeArgs, tokenizer),
      .help = "llama2.c tokenizer.bin, a Hugging Face tokenizer.json (or the\n"
              "directory holding it), or a GGUF file's embedded tokenizer;\n"
