@@ -57,48 +57,52 @@ Matrix *model_matrix_at(const Model *m, int i) {
     return &m->experts[i - layer_ones];
 }
 
+MatrixPlace model_matrix_place(const Model *m, int i) {
+    const Config *c = &m->config;
+    const Weights *w = &m->weights;
+    int layer_ones = c->n_layers * LAYER_MATRICES;
+    MatrixPlace p = {.expert = -1};
+    if (i < layer_ones) { /* a layer's own: its slot among the layers that have it */
+        const float *all[LAYER_MATRICES] = {w->wq, w->wk, w->wv, w->wo, w->w1, w->w2, w->w3};
+        p.layer = i / LAYER_MATRICES, p.kind = i % LAYER_MATRICES;
+        bool mlp = p.kind == MAT_W1 || p.kind == MAT_W2 || p.kind == MAT_W3;
+        if (mlp && config_layer_moe(c, p.layer)) return p; /* its experts instead: rows 0 */
+        layer_matrix_shape(c, (MatrixKind)p.kind, &p.rows, &p.cols);
+        size_t slot = (size_t)(mlp ? config_dense_slot(c, p.layer) : p.layer);
+        if (all[p.kind] != NULL) p.floats = all[p.kind] + slot * p.rows * p.cols;
+        return p;
+    }
+    const float *parts[EXPERT_MATRICES] = {w->expert_w1, w->expert_w2, w->expert_w3};
+    int j = i - layer_ones, at = j / EXPERT_MATRICES; /* slot × n_experts + e */
+    int slot = at / c->n_experts;
+    p.kind = j % EXPERT_MATRICES, p.expert = at % c->n_experts;
+    while (p.layer < c->n_layers &&
+           !(config_layer_moe(c, p.layer) && config_moe_slot(c, p.layer) == slot))
+        p.layer++;
+    expert_matrix_shape(c, (ExpertKind)p.kind, &p.rows, &p.cols);
+    if (parts[p.kind] != NULL) p.floats = parts[p.kind] + (size_t)at * p.rows * p.cols;
+    return p;
+}
+
 void model_matrix_name(const Model *m, int i, char *buf, size_t size) {
     static const char *const layer[LAYER_MATRICES] = {"attn.wq", "attn.wk", "attn.wv", "attn.wo",
                                                       "mlp.w1",  "mlp.w2",  "mlp.w3"};
     static const char *const expert[EXPERT_MATRICES] = {"gate", "down", "up"};
-    const Config *c = &m->config;
-    int layer_ones = c->n_layers * LAYER_MATRICES;
-    if (i < layer_ones) {
-        snprintf(buf, size, "blocks.%d.%s", i / LAYER_MATRICES, layer[i % LAYER_MATRICES]);
-        return;
-    }
-    int j = i - layer_ones, k = j % EXPERT_MATRICES, e = j / EXPERT_MATRICES % c->n_experts;
-    int slot = j / EXPERT_MATRICES / c->n_experts, l = 0;
-    while (l < c->n_layers && !(config_layer_moe(c, l) && config_moe_slot(c, l) == slot)) l++;
-    snprintf(buf, size, "blocks.%d.moe.expert.%d.%s", l, e, expert[k]);
+    MatrixPlace p = model_matrix_place(m, i);
+    if (p.expert < 0)
+        snprintf(buf, size, "blocks.%d.%s", p.layer, layer[p.kind]);
+    else
+        snprintf(buf, size, "blocks.%d.moe.expert.%d.%s", p.layer, p.expert, expert[p.kind]);
 }
 
 bool model_bind_matrices(Model *m) {
     const Config *c = &m->config;
     const Weights *w = &m->weights;
     if (!alloc_matrix_arrays(m)) return false;
-    const float *all[LAYER_MATRICES] = {w->wq, w->wk, w->wv, w->wo, w->w1, w->w2, w->w3};
-    for (int k = 0; k < LAYER_MATRICES; k++) {
-        int rows, cols;
-        layer_matrix_shape(c, (MatrixKind)k, &rows, &cols);
-        bool mlp = k == MAT_W1 || k == MAT_W2 || k == MAT_W3;
-        for (int l = 0; l < c->n_layers; l++) {
-            if (mlp && config_layer_moe(c, l)) { /* its experts instead (Weights) */
-                m->layers[l].m[k] = matrix_view(ELEM_F32, NULL, 0, 0);
-                continue;
-            }
-            size_t slot = (size_t)(mlp ? config_dense_slot(c, l) : l);
-            m->layers[l].m[k] = matrix_view(
-                ELEM_F32, all[k] != NULL ? all[k] + slot * rows * cols : NULL, rows, cols);
-        }
-    }
-    const float *parts[EXPERT_MATRICES] = {w->expert_w1, w->expert_w2, w->expert_w3};
-    for (size_t i = 0; w->expert_w1 != NULL && i < expert_matrices(c); i++) {
-        int rows, cols;
-        expert_matrix_shape(c, (ExpertKind)(i % EXPERT_MATRICES), &rows, &cols);
-        size_t at = i / EXPERT_MATRICES; /* slot × n_experts + e */
-        m->experts[i] =
-            matrix_view(ELEM_F32, parts[i % EXPERT_MATRICES] + at * rows * cols, rows, cols);
+    for (int i = 0; i < model_matrix_count(m); i++) {
+        MatrixPlace p = model_matrix_place(m, i);
+        if (p.expert >= 0 && p.floats == NULL) continue; /* experts held elsewhere */
+        *model_matrix_at(m, i) = matrix_view(ELEM_F32, p.floats, p.rows, p.cols);
     }
     m->classifier = matrix_view(ELEM_F32, w->wcls, c->vocab_size, c->dim);
     m->embedding = matrix_view(ELEM_F32, w->token_embedding, c->vocab_size, c->dim);

@@ -240,6 +240,16 @@ int model_matrix_count(const Model *m);
 Matrix *model_matrix_at(const Model *m, int i);
 void model_matrix_name(const Model *m, int i, char *buf, size_t size);
 
+/* Where the i-th matrix lies: its layer; its kind (MatrixKind, or
+ * ExpertKind for an expert's); its expert (-1: the layer's own); its shape
+ * (rows 0: a kind the layer has none of); and its float32 view in
+ * m->weights, or NULL where the weights are not held as float32. */
+typedef struct {
+    int layer, kind, expert, rows, cols;
+    const float *floats;
+} MatrixPlace;
+MatrixPlace model_matrix_place(const Model *m, int i);
+
 void model_free(Model *m);
 
 #endif

@@ -133,43 +133,20 @@ static void write_matrix_quant(TraceObserver *to, const char *name, int layer, c
 void trace_weight_quant_events(TraceObserver *to, const Model *m) {
     if (m->weight_group == 0 || to->options->level < TRACE_LAYERS) return;
     const Config *c = &m->config;
-    const Weights *w = &m->weights;
-    write_matrix_quant(to, "token_embedding", -1, &m->embedding, w->token_embedding);
-    /* the float32 originals of each kind, every layer's after another */
-    static const char *const names[LAYER_MATRICES] = {
-        [MAT_WQ] = "attn.wq", [MAT_WK] = "attn.wk", [MAT_WV] = "attn.wv", [MAT_WO] = "attn.wo",
-        [MAT_W1] = "mlp.w1",  [MAT_W2] = "mlp.w2",  [MAT_W3] = "mlp.w3"};
-    const float *originals[LAYER_MATRICES] = {w->wq, w->wk, w->wv, w->wo, w->w1, w->w2, w->w3};
-    for (int k = 0; k < LAYER_MATRICES; k++) {
-        int rows, cols;
-        layer_matrix_shape(c, (MatrixKind)k, &rows, &cols);
-        bool mlp = k == MAT_W1 || k == MAT_W2 || k == MAT_W3;
-        for (int l = 0; rows > 0 && l < c->n_layers; l++) {
-            if (m->layers[l].m[k].rows == 0) continue; /* an MoE layer's MLP: its experts */
-            char name[64];
-            snprintf(name, sizeof name, "blocks.%d.%s", l, names[k]);
-            const float *src = originals[k];
-            size_t slot = (size_t)(mlp ? config_dense_slot(c, l) : l);
-            write_matrix_quant(to, name, l, &m->layers[l].m[k],
-                               src != NULL ? src + slot * rows * cols : NULL);
-        }
+    write_matrix_quant(to, "token_embedding", -1, &m->embedding, m->weights.token_embedding);
+    /* each kind over every layer that has it, then the experts; each beside
+     * its float32 original where the model holds it */
+    int layer_ones = c->n_layers * LAYER_MATRICES, n = model_matrix_count(m);
+    for (int r = 0; r < n; r++) {
+        int i = r < layer_ones ? r % c->n_layers * LAYER_MATRICES + r / c->n_layers : r;
+        MatrixPlace p = model_matrix_place(m, i);
+        if (p.rows == 0 || model_matrix_at(m, i)->rows == 0) continue;
+        char name[64];
+        model_matrix_name(m, i, name, sizeof name);
+        write_matrix_quant(to, name, p.layer, model_matrix_at(m, i), p.floats);
     }
-    /* a mixture's experts, each beside its original where it is held */
-    static const char *const parts[EXPERT_MATRICES] = {"gate", "down", "up"};
-    const float *experts[EXPERT_MATRICES] = {w->expert_w1, w->expert_w2, w->expert_w3};
-    for (int l = 0; m->experts != NULL && l < c->n_layers; l++)
-        for (int e = 0; config_layer_moe(c, l) && e < c->n_experts; e++)
-            for (int k = 0; k < EXPERT_MATRICES; k++) {
-                int rows, cols;
-                expert_matrix_shape(c, (ExpertKind)k, &rows, &cols);
-                size_t at = (size_t)config_moe_slot(c, l) * (size_t)c->n_experts + (size_t)e;
-                char name[64];
-                snprintf(name, sizeof name, "blocks.%d.moe.expert.%d.%s", l, e, parts[k]);
-                write_matrix_quant(to, name, l, model_expert(m, l, e, (ExpertKind)k),
-                                   experts[k] != NULL ? experts[k] + at * rows * cols : NULL);
-            }
     if (!c->shared_classifier) /* a tied classifier is the embedding */
-        write_matrix_quant(to, "classifier", -1, &m->classifier, w->wcls);
+        write_matrix_quant(to, "classifier", -1, &m->classifier, m->weights.wcls);
 }
 
 /* Each token's routing (MoE): the choice from the tokens level, every

@@ -61,24 +61,6 @@ static float half_at(const unsigned char *p) {
     return half_to_float(h);
 }
 
-static void dequantize_32(uint32_t type, const unsigned char *b, float *y) {
-    float d = half_at(b);
-    if (type == GGML_Q8_0) {
-        for (int j = 0; j < 32; j++) y[j] = (float)(signed char)b[2 + j] * d;
-    } else if (type == GGML_Q4_0) {
-        for (int j = 0; j < 16; j++) {
-            y[j] = (float)((b[2 + j] & 0x0F) - 8) * d;
-            y[j + 16] = (float)((b[2 + j] >> 4) - 8) * d;
-        }
-    } else { /* Q4_1 */
-        float m = half_at(b + 2);
-        for (int j = 0; j < 16; j++) {
-            y[j] = (float)(b[4 + j] & 0x0F) * d + m;
-            y[j + 16] = (float)(b[4 + j] >> 4) * d + m;
-        }
-    }
-}
-
 bool gguf_block_codes(uint32_t type, const unsigned char *b, int8_t codes[32], float *scale) {
     if (type != GGML_Q8_0 && type != GGML_Q4_0) return false;
     *scale = half_at(b);
@@ -88,6 +70,23 @@ bool gguf_block_codes(uint32_t type, const unsigned char *b, int8_t codes[32], f
         codes[j + 16] = (int8_t)((b[2 + j] >> 4) - 8);
     }
     return true;
+}
+
+/* Q8_0 and Q4_0 are their codes times the scale (gguf_block_codes); Q4_1 adds
+ * its minimum. */
+static void dequantize_32(uint32_t type, const unsigned char *b, float *y) {
+    int8_t q[32];
+    float d;
+    if (gguf_block_codes(type, b, q, &d)) {
+        for (int j = 0; j < 32; j++) y[j] = (float)q[j] * d;
+        return;
+    }
+    d = half_at(b); /* Q4_1 */
+    float m = half_at(b + 2);
+    for (int j = 0; j < 16; j++) {
+        y[j] = (float)(b[4 + j] & 0x0F) * d + m;
+        y[j + 16] = (float)(b[4 + j] >> 4) * d + m;
+    }
 }
 
 /* The 6-bit scale and minimum of sub-block j of Q4_K and Q5_K. */

@@ -112,12 +112,11 @@ bool model_pack_q8(Model *m, bool int8_activations, StepError *err) {
     for (int i = 0; ok && i < model_matrix_count(m); i++) {
         Matrix *w = model_matrix_at(m, i), p;
         if (w->rows == 0) continue;
-        ok = matrix_pack_q8(&p, w, int8_activations && q8_quads_fit(w));
+        ok = matrix_pack_q8(&p, w, int8_activations);
         if (ok) matrix_free(w), *w = p;
     }
     Matrix classifier;
-    ok = ok && matrix_pack_q8(&classifier, &m->classifier,
-                              int8_activations && q8_quads_fit(&m->classifier));
+    ok = ok && matrix_pack_q8(&classifier, &m->classifier, int8_activations);
     if (ok) {
         matrix_free(&m->classifier), m->classifier = classifier;
         /* a tied embedding is looked up in the packed classifier, as floats are */
