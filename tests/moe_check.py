@@ -449,12 +449,20 @@ def check_int8(tmp):
 def check_make_model(tmp):
     for arch, extra in (("mixtral", ["--experts", "4", "--experts-used", "2"]),
                         ("qwen3moe", ["--experts", "6", "--experts-used", "2", "--expert-hidden", "8",
-                                      "--dense-layers", "1", "--head-dim", "4"])):
-        folder = os.path.join(tmp, "made-" + arch)
+                                      "--dense-layers", "1", "--head-dim", "4"]),
+                        ("qwen3moe", ["--experts", "6", "--experts-used", "3", "--moe-step", "2",
+                                      "--no-norm-topk"])):
+        folder = os.path.join(tmp, "made-" + arch + str(len(extra)))
         run_stepwise(BIN, "make-model", "--format", "hf", "--arch", arch, "--dtype", "bf16", "--dim", "16",
                      "--hidden", "24", "--layers", "3", "--heads", "4", "--kv-heads", "2", "--vocab", "13",
                      "--seq-len", "32", "--out", folder, *extra)
         cfg, w = hf_reference.read_model_dir(folder)
+        if arch == "qwen3moe":  # each option lands in config.json as the table says
+            norm = "--no-norm-topk" not in extra
+            check(cfg["norm_topk_prob"] is norm and cfg["num_experts_per_tok"] == int(extra[3]) and
+                  cfg["decoder_sparse_step"] == (2 if "--moe-step" in extra else 1),
+                  f"make-model {' '.join(extra)}: config.json has norm_topk_prob {norm}, "
+                  f"num_experts_per_tok {extra[3]} and its decoder_sparse_step")
         got, routes, _ = engine_routes(folder, TOKENS)
         want_routes = {}
         err = np.abs(got - reference(cfg, w, TOKENS, routes=want_routes)).max()

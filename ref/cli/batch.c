@@ -19,16 +19,24 @@
 #include "ref/kernels/quant_model.h"
 #include "ref/serve/requests.h"
 
+/* The help's usage lines and what the command does. */
+static const char BATCH_USAGE[] =
+    "usage: stepwise batch --model M --tokenizer T --requests FILE.jsonl [options]\n"
+    "\n"
+    "Serve every request of FILE.jsonl (one JSON object per line: docs/batching.md)\n"
+    "with one model: each request has its own tokens, KV cache and sampler; up to\n"
+    "--max-batch of them are decoded together, one token each per step; requests\n"
+    "are prefilled as they arrive and leave as soon as they finish. Each request's\n"
+    "result is bitwise what `stepwise generate` gives for it alone.\n";
+
 typedef struct {
-    const char *model, *tokenizer, *requests, *out, *trace_dir, *metrics_json;
+    CliModelRun load;
+    const char *requests, *out, *trace_dir, *metrics_json;
     int max_batch;
     int prefill_chunk; /* --prefill-chunk: 0 means whole prompts */
     ChatTemplate chat;
-    bool quiet;
     bool prefix_cache;            /* --prefix-cache */
     long long prefix_cache_bytes; /* its budget */
-    TraceOptions trace;
-    CliQuant quant;
 } BatchArgs;
 
 /* What the sink needs while the batch runs. */
@@ -56,11 +64,7 @@ static bool parse_prefix_bytes(const CliOption *o, const char *value, void *dest
 }
 
 static const CliOption BATCH_OPTIONS[] = {
-    {"model", "M", OPTION_TEXT, offsetof(BatchArgs, model),
-     .help = "the model (any stepwise loads)"},
-    {"tokenizer", "T", OPTION_TEXT, offsetof(BatchArgs, tokenizer),
-     .help = "its tokenizer (default: the model's own)"},
-    {"requests", "FILE", OPTION_TEXT, offsetof(BatchArgs, requests),
+    {"requests", "FILE", OPTION_TEXT, offsetof(BatchArgs, requests), .required = true,
      .help = "the requests, one JSON object per line"},
     {"max-batch", "B", OPTION_INT, offsetof(BatchArgs, max_batch), 1, 4096,
      .help = "most requests decoded together (default 8)"},
@@ -80,7 +84,7 @@ static const CliOption BATCH_OPTIONS[] = {
      .help = "one trace per request, DIR/<id>.jsonl (the trace options below)"},
     {"metrics-json", "FILE", OPTION_TEXT, offsetof(BatchArgs, metrics_json),
      .help = "the summary and every request's metrics as JSON"},
-    {"quiet", NULL, OPTION_FLAG, offsetof(BatchArgs, quiet),
+    {"quiet", NULL, OPTION_FLAG, offsetof(BatchArgs, load.quiet),
      .help = "no progress or summary on stderr"},
     {"prefix-cache", NULL, OPTION_FLAG, offsetof(BatchArgs, prefix_cache),
      .help = "copy the KV rows of a prompt's start that an earlier\n"
@@ -91,46 +95,31 @@ static const CliOption BATCH_OPTIONS[] = {
              "the least recently used prompt evicted first"},
     CLI_OPTIONS_END};
 
-static const CliOptionGroup BATCH_GROUPS[] = {
-    {.options = BATCH_OPTIONS},
-    {.options = CLI_QUANT_OPTIONS, .base = offsetof(BatchArgs, quant)},
-    {.options = CLI_TRACE_OPTIONS,
-     .base = offsetof(BatchArgs, trace),
-     .heading = "tracing (with --trace DIR, as for generate):"}};
-
 static const CliCommandOptions BATCH_COMMAND = {
     .command = "batch",
-    .usage = "usage: stepwise batch --model M --tokenizer T --requests FILE.jsonl [options]\n"
-             "\n"
-             "Serve every request of FILE.jsonl (one JSON object per line: docs/batching.md)\n"
-             "with one model: each request has its own tokens, KV cache and sampler; up to\n"
-             "--max-batch of them are decoded together, one token each per step; requests\n"
-             "are prefilled as they arrive and leave as soon as they finish. Each request's\n"
-             "result is bitwise what `stepwise generate` gives for it alone.\n",
-    .groups = BATCH_GROUPS,
-    .n_groups = 3};
+    .options = BATCH_OPTIONS,
+    .groups = (const CliOptionGroup[]){{.options = CLI_MODEL_OPTIONS,
+                                        .base = offsetof(BatchArgs, load),
+                                        .heading = "the model:"},
+                                       {.options = CLI_QUANT_OPTIONS,
+                                        .base = offsetof(BatchArgs, load.quant)},
+                                       {.options = CLI_TRACE_OPTIONS,
+                                        .base = offsetof(BatchArgs, load.trace),
+                                        .heading = "tracing (with --trace DIR, as for generate):"},
+                                       {0}},
+    .after = "\n"
+             "exit status: 0 when every request was served, 1 when some failed (each has\n"
+             "its error line), 2 when the model or the requests file cannot be read.\n",
+    .usage = BATCH_USAGE};
 
 static int parse_batch_args(int argc, char **argv, BatchArgs *a, StepError *err) {
     *a = (BatchArgs){.max_batch = 8,
                      .chat = CHAT_DEFAULT,
-                     .quant = {.run = {.group = 32}},
+                     .load = {.quant = {.run = {.group = 32}}},
                      .prefix_cache_bytes = 256LL << 20};
-    trace_options_default(&a->trace);
-    int first, parsed = cli_options_parse(&BATCH_COMMAND, argc, argv, a, &first, err);
-    if (parsed == 0)
-        fputs("\n"
-              "exit status: 0 when every request was served, 1 when some failed (each has\n"
-              "its error line), 2 when the model or the requests file cannot be read.\n",
-              stdout);
+    trace_options_default(&a->load.trace);
+    int parsed = cli_options_parse(&BATCH_COMMAND, argc, argv, a, NULL, err);
     if (parsed <= 0) return parsed;
-    if (first < argc) {
-        step_fail(err, "batch: unexpected argument '%s'", argv[first]);
-        return -1;
-    }
-    if (a->requests == NULL) {
-        step_fail(err, "batch: --requests is required (see --help)");
-        return -1;
-    }
     struct stat st;
     if (a->trace_dir != NULL && stat(a->trace_dir, &st) == 0 && !S_ISDIR(st.st_mode)) {
         step_fail(err, "--trace %s: is not a folder", a->trace_dir);
@@ -153,7 +142,7 @@ static void on_admitted(void *ctx, BatchRequest *r) {
     char path[4096];
     StepError err;
     snprintf(path, sizeof path, "%s/%s.jsonl", b->a->trace_dir, r->id);
-    *to = (TraceObserver){.options = &b->a->trace,
+    *to = (TraceObserver){.options = &b->a->load.trace,
                           .tokenizer = b->tok,
                           .bytes_per_token = kv_cache_bytes_of(&b->m->config, 1, r->opt.quant.kv)};
     if ((to->writer = trace_writer_open(path, &err)) == NULL) {
@@ -162,7 +151,7 @@ static void on_admitted(void *ctx, BatchRequest *r) {
         return;
     }
     cJSON *merges = cJSON_CreateArray();
-    if (r->prompt_text != NULL && (b->a->trace.bpe || b->a->trace.level == TRACE_FULL)) {
+    if (r->prompt_text != NULL && (b->a->load.trace.bpe || b->a->load.trace.level == TRACE_FULL)) {
         int *ids, n;
         BpeObserver bpe = trace_bpe_observer(to);
         to->held = merges;
@@ -175,13 +164,14 @@ static void on_admitted(void *ctx, BatchRequest *r) {
                          .prompt_tokens = r->prompt,
                          .n_prompt = r->n_prompt,
                          .steps = r->opt.steps,
-                         .model_path = b->a->model,
-                         .tokenizer_path = b->a->tokenizer,
+                         .model_path = b->a->load.model,
+                         .tokenizer_path = b->a->load.tokenizer,
                          .model_source = b->m->source,
                          .model_files = b->model_files,
                          .weight_group = b->m->weight_group,
                          .quant = r->opt.quant};
-    trace_observer_write(to, trace_event_run(&b->m->config, &r->opt.sampler, &info, &b->a->trace));
+    trace_observer_write(to,
+                         trace_event_run(&b->m->config, &r->opt.sampler, &info, &b->a->load.trace));
     trace_observer_write(to, trace_event_tokenize(b->tok, r->prompt_text ? r->prompt_text : "",
                                                   r->prompt, r->n_prompt));
     cJSON *merge;
@@ -240,7 +230,7 @@ static void on_finished(void *ctx, BatchRequest *r) {
                                                        g->tokens, g->n_tokens));
         else if (to != NULL && to->writer != NULL)
             trace_observer_write(to, cli_done_event(b->m, b->tok, g, r->metrics.e2e_ms / 1e3,
-                                                    !b->a->trace.reproducible));
+                                                    !b->a->load.trace.reproducible));
     }
     StepError err;
     if (to != NULL && to->writer != NULL && !trace_writer_commit(to->writer, &err)) {
@@ -256,7 +246,7 @@ static void on_finished(void *ctx, BatchRequest *r) {
     b->done++;
     if (b->progress.on)
         cli_progress_update(&b->progress, "serving (requests)", (uint64_t)b->done, (uint64_t)b->n);
-    else if (!b->a->quiet)
+    else if (!b->a->load.quiet)
         fprintf(stderr, "[%d/%d] %s: %s\n", b->done, b->n, r->id,
                 r->error ? r->error : stop_reason_name(r->result.stop_reason));
 }
@@ -318,10 +308,12 @@ static bool write_metrics_json(const char *path, const BatchMetrics *m, int max_
     return ok;
 }
 
-static int run_batch(BatchArgs *a, Model *m, const Tokenizer *tok, StepError *err) {
+static int run_batch(void *args, Model *m, Tokenizer *tok, CliProgress *progress, StepError *err) {
+    BatchArgs *a = args;
+    (void)progress; /* the batch draws its own line, request by request */
     GenerateOptions defaults;
     generate_options_default(&defaults);
-    defaults.quant = a->quant.run;
+    defaults.quant = a->load.quant.run;
     defaults.bos_id = tok->bos_id, defaults.eos_id = tok->eos_id;
     defaults.interrupt = cli_interrupt_flag(); /* a signal stops every request */
     BatchRequest *reqs = NULL;
@@ -335,8 +327,9 @@ static int run_batch(BatchArgs *a, Model *m, const Tokenizer *tok, StepError *er
         return EXIT_BAD_INPUT;
     }
     BatchCli b = {.a = a, .m = m, .tok = tok, .reqs = reqs, .out = stdout, .n = n};
-    cli_progress_init(&b.progress, a->quiet);
-    if (a->trace_dir != NULL && !cli_model_files(a->model, a->trace.no_hash, &b.model_files, err)) {
+    cli_progress_init(&b.progress, a->load.quiet);
+    if (a->trace_dir != NULL &&
+        !cli_model_files(a->load.model, a->load.trace.no_hash, &b.model_files, err)) {
         for (int i = 0; i < n; i++) batch_request_free(&reqs[i]);
         free(reqs);
         return EXIT_BAD_INPUT;
@@ -354,10 +347,10 @@ static int run_batch(BatchArgs *a, Model *m, const Tokenizer *tok, StepError *er
     BatchSink sink = {&b, on_admitted, on_finished};
     PrefixCache prefix = {0};
     if (ok && a->prefix_cache)
-        ok = prefix_cache_init(&prefix, &m->config, a->quant.run.kv,
+        ok = prefix_cache_init(&prefix, &m->config, a->load.quant.run.kv,
                                (uint64_t)a->prefix_cache_bytes, err);
     if (ok)
-        ok = batch_run(m, reqs, n, a->max_batch, a->prefill_chunk, &a->quant.run,
+        ok = batch_run(m, reqs, n, a->max_batch, a->prefill_chunk, &a->load.quant.run,
                        a->prefix_cache ? &prefix : NULL, &sink, &metrics, err);
     prefix_cache_free(&prefix);
     if (ok) ok = model_files_unchanged(m, err);
@@ -366,7 +359,7 @@ static int run_batch(BatchArgs *a, Model *m, const Tokenizer *tok, StepError *er
     else if (a->out != NULL)
         atomic_file_discard(&out);
     cli_progress_clear(&b.progress);
-    if (ok && !a->quiet) print_summary(&metrics, a->max_batch, a->prefix_cache);
+    if (ok && !a->load.quiet) print_summary(&metrics, a->max_batch, a->prefix_cache);
     if (ok && a->metrics_json != NULL)
         ok = write_metrics_json(a->metrics_json, &metrics, a->max_batch, reqs, n, err);
     if (ok && b.trace_failures > 0)
@@ -387,21 +380,5 @@ int cli_batch(int argc, char **argv) {
     BatchArgs a;
     StepError err;
     int parsed = parse_batch_args(argc, argv, &a, &err);
-    int status = parsed < 0 ? EXIT_BAD_INPUT : 0;
-    if (parsed > 0) {
-        Model m = {0};
-        Tokenizer tok = {0};
-        CliProgress progress;
-        cli_progress_init(&progress, a.quiet);
-        bool ready = cli_load_model_to_run(a.model, a.tokenizer, &a.quant, &a.trace, &progress, &m,
-                                           &tok, &err);
-        cli_signals_defer_begin(); /* a signal ends every request and trace properly */
-        status = ready ? run_batch(&a, &m, &tok, &err) : EXIT_BAD_INPUT;
-        cli_signals_defer_end();
-        model_free(&m);
-        tokenizer_free(&tok);
-    }
-    if (status == EXIT_BAD_INPUT || status > 128) cli_print_error(&err);
-    trace_options_free(&a.trace);
-    return status;
+    return cli_run_with_model(parsed, &a.load, run_batch, &a, &err);
 }

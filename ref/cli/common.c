@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ref/cli/signals.h"
 #include "ref/formats/gguf_model.h"
 #include "ref/formats/gguf_tokenizer.h"
 #include "ref/formats/hf_model.h"
@@ -86,14 +87,6 @@ bool cli_parse_float_list(const char *text, const char *option, bool allow_inf, 
 int cli_sampler_option(int c, const char *arg, SamplerParams *p, StepError *err) {
     int seed;
     switch (c) {
-        case OPT_TEMPERATURE:
-            return cli_parse_float(arg, "--temperature", false, &p->temperature, err) ? 1 : -1;
-        case OPT_TOP_K:
-            return cli_parse_int(arg, "--top-k", -(1L << 30), 1L << 30, &p->top_k, err) ? 1 : -1;
-        case OPT_TOP_P:
-            return cli_parse_float(arg, "--top-p", false, &p->top_p, err) ? 1 : -1;
-        case OPT_MIN_P:
-            return cli_parse_float(arg, "--min-p", false, &p->min_p, err) ? 1 : -1;
         case OPT_SEED:
             if (!cli_parse_int(arg, "--seed", 1, 2147483647L, &seed, err)) return -1;
             p->seed = (uint64_t)seed;
@@ -123,9 +116,6 @@ int cli_trace_option(int c, const char *arg, TraceOptions *t, StepError *err) {
             else
                 ok = step_fail(err, "--trace-kv takes rows or full, got '%s'", arg);
             break;
-        case OPT_TRACE_BPE:
-            t->bpe = true;
-            break;
         case OPT_TRACE_LAYERS:
             ok = trace_layers_parse(t, arg, err);
             break;
@@ -134,12 +124,6 @@ int cli_trace_option(int c, const char *arg, TraceOptions *t, StepError *err) {
             break;
         case OPT_TRACE_HOOKS:
             ok = trace_hooks_parse(t, arg, err);
-            break;
-        case OPT_REPRODUCIBLE:
-            t->reproducible = true;
-            break;
-        case OPT_NO_HASH:
-            t->no_hash = true;
             break;
         case OPT_TRACE_TEMPERATURES:
             free(t->temperatures);
@@ -263,6 +247,30 @@ bool cli_load_model_to_run(const char *model_path, const char *tokenizer_path, c
     m->progress = NULL;
     cli_progress_clear(progress);
     return ok;
+}
+
+int cli_run_with_model(int parsed, CliModelRun *r, CliRunFunction run, void *args, StepError *err) {
+    int status = parsed < 0 ? EXIT_BAD_INPUT : 0;
+    if (parsed > 0) {
+        Model m = {0};
+        Tokenizer tok = {0}, *use = r->no_tokenizer ? NULL : &tok;
+        CliProgress progress;
+        cli_progress_init(&progress, r->quiet);
+        bool loaded = cli_load_model_to_run(r->model, r->tokenizer, &r->quant, &r->trace, &progress,
+                                            &m, use, err);
+        ProgressSink sink = cli_progress_sink(&progress);
+        if (r->layer_progress) m.progress = &sink;
+        cli_signals_defer_begin();
+        status = loaded ? run(args, &m, use, &progress, err) : EXIT_BAD_INPUT;
+        cli_progress_clear(&progress);
+        m.progress = NULL;
+        cli_signals_defer_end();
+        model_free(&m);
+        tokenizer_free(&tok);
+    }
+    if (status == EXIT_BAD_INPUT || status > 128) cli_print_error(err);
+    trace_options_free(&r->trace);
+    return status;
 }
 
 bool cli_load_model_only(const char *model_path, WeightsMode mode, Model *m,

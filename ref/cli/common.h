@@ -36,10 +36,6 @@ bool cli_parse_float_list(const char *text, const char *option, bool allow_inf, 
 
 /* The sampler's options, shared by generate and sample. */
 enum {
-    OPT_TEMPERATURE,
-    OPT_TOP_K,
-    OPT_TOP_P,
-    OPT_MIN_P,
     OPT_SEED,
     OPT_SAMPLER_ORDER,
     OPT_RNG,
@@ -54,13 +50,10 @@ int cli_sampler_option(int c, const char *arg, SamplerParams *p, StepError *err)
 enum {
     OPT_TRACE_LEVEL,
     OPT_TRACE_KV,
-    OPT_TRACE_BPE,
     OPT_TRACE_TEMPERATURES,
     OPT_TRACE_LAYERS,
     OPT_TRACE_POSITIONS,
     OPT_TRACE_HOOKS,
-    OPT_REPRODUCIBLE,
-    OPT_NO_HASH,
 };
 
 /* Apply trace option c (its id; option_groups.c holds the table) to o: 1 if it was one, 0 if
@@ -123,6 +116,33 @@ bool cli_load_model_to_run(const char *model_path, const char *tokenizer_path, c
  * for those that write or quantize the weights (WEIGHTS_F32), or the
  * matrices as stored for those that only look (inspect: a Hugging Face
  * folder is then mapped, not read). */
+/* What a command that runs a model (generate, score, batch) loads, and
+ * how: the model and its tokenizer (CLI_MODEL_OPTIONS), quantized and
+ * packed as quant says (CLI_QUANT_OPTIONS), traced as trace says
+ * (CLI_TRACE_OPTIONS). Owns trace's lists. */
+typedef struct {
+    const char *model, *tokenizer;
+    CliQuant quant;
+    TraceOptions trace;
+    bool quiet;          /* no progress line */
+    bool layer_progress; /* a long pass shows its layers on the progress line */
+    bool no_tokenizer;   /* ids in and out: no tokenizer loaded (run gets NULL) */
+} CliModelRun;
+
+/* The command's run, given the loaded model: its exit status, err set
+ * when it is EXIT_BAD_INPUT. */
+typedef int (*CliRunFunction)(void *args, Model *m, Tokenizer *tok, CliProgress *progress,
+                              StepError *err);
+
+/* The rest of a command that runs a model, once its options are parsed
+ * (parsed as cli_options_parse returns it): load what r says, then
+ * run(args, ...) with signals deferred (from then on the run ends its own
+ * files), free the model, the tokenizer and r's lists, and print err when
+ * the status is EXIT_BAD_INPUT or a signal's. Returns the exit status: 0
+ * after --help, EXIT_BAD_INPUT when the options or the loading failed, or
+ * the run's. */
+int cli_run_with_model(int parsed, CliModelRun *r, CliRunFunction run, void *args, StepError *err);
+
 bool cli_load_model_only(const char *model_path, WeightsMode mode, Model *m,
                          const ProgressSink *progress, StepError *err);
 

@@ -17,6 +17,18 @@
 #include "ref/kernels/quant_model.h"
 #include "ref/score.h"
 
+/* The help's usage lines and what the command does. */
+static const char COMPARE_QUANT_USAGE[] =
+    "usage: stepwise compare-quant --model M --tokenizer T --text FILE [--group G] "
+    "[--json]\n"
+    "                              [--kernels plain|fast] [--threads N]\n"
+    "\n"
+    "Teacher-force the text of FILE (BOS first, cut to the model's seq_len) through\n"
+    "the float32 model and through int8 weights (W), activations (A), KV cache (KV),\n"
+    "W+A and W+A+KV, and print for each: max and mean |dlogit|, Mean KLD and\n"
+    "99.0% KLD (KL of the quantized distribution from float32's), Same top p (the\n"
+    "share of positions whose argmax matches), and the perplexity of both.\n";
+
 typedef struct {
     const char *model, *tokenizer, *text;
     int group, threads;
@@ -36,7 +48,7 @@ static const CliOption COMPARE_QUANT_OPTIONS[] = {
     {"model", "M", OPTION_TEXT, offsetof(CompareQuantArgs, model), .help = "the float32 model"},
     {"tokenizer", "T", OPTION_TEXT, offsetof(CompareQuantArgs, tokenizer),
      .help = "its tokenizer (default: the model's own)"},
-    {"text", "FILE", OPTION_TEXT, offsetof(CompareQuantArgs, text),
+    {"text", "FILE", OPTION_TEXT, offsetof(CompareQuantArgs, text), .required = true,
      .help = "the text to teacher-force (required)"},
     {"group", "G", OPTION_INT, offsetof(CompareQuantArgs, group), 1, 1 << 20,
      .help = "values per scale (default 32)"},
@@ -49,21 +61,8 @@ static const CliOption COMPARE_QUANT_OPTIONS[] = {
              "online processor); the same numbers for any N"},
     CLI_OPTIONS_END};
 
-static const CliOptionGroup COMPARE_QUANT_GROUPS[] = {{.options = COMPARE_QUANT_OPTIONS}};
-
 static const CliCommandOptions COMPARE_QUANT_COMMAND = {
-    .command = "compare-quant",
-    .usage = "usage: stepwise compare-quant --model M --tokenizer T --text FILE [--group G] "
-             "[--json]\n"
-             "                              [--kernels plain|fast] [--threads N]\n"
-             "\n"
-             "Teacher-force the text of FILE (BOS first, cut to the model's seq_len) through\n"
-             "the float32 model and through int8 weights (W), activations (A), KV cache (KV),\n"
-             "W+A and W+A+KV, and print for each: max and mean |dlogit|, Mean KLD and\n"
-             "99.0% KLD (KL of the quantized distribution from float32's), Same top p (the\n"
-             "share of positions whose argmax matches), and the perplexity of both.\n",
-    .groups = COMPARE_QUANT_GROUPS,
-    .n_groups = 1};
+    .command = "compare-quant", .options = COMPARE_QUANT_OPTIONS, .usage = COMPARE_QUANT_USAGE};
 
 typedef struct {
     const char *name;
@@ -81,14 +80,9 @@ static DiffRun as_set(const ScoreResult *r, int vocab, int *pos) {
 int cli_compare_quant(int argc, char **argv) {
     CompareQuantArgs args = {.group = 32};
     StepError err;
-    int first, parsed = cli_options_parse(&COMPARE_QUANT_COMMAND, argc, argv, &args, &first, &err);
+    int parsed = cli_options_parse(&COMPARE_QUANT_COMMAND, argc, argv, &args, NULL, &err);
     if (parsed == 0) return 0;
     bool ok = parsed > 0;
-    const char *model = args.model, *tokenizer = args.tokenizer, *text_path = args.text;
-    int group = args.group, threads = args.threads;
-    bool json = args.json, plain = args.plain;
-    if (ok && (text_path == NULL || first < argc))
-        ok = step_fail(&err, "compare-quant: needs --text FILE (see --help)");
     /* The float32 model, and the same file loaded again for its int8
      * weights (a mapped file's pages are shared between the two). Every
      * step below either succeeds or says why in err, then goes to done. */
@@ -100,17 +94,17 @@ int cli_compare_quant(int argc, char **argv) {
     cJSON *rows = NULL;
     DiffTolerance tol;
     if (!ok) goto done;
-    if (!(ok = cli_load_model(model, tokenizer, &m, &tok, NULL, &err))) goto done;
+    if (!(ok = cli_load_model(args.model, args.tokenizer, &m, &tok, NULL, &err))) goto done;
     if (m.weight_group > 0) {
         ok = step_fail(&err, "compare-quant: the model must be float32");
         goto done;
     }
-    ok = file_read_text(text_path, "text", &text, &err) &&
+    ok = file_read_text(args.text, "text", &text, &err) &&
          tokenizer_encode(&tok, text, true, &ids, &n, &err);
     if (!ok) goto done;
     if (n > m.config.seq_len) n = m.config.seq_len; /* the window: the rest is not scored */
     if (n < 2) {
-        ok = step_fail(&err, "compare-quant: %s has no text to score", text_path);
+        ok = step_fail(&err, "compare-quant: %s has no text to score", args.text);
         goto done;
     }
     pos = malloc((size_t)n * sizeof(int));
@@ -121,19 +115,19 @@ int cli_compare_quant(int argc, char **argv) {
     }
     for (int i = 0; i < n; i++) pos[i] = i;
     ok = score_tokens(&m, ids, n, 0, NULL, NULL, &base, &err) &&
-         cli_load_model(model, NULL, &mq, NULL, NULL, &err) && model_quantize(&mq, group, &err) &&
-         (plain || model_pack_q8(&mq, false, &err)) &&
-         (plain || model_use_threads(&mq, threads, &err)) &&
+         cli_load_model(args.model, NULL, &mq, NULL, NULL, &err) &&
+         model_quantize(&mq, args.group, &err) && (args.plain || model_pack_q8(&mq, false, &err)) &&
+         (args.plain || model_use_threads(&mq, args.threads, &err)) &&
          diff_tolerance_preset(&tol, "int8", &err);
     if (!ok) goto done;
     const QuantConfig configs[] = {
-        {"W", true, {false, false, group}},    {"A", false, {true, false, group}},
-        {"KV", false, {false, true, group}},   {"W+A", true, {true, false, group}},
-        {"W+A+KV", true, {true, true, group}},
+        {"W", true, {false, false, args.group}},    {"A", false, {true, false, args.group}},
+        {"KV", false, {false, true, args.group}},   {"W+A", true, {true, false, args.group}},
+        {"W+A+KV", true, {true, true, args.group}},
     };
-    if (!json) {
-        printf("%s: %d tokens scored, float32 perplexity %.4f, group %d\n\n", text_path, n,
-               base.perplexity, group);
+    if (!args.json) {
+        printf("%s: %d tokens scored, float32 perplexity %.4f, group %d\n\n", args.text, n,
+               base.perplexity, args.group);
         printf("| config | max abs dlogit | mean abs dlogit | Mean KLD | 99.0%% KLD | Same top p "
                "| PPL(Q) | PPL(base) |\n|---|---|---|---|---|---|---|---|\n");
     }
@@ -145,7 +139,7 @@ int cli_compare_quant(int argc, char **argv) {
         DiffRun a = as_set(&base, m.config.vocab_size, pos),
                 b = as_set(&q, m.config.vocab_size, pos);
         if (ok) ok = trace_diff(&a, &b, &tol, false, &r, &err);
-        if (ok && !json) {
+        if (ok && !args.json) {
             printf("| %s | %.4f | %.5f | %.6f | %.6f | %.2f%% | %.4f | %.4f |\n", configs[i].name,
                    r.max_abs, r.mean_abs, r.kl_mean, r.kl_p99, 100.0 * r.top1_agree / r.n,
                    q.perplexity, base.perplexity);
@@ -165,12 +159,12 @@ int cli_compare_quant(int argc, char **argv) {
         }
         score_result_free(&q);
     }
-    if (ok && json) {
+    if (ok && args.json) {
         cJSON *o = cJSON_CreateObject();
         char *printed = NULL;
-        ok = o != NULL && cJSON_AddStringToObject(o, "text", text_path) &&
+        ok = o != NULL && cJSON_AddStringToObject(o, "text", args.text) &&
              cJSON_AddNumberToObject(o, "tokens", n) &&
-             cJSON_AddNumberToObject(o, "group", group) &&
+             cJSON_AddNumberToObject(o, "group", args.group) &&
              cJSON_AddItemToObject(o, "configs", rows);
         if (ok) rows = NULL; /* o owns it */
         ok = ok && (printed = cJSON_Print(o)) != NULL;

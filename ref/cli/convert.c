@@ -13,6 +13,14 @@
 #include "ref/formats/gguf_convert.h"
 #include "ref/formats/gguf_model.h"
 
+/* The help's usage lines and what the command does. */
+static const char CONVERT_USAGE[] =
+    "usage: stepwise convert --model M [--tokenizer T] --out FILE.gguf [options]\n"
+    "\n"
+    "Write the model M (a llama2.c checkpoint with its --tokenizer, a Hugging Face\n"
+    "directory, a GGUF file or a JSON model) as GGUF v3, with its tokenizer\n"
+    "embedded, for llama.cpp and other engines; docs/gguf.md says what is written.\n";
+
 typedef struct {
     const char *model, *tokenizer, *out, *name;
     GgufOutType type;
@@ -26,9 +34,9 @@ static bool parse_type(const CliOption *o, const char *value, void *dest, StepEr
 }
 
 static const CliOption CONVERT_OPTIONS[] = {
-    {"model", "M", OPTION_TEXT, offsetof(ConvertArgs, model),
+    {"model", "M", OPTION_TEXT, offsetof(ConvertArgs, model), .required = true,
      .help = "the model to write (any stepwise loads)"},
-    {"out", "FILE.gguf", OPTION_TEXT, offsetof(ConvertArgs, out),
+    {"out", "FILE.gguf", OPTION_TEXT, offsetof(ConvertArgs, out), .required = true,
      .help = "where to write (written whole or not at all)"},
     {"type", "T", OPTION_CUSTOM, offsetof(ConvertArgs, type), .parse = parse_type,
      .help = "f32 (default: the weights exactly), f16, or q8_0 (blocks of 32\n"
@@ -43,25 +51,14 @@ static const CliOption CONVERT_OPTIONS[] = {
      .help = "general.name (default: the --out file's name)"},
     CLI_OPTIONS_END};
 
-static const CliOptionGroup CONVERT_GROUPS[] = {{.options = CONVERT_OPTIONS}};
-
 static const CliCommandOptions CONVERT_COMMAND = {
-    .command = "convert",
-    .usage = "usage: stepwise convert --model M [--tokenizer T] --out FILE.gguf [options]\n"
-             "\n"
-             "Write the model M (a llama2.c checkpoint with its --tokenizer, a Hugging Face\n"
-             "directory, a GGUF file or a JSON model) as GGUF v3, with its tokenizer\n"
-             "embedded, for llama.cpp and other engines; docs/gguf.md says what is written.\n",
-    .groups = CONVERT_GROUPS,
-    .n_groups = 1};
+    .command = "convert", .options = CONVERT_OPTIONS, .usage = CONVERT_USAGE};
 
 /* 1: parsed; 0: --help; -1: a bad option (err set). */
 static int parse_convert_args(int argc, char **argv, ConvertArgs *a, StepError *err) {
     *a = (ConvertArgs){.type = GGUF_OUT_F32};
-    int first, parsed = cli_options_parse(&CONVERT_COMMAND, argc, argv, a, &first, err);
+    int parsed = cli_options_parse(&CONVERT_COMMAND, argc, argv, a, NULL, err);
     if (parsed <= 0) return parsed;
-    if (a->model == NULL || a->out == NULL || first < argc)
-        return step_fail(err, "convert: needs --model and --out (see --help)"), -1;
     if (!gguf_is_model_path(a->out))
         return step_fail(err, "convert: --out must end in .gguf, as stepwise and llama.cpp expect"),
                -1;

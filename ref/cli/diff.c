@@ -12,6 +12,29 @@
 #include "ref/cli/common.h"
 #include "ref/cli/options.h"
 
+/* The help's usage lines and what the command does. */
+static const char DIFF_USAGE[] =
+    "usage: stepwise diff REF CANDIDATE [--preset P] [--atol A] [--rtol R] [--json]\n"
+    "                     [--teacher-forced] [--names ENGINE [--rope-halves]]\n"
+    "\n"
+    "Compare another engine's run with the reference's (docs/oracle.md):\n"
+    "  1. inputs: both sides must have seen the same token at every position; from\n"
+    "     the first that differs on, nothing is compared (an error with\n"
+    "     --teacher-forced, or when both files are score files);\n"
+    "  2. the hooks in execution order (position by position; in each layer\n"
+    "     resid_pre, ln1, attn.q/k/v, scores, pattern, z, attn_out, resid_mid, ln2,\n"
+    "     mlp.gate/up/hidden, mlp_out, resid_post; then final_norm and logits): the\n"
+    "     first tensor outside tolerance, and each layer's error per hook;\n"
+    "  3. the logits: max |dlogit|, NMSE, KL(ref||cand) at T = 1, top-1 agreement,\n"
+    "     the first argmax difference; and the KV rows per layer.\n"
+    "What the candidate lacks (positions, KV rows, activations) is reported; a\n"
+    "kind it has none of is not compared.\n"
+    "\n"
+    "REF and CANDIDATE: traces or score files (logits, kv and activation events),\n"
+    "raw float32 FILE.f32 with a FILE.f32.json sidecar, or numpy FILE.npy (a 2-D\n"
+    "float32 array [positions, vocab], optional FILE.npy.json); rows may be\n"
+    "log-probabilities (\"logprobs\" events, or \"values\": \"logprobs\").\n";
+
 static const char *rule_name(DiffRule r) {
     return r == RULE_ROW ? "row" : r == RULE_ELEMENT ? "elementwise" : "by distribution";
 }
@@ -471,80 +494,54 @@ static const CliOption DIFF_OPTIONS[] = {
      .help = "print the report as one JSON object"},
     CLI_OPTIONS_END};
 
-static const CliOptionGroup DIFF_GROUPS[] = {{.options = DIFF_OPTIONS}};
-
-static const CliCommandOptions DIFF_COMMAND = {
-    .command = "diff",
-    .usage = "usage: stepwise diff REF CANDIDATE [--preset P] [--atol A] [--rtol R] [--json]\n"
-             "                     [--teacher-forced] [--names ENGINE [--rope-halves]]\n"
-             "\n"
-             "Compare another engine's run with the reference's (docs/oracle.md):\n"
-             "  1. inputs: both sides must have seen the same token at every position; from\n"
-             "     the first that differs on, nothing is compared (an error with\n"
-             "     --teacher-forced, or when both files are score files);\n"
-             "  2. the hooks in execution order (position by position; in each layer\n"
-             "     resid_pre, ln1, attn.q/k/v, scores, pattern, z, attn_out, resid_mid, ln2,\n"
-             "     mlp.gate/up/hidden, mlp_out, resid_post; then final_norm and logits): the\n"
-             "     first tensor outside tolerance, and each layer's error per hook;\n"
-             "  3. the logits: max |dlogit|, NMSE, KL(ref||cand) at T = 1, top-1 agreement,\n"
-             "     the first argmax difference; and the KV rows per layer.\n"
-             "What the candidate lacks (positions, KV rows, activations) is reported; a\n"
-             "kind it has none of is not compared.\n"
-             "\n"
-             "REF and CANDIDATE: traces or score files (logits, kv and activation events),\n"
-             "raw float32 FILE.f32 with a FILE.f32.json sidecar, or numpy FILE.npy (a 2-D\n"
-             "float32 array [positions, vocab], optional FILE.npy.json); rows may be\n"
-             "log-probabilities (\"logprobs\" events, or \"values\": \"logprobs\").\n",
-    .groups = DIFF_GROUPS,
-    .n_groups = 1};
-
-/* The help's closing lines, after the options. */
 static const char DIFF_EXIT_STATUS[] =
     "\n"
     "exit status: 0 within tolerance, 1 outside or incomplete, 2 when the files\n"
     "cannot be read or compared.\n";
+
+static const CliCommandOptions DIFF_COMMAND = {.command = "diff",
+                                               .options = DIFF_OPTIONS,
+                                               .min_operands = 2,
+                                               .max_operands = 2,
+                                               .operands = "REF and CANDIDATE",
+                                               .after = DIFF_EXIT_STATUS,
+                                               .usage = DIFF_USAGE};
+
+/* The help's closing lines, after the options. */
 
 int cli_diff(int argc, char **argv) {
     DiffArgs args = {0};
     StepError err;
     diff_tolerance_preset(&args.tol, "fp32", &err);
     int first, parsed = cli_options_parse(&DIFF_COMMAND, argc, argv, &args, &first, &err);
-    if (parsed == 0) {
-        fputs(DIFF_EXIT_STATUS, stdout);
-        return 0;
-    }
+    if (parsed == 0) return 0;
     bool ok = parsed > 0, json = args.json, forced = args.forced, halves = args.halves;
-    DiffTolerance tol = args.tol;
-    float atol = args.atol.value, rtol = args.rtol.value;
-    bool atol_set = args.atol.set, rtol_set = args.rtol.set;
-    const char *engine = args.engine;
-    if (ok && (atol < 0 || rtol < 0)) ok = step_fail(&err, "--atol and --rtol must be >= 0");
+    if (ok && (args.atol.value < 0 || args.rtol.value < 0))
+        ok = step_fail(&err, "--atol and --rtol must be >= 0");
     /* explicit tolerances: the preset's rule (elementwise for int8), reported as custom */
-    if (atol_set || rtol_set) {
-        if (tol.rule == RULE_KL) tol.rule = RULE_ELEMENT;
-        if (atol_set) tol.atol = atol;
-        if (rtol_set) tol.rtol = rtol;
-        snprintf(tol.preset, sizeof tol.preset, "custom");
+    if (args.atol.set || args.rtol.set) {
+        if (args.tol.rule == RULE_KL) args.tol.rule = RULE_ELEMENT;
+        if (args.atol.set) args.tol.atol = args.atol.value;
+        if (args.rtol.set) args.tol.rtol = args.rtol.value;
+        snprintf(args.tol.preset, sizeof args.tol.preset, "custom");
     }
-    if (ok && argc - first != 2)
-        ok = step_fail(&err, "diff: expects REF and CANDIDATE (see --help)");
-    if (ok && halves && engine == NULL)
+    if (ok && halves && args.engine == NULL)
         ok = step_fail(&err, "--rope-halves goes with --names (see --help)");
     HookNames names = {0};
-    if (ok && engine != NULL) ok = hook_names_load(&names, engine, halves, &err);
+    if (ok && args.engine != NULL) ok = hook_names_load(&names, args.engine, halves, &err);
     DiffRun ref = {0}, cand = {0};
     DiffReport report;
     if (ok) ok = diff_run_read(&ref, argv[first], NULL, &err);
-    if (ok) ok = diff_run_read(&cand, argv[first + 1], engine != NULL ? &names : NULL, &err);
+    if (ok) ok = diff_run_read(&cand, argv[first + 1], args.engine != NULL ? &names : NULL, &err);
     if (ok) ok = diff_run_unhalve(&cand, ref.head_dim, &err);
-    if (ok) ok = trace_diff(&ref, &cand, &tol, forced, &report, &err);
+    if (ok) ok = trace_diff(&ref, &cand, &args.tol, forced, &report, &err);
     NameHint hint = {0};
-    if (ok) name_hint(&report, engine != NULL ? &names : NULL, &hint);
+    if (ok) name_hint(&report, args.engine != NULL ? &names : NULL, &hint);
     hook_names_free(&names);
     if (ok && json)
-        print_json(argv[first], argv[first + 1], &ref, &tol, &report, &hint);
+        print_json(argv[first], argv[first + 1], &ref, &args.tol, &report, &hint);
     else if (ok)
-        print_text(argv[first], argv[first + 1], &ref, &cand, &tol, &report, &hint);
+        print_text(argv[first], argv[first + 1], &ref, &cand, &args.tol, &report, &hint);
     diff_run_free(&ref), diff_run_free(&cand);
     if (!ok) {
         cli_print_error(&err);

@@ -21,6 +21,15 @@
 #include "ref/generate.h"
 #include "ref/kernels/quant_model.h"
 
+/* The help's usage lines and what the command does. */
+static const char GENERATE_USAGE[] =
+    "usage: stepwise generate [options]\n"
+    "\n"
+    "Run a prompt through the model and generate, token by token: prefill the\n"
+    "prompt in one pass, then decode one token at a time against the KV cache.\n"
+    "Each next token is chosen by the sampler (greedy unless --temperature > 0).\n"
+    "The text streams to stdout; a metrics line goes to stderr.\n";
+
 /* summarize's default prompt: the span where {span} is. */
 #define DEFAULT_SUMMARY_PROMPT "Summarize this story in one sentence.\nStory: {span}\nSummary:"
 #define DEFAULT_SUMMARY_PROMPT_HELP                                                                \
@@ -33,14 +42,13 @@ typedef struct {
 } PathList;
 
 typedef struct {
-    const char *model, *tokenizer, *prompt, *trace;
+    CliModelRun load; /* the model, its tokenizer, quantization and trace options */
+    const char *prompt, *trace;
     const char *summary_prompt;          /* --summary-prompt, with {span} */
     int *summary_before, *summary_after; /* its tokens either side of {span} (owned) */
     PathList memory, documents;          /* --memory, --document */
     GenerateOptions gen;
-    TraceOptions trace_opt; /* owns its lists */
-    bool quiet;             /* no text on stdout, no metrics on stderr */
-    CliQuant quant;
+    bool quiet; /* no text on stdout, no metrics on stderr */
 } GenerateArgs;
 
 static bool path_list_add(PathList *l, const char *path, StepError *err) {
@@ -61,15 +69,6 @@ static bool parse_policy(const CliOption *o, const char *value, void *dest, Step
 }
 
 static const CliOption GENERATE_OPTIONS[] = {
-    {"model", "M", OPTION_TEXT, offsetof(GenerateArgs, model),
-     .help = "a llama2.c checkpoint (.bin), an int8 .q8 file, a GGUF file\n"
-             "(.gguf, its own tokenizer), a Hugging Face folder (its\n"
-             "tokenizer.json) or a stepwise JSON model (.json); default:\n"
-             "the built-in tiny model (data/tiny-model.json)"},
-    {"tokenizer", "T", OPTION_TEXT, offsetof(GenerateArgs, tokenizer),
-     .help = "a llama2.c tokenizer.bin, a tokenizer.json or a folder\n"
-             "holding one, or a JSON model whose tokenizer to use\n"
-             "(required for a checkpoint; wins over the model's own)"},
     {"prompt", "TEXT", OPTION_TEXT, offsetof(GenerateArgs, prompt),
      .help = "the prompt (default: empty, i.e. BOS only)"},
     {"steps", "N", OPTION_INT, offsetof(GenerateArgs, gen.steps), 1, 1 << 30,
@@ -120,50 +119,46 @@ static const CliOption TRACE_FILE_OPTIONS[] = {{"trace", "FILE", OPTION_TEXT,
                                                 .help = "write a JSON Lines trace"},
                                                CLI_OPTIONS_END};
 
-static const CliOptionGroup GENERATE_GROUPS[] = {
-    {.options = GENERATE_OPTIONS},
-    {.options = CLI_QUANT_OPTIONS,
-     .base = offsetof(GenerateArgs, quant),
-     .heading = "quantization (docs/quantization.md):"},
-    {.options = CONTEXT_OPTIONS,
-     .heading = "the KV cache and the context window (docs/kv-cache.md):"},
-    {.options = CLI_TEMPERATURE_OPTIONS,
-     .base = offsetof(GenerateArgs, gen.sampler),
-     .heading = "sampling (docs/sampling.md):"},
-    {.options = CLI_SAMPLER_OPTIONS, .base = offsetof(GenerateArgs, gen.sampler)},
-    {.options = TRACE_FILE_OPTIONS, .heading = "tracing (docs/trace-format.md):"},
-    {.options = CLI_TRACE_OPTIONS, .base = offsetof(GenerateArgs, trace_opt)}};
-
 static const CliCommandOptions GENERATE_COMMAND = {
     .command = "generate",
-    .usage = "usage: stepwise generate [options]\n"
-             "\n"
-             "Run a prompt through the model and generate, token by token: prefill the\n"
-             "prompt in one pass, then decode one token at a time against the KV cache.\n"
-             "Each next token is chosen by the sampler (greedy unless --temperature > 0).\n"
-             "The text streams to stdout; a metrics line goes to stderr.\n",
-    .groups = GENERATE_GROUPS,
-    .n_groups = (int)(sizeof GENERATE_GROUPS / sizeof GENERATE_GROUPS[0])};
+    .after = "\n"
+             "Generation stops on BOS or EOS, after --steps tokens, when the context\n"
+             "(seq_len) is full, or on Ctrl-C (exit status 130; the trace ends with an\n"
+             "error line).\n",
+    .options = GENERATE_OPTIONS,
+    .groups =
+        (const CliOptionGroup[]){
+            {.options = CLI_MODEL_OPTIONS,
+             .base = offsetof(GenerateArgs, load),
+             .heading = "the model:"},
+            {.options = CLI_QUANT_OPTIONS,
+             .base = offsetof(GenerateArgs, load.quant),
+             .heading = "quantization (docs/quantization.md):"},
+            {.options = CONTEXT_OPTIONS,
+             .heading = "the KV cache and the context window (docs/kv-cache.md):"},
+            {.options = CLI_TEMPERATURE_OPTIONS,
+             .base = offsetof(GenerateArgs, gen.sampler),
+             .heading = "sampling (docs/sampling.md):"},
+            {.options = CLI_SAMPLER_OPTIONS, .base = offsetof(GenerateArgs, gen.sampler)},
+            {.options = TRACE_FILE_OPTIONS, .heading = "tracing (docs/trace-format.md):"},
+            {.options = CLI_TRACE_OPTIONS, .base = offsetof(GenerateArgs, load.trace)},
+            {0}},
+    .usage = GENERATE_USAGE,
+};
 
 /* 1: parsed; 0: --help printed; -1: error in err. */
 static int parse_generate_args(int argc, char **argv, GenerateArgs *a, StepError *err) {
-    *a = (GenerateArgs){
-        .prompt = "", .summary_prompt = DEFAULT_SUMMARY_PROMPT, .quant = {.run = {.group = 32}}};
+    *a = (GenerateArgs){.prompt = "",
+                        .summary_prompt = DEFAULT_SUMMARY_PROMPT,
+                        .load = {.quant = {.run = {.group = 32}}, .layer_progress = true}};
     generate_options_default(&a->gen);
-    trace_options_default(&a->trace_opt);
-    int first, parsed = cli_options_parse(&GENERATE_COMMAND, argc, argv, a, &first, err);
-    if (parsed == 0)
-        fputs("\n"
-              "Generation stops on BOS or EOS, after --steps tokens, when the context\n"
-              "(seq_len) is full, or on Ctrl-C (exit status 130; the trace ends with an\n"
-              "error line).\n",
-              stdout);
+    trace_options_default(&a->load.trace);
+    int parsed = cli_options_parse(&GENERATE_COMMAND, argc, argv, a, NULL, err);
     if (parsed <= 0) return parsed;
-    if (first < argc) {
-        step_fail(err, "generate: unexpected argument '%s' (see --help)", argv[first]);
-        return -1;
-    }
     if (a->trace != NULL && !file_check_output(a->trace, "--trace", err)) return -1;
+    /* The text streams to stdout: on a terminal it is the progress, and a
+     * line redrawn on stderr would overwrite it. */
+    a->load.quiet = a->quiet || isatty(STDOUT_FILENO);
     return sampler_params_validate(&a->gen.sampler, err) ? 1 : -1;
 }
 
@@ -284,13 +279,17 @@ static void trace_write(RunTrace *t, cJSON *event) {
  * exit status; err holds the message when it is not 0. Long because it is
  * the run's one sequence (header, prompt, generation, done), with one
  * cleanup path. */
-static int run_generate(GenerateArgs *a, const Model *m, const Tokenizer *tok,
-                        CliProgress *progress, StepError *err) {
+static int run_generate(void *args, Model *m, Tokenizer *tok, CliProgress *progress,
+                        StepError *err) {
+    GenerateArgs *a = args;
+    if (!encode_summary_prompt(a, tok, err) || !generate_options_validate(&a->gen, &m->config, err))
+        return EXIT_BAD_INPUT;
     double t_start = clock_seconds();
     int status = EXIT_BAD_INPUT;
-    RunTrace t = {.obs = {.options = &a->trace_opt,
-                          .tokenizer = tok,
-                          .bytes_per_token = kv_cache_bytes_of(&m->config, 1, a->quant.run.kv)}};
+    RunTrace t = {
+        .obs = {.options = &a->load.trace,
+                .tokenizer = tok,
+                .bytes_per_token = kv_cache_bytes_of(&m->config, 1, a->load.quant.run.kv)}};
     cJSON *files = NULL;  /* the model's files and SHA-256, for the run header */
     cJSON *merges = NULL; /* the encoder's merges, held until the header is out */
     int *prompt = NULL, n_prompt = 0;
@@ -303,7 +302,7 @@ static int run_generate(GenerateArgs *a, const Model *m, const Tokenizer *tok,
                   strlen(a->prompt), m->config.seq_len, tok->max_piece_bytes, m->config.seq_len);
         goto done;
     }
-    if (a->trace != NULL && !cli_model_files(a->model, a->trace_opt.no_hash, &files, err))
+    if (a->trace != NULL && !cli_model_files(a->load.model, a->load.trace.no_hash, &files, err))
         goto done;
     if (a->trace != NULL) {
         if ((t.obs.writer = trace_writer_open(a->trace, err)) == NULL) goto done;
@@ -328,7 +327,7 @@ static int run_generate(GenerateArgs *a, const Model *m, const Tokenizer *tok,
                   "generate: the prompt is empty and the tokenizer adds no BOS: give --prompt");
         goto done;
     }
-    a->gen.quant = a->quant.run;
+    a->gen.quant = a->load.quant.run;
     a->gen.bos_id = tok->bos_id, a->gen.eos_id = tok->eos_id;
     /* retrieve ranks the store against the user's message: the prompt's own
      * tokens (not BOS, notes or documents) */
@@ -343,13 +342,13 @@ static int run_generate(GenerateArgs *a, const Model *m, const Tokenizer *tok,
                          .prompt_tokens = prompt,
                          .n_prompt = n_prompt,
                          .steps = a->gen.steps,
-                         .model_path = a->model,
-                         .tokenizer_path = a->tokenizer,
+                         .model_path = a->load.model,
+                         .tokenizer_path = a->load.tokenizer,
                          .model_source = m->source,
                          .model_files = files,
                          .weight_group = m->weight_group,
                          .quant = a->gen.quant};
-    trace_write(&t, trace_event_run(&m->config, &a->gen.sampler, &info, &a->trace_opt));
+    trace_write(&t, trace_event_run(&m->config, &a->gen.sampler, &info, &a->load.trace));
     if (t.open) trace_weight_quant_events(&t.obs, m);
     trace_write(&t, trace_event_tokenize(tok, a->prompt, prompt, n_prompt));
     cJSON *merge;
@@ -394,7 +393,7 @@ static int run_generate(GenerateArgs *a, const Model *m, const Tokenizer *tok,
         } else {
             if (!a->quiet) print_metrics(&r, m);
             trace_write(&t, cli_done_event(m, tok, &r, clock_seconds() - t_start,
-                                           !a->trace_opt.reproducible));
+                                           !a->load.trace.reproducible));
         }
     }
     /* the trace is kept whole (an error event says why a run stopped) */
@@ -413,29 +412,7 @@ int cli_generate(int argc, char **argv) {
     GenerateArgs a;
     StepError err;
     int parsed = parse_generate_args(argc, argv, &a, &err);
-    int status = parsed < 0 ? EXIT_BAD_INPUT : 0;
-    if (parsed > 0) {
-        Model m = {0};
-        Tokenizer tok = {0};
-        /* The text streams to stdout: on a terminal it is the progress, and
-         * a line redrawn on stderr would overwrite it. */
-        CliProgress progress;
-        cli_progress_init(&progress, a.quiet || isatty(STDOUT_FILENO));
-        bool ready = cli_load_model_to_run(a.model, a.tokenizer, &a.quant, &a.trace_opt, &progress,
-                                           &m, &tok, &err) &&
-                     encode_summary_prompt(&a, &tok, &err) &&
-                     generate_options_validate(&a.gen, &m.config, &err);
-        ProgressSink sink = cli_progress_sink(&progress);
-        m.progress = &sink;        /* a long prompt's prefill, layer by layer */
-        cli_signals_defer_begin(); /* from here, the run ends its trace itself */
-        status = ready ? run_generate(&a, &m, &tok, &progress, &err) : EXIT_BAD_INPUT;
-        m.progress = NULL;
-        cli_signals_defer_end();
-        model_free(&m);
-        tokenizer_free(&tok);
-    }
-    if (status != 0) cli_print_error(&err);
-    trace_options_free(&a.trace_opt);
+    int status = cli_run_with_model(parsed, &a.load, run_generate, &a, &err);
     free(a.memory.paths), free(a.documents.paths);
     free(a.summary_before), free(a.summary_after);
     return status;

@@ -29,7 +29,7 @@
 #include "ref/util/sha256.h"
 #include "ref/kernels/threads.h"
 
-static const char GOLDEN_ABOUT[] =
+static const char GOLDEN_USAGE[] =
     "usage: stepwise golden --model M [--tokenizer T] --out DIR [--kernels plain|fast]\n"
     "                       [--hooks P] [--tensors] [--threads N] [--shard K/N]\n"
     "       stepwise golden merge PART... --out DIR\n"
@@ -326,84 +326,72 @@ static bool parse_shard(const char *arg, int *k, int *n, StepError *err) {
     return true;
 }
 
+/* The command line: the run and where it goes. */
 typedef struct {
-    const char *model, *tokenizer, *out, *kernels, *hooks, *threads;
-    int shard, shards;
-    bool tensors;
+    GoldenRun run;
+    const char *out;
 } GoldenArgs;
 
 static bool parse_shard_option(const CliOption *o, const char *value, void *dest, StepError *err) {
     (void)o;
-    GoldenArgs *a = dest;
-    return parse_shard(value, &a->shard, &a->shards, err);
+    GoldenRun *run = dest;
+    return parse_shard(value, &run->shard, &run->shards, err);
 }
-/* --threads N: checked here, passed on to each score as given */
-static bool parse_threads(const CliOption *o, const char *value, void *dest, StepError *err) {
-    (void)o;
+/* --threads N and --kernels K: checked here, passed on to each command as
+ * given */
+static bool parse_passed_on(const CliOption *o, const char *value, void *dest, StepError *err) {
     int unused;
     *(const char **)dest = value;
-    return cli_parse_int(value, "--threads", 1, THREADS_MAX, &unused, err);
+    if (strcmp(o->name, "threads") == 0)
+        return cli_parse_int(value, "--threads", 1, THREADS_MAX, &unused, err);
+    return strcmp(value, "plain") == 0 || strcmp(value, "fast") == 0 ||
+           step_fail(err, "unknown --kernels '%s' (fast, plain)", value);
 }
 
+#define RUN_FIELD(f) offsetof(GoldenArgs, run.f)
 static const CliOption GOLDEN_OPTIONS[] = {
-    {"model", "M", OPTION_TEXT, offsetof(GoldenArgs, model),
+    {"model", "M", OPTION_TEXT, RUN_FIELD(model), .required = true,
      .help = "the model (any stepwise loads)"},
-    {"tokenizer", "T", OPTION_TEXT, offsetof(GoldenArgs, tokenizer),
+    {"tokenizer", "T", OPTION_TEXT, RUN_FIELD(tokenizer),
      .help = "its tokenizer (needed for a llama2.c checkpoint)"},
-    {"out", "DIR", OPTION_TEXT, offsetof(GoldenArgs, out),
+    {"out", "DIR", OPTION_TEXT, offsetof(GoldenArgs, out), .required = true,
      .help = "where the set goes (moved into place whole)"},
-    {"hooks", "P", OPTION_TEXT, offsetof(GoldenArgs, hooks),
+    {"hooks", "P", OPTION_TEXT, RUN_FIELD(hooks),
      .help = "activations in the score files: default, globs, or none"},
-    {"tensors", NULL, OPTION_FLAG, offsetof(GoldenArgs, tensors),
+    {"tensors", NULL, OPTION_FLAG, RUN_FIELD(tensors),
      .help = "each score and kv file's numbers as safetensors beside it"},
-    {"kernels", "K", OPTION_TEXT, offsetof(GoldenArgs, kernels),
+    {"kernels", "K", OPTION_CUSTOM, RUN_FIELD(kernels), .parse = parse_passed_on,
      .help = "fast (default) or plain; the same bytes"},
-    {"threads", "N", OPTION_CUSTOM, offsetof(GoldenArgs, threads), .parse = parse_threads,
+    {"threads", "N", OPTION_CUSTOM, RUN_FIELD(threads), .parse = parse_passed_on,
      .help = "threads the fast kernels use; the same bytes"},
-    {"shard", "K/N", OPTION_CUSTOM, .parse = parse_shard_option,
+    {"shard", "K/N", OPTION_CUSTOM, offsetof(GoldenArgs, run), .parse = parse_shard_option,
      .help = "write part K of N (golden merge joins the parts)"},
     CLI_OPTIONS_END};
 
-static const CliOptionGroup GOLDEN_GROUPS[] = {{.options = GOLDEN_OPTIONS}};
-
 static const CliCommandOptions GOLDEN_COMMAND = {
-    .command = "golden", .usage = GOLDEN_ABOUT, .groups = GOLDEN_GROUPS, .n_groups = 1};
+    .command = "golden", .options = GOLDEN_OPTIONS, .usage = GOLDEN_USAGE};
 
 int cli_golden(int argc, char **argv) {
     if (argc > 1 && strcmp(argv[1], "merge") == 0) return cli_golden_merge(argc - 1, argv + 1);
-    GoldenArgs args = {.hooks = "default", .shard = 1, .shards = 1};
+    GoldenArgs args = {.run = {.hooks = "default", .shard = 1, .shards = 1}};
+    GoldenRun *run = &args.run;
     StepError err;
-    int first, parsed = cli_options_parse(&GOLDEN_COMMAND, argc, argv, &args, &first, &err);
+    int parsed = cli_options_parse(&GOLDEN_COMMAND, argc, argv, &args, NULL, &err);
     if (parsed == 0) return 0;
-    bool ok = parsed > 0, tensors = args.tensors;
-    const char *model = args.model, *tokenizer = args.tokenizer, *out = args.out;
-    const char *kernels = args.kernels, *hooks = args.hooks, *threads = args.threads;
-    int shard = args.shard, shards = args.shards;
-    if (ok && (model == NULL || out == NULL || first < argc))
-        ok = step_fail(&err, "golden: needs --model and --out (see --help)");
-    if (ok && kernels != NULL && strcmp(kernels, "plain") != 0 && strcmp(kernels, "fast") != 0)
-        ok = step_fail(&err, "unknown --kernels '%s' (fast, plain)", kernels);
-    GoldenRun run = {.model = model,
-                     .tokenizer = tokenizer,
-                     .kernels = kernels,
-                     .hooks = hooks,
-                     .threads = threads,
-                     .tensors = tensors,
-                     .shard = shard,
-                     .shards = shards};
+    bool ok = parsed > 0;
     if (ok) {
-        run.no_bos_prompt = tokenizer_adds_bos(model, tokenizer) ? NULL : PROMPTS[0];
-        ok = golden_folder_replace(out, write_set, &run, &err);
+        run->no_bos_prompt = tokenizer_adds_bos(run->model, run->tokenizer) ? NULL : PROMPTS[0];
+        ok = golden_folder_replace(args.out, write_set, run, &err);
     }
     if (!ok) {
         cli_print_error(&err);
         return cli_signal_caught() ? 128 + cli_signal_caught() : EXIT_BAD_INPUT;
     }
-    if (shards > 1)
+    if (run->shards > 1)
         fprintf(stderr,
                 "part %d of %d of a golden set written to %s (stepwise golden merge joins them)\n",
-                shard, shards, out);
+                run->shard, run->shards, args.out);
     else
-        fprintf(stderr, "golden set written to %s (manifest.json lists its files)\n", out);
+        fprintf(stderr, "golden set written to %s (manifest.json lists its files)\n", args.out);
     return 0;
 }

@@ -24,7 +24,7 @@
 #include "ref/formats/golden_parts.h"
 #include "ref/util/sha256.h"
 
-static const char MERGE_ABOUT[] =
+static const char MERGE_USAGE[] =
     "usage: stepwise golden merge PART... --out DIR\n"
     "\n"
     "Join the parts of a golden set (folders written by `stepwise golden --shard\n"
@@ -116,14 +116,16 @@ typedef struct {
 } MergeArgs;
 
 static const CliOption MERGE_OPTIONS[] = {
-    {"out", "DIR", OPTION_TEXT, offsetof(MergeArgs, out),
+    {"out", "DIR", OPTION_TEXT, offsetof(MergeArgs, out), .required = true,
      .help = "where the set goes (written whole or not at all)"},
     CLI_OPTIONS_END};
 
-static const CliOptionGroup MERGE_GROUPS[] = {{.options = MERGE_OPTIONS}};
-
-static const CliCommandOptions MERGE_COMMAND = {
-    .command = "golden merge", .usage = MERGE_ABOUT, .groups = MERGE_GROUPS, .n_groups = 1};
+static const CliCommandOptions MERGE_COMMAND = {.command = "golden merge",
+                                                .options = MERGE_OPTIONS,
+                                                .min_operands = 1,
+                                                .max_operands = INT_MAX,
+                                                .operands = "the parts",
+                                                .usage = MERGE_USAGE};
 
 int cli_golden_merge(int argc, char **argv) {
     MergeArgs args = {0};
@@ -131,18 +133,16 @@ int cli_golden_merge(int argc, char **argv) {
     int first, parsed = cli_options_parse(&MERGE_COMMAND, argc, argv, &args, &first, &err);
     if (parsed == 0) return 0;
     bool ok = parsed > 0;
-    const char *out = args.out;
     GoldenParts mg = {0};
-    if (ok && (out == NULL || argc - first < 1))
-        ok = step_fail(&err, "golden merge: needs the parts and --out DIR (see --help)");
     if (ok) ok = golden_parts_check(&mg, (const char **)argv + first, argc - first, &err);
-    if (ok) ok = golden_folder_replace(out, write_merged, &mg, &err);
+    if (ok) ok = golden_folder_replace(args.out, write_merged, &mg, &err);
     int n_files = mg.n_files, n_parts = mg.n_parts;
     golden_parts_free(&mg);
     if (!ok) {
         cli_print_error(&err);
         return cli_signal_caught() ? 128 + cli_signal_caught() : EXIT_BAD_INPUT;
     }
-    fprintf(stderr, "golden set of %d files from %d parts written to %s\n", n_files, n_parts, out);
+    fprintf(stderr, "golden set of %d files from %d parts written to %s\n", n_files, n_parts,
+            args.out);
     return 0;
 }

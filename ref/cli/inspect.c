@@ -18,6 +18,18 @@
 #include "ref/kernels/quant_model.h"
 #include "trace/trace_events.h"
 
+/* The help's usage lines and what the command does. */
+static const char INSPECT_USAGE[] =
+    "usage: stepwise inspect [--model FILE | --preset P] [--context N] [--requests R] "
+    "[--json]\n"
+    "                        [--kv-dtype D] [--weight-dtype D] [--no-hash] "
+    "[--check-weights]\n"
+    "\n"
+    "Print a model's shape and attention kind, its parameters and weight bytes,\n"
+    "and its KV cache: bytes per token, at N tokens, for R concurrent requests,\n"
+    "the context at which the cache outgrows the weights, and the same for every\n"
+    "KV-head count that divides the query heads (what if it were MQA/GQA/MHA).\n";
+
 /* How the bill stores a value: a what-if for bytes only (stepwise computes
  * in float32 whatever the bill says). */
 typedef enum { DTYPE_F32, DTYPE_BF16, DTYPE_F16, DTYPE_INT8 } BillDtype;
@@ -461,70 +473,52 @@ static const CliOption INSPECT_OPTIONS[] = {
              "a while: hashing reads every byte)"},
     CLI_OPTIONS_END};
 
-static const CliOptionGroup INSPECT_GROUPS[] = {{.options = INSPECT_OPTIONS}};
-
 static const CliCommandOptions INSPECT_COMMAND = {
-    .command = "inspect",
-    .usage = "usage: stepwise inspect [--model FILE | --preset P] [--context N] [--requests R] "
-             "[--json]\n"
-             "                        [--kv-dtype D] [--weight-dtype D] [--no-hash] "
-             "[--check-weights]\n"
-             "\n"
-             "Print a model's shape and attention kind, its parameters and weight bytes,\n"
-             "and its KV cache: bytes per token, at N tokens, for R concurrent requests,\n"
-             "the context at which the cache outgrows the weights, and the same for every\n"
-             "KV-head count that divides the query heads (what if it were MQA/GQA/MHA).\n",
-    .groups = INSPECT_GROUPS,
-    .n_groups = 1};
+    .command = "inspect", .options = INSPECT_OPTIONS, .usage = INSPECT_USAGE};
 
 int cli_inspect(int argc, char **argv) {
     InspectArgs args = {.requests = 1, .kv = DTYPE_F32, .weights = DTYPE_F32};
     StepError err;
-    int first, parsed = cli_options_parse(&INSPECT_COMMAND, argc, argv, &args, &first, &err);
+    int parsed = cli_options_parse(&INSPECT_COMMAND, argc, argv, &args, NULL, &err);
     if (parsed == 0) return 0;
     bool ok = parsed > 0;
-    const char *model = args.model;
-    const ModelPreset *preset = args.preset;
-    int context = args.context, requests = args.requests;
-    long long prefix_bytes = args.prefix_bytes;
-    bool json = args.json, no_hash = args.no_hash, check_weights = args.check_weights;
     Bill bill = {.kv = args.kv, .weights = args.weights, .group = 32};
-    if (ok && first < argc) ok = step_fail(&err, "inspect: unexpected argument '%s'", argv[first]);
-    if (ok && preset != NULL && model != NULL)
+    if (ok && args.preset != NULL && args.model != NULL)
         ok = step_fail(&err, "inspect: give --model or --preset, not both");
     Model m = {0};
     cJSON *files = NULL;
-    if (ok && preset != NULL) { /* the shape alone: no weights to load */
+    if (ok && args.preset != NULL) { /* the shape alone: no weights to load */
         bool untied = false;
         Config *c = &m.config; /* Gemma's numbers not given: the preset's */
         c->query_scale = c->attn_softcap = c->final_softcap = c->rope_local_theta = -1;
         c->sliding_window = c->sliding_pattern = -1;
-        model_preset_apply(preset, c, &untied);
+        model_preset_apply(args.preset, c, &untied);
         float *numbers[] = {&c->query_scale, &c->attn_softcap, &c->final_softcap,
                             &c->rope_local_theta};
         for (int i = 0; i < 4; i++) /* not a Gemma preset: none of them */
             if (*numbers[i] < 0) *numbers[i] = 0;
         if (c->sliding_window < 0) c->sliding_window = 0;
         if (c->sliding_pattern < 0) c->sliding_pattern = 0;
-        hf_architecture_apply(preset->arch, &m.config);
+        hf_architecture_apply(args.preset->arch, &m.config);
         m.config.shared_classifier = !untied;
-        snprintf(m.source, sizeof m.source, "preset %s: %s's published config.json", preset->name,
-                 preset->source);
-        model = NULL;
+        snprintf(m.source, sizeof m.source, "preset %s: %s's published config.json",
+                 args.preset->name, args.preset->source);
+        args.model = NULL;
     } else if (ok) {
-        ok = cli_load_model_only(model, WEIGHTS_STORED, &m, NULL, &err);
+        ok = cli_load_model_only(args.model, WEIGHTS_STORED, &m, NULL, &err);
     }
-    if (ok && check_weights && preset != NULL)
+    if (ok && args.check_weights && args.preset != NULL)
         ok = step_fail(&err, "inspect: --check-weights needs --model (a preset has no weights)");
-    if (ok && check_weights && !model_check_finite(&m, &err)) model_free(&m), ok = false;
-    if (ok && check_weights) fprintf(stderr, "--check-weights: every weight is a finite number\n");
-    if (ok && !cli_model_files(model, no_hash, &files, &err)) {
+    if (ok && args.check_weights && !model_check_finite(&m, &err)) model_free(&m), ok = false;
+    if (ok && args.check_weights)
+        fprintf(stderr, "--check-weights: every weight is a finite number\n");
+    if (ok && !cli_model_files(args.model, args.no_hash, &files, &err)) {
         model_free(&m);
         ok = false;
     }
     cJSON *tensors = NULL;
-    if (ok && model != NULL && gguf_is_model_path(model) &&
-        (tensors = gguf_tensor_list(model, &err)) == NULL) {
+    if (ok && args.model != NULL && gguf_is_model_path(args.model) &&
+        (tensors = gguf_tensor_list(args.model, &err)) == NULL) {
         model_free(&m);
         cJSON_Delete(files);
         ok = false;
@@ -533,21 +527,24 @@ int cli_inspect(int argc, char **argv) {
         cli_print_error(&err);
         return EXIT_BAD_INPUT;
     }
-    if (context == 0) context = m.config.seq_len;
-    const char *name = preset ? preset->name : model ? model : "(built-in tiny model)";
+    if (args.context == 0) args.context = m.config.seq_len;
+    const char *name = args.preset  ? args.preset->name
+                       : args.model ? args.model
+                                    : "(built-in tiny model)";
     bool is_q8 = m.weight_group > 0;
     bill.group = is_q8 ? m.weight_group : 32;
     WeightMemory held = model_weight_memory(&m); /* int8 matrices are owned: anonymous */
-    const WeightMemory *loaded = preset != NULL ? NULL : &held;
-    if (json)
-        print_json(name, m.source, files, &m.config, context, requests, (uint64_t)prefix_bytes,
-                   &bill, is_q8, tensors, loaded);
+    const WeightMemory *loaded = args.preset != NULL ? NULL : &held;
+    if (args.json)
+        print_json(name, m.source, files, &m.config, args.context, args.requests,
+                   (uint64_t)args.prefix_bytes, &bill, is_q8, tensors, loaded);
     else
-        print_text(name, m.source, &m.config, context, requests, &bill, is_q8, loaded);
-    if (!json && prefix_bytes > 0)
-        print_prefix_text(&m.config, context, requests, (uint64_t)prefix_bytes, &bill);
-    if (!json && files != NULL) print_files(files);
-    if (!json && tensors != NULL) print_gguf_tensors(tensors);
+        print_text(name, m.source, &m.config, args.context, args.requests, &bill, is_q8, loaded);
+    if (!args.json && args.prefix_bytes > 0)
+        print_prefix_text(&m.config, args.context, args.requests, (uint64_t)args.prefix_bytes,
+                          &bill);
+    if (!args.json && files != NULL) print_files(files);
+    if (!args.json && tensors != NULL) print_gguf_tensors(tensors);
     cJSON_Delete(files);
     cJSON_Delete(tensors);
     model_free(&m);

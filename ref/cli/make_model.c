@@ -16,7 +16,7 @@
 #include "ref/formats/hf_write.h"
 #include "ref/text/tokenizer_json.h"
 
-static const char MAKE_MODEL_ABOUT[] =
+static const char MAKE_MODEL_USAGE[] =
     "usage: stepwise make-model --dim D --hidden H --layers L --heads N [--kv-heads M]\n"
     "                           --vocab V --seq-len S [--seed X] [--untied] --out FILE\n"
     "\n"
@@ -37,38 +37,9 @@ static const char MAKE_MODEL_AFTER[] =
     "  stepwise make-model --dim 288 --hidden 768 --layers 6 --heads 6 --vocab 32000 \\\n"
     "      --seq-len 256 --out build/m15.bin\n";
 
-enum {
-    OPT_DIM = 256,
-    OPT_HIDDEN,
-    OPT_LAYERS,
-    OPT_HEADS,
-    OPT_KV_HEADS,
-    OPT_VOCAB,
-    OPT_SEQ_LEN,
-    OPT_MODEL_SEED,
-    OPT_UNTIED,
-    OPT_OUT,
-    OPT_FORMAT,
-    OPT_ARCH,
-    OPT_DTYPE,
-    OPT_SHARDS,
-    OPT_HEAD_DIM,
-    OPT_ROPE_THETA,
-    OPT_TOKENIZER_FROM,
-    OPT_PRESET,
-    OPT_QUERY_SCALE,
-    OPT_ATTN_SOFTCAP,
-    OPT_FINAL_SOFTCAP,
-    OPT_SLIDING_WINDOW,
-    OPT_SLIDING_PATTERN,
-    OPT_ROPE_LOCAL_THETA,
-    OPT_EXPERTS,
-    OPT_EXPERTS_USED,
-    OPT_EXPERT_HIDDEN,
-    OPT_MOE_STEP,
-    OPT_DENSE_LAYERS,
-    OPT_NO_NORM_TOPK
-};
+/* The options a parse function of its own reads (the rest are numbers
+ * and names the table sets). */
+enum { OPT_FORMAT, OPT_ARCH, OPT_DTYPE, OPT_DENSE_LAYERS, OPT_PRESET };
 
 /* Whether a llama2.c checkpoint can hold c: its header has no head size,
  * RoPE base or scaling, norm epsilon or architecture. */
@@ -127,112 +98,6 @@ static bool dense_layers_parse(const char *arg, Config *c, StepError *err) {
     return true;
 }
 
-/* One of the mixture of experts' options: 1 if c was one, 0 if not, -1 on a
- * bad value. */
-static int moe_option(int c, const char *arg, Config *cfg, StepError *err) {
-    bool ok;
-    switch (c) {
-        case OPT_EXPERTS:
-            ok = cli_parse_int(arg, "--experts", 1, 4096, &cfg->n_experts, err);
-            break;
-        case OPT_EXPERTS_USED:
-            ok = cli_parse_int(arg, "--experts-used", 1, 4096, &cfg->n_experts_used, err);
-            break;
-        case OPT_EXPERT_HIDDEN:
-            ok = cli_parse_int(arg, "--expert-hidden", 1, 1 << 30, &cfg->expert_hidden_dim, err);
-            break;
-        case OPT_MOE_STEP:
-            ok = cli_parse_int(arg, "--moe-step", 1, 1 << 20, &cfg->moe_step, err);
-            break;
-        case OPT_DENSE_LAYERS:
-            ok = dense_layers_parse(arg, cfg, err);
-            break;
-        case OPT_NO_NORM_TOPK:
-            cfg->expert_norm_topk = false;
-            ok = true;
-            break;
-        default:
-            return 0;
-    }
-    return ok ? 1 : -1;
-}
-
-/* One of Gemma's options: 1 if c was one, 0 if not, -1 on a bad value. */
-static int gemma_option(int c, const char *arg, FolderOptions *f, Config *cfg, StepError *err) {
-    (void)f;
-    static const struct {
-        int opt;
-        const char *name;
-        size_t offset;
-    } numbers[] = {
-        {OPT_QUERY_SCALE, "--query-scale", offsetof(Config, query_scale)},
-        {OPT_ATTN_SOFTCAP, "--attn-softcap", offsetof(Config, attn_softcap)},
-        {OPT_FINAL_SOFTCAP, "--final-softcap", offsetof(Config, final_softcap)},
-        {OPT_ROPE_LOCAL_THETA, "--rope-local-theta", offsetof(Config, rope_local_theta)}};
-    for (size_t i = 0; i < sizeof numbers / sizeof numbers[0]; i++) {
-        if (numbers[i].opt != c) continue;
-        float *v = (float *)((char *)cfg + numbers[i].offset);
-        return cli_parse_float(arg, numbers[i].name, false, v, err) &&
-                       ((*v >= 0 && *v <= 1e9f) ||
-                        step_fail(err, "make-model: %s must be in [0, 1e9]", numbers[i].name))
-                   ? 1
-                   : -1;
-    }
-    bool ok;
-    if (c >= OPT_EXPERTS) return moe_option(c, arg, cfg, err);
-    if (c == OPT_SLIDING_WINDOW)
-        ok = cli_parse_int(arg, "--sliding-window", 0, 1 << 30, &cfg->sliding_window, err);
-    else if (c == OPT_SLIDING_PATTERN)
-        ok = cli_parse_int(arg, "--sliding-pattern", 0, 1 << 20, &cfg->sliding_pattern, err);
-    else
-        return 0;
-    return ok ? 1 : -1;
-}
-
-/* One folder option: 1 if c was one, 0 if not, -1 on a bad value. */
-static int folder_option(int c, const char *arg, FolderOptions *f, Config *cfg, StepError *err) {
-    bool ok = true;
-    switch (c) {
-        case OPT_FORMAT:
-            ok = strcmp(arg, "hf") == 0 || strcmp(arg, "llama2c") == 0 ||
-                 step_fail(err, "make-model: --format is llama2c or hf, not '%s'", arg);
-            f->hf = arg[0] == 'h';
-            f->format_given = true;
-            break;
-        case OPT_TOKENIZER_FROM:
-            f->tokenizer_from = arg;
-            break;
-        case OPT_ARCH:
-            ok = hf_architecture_parse(arg, &f->arch) ||
-                 step_fail(err,
-                           "make-model: --arch is llama, mistral, qwen2, qwen3, gpt2, phi3, "
-                           "gemma2, gemma3, mixtral or qwen3moe, not '%s'",
-                           arg);
-            break;
-        case OPT_DTYPE:
-            f->dtype = strcmp(arg, "f16") == 0    ? ST_F16
-                       : strcmp(arg, "bf16") == 0 ? ST_BF16
-                                                  : ST_F32;
-            ok = f->dtype != ST_F32 || strcmp(arg, "f32") == 0 ||
-                 step_fail(err, "make-model: --dtype is f32, f16 or bf16, not '%s'", arg);
-            break;
-        case OPT_SHARDS:
-            ok = cli_parse_int(arg, "--shards", 1, 64, &f->shards, err);
-            break;
-        case OPT_HEAD_DIM:
-            ok = cli_parse_int(arg, "--head-dim", 2, 1 << 16, &cfg->head_dim, err);
-            break;
-        case OPT_ROPE_THETA:
-            ok = cli_parse_float(arg, "--rope-theta", false, &cfg->rope_theta, err) &&
-                 (cfg->rope_theta > 0 ||
-                  step_fail(err, "make-model: --rope-theta must be positive"));
-            break;
-        default:
-            return gemma_option(c, arg, f, cfg, err);
-    }
-    return ok ? 1 : -1;
-}
-
 /* What the command line gives: the shape, the folder's options and the
  * checkpoint's. */
 typedef struct {
@@ -244,54 +109,58 @@ typedef struct {
     const ModelPreset *preset;
 } MakeModelArgs;
 
-/* Option `id` of the table into a: the shape's whole numbers here, the
- * rest by folder_option (which takes the folder's, Gemma's and the
- * experts'). */
-static bool make_model_option(int id, const char *value, MakeModelArgs *a, StepError *err) {
-    static const struct {
-        int id;
-        const char *name;
-        size_t offset; /* of the int in Config, or SIZE_MAX: the seed */
-    } ints[] = {{OPT_DIM, "--dim", offsetof(Config, dim)},
-                {OPT_HIDDEN, "--hidden", offsetof(Config, hidden_dim)},
-                {OPT_LAYERS, "--layers", offsetof(Config, n_layers)},
-                {OPT_HEADS, "--heads", offsetof(Config, n_heads)},
-                {OPT_KV_HEADS, "--kv-heads", offsetof(Config, n_kv_heads)},
-                {OPT_VOCAB, "--vocab", offsetof(Config, vocab_size)},
-                {OPT_SEQ_LEN, "--seq-len", offsetof(Config, seq_len)},
-                {OPT_MODEL_SEED, "--seed", SIZE_MAX}};
-    for (size_t i = 0; i < sizeof ints / sizeof ints[0]; i++) {
-        if (ints[i].id != id) continue;
-        /* sizes are refused (zero, negative) by config_validate, naming them */
-        int *target =
-            ints[i].offset == SIZE_MAX ? &a->seed : (int *)((char *)&a->c + ints[i].offset);
-        return cli_parse_int(value, ints[i].name, -(1L << 31) + 1, (1L << 31) - 1, target, err);
+/* The options the table cannot set alone: the names (--format, --arch,
+ * --dtype, --preset) and the list of dense layers. */
+static bool parse_option(const CliOption *o, const char *value, void *dest, StepError *err) {
+    MakeModelArgs *a = dest;
+    FolderOptions *f = &a->folder;
+    switch (o->id) {
+        case OPT_FORMAT:
+            f->hf = value[0] == 'h';
+            f->format_given = true;
+            return strcmp(value, "hf") == 0 || strcmp(value, "llama2c") == 0 ||
+                   step_fail(err, "make-model: --format is llama2c or hf, not '%s'", value);
+        case OPT_ARCH:
+            a->arch_given = true;
+            return hf_architecture_parse(value, &f->arch) ||
+                   step_fail(err,
+                             "make-model: --arch is llama, mistral, qwen2, qwen3, gpt2, phi3, "
+                             "gemma2, gemma3, mixtral or qwen3moe, not '%s'",
+                             value);
+        case OPT_DTYPE:
+            f->dtype = strcmp(value, "f16") == 0    ? ST_F16
+                       : strcmp(value, "bf16") == 0 ? ST_BF16
+                                                    : ST_F32;
+            return f->dtype != ST_F32 || strcmp(value, "f32") == 0 ||
+                   step_fail(err, "make-model: --dtype is f32, f16 or bf16, not '%s'", value);
+        case OPT_DENSE_LAYERS:
+            return dense_layers_parse(value, &a->c, err);
+        default: /* OPT_PRESET */
+            return (a->preset = model_preset_find(value, err)) != NULL;
     }
-    if (id == OPT_PRESET) return (a->preset = model_preset_find(value, err)) != NULL;
-    a->arch_given = a->arch_given || id == OPT_ARCH;
-    return folder_option(id, value, &a->folder, &a->c, err) > 0;
 }
 
-static bool parse_option(const CliOption *o, const char *value, void *dest, StepError *err) {
-    return make_model_option(o->id, value, dest, err);
-}
+/* The shape's sizes take any int: config_validate refuses zero and
+ * negative ones, naming them. */
+#define SIZE_MIN_MAX    -(1L << 31) + 1, (1L << 31) - 1
+#define CONFIG_FIELD(f) offsetof(MakeModelArgs, c.f)
 
 static const CliOption SHAPE_OPTIONS[] = {
-    {"dim", "D", OPTION_CUSTOM, .parse = parse_option, .id = OPT_DIM, .help = "the model width"},
-    {"hidden", "H", OPTION_CUSTOM, .parse = parse_option, .id = OPT_HIDDEN,
+    {"dim", "D", OPTION_INT, CONFIG_FIELD(dim), SIZE_MIN_MAX, .help = "the model width"},
+    {"hidden", "H", OPTION_INT, CONFIG_FIELD(hidden_dim), SIZE_MIN_MAX,
      .help = "the MLP's hidden width"},
-    {"layers", "L", OPTION_CUSTOM, .parse = parse_option, .id = OPT_LAYERS, .help = "blocks"},
-    {"heads", "N", OPTION_CUSTOM, .parse = parse_option, .id = OPT_HEADS, .help = "query heads"},
-    {"kv-heads", "M", OPTION_CUSTOM, .parse = parse_option, .id = OPT_KV_HEADS,
+    {"layers", "L", OPTION_INT, CONFIG_FIELD(n_layers), SIZE_MIN_MAX, .help = "blocks"},
+    {"heads", "N", OPTION_INT, CONFIG_FIELD(n_heads), SIZE_MIN_MAX, .help = "query heads"},
+    {"kv-heads", "M", OPTION_INT, CONFIG_FIELD(n_kv_heads), SIZE_MIN_MAX,
      .help = "KV heads, dividing N (default N)"},
-    {"vocab", "V", OPTION_CUSTOM, .parse = parse_option, .id = OPT_VOCAB, .help = "token ids"},
-    {"seq-len", "S", OPTION_CUSTOM, .parse = parse_option, .id = OPT_SEQ_LEN,
+    {"vocab", "V", OPTION_INT, CONFIG_FIELD(vocab_size), SIZE_MIN_MAX, .help = "token ids"},
+    {"seq-len", "S", OPTION_INT, CONFIG_FIELD(seq_len), SIZE_MIN_MAX,
      .help = "the context, in positions"},
-    {"seed", "X", OPTION_CUSTOM, .parse = parse_option, .id = OPT_MODEL_SEED,
+    {"seed", "X", OPTION_INT, offsetof(MakeModelArgs, seed), SIZE_MIN_MAX,
      .help = "the random weights' seed (default 42)"},
     {"untied", NULL, OPTION_FLAG, offsetof(MakeModelArgs, untied),
      .help = "a classifier of its own (default: tied to the embedding)"},
-    {"out", "FILE", OPTION_TEXT, offsetof(MakeModelArgs, out),
+    {"out", "FILE", OPTION_TEXT, offsetof(MakeModelArgs, out), .required = true,
      .help = "where to write (written whole or not at all)"},
     CLI_OPTIONS_END};
 
@@ -306,47 +175,47 @@ static const CliOption FOLDER_OPTIONS[] = {
              "mixtral or qwen3moe"},
     {"dtype", "T", OPTION_CUSTOM, .parse = parse_option, .id = OPT_DTYPE,
      .help = "f32 (default), f16 or bf16 (rounded to nearest even)"},
-    {"shards", "N", OPTION_CUSTOM, .parse = parse_option, .id = OPT_SHARDS,
+    {"shards", "N", OPTION_INT, offsetof(MakeModelArgs, folder.shards), 1, 64,
      .help = "N safetensors files and their index (default 1)"},
-    {"head-dim", "H", OPTION_CUSTOM, .parse = parse_option, .id = OPT_HEAD_DIM,
+    {"head-dim", "H", OPTION_INT, CONFIG_FIELD(head_dim), 2, 1 << 16,
      .help = "the head size, if not dim / heads"},
-    {"rope-theta", "X", OPTION_CUSTOM, .parse = parse_option, .id = OPT_ROPE_THETA,
+    {"rope-theta", "X", OPTION_FLOAT, CONFIG_FIELD(rope_theta), 1, 1000000000,
      .help = "the RoPE base (default 10000)"},
-    {"tokenizer-from", "DIR", OPTION_CUSTOM, .parse = parse_option, .id = OPT_TOKENIZER_FROM,
+    {"tokenizer-from", "DIR", OPTION_TEXT, offsetof(MakeModelArgs, folder.tokenizer_from),
      .help = "copy DIR's tokenizer.json (and tokenizer_config.json) in;\n"
              "its ids must be below --vocab"},
     CLI_OPTIONS_END};
 
 static const CliOption GEMMA_OPTIONS[] = {
-    {"query-scale", "X", OPTION_CUSTOM, .parse = parse_option, .id = OPT_QUERY_SCALE,
+    {"query-scale", "X", OPTION_FLOAT, CONFIG_FIELD(query_scale), 0, 1000000000,
      .help = "scores divided by sqrt(X): query_pre_attn_scalar (default:\n"
              "the head size)"},
-    {"attn-softcap", "X", OPTION_CUSTOM, .parse = parse_option, .id = OPT_ATTN_SOFTCAP,
+    {"attn-softcap", "X", OPTION_FLOAT, CONFIG_FIELD(attn_softcap), 0, 1000000000,
      .help = "scores capped as tanh(s / X) * X (gemma2: 50; 0: none)"},
-    {"final-softcap", "X", OPTION_CUSTOM, .parse = parse_option, .id = OPT_FINAL_SOFTCAP,
+    {"final-softcap", "X", OPTION_FLOAT, CONFIG_FIELD(final_softcap), 0, 1000000000,
      .help = "logits capped the same way (gemma2: 30; 0: none)"},
-    {"sliding-window", "N", OPTION_CUSTOM, .parse = parse_option, .id = OPT_SLIDING_WINDOW,
+    {"sliding-window", "N", OPTION_INT, CONFIG_FIELD(sliding_window), 0, 1 << 30,
      .help = "sliding layers see the last N positions (default 0: none;\n"
              "mistral and phi3 take it too, on every layer)"},
-    {"sliding-pattern", "P", OPTION_CUSTOM, .parse = parse_option, .id = OPT_SLIDING_PATTERN,
+    {"sliding-pattern", "P", OPTION_INT, CONFIG_FIELD(sliding_pattern), 0, 1 << 20,
      .help = "layer l slides unless (l + 1) % P == 0 (gemma2: 2, gemma3:\n"
              "6; 0: every layer)"},
-    {"rope-local-theta", "X", OPTION_CUSTOM, .parse = parse_option, .id = OPT_ROPE_LOCAL_THETA,
+    {"rope-local-theta", "X", OPTION_FLOAT, CONFIG_FIELD(rope_local_theta), 0, 1000000000,
      .help = "the sliding layers' RoPE base (gemma3: 10000)"},
     CLI_OPTIONS_END};
 
 static const CliOption MOE_OPTIONS[] = {
-    {"experts", "E", OPTION_CUSTOM, .parse = parse_option, .id = OPT_EXPERTS,
+    {"experts", "E", OPTION_INT, CONFIG_FIELD(n_experts), 1, 4096,
      .help = "experts in each MoE layer (required)"},
-    {"experts-used", "K", OPTION_CUSTOM, .parse = parse_option, .id = OPT_EXPERTS_USED,
+    {"experts-used", "K", OPTION_INT, CONFIG_FIELD(n_experts_used), 1, 4096,
      .help = "the experts each token runs (default 2)"},
-    {"expert-hidden", "H", OPTION_CUSTOM, .parse = parse_option, .id = OPT_EXPERT_HIDDEN,
+    {"expert-hidden", "H", OPTION_INT, CONFIG_FIELD(expert_hidden_dim), 1, 1 << 30,
      .help = "each expert's hidden width (qwen3moe; default --hidden)"},
-    {"moe-step", "S", OPTION_CUSTOM, .parse = parse_option, .id = OPT_MOE_STEP,
+    {"moe-step", "S", OPTION_INT, CONFIG_FIELD(moe_step), 1, 1 << 20,
      .help = "layer l is sparse when (l + 1) % S == 0 (qwen3moe; default 1)"},
     {"dense-layers", "L,..", OPTION_CUSTOM, .parse = parse_option, .id = OPT_DENSE_LAYERS,
      .help = "layers whose MLP stays dense, --hidden wide (qwen3moe)"},
-    {"no-norm-topk", NULL, OPTION_CUSTOM, .parse = parse_option, .id = OPT_NO_NORM_TOPK,
+    {"no-norm-topk", NULL, OPTION_UNSET, CONFIG_FIELD(expert_norm_topk),
      .help = "the k weights not renormalised (qwen3moe's norm_topk_prob false)"},
     CLI_OPTIONS_END};
 
@@ -364,7 +233,6 @@ static const CliOption PRESET_OPTIONS[] = {
     CLI_OPTIONS_END};
 
 static const CliOptionGroup MAKE_MODEL_GROUPS[] = {
-    {.options = SHAPE_OPTIONS},
     {.options = FOLDER_OPTIONS,
      .heading = "A Hugging Face model directory instead (docs/hf-models.md):"},
     {.options = GEMMA_OPTIONS, .heading = "Gemma's (--arch gemma2 or gemma3; docs/families.md):"},
@@ -373,13 +241,14 @@ static const CliOptionGroup MAKE_MODEL_GROUPS[] = {
     {.options = PRESET_OPTIONS,
      .heading = "A real model's shape, from its published config.json (random weights; a\n"
                 "folder unless --format llama2c, which only tinyllama-1.1b fits; options\n"
-                "given beside it win, --seq-len 2048 say):"}};
+                "given beside it win, --seq-len 2048 say):"},
+    {0}};
 
-static const CliCommandOptions MAKE_MODEL_COMMAND = {
-    .command = "make-model",
-    .usage = MAKE_MODEL_ABOUT,
-    .groups = MAKE_MODEL_GROUPS,
-    .n_groups = (int)(sizeof MAKE_MODEL_GROUPS / sizeof MAKE_MODEL_GROUPS[0])};
+static const CliCommandOptions MAKE_MODEL_COMMAND = {.command = "make-model",
+                                                     .usage = MAKE_MODEL_USAGE,
+                                                     .options = SHAPE_OPTIONS,
+                                                     .groups = MAKE_MODEL_GROUPS,
+                                                     .after = MAKE_MODEL_AFTER};
 
 int cli_make_model(int argc, char **argv) {
     /* Sizes start at 0 ("not given"); zero or negative values are refused by
@@ -395,11 +264,8 @@ int cli_make_model(int argc, char **argv) {
                           .seed = 42,
                           .folder = {.arch = HF_LLAMA, .dtype = ST_F32, .shards = 1}};
     StepError err;
-    int first, parsed = cli_options_parse(&MAKE_MODEL_COMMAND, argc, argv, &args, &first, &err);
-    if (parsed == 0) {
-        fputs(MAKE_MODEL_AFTER, stdout);
-        return 0;
-    }
+    int parsed = cli_options_parse(&MAKE_MODEL_COMMAND, argc, argv, &args, NULL, &err);
+    if (parsed == 0) return 0;
     bool ok = parsed > 0;
     Config c = args.c;
     int seed = args.seed;
@@ -407,9 +273,6 @@ int cli_make_model(int argc, char **argv) {
     const char *out = args.out;
     FolderOptions folder = args.folder;
     const ModelPreset *preset = args.preset;
-    if (ok && first < argc)
-        ok = step_fail(&err, "make-model: unexpected argument '%s'", argv[first]);
-    if (ok && out == NULL) ok = step_fail(&err, "make-model: --out is required (see --help)");
     if (ok && preset != NULL) { /* a folder unless --format says otherwise */
         model_preset_apply(preset, &c, &untied);
         if (!arch_given) folder.arch = preset->arch;

@@ -7,7 +7,11 @@
 #include "ref/cli/options.h"
 #include "ref/text/chat.h"
 
-/* Each group's parse function: the group's own (common.c) for the
+/* The sampler's numbers are any finite ones here (OPTION_FLOAT's range
+ * 0, 0): sampler_params_validate checks their ranges, for the library's
+ * callers too.
+ *
+ * Each group's parse function: the group's own (common.c) for the
  * option's id, dest the group's struct. */
 static bool sampler_option(const CliOption *o, const char *value, void *dest, StepError *err) {
     return cli_sampler_option(o->id, value, dest, err) > 0;
@@ -25,16 +29,16 @@ bool cli_option_chat_template(const CliOption *o, const char *value, void *dest,
 }
 
 const CliOption CLI_TEMPERATURE_OPTIONS[] = {
-    {"temperature", "T", OPTION_CUSTOM, .parse = sampler_option, .id = OPT_TEMPERATURE,
+    {"temperature", "T", OPTION_FLOAT, offsetof(SamplerParams, temperature),
      .help = "divide the logits by T; 0 = greedy (argmax, no draw)"},
     CLI_OPTIONS_END};
 
 const CliOption CLI_SAMPLER_OPTIONS[] = {
-    {"top-k", "K", OPTION_CUSTOM, .parse = sampler_option, .id = OPT_TOP_K,
+    {"top-k", "K", OPTION_INT, offsetof(SamplerParams, top_k), -(1L << 30), 1L << 30,
      .help = "keep the K highest logits; 0 = off (default)"},
-    {"top-p", "P", OPTION_CUSTOM, .parse = sampler_option, .id = OPT_TOP_P,
+    {"top-p", "P", OPTION_FLOAT, offsetof(SamplerParams, top_p),
      .help = "keep the smallest top set whose probability reaches P; 1 = off"},
-    {"min-p", "M", OPTION_CUSTOM, .parse = sampler_option, .id = OPT_MIN_P,
+    {"min-p", "M", OPTION_FLOAT, offsetof(SamplerParams, min_p),
      .help = "keep tokens with probability >= M x the top one; 0 = off"},
     {"seed", "S", OPTION_CUSTOM, .parse = sampler_option, .id = OPT_SEED,
      .help = "seed of the random draw (default 42; not 0)"},
@@ -52,7 +56,7 @@ const CliOption CLI_TRACE_OPTIONS[] = {
      .optional = true,
      .help = "add every KV-cache row written; =full also a snapshot of one\n"
              "layer's whole cache after each step"},
-    {"trace-bpe", NULL, OPTION_CUSTOM, .parse = trace_option, .id = OPT_TRACE_BPE,
+    {"trace-bpe", NULL, OPTION_FLAG, offsetof(TraceOptions, bpe),
      .help = "add each merge of the byte-pair encoder"},
     {"trace-temperatures", "T1,T2,...", OPTION_CUSTOM, .parse = trace_option,
      .id = OPT_TRACE_TEMPERATURES,
@@ -64,12 +68,24 @@ const CliOption CLI_TRACE_OPTIONS[] = {
     {"trace-hooks", "PATTERNS", OPTION_CUSTOM, .parse = trace_option, .id = OPT_TRACE_HOOKS,
      .help = "only activations whose names match these globs,\n"
              "e.g. 'blocks.*.attn.pattern' (at any level)"},
-    {"no-hash", NULL, OPTION_CUSTOM, .parse = trace_option, .id = OPT_NO_HASH,
+    {"no-hash", NULL, OPTION_FLAG, offsetof(TraceOptions, no_hash),
      .help = "leave the model files' SHA-256 out of the run header (for big\n"
              "models: hashing reads every byte)"},
-    {"reproducible", NULL, OPTION_CUSTOM, .parse = trace_option, .id = OPT_REPRODUCIBLE,
+    {"reproducible", NULL, OPTION_FLAG, offsetof(TraceOptions, reproducible),
      .help = "leave out every measured figure (clock, memory), so that the\n"
              "same run writes the same bytes"},
+    CLI_OPTIONS_END};
+
+const CliOption CLI_MODEL_OPTIONS[] = {
+    {"model", "M", OPTION_TEXT, offsetof(CliModelRun, model),
+     .help = "a llama2.c checkpoint (.bin), an int8 .q8 file, a GGUF file\n"
+             "(.gguf, its own tokenizer), a Hugging Face folder (its\n"
+             "tokenizer.json) or a stepwise JSON model (.json); default:\n"
+             "the built-in tiny model (data/tiny-model.json)"},
+    {"tokenizer", "T", OPTION_TEXT, offsetof(CliModelRun, tokenizer),
+     .help = "a llama2.c tokenizer.bin, a tokenizer.json or a folder\n"
+             "holding one, or a JSON model whose tokenizer to use\n"
+             "(required for a checkpoint; wins over the model's own)"},
     CLI_OPTIONS_END};
 
 const CliOption CLI_QUANT_OPTIONS[] = {

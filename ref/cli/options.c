@@ -11,19 +11,33 @@
 #define HELP_COLUMN_MAX 28  /* and at the most: a longer head puts two spaces before it */
 #define FIRST_ID        256 /* getopt ids of the table's options: FIRST_ID + their index */
 
+/* Group g of c's tables: its own first (base 0, no heading), then the
+ * shared ones. False past the last. */
+static bool group_at(const CliCommandOptions *c, int g, CliOptionGroup *group) {
+    if (g == 0) {
+        *group = (CliOptionGroup){.options = c->options};
+        return true;
+    }
+    if (c->groups == NULL || c->groups[g - 1].options == NULL) return false;
+    *group = c->groups[g - 1];
+    return true;
+}
+
 static int count_options(const CliCommandOptions *c) {
     int n = 0;
-    for (int g = 0; g < c->n_groups; g++)
-        for (const CliOption *o = c->groups[g].options; o->name != NULL; o++) n++;
+    CliOptionGroup group;
+    for (int g = 0; group_at(c, g, &group); g++)
+        for (const CliOption *o = group.options; o->name != NULL; o++) n++;
     return n;
 }
 
 /* The i-th option of all the tables, and its destination in args. */
 static const CliOption *option_at(const CliCommandOptions *c, int i, void *args, void **dest) {
-    for (int g = 0; g < c->n_groups; g++)
-        for (const CliOption *o = c->groups[g].options; o->name != NULL; o++)
+    CliOptionGroup group;
+    for (int g = 0; group_at(c, g, &group); g++)
+        for (const CliOption *o = group.options; o->name != NULL; o++)
             if (i-- == 0) {
-                *dest = (char *)args + c->groups[g].base + o->offset;
+                *dest = (char *)args + group.base + o->offset;
                 return o;
             }
     return NULL;
@@ -39,8 +53,17 @@ static bool apply(const CliOption *o, const char *value, void *dest, StepError *
         case OPTION_TEXT:
             *(const char **)dest = value;
             return true;
+        case OPTION_UNSET:
+            *(bool *)dest = false;
+            return true;
         case OPTION_INT:
             return cli_parse_int(value, name, o->min, o->max, (int *)dest, err);
+        case OPTION_FLOAT:
+            return cli_parse_float(value, name, false, (float *)dest, err) &&
+                   ((o->min == 0 && o->max == 0) ||
+                    (*(float *)dest >= o->min && *(float *)dest <= o->max) ||
+                    step_fail(err, "%s must be in [%ld, %ld], got %s", name, o->min, o->max,
+                              value));
         case OPTION_CUSTOM:
             return o->parse(o, value, dest, err);
     }
@@ -55,9 +78,9 @@ int cli_options_parse(const CliCommandOptions *c, int argc, char **argv, void *a
     void *unused;
     for (int i = 0; i < n; i++) {
         const CliOption *o = option_at(c, i, args, &unused);
-        int has = o->kind == OPTION_FLAG || o->value == NULL ? no_argument /* a flag */
-                  : o->optional                              ? optional_argument
-                                                             : required_argument;
+        int has = o->value == NULL ? no_argument /* a flag */
+                  : o->optional    ? optional_argument
+                                   : required_argument;
         longs[i] = (struct option){o->name, has, NULL, FIRST_ID + i};
     }
     longs[n] = (struct option){"help", no_argument, NULL, 'h'};
@@ -67,20 +90,22 @@ int cli_options_parse(const CliCommandOptions *c, int argc, char **argv, void *a
         const CliOption *o = option_at(c, i, args, &unused);
         if (o->short_name == 0) continue;
         shorts[len++] = o->short_name;
-        if (o->kind != OPTION_FLAG && o->value != NULL) shorts[len++] = ':';
+        if (o->value != NULL) shorts[len++] = ':';
         shorts[len] = '\0';
     }
-    int status = 1, opt;
+    bool *given = calloc((size_t)n + 1, sizeof *given); /* which options the line has */
+    int status = given != NULL ? 1 : -1, opt;
+    if (given == NULL) step_fail(err, "%s: out of memory", c->command);
     opterr = 0;
     optind = 1;
     while (status == 1 && (opt = getopt_long(argc, argv, shorts, longs, NULL)) != -1) {
+        int i = opt >= FIRST_ID ? opt - FIRST_ID : -1; /* the option's index, or -1 */
         void *dest = NULL;
-        const CliOption *o = opt >= FIRST_ID ? option_at(c, opt - FIRST_ID, args, &dest) : NULL;
-        for (int i = 0; o == NULL && opt != 'h' && opt != '?' && opt != ':' && i < n; i++) {
-            const CliOption *s = option_at(c, i, args, &dest);
-            if (s->short_name == opt) o = s;
-        }
-        if (o != NULL) {
+        for (int k = 0; i < 0 && opt != 'h' && opt != '?' && opt != ':' && k < n; k++)
+            if (option_at(c, k, args, &dest)->short_name == opt) i = k;
+        if (i >= 0) {
+            const CliOption *o = option_at(c, i, args, &dest);
+            given[i] = true;
             if (!apply(o, optarg, dest, err)) status = -1;
         } else if (opt == 'h') {
             cli_options_help(c, stdout);
@@ -90,8 +115,25 @@ int cli_options_parse(const CliCommandOptions *c, int argc, char **argv, void *a
             status = -1;
         }
     }
+    for (int i = 0; status == 1 && i < n; i++) {
+        void *dest;
+        const CliOption *o = option_at(c, i, args, &dest);
+        if (o->required && !given[i]) {
+            step_fail(err, "%s: --%s is required (see --help)", c->command, o->name);
+            status = -1;
+        }
+    }
+    int operands = argc - optind;
+    if (status == 1 && (operands < c->min_operands || operands > c->max_operands)) {
+        if (c->operands != NULL)
+            step_fail(err, "%s: expects %s (see --help)", c->command, c->operands);
+        else
+            step_fail(err, "%s: unexpected argument '%s' (see --help)", c->command, argv[optind]);
+        status = -1;
+    }
+    free(given);
     free(longs);
-    *first_operand = optind;
+    if (first_operand != NULL) *first_operand = optind;
     return status;
 }
 
@@ -122,18 +164,19 @@ static void print_option(FILE *to, const CliOption *o, int column) {
 void cli_options_help(const CliCommandOptions *c, FILE *to) {
     /* the help's column: past the longest head, within reason */
     int column = HELP_COLUMN;
-    for (int g = 0; g < c->n_groups; g++)
-        for (const CliOption *o = c->groups[g].options; o->name != NULL; o++) {
+    CliOptionGroup group;
+    for (int g = 0; group_at(c, g, &group); g++)
+        for (const CliOption *o = group.options; o->name != NULL; o++) {
             char head[128];
             int width = option_head(o, head, sizeof head) + 2;
             if (width > column && width <= HELP_COLUMN_MAX) column = width;
         }
     fputs(c->usage, to);
     fputc('\n', to);
-    for (int g = 0; g < c->n_groups; g++) {
-        if (c->groups[g].heading != NULL) fprintf(to, "\n%s\n", c->groups[g].heading);
-        for (const CliOption *o = c->groups[g].options; o->name != NULL; o++)
-            print_option(to, o, column);
+    for (int g = 0; group_at(c, g, &group); g++) {
+        if (group.heading != NULL) fprintf(to, "\n%s\n", group.heading);
+        for (const CliOption *o = group.options; o->name != NULL; o++) print_option(to, o, column);
     }
     fprintf(to, "  -h, --help%*sthis help\n", column - 12, "");
+    if (c->after != NULL) fputs(c->after, to);
 }

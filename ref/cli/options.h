@@ -19,8 +19,10 @@
 
 typedef enum {
     OPTION_FLAG,   /* no value: sets a bool to true */
+    OPTION_UNSET,  /* no value: sets a bool to false (--no-...) */
     OPTION_TEXT,   /* a string (const char *, borrowed from argv) */
     OPTION_INT,    /* a whole number in [min, max] (int) */
+    OPTION_FLOAT,  /* a finite number in [min, max], or any when both are 0 (float) */
     OPTION_CUSTOM, /* parse(value, dest, err) */
 } OptionKind;
 
@@ -30,7 +32,7 @@ typedef struct CliOption {
                           none (an OPTION_CUSTOM flag's parse gets value NULL) */
     OptionKind kind;
     size_t offset; /* where the value goes in the group's struct (offsetof) */
-    long min, max; /* OPTION_INT: the range */
+    long min, max; /* OPTION_INT and OPTION_FLOAT: the range */
     /* OPTION_CUSTOM: parse value into dest (the field at offset); false
      * with err set when the value is refused. It gets the option too: its
      * name for messages, its id to tell apart the options one parse
@@ -39,6 +41,7 @@ typedef struct CliOption {
     int id; /* OPTION_CUSTOM: which of its options, for a parse function serving several */
     const char *help; /* its lines, '\n' between them: the first beside the name */
     char short_name;  /* 'o' for -o too, or 0 */
+    bool required;    /* the command refuses to run without it */
     bool optional;    /* OPTION_CUSTOM: the value may be left out (--trace-kv or
                          --trace-kv=full; value NULL then), its name in the help
                          written right after the option's ("[=full]") */
@@ -62,26 +65,37 @@ extern const CliOption CLI_TEMPERATURE_OPTIONS[];
 extern const CliOption CLI_SAMPLER_OPTIONS[];
 extern const CliOption CLI_TRACE_OPTIONS[];
 extern const CliOption CLI_QUANT_OPTIONS[];
+/* --model and --tokenizer, over a CliModelRun (common.h). */
+extern const CliOption CLI_MODEL_OPTIONS[];
 
 /* A parse function several commands' tables share: a chat template name
  * (chat.h) into a ChatTemplate. */
 bool cli_option_chat_template(const CliOption *o, const char *value, void *dest, StepError *err);
 
+/* A command's options: its own table, then the shared groups it takes,
+ * and the arguments that are not options (operands) it takes. */
 typedef struct {
-    const char *command; /* "quantize", for messages */
-    const char *usage;   /* the usage lines and what the command does, before the options */
-    const CliOptionGroup *groups;
-    int n_groups;
+    const char *command;          /* "quantize", for messages */
+    const char *usage;            /* the usage lines and what the command does */
+    const CliOption *options;     /* its own table, into the arguments themselves */
+    const CliOptionGroup *groups; /* then these, ended by {.options = NULL}; or NULL */
+    int min_operands, max_operands;
+    const char *operands; /* what they are, for the message when their count is off
+                             ("REF and CANDIDATE"); NULL: "unexpected argument" */
+    const char *after;    /* the help's lines after the options, or NULL */
 } CliCommandOptions;
 
 /* Parse argv (argv[0] the command) into args by c's tables. Returns 1 to
- * run (*first_operand: argv's first argument that is not an option), 0
- * when --help printed the help, -1 with err set on an unknown option, a
- * missing value or a refused one. */
+ * run (*first_operand, unless NULL: argv's first argument that is not an
+ * option; their
+ * count is in c's range), 0 when --help printed the help, -1 with err set
+ * on an unknown option, a missing or refused value, a required option
+ * not given, or operands too few or too many. */
 int cli_options_parse(const CliCommandOptions *c, int argc, char **argv, void *args,
                       int *first_operand, StepError *err);
 
-/* The help: the usage, then every option of every table, then -h. */
+/* The help: the usage, then every option of every table, -h, and c's
+ * lines after them. */
 void cli_options_help(const CliCommandOptions *c, FILE *to);
 
 #endif

@@ -15,6 +15,17 @@
 #include "ref/formats/model_open.h"
 #include "ref/layers.h"
 
+/* The help's usage lines and what the command does. */
+static const char SAMPLE_USAGE[] =
+    "usage: stepwise sample --logits L1,L2,... [options]\n"
+    "       stepwise sample --from-trace FILE (--step N | --pos N) [options]\n"
+    "\n"
+    "Apply the sampler to a logit vector given on the command line. Prints the\n"
+    "softmax at each temperature as a table, then, for each temperature, what\n"
+    "each stage kept, the renormalised probabilities, the uniform number u and\n"
+    "the chosen token. Tokens are named A, B, C, ... (ids beyond 26).\n"
+    "Each temperature's draw starts from the same seed, so u is the same.\n";
+
 typedef struct {
     float *logits, *temperatures; /* owned */
     int n_logits, n_temperatures;
@@ -71,35 +82,21 @@ static const CliOption SAMPLE_OUTPUT_OPTIONS[] = {
      .help = "print one JSON object instead (docs/sampling.md)"},
     CLI_OPTIONS_END};
 
-static const CliOptionGroup SAMPLE_GROUPS[] = {
-    {.options = SAMPLE_OPTIONS},
-    {.options = CLI_SAMPLER_OPTIONS, .base = offsetof(SampleArgs, params)},
-    {.options = SAMPLE_OUTPUT_OPTIONS}};
-
 static const CliCommandOptions SAMPLE_COMMAND = {
     .command = "sample",
-    .usage = "usage: stepwise sample --logits L1,L2,... [options]\n"
-             "       stepwise sample --from-trace FILE (--step N | --pos N) [options]\n"
-             "\n"
-             "Apply the sampler to a logit vector given on the command line. Prints the\n"
-             "softmax at each temperature as a table, then, for each temperature, what\n"
-             "each stage kept, the renormalised probabilities, the uniform number u and\n"
-             "the chosen token. Tokens are named A, B, C, ... (ids beyond 26).\n"
-             "Each temperature's draw starts from the same seed, so u is the same.\n",
-    .groups = SAMPLE_GROUPS,
-    .n_groups = 3};
+    .after = "\nexample: stepwise sample --logits 2,1,0 --temperature 0.5,1,2\n",
+    .options = SAMPLE_OPTIONS,
+    .groups = (const CliOptionGroup[]){{.options = CLI_SAMPLER_OPTIONS,
+                                        .base = offsetof(SampleArgs, params)},
+                                       {.options = SAMPLE_OUTPUT_OPTIONS},
+                                       {0}},
+    .usage = SAMPLE_USAGE};
 
 static int parse_sample_args(int argc, char **argv, SampleArgs *a, StepError *err) {
     *a = (SampleArgs){.at = {.pos = -1}};
     sampler_params_default(&a->params);
-    int first, parsed = cli_options_parse(&SAMPLE_COMMAND, argc, argv, a, &first, err);
-    if (parsed == 0)
-        fputs("\nexample: stepwise sample --logits 2,1,0 --temperature 0.5,1,2\n", stdout);
+    int parsed = cli_options_parse(&SAMPLE_COMMAND, argc, argv, a, NULL, err);
     if (parsed <= 0) return parsed;
-    if (first < argc) {
-        step_fail(err, "sample: unexpected argument '%s' (see --help)", argv[first]);
-        return -1;
-    }
     if ((a->logits == NULL) == (a->trace == NULL)) {
         step_fail(err, "sample: give --logits or --from-trace (see --help)");
         return -1;
@@ -234,23 +231,17 @@ static void print_draw(const Sampler *s, float t, int n, char **pieces) {
                 printf("  temperature  logits / %g\n", (double)t);
                 continue;
             case STAGE_TOP_K:
-                if (r->active)
-                    printf("  top_k %-6d kept", p->top_k);
-                else
-                    printf("  top_k off    kept");
-                break;
             case STAGE_TOP_P:
-                if (r->active)
-                    printf("  top_p %-6g kept", (double)p->top_p);
-                else
-                    printf("  top_p off    kept");
+            case STAGE_MIN_P: {
+                char value[24] = "off";
+                if (r->active && r->stage == STAGE_TOP_K)
+                    snprintf(value, sizeof value, "%d", p->top_k);
+                else if (r->active)
+                    snprintf(value, sizeof value, "%g",
+                             (double)(r->stage == STAGE_TOP_P ? p->top_p : p->min_p));
+                printf("  %s %-6s kept", sampler_stage_name(r->stage), value);
                 break;
-            case STAGE_MIN_P:
-                if (r->active)
-                    printf("  min_p %-6g kept", (double)p->min_p);
-                else
-                    printf("  min_p off    kept");
-                break;
+            }
             case N_STAGES:
                 break;
         }

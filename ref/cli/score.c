@@ -20,13 +20,22 @@
 #include "ref/kernels/quant_model.h"
 #include "ref/score.h"
 
+/* The help's usage lines and what the command does. */
+static const char SCORE_USAGE[] =
+    "usage: stepwise score --model M [--tokenizer T] (--text STR | --tokens 1,403,407 |\n"
+    "                      --tokens-file F) --out FILE [options]\n"
+    "\n"
+    "Run one prefill over a fixed sequence and write, as trace events\n"
+    "(docs/oracle.md): the logits at every position, each position's top\n"
+    "log-probabilities with their pieces, the log-probability (cross-entropy) of\n"
+    "the token that actually comes next, and the sequence's perplexity. Prompt\n"
+    "tokens get log-probabilities too: every token after the first is predicted.\n";
+
 typedef struct {
-    const char *model, *tokenizer, *text, *tokens, *tokens_file, *out;
+    CliModelRun load;
+    const char *text, *tokens, *tokens_file, *out;
     const char *tensors; /* --tensors, or NULL */
     int top_n;
-    bool quiet;
-    TraceOptions trace;
-    CliQuant quant;
 } ScoreArgs;
 
 /* Parse integers separated by commas or white space into a malloc'd array. */
@@ -68,16 +77,12 @@ static bool parse_hooks(const CliOption *o, const char *value, void *dest, StepE
 }
 
 static const CliOption SCORE_OPTIONS[] = {
-    {"model", "M", OPTION_TEXT, offsetof(ScoreArgs, model),
-     .help = "the model (any stepwise loads)"},
-    {"tokenizer", "T", OPTION_TEXT, offsetof(ScoreArgs, tokenizer),
-     .help = "its tokenizer (default: the model's own)"},
     {"text", "STR", OPTION_TEXT, offsetof(ScoreArgs, text), .help = "encode this text (BOS first)"},
     {"tokens", "LIST", OPTION_TEXT, offsetof(ScoreArgs, tokens),
      .help = "these token ids, e.g. 1,403,407"},
     {"tokens-file", "F", OPTION_TEXT, offsetof(ScoreArgs, tokens_file),
      .help = "token ids from a file, separated by commas or white space"},
-    {"out", "FILE", OPTION_TEXT, offsetof(ScoreArgs, out),
+    {"out", "FILE", OPTION_TEXT, offsetof(ScoreArgs, out), .required = true,
      .help = "where to write (written whole or not at all)"},
     {"tensors", "F.safetensors", OPTION_TEXT, offsetof(ScoreArgs, tensors),
      .help = "put the logits, the KV rows and the activations in\n"
@@ -89,52 +94,40 @@ static const CliOption SCORE_OPTIONS[] = {
     {"top-n", "N", OPTION_INT, offsetof(ScoreArgs, top_n), 0, 1000,
      .help = "most likely tokens listed per position (default 5; 0: none,\n"
              "and with --tokens no --tokenizer is needed)"},
-    {"hooks", "P", OPTION_CUSTOM, offsetof(ScoreArgs, trace), .parse = parse_hooks,
+    {"hooks", "P", OPTION_CUSTOM, offsetof(ScoreArgs, load.trace), .parse = parse_hooks,
      .help = "also write activations at every position: \"default\" (the\n"
              "residual stream of every block, attn_out, mlp_out and\n"
              "final_norm), or hook globs as --trace-hooks takes them"},
-    {"quiet", NULL, OPTION_FLAG, offsetof(ScoreArgs, quiet),
+    {"quiet", NULL, OPTION_FLAG, offsetof(ScoreArgs, load.quiet),
      .help = "print nothing but errors (no summary, no progress line)"},
     CLI_OPTIONS_END};
 
-static const CliOptionGroup SCORE_GROUPS[] = {
-    {.options = SCORE_OPTIONS},
-    {.options = CLI_QUANT_OPTIONS, .base = offsetof(ScoreArgs, quant)},
-    {.options = CLI_TRACE_OPTIONS,
-     .base = offsetof(ScoreArgs, trace),
-     .heading = "what the --out file holds (docs/trace-format.md):"}};
-
 static const CliCommandOptions SCORE_COMMAND = {
     .command = "score",
-    .usage = "usage: stepwise score --model M [--tokenizer T] (--text STR | --tokens 1,403,407 |\n"
-             "                      --tokens-file F) --out FILE [options]\n"
-             "\n"
-             "Run one prefill over a fixed sequence and write, as trace events\n"
-             "(docs/oracle.md): the logits at every position, each position's top\n"
-             "log-probabilities with their pieces, the log-probability (cross-entropy) of\n"
-             "the token that actually comes next, and the sequence's perplexity. Prompt\n"
-             "tokens get log-probabilities too: every token after the first is predicted.\n",
-    .groups = SCORE_GROUPS,
-    .n_groups = 3};
+    .options = SCORE_OPTIONS,
+    .groups = (const CliOptionGroup[]){{.options = CLI_MODEL_OPTIONS,
+                                        .base = offsetof(ScoreArgs, load),
+                                        .heading = "the model:"},
+                                       {.options = CLI_QUANT_OPTIONS,
+                                        .base = offsetof(ScoreArgs, load.quant)},
+                                       {.options = CLI_TRACE_OPTIONS,
+                                        .base = offsetof(ScoreArgs, load.trace),
+                                        .heading = "what the --out file holds "
+                                                   "(docs/trace-format.md):"},
+                                       {0}},
+    .usage = SCORE_USAGE};
 
 static int parse_score_args(int argc, char **argv, ScoreArgs *a, StepError *err) {
-    *a = (ScoreArgs){.top_n = 5, .quant = {.run = {.group = 32}}};
-    trace_options_default(&a->trace);
-    a->trace.level = TRACE_LOGITS;
-    int first, parsed = cli_options_parse(&SCORE_COMMAND, argc, argv, a, &first, err);
+    *a = (ScoreArgs){.top_n = 5, .load = {.quant = {.run = {.group = 32}}, .layer_progress = true}};
+    trace_options_default(&a->load.trace);
+    a->load.trace.level = TRACE_LOGITS;
+    int parsed = cli_options_parse(&SCORE_COMMAND, argc, argv, a, NULL, err);
     if (parsed <= 0) return parsed;
-    if (a->trace.level < TRACE_LOGITS) a->trace.level = TRACE_LOGITS; /* the point of a score */
-    if (first < argc) {
-        step_fail(err, "score: unexpected argument '%s'", argv[first]);
-        return -1;
-    }
+    if (a->load.trace.level < TRACE_LOGITS)
+        a->load.trace.level = TRACE_LOGITS; /* the point of a score */
     int sources = (a->text != NULL) + (a->tokens != NULL) + (a->tokens_file != NULL);
     if (sources != 1) {
         step_fail(err, "score: give exactly one of --text, --tokens, --tokens-file");
-        return -1;
-    }
-    if (a->out == NULL) {
-        step_fail(err, "score: --out is required (see --help)");
         return -1;
     }
     if (a->tensors != NULL) {
@@ -149,6 +142,8 @@ static int parse_score_args(int argc, char **argv, ScoreArgs *a, StepError *err)
         }
         if (!file_check_output(a->tensors, "--tensors", err)) return -1;
     }
+    /* ids in and no pieces out (--top-n 0): no tokenizer needed */
+    a->load.no_tokenizer = a->text == NULL && a->top_n == 0 && a->load.tokenizer == NULL;
     return file_check_output(a->out, "--out", err) ? 1 : -1;
 }
 
@@ -187,18 +182,20 @@ static bool score_input(const ScoreArgs *a, const Tokenizer *tok, int **ids, int
     return ok;
 }
 
-static int run_score(ScoreArgs *a, const Model *m, const Tokenizer *tok, StepError *err) {
+static int run_score(void *args, Model *m, Tokenizer *tok, CliProgress *progress, StepError *err) {
+    ScoreArgs *a = args;
+    (void)progress; /* the layers' progress goes through m's sink */
     double t0 = clock_seconds();
     int *ids = NULL, n = 0;
     cJSON *files = NULL; /* the model's files and SHA-256, for the run header */
-    if (!cli_model_files(a->model, a->trace.no_hash, &files, err)) return EXIT_BAD_INPUT;
+    if (!cli_model_files(a->load.model, a->load.trace.no_hash, &files, err)) return EXIT_BAD_INPUT;
     if (!score_input(a, tok, &ids, &n, err)) {
         cJSON_Delete(files);
         return EXIT_BAD_INPUT;
     }
-    TraceObserver to = {.options = &a->trace,
+    TraceObserver to = {.options = &a->load.trace,
                         .tokenizer = tok,
-                        .bytes_per_token = kv_cache_bytes_of(&m->config, 1, a->quant.run.kv)};
+                        .bytes_per_token = kv_cache_bytes_of(&m->config, 1, a->load.quant.run.kv)};
     TensorFile tf = {0};
     if ((a->tensors != NULL && !tensor_file_open(&tf, err)) ||
         (to.writer = trace_writer_open(a->out, err)) == NULL) {
@@ -211,13 +208,13 @@ static int run_score(ScoreArgs *a, const Model *m, const Tokenizer *tok, StepErr
                          .prompt = a->text ? a->text : "",
                          .prompt_tokens = ids,
                          .n_prompt = n,
-                         .model_path = a->model,
-                         .tokenizer_path = a->tokenizer,
+                         .model_path = a->load.model,
+                         .tokenizer_path = a->load.tokenizer,
                          .model_source = m->source,
                          .model_files = files,
                          .weight_group = m->weight_group,
-                         .quant = a->quant.run};
-    trace_observer_write(&to, trace_event_run(&m->config, NULL, &info, &a->trace));
+                         .quant = a->load.quant.run};
+    trace_observer_write(&to, trace_event_run(&m->config, NULL, &info, &a->load.trace));
     cJSON_Delete(files);
     if (a->text != NULL) trace_observer_write(&to, trace_event_tokenize(tok, a->text, ids, n));
     StepObserver obs = trace_step_observer(&to);
@@ -225,7 +222,7 @@ static int run_score(ScoreArgs *a, const Model *m, const Tokenizer *tok, StepErr
     int status = 0;
     char summary[160] = "";
     r.keep_logits = false;
-    bool scored = score_tokens(m, ids, n, a->top_n, &a->quant.run, &obs, &r, err);
+    bool scored = score_tokens(m, ids, n, a->top_n, &a->load.quant.run, &obs, &r, err);
     if (scored && cli_signal_caught()) { /* the pass ran to its end; the file says it was cut */
         score_result_free(&r);
         scored = step_fail(err, "score: interrupted (%s)", cli_signal_name(cli_signal_caught()));
@@ -247,7 +244,8 @@ static int run_score(ScoreArgs *a, const Model *m, const Tokenizer *tok, StepErr
             cJSON_AddItemToObject(e, "token_ids", cJSON_CreateIntArray(ids, n));
             trace_observer_write(&to, e);
         }
-        trace_observer_write(&to, trace_event_scored(&r, a->trace.reproducible ? NULL : &measured));
+        trace_observer_write(&to,
+                             trace_event_scored(&r, a->load.trace.reproducible ? NULL : &measured));
         snprintf(summary, sizeof summary,
                  "scored %d tokens: cross-entropy %.4f nats/token, perplexity %.4f\n", r.n,
                  r.cross_entropy, r.perplexity);
@@ -265,7 +263,7 @@ static int run_score(ScoreArgs *a, const Model *m, const Tokenizer *tok, StepErr
     cJSON_Delete(meta);
     tensor_file_free(&tf);
     free(ids);
-    if (status == 0 && !a->quiet) fputs(summary, stderr); /* once both files are whole */
+    if (status == 0 && !a->load.quiet) fputs(summary, stderr); /* once both files are whole */
     return status;
 }
 
@@ -273,28 +271,5 @@ int cli_score(int argc, char **argv) {
     ScoreArgs a;
     StepError err;
     int parsed = parse_score_args(argc, argv, &a, &err);
-    int status = parsed < 0 ? EXIT_BAD_INPUT : 0;
-    if (parsed > 0) {
-        Model m = {0};
-        Tokenizer tok = {0};
-        CliProgress progress;
-        cli_progress_init(&progress, a.quiet);
-        /* ids in and no pieces out (--top-n 0): no tokenizer needed */
-        bool wants_tokenizer = a.text != NULL || a.top_n > 0 || a.tokenizer != NULL;
-        Tokenizer *use = wants_tokenizer ? &tok : NULL;
-        bool loaded = cli_load_model_to_run(a.model, a.tokenizer, &a.quant, &a.trace, &progress, &m,
-                                            use, &err);
-        ProgressSink sink = cli_progress_sink(&progress);
-        m.progress = &sink;        /* a long sequence's pass, layer by layer */
-        cli_signals_defer_begin(); /* from here, the run ends its file itself */
-        status = loaded ? run_score(&a, &m, use, &err) : EXIT_BAD_INPUT;
-        cli_progress_clear(&progress);
-        m.progress = NULL;
-        cli_signals_defer_end();
-        model_free(&m);
-        tokenizer_free(&tok);
-    }
-    if (status != 0) cli_print_error(&err);
-    trace_options_free(&a.trace);
-    return status;
+    return cli_run_with_model(parsed, &a.load, run_score, &a, &err);
 }

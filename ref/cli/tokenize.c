@@ -15,6 +15,12 @@
 #include "ref/formats/gguf_model.h"
 #include "ref/util/json_util.h"
 
+/* The help's usage lines and what the command does. */
+static const char TOKENIZE_USAGE[] =
+    "usage: stepwise tokenize (--text TEXT | --texts FILE | --chat FILE) [options]\n"
+    "\n"
+    "Encode TEXT the way generate encodes a prompt and print the ids and pieces.\n";
+
 typedef struct {
     const char *text, *texts, *chat, *tokenizer, *model;
     ChatTemplate chat_template;
@@ -51,24 +57,13 @@ static const CliOption TOKENIZE_OPTIONS[] = {
      .help = "print {\"text\", \"ids\", \"pieces\"} as one JSON object"},
     CLI_OPTIONS_END};
 
-static const CliOptionGroup TOKENIZE_GROUPS[] = {{.options = TOKENIZE_OPTIONS}};
-
 static const CliCommandOptions TOKENIZE_COMMAND = {
-    .command = "tokenize",
-    .usage = "usage: stepwise tokenize (--text TEXT | --texts FILE | --chat FILE) [options]\n"
-             "\n"
-             "Encode TEXT the way generate encodes a prompt and print the ids and pieces.\n",
-    .groups = TOKENIZE_GROUPS,
-    .n_groups = 1};
+    .command = "tokenize", .options = TOKENIZE_OPTIONS, .usage = TOKENIZE_USAGE};
 
 static int parse_tokenize_args(int argc, char **argv, TokenizeArgs *a, StepError *err) {
     *a = (TokenizeArgs){0};
-    int first, parsed = cli_options_parse(&TOKENIZE_COMMAND, argc, argv, a, &first, err);
+    int parsed = cli_options_parse(&TOKENIZE_COMMAND, argc, argv, a, NULL, err);
     if (parsed <= 0) return parsed;
-    if (first < argc) {
-        step_fail(err, "tokenize: unexpected argument '%s' (see --help)", argv[first]);
-        return -1;
-    }
     if ((a->text != NULL) + (a->texts != NULL) + (a->chat != NULL) != 1) {
         step_fail(err, "tokenize: give one of --text, --texts and --chat (see --help)");
         return -1;

@@ -9,6 +9,17 @@
 #include "ref/cli/common.h"
 #include "ref/cli/options.h"
 
+/* The help's usage lines and what the command does. */
+static const char TRACE_USAGE[] =
+    "usage: stepwise trace show FILE [--step N | --pos N] [--top N] [--tokenizer FILE]\n"
+    "       stepwise trace validate FILE\n"
+    "\n"
+    "show      print one step of a trace as a person reads it: the top tokens\n"
+    "          with their probabilities as bars, what each filter removed, the\n"
+    "          chosen token and the KV-cache size\n"
+    "validate  check every line against its schema (trace/schema/) and the trace\n"
+    "          against itself; prints FILE:LINE: for each violation and exits 1\n";
+
 typedef struct {
     int pos, step, top;
     const char *tokenizer;
@@ -28,45 +39,26 @@ static const CliOption SHOW_OPTIONS[] = {
              "(a file named inside the trace is never opened)"},
     CLI_OPTIONS_END};
 
-static const CliOptionGroup SHOW_GROUPS[] = {{.options = SHOW_OPTIONS}};
-
-static const CliCommandOptions TRACE_COMMAND = {
-    .command = "trace show",
-    .usage = "usage: stepwise trace show FILE [--step N | --pos N] [--top N] [--tokenizer FILE]\n"
-             "       stepwise trace validate FILE\n"
-             "\n"
-             "show      print one step of a trace as a person reads it: the top tokens\n"
-             "          with their probabilities as bars, what each filter removed, the\n"
-             "          chosen token and the KV-cache size\n"
-             "validate  check every line against its schema (trace/schema/) and the trace\n"
-             "          against itself; prints FILE:LINE: for each violation and exits 1\n",
-    .groups = SHOW_GROUPS,
-    .n_groups = 1};
-
 /* The help's closing lines, after the options. */
 static const char TRACE_HELP_END[] = "\n"
                                      "FILE may be - for standard input.\n"
                                      "exit status: 0 fine, 1 violations found, 2 bad input.\n";
 
-static void print_help(void) {
-    cli_options_help(&TRACE_COMMAND, stdout);
-    fputs(TRACE_HELP_END, stdout);
-}
+static const CliCommandOptions TRACE_COMMAND = {.command = "trace show",
+                                                .options = SHOW_OPTIONS,
+                                                .min_operands = 1,
+                                                .max_operands = 1,
+                                                .operands = "one trace file",
+                                                .after = TRACE_HELP_END,
+                                                .usage = TRACE_USAGE};
 
 static int trace_show_command(int argc, char **argv, StepError *err) {
     ShowArgs a = {.pos = -1, .top = 10};
     int first, parsed = cli_options_parse(&TRACE_COMMAND, argc, argv, &a, &first, err);
-    if (parsed == 0) { /* the options' help came first: the rest of it */
-        fputs(TRACE_HELP_END, stdout);
-        return 0;
-    }
+    if (parsed == 0) return 0;
     if (parsed < 0) return EXIT_BAD_INPUT;
     int pos = a.pos, step = a.step, top = a.top;
     const char *tokenizer = a.tokenizer;
-    if (first != argc - 1) {
-        step_fail(err, "trace show: expects one trace file (see --help)");
-        return EXIT_BAD_INPUT;
-    }
     if (step > 0 && pos >= 0) {
         step_fail(err, "trace show: give --step or --pos, not both");
         return EXIT_BAD_INPUT;
@@ -81,7 +73,7 @@ static int trace_show_command(int argc, char **argv, StepError *err) {
 
 static int trace_validate_command(int argc, char **argv, StepError *err) {
     if (argc == 2 && (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0)) {
-        print_help();
+        cli_options_help(&TRACE_COMMAND, stdout);
         return 0;
     }
     if (argc != 2 || (argv[1][0] == '-' && argv[1][1] != '\0')) {
@@ -105,7 +97,7 @@ int cli_trace(int argc, char **argv) {
     else if (argc >= 2 && strcmp(argv[1], "validate") == 0)
         status = trace_validate_command(argc - 1, argv + 1, &err);
     else if (argc >= 2 && (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0)) {
-        print_help();
+        cli_options_help(&TRACE_COMMAND, stdout);
         return 0;
     } else {
         status = EXIT_BAD_INPUT;

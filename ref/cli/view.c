@@ -18,6 +18,21 @@
 #include "ref/util/file_util.h"
 #include "ref/util/text_buffer.h"
 
+/* The help's usage lines and what the command does. */
+static const char VIEW_USAGE[] =
+    "usage: stepwise view TRACE [TRACE2] [-o PAGE.html] [--tokenizer T]\n"
+    "       stepwise view --example -o PAGE.html\n"
+    "\n"
+    "Write one self-contained HTML page of a trace (no network: it opens from\n"
+    "file:// and can be mailed): the tokens, for each step the top logits, a\n"
+    "temperature slider that recomputes the softmax, top-k, top-p and min-p drawn\n"
+    "as cuts with the survivors renormalised and the draw u on their CDF, the\n"
+    "attention patterns as heatmaps when the trace has them, and the KV cache row\n"
+    "by row. With TRACE2, the two runs side by side from their first divergence.\n"
+    "--example writes the (2, 1, 0) classroom example, no trace needed.\n"
+    "Each TRACE is first checked as `stepwise trace validate` checks it, and\n"
+    "refused (exit 2, naming its first violation) unless it passes.\n";
+
 extern const char stepwise_viewer_html[]; /* trace/viewer.html, built in */
 
 /* The events the page draws; the rest (KV rows, most activations, merges)
@@ -136,38 +151,25 @@ static const CliOption VIEW_OPTIONS[] = {
              "tokenizer.json or a folder): a trace names only its own"},
     CLI_OPTIONS_END};
 
-static const CliOptionGroup VIEW_GROUPS[] = {{.options = VIEW_OPTIONS}};
-
-static const CliCommandOptions VIEW_COMMAND = {
-    .command = "view",
-    .usage = "usage: stepwise view TRACE [TRACE2] [-o PAGE.html] [--tokenizer T]\n"
-             "       stepwise view --example -o PAGE.html\n"
-             "\n"
-             "Write one self-contained HTML page of a trace (no network: it opens from\n"
-             "file:// and can be mailed): the tokens, for each step the top logits, a\n"
-             "temperature slider that recomputes the softmax, top-k, top-p and min-p drawn\n"
-             "as cuts with the survivors renormalised and the draw u on their CDF, the\n"
-             "attention patterns as heatmaps when the trace has them, and the KV cache row\n"
-             "by row. With TRACE2, the two runs side by side from their first divergence.\n"
-             "--example writes the (2, 1, 0) classroom example, no trace needed.\n"
-             "Each TRACE is first checked as `stepwise trace validate` checks it, and\n"
-             "refused (exit 2, naming its first violation) unless it passes.\n",
-    .groups = VIEW_GROUPS,
-    .n_groups = 1};
+static const CliCommandOptions VIEW_COMMAND = {.command = "view",
+                                               .options = VIEW_OPTIONS,
+                                               .max_operands = 2,
+                                               .operands = "one or two traces, or --example",
+                                               .usage = VIEW_USAGE};
 
 int cli_view(int argc, char **argv) {
     ViewArgs args = {0};
     StepError err;
     int first, parsed = cli_options_parse(&VIEW_COMMAND, argc, argv, &args, &first, &err);
     if (parsed == 0) return 0;
-    bool ok = parsed > 0, example = args.example;
-    const char *out = args.out, *tokenizer = args.tokenizer;
+    bool ok = parsed > 0;
+    const char *out = args.out; /* or the default, below */
     int n = argc - first;
-    if (ok && (example ? n != 0 : n < 1 || n > 2))
+    if (ok && (args.example ? n != 0 : n < 1 || n > 2))
         ok = step_fail(&err, "view: expects one or two traces, or --example (see --help)");
     char default_out[4096];
     if (ok && out == NULL) {
-        const char *t = example ? NULL : argv[first];
+        const char *t = args.example ? NULL : argv[first];
         size_t len = t ? strlen(t) : 0;
         if (t == NULL || strcmp(t, "-") == 0 || len < 7 || strcmp(t + len - 6, ".jsonl") != 0 ||
             len + 1 > sizeof default_out)
@@ -185,7 +187,7 @@ int cli_view(int argc, char **argv) {
         if (ok) cJSON_AddItemToArray(traces, t);
     }
     Tokenizer tok;
-    if (ok && tokenizer != NULL && (ok = tokenizer_open(tokenizer, 0, &tok, &err))) {
+    if (ok && args.tokenizer != NULL && (ok = tokenizer_open(args.tokenizer, 0, &tok, &err))) {
         cJSON *pieces = cJSON_AddArrayToObject(data, "pieces");
         for (int i = 0; i < tok.vocab_size; i++)
             cJSON_AddItemToArray(pieces, cJSON_CreateString(tok.pieces[i]));
