@@ -17,6 +17,9 @@ import re
 import subprocess
 import sys
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from check_util import Checks  # noqa: E402
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 CLI = os.path.join(HERE, "..", "ref", "cli")
 BIN = os.path.abspath(sys.argv[1] if len(sys.argv) > 1 else "build/stepwise")
@@ -53,7 +56,7 @@ def main():
     listed_commands = subprocess.run([BIN, "--help"], capture_output=True, text=True).stdout
     block = listed_commands.split("commands:\n")[1].split("\n\n")[0]
     commands = re.findall(r"^  ([a-z][a-z-]+) ", block, re.M)
-    failures = 0
+    check = Checks()
     for command in commands:
         source = os.path.join(CLI, command.replace("-", "_") + ".c")
         text = subprocess.run([BIN, command, "--help"], capture_output=True, text=True).stdout
@@ -70,12 +73,10 @@ def main():
             if "unknown option" in r.stderr:
                 unknown.append(name)
         ok = listed == takes and not unknown
-        failures += not ok
-        print(("ok    " if ok else "FAIL  ") + "%s: its help lists the %d options it takes%s" % (
+        check(ok, "%s: its help lists the %d options it takes%s" % (
             command, len(takes), "" if ok else "; takes but leaves out: %s; lists but does not take: %s; "
             "refused as unknown: %s" % (sorted(takes - listed), sorted(listed - takes), unknown)))
-    print("cli help: %s" % ("PASS" if not failures else "%d FAILED" % failures))
-    return 1 if failures else 0
+    return check.summary("cli help")
 
 
 if __name__ == "__main__":

@@ -31,6 +31,7 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import gguf_write as w  # noqa: E402
+from check_util import Checks  # noqa: E402
 
 Q8_0, Q4_0, Q4_1 = 8, 2, 3
 Q4_K, Q5_K, Q6_K = 12, 13, 14
@@ -197,7 +198,7 @@ def q4_0_as_q8_0(blob):
     return bytes(out)
 
 
-def check_int8_direct(stepwise, weights, write, tmp):
+def check_int8_direct(check, stepwise, weights, write, tmp):
     """A Q8_0 file under int8 activations runs as the int8 weights its
     blocks are (groups of 32, as stored): the bits of --quant-weights int8
     --quant-group 32 applied to the file dequantized at load, plain and fast
@@ -219,9 +220,10 @@ def check_int8_direct(stepwise, weights, write, tmp):
     ok = (np.array_equal(direct, requant) and np.array_equal(direct, fast) and direct.shape[0] > 1
           and quant.get("weights") == "int8" and quant.get("weight_group") == 32
           and not np.array_equal(direct, fake))
-    print(f"{'ok  ' if ok else 'FAIL'}  Q8_0 under --quant-activations int8: its blocks are the int8 "
+    check(ok, f"Q8_0 under --quant-activations int8: its blocks are the int8 "
           f"weights, the bits of --quant-weights int8 --quant-group 32 on the dequantized file, plain "
-          f"and fast (header {quant}); its values held as F32 (float weights) would differ by {np.abs(direct - fake).max():.2e}")
+          f"and fast (header {quant}); its values held as F32 (float weights) would differ by "
+          f"{np.abs(direct - fake).max():.2e}")
     q4_blobs = {n: quantize(x, Q4_0)[0] for n, x in weights.items() if x.ndim == 2}
     q4 = write("direct-Q4_0.gguf", model_gguf(weights, Q4_0, blobs=q4_blobs))
     same = write("direct-Q4_0-as-Q8_0.gguf", model_gguf(weights, Q8_0, blobs={
@@ -230,16 +232,15 @@ def check_int8_direct(stepwise, weights, write, tmp):
     a, b = logits(stepwise, q4, tmp, *w8), logits(stepwise, same, tmp, *w8)
     requantized = logits(stepwise, same, tmp, *w8, "--weights", "f32")  # codes of +-127 again
     ok4 = np.array_equal(a, b) and a.shape[0] > 1 and not np.array_equal(b, requantized)
-    print(f"{'ok  ' if ok4 else 'FAIL'}  Q4_0 with --quant-weights int8 --quant-group 32: its blocks' "
+    check(ok4, f"Q4_0 with --quant-weights int8 --quant-group 32: its blocks' "
           f"own codes, the bits of the Q8_0 file of the same values; quantizing those values again "
           f"(codes up to 127) would differ by {np.abs(b - requantized).max():.2e}")
-    return (not ok) + (not ok4)
 
 
 def main():
     stepwise = sys.argv[1]
     weights = weights_of(7)
-    failures = 0
+    check = Checks()
     with tempfile.TemporaryDirectory() as tmp:
         def write(name, data):
             p = os.path.join(tmp, name)
@@ -253,11 +254,10 @@ def main():
             same = got.shape == want.shape and np.array_equal(got, want)
             drift = float(np.max(np.abs(got - exact)))
             ok = same and 0 < drift <= bound and got.shape[0] == exact.shape[0] > 1
-            print(f"{'ok  ' if ok else 'FAIL'}  {name}: logits equal to numpy's dequantization "
+            check(ok, f"{name}: logits equal to numpy's dequantization "
                   f"as F32: {same}; max |dlogit| against the float model {drift:.4f} "
                   f"(bound {bound})")
-            failures += not ok
-        failures += check_int8_direct(stepwise, weights, write, tmp)
+        check_int8_direct(check, stepwise, weights, write, tmp)
         # k-quants: random super-blocks (a model of dim 256, whole super-blocks per row)
         base = weights_of(8, d=256, h=256)
         for qtype, name in ((Q4_K, "Q4_K"), (Q5_K, "Q5_K"), (Q6_K, "Q6_K")):
@@ -278,13 +278,10 @@ def main():
                                          else ("F32", x.size * 4))
                 same = same and t["type"] == want_type and t["bytes"] == want_bytes \
                     and t["float32_bytes"] == x.size * 4
-            print(f"{'ok  ' if same else 'FAIL'}  {name}: random super-blocks give the logits of "
+            check(same, f"{name}: random super-blocks give the logits of "
                   f"numpy's dequantization as F32: {same}")
-            failures += not same
-    if failures:
-        sys.exit(f"FAIL: {failures} quantized types")
-    print("gguf quantized types: PASS")
+    return check.summary("gguf quantized types")
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

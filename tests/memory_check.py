@@ -15,6 +15,9 @@ import subprocess
 import sys
 import tempfile
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from check_util import Checks  # noqa: E402
+
 BIN = os.path.abspath(sys.argv[1] if len(sys.argv) > 1 else "build/stepwise")
 # dim 1024, hidden 4096, 8 layers, 8 heads (MHA), vocab 32000, tied: the
 # embedding 32000 x 1024, per layer wq/wk/wv/wo 4 x 1024^2, w1/w2/w3 3 x 1024 x 4096,
@@ -28,22 +31,21 @@ def limited():
 
 
 def main():
+    check = Checks()
     with tempfile.TemporaryDirectory() as tmp:
         out = os.path.join(tmp, "big.bin")
         r = subprocess.run([BIN, "make-model", "--dim", "1024", "--hidden", "4096", "--layers", "8",
                             "--heads", "8", "--vocab", "32000", "--seq-len", "256", "--out", out],
                            capture_output=True, text=True, preexec_fn=limited)
         want = "the weights need %d bytes" % (PARAMS * 4)
-        ok = (r.returncode == 2 and want in r.stderr and "can take" in r.stderr
-              and r.stderr.count("\n") == 1 and not os.path.exists(out))
-        print(("ok    " if ok else "FAIL  ") + "a %d-byte model under a %d-byte limit: %s"
-              % (PARAMS * 4, LIMIT, r.stderr.strip()))
-    ok = compare_quant_sweep() and ok
-    print("memory check: %s" % ("PASS" if ok else "FAILED"))
-    return 0 if ok else 1
+        check(r.returncode == 2 and want in r.stderr and "can take" in r.stderr
+              and r.stderr.count("\n") == 1 and not os.path.exists(out),
+              "a %d-byte model under a %d-byte limit: %s" % (PARAMS * 4, LIMIT, r.stderr.strip()))
+    compare_quant_sweep(check)
+    return check.summary("memory check")
 
 
-def compare_quant_sweep():
+def compare_quant_sweep(check):
     """compare-quant, whose every step allocates (two models, the scores,
     the JSON), under address-space limits from 4 to 24 MiB: each run either
     completes (its JSON whole) or exits 2 with one line naming what ran out,
@@ -53,8 +55,8 @@ def compare_quant_sweep():
                                                             "models"))
     model, tok = os.path.join(models, "stories260K.bin"), os.path.join(models, "tok512.bin")
     if not os.path.exists(model):
-        print("ok    compare-quant under memory limits: skipped, no stories260K.bin in %s" % models)
-        return True
+        check(True, "compare-quant under memory limits: skipped, no stories260K.bin in %s" % models)
+        return
     text = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "data", "text", "prompt-100.txt")
     outcomes, bad = {}, []
     for kib in range(4 << 10, (24 << 10) + 1, 512):
@@ -76,11 +78,9 @@ def compare_quant_sweep():
         if not (one_line and named and err[:-1].isprintable()):
             bad.append((kib, r.returncode, err[:120]))
         outcomes[err.split(":")[2].strip() if err.count(":") > 2 else err] = 1
-    ok = not bad and "completes" in outcomes and len(outcomes) >= 4
-    print(("ok    " if ok else "FAIL  ") + "compare-quant under address-space limits of 4 to 24 MiB: %d kinds of "
+    check(not bad and "completes" in outcomes and len(outcomes) >= 4, "compare-quant under address-space limits of 4 to 24 MiB: %d kinds of "
           "outcome (%s), each a whole run or one line naming what ran out%s"
           % (len(outcomes), ", ".join(sorted(outcomes))[:200], "; bad: %s" % bad[:3] if bad else ""))
-    return ok
 
 
 if __name__ == "__main__":

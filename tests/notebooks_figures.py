@@ -10,9 +10,12 @@ import json
 import os
 import sys
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from check_util import Checks  # noqa: E402
+
 
 def main(out_dir, paths):
-    bad = 0
+    check = Checks()
     for path in paths:
         drawn = open(path, encoding="utf-8").read().count("st.show_figure(")
         executed = os.path.join(out_dir, os.path.basename(path))
@@ -23,11 +26,9 @@ def main(out_dir, paths):
         pngs = sum(1 for c in nb["cells"] if c.get("cell_type") == "code"
                    for o in c.get("outputs", []) if "image/png" in o.get("data", {}))
         embedded = open(html, encoding="utf-8").read().count("data:image/png;base64,")
-        ok = pngs == drawn and embedded >= drawn
-        bad += not ok
-        print("%s  %s: %d figures drawn, %d inline, %d in its HTML" % (
-            "ok  " if ok else "FAIL", os.path.basename(path), drawn, pngs, embedded))
-    return 1 if bad else 0
+        check(pngs == drawn and embedded >= drawn, "%s: %d figures drawn, %d inline, %d in its HTML" % (
+            os.path.basename(path), drawn, pngs, embedded))
+    return check.summary("notebook figures")
 
 
 if __name__ == "__main__":
