@@ -53,6 +53,7 @@ typedef struct {
     const float *weight, *bias; /* a norm's (bias: LayerNorm's) */
     int C;
     float eps;
+    bool fast; /* the fast path's SwiGLU (swiglu_many_forward: the same bits) */
 } RowsJob;
 
 static void rows_task(void *ctx, int t0, int t1) {
@@ -66,7 +67,8 @@ static void rows_task(void *ctx, int t0, int t1) {
             layernorm_forward(j->out + at, j->in + at, j->weight, j->bias, t1 - t0, j->C, j->eps);
             break;
         case ROWS_SWIGLU:
-            swiglu_forward(j->out + at, j->in + at, (t1 - t0) * j->C);
+            (j->fast ? swiglu_many_forward : swiglu_forward)(j->out + at, j->in + at,
+                                                             (t1 - t0) * j->C);
             break;
         case ROWS_GEGLU:
             geglu_forward(j->out + at, j->in + at, (t1 - t0) * j->C);
@@ -107,8 +109,11 @@ static const float *layer_slice(const float *v, int l, int C) {
 
 /* gate [N, C] = silu(gate) ⊙ up, or (GeGLU) gelu(gate) ⊙ up. */
 static void glu_rows(const Model *m, float *gate, const float *up, int N, int C) {
-    RowsJob job = {
-        .op = m->config.mlp == MLP_GEGLU ? ROWS_GEGLU : ROWS_SWIGLU, .out = gate, .in = up, .C = C};
+    RowsJob job = {.op = m->config.mlp == MLP_GEGLU ? ROWS_GEGLU : ROWS_SWIGLU,
+                   .out = gate,
+                   .in = up,
+                   .C = C,
+                   .fast = model_fast(m)};
     parallel_for(model_threads(m), N, rows_task, &job);
 }
 

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "ref/kernels/clones.h"
+#include "ref/kernels/exp.h"
 
 void rmsnorm_forward(float *out, const float *x, const float *weight, int T, int C, float eps) {
     for (int t = 0; t < T; t++) {
@@ -100,6 +101,20 @@ void softmax_forward(float *x, int n) {
         x[i] = expf(x[i] - max_val);
         sum += x[i];
     }
+    for (int i = 0; i < n; i++) x[i] /= sum;
+}
+
+/* softmax_forward by exp_many (kind: exp_kind_of_libm()), the fast path:
+ * the same steps, the exponentials many at once, the same bits. */
+FAST_CLONES static void softmax_many(float *x, int n, ExpKind kind) {
+    float max_val = x[0];
+    for (int i = 1; i < n; i++) {
+        if (x[i] > max_val) max_val = x[i];
+    }
+    for (int i = 0; i < n; i++) x[i] -= max_val;
+    exp_many(x, n, kind);
+    float sum = 0.0f;
+    for (int i = 0; i < n; i++) sum += x[i];
     for (int i = 0; i < n; i++) x[i] /= sum;
 }
 
@@ -221,7 +236,7 @@ static void softcap_forward(float *x, int n, float cap) {
 static void attention_query_head(float *out, const float *q, const float *key_cache,
                                  const float *value_cache, float *scores, int t, int h, int pos0,
                                  const AttentionSpec *a, const HookSite *site, bool four_at_once,
-                                 const float *kt, int kt_n) {
+                                 const float *kt, int kt_n, ExpKind exp) {
     int head_dim = a->head_dim, dim = a->n_heads * head_dim, kv_dim = a->n_kv_heads * head_dim;
     int group = a->n_heads / a->n_kv_heads; /* query heads per KV head */
     int pos = pos0 + t;                     /* this query sees positions first..pos */
@@ -242,7 +257,10 @@ static void attention_query_head(float *out, const float *q, const float *key_ca
         head_scores(scores + from, qh, keys, pos - from, kv_dim, kv_off, head_dim, div);
     if (a->softcap > 0) softcap_forward(scores + from, pos + 1 - from, a->softcap);
     emit_head(site, HOOK_ATTN_SCORES, t, h, scores, pos + 1);
-    softmax_forward(scores + first, pos + 1 - first);
+    if (four_at_once)
+        softmax_many(scores + first, pos + 1 - first, exp);
+    else
+        softmax_forward(scores + first, pos + 1 - first);
     memset(scores, 0, (size_t)first * sizeof(float)); /* outside the window */
     emit_head(site, HOOK_ATTN_PATTERN, t, h, scores, pos + 1);
     /* out = Σ_p softmax(scores)[p] · v_p, accumulated in position order */
@@ -265,7 +283,7 @@ void attention_forward(float *out, const float *q, const float *key_cache, const
     for (int t = 0; t < T; t++) {
         for (int h = 0; h < a->n_heads; h++)
             attention_query_head(out, q, key_cache, value_cache, scores, t, h, pos0, a, site, false,
-                                 NULL, 0);
+                                 NULL, 0, EXP_LIBM);
     }
 }
 
@@ -284,11 +302,12 @@ void attention_heads_forward(float *out, const float *q, const float *key_cache,
                              const float *value_cache, float *scores, int stride, int T, int pos0,
                              const AttentionSpec *a, int h0, int h1, const HookSite *site) {
     int group = a->n_heads / a->n_kv_heads;
+    ExpKind exp = exp_kind_of_libm();
     for (int h = h0; h < h1; h++) {
         const float *kt = key_t != NULL ? key_t + (size_t)(h / group) * a->head_dim * stride : NULL;
         for (int t = 0; t < T; t++)
             attention_query_head(out, q, key_cache, value_cache, scores + (size_t)h * stride, t, h,
-                                 pos0, a, site, true, kt, stride);
+                                 pos0, a, site, true, kt, stride, exp);
     }
 }
 
@@ -311,4 +330,21 @@ void swiglu_forward(float *gate, const float *up, int n) {
         v *= 1.0f / (1.0f + expf(-v)); /* silu(v) = v · σ(v) */
         gate[i] = v * up[i];
     }
+}
+
+/* The same steps with the exponentials many at once (exp_many). */
+FAST_CLONES static void swiglu_chunk(float *gate, const float *up, int n, ExpKind kind) {
+    float e[64];
+    for (int i = 0; i < n; i++) e[i] = -gate[i];
+    exp_many(e, n, kind);
+    for (int i = 0; i < n; i++) {
+        float v = gate[i];
+        v *= 1.0f / (1.0f + e[i]);
+        gate[i] = v * up[i];
+    }
+}
+
+void swiglu_many_forward(float *gate, const float *up, int n) {
+    ExpKind kind = exp_kind_of_libm();
+    for (int i = 0; i < n; i += 64) swiglu_chunk(gate + i, up + i, n - i < 64 ? n - i : 64, kind);
 }

@@ -96,6 +96,10 @@ void logits_softcap_forward(float *logits, int n, float cap);
 /* SwiGLU: gate[i] = silu(gate[i]) · up[i], with silu(v) = v · σ(v), over n values. */
 void swiglu_forward(float *gate, const float *up, int n);
 
+/* swiglu_forward with the exponentials many at once (kernels/exp.h: the
+ * C library's bits, so the same numbers): the fast path's. */
+void swiglu_many_forward(float *gate, const float *up, int n);
+
 /* Softmax over n values in place: subtract the max, exponentiate, divide by
  * the sum (summed in index order). */
 void softmax_forward(float *x, int n);

@@ -16,7 +16,8 @@ import subprocess
 
 GROUPS = [("matmul kernels", r"block_tokens?_|q8_quads|q8_block|matmul|linear_blocks"),
           ("quantizing activations", r"quantize_row|q8_group_sums|code_chunk|abs_max"),
-          ("attention", r"head_|attention|softmax|keys_transpose|expf"),
+          ("exponentials (softmax's and SwiGLU's)", r"exp_chunk|expf"),
+          ("attention", r"head_|attention|softmax|keys_transpose"),
           ("norms, SwiGLU, RoPE, residual", r"rmsnorm|swiglu|rope|residual|rows_task"),
           ("copies (memcpy, memset)", r"memmove|memcpy|memset")]
 LEFT_OUT = r"read_bytes|pack|quantize_matrix|fread|_IO_|page|kallsyms|mmap|munmap|sort|strcmp|malloc|free"

@@ -12,8 +12,13 @@
 
 #if defined(__GNUC__) && defined(__x86_64__) && !defined(__clang__)
 #define FAST_CLONES __attribute__((target_clones("arch=x86-64-v4", "avx2", "default")))
+/* The same for a function that calls fma() (kernels/exp.c, which follows
+ * the C library's FMA build of expf): x86-64-v3 has FMA, where avx2 alone
+ * would call the library's fma() for each value. */
+#define FMA_CLONES __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
 #else
 #define FAST_CLONES
+#define FMA_CLONES
 #endif
 
 /* A step a clone calls, compiled into each clone (not called once per
