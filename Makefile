@@ -425,12 +425,13 @@ doc-check: build inject npm-fixtures llama-cpp-peer lib
 	/usr/bin/python3 tests/doc_check.py docs/*.md
 	/usr/bin/python3 tests/doc_check.py --figures-only README.md notebooks/README.md
 
-# The tests under valgrind's memcheck: no leaks, no invalid reads. Four are
+# The tests under valgrind's memcheck: no leaks, no invalid reads. Five are
 # left out because memcheck makes them take many minutes; the same code runs
 # under memcheck in their smaller siblings (batch on the GQA model, the float
-# formatter around powers of ten, the kernels through every other test), and
+# formatter around powers of ten, the kernels through every other test, the
+# exponentials through every_length_and_the_special_inputs), and
 # all of them run under AddressSanitizer in `make sanitize`.
-VALGRIND_SKIP := batch/every_request_is_bitwise_what_generate_gives_on_stories260k|float_format/random_bit_patterns|speed/*|kernels/*
+VALGRIND_SKIP := batch/every_request_is_bitwise_what_generate_gives_on_stories260k|float_format/random_bit_patterns|speed/*|kernels/*|exp/exp_many_is_expf_over_the_floats
 valgrind: build $(BUILD)/stepwise-tests
 	valgrind --error-exitcode=1 --leak-check=full --errors-for-leak-kinds=definite,indirect \
 	  --trace-children=yes -q $(BUILD)/stepwise-tests --jobs 1 --timeout 1200 \

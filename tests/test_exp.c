@@ -57,7 +57,7 @@ Test(exp, the_builds_differ_where_the_probes_say) {
 Test(exp, exp_many_is_expf_over_the_floats, .timeout = 600) {
     ExpKind kind = exp_kind_of_libm();
     const char *env = getenv("STEPWISE_EXP_STRIDE");
-    uint64_t stride = env != NULL ? strtoull(env, NULL, 10) : 13, checked = 0, wrong = 0;
+    uint64_t stride = env != NULL ? strtoull(env, NULL, 10) : 61, checked = 0, wrong = 0;
     if (stride == 0) stride = 1;
     enum { BATCH = 1000 };
     float x[BATCH], y[BATCH];
