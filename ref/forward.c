@@ -41,6 +41,7 @@ typedef enum {
     ROWS_RMSNORM,
     ROWS_LAYERNORM,
     ROWS_SWIGLU,
+    ROWS_SWIGLU_MANY, /* the fast path's: the exponentials many at once, the same bits */
     ROWS_GEGLU,
     ROWS_GELU,
     ROWS_RESIDUAL
@@ -53,7 +54,7 @@ typedef struct {
     const float *weight, *bias; /* a norm's (bias: LayerNorm's) */
     int C;
     float eps;
-    bool fast; /* the fast path's SwiGLU (swiglu_many_forward: the same bits) */
+    ExpKind exp; /* ROWS_SWIGLU_MANY's: the run state's */
 } RowsJob;
 
 static void rows_task(void *ctx, int t0, int t1) {
@@ -67,8 +68,10 @@ static void rows_task(void *ctx, int t0, int t1) {
             layernorm_forward(j->out + at, j->in + at, j->weight, j->bias, t1 - t0, j->C, j->eps);
             break;
         case ROWS_SWIGLU:
-            (j->fast ? swiglu_many_forward : swiglu_forward)(j->out + at, j->in + at,
-                                                             (t1 - t0) * j->C);
+            swiglu_forward(j->out + at, j->in + at, (t1 - t0) * j->C);
+            break;
+        case ROWS_SWIGLU_MANY:
+            swiglu_many_forward(j->out + at, j->in + at, (t1 - t0) * j->C, j->exp);
             break;
         case ROWS_GEGLU:
             geglu_forward(j->out + at, j->in + at, (t1 - t0) * j->C);
@@ -108,12 +111,15 @@ static const float *layer_slice(const float *v, int l, int C) {
 }
 
 /* gate [N, C] = silu(gate) ⊙ up, or (GeGLU) gelu(gate) ⊙ up. */
-static void glu_rows(const Model *m, float *gate, const float *up, int N, int C) {
-    RowsJob job = {.op = m->config.mlp == MLP_GEGLU ? ROWS_GEGLU : ROWS_SWIGLU,
+static void glu_rows(const Model *m, const RunState *s, float *gate, const float *up, int N,
+                     int C) {
+    RowsJob job = {.op = m->config.mlp == MLP_GEGLU ? ROWS_GEGLU
+                         : model_fast(m)            ? ROWS_SWIGLU_MANY
+                                                    : ROWS_SWIGLU,
                    .out = gate,
                    .in = up,
                    .C = C,
-                   .fast = model_fast(m)};
+                   .exp = s->exp};
     parallel_for(model_threads(m), N, rows_task, &job);
 }
 
@@ -236,6 +242,13 @@ static void linear_rows(const Model *m, const ForwardRow *rows, int n_rows, floa
     count_linear(rows, n_rows, w);
 }
 
+/* linear_rows of x [N, C], an input no other linear reads: prepared here. */
+static void linear_rows_of(const Model *m, RunState *s, const ForwardRow *rows, int n_rows,
+                           float *out, const float *x, int N, const Matrix *w) {
+    LinearInput in = linear_input(s, x, N, w);
+    linear_rows(m, rows, n_rows, out, &in, w);
+}
+
 /* Row r's cache of layer l as floats: the cache itself, or (int8) the
  * layer read back into the row's scratch. */
 static float *layer_keys(RunState *rs, int l) {
@@ -260,7 +273,8 @@ typedef struct {
 static void attention_heads(void *ctx, int h0, int h1) {
     const AttentionJob *j = ctx;
     attention_heads_forward(j->out, j->q, j->key_l, j->key_t, j->value_l, j->rs->scores,
-                            j->rs->cache.capacity, j->T, j->pos0, j->spec, h0, h1, j->site);
+                            j->rs->cache.capacity, j->T, j->pos0, j->spec, h0, h1, j->site,
+                            j->rs->exp);
 }
 
 /* Layer l's attention as the architecture makes it: its heads, the
@@ -394,8 +408,7 @@ static void attention_block(const Model *m, RunState *s, const ForwardRow *rows,
     attend_row(m, &rows[r], l, s->q + (size_t)t0 * q_dim, s->k_new + (size_t)t0 * kv_dim,
                s->v_new + (size_t)t0 * kv_dim, s->xb + (size_t)t0 * q_dim);
     emit_each(rows, n_rows, l, HOOK_ATTN_Z, s->xb, c->n_heads, config_head_dim(c));
-    LinearInput attended = linear_input(s, s->xb, N, &mats[MAT_WO]);
-    linear_rows(m, rows, n_rows, s->xb2, &attended, &mats[MAT_WO]);
+    linear_rows_of(m, s, rows, n_rows, s->xb2, s->xb, N, &mats[MAT_WO]);
     if (c->proj_bias) bias_forward(s->xb2, w->bo + (size_t)l * dim, N, dim);
     emit_each(rows, n_rows, l, HOOK_ATTN_OUT, s->xb2, 1, dim);
     if (c->post_norms) { /* Gemma: the output normalised before it joins the residual */
@@ -412,14 +425,12 @@ static void gelu_mlp(const Model *m, RunState *s, const ForwardRow *rows, int n_
     int dim = m->config.dim, hidden = m->config.hidden_dim;
     const Matrix *mats = m->layers[l].m;
     const Weights *w = &m->weights;
-    LinearInput normed = linear_input(s, s->xb, N, &mats[MAT_W1]);
-    linear_rows(m, rows, n_rows, s->hb, &normed, &mats[MAT_W1]);
+    linear_rows_of(m, s, rows, n_rows, s->hb, s->xb, N, &mats[MAT_W1]);
     if (m->config.proj_bias) bias_forward(s->hb, w->b1 + (size_t)l * hidden, N, hidden);
     emit_each(rows, n_rows, l, HOOK_MLP_UP, s->hb, 1, hidden);
     gelu_rows(m, s->hb, N, hidden);
     emit_each(rows, n_rows, l, HOOK_MLP_HIDDEN, s->hb, 1, hidden);
-    LinearInput activated = linear_input(s, s->hb, N, &mats[MAT_W2]);
-    linear_rows(m, rows, n_rows, s->xb, &activated, &mats[MAT_W2]);
+    linear_rows_of(m, s, rows, n_rows, s->xb, s->hb, N, &mats[MAT_W2]);
     if (m->config.proj_bias) bias_forward(s->xb, w->b2 + (size_t)l * dim, N, dim);
 }
 
@@ -444,10 +455,9 @@ static void mlp_block(const Model *m, RunState *s, const ForwardRow *rows, int n
         linear_rows(m, rows, n_rows, s->hb2, &normed, &mats[MAT_W3]);
         emit_each(rows, n_rows, l, HOOK_MLP_GATE, s->hb, 1, hidden);
         emit_each(rows, n_rows, l, HOOK_MLP_UP, s->hb2, 1, hidden);
-        glu_rows(m, s->hb, s->hb2, N, hidden); /* hb [N, hidden] */
+        glu_rows(m, s, s->hb, s->hb2, N, hidden); /* hb [N, hidden] */
         emit_each(rows, n_rows, l, HOOK_MLP_HIDDEN, s->hb, 1, hidden);
-        LinearInput hidden = linear_input(s, s->hb, N, &mats[MAT_W2]);
-        linear_rows(m, rows, n_rows, s->xb, &hidden, &mats[MAT_W2]);
+        linear_rows_of(m, s, rows, n_rows, s->xb, s->hb, N, &mats[MAT_W2]);
     }
     emit_each(rows, n_rows, l, HOOK_MLP_OUT, s->xb, 1, dim);
     if (m->config.post_norms) { /* Gemma: the output normalised before it joins the residual */

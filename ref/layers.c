@@ -300,9 +300,9 @@ void keys_transpose(float *key_t, int stride, const float *key_cache, int n, int
 
 void attention_heads_forward(float *out, const float *q, const float *key_cache, const float *key_t,
                              const float *value_cache, float *scores, int stride, int T, int pos0,
-                             const AttentionSpec *a, int h0, int h1, const HookSite *site) {
+                             const AttentionSpec *a, int h0, int h1, const HookSite *site,
+                             ExpKind exp) {
     int group = a->n_heads / a->n_kv_heads;
-    ExpKind exp = exp_kind_of_libm();
     for (int h = h0; h < h1; h++) {
         const float *kt = key_t != NULL ? key_t + (size_t)(h / group) * a->head_dim * stride : NULL;
         for (int t = 0; t < T; t++)
@@ -344,7 +344,6 @@ FAST_CLONES static void swiglu_chunk(float *gate, const float *up, int n, ExpKin
     }
 }
 
-void swiglu_many_forward(float *gate, const float *up, int n) {
-    ExpKind kind = exp_kind_of_libm();
+void swiglu_many_forward(float *gate, const float *up, int n, ExpKind kind) {
     for (int i = 0; i < n; i += 64) swiglu_chunk(gate + i, up + i, n - i < 64 ? n - i : 64, kind);
 }

@@ -9,6 +9,7 @@
 
 #include "ref/config.h"
 #include "ref/hooks.h"
+#include "ref/kernels/exp.h"
 
 /* out[t] = weight ⊙ x[t] / sqrt(mean(x[t]²) + eps), for each of T rows of
  * width C (eps: 1e-5 in llama2.c). out may alias x. */
@@ -79,10 +80,12 @@ void keys_transpose(float *key_t, int stride, const float *key_cache, int n, int
  * T. key_t: NULL, or the keys transposed by keys_transpose with the same
  * stride, from which sixteen positions' scores advance together. site's
  * hooks fire head-major here: use attention_forward when an observer wants
- * scores or patterns. */
+ * scores or patterns. exp: exp_kind_of_libm(), for the softmax's
+ * exponentials many at once (the same bits as expf). */
 void attention_heads_forward(float *out, const float *q, const float *key_cache, const float *key_t,
                              const float *value_cache, float *scores, int stride, int T, int pos0,
-                             const AttentionSpec *a, int h0, int h1, const HookSite *site);
+                             const AttentionSpec *a, int h0, int h1, const HookSite *site,
+                             ExpKind exp);
 
 /* In place over n values: x[i] = x[i] + y[i]. */
 void residual_forward(float *x, const float *y, int n);
@@ -97,8 +100,9 @@ void logits_softcap_forward(float *logits, int n, float cap);
 void swiglu_forward(float *gate, const float *up, int n);
 
 /* swiglu_forward with the exponentials many at once (kernels/exp.h: the
- * C library's bits, so the same numbers): the fast path's. */
-void swiglu_many_forward(float *gate, const float *up, int n);
+ * C library's bits when kind is exp_kind_of_libm(), so the same numbers):
+ * the fast path's. */
+void swiglu_many_forward(float *gate, const float *up, int n, ExpKind kind);
 
 /* Softmax over n values in place: subtract the max, exponentiate, divide by
  * the sum (summed in index order). */

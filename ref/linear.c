@@ -17,20 +17,17 @@ ThreadPool *model_threads(const Model *m) {
 /* One packed matmul, shared out over threads by blocks of output rows. */
 typedef struct {
     float *out;
-    const float *x;
-    const int8_t *qx;
-    const float *sx;
-    const int32_t *xsum;
+    const LinearInput *in;
     const Matrix *w;
-    int T;
 } LinearJob;
 
 static void linear_blocks(void *ctx, int b0, int b1) {
     const LinearJob *j = ctx;
+    const LinearInput *in = j->in;
     if (j->w->layout == MATRIX_Q8_PACKED)
-        matmul_q8_packed_blocks(j->out, j->x, j->qx, j->sx, j->xsum, j->w, j->T, b0, b1);
+        matmul_q8_packed_blocks(j->out, in->x, in->qx, in->sx, in->xsum, j->w, in->T, b0, b1);
     else
-        matmul_packed_blocks(j->out, j->x, j->w, j->T, b0, b1);
+        matmul_packed_blocks(j->out, in->x, j->w, in->T, b0, b1);
 }
 
 LinearInput linear_input(RunState *s, const float *x, int T, const Matrix *w) {
@@ -58,24 +55,22 @@ LinearInput linear_input(RunState *s, const float *x, int T, const Matrix *w) {
 }
 
 void linear_forward(const Model *m, float *out, const LinearInput *in, const Matrix *w) {
-    int T = in->T, C = in->C;
-    const float *x = in->x;
-    LinearJob job = {
-        .out = out, .x = x, .qx = in->qx, .sx = in->sx, .xsum = in->xsum, .w = w, .T = T};
+    LinearJob job = {.out = out, .in = in, .w = w};
     ThreadPool *pool = model_threads(m);
     switch (w->layout) {
         case MATRIX_Q8_PACKED:
             parallel_for(pool, q8_blocks(w), linear_blocks, &job);
             break;
         case MATRIX_Q8_ROWS:
-            matmul_q8_rows(out, x, in->qx, in->sx, w->data, w->scales, T, C, w->rows, w->group);
+            matmul_q8_rows(out, in->x, in->qx, in->sx, w->data, w->scales, in->T, in->C, w->rows,
+                           w->group);
             break;
         case MATRIX_PACKED:
             parallel_for(pool, packed_blocks(w), linear_blocks, &job);
             break;
         case MATRIX_ROWS:
         case MATRIX_BLOCKS:
-            matmul_rows(out, x, w, T);
+            matmul_rows(out, in->x, w, in->T);
             break;
     }
 }

@@ -116,7 +116,10 @@ void moe_forward(const Model *m, RunState *s, const ForwardRow *rows, int n_rows
         LinearInput x = linear_input(s, s->moe_x, n, gate);
         linear_forward(m, s->moe_h1, &x, gate);                             /* [n, eh] */
         linear_forward(m, s->moe_h3, &x, model_expert(m, l, e, EXPERT_UP)); /* [n, eh] */
-        (model_fast(m) ? swiglu_many_forward : swiglu_forward)(s->moe_h1, s->moe_h3, n * eh);
+        if (model_fast(m))
+            swiglu_many_forward(s->moe_h1, s->moe_h3, n * eh, s->exp);
+        else
+            swiglu_forward(s->moe_h1, s->moe_h3, n * eh);
         const Matrix *down = model_expert(m, l, e, EXPERT_DOWN);
         LinearInput hidden = linear_input(s, s->moe_h1, n, down);
         linear_forward(m, s->moe_y, &hidden, down); /* [n, dim] */

@@ -95,6 +95,7 @@ bool run_state_init_quant(RunState *s, const Config *c, int capacity, int max_to
                          capacity, max_tokens, c->seq_len);
     if (q != NULL) s->quant = *q;
     if (s->quant.group < 1) s->quant.group = 32;
+    s->exp = exp_kind_of_libm(); /* once: the library does not change while it runs */
     size_t T = (size_t)max_tokens, dim = (size_t)c->dim, hidden = (size_t)c->hidden_dim;
     size_t q_dim = (size_t)config_q_dim(c), kv_dim = (size_t)config_kv_dim(c);
     size_t dq = dim > q_dim ? dim : q_dim; /* xb holds a normed x, then attention's output */

@@ -10,6 +10,7 @@
 #include "ref/config.h"
 #include "ref/util/error.h"
 #include "ref/hooks.h"
+#include "ref/kernels/exp.h"
 #include "ref/kernels/quant.h"
 #include "ref/work.h"
 
@@ -48,6 +49,7 @@ typedef struct {
                                                layers (Gemma 3); NULL when it is 0 */
     float *rope_cos_long, *rope_sin_long;   /* the same with longrope's long factors (Phi-3),
                                                for passes past its original context; else NULL */
+    ExpKind exp; /* the C library's expf, which the fast path's exp_many follows (exp.h) */
     /* quantization while running (quant.h); scratch used only then */
     QuantRuntime quant;
     int8_t *xq;           /* [max(dim, hidden_dim)] one quantized input row */

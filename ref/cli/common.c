@@ -143,14 +143,19 @@ int cli_trace_option(int c, const char *arg, TraceOptions *t, StepError *err) {
 
 /* arg as one of an option's two values: 1 with *second telling which, or
  * -1 with err naming both. */
-static int parse_either(const char *arg, const char *option, const char *first, const char *second,
-                        bool *is_second, StepError *err) {
+bool cli_parse_either(const char *arg, const char *option, const char *first, const char *second,
+                      bool *is_second, StepError *err) {
     if (strcmp(arg, first) == 0 || strcmp(arg, second) == 0) {
         *is_second = strcmp(arg, second) == 0;
-        return 1;
+        return true;
     }
-    step_fail(err, "%s takes %s or %s, got '%s'", option, first, second, arg);
-    return -1;
+    return step_fail(err, "%s takes %s or %s, got '%s'", option, first, second, arg);
+}
+
+/* cli_parse_either as the group functions return it: 1, or -1 refused. */
+static int parse_either(const char *arg, const char *option, const char *first, const char *second,
+                        bool *is_second, StepError *err) {
+    return cli_parse_either(arg, option, first, second, is_second, err) ? 1 : -1;
 }
 
 /* "float32" or "int8". */

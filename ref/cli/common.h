@@ -29,6 +29,11 @@ bool cli_parse_bytes(const char *text, const char *option, long long *out, StepE
 bool cli_parse_float(const char *text, const char *option, bool allow_inf, float *out,
                      StepError *err);
 
+/* arg, one of two words: *is_second says which; false with err set
+ * ("--kernels takes fast or plain, got 'x'") for any other. */
+bool cli_parse_either(const char *arg, const char *option, const char *first, const char *second,
+                      bool *is_second, StepError *err);
+
 /* Parse a comma-separated list of floats into a malloc'd array (*out, caller
  * frees) of *n entries (at least one). */
 bool cli_parse_float_list(const char *text, const char *option, bool allow_inf, float **out, int *n,

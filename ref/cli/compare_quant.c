@@ -37,11 +37,7 @@ typedef struct {
 
 static bool parse_kernels(const CliOption *o, const char *value, void *dest, StepError *err) {
     (void)o;
-    bool plain = strcmp(value, "plain") == 0;
-    if (!plain && strcmp(value, "fast") != 0)
-        return step_fail(err, "unknown --kernels '%s' (fast, plain)", value);
-    *(bool *)dest = plain;
-    return true;
+    return cli_parse_either(value, "--kernels", "fast", "plain", dest, err);
 }
 
 static const CliOption COMPARE_QUANT_OPTIONS[] = {

@@ -340,12 +340,12 @@ static bool parse_shard_option(const CliOption *o, const char *value, void *dest
 /* --threads N and --kernels K: checked here, passed on to each command as
  * given */
 static bool parse_passed_on(const CliOption *o, const char *value, void *dest, StepError *err) {
-    int unused;
+    int unused_int;
+    bool unused_bool;
     *(const char **)dest = value;
     if (strcmp(o->name, "threads") == 0)
-        return cli_parse_int(value, "--threads", 1, THREADS_MAX, &unused, err);
-    return strcmp(value, "plain") == 0 || strcmp(value, "fast") == 0 ||
-           step_fail(err, "unknown --kernels '%s' (fast, plain)", value);
+        return cli_parse_int(value, "--threads", 1, THREADS_MAX, &unused_int, err);
+    return cli_parse_either(value, "--kernels", "fast", "plain", &unused_bool, err);
 }
 
 #define RUN_FIELD(f) offsetof(GoldenArgs, run.f)

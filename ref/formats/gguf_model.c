@@ -304,16 +304,7 @@ static bool take_fused(Model *m, const GgufFile *f, int l, const HfLayerTensor *
     Matrix view = values > 1 ? matrix_blocks_view(t->type, at, (int)p->rows, (int)p->cols)
                              : matrix_view(e, at, (int)p->rows, (int)p->cols);
     view.interleave_head_dim = halves && p->heads > 0 ? config_head_dim(&m->config) : 0;
-    if (!matrix_align(&view, (size_t)(p->rows * row_bytes)))
-        return step_fail(err, "%s: out of memory", f->path);
-    if (p->view == NULL) { /* held as stored */
-        m->layers[l].m[p->kind] = view;
-        return true;
-    }
-    float *dst = model_weight_slot(m, p->view); /* widened, a row at a time */
-    for (size_t r = 0; r < p->rows; r++) matrix_row(&view, (int)r, dst + r * p->cols);
-    matrix_free(&view);
-    return true;
+    return hf_layer_matrix_place(m, l, p, &view, (size_t)(p->rows * row_bytes), f->path, err);
 }
 
 static bool take_layer(Model *m, const GgufFile *f, int l, bool halves, bool fused,

@@ -476,15 +476,19 @@ static bool take_fused(Model *m, SafetensorsFile *files, int n, int l, const HfL
     Matrix view = matrix_view(element_of(t->dtype), t->data + at, (int)p->rows, (int)p->cols);
     bool turn = p->heads > 0 && m->config.rope_layout == ROPE_INTERLEAVED;
     view.interleave_head_dim = turn ? head_dim : 0;
-    if (!matrix_align(&view, p->rows * p->cols * size))
-        return step_fail(err, "%s: out of memory", dir);
+    return hf_layer_matrix_place(m, l, p, &view, p->rows * p->cols * size, dir, err);
+}
+
+bool hf_layer_matrix_place(Model *m, int l, const HfLayerTensor *p, Matrix *view, size_t bytes,
+                           const char *path, StepError *err) {
+    if (!matrix_align(view, bytes)) return step_fail(err, "%s: out of memory", path);
     if (p->view == NULL) { /* held as stored */
-        m->layers[l].m[p->kind] = view;
+        m->layers[l].m[p->kind] = *view;
         return true;
     }
     float *dst = model_weight_slot(m, p->view); /* widened, a row at a time */
-    for (size_t r = 0; r < p->rows; r++) matrix_row(&view, (int)r, dst + r * p->cols);
-    matrix_free(&view);
+    for (size_t r = 0; r < p->rows; r++) matrix_row(view, (int)r, dst + r * p->cols);
+    matrix_free(view);
     return true;
 }
 

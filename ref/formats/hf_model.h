@@ -47,6 +47,13 @@ typedef struct {
  * returns how many. The seven matrices are always listed. */
 int hf_layer_tensors(const Model *m, int l, HfLayerTensor out[HF_LAYER_TENSORS]);
 
+/* Layer l's matrix p, read through view (the file's rows, bytes long):
+ * held as stored (p->view NULL: m takes view) or widened into its float32
+ * slot (view freed). False with err naming path when view cannot be
+ * aligned. */
+bool hf_layer_matrix_place(Model *m, int l, const HfLayerTensor *p, Matrix *view, size_t bytes,
+                           const char *path, StepError *err);
+
 /* Hugging Face's q and k rows, and llama.cpp's for qwen2 and qwen3, keep
  * each head's dimensions as two halves, (i, i + head_dim/2) rotated
  * together. Move them to interleaved pairs (2i, 2i+1) in place: row
