@@ -186,10 +186,20 @@ $(BUILD)/api_cycles: tests/lib/api_cycles.c ref/api/stepwise.h $(BUILD)/libstepw
 	@echo "  LINK $@"
 	@$(CC) $(CFLAGS) -o $@ $< -L$(BUILD) -lstepwise -Wl,-rpath,'$$ORIGIN'
 
-lib-check: lib $(BUILD)/api_cycles
+# One model shared by many threads (tests/lib/api_threads.c), linked
+# statically: built as it is here, and by clang with -fsanitize=thread in
+# `make sanitize`.
+$(BUILD)/api_threads: tests/lib/api_threads.c ref/api/stepwise.h $(BUILD)/libstepwise.a
+	@echo "  LINK $@"
+	@$(CC) $(CFLAGS) -o $@ $< $(BUILD)/libstepwise.a $(LDLIBS)
+
+lib-check: lib $(BUILD)/api_cycles $(BUILD)/api_threads
 	/usr/bin/python3 tests/python_api_check.py $(BUILD)/stepwise
 	valgrind -q --error-exitcode=9 --leak-check=full --errors-for-leak-kinds=definite,indirect \
 	  $(BUILD)/api_cycles 1000
+	timeout 120 $(BUILD)/api_threads 100
+	@if [ -f "$(STEPWISE_MODELS)/stories260K.gguf" ]; then \
+	  timeout 300 $(BUILD)/api_threads 100 $(STEPWISE_MODELS)/stories260K.gguf; fi
 
 $(BUILD)/stepwise-tests: $(TEST_OBJ) $(BUILD)/libstepwise.a
 	@echo "  LINK $@"
@@ -201,6 +211,7 @@ test: build $(BUILD)/stepwise-tests
 	/usr/bin/python3 tests/run_area.py $(T)
 else
 test: deps
+	@bash tests/clean_tree.sh snapshot $(BUILD)/tree-before.txt
 	$(MAKE) --no-print-directory fmt-check build $(BUILD)/stepwise-tests $(BUILD)/bench/forward
 	$(MAKE) --no-print-directory unit-tests
 	$(MAKE) --no-print-directory bad-inputs
@@ -208,6 +219,8 @@ test: deps
 	$(MAKE) --no-print-directory sanitize
 	$(MAKE) --no-print-directory doc-check
 	$(MAKE) --no-print-directory notebooks
+	@# last: nothing above may have written into the checkout
+	bash tests/clean_tree.sh check $(BUILD)/tree-before.txt
 endif
 
 # Criterion's tests, then the live check of the encoder against sentencepiece
@@ -219,7 +232,7 @@ unit-tests:
 	$(BUILD)/stepwise-tests --jobs 2
 	@# what the checks below share, made first: then the two halves run side
 	@# by side (most checks are one process each; the machine has two cores)
-	$(MAKE) --no-print-directory npm-fixtures llama-cpp-peer lib inject $(BUILD)/api_cycles
+	$(MAKE) --no-print-directory npm-fixtures llama-cpp-peer lib inject $(BUILD)/api_threads $(BUILD)/api_cycles
 	$(MAKE) --no-print-directory -j2 --output-sync=target unit-checks-a unit-checks-b
 	@# timing-sensitive: alone
 	/usr/bin/python3 tests/progress_check.py $(BUILD)/stepwise
@@ -340,8 +353,8 @@ sanitize:
 	$(SAN_ENV) /usr/bin/python3 tests/memory_notes_check.py $(SAN_DIR)/stepwise
 	$(SAN_ENV) /usr/bin/python3 tests/context_policies_check.py $(SAN_DIR)/stepwise
 	@$(MAKE) --no-print-directory BUILD=$(BUILD)/tsan CC=clang CFLAGS="-O1 -g -fsanitize=thread" \
-	  $(BUILD)/tsan/stepwise
-	bash tests/tsan_check.sh $(BUILD)/tsan/stepwise
+	  $(BUILD)/tsan/stepwise $(BUILD)/tsan/api_threads
+	bash tests/tsan_check.sh $(BUILD)/tsan/stepwise $(BUILD)/tsan/api_threads
 
 # libFuzzer targets (tests/fuzz/): each input goes through the real reader.
 # `make fuzz FUZZ_SECONDS=N` runs each for N seconds from its seed corpus

@@ -116,7 +116,9 @@ typedef struct {
 
 typedef struct {
     void *ctx;
-    /* Whether the observer wants this point at (layer, pos); NULL means no. */
+    /* Whether the observer wants this point at (layer, pos); NULL means no.
+     * It may be asked from the pool's threads at once (attention's heads
+     * ask it as they are shared out): it must not write unguarded state. */
     bool (*wants)(void *ctx, HookPoint point, int layer, int pos);
     /* Receives the tensor; the pointers are valid only during the call. */
     void (*emit)(void *ctx, const HookTensor *tensor);

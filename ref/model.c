@@ -281,8 +281,8 @@ static bool inside(const void *from, size_t bytes, const void *base, size_t size
 
 void model_release_bytes(const Model *m, const void *from, size_t bytes) {
     bool readable = m->mapping_is_file && inside(from, bytes, m->mapping, m->mapping_bytes);
-    for (int i = 0; !readable && i < m->n_files; i++)
-        readable = inside(from, bytes, m->files[i].addr, m->files[i].bytes);
+    for (int i = 0; !readable && i < m->n_files; i++) /* a copied file's pages are anonymous */
+        readable = !m->files[i].copied && inside(from, bytes, m->files[i].addr, m->files[i].bytes);
     if (readable && bytes > 0) drop_pages(from, bytes);
 }
 
@@ -511,38 +511,11 @@ bool model_alloc_vectors(Model *m, StepError *err) {
     return true;
 }
 
-static int64_t mtime_ns(const struct stat *st) {
-    return (int64_t)st->st_mtim.tv_sec * 1000000000 + (int64_t)st->st_mtim.tv_nsec;
-}
-
-bool model_add_file(Model *m, void *addr, size_t bytes, const char *path) {
-    if (m->n_files == MODEL_MAX_FILES) return false;
-    MappedFile *f = &m->files[m->n_files++];
-    *f = (MappedFile){.addr = addr, .bytes = bytes, .fd = open(path, O_RDONLY | O_CLOEXEC)};
-    struct stat st;
-    if (f->fd >= 0 && fstat(f->fd, &st) == 0)
-        f->size = (int64_t)st.st_size, f->mtime_ns = mtime_ns(&st);
-    return true;
-}
-
-bool model_files_unchanged(const Model *m, StepError *err) {
-    for (int i = 0; i < m->n_files; i++) {
-        const MappedFile *f = &m->files[i];
-        struct stat st;
-        if (f->fd < 0 || fstat(f->fd, &st) != 0) continue;
-        if ((int64_t)st.st_size != f->size || mtime_ns(&st) != f->mtime_ns)
-            return step_fail(err,
-                             "a model file was written while the run read it (%lld bytes when "
-                             "loaded, %lld now): its results may mix old and new weights",
-                             (long long)f->size, (long long)st.st_size);
-    }
-    return true;
-}
-
 WeightMemory model_weight_memory(const Model *m) {
     WeightMemory w = {0};
     const Config *c = &m->config;
-    for (int i = 0; i < m->n_files; i++) w.mapped += m->files[i].bytes;
+    for (int i = 0; i < m->n_files; i++)
+        *(m->files[i].copied ? &w.anonymous : &w.mapped) += m->files[i].bytes;
     if (m->mapping != NULL && m->mapping_is_file)
         w.mapped += m->mapping_bytes;
     else if (m->mapping != NULL)

@@ -60,6 +60,8 @@ typedef struct {
     int fd; /* -1: none */
     int64_t size;
     int64_t mtime_ns;
+    bool copied; /* its pages were read into anonymous memory (model_copy_files): no page is
+                    read from the file again, nor released (it would come back as zeros) */
 } MappedFile;
 
 #define MODEL_MAX_FILES 64
@@ -131,6 +133,12 @@ bool model_add_file(Model *m, void *addr, size_t bytes, const char *path);
  * modification time): if one was written while the model ran, its
  * matrices may have read old and new weights, and err says which file. */
 bool model_files_unchanged(const Model *m, StepError *err);
+
+/* Read every mapped weight file's pages into the process's own memory, in
+ * place (the views stay valid): afterwards nothing reads the files, so one
+ * truncated or replaced meanwhile cannot raise SIGBUS. False (err says why)
+ * when a file changed since it was loaded. model_files.c. */
+bool model_copy_files(Model *m, StepError *err);
 
 /* Where a loaded model's weights live, in bytes. */
 typedef struct {

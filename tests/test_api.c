@@ -70,10 +70,68 @@ Test(api, errors_are_statuses_with_messages) {
     cr_expect_eq(sw_diff("/nonexistent/a.jsonl", "/nonexistent/b.jsonl", "fp64", &r, &err),
                  SW_ERR_INPUT);
     int out[2], n_out;
-    sw_sampler greedy = {.top_p = 1.0f};
+    sw_sampler greedy = {.top_p = 1.0f, .seed = 42};
     cr_expect_eq(sw_generate(m, outside, 1, &greedy, 4, out, 2, &n_out, &err), SW_ERR_SMALL);
     cr_expect_gt(n_out, 2, "the count it needed: %d", n_out);
     cr_expect_eq(sw_generate(m, outside, 1, &greedy, 0, out, 2, &n_out, &err), SW_ERR_INPUT);
     sw_model_free(m);
     sw_model_free(NULL), sw_scores_free(NULL), sw_run_free(NULL);
+}
+
+/* Issue 45: the getters of a NULL handle give zeros, as the frees take NULL. */
+Test(api, getters_of_null_give_zeros) {
+    sw_model_shape shape = sw_model_get_shape(NULL);
+    cr_expect(shape.vocab_size == 0 && shape.dim == 0 && shape.seq_len == 0);
+    cr_expect_eq(sw_scores_positions(NULL), 0);
+    cr_expect_eq(sw_scores_vocab_size(NULL), 0);
+    cr_expect_null(sw_scores_logits(NULL));
+    cr_expect_eq(sw_scores_cross_entropy(NULL), 0.0);
+    cr_expect_eq(sw_scores_hook_count(NULL), 0);
+    cr_expect_null(sw_scores_hook_name(NULL, 0));
+    int width = 7;
+    cr_expect_null(sw_scores_hook_values(NULL, 0, &width));
+    cr_expect_null(sw_scores_hook_values(NULL, 0, NULL));
+    cr_expect_eq(sw_run_positions(NULL), 0);
+    cr_expect_eq(sw_run_vocab_size(NULL), 0);
+    cr_expect_null(sw_run_logits(NULL));
+    cr_expect_eq(sw_run_logprobs(NULL), 0);
+    cr_expect_null(sw_run_position_ids(NULL));
+    cr_expect_eq(sw_run_token(NULL, 0), -1);
+}
+
+/* Issue 45: seed 0 refused (greedy too), a glob that matches nothing
+ * refused naming what fires, and a generation past seq_len refused before
+ * anything is allocated. */
+Test(api, inputs_checked_before_the_work) {
+    sw_model *m = open_tiny();
+    sw_error err;
+    int prompt[] = {1, 5}, out[16], n_out = -1;
+    sw_sampler zero = {.top_p = 1.0f};
+    cr_expect_eq(sw_generate(m, prompt, 2, &zero, 2, out, 16, &n_out, &err), SW_ERR_INPUT);
+    cr_expect(strstr(err.message, "seed") != NULL, "%s", err.message);
+    sw_sampler seeded = {.temperature = 1.0f, .top_p = 1.0f, .seed = 0};
+    cr_expect_eq(sw_generate(m, prompt, 2, &seeded, 2, out, 16, &n_out, &err), SW_ERR_INPUT);
+    int seq_len = sw_model_get_shape(m).seq_len;
+    cr_expect_eq(sw_generate(m, prompt, 2, NULL, seq_len - 1, out, 16, &n_out, &err), SW_ERR_INPUT);
+    cr_expect(strstr(err.message, "n_prompt + max_new") != NULL, "%s", err.message);
+    cr_expect_eq(sw_generate(m, prompt, 2, NULL, 2147483647, out, 16, &n_out, &err), SW_ERR_INPUT);
+    cr_expect_eq(sw_generate(m, prompt, 2, NULL, seq_len - 2, out, 16, &n_out, &err), SW_OK, "%s",
+                 err.message);
+    sw_scores *s = NULL;
+    cr_expect_eq(sw_score(m, prompt, 2, "blocks.*.mlp_outt", &s, &err), SW_ERR_INPUT);
+    cr_expect_null(s);
+    cr_expect(strstr(err.message, "blocks.*.mlp_outt") != NULL &&
+                  strstr(err.message, "blocks.N.mlp_out") != NULL,
+              "%s", err.message);
+    cr_expect_eq(sw_score(m, prompt, 2, "final_norm,nothing*", &s, &err), SW_ERR_INPUT);
+    cr_expect(strstr(err.message, "\"nothing*\"") != NULL, "%s", err.message);
+    cr_expect_eq(sw_score(m, prompt, 2, "final_norm,", &s, &err), SW_ERR_INPUT);
+    cr_expect_eq(sw_score(m, prompt, 2, "", &s, &err), SW_ERR_INPUT);
+    cr_expect_eq(sw_score(m, prompt, 2, "final_norm", &s, &err), SW_OK, "%s", err.message);
+    cr_expect_eq(sw_scores_hook_count(s), 1);
+    sw_scores_free(s);
+    int n = -1;
+    cr_expect_eq(sw_tokenize(m, "the cat", 1, NULL, 0, &n, &err), SW_ERR_SMALL);
+    cr_expect_gt(n, 1, "the count, asked with no array: %d", n);
+    sw_model_free(m);
 }

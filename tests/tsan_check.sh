@@ -2,12 +2,15 @@
 # The thread pool under ThreadSanitizer (in `make sanitize`): stepwise built
 # with clang -fsanitize=thread runs a generate (float32, and int8 weights,
 # activations and KV cache), a batch on more threads than cores and a score
-# with activations; any report of a data race fails the check. TSan
+# with activations; then one model of the C library shared by 2 and 4
+# threads, 100 rounds (tests/lib/api_threads.c); any report of a data race
+# fails the check. TSan
 # understands the pool's C11 atomics (helgrind does not, and reports false
 # races on them).
-#   bash tests/tsan_check.sh build/tsan/stepwise
+#   bash tests/tsan_check.sh build/tsan/stepwise build/tsan/api_threads
 set -euo pipefail
-bin=${1:?usage: tsan_check.sh TSAN_STEPWISE}
+bin=${1:?usage: tsan_check.sh TSAN_STEPWISE TSAN_API_THREADS}
+api_threads=${2:?usage: tsan_check.sh TSAN_STEPWISE TSAN_API_THREADS}
 models=${STEPWISE_MODELS:-../shared/models}
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
@@ -34,4 +37,9 @@ printf '{"id":"a","prompt":"Once","max_tokens":20}\n{"id":"b","prompt":"The cat"
 run "batch, 7 threads" batch "${m[@]}" --requests "$tmp/requests.jsonl" --threads 7 --quiet
 run "score with activations, 3 threads" score "${m[@]}" --text "$prompt" --hooks default \
     --threads 3 --quiet --out "$tmp/s.jsonl"
+# the library: one model, many threads, every call's bits those of one thread
+if ! timeout 600 "$api_threads" 100 "$models/stories260K.gguf" > "$tmp/out" 2> "$tmp/err"; then
+    echo "tsan: one model shared by threads failed:"; head -40 "$tmp/err"; exit 1
+fi
+echo "ok    tsan: $(cat "$tmp/out" | sed 's/^ok *//')"
 echo "tsan: PASS"

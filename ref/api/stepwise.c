@@ -4,7 +4,9 @@
 #include "ref/api/stepwise.h"
 
 #include <fnmatch.h>
+#include <pthread.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <math.h>
@@ -23,10 +25,14 @@
 
 #define SW_HOOKS_MAX 16 /* comma-separated globs in one sw_score call */
 
+/* The lock: a call that uses the model (its thread pool, which takes one
+ * job at a time, and its tokenizer) holds it for the call's whole length
+ * (stepwise.h, "Threads"). */
 struct sw_model {
     Model model;
     Tokenizer tok;
     bool has_tokenizer;
+    pthread_mutex_t lock;
 };
 
 /* One captured hook: its values at every position, [positions, width]. */
@@ -50,7 +56,7 @@ struct sw_run {
 };
 
 const char *stepwise_version(void) {
-    return "stepwise 1 (api 1)";
+    return "stepwise 1 (api 2)";
 }
 
 /* err, filled from a StepError or a message: the status handed back. */
@@ -87,20 +93,28 @@ sw_status sw_model_open(const char *path, const char *tokenizer, const sw_open_o
                     o.threads);
     sw_model *m = calloc(1, sizeof *m);
     if (m == NULL) return fail(err, SW_ERR_MEMORY, "out of memory");
+    if (pthread_mutex_init(&m->lock, NULL) != 0) {
+        free(m);
+        return fail(err, SW_ERR_MEMORY, "sw_model_open: cannot make the model's lock");
+    }
     StepError e;
     /* a checkpoint without a tokenizer opens too: scoring ids needs none */
     bool want_tok = tokenizer != NULL || model_path_has_tokenizer(path);
     bool opened = model_open(path, tokenizer, &m->model, want_tok ? &m->tok : NULL,
                              o.weights_f32 ? WEIGHTS_F32 : WEIGHTS_STORED, NULL, NULL, &e);
     if (!opened) {
+        pthread_mutex_destroy(&m->lock);
         free(m);
         return fail_step(err, &e);
     }
     m->has_tokenizer = want_tok;
+    /* copied before packing: the packed copies are made from memory that is
+     * the process's own, and nothing reads the files after this */
     bool ready =
-        o.plain_kernels || ((m->model.weight_group > 0 ? model_pack_q8(&m->model, false, &e)
-                                                       : model_pack(&m->model, &e)) &&
-                            model_use_threads(&m->model, o.threads > 0 ? o.threads : 1, &e));
+        (!o.copy_weights || model_copy_files(&m->model, &e)) &&
+        (o.plain_kernels || ((m->model.weight_group > 0 ? model_pack_q8(&m->model, false, &e)
+                                                        : model_pack(&m->model, &e)) &&
+                             model_use_threads(&m->model, o.threads > 0 ? o.threads : 1, &e)));
     if (!ready) {
         sw_model_free(m);
         return fail_step(err, &e);
@@ -113,10 +127,12 @@ void sw_model_free(sw_model *m) {
     if (m == NULL) return;
     model_free(&m->model);
     if (m->has_tokenizer) tokenizer_free(&m->tok);
+    pthread_mutex_destroy(&m->lock);
     free(m);
 }
 
 sw_model_shape sw_model_get_shape(const sw_model *m) {
+    if (m == NULL) return (sw_model_shape){0};
     const Config *c = &m->model.config;
     return (sw_model_shape){.vocab_size = c->vocab_size,
                             .dim = c->dim,
@@ -134,11 +150,16 @@ sw_status sw_tokenize(const sw_model *m, const char *text, int add_bos, int *ids
                       int *n, sw_error *err) {
     if (m == NULL || text == NULL || n == NULL || (ids == NULL && capacity > 0))
         return fail(err, SW_ERR_INPUT, "sw_tokenize: a NULL argument");
+    if (capacity < 0)
+        return fail(err, SW_ERR_INPUT, "sw_tokenize: capacity %d is negative", capacity);
     if (!m->has_tokenizer)
         return fail(err, SW_ERR_INPUT, "sw_tokenize: the model was opened without a tokenizer");
     int *got = NULL, count = 0;
     StepError e;
-    if (!tokenizer_encode(&m->tok, text, add_bos != 0, &got, &count, &e)) return fail_step(err, &e);
+    pthread_mutex_lock((pthread_mutex_t *)&m->lock);
+    bool encoded = tokenizer_encode(&m->tok, text, add_bos != 0, &got, &count, &e);
+    pthread_mutex_unlock((pthread_mutex_t *)&m->lock);
+    if (!encoded) return fail_step(err, &e);
     *n = count;
     if (count > capacity) {
         free(got);
@@ -155,6 +176,10 @@ sw_status sw_tokenize(const sw_model *m, const char *text, int add_bos, int *ids
 typedef struct {
     char *patterns[SW_HOOKS_MAX];
     int n_patterns;
+    /* Set as the engine asks, which it may do from the pool's threads at
+     * once (attention's heads): atomics, each only ever set to true. */
+    atomic_bool matched[SW_HOOKS_MAX]; /* pattern i matched a hook the model fired */
+    atomic_bool fired[N_HOOKS];        /* the points the model fired, for the error */
     int heads; /* the model's query heads: a per-head hook's rows are [heads, positions] */
     sw_scores *s;
     bool out_of_memory;
@@ -165,15 +190,45 @@ static bool per_head(int point) {
 }
 
 static bool catcher_wants(void *ctx, HookPoint point, int layer, int pos) {
-    const HookCatcher *c = ctx;
+    HookCatcher *c = ctx;
     (void)pos;
     if (point == HOOK_LOGITS || point == HOOK_KV_ROW || point == HOOK_KV_SNAPSHOT)
         return false; /* the logits come whole */
+    atomic_store_explicit(&c->fired[point], true, memory_order_relaxed);
     char name[64];
     hook_name(point, layer, name, sizeof name);
-    for (int i = 0; i < c->n_patterns; i++)
-        if (fnmatch(c->patterns[i], name, 0) == 0) return true;
-    return false;
+    bool wanted = false;
+    for (int i = 0; i < c->n_patterns; i++) {
+        if (fnmatch(c->patterns[i], name, 0) != 0) continue;
+        atomic_store_explicit(&c->matched[i], true, memory_order_relaxed);
+        wanted = true;
+    }
+    return wanted;
+}
+
+/* The first glob that matched nothing, as an error naming the hooks the
+ * model fired ("blocks.N.x" for a block's, N below n_layers). */
+static sw_status unmatched_glob(const HookCatcher *c, int n_layers, sw_error *err) {
+    int i = 0;
+    while (i < c->n_patterns && atomic_load(&c->matched[i])) i++;
+    if (i == c->n_patterns) return SW_OK;
+    char names[400] = "";
+    size_t used = 0;
+    for (int p = 0; p < N_HOOKS && used < sizeof names; p++) {
+        if (!atomic_load(&c->fired[p])) continue;
+        char name[64];
+        hook_name((HookPoint)p, 0, name, sizeof name);
+        const char *rest = hook_in_block((HookPoint)p) ? strchr(name + 7, '.') : NULL;
+        int w = rest != NULL ? snprintf(names + used, sizeof names - used, "%sblocks.N%s",
+                                        used > 0 ? ", " : "", rest)
+                             : snprintf(names + used, sizeof names - used, "%s%s",
+                                        used > 0 ? ", " : "", name);
+        used += w > 0 ? (size_t)w : 0;
+    }
+    return fail(err, SW_ERR_INPUT,
+                "sw_score: hooks \"%s\" matches no hook of this model; it fires %s (N from 0 "
+                "to %d; the logits come whole, not as a hook)",
+                c->patterns[i], names, n_layers - 1);
 }
 
 static CapturedHook *find_hook(HookCatcher *c, const HookTensor *t) {
@@ -220,11 +275,12 @@ static void catcher_emit(void *ctx, const HookTensor *t) {
 
 /* Split hooks ("a,b,c") into c's patterns (owned copies). */
 static bool catcher_init(HookCatcher *c, const char *hooks, sw_scores *s) {
-    *c = (HookCatcher){.s = s};
-    for (const char *at = hooks; at != NULL && *at != '\0';) {
+    memset(c, 0, sizeof *c); /* every flag false */
+    c->s = s;
+    for (const char *at = hooks; at != NULL;) /* "", "a," and "a,,b" hold an empty glob */ {
         const char *end = strchr(at, ',');
         size_t len = end != NULL ? (size_t)(end - at) : strlen(at);
-        if (c->n_patterns == SW_HOOKS_MAX) return false;
+        if (c->n_patterns == SW_HOOKS_MAX || len == 0) return false;
         char *p = malloc(len + 1);
         if (p == NULL) return false;
         memcpy(p, at, len), p[len] = '\0';
@@ -244,6 +300,9 @@ sw_status sw_score(sw_model *m, const int *ids, int n, const char *hooks, sw_sco
         return fail(err, SW_ERR_INPUT, "sw_score: a NULL argument");
     *out = NULL;
     const Config *c = &m->model.config;
+    if (hooks != NULL && strlen(hooks) > 4096)
+        return fail(err, SW_ERR_INPUT, "sw_score: hooks is %zu characters long, at most 4096",
+                    strlen(hooks));
     if (n < 2 || n > c->seq_len)
         return fail(err, SW_ERR_INPUT, "sw_score: %d ids, the model takes 2 to %d", n, c->seq_len);
     for (int i = 0; i < n; i++)
@@ -259,17 +318,24 @@ sw_status sw_score(sw_model *m, const int *ids, int n, const char *hooks, sw_sco
     catcher.heads = c->n_heads;
     if (!caught) {
         catcher_free(&catcher), sw_scores_free(s);
-        return fail(err, SW_ERR_INPUT, "sw_score: at most %d hook globs", SW_HOOKS_MAX);
+        return fail(err, SW_ERR_INPUT,
+                    "sw_score: hooks takes 1 to %d globs separated by commas, none empty",
+                    SW_HOOKS_MAX);
     }
     StepObserver obs = {.ctx = &catcher, .wants = catcher_wants, .emit = catcher_emit};
     ScoreResult r = {.keep_logits = true};
     StepError e;
+    pthread_mutex_lock(&m->lock);
     bool scored =
         score_tokens(&m->model, ids, n, 0, NULL, catcher.n_patterns > 0 ? &obs : NULL, &r, &e);
+    pthread_mutex_unlock(&m->lock);
+    sw_status status = !scored                 ? fail_step(err, &e)
+                       : catcher.out_of_memory ? fail(err, SW_ERR_MEMORY, "out of memory")
+                                               : unmatched_glob(&catcher, c->n_layers, err);
     catcher_free(&catcher);
-    if (!scored || catcher.out_of_memory) {
+    if (status != SW_OK) {
         score_result_free(&r), sw_scores_free(s);
-        return scored ? fail(err, SW_ERR_MEMORY, "out of memory") : fail_step(err, &e);
+        return status;
     }
     s->logits = r.logits, r.logits = NULL; /* kept, not copied */
     s->cross_entropy = r.cross_entropy;
@@ -285,25 +351,26 @@ void sw_scores_free(sw_scores *s) {
 }
 
 int sw_scores_positions(const sw_scores *s) {
-    return s->positions;
+    return s != NULL ? s->positions : 0;
 }
 int sw_scores_vocab_size(const sw_scores *s) {
-    return s->vocab_size;
+    return s != NULL ? s->vocab_size : 0;
 }
 const float *sw_scores_logits(const sw_scores *s) {
-    return s->logits;
+    return s != NULL ? s->logits : NULL;
 }
 double sw_scores_cross_entropy(const sw_scores *s) {
-    return s->cross_entropy;
+    return s != NULL ? s->cross_entropy : 0;
 }
 int sw_scores_hook_count(const sw_scores *s) {
-    return s->n_hooks;
+    return s != NULL ? s->n_hooks : 0;
 }
 const char *sw_scores_hook_name(const sw_scores *s, int i) {
-    return i >= 0 && i < s->n_hooks ? s->hooks[i].name : NULL;
+    return s != NULL && i >= 0 && i < s->n_hooks ? s->hooks[i].name : NULL;
 }
 const float *sw_scores_hook_values(const sw_scores *s, int i, int *width) {
-    if (i < 0 || i >= s->n_hooks) return NULL;
+    if (width != NULL) *width = 0;
+    if (s == NULL || i < 0 || i >= s->n_hooks) return NULL;
     if (width != NULL) *width = s->hooks[i].width;
     return s->hooks[i].values;
 }
@@ -315,6 +382,14 @@ sw_status sw_generate(sw_model *m, const int *prompt, int n_prompt, const sw_sam
     if (m == NULL || prompt == NULL || n_out == NULL || (out == NULL && capacity > 0))
         return fail(err, SW_ERR_INPUT, "sw_generate: a NULL argument");
     if (max_new < 1) return fail(err, SW_ERR_INPUT, "sw_generate: max_new must be >= 1");
+    if (capacity < 0)
+        return fail(err, SW_ERR_INPUT, "sw_generate: capacity %d is negative", capacity);
+    int seq_len = m->model.config.seq_len;
+    if (n_prompt < 1 || n_prompt > seq_len || max_new > seq_len - n_prompt)
+        return fail(err, SW_ERR_INPUT,
+                    "sw_generate: %d prompt ids and max_new %d pass the model's %d positions "
+                    "(n_prompt + max_new <= %d)",
+                    n_prompt, max_new, seq_len, seq_len);
     GenerateOptions opt;
     generate_options_default(&opt);
     opt.steps = max_new;
@@ -323,14 +398,17 @@ sw_status sw_generate(sw_model *m, const int *prompt, int n_prompt, const sw_sam
         opt.sampler.top_k = sampler->top_k;
         opt.sampler.top_p = sampler->top_p;
         opt.sampler.min_p = sampler->min_p;
-        opt.sampler.seed = sampler->seed != 0 ? sampler->seed : opt.sampler.seed;
+        opt.sampler.seed = sampler->seed; /* 0 is refused below, as the CLI refuses it */
     }
     if (m->has_tokenizer) opt.bos_id = m->tok.bos_id, opt.eos_id = m->tok.eos_id;
     StepError e;
     GenerateResult r = {0};
-    if (!generate_options_validate(&opt, &m->model.config, &e) ||
-        !sampler_params_validate(&opt.sampler, &e) ||
-        !generate(&m->model, prompt, n_prompt, &opt, NULL, NULL, &r, &e)) {
+    bool valid = generate_options_validate(&opt, &m->model.config, &e) &&
+                 sampler_params_validate(&opt.sampler, &e);
+    if (valid) pthread_mutex_lock(&m->lock);
+    bool done = valid && generate(&m->model, prompt, n_prompt, &opt, NULL, NULL, &r, &e);
+    if (valid) pthread_mutex_unlock(&m->lock);
+    if (!done) {
         generate_result_free(&r);
         return fail_step(err, &e);
     }
@@ -374,29 +452,29 @@ void sw_run_free(sw_run *r) {
 }
 
 int sw_run_positions(const sw_run *r) {
-    return r->run.n;
+    return r != NULL ? r->run.n : 0;
 }
 int sw_run_vocab_size(const sw_run *r) {
-    return r->run.vocab_size;
+    return r != NULL ? r->run.vocab_size : 0;
 }
 const float *sw_run_logits(const sw_run *r) {
-    return r->logits;
+    return r != NULL ? r->logits : NULL;
 }
 int sw_run_logprobs(const sw_run *r) {
-    return r->run.logprobs;
+    return r != NULL ? r->run.logprobs : 0;
 }
 const int *sw_run_position_ids(const sw_run *r) {
-    return r->run.pos;
+    return r != NULL ? r->run.pos : NULL;
 }
 int sw_run_token(const sw_run *r, int pos) {
-    return diff_run_input(&r->run, pos);
+    return r != NULL ? diff_run_input(&r->run, pos) : -1;
 }
 
 sw_status sw_diff(const char *reference, const char *candidate, const char *preset,
                   sw_diff_report *report, sw_error *err) {
     if (reference == NULL || candidate == NULL || report == NULL)
         return fail(err, SW_ERR_INPUT, "sw_diff: a NULL argument");
-    *report = (sw_diff_report){.first_layer = -1, .first_pos = -1};
+    *report = (sw_diff_report){.first_layer = -1, .first_pos = -1, .inputs_differ_pos = -1};
     DiffTolerance tol;
     StepError e;
     if (!diff_tolerance_preset(&tol, preset != NULL ? preset : "fp32", &e))
@@ -410,6 +488,11 @@ sw_status sw_diff(const char *reference, const char *candidate, const char *pres
     if (done) {
         *report = (sw_diff_report){.passed = r->pass,
                                    .positions = r->n,
+                                   .inputs_checked = r->inputs_checked,
+                                   .inputs_compared = r->inputs_compared,
+                                   .inputs_differ_pos = r->inputs_differ_pos,
+                                   .ref_token = r->ref_token,
+                                   .cand_token = r->cand_token,
                                    .activations = r->acts_compared,
                                    .max_abs_logit = r->max_abs,
                                    .kl_mean = r->kl_mean,

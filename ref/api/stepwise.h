@@ -17,7 +17,24 @@
  * long as it does. Nothing prints and nothing exits: every function that
  * can fail returns an sw_status and, when err is not NULL, fills it with a
  * one-line message. No function keeps state between calls but in the
- * handles it is given; two threads may use two models at once. */
+ * handles it is given.
+ *
+ * Threads: every function may be called from any thread. A model may be
+ * shared by any number of threads: each call that uses it (sw_tokenize,
+ * sw_score, sw_generate) holds the model's lock for its whole length, so
+ * calls on one model run one at a time, each with the model's own threads
+ * (sw_open_options.threads) and the same bits as from one thread. For calls
+ * that run side by side, open one model per thread. An sw_scores or sw_run
+ * handle is read-only once returned: any number of threads may read it; a
+ * free must come after every other use of its handle, on any thread.
+ *
+ * Signals: the library installs no signal handler. A model opened mapped
+ * (the default: the file's pages are read when needed, so a large model
+ * costs no memory until it runs) reads its file for as long as it is open;
+ * if another process truncates that file meanwhile, the next read of a lost
+ * page raises SIGBUS in the caller's process, as for any mapped file. Open
+ * with sw_open_options.copy_weights = 1 to read the weights into the
+ * process's own memory at open instead: the file may then change or go. */
 #ifndef STEPWISE_API_H
 #define STEPWISE_API_H
 
@@ -28,7 +45,7 @@
 extern "C" {
 #endif
 
-#define STEPWISE_API_VERSION 1
+#define STEPWISE_API_VERSION 2 /* 2: sw_open_options.copy_weights, the diff report's inputs */
 
 /* What libstepwise.so exports (it is built -fvisibility=hidden). */
 #if defined(__GNUC__)
@@ -60,6 +77,8 @@ typedef struct {
     int threads;       /* threads the fast kernels split rows over (0: one) */
     int plain_kernels; /* 1: the reader's loops, one thread (the same bits either way) */
     int weights_f32;   /* 1: widen every weight to float32 at load (the same bits) */
+    int copy_weights;  /* 1: read the weight files into memory at open, so that nothing is
+                          read from them afterwards (see Signals above); 0: map them */
 } sw_open_options;
 
 /* Open the model at path, any format stepwise reads (a GGUF file, a Hugging
@@ -76,13 +95,15 @@ typedef struct {
     int vocab_size, dim, hidden_dim, n_layers, n_heads, n_kv_heads, head_dim, seq_len;
 } sw_model_shape;
 
+/* m's shape; all zero for m NULL. */
 STEPWISE_EXPORT sw_model_shape sw_model_get_shape(const sw_model *m);
 
 /* ---- tokens ---- */
 
 /* The ids of text (BOS first when add_bos and the tokenizer puts one), into
  * ids[0..capacity); *n is how many there are (SW_ERR_SMALL when more than
- * capacity: nothing else is written). */
+ * capacity: nothing else is written, and a second call with capacity *n
+ * succeeds). ids may be NULL with capacity 0, to ask for the count. */
 STEPWISE_EXPORT sw_status sw_tokenize(const sw_model *m, const char *text, int add_bos, int *ids,
                                       int capacity, int *n, sw_error *err);
 
@@ -93,7 +114,9 @@ typedef struct sw_scores sw_scores;
 /* Teacher-force ids[0..n) (n from 2 to the model's seq_len) in one prefill: the logits of every
  * position, as `stepwise score` computes them, and with hooks (a glob of
  * hook names, "blocks.*.mlp_out" say, or several separated by commas; NULL:
- * none) the activations there. */
+ * none) the activations there. A glob that matches no hook this model
+ * fires is an error that lists the hooks it fires ("logits" is not a hook
+ * here: every position's logits come whole). */
 STEPWISE_EXPORT sw_status sw_score(sw_model *m, const int *ids, int n, const char *hooks,
                                    sw_scores **out, sw_error *err);
 STEPWISE_EXPORT void sw_scores_free(sw_scores *s);
@@ -104,7 +127,10 @@ STEPWISE_EXPORT const float *sw_scores_logits(const sw_scores *s); /* [positions
 /* Mean nats a token of the tokens after the first. */
 STEPWISE_EXPORT double sw_scores_cross_entropy(const sw_scores *s);
 
-/* The hooks captured, in the order they fired at the first position
+/* The getters of an sw_scores, an sw_run and an sw_model give 0 (or NULL)
+ * for a NULL handle, as the frees accept NULL.
+ *
+ * The hooks captured, in the order they fired at the first position
  * ("embed", "blocks.0.resid_pre", ...): hook i's name, and its values
  * [positions, width] (width: the hook's values at one position). The
  * per-head attention hooks (attn.scores, attn.pattern) are [positions,
@@ -122,11 +148,14 @@ typedef struct {
     int top_k;         /* 0: off */
     float top_p;       /* 1: off */
     float min_p;       /* 0: off */
-    uint64_t seed;
+    uint64_t seed;     /* the draws' seed: not 0 (xorshift's state 0 never moves), even for
+                          a greedy sampler, as the CLI's --seed; 42 is the CLI's default */
 } sw_sampler;
 
 /* prompt[0..n_prompt) then up to max_new drawn tokens (stopping early at
- * EOS), all of them into out[0..capacity): *n_out is how many. */
+ * EOS), all of them into out[0..capacity): *n_out is how many. sampler
+ * NULL: greedy. n_prompt + max_new may not pass the model's seq_len; the
+ * check comes before anything is allocated. */
 STEPWISE_EXPORT sw_status sw_generate(sw_model *m, const int *prompt, int n_prompt,
                                       const sw_sampler *sampler, int max_new, int *out,
                                       int capacity, int *n_out, sw_error *err);
@@ -151,22 +180,30 @@ STEPWISE_EXPORT int sw_run_token(const sw_run *r, int pos);
 
 typedef struct {
     int passed;
-    int positions;         /* compared */
-    long activations;      /* compared */
-    double max_abs_logit;  /* max |dlogit| */
-    double kl_mean;        /* mean KL(ref || candidate) */
-    double top1_agreement; /* share of positions whose argmax agrees */
-    int diverged;          /* a tensor outside tolerance: */
-    char first_hook[64];   /* the first ("logits", "blocks.3.mlp_out", ...), */
-    int first_layer;       /* its layer (-1: none), */
-    int first_pos;         /* its position */
-    char other_hook[64];   /* the reference hook the candidate's tensor there equals, or "" */
-    char fail_reason[160]; /* "" when passed */
+    int positions;             /* logits rows compared */
+    int inputs_checked;        /* 1: both runs state their input tokens, and they were compared */
+    int inputs_compared;       /* positions whose input tokens both runs state */
+    int inputs_differ_pos;     /* the first position fed another token, or -1: when >= 0 the
+                                  verdict is a fail (nothing from there on is compared) */
+    int ref_token, cand_token; /* the two tokens there */
+    long activations;          /* compared */
+    double max_abs_logit;      /* max |dlogit| */
+    double kl_mean;            /* mean KL(ref || candidate) */
+    double top1_agreement;     /* share of positions whose argmax agrees */
+    int diverged;              /* a tensor outside tolerance: */
+    char first_hook[64];       /* the first ("logits", "blocks.3.mlp_out", ...), */
+    int first_layer;           /* its layer (-1: none), */
+    int first_pos;             /* its position */
+    char other_hook[64];       /* the reference hook the candidate's tensor there equals, or "" */
+    char fail_reason[160];     /* "" when passed */
 } sw_diff_report;
 
 /* Compare a candidate run with a reference run as `stepwise diff` does,
  * with a preset (NULL: "fp32"; "f16-kv", "bf16", "int8", ...). A verdict
- * either way is SW_OK: report->passed says which. */
+ * either way is SW_OK: report->passed says which. Runs fed other tokens
+ * fail: from the first such position on there is nothing to compare (two
+ * teacher-forced score files with other tokens are an error, as in the
+ * CLI). */
 STEPWISE_EXPORT sw_status sw_diff(const char *reference, const char *candidate, const char *preset,
                                   sw_diff_report *report, sw_error *err);
 
