@@ -129,10 +129,11 @@ def check_inputs(tmp):
     p = min(q for q in a if q in b and a[q] != b[q])
     d = diff(greedy, sampled)
     check(d["inputs"]["differ_from"] == p and d["positions"] == len([q for q in a if q < p])
-          and d["inputs"]["reference_token"] == a[p] and d["inputs"]["candidate_token"] == b[p],
+          and d["inputs"]["reference_token"] == a[p] and d["inputs"]["candidate_token"] == b[p]
+          and d["verdict"] == "fail" and "fed other tokens" in d["reason"],
           f"a candidate that sampled otherwise: inputs differ from position {p}, "
-          f"{d['positions']} positions compared, none after")
-    text = run(BIN, "diff", greedy, sampled, expect=(0, 1)).stdout
+          f"{d['positions']} positions compared, none after; the verdict fails: {d['reason']}")
+    text = run(BIN, "diff", greedy, sampled, expect=(1,)).stdout
     check(f"inputs     differ from position {p}: ref {a[p]} '" in text,
           "the text report names the position and both tokens with their pieces")
     r = run(BIN, "diff", greedy, sampled, "--teacher-forced", expect=(2,))

@@ -264,6 +264,38 @@ bool diff_tensors_read_file(DiffRun *r, const char *path, const HookNames *names
     return ok;
 }
 
+/* The tensors the event lists ("tensors": [{"name", "shape"}, ...]) are
+ * the file's, each of the shape listed, none more; and logits have a row a
+ * stated id. A file of another shape (logits [vocab, positions] for
+ * [positions, vocab]) is refused here, by every reader alike. */
+static bool check_listed(const cJSON *event, const SafetensorsFile *f, const RowsOrigin *o,
+                         const char *path, StepError *err) {
+    const cJSON *list = cJSON_GetObjectItemCaseSensitive(event, "tensors"), *t;
+    if (!cJSON_IsArray(list) || cJSON_GetArraySize(list) != f->n)
+        return step_fail(err, "%s holds %d tensors, its tensors event lists %d", path, f->n,
+                         cJSON_IsArray(list) ? cJSON_GetArraySize(list) : 0);
+    cJSON_ArrayForEach(t, list) {
+        const char *name = json_string_field(t, "name");
+        const cJSON *shape = cJSON_GetObjectItemCaseSensitive(t, "shape");
+        const SafetensorsTensor *x = name != NULL ? safetensors_find(f, name) : NULL;
+        bool same = x != NULL && cJSON_IsArray(shape) && cJSON_GetArraySize(shape) == x->ndim;
+        for (int d = 0; same && d < x->ndim; d++) {
+            const cJSON *v = cJSON_GetArrayItem(shape, d);
+            same = cJSON_IsNumber(v) && v->valuedouble == (double)x->shape[d];
+        }
+        if (!same)
+            return step_fail(err,
+                             "%s: tensor %.64s is not the one its tensors event lists "
+                             "(name and shape)",
+                             path, name != NULL ? name : "(no name)");
+        if (strcmp(name, "logits") == 0 && o->n_ids > 0 && x->ndim == 2 &&
+            x->shape[0] != (int64_t)o->n_ids)
+            return step_fail(err, "%s: logits has %lld rows for %d token ids: [positions, vocab]",
+                             path, (long long)x->shape[0], o->n_ids);
+    }
+    return true;
+}
+
 /* The safetensors file a "tensors" event of the JSON Lines file at
  * jsonl_path names (resolved from that file's folder), opened and checked
  * to be that one (the same ids), with the rows' origin. */
@@ -292,7 +324,9 @@ static bool open_named(const cJSON *event, const char *jsonl_path, SafetensorsFi
         metadata_origin(meta, &theirs, path, err) &&
         ((theirs.n_ids == o->n_ids && theirs.first_pos == o->first_pos &&
           (o->n_ids == 0 || memcmp(theirs.ids, o->ids, (size_t)o->n_ids * sizeof(int)) == 0)) ||
-         step_fail(err, "%s is not the tensors file %s names (its ids differ)", path, jsonl_path));
+         step_fail(err, "%s is not the tensors file %s names (its ids differ)", path,
+                   jsonl_path)) &&
+        check_listed(event, f, o, path, err);
     o->logprobs = theirs.logprobs;
     free(theirs.ids), cJSON_Delete(meta);
     if (!ok) safetensors_close(f), free(o->ids), o->ids = NULL;

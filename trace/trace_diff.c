@@ -461,6 +461,11 @@ static void verdict(const DiffTolerance *tol, DiffReport *rep) {
         why = "outside tolerance (mean KL or top-1 agreement)";
     else if (tol->rule != RULE_KL && (rep->diverged || rep->kv_first_layer >= 0))
         why = "outside tolerance";
+    /* Last: a divergence before it explains it (another token sampled from
+     * other numbers); without one, the runs were still not given the same
+     * sequence, and what was never compared cannot pass. */
+    else if (rep->inputs_differ_pos >= 0)
+        why = "the candidate was fed other tokens: nothing from there on is compared";
     rep->pass = why == NULL;
     snprintf(rep->fail_reason, sizeof rep->fail_reason, "%s", why ? why : "");
 }

@@ -108,7 +108,8 @@ typedef struct {
 
 /* Compare cand against ref. Fails (err set) when they cannot be compared:
  * different vocabulary sizes, nothing in common, or, with teacher_forced
- * (or two score files), inputs that differ. */
+ * (or two score files), inputs that differ. Inputs that differ otherwise
+ * are compared up to the first such position, and the verdict fails. */
 bool trace_diff(const DiffRun *ref, const DiffRun *cand, const DiffTolerance *tol,
                 bool teacher_forced, DiffReport *r, StepError *err);
 

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "trace/diff_tensors.h"
 #include "trace/schema_check.h"
 #include "trace/trace_reader.h"
 
@@ -121,6 +122,24 @@ static void check_logprobs(Validation *v, const cJSON *e) {
         violation(v, "logprob of the next token exceeds the best listed");
 }
 
+static void check_consistency(Validation *v, const cJSON *e, const char *name);
+
+/* A row of a tensors file, as the logits event it stands for: checked as one. */
+static bool check_tensor_row(void *ctx, cJSON *event) {
+    check_consistency(ctx, event, trace_event_name(event));
+    cJSON_Delete(event);
+    return true;
+}
+
+/* The tensors file a score file names: read as `trace show` and `diff` read
+ * it (its tensors the ones the event lists, of those shapes), and each
+ * logits row checked against the run as a logits event is. */
+static void check_tensors(Validation *v, const cJSON *e) {
+    StepError err;
+    if (!tensors_events(e, v->path, false, false, check_tensor_row, v, &err))
+        violation(v, "tensors: %s", err.message);
+}
+
 /* The checks of one event against the trace so far. */
 static void check_consistency(Validation *v, const cJSON *e, const char *name) {
     if (v->ended_by != NULL) violation(v, "event after the final %s line", v->ended_by);
@@ -174,6 +193,8 @@ static void check_consistency(Validation *v, const cJSON *e, const char *name) {
         v->last_token_pos = kept;
     } else if (strcmp(name, "logprobs") == 0) {
         check_logprobs(v, e);
+    } else if (strcmp(name, "tensors") == 0) {
+        check_tensors(v, e);
     } else if (strcmp(name, "done") == 0 || strcmp(name, "error") == 0 ||
                strcmp(name, "scored") == 0) {
         if (strcmp(name, "done") == 0) check_done(v, e);

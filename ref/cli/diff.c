@@ -19,8 +19,8 @@ static const char DIFF_USAGE[] =
     "\n"
     "Compare another engine's run with the reference's (docs/oracle.md):\n"
     "  1. inputs: both sides must have seen the same token at every position; from\n"
-    "     the first that differs on, nothing is compared (an error with\n"
-    "     --teacher-forced, or when both files are score files);\n"
+    "     the first that differs on, nothing is compared and the verdict is a fail\n"
+    "     (an error with --teacher-forced, or when both files are score files);\n"
     "  2. the hooks in execution order (position by position; in each layer\n"
     "     resid_pre, ln1, attn.q/k/v, scores, pattern, z, attn_out, resid_mid, ln2,\n"
     "     mlp.gate/up/hidden, mlp_out, resid_post; then final_norm and logits): the\n"
@@ -69,7 +69,7 @@ static void print_inputs(const DiffRun *ref, const DiffRun *cand, const DiffRepo
         printf("inputs     the same token at all %d positions both state\n", r->inputs_compared);
     else
         printf("inputs     differ from position %d: ref %s, cand %s; positions from %d on are "
-               "not compared\n",
+               "not compared (a fail)\n",
                r->inputs_differ_pos, token_text(ref, cand, r->ref_token, a, sizeof a),
                token_text(ref, cand, r->cand_token, b, sizeof b), r->inputs_differ_pos);
 }
