@@ -13,7 +13,8 @@ path outside its part, a folder that is not a part, and bad --shard values.
 With --tensors: every score and kv file has its safetensors file beside
 it, listed with its SHA-256 and size; each holds the JSON set's numbers
 (diff: max |d| 0); parts merge to the whole set byte for byte; a tampered
-tensors file, a tensors entry outside its part and a part without
+tensors file, a tensors entry outside its part, a part whose manifest lost
+a tensors entry (its score file still names the file) and a part without
 --tensors are refused; a set with tensors files is replaced by a new one,
 and a stray .safetensors keeps a folder from being replaced.
 
@@ -172,6 +173,15 @@ def check_tensors(check, common, tmp, whole, refused):
     t["file"] = "manifest.json"
     json.dump(pm, open(os.path.join(escape, "manifest.json"), "w"))
     refused("a tensors file named manifest.json", [parts[0], escape], "not manifest.json")
+    lost = os.path.join(tmp, "t-lost")  # issue 45: the manifest lost a "tensors" entry
+    shutil.copytree(parts[1], lost)
+    pm = json.load(open(os.path.join(lost, "manifest.json")))
+    entry = next(f for f in pm["files"] if "tensors" in f)
+    os.remove(os.path.join(lost, entry.pop("tensors")["file"]))
+    json.dump(pm, open(os.path.join(lost, "manifest.json"), "w"))
+    refused("a part whose manifest lost a tensors entry (its file gone too)", [parts[0], lost],
+            f"{entry['file']} names the tensors file \"{entry['file'].replace('.jsonl', '.safetensors')}\""
+            " but its part's manifest lists none")
     r = run_stepwise(BIN, *common, "--tensors", "--hooks", "none", "--out", tset)
     m2 = json.load(open(os.path.join(tset, "manifest.json")))
     check(m2["options"]["hooks"] == "none" and sorted(os.listdir(tset)) == sorted(listed + ["manifest.json"]),

@@ -39,10 +39,12 @@ static const char MERGE_USAGE[] =
 /* Copy one file of the set into dir, hashing it on the way: a regular file
  * (a FIFO or device, or a link to one, is refused before it is opened for
  * good), of the size its manifest gives, read no further than that size,
- * with the SHA-256 its manifest gives. A signal stops the copy between
- * chunks. */
+ * with the SHA-256 its manifest gives; a JSON Lines file's bytes go
+ * through scan too (which tensors file it names). A signal stops the copy
+ * between chunks. */
 static bool copy_checked(const char *part, const char *file, const char *want_sha,
-                         long long want_bytes, const char *dir, StepError *err) {
+                         long long want_bytes, const char *dir, GoldenTensorsScan *scan,
+                         StepError *err) {
     char from[PATH_MAX + 256], to[PATH_MAX + 256];
     snprintf(from, sizeof from, "%s/%s", part, file);
     snprintf(to, sizeof to, "%s/%s", dir, file);
@@ -63,12 +65,13 @@ static bool copy_checked(const char *part, const char *file, const char *want_sh
     sha256_init(&h);
     char buf[1 << 16], hex[65];
     long long left = (long long)st.st_size;
-    bool ok = true;
+    bool ok = true, scanned = true;
     while (ok && left > 0 && !cli_signal_caught()) {
         size_t want = left < (long long)sizeof buf ? (size_t)left : sizeof buf;
         size_t n = fread(buf, 1, want, in);
         sha256_update(&h, buf, n);
         ok = n == want && fwrite(buf, 1, n, out.file) == n;
+        if (ok && scan != NULL) ok = scanned = golden_tensors_scan_feed(scan, buf, n, err);
         left -= (long long)n;
     }
     bool grew = ok && left == 0 && fgetc(in) != EOF;
@@ -78,8 +81,9 @@ static bool copy_checked(const char *part, const char *file, const char *want_sh
         atomic_file_discard(&out);
         return cli_signal_caught() ? step_fail(err, "golden merge: interrupted (%s)",
                                                cli_signal_name(cli_signal_caught()))
-               : grew ? step_fail(err, "golden merge: %s changed size while read", from)
-                      : step_fail(err, "golden merge: %s: read or write failed", from);
+               : grew     ? step_fail(err, "golden merge: %s changed size while read", from)
+               : !scanned ? false /* the scan said why */
+                          : step_fail(err, "golden merge: %s: read or write failed", from);
     }
     if (strcmp(hex, want_sha) != 0) {
         atomic_file_discard(&out);
@@ -95,9 +99,19 @@ static bool write_merged(void *ctx, const char *dir, StepError *err) {
     const GoldenParts *mg = ctx;
     for (int i = 0; i < mg->n_files; i++) {
         const GoldenSetFile *f = &mg->files[i];
-        if (!copy_checked(f->part, f->file, f->sha256, f->bytes, dir, err) ||
+        size_t len = strlen(f->file);
+        bool jsonl = len > 6 && strcmp(f->file + len - 6, ".jsonl") == 0;
+        char from[PATH_MAX + 256];
+        snprintf(from, sizeof from, "%s/%s", f->part, f->file);
+        GoldenTensorsScan scan;
+        golden_tensors_scan_init(&scan, from);
+        bool ok =
+            copy_checked(f->part, f->file, f->sha256, f->bytes, dir, jsonl ? &scan : NULL, err) &&
+            (!jsonl || golden_tensors_scan_finish(&scan, f->tensors_file, err));
+        golden_tensors_scan_free(&scan);
+        if (!ok ||
             (f->tensors_file != NULL && !copy_checked(f->part, f->tensors_file, f->tensors_sha256,
-                                                      f->tensors_bytes, dir, err)))
+                                                      f->tensors_bytes, dir, NULL, err)))
             return false;
     }
     cJSON *manifest = cJSON_Duplicate(mg->manifests[0], true);

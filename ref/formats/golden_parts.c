@@ -161,6 +161,80 @@ static bool check_complete(const GoldenParts *mg, StepError *err) {
     return ok;
 }
 
+/* A tensors event longer than this is refused (a real one lists the run's
+ * ids and its tensors: far less); longer lines (logits rows) are skipped. */
+#define TENSORS_LINE_MAX ((size_t)16 << 20)
+
+static bool scan_line_end(GoldenTensorsScan *s, StepError *err) {
+    static const char head[] = "{\"event\":\"tensors\"";
+    bool is_head = s->len >= sizeof head - 1 && memcmp(s->line, head, sizeof head - 1) == 0;
+    if (s->overflow) {
+        s->overflow = false, s->len = 0;
+        return !is_head || step_fail(err, "golden merge: %s: a tensors event over %zu MiB", s->path,
+                                     TENSORS_LINE_MAX >> 20);
+    }
+    if (s->len == 0) return true;
+    s->line[s->len] = '\0';
+    s->len = 0;
+    if (strstr(s->line, "\"tensors\"") == NULL) return true;
+    cJSON *e = cJSON_Parse(s->line);
+    const char *event = json_string_field(e, "event");
+    bool ok = true;
+    if (event != NULL && strcmp(event, "tensors") == 0) {
+        const char *file = json_string_field(e, "file");
+        ok = (file != NULL && s->named[0] == '\0' && file[0] != '\0' &&
+              strlen(file) < sizeof s->named) ||
+             step_fail(err,
+                       "golden merge: %s: a tensors event needs one \"file\", and a file names "
+                       "one tensors file",
+                       s->path);
+        if (ok) snprintf(s->named, sizeof s->named, "%s", file);
+    }
+    cJSON_Delete(e);
+    return ok;
+}
+
+void golden_tensors_scan_init(GoldenTensorsScan *s, const char *path) {
+    *s = (GoldenTensorsScan){.path = path};
+}
+
+bool golden_tensors_scan_feed(GoldenTensorsScan *s, const char *bytes, size_t n, StepError *err) {
+    for (size_t i = 0; i < n; i++) {
+        if (bytes[i] == '\n') {
+            if (!scan_line_end(s, err)) return false;
+            continue;
+        }
+        if (s->overflow) continue;
+        if (s->len + 1 >= s->cap) { /* room for the byte and the line's NUL */
+            size_t cap = s->cap ? s->cap * 2 : 4096;
+            if (cap > TENSORS_LINE_MAX + 1) {
+                s->overflow = true; /* its first bytes stay, to tell a tensors event */
+                continue;
+            }
+            char *line = realloc(s->line, cap);
+            if (line == NULL) return step_fail(err, "golden merge: out of memory");
+            s->line = line, s->cap = cap;
+        }
+        s->line[s->len++] = bytes[i];
+    }
+    return true;
+}
+
+bool golden_tensors_scan_finish(GoldenTensorsScan *s, const char *listed, StepError *err) {
+    if ((s->len > 0 || s->overflow) && !scan_line_end(s, err)) return false;
+    if (listed == NULL) listed = "";
+    if (strcmp(s->named, listed) == 0) return true;
+    return step_fail(err,
+                     "golden merge: %s names the tensors file \"%s\" but its part's manifest "
+                     "lists %s%s%s: the manifest and the files disagree",
+                     s->path, s->named, listed[0] ? "\"" : "none", listed, listed[0] ? "\"" : "");
+}
+
+void golden_tensors_scan_free(GoldenTensorsScan *s) {
+    free(s->line);
+    s->line = NULL, s->cap = s->len = 0;
+}
+
 bool golden_parts_check(GoldenParts *mg, const char **parts, int n_parts, StepError *err) {
     *mg = (GoldenParts){.n_parts = n_parts, .parts = parts};
     if (n_parts < 1 || n_parts > MAX_PARTS)

@@ -35,9 +35,30 @@ typedef struct {
  * every file of the set listed once, under a plain name, with a SHA-256
  * (a score file's tensors file too, under its entry's "tensors"); no name
  * twice, none manifest.json.
- * The files' bytes are not read (merge hashes them as it copies). Free g
- * with golden_parts_free, whatever the result. */
+ * The files' bytes are not read (merge hashes and scans them as it copies,
+ * GoldenTensorsScan). Free g with golden_parts_free, whatever the result. */
 bool golden_parts_check(GoldenParts *g, const char **parts, int n_parts, StepError *err);
 void golden_parts_free(GoldenParts *g);
+
+/* Which tensors file a JSON Lines file of the set names (its "tensors"
+ * event's "file"), learnt from its bytes as merge copies them: a part whose
+ * manifest lost (or gained) a "tensors" entry would otherwise make a set
+ * whose score file names a file that is not in it. Lines are kept whole up
+ * to 16 MiB to be parsed when they mention "tensors"; longer ones (logits
+ * rows) are skipped, and refused if they begin as a tensors event. Feed
+ * the bytes in any chunks; finish compares with the entry's tensors file
+ * (NULL: none); free whatever the results. */
+typedef struct {
+    const char *path; /* for messages (the caller's) */
+    char *line;       /* [cap]: the line so far, owned */
+    size_t len, cap;
+    bool overflow;   /* the line outgrew 16 MiB */
+    char named[256]; /* the tensors event's file, or "" */
+} GoldenTensorsScan;
+
+void golden_tensors_scan_init(GoldenTensorsScan *s, const char *path);
+bool golden_tensors_scan_feed(GoldenTensorsScan *s, const char *bytes, size_t n, StepError *err);
+bool golden_tensors_scan_finish(GoldenTensorsScan *s, const char *listed, StepError *err);
+void golden_tensors_scan_free(GoldenTensorsScan *s);
 
 #endif
