@@ -231,8 +231,17 @@ bool hf_config_parse(const char *text, const char *what, Config *c, char *arch, 
     int window;
     bool mistral =
         strcmp(arch, "MistralForCausalLM") == 0 || strcmp(arch, "MixtralForCausalLM") == 0;
-    if (ok && sliding && !gemma && json_int_field(root, "sliding_window", 1, 1 << 30, &window) &&
-        window < c->seq_len) {
+    const cJSON *window_key = cJSON_GetObjectItemCaseSensitive(root, "sliding_window");
+    bool has_window = window_key != NULL && !cJSON_IsNull(window_key);
+    /* where the family reads it, a positive whole number (null: no window),
+     * as Gemma's: 0, -3 or "16" must not silently mean full attention */
+    if (ok && sliding && !gemma && has_window &&
+        !json_int_field(root, "sliding_window", 1, 1 << 30, &window))
+        ok = step_fail(err,
+                       "%s: config.json's sliding_window must be a whole number in [1, 2^30] "
+                       "(or null: no window)",
+                       what);
+    if (ok && sliding && !gemma && has_window && window < c->seq_len) {
         if (mistral || phi3)
             c->sliding_window = window; /* sliding_pattern 0: every layer */
         else

@@ -112,6 +112,36 @@ static bool index_names(SafetensorsFile *f, StepError *err) {
     return twice == NULL || step_fail(err, "%s: tensor %.200s appears twice", f->path, twice);
 }
 
+/* A name with a control character in it: "logits\u0000x" would otherwise
+ * be read as "logits" (cJSON's strings end at a NUL). */
+static bool has_control(const char *s) {
+    for (; *s != '\0'; s++)
+        if ((unsigned char)*s < 0x20 || *s == 0x7f) return true;
+    return false;
+}
+
+/* An escaped NUL anywhere in the header text (\u0000, any case): the one
+ * character a parsed string cannot show, since it ends there. */
+static bool escapes_nul(const char *text, size_t len) {
+    for (size_t i = 0; i + 6 <= len; i++)
+        if (text[i] == '\\' && text[i + 1] == 'u' && memcmp(text + i + 2, "0000", 4) == 0)
+            return true;
+    return false;
+}
+
+/* __metadata__, when present: an object of strings (the format's rule). */
+static bool metadata_ok(const cJSON *meta, const char *name, StepError *err) {
+    if (!cJSON_IsObject(meta))
+        return step_fail(err, "%s: __metadata__ must be an object of strings", name);
+    for (const cJSON *m = meta->child; m != NULL; m = m->next)
+        if (!cJSON_IsString(m) || has_control(m->string))
+            return step_fail(err,
+                             "%s: __metadata__ \"%.60s\" must be a string under a plain key, "
+                             "as the format says",
+                             name, m->string);
+    return true;
+}
+
 bool safetensors_parse(SafetensorsFile *f, const unsigned char *bytes, size_t n, const char *name,
                        StepError *err) {
     memset(f, 0, sizeof *f);
@@ -128,13 +158,22 @@ bool safetensors_parse(SafetensorsFile *f, const unsigned char *bytes, size_t n,
     cJSON *header = json_parse_whole_n((const char *)bytes + 8, (size_t)len);
     bool ok = cJSON_IsObject(header);
     if (!ok) step_fail(err, "%s: the header is not a JSON object", name);
+    if (ok && escapes_nul((const char *)bytes + 8, (size_t)len))
+        ok = step_fail(err, "%s: the header holds an escaped NUL (\\u0000)", name);
     int count = ok ? cJSON_GetArraySize(header) : 0;
     f->tensors = calloc((size_t)(count > 0 ? count : 1), sizeof *f->tensors);
     if (ok && f->tensors == NULL) ok = step_fail(err, "%s: out of memory", name);
     const unsigned char *data = bytes + 8 + len;
     uint64_t data_bytes = n - 8 - len;
     for (const cJSON *e = ok ? header->child : NULL; ok && e != NULL; e = e->next) {
-        if (strcmp(e->string, "__metadata__") == 0) continue;
+        if (strcmp(e->string, "__metadata__") == 0) {
+            ok = metadata_ok(e, name, err);
+            continue;
+        }
+        if (has_control(e->string) || e->string[0] == '\0') {
+            ok = step_fail(err, "%s: a tensor name is empty or holds a control character", name);
+            break;
+        }
         SafetensorsTensor *t = &f->tensors[f->n++];
         t->name = strdup(e->string);
         ok = t->name != NULL ? read_entry(t, e, data, data_bytes, name, err)
