@@ -22,6 +22,8 @@ import tempfile
 
 import numpy as np
 
+from . import _checks
+
 __all__ = ["load", "read", "diff", "write_logits", "version", "StepwiseError", "Model", "Scores",
            "Run", "GoldenSet", "DiffReport"]
 
@@ -43,7 +45,7 @@ class _Error(ctypes.Structure):
 
 class _OpenOptions(ctypes.Structure):
     _fields_ = [("threads", ctypes.c_int), ("plain_kernels", ctypes.c_int),
-                ("weights_f32", ctypes.c_int)]
+                ("weights_f32", ctypes.c_int), ("copy_weights", ctypes.c_int)]
 
 
 class _Shape(ctypes.Structure):
@@ -57,7 +59,10 @@ class _Sampler(ctypes.Structure):
 
 
 class _DiffReport(ctypes.Structure):
-    _fields_ = [("passed", ctypes.c_int), ("positions", ctypes.c_int), ("activations", ctypes.c_long),
+    _fields_ = [("passed", ctypes.c_int), ("positions", ctypes.c_int),
+                ("inputs_checked", ctypes.c_int), ("inputs_compared", ctypes.c_int),
+                ("inputs_differ_pos", ctypes.c_int), ("ref_token", ctypes.c_int),
+                ("cand_token", ctypes.c_int), ("activations", ctypes.c_long),
                 ("max_abs_logit", ctypes.c_double), ("kl_mean", ctypes.c_double),
                 ("top1_agreement", ctypes.c_double), ("diverged", ctypes.c_int),
                 ("first_hook", ctypes.c_char * 64), ("first_layer", ctypes.c_int),
@@ -117,17 +122,16 @@ def _check(status, err):
         raise StepwiseError(err.code, err.message.decode("utf-8", "replace"))
 
 
-def _path(p):
-    return None if p is None else os.fspath(p).encode()
+_path = _checks.path
 
 
-def _ids(ids):
-    a = np.ascontiguousarray(ids, dtype=np.intc)
+def _ids(ids, vocab_size):
+    a = _checks.ids(ids, vocab_size)
     return a, a.ctypes.data_as(ctypes.POINTER(ctypes.c_int))
 
 
 def version():
-    """"stepwise 1 (api 1)"."""
+    """"stepwise 1 (api 2)"."""
     return _lib.stepwise_version().decode()
 
 
@@ -159,19 +163,32 @@ class Scores:
 class Model:
     """A model opened by libstepwise; close() (or a with block) frees it."""
 
-    def __init__(self, path, tokenizer=None, threads=1, kernels="fast", weights="stored"):
+    def __init__(self, path, tokenizer=None, threads=1, kernels="fast", weights="stored",
+                 copy_weights=False):
         self._handle = None
         if kernels not in ("fast", "plain") or weights not in ("stored", "f32"):
             raise ValueError("kernels takes fast or plain, weights stored or f32")
-        opt = _OpenOptions(threads=threads, plain_kernels=kernels == "plain", weights_f32=weights == "f32")
+        threads = _checks.integer(threads, "threads", 0, 256)
+        if not isinstance(copy_weights, bool):
+            raise TypeError("copy_weights must be True or False")
+        opt = _OpenOptions(threads=threads, plain_kernels=kernels == "plain", weights_f32=weights == "f32",
+                           copy_weights=copy_weights)
         handle, err = ctypes.c_void_p(), _Error()
-        _check(_lib.sw_model_open(_path(path), _path(tokenizer), ctypes.byref(opt), ctypes.byref(handle),
-                                  ctypes.byref(err)), err)
+        _check(_lib.sw_model_open(_path(path, "the model's path"), _path(tokenizer, "the tokenizer's path"),
+                                  ctypes.byref(opt), ctypes.byref(handle), ctypes.byref(err)), err)
         self._handle = handle
         s = _lib.sw_model_get_shape(handle)
         self.shape = {name: getattr(s, name) for name, _ in _Shape._fields_}
 
+    def _open(self):
+        """The handle, or an error when the model was closed."""
+        if not self._handle:
+            raise StepwiseError(2, "the model is closed (close() or the end of its with block)")
+        return self._handle
+
     def close(self):
+        """Free the model; later calls on it raise StepwiseError. Not while
+        another thread is inside a call on it."""
         if self._handle:
             _lib.sw_model_free(self._handle)
             self._handle = None
@@ -187,32 +204,52 @@ class Model:
 
     def tokenize(self, text, bos=True):
         """The ids of text, BOS first when bos and the tokenizer puts one."""
-        err, n = _Error(), ctypes.c_int()
-        raw = text.encode()
+        raw = _checks.text(text)
+        if not isinstance(bos, bool):
+            raise TypeError("bos must be True or False")
+        handle = self._open()
         capacity = len(raw) + 8
-        out = (ctypes.c_int * capacity)()
-        _check(_lib.sw_tokenize(self._handle, raw, int(bos), out, capacity, ctypes.byref(n),
-                                ctypes.byref(err)), err)
+        for _ in range(2):  # the library says how many when the first guess is short
+            err, n = _Error(), ctypes.c_int()
+            out = (ctypes.c_int * capacity)()
+            status = _lib.sw_tokenize(handle, raw, int(bos), out, capacity, ctypes.byref(n), ctypes.byref(err))
+            if status != 4 or n.value <= capacity:
+                break
+            capacity = n.value
+        _check(status, err)
         return list(out[:n.value])
 
     def score(self, ids, hooks=None):
         """Teacher-force ids in one prefill: a Scores. hooks: a glob of hook
         names or a list of them ("blocks.*.mlp_out", "final_norm")."""
-        if isinstance(hooks, (list, tuple)):
-            hooks = ",".join(hooks)
-        a, p = _ids(ids)
+        model = self._open()
+        hooks = _checks.hooks(hooks)
+        a, p = _ids(ids, self.shape["vocab_size"])
+        if not 2 <= len(a) <= self.shape["seq_len"]:
+            raise ValueError("score takes 2 to %d ids (the model's positions), not %d"
+                             % (self.shape["seq_len"], len(a)))
         handle, err = ctypes.c_void_p(), _Error()
-        _check(_lib.sw_score(self._handle, p, len(a), _path(hooks), ctypes.byref(handle), ctypes.byref(err)),
-               err)
+        _check(_lib.sw_score(model, p, len(a), hooks, ctypes.byref(handle), ctypes.byref(err)), err)
         return Scores(handle)
 
     def generate(self, ids, max_new, temperature=0.0, top_k=0, top_p=1.0, min_p=0.0, seed=42):
-        """The prompt ids then up to max_new drawn tokens (stopping at EOS)."""
-        a, p = _ids(ids)
-        capacity = len(a) + max_new + 1
+        """The prompt ids then up to max_new drawn tokens (stopping at EOS).
+        seed: not 0, as the CLI's --seed (xorshift's state 0 never moves)."""
+        model = self._open()
+        a, p = _ids(ids, self.shape["vocab_size"])
+        seq_len = self.shape["seq_len"]
+        max_new = _checks.integer(max_new, "max_new", 1, _checks.INT32_MAX)
+        if not 1 <= len(a) <= seq_len or max_new > seq_len - len(a):
+            raise ValueError("%d prompt ids and max_new %d pass the model's %d positions "
+                             "(len(ids) + max_new <= %d)" % (len(a), max_new, seq_len, seq_len))
+        s = _Sampler(temperature=_checks.number(temperature, "temperature", 0, 1e30),
+                     top_k=_checks.integer(top_k, "top_k", 0, _checks.INT32_MAX),
+                     top_p=_checks.number(top_p, "top_p", 0, 1),
+                     min_p=_checks.number(min_p, "min_p", 0, 1),
+                     seed=_checks.integer(seed, "seed", 1, 2**64 - 1))
+        capacity = len(a) + max_new
         out, n, err = (ctypes.c_int * capacity)(), ctypes.c_int(), _Error()
-        s = _Sampler(temperature=temperature, top_k=top_k, top_p=top_p, min_p=min_p, seed=seed)
-        _check(_lib.sw_generate(self._handle, p, len(a), ctypes.byref(s), max_new, out, capacity,
+        _check(_lib.sw_generate(model, p, len(a), ctypes.byref(s), max_new, out, capacity,
                                 ctypes.byref(n), ctypes.byref(err)), err)
         return list(out[:n.value])
 
@@ -220,7 +257,11 @@ class Model:
 def load(model, tokenizer=None, **options):
     """Open a model (a GGUF file, a Hugging Face folder, a llama2.c checkpoint
     with its tokenizer, a .q8 or JSON model; None: the built-in tiny model).
-    options: threads=1, kernels="fast"|"plain", weights="stored"|"f32"."""
+    options: threads=1, kernels="fast"|"plain", weights="stored"|"f32",
+    copy_weights=False (True: read the weight files into memory at open, so
+    that a file truncated or replaced later cannot end the process with
+    SIGBUS; the default maps them, docs/library.md). A Model may be shared by
+    threads: its calls run one at a time."""
     return Model(model, tokenizer, **options)
 
 
@@ -233,6 +274,8 @@ class Run:
     def __init__(self, path):
         handle, err = ctypes.c_void_p(), _Error()
         _check(_lib.sw_run_read(_path(path), ctypes.byref(handle), ctypes.byref(err)), err)
+        if not handle:
+            raise StepwiseError(3, "sw_run_read gave no run")
         try:
             n, V = _lib.sw_run_positions(handle), _lib.sw_run_vocab_size(handle)
             self.logits = (np.ctypeslib.as_array(_lib.sw_run_logits(handle), shape=(n, V)).copy()
@@ -257,13 +300,18 @@ class GoldenSet:
     files' names."""
 
     def __init__(self, folder):
-        self.folder = os.fspath(folder)
+        self.folder = os.fsdecode(os.fspath(folder))
         path = os.path.join(self.folder, "manifest.json")
+        # a regular file of a sane size, before it is opened: a FIFO would block the open for ever
+        if _checks.regular_file(path, "the set's manifest.json") > 64 << 20:
+            raise StepwiseError(2, "%s: over 64 MiB, not a golden set's manifest" % path)
         try:
             with open(path, "rb") as f:
                 m = json.loads(f.read().decode("utf-8"))
         except (OSError, ValueError) as e:
             raise StepwiseError(2, "%s: not a readable JSON manifest (%s)" % (path, e)) from None
+        except RecursionError:
+            raise StepwiseError(2, "%s: not a golden set's manifest (nested too deep)" % path) from None
         files = m.get("files") if isinstance(m, dict) else None
         if (m.get("format") if isinstance(m, dict) else None) != "stepwise-golden" \
                 or m.get("version") != 1 or not isinstance(files, list) or "shard" in m:
@@ -273,20 +321,22 @@ class GoldenSet:
         self.manifest = m
         self._entries = {}
         for e in files:
-            listed = [e] + ([e["tensors"]] if isinstance(e, dict) and "tensors" in e else [])
+            if not isinstance(e, dict):
+                raise StepwiseError(2, "%s: each entry of \"files\" must be an object" % path)
+            listed = [e] + ([e["tensors"]] if "tensors" in e else [])
             for f in listed:
                 self._check_file(f)
+            self._check_tensors_named(e)
             self._entries[e["file"]] = e
         self.names = list(self._entries)
 
     def _check_file(self, f):
         name = f.get("file") if isinstance(f, dict) else None
-        if not isinstance(name, str) or name in ("", ".", "..", "manifest.json") or "/" in name:
+        if (not isinstance(name, str) or name in ("", ".", "..", "manifest.json") or "/" in name
+                or any(ord(ch) < 32 for ch in name)):
             raise StepwiseError(2, "%s: a file entry needs a plain file name" % self.folder)
         path = os.path.join(self.folder, name)
-        if not os.path.isfile(path):
-            raise StepwiseError(2, "%s: %s is not a regular file" % (self.folder, name))
-        size, digest = os.path.getsize(path), hashlib.sha256()
+        size, digest = _checks.regular_file(path, name), hashlib.sha256()
         if "bytes" in f and f["bytes"] != size:
             raise StepwiseError(2, "%s holds %d bytes, the manifest says %s" % (path, size, f["bytes"]))
         with open(path, "rb") as fh:
@@ -294,6 +344,28 @@ class GoldenSet:
                 digest.update(block)
         if digest.hexdigest() != f.get("sha256"):
             raise StepwiseError(2, "%s: its SHA-256 is not the one the manifest gives" % path)
+
+    def _check_tensors_named(self, e):
+        """A JSON Lines file names the tensors file its entry lists, and no other."""
+        if not e["file"].endswith(".jsonl"):
+            return
+        named = []
+        with open(os.path.join(self.folder, e["file"]), "rb") as fh:
+            for line in fh:
+                if b'"tensors"' not in line:
+                    continue
+                try:
+                    event = json.loads(line)
+                except (ValueError, RecursionError):
+                    continue  # the run's reader refuses it, naming the line
+                if isinstance(event, dict) and event.get("event") == "tensors":
+                    named.append(event.get("file"))
+        listed = [e["tensors"]["file"]] if isinstance(e.get("tensors"), dict) else []
+        if named != listed:
+            raise StepwiseError(2, "%s: %s names the tensors file%s %s but the manifest lists %s: "
+                                   "the manifest and the files disagree"
+                                % (self.folder, e["file"], "s" if len(named) != 1 else "",
+                                   ", ".join(map(repr, named)) or "none", ", ".join(map(repr, listed)) or "none"))
 
     def __iter__(self):
         return iter(self.names)
@@ -323,6 +395,7 @@ class GoldenSet:
 def read(path):
     """A golden or trace file, in any form `stepwise diff` reads (a Run), or
     a golden set's folder (a GoldenSet, its files checked)."""
+    _path(path)  # a str, bytes or PathLike without NUL, or an error here
     if os.path.isdir(os.fspath(path)):
         return GoldenSet(path)
     return Run(path)
@@ -331,18 +404,23 @@ def read(path):
 def write_logits(path, rows, token_ids=None, logprobs=False, first_pos=0):
     """rows [positions, vocab] as a raw float32 candidate (path ending in .f32)
     with its sidecar path.json: docs/oracle.md's format."""
+    rows = np.asarray(rows)
+    if rows.dtype.kind != "f" or rows.ndim != 2 or 0 in rows.shape:
+        raise ValueError("rows must be floats [positions, vocab], not %s %s" % (rows.dtype, rows.shape))
     rows = np.ascontiguousarray(rows, dtype="<f4")
-    if rows.ndim != 2:
-        raise ValueError("rows must be [positions, vocab]")
-    path = os.fspath(path)
+    _path(path)
+    path = os.fsdecode(os.fspath(path))
     if not path.endswith(".f32"):
         raise ValueError("path must end in .f32")
+    first_pos = _checks.integer(first_pos, "first_pos", 0, _checks.INT32_MAX - rows.shape[0])
     fields = {"format": "stepwise-logits-f32", "vocab_size": rows.shape[1], "positions": rows.shape[0],
               "first_pos": int(first_pos), "values": "logprobs" if logprobs else "logits"}
     if token_ids is not None:
-        if len(token_ids) != rows.shape[0]:
-            raise ValueError("one token id per position")
-        fields["token_ids"] = [int(t) for t in token_ids]
+        ids = _checks.ids(token_ids, _checks.INT32_MAX, "token_ids")
+        if len(ids) != rows.shape[0]:
+            raise ValueError("token_ids has %d ids for %d positions: one a position"
+                             % (len(ids), rows.shape[0]))
+        fields["token_ids"] = [int(t) for t in ids]
     rows.tofile(path)
     with open(path + ".json", "w") as f:
         json.dump(fields, f)
@@ -350,20 +428,30 @@ def write_logits(path, rows, token_ids=None, logprobs=False, first_pos=0):
 
 
 class DiffReport(dict):
-    """`stepwise diff`'s verdict and figures: passed, positions,
-    max_abs_logit, kl_mean, top1_agreement, and where it first diverged
-    (first_hook, first_layer, first_pos; other_hook when the candidate's
-    tensor there equals another hook's)."""
+    """`stepwise diff`'s verdict and figures: passed, positions (logits
+    rows compared), the inputs (inputs_checked: both runs state their
+    tokens; inputs_compared: at how many positions; inputs_differ_pos: the
+    first position fed another token, with ref_token and cand_token, or -1;
+    inputs_matched), max_abs_logit, kl_mean, top1_agreement, and where it
+    first diverged (first_hook, first_layer, first_pos; other_hook when the
+    candidate's tensor there equals another hook's)."""
 
     @property
     def passed(self):
         return self["passed"]
 
     def summary(self):
+        inputs = ("inputs differ from position %d (reference token %d, candidate %d)"
+                  % (self["inputs_differ_pos"], self["ref_token"], self["cand_token"])
+                  if self["inputs_differ_pos"] >= 0 else
+                  "the same input tokens at %d positions" % self["inputs_compared"]
+                  if self["inputs_checked"] else "input tokens not stated on both sides")
         if self["passed"]:
-            return "within tolerance over %d positions" % self["positions"]
+            return "within tolerance over %d positions; %s" % (self["positions"], inputs)
         where = ("first divergence %s at pos %d" % (self["first_hook"], self["first_pos"])
                  if self["diverged"] else "no tensor outside tolerance")
+        if self["inputs_differ_pos"] >= 0:
+            where = "%s; %s" % (inputs, where)
         return "%s: %s; max |dlogit| %.3g, mean KL %.3g, top-1 agreement %.1f%%" % (
             self["fail_reason"], where, self["max_abs_logit"], self["kl_mean"],
             100 * self["top1_agreement"])
@@ -372,20 +460,32 @@ class DiffReport(dict):
 def diff(reference, candidate, preset="fp32", token_ids=None):
     """Compare candidate with reference as `stepwise diff` does. Either may be
     a path (any form the diff reads) or logits [positions, vocab] (numpy),
-    with token_ids for the inputs they were computed on. A DiffReport."""
+    with token_ids for the inputs they were computed on. A DiffReport. Runs
+    fed other tokens fail (two score files: an error), naming the first
+    position where they differ."""
+    preset = _checks.text(preset, "preset")
+    if token_ids is not None and not any(isinstance(side, np.ndarray) for side in (reference, candidate)):
+        raise ValueError("token_ids goes with logits given as an array; a file states its own")
     with tempfile.TemporaryDirectory() as tmp:
-        paths = []
-        for i, side in enumerate((reference, candidate)):
+        paths, arrays = [], {}
+        for side, label in ((reference, "reference"), (candidate, "candidate")):
             if isinstance(side, np.ndarray):
-                p = os.path.join(tmp, "side%d.f32" % i)
+                p = os.path.join(tmp, label + ".f32")
                 write_logits(p, side, token_ids=token_ids)
+                arrays[p] = "the %s array" % label
                 side = p
-            paths.append(_path(side))
+            paths.append(_path(side, label))
         r, err = _DiffReport(), _Error()
-        _check(_lib.sw_diff(paths[0], paths[1], _path(preset), ctypes.byref(r), ctypes.byref(err)), err)
+        status = _lib.sw_diff(paths[0], paths[1], preset, ctypes.byref(r), ctypes.byref(err))
+    if status != 0:  # name the arrays as the caller knows them, not by their temporary files
+        message = err.message.decode("utf-8", "replace")
+        for p, label in arrays.items():
+            message = message.replace(p + ".json", label + "'s token_ids").replace(p, label)
+        raise StepwiseError(err.code, message)
     out = {name: getattr(r, name) for name, _ in _DiffReport._fields_}
     for k in ("first_hook", "other_hook", "fail_reason"):
         out[k] = out[k].decode()
-    out["passed"] = bool(out["passed"])
-    out["diverged"] = bool(out["diverged"])
+    for k in ("passed", "diverged", "inputs_checked"):
+        out[k] = bool(out[k])
+    out["inputs_matched"] = out["inputs_checked"] and out["inputs_differ_pos"] < 0
     return DiffReport(out)
