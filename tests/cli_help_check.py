@@ -16,6 +16,7 @@ import os
 import re
 import subprocess
 import sys
+import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from check_util import Checks  # noqa: E402
@@ -68,8 +69,10 @@ def main():
         takes = declared(source, shared)
         unknown = []
         for name in sorted(listed - {"help"}):
-            r = subprocess.run([BIN, command, "--" + name, "1"], capture_output=True, text=True,
-                               stdin=subprocess.DEVNULL, timeout=60)
+            # in a folder of its own: "--trace 1" (or --out 1) writes a file named 1
+            with tempfile.TemporaryDirectory() as scratch:
+                r = subprocess.run([os.path.abspath(BIN), command, "--" + name, "1"], capture_output=True,
+                                   text=True, stdin=subprocess.DEVNULL, timeout=60, cwd=scratch)
             if "unknown option" in r.stderr:
                 unknown.append(name)
         ok = listed == takes and not unknown
