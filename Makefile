@@ -180,8 +180,9 @@ $(BUILD)/stepwise.pc: Makefile
 	  echo 'Libs.private: $(LDLIBS)'; } > $@
 
 # The library's checks: the Python package against the command line (bit
-# for bit), its pip install and pytest example, and 1,000 cycles of the C
-# API through libstepwise.so under valgrind.
+# for bit), its pip install and pytest example, its refusals of bad input
+# (tests/python_hostile_check.py), 1,000 cycles of the C API through
+# libstepwise.so under valgrind, and one model shared by 2 and 4 threads.
 $(BUILD)/api_cycles: tests/lib/api_cycles.c ref/api/stepwise.h $(BUILD)/libstepwise.so
 	@echo "  LINK $@"
 	@$(CC) $(CFLAGS) -o $@ $< -L$(BUILD) -lstepwise -Wl,-rpath,'$$ORIGIN'
@@ -195,6 +196,7 @@ $(BUILD)/api_threads: tests/lib/api_threads.c ref/api/stepwise.h $(BUILD)/libste
 
 lib-check: lib $(BUILD)/api_cycles $(BUILD)/api_threads
 	/usr/bin/python3 tests/python_api_check.py $(BUILD)/stepwise
+	/usr/bin/python3 tests/python_hostile_check.py $(BUILD)/stepwise
 	valgrind -q --error-exitcode=9 --leak-check=full --errors-for-leak-kinds=definite,indirect \
 	  $(BUILD)/api_cycles 1000
 	timeout 120 $(BUILD)/api_threads 100
