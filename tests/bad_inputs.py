@@ -1433,6 +1433,54 @@ def hostile_round_two_cases():
          ["save standard input to a file"], timeout=10)
 
 
+def hostile_round_three_cases():
+    """Issue 45's command-line findings: a tensors file of the wrong shape
+    accepted by trace validate and view, a safetensors candidate run on
+    other ids passed, safetensors oddities, Mistral's and Phi-3's
+    sliding_window values ignored."""
+    subprocess.run([BIN, "score", "--model", TINY, "--tokens", "1,5,9", "--hooks", "none",
+                    "--out", path("r3.jsonl"), "--tensors", path("r3.safetensors")],
+                   check=True, capture_output=True)
+    trace = open(path("r3.jsonl"), "rb").read()
+    st = header_editor(open(path("r3.safetensors"), "rb").read())
+    swapped = st(lambda h: h["logits"].__setitem__("shape", [13, 3]))  # [3, 13] declared [13, 3]
+    named = {"t3/r3.jsonl": trace, "t3/r3.safetensors": swapped}
+    case("round 3: trace validate, a tensors file of another shape than its event lists",
+         ["trace", "validate", "{t3/r3.jsonl}"], 1,
+         ["r3.safetensors: tensor logits is not the one its tensors event lists"], files=named,
+         creates=("t3",), stream="stdout")
+    case("round 3: view, a tensors file of another shape (no page written)",
+         ["view", "{t3/r3.jsonl}", "-o", "{t3/v.html}"], 2,
+         ["tensor logits is not the one its tensors event lists"], files=named, creates=("t3",))
+    case("round 3: trace show, a tensors file of another shape", ["trace", "show", "{t3/r3.jsonl}"], 2,
+         ["tensor logits is not the one its tensors event lists"], files=named, creates=("t3",))
+    other = st(lambda h: h["__metadata__"].__setitem__("token_ids", "[1,5,10]"))
+    case("round 3: diff, a safetensors candidate run on other ids: FAIL, naming the position",
+         ["diff", "{r3.jsonl}", "{c.safetensors}"], 1,
+         ["verdict: FAIL (the candidate was fed other tokens"], files={"c.safetensors": other},
+         stream="stdout", check=no_pass)
+    for name, edit, words in (
+            ("a number in __metadata__", lambda h: h["__metadata__"].__setitem__("first_pos", 0),
+             '"first_pos" must be a string'),
+            ("__metadata__ a list", lambda h: h.__setitem__("__metadata__", ["x"]), "__metadata__"),
+            ("a tensor named logits NUL x", lambda h: h.__setitem__("logits\u0000x", h.pop("logits")),
+             "escaped NUL"),
+            ("a tensor named with a newline", lambda h: h.__setitem__("logits\nx", h.pop("logits")),
+             "control character"),
+            ("a tensor with an empty name", lambda h: h.__setitem__("", h.pop("logits")), "name")):
+        case("round 3: diff, safetensors with " + name, ["diff", "{r3.jsonl}", "{c.safetensors}"], 2,
+             [words], files={"c.safetensors": st(edit)}, check=no_pass)
+    import hf_reference as hf  # tests/ is this script's folder, first on sys.path
+    for arch in ("MistralForCausalLM", "Phi3ForCausalLM"):
+        cfg = dict(hf.BASE, architectures=[arch])
+        for window in (0, -3, "16", 1.5, True):
+            case("round 3: %s's sliding_window %r" % (arch[:-11], window),
+                 ["generate", "--model", "{hf}", "--tokenizer", TINY], 2,
+                 ["sliding_window must be a whole number in [1, 2^30]"],
+                 files={"hf/config.json": json.dumps(dict(cfg, sliding_window=window))},
+                 creates=("hf",))
+
+
 def symlink_kept(result):
     if not os.path.islink(path("link.jsonl")):
         return "the symlink was replaced"
@@ -1624,7 +1672,7 @@ def main():
     setup()
     for make in (model_cases, tokenizer_cases, json_model_cases, request_cases, trace_cases,
                  diff_cases, option_cases, output_cases, signal_cases, hf_cases, gpt2_cases, gemma_cases, moe_cases, longrope_cases, gguf_cases,
-                 tokenizer_json_cases, hostile_round_two_cases):
+                 tokenizer_json_cases, hostile_round_two_cases, hostile_round_three_cases):
         make()
     FIXTURES = listing()  # after the cases, some of which make their fixtures
     only = sys.argv[2] if len(sys.argv) > 2 else None  # a part of the names: those cases alone

@@ -1,7 +1,10 @@
 /* fuzz_golden.c: `stepwise golden merge`'s check of the parts' manifests
  * (golden_parts_check) on manifests from elsewhere. The input is a 2-byte
  * length, the first part's manifest.json, then the second part's; each is
- * written into a folder of its own and the two are checked as a set. */
+ * written into a folder of its own and the two are checked as a set. The
+ * second is also scanned as merge scans a JSON Lines file it copies
+ * (GoldenTensorsScan: which tensors file it names), in chunks whose size
+ * the first byte sets, against a listed tensors file or none. */
 #include <sys/stat.h>
 
 #include "tests/fuzz/fuzz_file.h"
@@ -33,5 +36,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     StepError err;
     golden_parts_check(&g, parts, 2, &err);
     golden_parts_free(&g);
+    GoldenTensorsScan scan;
+    golden_tensors_scan_init(&scan, "p2/score.jsonl");
+    size_t chunk = na > 0 ? (size_t)a[0] % 7 + 1 : 1;
+    bool ok = true;
+    for (size_t at = 0; ok && at < nb; at += chunk)
+        ok = golden_tensors_scan_feed(&scan, (const char *)b + at,
+                                      nb - at < chunk ? nb - at : chunk, &err);
+    if (ok) golden_tensors_scan_finish(&scan, na > 0 && a[0] & 1 ? "t.safetensors" : NULL, &err);
+    golden_tensors_scan_free(&scan);
     return 0;
 }

@@ -340,6 +340,39 @@ a = part(1, {"tensors": {"file": "t.safetensors", "sha256": "ef" * 32, "bytes": 
 b = part(2, {"tensors": {"file": "t.safetensors", "sha256": "ef" * 32}})
 open(f"{C}/golden/parts-with-tensors", "wb").write(struct.pack("<H", len(a)) + a + b)
 PY
+# Issue 45's reproducers: a score file as merge scans it (its tensors event
+# naming a file; one that names two), and tensors files whose header
+# disagrees with the score file (logits declared [13, 3] for [3, 13], other
+# ids, a number in __metadata__, a name holding NUL or a newline)
+/usr/bin/python3 - "$C" "$tmp" <<'PY'
+import json, struct, sys
+C, T = sys.argv[1], sys.argv[2]
+run = b'{"event":"run","mode":"score"}\n'
+tensors = b'{"event":"tensors","file":"t.safetensors","tensors":[],"first_pos":0,"token_ids":[1]}\n'
+for name, first, body in (("score-naming-tensors", 1, run + tensors + b'{"event":"scored"}\n'),
+                          ("score-naming-two", 2, run + tensors + tensors),
+                          ("score-no-newline", 3, run + tensors[:-1])):
+    m = bytes([first]) + b'{"format":"stepwise-golden"}'
+    open(f"{C}/golden/{name}", "wb").write(struct.pack("<H", len(m)) + m + body)
+jsonl, st = open(f"{T}/t.jsonl", "rb").read(), open(f"{T}/t.safetensors", "rb").read()
+n = struct.unpack("<Q", st[:8])[0]
+header, data = json.loads(st[8:8 + n]), st[8 + n:]
+def edited(edit):
+    h = json.loads(json.dumps(header))
+    edit(h)
+    text = json.dumps(h).encode()
+    text += b" " * (-len(text) % 8)
+    return struct.pack("<Q", len(text)) + text + data
+rows = header["logits"]["shape"]
+for name, edit in (("logits-shape-swapped", lambda h: h["logits"].__setitem__("shape", rows[::-1])),
+                   ("other-ids", lambda h: h["__metadata__"].__setitem__("token_ids", "[1,2]")),
+                   ("metadata-number", lambda h: h["__metadata__"].__setitem__("first_pos", 0)),
+                   ("name-with-nul", lambda h: h.__setitem__("logits\u0000x", h.pop("logits"))),
+                   ("name-with-newline", lambda h: h.__setitem__("logits\nx", h.pop("logits")))):
+    body = edited(edit)
+    open(f"{C}/tensors/{name}", "wb").write(bytes([1]) + struct.pack("<H", len(jsonl)) + jsonl + body)
+    open(f"{C}/tensors/{name}-alone", "wb").write(bytes([0]) + body)
+PY
 # checkpoints with a NaN and an infinity among the weights
 /usr/bin/python3 - "$C/checkpoint" <<'PY'
 import struct, sys
