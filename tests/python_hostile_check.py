@@ -9,8 +9,8 @@ and ends a string at NUL) by the answer it would have given.
 1. ids: floats, bools, 2-D input, values past int32, negative ids and ids
    past the vocabulary, naming the first bad index; hooks matching nothing
    (listing what fires), an empty list; NUL in text and paths; a bytes
-   path works; a closed model says so; seed=0; max_new past the context,
-   refused at once without allocating.
+   path works; a closed model says so; seed=0; a max_new of 2**31 - 10
+   stops when the context is full, without allocating for it.
 2. tokenize of text whose ids outnumber its bytes + 8 (ten spaces under a
    tokenizer that widens a space to U+2581 and falls back to its 3 bytes):
    the CLI's ids.
@@ -108,10 +108,14 @@ def check_inputs(stepwise):
         refused("seed=0 when greedy", lambda: m.generate(IDS, 2, seed=0), ValueError, "seed is 0")
         refused("seed a float", lambda: m.generate(IDS, 2, seed=7.5), TypeError, "seed must be an integer")
         before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-        refused("max_new=2**31-10 on a 128-position model", lambda: m.generate(IDS, 2**31 - 10), ValueError,
-                "10 prompt ids and max_new 2147483638 pass the model's 128 positions")
-        grown = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before
-        check(grown < 64 * 1024, f"... and nothing was allocated for it (peak grew {grown} KiB)")
+        start = time.monotonic()
+        huge = m.generate(IDS, 2**31 - 10)
+        took, grown = time.monotonic() - start, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before
+        check(huge == m.generate(IDS, 128) and len(huge) <= 129 and took < 10 and grown < 64 * 1024,
+              f"max_new=2**31-10 on a 128-position model: stops when the context is full, as max_new=128 "
+              f"({len(huge)} ids, {took:.2f} s, peak grew {grown} KiB)")
+        refused("a prompt longer than the context", lambda: m.generate(IDS * 13, 1), ValueError,
+                "generate takes 1 to 128 prompt ids")
         refused("max_new=0", lambda: m.generate(IDS, 0), ValueError, "max_new is 0")
         refused("temperature a string", lambda: m.generate(IDS, 2, temperature="1"), TypeError,
                 "temperature must be a number")

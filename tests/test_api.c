@@ -100,8 +100,9 @@ Test(api, getters_of_null_give_zeros) {
 }
 
 /* Issue 45: seed 0 refused (greedy too), a glob that matches nothing
- * refused naming what fires, and a generation past seq_len refused before
- * anything is allocated. */
+ * refused naming what fires, and a max_new of INT_MAX stopping when the
+ * context is full (the tokens of max_new = seq_len, in seq_len + 1 ints)
+ * without allocating for INT_MAX. */
 Test(api, inputs_checked_before_the_work) {
     sw_model *m = open_tiny();
     sw_error err;
@@ -111,12 +112,21 @@ Test(api, inputs_checked_before_the_work) {
     cr_expect(strstr(err.message, "seed") != NULL, "%s", err.message);
     sw_sampler seeded = {.temperature = 1.0f, .top_p = 1.0f, .seed = 0};
     cr_expect_eq(sw_generate(m, prompt, 2, &seeded, 2, out, 16, &n_out, &err), SW_ERR_INPUT);
-    int seq_len = sw_model_get_shape(m).seq_len;
-    cr_expect_eq(sw_generate(m, prompt, 2, NULL, seq_len - 1, out, 16, &n_out, &err), SW_ERR_INPUT);
-    cr_expect(strstr(err.message, "n_prompt + max_new") != NULL, "%s", err.message);
-    cr_expect_eq(sw_generate(m, prompt, 2, NULL, 2147483647, out, 16, &n_out, &err), SW_ERR_INPUT);
-    cr_expect_eq(sw_generate(m, prompt, 2, NULL, seq_len - 2, out, 16, &n_out, &err), SW_OK, "%s",
+    int seq_len = sw_model_get_shape(m).seq_len, want[16], n_want = -1;
+    cr_assert_lt(seq_len, 16);
+    int first = 8; /* a prompt the tiny model does not end at once: 8 ... 8 */
+    int long_prompt[16];
+    for (int i = 0; i < 16; i++) long_prompt[i] = first;
+    cr_expect_eq(sw_generate(m, long_prompt, seq_len + 1, NULL, 1, out, 16, &n_out, &err),
+                 SW_ERR_INPUT);
+    cr_expect(strstr(err.message, "prompt ids, the model takes 1 to") != NULL, "%s", err.message);
+    cr_expect_eq(sw_generate(m, prompt, 2, NULL, seq_len, want, 16, &n_want, &err), SW_OK, "%s",
                  err.message);
+    cr_expect_eq(sw_generate(m, prompt, 2, NULL, 2147483647, out, seq_len + 1, &n_out, &err), SW_OK,
+                 "%s", err.message);
+    cr_expect(n_out == n_want && n_out <= seq_len + 1 &&
+                  memcmp(out, want, (size_t)n_out * sizeof(int)) == 0,
+              "max_new INT_MAX: %d tokens, max_new seq_len: %d", n_out, n_want);
     sw_scores *s = NULL;
     cr_expect_eq(sw_score(m, prompt, 2, "blocks.*.mlp_outt", &s, &err), SW_ERR_INPUT);
     cr_expect_null(s);

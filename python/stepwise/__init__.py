@@ -233,21 +233,22 @@ class Model:
         return Scores(handle)
 
     def generate(self, ids, max_new, temperature=0.0, top_k=0, top_p=1.0, min_p=0.0, seed=42):
-        """The prompt ids then up to max_new drawn tokens (stopping at EOS).
+        """The prompt ids then up to max_new drawn tokens, stopping at EOS or
+        when the model's context is full (at most seq_len + 1 ids in all).
         seed: not 0, as the CLI's --seed (xorshift's state 0 never moves)."""
         model = self._open()
         a, p = _ids(ids, self.shape["vocab_size"])
         seq_len = self.shape["seq_len"]
         max_new = _checks.integer(max_new, "max_new", 1, _checks.INT32_MAX)
-        if not 1 <= len(a) <= seq_len or max_new > seq_len - len(a):
-            raise ValueError("%d prompt ids and max_new %d pass the model's %d positions "
-                             "(len(ids) + max_new <= %d)" % (len(a), max_new, seq_len, seq_len))
+        if not 1 <= len(a) <= seq_len:
+            raise ValueError("generate takes 1 to %d prompt ids (the model's positions), not %d"
+                             % (seq_len, len(a)))
         s = _Sampler(temperature=_checks.number(temperature, "temperature", 0, 1e30),
                      top_k=_checks.integer(top_k, "top_k", 0, _checks.INT32_MAX),
                      top_p=_checks.number(top_p, "top_p", 0, 1),
                      min_p=_checks.number(min_p, "min_p", 0, 1),
                      seed=_checks.integer(seed, "seed", 1, 2**64 - 1))
-        capacity = len(a) + max_new
+        capacity = min(len(a) + max_new, seq_len + 1)  # it stops when the context is full
         out, n, err = (ctypes.c_int * capacity)(), ctypes.c_int(), _Error()
         _check(_lib.sw_generate(model, p, len(a), ctypes.byref(s), max_new, out, capacity,
                                 ctypes.byref(n), ctypes.byref(err)), err)

@@ -385,11 +385,9 @@ sw_status sw_generate(sw_model *m, const int *prompt, int n_prompt, const sw_sam
     if (capacity < 0)
         return fail(err, SW_ERR_INPUT, "sw_generate: capacity %d is negative", capacity);
     int seq_len = m->model.config.seq_len;
-    if (n_prompt < 1 || n_prompt > seq_len || max_new > seq_len - n_prompt)
-        return fail(err, SW_ERR_INPUT,
-                    "sw_generate: %d prompt ids and max_new %d pass the model's %d positions "
-                    "(n_prompt + max_new <= %d)",
-                    n_prompt, max_new, seq_len, seq_len);
+    if (n_prompt < 1 || n_prompt > seq_len)
+        return fail(err, SW_ERR_INPUT, "sw_generate: %d prompt ids, the model takes 1 to %d",
+                    n_prompt, seq_len);
     GenerateOptions opt;
     generate_options_default(&opt);
     opt.steps = max_new;

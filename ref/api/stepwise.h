@@ -152,10 +152,11 @@ typedef struct {
                           a greedy sampler, as the CLI's --seed; 42 is the CLI's default */
 } sw_sampler;
 
-/* prompt[0..n_prompt) then up to max_new drawn tokens (stopping early at
- * EOS), all of them into out[0..capacity): *n_out is how many. sampler
- * NULL: greedy. n_prompt + max_new may not pass the model's seq_len; the
- * check comes before anything is allocated. */
+/* prompt[0..n_prompt) (1 to seq_len ids) then up to max_new drawn tokens,
+ * all of them into out[0..capacity): *n_out is how many. It stops early at
+ * EOS, or when the context is full (the command line's default, the stop
+ * policy): *n_out <= min(n_prompt + max_new, seq_len + 1), whatever max_new
+ * asks, and nothing larger is allocated. sampler NULL: greedy. */
 STEPWISE_EXPORT sw_status sw_generate(sw_model *m, const int *prompt, int n_prompt,
                                       const sw_sampler *sampler, int max_new, int *out,
                                       int capacity, int *n_out, sw_error *err);
