@@ -262,6 +262,22 @@ def engine_logits(model_dir, tokens, tokenizer, name):
 # ---------------------------------------------------------------- make-model
 
 
+def header_editor(weights):
+    """st(edit): the bytes of the safetensors file weights with its header
+    passed through edit(header) (a dict, changed in place), padded to 8:
+    the broken files of the bad-input matrix and the fuzz seeds."""
+    n = struct.unpack("<Q", weights[:8])[0]
+    header, data = json.loads(weights[8:8 + n]), weights[8 + n:]
+
+    def st(edit):
+        h = json.loads(json.dumps(header))
+        edit(h)
+        text = json.dumps(h).encode()
+        text += b" " * (-len(text) % 8)
+        return struct.pack("<Q", len(text)) + text + data
+    return st
+
+
 def read_safetensors(path):
     """{name: float64 array} of one file, decoded here."""
     raw = open(path, "rb").read()

@@ -354,16 +354,12 @@ for name, first, body in (("score-naming-tensors", 1, run + tensors + b'{"event"
                           ("score-no-newline", 3, run + tensors[:-1])):
     m = bytes([first]) + b'{"format":"stepwise-golden"}'
     open(f"{C}/golden/{name}", "wb").write(struct.pack("<H", len(m)) + m + body)
+sys.path.insert(0, "tests")
+from hf_reference import header_editor
 jsonl, st = open(f"{T}/t.jsonl", "rb").read(), open(f"{T}/t.safetensors", "rb").read()
+edited = header_editor(st)
 n = struct.unpack("<Q", st[:8])[0]
-header, data = json.loads(st[8:8 + n]), st[8 + n:]
-def edited(edit):
-    h = json.loads(json.dumps(header))
-    edit(h)
-    text = json.dumps(h).encode()
-    text += b" " * (-len(text) % 8)
-    return struct.pack("<Q", len(text)) + text + data
-rows = header["logits"]["shape"]
+rows = json.loads(st[8:8 + n])["logits"]["shape"]
 for name, edit in (("logits-shape-swapped", lambda h: h["logits"].__setitem__("shape", rows[::-1])),
                    ("other-ids", lambda h: h["__metadata__"].__setitem__("token_ids", "[1,2]")),
                    ("metadata-number", lambda h: h["__metadata__"].__setitem__("first_pos", 0)),
