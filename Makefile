@@ -255,6 +255,7 @@ unit-checks-a:
 	/usr/bin/python3 tests/moe_check.py $(BUILD)/stepwise
 	/usr/bin/python3 tests/gguf_reference.py $(BUILD)/stepwise
 	/usr/bin/python3 tests/gguf_quant_check.py $(BUILD)/stepwise
+	/usr/bin/python3 tests/kv_int8_check.py $(BUILD)/stepwise
 	/usr/bin/python3 tests/gguf_vocab_check.py $(BUILD)/stepwise
 	$(MAKE) --no-print-directory tokenizer-json-check
 	$(MAKE) --no-print-directory convert-check
@@ -276,6 +277,7 @@ unit-checks-b:
 	/usr/bin/python3 tests/mapped_files_check.py $(BUILD)/stepwise
 	/usr/bin/python3 tests/memory_notes_check.py $(BUILD)/stepwise
 	/usr/bin/python3 tests/context_policies_check.py $(BUILD)/stepwise
+	/usr/bin/python3 tests/drop_oldest_check.py $(BUILD)/stepwise
 	/usr/bin/python3 tests/prefill_chunk_check.py $(BUILD)/stepwise
 
 # The stamp holds the package list it installed: a list that grew installs again.

@@ -258,6 +258,8 @@ bool sampler_sample(Sampler *s, const float *logits, int *token, StepError *err)
     int n = 0;
     for (int i = 0; i < s->vocab_size; i++) {
         if (isnan(logits[i])) return step_fail(err, "logit %d is NaN", i);
+        if (logits[i] == INFINITY) /* softmax would be inf / inf: NaN for every token */
+            return step_fail(err, "logit %d is +inf: no probability can be computed", i);
         if (logits[i] == -INFINITY) continue; /* masked: never drawn */
         s->ids[n] = i, s->values[n] = logits[i], n++;
     }
@@ -281,7 +283,14 @@ bool sampler_sample(Sampler *s, const float *logits, int *token, StepError *err)
         switch (stage) {
             case STAGE_TEMPERATURE: {
                 StageResult *r = record_stage(s, slot, stage, true);
-                for (int j = 0; j < n; j++) s->values[j] /= p->temperature;
+                for (int j = 0; j < n; j++) {
+                    s->values[j] /= p->temperature;
+                    if (isinf(s->values[j]))
+                        return step_fail(err,
+                                         "logit %d / temperature %g overflows a float: no "
+                                         "probability can be computed",
+                                         s->ids[j], (double)p->temperature);
+                }
                 r->n_kept = n;
                 probs_valid = false;
                 break;
@@ -314,6 +323,10 @@ bool sampler_sample(Sampler *s, const float *logits, int *token, StepError *err)
             r->kept = kept;
         }
     }
+    /* No cut can empty the set of finite logits (each keeps its top token);
+     * were one to, there would be nothing to draw from: an error, not a
+     * token read from outside the survivors. */
+    if (n == 0) return step_fail(err, "the sampler's cuts left no token to draw");
     /* The draw. Weights are the survivors' probabilities from the latest
      * softmax (a fresh one if none, or if the temperature came after it). */
     if (!probs_valid) candidate_softmax(s, n);

@@ -91,6 +91,9 @@ Test(cli_sample, bad_input) {
     expect_bad("sample --logits 2,1,0 --sampler-order random", "unknown sampler order 'random'");
     expect_bad("sample", "give --logits or --from-trace");
     expect_bad("sample --logits -inf,-inf", "every logit is -inf");
+    expect_bad("sample --logits inf,0", "logit 0 is +inf");
+    expect_bad("sample --logits inf,0 --min-p 0.5", "logit 0 is +inf");
+    expect_bad("sample --logits 3e38,0 --temperature 0.001", "overflows a float");
     expect_bad("generate --temperature -1", "temperature must be");
     expect_bad("generate --sampler-order nope", "unknown sampler order 'nope'");
     expect_bad("generate --top-p 7", "top-p must be in (0, 1]");

@@ -6,6 +6,7 @@
 
 #include "ref/forward.h"
 #include "ref/generate.h"
+#include "ref/kernels/pack.h"
 #include "tests/helpers.h"
 
 #define TOLERANCE 1e-5f
@@ -31,6 +32,15 @@ static OnceUponATime load_once_upon_a_time(void) {
     return g;
 }
 
+/* stories260K with the plain kernels (the weights as loaded), or the fast
+ * ones (packed, the default path): every golden test runs on both, so a
+ * fast-path bug fails here, where the forward pass is tested. */
+static void load_with_kernels(Model *m, Tokenizer *tok, bool fast) {
+    load_stories260k(m, tok);
+    StepError err;
+    if (fast) cr_assert(model_pack(m, &err), "%s", err.message);
+}
+
 static float max_abs_diff(const float *a, const cJSON *golden, int n) {
     cr_assert_eq(cJSON_GetArraySize(golden), n);
     float worst = 0.0f;
@@ -42,10 +52,10 @@ static float max_abs_diff(const float *a, const cJSON *golden, int n) {
 }
 
 /* The generation path: prefill the prompt, then decode each next token. */
-Test(golden, logits_match_run_c_at_every_position) {
+static void logits_match_run_c_at_every_position(bool fast) {
     Model m;
     Tokenizer tok;
-    load_stories260k(&m, &tok);
+    load_with_kernels(&m, &tok, fast);
     OnceUponATime g = load_once_upon_a_time();
     /* the golden prompt encoding is also sentencepiece's: [1, 403, 407, 261, 378] */
     int *ids, n_ids;
@@ -89,11 +99,19 @@ Test(golden, logits_match_run_c_at_every_position) {
     tokenizer_free(&tok);
 }
 
+Test(golden, logits_match_run_c_at_every_position_plain) {
+    logits_match_run_c_at_every_position(false);
+}
+
+Test(golden, logits_match_run_c_at_every_position_fast) {
+    logits_match_run_c_at_every_position(true);
+}
+
 /* One prefill over all 48 golden tokens, every position's logits. */
-Test(golden, one_prefill_pass_matches_run_c) {
+static void one_prefill_pass_matches_run_c(bool fast) {
     Model m;
     Tokenizer tok;
-    load_stories260k(&m, &tok);
+    load_with_kernels(&m, &tok, fast);
     OnceUponATime g = load_once_upon_a_time();
     RunState s;
     StepError err;
@@ -112,10 +130,18 @@ Test(golden, one_prefill_pass_matches_run_c) {
     tokenizer_free(&tok);
 }
 
-Test(golden, greedy_from_bos_reproduces_run_c_token_for_token) {
+Test(golden, one_prefill_pass_matches_run_c_plain) {
+    one_prefill_pass_matches_run_c(false);
+}
+
+Test(golden, one_prefill_pass_matches_run_c_fast) {
+    one_prefill_pass_matches_run_c(true);
+}
+
+static void greedy_from_bos_reproduces_run_c_token_for_token(bool fast) {
     Model m;
     Tokenizer tok;
-    load_stories260k(&m, &tok);
+    load_with_kernels(&m, &tok, fast);
     cJSON *g = read_json_file(golden_file("stories260K/greedy_from_bos_256.json"));
     cr_assert_not_null(g);
     const cJSON *want = cJSON_GetObjectItem(g, "tokens");
@@ -132,12 +158,20 @@ Test(golden, greedy_from_bos_reproduces_run_c_token_for_token) {
     tokenizer_free(&tok);
 }
 
+Test(golden, greedy_from_bos_reproduces_run_c_token_for_token_plain) {
+    greedy_from_bos_reproduces_run_c_token_for_token(false);
+}
+
+Test(golden, greedy_from_bos_reproduces_run_c_token_for_token_fast) {
+    greedy_from_bos_reproduces_run_c_token_for_token(true);
+}
+
 /* run.c with seed 133742, temperature 1, top-p 0.9, from BOS, 200 positions
  * (every one a draw, since the prompt is BOS alone). */
-Test(golden, seeded_top_p_run_reproduces_run_c_token_for_token) {
+static void seeded_top_p_run_reproduces_run_c_token_for_token(bool fast) {
     Model m;
     Tokenizer tok;
-    load_stories260k(&m, &tok);
+    load_with_kernels(&m, &tok, fast);
     cJSON *doc = read_json_file(golden_file("stories260K/seeded_133742.json"));
     cr_assert_not_null(doc);
     const cJSON *g = cJSON_GetArrayItem(doc, 0);
@@ -164,4 +198,12 @@ Test(golden, seeded_top_p_run_reproduces_run_c_token_for_token) {
     cJSON_Delete(doc);
     model_free(&m);
     tokenizer_free(&tok);
+}
+
+Test(golden, seeded_top_p_run_reproduces_run_c_token_for_token_plain) {
+    seeded_top_p_run_reproduces_run_c_token_for_token(false);
+}
+
+Test(golden, seeded_top_p_run_reproduces_run_c_token_for_token_fast) {
+    seeded_top_p_run_reproduces_run_c_token_for_token(true);
 }

@@ -24,6 +24,28 @@ Test(matrix, f16_widen_is_half_to_float_for_every_half) {
                      "half 0x%04x", h);
 }
 
+/* IEEE 754's binary16 by its definition, in double, independent of both
+ * widenings above: sign s, exponent e (5 bits), mantissa m (10 bits);
+ * e = 0: (-1)^s · m · 2^-24 (subnormals and zeros), e = 31: inf (m = 0)
+ * or NaN, else (-1)^s · (1024 + m) · 2^(e - 25). Every half is exact in
+ * float32, so the widening must give that value's bits (a NaN: a NaN with
+ * the same sign). A widening that flushed subnormals to zero fails here on
+ * 0x0001 (2^-24). */
+Test(matrix, f16_widen_is_the_binary16_definition_for_every_half) {
+    for (uint32_t h = 0; h < 65536; h++) {
+        int sign = (int)(h >> 15), e = (int)((h >> 10) & 31), m = (int)(h & 1023);
+        float got = f16_widen((uint16_t)h);
+        if (e == 31 && m != 0) {
+            cr_assert(isnan(got) && (signbit(got) != 0) == (sign != 0), "half 0x%04x: NaN", h);
+            continue;
+        }
+        double v = e == 31 ? INFINITY : e == 0 ? ldexp(m, -24) : ldexp(1024 + m, e - 25);
+        float want = (float)(sign ? -v : v);
+        cr_assert_eq(bits_of(got), bits_of(want), "half 0x%04x: %.9g, by definition %.9g", h,
+                     (double)got, (double)want);
+    }
+}
+
 /* bfloat16 is the top half of a float32: 0x3f80 is 1.0, 0xc000 is -2.0. */
 Test(matrix, bf16_widen_is_the_top_half) {
     cr_assert_eq(bf16_widen(0x3f80), 1.0f);

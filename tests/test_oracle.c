@@ -360,3 +360,33 @@ Test(oracle, sha256_of_the_standard_examples) {
     sha256_hex(&s, hex);
     cr_expect_str_eq(hex, "248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1");
 }
+
+/* The KL divergence is in nats (natural logarithms), on a pair worked by
+ * hand: reference logits (0, ln 3) give p = (1/4, 3/4), candidate (0, 0)
+ * gives q = (1/2, 1/2); KL(p || q) = 1/4 ln(1/2) + 3/4 ln(3/2) =
+ * 0.13081204 nats (numpy, from the float32 ln 3 the file holds:
+ * 0.130812040). In bits it would be 0.18872. A second position with
+ * equal logits has KL 0, so the mean is half the max. */
+Test(oracle, kl_divergence_is_in_nats) {
+    char ref[512], cand[512]; /* temp_path's buffer is its own: copied */
+    snprintf(ref, sizeof ref, "%s", temp_path("kl-ref.jsonl"));
+    snprintf(cand, sizeof cand, "%s", temp_path("kl-cand.jsonl"));
+    FILE *f = fopen(ref, "w");
+    cr_assert_not_null(f);
+    fprintf(f,
+            "{\"event\":\"logits\",\"pos\":0,\"logits\":[0,%.9g]}\n"
+            "{\"event\":\"logits\",\"pos\":1,\"logits\":[1,2]}\n",
+            (double)logf(3.0f));
+    fclose(f);
+    f = fopen(cand, "w");
+    cr_assert_not_null(f);
+    fprintf(f, "{\"event\":\"logits\",\"pos\":0,\"logits\":[0,0]}\n"
+               "{\"event\":\"logits\",\"pos\":1,\"logits\":[1,2]}\n");
+    fclose(f);
+    cJSON *d = run_diff_json(ref, cand, "", 1);
+    cr_expect(fabs(num(d, "kl", "max") - 0.130812040) < 1e-7, "KL max %.9g nats",
+              num(d, "kl", "max"));
+    cr_expect(fabs(num(d, "kl", "mean") - 0.130812040 / 2) < 1e-7, "KL mean %.9g nats",
+              num(d, "kl", "mean"));
+    cJSON_Delete(d);
+}

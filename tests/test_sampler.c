@@ -258,3 +258,52 @@ Test(sampler, bad_parameters_are_refused) {
     cr_expect(!sampler_order_parse(&p, "random", &err));
     cr_expect(strstr(err.message, "unknown sampler order 'random'") != NULL);
 }
+
+/* The first u of a seed against run.c's formula, worked in Python's
+ * integers (not by this sampler): state ^= state >> 12, ^= state << 25,
+ * ^= state >> 27 (mod 2^64), out = (state · 0x2545F4914F6CDD1D mod 2^64)
+ * >> 32, u = (out >> 8) / 2^24. Seed 7767648's first u is exactly 0.5. */
+Test(sampler, first_draws_of_a_seed_are_run_c_s) {
+    struct {
+        uint64_t seed;
+        uint32_t top24[4];
+    } cases[] = {{7767648, {8388608, 12117465, 6452784, 6965448}},
+                 {42, {5688906, 13124075, 13256299, 15838407}}};
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        XorshiftRng r = {cases[c].seed};
+        for (int i = 0; i < 4; i++) {
+            float u = xorshift_f32(&r);
+            cr_expect_eq(u, (float)cases[c].top24[i] / 16777216.0f, "seed %llu, draw %d: %.9g",
+                         (unsigned long long)cases[c].seed, i, (double)u);
+        }
+    }
+}
+
+/* Logits [0, 0]: p = [0.5, 0.5], CDF [0.5, 1]. Seed 7767648 draws u = 0.5
+ * exactly: run.c's rule takes the first token whose CDF exceeds u
+ * (u < cdf), which is token 1; `u <= cdf` would take token 0. Both ways
+ * of walking (every filter off: ids in order; a filter on: survivors by
+ * probability, ties by id) must give 1. */
+Test(sampler, u_on_a_cdf_value_takes_the_next_token) {
+    float logits[] = {0.0f, 0.0f};
+    Draw plain = draw_once(logits, 2, 1.0f, 0, 1.0f, 0.0f, NULL, 7767648);
+    cr_expect_eq(plain.s.u, 0.5f);
+    cr_expect_eq(plain.token, 1, "u = 0.5 on the CDF's 0.5: token 1, got %d", plain.token);
+    Draw filtered = draw_once(logits, 2, 1.0f, 2, 1.0f, 0.0f, NULL, 7767648);
+    cr_expect_eq(filtered.token, 1, "with top-k 2: token 1, got %d", filtered.token);
+    sampler_free(&plain.s), sampler_free(&filtered.s);
+}
+
+/* Min-p keeps a token whose probability is exactly min_p × the top one (at
+ * least, not more than): logits [0, 0, -1] give p = [a, a, a/e], and
+ * min_p = 1 puts the threshold at a itself, so tokens 0 and 1 stay
+ * (renormalised 1/2 each) and token 2 goes. */
+Test(sampler, min_p_keeps_a_token_exactly_at_the_threshold) {
+    float logits[] = {0.0f, 0.0f, -1.0f};
+    Draw d = draw_once(logits, 3, 1.0f, 0, 1.0f, 1.0f, NULL, 42);
+    const StageResult *r = stage_of(&d.s, STAGE_MIN_P);
+    int kept[] = {0, 1};
+    expect_ids(r->kept, r->n_kept, kept, 2, "min_p kept");
+    expect_survivors(&d.s, kept, (double[]){0.5, 0.5}, 2);
+    sampler_free(&d.s);
+}

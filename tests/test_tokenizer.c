@@ -71,6 +71,28 @@ Test(tokenizer, tiny_vocabulary_merges_as_traced_by_hand) {
     tokenizer_free(&tok);
 }
 
+/* Merges go by score, not by id: a vocabulary whose scores are not in id
+ * order ("ab" has the lower id, "bc" the better score). "abc" with the
+ * dummy prefix is ' ' a b c; the pairs that are pieces: " a" (-9), "ab"
+ * (-5), "bc" (-1). The best score first: "bc" → ' ' a bc; then " a" →
+ * ' a' bc; "abc" is no piece, so [9, 8]. Merging the lowest id first
+ * would give ' ' ab c = [3, 7, 6]. In tok512 the score is minus the id,
+ * so the two rules cannot be told apart there. */
+Test(tokenizer, merges_follow_scores_not_ids) {
+    const char *pieces[] = {"<unk>", "<s>", "</s>", " ", "a", "b", "c", "ab", "bc", " a"};
+    const float scores[] = {0, 0, 0, 0, 0, 0, 0, -5, -1, -9};
+    Tokenizer tok;
+    StepError err;
+    cr_assert(tokenizer_init(&tok, 10, pieces, scores, &err), "%s", err.message);
+    int *ids, n;
+    cr_assert(tokenizer_encode(&tok, "abc", false, &ids, &n, &err), "%s", err.message);
+    cr_assert_eq(n, 2, "%d ids", n);
+    cr_expect_eq(ids[0], 9);
+    cr_expect_eq(ids[1], 8);
+    free(ids);
+    tokenizer_free(&tok);
+}
+
 Test(tokenizer, empty_prompt_is_bos_alone) {
     Model m;
     Tokenizer tok;
