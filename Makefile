@@ -58,7 +58,7 @@ LLAMA_CPP_PACKAGES := node-llama-cpp@3.22.1 @node-llama-cpp/linux-x64@3.22.1
 
 .PHONY: screenshots inject diff-check convert-check npm-fixtures tokenizer-json-check
 .PHONY: llama-cpp-peer llama-cpp-check lib lib-check unit-checks-a unit-checks-b
-.PHONY: all help deps build test unit-tests sanitize fuzz fuzz-build fuzz-seeds fuzz-smoke bad-inputs notebooks doc-check valgrind fmt fmt-check demo models kv-tables golden bench bench-batch bench-scale clean
+.PHONY: all help deps build test unit-tests sanitize fuzz fuzz-build fuzz-seeds fuzz-smoke bad-inputs notebooks doc-check valgrind fmt fmt-check demo models kv-tables golden bench bench-batch bench-scale clean mutants
 
 all: build
 
@@ -90,6 +90,7 @@ help:
 	@echo "make diff-check  diff's first-divergence search against perturbed and broken runs"
 	@echo "make inject    build/inject/stepwise: a deliberately broken build (STEPWISE_INJECT_BUG)"
 	@echo "make screenshots  refresh docs/img/viewer*.png from headless chromium"
+	@echo "make mutants   the mutation round: each planted bug against its area (about an hour)"
 
 deps:
 	@missing=""; for p in $(DEB_PACKAGES); do \
@@ -231,6 +232,7 @@ unit-tests:
 	@echo "models: $(STEPWISE_MODELS)"
 	/usr/bin/python3 tests/check_layers.py
 	/usr/bin/python3 tests/run_area.py --check
+	/usr/bin/python3 tests/mutants.py --check
 	$(BUILD)/stepwise-tests --jobs 2
 	@# what the checks below share, made first: then the two halves run side
 	@# by side (most checks are one process each; the machine has two cores)
@@ -505,6 +507,14 @@ golden: build
 	  --tokenizer $(STEPWISE_MODELS)/tok512.bin --out $(BUILD)/golden
 
 # Speed, measured (docs/performance.md): a benchmark, not a test.
+# The mutation round (tests/mutants.py): each mutant of tests/mutants_list.py
+# applied to a copy of the checkout in build/mutants/tree, built, and the
+# test area that owns its code run; the score and the survivors. Not in
+# `make test`: about an hour on two cores. MUTANT=NAME-PART runs some;
+# MUTANTS_ARGS=--skip-baseline leaves out the unmutated area runs.
+mutants: npm-fixtures llama-cpp-peer
+	/usr/bin/python3 tests/mutants.py $(MUTANTS_ARGS) $(MUTANT)
+
 bench: build $(BUILD)/bench/forward $(BUILD)/bench/bandwidth
 	/usr/bin/python3 tests/bench.py
 

@@ -2,6 +2,8 @@
 """One area of the tests, by tests/README.md's table (`make test T=AREA`).
 
     tests/run_area.py AREA     run every row of AREA, each with its command
+    tests/run_area.py AREA --first-failure
+                               stop at the first row that fails (make mutants)
     tests/run_area.py list     the areas and their files
     tests/run_area.py --check  every file in tests/ is in the table, and every
                                row names a file that exists (in `make test`)
@@ -49,7 +51,8 @@ def check(table):
 
 
 def main():
-    if len(sys.argv) != 2:
+    first_failure = sys.argv[2:] == ["--first-failure"]
+    if len(sys.argv) != 2 and not first_failure:
         print(__doc__.strip(), file=sys.stderr)
         return 2
     table = rows()
@@ -72,6 +75,8 @@ def main():
         print("== %s: %s%s\n   %s" % (file, what, " (needs %s)" % needs if needs else "", command), flush=True)
         if subprocess.run(["bash", "-c", command], cwd=ROOT).returncode != 0:
             failed.append(file)
+            if first_failure:
+                break
     print("area %s: %d run, %s" % (area, len(areas[area]), "%d FAILED: %s" % (len(failed), ", ".join(failed))
                                     if failed else "all passed"))
     return 1 if failed else 0
