@@ -82,8 +82,12 @@ def copy_tree():
             shutil.copy2(src, dst)
     os.makedirs(os.path.join(TREE, "build"), exist_ok=True)
     for d in SHARED_BUILD:
-        src, dst = os.path.join(ROOT, "build", d), os.path.join(TREE, "build", d)
-        if os.path.isdir(src) and not os.path.lexists(dst):
+        src, dst = os.path.realpath(os.path.join(ROOT, "build", d)), os.path.join(TREE, "build", d)
+        if not os.path.isdir(src):
+            raise SystemExit(f"mutants: no build/{d} (make npm-fixtures llama-cpp-peer first)")
+        if os.path.isdir(dst) and not os.path.islink(dst):
+            shutil.rmtree(dst)
+        if not os.path.lexists(dst):
             os.symlink(src, dst)
 
 
