@@ -216,6 +216,8 @@ CASES = [
      {"architectures": ["MistralForCausalLM"], "sliding_window": 5}, "F32", 1),
     ("Phi3 BF16, sliding window 3 on every layer, fused",
      {"architectures": ["Phi3ForCausalLM"], "sliding_window": 3}, "BF16", 1),
+    ("Llama F32, rms_norm_eps 0.5 (config.json's, not a default)",
+     {"architectures": ["LlamaForCausalLM"], "rms_norm_eps": 0.5}, "F32", 1),
     ("Qwen2 F32, q/k/v biases, 2 shards",
      {"architectures": ["Qwen2ForCausalLM"], "rope_theta": 1e6, "rms_norm_eps": 1e-6}, "F32", 2),
     ("Phi3 BF16, q/k/v and gate/up fused, 2 shards, sliding window of the whole context",

@@ -14,12 +14,12 @@ round stops. A mutant that does not build is a mistake in the list (an
 error), not a catch.
 
     tests/mutants.py              every mutant (about an hour on two cores)
-    tests/mutants.py NAME-PART    the mutants whose names hold NAME-PART
+    tests/mutants.py NAME-PART... the mutants whose names hold one of them
     tests/mutants.py --check      each mutant's text occurs exactly once in
                                   its file (in `make test`: the list stays
                                   applicable as the code changes)
     tests/mutants.py --list       the mutants, by area
-    tests/mutants.py --skip-baseline [NAME-PART]
+    tests/mutants.py --skip-baseline [NAME-PART...]
                                   leave out the unmutated runs of the areas
                                   (when `make test` has just passed on the
                                   same tree)
@@ -126,14 +126,14 @@ def main():
         return 0
     skip_baseline = args[:1] == ["--skip-baseline"]
     args = args[1:] if skip_baseline else args
-    if len(args) > 1 or (args and args[0].startswith("-")):
+    if any(a.startswith("-") for a in args):
         print(__doc__.strip(), file=sys.stderr)
         return 2
     problems = check_list()
     if problems:
         print("\n".join(problems), file=sys.stderr)
         return 2
-    chosen = [m for m in MUTANTS if not args or args[0] in m[0]]
+    chosen = [m for m in MUTANTS if not args or any(a in m[0] for a in args)]
     copy_tree()
     logs = os.path.join(WORK, "logs")
     os.makedirs(logs, exist_ok=True)

@@ -21,6 +21,9 @@ MUTANTS = [
     ("min-p-strict", "ref/sampler.c", "sort_candidates(s, s->probs, n, s->params.min_p * top, kept)",
      "sort_candidates(s, s->probs, n, nextafterf(s->params.min_p * top, INFINITY), kept)", "sampling",
      "min-p drops a token exactly at min_p x the top probability"),
+    ("u-from-23-bits", "ref/util/rng.c", "return (float)(xorshift_u32(r) >> 8) / 16777216.0f;",
+     "return (float)(xorshift_u32(r) >> 9) / 8388608.0f;", "sampling",
+     "the uniform u built from 23 random bits, not 24"),
     ("temperature-multiplies", "ref/sampler.c", "s->values[j] /= p->temperature;",
      "s->values[j] *= p->temperature;", "sampling", "the temperature multiplies the logits"),
     ("top-p-strict", "ref/sampler.c", "if (mass >= p) {", "if (mass > p) {", "sampling",
@@ -41,7 +44,7 @@ MUTANTS = [
     ("rope-sign", "ref/layers.c", "xh[b] = v0 * s[pair] + v1 * c[pair];",
      "xh[b] = v0 * s[pair] - v1 * c[pair];", "forward", "RoPE's second component with a wrong sign"),
     ("gqa-head-modulo", "ref/layers.c", "int kv_off = (h / group) * head_dim;",
-     "int kv_off = (h % a->n_kv_heads) * head_dim;", "forward",
+     "int kv_off = (h % a->n_kv_heads + 0 * group) * head_dim;", "forward",
      "GQA maps query heads to KV heads round-robin instead of in groups"),
     ("attention-divisor", "ref/layers.c", "float div = sqrtf(a->query_scale);", "float div = a->query_scale;",
      "forward", "attention divides q.k by head_dim, not its square root"),
@@ -122,9 +125,9 @@ MUTANTS = [
      "optional_number(root, \"rms_norm_epsilon\", &c->norm_eps,", "arch",
      "config.json's rms_norm_eps read under another name (the default used)"),
     ("moe-experts-per-token", "ref/formats/hf_moe.c",
-     "json_int_field(root, \"num_experts_per_tok\", 1, c->n_experts, &c->n_experts_used)",
-     "json_int_field(root, \"num_experts_per_tok\", 1, c->n_experts, &c->n_experts_used) && "
-     "(c->n_experts_used = 1)", "moe", "every token routed to one expert"),
+     "json_int_field(root, \"num_experts_per_tok\", 1, c->n_experts, &c->n_experts_used))",
+     "json_int_field(root, \"num_experts_per_tok\", 1, c->n_experts, &c->n_experts_used) || "
+     "!(c->n_experts_used = 1))", "moe", "every token routed to one expert"),
     ("golden-merge-no-scan", "ref/formats/golden_parts.c", "if (strstr(s->line, \"\\\"tensors\\\"\") == NULL) return true;",
      "return true;", "oracle", "golden merge no longer reads which tensors file a score file names"),
     # ---- ref/serve
@@ -150,8 +153,9 @@ MUTANTS = [
      "diff's KL divergence in bits, not nats"),
     ("tolerance-ten-times", "trace/trace_diff.c", "return t->atol + t->rtol * scale;",
      "return t->atol + 10 * t->rtol * scale;", "oracle", "the fp32 preset's row tolerance ten times looser"),
-    ("float-format-exponent", "trace/float_format.c", "if (a >= 100) *p++ = (char)('0' + a / 100);",
-     "if (a > 100) *p++ = (char)('0' + a / 100);", "trace", "a float's exponent of exactly 100 loses a digit"),
+    ("float-format-exponent-form", "trace/float_format.c", "if (d < -4 || d >= 9) { /* d.ddde±XX */",
+     "if (d < -5 || d >= 9) { /* d.ddde±XX */", "trace",
+     "the trace writes 1e-05's decade as 0.0000ddd where printf's %.9g writes d.ddde-05"),
     ("tensors-logits-rows", "trace/diff_tensors.c", "x->shape[0] != (int64_t)o->n_ids)",
      "x->shape[0] < (int64_t)o->n_ids)", "trace", "a tensors file with more logits rows than ids accepted"),
 ]

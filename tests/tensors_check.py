@@ -22,7 +22,7 @@ checked against the JSON form and an independent reader (in `make test`):
    --from-trace of a score over 64 positions of 128,256 ids, within 4 MiB of
    the same over 8 positions. Their rows stay in the file, mapped, read a
    row at a time (trace/diff_run.h).
-6. Hostile: a tensors file missing, truncated, or another run's; --tensors
+6. Hostile: a tensors file missing, truncated, another run's, or of 4 logits rows for 3 stated ids; --tensors
    not ending in .safetensors or naming --out; rows a position filter left
    with gaps: exit 2, one line, nothing written.
 
@@ -265,6 +265,17 @@ def check_hostile(tmp, t, st):
     shutil.copy(os.path.join(tmp, "other.safetensors"), st)
     refused("another run's tensors file", "is not the tensors file", "trace", "show", t)
     os.replace(moved, st)
+    # a file of 4 logits rows whose run (event and metadata alike) states 3 ids
+    from hf_reference import header_editor
+    four = os.path.join(tmp, "four.jsonl")
+    run_stepwise(BIN, "score", "--model", model, "--tokens", "1,5,9,11", "--out", four, "--tensors",
+                 os.path.join(tmp, "four.safetensors"))
+    edit = header_editor(open(os.path.join(tmp, "four.safetensors"), "rb").read())
+    open(os.path.join(tmp, "four.safetensors"), "wb").write(
+        edit(lambda h: h["__metadata__"].__setitem__("token_ids", "[1,5,9]")))
+    lines = open(four, encoding="utf-8").read().replace('"token_ids":[1,5,9,11]', '"token_ids":[1,5,9]')
+    open(four, "w", encoding="utf-8").write(lines)
+    refused("4 logits rows for 3 stated ids", "logits has 4 rows for 3 token ids", "trace", "show", four)
     out = os.path.join(tmp, "never.jsonl")
     refused("--tensors not ending in .safetensors", "must end in .safetensors",
             "score", "--model", model, "--tokens", IDS, "--out", out, "--tensors", out + ".bin")

@@ -306,8 +306,16 @@ Test(batch, bad_requests_fail_alone) {
             const cJSON *m = cJSON_GetObjectItem(o, "metrics");
             cr_expect_geq(cJSON_GetObjectItem(m, "ttft_ms")->valuedouble,
                           cJSON_GetObjectItem(m, "queue_time_ms")->valuedouble);
-            cr_expect_geq(cJSON_GetObjectItem(m, "e2e_latency_ms")->valuedouble,
-                          cJSON_GetObjectItem(m, "ttft_ms")->valuedouble);
+            double ttft = cJSON_GetObjectItem(m, "ttft_ms")->valuedouble,
+                   itl = cJSON_GetObjectItem(m, "itl_mean_ms")->valuedouble,
+                   e2e = cJSON_GetObjectItem(m, "e2e_latency_ms")->valuedouble;
+            int n = cJSON_GetObjectItem(o, "generated_tokens")->valueint;
+            cr_expect_geq(e2e, ttft);
+            /* the first token's time, then n - 1 gaps, end at the last
+             * token: no later than the request's end */
+            cr_expect_gt(n, 1);
+            cr_expect_leq(ttft + itl * (n - 1), e2e + 1e-6, "%s: ttft %g + %d gaps of %g > e2e %g",
+                          id, ttft, n - 1, itl, e2e);
         } else {
             bool known = false;
             for (size_t i = 0; i < sizeof want / sizeof want[0]; i++)

@@ -278,3 +278,33 @@ Test(cli, run_header_and_inspect_record_the_model_sha256) {
                      pinned);
     cJSON_Delete(doc);
 }
+
+/* The option table's kinds do what their names say: an OPTION_UNSET
+ * (--no-norm-topk) clears its field, which make-model writes as Qwen3-MoE's
+ * norm_topk_prob false (true without it), and a float option takes the
+ * lower end of its range (--attn-softcap 0: no cap, written as null). */
+static cJSON *made_config(const char *name, const char *extra) {
+    char dir[512], args[2048], path[600];
+    snprintf(dir, sizeof dir, "%s", temp_path(name));
+    snprintf(args, sizeof args,
+             "make-model --format hf --dim 16 --hidden 32 --layers 1 --heads 2 --kv-heads 1 "
+             "--vocab 32 --seq-len 16 --out %s %s",
+             dir, extra);
+    cr_assert_eq(run_stepwise(args, out, sizeof out, err, sizeof err), 0, "%s: %s", args, err);
+    snprintf(path, sizeof path, "%s/config.json", dir);
+    cJSON *c = read_json_file(path);
+    cr_assert_not_null(c, "%s", path);
+    return c;
+}
+
+Test(cli, option_kinds_set_what_they_say) {
+    cJSON *c = made_config("made-norm", "--arch qwen3moe --experts 4");
+    cr_expect(cJSON_IsTrue(cJSON_GetObjectItem(c, "norm_topk_prob")));
+    cJSON_Delete(c);
+    c = made_config("made-no-norm", "--arch qwen3moe --experts 4 --no-norm-topk");
+    cr_expect(cJSON_IsFalse(cJSON_GetObjectItem(c, "norm_topk_prob")), "--no-norm-topk");
+    cJSON_Delete(c);
+    c = made_config("made-softcap", "--arch gemma2 --attn-softcap 0");
+    cr_expect(cJSON_IsNull(cJSON_GetObjectItem(c, "attn_logit_softcapping")), "--attn-softcap 0");
+    cJSON_Delete(c);
+}

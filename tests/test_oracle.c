@@ -390,3 +390,28 @@ Test(oracle, kl_divergence_is_in_nats) {
               num(d, "kl", "mean"));
     cJSON_Delete(d);
 }
+
+/* fp32's tolerance by hand: a row's allowed |d| is 1e-6 + 3e-5 × its
+ * largest |reference| (the "row" rule). Reference (10, 0): 3.01e-4. A
+ * candidate 6e-4 off fails; one 1.5e-4 off passes. */
+static int diff_status_of_offset(const char *offset) {
+    char ref[512], cand[512];
+    snprintf(ref, sizeof ref, "%s", temp_path("tol-ref.jsonl"));
+    snprintf(cand, sizeof cand, "%s", temp_path("tol-cand.jsonl"));
+    FILE *f = fopen(ref, "w");
+    cr_assert_not_null(f);
+    fprintf(f, "{\"event\":\"logits\",\"pos\":0,\"logits\":[10,0]}\n");
+    fclose(f);
+    f = fopen(cand, "w");
+    cr_assert_not_null(f);
+    fprintf(f, "{\"event\":\"logits\",\"pos\":0,\"logits\":[10,%s]}\n", offset);
+    fclose(f);
+    char args[2048];
+    snprintf(args, sizeof args, "diff %s %s", ref, cand);
+    return run_stepwise(args, out, sizeof out, err, sizeof err);
+}
+
+Test(oracle, fp32_tolerance_is_its_row_rule) {
+    cr_expect_eq(diff_status_of_offset("6e-4"), 1, "6e-4 > 3.01e-4: %s", out);
+    cr_expect_eq(diff_status_of_offset("1.5e-4"), 0, "1.5e-4 <= 3.01e-4: %s", out);
+}
