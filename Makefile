@@ -90,7 +90,7 @@ help:
 	@echo "make diff-check  diff's first-divergence search against perturbed and broken runs"
 	@echo "make inject    build/inject/stepwise: a deliberately broken build (STEPWISE_INJECT_BUG)"
 	@echo "make screenshots  refresh docs/img/viewer*.png from headless chromium"
-	@echo "make mutants   the mutation round: each planted bug against its area (about an hour)"
+	@echo "make mutants   the mutation round: each planted bug against its area (about 15 minutes)"
 
 deps:
 	@missing=""; for p in $(DEB_PACKAGES); do \
@@ -442,7 +442,7 @@ notebooks: build $(BUILD)/bench/forward
 doc-check: build inject npm-fixtures llama-cpp-peer lib
 	/usr/bin/python3 tests/doc_check.py --self-test
 	/usr/bin/python3 tests/doc_check.py docs/*.md
-	/usr/bin/python3 tests/doc_check.py --figures-only README.md notebooks/README.md
+	/usr/bin/python3 tests/doc_check.py --figures-only README.md notebooks/README.md tests/README.md
 
 # The tests under valgrind's memcheck: no leaks, no invalid reads. Five are
 # left out because memcheck makes them take many minutes; the same code runs
@@ -510,7 +510,7 @@ golden: build
 # The mutation round (tests/mutants.py): each mutant of tests/mutants_list.py
 # applied to a copy of the checkout in build/mutants/tree, built, and the
 # test area that owns its code run; the score and the survivors. Not in
-# `make test`: about an hour on two cores. MUTANT=NAME-PART runs some;
+# `make test`: about 15 minutes on two cores. MUTANT=NAME-PART runs some;
 # MUTANTS_ARGS=--skip-baseline leaves out the unmutated area runs.
 mutants: npm-fixtures llama-cpp-peer
 	/usr/bin/python3 tests/mutants.py $(MUTANTS_ARGS) $(MUTANT)

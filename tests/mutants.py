@@ -13,7 +13,7 @@ once unmutated: an area that fails then cannot judge a mutant, and the
 round stops. A mutant that does not build is a mistake in the list (an
 error), not a catch.
 
-    tests/mutants.py              every mutant (about an hour on two cores)
+    tests/mutants.py              every mutant (about 15 minutes on two cores)
     tests/mutants.py NAME-PART... the mutants whose names hold one of them
     tests/mutants.py --check      each mutant's text occurs exactly once in
                                   its file (in `make test`: the list stays
