@@ -275,6 +275,7 @@ unit-checks-b:
 	/usr/bin/python3 tests/memory_check.py $(BUILD)/stepwise
 	/usr/bin/python3 tests/threads_check.py $(BUILD)/stepwise
 	/usr/bin/python3 tests/weights_stored_check.py $(BUILD)/stepwise
+	/usr/bin/python3 tests/weight_bytes_check.py $(BUILD)/stepwise
 	/usr/bin/python3 tests/tensors_check.py $(BUILD)/stepwise
 	/usr/bin/python3 tests/mapped_files_check.py $(BUILD)/stepwise
 	/usr/bin/python3 tests/memory_notes_check.py $(BUILD)/stepwise

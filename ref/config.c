@@ -237,29 +237,39 @@ bool config_validate(const Config *c, const char *what, StepError *err) {
     return true;
 }
 
+uint64_t config_layer_vector_floats(const Config *c) {
+    uint64_t dim = (uint64_t)c->dim, hidden = (uint64_t)c->hidden_dim;
+    uint64_t kv_dim = (uint64_t)config_kv_dim(c), q_dim = (uint64_t)config_q_dim(c);
+    uint64_t n = 2 * dim;                                  /* rms_att, rms_ffn */
+    if (c->post_norms) n += 2 * dim;                       /* post_att_norm, post_ffn_norm */
+    if (c->qkv_bias) n += q_dim + 2 * kv_dim;              /* bq, bk, bv */
+    if (c->qk_norm) n += 2 * (uint64_t)config_head_dim(c); /* q_norm, k_norm */
+    if (c->norm == NORM_LAYER) n += 2 * dim;               /* the norms' biases */
+    if (c->proj_bias) n += dim + hidden + dim;             /* bo, b1, b2 */
+    return n;
+}
+
+uint64_t config_final_vector_floats(const Config *c) {
+    return (c->norm == NORM_LAYER ? 2u : 1u) * (uint64_t)c->dim; /* rms_final (, its bias) */
+}
+
 uint64_t config_param_count(const Config *c) {
     uint64_t dim = (uint64_t)c->dim, hidden = (uint64_t)c->hidden_dim;
     uint64_t kv_dim = (uint64_t)config_kv_dim(c), vocab = (uint64_t)c->vocab_size;
-    uint64_t q_dim = (uint64_t)config_q_dim(c), head_dim = (uint64_t)config_head_dim(c);
-    uint64_t per_layer = dim                                            /* rms_att */
-                         + q_dim * dim                                  /* wq */
+    uint64_t q_dim = (uint64_t)config_q_dim(c);
+    uint64_t per_layer = q_dim * dim                                    /* wq */
                          + 2 * kv_dim * dim                             /* wk, wv */
                          + dim * q_dim                                  /* wo */
-                         + dim                                          /* rms_ffn */
                          + (c->mlp == MLP_GELU ? 2 : 3) * hidden * dim; /* w1, w2 (, w3) */
-    if (c->post_norms) per_layer += 2 * dim;           /* post_att_norm, post_ffn_norm */
-    if (c->qkv_bias) per_layer += q_dim + 2 * kv_dim;  /* bq, bk, bv */
-    if (c->qk_norm) per_layer += 2 * head_dim;         /* q_norm, k_norm */
-    if (c->norm == NORM_LAYER) per_layer += 2 * dim;   /* the norms' biases */
-    if (c->proj_bias) per_layer += dim + hidden + dim; /* bo, b1, b2 */
-    uint64_t total = vocab * dim + (uint64_t)c->n_layers * per_layer + dim;
+    per_layer += config_layer_vector_floats(c);
+    uint64_t total =
+        vocab * dim + (uint64_t)c->n_layers * per_layer + config_final_vector_floats(c);
     if (c->n_experts > 0) { /* MoE layers: a router and E experts instead of the dense MLP */
         uint64_t moe = (uint64_t)(c->n_layers - config_dense_layers(c));
         uint64_t E = (uint64_t)c->n_experts, eh = (uint64_t)c->expert_hidden_dim;
         total -= moe * (c->mlp == MLP_GELU ? 2 : 3) * hidden * dim;
         total += moe * (E * dim + E * 3 * eh * dim);
     }
-    if (c->norm == NORM_LAYER) total += dim; /* the final norm's bias */
     if (c->position == POS_LEARNED) total += (uint64_t)c->seq_len * dim;
     if (!c->shared_classifier) total += vocab * dim;
     return total;

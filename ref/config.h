@@ -193,6 +193,13 @@ bool config_validate(const Config *c, const char *what, StepError *err);
  * a validated config (no overflow then). */
 uint64_t config_param_count(const Config *c);
 
+/* The vectors a layer holds beside its matrices (norm weights and biases,
+ * projection biases, Qwen3's q/k norms), in floats: config_param_count's
+ * and a forward pass's bytes read (forward.c) both count them here. And
+ * the final norm's (its weight, and LayerNorm's bias). */
+uint64_t config_layer_vector_floats(const Config *c);
+uint64_t config_final_vector_floats(const Config *c);
+
 /* The weights one token runs through: config_param_count less the experts
  * it does not choose (n_experts - n_experts_used of each MoE layer). */
 uint64_t config_active_param_count(const Config *c);

@@ -495,7 +495,7 @@ static const float *classify(const Model *m, RunState *s, const ForwardRow *rows
         int n = wanted(row), first = row->n_tokens - n;
         HookSite site = {
             .obs = row->obs, .layer = -1, .pos0 = row->pos0 + first, .tokens = row->tokens + first};
-        row->state->work.weight_bytes += (uint64_t)dim * sizeof(float); /* rms_final */
+        row->state->work.weight_bytes += config_final_vector_floats(&m->config) * sizeof(float);
         count_matmul(&row->state->work, n, dim, V, matrix_bytes(cls));
         hook_emit_rows(&site, HOOK_FINAL_NORM, s->xb + (size_t)w0 * dim, n, 1, dim);
         hook_emit_rows(&site, HOOK_LOGITS, s->logits + (size_t)w0 * V, n, 1, V);
@@ -536,8 +536,8 @@ const float *forward(const Model *m, RunState *s, const ForwardRow *rows, int n_
             progress_report(m->progress, "forward pass (layers)", (uint64_t)l,
                             (uint64_t)c->n_layers);
         emit_each(rows, n_rows, l, HOOK_RESID_PRE, s->x, 1, dim);
-        for (int r = 0; r < n_rows; r++) /* rms_att and rms_ffn (and Gemma's post-norms) */
-            rows[r].state->work.weight_bytes += (c->post_norms ? 4u : 2u) * dim * sizeof(float);
+        for (int r = 0; r < n_rows; r++) /* the layer's norms and biases, read once a pass */
+            rows[r].state->work.weight_bytes += config_layer_vector_floats(c) * sizeof(float);
         attention_block(m, s, rows, n_rows, N, l);
         mlp_block(m, s, rows, n_rows, N, l);
         for (int r = 0; r < n_rows; r++) {
