@@ -17,9 +17,8 @@
 #include "trace/trace_diff.h"
 #include "ref/generate.h"
 #include "ref/formats/model_open.h"
-#include "ref/kernels/pack.h"
+#include "ref/model_prepare.h"
 #include "ref/sampler.h"
-#include "ref/kernels/quant_model.h"
 #include "ref/score.h"
 #include "ref/kernels/threads.h"
 
@@ -112,9 +111,10 @@ sw_status sw_model_open(const char *path, const char *tokenizer, const sw_open_o
      * the process's own, and nothing reads the files after this */
     bool ready =
         (!o.copy_weights || model_copy_files(&m->model, &e)) &&
-        (o.plain_kernels || ((m->model.weight_group > 0 ? model_pack_q8(&m->model, false, &e)
-                                                        : model_pack(&m->model, &e)) &&
-                             model_use_threads(&m->model, o.threads > 0 ? o.threads : 1, &e)));
+        model_prepare(&m->model,
+                      &(ModelPrepare){.kernels = o.plain_kernels ? KERNELS_PLAIN : KERNELS_FAST,
+                                      .threads = o.threads > 0 ? o.threads : 1},
+                      &e);
     if (!ready) {
         sw_model_free(m);
         return fail_step(err, &e);

@@ -13,10 +13,8 @@
 #include "ref/formats/gguf_tokenizer.h"
 #include "ref/formats/hf_model.h"
 #include "ref/formats/model_open.h"
-#include "ref/kernels/pack.h"
-#include "ref/kernels/quant_model.h"
-#include "ref/text/tokenizer_json.h"
 #include "ref/kernels/threads.h"
+#include "ref/text/tokenizer_json.h"
 #include "trace/trace_events.h"
 #include <sys/resource.h>
 
@@ -214,22 +212,13 @@ bool cli_load_model(const char *model_path, const char *tokenizer_path, Model *m
     return open_model(model_path, tokenizer_path, m, tok, WEIGHTS_F32, progress, err);
 }
 
-/* Quantize and pack m as q says, reporting to m->progress. A Q8_0 file
- * under int8 activations runs as the int8 weights its blocks are (their
- * codes and scales as stored, in groups of 32: what --quant-weights int8
- * --quant-group 32 gives it), not widened to floats that int8 activations
- * then multiply. */
+/* m prepared as q says (model_prepare.h), reporting to m->progress. */
 static bool prepare_model(Model *m, const CliQuant *q, StepError *err) {
-    bool q8_0 = q->run.activations && !q->weights && m->weight_group == 0 && m->q8_0_file;
-    if ((q->weights || q8_0) && m->weight_group == 0 &&
-        !model_quantize(m, q8_0 ? 32 : q->run.group, err))
-        return false;
-    if (q->kernels == KERNELS_PLAIN) return true; /* the row-major weights, as loaded */
-    /* the fast layout, chosen once here; the numbers do not change, nor
-     * do they with the number of threads */
-    if (!(m->weight_group > 0 ? model_pack_q8(m, q->run.activations, err) : model_pack(m, err)))
-        return false;
-    return model_use_threads(m, q->threads, err);
+    ModelPrepare p = {.kernels = q->kernels,
+                      .quant_group = q->weights ? q->run.group : 0,
+                      .int8_activations = q->run.activations,
+                      .threads = q->threads};
+    return model_prepare(m, &p, err);
 }
 
 bool cli_load_model_to_run(const char *model_path, const char *tokenizer_path, const CliQuant *q,

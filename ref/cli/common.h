@@ -8,6 +8,7 @@
 
 #include "ref/generate.h"
 #include "ref/model.h"
+#include "ref/model_prepare.h"
 #include "ref/kernels/quant.h"
 #include "ref/sampler.h"
 #include "trace/trace_options.h"
@@ -64,13 +65,6 @@ enum {
 /* Apply trace option c (its id; option_groups.c holds the table) to o: 1 if it was one, 0 if
  * not, -1 on a bad value (err filled). */
 int cli_trace_option(int c, const char *arg, TraceOptions *o, StepError *err);
-
-/* Which matmul kernels run the model: the same sums in the same order
- * either way, so the same bits (docs/performance.md). */
-typedef enum {
-    KERNELS_FAST,  /* the weights packed at load, many sums at once (default) */
-    KERNELS_PLAIN, /* the row-major weights, one dot product at a time */
-} KernelChoice;
 
 /* How a model runs: what to quantize (docs/quantization.md) and with which
  * kernels; shared by generate, score and batch. */

@@ -1,0 +1,18 @@
+/* model_prepare.c: see model_prepare.h. */
+#include "ref/model_prepare.h"
+
+#include "ref/kernels/pack.h"
+#include "ref/kernels/quant_model.h"
+
+bool model_prepare(Model *m, const ModelPrepare *p, StepError *err) {
+    bool q8_0 = p->int8_activations && p->quant_group == 0 && m->weight_group == 0 && m->q8_0_file;
+    if ((p->quant_group > 0 || q8_0) && m->weight_group == 0 &&
+        !model_quantize(m, q8_0 ? 32 : p->quant_group, err))
+        return false;
+    if (p->kernels == KERNELS_PLAIN) return true; /* the row-major weights, as loaded */
+    /* the fast layout, chosen once here; the numbers do not change, nor
+     * do they with the number of threads */
+    if (!(m->weight_group > 0 ? model_pack_q8(m, p->int8_activations, err) : model_pack(m, err)))
+        return false;
+    return model_use_threads(m, p->threads, err);
+}

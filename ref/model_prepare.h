@@ -1,0 +1,34 @@
+/* model_prepare.h: a loaded model made ready to run, once, the same way
+ * for the command line and the library (api/stepwise.c): its weights
+ * quantized to int8 when asked, then packed for the fast kernels and given
+ * their threads, or left row-major for the plain ones. Neither choice
+ * changes a number (docs/performance.md, docs/quantization.md). */
+#ifndef STEPWISE_MODEL_PREPARE_H
+#define STEPWISE_MODEL_PREPARE_H
+
+#include <stdbool.h>
+
+#include "ref/model.h"
+#include "ref/util/error.h"
+
+/* Which matmul kernels run the model: the same sums in the same order
+ * either way, so the same bits. */
+typedef enum {
+    KERNELS_FAST,  /* the weights packed at load, many sums at once (default) */
+    KERNELS_PLAIN, /* the row-major weights, one dot product at a time */
+} KernelChoice;
+
+typedef struct {
+    KernelChoice kernels;
+    int quant_group;       /* > 0: quantize the weights to int8 in groups of this many */
+    bool int8_activations; /* the activations run in int8 too (QuantRuntime.activations) */
+    int threads;           /* the fast kernels' threads; 0: one per online processor */
+} ModelPrepare;
+
+/* Prepare m as p says, reporting to m->progress. A Q8_0 file under int8
+ * activations and no quant_group runs as the int8 weights its blocks are
+ * (their codes and scales as stored, groups of 32), not widened to floats
+ * that int8 activations then multiply. */
+bool model_prepare(Model *m, const ModelPrepare *p, StepError *err);
+
+#endif
