@@ -40,9 +40,12 @@ bool config_layer_slides(const Config *c, int l) {
     return c->sliding_window > 0 && (c->sliding_pattern == 0 || (l + 1) % c->sliding_pattern != 0);
 }
 
+int config_layer_window(const Config *c, int l) {
+    return config_layer_slides(c, l) ? c->sliding_window : 0;
+}
+
 int config_first_seen(const Config *c, int l, int pos) {
-    if (!config_layer_slides(c, l) || pos < c->sliding_window) return 0;
-    return pos - c->sliding_window + 1;
+    return window_first_seen(config_layer_window(c, l), pos);
 }
 
 bool config_rope_long(const Config *c, int last) {

@@ -153,10 +153,17 @@ int config_dense_layers(const Config *c);
 int config_dense_slot(const Config *c, int l);
 int config_moe_slot(const Config *c, int l);
 
+/* The window rule, written once: the first position a query at pos sees
+ * through a window of `window` positions (0: none), itself included. */
+static inline int window_first_seen(int window, int pos) {
+    return window > 0 && pos >= window ? pos - window + 1 : 0;
+}
+
 /* Whether layer l attends through a sliding window (config.sliding_window,
- * sliding_pattern), and the first position its query at pos sees: 0, or
- * pos - window + 1 on a sliding layer. */
+ * sliding_pattern), its window (0 on a layer that does not slide), and the
+ * first position its query at pos sees (window_first_seen). */
 bool config_layer_slides(const Config *c, int l);
+int config_layer_window(const Config *c, int l);
 int config_first_seen(const Config *c, int l, int pos);
 /* The number the scores are divided by the square root of: query_scale, or head_dim. */
 float config_query_scale(const Config *c);

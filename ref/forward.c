@@ -286,7 +286,7 @@ static AttentionSpec attention_spec(const Config *c, int l) {
                            .head_dim = config_head_dim(c),
                            .query_scale = config_query_scale(c),
                            .softcap = c->attn_softcap,
-                           .window = config_layer_slides(c, l) ? c->sliding_window : 0};
+                           .window = config_layer_window(c, l)};
 }
 
 /* Whether an observer wants this layer's attention scores or pattern at

@@ -240,7 +240,7 @@ static void attention_query_head(float *out, const float *q, const float *key_ca
     int head_dim = a->head_dim, dim = a->n_heads * head_dim, kv_dim = a->n_kv_heads * head_dim;
     int group = a->n_heads / a->n_kv_heads; /* query heads per KV head */
     int pos = pos0 + t;                     /* this query sees positions first..pos */
-    int first = a->window > 0 && pos >= a->window ? pos - a->window + 1 : 0;
+    int first = window_first_seen(a->window, pos);
     float div = sqrtf(a->query_scale);
     const float *qh = q + (size_t)t * dim + (size_t)h * head_dim;
     int kv_off = (h / group) * head_dim;

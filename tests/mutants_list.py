@@ -56,9 +56,9 @@ MUTANTS = [
      "memcpy(key_l + (size_t)(model_fast(m) && T == 1 && pos0 > 0 ? pos0 - 1 : pos0) * kv_dim, k,"
      " (size_t)T * kv_dim * sizeof(float));", "forward",
      "a decode step on the fast path writes its K row one position early"),
-    ("sliding-window-off-by-one", "ref/layers.c",
-     "int first = a->window > 0 && pos >= a->window ? pos - a->window + 1 : 0;",
-     "int first = a->window > 0 && pos >= a->window ? pos - a->window : 0;", "arch",
+    ("sliding-window-off-by-one", "ref/config.h",
+     "return window > 0 && pos >= window ? pos - window + 1 : 0;",
+     "return window > 0 && pos >= window ? pos - window : 0;", "arch",
      "a sliding window one position wider than it says"),
     ("work-vectors-left-out", "ref/forward.c",
      "rows[r].state->work.weight_bytes += config_layer_vector_floats(c) * sizeof(float);",
