@@ -98,14 +98,6 @@ typedef struct {
     char source[384];
 } Model;
 
-/* Load a llama2.c checkpoint in the legacy float32 layout: a header of seven
- * int32 (dim, hidden_dim, n_layers, n_heads, n_kv_heads, vocab_size, seq_len;
- * a negative vocab_size marks an untied classifier stored last), then the
- * weights in the order of Weights, with two unused RoPE tables of
- * seq_len × head_dim / 2 floats each before the classifier. The header is
- * checked against the file size before any weight is read. */
-bool model_load_checkpoint(Model *m, const char *path, StepError *err);
-
 /* The checkpoint is mapped (mmap, private), not read: a weight costs memory
  * only once it is touched, and model_pack releases each matrix's pages as it
  * repacks them, so the resident peak stays near one copy of the weights.
@@ -200,11 +192,6 @@ bool model_bind_weights(Model *m);
 
 /* Number of floats model_bind_weights expects in storage. */
 uint64_t model_storage_floats(const Config *c);
-
-/* Write m as a llama2.c checkpoint (the layout model_load_checkpoint reads),
- * atomically: the file appears whole or not at all. The two legacy RoPE
- * tables are written with llama2.c's values, cos and sin of pos · θ_i. */
-bool model_save_checkpoint(const Model *m, const char *path, StepError *err);
 
 /* A model of shape c with seeded random weights: norm weights 1, every
  * matrix (the embedding too) uniform in ±1/sqrt(fan_in), from llama2.c's

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "ref/util/file_util.h"
+#include "ref/formats/checkpoint.h"
 #include "ref/formats/model_json.h"
 
 static const char *models_dir(void) {

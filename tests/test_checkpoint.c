@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "ref/forward.h"
+#include "ref/formats/checkpoint.h"
 #include "ref/kernels/pack.h"
 #include "tests/helpers.h"
 

@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "ref/context_shift.h"
+#include "ref/formats/checkpoint.h"
 #include "ref/forward.h"
 #include "ref/generate.h"
 #include "tests/helpers.h"

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "ref/cli/commands.h"
+#include "ref/formats/checkpoint.h"
 #include "ref/cli/common.h"
 #include "ref/cli/options.h"
 #include "ref/cli/presets.h"

@@ -1,5 +1,6 @@
 /* model_open.c: see model_open.h. */
 #include "ref/formats/model_open.h"
+#include "ref/formats/checkpoint.h"
 
 #include <string.h>
 

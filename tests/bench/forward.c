@@ -29,6 +29,7 @@
 #include <time.h>
 
 #include "ref/forward.h"
+#include "ref/formats/checkpoint.h"
 #include "ref/kernels/clones.h"
 #include "ref/formats/hf_model.h"
 #include "ref/kernels/pack.h"

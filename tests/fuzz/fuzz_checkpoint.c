@@ -3,6 +3,7 @@
  * run for one token, so that a header that passes validation but lies
  * about its weights shows up as a bad read. */
 #include "tests/fuzz/fuzz_file.h"
+#include "ref/formats/checkpoint.h"
 #include "tests/fuzz/fuzz_forward.h"
 
 #include "ref/model.h"
