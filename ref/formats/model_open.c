@@ -1,6 +1,7 @@
 /* model_open.c: see model_open.h. */
 #include "ref/formats/model_open.h"
 #include "ref/formats/checkpoint.h"
+#include "ref/formats/q8_file.h"
 
 #include <string.h>
 

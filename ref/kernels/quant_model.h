@@ -1,12 +1,7 @@
-/* quant_model.h: a model's weights in int8, and stepwise's quantized file.
- *
- * Every matrix (Q/K/V/O, the feed-forward, the classifier) and the token
- * embedding are int8 with one scale per group; the norm weights stay
- * float32. The file (.q8) is: "SWQ8", uint32 version 1, the seven int32 of a
- * llama2.c header (vocab_size negative when the classifier is untied), int32
- * group size; then the tensors in checkpoint order, each matrix as its int8
- * codes [rows × cols] followed by its float32 scales [rows × groups per row],
- * each norm as float32. docs/quantization.md shows it byte by byte. */
+/* quant_model.h: a model's weights in int8: every matrix (Q/K/V/O, the
+ * feed-forward, the classifier) and the token embedding int8 with one
+ * scale per group; the norm weights stay float32. Its file, .q8, is
+ * formats/q8_file.h's. */
 #ifndef STEPWISE_QUANT_MODEL_H
 #define STEPWISE_QUANT_MODEL_H
 
@@ -33,14 +28,7 @@ bool model_pack_q8(Model *m, bool int8_activations, StepError *err);
  * routers). */
 uint64_t quant_weight_bytes(const Config *c, int group);
 
-bool model_save_q8(const Model *m, const char *path, StepError *err);
-
-/* Load a .q8 file: m's matrices are int8 (owned, row-major) and m->storage
- * holds the norms only (m->weights' matrix views are NULL). The header is checked as
- * strictly as a checkpoint's, and against the file size. */
-bool model_load_q8(Model *m, const char *path, StepError *err);
-
-/* Whether path starts with the .q8 magic. */
-bool model_file_is_q8(const char *path);
+/* The longest row of any of a model's matrices: one row's scratch. */
+int quant_widest_row(const Config *c);
 
 #endif

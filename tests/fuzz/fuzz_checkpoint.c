@@ -8,6 +8,7 @@
 
 #include "ref/model.h"
 #include "ref/kernels/quant_model.h"
+#include "ref/formats/q8_file.h"
 #include "ref/forward.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
