@@ -11,7 +11,7 @@
     kernels  (ref/kernels/: packing, int8, threads)                 util, core
     text     (ref/text/: tokenizers, pretokenizing, chat)           util, core
     core     (ref/*: config, model, forward, layers, sampler, ...)  util, kernels, text
-    formats  (ref/formats/: GGUF, safetensors, HF, model JSON)      util, kernels, text, core
+    formats  (ref/formats/: every file: llama2.c, .q8, GGUF, HF...) util, kernels, text, core
     serve    (ref/serve/: batches, requests, the prefix cache)      all of the engine
   so the core never includes a file format or the serving layer, and the
   formats never include the serving layer;
