@@ -165,12 +165,14 @@ $(BUILD)/obj/gen/%.o: $(BUILD)/gen/%.c
 # libstepwise.so: the library's objects as they are (every object is built
 # position-independent, -fPIC, and exports nothing by default,
 # -fvisibility=hidden: the .so shows stepwise.h's functions only, marked
-# STEPWISE_EXPORT; the static links do not care), with its pkg-config file.
+# STEPWISE_EXPORT, and ref/api/stepwise.map keeps the fast kernels' ifunc
+# resolvers local too; the static links do not care), with its pkg-config file.
 lib: $(BUILD)/libstepwise.so $(BUILD)/libstepwise.a $(BUILD)/stepwise.pc
 
-$(BUILD)/libstepwise.so: $(LIB_OBJ)
+$(BUILD)/libstepwise.so: $(LIB_OBJ) ref/api/stepwise.map
 	@echo "  LINK $@"
-	@$(CC) $(CFLAGS) -shared -Wl,-soname,libstepwise.so -o $@ $^ $(LDLIBS)
+	@$(CC) $(CFLAGS) -shared -Wl,-soname,libstepwise.so -Wl,--version-script=ref/api/stepwise.map \
+	  -o $@ $(LIB_OBJ) $(LDLIBS)
 
 $(BUILD)/stepwise.pc: Makefile
 	@{ echo "prefix=$(abspath .)"; echo 'includedir=$${prefix}/ref/api'; \

@@ -17,10 +17,11 @@ line, which the other checks hold to llama2.c, numpy and llama.cpp (in
    nudged one where it was nudged.
 3. Errors are exceptions with the library's one-line message and code: a
    missing file, an id outside the vocabulary, tokenize without a tokenizer.
-4. `pip install --no-index --no-build-isolation ./python` works offline
+4. libstepwise.so exports only sw_* and stepwise_* names.
+5. `pip install --no-index --no-build-isolation ./python` works offline
    in a virtual environment that sees Debian's numpy and pip, copies
    libstepwise.so in, and the installed package runs.
-5. python/examples/test_my_engine.py passes under pytest.
+6. python/examples/test_my_engine.py passes under pytest.
 
     /usr/bin/python3 tests/python_api_check.py build/stepwise
 """
@@ -191,6 +192,18 @@ def check_errors(stepwise, tmp):
         check(m.score(IDS).logits.shape == (len(IDS), 512), "that checkpoint still scores ids")
 
 
+def check_exports():
+    """libstepwise.so exports the API and nothing else (nm's dynamic symbols):
+    no engine function, no ifunc resolver of a fast kernel, to clash with a
+    name of the engine under test."""
+    lib = os.path.join(os.path.dirname(BIN), "libstepwise.so")
+    out = subprocess.run(["nm", "-D", "--defined-only", lib], capture_output=True, text=True, check=True).stdout
+    names = [line.split()[-1] for line in out.splitlines() if line.strip()]
+    other = [n for n in names if not n.startswith(("sw_", "stepwise_"))]
+    check(len(names) > 20 and not other, f"libstepwise.so exports {len(names)} names, all sw_* or stepwise_*"
+          + (f"; also {other}" if other else ""))
+
+
 def check_install(tmp):
     """In a virtual environment that sees Debian's packages (numpy, pip), as
     a user on Debian 12 would install it (its system Python refuses pip)."""
@@ -237,6 +250,7 @@ def main():
         check_golden_set(stepwise, tmp)
         check_diff(stepwise, tmp)
         check_errors(stepwise, tmp)
+        check_exports()
         check_install(tmp)
     check_pytest_example()
     return check.summary("python api check")
