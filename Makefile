@@ -442,7 +442,7 @@ notebooks: build $(BUILD)/bench/forward
 
 # Every command in docs/ marked runnable, run, and its output compared with
 # the block marked expected after it (tests/doc_check.py).
-doc-check: build inject npm-fixtures llama-cpp-peer lib
+doc-check: build inject npm-fixtures llama-cpp-peer lib $(BUILD)/api_threads
 	/usr/bin/python3 tests/doc_check.py --self-test
 	/usr/bin/python3 tests/doc_check.py docs/*.md
 	/usr/bin/python3 tests/doc_check.py --figures-only README.md notebooks/README.md tests/README.md

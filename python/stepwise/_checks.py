@@ -1,7 +1,8 @@
 """What the package checks before it calls libstepwise: a wrong answer is
 worse than an error, so every argument is refused here, by name, before a
-value could be truncated, wrapped or read past (ctypes converts silently:
-1.9 becomes 1, 2**32 + 40 becomes 40, a NUL ends a string)."""
+value could be truncated, wrapped or read past (numpy's cast to C ints
+turns 1.9 into 1 and 2**32 + 40 into 40; C reads a string up to its first
+NUL)."""
 import numbers
 import os
 
