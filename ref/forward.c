@@ -531,13 +531,14 @@ const float *forward(const Model *m, RunState *s, const ForwardRow *rows, int n_
     }
     emit_each(rows, n_rows, -1, HOOK_EMBED, s->x, 1, dim);
     if (c->position == POS_LEARNED) add_positions(m, s, rows, n_rows, N);
+    uint64_t layer_vector_bytes = config_layer_vector_floats(c) * sizeof(float);
     for (int l = 0; l < c->n_layers; l++) {
         if (N >= PROGRESS_TOKENS) /* a long pass: how far through the layers */
             progress_report(m->progress, "forward pass (layers)", (uint64_t)l,
                             (uint64_t)c->n_layers);
         emit_each(rows, n_rows, l, HOOK_RESID_PRE, s->x, 1, dim);
         for (int r = 0; r < n_rows; r++) /* the layer's norms and biases, read once a pass */
-            rows[r].state->work.weight_bytes += config_layer_vector_floats(c) * sizeof(float);
+            rows[r].state->work.weight_bytes += layer_vector_bytes;
         attention_block(m, s, rows, n_rows, N, l);
         mlp_block(m, s, rows, n_rows, N, l);
         for (int r = 0; r < n_rows; r++) {

@@ -285,7 +285,7 @@ bool sampler_sample(Sampler *s, const float *logits, int *token, StepError *err)
                 StageResult *r = record_stage(s, slot, stage, true);
                 for (int j = 0; j < n; j++) {
                     s->values[j] /= p->temperature;
-                    if (isinf(s->values[j]))
+                    if (s->values[j] == INFINITY) /* -inf: a probability of 0, harmless */
                         return step_fail(err,
                                          "logit %d / temperature %g overflows a float: no "
                                          "probability can be computed",

@@ -127,11 +127,19 @@ def check_refused_configs(check, binary, tmp, base, tensors, cases):
               f"config.json with {what}: refused ({line})")
 
 
+def models_dir():
+    """$STEPWISE_MODELS (default ../shared/models) as an absolute path, a
+    relative one taken from the project's root."""
+    import os
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    return os.path.abspath(os.path.join(root, os.environ.get("STEPWISE_MODELS", "../shared/models")))
+
+
 def stories260k(check_name):
     """["--model", stories260K.bin, "--tokenizer", tok512.bin] (absolute paths)
     from $STEPWISE_MODELS, or None after saying the check is skipped."""
     import os
-    models = os.path.abspath(os.environ.get("STEPWISE_MODELS", "../shared/models"))
+    models = models_dir()
     model = os.path.join(models, "stories260K.bin")
     if not os.path.exists(model):
         print(f"{check_name}: no stories260K in {models}, skipped")
@@ -147,6 +155,5 @@ def tok512_encoder():
         import sentencepiece as spm
     except ImportError:
         return None
-    path = os.path.join(os.path.abspath(os.environ.get("STEPWISE_MODELS", "../shared/models")),
-                        "tok512.model")
+    path = os.path.join(models_dir(), "tok512.model")
     return spm.SentencePieceProcessor(model_file=path).encode if os.path.exists(path) else None

@@ -93,8 +93,8 @@ def copy_tree():
 
 def run(cmd, log, timeout):
     """cmd in the copy, its output into log; its exit status (124: timed out)."""
-    env = dict(os.environ, STEPWISE_MODELS=os.path.abspath(
-        os.path.join(ROOT, os.environ.get("STEPWISE_MODELS", "../shared/models"))))
+    from check_util import models_dir
+    env = dict(os.environ, STEPWISE_MODELS=models_dir())
     with open(log, "w") as out:
         try:
             return subprocess.run(cmd, cwd=TREE, stdout=out, stderr=subprocess.STDOUT, env=env,

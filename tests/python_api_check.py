@@ -37,9 +37,9 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(ROOT, "python"))
-from check_util import Checks, run_stepwise  # noqa: E402
+from check_util import Checks, models_dir, run_stepwise  # noqa: E402
 
-MODELS = os.path.abspath(os.path.join(ROOT, os.environ.get("STEPWISE_MODELS", "../shared/models")))
+MODELS = models_dir()
 BIN = os.path.abspath(sys.argv[1] if len(sys.argv) > 1 else "build/stepwise")
 IDS = [1, 403, 407, 261, 378, 267, 130, 302, 297, 263]
 check = Checks()

@@ -262,7 +262,7 @@ def load(model, tokenizer=None, **options):
     copy_weights=False (True: read the weight files into memory at open, so
     that a file truncated or replaced later cannot end the process with
     SIGBUS; the default maps them, docs/library.md). A Model may be shared by
-    threads: its calls run one at a time."""
+    threads: its scores and generations run one at a time."""
     return Model(model, tokenizer, **options)
 
 

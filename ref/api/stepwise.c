@@ -24,8 +24,8 @@
 
 #define SW_HOOKS_MAX 16 /* comma-separated globs in one sw_score call */
 
-/* The lock: a call that uses the model (its thread pool, which takes one
- * job at a time, and its tokenizer) holds it for the call's whole length
+/* The lock: a call that runs the model (its thread pool takes one job at a
+ * time, and its scratch is one) holds it for the call's whole length
  * (stepwise.h, "Threads"). */
 struct sw_model {
     Model model;
@@ -156,10 +156,8 @@ sw_status sw_tokenize(const sw_model *m, const char *text, int add_bos, int *ids
         return fail(err, SW_ERR_INPUT, "sw_tokenize: the model was opened without a tokenizer");
     int *got = NULL, count = 0;
     StepError e;
-    pthread_mutex_lock((pthread_mutex_t *)&m->lock);
-    bool encoded = tokenizer_encode(&m->tok, text, add_bos != 0, &got, &count, &e);
-    pthread_mutex_unlock((pthread_mutex_t *)&m->lock);
-    if (!encoded) return fail_step(err, &e);
+    /* no lock: encoding only reads the tokenizer (its regex scratch is per call) */
+    if (!tokenizer_encode(&m->tok, text, add_bos != 0, &got, &count, &e)) return fail_step(err, &e);
     *n = count;
     if (count > capacity) {
         free(got);
@@ -218,7 +216,9 @@ static sw_status unmatched_glob(const HookCatcher *c, int n_layers, sw_error *er
         if (!atomic_load(&c->fired[p])) continue;
         char name[64];
         hook_name((HookPoint)p, 0, name, sizeof name);
-        const char *rest = hook_in_block((HookPoint)p) ? strchr(name + 7, '.') : NULL;
+        /* "blocks.0.mlp_out": what follows the layer's number */
+        const char *rest =
+            hook_in_block((HookPoint)p) ? strchr(name + sizeof "blocks." - 1, '.') : NULL;
         int w = rest != NULL ? snprintf(names + used, sizeof names - used, "%sblocks.N%s",
                                         used > 0 ? ", " : "", rest)
                              : snprintf(names + used, sizeof names - used, "%s%s",

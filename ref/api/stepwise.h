@@ -20,10 +20,11 @@
  * handles it is given.
  *
  * Threads: every function may be called from any thread. A model may be
- * shared by any number of threads: each call that uses it (sw_tokenize,
- * sw_score, sw_generate) holds the model's lock for its whole length, so
- * calls on one model run one at a time, each with the model's own threads
- * (sw_open_options.threads) and the same bits as from one thread. For calls
+ * shared by any number of threads: each call that runs it (sw_score,
+ * sw_generate) holds the model's lock for its whole length, so such calls
+ * on one model run one at a time, each with the model's own threads
+ * (sw_open_options.threads) and the same bits as from one thread; sw_tokenize
+ * only reads the tokenizer and needs no lock. For calls
  * that run side by side, open one model per thread. An sw_scores or sw_run
  * handle is read-only once returned: any number of threads may read it; a
  * free must come after every other use of its handle, on any thread.
