@@ -67,13 +67,9 @@ float config_norm_eps(const Config *c) {
 
 bool config_is_llama2c(const Config *c) {
     return config_head_dim(c) == c->dim / c->n_heads && c->dim % c->n_heads == 0 &&
-           c->rope_layout == ROPE_INTERLEAVED && config_rope_theta(c) == 10000.0f &&
-           c->rope_scaling.type == ROPE_SCALING_NONE && !c->qkv_bias && !c->qk_norm &&
-           config_norm_eps(c) == 1e-5f && c->norm == NORM_RMS && c->mlp == MLP_SWIGLU &&
-           c->position == POS_ROPE && !c->proj_bias && !c->fused_files && c->rope_dims == 0 &&
-           c->embed_scale == 0 && !c->norm_plus_one && !c->post_norms && c->query_scale == 0 &&
-           c->attn_softcap == 0 && c->final_softcap == 0 && c->sliding_window == 0 &&
-           c->rope_local_theta == 0 && c->n_experts == 0;
+           c->rope_layout == ROPE_INTERLEAVED && c->rope_scaling.type == ROPE_SCALING_NONE &&
+           c->norm == NORM_RMS && c->mlp == MLP_SWIGLU && c->position == POS_ROPE &&
+           config_fields_llama2c(c);
 }
 
 /* The RoPE and norm numbers: finite and positive where they must be. */
@@ -101,28 +97,13 @@ const char *config_rope_scaling_name(RopeScalingType t) {
 }
 
 static bool arch_numbers_valid(const Config *c, const char *what, StepError *err) {
-    if (c->head_dim < 0) return step_fail(err, "%s: head_dim must be positive", what);
-    if (c->rope_dims != 0 &&
+    if (c->head_dim >= 0 && c->rope_dims != 0 &&
         (c->rope_dims < 2 || c->rope_dims % 2 != 0 || c->rope_dims > config_head_dim(c)))
-        return step_fail(err, "%s: RoPE's dimensions (%d) must be even and in [2, head_dim %d]",
-                         what, c->rope_dims, config_head_dim(c));
-    if (!(c->rope_theta >= 0) || !isfinite(c->rope_theta))
-        return step_fail(err, "%s: rope_theta must be a positive number", what);
-    if (!(c->norm_eps >= 0 && c->norm_eps < 1))
-        return step_fail(err, "%s: the norm epsilon must be in (0, 1)", what);
-    const struct {
-        const char *name;
-        float value;
-    } gemma[] = {{"the embedding scale", c->embed_scale},
-                 {"query_pre_attn_scalar", c->query_scale},
-                 {"the attention soft-cap", c->attn_softcap},
-                 {"the final logit soft-cap", c->final_softcap},
-                 {"the sliding layers' RoPE base", c->rope_local_theta}};
-    for (size_t i = 0; i < sizeof gemma / sizeof gemma[0]; i++) /* 0: none; else in (0, 1e9] */
-        if (!(gemma[i].value >= 0 && gemma[i].value <= 1e9f))
-            return step_fail(err, "%s: %s must be a positive number", what, gemma[i].name);
-    if (c->n_experts < 0 || c->n_experts > 4096 ||
-        (c->n_experts > 0 &&
+        return step_fail(
+            err, "%s: rope_dims, RoPE's dimensions (%d), must be even and in [2, head_dim %d]",
+            what, c->rope_dims, config_head_dim(c));
+    if (!config_fields_valid(c, what, err)) return false;
+    if ((c->n_experts > 0 &&
          (c->n_experts_used < 1 || c->n_experts_used > c->n_experts || c->expert_hidden_dim < 1 ||
           c->moe_step < 0 || c->n_dense_layers < 0 || c->n_dense_layers > CONFIG_MAX_DENSE_LAYERS)))
         return step_fail(
@@ -134,10 +115,6 @@ static bool arch_numbers_valid(const Config *c, const char *what, StepError *err
         if (c->dense_layers[i] < 0 || c->dense_layers[i] >= c->n_layers)
             return step_fail(err, "%s: dense layer %d is not one of the %d layers", what,
                              c->dense_layers[i], c->n_layers);
-    if (c->sliding_window < 0 || c->sliding_window > 1 << 30 || c->sliding_pattern < 0 ||
-        c->sliding_pattern > 1 << 20)
-        return step_fail(err, "%s: the sliding window %d and its pattern %d must not be negative",
-                         what, c->sliding_window, c->sliding_pattern);
     const RopeScaling *s = &c->rope_scaling;
     if ((s->type == ROPE_SCALING_LINEAR || s->type == ROPE_SCALING_LLAMA3) &&
         !(s->factor >= 1 && s->factor <= 1e6))

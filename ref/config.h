@@ -13,6 +13,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "ref/config_fields.h"
 #include "ref/util/error.h"
 
 /* How RoPE pairs a head's dimensions. */
@@ -66,61 +67,66 @@ typedef struct {
     float attention_factor;                  /* longrope: cos and sin multiplied by it */
 } RopeScaling;
 
-/* The fields after shared_classifier are the architecture's variations;
- * 0 (or false) everywhere is llama2.c's architecture, so a loader of
- * llama2.c checkpoints sets none of them. */
+/* The table's fields, grouped (config_fields.h), then what is not one
+ * number: the block's kinds, RoPE's scaling and the dense layers' list.
+ * 0 (or false) everywhere but the shape is llama2.c's architecture, so a
+ * loader of llama2.c checkpoints sets nothing else. */
+#define CF_CTYPE_INT                          int
+#define CF_CTYPE_FLOAT                        float
+#define CF_CTYPE_BOOL                         bool
+#define CONFIG_MEMBER(group, type, name, ...) CF_CTYPE_##type name;
+
 typedef struct {
-    int dim;                /* width of the residual stream */
-    int hidden_dim;         /* width of the feed-forward (SwiGLU) layer */
-    int n_layers;           /* transformer blocks */
-    int n_heads;            /* query heads */
-    int n_kv_heads;         /* key/value heads; n_heads / n_kv_heads query heads share one */
-    int vocab_size;         /* tokens in the vocabulary (always positive here) */
-    int seq_len;            /* context window: the most positions the model was trained on */
-    bool shared_classifier; /* true: the classifier is the token embedding (tied) */
-    int head_dim;           /* width of one attention head; 0: dim / n_heads */
+    CONFIG_FIELDS(CONFIG_MEMBER)
     RopeLayout rope_layout; /* which dimensions RoPE rotates together */
-    float rope_theta;       /* RoPE base; 0: 10000 */
     RopeScaling rope_scaling;
-    bool qkv_bias;  /* q, k and v projections add a bias (Qwen2) */
-    bool qk_norm;   /* each head of q and k is RMS-normalised before RoPE (Qwen3) */
-    float norm_eps; /* RMSNorm (or LayerNorm) epsilon; 0: 1e-5 */
     BlockNorm norm;
     MlpKind mlp;
     PositionKind position;
-    bool proj_bias;   /* attention's output and the MLP's projections add a bias (GPT-2) */
-    bool fused_files; /* the files fuse q, k and v, and gate and up (Phi-3): for the loaders and
-                         writers; the block never reads it */
-    int rope_dims;    /* RoPE turns the first rope_dims of each head, the rest pass through
-                         (Phi-3's partial_rotary_factor); 0: all of it */
-    /* Gemma's; 0 (or false): none */
-    float embed_scale;  /* the token's embedding row is multiplied by this: √dim rounded to the
-                           weights' float type (Hugging Face), or in float32 (llama.cpp) */
-    bool norm_plus_one; /* the files hold w and every RMSNorm multiplies by 1 + w: the loaders
-                           add 1 as they read (a GGUF file holds 1 + w already, as llama.cpp's
-                           converter writes it) and the writers take it off; the block reads
-                           the sum and never this */
-    bool post_norms;    /* attention's and the MLP's outputs are RMS-normalised (post_att_norm,
-                           post_ffn_norm) before they join the residual (Gemma 2 and 3) */
-    float query_scale; /* scores are q·k / sqrt(query_scale) (query_pre_attn_scalar); 0: head_dim */
-    float attn_softcap;     /* each score becomes tanh(s / c) · c before the softmax (Gemma 2) */
-    float final_softcap;    /* each logit becomes tanh(z / c) · c (Gemma 2) */
-    int sliding_window;     /* a sliding layer's query at p sees positions p - window + 1 .. p */
-    int sliding_pattern;    /* layer l slides unless (l + 1) % sliding_pattern == 0 (Gemma 2: 2,
-                               Gemma 3: 6); 0: every layer slides (when there is a window) */
-    float rope_local_theta; /* the sliding layers' RoPE base, unscaled (Gemma 3's
-                               rope_local_base_freq); the other layers keep rope_theta and its
-                               scaling */
-    /* A mixture of experts (Mixtral, Qwen3-MoE); n_experts 0: a dense model */
-    int n_experts;         /* E: experts in an MoE layer, each a SwiGLU MLP of expert_hidden_dim */
-    int n_experts_used;    /* k: the experts a token runs, the k most probable */
-    int expert_hidden_dim; /* each expert's hidden width (Qwen3-MoE's moe_intermediate_size) */
-    bool expert_norm_topk; /* the k chosen probabilities divided by their sum (Mixtral always;
-                              Qwen3-MoE's norm_topk_prob) */
-    int moe_step;          /* decoder_sparse_step: layer l is MoE when (l + 1) % step == 0 */
-    int n_dense_layers;    /* mlp_only_layers: layers whose MLP stays dense (hidden_dim) */
+    int n_dense_layers; /* mlp_only_layers: layers whose MLP stays dense (hidden_dim) */
     int dense_layers[CONFIG_MAX_DENSE_LAYERS];
 } Config;
+
+/* The table's fields as data, for the code that walks them: the readers,
+ * writers, run header, make-model and config_validate. */
+typedef enum { CF_SHAPE, CF_ATTENTION, CF_ROPE, CF_NORM, CF_MLP, CF_MOE, CF_FILES } ConfigGroup;
+typedef enum { CF_TYPE_INT, CF_TYPE_FLOAT, CF_TYPE_BOOL } ConfigFieldType;
+typedef enum { CF_ALWAYS, CF_IF_SET, CF_WITH_PREV, CF_NEVER } ConfigShow;
+
+typedef struct {
+    ConfigGroup group;
+    ConfigFieldType type;
+    const char *name, *trace; /* the member's name; its name in the run header */
+    double zero;              /* what a 0 stands for, or 0 */
+    double min, max;          /* the range of a set value */
+    ConfigShow show;
+    const char *hf, *gguf, *option, *families, *help; /* "" for none (config_fields.h) */
+    size_t offset;                                    /* offsetof(Config, name) */
+} ConfigField;
+
+/* Every field, in the table's order, and how many. */
+extern const ConfigField CONFIG_FIELD_LIST[];
+extern const int CONFIG_N_FIELDS;
+
+/* The field called name (the member's), or NULL. */
+const ConfigField *config_field_find(const char *name);
+/* The value as held (a bool as 0 or 1), and with a 0 read as the field's
+ * zero (rope_theta's 10000). */
+double config_field_get(const Config *c, const ConfigField *f);
+double config_field_effective(const Config *c, const ConfigField *f);
+/* Store v (in the field's range, or 0) into the field. */
+void config_field_set(Config *c, const ConfigField *f, double v);
+/* Whether family (make-model's --arch name) holds the field: its families
+ * list names it, or the list is empty. */
+bool config_field_in_family(const ConfigField *f, const char *family);
+/* "a whole number in [1, 2^30]", "a positive number", "true or false":
+ * what the field takes, for messages. */
+void config_field_describe(const ConfigField *f, char *buf, size_t size);
+/* Every field but the shape's either 0 or in its range (config_validate's
+ * first check); and every one 0 or its zero, head_dim apart
+ * (config_is_llama2c's). */
+bool config_fields_valid(const Config *c, const char *what, StepError *err);
+bool config_fields_llama2c(const Config *c);
 
 /* Which rows of a rotated projection (q, k, their biases and norms) go
  * where, head by head: as held, or moved between interleaved pairs

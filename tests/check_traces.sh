@@ -48,6 +48,16 @@ if [ -f "$models/stories260K.bin" ]; then
     "$bin" make-model --dim 32 --hidden 48 --layers 2 --heads 4 --kv-heads 2 --vocab 512 \
         --seq-len 64 --untied --out "$out/gqa.bin" 2>/dev/null
     run gqa-full --model "$out/gqa.bin" --tokenizer "$models/tok512.bin" --steps 10 --trace-level full
+    # every family's run header (its arch fields, config_fields.h) against both validators
+    shape=(--format hf --dim 16 --hidden 32 --layers 3 --heads 4 --vocab 512 --seq-len 32)
+    for family in "gemma2 --sliding-window 4 --query-scale 8" "gemma3 --sliding-window 4" \
+        "qwen3moe --experts 4 --moe-step 2" "mixtral --experts 4" "phi3 --sliding-window 8" \
+        "gpt2" "qwen2" "mistral --sliding-window 6 --rope-theta 5000" "qwen3"; do
+        set -- $family
+        "$bin" make-model "${shape[@]}" --arch "$@" --out "$out/$1" 2>/dev/null
+        run "family-$1" --model "$out/$1" --tokenizer "$models/tok512.bin" --steps 4 \
+            --trace-level layers
+    done
     cat > "$out/requests.txt" <<'JSON'
 {"id": "story", "prompt": "Once upon a time", "max_tokens": 16}
 {"id": "chat", "system": "You tell short stories.", "messages": [{"role": "user", "content": "A cat?"}, {"role": "assistant", "content": "A cat sat."}, {"role": "user", "content": "And then?"}], "max_tokens": 12, "temperature": 1, "top_p": 0.9, "seed": 3}

@@ -29,14 +29,23 @@ static bool json_equal(const cJSON *a, const cJSON *b) {
     return cJSON_Compare(a, b, true);
 }
 
-static const char *const KNOWN[] = {"$schema",  "$id",
-                                    "title",    "description",
-                                    "type",     "properties",
-                                    "required", "additionalProperties",
-                                    "items",    "enum",
-                                    "const",    "minimum",
-                                    "maximum",  "exclusiveMaximum",
-                                    "minItems", "maxItems",
+static const char *const KNOWN[] = {"$schema",
+                                    "$id",
+                                    "title",
+                                    "description",
+                                    "type",
+                                    "properties",
+                                    "required",
+                                    "additionalProperties",
+                                    "items",
+                                    "enum",
+                                    "const",
+                                    "minimum",
+                                    "maximum",
+                                    "exclusiveMaximum",
+                                    "exclusiveMinimum",
+                                    "minItems",
+                                    "maxItems",
                                     "pattern"};
 
 static bool check_at(const cJSON *schema, const cJSON *v, const char *path, char *msg, size_t size);
@@ -118,6 +127,9 @@ static bool check_number(const cJSON *schema, const cJSON *v, const char *path, 
     const cJSON *min = cJSON_GetObjectItemCaseSensitive(schema, "minimum");
     const cJSON *max = cJSON_GetObjectItemCaseSensitive(schema, "maximum");
     const cJSON *xmax = cJSON_GetObjectItemCaseSensitive(schema, "exclusiveMaximum");
+    const cJSON *xmin = cJSON_GetObjectItemCaseSensitive(schema, "exclusiveMinimum");
+    if (xmin != NULL && v->valuedouble <= xmin->valuedouble)
+        return fail(msg, size, path, "is not above its exclusive minimum");
     if (min != NULL && v->valuedouble < min->valuedouble)
         return fail(msg, size, path, "is below its minimum");
     if (max != NULL && v->valuedouble > max->valuedouble)

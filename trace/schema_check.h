@@ -3,7 +3,7 @@
  * It implements the subset of JSON Schema (draft 2020-12) that
  * the files in trace/schema use: type, properties, required,
  * additionalProperties, items, enum, const, minimum, maximum,
- * exclusiveMaximum, minItems, maxItems (and the annotations $schema, $id,
+ * exclusiveMaximum, exclusiveMinimum, minItems, maxItems (and the annotations $schema, $id,
  * title, description). A schema using any other keyword is refused, so the
  * schemas cannot silently outgrow this checker; `make test` also validates
  * traces with python3-jsonschema, the full implementation. */

@@ -8,20 +8,63 @@
 #include "ref/layers.h"
 #include "trace/trace_writer.h"
 
+/* A field's value as the run header gives it: a bool, a whole number, or
+ * a float32 in its shortest form (the zero read as what it stands for). */
+static cJSON *field_json(const Config *c, const ConfigField *f) {
+    double v = config_field_effective(c, f);
+    if (f->type == CF_TYPE_BOOL) return cJSON_CreateBool(v != 0);
+    if (f->type == CF_TYPE_INT) return cJSON_CreateNumber(v);
+    return trace_float((float)v);
+}
+
+/* The table's fields of one group into o, each as its `show` says. */
+static void fields_json(cJSON *o, const Config *c, ConfigGroup group) {
+    bool shown = false;
+    for (int i = 0; i < CONFIG_N_FIELDS; i++) {
+        const ConfigField *f = &CONFIG_FIELD_LIST[i];
+        if (f->group != group) continue;
+        shown = f->show == CF_ALWAYS || (f->show == CF_IF_SET && config_field_get(c, f) != 0) ||
+                (f->show == CF_WITH_PREV && shown);
+        if (shown) cJSON_AddItemToObject(o, f->trace, field_json(c, f));
+    }
+}
+
 cJSON *trace_config_json(const Config *c) {
     cJSON *m = cJSON_CreateObject();
-    cJSON_AddNumberToObject(m, "dim", c->dim);
-    cJSON_AddNumberToObject(m, "hidden_dim", c->hidden_dim);
-    cJSON_AddNumberToObject(m, "n_layers", c->n_layers);
-    cJSON_AddNumberToObject(m, "n_heads", c->n_heads);
-    cJSON_AddNumberToObject(m, "n_kv_heads", c->n_kv_heads);
-    cJSON_AddNumberToObject(m, "vocab_size", c->vocab_size);
-    cJSON_AddNumberToObject(m, "seq_len", c->seq_len);
-    cJSON_AddBoolToObject(m, "shared_classifier", c->shared_classifier);
+    fields_json(m, c, CF_SHAPE);
     cJSON_AddNumberToObject(m, "head_dim", config_head_dim(c));
     cJSON_AddNumberToObject(m, "kv_dim", config_kv_dim(c));
     if (!config_is_llama2c(c)) cJSON_AddItemToObject(m, "arch", trace_arch_json(c));
     return m;
+}
+
+/* RoPE's scaling: its type and factor, and what the type reads. */
+static cJSON *rope_scaling_json(const Config *c) {
+    const RopeScaling *s = &c->rope_scaling;
+    cJSON *r = cJSON_CreateObject();
+    cJSON_AddStringToObject(r, "type", config_rope_scaling_name(s->type));
+    cJSON_AddItemToObject(r, "factor", trace_float(s->factor));
+    if (s->type == ROPE_SCALING_FACTORS) {
+        cJSON *f = cJSON_AddArrayToObject(r, "factors");
+        for (int i = 0; i < config_head_dim(c) / 2; i++)
+            cJSON_AddItemToArray(f, trace_float(s->factors[i]));
+    }
+    if (s->type == ROPE_SCALING_LLAMA3) {
+        cJSON_AddItemToObject(r, "low_freq_factor", trace_float(s->low_freq_factor));
+        cJSON_AddItemToObject(r, "high_freq_factor", trace_float(s->high_freq_factor));
+        cJSON_AddNumberToObject(r, "original_context", s->original_context);
+    }
+    if (s->type == ROPE_SCALING_LONGROPE) { /* Phi-3's: both lists, and when each applies */
+        cJSON *sf = cJSON_AddArrayToObject(r, "factors");
+        cJSON *lf = cJSON_AddArrayToObject(r, "long_factors");
+        for (int i = 0; i < config_rope_dims(c) / 2; i++) {
+            cJSON_AddItemToArray(sf, trace_float(s->factors[i]));
+            cJSON_AddItemToArray(lf, trace_float(s->long_factors[i]));
+        }
+        cJSON_AddNumberToObject(r, "original_context", s->original_context);
+        cJSON_AddItemToObject(r, "attention_factor", trace_float(s->attention_factor));
+    }
+    return r;
 }
 
 cJSON *trace_arch_json(const Config *c) {
@@ -29,64 +72,18 @@ cJSON *trace_arch_json(const Config *c) {
     cJSON_AddStringToObject(a, "family", config_family(c));
     cJSON_AddStringToObject(a, "rope_layout",
                             c->rope_layout == ROPE_HALVES ? "halves" : "interleaved");
-    cJSON_AddItemToObject(a, "rope_theta", trace_float(config_rope_theta(c)));
-    const RopeScaling *s = &c->rope_scaling;
-    if (s->type != ROPE_SCALING_NONE) {
-        cJSON *r = cJSON_AddObjectToObject(a, "rope_scaling");
-        cJSON_AddStringToObject(r, "type", config_rope_scaling_name(s->type));
-        cJSON_AddItemToObject(r, "factor", trace_float(s->factor));
-        if (s->type == ROPE_SCALING_FACTORS) {
-            cJSON *f = cJSON_AddArrayToObject(r, "factors");
-            for (int i = 0; i < config_head_dim(c) / 2; i++)
-                cJSON_AddItemToArray(f, trace_float(s->factors[i]));
-        }
-        if (s->type == ROPE_SCALING_LLAMA3) {
-            cJSON_AddItemToObject(r, "low_freq_factor", trace_float(s->low_freq_factor));
-            cJSON_AddItemToObject(r, "high_freq_factor", trace_float(s->high_freq_factor));
-            cJSON_AddNumberToObject(r, "original_context", s->original_context);
-        }
-        if (s->type == ROPE_SCALING_LONGROPE) { /* Phi-3's: both lists, and when each applies */
-            cJSON *sf = cJSON_AddArrayToObject(r, "factors");
-            cJSON *lf = cJSON_AddArrayToObject(r, "long_factors");
-            for (int i = 0; i < config_rope_dims(c) / 2; i++) {
-                cJSON_AddItemToArray(sf, trace_float(s->factors[i]));
-                cJSON_AddItemToArray(lf, trace_float(s->long_factors[i]));
-            }
-            cJSON_AddNumberToObject(r, "original_context", s->original_context);
-            cJSON_AddItemToObject(r, "attention_factor", trace_float(s->attention_factor));
-        }
-    }
-    cJSON_AddBoolToObject(a, "qkv_bias", c->qkv_bias);
-    cJSON_AddBoolToObject(a, "qk_norm", c->qk_norm);
-    cJSON_AddItemToObject(a, "norm_eps", trace_float(config_norm_eps(c)));
-    /* GPT-2's differences, only where the model has them */
+    if (c->rope_scaling.type != ROPE_SCALING_NONE)
+        cJSON_AddItemToObject(a, "rope_scaling", rope_scaling_json(c));
+    /* the block's kinds, only where they are not Llama's */
     if (c->norm == NORM_LAYER) cJSON_AddStringToObject(a, "norm", "layernorm");
     if (c->mlp != MLP_SWIGLU)
         cJSON_AddStringToObject(a, "mlp", c->mlp == MLP_GELU ? "gelu_tanh" : "geglu_tanh");
     if (c->position == POS_LEARNED) cJSON_AddStringToObject(a, "position", "learned");
-    if (c->proj_bias) cJSON_AddBoolToObject(a, "proj_bias", true);
-    if (c->fused_files) cJSON_AddBoolToObject(a, "fused_files", true);
-    if (c->rope_dims > 0) cJSON_AddNumberToObject(a, "rope_dims", c->rope_dims);
-    /* Gemma's, only where the model has them */
-    if (c->embed_scale > 0) cJSON_AddItemToObject(a, "embed_scale", trace_float(c->embed_scale));
-    if (c->norm_plus_one) cJSON_AddBoolToObject(a, "norm_plus_one", true);
-    if (c->post_norms) cJSON_AddBoolToObject(a, "post_norms", true);
-    if (c->query_scale > 0) cJSON_AddItemToObject(a, "query_scale", trace_float(c->query_scale));
-    if (c->attn_softcap > 0) cJSON_AddItemToObject(a, "attn_softcap", trace_float(c->attn_softcap));
-    if (c->final_softcap > 0)
-        cJSON_AddItemToObject(a, "final_softcap", trace_float(c->final_softcap));
-    if (c->sliding_window > 0) {
-        cJSON_AddNumberToObject(a, "sliding_window", c->sliding_window);
-        cJSON_AddNumberToObject(a, "sliding_pattern", c->sliding_pattern);
-    }
-    if (c->rope_local_theta > 0)
-        cJSON_AddItemToObject(a, "rope_local_theta", trace_float(c->rope_local_theta));
+    const ConfigGroup groups[] = {CF_ATTENTION, CF_ROPE, CF_NORM, CF_MLP, CF_FILES};
+    for (size_t i = 0; i < sizeof groups / sizeof groups[0]; i++) fields_json(a, c, groups[i]);
     if (c->n_experts > 0) { /* a mixture of experts (moe.h) */
         cJSON *moe = cJSON_AddObjectToObject(a, "moe");
-        cJSON_AddNumberToObject(moe, "n_experts", c->n_experts);
-        cJSON_AddNumberToObject(moe, "n_experts_used", c->n_experts_used);
-        cJSON_AddNumberToObject(moe, "expert_hidden_dim", c->expert_hidden_dim);
-        cJSON_AddBoolToObject(moe, "norm_topk", c->expert_norm_topk);
+        fields_json(moe, c, CF_MOE);
         cJSON *sparse = cJSON_AddArrayToObject(moe, "moe_layers");
         for (int l = 0; l < c->n_layers; l++)
             if (config_layer_moe(c, l)) cJSON_AddItemToArray(sparse, cJSON_CreateNumber(l));

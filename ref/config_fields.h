@@ -1,0 +1,143 @@
+/* config_fields.h: every number and flag of a model's Config, declared once.
+ *
+ * One line a field. The Config struct is made from this table (config.h),
+ * and so are the run header's model (trace_events.c, checked against the
+ * schema by tests/test_config_fields.c), the ranges config_validate
+ * checks, config_is_llama2c, the config.json keys the Hugging Face reader
+ * and writer take as they are (hf_fields.c), the GGUF keys (gguf_fields.c),
+ * and make-model's options (cli/make_model.c, defaults from the family).
+ * What a key means beyond "this field's value" (Gemma's layer_types, a
+ * window as wide as the context, Phi-3's partial_rotary_factor) stays in
+ * the family's reader, which leaves the key out here ("").
+ *
+ * A new scalar field is a line here, and its maths.
+ *
+ * X(group, type, name, trace, zero, min, max, show, hf, gguf, option, families, help)
+ *   group     what it describes: CF_SHAPE, CF_ATTENTION, CF_ROPE, CF_NORM, CF_MLP,
+ *             CF_MOE, CF_FILES (the run header puts CF_SHAPE at the model's top
+ *             level, CF_MOE in arch.moe, the rest in arch)
+ *   type      INT, FLOAT or BOOL (int, float, bool in the struct)
+ *   trace     its name in the run header
+ *   zero      what a 0 stands for (rope_theta's 10000), or 0
+ *   min, max  the range of a value that is set (0 is "not set", but for CF_SHAPE)
+ *   show      in the run header: CF_ALWAYS, CF_IF_SET, CF_WITH_PREV (when the
+ *             field before it is shown), CF_NEVER
+ *   hf        its config.json key, read and written as the value ("": none, or
+ *             the family's code reads it)
+ *   gguf      its GGUF key after "<arch>." ("": none, or the family's code)
+ *   option    make-model's option ("": none); an INT or FLOAT takes a value
+ *   families  the make-model --arch names whose config.json holds the key and
+ *             whose option it is, space-separated ("": every family)
+ *   help      what it is, for the option's help and the reader
+ */
+#ifndef STEPWISE_CONFIG_FIELDS_H
+#define STEPWISE_CONFIG_FIELDS_H
+
+#define CF_INT_MAX 2147483647.0
+#define CF_HUGE    1e30
+
+/* clang-format off */
+#define CONFIG_FIELDS(X) \
+    X(CF_SHAPE, INT, dim, "dim", 0, 1, CF_INT_MAX, CF_ALWAYS, \
+      "", "", "dim", "", \
+      "the model width (the residual stream)") \
+    X(CF_SHAPE, INT, hidden_dim, "hidden_dim", 0, 1, CF_INT_MAX, CF_ALWAYS, \
+      "", "", "hidden", "", \
+      "the MLP's hidden width") \
+    X(CF_SHAPE, INT, n_layers, "n_layers", 0, 1, CF_INT_MAX, CF_ALWAYS, \
+      "", "", "layers", "", \
+      "blocks") \
+    X(CF_SHAPE, INT, n_heads, "n_heads", 0, 1, CF_INT_MAX, CF_ALWAYS, \
+      "", "", "heads", "", \
+      "query heads") \
+    X(CF_SHAPE, INT, n_kv_heads, "n_kv_heads", 0, 1, CF_INT_MAX, CF_ALWAYS, \
+      "", "", "kv-heads", "", \
+      "key/value heads, dividing the query heads (default: as many)") \
+    X(CF_SHAPE, INT, vocab_size, "vocab_size", 0, 1, CF_INT_MAX, CF_ALWAYS, \
+      "", "", "vocab", "", \
+      "token ids") \
+    X(CF_SHAPE, INT, seq_len, "seq_len", 0, 1, CF_INT_MAX, CF_ALWAYS, \
+      "", "", "seq-len", "", \
+      "the context, in positions") \
+    X(CF_SHAPE, BOOL, shared_classifier, "shared_classifier", 0, 0, 1, CF_ALWAYS, \
+      "", "", "", "", \
+      "the classifier is the token embedding (tied)") \
+    \
+    X(CF_ATTENTION, INT, head_dim, "head_dim", 0, 2, 65536, CF_NEVER, \
+      "head_dim", "attention.key_length", "head-dim", "", \
+      "the head size, if not dim / heads") \
+    X(CF_ATTENTION, BOOL, qkv_bias, "qkv_bias", 0, 0, 1, CF_ALWAYS, \
+      "", "", "", "", \
+      "q, k and v add a bias (Qwen2)") \
+    X(CF_ATTENTION, BOOL, qk_norm, "qk_norm", 0, 0, 1, CF_ALWAYS, \
+      "", "", "", "", \
+      "each head of q and k is RMS-normalised before RoPE (Qwen3, Gemma 3)") \
+    X(CF_ATTENTION, FLOAT, query_scale, "query_scale", 0, 1e-30, 1e9, CF_IF_SET, \
+      "query_pre_attn_scalar", "", "query-scale", "gemma2 gemma3", \
+      "scores divided by sqrt(X): query_pre_attn_scalar (0: the head size)") \
+    X(CF_ATTENTION, FLOAT, attn_softcap, "attn_softcap", 0, 1e-30, 1e9, CF_IF_SET, \
+      "attn_logit_softcapping", "attn_logit_softcapping", "attn-softcap", "gemma2 gemma3", \
+      "scores capped as tanh(s / X) * X (gemma2: 50; 0: none)") \
+    X(CF_ATTENTION, INT, sliding_window, "sliding_window", 0, 1, 1 << 30, CF_IF_SET, \
+      "sliding_window", "attention.sliding_window", "sliding-window", \
+      "gemma2 gemma3 mistral phi3", \
+      "sliding layers see the last N positions (0: none; mistral and phi3:\n" \
+      "every layer)") \
+    X(CF_ATTENTION, INT, sliding_pattern, "sliding_pattern", 0, 1, 1 << 20, CF_WITH_PREV, \
+      "", "", "sliding-pattern", "gemma2 gemma3", \
+      "layer l slides unless (l + 1) % P == 0 (gemma2: 2, gemma3: 6; 0:\n" \
+      "every layer)") \
+    \
+    X(CF_ROPE, FLOAT, rope_theta, "rope_theta", 10000, 1e-30, CF_HUGE, CF_ALWAYS, \
+      "rope_theta", "rope.freq_base", "rope-theta", "", \
+      "the RoPE base (default 10000)") \
+    X(CF_ROPE, INT, rope_dims, "rope_dims", 0, 2, 65536, CF_IF_SET, \
+      "", "", "", "", \
+      "RoPE turns the first N dimensions of each head (Phi-3's\n" \
+      "partial_rotary_factor; 0: all)") \
+    X(CF_ROPE, FLOAT, rope_local_theta, "rope_local_theta", 0, 1e-30, 1e9, CF_IF_SET, \
+      "rope_local_base_freq", "", "rope-local-theta", "gemma3", \
+      "the sliding layers' RoPE base, unscaled (gemma3: 10000)") \
+    \
+    X(CF_NORM, FLOAT, norm_eps, "norm_eps", 1e-5, 1e-30, 0.999999, CF_ALWAYS, \
+      "rms_norm_eps", "attention.layer_norm_rms_epsilon", "", "", \
+      "the norms' epsilon (default 1e-5)") \
+    X(CF_NORM, BOOL, norm_plus_one, "norm_plus_one", 0, 0, 1, CF_IF_SET, \
+      "", "", "", "", \
+      "every RMSNorm multiplies by 1 + w (Gemma; the loaders add the 1)") \
+    X(CF_NORM, BOOL, post_norms, "post_norms", 0, 0, 1, CF_IF_SET, \
+      "", "", "", "", \
+      "attention's and the MLP's outputs are normalised before the residual") \
+    \
+    X(CF_MLP, BOOL, proj_bias, "proj_bias", 0, 0, 1, CF_IF_SET, \
+      "", "", "", "", \
+      "attention's output and the MLP add a bias (GPT-2)") \
+    X(CF_MLP, FLOAT, embed_scale, "embed_scale", 0, 1e-30, 1e9, CF_IF_SET, \
+      "", "", "", "", \
+      "the token's embedding row is multiplied by this (Gemma's sqrt(dim))") \
+    X(CF_MLP, FLOAT, final_softcap, "final_softcap", 0, 1e-30, 1e9, CF_IF_SET, \
+      "final_logit_softcapping", "final_logit_softcapping", "final-softcap", "gemma2 gemma3", \
+      "logits capped as tanh(z / X) * X (gemma2: 30; 0: none)") \
+    \
+    X(CF_FILES, BOOL, fused_files, "fused_files", 0, 0, 1, CF_IF_SET, \
+      "", "", "", "", \
+      "the files fuse q, k and v, and gate and up (Phi-3)") \
+    \
+    X(CF_MOE, INT, n_experts, "n_experts", 0, 1, 4096, CF_IF_SET, \
+      "", "expert_count", "experts", "mixtral qwen3moe", \
+      "experts in each MoE layer (required)") \
+    X(CF_MOE, INT, n_experts_used, "n_experts_used", 0, 1, 4096, CF_WITH_PREV, \
+      "", "expert_used_count", "experts-used", "mixtral qwen3moe", \
+      "the experts each token runs (default 2)") \
+    X(CF_MOE, INT, expert_hidden_dim, "expert_hidden_dim", 0, 1, 1 << 30, CF_WITH_PREV, \
+      "moe_intermediate_size", "", "expert-hidden", "qwen3moe", \
+      "each expert's hidden width (default --hidden)") \
+    X(CF_MOE, BOOL, expert_norm_topk, "norm_topk", 0, 0, 1, CF_WITH_PREV, \
+      "norm_topk_prob", "", "", "qwen3moe", \
+      "the k chosen probabilities divided by their sum") \
+    X(CF_MOE, INT, moe_step, "moe_step", 0, 1, 1 << 20, CF_WITH_PREV, \
+      "decoder_sparse_step", "", "moe-step", "qwen3moe", \
+      "layer l is sparse when (l + 1) % S == 0 (default 1)")
+/* clang-format on */
+
+#endif
