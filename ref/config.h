@@ -13,7 +13,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "ref/config_fields.h"
+#include "ref/config_table.h"
 #include "ref/util/error.h"
 
 /* How RoPE pairs a head's dimensions. */
@@ -67,7 +67,7 @@ typedef struct {
     float attention_factor;                  /* longrope: cos and sin multiplied by it */
 } RopeScaling;
 
-/* The table's fields, grouped (config_fields.h), then what is not one
+/* The table's fields, grouped (config_table.h), then what is not one
  * number: the block's kinds, RoPE's scaling and the dense layers' list.
  * 0 (or false) everywhere but the shape is llama2.c's architecture, so a
  * loader of llama2.c checkpoints sets nothing else. */
@@ -100,7 +100,7 @@ typedef struct {
     double zero;              /* what a 0 stands for, or 0 */
     double min, max;          /* the range of a set value */
     ConfigShow show;
-    const char *hf, *gguf, *option, *families, *help; /* "" for none (config_fields.h) */
+    const char *hf, *gguf, *option, *families, *help; /* "" for none (config_table.h) */
     size_t offset;                                    /* offsetof(Config, name) */
 } ConfigField;
 

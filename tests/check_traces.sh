@@ -48,7 +48,7 @@ if [ -f "$models/stories260K.bin" ]; then
     "$bin" make-model --dim 32 --hidden 48 --layers 2 --heads 4 --kv-heads 2 --vocab 512 \
         --seq-len 64 --untied --out "$out/gqa.bin" 2>/dev/null
     run gqa-full --model "$out/gqa.bin" --tokenizer "$models/tok512.bin" --steps 10 --trace-level full
-    # every family's run header (its arch fields, config_fields.h) against both validators
+    # every family's run header (its arch fields, config_table.h) against both validators
     shape=(--format hf --dim 16 --hidden 32 --layers 3 --heads 4 --vocab 512 --seq-len 32)
     for family in "gemma2 --sliding-window 4 --query-scale 8" "gemma3 --sliding-window 4" \
         "qwen3moe --experts 4 --moe-step 2" "mixtral --experts 4" "phi3 --sliding-window 8" \

@@ -1,4 +1,4 @@
-/* test_config_fields.c: the table of model fields (config_fields.h) and
+/* test_config_fields.c: the table of model fields (config_table.h) and
  * what it drives: the run header's model against trace/schema's
  * run.schema.json (every field the header shows is in the schema with its
  * type, and every property the schema lists is a field or one of the

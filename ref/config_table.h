@@ -1,8 +1,8 @@
-/* config_fields.h: every number and flag of a model's Config, declared once.
+/* config_table.h: every number and flag of a model's Config, declared once.
  *
  * One line a field. The Config struct is made from this table (config.h),
  * and so are the run header's model (trace_events.c, checked against the
- * schema by tests/test_config_fields.c), the ranges config_validate
+ * schema by tests/test_config_fields.c; config.h gives it as data), the ranges config_validate
  * checks, config_is_llama2c, the config.json keys the Hugging Face reader
  * and writer take as they are (hf_fields.c), the GGUF keys (gguf_fields.c),
  * and make-model's options (cli/make_model.c, defaults from the family).
@@ -30,8 +30,8 @@
  *             whose option it is, space-separated ("": every family)
  *   help      what it is, for the option's help and the reader
  */
-#ifndef STEPWISE_CONFIG_FIELDS_H
-#define STEPWISE_CONFIG_FIELDS_H
+#ifndef STEPWISE_CONFIG_TABLE_H
+#define STEPWISE_CONFIG_TABLE_H
 
 #define CF_INT_MAX 2147483647.0
 #define CF_HUGE    1e30
