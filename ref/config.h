@@ -104,7 +104,10 @@ typedef struct {
     size_t offset;                                    /* offsetof(Config, name) */
 } ConfigField;
 
-/* Every field, in the table's order, and how many. */
+/* Every field, in the table's order, and how many (CONFIG_FIELD_COUNT for
+ * an array's size). */
+#define CONFIG_COUNT_ONE(...) +1
+enum { CONFIG_FIELD_COUNT = 0 CONFIG_FIELDS(CONFIG_COUNT_ONE) };
 extern const ConfigField CONFIG_FIELD_LIST[];
 extern const int CONFIG_N_FIELDS;
 

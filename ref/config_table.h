@@ -52,7 +52,8 @@
       "query heads") \
     X(CF_SHAPE, INT, n_kv_heads, "n_kv_heads", 0, 1, CF_INT_MAX, CF_ALWAYS, \
       "", "", "kv-heads", "", \
-      "key/value heads, dividing the query heads (default: as many)") \
+      "key/value heads, dividing the query heads (default: as\n" \
+      "many)") \
     X(CF_SHAPE, INT, vocab_size, "vocab_size", 0, 1, CF_INT_MAX, CF_ALWAYS, \
       "", "", "vocab", "", \
       "token ids") \
@@ -71,24 +72,26 @@
       "q, k and v add a bias (Qwen2)") \
     X(CF_ATTENTION, BOOL, qk_norm, "qk_norm", 0, 0, 1, CF_ALWAYS, \
       "", "", "", "", \
-      "each head of q and k is RMS-normalised before RoPE (Qwen3, Gemma 3)") \
+      "each head of q and k is RMS-normalised before RoPE\n" \
+      "(Qwen3, Gemma 3)") \
     X(CF_ATTENTION, FLOAT, query_scale, "query_scale", 0, 1e-30, 1e9, CF_IF_SET, \
       "query_pre_attn_scalar", "", "query-scale", "gemma2 gemma3", \
-      "scores divided by sqrt(X): query_pre_attn_scalar (0: the head size)") \
+      "scores divided by sqrt(X): query_pre_attn_scalar (0:\n" \
+      "the head size)") \
     X(CF_ATTENTION, FLOAT, attn_softcap, "attn_softcap", 0, 1e-30, 1e9, CF_IF_SET, \
       "attn_logit_softcapping", "attn_logit_softcapping", "attn-softcap", "gemma2 gemma3", \
       "scores capped as tanh(s / X) * X (gemma2: 50; 0: none)") \
     X(CF_ATTENTION, INT, sliding_window, "sliding_window", 0, 1, 1 << 30, CF_IF_SET, \
       "sliding_window", "attention.sliding_window", "sliding-window", \
-      "gemma2 gemma3 mistral phi3", \
-      "sliding layers see the last N positions (0: none; mistral and phi3:\n" \
-      "every layer)") \
+      "gemma2 gemma3 mistral phi3 mixtral", \
+      "sliding layers see the last N positions (0: none;\n" \
+      "mistral's, phi3's and mixtral's: every layer)") \
     X(CF_ATTENTION, INT, sliding_pattern, "sliding_pattern", 0, 1, 1 << 20, CF_WITH_PREV, \
       "", "", "sliding-pattern", "gemma2 gemma3", \
-      "layer l slides unless (l + 1) % P == 0 (gemma2: 2, gemma3: 6; 0:\n" \
-      "every layer)") \
+      "layer l slides unless (l + 1) % N == 0 (gemma2: 2,\n" \
+      "gemma3: 6; 0: every layer)") \
     \
-    X(CF_ROPE, FLOAT, rope_theta, "rope_theta", 10000, 1e-30, CF_HUGE, CF_ALWAYS, \
+    X(CF_ROPE, FLOAT, rope_theta, "rope_theta", 10000, 1, CF_HUGE, CF_ALWAYS, \
       "rope_theta", "rope.freq_base", "rope-theta", "", \
       "the RoPE base (default 10000)") \
     X(CF_ROPE, INT, rope_dims, "rope_dims", 0, 2, 65536, CF_IF_SET, \
@@ -104,17 +107,20 @@
       "the norms' epsilon (default 1e-5)") \
     X(CF_NORM, BOOL, norm_plus_one, "norm_plus_one", 0, 0, 1, CF_IF_SET, \
       "", "", "", "", \
-      "every RMSNorm multiplies by 1 + w (Gemma; the loaders add the 1)") \
+      "every RMSNorm multiplies by 1 + w (Gemma; the loaders add\n" \
+      "the 1)") \
     X(CF_NORM, BOOL, post_norms, "post_norms", 0, 0, 1, CF_IF_SET, \
       "", "", "", "", \
-      "attention's and the MLP's outputs are normalised before the residual") \
+      "attention's and the MLP's outputs are normalised before\n" \
+      "the residual (Gemma 2 and 3)") \
     \
     X(CF_MLP, BOOL, proj_bias, "proj_bias", 0, 0, 1, CF_IF_SET, \
       "", "", "", "", \
       "attention's output and the MLP add a bias (GPT-2)") \
     X(CF_MLP, FLOAT, embed_scale, "embed_scale", 0, 1e-30, 1e9, CF_IF_SET, \
       "", "", "", "", \
-      "the token's embedding row is multiplied by this (Gemma's sqrt(dim))") \
+      "the token's embedding row is multiplied by this (Gemma's\n" \
+      "sqrt(dim))") \
     X(CF_MLP, FLOAT, final_softcap, "final_softcap", 0, 1e-30, 1e9, CF_IF_SET, \
       "final_logit_softcapping", "final_logit_softcapping", "final-softcap", "gemma2 gemma3", \
       "logits capped as tanh(z / X) * X (gemma2: 30; 0: none)") \
@@ -137,7 +143,7 @@
       "the k chosen probabilities divided by their sum") \
     X(CF_MOE, INT, moe_step, "moe_step", 0, 1, 1 << 20, CF_WITH_PREV, \
       "decoder_sparse_step", "", "moe-step", "qwen3moe", \
-      "layer l is sparse when (l + 1) % S == 0 (default 1)")
+      "layer l is sparse when (l + 1) % N == 0 (default 1)")
 /* clang-format on */
 
 #endif

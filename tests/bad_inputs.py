@@ -791,9 +791,9 @@ def moe_cases():
              "ffn_up_exps.weight is missing")):
         case("gguf mixtral: " + name, ["score", "--model", "{m.gguf}", "--tokens", "1,2", "--top-n", "0",
                                        "--out", "{s.jsonl}"], 2, [words], files={"m.gguf": broken})
-    for extra, words in ((["--arch", "llama", "--experts", "4"], "need --arch mixtral or qwen3moe"),
+    for extra, words in ((["--arch", "llama", "--experts", "4"], "--experts needs --arch mixtral or qwen3moe"),
                          (["--arch", "mixtral"], "needs --experts E"),
-                         (["--arch", "mixtral", "--experts", "4", "--moe-step", "2"], "Qwen3-MoE's"),
+                         (["--arch", "mixtral", "--experts", "4", "--moe-step", "2"], "--moe-step needs --arch qwen3moe"),
                          (["--arch", "qwen3moe", "--experts", "4", "--experts-used", "5"], "1 <= k <= E"),
                          (["--arch", "qwen3moe", "--experts", "4", "--dense-layers", "0,x"], "--dense-layers")):
         case("make-model: " + " ".join(extra), ["make-model", "--format", "hf", *extra, "--dim", "16", "--hidden",
@@ -1067,7 +1067,7 @@ def option_cases():
         ("make-model --attn-softcap -1", ["make-model", "--format", "hf", "--attn-softcap", "-1",
                                           "--out", "{o.bin}"], "--attn-softcap must be in [0,"),
         ("make-model --experts 5000", ["make-model", "--experts", "5000", "--out", "{o.bin}"],
-         "--experts must be in [1, 4096]"),
+         "--experts must be in [0, 4096]"),
         ("generate --top-p x", ["generate", "--top-p", "x"], "--top-p expects a number"),
         ("generate --top-p inf", ["generate", "--top-p", "inf"], "must be finite"),
         ("score without input", ["score", "--out", "{o.jsonl}"], "exactly one"),

@@ -3,7 +3,8 @@
 `make test`): for each command of `stepwise --help`, the options its help
 lists (the lines that start with an option) against the options its source
 declares, in an option table (ref/cli/options.h: {"name", VALUE, OPTION_...},
-the shared tables of ref/cli/option_groups.c it names expanded) or a getopt
+the shared tables of ref/cli/option_groups.c it names expanded, make-model's
+from the table of model fields, ref/config_table.h) or a getopt
 table ({"name", required_argument | no_argument, ...}, the shared groups'
 macros of ref/cli/common.h expanded). An option the command
 takes that its help leaves out, or one its help lists that it does not
@@ -43,9 +44,38 @@ def macros():
     return out
 
 
+def table_options():
+    """make-model's options from the table of model fields (ref/config_table.h): each X(...)
+    entry's eleventh argument, "" for none."""
+    text = open(os.path.join(HERE, "..", "ref", "config_table.h")).read()
+    text = text.split("#define CONFIG_FIELDS(X)", 1)[1].replace("\\\n", " ")
+    names = set()
+    for entry in re.finditer(r"\bX\(", text):
+        args, depth, cur, i, quoted = [], 1, "", entry.end(), False
+        while depth > 0:  # the arguments, split at commas outside strings and parentheses
+            ch = text[i]
+            if ch == '"' and text[i - 1] != "\\":
+                quoted = not quoted
+            elif not quoted and ch in "()":
+                depth += 1 if ch == "(" else -1
+            if depth > 0 and not quoted and ch == "," and depth == 1:
+                args.append(cur.strip())
+                cur = ""
+            elif depth > 0:
+                cur += ch
+            i += 1
+        args.append(cur.strip())
+        option = args[10].strip('"')
+        if option:
+            names.add(option)
+    return names
+
+
 def declared(source, shared):
     text = open(source).read()
     names = set(GETOPT.findall(text)) | set(TABLE.findall(text)) | {"help"}
+    if "make_model_options" in text:  # the options the table of model fields declares
+        names |= table_options()
     for macro, group in shared.items():
         if re.search(r"\b%s\b" % macro, text):
             names |= group

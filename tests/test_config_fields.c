@@ -227,6 +227,10 @@ Test(config_fields, names_are_unique) {
             cr_expect(a->option[0] == '\0' || strcmp(a->option, b->option) != 0, "--%s twice",
                       a->option);
         }
+    /* a flag cannot say "not given" (make-model marks numbers only): none has an option */
+    for (int i = 0; i < CONFIG_N_FIELDS; i++)
+        cr_expect(CONFIG_FIELD_LIST[i].type != CF_TYPE_BOOL || CONFIG_FIELD_LIST[i].option[0] == 0,
+                  "%s is a bool with an option", CONFIG_FIELD_LIST[i].name);
     cr_expect_str_eq(config_field_find("attn_softcap")->hf, "attn_logit_softcapping");
     cr_expect(config_field_find("no_such_field") == NULL);
     cr_expect(config_field_in_family(config_field_find("attn_softcap"), "gemma2"));

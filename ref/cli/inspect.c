@@ -489,16 +489,9 @@ int cli_inspect(int argc, char **argv) {
     cJSON *files = NULL;
     if (ok && args.preset != NULL) { /* the shape alone: no weights to load */
         bool untied = false;
-        Config *c = &m.config; /* Gemma's numbers not given: the preset's */
-        c->query_scale = c->attn_softcap = c->final_softcap = c->rope_local_theta = -1;
-        c->sliding_window = c->sliding_pattern = -1;
-        model_preset_apply(args.preset, c, &untied);
-        float *numbers[] = {&c->query_scale, &c->attn_softcap, &c->final_softcap,
-                            &c->rope_local_theta};
-        for (int i = 0; i < 4; i++) /* not a Gemma preset: none of them */
-            if (*numbers[i] < 0) *numbers[i] = 0;
-        if (c->sliding_window < 0) c->sliding_window = 0;
-        if (c->sliding_pattern < 0) c->sliding_pattern = 0;
+        model_fields_mark(&m.config); /* every field the preset's */
+        model_preset_apply(args.preset, &m.config, &untied);
+        model_fields_settle(&m.config);
         hf_architecture_apply(args.preset->arch, &m.config);
         m.config.shared_classifier = !untied;
         snprintf(m.source, sizeof m.source, "preset %s: %s's published config.json",

@@ -1,9 +1,9 @@
 /* cli/make_model.c: `stepwise make-model`, a random-weight checkpoint of any
  * shape, for shapes the real models do not have (MHA, GQA, MQA, untied,
  * the 15M benchmark shape). */
+#include <math.h>
 #include <stddef.h>
 #include <stdint.h>
-#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -42,14 +42,6 @@ static const char MAKE_MODEL_AFTER[] =
  * and names the table sets). */
 enum { OPT_FORMAT, OPT_ARCH, OPT_DTYPE, OPT_DENSE_LAYERS, OPT_PRESET };
 
-/* Whether a llama2.c checkpoint can hold c: its header has no head size,
- * RoPE base or scaling, norm epsilon or architecture. */
-static bool fits_llama2c(const Config *c, HfArchitecture arch) {
-    return arch == HF_LLAMA && config_head_dim(c) * c->n_heads == c->dim &&
-           config_rope_theta(c) == 10000.0f && config_norm_eps(c) == 1e-5f &&
-           c->rope_scaling.type == ROPE_SCALING_NONE;
-}
-
 /* The folder options (--format hf and what goes with it). */
 typedef struct {
     bool hf;
@@ -60,25 +52,64 @@ typedef struct {
     const char *tokenizer_from; /* a folder with a tokenizer.json to copy in */
 } FolderOptions;
 
-/* Gemma's numbers not given (a negative value) take its config class's
- * defaults: Gemma 2's soft-caps 50 and 30 and every other layer sliding,
- * Gemma 3's no soft-caps, five sliding layers in six and a local RoPE base
- * of 10000; no window and the head size as the attention scale for both. */
-static void gemma_defaults(Config *c, HfArchitecture arch) {
-    bool gemma3 = arch == HF_GEMMA3;
-    if (c->attn_softcap < 0) c->attn_softcap = gemma3 ? 0 : 50;
-    if (c->final_softcap < 0) c->final_softcap = gemma3 ? 0 : 30;
-    if (c->sliding_pattern < 0) c->sliding_pattern = gemma3 ? 6 : 2;
-    if (c->rope_local_theta < 0) c->rope_local_theta = gemma3 ? 10000 : 0;
-    if (c->sliding_window < 0) c->sliding_window = 0;
-    if (c->query_scale < 0) c->query_scale = 0;
+/* What a family gives a field not on the command line (the rest are 0):
+ * Gemma 2's soft-caps 50 and 30 and every other layer sliding, Gemma 3's
+ * five sliding layers in six at a local RoPE base of 10000, an MoE's two
+ * experts a token (at most E) and every layer sparse. The expert width
+ * (--hidden) is set apart: it is not a constant. */
+static const struct {
+    HfArchitecture arch;
+    const char *field;
+    double value;
+} FAMILY_DEFAULTS[] = {
+    {HF_GEMMA2, "attn_softcap", 50},      {HF_GEMMA2, "final_softcap", 30},
+    {HF_GEMMA2, "sliding_pattern", 2},    {HF_GEMMA3, "sliding_pattern", 6},
+    {HF_GEMMA3, "rope_local_theta", 1e4}, {HF_MIXTRAL, "n_experts_used", 2},
+    {HF_MIXTRAL, "moe_step", 1},          {HF_QWEN3MOE, "n_experts_used", 2},
+    {HF_QWEN3MOE, "moe_step", 1},
+};
+
+/* "gemma2 gemma3 mistral" as "gemma2, gemma3 or mistral". */
+static void families_text(const char *families, char *buf, size_t size) {
+    buf[0] = '\0';
+    size_t at = 0;
+    for (const char *p = families; *p != '\0' && at < size;) {
+        size_t len = strcspn(p, " ");
+        const char *next = p[len] == ' ' ? p + len + 1 : p + len;
+        const char *sep = at == 0 ? "" : *next == '\0' ? " or " : ", ";
+        at += (size_t)snprintf(buf + at, size - at, "%s%.*s", sep, (int)len, p);
+        p = next;
+    }
 }
 
-/* Whether c has a Gemma number that was given (the rest are still
- * negative: not given). */
-static bool gemma_given(const Config *c) {
-    return c->attn_softcap >= 0 || c->final_softcap >= 0 || c->sliding_pattern >= 0 ||
-           c->rope_local_theta >= 0 || c->query_scale >= 0;
+/* A field given on the command line must be one the family holds, and
+ * none when a llama2.c checkpoint is made of no preset (one of a preset
+ * must still be config_is_llama2c's, below). */
+static bool fields_fit(const Config *c, bool checkpoint, HfArchitecture arch, StepError *err) {
+    for (int i = 0; i < CONFIG_N_FIELDS; i++) {
+        const ConfigField *f = &CONFIG_FIELD_LIST[i];
+        if (f->option[0] == '\0' || !model_field_marked(f) || !model_field_given(c, f)) continue;
+        if (checkpoint)
+            return step_fail(err,
+                             "make-model: --%s needs --format hf (a llama2.c checkpoint "
+                             "holds the shape alone)",
+                             f->option);
+        if (config_field_in_family(f, hf_architecture_name(arch))) continue;
+        char families[128];
+        families_text(f->families, families, sizeof families);
+        return step_fail(err, "make-model: --%s needs --arch %s", f->option, families);
+    }
+    return true;
+}
+
+/* The fields still not given: the family's default, else 0. */
+static void family_defaults(Config *c, HfArchitecture arch) {
+    for (size_t i = 0; i < sizeof FAMILY_DEFAULTS / sizeof FAMILY_DEFAULTS[0]; i++) {
+        const ConfigField *f = config_field_find(FAMILY_DEFAULTS[i].field);
+        if (FAMILY_DEFAULTS[i].arch == arch && !model_field_given(c, f))
+            config_field_set(c, f, FAMILY_DEFAULTS[i].value);
+    }
+    model_fields_settle(c);
 }
 
 /* The list of dense layers "1,4,7" (--dense-layers) into c. */
@@ -141,23 +172,10 @@ static bool parse_option(const CliOption *o, const char *value, void *dest, Step
     }
 }
 
-/* The shape's sizes take any int: config_validate refuses zero and
- * negative ones, naming them. */
-#define SIZE_MIN_MAX    -(1L << 31) + 1, (1L << 31) - 1
-#define CONFIG_FIELD(f) offsetof(MakeModelArgs, c.f)
-
-static const CliOption SHAPE_OPTIONS[] = {
-    {"dim", "D", OPTION_INT, CONFIG_FIELD(dim), SIZE_MIN_MAX, .help = "the model width"},
-    {"hidden", "H", OPTION_INT, CONFIG_FIELD(hidden_dim), SIZE_MIN_MAX,
-     .help = "the MLP's hidden width"},
-    {"layers", "L", OPTION_INT, CONFIG_FIELD(n_layers), SIZE_MIN_MAX, .help = "blocks"},
-    {"heads", "N", OPTION_INT, CONFIG_FIELD(n_heads), SIZE_MIN_MAX, .help = "query heads"},
-    {"kv-heads", "M", OPTION_INT, CONFIG_FIELD(n_kv_heads), SIZE_MIN_MAX,
-     .help = "KV heads, dividing N (default N)"},
-    {"vocab", "V", OPTION_INT, CONFIG_FIELD(vocab_size), SIZE_MIN_MAX, .help = "token ids"},
-    {"seq-len", "S", OPTION_INT, CONFIG_FIELD(seq_len), SIZE_MIN_MAX,
-     .help = "the context, in positions"},
-    {"seed", "X", OPTION_INT, offsetof(MakeModelArgs, seed), SIZE_MIN_MAX,
+/* The options the table does not declare: the seed, the classifier, where
+ * to write, the folder's, and two of the experts' (a list, and a flag). */
+static const CliOption OWN_OPTIONS[] = {
+    {"seed", "X", OPTION_INT, offsetof(MakeModelArgs, seed), -(1L << 31) + 1, (1L << 31) - 1,
      .help = "the random weights' seed (default 42)"},
     {"untied", NULL, OPTION_FLAG, offsetof(MakeModelArgs, untied),
      .help = "a classifier of its own (default: tied to the embedding)"},
@@ -178,46 +196,16 @@ static const CliOption FOLDER_OPTIONS[] = {
      .help = "f32 (default), f16 or bf16 (rounded to nearest even)"},
     {"shards", "N", OPTION_INT, offsetof(MakeModelArgs, folder.shards), 1, 64,
      .help = "N safetensors files and their index (default 1)"},
-    {"head-dim", "H", OPTION_INT, CONFIG_FIELD(head_dim), 2, 1 << 16,
-     .help = "the head size, if not dim / heads"},
-    {"rope-theta", "X", OPTION_FLOAT, CONFIG_FIELD(rope_theta), 1, 1000000000,
-     .help = "the RoPE base (default 10000)"},
     {"tokenizer-from", "DIR", OPTION_TEXT, offsetof(MakeModelArgs, folder.tokenizer_from),
      .help = "copy DIR's tokenizer.json (and tokenizer_config.json) in;\n"
              "its ids must be below --vocab"},
     CLI_OPTIONS_END};
 
-static const CliOption GEMMA_OPTIONS[] = {
-    {"query-scale", "X", OPTION_FLOAT, CONFIG_FIELD(query_scale), 0, 1000000000,
-     .help = "scores divided by sqrt(X): query_pre_attn_scalar (default:\n"
-             "the head size)"},
-    {"attn-softcap", "X", OPTION_FLOAT, CONFIG_FIELD(attn_softcap), 0, 1000000000,
-     .help = "scores capped as tanh(s / X) * X (gemma2: 50; 0: none)"},
-    {"final-softcap", "X", OPTION_FLOAT, CONFIG_FIELD(final_softcap), 0, 1000000000,
-     .help = "logits capped the same way (gemma2: 30; 0: none)"},
-    {"sliding-window", "N", OPTION_INT, CONFIG_FIELD(sliding_window), 0, 1 << 30,
-     .help = "sliding layers see the last N positions (default 0: none;\n"
-             "mistral and phi3 take it too, on every layer)"},
-    {"sliding-pattern", "P", OPTION_INT, CONFIG_FIELD(sliding_pattern), 0, 1 << 20,
-     .help = "layer l slides unless (l + 1) % P == 0 (gemma2: 2, gemma3:\n"
-             "6; 0: every layer)"},
-    {"rope-local-theta", "X", OPTION_FLOAT, CONFIG_FIELD(rope_local_theta), 0, 1000000000,
-     .help = "the sliding layers' RoPE base (gemma3: 10000)"},
-    CLI_OPTIONS_END};
-
-static const CliOption MOE_OPTIONS[] = {
-    {"experts", "E", OPTION_INT, CONFIG_FIELD(n_experts), 1, 4096,
-     .help = "experts in each MoE layer (required)"},
-    {"experts-used", "K", OPTION_INT, CONFIG_FIELD(n_experts_used), 1, 4096,
-     .help = "the experts each token runs (default 2)"},
-    {"expert-hidden", "H", OPTION_INT, CONFIG_FIELD(expert_hidden_dim), 1, 1 << 30,
-     .help = "each expert's hidden width (qwen3moe; default --hidden)"},
-    {"moe-step", "S", OPTION_INT, CONFIG_FIELD(moe_step), 1, 1 << 20,
-     .help = "layer l is sparse when (l + 1) % S == 0 (qwen3moe; default 1)"},
+static const CliOption MOE_OWN_OPTIONS[] = {
     {"dense-layers", "L,..", OPTION_CUSTOM, .parse = parse_option, .id = OPT_DENSE_LAYERS,
-     .help = "layers whose MLP stays dense, --hidden wide (qwen3moe)"},
-    {"no-norm-topk", NULL, OPTION_UNSET, CONFIG_FIELD(expert_norm_topk),
-     .help = "the k weights not renormalised (qwen3moe's norm_topk_prob false)"},
+     .help = "layers whose MLP stays dense, --hidden wide (--arch qwen3moe)"},
+    {"no-norm-topk", NULL, OPTION_UNSET, offsetof(MakeModelArgs, c.expert_norm_topk),
+     .help = "the k weights not renormalised (qwen3moe's norm_topk_prob\nfalse)"},
     CLI_OPTIONS_END};
 
 static const CliOption PRESET_OPTIONS[] = {
@@ -233,104 +221,140 @@ static const CliOption PRESET_OPTIONS[] = {
              "qwen3-30b-a3b (Qwen/Qwen3-30B-A3B; 61 GB in bf16)"},
     CLI_OPTIONS_END};
 
-static const CliOptionGroup MAKE_MODEL_GROUPS[] = {
-    {.options = FOLDER_OPTIONS,
-     .heading = "A Hugging Face model directory instead (docs/hf-models.md):"},
-    {.options = GEMMA_OPTIONS, .heading = "Gemma's (--arch gemma2 or gemma3; docs/families.md):"},
-    {.options = MOE_OPTIONS,
-     .heading = "A mixture of experts (--arch mixtral or qwen3moe; docs/moe.md):"},
-    {.options = PRESET_OPTIONS,
-     .heading = "A real model's shape, from its published config.json (random weights; a\n"
-                "folder unless --format llama2c, which only tinyllama-1.1b fits; options\n"
-                "given beside it win, --seq-len 2048 say):"},
-    {0}};
+/* The help's heading for each group of the table's options (the shape's
+ * are the command's own). */
+static const char *const GROUP_HEADINGS[] = {[CF_ATTENTION] =
+                                                 "Attention (a folder's; docs/families.md):",
+                                             [CF_ROPE] = "RoPE:",
+                                             [CF_NORM] = "Norms:",
+                                             [CF_MLP] = "The MLP and the logits:",
+                                             [CF_MOE] = "A mixture of experts (docs/moe.md):",
+                                             [CF_FILES] = "The files:"};
+#define N_GROUPS (CF_FILES + 1)
 
-static const CliCommandOptions MAKE_MODEL_COMMAND = {.command = "make-model",
-                                                     .usage = MAKE_MODEL_USAGE,
-                                                     .options = SHAPE_OPTIONS,
-                                                     .groups = MAKE_MODEL_GROUPS,
-                                                     .after = MAKE_MODEL_AFTER};
+/* make-model's options: the table's (config_table.h), one group a
+ * ConfigGroup, each field's help followed by the families that hold it;
+ * and the command's own. Made at run time, as the table is data. */
+typedef struct {
+    CliOption own[CONFIG_FIELD_COUNT + 4];
+    CliOption fields[N_GROUPS][CONFIG_FIELD_COUNT + 4];
+    char help[CONFIG_FIELD_COUNT][320];
+    CliOptionGroup groups[N_GROUPS + 3];
+    CliCommandOptions command;
+} MakeModelOptions;
+
+/* The option of field f, its help written into help. */
+static CliOption field_option(const ConfigField *f, size_t base, char *help, size_t size) {
+    char families[128] = "";
+    families_text(f->families, families, sizeof families);
+    snprintf(help, size, "%s%s%s%s", f->help, families[0] != '\0' ? "\n(--arch " : "", families,
+             families[0] != '\0' ? ")" : "");
+    /* a size takes any int (config_validate names what it refuses); a number
+     * whose 0 means "none" takes 0, one whose 0 stands for a value (the RoPE
+     * base's 10000) starts at its least */
+    bool shape = f->group == CF_SHAPE;
+    long least = f->zero != 0 ? (long)ceil(f->min) : 0;
+    return (CliOption){.name = f->option,
+                       .value = f->type == CF_TYPE_BOOL  ? NULL
+                                : f->type == CF_TYPE_INT ? "N"
+                                                         : "X",
+                       .kind = f->type == CF_TYPE_BOOL  ? OPTION_FLAG
+                               : f->type == CF_TYPE_INT ? OPTION_INT
+                                                        : OPTION_FLOAT,
+                       .offset = base + f->offset,
+                       .min = shape ? -(1L << 31) + 1 : least,
+                       .max = shape ? (1L << 31) - 1 : (long)fmin(f->max, 1e9),
+                       .help = help};
+}
+
+static void make_model_options(MakeModelOptions *o) {
+    int n_own = 0, n_in[N_GROUPS] = {0}, n_groups = 0;
+    for (int i = 0; i < CONFIG_N_FIELDS; i++) {
+        const ConfigField *f = &CONFIG_FIELD_LIST[i];
+        if (f->option[0] == '\0') continue;
+        bool shape = f->group == CF_SHAPE;
+        CliOption opt =
+            field_option(f, shape ? offsetof(MakeModelArgs, c) : 0, o->help[i], sizeof o->help[i]);
+        if (shape)
+            o->own[n_own++] = opt;
+        else
+            o->fields[f->group][n_in[f->group]++] = opt;
+    }
+    for (const CliOption *own = OWN_OPTIONS; own->name != NULL; own++) o->own[n_own++] = *own;
+    o->own[n_own] = (CliOption)CLI_OPTIONS_END;
+    o->groups[n_groups++] = (CliOptionGroup){.options = FOLDER_OPTIONS,
+                                             .heading = "A Hugging Face model directory instead "
+                                                        "(docs/hf-models.md):"};
+    for (int g = 0; g < N_GROUPS; g++) {
+        o->fields[g][n_in[g]] = (CliOption)CLI_OPTIONS_END;
+        if (n_in[g] > 0)
+            o->groups[n_groups++] = (CliOptionGroup){.options = o->fields[g],
+                                                     .base = offsetof(MakeModelArgs, c),
+                                                     .heading = GROUP_HEADINGS[g]};
+        if (g == CF_MOE) /* the command's own, into the arguments: no heading of their own */
+            o->groups[n_groups++] = (CliOptionGroup){.options = MOE_OWN_OPTIONS};
+    }
+    o->groups[n_groups++] = (CliOptionGroup){
+        .options = PRESET_OPTIONS,
+        .heading = "A real model's shape, from its published config.json (random weights; a\n"
+                   "folder unless --format llama2c, which only tinyllama-1.1b fits; options\n"
+                   "given beside it win, --seq-len 2048 say):"};
+    o->groups[n_groups] = (CliOptionGroup){0};
+    o->command = (CliCommandOptions){.command = "make-model",
+                                     .usage = MAKE_MODEL_USAGE,
+                                     .options = o->own,
+                                     .groups = o->groups,
+                                     .after = MAKE_MODEL_AFTER};
+}
 
 int cli_make_model(int argc, char **argv) {
-    /* Sizes start at 0 ("not given"); zero or negative values are refused by
-     * config_validate with the name of the size. Gemma's numbers start
-     * negative: not given (gemma_defaults) */
-    MakeModelArgs args = {.c = {.query_scale = -1,
-                                .attn_softcap = -1,
-                                .final_softcap = -1,
-                                .sliding_window = -1,
-                                .sliding_pattern = -1,
-                                .rope_local_theta = -1,
-                                .expert_norm_topk = true},
+    /* The shape's sizes start at 0 and every other number at -1: not given
+     * (model_fields_mark); config_validate refuses a zero or negative size
+     * with its name. */
+    MakeModelArgs args = {.c = {.expert_norm_topk = true},
                           .seed = 42,
                           .folder = {.arch = HF_LLAMA, .dtype = ST_F32, .shards = 1}};
+    model_fields_mark(&args.c);
+    MakeModelOptions options;
+    make_model_options(&options);
     StepError err;
-    int parsed = cli_options_parse(&MAKE_MODEL_COMMAND, argc, argv, &args, NULL, &err);
+    int parsed = cli_options_parse(&options.command, argc, argv, &args, NULL, &err);
     if (parsed == 0) return 0;
     bool ok = parsed > 0;
     Config c = args.c;
     int seed = args.seed;
-    bool untied = args.untied, arch_given = args.arch_given;
+    bool untied = args.untied;
     const char *out = args.out;
     FolderOptions folder = args.folder;
     const ModelPreset *preset = args.preset;
-    if (ok && preset != NULL) { /* a folder unless --format says otherwise */
-        model_preset_apply(preset, &c, &untied);
-        if (!arch_given) folder.arch = preset->arch;
-        if (!folder.format_given) folder.hf = true;
-        if (!folder.hf && !fits_llama2c(&c, folder.arch))
-            ok = step_fail(&err,
-                           "make-model: a llama2.c checkpoint cannot hold %s's head size, RoPE "
-                           "or norm epsilon: use --format hf",
-                           preset->name);
-    }
+    if (preset != NULL && !args.arch_given) folder.arch = preset->arch;
+    if (preset != NULL && !folder.format_given) folder.hf = true; /* a folder unless told */
+    if (!folder.hf) folder.arch = HF_LLAMA; /* a checkpoint holds llama2.c's block alone */
+    ok = ok && fields_fit(&c, !folder.hf && preset == NULL, folder.arch, &err);
+    if (ok && !folder.hf && (folder.shards > 1 || folder.tokenizer_from))
+        ok = step_fail(&err, "make-model: --shards and --tokenizer-from need --format hf");
+    if (ok && preset != NULL) model_preset_apply(preset, &c, &untied);
     if (ok && !folder.hf) ok = file_check_output(out, "--out", &err);
-    if (ok && !folder.hf &&
-        (folder.shards > 1 || folder.tokenizer_from ||
-         (preset == NULL && (c.head_dim != 0 || c.rope_theta != 0))))
-        ok = step_fail(&err, "make-model: --head-dim, --rope-theta, --shards and --tokenizer-from "
-                             "need --format hf");
     if (ok && folder.tokenizer_from != NULL) { /* it must load, and fit the vocabulary */
         Tokenizer tok;
         ok = tokenizer_load_json(&tok, folder.tokenizer_from, c.vocab_size, &err);
         if (ok) tokenizer_free(&tok);
     }
-    bool gemma = folder.hf && (folder.arch == HF_GEMMA2 || folder.arch == HF_GEMMA3);
-    /* Mistral's and Phi-3's windows slide on every layer */
-    bool windowed = gemma || (folder.hf && (folder.arch == HF_MISTRAL || folder.arch == HF_PHI3));
-    if (ok && !gemma && gemma_given(&c))
-        ok = step_fail(&err, "make-model: --query-scale, --attn-softcap, --final-softcap, "
-                             "--sliding-pattern and --rope-local-theta need --arch gemma2 or "
-                             "gemma3");
-    if (ok && !windowed && c.sliding_window > 0)
-        ok = step_fail(&err, "make-model: --sliding-window needs --arch gemma2, gemma3, mistral or "
-                             "phi3");
-    int window = c.sliding_window > 0 ? c.sliding_window : 0;
-    if (gemma)
-        gemma_defaults(&c, folder.arch);
-    else /* none of Gemma's; Mistral's or Phi-3's window on every layer */
-        c.query_scale = c.attn_softcap = c.final_softcap = c.rope_local_theta = 0,
-        c.sliding_window = window, c.sliding_pattern = 0;
-    bool moe = folder.hf && (folder.arch == HF_MIXTRAL || folder.arch == HF_QWEN3MOE);
-    bool moe_given = c.n_experts > 0 || c.n_experts_used > 0 || c.expert_hidden_dim > 0 ||
-                     c.moe_step > 0 || c.n_dense_layers > 0 || !c.expert_norm_topk;
-    if (ok && !moe && moe_given)
-        ok = step_fail(&err, "make-model: --experts, --experts-used, --expert-hidden, --moe-step, "
-                             "--dense-layers and --no-norm-topk need --arch mixtral or qwen3moe");
+    bool moe = folder.arch == HF_MIXTRAL || folder.arch == HF_QWEN3MOE;
+    bool used_given = model_field_given(&c, config_field_find("n_experts_used"));
+    family_defaults(&c, folder.arch);
+    if (ok && (c.n_dense_layers > 0 || !c.expert_norm_topk) && folder.arch != HF_QWEN3MOE)
+        ok = step_fail(&err, "make-model: --dense-layers and --no-norm-topk need --arch qwen3moe");
     if (ok && moe && c.n_experts == 0)
         ok = step_fail(&err, "make-model: --arch %s needs --experts E",
-                       folder.arch == HF_MIXTRAL ? "mixtral" : "qwen3moe");
-    if (ok && folder.arch == HF_MIXTRAL &&
-        (c.moe_step > 1 || c.n_dense_layers > 0 || !c.expert_norm_topk ||
-         (c.expert_hidden_dim > 0 && c.expert_hidden_dim != c.hidden_dim)))
-        ok = step_fail(&err,
-                       "make-model: Mixtral's experts are --hidden wide, every layer sparse and "
-                       "renormalised: --expert-hidden, --moe-step, --dense-layers and "
-                       "--no-norm-topk are Qwen3-MoE's");
-    if (moe && c.n_experts_used == 0) c.n_experts_used = 2 < c.n_experts ? 2 : c.n_experts;
-    if (moe && c.expert_hidden_dim == 0) c.expert_hidden_dim = c.hidden_dim;
-    if (moe && c.moe_step == 0) c.moe_step = 1;
+                       hf_architecture_name(folder.arch));
+    if (moe && !used_given && c.n_experts_used > c.n_experts) c.n_experts_used = c.n_experts;
     if (!moe) c.expert_norm_topk = false;
+    if (ok && !folder.hf && c.dim > 0 && c.n_heads > 0 && !config_is_llama2c(&c))
+        ok = step_fail(&err,
+                       "make-model: a llama2.c checkpoint cannot hold %s%s head size, RoPE or "
+                       "norm epsilon: use --format hf",
+                       preset != NULL ? preset->name : "this", preset != NULL ? "'s" : "");
     if (folder.hf) hf_architecture_apply(folder.arch, &c);
     if (ok && seed <= 0) ok = step_fail(&err, "make-model: --seed must be positive, got %d", seed);
     if (ok && c.n_kv_heads == 0) c.n_kv_heads = c.n_heads;

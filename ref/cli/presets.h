@@ -13,24 +13,25 @@
 typedef struct {
     const char *name, *source;
     HfArchitecture arch;
-    int dim, hidden, layers, heads, kv_heads, head_dim, vocab, seq_len;
-    float rope_theta, norm_eps;
-    bool untied;
-    RopeScaling scaling;
-    /* Gemma's (0: none; make-model's options given beside the preset win) */
-    float query_scale, attn_softcap, final_softcap, rope_local_theta;
-    int sliding_window, sliding_pattern;
-    /* a mixture of experts (0: dense), every layer sparse, renormalised */
-    int experts, experts_used, expert_hidden;
+    bool untied;   /* a classifier of its own */
+    Config config; /* its shape and numbers (config_table.h), as its config.json gives them */
 } ModelPreset;
 
 /* The preset called name, or NULL (err names the known ones). */
 const ModelPreset *model_preset_find(const char *name, StepError *err);
 
-/* Fill what is still unset (0) in c from p: sizes, heads, head size,
- * vocabulary, window, RoPE base, and Gemma's numbers not given (still
- * negative); always its norm epsilon and RoPE scaling; *untied when p
- * stores a classifier of its own. */
+/* make-model and inspect mark every number but the shape's "not given"
+ * (-1) before the command line sets it (a bool, or a shape's 0, is its own
+ * mark): model_field_marked says which fields, model_fields_mark marks
+ * them, model_field_given tells a given one, and model_fields_settle
+ * turns the marks still there into 0. */
+bool model_field_marked(const ConfigField *f);
+void model_fields_mark(Config *c);
+bool model_field_given(const Config *c, const ConfigField *f);
+void model_fields_settle(Config *c);
+
+/* Fill every field of c not given from p, always its RoPE scaling; and
+ * *untied when p stores a classifier of its own. */
 void model_preset_apply(const ModelPreset *p, Config *c, bool *untied);
 
 #endif

@@ -38,6 +38,10 @@ bool hf_architecture_parse(const char *name, HfArchitecture *a) {
     return false;
 }
 
+const char *hf_architecture_name(HfArchitecture a) {
+    return ARCH_NAMES[a];
+}
+
 void hf_architecture_apply(HfArchitecture a, Config *c) {
     bool gpt2 = a == HF_GPT2, gemma = a == HF_GEMMA2 || a == HF_GEMMA3;
     c->qkv_bias = a == HF_QWEN2 || gpt2;
@@ -49,6 +53,9 @@ void hf_architecture_apply(HfArchitecture a, Config *c) {
     c->position = gpt2 ? POS_LEARNED : POS_ROPE;
     c->proj_bias = gpt2;
     c->fused_files = a == HF_PHI3;
+    /* Mixtral's experts are intermediate_size wide; Qwen3-MoE's too unless given */
+    if (a == HF_MIXTRAL || (a == HF_QWEN3MOE && c->expert_hidden_dim <= 0))
+        c->expert_hidden_dim = c->n_experts > 0 ? c->hidden_dim : 0;
 }
 
 /* One tensor to write: its name, its float32 values and shape, and

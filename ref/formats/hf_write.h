@@ -24,12 +24,16 @@ typedef enum {
 /* "llama", "mistral", "qwen2", "qwen3", "gpt2", "phi3", "gemma2", "gemma3",
  * "mixtral", "qwen3moe" -> *a; false for anything else. */
 bool hf_architecture_parse(const char *name, HfArchitecture *a);
+/* The name hf_architecture_parse takes for a ("gemma2"): the families
+ * column of config_table.h speaks it. */
+const char *hf_architecture_name(HfArchitecture a);
 
 /* The flags the architecture implies (qkv_bias for Qwen2, qk_norm for
  * Qwen3; GPT-2's norms, MLP, positions and biases; Gemma's GeGLU,
  * post-norms, 1 + w norms and, when unset, its √dim embedding scale), set
  * in c before the model is made. Gemma's numbers (soft-caps, window,
- * attention scale) are the caller's. */
+ * attention scale) are the caller's. An MoE's experts are hidden_dim wide
+ * (Mixtral's always, Qwen3-MoE's unless given). */
 void hf_architecture_apply(HfArchitecture a, Config *c);
 
 /* Write m (float32 weights, row-major, q and k interleaved as stepwise
