@@ -24,7 +24,8 @@
  *             field before it is shown), CF_NEVER
  *   hf        its config.json key, read and written as the value ("": none, or
  *             the family's code reads it)
- *   gguf      its GGUF key after "<arch>." ("": none, or the family's code)
+ *   gguf      its GGUF key after "<arch>." ("": none, or the family's code),
+ *             for the families listed (llama.cpp's names are make-model's)
  *   option    make-model's option ("": none); an INT or FLOAT takes a value
  *   families  the make-model --arch names whose config.json holds the key and
  *             whose option it is, space-separated ("": every family)
@@ -65,7 +66,7 @@
       "the classifier is the token embedding (tied)") \
     \
     X(CF_ATTENTION, INT, head_dim, "head_dim", 0, 2, 65536, CF_NEVER, \
-      "head_dim", "attention.key_length", "head-dim", "", \
+      "head_dim", "", "head-dim", "", \
       "the head size, if not dim / heads") \
     X(CF_ATTENTION, BOOL, qkv_bias, "qkv_bias", 0, 0, 1, CF_ALWAYS, \
       "", "", "", "", \
@@ -82,7 +83,7 @@
       "attn_logit_softcapping", "attn_logit_softcapping", "attn-softcap", "gemma2 gemma3", \
       "scores capped as tanh(s / X) * X (gemma2: 50; 0: none)") \
     X(CF_ATTENTION, INT, sliding_window, "sliding_window", 0, 1, 1 << 30, CF_IF_SET, \
-      "sliding_window", "attention.sliding_window", "sliding-window", \
+      "sliding_window", "", "sliding-window", \
       "gemma2 gemma3 mistral phi3 mixtral", \
       "sliding layers see the last N positions (0: none;\n" \
       "mistral's, phi3's and mixtral's: every layer)") \
@@ -130,13 +131,13 @@
       "the files fuse q, k and v, and gate and up (Phi-3)") \
     \
     X(CF_MOE, INT, n_experts, "n_experts", 0, 1, 4096, CF_IF_SET, \
-      "", "expert_count", "experts", "mixtral qwen3moe", \
+      "", "", "experts", "mixtral qwen3moe", \
       "experts in each MoE layer (required)") \
     X(CF_MOE, INT, n_experts_used, "n_experts_used", 0, 1, 4096, CF_WITH_PREV, \
-      "", "expert_used_count", "experts-used", "mixtral qwen3moe", \
+      "", "", "experts-used", "mixtral qwen3moe", \
       "the experts each token runs (default 2)") \
     X(CF_MOE, INT, expert_hidden_dim, "expert_hidden_dim", 0, 1, 1 << 30, CF_WITH_PREV, \
-      "moe_intermediate_size", "", "expert-hidden", "qwen3moe", \
+      "moe_intermediate_size", "expert_feed_forward_length", "expert-hidden", "qwen3moe", \
       "each expert's hidden width (default --hidden)") \
     X(CF_MOE, BOOL, expert_norm_topk, "norm_topk", 0, 0, 1, CF_WITH_PREV, \
       "norm_topk_prob", "", "", "qwen3moe", \

@@ -181,6 +181,12 @@ def close(a, b):
     return a == b
 
 
+# config.json's keys and the run header's names for the same numbers (ref/config_table.h)
+HEADER_NAMES = {"rope_theta": "rope_theta", "rms_norm_eps": "norm_eps", "query_pre_attn_scalar": "query_scale",
+                "attn_logit_softcapping": "attn_softcap", "final_logit_softcapping": "final_softcap",
+                "sliding_window": "sliding_window", "rope_local_base_freq": "rope_local_theta"}
+
+
 def main():
     check = Checks()
     with tempfile.TemporaryDirectory() as tmp:
@@ -207,6 +213,17 @@ def main():
                       and got["weight_bytes"] == 2 * PARAMS[name] and bill["kv_dtype"] == kv_dtype,
                       f"{name}: inspect --kv-dtype {kv_dtype} --weight-dtype bf16 bills {per_token:,} bytes a "
                       f"token and {2 * PARAMS[name]:,} of weights")
+            # inspect's fields line names each field as the run header does, with the published value
+            text = run_stepwise(BIN, "inspect", "--preset", name).stdout
+            line = text.split("  fields: ", 1)[1].split("\n  dim ", 1)[0] if "  fields: " in text else ""
+            fields = dict(item.strip().rsplit(" ", 1) for item in line.replace("\n", " ").split(",") if item.strip())
+            shown = {k: want[h] for h, k in HEADER_NAMES.items() if want.get(h) is not None}
+            off = [k for k in shown if k not in fields or not close(float(fields[k]), shown[k])]
+            if name == "tinyllama-1.1b":  # llama2.c's architecture: nothing beyond the shape to show
+                check(line == "", f"{name}: llama2.c's architecture, inspect shows no fields line")
+            else:
+                check(shown and not off, f"{name}: inspect's fields line gives {len(shown)} published numbers "
+                      f"by their run-header names" + (f" (not {off}: {line!r})" if off else ""))
             out = os.path.join(tmp, name)
             run_stepwise(BIN, "make-model", "--preset", name, "--layers", "1", "--seq-len", "64",
                          "--vocab", "512", "--dtype", "bf16", "--out", out)

@@ -10,6 +10,7 @@
 #include "ref/cli/common.h"
 #include "ref/cli/options.h"
 #include "ref/cli/presets.h"
+#include "trace/float_format.h"
 #include "ref/formats/gguf.h"
 #include "ref/formats/gguf_model.h"
 #include "ref/serve/prefix_cache.h"
@@ -117,6 +118,31 @@ static double mib(uint64_t bytes) {
     return (double)bytes / (1024.0 * 1024.0);
 }
 
+/* Every field of the table (config_table.h) the run header shows, by the
+ * name it has there, but the shape's: what a trace or a diff calls it. */
+static void print_fields(const Config *c) {
+    printf("  fields:");
+    int shown = 0;
+    bool prev = false;
+    for (int i = 0; i < CONFIG_N_FIELDS; i++) {
+        const ConfigField *f = &CONFIG_FIELD_LIST[i];
+        double v = config_field_effective(c, f);
+        prev = f->show == CF_ALWAYS || (f->show == CF_IF_SET && config_field_get(c, f) != 0) ||
+               (f->show == CF_WITH_PREV && prev);
+        if (!prev || f->group == CF_SHAPE) continue;
+        const char *sep = shown == 0 ? " " : shown % 4 == 0 ? ",\n         " : ", ";
+        shown++;
+        printf("%s%s%s ", sep, f->group == CF_MOE ? "moe." : "", f->trace);
+        char number[24];
+        if (f->type == CF_TYPE_FLOAT) format_float9((float)v, number); /* the trace's form */
+        printf("%s", f->type == CF_TYPE_BOOL ? (v != 0 ? "true" : "false")
+                     : f->type == CF_TYPE_INT
+                         ? (snprintf(number, sizeof number, "%d", (int)v), number)
+                         : number);
+    }
+    printf("\n");
+}
+
 /* The architecture's variations, when not llama2.c's, on one line. */
 static void print_arch(const Config *c) {
     if (config_is_llama2c(c)) return;
@@ -159,6 +185,7 @@ static void print_arch(const Config *c) {
             printf(", which turn at a RoPE base of %g, unscaled", (double)c->rope_local_theta);
         printf(" (the cache still holds every position)\n");
     }
+    print_fields(c);
 }
 
 /* batch --prefix-cache with a budget of `budget` bytes: the positions it

@@ -55,7 +55,8 @@ typedef struct {
 /* What a family gives a field not on the command line (the rest are 0):
  * Gemma 2's soft-caps 50 and 30 and every other layer sliding, Gemma 3's
  * five sliding layers in six at a local RoPE base of 10000, an MoE's two
- * experts a token (at most E) and every layer sparse. The expert width
+ * experts a token (at most E), every layer sparse and the k weights
+ * renormalised (--no-norm-topk clears it). The expert width
  * (--hidden) is set apart: it is not a constant. */
 static const struct {
     HfArchitecture arch;
@@ -66,7 +67,8 @@ static const struct {
     {HF_GEMMA2, "sliding_pattern", 2},    {HF_GEMMA3, "sliding_pattern", 6},
     {HF_GEMMA3, "rope_local_theta", 1e4}, {HF_MIXTRAL, "n_experts_used", 2},
     {HF_MIXTRAL, "moe_step", 1},          {HF_QWEN3MOE, "n_experts_used", 2},
-    {HF_QWEN3MOE, "moe_step", 1},
+    {HF_QWEN3MOE, "moe_step", 1},         {HF_MIXTRAL, "expert_norm_topk", 1},
+    {HF_QWEN3MOE, "expert_norm_topk", 1},
 };
 
 /* "gemma2 gemma3 mistral" as "gemma2, gemma3 or mistral". */
@@ -136,7 +138,7 @@ typedef struct {
     Config c;
     FolderOptions folder;
     int seed;
-    bool untied, arch_given;
+    bool untied, arch_given, no_norm_topk;
     const char *out;
     const ModelPreset *preset;
 } MakeModelArgs;
@@ -204,7 +206,7 @@ static const CliOption FOLDER_OPTIONS[] = {
 static const CliOption MOE_OWN_OPTIONS[] = {
     {"dense-layers", "L,..", OPTION_CUSTOM, .parse = parse_option, .id = OPT_DENSE_LAYERS,
      .help = "layers whose MLP stays dense, --hidden wide (--arch qwen3moe)"},
-    {"no-norm-topk", NULL, OPTION_UNSET, offsetof(MakeModelArgs, c.expert_norm_topk),
+    {"no-norm-topk", NULL, OPTION_FLAG, offsetof(MakeModelArgs, no_norm_topk),
      .help = "the k weights not renormalised (qwen3moe's norm_topk_prob\nfalse)"},
     CLI_OPTIONS_END};
 
@@ -311,9 +313,8 @@ int cli_make_model(int argc, char **argv) {
     /* The shape's sizes start at 0 and every other number at -1: not given
      * (model_fields_mark); config_validate refuses a zero or negative size
      * with its name. */
-    MakeModelArgs args = {.c = {.expert_norm_topk = true},
-                          .seed = 42,
-                          .folder = {.arch = HF_LLAMA, .dtype = ST_F32, .shards = 1}};
+    MakeModelArgs args = {
+        .c = {0}, .seed = 42, .folder = {.arch = HF_LLAMA, .dtype = ST_F32, .shards = 1}};
     model_fields_mark(&args.c);
     MakeModelOptions options;
     make_model_options(&options);
@@ -343,7 +344,8 @@ int cli_make_model(int argc, char **argv) {
     bool moe = folder.arch == HF_MIXTRAL || folder.arch == HF_QWEN3MOE;
     bool used_given = model_field_given(&c, config_field_find("n_experts_used"));
     family_defaults(&c, folder.arch);
-    if (ok && (c.n_dense_layers > 0 || !c.expert_norm_topk) && folder.arch != HF_QWEN3MOE)
+    if (args.no_norm_topk) c.expert_norm_topk = false; /* the family's and preset's true */
+    if (ok && (c.n_dense_layers > 0 || args.no_norm_topk) && folder.arch != HF_QWEN3MOE)
         ok = step_fail(&err, "make-model: --dense-layers and --no-norm-topk need --arch qwen3moe");
     if (ok && moe && c.n_experts == 0)
         ok = step_fail(&err, "make-model: --arch %s needs --experts E",

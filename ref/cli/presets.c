@@ -229,6 +229,8 @@ void model_preset_apply(const ModelPreset *p, Config *c, bool *untied) {
         const ConfigField *f = &CONFIG_FIELD_LIST[i];
         if ((f->group == CF_SHAPE || model_field_marked(f)) && !model_field_given(c, f))
             config_field_set(c, f, config_field_get(&p->config, f));
+        else if (f->type == CF_TYPE_BOOL && config_field_get(&p->config, f) != 0)
+            config_field_set(c, f, 1); /* a flag the preset sets (its experts renormalised) */
     }
     c->rope_scaling = p->config.rope_scaling;
     *untied = *untied || p->untied;

@@ -30,8 +30,8 @@ void model_fields_mark(Config *c);
 bool model_field_given(const Config *c, const ConfigField *f);
 void model_fields_settle(Config *c);
 
-/* Fill every field of c not given from p, always its RoPE scaling; and
- * *untied when p stores a classifier of its own. */
+/* Fill every field of c not given from p, and the flags p sets, always its
+ * RoPE scaling; and *untied when p stores a classifier of its own. */
 void model_preset_apply(const ModelPreset *p, Config *c, bool *untied);
 
 #endif

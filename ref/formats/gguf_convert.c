@@ -8,6 +8,7 @@
 
 #include "ref/formats/gguf.h"
 #include "ref/formats/gguf_tokenizer.h"
+#include "ref/formats/gguf_fields.h"
 #include "ref/formats/gguf_write.h"
 #include "ref/nonfinite.h"
 #include "ref/formats/hf_model.h"
@@ -66,9 +67,8 @@ static void write_config(GgufMetadata *meta, const Config *c, const char *arch) 
     arch_u32(meta, arch, "attention.head_count_kv", c->n_kv_heads);
     arch_u32(meta, arch, "attention.key_length", head_dim);
     arch_u32(meta, arch, "attention.value_length", head_dim);
-    arch_f32(meta, arch, "attention.layer_norm_rms_epsilon", config_norm_eps(c));
-    arch_f32(meta, arch, "rope.freq_base", config_rope_theta(c));
     arch_u32(meta, arch, "vocab_size", c->vocab_size);
+    gguf_fields_write(meta, c, arch); /* the table's keys (config_table.h) */
     if (c->rope_scaling.type == ROPE_SCALING_LINEAR) {
         char key[128];
         snprintf(key, sizeof key, "%s.rope.scaling.type", arch);
@@ -78,8 +78,6 @@ static void write_config(GgufMetadata *meta, const Config *c, const char *arch) 
     if (c->n_experts > 0) { /* a mixture of experts, as llama.cpp's converter names it */
         arch_u32(meta, arch, "expert_count", c->n_experts);
         arch_u32(meta, arch, "expert_used_count", c->n_experts_used);
-        if (strcmp(arch, "qwen3moe") == 0) /* llama's (Mixtral's): feed_forward_length wide */
-            arch_u32(meta, arch, "expert_feed_forward_length", c->expert_hidden_dim);
     }
     if (c->rope_scaling.type == ROPE_SCALING_LONGROPE) { /* Phi-3's, as llama.cpp's converter */
         arch_u32(meta, arch, "rope.scaling.original_context_length",
@@ -90,8 +88,6 @@ static void write_config(GgufMetadata *meta, const Config *c, const char *arch) 
         /* no window: one as wide as the context, which masks nothing */
         arch_u32(meta, arch, "attention.sliding_window",
                  c->sliding_window > 0 ? c->sliding_window : c->seq_len);
-        if (c->attn_softcap > 0) arch_f32(meta, arch, "attn_logit_softcapping", c->attn_softcap);
-        if (c->final_softcap > 0) arch_f32(meta, arch, "final_logit_softcapping", c->final_softcap);
     }
 }
 

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "ref/formats/gguf.h"
+#include "ref/formats/gguf_fields.h"
 #include "ref/kernels/gguf_dequant.h"
 #include "ref/formats/gguf_tokenizer.h"
 #include "ref/formats/hf_model.h"
@@ -28,20 +29,6 @@ static bool arch_uint(const GgufFile *f, const char *arch, const char *name, int
     return true;
 }
 
-/* An optional <arch>.<name> number, in (0, 1e9); absent: fallback. */
-static bool arch_float_or(const GgufFile *f, const char *arch, const char *name, float fallback,
-                          float *out, StepError *err) {
-    char key[128];
-    double v;
-    snprintf(key, sizeof key, "%s.%s", arch, name);
-    *out = fallback;
-    if (gguf_find_kv(f, key) == NULL) return true;
-    if (!gguf_get_float(f, key, &v) || !(v > 0 && v < 1e9))
-        return step_fail(err, "%s: %s must be a positive number", f->path, key);
-    *out = (float)v;
-    return true;
-}
-
 /* Gemma 2's and Gemma 3's block as llama.cpp runs it (hf_gemma.h): the
  * norms as the file holds them (1 + w, the converter's sum), the embedding
  * times √dim in float32, every layer but each pattern's last sliding
@@ -54,11 +41,8 @@ static bool read_gemma(const GgufFile *f, const char *arch, Config *c, StepError
     char key[128];
     snprintf(key, sizeof key, "%s.attention.sliding_window", arch);
     uint64_t window = 0;
-    bool ok =
-        arch_float_or(f, arch, "final_logit_softcapping", gemma3 ? 0 : 30, &c->final_softcap,
-                      err) &&
-        (gemma3 || arch_float_or(f, arch, "attn_logit_softcapping", 50, &c->attn_softcap, err));
-    if (ok && gguf_find_kv(f, key) != NULL && !gguf_get_uint(f, key, 1u << 30, &window))
+    bool ok = true; /* the soft-caps are the table's keys (gguf_fields.h) */
+    if (gguf_find_kv(f, key) != NULL && !gguf_get_uint(f, key, 1u << 30, &window))
         ok = step_fail(err, "%s: %s must be a whole number", f->path, key);
     c->sliding_window = (int)window;
     c->sliding_pattern = gemma3 ? 6 : 2;
@@ -88,18 +72,7 @@ static bool read_config(const GgufFile *f, const char *arch, Config *c, StepErro
     if (ok && gguf_find_kv(f, key) != NULL)
         ok = arch_uint(f, arch, "attention.key_length", &c->head_dim, err);
     double v;
-    snprintf(key, sizeof key, "%s.rope.freq_base", arch);
-    if (ok && gguf_find_kv(f, key) != NULL) {
-        ok = (gguf_get_float(f, key, &v) && v > 0 && v < 1e30) ||
-             step_fail(err, "%s: %s must be a positive number", f->path, key);
-        c->rope_theta = (float)v;
-    }
-    snprintf(key, sizeof key, "%s.attention.layer_norm_rms_epsilon", arch);
-    if (ok && gguf_find_kv(f, key) != NULL) {
-        ok = (gguf_get_float(f, key, &v) && v > 0 && v < 1) ||
-             step_fail(err, "%s: %s must be in (0, 1)", f->path, key);
-        c->norm_eps = (float)v;
-    }
+    ok = ok && gguf_fields_read(f, arch, c, err); /* the table's keys (config_table.h) */
     snprintf(key, sizeof key, "%s.attention.layer_norm_epsilon", arch); /* LayerNorm's (gpt2) */
     if (ok && gguf_find_kv(f, key) != NULL) {
         ok = (gguf_get_float(f, key, &v) && v > 0 && v < 1) ||
@@ -151,9 +124,13 @@ static bool read_config(const GgufFile *f, const char *arch, Config *c, StepErro
     if (ok && gguf_find_kv(f, key) != NULL) {
         ok = arch_uint(f, arch, "expert_count", &c->n_experts, err) &&
              arch_uint(f, arch, "expert_used_count", &c->n_experts_used, err);
-        c->expert_hidden_dim = c->hidden_dim; /* llama's (Mixtral's) */
-        if (ok && strcmp(arch, "qwen3moe") == 0)
-            ok = arch_uint(f, arch, "expert_feed_forward_length", &c->expert_hidden_dim, err);
+        if (strcmp(arch, "qwen3moe") != 0) /* llama's (Mixtral's): feed_forward_length wide */
+            c->expert_hidden_dim = c->hidden_dim;
+        else if (ok && c->expert_hidden_dim == 0)
+            ok = step_fail(err,
+                           "%s: needs qwen3moe.expert_feed_forward_length, a whole number "
+                           "from 1",
+                           f->path);
         c->expert_norm_topk = true; /* llama.cpp renormalises both */
         c->moe_step = 1;
     }

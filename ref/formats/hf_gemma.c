@@ -7,26 +7,6 @@
 #include "ref/util/float16.h"
 #include "ref/util/json_util.h"
 
-/* config.json's key as a positive number; absent: fallback (the config
- * class's default); null: 0, none. */
-static bool number_or(const cJSON *root, const char *key, float fallback, float *out,
-                      const char *what, StepError *err) {
-    const cJSON *v = cJSON_GetObjectItemCaseSensitive(root, key);
-    double d;
-    if (v == NULL) {
-        *out = fallback;
-        return true;
-    }
-    if (cJSON_IsNull(v)) {
-        *out = 0;
-        return true;
-    }
-    if (!json_number_field(root, key, 1e-30, 1e9, &d))
-        return step_fail(err, "%s: config.json's %s must be a positive number or null", what, key);
-    *out = (float)d;
-    return true;
-}
-
 /* The sliding pattern of layer_types (a list of "sliding_attention" and
  * "full_attention", one a layer): p when layer l slides exactly when
  * (l + 1) % p != 0, 0 when every layer slides; -1 (no window) when none
@@ -69,16 +49,6 @@ bool hf_gemma_config(const cJSON *root, bool gemma3, Config *c, const char *what
     if (act != NULL && strcmp(act, "gelu_pytorch_tanh") != 0)
         return step_fail(err, "%s: hidden_activation %.40s is not supported (gelu_pytorch_tanh)",
                          what, act);
-    float window = 0, local_theta = 0;
-    bool ok =
-        number_or(root, "query_pre_attn_scalar", 256, &c->query_scale, what, err) &&
-        number_or(root, "attn_logit_softcapping", gemma3 ? 0 : 50, &c->attn_softcap, what, err) &&
-        number_or(root, "final_logit_softcapping", gemma3 ? 0 : 30, &c->final_softcap, what, err) &&
-        number_or(root, "sliding_window", 4096, &window, what, err) &&
-        (!gemma3 || number_or(root, "rope_local_base_freq", 10000, &local_theta, what, err));
-    if (!ok) return false;
-    if (window != floorf(window) || window > (float)(1 << 30))
-        return step_fail(err, "%s: config.json's sliding_window must be a whole number", what);
     int pattern = gemma3 ? 6 : 2; /* the config classes' defaults */
     const cJSON *types = cJSON_GetObjectItemCaseSensitive(root, "layer_types");
     if (types != NULL && !cJSON_IsNull(types)) {
@@ -88,19 +58,9 @@ bool hf_gemma_config(const cJSON *root, bool gemma3, Config *c, const char *what
         return step_fail(
             err, "%s: config.json's sliding_window_pattern must be a whole number from 1", what);
     }
-    if (pattern > c->n_layers) pattern = 0;      /* no layer reaches the full one: all slide */
-    if (pattern == 1 || pattern < 0) window = 0; /* every layer is full */
-    c->sliding_window = (int)window;
+    if (pattern > c->n_layers) pattern = 0;                 /* no layer reaches the full one */
+    if (pattern == 1 || pattern < 0) c->sliding_window = 0; /* every layer is full */
     c->sliding_pattern = c->sliding_window > 0 ? pattern : 0;
-    c->rope_local_theta = local_theta;
-    if (c->head_dim == 0) c->head_dim = 256;
-    if (c->norm_eps == 0) c->norm_eps = 1e-6f;
-    if (c->rope_theta == 0) c->rope_theta = gemma3 ? 1e6f : 1e4f;
-    c->mlp = MLP_GEGLU;
-    c->post_norms = true;
-    c->norm_plus_one = true;
-    c->qk_norm = gemma3;
-    c->embed_scale = sqrtf((float)c->dim); /* rounded to the weights' type at load */
     return true;
 }
 

@@ -26,8 +26,10 @@
 #include "ref/util/error.h"
 #include "ref/formats/safetensors.h"
 
-/* The Gemma fields of c from config.json (root) of a Gemma2ForCausalLM
- * (gemma3 false) or Gemma3ForCausalLM: the shape is read already. */
+/* What Gemma's config.json says beyond the field table's keys (read
+ * already, hf_config.h, with the block's flags): its activation, and
+ * which layers slide (layer_types, or sliding_window_pattern) into
+ * sliding_pattern, the window set to 0 where none does. */
 bool hf_gemma_config(const cJSON *root, bool gemma3, Config *c, const char *what, StepError *err);
 
 /* √dim as Hugging Face's Gemma multiplies the embedding by it: a tensor of

@@ -16,6 +16,7 @@
 #ifndef STEPWISE_HF_MODEL_H
 #define STEPWISE_HF_MODEL_H
 
+#include "ref/formats/hf_config.h"
 #include "ref/model.h"
 
 /* What a load found that does not stop it: tensors no part of the
@@ -87,10 +88,5 @@ bool hf_is_model_dir(const char *path);
  * many layers have been read; it is left in m->progress. */
 bool hf_model_load(Model *m, const char *dir, WeightsMode mode, const ProgressSink *progress,
                    HfLoadReport *report, StepError *err);
-
-/* The Config of a config.json's text (the architecture's fields set), for
- * the loader and the fuzz target. */
-bool hf_config_parse(const char *text, const char *what, Config *c, char *arch, size_t arch_size,
-                     StepError *err);
 
 #endif

@@ -30,21 +30,13 @@ bool hf_moe_config(const cJSON *root, bool qwen, Config *c, const char *what, St
     if (!json_int_field(root, "num_experts_per_tok", 1, c->n_experts, &c->n_experts_used))
         return step_fail(err, "%s: num_experts_per_tok must be a whole number in [1, %s %d]", what,
                          experts, c->n_experts);
-    c->expert_hidden_dim = c->hidden_dim; /* Mixtral's experts are intermediate_size wide */
-    c->expert_norm_topk = true;
-    c->moe_step = 1;
-    if (!qwen) return true;
-    const cJSON *norm = cJSON_GetObjectItemCaseSensitive(root, "norm_topk_prob");
-    c->expert_norm_topk = cJSON_IsTrue(norm); /* Qwen3MoeConfig's default: false */
-    if (norm != NULL && !cJSON_IsBool(norm))
-        return step_fail(err, "%s: norm_topk_prob must be true or false", what);
-    if (!json_int_field(root, "moe_intermediate_size", 1, 1 << 30, &c->expert_hidden_dim))
+    if (!qwen) { /* Mixtral's experts are intermediate_size wide */
+        c->expert_hidden_dim = c->hidden_dim;
+        return true;
+    }
+    if (c->expert_hidden_dim == 0)
         return step_fail(err, "%s: config.json needs moe_intermediate_size, a whole number from 1",
                          what);
-    if (cJSON_GetObjectItemCaseSensitive(root, "decoder_sparse_step") != NULL &&
-        !json_int_field(root, "decoder_sparse_step", 1, 1 << 20, &c->moe_step))
-        return step_fail(err, "%s: decoder_sparse_step must be a whole number from 1", what);
-    c->qk_norm = true; /* Qwen3's attention */
     return dense_list(root, c, what, err);
 }
 

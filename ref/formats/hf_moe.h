@@ -25,8 +25,11 @@
 #include "ref/util/error.h"
 #include "ref/model.h"
 
-/* The MoE fields of c from config.json (root) of a MixtralForCausalLM
- * (qwen false) or Qwen3MoeForCausalLM: the shape is read already. */
+/* What an MoE's config.json says beyond the field table's keys (read
+ * already, hf_config.h): the experts (num_local_experts for Mixtral, qwen
+ * false, num_experts for Qwen3MoeForCausalLM), the experts a token runs
+ * (at most those), Mixtral's expert width (intermediate_size), Qwen3-MoE's
+ * required moe_intermediate_size and its mlp_only_layers. */
 bool hf_moe_config(const cJSON *root, bool qwen, Config *c, const char *what, StepError *err);
 
 /* A part of layer l's mixture: the router (expert -1, part EXPERT_GATE)

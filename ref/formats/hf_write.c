@@ -17,47 +17,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-static const char *const ARCH_NAMES[] = {"llama", "mistral", "qwen2",  "qwen3",   "gpt2",
-                                         "phi3",  "gemma2",  "gemma3", "mixtral", "qwen3moe"};
-static const char *const ARCH_CLASSES[] = {
-    "LlamaForCausalLM",   "MistralForCausalLM", "Qwen2ForCausalLM",  "Qwen3ForCausalLM",
-    "GPT2LMHeadModel",    "Phi3ForCausalLM",    "Gemma2ForCausalLM", "Gemma3ForCausalLM",
-    "MixtralForCausalLM", "Qwen3MoeForCausalLM"};
-/* config.json's model_type: the name, but Gemma 3's text model's and Qwen3-MoE's */
-static const char *const MODEL_TYPES[] = {"llama",   "mistral",  "qwen2",  "qwen3",
-                                          "gpt2",    "phi3",     "gemma2", "gemma3_text",
-                                          "mixtral", "qwen3_moe"};
-
-bool hf_architecture_parse(const char *name, HfArchitecture *a) {
-    for (int i = 0; i < (int)(sizeof ARCH_NAMES / sizeof ARCH_NAMES[0]); i++) {
-        if (strcmp(name, ARCH_NAMES[i]) == 0) {
-            *a = (HfArchitecture)i;
-            return true;
-        }
-    }
-    return false;
-}
-
-const char *hf_architecture_name(HfArchitecture a) {
-    return ARCH_NAMES[a];
-}
-
-void hf_architecture_apply(HfArchitecture a, Config *c) {
-    bool gpt2 = a == HF_GPT2, gemma = a == HF_GEMMA2 || a == HF_GEMMA3;
-    c->qkv_bias = a == HF_QWEN2 || gpt2;
-    c->qk_norm = a == HF_QWEN3 || a == HF_GEMMA3 || a == HF_QWEN3MOE;
-    c->norm = gpt2 ? NORM_LAYER : NORM_RMS;
-    c->mlp = gpt2 ? MLP_GELU : gemma ? MLP_GEGLU : MLP_SWIGLU;
-    c->post_norms = c->norm_plus_one = gemma;
-    if (gemma && c->embed_scale == 0) c->embed_scale = sqrtf((float)c->dim);
-    c->position = gpt2 ? POS_LEARNED : POS_ROPE;
-    c->proj_bias = gpt2;
-    c->fused_files = a == HF_PHI3;
-    /* Mixtral's experts are intermediate_size wide; Qwen3-MoE's too unless given */
-    if (a == HF_MIXTRAL || (a == HF_QWEN3MOE && c->expert_hidden_dim <= 0))
-        c->expert_hidden_dim = c->n_experts > 0 ? c->hidden_dim : 0;
-}
-
 /* One tensor to write: its name, its float32 values and shape, and
  * whether its rows are a rotated projection's (heads > 0: back to halves).
  * A tensor of a random model (random) has no values: they are drawn as it
@@ -220,22 +179,14 @@ static int by_name(const void *a, const void *b) {
     return strcmp((*(const OutTensor *const *)a)->name, (*(const OutTensor *const *)b)->name);
 }
 
-/* A number, or null for 0 (none). */
-static void number_or_null(cJSON *o, const char *key, float v) {
-    if (v > 0)
-        cJSON_AddNumberToObject(o, key, v);
-    else
-        cJSON_AddNullToObject(o, key);
-}
-
-/* Gemma's keys (hf_gemma.h): its activation, attention scale, soft-caps,
- * and which layers slide (layer_types, and Gemma 3's older
+/* Gemma's keys beyond the table's (hf_gemma.h): its activation, the
+ * attention scale and local RoPE base as used (null would mean none to
+ * Hugging Face), the window (one as wide as the context when none), and
+ * which layers slide (layer_types, and Gemma 3's older
  * sliding_window_pattern when one number says it). */
 static void gemma_config_json(cJSON *o, const Config *c, bool gemma3) {
     cJSON_AddStringToObject(o, "hidden_activation", "gelu_pytorch_tanh");
     cJSON_AddNumberToObject(o, "query_pre_attn_scalar", config_query_scale(c));
-    number_or_null(o, "attn_logit_softcapping", c->attn_softcap);
-    number_or_null(o, "final_logit_softcapping", c->final_softcap);
     /* no window: one as wide as the context, which masks nothing */
     cJSON_AddNumberToObject(o, "sliding_window",
                             c->sliding_window > 0 ? c->sliding_window : c->seq_len);
@@ -254,8 +205,9 @@ static void gemma_config_json(cJSON *o, const Config *c, bool gemma3) {
     }
 }
 
-/* A mixture of experts' keys (hf_moe.h): Mixtral's experts are
- * intermediate_size wide, Qwen3-MoE's moe_intermediate_size. */
+/* A mixture of experts' keys beyond the table's (hf_moe.h): the experts'
+ * count, the experts a token runs, Mixtral's width (intermediate_size)
+ * and Qwen3-MoE's dense layers. */
 static void moe_config_json(cJSON *o, const Config *c, bool qwen) {
     cJSON_AddNumberToObject(o, qwen ? "num_experts" : "num_local_experts", c->n_experts);
     cJSON_AddNumberToObject(o, "num_experts_per_tok", c->n_experts_used);
@@ -263,9 +215,6 @@ static void moe_config_json(cJSON *o, const Config *c, bool qwen) {
         cJSON_ReplaceItemInObject(o, "intermediate_size", cJSON_CreateNumber(c->expert_hidden_dim));
         return;
     }
-    cJSON_AddNumberToObject(o, "moe_intermediate_size", c->expert_hidden_dim);
-    cJSON_AddBoolToObject(o, "norm_topk_prob", c->expert_norm_topk);
-    cJSON_AddNumberToObject(o, "decoder_sparse_step", c->moe_step > 0 ? c->moe_step : 1);
     cJSON *dense = cJSON_AddArrayToObject(o, "mlp_only_layers");
     for (int i = 0; i < c->n_dense_layers; i++)
         cJSON_AddItemToArray(dense, cJSON_CreateNumber(c->dense_layers[i]));
@@ -274,8 +223,8 @@ static void moe_config_json(cJSON *o, const Config *c, bool qwen) {
 static cJSON *config_json(const Config *c, HfArchitecture a, SafetensorsDtype dtype) {
     cJSON *o = cJSON_CreateObject();
     cJSON *archs = cJSON_AddArrayToObject(o, "architectures");
-    cJSON_AddItemToArray(archs, cJSON_CreateString(ARCH_CLASSES[a]));
-    cJSON_AddStringToObject(o, "model_type", MODEL_TYPES[a]);
+    cJSON_AddItemToArray(archs, cJSON_CreateString(hf_architecture_class(a)));
+    cJSON_AddStringToObject(o, "model_type", hf_architecture_model_type(a));
     cJSON_AddNumberToObject(o, "hidden_size", c->dim);
     cJSON_AddNumberToObject(o, "intermediate_size", c->hidden_dim);
     cJSON_AddNumberToObject(o, "num_hidden_layers", c->n_layers);
@@ -284,8 +233,6 @@ static cJSON *config_json(const Config *c, HfArchitecture a, SafetensorsDtype dt
     cJSON_AddNumberToObject(o, "head_dim", config_head_dim(c));
     cJSON_AddNumberToObject(o, "vocab_size", c->vocab_size);
     cJSON_AddNumberToObject(o, "max_position_embeddings", c->seq_len);
-    cJSON_AddNumberToObject(o, "rope_theta", config_rope_theta(c));
-    cJSON_AddNumberToObject(o, "rms_norm_eps", config_norm_eps(c));
     cJSON_AddBoolToObject(o, "tie_word_embeddings", c->shared_classifier);
     const RopeScaling *rs = &c->rope_scaling;
     if (rs->type == ROPE_SCALING_LINEAR || rs->type == ROPE_SCALING_LLAMA3) {
@@ -320,10 +267,7 @@ static cJSON *config_json(const Config *c, HfArchitecture a, SafetensorsDtype dt
                             dtype == ST_F32   ? "float32"
                             : dtype == ST_F16 ? "float16"
                                               : "bfloat16");
-    if ((a == HF_MISTRAL || a == HF_PHI3) && c->sliding_window > 0)
-        cJSON_AddNumberToObject(o, "sliding_window", c->sliding_window);
-    else if (a == HF_MISTRAL || a == HF_PHI3)
-        cJSON_AddNullToObject(o, "sliding_window");
+    hf_config_fields_write(o, c, a); /* the table's keys (config_table.h) */
     return o;
 }
 
@@ -431,7 +375,7 @@ static bool save_folder(const Model *m, uint64_t seed, HfArchitecture a, const c
     hf_architecture_apply(a, &want);
     if (memcmp(&want, c, sizeof want) != 0)
         return step_fail(err, "%s: the model's biases, norms, MLP or positions are not %s's", dir,
-                         ARCH_CLASSES[a]);
+                         hf_architecture_class(a));
     if (a == HF_GPT2 && (seed != 0 || c->n_kv_heads != c->n_heads))
         return step_fail(err,
                          "%s: a GPT-2 folder is written from a model in memory, with as "

@@ -4,37 +4,9 @@
 #ifndef STEPWISE_HF_WRITE_H
 #define STEPWISE_HF_WRITE_H
 
+#include "ref/formats/hf_config.h"
 #include "ref/model.h"
 #include "ref/formats/safetensors.h"
-
-/* The architectures a folder can be written as. */
-typedef enum {
-    HF_LLAMA,
-    HF_MISTRAL,
-    HF_QWEN2,
-    HF_QWEN3,
-    HF_GPT2,
-    HF_PHI3,
-    HF_GEMMA2,
-    HF_GEMMA3,
-    HF_MIXTRAL,
-    HF_QWEN3MOE
-} HfArchitecture;
-
-/* "llama", "mistral", "qwen2", "qwen3", "gpt2", "phi3", "gemma2", "gemma3",
- * "mixtral", "qwen3moe" -> *a; false for anything else. */
-bool hf_architecture_parse(const char *name, HfArchitecture *a);
-/* The name hf_architecture_parse takes for a ("gemma2"): the families
- * column of config_table.h speaks it. */
-const char *hf_architecture_name(HfArchitecture a);
-
-/* The flags the architecture implies (qkv_bias for Qwen2, qk_norm for
- * Qwen3; GPT-2's norms, MLP, positions and biases; Gemma's GeGLU,
- * post-norms, 1 + w norms and, when unset, its √dim embedding scale), set
- * in c before the model is made. Gemma's numbers (soft-caps, window,
- * attention scale) are the caller's. An MoE's experts are hidden_dim wide
- * (Mixtral's always, Qwen3-MoE's unless given). */
-void hf_architecture_apply(HfArchitecture a, Config *c);
 
 /* Write m (float32 weights, row-major, q and k interleaved as stepwise
  * holds them) into the new folder dir: config.json, and model.safetensors or

@@ -1,0 +1,61 @@
+/* gguf_fields.c: see gguf_fields.h. */
+#include "ref/formats/gguf_fields.h"
+
+#include <stdio.h>
+#include <string.h>
+
+/* What llama.cpp gives a key its file leaves out. */
+static const struct {
+    const char *arch, *field;
+    double value;
+} LLAMA_CPP_DEFAULTS[] = {
+    {"gemma2", "attn_softcap", 50},
+    {"gemma2", "final_softcap", 30},
+};
+
+/* Whether the key of f is one this file's family holds. */
+static bool ours(const ConfigField *f, const char *arch) {
+    return f->group != CF_SHAPE && f->gguf[0] != '\0' && config_field_in_family(f, arch);
+}
+
+bool gguf_fields_read(const GgufFile *f, const char *arch, Config *c, StepError *err) {
+    for (size_t i = 0; i < sizeof LLAMA_CPP_DEFAULTS / sizeof LLAMA_CPP_DEFAULTS[0]; i++)
+        if (strcmp(LLAMA_CPP_DEFAULTS[i].arch, arch) == 0)
+            config_field_set(c, config_field_find(LLAMA_CPP_DEFAULTS[i].field),
+                             LLAMA_CPP_DEFAULTS[i].value);
+    for (int i = 0; i < CONFIG_N_FIELDS; i++) {
+        const ConfigField *field = &CONFIG_FIELD_LIST[i];
+        if (!ours(field, arch)) continue;
+        char key[160];
+        snprintf(key, sizeof key, "%s.%s", arch, field->gguf);
+        if (gguf_find_kv(f, key) == NULL) continue;
+        uint64_t u;
+        double v;
+        bool ok = field->type == CF_TYPE_FLOAT
+                      ? gguf_get_float(f, key, &v)
+                      : gguf_get_uint(f, key, UINT32_MAX, &u) && (v = (double)u, true);
+        if (!ok || !(v >= field->min && v <= field->max)) {
+            char takes[64];
+            config_field_describe(field, takes, sizeof takes);
+            return step_fail(err, "%s: %s must be %s", f->path, key, takes);
+        }
+        config_field_set(c, field, v);
+    }
+    return true;
+}
+
+void gguf_fields_write(GgufMetadata *meta, const Config *c, const char *arch) {
+    for (int i = 0; i < CONFIG_N_FIELDS; i++) {
+        const ConfigField *field = &CONFIG_FIELD_LIST[i];
+        double v = config_field_effective(c, field);
+        if (!ours(field, arch) || v == 0) continue;
+        char key[160];
+        snprintf(key, sizeof key, "%s.%s", arch, field->gguf);
+        if (field->type == CF_TYPE_INT)
+            gguf_meta_u32(meta, key, (uint32_t)v);
+        else if (field->type == CF_TYPE_FLOAT)
+            gguf_meta_f32(meta, key, (float)v);
+        else
+            gguf_meta_bool(meta, key, v != 0);
+    }
+}

@@ -1,0 +1,345 @@
+/* hf_config.c: see hf_config.h. */
+#include "ref/formats/hf_config.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "ref/formats/hf_gemma.h"
+#include "ref/formats/hf_gpt2.h"
+#include "ref/formats/hf_moe.h"
+#include "ref/util/json_util.h"
+
+static const char *const ARCH_NAMES[] = {"llama", "mistral", "qwen2",  "qwen3",   "gpt2",
+                                         "phi3",  "gemma2",  "gemma3", "mixtral", "qwen3moe"};
+static const char *const ARCH_CLASSES[] = {
+    "LlamaForCausalLM",   "MistralForCausalLM", "Qwen2ForCausalLM",  "Qwen3ForCausalLM",
+    "GPT2LMHeadModel",    "Phi3ForCausalLM",    "Gemma2ForCausalLM", "Gemma3ForCausalLM",
+    "MixtralForCausalLM", "Qwen3MoeForCausalLM"};
+/* config.json's model_type: the name, but Gemma 3's text model's and Qwen3-MoE's */
+static const char *const MODEL_TYPES[] = {"llama",   "mistral",  "qwen2",  "qwen3",
+                                          "gpt2",    "phi3",     "gemma2", "gemma3_text",
+                                          "mixtral", "qwen3_moe"};
+
+bool hf_architecture_parse(const char *name, HfArchitecture *a) {
+    for (int i = 0; i < (int)(sizeof ARCH_NAMES / sizeof ARCH_NAMES[0]); i++) {
+        if (strcmp(name, ARCH_NAMES[i]) == 0) {
+            *a = (HfArchitecture)i;
+            return true;
+        }
+    }
+    return false;
+}
+
+const char *hf_architecture_name(HfArchitecture a) {
+    return ARCH_NAMES[a];
+}
+
+const char *hf_architecture_class(HfArchitecture a) {
+    return ARCH_CLASSES[a];
+}
+
+const char *hf_architecture_model_type(HfArchitecture a) {
+    return MODEL_TYPES[a];
+}
+
+void hf_architecture_apply(HfArchitecture a, Config *c) {
+    bool gpt2 = a == HF_GPT2, gemma = a == HF_GEMMA2 || a == HF_GEMMA3;
+    c->qkv_bias = a == HF_QWEN2 || gpt2;
+    c->qk_norm = a == HF_QWEN3 || a == HF_GEMMA3 || a == HF_QWEN3MOE;
+    c->norm = gpt2 ? NORM_LAYER : NORM_RMS;
+    c->mlp = gpt2 ? MLP_GELU : gemma ? MLP_GEGLU : MLP_SWIGLU;
+    c->post_norms = c->norm_plus_one = gemma;
+    if (gemma && c->embed_scale == 0) c->embed_scale = sqrtf((float)c->dim);
+    c->position = gpt2 ? POS_LEARNED : POS_ROPE;
+    c->proj_bias = gpt2;
+    c->fused_files = a == HF_PHI3;
+    /* Mixtral's experts are intermediate_size wide; Qwen3-MoE's too unless given */
+    if (a == HF_MIXTRAL || (a == HF_QWEN3MOE && c->expert_hidden_dim <= 0))
+        c->expert_hidden_dim = c->n_experts > 0 ? c->hidden_dim : 0;
+}
+
+#define N_ARCHITECTURES (int)(sizeof ARCH_CLASSES / sizeof ARCH_CLASSES[0])
+
+static bool need_int(const cJSON *o, const char *key, int *out, const char *what, StepError *err) {
+    if (!json_int_field(o, key, 1, 1 << 30, out))
+        return step_fail(err, "%s: config.json needs %s, a whole number from 1", what, key);
+    return true;
+}
+
+/* An optional positive number; absent or null leaves *out. */
+static bool optional_number(const cJSON *o, const char *key, float *out, const char *what,
+                            StepError *err) {
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
+    if (v == NULL || cJSON_IsNull(v)) return true;
+    double d;
+    if (!json_number_field(o, key, 1e-30, 1e30, &d))
+        return step_fail(err, "%s: config.json's %s must be a positive number", what, key);
+    *out = (float)d;
+    return true;
+}
+
+static bool optional_bool(const cJSON *o, const char *key, bool *out) {
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
+    if (cJSON_IsBool(v)) *out = cJSON_IsTrue(v);
+    return v == NULL || cJSON_IsBool(v) || cJSON_IsNull(v);
+}
+
+/* rope_scaling: null, "default", "linear" or "llama3" (Hugging Face's
+ * rope_type, or the older "type"). */
+static bool read_rope_scaling(const cJSON *root, RopeScaling *s, const char *what, StepError *err) {
+    const cJSON *o = cJSON_GetObjectItemCaseSensitive(root, "rope_scaling");
+    if (o == NULL || cJSON_IsNull(o)) return true;
+    const char *type = json_string_field(o, "rope_type");
+    if (type == NULL) type = json_string_field(o, "type");
+    if (type != NULL && strcmp(type, "default") == 0) return true;
+    if (type != NULL && (strcmp(type, "longrope") == 0 || strcmp(type, "su") == 0)) {
+        s->type =
+            ROPE_SCALING_LONGROPE; /* its factors once the RoPE dims are known: read_longrope */
+        return true;
+    } else if (type != NULL && strcmp(type, "linear") == 0) {
+        s->type = ROPE_SCALING_LINEAR;
+    } else if (type != NULL && strcmp(type, "llama3") == 0) {
+        s->type = ROPE_SCALING_LLAMA3;
+    } else {
+        return step_fail(err,
+                         "%s: rope_scaling type %.40s is not supported (linear, llama3, longrope)",
+                         what, type ? type : "(none)");
+    }
+    bool ok = optional_number(o, "factor", &s->factor, what, err) &&
+              optional_number(o, "low_freq_factor", &s->low_freq_factor, what, err) &&
+              optional_number(o, "high_freq_factor", &s->high_freq_factor, what, err);
+    if (ok && s->type == ROPE_SCALING_LLAMA3 &&
+        !json_int_field(o, "original_max_position_embeddings", 1, 1 << 30, &s->original_context))
+        ok = step_fail(err, "%s: llama3 rope_scaling needs original_max_position_embeddings", what);
+    return ok;
+}
+
+/* n factors of rope_scaling's list `key`, each in (0, 1e6], into out. */
+static bool factor_list(const cJSON *o, const char *key, int n, float *out, const char *what,
+                        StepError *err) {
+    const cJSON *list = cJSON_GetObjectItemCaseSensitive(o, key), *v;
+    if (!cJSON_IsArray(list) || cJSON_GetArraySize(list) != n)
+        return step_fail(err, "%s: longrope's %s must list %d factors (one a pair of turned dims)",
+                         what, key, n);
+    int i = 0;
+    cJSON_ArrayForEach(v, list) {
+        if (!cJSON_IsNumber(v) || !(v->valuedouble > 0 && v->valuedouble <= 1e6))
+            return step_fail(err, "%s: longrope's %s[%d] must be a number in (0, 1e6]", what, key,
+                             i);
+        out[i++] = (float)v->valuedouble;
+    }
+    return true;
+}
+
+/* Phi-3's longrope, as Hugging Face's _compute_longrope_parameters reads
+ * it: short and long factors, one a pair of the dims RoPE turns; the
+ * context it was trained on, original_max_position_embeddings (absent:
+ * max_position_embeddings, and the long factors never apply); its factor,
+ * max_position_embeddings / that; and the attention factor, given or
+ * sqrt(1 + ln(factor) / ln(original)) (1 for a factor of at most 1). */
+static bool read_longrope(const cJSON *root, Config *c, const char *what, StepError *err) {
+    const cJSON *o = cJSON_GetObjectItemCaseSensitive(root, "rope_scaling");
+    RopeScaling *s = &c->rope_scaling;
+    int pairs = config_rope_dims(c) / 2;
+    if (pairs > ROPE_MAX_FACTORS)
+        return step_fail(err, "%s: longrope's factors need rope dimensions <= %d", what,
+                         2 * ROPE_MAX_FACTORS);
+    if (!factor_list(o, "short_factor", pairs, s->factors, what, err) ||
+        !factor_list(o, "long_factor", pairs, s->long_factors, what, err))
+        return false;
+    s->original_context = c->seq_len;
+    const cJSON *orig = cJSON_GetObjectItemCaseSensitive(root, "original_max_position_embeddings");
+    if (orig != NULL &&
+        !json_int_field(root, "original_max_position_embeddings", 1, 1 << 30, &s->original_context))
+        return step_fail(err, "%s: original_max_position_embeddings must be a whole number from 1",
+                         what);
+    double factor = (double)c->seq_len / (double)s->original_context, attention;
+    s->factor = (float)factor;
+    const cJSON *given = cJSON_GetObjectItemCaseSensitive(o, "attention_factor");
+    if (given != NULL && !cJSON_IsNull(given)) {
+        if (!json_number_field(o, "attention_factor", 1e-6, 1e3, &attention))
+            return step_fail(err, "%s: longrope's attention_factor must be in (0, 1000]", what);
+    } else {
+        attention = factor <= 1.0 || s->original_context < 2
+                        ? 1.0
+                        : sqrt(1.0 + log(factor) / log((double)s->original_context));
+    }
+    s->attention_factor = (float)attention;
+    return true;
+}
+
+/* The architecture (the first of "architectures"), if supported. */
+static bool read_architecture(const cJSON *root, HfArchitecture *a, const char *what,
+                              StepError *err) {
+    const cJSON *list = cJSON_GetObjectItemCaseSensitive(root, "architectures");
+    const cJSON *first = cJSON_IsArray(list) ? list->child : NULL;
+    const char *name = cJSON_IsString(first) ? first->valuestring : NULL;
+    for (int i = 0; name != NULL && i < N_ARCHITECTURES; i++) {
+        if (strcmp(name, ARCH_CLASSES[i]) == 0) {
+            *a = (HfArchitecture)i;
+            return true;
+        }
+    }
+    return step_fail(err,
+                     "%s: architecture %.60s is not supported (LlamaForCausalLM, "
+                     "MistralForCausalLM, Qwen2ForCausalLM, Qwen3ForCausalLM, GPT2LMHeadModel, "
+                     "Phi3ForCausalLM, Gemma2ForCausalLM, Gemma3ForCausalLM, MixtralForCausalLM, "
+                     "Qwen3MoeForCausalLM)",
+                     what, name ? name : "(none in config.json)");
+}
+
+/* What a family's config class gives a key config.json leaves out: Gemma
+ * 2's and 3's attention scale, head size, window, epsilon and RoPE bases
+ * (and Gemma 2's soft-caps), and how the MoE families route. */
+static const struct {
+    HfArchitecture arch;
+    const char *field;
+    double value;
+} CLASS_DEFAULTS[] = {
+    {HF_GEMMA2, "query_scale", 256},      {HF_GEMMA2, "attn_softcap", 50},
+    {HF_GEMMA2, "final_softcap", 30},     {HF_GEMMA2, "sliding_window", 4096},
+    {HF_GEMMA2, "head_dim", 256},         {HF_GEMMA2, "norm_eps", 1e-6},
+    {HF_GEMMA2, "rope_theta", 1e4},       {HF_GEMMA3, "query_scale", 256},
+    {HF_GEMMA3, "sliding_window", 4096},  {HF_GEMMA3, "head_dim", 256},
+    {HF_GEMMA3, "norm_eps", 1e-6},        {HF_GEMMA3, "rope_theta", 1e6},
+    {HF_GEMMA3, "rope_local_theta", 1e4}, {HF_MIXTRAL, "expert_norm_topk", 1},
+    {HF_MIXTRAL, "moe_step", 1},          {HF_QWEN3MOE, "moe_step", 1},
+};
+
+bool hf_config_fields_read(const cJSON *root, HfArchitecture a, Config *c, const char *what,
+                           StepError *err) {
+    for (size_t i = 0; i < sizeof CLASS_DEFAULTS / sizeof CLASS_DEFAULTS[0]; i++)
+        if (CLASS_DEFAULTS[i].arch == a)
+            config_field_set(c, config_field_find(CLASS_DEFAULTS[i].field),
+                             CLASS_DEFAULTS[i].value);
+    for (int i = 0; i < CONFIG_N_FIELDS; i++) {
+        const ConfigField *f = &CONFIG_FIELD_LIST[i];
+        if (f->group == CF_SHAPE || f->hf[0] == '\0' ||
+            !config_field_in_family(f, hf_architecture_name(a)))
+            continue;
+        const cJSON *v = cJSON_GetObjectItemCaseSensitive(root, f->hf);
+        if (v == NULL) continue; /* the class's default stays */
+        if (cJSON_IsNull(v)) {   /* none; for a number whose 0 stands for a value, that value */
+            if (f->zero == 0) config_field_set(c, f, 0);
+            continue;
+        }
+        int n;
+        double d;
+        bool ok = f->type == CF_TYPE_BOOL  ? cJSON_IsBool(v) && (d = cJSON_IsTrue(v), true)
+                  : f->type == CF_TYPE_INT ? json_int_field(root, f->hf, (int)f->min,
+                                                            (int)fmin(f->max, 2147483647.0), &n) &&
+                                                 (d = n, true)
+                                           : json_number_field(root, f->hf, f->min, f->max, &d);
+        if (!ok) {
+            char takes[64];
+            config_field_describe(f, takes, sizeof takes);
+            return step_fail(err, "%s: config.json's %s must be %s or null", what, f->hf, takes);
+        }
+        config_field_set(c, f, d);
+    }
+    return true;
+}
+
+void hf_config_fields_write(cJSON *o, const Config *c, HfArchitecture a) {
+    for (int i = 0; i < CONFIG_N_FIELDS; i++) {
+        const ConfigField *f = &CONFIG_FIELD_LIST[i];
+        if (f->group == CF_SHAPE || f->hf[0] == '\0' ||
+            !config_field_in_family(f, hf_architecture_name(a)) ||
+            cJSON_GetObjectItemCaseSensitive(o, f->hf) != NULL)
+            continue;
+        double v = config_field_effective(c, f);
+        if (f->type == CF_TYPE_BOOL)
+            cJSON_AddBoolToObject(o, f->hf, v != 0);
+        else if (v == 0) /* none: null, as absent may mean the class's default */
+            cJSON_AddNullToObject(o, f->hf);
+        else if (f->type == CF_TYPE_INT)
+            cJSON_AddNumberToObject(o, f->hf, v);
+        else
+            cJSON_AddNumberToObject(o, f->hf, (float)v);
+    }
+}
+
+bool hf_config_parse(const char *text, const char *what, Config *c, char *arch, size_t arch_size,
+                     StepError *err) {
+    memset(c, 0, sizeof *c);
+    cJSON *root = json_parse_whole(text);
+    HfArchitecture a = HF_LLAMA;
+    bool ok = cJSON_IsObject(root) || step_fail(err, "%s: config.json is not a JSON object", what);
+    ok = ok && read_architecture(root, &a, what, err);
+    if (ok) snprintf(arch, arch_size, "%s", ARCH_CLASSES[a]);
+    if (ok && a == HF_GPT2) { /* its own keys (hf_gpt2.h) */
+        ok = hf_gpt2_config(root, c, what, err);
+        cJSON_Delete(root);
+        return ok;
+    }
+    ok = ok && need_int(root, "hidden_size", &c->dim, what, err) &&
+         need_int(root, "intermediate_size", &c->hidden_dim, what, err) &&
+         need_int(root, "num_hidden_layers", &c->n_layers, what, err) &&
+         need_int(root, "num_attention_heads", &c->n_heads, what, err) &&
+         need_int(root, "vocab_size", &c->vocab_size, what, err) &&
+         need_int(root, "max_position_embeddings", &c->seq_len, what, err);
+    c->n_kv_heads = c->n_heads;
+    if (ok && cJSON_GetObjectItemCaseSensitive(root, "num_key_value_heads") != NULL)
+        ok = need_int(root, "num_key_value_heads", &c->n_kv_heads, what, err);
+    /* the keys that are a field's value (config_table.h), over the class's defaults */
+    ok = ok && hf_config_fields_read(root, a, c, what, err) &&
+         read_rope_scaling(root, &c->rope_scaling, what, err);
+    bool phi3 = a == HF_PHI3, gemma3 = a == HF_GEMMA3, gemma = gemma3 || a == HF_GEMMA2;
+    bool mistral = a == HF_MISTRAL || a == HF_MIXTRAL;
+    /* Gemma's config classes tie the classifier unless told otherwise */
+    bool tied = gemma, bias = false, sliding = mistral || phi3;
+    float rotary = 1.0f; /* Phi-3's partial_rotary_factor: the share of a head RoPE turns */
+    if (ok && !optional_number(root, "partial_rotary_factor", &rotary, what, err)) ok = false;
+    if (ok && !(rotary > 0 && rotary <= 1))
+        ok = step_fail(err, "%s: partial_rotary_factor %g must be in (0, 1]", what, (double)rotary);
+    if (ok && (!optional_bool(root, "tie_word_embeddings", &tied) ||
+               !optional_bool(root, "attention_bias", &bias) ||
+               !optional_bool(root, "use_sliding_window", &sliding)))
+        ok = step_fail(err,
+                       "%s: config.json's tie_word_embeddings, attention_bias and "
+                       "use_sliding_window must be true or false",
+                       what);
+    const char *act = gemma ? NULL : json_string_field(root, "hidden_act");
+    if (ok && act != NULL && strcmp(act, "silu") != 0)
+        ok = step_fail(err, "%s: hidden_act %.40s is not supported (silu)", what, act);
+    /* Llama's and Qwen3's attention_bias also biases o_proj, which the
+     * block has no place for; Qwen2 biases q, k and v only, always. */
+    if (ok && bias)
+        ok = step_fail(err, "%s: attention_bias (with an o_proj bias) is not supported", what);
+    hf_architecture_apply(a, c);
+    if (ok && gemma) ok = hf_gemma_config(root, gemma3, c, what, err); /* hf_gemma.h */
+    if (ok && (a == HF_QWEN3MOE || a == HF_MIXTRAL))
+        ok = hf_moe_config(root, a == HF_QWEN3MOE, c, what, err); /* hf_moe.h */
+    c->shared_classifier = tied;
+    c->rope_layout = ROPE_INTERLEAVED; /* the loader interleaves q and k (hf_interleave_heads) */
+    if (ok && rotary < 1) { /* RoPE turns the first int(head_dim · factor) of each head, in
+                               Hugging Face's halves: q and k are kept as stored, not interleaved */
+        int hd = c->head_dim > 0 ? c->head_dim : c->dim / c->n_heads;
+        c->rope_dims = (int)((double)hd * (double)rotary);
+        c->rope_layout = ROPE_HALVES;
+    }
+    if (ok && c->rope_scaling.type == ROPE_SCALING_LONGROPE) ok = read_longrope(root, c, what, err);
+    /* Mistral's, Mixtral's and Phi-3's window (read with the table's keys)
+     * slides on every layer: the query at p sees p - window + 1 .. p, as
+     * Hugging Face's sliding mask lets it; use_sliding_window false, or a
+     * window as wide as the context, masks nothing. Qwen2's (on the layers
+     * past max_window_layers) is not run: its context is capped at the
+     * window, where no position falls outside it. */
+    if ((mistral || phi3) && (!sliding || c->sliding_window >= c->seq_len)) c->sliding_window = 0;
+    int window;
+    const cJSON *window_key = cJSON_GetObjectItemCaseSensitive(root, "sliding_window");
+    if (ok && a == HF_QWEN2 && sliding && window_key != NULL && !cJSON_IsNull(window_key)) {
+        /* a positive whole number (null: no window): 0, -3 or "16" must not
+         * silently mean full attention */
+        if (!json_int_field(root, "sliding_window", 1, 1 << 30, &window))
+            ok = step_fail(err,
+                           "%s: config.json's sliding_window must be a whole number in [1, 2^30] "
+                           "(or null: no window)",
+                           what);
+        else if (window < c->seq_len)
+            c->seq_len = window;
+    }
+    cJSON_Delete(root);
+    return ok && config_validate(c, what, err);
+}
