@@ -125,9 +125,9 @@ MUTANTS = [
      "return ok && add_text(b, \"<|im_start|>\", \"marker\", n) && add_text(b, \"assistant\", \"marker\", n);",
      "return ok;", "serve", "ChatML without the opening of the assistant's turn"),
     # ---- ref/formats
-    ("hf-eps-key", "ref/formats/hf_model.c", "optional_number(root, \"rms_norm_eps\", &c->norm_eps,",
-     "optional_number(root, \"rms_norm_epsilon\", &c->norm_eps,", "arch",
-     "config.json's rms_norm_eps read under another name (the default used)"),
+    ("hf-eps-key", "ref/config_table.h", "\"rms_norm_eps\", \"attention.layer_norm_rms_epsilon\"",
+     "\"rms_norm_epsilon\", \"attention.layer_norm_rms_epsilon\"", "arch",
+     "config.json's rms_norm_eps read (and written) under another name"),
     ("moe-experts-per-token", "ref/formats/hf_moe.c",
      "json_int_field(root, \"num_experts_per_tok\", 1, c->n_experts, &c->n_experts_used))",
      "json_int_field(root, \"num_experts_per_tok\", 1, c->n_experts, &c->n_experts_used) || "
