@@ -56,6 +56,15 @@ bool config_rope_long(const Config *c, int last) {
            last + 1 > c->rope_scaling.original_context;
 }
 
+AttentionSpec config_attention_spec(const Config *c, int l) {
+    return (AttentionSpec){.n_heads = c->n_heads,
+                           .n_kv_heads = c->n_kv_heads,
+                           .head_dim = config_head_dim(c),
+                           .query_scale = config_query_scale(c),
+                           .softcap = c->attn_softcap,
+                           .window = config_layer_window(c, l)};
+}
+
 float config_query_scale(const Config *c) {
     return c->query_scale > 0 ? c->query_scale : (float)config_head_dim(c);
 }

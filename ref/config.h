@@ -168,6 +168,20 @@ static inline int window_first_seen(int window, int pos) {
     return window > 0 && pos >= window ? pos - window + 1 : 0;
 }
 
+/* What attention needs to know of the architecture, for one layer: its
+ * heads, the number whose square root divides q·k (head_dim, or Gemma's
+ * query_pre_attn_scalar), the soft-cap on the scores (Gemma 2; 0: none)
+ * and the layer's sliding window (0: none; window_first_seen reads it). */
+typedef struct {
+    int n_heads, n_kv_heads, head_dim;
+    float query_scale;
+    float softcap;
+    int window;
+} AttentionSpec;
+
+/* Layer l's AttentionSpec as c makes it. */
+AttentionSpec config_attention_spec(const Config *c, int l);
+
 /* Whether layer l attends through a sliding window (config.sliding_window,
  * sliding_pattern), its window (0 on a layer that does not slide), and the
  * first position its query at pos sees (window_first_seen). */

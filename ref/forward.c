@@ -8,6 +8,7 @@
 #include "ref/layers.h"
 #include "ref/moe.h"
 #include "ref/linear.h"
+#include "ref/kernels/fast_layers.h"
 #include "ref/kernels/threads.h"
 
 /* Passes of at least this many tokens report their progress per layer. */
@@ -267,26 +268,12 @@ typedef struct {
     RunState *rs;
     int T, pos0;
     const AttentionSpec *spec;
-    const HookSite *site;
 } AttentionJob;
 
 static void attention_heads(void *ctx, int h0, int h1) {
     const AttentionJob *j = ctx;
-    attention_heads_forward(j->out, j->q, j->key_l, j->key_t, j->value_l, j->rs->scores,
-                            j->rs->cache.capacity, j->T, j->pos0, j->spec, h0, h1, j->site,
-                            j->rs->exp);
-}
-
-/* Layer l's attention as the architecture makes it: its heads, the
- * scores' divisor and soft-cap, and its window (0 on a layer that does not
- * slide). */
-static AttentionSpec attention_spec(const Config *c, int l) {
-    return (AttentionSpec){.n_heads = c->n_heads,
-                           .n_kv_heads = c->n_kv_heads,
-                           .head_dim = config_head_dim(c),
-                           .query_scale = config_query_scale(c),
-                           .softcap = c->attn_softcap,
-                           .window = config_layer_window(c, l)};
+    attention_heads_fast(j->out, j->q, j->key_l, j->key_t, j->value_l, j->rs->scores,
+                         j->rs->cache.capacity, j->T, j->pos0, j->spec, h0, h1, j->rs->exp);
 }
 
 /* Whether an observer wants this layer's attention scores or pattern at
@@ -338,7 +325,7 @@ static void attend_row(const Model *m, const ForwardRow *row, int l, float *q, f
         memcpy(value_l + (size_t)pos0 * kv_dim, v, (size_t)T * kv_dim * sizeof(float));
     }
     emit_kv_rows(&site, key_l + (size_t)pos0 * kv_dim, value_l + (size_t)pos0 * kv_dim, T, kv_dim);
-    AttentionSpec spec = attention_spec(c, l);
+    AttentionSpec spec = config_attention_spec(c, l);
     if (!model_fast(m) || attention_watched(&site, T)) {
         attention_forward(out, q, key_l, value_l, rs->scores, T, pos0, &spec, &site);
     } else {
@@ -357,8 +344,7 @@ static void attend_row(const Model *m, const ForwardRow *row, int l, float *q, f
                             .rs = rs,
                             .T = T,
                             .pos0 = pos0,
-                            .spec = &spec,
-                            .site = &site};
+                            .spec = &spec};
         parallel_for(model_threads(m), n_heads, attention_heads, &job);
     }
     count_attention(&rs->work, c, l, T, pos0, row_bytes);

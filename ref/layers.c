@@ -1,11 +1,10 @@
-/* layers.c: the arithmetic of one transformer block, kept in run.c's order. */
+/* layers.c: the arithmetic of one transformer block, kept in run.c's order:
+ * the obvious loops, one sum at a time (the fast path's forms of the same
+ * sums are kernels/fast_layers.c's). */
 #include "ref/layers.h"
 
 #include <math.h>
 #include <string.h>
-
-#include "ref/kernels/clones.h"
-#include "ref/kernels/exp.h"
 
 void rmsnorm_forward(float *out, const float *x, const float *weight, int T, int C, float eps) {
     for (int t = 0; t < T; t++) {
@@ -104,20 +103,6 @@ void softmax_forward(float *x, int n) {
     for (int i = 0; i < n; i++) x[i] /= sum;
 }
 
-/* softmax_forward by exp_many (kind: exp_kind_of_libm()), the fast path:
- * the same steps, the exponentials many at once, the same bits. */
-FAST_CLONES static void softmax_many(float *x, int n, ExpKind kind) {
-    float max_val = x[0];
-    for (int i = 1; i < n; i++) {
-        if (x[i] > max_val) max_val = x[i];
-    }
-    for (int i = 0; i < n; i++) x[i] -= max_val;
-    exp_many(x, n, kind);
-    float sum = 0.0f;
-    for (int i = 0; i < n; i++) sum += x[i];
-    for (int i = 0; i < n; i++) x[i] /= sum;
-}
-
 /* Hand one head's row of attention (scores or pattern) to the observer. */
 static void emit_head(const HookSite *site, HookPoint point, int t, int head, const float *row,
                       int n) {
@@ -149,77 +134,6 @@ static void head_scores(float *scores, const float *qh, const float *key_cache, 
     }
 }
 
-/* The same scores, four positions at a time: four independent sums, each
- * over i in order, so that the processor is not waiting on one chain of
- * additions (the fast path: attention_heads_forward). Same bits. */
-FAST_CLONES static void head_scores4(float *scores, const float *qh, const float *key_cache,
-                                     int pos, int kv_dim, int kv_off, int head_dim, float div) {
-    int p = 0;
-    for (; p + 3 <= pos; p += 4) {
-        const float *k0 = key_cache + (size_t)p * kv_dim + kv_off, *k1 = k0 + kv_dim,
-                    *k2 = k1 + kv_dim, *k3 = k2 + kv_dim;
-        float s0 = 0.0f, s1 = 0.0f, s2 = 0.0f, s3 = 0.0f;
-        for (int i = 0; i < head_dim; i++) {
-            s0 += qh[i] * k0[i];
-            s1 += qh[i] * k1[i];
-            s2 += qh[i] * k2[i];
-            s3 += qh[i] * k3[i];
-        }
-        scores[p] = s0 / div, scores[p + 1] = s1 / div;
-        scores[p + 2] = s2 / div, scores[p + 3] = s3 / div;
-    }
-    if (p <= pos)
-        head_scores(scores + p, qh, key_cache + (size_t)p * kv_dim, pos - p, kv_dim, kv_off,
-                    head_dim, div);
-}
-
-/* The same scores from the head's keys transposed, kt[i][p] = k_p[i]
- * (stride n: keys_transpose): sixteen positions at once, each still a sum over i in order
- * from 0, so that the vector runs across positions and never along one dot
- * product. Same bits as head_scores. */
-FAST_CLONES static void head_scores_kt(float *scores, const float *qh, const float *kt, int n,
-                                       int pos, int head_dim, float div) {
-    int p0 = 0;
-    for (; p0 + 16 <= pos + 1; p0 += 16) {
-        float acc[16] = {0};
-        for (int i = 0; i < head_dim; i++) {
-            const float *k = kt + (size_t)i * n + p0;
-            float a = qh[i];
-            for (int l = 0; l < 16; l++) acc[l] += a * k[l];
-        }
-        for (int l = 0; l < 16; l++) scores[p0 + l] = acc[l] / div;
-    }
-    for (int p = p0; p <= pos; p++) {
-        float acc = 0.0f;
-        for (int i = 0; i < head_dim; i++) acc += qh[i] * kt[(size_t)i * n + p];
-        scores[p] = acc / div;
-    }
-}
-
-/* out[i] = Σ_p w[p] · v_p[i] over p = first..pos in order, for i in blocks of
- * 16 held in registers through the whole sum over p (the fast path; the
- * plain one walks p outside and i inside, adding into out: same sums, same
- * order, same bits). */
-FAST_CLONES static void head_values16(float *out, const float *w, const float *value_cache,
-                                      int first, int pos, int kv_dim, int kv_off, int head_dim) {
-    int i0 = 0;
-    for (; i0 + 16 <= head_dim; i0 += 16) {
-        float acc[16] = {0};
-        for (int p = first; p <= pos; p++) {
-            const float *v = value_cache + (size_t)p * kv_dim + kv_off + i0;
-            float a = w[p];
-            for (int l = 0; l < 16; l++) acc[l] += a * v[l];
-        }
-        memcpy(out + i0, acc, sizeof acc);
-    }
-    for (int i = i0; i < head_dim; i++) {
-        float acc = 0.0f;
-        for (int p = first; p <= pos; p++)
-            acc += w[p] * value_cache[(size_t)p * kv_dim + kv_off + i];
-        out[i] = acc;
-    }
-}
-
 /* Gemma 2's soft-capping: s = tanh(s / cap) · cap keeps every score in
  * (-cap, cap) while leaving small ones nearly as they were. */
 static void softcap_forward(float *x, int n, float cap) {
@@ -230,13 +144,10 @@ static void softcap_forward(float *x, int n, float cap) {
  * those its window keeps (first..pos), and the weighted sum of their
  * values, into out's row t, head h. scores: [pos0+t+1]. A sliding layer's
  * scores row holds every position's q·k, the ones its window then drops
- * too; its pattern is 0 there. four_at_once: the scores by head_scores_kt
- * from kt (the KV head's keys transposed, stride kt_n) or, without kt, by
- * head_scores4; the values by head_values16 (same bits). */
+ * too; its pattern is 0 there. */
 static void attention_query_head(float *out, const float *q, const float *key_cache,
                                  const float *value_cache, float *scores, int t, int h, int pos0,
-                                 const AttentionSpec *a, const HookSite *site, bool four_at_once,
-                                 const float *kt, int kt_n, ExpKind exp) {
+                                 const AttentionSpec *a, const HookSite *site) {
     int head_dim = a->head_dim, dim = a->n_heads * head_dim, kv_dim = a->n_kv_heads * head_dim;
     int group = a->n_heads / a->n_kv_heads; /* query heads per KV head */
     int pos = pos0 + t;                     /* this query sees positions first..pos */
@@ -248,27 +159,15 @@ static void attention_query_head(float *out, const float *q, const float *key_ca
      * them; the others' scores are the same sums either way */
     bool shown = site != NULL && hook_wanted(site->obs, HOOK_ATTN_SCORES, site->layer, pos);
     int from = shown ? 0 : first;
-    const float *keys = key_cache + (size_t)from * kv_dim;
-    if (kt != NULL)
-        head_scores_kt(scores + from, qh, kt + from, kt_n, pos - from, head_dim, div);
-    else if (four_at_once)
-        head_scores4(scores + from, qh, keys, pos - from, kv_dim, kv_off, head_dim, div);
-    else
-        head_scores(scores + from, qh, keys, pos - from, kv_dim, kv_off, head_dim, div);
+    head_scores(scores + from, qh, key_cache + (size_t)from * kv_dim, pos - from, kv_dim, kv_off,
+                head_dim, div);
     if (a->softcap > 0) softcap_forward(scores + from, pos + 1 - from, a->softcap);
     emit_head(site, HOOK_ATTN_SCORES, t, h, scores, pos + 1);
-    if (four_at_once)
-        softmax_many(scores + first, pos + 1 - first, exp);
-    else
-        softmax_forward(scores + first, pos + 1 - first);
+    softmax_forward(scores + first, pos + 1 - first);
     memset(scores, 0, (size_t)first * sizeof(float)); /* outside the window */
     emit_head(site, HOOK_ATTN_PATTERN, t, h, scores, pos + 1);
     /* out = Σ_p softmax(scores)[p] · v_p, accumulated in position order */
     float *oh = out + (size_t)t * dim + (size_t)h * head_dim;
-    if (four_at_once) {
-        head_values16(oh, scores, value_cache, first, pos, kv_dim, kv_off, head_dim);
-        return;
-    }
     memset(oh, 0, (size_t)head_dim * sizeof(float));
     for (int p = first; p <= pos; p++) {
         const float *v = value_cache + (size_t)p * kv_dim + kv_off;
@@ -282,32 +181,7 @@ void attention_forward(float *out, const float *q, const float *key_cache, const
                        const HookSite *site) {
     for (int t = 0; t < T; t++) {
         for (int h = 0; h < a->n_heads; h++)
-            attention_query_head(out, q, key_cache, value_cache, scores, t, h, pos0, a, site, false,
-                                 NULL, 0, EXP_LIBM);
-    }
-}
-
-void keys_transpose(float *key_t, int stride, const float *key_cache, int n, int n_kv_heads,
-                    int head_dim) {
-    int kv_dim = n_kv_heads * head_dim;
-    for (int g = 0; g < n_kv_heads; g++) {
-        float *kt = key_t + (size_t)g * head_dim * stride;
-        for (int p = 0; p < n; p++)
-            for (int i = 0; i < head_dim; i++)
-                kt[(size_t)i * stride + p] = key_cache[(size_t)p * kv_dim + g * head_dim + i];
-    }
-}
-
-void attention_heads_forward(float *out, const float *q, const float *key_cache, const float *key_t,
-                             const float *value_cache, float *scores, int stride, int T, int pos0,
-                             const AttentionSpec *a, int h0, int h1, const HookSite *site,
-                             ExpKind exp) {
-    int group = a->n_heads / a->n_kv_heads;
-    for (int h = h0; h < h1; h++) {
-        const float *kt = key_t != NULL ? key_t + (size_t)(h / group) * a->head_dim * stride : NULL;
-        for (int t = 0; t < T; t++)
-            attention_query_head(out, q, key_cache, value_cache, scores + (size_t)h * stride, t, h,
-                                 pos0, a, site, true, kt, stride, exp);
+            attention_query_head(out, q, key_cache, value_cache, scores, t, h, pos0, a, site);
     }
 }
 
@@ -330,20 +204,4 @@ void swiglu_forward(float *gate, const float *up, int n) {
         v *= 1.0f / (1.0f + expf(-v)); /* silu(v) = v · σ(v) */
         gate[i] = v * up[i];
     }
-}
-
-/* The same steps with the exponentials many at once (exp_many). */
-FAST_CLONES static void swiglu_chunk(float *gate, const float *up, int n, ExpKind kind) {
-    float e[64];
-    for (int i = 0; i < n; i++) e[i] = -gate[i];
-    exp_many(e, n, kind);
-    for (int i = 0; i < n; i++) {
-        float v = gate[i];
-        v *= 1.0f / (1.0f + e[i]);
-        gate[i] = v * up[i];
-    }
-}
-
-void swiglu_many_forward(float *gate, const float *up, int n, ExpKind kind) {
-    for (int i = 0; i < n; i += 64) swiglu_chunk(gate + i, up + i, n - i < 64 ? n - i : 64, kind);
 }

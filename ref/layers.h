@@ -9,7 +9,6 @@
 
 #include "ref/config.h"
 #include "ref/hooks.h"
-#include "ref/kernels/exp.h"
 
 /* out[t] = weight ⊙ x[t] / sqrt(mean(x[t]²) + eps), for each of T rows of
  * width C (eps: 1e-5 in llama2.c). out may alias x. */
@@ -43,17 +42,6 @@ void matmul_forward(float *out, const float *x, const float *w, int T, int C, in
 void rope_forward(float *x, int T, int width, int head_dim, int rot, int pos0,
                   const float *rope_cos, const float *rope_sin, RopeLayout layout);
 
-/* What attention needs to know of the architecture: its heads, the
- * number whose square root divides q·k (head_dim, or Gemma's
- * query_pre_attn_scalar), the soft-cap on the scores (Gemma 2; 0: none)
- * and the layer's sliding window (0: none). */
-typedef struct {
-    int n_heads, n_kv_heads, head_dim;
-    float query_scale;
-    float softcap;
-    int window;
-} AttentionSpec;
-
 /* Causal attention of T queries at positions pos0..pos0+T-1 over the cached
  * keys and values of positions 0..pos0+t (inclusive) for query t, or of
  * its last `window` of them on a sliding layer.
@@ -64,28 +52,6 @@ typedef struct {
 void attention_forward(float *out, const float *q, const float *key_cache, const float *value_cache,
                        float *scores, int T, int pos0, const AttentionSpec *a,
                        const HookSite *site);
-
-/* A pass of at least this many queries reads every key that often: the
- * fast path copies the keys transposed first (keys_transpose). */
-#define ATTENTION_TRANSPOSE_MIN_QUERIES 8
-
-/* key_t [n_kv_heads, head_dim, stride] from key_cache [n, n_kv_heads ×
- * head_dim]: key_t[g][i][p] = k_p[g·head_dim + i] for p < n <= stride. */
-void keys_transpose(float *key_t, int stride, const float *key_cache, int n, int n_kv_heads,
-                    int head_dim);
-
-/* attention_forward for query heads h0..h1-1 only, head by head: the same
- * numbers, in another order (a thread's share of the heads). scores:
- * scratch of [n_heads, stride] floats, one row per head, stride >= pos0 +
- * T. key_t: NULL, or the keys transposed by keys_transpose with the same
- * stride, from which sixteen positions' scores advance together. site's
- * hooks fire head-major here: use attention_forward when an observer wants
- * scores or patterns. exp: exp_kind_of_libm(), for the softmax's
- * exponentials many at once (the same bits as expf). */
-void attention_heads_forward(float *out, const float *q, const float *key_cache, const float *key_t,
-                             const float *value_cache, float *scores, int stride, int T, int pos0,
-                             const AttentionSpec *a, int h0, int h1, const HookSite *site,
-                             ExpKind exp);
 
 /* In place over n values: x[i] = x[i] + y[i]. */
 void residual_forward(float *x, const float *y, int n);
@@ -98,11 +64,6 @@ void logits_softcap_forward(float *logits, int n, float cap);
 
 /* SwiGLU: gate[i] = silu(gate[i]) · up[i], with silu(v) = v · σ(v), over n values. */
 void swiglu_forward(float *gate, const float *up, int n);
-
-/* swiglu_forward with the exponentials many at once (kernels/exp.h: the
- * C library's bits when kind is exp_kind_of_libm(), so the same numbers):
- * the fast path's. */
-void swiglu_many_forward(float *gate, const float *up, int n, ExpKind kind);
 
 /* Softmax over n values in place: subtract the max, exponentiate, divide by
  * the sum (summed in index order). */

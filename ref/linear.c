@@ -6,8 +6,7 @@
 #include "ref/kernels/q8_packed.h"
 
 bool model_fast(const Model *m) {
-    MatrixLayout l = m->classifier.layout;
-    return l == MATRIX_PACKED || l == MATRIX_Q8_PACKED;
+    return m->fast_kernels;
 }
 
 ThreadPool *model_threads(const Model *m) {

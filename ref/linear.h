@@ -8,9 +8,9 @@
 #include "ref/run_state.h"
 #include "ref/kernels/threads.h"
 
-/* Whether m runs on the fast kernels (its weights packed), and the threads
- * they may split work over: its pool; the plain kernels stay one obvious
- * loop on one thread. */
+/* Whether m runs on the fast kernels (m->fast_kernels: chosen once, when
+ * its weights were packed), and the threads they may split work over: its
+ * pool; the plain kernels stay one obvious loop on one thread. */
 bool model_fast(const Model *m);
 ThreadPool *model_threads(const Model *m);
 

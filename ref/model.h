@@ -89,6 +89,10 @@ typedef struct {
                                      (quant_model.h), or 0: they hold floats */
     bool q8_0_file;               /* every layer's matrices came from GGUF Q8_0 blocks: int8
                                      in groups of 32, however they are held now */
+    bool fast_kernels;            /* the kernels, chosen once: false (the plain loops) as
+                                     loaded; packing the weights (model_prepare: model_pack,
+                                     model_pack_q8) makes it true, and the block then takes
+                                     the fast kernels (linear.c, kernels/fast_layers.h) */
     struct ThreadPool *pool;      /* the threads the fast kernels split work over (owned;
                                      NULL: one thread): model_use_threads */
     const ProgressSink *progress; /* told how far packing, quantizing and long forward passes

@@ -3,6 +3,7 @@
 
 #include <string.h>
 
+#include "ref/kernels/fast_layers.h"
 #include "ref/layers.h"
 #include "ref/linear.h"
 

@@ -6,6 +6,7 @@
 
 #include "ref/run_state.h"
 
+#include "ref/kernels/fast_layers.h"
 #include "ref/layers.h"
 
 /* The frequency of pair i after scaling. Linear divides every frequency

@@ -271,6 +271,7 @@ static bool pack_in_place(Model *m, Matrix *w) {
 }
 
 bool model_pack(Model *m, StepError *err) {
+    if (m->classifier.layout == MATRIX_PACKED) m->fast_kernels = true;
     if (m->weight_group > 0 || m->layers == NULL || m->classifier.layout == MATRIX_PACKED)
         return true;
     int n = model_matrix_count(m);
@@ -292,5 +293,6 @@ bool model_pack(Model *m, StepError *err) {
      * (added, not multiplied). The rest of the storage goes. */
     ok = ok && model_compact_storage(m, err);
     if (!ok) return step_fail(err, "pack: out of memory for the weights");
+    m->fast_kernels = true; /* the block's fast kernels from here on (model_fast) */
     return true;
 }

@@ -103,6 +103,7 @@ bool model_quantize(Model *m, int group, StepError *err) {
 }
 
 bool model_pack_q8(Model *m, bool int8_activations, StepError *err) {
+    if (m->classifier.layout == MATRIX_Q8_PACKED) m->fast_kernels = true;
     if (m->weight_group == 0 || m->classifier.layout == MATRIX_Q8_PACKED) return true;
     bool tied = m->embedding.data == m->classifier.data, ok = true;
     for (int i = 0; ok && i < model_matrix_count(m); i++) {
@@ -117,6 +118,7 @@ bool model_pack_q8(Model *m, bool int8_activations, StepError *err) {
         matrix_free(&m->classifier), m->classifier = classifier;
         /* a tied embedding is looked up in the packed classifier, as floats are */
         if (tied) matrix_free(&m->embedding), m->embedding = matrix_borrow(&m->classifier);
+        m->fast_kernels = true; /* the block's fast kernels from here on (model_fast) */
     }
     return ok || step_fail(err, "int8 packing: out of memory");
 }

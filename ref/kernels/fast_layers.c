@@ -1,0 +1,166 @@
+/* kernels/fast_layers.c: see fast_layers.h. */
+#include "ref/kernels/fast_layers.h"
+
+#include <math.h>
+#include <string.h>
+
+#include "ref/kernels/clones.h"
+
+/* softmax_forward by exp_many (kind: exp_kind_of_libm()), the fast path:
+ * the same steps, the exponentials many at once, the same bits. */
+FAST_CLONES static void softmax_many(float *x, int n, ExpKind kind) {
+    float max_val = x[0];
+    for (int i = 1; i < n; i++) {
+        if (x[i] > max_val) max_val = x[i];
+    }
+    for (int i = 0; i < n; i++) x[i] -= max_val;
+    exp_many(x, n, kind);
+    float sum = 0.0f;
+    for (int i = 0; i < n; i++) sum += x[i];
+    for (int i = 0; i < n; i++) x[i] /= sum;
+}
+
+/* The same scores, four positions at a time: four independent sums, each
+ * over i in order, so that the processor is not waiting on one chain of
+ * additions (the fast path: attention_heads_forward). Same bits. */
+FAST_CLONES static void head_scores4(float *scores, const float *qh, const float *key_cache,
+                                     int pos, int kv_dim, int kv_off, int head_dim, float div) {
+    int p = 0;
+    for (; p + 3 <= pos; p += 4) {
+        const float *k0 = key_cache + (size_t)p * kv_dim + kv_off, *k1 = k0 + kv_dim,
+                    *k2 = k1 + kv_dim, *k3 = k2 + kv_dim;
+        float s0 = 0.0f, s1 = 0.0f, s2 = 0.0f, s3 = 0.0f;
+        for (int i = 0; i < head_dim; i++) {
+            s0 += qh[i] * k0[i];
+            s1 += qh[i] * k1[i];
+            s2 += qh[i] * k2[i];
+            s3 += qh[i] * k3[i];
+        }
+        scores[p] = s0 / div, scores[p + 1] = s1 / div;
+        scores[p + 2] = s2 / div, scores[p + 3] = s3 / div;
+    }
+    for (; p <= pos; p++) { /* the last few, one at a time: head_scores' loop */
+        const float *k = key_cache + (size_t)p * kv_dim + kv_off;
+        float score = 0.0f;
+        for (int i = 0; i < head_dim; i++) score += qh[i] * k[i];
+        scores[p] = score / div;
+    }
+}
+
+/* The same scores from the head's keys transposed, kt[i][p] = k_p[i]
+ * (stride n: keys_transpose): sixteen positions at once, each still a sum over i in order
+ * from 0, so that the vector runs across positions and never along one dot
+ * product. Same bits as head_scores. */
+FAST_CLONES static void head_scores_kt(float *scores, const float *qh, const float *kt, int n,
+                                       int pos, int head_dim, float div) {
+    int p0 = 0;
+    for (; p0 + 16 <= pos + 1; p0 += 16) {
+        float acc[16] = {0};
+        for (int i = 0; i < head_dim; i++) {
+            const float *k = kt + (size_t)i * n + p0;
+            float a = qh[i];
+            for (int l = 0; l < 16; l++) acc[l] += a * k[l];
+        }
+        for (int l = 0; l < 16; l++) scores[p0 + l] = acc[l] / div;
+    }
+    for (int p = p0; p <= pos; p++) {
+        float acc = 0.0f;
+        for (int i = 0; i < head_dim; i++) acc += qh[i] * kt[(size_t)i * n + p];
+        scores[p] = acc / div;
+    }
+}
+
+/* out[i] = Σ_p w[p] · v_p[i] over p = first..pos in order, for i in blocks of
+ * 16 held in registers through the whole sum over p (the fast path; the
+ * plain one walks p outside and i inside, adding into out: same sums, same
+ * order, same bits). */
+FAST_CLONES static void head_values16(float *out, const float *w, const float *value_cache,
+                                      int first, int pos, int kv_dim, int kv_off, int head_dim) {
+    int i0 = 0;
+    for (; i0 + 16 <= head_dim; i0 += 16) {
+        float acc[16] = {0};
+        for (int p = first; p <= pos; p++) {
+            const float *v = value_cache + (size_t)p * kv_dim + kv_off + i0;
+            float a = w[p];
+            for (int l = 0; l < 16; l++) acc[l] += a * v[l];
+        }
+        memcpy(out + i0, acc, sizeof acc);
+    }
+    for (int i = i0; i < head_dim; i++) {
+        float acc = 0.0f;
+        for (int p = first; p <= pos; p++)
+            acc += w[p] * value_cache[(size_t)p * kv_dim + kv_off + i];
+        out[i] = acc;
+    }
+}
+
+/* Gemma 2's soft-capping, as layers.c's: s = tanh(s / cap) · cap. */
+static void softcap(float *x, int n, float cap) {
+    for (int i = 0; i < n; i++) x[i] = tanhf(x[i] / cap) * cap;
+}
+
+/* Query t's head h, as layers.c's attention_query_head computes it, by the
+ * kernels above: the scores of the positions its window keeps (from kt,
+ * the KV head's keys transposed with stride kt_n, or four positions at a
+ * time), the soft-cap, the softmax with the exponentials many at once, 0
+ * outside the window, and the values sixteen dimensions at a time. */
+static void query_head(float *out, const float *q, const float *key_cache, const float *value_cache,
+                       float *scores, int t, int h, int pos0, const AttentionSpec *a,
+                       const float *kt, int kt_n, ExpKind exp) {
+    int head_dim = a->head_dim, dim = a->n_heads * head_dim, kv_dim = a->n_kv_heads * head_dim;
+    int group = a->n_heads / a->n_kv_heads; /* query heads per KV head */
+    int pos = pos0 + t;                     /* this query sees positions first..pos */
+    int first = window_first_seen(a->window, pos);
+    float div = sqrtf(a->query_scale);
+    const float *qh = q + (size_t)t * dim + (size_t)h * head_dim;
+    int kv_head_off = (h / group) * head_dim;
+    if (kt != NULL)
+        head_scores_kt(scores + first, qh, kt + first, kt_n, pos - first, head_dim, div);
+    else
+        head_scores4(scores + first, qh, key_cache + (size_t)first * kv_dim, pos - first, kv_dim,
+                     kv_head_off, head_dim, div);
+    if (a->softcap > 0) softcap(scores + first, pos + 1 - first, a->softcap);
+    softmax_many(scores + first, pos + 1 - first, exp);
+    memset(scores, 0, (size_t)first * sizeof(float)); /* outside the window */
+    head_values16(out + (size_t)t * dim + (size_t)h * head_dim, scores, value_cache, first, pos,
+                  kv_dim, kv_head_off, head_dim);
+}
+
+void keys_transpose(float *key_t, int stride, const float *key_cache, int n, int n_kv_heads,
+                    int head_dim) {
+    int kv_dim = n_kv_heads * head_dim;
+    for (int g = 0; g < n_kv_heads; g++) {
+        float *kt = key_t + (size_t)g * head_dim * stride;
+        for (int p = 0; p < n; p++)
+            for (int i = 0; i < head_dim; i++)
+                kt[(size_t)i * stride + p] = key_cache[(size_t)p * kv_dim + g * head_dim + i];
+    }
+}
+
+void attention_heads_fast(float *out, const float *q, const float *key_cache, const float *key_t,
+                          const float *value_cache, float *scores, int stride, int T, int pos0,
+                          const AttentionSpec *a, int h0, int h1, ExpKind exp) {
+    int group = a->n_heads / a->n_kv_heads;
+    for (int h = h0; h < h1; h++) {
+        const float *kt = key_t != NULL ? key_t + (size_t)(h / group) * a->head_dim * stride : NULL;
+        for (int t = 0; t < T; t++)
+            query_head(out, q, key_cache, value_cache, scores + (size_t)h * stride, t, h, pos0, a,
+                       kt, stride, exp);
+    }
+}
+
+/* The same steps with the exponentials many at once (exp_many). */
+FAST_CLONES static void swiglu_chunk(float *gate, const float *up, int n, ExpKind kind) {
+    float e[64];
+    for (int i = 0; i < n; i++) e[i] = -gate[i];
+    exp_many(e, n, kind);
+    for (int i = 0; i < n; i++) {
+        float v = gate[i];
+        v *= 1.0f / (1.0f + e[i]);
+        gate[i] = v * up[i];
+    }
+}
+
+void swiglu_many_forward(float *gate, const float *up, int n, ExpKind kind) {
+    for (int i = 0; i < n; i += 64) swiglu_chunk(gate + i, up + i, n - i < 64 ? n - i : 64, kind);
+}
