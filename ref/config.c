@@ -252,7 +252,7 @@ uint64_t config_param_count(const Config *c) {
     uint64_t per_layer = q_dim * dim                                    /* wq */
                          + 2 * kv_dim * dim                             /* wk, wv */
                          + dim * q_dim                                  /* wo */
-                         + (c->mlp == MLP_GELU ? 2 : 3) * hidden * dim; /* w1, w2 (, w3) */
+                         + (c->mlp == MLP_GELU ? 2 : 3) * hidden * dim; /* gate, down (, up) */
     per_layer += config_layer_vector_floats(c);
     uint64_t total =
         vocab * dim + (uint64_t)c->n_layers * per_layer + config_final_vector_floats(c);

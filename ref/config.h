@@ -40,9 +40,10 @@ typedef enum {
  * (x − mean) / sqrt(var + eps) · w + b (GPT-2). */
 typedef enum { NORM_RMS, NORM_LAYER } BlockNorm;
 
-/* The feed-forward layer: SwiGLU, w2 · (silu(w1 · x) ⊙ (w3 · x)) (Llama);
- * w2 · gelu(w1 · x + b1) + b2 with GELU's tanh approximation (GPT-2's
- * "gelu_new"), which has no w3; or GeGLU, w2 · (gelu(w1 · x) ⊙ (w3 · x))
+/* The feed-forward layer: SwiGLU, down · (silu(gate · x) ⊙ (up · x))
+ * (Llama); down · gelu(gate · x + b_gate) + b_down with GELU's tanh
+ * approximation (GPT-2's "gelu_new"; its c_fc is held as the gate), which
+ * has no up; or GeGLU, down · (gelu(gate · x) ⊙ (up · x))
  * with the same GELU (Gemma's "gelu_pytorch_tanh"). */
 typedef enum { MLP_SWIGLU, MLP_GELU, MLP_GEGLU } MlpKind;
 

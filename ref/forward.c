@@ -405,22 +405,23 @@ static void attention_block(const Model *m, RunState *s, const ForwardRow *rows,
     emit_each(rows, n_rows, l, HOOK_RESID_MID, s->x, 1, dim);
 }
 
-/* x [N, dim] += w2 · gelu(w1 · x̂ + b1) + b2, x̂ = layernorm(x): GPT-2's MLP. */
+/* x [N, dim] += down · gelu(gate · x̂ + b_gate) + b_down, x̂ = layernorm(x): GPT-2's
+ * MLP (its c_fc in the gate slot, which llama.cpp and the hooks call up). */
 static void gelu_mlp(const Model *m, RunState *s, const ForwardRow *rows, int n_rows, int N,
                      int l) {
     int dim = m->config.dim, hidden = m->config.hidden_dim;
     const Matrix *mats = m->layers[l].m;
     const Weights *w = &m->weights;
-    linear_rows_of(m, s, rows, n_rows, s->hb, s->xb, N, &mats[MAT_W1]);
-    if (m->config.proj_bias) bias_forward(s->hb, w->b1 + (size_t)l * hidden, N, hidden);
+    linear_rows_of(m, s, rows, n_rows, s->hb, s->xb, N, &mats[MAT_GATE]);
+    if (m->config.proj_bias) bias_forward(s->hb, w->b_gate + (size_t)l * hidden, N, hidden);
     emit_each(rows, n_rows, l, HOOK_MLP_UP, s->hb, 1, hidden);
     gelu_rows(m, s->hb, N, hidden);
     emit_each(rows, n_rows, l, HOOK_MLP_HIDDEN, s->hb, 1, hidden);
-    linear_rows_of(m, s, rows, n_rows, s->xb, s->hb, N, &mats[MAT_W2]);
-    if (m->config.proj_bias) bias_forward(s->xb, w->b2 + (size_t)l * dim, N, dim);
+    linear_rows_of(m, s, rows, n_rows, s->xb, s->hb, N, &mats[MAT_DOWN]);
+    if (m->config.proj_bias) bias_forward(s->xb, w->b_down + (size_t)l * dim, N, dim);
 }
 
-/* x [N, dim] += w2 · (silu(w1 · x̂) ⊙ (w3 · x̂)), x̂ = rmsnorm(x): SwiGLU
+/* x [N, dim] += down · (silu(gate · x̂) ⊙ (up · x̂)), x̂ = rmsnorm(x): SwiGLU
  * (GeGLU: gelu for silu; Gemma's output normalised by post_ffn_norm
  * before the add); or GPT-2's (gelu_mlp). */
 static void mlp_block(const Model *m, RunState *s, const ForwardRow *rows, int n_rows, int N,
@@ -436,14 +437,14 @@ static void mlp_block(const Model *m, RunState *s, const ForwardRow *rows, int n
     } else if (m->config.mlp == MLP_GELU) {
         gelu_mlp(m, s, rows, n_rows, N, l);
     } else {
-        LinearInput normed = linear_input(s, s->xb, N, &mats[MAT_W1]); /* once, for both */
-        linear_rows(m, rows, n_rows, s->hb, &normed, &mats[MAT_W1]);
-        linear_rows(m, rows, n_rows, s->hb2, &normed, &mats[MAT_W3]);
+        LinearInput normed = linear_input(s, s->xb, N, &mats[MAT_GATE]); /* once, for both */
+        linear_rows(m, rows, n_rows, s->hb, &normed, &mats[MAT_GATE]);
+        linear_rows(m, rows, n_rows, s->hb2, &normed, &mats[MAT_UP]);
         emit_each(rows, n_rows, l, HOOK_MLP_GATE, s->hb, 1, hidden);
         emit_each(rows, n_rows, l, HOOK_MLP_UP, s->hb2, 1, hidden);
         glu_rows(m, s, s->hb, s->hb2, N, hidden); /* hb [N, hidden] */
         emit_each(rows, n_rows, l, HOOK_MLP_HIDDEN, s->hb, 1, hidden);
-        linear_rows_of(m, s, rows, n_rows, s->xb, s->hb, N, &mats[MAT_W2]);
+        linear_rows_of(m, s, rows, n_rows, s->xb, s->hb, N, &mats[MAT_DOWN]);
     }
     emit_each(rows, n_rows, l, HOOK_MLP_OUT, s->xb, 1, dim);
     if (m->config.post_norms) { /* Gemma: the output normalised before it joins the residual */
@@ -541,7 +542,7 @@ const float *forward(const Model *m, RunState *s, const ForwardRow *rows, int n_
 uint64_t forward_body_macs(const Config *c, int T, int pos0) {
     uint64_t d = (uint64_t)c->dim, h = (uint64_t)c->hidden_dim, kv = (uint64_t)config_kv_dim(c);
     uint64_t qd = (uint64_t)config_q_dim(c), L = (uint64_t)c->n_layers;
-    uint64_t mlp = c->mlp == MLP_GELU ? 2u : 3u;       /* GPT-2's has no w3 */
+    uint64_t mlp = c->mlp == MLP_GELU ? 2u : 3u;       /* GPT-2's has no up */
     uint64_t dense = (uint64_t)config_dense_layers(c); /* the others' MLP is experts (moe.h) */
     uint64_t per_token = L * (d * qd + 2u * d * kv + qd * d) + dense * mlp * d * h +
                          (L - dense) * (uint64_t)moe_token_macs(c);

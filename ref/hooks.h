@@ -50,8 +50,8 @@ typedef enum {
     HOOK_ATTN_POST_NORM, /* "blocks.L.attn.post_norm" [dim] attn_out normalised (Gemma), added */
     HOOK_RESID_MID,      /* "blocks.L.resid_mid"   [dim] residual after attention */
     HOOK_LN2,            /* "blocks.L.ln2"         [dim] the norm before the MLP */
-    HOOK_MLP_GATE,       /* "blocks.L.mlp.gate"    [hidden_dim] w1 · x (SwiGLU, GeGLU) */
-    HOOK_MLP_UP,     /* "blocks.L.mlp.up"      [hidden_dim] w3 · x (SwiGLU), w1 · x + b1 (GELU) */
+    HOOK_MLP_GATE,       /* "blocks.L.mlp.gate"    [hidden_dim] gate · x (SwiGLU, GeGLU) */
+    HOOK_MLP_UP, /* "blocks.L.mlp.up"      [hidden_dim] up · x (SwiGLU), c_fc · x + b (GELU) */
     HOOK_MLP_HIDDEN, /* "blocks.L.mlp.hidden"  [hidden_dim] silu(gate) · up, gelu(gate) · up, or
                         gelu(up) */
     HOOK_MOE_ROUTER, /* "blocks.L.moe.router"  [n_experts] the router's logits (an MoE layer) */

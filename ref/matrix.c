@@ -13,10 +13,10 @@ void layer_matrix_shape(const Config *c, MatrixKind k, int *rows, int *cols) {
     static const struct {
         int out, in; /* 0: dim, 1: q_dim, 2: kv_dim, 3: hidden_dim */
     } shape[LAYER_MATRICES] = {
-        [MAT_WQ] = {1, 0}, [MAT_WK] = {2, 0}, [MAT_WV] = {2, 0}, [MAT_WO] = {0, 1},
-        [MAT_W1] = {3, 0}, [MAT_W2] = {0, 3}, [MAT_W3] = {3, 0}};
+        [MAT_WQ] = {1, 0},   [MAT_WK] = {2, 0},   [MAT_WV] = {2, 0}, [MAT_WO] = {0, 1},
+        [MAT_GATE] = {3, 0}, [MAT_DOWN] = {0, 3}, [MAT_UP] = {3, 0}};
     const int size[4] = {d, qd, kv, h};
-    *rows = k == MAT_W3 && c->mlp == MLP_GELU ? 0 : size[shape[k].out]; /* GELU has no w3 */
+    *rows = k == MAT_UP && c->mlp == MLP_GELU ? 0 : size[shape[k].out]; /* GELU has no up */
     *cols = size[shape[k].in];
 }
 
@@ -26,7 +26,7 @@ void expert_matrix_shape(const Config *c, ExpertKind k, int *rows, int *cols) {
 }
 
 const char *layer_matrix_name(MatrixKind k) {
-    static const char *const names[LAYER_MATRICES] = {"wq", "wk", "wv", "wo", "w1", "w2", "w3"};
+    static const char *const names[LAYER_MATRICES] = {"wq", "wk", "wv", "wo", "gate", "down", "up"};
     return names[k];
 }
 

@@ -62,7 +62,16 @@ typedef struct {
 
 /* The matrices of one layer, and their order wherever all of them are
  * walked (packing, quantizing, binding, freeing). */
-typedef enum { MAT_WQ, MAT_WK, MAT_WV, MAT_WO, MAT_W1, MAT_W2, MAT_W3, LAYER_MATRICES } MatrixKind;
+typedef enum {
+    MAT_WQ,
+    MAT_WK,
+    MAT_WV,
+    MAT_WO,
+    MAT_GATE,
+    MAT_DOWN,
+    MAT_UP,
+    LAYER_MATRICES
+} MatrixKind;
 
 typedef struct {
     Matrix m[LAYER_MATRICES]; /* by MatrixKind */

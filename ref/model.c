@@ -65,16 +65,16 @@ MatrixPlace model_matrix_place(const Model *m, int i) {
     int layer_ones = c->n_layers * LAYER_MATRICES;
     MatrixPlace p = {.expert = -1};
     if (i < layer_ones) { /* a layer's own: its slot among the layers that have it */
-        const float *all[LAYER_MATRICES] = {w->wq, w->wk, w->wv, w->wo, w->w1, w->w2, w->w3};
+        const float *all[LAYER_MATRICES] = {w->wq, w->wk, w->wv, w->wo, w->gate, w->down, w->up};
         p.layer = i / LAYER_MATRICES, p.kind = i % LAYER_MATRICES;
-        bool mlp = p.kind == MAT_W1 || p.kind == MAT_W2 || p.kind == MAT_W3;
+        bool mlp = p.kind == MAT_GATE || p.kind == MAT_DOWN || p.kind == MAT_UP;
         if (mlp && config_layer_moe(c, p.layer)) return p; /* its experts instead: rows 0 */
         layer_matrix_shape(c, (MatrixKind)p.kind, &p.rows, &p.cols);
         size_t slot = (size_t)(mlp ? config_dense_slot(c, p.layer) : p.layer);
         if (all[p.kind] != NULL) p.floats = all[p.kind] + slot * p.rows * p.cols;
         return p;
     }
-    const float *parts[EXPERT_MATRICES] = {w->expert_w1, w->expert_w2, w->expert_w3};
+    const float *parts[EXPERT_MATRICES] = {w->expert_gate, w->expert_down, w->expert_up};
     int j = i - layer_ones, at = j / EXPERT_MATRICES; /* slot × n_experts + e */
     int slot = at / c->n_experts;
     p.kind = j % EXPERT_MATRICES, p.expert = at % c->n_experts;
@@ -87,6 +87,8 @@ MatrixPlace model_matrix_place(const Model *m, int i) {
 }
 
 void model_matrix_name(const Model *m, int i, char *buf, size_t size) {
+    /* the names traces and messages have always given the matrices (the
+     * trace's bytes stay; the code says gate, down and up) */
     static const char *const layer[LAYER_MATRICES] = {"attn.wq", "attn.wk", "attn.wv", "attn.wo",
                                                       "mlp.w1",  "mlp.w2",  "mlp.w3"};
     static const char *const expert[EXPERT_MATRICES] = {"gate", "down", "up"};
@@ -125,7 +127,8 @@ static void bind_extras(const Config *c, Weights *w, const float *p, bool expert
     if (c->norm == NORM_LAYER)
         w->att_norm_bias = p, w->ffn_norm_bias = p + L * d, w->final_norm_bias = p + 2 * L * d,
         p += (2 * L + 1) * d;
-    if (c->proj_bias) w->bo = p, w->b1 = p + L * d, w->b2 = p + L * (d + h), p += L * (2 * d + h);
+    if (c->proj_bias)
+        w->bo = p, w->b_gate = p + L * d, w->b_down = p + L * (d + h), p += L * (2 * d + h);
     if (c->position == POS_LEARNED) w->pos_embedding = p, p += (uint64_t)c->seq_len * d;
     if (c->post_norms) w->post_att_norm = p, w->post_ffn_norm = p + L * d, p += 2 * L * d;
     if (c->n_experts > 0) {
@@ -133,9 +136,9 @@ static void bind_extras(const Config *c, Weights *w, const float *p, bool expert
         uint64_t eh = (uint64_t)c->expert_hidden_dim;
         w->router = p, p += M * E * d;
         if (!experts) return; /* the vectors' layout: the experts are held elsewhere */
-        w->expert_w1 = p, p += M * E * eh * d;
-        w->expert_w2 = p, p += M * E * d * eh;
-        w->expert_w3 = p;
+        w->expert_gate = p, p += M * E * eh * d;
+        w->expert_down = p, p += M * E * d * eh;
+        w->expert_up = p;
     }
 }
 
@@ -181,9 +184,9 @@ bool model_bind_weights(Model *m) {
     w->wo = p, p += layers * dim * q_dim;
     w->rms_ffn = p, p += layers * dim;
     uint64_t dense = (uint64_t)config_dense_layers(c); /* the layers with a dense MLP */
-    w->w1 = p, p += dense * hidden * dim;
-    w->w2 = p, p += dense * dim * hidden;
-    if (c->mlp != MLP_GELU) w->w3 = p, p += dense * hidden * dim; /* GELU has none */
+    w->gate = p, p += dense * hidden * dim;
+    w->down = p, p += dense * dim * hidden;
+    if (c->mlp != MLP_GELU) w->up = p, p += dense * hidden * dim; /* GELU has none */
     w->rms_final = p, p += dim;
     w->wcls = c->shared_classifier ? w->token_embedding : p;
     if (!c->shared_classifier) p += (uint64_t)c->vocab_size * dim;
@@ -311,9 +314,9 @@ int model_random_parts(const Model *m, RandomPart parts[MODEL_RANDOM_PARTS]) {
         {w->wv, L * kv * dim, in_dim},
         {w->wo, L * dim * qd, in_q},
         {w->rms_ffn, L * dim, 0},
-        {w->w1, dense * hidden * dim, in_dim},
-        {w->w2, dense * dim * hidden, in_hidden},
-        {w->w3, dense * hidden * dim, in_dim},
+        {w->gate, dense * hidden * dim, in_dim},
+        {w->down, dense * dim * hidden, in_hidden},
+        {w->up, dense * hidden * dim, in_dim},
         {w->rms_final, dim, 0},
         {c->shared_classifier ? NULL : w->wcls, vocab * dim, in_dim},
         /* the architecture's extras: biases as small as a weight row's
@@ -329,16 +332,16 @@ int model_random_parts(const Model *m, RandomPart parts[MODEL_RANDOM_PARTS]) {
         {w->ffn_norm_bias, L * dim, in_dim},
         {w->final_norm_bias, dim, in_dim},
         {w->bo, L * dim, in_q},
-        {w->b1, L * hidden, in_dim},
-        {w->b2, L * dim, in_hidden},
+        {w->b_gate, L * hidden, in_dim},
+        {w->b_down, L * dim, in_hidden},
         {w->pos_embedding, (uint64_t)c->seq_len * dim, in_dim},
         {w->post_att_norm, L * dim, 0}, /* Gemma's: ones, as the other norms */
         {w->post_ffn_norm, L * dim, 0},
         /* a mixture of experts: the router and each expert as a dense MLP's */
         {w->router, moe * E * dim, in_dim},
-        {w->expert_w1, moe * E * eh * dim, in_dim},
-        {w->expert_w2, moe * E * dim * eh, in_expert},
-        {w->expert_w3, moe * E * eh * dim, in_dim}};
+        {w->expert_gate, moe * E * eh * dim, in_dim},
+        {w->expert_down, moe * E * dim * eh, in_expert},
+        {w->expert_up, moe * E * eh * dim, in_dim}};
     int n = 0;
     for (int i = 0; i < MODEL_RANDOM_PARTS; i++)
         if (all[i].view != NULL) parts[n++] = all[i];

@@ -21,9 +21,9 @@ typedef struct {
     const float *wv;              /* [n_layers, kv_dim, dim] */
     const float *wo;              /* [n_layers, dim, q_dim] */
     const float *rms_ffn;         /* [n_layers, dim] */
-    const float *w1;              /* [n_layers, hidden_dim, dim] gate */
-    const float *w2;              /* [n_layers, dim, hidden_dim] down */
-    const float *w3;              /* [n_layers, hidden_dim, dim] up */
+    const float *gate;            /* [n_layers, hidden_dim, dim] (GPT-2: c_fc, ffn_up to GGUF) */
+    const float *down;            /* [n_layers, dim, hidden_dim] */
+    const float *up;              /* [n_layers, hidden_dim, dim] (none in GPT-2's MLP) */
     const float *rms_final;       /* [dim] */
     const float *wcls;            /* [vocab_size, dim]; == token_embedding when tied */
     /* only when the architecture has them (config.h), else NULL */
@@ -31,16 +31,16 @@ typedef struct {
     const float *q_norm, *k_norm; /* qk_norm: [n_layers, head_dim] each */
     const float *att_norm_bias, *ffn_norm_bias; /* NORM_LAYER: [n_layers, dim] each */
     const float *final_norm_bias;               /* NORM_LAYER: [dim] */
-    const float *bo, *b1,
-        *b2; /* proj_bias: [n_layers, dim], [n_layers, hidden_dim], [n_layers, dim] */
-    const float *pos_embedding;                 /* POS_LEARNED: [seq_len, dim] */
+    const float *bo, *b_gate, *b_down; /* proj_bias: [n_layers, dim], [n_layers, hidden_dim],
+                                          [n_layers, dim] */
+    const float *pos_embedding;        /* POS_LEARNED: [seq_len, dim] */
     const float *post_att_norm, *post_ffn_norm; /* post_norms: [n_layers, dim] each */
-    /* a mixture of experts, its M MoE layers (config_moe_slot); w1, w2 and
-     * w3 then hold the dense layers' only, by config_dense_slot */
-    const float *router;    /* [M, n_experts, dim] */
-    const float *expert_w1; /* [M, n_experts, expert_hidden_dim, dim] gate */
-    const float *expert_w2; /* [M, n_experts, dim, expert_hidden_dim] down */
-    const float *expert_w3; /* [M, n_experts, expert_hidden_dim, dim] up */
+    /* a mixture of experts, its M MoE layers (config_moe_slot); gate, down
+     * and up then hold the dense layers' only, by config_dense_slot */
+    const float *router;      /* [M, n_experts, dim] */
+    const float *expert_gate; /* [M, n_experts, expert_hidden_dim, dim] gate */
+    const float *expert_down; /* [M, n_experts, dim, expert_hidden_dim] down */
+    const float *expert_up;   /* [M, n_experts, expert_hidden_dim, dim] up */
 } Weights;
 
 struct ThreadPool; /* threads.h */

@@ -103,9 +103,9 @@ static void expect_sharing_equals_expanded_mha(int n_kv) {
                 {s->wq, w->wq, L * D * D},
                 {s->wo, w->wo, L * D * D},
                 {s->rms_ffn, w->rms_ffn, L * D},
-                {s->w1, w->w1, L * H * D},
-                {s->w2, w->w2, L * D * H},
-                {s->w3, w->w3, L * H * D},
+                {s->gate, w->gate, L * H * D},
+                {s->down, w->down, L * D * H},
+                {s->up, w->up, L * H * D},
                 {s->rms_final, w->rms_final, D}};
     for (size_t i = 0; i < sizeof same / sizeof same[0]; i++)
         memcpy(weight_in_storage(&mha, same[i].to), same[i].from, same[i].n * sizeof(float));

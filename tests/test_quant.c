@@ -357,7 +357,7 @@ static void expect_rows_quantized(const Matrix *q, const float *src, int group, 
 
 static void expect_model_quantized(const Model *m, int group) {
     const Weights *w = &m->weights;
-    const float *src[LAYER_MATRICES] = {w->wq, w->wk, w->wv, w->wo, w->w1, w->w2, w->w3};
+    const float *src[LAYER_MATRICES] = {w->wq, w->wk, w->wv, w->wo, w->gate, w->down, w->up};
     for (int k = 0; k < LAYER_MATRICES; k++) {
         int rows, cols;
         layer_matrix_shape(&m->config, (MatrixKind)k, &rows, &cols);
@@ -389,11 +389,11 @@ Test(quant, every_int8_matrix_is_its_float_rows_quantized) {
         cr_assert(model_init_random(&m, &c, 11, &e), "%s", e.message);
         cr_assert(model_quantize(&m, 32, &e), "%s", e.message);
         cr_expect_eq(m.weight_group, 32);
-        cr_expect_eq(m.layers[0].m[MAT_W2].layout, MATRIX_Q8_ROWS);
+        cr_expect_eq(m.layers[0].m[MAT_DOWN].layout, MATRIX_Q8_ROWS);
         expect_model_quantized(&m, 32);
         cr_assert(model_pack_q8(&m, quads, &e), "%s", e.message);
-        cr_expect_eq(m.layers[1].m[MAT_W2].layout, MATRIX_Q8_PACKED);
-        cr_expect_eq(m.layers[1].m[MAT_W2].q8_quads, quads && q8_vnni_available());
+        cr_expect_eq(m.layers[1].m[MAT_DOWN].layout, MATRIX_Q8_PACKED);
+        cr_expect_eq(m.layers[1].m[MAT_DOWN].q8_quads, quads && q8_vnni_available());
         cr_expect_eq(m.classifier.layout, MATRIX_Q8_PACKED);
         cr_expect_eq(m.embedding.data == m.classifier.data, (bool)tied,
                      "a tied embedding is read from the packed classifier");

@@ -56,7 +56,7 @@ Test(speed, fast_kernels_are_bitwise_the_naive_matmul_on_the_benchmark_shape, .t
     cr_assert(model_init_random(&fast, &c, 42, &err), "%s", err.message);
     cr_assert(model_pack(&fast, &err), "%s", err.message);
     cr_assert_eq(fast.classifier.layout, MATRIX_PACKED);
-    cr_assert_eq(fast.layers[0].m[MAT_W2].layout, MATRIX_PACKED);
+    cr_assert_eq(fast.layers[0].m[MAT_DOWN].layout, MATRIX_PACKED);
     /* 20 prompt tokens (a prefill that uses the 4-token tiles and their tail), then 8 */
     int tokens[28];
     for (int i = 0; i < 28; i++) tokens[i] = i == 0 ? 1 : (i * 7919) % 32000;
@@ -69,7 +69,8 @@ Test(speed, fast_kernels_are_bitwise_the_naive_matmul_on_the_benchmark_shape, .t
     const struct {
         const float *w;
         int C, OC;
-    } shapes[] = {{w->wq, 288, 288}, {w->w1, 288, 768}, {w->w2, 768, 288}, {w->wcls, 288, 32000}};
+    } shapes[] = {
+        {w->wq, 288, 288}, {w->gate, 288, 768}, {w->down, 768, 288}, {w->wcls, 288, 32000}};
     float *x = malloc(20 * 768 * sizeof(float)), *o1 = malloc(20 * 32000 * sizeof(float)),
           *o2 = malloc(20 * 32000 * sizeof(float));
     for (int i = 0; i < 20 * 768; i++) x[i] = (float)((i * 2654435761u) % 2001) / 1000.0f - 1.0f;

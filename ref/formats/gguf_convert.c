@@ -189,9 +189,9 @@ static int list_experts(const Model *m, int l, GgufOutType type, GgufOutTensor *
         const float *values;
         size_t rows, cols;
     } parts[] = {{"ffn_gate_inp.weight", w->router + slot * E * d, E, d},
-                 {"ffn_gate_exps.weight", w->expert_w1 + slot * E * eh * d, eh, d},
-                 {"ffn_down_exps.weight", w->expert_w2 + slot * E * d * eh, d, eh},
-                 {"ffn_up_exps.weight", w->expert_w3 + slot * E * eh * d, eh, d}};
+                 {"ffn_gate_exps.weight", w->expert_gate + slot * E * eh * d, eh, d},
+                 {"ffn_down_exps.weight", w->expert_down + slot * E * d * eh, d, eh},
+                 {"ffn_up_exps.weight", w->expert_up + slot * E * eh * d, eh, d}};
     for (int i = 0; i < 4; i++) {
         char name[64];
         snprintf(name, sizeof name, "blk.%d.%s", l, parts[i].name);
@@ -291,10 +291,10 @@ static int list_gpt2_tensors(const Model *m, GgufOutType type, GgufOutTensor *ou
                      {"attn_output.bias", w->bo + l * d, 0, d},
                      {"ffn_norm.weight", w->rms_ffn + l * d, 0, d},
                      {"ffn_norm.bias", w->ffn_norm_bias + l * d, 0, d},
-                     {"ffn_up.weight", w->w1 + l * h * d, h, d},
-                     {"ffn_up.bias", w->b1 + l * h, 0, h},
-                     {"ffn_down.weight", w->w2 + l * d * h, d, h},
-                     {"ffn_down.bias", w->b2 + l * d, 0, d}};
+                     {"ffn_up.weight", w->gate + l * h * d, h, d},
+                     {"ffn_up.bias", w->b_gate + l * h, 0, h},
+                     {"ffn_down.weight", w->down + l * d * h, d, h},
+                     {"ffn_down.bias", w->b_down + l * d, 0, d}};
         for (size_t i = 0; i < sizeof layer / sizeof layer[0]; i++) {
             char name[64];
             snprintf(name, sizeof name, "blk.%d.%s", l, layer[i].name);

@@ -347,7 +347,7 @@ static bool take_experts(Model *m, const GgufFile *f, int l, bool stored, StepEr
     static const char *const names[EXPERT_MATRICES] = {[EXPERT_GATE] = "ffn_gate_exps.weight",
                                                        [EXPERT_DOWN] = "ffn_down_exps.weight",
                                                        [EXPERT_UP] = "ffn_up_exps.weight"};
-    const float *floats[EXPERT_MATRICES] = {w->expert_w1, w->expert_w2, w->expert_w3};
+    const float *floats[EXPERT_MATRICES] = {w->expert_gate, w->expert_down, w->expert_up};
     for (int k = 0; k < EXPERT_MATRICES; k++) {
         int rows, cols;
         expert_matrix_shape(c, (ExpertKind)k, &rows, &cols);
@@ -402,10 +402,10 @@ static bool take_gpt2(Model *m, const GgufFile *f, StepError *err) {
              TAKE("attn_output.bias", 0, d, w->bo + l * d) &&
              TAKE("ffn_norm.weight", 0, d, w->rms_ffn + l * d) &&
              TAKE("ffn_norm.bias", 0, d, w->ffn_norm_bias + l * d) &&
-             TAKE("ffn_up.weight", h, d, w->w1 + l * h * d) &&
-             TAKE("ffn_up.bias", 0, h, w->b1 + l * h) &&
-             TAKE("ffn_down.weight", d, h, w->w2 + l * d * h) &&
-             TAKE("ffn_down.bias", 0, d, w->b2 + l * d);
+             TAKE("ffn_up.weight", h, d, w->gate + l * h * d) &&
+             TAKE("ffn_up.bias", 0, h, w->b_gate + l * h) &&
+             TAKE("ffn_down.weight", d, h, w->down + l * d * h) &&
+             TAKE("ffn_down.bias", 0, d, w->b_down + l * d);
 #undef TAKE
         progress_report(m->progress, "reading the weights (layers)", (uint64_t)l + 1,
                         (uint64_t)c->n_layers);

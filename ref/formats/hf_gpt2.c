@@ -144,10 +144,10 @@ static bool take_layer(Model *m, Gpt2Source *s, int l, StepError *err) {
          take_as_stored(s, NAME("attn.c_proj.bias"), 0, d, SLOT(w->bo + l * d), err) &&
          take_as_stored(s, NAME("ln_2.weight"), 0, d, SLOT(w->rms_ffn + l * d), err) &&
          take_as_stored(s, NAME("ln_2.bias"), 0, d, SLOT(w->ffn_norm_bias + l * d), err) &&
-         take_conv1d(s, NAME("mlp.c_fc.weight"), d, h, SLOT(w->w1 + l * h * d), err) &&
-         take_as_stored(s, NAME("mlp.c_fc.bias"), 0, h, SLOT(w->b1 + l * h), err) &&
-         take_conv1d(s, NAME("mlp.c_proj.weight"), h, d, SLOT(w->w2 + l * d * h), err) &&
-         take_as_stored(s, NAME("mlp.c_proj.bias"), 0, d, SLOT(w->b2 + l * d), err);
+         take_conv1d(s, NAME("mlp.c_fc.weight"), d, h, SLOT(w->gate + l * h * d), err) &&
+         take_as_stored(s, NAME("mlp.c_fc.bias"), 0, h, SLOT(w->b_gate + l * h), err) &&
+         take_conv1d(s, NAME("mlp.c_proj.weight"), h, d, SLOT(w->down + l * d * h), err) &&
+         take_as_stored(s, NAME("mlp.c_proj.bias"), 0, d, SLOT(w->b_down + l * d), err);
 #undef NAME
 #undef SLOT
     return ok;
@@ -236,11 +236,11 @@ int hf_gpt2_tensors(const Model *m, Gpt2Tensor **out) {
              add(t, &n, NAME("ln_2.weight"), 0, d, w->rms_ffn + l * d) &&
              add(t, &n, NAME("ln_2.bias"), 0, d, w->ffn_norm_bias + l * d) &&
              add(t, &n, NAME("mlp.c_fc.weight"), d, h, NULL);
-        if (ok) put_conv1d(t[n - 1].values, d, h, 0, h, w->w1 + l * h * d);
-        ok = ok && add(t, &n, NAME("mlp.c_fc.bias"), 0, h, w->b1 + l * h) &&
+        if (ok) put_conv1d(t[n - 1].values, d, h, 0, h, w->gate + l * h * d);
+        ok = ok && add(t, &n, NAME("mlp.c_fc.bias"), 0, h, w->b_gate + l * h) &&
              add(t, &n, NAME("mlp.c_proj.weight"), h, d, NULL);
-        if (ok) put_conv1d(t[n - 1].values, h, d, 0, d, w->w2 + l * d * h);
-        ok = ok && add(t, &n, NAME("mlp.c_proj.bias"), 0, d, w->b2 + l * d);
+        if (ok) put_conv1d(t[n - 1].values, h, d, 0, d, w->down + l * d * h);
+        ok = ok && add(t, &n, NAME("mlp.c_proj.bias"), 0, d, w->b_down + l * d);
 #undef NAME
     }
     if (!ok) {

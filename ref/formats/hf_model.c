@@ -164,9 +164,9 @@ int hf_layer_tensors(const Model *m, int l, HfLayerTensor out[HF_LAYER_TENSORS])
         {"self_attn.k_norm.weight", "attn_k_norm.weight", AT(w->k_norm, hd), 0, hd, 1, -1},
         {post ? "pre_feedforward_layernorm.weight" : "post_attention_layernorm.weight",
          "ffn_norm.weight", w->rms_ffn + l * d, 0, d, 0, -1},
-        {"mlp.gate_proj.weight", "ffn_gate.weight", DENSE(w->w1, h * d), h, d, 0, MAT_W1},
-        {"mlp.down_proj.weight", "ffn_down.weight", DENSE(w->w2, d * h), d, h, 0, MAT_W2},
-        {"mlp.up_proj.weight", "ffn_up.weight", DENSE(w->w3, h * d), h, d, 0, MAT_W3},
+        {"mlp.gate_proj.weight", "ffn_gate.weight", DENSE(w->gate, h * d), h, d, 0, MAT_GATE},
+        {"mlp.down_proj.weight", "ffn_down.weight", DENSE(w->down, d * h), d, h, 0, MAT_DOWN},
+        {"mlp.up_proj.weight", "ffn_up.weight", DENSE(w->up, h * d), h, d, 0, MAT_UP},
         {"post_attention_layernorm.weight", "post_attention_norm.weight", AT(w->post_att_norm, d),
          0, d, 0, -1},
         {"post_feedforward_layernorm.weight", "post_ffw_norm.weight", AT(w->post_ffn_norm, d), 0, d,
@@ -177,7 +177,7 @@ int hf_layer_tensors(const Model *m, int l, HfLayerTensor out[HF_LAYER_TENSORS])
     bool moe = config_layer_moe(c, l); /* its experts are hf_moe.h's */
     int n = 0;
     for (int i = 0; i < HF_LAYER_TENSORS; i++) {
-        bool mlp = all[i].kind == MAT_W1 || all[i].kind == MAT_W2 || all[i].kind == MAT_W3;
+        bool mlp = all[i].kind == MAT_GATE || all[i].kind == MAT_DOWN || all[i].kind == MAT_UP;
         if ((all[i].view != NULL || all[i].kind >= 0) && !(moe && mlp)) out[n++] = all[i];
     }
     return n;
@@ -209,9 +209,9 @@ static bool view_matrix(SafetensorsFile *files, int n, const char *name, int row
 bool hf_fused_rows(const Config *c, int kind, bool *attn, int *row0, int *total) {
     int qd = config_q_dim(c), kv = config_kv_dim(c), h = c->hidden_dim;
     *attn = kind == MAT_WQ || kind == MAT_WK || kind == MAT_WV;
-    if (!*attn && kind != MAT_W1 && kind != MAT_W3) return false;
+    if (!*attn && kind != MAT_GATE && kind != MAT_UP) return false;
     *total = *attn ? qd + 2 * kv : 2 * h;
-    *row0 = kind == MAT_WK ? qd : kind == MAT_WV ? qd + kv : kind == MAT_W3 ? h : 0;
+    *row0 = kind == MAT_WK ? qd : kind == MAT_WV ? qd + kv : kind == MAT_UP ? h : 0;
     return true;
 }
 
@@ -223,8 +223,8 @@ size_t hf_fused_layer_floats(const Config *c) {
 void hf_fuse_layer(const Model *m, int l, RowOrder rotated, float *buf) {
     const Config *c = &m->config;
     const Weights *w = &m->weights;
-    static const MatrixKind kinds[5] = {MAT_WQ, MAT_WK, MAT_WV, MAT_W1, MAT_W3};
-    const float *all[LAYER_MATRICES] = {w->wq, w->wk, w->wv, w->wo, w->w1, w->w2, w->w3};
+    static const MatrixKind kinds[5] = {MAT_WQ, MAT_WK, MAT_WV, MAT_GATE, MAT_UP};
+    const float *all[LAYER_MATRICES] = {w->wq, w->wk, w->wv, w->wo, w->gate, w->down, w->up};
     size_t at = 0;
     for (int k = 0; k < 5; k++) {
         int rows, cols;

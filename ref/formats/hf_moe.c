@@ -62,7 +62,7 @@ const float *hf_moe_tensor_view(const Config *c, const Weights *w, int l, int ex
     }
     size_t at = slot * E + (size_t)expert;
     expert_matrix_shape(c, part, rows, cols);
-    return part == EXPERT_GATE   ? w->expert_w1 + at * eh * d
-           : part == EXPERT_DOWN ? w->expert_w2 + at * d * eh
-                                 : w->expert_w3 + at * eh * d;
+    return part == EXPERT_GATE   ? w->expert_gate + at * eh * d
+           : part == EXPERT_DOWN ? w->expert_down + at * d * eh
+                                 : w->expert_up + at * eh * d;
 }

@@ -6,7 +6,7 @@
  *   Mixtral:   num_local_experts, num_experts_per_tok; each expert as wide
  *              as intermediate_size; every layer sparse; the k weights
  *              always renormalised. Tensors block_sparse_moe.gate (the
- *              router, [E, dim]) and block_sparse_moe.experts.E.w1 (gate),
+ *              router, [E, dim]) and block_sparse_moe.experts.E.gate (gate),
  *              w2 (down), w3 (up).
  *   Qwen3-MoE: num_experts, num_experts_per_tok, moe_intermediate_size,
  *              norm_topk_prob, decoder_sparse_step and mlp_only_layers (the

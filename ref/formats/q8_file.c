@@ -33,7 +33,7 @@ static Matrix *q8_tensor_slot(Model *m, int t, int i) {
 }
 
 /* The norm the file stores before tensor `tensor` (rms_att before wq,
- * rms_ffn before w1, rms_final before the classifier), with its length. */
+ * rms_ffn before the gate, rms_final before the classifier), with its length. */
 static const float *q8_norm_before(const Model *m, int tensor, uint64_t *n) {
     const Config *c = &m->config;
     uint64_t L = (uint64_t)c->n_layers, d = (uint64_t)c->dim;

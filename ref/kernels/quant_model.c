@@ -131,7 +131,7 @@ uint64_t quant_weight_bytes(const Config *c, int group) {
     for (int k = 0; k < LAYER_MATRICES; k++) { /* each kind in every layer that has it */
         int rows, cols;
         layer_matrix_shape(c, (MatrixKind)k, &rows, &cols);
-        bool mlp = k == MAT_W1 || k == MAT_W2 || k == MAT_W3;
+        bool mlp = k == MAT_GATE || k == MAT_DOWN || k == MAT_UP;
         bytes +=
             (mlp ? (uint64_t)config_dense_layers(c) : L) * quant_matrix_bytes(rows, cols, group);
     }
