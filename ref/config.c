@@ -108,6 +108,28 @@ const char *config_rope_scaling_name(RopeScalingType t) {
     return "none";
 }
 
+/* MLA's numbers: a rotary part of an even width inside the head (whose size
+ * is given), one KV head a query head (each rebuilds its own from the
+ * latent), RoPE's positions; the query's path and the value's width only
+ * with a latent; shared experts and a scale only with routed ones. */
+static bool mla_valid(const Config *c, const char *what, StepError *err) {
+    if (!config_mla(c) && (c->qk_rope_head_dim > 0 || c->q_lora_rank > 0 || c->v_head_dim > 0))
+        return step_fail(err,
+                         "%s: qk_rope_head_dim, q_lora_rank and v_head_dim are MLA's: they "
+                         "need kv_lora_rank",
+                         what);
+    if (config_mla(c) && (c->qk_rope_head_dim <= 0 || c->qk_rope_head_dim % 2 != 0 ||
+                          c->qk_rope_head_dim >= c->head_dim || c->n_kv_heads != c->n_heads ||
+                          c->position != POS_ROPE))
+        return step_fail(err,
+                         "%s: MLA needs an even qk_rope_head_dim below head_dim (%d, given), as "
+                         "many KV heads as query heads and RoPE",
+                         what, c->head_dim);
+    if (c->n_experts == 0 && (c->n_shared_experts > 0 || c->routed_scaling_factor != 0))
+        return step_fail(err, "%s: n_shared_experts and routed_scaling_factor need experts", what);
+    return true;
+}
+
 static bool arch_numbers_valid(const Config *c, const char *what, StepError *err) {
     if (c->head_dim >= 0 && c->rope_dims != 0 &&
         (c->rope_dims < 2 || c->rope_dims % 2 != 0 || c->rope_dims > config_head_dim(c)))
@@ -115,6 +137,7 @@ static bool arch_numbers_valid(const Config *c, const char *what, StepError *err
             err, "%s: rope_dims, RoPE's dimensions (%d), must be even and in [2, head_dim %d]",
             what, c->rope_dims, config_head_dim(c));
     if (!config_fields_valid(c, what, err)) return false;
+    if (!mla_valid(c, what, err)) return false;
     if ((c->n_experts > 0 &&
          (c->n_experts_used < 1 || c->n_experts_used > c->n_experts || c->expert_hidden_dim < 1 ||
           c->moe_step < 0 || c->n_dense_layers < 0 || c->n_dense_layers > CONFIG_MAX_DENSE_LAYERS)))
@@ -163,22 +186,41 @@ static bool arch_numbers_valid(const Config *c, const char *what, StepError *err
 }
 
 const char *config_family(const Config *c) {
-    return c->n_experts > 0 && c->qk_norm ? "qwen3moe"
-           : c->n_experts > 0             ? "mixtral"
-           : c->position == POS_LEARNED   ? "gpt2"
-           : c->post_norms && c->qk_norm  ? "gemma3"
-           : c->post_norms                ? "gemma2"
-           : c->fused_files               ? "phi3"
-           : c->qk_norm                   ? "qwen3"
-           : c->qkv_bias                  ? "qwen2"
-                                          : "llama";
+    return config_mla(c)                    ? "deepseek2"
+           : c->n_experts > 0 && c->qk_norm ? "qwen3moe"
+           : c->n_experts > 0               ? "mixtral"
+           : c->position == POS_LEARNED     ? "gpt2"
+           : c->post_norms && c->qk_norm    ? "gemma3"
+           : c->post_norms                  ? "gemma2"
+           : c->fused_files                 ? "phi3"
+           : c->qk_norm                     ? "qwen3"
+           : c->qkv_bias                    ? "qwen2"
+                                            : "llama";
 }
 
 int config_kv_dim(const Config *c) {
     return c->n_kv_heads * config_head_dim(c);
 }
 
+bool config_mla(const Config *c) {
+    return c->kv_lora_rank > 0;
+}
+
+int config_v_head_dim(const Config *c) {
+    return c->v_head_dim > 0 ? c->v_head_dim : config_head_dim(c);
+}
+
+uint64_t config_cache_floats(const Config *c) {
+    if (config_mla(c)) return (uint64_t)c->kv_lora_rank + (uint64_t)c->qk_rope_head_dim;
+    return 2u * (uint64_t)config_kv_dim(c);
+}
+
+uint64_t config_expanded_cache_floats(const Config *c) {
+    return (uint64_t)c->n_kv_heads * (uint64_t)(config_head_dim(c) + config_v_head_dim(c));
+}
+
 const char *config_attention_kind(const Config *c) {
+    if (config_mla(c)) return "MLA";
     if (c->n_kv_heads == c->n_heads) return "MHA";
     if (c->n_kv_heads == 1) return "MQA";
     return "GQA";
@@ -237,7 +279,8 @@ uint64_t config_layer_vector_floats(const Config *c) {
     if (c->qkv_bias) n += q_dim + 2 * kv_dim;              /* bq, bk, bv */
     if (c->qk_norm) n += 2 * (uint64_t)config_head_dim(c); /* q_norm, k_norm */
     if (c->norm == NORM_LAYER) n += 2 * dim;               /* the norms' biases */
-    if (c->proj_bias) n += dim + hidden + dim;             /* bo, b1, b2 */
+    if (c->proj_bias) n += dim + hidden + dim;             /* bo, b_gate, b_down */
+    if (config_mla(c)) n += (uint64_t)c->kv_lora_rank + (uint64_t)c->q_lora_rank; /* their norms */
     return n;
 }
 
@@ -245,13 +288,26 @@ uint64_t config_final_vector_floats(const Config *c) {
     return (c->norm == NORM_LAYER ? 2u : 1u) * (uint64_t)c->dim; /* rms_final (, its bias) */
 }
 
+/* One layer's attention matrices, in floats: wq, wk, wv and wo; or MLA's
+ * query (wq, or q_a [q_lora_rank, dim] and q_b [n_heads x head_dim,
+ * q_lora_rank]), kv_a [kv_lora_rank + qk_rope_head_dim, dim] (the latent
+ * and the shared rotary key), kv_b [n_heads x (head_dim - qk_rope_head_dim
+ * + v_head_dim), kv_lora_rank] (each head's key and value from the latent)
+ * and wo [dim, n_heads x v_head_dim]. */
+static uint64_t attention_matrix_floats(const Config *c) {
+    uint64_t dim = (uint64_t)c->dim, q_dim = (uint64_t)config_q_dim(c);
+    if (!config_mla(c)) return q_dim * dim + 2 * (uint64_t)config_kv_dim(c) * dim + dim * q_dim;
+    uint64_t heads = (uint64_t)c->n_heads, rank = (uint64_t)c->kv_lora_rank;
+    uint64_t rope = (uint64_t)c->qk_rope_head_dim, v = (uint64_t)config_v_head_dim(c);
+    uint64_t nope = (uint64_t)config_head_dim(c) - rope, q_rank = (uint64_t)c->q_lora_rank;
+    uint64_t query = q_rank > 0 ? q_rank * dim + q_dim * q_rank : q_dim * dim;
+    return query + (rank + rope) * dim + heads * (nope + v) * rank + dim * heads * v;
+}
+
 uint64_t config_param_count(const Config *c) {
     uint64_t dim = (uint64_t)c->dim, hidden = (uint64_t)c->hidden_dim;
-    uint64_t kv_dim = (uint64_t)config_kv_dim(c), vocab = (uint64_t)c->vocab_size;
-    uint64_t q_dim = (uint64_t)config_q_dim(c);
-    uint64_t per_layer = q_dim * dim                                    /* wq */
-                         + 2 * kv_dim * dim                             /* wk, wv */
-                         + dim * q_dim                                  /* wo */
+    uint64_t vocab = (uint64_t)c->vocab_size;
+    uint64_t per_layer = attention_matrix_floats(c)                     /* wq, wk, wv, wo */
                          + (c->mlp == MLP_GELU ? 2 : 3) * hidden * dim; /* gate, down (, up) */
     per_layer += config_layer_vector_floats(c);
     uint64_t total =
@@ -261,6 +317,7 @@ uint64_t config_param_count(const Config *c) {
         uint64_t E = (uint64_t)c->n_experts, eh = (uint64_t)c->expert_hidden_dim;
         total -= moe * (c->mlp == MLP_GELU ? 2 : 3) * hidden * dim;
         total += moe * (E * dim + E * 3 * eh * dim);
+        total += moe * (uint64_t)c->n_shared_experts * 3 * eh * dim; /* DeepSeek's shared ones */
     }
     if (c->position == POS_LEARNED) total += (uint64_t)c->seq_len * dim;
     if (!c->shared_classifier) total += vocab * dim;
@@ -275,20 +332,27 @@ uint64_t config_active_param_count(const Config *c) {
 }
 
 uint64_t kv_row_bytes(const Config *c, bool int8) {
-    uint64_t kv_dim = (uint64_t)config_kv_dim(c);
-    return int8 ? kv_dim + (uint64_t)c->n_kv_heads * sizeof(float) : kv_dim * sizeof(float);
+    /* MLA's row is the latent and the rotary key, each with a scale in int8 */
+    uint64_t floats = config_mla(c) ? config_cache_floats(c) : (uint64_t)config_kv_dim(c);
+    uint64_t scales = config_mla(c) ? 2u : (uint64_t)c->n_kv_heads;
+    return int8 ? floats + scales * sizeof(float) : floats * sizeof(float);
+}
+
+/* Rows a position caches in a layer: K and V, or MLA's one. */
+static uint64_t cache_rows(const Config *c) {
+    return config_mla(c) ? 1u : 2u;
 }
 
 uint64_t kv_cache_bytes(const Config *c, int tokens) {
-    return (uint64_t)tokens * (uint64_t)c->n_layers * 2u * kv_row_bytes(c, false);
+    return (uint64_t)tokens * (uint64_t)c->n_layers * cache_rows(c) * kv_row_bytes(c, false);
 }
 
 uint64_t kv_cache_bytes_q8(const Config *c, int tokens) {
-    return (uint64_t)tokens * (uint64_t)c->n_layers * 2u * kv_row_bytes(c, true);
+    return (uint64_t)tokens * (uint64_t)c->n_layers * cache_rows(c) * kv_row_bytes(c, true);
 }
 
 uint64_t kv_cache_bytes_of(const Config *c, int tokens, bool int8) {
-    return (uint64_t)tokens * (uint64_t)c->n_layers * 2u * kv_row_bytes(c, int8);
+    return (uint64_t)tokens * (uint64_t)c->n_layers * cache_rows(c) * kv_row_bytes(c, int8);
 }
 
 /* The table of config_table.h as data. */

@@ -211,7 +211,18 @@ int config_kv_dim(const Config *c);
  * the fields, never this. */
 const char *config_family(const Config *c);
 
-/* "MHA" (n_kv_heads == n_heads), "MQA" (n_kv_heads == 1 < n_heads) or "GQA". */
+/* Whether c attends by multi-head latent attention (kv_lora_rank, DeepSeek-V2),
+ * the width of a head's value (v_head_dim, or head_dim), the floats a
+ * position caches in a layer (K and V, 2 x kv_dim; MLA's latent and rotary
+ * key, kv_lora_rank + qk_rope_head_dim), and those of MLA's cache expanded
+ * to every head's K and V (n_heads x (head_dim + v_head_dim)). */
+bool config_mla(const Config *c);
+int config_v_head_dim(const Config *c);
+uint64_t config_cache_floats(const Config *c);
+uint64_t config_expanded_cache_floats(const Config *c);
+
+/* "MLA" (config_mla), "MHA" (n_kv_heads == n_heads), "MQA" (n_kv_heads ==
+ * 1 < n_heads) or "GQA". */
 const char *config_attention_kind(const Config *c);
 
 /* Check every rule a usable shape obeys: positive sizes, dim divisible by
@@ -236,7 +247,9 @@ uint64_t config_final_vector_floats(const Config *c);
 uint64_t config_active_param_count(const Config *c);
 
 /* Bytes of one cached K (or V) row: one position of one layer. float32:
- * kv_dim × 4; int8: kv_dim one-byte codes and one float32 scale per KV head. */
+ * kv_dim × 4; int8: kv_dim one-byte codes and one float32 scale per KV head.
+ * MLA's one row a position and layer: the latent and the rotary key (and a
+ * scale for each in int8); the cache's sizes below count one row, not two. */
 uint64_t kv_row_bytes(const Config *c, bool int8);
 
 /* Bytes of KV cache for `tokens` positions of one request:

@@ -162,6 +162,70 @@ def check_moe(check, tmp):
               + (f" except {', '.join(f'{k}={got.get(k)!r}' for k in wrong)}" if wrong else ""))
 
 
+# deepseek-ai/DeepSeek-V2-Lite's config.json (the keys that move a size); the paper (arXiv 2405.04434,
+# appendix B) gives it 15.7B parameters, 2.4B activated a token
+DEEPSEEK_V2_LITE = {
+    "hidden_size": 2048, "intermediate_size": 10944, "num_hidden_layers": 27, "num_attention_heads": 16,
+    "num_key_value_heads": 16, "vocab_size": 102400, "max_position_embeddings": 163840, "q_lora_rank": None,
+    "kv_lora_rank": 512, "qk_nope_head_dim": 128, "qk_rope_head_dim": 64, "v_head_dim": 128,
+    "n_routed_experts": 64, "num_experts_per_tok": 6, "n_shared_experts": 2, "moe_intermediate_size": 1408,
+    "first_k_dense_replace": 1, "moe_layer_freq": 1, "tie_word_embeddings": False, "rms_norm_eps": 1e-6,
+    "rope_theta": 10000}
+
+
+def mla_closed_form(c):
+    """DeepSeek-V2's parameters from modeling_deepseek.py's modules: per layer q_proj (or q_a_proj,
+    q_a_layernorm, q_b_proj), kv_a_proj_with_mqa, kv_a_layernorm, kv_b_proj, o_proj and two norms; the
+    first_k_dense_replace layers a dense MLP, the rest a gate, the routed experts and the shared ones
+    (one MLP n_shared_experts x moe_intermediate_size wide); the embedding, the head and the final norm.
+    Returns (total, active a token, active without the embedding)."""
+    d, H, L, V = c["hidden_size"], c["num_attention_heads"], c["num_hidden_layers"], c["vocab_size"]
+    nope, rope, v, r = c["qk_nope_head_dim"], c["qk_rope_head_dim"], c["v_head_dim"], c["kv_lora_rank"]
+    qr, E, k, eh = c["q_lora_rank"] or 0, c["n_routed_experts"], c["num_experts_per_tok"], c["moe_intermediate_size"]
+    q = qr * d + qr + H * (nope + rope) * qr if qr else H * (nope + rope) * d
+    attention = q + d * (r + rope) + r + r * H * (nope + v) + H * v * d + 2 * d
+    dense_layers = c["first_k_dense_replace"]
+    dense = 3 * d * c["intermediate_size"]
+    moe = E * d + E * 3 * d * eh + 3 * d * c["n_shared_experts"] * eh
+    total = V * d * 2 + L * attention + dense_layers * dense + (L - dense_layers) * moe + d
+    active = total - (L - dense_layers) * (E - k) * 3 * d * eh
+    return total, active, active - V * d
+
+
+def check_mla(check, tmp):
+    """inspect --preset deepseek-v2-lite: the parameters of the closed form above (the paper's 15.7B), and
+    the cache a token in MLA's latent form and expanded to every head's K and V, by hand."""
+    c = DEEPSEEK_V2_LITE
+    info = json.loads(run_stepwise(BIN, "inspect", "--preset", "deepseek-v2-lite", "--json", "--weight-dtype",
+                                   "bf16", "--kv-dtype", "bf16").stdout)
+    total, active, active_no_embedding = mla_closed_form(c)
+    got = info["this_model"]
+    check((got["params"], got["active_params"]) == (total, active)
+          and (total, active_no_embedding) == (15_706_484_224, 2_451_435_008),  # docs/attention-variants.md
+          f"deepseek-v2-lite: inspect gives {total:,} parameters (the paper's 15.7B) and {active:,} active "
+          f"a token ({active_no_embedding:,} without the embedding; the paper gives 2.4B) "
+          f"({got['params']:,}, {got['active_params']:,})")
+    L, H = c["num_hidden_layers"], c["num_attention_heads"]
+    latent = L * (c["kv_lora_rank"] + c["qk_rope_head_dim"]) * 2
+    expanded = L * H * (c["qk_nope_head_dim"] + c["qk_rope_head_dim"] + c["v_head_dim"]) * 2
+    mla, model = info.get("mla", {}), info["model"]
+    check((latent, expanded) == (31104, 276480) and mla.get("latent_bytes_per_token") == latent
+          and mla.get("expanded_bytes_per_token") == expanded and got["kv_bytes_per_token"] == latent
+          and got["attention"] == "MLA" and model["arch"]["family"] == "deepseek2",
+          f"deepseek-v2-lite: {latent:,} cache bytes a token in bf16 as MLA's latent and rotary key, "
+          f"{expanded:,} expanded to each head's K and V ({expanded / latent:.2f}x) ({mla})")
+    text = run_stepwise(BIN, "inspect", "--preset", "deepseek-v2-lite", "--kv-dtype", "bf16").stdout
+    check(f"per token, latent: 27 layers x (512 latent + 64 rotary key) x 2 bytes (bf16) = {latent} bytes"
+          in text and f"= {expanded} bytes, 8.89x the latent" in text,
+          "deepseek-v2-lite: inspect's text gives both forms")
+    r = run_stepwise(BIN, "make-model", "--preset", "deepseek-v2-lite", "--out", os.path.join(tmp, "ds"),
+                     expect=(2,))
+    check("not run by the engine yet" in r.stderr and not os.path.exists(os.path.join(tmp, "ds")),
+          "make-model --preset deepseek-v2-lite is refused (the engine does not run MLA yet)")
+    r = run_stepwise(BIN, "inspect", "--preset", "deepseek-v2-lite", "--kv-dtype", "int8", expect=(2,))
+    check("no int8 form" in r.stderr, "inspect --preset deepseek-v2-lite --kv-dtype int8 is refused")
+
+
 def closed_form(c):
     """Parameters of a Llama-family shape: embedding (and classifier when untied), per layer q/k/v/o,
     three MLP matrices, two norms (Gemma's four; Qwen3's and Gemma 3's q/k norms), and the final norm."""
@@ -247,6 +311,7 @@ def main():
                   f"{name} as a llama2.c checkpoint: {'written' if ok else 'refused, naming --format hf'}")
         check_gpt2(check, tmp)
         check_moe(check, tmp)
+        check_mla(check, tmp)
         r = run_stepwise(BIN, "inspect", "--preset", "qwen3-0.6b", "--kv-dtype", "fp8", expect=(2,))
         check("--kv-dtype must be f32, bf16, f16 or int8" in r.stderr, "inspect --kv-dtype fp8 is refused by name")
         r = run_stepwise(BIN, "make-model", "--preset", "gpt-5", "--out", os.path.join(tmp, "x"), expect=(2,))

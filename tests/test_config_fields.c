@@ -43,7 +43,7 @@ static Config every_field_set(void) {
                 .hidden_dim = 128,
                 .n_layers = 4,
                 .n_heads = 4,
-                .n_kv_heads = 2,
+                .n_kv_heads = 4, /* as many as the query heads: MLA's rule */
                 .vocab_size = 32,
                 .seq_len = 16};
     for (int i = 0; i < CONFIG_N_FIELDS; i++) {

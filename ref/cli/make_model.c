@@ -170,7 +170,12 @@ static bool parse_option(const CliOption *o, const char *value, void *dest, Step
         case OPT_DENSE_LAYERS:
             return dense_layers_parse(value, &a->c, err);
         default: /* OPT_PRESET */
-            return (a->preset = model_preset_find(value, err)) != NULL;
+            if ((a->preset = model_preset_find(value, err)) == NULL) return false;
+            return !a->preset->shape_only ||
+                   step_fail(err,
+                             "make-model: %s's family (%s) is not run by the engine yet: "
+                             "inspect --preset %s shows its shape and its cache",
+                             value, config_family(&a->preset->config), value);
     }
 }
 

@@ -187,6 +187,36 @@ static const ModelPreset PRESETS[] = {
                 .sliding_window = 512,
                 .sliding_pattern = 6,
                 .rope_local_theta = 10000.0f}},
+    /* DeepSeek-V2-Lite: multi-head latent attention (the query direct, no
+     * q_lora_rank), 64 routed experts of which 6 a token and 2 shared ones,
+     * the first layer dense. YaRN's scaling of RoPE (factor 40 over 4096) is
+     * left out: it moves no size. The engine does not run MLA yet. */
+    {.name = "deepseek-v2-lite",
+     .source = "deepseek-ai/DeepSeek-V2-Lite",
+     .arch = HF_LLAMA,
+     .untied = true,
+     .shape_only = true,
+     .config = {.dim = 2048,
+                .hidden_dim = 10944,
+                .n_layers = 27,
+                .n_heads = 16,
+                .n_kv_heads = 16,
+                .head_dim = 192, /* qk_nope_head_dim 128 + qk_rope_head_dim 64 */
+                .vocab_size = 102400,
+                .seq_len = 163840,
+                .rope_theta = 10000.0f,
+                .norm_eps = 1e-6f,
+                .kv_lora_rank = 512,
+                .qk_rope_head_dim = 64,
+                .v_head_dim = 128,
+                .n_experts = 64,
+                .n_experts_used = 6,
+                .expert_hidden_dim = 1408,
+                .n_shared_experts = 2,
+                .routed_scaling_factor = 1.0f,
+                .moe_step = 1,
+                .n_dense_layers = 1, /* first_k_dense_replace 1 */
+                .dense_layers = {0}}},
 };
 #define N_PRESETS (int)(sizeof PRESETS / sizeof PRESETS[0])
 
@@ -197,7 +227,7 @@ const ModelPreset *model_preset_find(const char *name, StepError *err) {
               "unknown --preset '%.64s' (smollm2-135m, qwen3-0.6b, llama-3.2-1b, "
               "llama-3-8b, tinyllama-1.1b, gpt2, gpt2-medium, phi-3-mini-4k, gemma-2-2b, "
               "gemma-3-1b, mixtral-8x7b, "
-              "qwen3-30b-a3b)",
+              "qwen3-30b-a3b, deepseek-v2-lite)",
               name);
     return NULL;
 }
@@ -233,5 +263,9 @@ void model_preset_apply(const ModelPreset *p, Config *c, bool *untied) {
             config_field_set(c, f, 1); /* a flag the preset sets (its experts renormalised) */
     }
     c->rope_scaling = p->config.rope_scaling;
+    if (c->n_dense_layers == 0) { /* the preset's dense layers (DeepSeek's first ones) */
+        c->n_dense_layers = p->config.n_dense_layers;
+        memcpy(c->dense_layers, p->config.dense_layers, sizeof c->dense_layers);
+    }
     *untied = *untied || p->untied;
 }
