@@ -42,10 +42,14 @@ for m in gemma2 gemma3 qwen3moe mixtral phi3 qwen2 qwen3 mistral gpt2 mqa.bin \
                 extra=()
                 [ "$level" = full ] && extra=(--trace-kv)
                 for side in old new; do
+                    rm -f "$side.jsonl"
                     "${!side}" generate --model "$m" --tokenizer "$tok" --prompt "$prompt" --steps 12 \
                         --temperature 0.8 --seed 5 --kernels "$kernels" --threads 2 "${q[@]}" \
                         --trace-level "$level" "${extra[@]}" --reproducible \
-                        --trace "$side.jsonl" >/dev/null 2>&1
+                        --trace "$side.jsonl" >/dev/null 2>"$side.err" ||
+                        { echo "trace_identity: $side failed on $m: $(cat "$side.err")"; exit 2; }
+                    [ "$(wc -l < "$side.jsonl")" -gt 3 ] ||
+                        { echo "trace_identity: $side wrote no trace for $m"; exit 2; }
                     tail -n +2 "$side.jsonl" | sha256sum | cut -c1-16 > "$side.sum"
                 done
                 runs=$((runs + 1))
