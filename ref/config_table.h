@@ -10,7 +10,11 @@
  * window as wide as the context, Phi-3's partial_rotary_factor) stays in
  * the family's reader, which leaves the key out here ("").
  *
- * A new scalar field is a line here, and its maths.
+ * A new scalar field is a line here, its entry in trace/schema/run.schema.json
+ * (tests/test_config_fields.c fails until it is there), and its maths; a
+ * rule between fields goes into config_validate. A family whose config.json
+ * gives the field under another name or meaning reads it in its own code
+ * (hf: "").
  *
  * X(group, type, name, trace, zero, min, max, show, hf, gguf, option, families, help)
  *   group     what it describes: CF_SHAPE, CF_ATTENTION, CF_ROPE, CF_NORM, CF_MLP,
@@ -26,7 +30,8 @@
  *             the family's code reads it)
  *   gguf      its GGUF key after "<arch>." ("": none, or the family's code),
  *             for the families listed (llama.cpp's names are make-model's)
- *   option    make-model's option ("": none); an INT or FLOAT takes a value
+ *   option    make-model's option ("": none); INT and FLOAT only, as make-model
+ *             marks a number not given with -1 (a flag cannot say "not given")
  *   families  the make-model --arch names whose config.json holds the key and
  *             whose option it is, space-separated ("": every family)
  *   help      what it is, for the option's help and the reader
