@@ -302,14 +302,8 @@ static void attend_row(const Model *m, const ForwardRow *row, int l, float *q, f
     HookSite site = {.obs = row->obs, .layer = l, .pos0 = pos0, .tokens = row->tokens};
     if (c->position == POS_ROPE) { /* GPT-2's positions came in with the embedding */
         int rot = config_rope_dims(c);
-        bool local = rs->rope_cos_local != NULL && config_layer_slides(c, l); /* Gemma 3 */
-        bool long_factors = config_rope_long(c, pos0 + T - 1); /* Phi-3's longrope, per pass */
-        const float *cos_t = local          ? rs->rope_cos_local
-                             : long_factors ? rs->rope_cos_long
-                                            : rs->rope_cos;
-        const float *sin_t = local          ? rs->rope_sin_local
-                             : long_factors ? rs->rope_sin_long
-                                            : rs->rope_sin;
+        const float *cos_t, *sin_t;
+        run_state_rope_tables(rs, c, l, pos0 + T - 1, &cos_t, &sin_t);
         rope_forward(q, T, config_q_dim(c), head_dim, rot, pos0, cos_t, sin_t, c->rope_layout);
         rope_forward(k, T, kv_dim, head_dim, rot, pos0, cos_t, sin_t, c->rope_layout);
     }

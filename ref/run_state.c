@@ -221,3 +221,14 @@ void run_state_free(RunState *s) {
     for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) free(all[i]);
     memset(s, 0, sizeof *s);
 }
+
+void run_state_rope_tables(const RunState *s, const Config *c, int l, int last, const float **cos_t,
+                           const float **sin_t) {
+    if (s->rope_cos_local != NULL && config_layer_slides(c, l)) { /* Gemma 3's sliding layers */
+        *cos_t = s->rope_cos_local, *sin_t = s->rope_sin_local;
+    } else if (config_rope_long(c, last)) { /* Phi-3's longrope, per pass */
+        *cos_t = s->rope_cos_long, *sin_t = s->rope_sin_long;
+    } else {
+        *cos_t = s->rope_cos, *sin_t = s->rope_sin;
+    }
+}

@@ -82,6 +82,13 @@ bool run_state_init_quant(RunState *s, const Config *c, int capacity, int max_to
                           const QuantRuntime *q, StepError *err);
 void run_state_free(RunState *s);
 
+/* The cos and sin tables layer l turns q and k by, in a pass whose last
+ * position is last: Gemma 3's local ones on its sliding layers, Phi-3's
+ * long factors once a pass reaches past its original context
+ * (config_rope_long), else the model's. The one place the choice is made. */
+void run_state_rope_tables(const RunState *s, const Config *c, int l, int last, const float **cos_t,
+                           const float **sin_t);
+
 /* One row of a forward pass: a sequence's state (its KV cache, RoPE tables
  * and work count), its observer, and the n_tokens tokens it feeds at
  * positions pos0, pos0 + 1, ... Prefill is one row of the whole prompt,
