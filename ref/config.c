@@ -84,14 +84,6 @@ bool config_is_llama2c(const Config *c) {
            config_fields_llama2c(c);
 }
 
-/* The RoPE and norm numbers: finite and positive where they must be. */
-uint64_t rope_source_row(uint64_t r, int head_dim, RowOrder order) {
-    if (order == ROWS_AS_HELD) return r;
-    uint64_t hd = (uint64_t)head_dim, head = r / hd, k = r % hd, half = hd / 2;
-    if (order == ROWS_TO_HALVES) return head * hd + 2 * (k % half) + k / half;
-    return head * hd + (k % 2) * half + k / 2;
-}
-
 const char *config_rope_scaling_name(RopeScalingType t) {
     switch (t) {
         case ROPE_SCALING_NONE:

@@ -14,6 +14,8 @@
 #include <stdint.h>
 
 #include "ref/config_table.h"
+#include "ref/kernels/attention_spec.h"
+#include "ref/kernels/rope_rows.h"
 #include "ref/util/error.h"
 
 /* How RoPE pairs a head's dimensions. */
@@ -132,17 +134,6 @@ void config_field_describe(const ConfigField *f, char *buf, size_t size);
 bool config_fields_valid(const Config *c, const char *what, StepError *err);
 bool config_fields_llama2c(const Config *c);
 
-/* Which rows of a rotated projection (q, k, their biases and norms) go
- * where, head by head: as held, or moved between interleaved pairs
- * (2i, 2i+1) and halves (i, i + head_dim/2). */
-typedef enum { ROWS_AS_HELD, ROWS_TO_HALVES, ROWS_TO_INTERLEAVED } RowOrder;
-
-/* The row of the held tensor that row r of the reordered one comes from:
- * halves row j·half + i is interleaved row 2i + j. The GGUF and Hugging
- * Face writers, the Hugging Face loader and diff's reader of other
- * engines' q/k all move rows by it. */
-uint64_t rope_source_row(uint64_t r, int head_dim, RowOrder order);
-
 /* "linear", "llama3", "factors" or "longrope" ("none" for no scaling). */
 const char *config_rope_scaling_name(RopeScalingType t);
 
@@ -162,23 +153,6 @@ bool config_layer_moe(const Config *c, int l);
 int config_dense_layers(const Config *c);
 int config_dense_slot(const Config *c, int l);
 int config_moe_slot(const Config *c, int l);
-
-/* The window rule, written once: the first position a query at pos sees
- * through a window of `window` positions (0: none), itself included. */
-static inline int window_first_seen(int window, int pos) {
-    return window > 0 && pos >= window ? pos - window + 1 : 0;
-}
-
-/* What attention needs to know of the architecture, for one layer: its
- * heads, the number whose square root divides q·k (head_dim, or Gemma's
- * query_pre_attn_scalar), the soft-cap on the scores (Gemma 2; 0: none)
- * and the layer's sliding window (0: none; window_first_seen reads it). */
-typedef struct {
-    int n_heads, n_kv_heads, head_dim;
-    float query_scale;
-    float softcap;
-    int window;
-} AttentionSpec;
 
 /* Layer l's AttentionSpec as c makes it. */
 AttentionSpec config_attention_spec(const Config *c, int l);

@@ -19,24 +19,6 @@ void rmsnorm_forward(float *out, const float *x, const float *weight, int T, int
     }
 }
 
-/* The plain kernel: one dot product at a time, each summed in index order
- * from 0.0f, with no fused multiply-add (-ffp-contract=off): the loop of
- * run.c's matmul, over T tokens. `--kernels plain` runs the model on this
- * (and quant.c's matmul_q8_rows); the fast kernels (pack.c,
- * quant_model.c) compute the same sums in the same order, many at once,
- * and give the same bits. docs/performance.md explains. */
-void matmul_forward(float *out, const float *x, const float *w, int T, int C, int OC) {
-    for (int t = 0; t < T; t++) {
-        const float *xt = x + (size_t)t * C;
-        for (int o = 0; o < OC; o++) {
-            const float *wo = w + (size_t)o * C;
-            float sum = 0.0f;
-            for (int i = 0; i < C; i++) sum += wo[i] * xt[i];
-            out[(size_t)t * OC + o] = sum;
-        }
-    }
-}
-
 void bias_forward(float *x, const float *b, int T, int C) {
     for (int t = 0; t < T; t++) {
         for (int i = 0; i < C; i++) x[(size_t)t * C + i] += b[i];

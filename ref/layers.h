@@ -9,6 +9,7 @@
 
 #include "ref/config.h"
 #include "ref/hooks.h"
+#include "ref/kernels/matrix.h"
 
 /* out[t] = weight ⊙ x[t] / sqrt(mean(x[t]²) + eps), for each of T rows of
  * width C (eps: 1e-5 in llama2.c). out may alias x. */
@@ -27,10 +28,9 @@ void layernorm_forward(float *out, const float *x, const float *weight, const fl
  * 0.5 · x · (1 + tanh(sqrt(2/π) · (x + 0.044715 · x³))). */
 void gelu_forward(float *x, int n);
 
-/* out[t][o] = Σ_i w[o][i] · x[t][i]: x is [T, C], w is [OC, C] (one row per
- * output), out is [T, OC]. One dot product at a time, each in index order:
- * the plain kernel (--kernels plain). */
-void matmul_forward(float *out, const float *x, const float *w, int T, int C, int OC);
+/* The matmul, out[t][o] = Σ_i w[o][i] · x[t][i], is matmul_forward in
+ * kernels/matrix.h (included here): the one plain matmul, which every
+ * float matrix of any element type (matmul_rows) reaches. */
 
 /* Rotate each pair of dimensions of every head of x [T, width] by the angle
  * of its position and the pair's frequency: pair i is (2i, 2i+1) with

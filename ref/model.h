@@ -86,7 +86,7 @@ typedef struct {
     MappedFile files[MODEL_MAX_FILES]; /* the weight files the matrices point into */
     int n_files;
     int weight_group;             /* the matrices are int8 with this many values per scale
-                                     (quant_model.h), or 0: they hold floats */
+                                     (model_quant.h), or 0: they hold floats */
     bool q8_0_file;               /* every layer's matrices came from GGUF Q8_0 blocks: int8
                                      in groups of 32, however they are held now */
     bool fast_kernels;            /* the kernels, chosen once: false (the plain loops) as

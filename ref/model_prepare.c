@@ -1,8 +1,8 @@
 /* model_prepare.c: see model_prepare.h. */
 #include "ref/model_prepare.h"
 
-#include "ref/kernels/pack.h"
-#include "ref/kernels/quant_model.h"
+#include "ref/model_pack.h"
+#include "ref/model_quant.h"
 
 bool model_prepare(Model *m, const ModelPrepare *p, StepError *err) {
     bool q8_0 = p->int8_activations && p->quant_group == 0 && m->weight_group == 0 && m->q8_0_file;

@@ -8,13 +8,15 @@
   relative to the including file;
 - the engine's parts, by folder, use only the parts below them:
     util     (ref/util/: errors, files, JSON, half floats, hashes)  util
-    kernels  (ref/kernels/: packing, int8, threads)                 util, core
+    kernels  (ref/kernels/: matrices, packing, int8, threads)       util
     text     (ref/text/: tokenizers, pretokenizing, chat)           util, core
     core     (ref/*: config, model, forward, layers, sampler, ...)  util, kernels, text
     formats  (ref/formats/: every file: llama2.c, .q8, GGUF, HF...) util, kernels, text, core
     serve    (ref/serve/: batches, requests, the prefix cache)      all of the engine
-  so the core never includes a file format or the serving layer, and the
-  formats never include the serving layer;
+  so the kernels are a floor (a matrix, its packed and int8 forms, the
+  attention and SwiGLU kernels: nothing of a model), the core never
+  includes a file format or the serving layer, and the formats never
+  include the serving layer;
 - the engine includes nothing of the command line (ref/cli/) or of the
   trace layer (trace/): the maths never formats JSON;
 - the trace layer includes nothing of the command line;
@@ -51,7 +53,7 @@ def main():
     files = sorted(glob.glob("ref/**/*.[ch]", recursive=True) + glob.glob("trace/*.[ch]"))
     deps, problems = {}, []
     engine = {"util", "kernels", "text", "core", "formats", "serve"}
-    allowed = {"util": {"util"}, "kernels": {"util", "core", "kernels"}, "text": {"util", "core", "text"},
+    allowed = {"util": {"util"}, "kernels": {"util", "kernels"}, "text": {"util", "core", "text"},
                "core": {"util", "kernels", "text", "core"},
                "formats": {"util", "kernels", "text", "core", "formats"}, "serve": engine,
                "trace": engine | {"trace"}, "api": engine | {"trace", "api"},

@@ -59,7 +59,7 @@ MUTANTS = [
      "memcpy(key_l + (size_t)(model_fast(m) && T == 1 && pos0 > 0 ? pos0 - 1 : pos0) * kv_dim, k,"
      " (size_t)T * kv_dim * sizeof(float));", "forward",
      "a decode step on the fast path writes its K row one position early"),
-    ("sliding-window-off-by-one", "ref/config.h",
+    ("sliding-window-off-by-one", "ref/kernels/attention_spec.h",
      "return window > 0 && pos >= window ? pos - window + 1 : 0;",
      "return window > 0 && pos >= window ? pos - window : 0;", "arch",
      "a sliding window one position wider than it says"),
@@ -108,7 +108,7 @@ MUTANTS = [
     ("threads-share-overlap", "ref/kernels/threads.c", "int end = (int)((long long)p->n * (k + 1) / p->n_threads);",
      "int end = (int)((long long)p->n * (k + 1) / p->n_threads) - (k + 1 < p->n_threads);", "threads",
      "a thread's share ends one task early: a task runs on no thread"),
-    ("f16-flush-subnormals", "ref/matrix.h", "    v.f *= 0x1p112f;\n",
+    ("f16-flush-subnormals", "ref/kernels/matrix.h", "    v.f *= 0x1p112f;\n",
      "    v.f *= 0x1p112f;\n    if ((h & 0x7c00u) == 0) v.u = 0;\n", "kernels",
      "float16 widening flushes subnormals to zero"),
     ("f16-rebias", "ref/util/float16.c", "bits = sign | (exp + 112) << 23 | man << 13;",

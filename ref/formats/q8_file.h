@@ -9,7 +9,7 @@
 
 #include <stdbool.h>
 
-#include "ref/kernels/quant_model.h"
+#include "ref/model_quant.h"
 #include "ref/model.h"
 #include "ref/util/error.h"
 

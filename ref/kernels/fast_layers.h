@@ -8,7 +8,7 @@
 #ifndef STEPWISE_KERNELS_FAST_LAYERS_H
 #define STEPWISE_KERNELS_FAST_LAYERS_H
 
-#include "ref/config.h"
+#include "ref/kernels/attention_spec.h"
 #include "ref/kernels/exp.h"
 
 /* A pass of at least this many queries reads every key that often: the

@@ -14,20 +14,7 @@ int packed_blocks(const Matrix *w) {
     return (w->rows + PACK_ROWS - 1) / PACK_ROWS;
 }
 
-/* Stored rows r0..r1-1 of a row-major source go back (they are packed): a
- * mapped file's pages are dropped (read again from the file if touched), an
- * anonymous store's pages given back. Owned sources are freed whole later. */
-static void release_rows(const Model *m, const Matrix *w, int r0, int r1) {
-    size_t row = matrix_row_bytes(w);
-    if (w->interleave_head_dim != 0 || w->owned != NULL) return; /* rows out of order, or owned */
-    model_discard_bytes(m, (const char *)w->data + (size_t)r0 * row, (size_t)(r1 - r0) * row);
-}
-
-/* Pack w [rows, cols] of model m (m NULL: release nothing), releasing the
- * source rows as they are done, so that the two layouts never both hold the
- * whole matrix. Elements keep their type; GGUF blocks are dequantized into
- * float32, as at load. */
-static bool pack_matrix(const Model *m, Matrix *p, const Matrix *w) {
+bool matrix_pack_releasing(Matrix *p, const Matrix *w, PackReleaseRows release, void *ctx) {
     int rows = w->rows, cols = w->cols;
     bool blocks = w->layout == MATRIX_BLOCKS;
     ElementType elem = blocks ? ELEM_F32 : w->elem;
@@ -56,14 +43,14 @@ static bool pack_matrix(const Model *m, Matrix *p, const Matrix *w) {
             for (int i = 0; i < cols; i++)
                 memcpy(dst + (size_t)i * PACK_ROWS * size, src + (size_t)i * size, size);
         }
-        if (m != NULL) release_rows(m, w, r0, r1);
+        if (release != NULL) release(ctx, w, r0, r1);
     }
     free(row);
     return true;
 }
 
 bool matrix_pack(Matrix *p, const Matrix *w) {
-    return pack_matrix(NULL, p, w);
+    return matrix_pack_releasing(p, w, NULL, NULL);
 }
 
 /* One token against one block (decode): PACK_ROWS independent sums, one
@@ -258,41 +245,4 @@ void matmul_packed_blocks(float *out, const float *x, const Matrix *w, int T, in
 
 void matmul_packed(float *out, const float *x, const Matrix *w, int T) {
     matmul_packed_blocks(out, x, w, T, 0, packed_blocks(w));
-}
-
-/* Pack matrix *w in place (the packed copy replaces it; an owned source is
- * freed). */
-static bool pack_in_place(Model *m, Matrix *w) {
-    Matrix packed;
-    if (!pack_matrix(m, &packed, w)) return false;
-    matrix_free(w);
-    *w = packed;
-    return true;
-}
-
-bool model_pack(Model *m, StepError *err) {
-    if (m->classifier.layout == MATRIX_PACKED) m->fast_kernels = true;
-    if (m->weight_group > 0 || m->layers == NULL || m->classifier.layout == MATRIX_PACKED)
-        return true;
-    int n = model_matrix_count(m);
-    bool tied = m->embedding.data == m->classifier.data;
-    bool ok = true;
-    for (int i = 0; ok && i < n; i++) {
-        Matrix *w = model_matrix_at(m, i);
-        if (w->rows == 0) continue; /* a kind the architecture has none of */
-        ok = pack_in_place(m, w);
-        progress_report(m->progress, "packing the weights (matrices)", (uint64_t)i + 1,
-                        (uint64_t)n + 1);
-    }
-    if (ok && tied) m->embedding = (Matrix){0}; /* the classifier's rows, packed below */
-    ok = ok && pack_in_place(m, &m->classifier);
-    if (ok && tied) /* looked up in the packed classifier: a view of it */
-        m->embedding = matrix_borrow(&m->classifier);
-    /* What stays row-major in the float storage: the norms, an untied
-     * embedding (for lookups), and the architecture's biases and q/k norms
-     * (added, not multiplied). The rest of the storage goes. */
-    ok = ok && model_compact_storage(m, err);
-    if (!ok) return step_fail(err, "pack: out of memory for the weights");
-    m->fast_kernels = true; /* the block's fast kernels from here on (model_fast) */
-    return true;
 }

@@ -9,12 +9,11 @@
  * the type they were stored in (float32, float16, bfloat16), and are widened
  * in registers as they are read: half-precision weights are packed in half
  * the bytes, and give the same bits. The layout is chosen once, when the
- * model is loaded (model_pack). docs/performance.md. */
+ * model is loaded (model_pack.h). docs/performance.md. */
 #ifndef STEPWISE_PACK_H
 #define STEPWISE_PACK_H
 
-#include "ref/matrix.h"
-#include "ref/model.h"
+#include "ref/kernels/matrix.h"
 
 /* Blocks of PACK_ROWS output rows in a packed matrix: the units threads
  * share out. */
@@ -31,10 +30,13 @@ void matmul_packed(float *out, const float *x, const Matrix *w, int T);
 /* w (MATRIX_ROWS) in the packed layout, owned, same element type: into *p. */
 bool matrix_pack(Matrix *p, const Matrix *w);
 
-/* Repack m's row-major float matrices (any element type) for the fast
- * kernels, giving each source's memory back as it is packed (a mapped file's
- * pages, an owned copy, the model's storage). A tied embedding is then read
- * from the packed classifier. Nothing to do for an int8 model. */
-bool model_pack(Model *m, StepError *err);
+/* Told the source rows r0..r1-1 a packing is done with, so that whoever
+ * holds them may give their memory back as it goes (model_pack.h). */
+typedef void (*PackReleaseRows)(void *ctx, const Matrix *w, int r0, int r1);
+
+/* matrix_pack telling release (may be NULL) after each run of rows, so that
+ * the two layouts never both hold the whole matrix. Elements keep their
+ * type; GGUF blocks are dequantized into float32, as at load. */
+bool matrix_pack_releasing(Matrix *p, const Matrix *w, PackReleaseRows release, void *ctx);
 
 #endif

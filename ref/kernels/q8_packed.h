@@ -17,7 +17,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "ref/matrix.h"
+#include "ref/kernels/matrix.h"
 
 /* Whether this processor runs the quads' kernel (AVX-512 VNNI), and
  * whether w's shape allows quads (whole quads in its rows and its groups). */

@@ -35,7 +35,7 @@ float dot_q8(const int8_t *qx, const float *sx, const int8_t *qw, const float *s
 float dot_f32_q8(const float *x, const int8_t *qw, const float *sw, int n, int group);
 
 /* What is quantized while the model runs (weights are a property of the
- * model: see quant_model.h). */
+ * model: see model_quant.h). */
 typedef struct {
     bool activations; /* each matmul input, per group of `group` */
     bool kv;          /* the KV cache: one scale per (position, KV head) */

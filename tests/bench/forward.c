@@ -33,7 +33,8 @@
 #include "ref/kernels/clones.h"
 #include "ref/formats/hf_model.h"
 #include "ref/kernels/pack.h"
-#include "ref/kernels/quant_model.h"
+#include "ref/model_pack.h"
+#include "ref/model_quant.h"
 #include "ref/kernels/threads.h"
 
 static double now(void) {

@@ -7,7 +7,7 @@
 #include "tests/fuzz/fuzz_forward.h"
 
 #include "ref/model.h"
-#include "ref/kernels/quant_model.h"
+#include "ref/model_quant.h"
 #include "ref/formats/q8_file.h"
 #include "ref/forward.h"
 

@@ -1,9 +1,9 @@
-/* quant_model.h: a model's weights in int8: every matrix (Q/K/V/O, the
+/* model_quant.h: a model's weights in int8: every matrix (Q/K/V/O, the
  * feed-forward, the classifier) and the token embedding int8 with one
  * scale per group; the norm weights stay float32. Its file, .q8, is
  * formats/q8_file.h's. */
-#ifndef STEPWISE_QUANT_MODEL_H
-#define STEPWISE_QUANT_MODEL_H
+#ifndef STEPWISE_MODEL_QUANT_H
+#define STEPWISE_MODEL_QUANT_H
 
 #include "ref/matrix.h"
 #include "ref/model.h"

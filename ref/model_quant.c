@@ -1,5 +1,5 @@
-/* quant_model.c: see quant_model.h. */
-#include "ref/kernels/quant_model.h"
+/* model_quant.c: see model_quant.h. */
+#include "ref/model_quant.h"
 
 #include <errno.h>
 #include <stdio.h>
