@@ -365,11 +365,10 @@ uint64_t kv_cache_bytes_of(const Config *c, int tokens, bool int8) {
      .help = help_,                                                                                \
      .offset = offsetof(Config, name_)},
 
-const ConfigField CONFIG_FIELD_LIST[] = {CONFIG_FIELDS(CONFIG_FIELD_ENTRY)};
-const int CONFIG_N_FIELDS = (int)(sizeof CONFIG_FIELD_LIST / sizeof CONFIG_FIELD_LIST[0]);
+const ConfigField CONFIG_FIELD_LIST[CONFIG_FIELD_COUNT] = {CONFIG_FIELDS(CONFIG_FIELD_ENTRY)};
 
 const ConfigField *config_field_find(const char *name) {
-    for (int i = 0; i < CONFIG_N_FIELDS; i++)
+    for (int i = 0; i < CONFIG_FIELD_COUNT; i++)
         if (strcmp(CONFIG_FIELD_LIST[i].name, name) == 0) return &CONFIG_FIELD_LIST[i];
     return NULL;
 }
@@ -405,6 +404,20 @@ void config_field_set(Config *c, const ConfigField *f, double v) {
             *(bool *)at = v != 0;
             break;
     }
+}
+
+void config_defaults_apply(Config *c, const ConfigDefault *d, size_t n, const char *family,
+                           bool (*keep)(const Config *c, const ConfigField *f)) {
+    for (size_t i = 0; i < n; i++) {
+        const ConfigField *f = config_field_find(d[i].field);
+        if (strcmp(d[i].family, family) == 0 && (keep == NULL || !keep(c, f)))
+            config_field_set(c, f, d[i].value);
+    }
+}
+
+bool config_field_shown(const Config *c, const ConfigField *f, bool prev_shown) {
+    return f->show == CF_ALWAYS || (f->show == CF_IF_SET && config_field_get(c, f) != 0) ||
+           (f->show == CF_WITH_PREV && prev_shown);
 }
 
 bool config_field_in_family(const ConfigField *f, const char *family) {
@@ -445,7 +458,7 @@ void config_field_describe(const ConfigField *f, char *buf, size_t size) {
 }
 
 bool config_fields_valid(const Config *c, const char *what, StepError *err) {
-    for (int i = 0; i < CONFIG_N_FIELDS; i++) {
+    for (int i = 0; i < CONFIG_FIELD_COUNT; i++) {
         const ConfigField *f = &CONFIG_FIELD_LIST[i];
         double v = config_field_get(c, f);
         if (f->group == CF_SHAPE || v == 0 || (v >= f->min && v <= f->max)) continue;
@@ -459,7 +472,7 @@ bool config_fields_valid(const Config *c, const char *what, StepError *err) {
 }
 
 bool config_fields_llama2c(const Config *c) {
-    for (int i = 0; i < CONFIG_N_FIELDS; i++) {
+    for (int i = 0; i < CONFIG_FIELD_COUNT; i++) {
         const ConfigField *f = &CONFIG_FIELD_LIST[i];
         double v = config_field_get(c, f);
         /* the shape is the checkpoint's; a value equal to what 0 stands for is 0 */

@@ -107,12 +107,10 @@ typedef struct {
     size_t offset;                                    /* offsetof(Config, name) */
 } ConfigField;
 
-/* Every field, in the table's order, and how many (CONFIG_FIELD_COUNT for
- * an array's size). */
+/* Every field, in the table's order, and how many. */
 #define CONFIG_COUNT_ONE(...) +1
 enum { CONFIG_FIELD_COUNT = 0 CONFIG_FIELDS(CONFIG_COUNT_ONE) };
-extern const ConfigField CONFIG_FIELD_LIST[];
-extern const int CONFIG_N_FIELDS;
+extern const ConfigField CONFIG_FIELD_LIST[CONFIG_FIELD_COUNT];
 
 /* The field called name (the member's), or NULL. */
 const ConfigField *config_field_find(const char *name);
@@ -122,6 +120,23 @@ double config_field_get(const Config *c, const ConfigField *f);
 double config_field_effective(const Config *c, const ConfigField *f);
 /* Store v (in the field's range, or 0) into the field. */
 void config_field_set(Config *c, const ConfigField *f, double v);
+/* A default a family gives a field where no file or option says: the
+ * family (make-model's --arch name, or llama.cpp's architecture), the
+ * field (its member's name) and the value. */
+typedef struct {
+    const char *family, *field;
+    double value;
+} ConfigDefault;
+
+/* Set in c each default of `family` among d[0..n), but where keep (may be
+ * NULL) says the field holds what it should keep. */
+void config_defaults_apply(Config *c, const ConfigDefault *d, size_t n, const char *family,
+                           bool (*keep)(const Config *c, const ConfigField *f));
+
+/* Whether the run header (and inspect's fields line) shows f of c, as its
+ * show says; prev_shown: whether the field before it was shown
+ * (CF_WITH_PREV). */
+bool config_field_shown(const Config *c, const ConfigField *f, bool prev_shown);
 /* Whether family (make-model's --arch name) holds the field: its families
  * list names it, or the list is empty. */
 bool config_field_in_family(const ConfigField *f, const char *family);

@@ -7,7 +7,6 @@
 #include "ref/run_state.h"
 
 #include "ref/kernels/fast_layers.h"
-#include "ref/layers.h"
 
 /* The frequency of pair i after scaling. Linear divides every frequency
  * by the factor. Llama 3's keeps the high frequencies (wavelength below

@@ -46,7 +46,7 @@ static Config every_field_set(void) {
                 .n_kv_heads = 4, /* as many as the query heads: MLA's rule */
                 .vocab_size = 32,
                 .seq_len = 16};
-    for (int i = 0; i < CONFIG_N_FIELDS; i++) {
+    for (int i = 0; i < CONFIG_FIELD_COUNT; i++) {
         const ConfigField *f = &CONFIG_FIELD_LIST[i];
         if (f->group == CF_SHAPE) continue;
         double v = f->type == CF_TYPE_BOOL ? 1 : f->type == CF_TYPE_INT ? f->min : 0.5 * f->max;
@@ -62,7 +62,7 @@ Test(config_fields, every_shown_field_is_in_the_schema_with_its_type) {
     const cJSON *top = properties(schema, "model"), *arch = properties(schema, "model.arch");
     const cJSON *moe = properties(schema, "model.arch.moe");
     cr_assert(top && arch && moe, "run.schema.json has model, model.arch and model.arch.moe");
-    for (int i = 0; i < CONFIG_N_FIELDS; i++) {
+    for (int i = 0; i < CONFIG_FIELD_COUNT; i++) {
         const ConfigField *f = &CONFIG_FIELD_LIST[i];
         if (f->show == CF_NEVER) continue;
         const cJSON *where = f->group == CF_SHAPE ? top : f->group == CF_MOE ? moe : arch;
@@ -98,7 +98,7 @@ Test(config_fields, every_schema_property_is_a_field_or_derived) {
         const cJSON *p;
         cJSON_ArrayForEach(p, properties(schema, paths[k])) {
             bool field = false;
-            for (int i = 0; i < CONFIG_N_FIELDS; i++)
+            for (int i = 0; i < CONFIG_FIELD_COUNT; i++)
                 field |= strcmp(CONFIG_FIELD_LIST[i].trace, p->string) == 0;
             cr_expect(field || derived(p->string), "%s.%s is neither a field nor derived", paths[k],
                       p->string);
@@ -126,7 +126,7 @@ Test(config_fields, a_header_with_every_field_passes_the_schema) {
     const cJSON *arch = cJSON_GetObjectItem(model, "arch");
     cr_assert(arch != NULL);
     cr_expect(schema_check(arch_schema, arch, msg, sizeof msg), "%s", msg);
-    for (int i = 0; i < CONFIG_N_FIELDS; i++) {
+    for (int i = 0; i < CONFIG_FIELD_COUNT; i++) {
         const ConfigField *f = &CONFIG_FIELD_LIST[i];
         if (f->show == CF_NEVER) continue;
         const cJSON *in = f->group == CF_SHAPE ? model
@@ -179,7 +179,7 @@ Test(config_fields, gemma2s_header_by_hand) {
 
 /* Each field past its range is refused, naming the field. */
 Test(config_fields, validate_refuses_each_field_out_of_range) {
-    for (int i = 0; i < CONFIG_N_FIELDS; i++) {
+    for (int i = 0; i < CONFIG_FIELD_COUNT; i++) {
         const ConfigField *f = &CONFIG_FIELD_LIST[i];
         if (f->group == CF_SHAPE || f->type == CF_TYPE_BOOL) continue;
         double bad[] = {-1, f->max * 2 + 1, NAN};
@@ -208,7 +208,7 @@ Test(config_fields, llama2c_is_every_field_at_its_zero) {
     cr_expect(config_is_llama2c(&c));
     c.rope_theta = 10000, c.norm_eps = 1e-5f, c.head_dim = 4;
     cr_expect(config_is_llama2c(&c));
-    for (int i = 0; i < CONFIG_N_FIELDS; i++) {
+    for (int i = 0; i < CONFIG_FIELD_COUNT; i++) {
         const ConfigField *f = &CONFIG_FIELD_LIST[i];
         if (f->group == CF_SHAPE) continue;
         Config d = c;
@@ -219,8 +219,8 @@ Test(config_fields, llama2c_is_every_field_at_its_zero) {
 
 /* Names, trace names and options are each used once. */
 Test(config_fields, names_are_unique) {
-    for (int i = 0; i < CONFIG_N_FIELDS; i++)
-        for (int j = i + 1; j < CONFIG_N_FIELDS; j++) {
+    for (int i = 0; i < CONFIG_FIELD_COUNT; i++)
+        for (int j = i + 1; j < CONFIG_FIELD_COUNT; j++) {
             const ConfigField *a = &CONFIG_FIELD_LIST[i], *b = &CONFIG_FIELD_LIST[j];
             cr_expect(strcmp(a->name, b->name) != 0 && a->offset != b->offset);
             cr_expect(strcmp(a->trace, b->trace) != 0, "%s twice", a->trace);
@@ -228,7 +228,7 @@ Test(config_fields, names_are_unique) {
                       a->option);
         }
     /* a flag cannot say "not given" (make-model marks numbers only): none has an option */
-    for (int i = 0; i < CONFIG_N_FIELDS; i++)
+    for (int i = 0; i < CONFIG_FIELD_COUNT; i++)
         cr_expect(CONFIG_FIELD_LIST[i].type != CF_TYPE_BOOL || CONFIG_FIELD_LIST[i].option[0] == 0,
                   "%s is a bool with an option", CONFIG_FIELD_LIST[i].name);
     cr_expect_str_eq(config_field_find("attn_softcap")->hf, "attn_logit_softcapping");

@@ -20,11 +20,10 @@ static cJSON *field_json(const Config *c, const ConfigField *f) {
 /* The table's fields of one group into o, each as its `show` says. */
 static void fields_json(cJSON *o, const Config *c, ConfigGroup group) {
     bool shown = false;
-    for (int i = 0; i < CONFIG_N_FIELDS; i++) {
+    for (int i = 0; i < CONFIG_FIELD_COUNT; i++) {
         const ConfigField *f = &CONFIG_FIELD_LIST[i];
         if (f->group != group) continue;
-        shown = f->show == CF_ALWAYS || (f->show == CF_IF_SET && config_field_get(c, f) != 0) ||
-                (f->show == CF_WITH_PREV && shown);
+        shown = config_field_shown(c, f, shown);
         if (shown) cJSON_AddItemToObject(o, f->trace, field_json(c, f));
     }
 }

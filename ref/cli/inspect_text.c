@@ -27,11 +27,10 @@ static void print_fields(const Config *c) {
     printf("  fields:");
     int shown = 0;
     bool prev = false;
-    for (int i = 0; i < CONFIG_N_FIELDS; i++) {
+    for (int i = 0; i < CONFIG_FIELD_COUNT; i++) {
         const ConfigField *f = &CONFIG_FIELD_LIST[i];
         double v = config_field_effective(c, f);
-        prev = f->show == CF_ALWAYS || (f->show == CF_IF_SET && config_field_get(c, f) != 0) ||
-               (f->show == CF_WITH_PREV && prev);
+        prev = config_field_shown(c, f, prev);
         if (!prev || f->group == CF_SHAPE) continue;
         const char *sep = shown == 0 ? " " : shown % 4 == 0 ? ",\n         " : ", ";
         shown++;

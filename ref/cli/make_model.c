@@ -58,17 +58,13 @@ typedef struct {
  * experts a token (at most E), every layer sparse and the k weights
  * renormalised (--no-norm-topk clears it). The expert width
  * (--hidden) is set apart: it is not a constant. */
-static const struct {
-    HfArchitecture arch;
-    const char *field;
-    double value;
-} FAMILY_DEFAULTS[] = {
-    {HF_GEMMA2, "attn_softcap", 50},      {HF_GEMMA2, "final_softcap", 30},
-    {HF_GEMMA2, "sliding_pattern", 2},    {HF_GEMMA3, "sliding_pattern", 6},
-    {HF_GEMMA3, "rope_local_theta", 1e4}, {HF_MIXTRAL, "n_experts_used", 2},
-    {HF_MIXTRAL, "moe_step", 1},          {HF_QWEN3MOE, "n_experts_used", 2},
-    {HF_QWEN3MOE, "moe_step", 1},         {HF_MIXTRAL, "expert_norm_topk", 1},
-    {HF_QWEN3MOE, "expert_norm_topk", 1},
+static const ConfigDefault FAMILY_DEFAULTS[] = {
+    {"gemma2", "attn_softcap", 50},      {"gemma2", "final_softcap", 30},
+    {"gemma2", "sliding_pattern", 2},    {"gemma3", "sliding_pattern", 6},
+    {"gemma3", "rope_local_theta", 1e4}, {"mixtral", "n_experts_used", 2},
+    {"mixtral", "moe_step", 1},          {"qwen3moe", "n_experts_used", 2},
+    {"qwen3moe", "moe_step", 1},         {"mixtral", "expert_norm_topk", 1},
+    {"qwen3moe", "expert_norm_topk", 1},
 };
 
 /* "gemma2 gemma3 mistral" as "gemma2, gemma3 or mistral". */
@@ -88,7 +84,7 @@ static void families_text(const char *families, char *buf, size_t size) {
  * none when a llama2.c checkpoint is made of no preset (one of a preset
  * must still be config_is_llama2c's, below). */
 static bool fields_fit(const Config *c, bool checkpoint, HfArchitecture arch, StepError *err) {
-    for (int i = 0; i < CONFIG_N_FIELDS; i++) {
+    for (int i = 0; i < CONFIG_FIELD_COUNT; i++) {
         const ConfigField *f = &CONFIG_FIELD_LIST[i];
         if (f->option[0] == '\0' || !model_field_marked(f) || !model_field_given(c, f)) continue;
         if (checkpoint)
@@ -106,11 +102,8 @@ static bool fields_fit(const Config *c, bool checkpoint, HfArchitecture arch, St
 
 /* The fields still not given: the family's default, else 0. */
 static void family_defaults(Config *c, HfArchitecture arch) {
-    for (size_t i = 0; i < sizeof FAMILY_DEFAULTS / sizeof FAMILY_DEFAULTS[0]; i++) {
-        const ConfigField *f = config_field_find(FAMILY_DEFAULTS[i].field);
-        if (FAMILY_DEFAULTS[i].arch == arch && !model_field_given(c, f))
-            config_field_set(c, f, FAMILY_DEFAULTS[i].value);
-    }
+    config_defaults_apply(c, FAMILY_DEFAULTS, sizeof FAMILY_DEFAULTS / sizeof FAMILY_DEFAULTS[0],
+                          hf_architecture_name(arch), model_field_given);
     model_fields_settle(c);
 }
 
@@ -276,7 +269,7 @@ static CliOption field_option(const ConfigField *f, size_t base, char *help, siz
 
 static void make_model_options(MakeModelOptions *o) {
     int n_own = 0, n_in[N_GROUPS] = {0}, n_groups = 0;
-    for (int i = 0; i < CONFIG_N_FIELDS; i++) {
+    for (int i = 0; i < CONFIG_FIELD_COUNT; i++) {
         const ConfigField *f = &CONFIG_FIELD_LIST[i];
         if (f->option[0] == '\0') continue;
         bool shape = f->group == CF_SHAPE;

@@ -237,7 +237,7 @@ bool model_field_marked(const ConfigField *f) {
 }
 
 void model_fields_mark(Config *c) {
-    for (int i = 0; i < CONFIG_N_FIELDS; i++)
+    for (int i = 0; i < CONFIG_FIELD_COUNT; i++)
         if (model_field_marked(&CONFIG_FIELD_LIST[i]))
             config_field_set(c, &CONFIG_FIELD_LIST[i], -1);
 }
@@ -248,14 +248,14 @@ bool model_field_given(const Config *c, const ConfigField *f) {
 }
 
 void model_fields_settle(Config *c) {
-    for (int i = 0; i < CONFIG_N_FIELDS; i++)
+    for (int i = 0; i < CONFIG_FIELD_COUNT; i++)
         if (model_field_marked(&CONFIG_FIELD_LIST[i]) &&
             config_field_get(c, &CONFIG_FIELD_LIST[i]) < 0)
             config_field_set(c, &CONFIG_FIELD_LIST[i], 0);
 }
 
 void model_preset_apply(const ModelPreset *p, Config *c, bool *untied) {
-    for (int i = 0; i < CONFIG_N_FIELDS; i++) {
+    for (int i = 0; i < CONFIG_FIELD_COUNT; i++) {
         const ConfigField *f = &CONFIG_FIELD_LIST[i];
         if ((f->group == CF_SHAPE || model_field_marked(f)) && !model_field_given(c, f))
             config_field_set(c, f, config_field_get(&p->config, f));

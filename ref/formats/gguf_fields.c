@@ -5,10 +5,7 @@
 #include <string.h>
 
 /* What llama.cpp gives a key its file leaves out. */
-static const struct {
-    const char *arch, *field;
-    double value;
-} LLAMA_CPP_DEFAULTS[] = {
+static const ConfigDefault LLAMA_CPP_DEFAULTS[] = {
     {"gemma2", "attn_softcap", 50},
     {"gemma2", "final_softcap", 30},
 };
@@ -19,21 +16,19 @@ static bool ours(const ConfigField *f, const char *arch) {
 }
 
 bool gguf_fields_read(const GgufFile *f, const char *arch, Config *c, StepError *err) {
-    for (size_t i = 0; i < sizeof LLAMA_CPP_DEFAULTS / sizeof LLAMA_CPP_DEFAULTS[0]; i++)
-        if (strcmp(LLAMA_CPP_DEFAULTS[i].arch, arch) == 0)
-            config_field_set(c, config_field_find(LLAMA_CPP_DEFAULTS[i].field),
-                             LLAMA_CPP_DEFAULTS[i].value);
-    for (int i = 0; i < CONFIG_N_FIELDS; i++) {
+    config_defaults_apply(c, LLAMA_CPP_DEFAULTS,
+                          sizeof LLAMA_CPP_DEFAULTS / sizeof LLAMA_CPP_DEFAULTS[0], arch, NULL);
+    for (int i = 0; i < CONFIG_FIELD_COUNT; i++) {
         const ConfigField *field = &CONFIG_FIELD_LIST[i];
         if (!ours(field, arch)) continue;
         char key[160];
         snprintf(key, sizeof key, "%s.%s", arch, field->gguf);
         if (gguf_find_kv(f, key) == NULL) continue;
-        uint64_t u;
-        double v;
-        bool ok = field->type == CF_TYPE_FLOAT
-                      ? gguf_get_float(f, key, &v)
-                      : gguf_get_uint(f, key, UINT32_MAX, &u) && (v = (double)u, true);
+        uint64_t u = 0;
+        double v = 0;
+        bool ok = field->type == CF_TYPE_FLOAT ? gguf_get_float(f, key, &v)
+                                               : gguf_get_uint(f, key, UINT32_MAX, &u);
+        if (field->type != CF_TYPE_FLOAT) v = (double)u;
         if (!ok || !(v >= field->min && v <= field->max)) {
             char takes[64];
             config_field_describe(field, takes, sizeof takes);
@@ -45,7 +40,7 @@ bool gguf_fields_read(const GgufFile *f, const char *arch, Config *c, StepError 
 }
 
 void gguf_fields_write(GgufMetadata *meta, const Config *c, const char *arch) {
-    for (int i = 0; i < CONFIG_N_FIELDS; i++) {
+    for (int i = 0; i < CONFIG_FIELD_COUNT; i++) {
         const ConfigField *field = &CONFIG_FIELD_LIST[i];
         double v = config_field_effective(c, field);
         if (!ours(field, arch) || v == 0) continue;

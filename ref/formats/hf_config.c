@@ -192,28 +192,41 @@ static bool read_architecture(const cJSON *root, HfArchitecture *a, const char *
 /* What a family's config class gives a key config.json leaves out: Gemma
  * 2's and 3's attention scale, head size, window, epsilon and RoPE bases
  * (and Gemma 2's soft-caps), and how the MoE families route. */
-static const struct {
-    HfArchitecture arch;
-    const char *field;
-    double value;
-} CLASS_DEFAULTS[] = {
-    {HF_GEMMA2, "query_scale", 256},      {HF_GEMMA2, "attn_softcap", 50},
-    {HF_GEMMA2, "final_softcap", 30},     {HF_GEMMA2, "sliding_window", 4096},
-    {HF_GEMMA2, "head_dim", 256},         {HF_GEMMA2, "norm_eps", 1e-6},
-    {HF_GEMMA2, "rope_theta", 1e4},       {HF_GEMMA3, "query_scale", 256},
-    {HF_GEMMA3, "sliding_window", 4096},  {HF_GEMMA3, "head_dim", 256},
-    {HF_GEMMA3, "norm_eps", 1e-6},        {HF_GEMMA3, "rope_theta", 1e6},
-    {HF_GEMMA3, "rope_local_theta", 1e4}, {HF_MIXTRAL, "expert_norm_topk", 1},
-    {HF_MIXTRAL, "moe_step", 1},          {HF_QWEN3MOE, "moe_step", 1},
+static const ConfigDefault CLASS_DEFAULTS[] = {
+    {"gemma2", "query_scale", 256},      {"gemma2", "attn_softcap", 50},
+    {"gemma2", "final_softcap", 30},     {"gemma2", "sliding_window", 4096},
+    {"gemma2", "head_dim", 256},         {"gemma2", "norm_eps", 1e-6},
+    {"gemma2", "rope_theta", 1e4},       {"gemma3", "query_scale", 256},
+    {"gemma3", "sliding_window", 4096},  {"gemma3", "head_dim", 256},
+    {"gemma3", "norm_eps", 1e-6},        {"gemma3", "rope_theta", 1e6},
+    {"gemma3", "rope_local_theta", 1e4}, {"mixtral", "expert_norm_topk", 1},
+    {"mixtral", "moe_step", 1},          {"qwen3moe", "moe_step", 1},
 };
+
+/* root's key of f (present, not null) as f's type in its range, into *d. */
+static bool key_value(const cJSON *root, const ConfigField *f, double *d) {
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(root, f->hf);
+    int n;
+    switch (f->type) {
+        case CF_TYPE_BOOL:
+            *d = cJSON_IsTrue(v);
+            return cJSON_IsBool(v);
+        case CF_TYPE_INT:
+            if (!json_int_field(root, f->hf, (int)f->min, (int)fmin(f->max, CF_INT_MAX), &n))
+                return false;
+            *d = n;
+            return true;
+        case CF_TYPE_FLOAT:
+            return json_number_field(root, f->hf, f->min, f->max, d);
+    }
+    return false;
+}
 
 bool hf_config_fields_read(const cJSON *root, HfArchitecture a, Config *c, const char *what,
                            StepError *err) {
-    for (size_t i = 0; i < sizeof CLASS_DEFAULTS / sizeof CLASS_DEFAULTS[0]; i++)
-        if (CLASS_DEFAULTS[i].arch == a)
-            config_field_set(c, config_field_find(CLASS_DEFAULTS[i].field),
-                             CLASS_DEFAULTS[i].value);
-    for (int i = 0; i < CONFIG_N_FIELDS; i++) {
+    config_defaults_apply(c, CLASS_DEFAULTS, sizeof CLASS_DEFAULTS / sizeof CLASS_DEFAULTS[0],
+                          hf_architecture_name(a), NULL);
+    for (int i = 0; i < CONFIG_FIELD_COUNT; i++) {
         const ConfigField *f = &CONFIG_FIELD_LIST[i];
         if (f->group == CF_SHAPE || f->hf[0] == '\0' ||
             !config_field_in_family(f, hf_architecture_name(a)))
@@ -224,14 +237,8 @@ bool hf_config_fields_read(const cJSON *root, HfArchitecture a, Config *c, const
             if (f->zero == 0) config_field_set(c, f, 0);
             continue;
         }
-        int n;
         double d;
-        bool ok = f->type == CF_TYPE_BOOL  ? cJSON_IsBool(v) && (d = cJSON_IsTrue(v), true)
-                  : f->type == CF_TYPE_INT ? json_int_field(root, f->hf, (int)f->min,
-                                                            (int)fmin(f->max, 2147483647.0), &n) &&
-                                                 (d = n, true)
-                                           : json_number_field(root, f->hf, f->min, f->max, &d);
-        if (!ok) {
+        if (!key_value(root, f, &d)) {
             char takes[64];
             config_field_describe(f, takes, sizeof takes);
             return step_fail(err, "%s: config.json's %s must be %s or null", what, f->hf, takes);
@@ -242,7 +249,7 @@ bool hf_config_fields_read(const cJSON *root, HfArchitecture a, Config *c, const
 }
 
 void hf_config_fields_write(cJSON *o, const Config *c, HfArchitecture a) {
-    for (int i = 0; i < CONFIG_N_FIELDS; i++) {
+    for (int i = 0; i < CONFIG_FIELD_COUNT; i++) {
         const ConfigField *f = &CONFIG_FIELD_LIST[i];
         if (f->group == CF_SHAPE || f->hf[0] == '\0' ||
             !config_field_in_family(f, hf_architecture_name(a)) ||
@@ -307,10 +314,10 @@ bool hf_config_parse(const char *text, const char *what, Config *c, char *arch, 
      * block has no place for; Qwen2 biases q, k and v only, always. */
     if (ok && bias)
         ok = step_fail(err, "%s: attention_bias (with an o_proj bias) is not supported", what);
-    hf_architecture_apply(a, c);
     if (ok && gemma) ok = hf_gemma_config(root, gemma3, c, what, err); /* hf_gemma.h */
     if (ok && (a == HF_QWEN3MOE || a == HF_MIXTRAL))
         ok = hf_moe_config(root, a == HF_QWEN3MOE, c, what, err); /* hf_moe.h */
+    hf_architecture_apply(a, c); /* the family's flags, and its experts' width rule */
     c->shared_classifier = tied;
     c->rope_layout = ROPE_INTERLEAVED; /* the loader interleaves q and k (hf_interleave_heads) */
     if (ok && rotary < 1) { /* RoPE turns the first int(head_dim · factor) of each head, in

@@ -30,10 +30,8 @@ bool hf_moe_config(const cJSON *root, bool qwen, Config *c, const char *what, St
     if (!json_int_field(root, "num_experts_per_tok", 1, c->n_experts, &c->n_experts_used))
         return step_fail(err, "%s: num_experts_per_tok must be a whole number in [1, %s %d]", what,
                          experts, c->n_experts);
-    if (!qwen) { /* Mixtral's experts are intermediate_size wide */
-        c->expert_hidden_dim = c->hidden_dim;
-        return true;
-    }
+    if (!qwen)
+        return true; /* Mixtral's experts are intermediate_size wide: hf_architecture_apply */
     if (c->expert_hidden_dim == 0)
         return step_fail(err, "%s: config.json needs moe_intermediate_size, a whole number from 1",
                          what);

@@ -28,8 +28,8 @@
 /* What an MoE's config.json says beyond the field table's keys (read
  * already, hf_config.h): the experts (num_local_experts for Mixtral, qwen
  * false, num_experts for Qwen3MoeForCausalLM), the experts a token runs
- * (at most those), Mixtral's expert width (intermediate_size), Qwen3-MoE's
- * required moe_intermediate_size and its mlp_only_layers. */
+ * (at most those), Qwen3-MoE's required moe_intermediate_size and its
+ * mlp_only_layers (Mixtral's expert width is hf_architecture_apply's). */
 bool hf_moe_config(const cJSON *root, bool qwen, Config *c, const char *what, StepError *err);
 
 /* A part of layer l's mixture: the router (expert -1, part EXPERT_GATE)
