@@ -257,6 +257,7 @@ unit-checks-a:
 	/usr/bin/python3 tests/gpt2_check.py $(BUILD)/stepwise
 	/usr/bin/python3 tests/gemma_check.py $(BUILD)/stepwise
 	/usr/bin/python3 tests/moe_check.py $(BUILD)/stepwise
+	/usr/bin/python3 tests/deepseek2_check.py $(BUILD)/stepwise
 	/usr/bin/python3 tests/gguf_reference.py $(BUILD)/stepwise
 	/usr/bin/python3 tests/gguf_quant_check.py $(BUILD)/stepwise
 	/usr/bin/python3 tests/kv_int8_check.py $(BUILD)/stepwise

@@ -15,6 +15,7 @@ int config_q_dim(const Config *c) {
 }
 
 int config_rope_dims(const Config *c) {
+    if (config_mla(c)) return c->qk_rope_head_dim; /* the last ones of each head (mla.h) */
     return c->rope_dims > 0 ? c->rope_dims : config_head_dim(c);
 }
 
@@ -60,13 +61,24 @@ AttentionSpec config_attention_spec(const Config *c, int l) {
     return (AttentionSpec){.n_heads = c->n_heads,
                            .n_kv_heads = c->n_kv_heads,
                            .head_dim = config_head_dim(c),
+                           .v_head_dim = config_v_head_dim(c),
                            .query_scale = config_query_scale(c),
                            .softcap = c->attn_softcap,
                            .window = config_layer_window(c, l)};
 }
 
 float config_query_scale(const Config *c) {
-    return c->query_scale > 0 ? c->query_scale : (float)config_head_dim(c);
+    float scale = c->query_scale > 0 ? c->query_scale : (float)config_head_dim(c);
+    const RopeScaling *s = &c->rope_scaling;
+    if (s->type == ROPE_SCALING_YARN && s->mscale_all_dim > 0) {
+        float m = config_yarn_mscale(s->factor, s->mscale_all_dim);
+        scale /= m * m * m * m; /* sqrt(scale) then shrinks by m²: the scores grow by it */
+    }
+    return scale;
+}
+
+float config_yarn_mscale(float factor, float m) {
+    return factor <= 1.0f ? 1.0f : 0.1f * m * logf(factor) + 1.0f;
 }
 
 float config_rope_theta(const Config *c) {
@@ -94,6 +106,8 @@ const char *config_rope_scaling_name(RopeScalingType t) {
             return "llama3";
         case ROPE_SCALING_FACTORS:
             return "factors";
+        case ROPE_SCALING_YARN:
+            return "yarn";
         case ROPE_SCALING_LONGROPE:
             return "longrope";
     }
@@ -119,6 +133,12 @@ static bool mla_valid(const Config *c, const char *what, StepError *err) {
                          what, c->head_dim);
     if (c->n_experts == 0 && (c->n_shared_experts > 0 || c->routed_scaling_factor != 0))
         return step_fail(err, "%s: n_shared_experts and routed_scaling_factor need experts", what);
+    if (config_mla(c) && (c->qkv_bias || c->qk_norm || c->rope_dims > 0 || c->sliding_window > 0 ||
+                          c->norm != NORM_RMS || c->mlp != MLP_SWIGLU))
+        return step_fail(err,
+                         "%s: MLA's block has no q/k/v biases, q/k norms, partial RoPE, window, "
+                         "LayerNorm or GELU",
+                         what);
     return true;
 }
 
@@ -166,6 +186,16 @@ static bool arch_numbers_valid(const Config *c, const char *what, StepError *err
         return step_fail(err,
                          "%s: longrope needs original_max_position_embeddings > 0 and an "
                          "attention factor in (0, 1000]",
+                         what);
+    if (s->type == ROPE_SCALING_YARN &&
+        !(s->factor >= 1 && s->factor <= 1e6 && s->original_context > 0 && s->beta_fast > 0 &&
+          s->beta_slow > 0 && s->beta_fast <= 1e6 && s->beta_slow <= 1e6 &&
+          s->attention_factor > 0 && s->attention_factor <= 1e3 && s->mscale >= 0 &&
+          s->mscale <= 1e3 && s->mscale_all_dim >= 0 && s->mscale_all_dim <= 1e3))
+        return step_fail(err,
+                         "%s: yarn rope_scaling needs factor in [1, 1e6], "
+                         "original_max_position_embeddings > 0, beta_fast and beta_slow > 0, "
+                         "mscale and mscale_all_dim in [0, 1000]",
                          what);
     if (s->type == ROPE_SCALING_LLAMA3 &&
         !(s->low_freq_factor > 0 && s->high_freq_factor > s->low_freq_factor &&

@@ -32,6 +32,11 @@ typedef enum {
                            */
     ROPE_SCALING_FACTORS, /* frequency i divided by factors[i]: a GGUF file's rope_freqs.weight,
                              the form llama.cpp gives Llama 3's scaling */
+    ROPE_SCALING_YARN,    /* YaRN (DeepSeek-V2's): frequency i blended between itself and
+                             itself / factor by a ramp over the pairs whose wavelength fits
+                             original_context beta_slow..beta_fast times; cos and sin multiplied
+                             by attention_factor, and the scores by mscale_all_dim's factor
+                             squared (config_query_scale) */
     ROPE_SCALING_LONGROPE, /* Phi-3's: frequency i divided by factors[i] (short) or
                               long_factors[i], chosen by each pass as Hugging Face chooses (long
                               when the pass reaches past original_context), and cos and sin
@@ -67,7 +72,9 @@ typedef struct {
     int original_context;                    /* llama3, longrope: the training context */
     float factors[ROPE_MAX_FACTORS];         /* factors, longrope's short: [rope_dims / 2] */
     float long_factors[ROPE_MAX_FACTORS];    /* longrope: [rope_dims / 2] */
-    float attention_factor;                  /* longrope: cos and sin multiplied by it */
+    float attention_factor;                  /* longrope, yarn: cos and sin multiplied by it */
+    float beta_fast, beta_slow;              /* yarn: the ramp's ends, in turns a context */
+    float mscale, mscale_all_dim;            /* yarn: the factors' log multipliers (0: none) */
 } RopeScaling;
 
 /* The table's fields, grouped (config_table.h), then what is not one
@@ -149,7 +156,7 @@ void config_field_describe(const ConfigField *f, char *buf, size_t size);
 bool config_fields_valid(const Config *c, const char *what, StepError *err);
 bool config_fields_llama2c(const Config *c);
 
-/* "linear", "llama3", "factors" or "longrope" ("none" for no scaling). */
+/* "linear", "llama3", "factors", "yarn" or "longrope" ("none" for no scaling). */
 const char *config_rope_scaling_name(RopeScalingType t);
 
 /* The width of one attention head: head_dim, or dim / n_heads. */
@@ -178,8 +185,13 @@ AttentionSpec config_attention_spec(const Config *c, int l);
 bool config_layer_slides(const Config *c, int l);
 int config_layer_window(const Config *c, int l);
 int config_first_seen(const Config *c, int l, int pos);
-/* The number the scores are divided by the square root of: query_scale, or head_dim. */
+/* The number the scores are divided by the square root of: query_scale, or
+ * head_dim (YaRN with mscale_all_dim: divided by that factor's fourth power,
+ * so the scores grow by its square, as DeepSeek-V2's softmax_scale). */
 float config_query_scale(const Config *c);
+/* YaRN's attention factor for a context factor and a log multiplier:
+ * 0.1 · m · ln(factor) + 1, or 1 for a factor of at most 1 (yarn_get_mscale). */
+float config_yarn_mscale(float factor, float m);
 /* Whether a pass of positions pos0 .. last turns q and k with longrope's
  * long factors: Hugging Face's rule, per forward call, long when the
  * pass's last position + 1 exceeds original_context. */

@@ -88,20 +88,20 @@
       "attn_logit_softcapping", "attn_logit_softcapping", "attn-softcap", "gemma2 gemma3", \
       "scores capped as tanh(s / X) * X (gemma2: 50; 0: none)") \
     X(CF_ATTENTION, INT, kv_lora_rank, "kv_lora_rank", 0, 1, 1 << 20, CF_IF_SET, \
-      "kv_lora_rank", "attention.kv_lora_rank", "", "deepseek2", \
+      "kv_lora_rank", "attention.kv_lora_rank", "kv-lora-rank", "deepseek2", \
       "multi-head latent attention (DeepSeek-V2): each position caches one\n" \
       "latent of this many values, from which every head's key and value\n" \
       "are rebuilt, and one rotary key shared by the heads (0: none)") \
     X(CF_ATTENTION, INT, qk_rope_head_dim, "qk_rope_head_dim", 0, 2, 65536, CF_IF_SET, \
-      "qk_rope_head_dim", "rope.dimension_count", "", "deepseek2", \
+      "qk_rope_head_dim", "rope.dimension_count", "qk-rope-dim", "deepseek2", \
       "MLA: the dimensions of each head's q and k that RoPE turns, after\n" \
       "head_dim - qk_rope_head_dim that it does not") \
     X(CF_ATTENTION, INT, q_lora_rank, "q_lora_rank", 0, 1, 1 << 20, CF_IF_SET, \
-      "q_lora_rank", "attention.q_lora_rank", "", "deepseek2", \
+      "q_lora_rank", "attention.q_lora_rank", "q-lora-rank", "deepseek2", \
       "MLA: the query through a low-rank path of this width, normed\n" \
       "between its two matrices (0: one matrix)") \
     X(CF_ATTENTION, INT, v_head_dim, "v_head_dim", 0, 1, 65536, CF_IF_SET, \
-      "v_head_dim", "attention.value_length", "", "deepseek2", \
+      "v_head_dim", "attention.value_length", "v-head-dim", "deepseek2", \
       "the width of a head's value when not head_dim (MLA's 128 of 192)") \
     X(CF_ATTENTION, INT, sliding_window, "sliding_window", 0, 1, 1 << 30, CF_IF_SET, \
       "sliding_window", "", "sliding-window", \
@@ -152,26 +152,27 @@
       "the files fuse q, k and v, and gate and up (Phi-3)") \
     \
     X(CF_MOE, INT, n_experts, "n_experts", 0, 1, 4096, CF_IF_SET, \
-      "", "", "experts", "mixtral qwen3moe", \
+      "", "", "experts", "mixtral qwen3moe deepseek2", \
       "experts in each MoE layer (required)") \
     X(CF_MOE, INT, n_experts_used, "n_experts_used", 0, 1, 4096, CF_WITH_PREV, \
-      "", "", "experts-used", "mixtral qwen3moe", \
+      "", "", "experts-used", "mixtral qwen3moe deepseek2", \
       "the experts each token runs (default 2)") \
     X(CF_MOE, INT, expert_hidden_dim, "expert_hidden_dim", 0, 1, 1 << 30, CF_WITH_PREV, \
-      "moe_intermediate_size", "expert_feed_forward_length", "expert-hidden", "qwen3moe", \
+      "moe_intermediate_size", "expert_feed_forward_length", "expert-hidden", \
+      "qwen3moe deepseek2", \
       "each expert's hidden width (default --hidden)") \
     X(CF_MOE, BOOL, expert_norm_topk, "norm_topk", 0, 0, 1, CF_WITH_PREV, \
-      "norm_topk_prob", "", "", "qwen3moe", \
+      "norm_topk_prob", "", "", "qwen3moe deepseek2", \
       "the k chosen probabilities divided by their sum") \
     X(CF_MOE, INT, moe_step, "moe_step", 0, 1, 1 << 20, CF_WITH_PREV, \
       "decoder_sparse_step", "", "moe-step", "qwen3moe", \
       "layer l is sparse when (l + 1) % N == 0 (default 1)") \
     X(CF_MOE, INT, n_shared_experts, "n_shared_experts", 0, 1, 64, CF_IF_SET, \
-      "n_shared_experts", "expert_shared_count", "", "deepseek2", \
+      "n_shared_experts", "expert_shared_count", "shared-experts", "deepseek2", \
       "experts every token runs beside the routed ones, as one MLP\n" \
       "n_shared_experts x expert_hidden_dim wide (DeepSeek-V2)") \
     X(CF_MOE, FLOAT, routed_scaling_factor, "routed_scaling_factor", 1, 1e-6, 1e6, CF_IF_SET, \
-      "routed_scaling_factor", "expert_weights_scale", "", "deepseek2", \
+      "routed_scaling_factor", "expert_weights_scale", "routed-scale", "deepseek2", \
       "the routed experts' weights multiplied by this when not\n" \
       "renormalised (DeepSeek-V2; 0: 1)")
 /* clang-format on */

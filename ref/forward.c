@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "ref/layers.h"
+#include "ref/mla.h"
 #include "ref/moe.h"
 #include "ref/linear.h"
 #include "ref/kernels/fast_layers.h"
@@ -377,17 +378,21 @@ static void attention_block(const Model *m, RunState *s, const ForwardRow *rows,
     norm_rows(m, s->xb, s->x, w->rms_att + (size_t)l * dim, layer_slice(w->att_norm_bias, l, dim),
               N, dim); /* xb [N, dim] */
     emit_each(rows, n_rows, l, HOOK_LN1, s->xb, 1, dim);
-    LinearInput normed = linear_input(s, s->xb, N, &mats[MAT_WQ]); /* once, for q, k and v */
-    linear_rows(m, rows, n_rows, s->q, &normed, &mats[MAT_WQ]);
-    linear_rows(m, rows, n_rows, s->k_new, &normed, &mats[MAT_WK]);
-    linear_rows(m, rows, n_rows, s->v_new, &normed, &mats[MAT_WV]);
-    qkv_extras(m, s, N, l);
-    emit_each(rows, n_rows, l, HOOK_ATTN_Q_PRE, s->q, c->n_heads, config_head_dim(c));
-    emit_each(rows, n_rows, l, HOOK_ATTN_K_PRE, s->k_new, c->n_kv_heads, config_head_dim(c));
-    EACH_ROW(r, t0, rows, n_rows) /* xb [N, q_dim] = each row's attention output */
-    attend_row(m, &rows[r], l, s->q + (size_t)t0 * q_dim, s->k_new + (size_t)t0 * kv_dim,
-               s->v_new + (size_t)t0 * kv_dim, s->xb + (size_t)t0 * q_dim);
-    emit_each(rows, n_rows, l, HOOK_ATTN_Z, s->xb, c->n_heads, config_head_dim(c));
+    if (config_mla(c)) { /* DeepSeek-V2's latent attention (mla.h): xb [N, n_heads x v] */
+        mla_attention(m, s, rows, n_rows, N, l);
+    } else {
+        LinearInput normed = linear_input(s, s->xb, N, &mats[MAT_WQ]); /* once, for q, k, v */
+        linear_rows(m, rows, n_rows, s->q, &normed, &mats[MAT_WQ]);
+        linear_rows(m, rows, n_rows, s->k_new, &normed, &mats[MAT_WK]);
+        linear_rows(m, rows, n_rows, s->v_new, &normed, &mats[MAT_WV]);
+        qkv_extras(m, s, N, l);
+        emit_each(rows, n_rows, l, HOOK_ATTN_Q_PRE, s->q, c->n_heads, config_head_dim(c));
+        emit_each(rows, n_rows, l, HOOK_ATTN_K_PRE, s->k_new, c->n_kv_heads, config_head_dim(c));
+        EACH_ROW(r, t0, rows, n_rows) /* xb [N, q_dim] = each row's attention output */
+        attend_row(m, &rows[r], l, s->q + (size_t)t0 * q_dim, s->k_new + (size_t)t0 * kv_dim,
+                   s->v_new + (size_t)t0 * kv_dim, s->xb + (size_t)t0 * q_dim);
+    }
+    emit_each(rows, n_rows, l, HOOK_ATTN_Z, s->xb, c->n_heads, config_v_head_dim(c));
     linear_rows_of(m, s, rows, n_rows, s->xb2, s->xb, N, &mats[MAT_WO]);
     if (c->proj_bias) bias_forward(s->xb2, w->bo + (size_t)l * dim, N, dim);
     emit_each(rows, n_rows, l, HOOK_ATTN_OUT, s->xb2, 1, dim);
@@ -522,7 +527,7 @@ const float *forward(const Model *m, RunState *s, const ForwardRow *rows, int n_
             rows[r].state->work.weight_bytes += layer_vector_bytes;
         attention_block(m, s, rows, n_rows, N, l);
         mlp_block(m, s, rows, n_rows, N, l);
-        for (int r = 0; r < n_rows; r++) {
+        for (int r = 0; r < n_rows && !config_mla(c); r++) { /* MLA's rows: attn.latent, k_rope */
             const ForwardRow *row = &rows[r];
             int last = row->pos0 + row->n_tokens - 1;
             HookSite site = {.obs = row->obs, .layer = l, .pos0 = row->pos0, .tokens = row->tokens};
@@ -538,11 +543,22 @@ uint64_t forward_body_macs(const Config *c, int T, int pos0) {
     uint64_t qd = (uint64_t)config_q_dim(c), L = (uint64_t)c->n_layers;
     uint64_t mlp = c->mlp == MLP_GELU ? 2u : 3u;       /* GPT-2's has no up */
     uint64_t dense = (uint64_t)config_dense_layers(c); /* the others' MLP is experts (moe.h) */
-    uint64_t per_token = L * (d * qd + 2u * d * kv + qd * d) + dense * mlp * d * h +
-                         (L - dense) * (uint64_t)moe_token_macs(c);
+    uint64_t attn = d * qd + 2u * d * kv + qd * d;     /* wq, wk, wv, wo */
+    if (config_mla(c)) { /* the query's path, kv_a and wo: kv_b is mla_attention_macs' */
+        int rows, cols;
+        attn = 0;
+        for (int k = MAT_WQ; k <= MAT_KV_A; k++) {
+            layer_matrix_shape(c, (MatrixKind)k, &rows, &cols);
+            bool mlp = k == MAT_GATE || k == MAT_DOWN || k == MAT_UP;
+            if (!mlp) attn += (uint64_t)rows * (uint64_t)cols;
+        }
+    }
+    uint64_t per_token = L * attn + dense * mlp * d * h + (L - dense) * (uint64_t)moe_token_macs(c);
     /* attention: query t scores and mixes the pos0 + t + 1 positions it
      * sees, Σ_{t<T} (pos0 + t + 1) = T·pos0 + T(T+1)/2, or on a sliding
      * layer those in its window, counted one by one */
+    if (config_mla(c))
+        return per_token * (uint64_t)T + L * mla_attention_macs(c, MLA_REBUILT, T, pos0);
     uint64_t seen = 0;
     for (int l = 0; l < c->n_layers; l++) {
         if (!config_layer_slides(c, l)) {

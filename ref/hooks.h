@@ -40,6 +40,9 @@ typedef enum {
     HOOK_ATTN_Q,      /* "blocks.L.attn.q"      [n_heads, head_dim] after RoPE */
     HOOK_ATTN_K,      /* "blocks.L.attn.k"      [n_kv_heads, head_dim] after RoPE */
     HOOK_ATTN_V,      /* "blocks.L.attn.v"      [n_kv_heads, head_dim] */
+    HOOK_ATTN_LATENT, /* "blocks.L.attn.latent" [kv_lora_rank] MLA's latent, normed: cached */
+    HOOK_ATTN_K_ROPE, /* "blocks.L.attn.k_rope" [qk_rope_head_dim] MLA's rotary key, after RoPE:
+                         cached, shared by the heads */
     HOOK_ATTN_SCORES, /* "blocks.L.attn.scores" [pos + 1] q·k/sqrt(head_dim), per head (soft-capped
                          where the architecture caps them; a sliding layer's too for the
                          positions its window drops) */

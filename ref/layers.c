@@ -131,8 +131,9 @@ static void attention_query_head(float *out, const float *q, const float *key_ca
                                  const float *value_cache, float *scores, int t, int h, int pos0,
                                  const AttentionSpec *a, const HookSite *site) {
     int head_dim = a->head_dim, dim = a->n_heads * head_dim, kv_dim = a->n_kv_heads * head_dim;
-    int group = a->n_heads / a->n_kv_heads; /* query heads per KV head */
-    int pos = pos0 + t;                     /* this query sees positions first..pos */
+    int v_dim = a->v_head_dim > 0 ? a->v_head_dim : head_dim; /* a value's width (MLA: narrower) */
+    int group = a->n_heads / a->n_kv_heads;                   /* query heads per KV head */
+    int pos = pos0 + t; /* this query sees positions first..pos */
     int first = window_first_seen(a->window, pos);
     float div = sqrtf(a->query_scale);
     const float *qh = q + (size_t)t * dim + (size_t)h * head_dim;
@@ -149,12 +150,12 @@ static void attention_query_head(float *out, const float *q, const float *key_ca
     memset(scores, 0, (size_t)first * sizeof(float)); /* outside the window */
     emit_head(site, HOOK_ATTN_PATTERN, t, h, scores, pos + 1);
     /* out = Σ_p softmax(scores)[p] · v_p, accumulated in position order */
-    float *oh = out + (size_t)t * dim + (size_t)h * head_dim;
-    memset(oh, 0, (size_t)head_dim * sizeof(float));
+    float *oh = out + ((size_t)t * a->n_heads + (size_t)h) * v_dim;
+    memset(oh, 0, (size_t)v_dim * sizeof(float));
     for (int p = first; p <= pos; p++) {
-        const float *v = value_cache + (size_t)p * kv_dim + kv_off;
+        const float *v = value_cache + ((size_t)p * a->n_kv_heads + (size_t)(h / group)) * v_dim;
         float w = scores[p];
-        for (int i = 0; i < head_dim; i++) oh[i] += w * v[i];
+        for (int i = 0; i < v_dim; i++) oh[i] += w * v[i];
     }
 }
 

@@ -45,8 +45,9 @@ void rope_forward(float *x, int T, int width, int head_dim, int rot, int pos0,
 /* Causal attention of T queries at positions pos0..pos0+T-1 over the cached
  * keys and values of positions 0..pos0+t (inclusive) for query t, or of
  * its last `window` of them on a sliding layer.
- * out, q: [T, n_heads × head_dim]; key_cache, value_cache: [positions, kv_dim]
- * with kv_dim = n_kv_heads × head_dim, query head h reading KV head
+ * q: [T, n_heads × head_dim]; key_cache: [positions, n_kv_heads × head_dim];
+ * value_cache: [positions, n_kv_heads × v_head_dim]; out: [T, n_heads ×
+ * v_head_dim] (v_head_dim: MLA's narrower value, else head_dim); query head h reading KV head
  * h / (n_heads / n_kv_heads); scores: scratch of [pos0 + T] floats.
  * site (may be NULL) receives each head's scores and pattern when wanted. */
 void attention_forward(float *out, const float *q, const float *key_cache, const float *value_cache,

@@ -65,13 +65,15 @@ MatrixPlace model_matrix_place(const Model *m, int i) {
     int layer_ones = c->n_layers * LAYER_MATRICES;
     MatrixPlace p = {.expert = -1};
     if (i < layer_ones) { /* a layer's own: its slot among the layers that have it */
-        const float *all[LAYER_MATRICES] = {w->wq, w->wk, w->wv, w->wo, w->gate, w->down, w->up};
+        const float *all[LAYER_MATRICES] = {
+            w->wq,  w->wk,  w->wv,   w->wo,   w->gate,        w->down,        w->up,
+            w->q_a, w->q_b, w->kv_a, w->kv_b, w->shared_gate, w->shared_down, w->shared_up};
         p.layer = i / LAYER_MATRICES, p.kind = i % LAYER_MATRICES;
-        bool mlp = p.kind == MAT_GATE || p.kind == MAT_DOWN || p.kind == MAT_UP;
-        if (mlp && config_layer_moe(c, p.layer)) return p; /* its experts instead: rows 0 */
+        /* the dense MLP's only in dense layers, the shared experts' only in MoE ones */
+        if (!layer_has_kind(c, (MatrixKind)p.kind, p.layer)) return p; /* rows 0 */
         layer_matrix_shape(c, (MatrixKind)p.kind, &p.rows, &p.cols);
-        size_t slot = (size_t)(mlp ? config_dense_slot(c, p.layer) : p.layer);
-        if (all[p.kind] != NULL) p.floats = all[p.kind] + slot * p.rows * p.cols;
+        size_t slot = (size_t)layer_kind_slot(c, (MatrixKind)p.kind, p.layer);
+        if (all[p.kind] != NULL && p.rows > 0) p.floats = all[p.kind] + slot * p.rows * p.cols;
         return p;
     }
     const float *parts[EXPERT_MATRICES] = {w->expert_gate, w->expert_down, w->expert_up};
@@ -89,8 +91,10 @@ MatrixPlace model_matrix_place(const Model *m, int i) {
 void model_matrix_name(const Model *m, int i, char *buf, size_t size) {
     /* the names traces and messages have always given the matrices (the
      * trace's bytes stay; the code says gate, down and up) */
-    static const char *const layer[LAYER_MATRICES] = {"attn.wq", "attn.wk", "attn.wv", "attn.wo",
-                                                      "mlp.w1",  "mlp.w2",  "mlp.w3"};
+    static const char *const layer[LAYER_MATRICES] = {
+        "attn.wq",   "attn.wk",         "attn.wv",         "attn.wo",      "mlp.w1",
+        "mlp.w2",    "mlp.w3",          "attn.q_a",        "attn.q_b",     "attn.kv_a",
+        "attn.kv_b", "moe.shared.gate", "moe.shared.down", "moe.shared.up"};
     static const char *const expert[EXPERT_MATRICES] = {"gate", "down", "up"};
     MatrixPlace p = model_matrix_place(m, i);
     if (p.expert < 0)
@@ -117,7 +121,7 @@ bool model_bind_matrices(Model *m) {
  * them (after llama2.c's, which has none): q/k/v biases, q/k norms, the
  * norms' biases, the projections' biases, the position embedding. Binds
  * them from p. */
-static void bind_extras(const Config *c, Weights *w, const float *p, bool experts) {
+static void bind_extras(const Config *c, Weights *w, const float *p, bool matrices) {
     uint64_t L = (uint64_t)c->n_layers, d = (uint64_t)c->dim, h = (uint64_t)c->hidden_dim;
     uint64_t qd = (uint64_t)config_q_dim(c), kv = (uint64_t)config_kv_dim(c);
     uint64_t hd = (uint64_t)config_head_dim(c);
@@ -131,21 +135,39 @@ static void bind_extras(const Config *c, Weights *w, const float *p, bool expert
         w->bo = p, w->b_gate = p + L * d, w->b_down = p + L * (d + h), p += L * (2 * d + h);
     if (c->position == POS_LEARNED) w->pos_embedding = p, p += (uint64_t)c->seq_len * d;
     if (c->post_norms) w->post_att_norm = p, w->post_ffn_norm = p + L * d, p += 2 * L * d;
+    if (c->q_lora_rank > 0) w->q_a_norm = p, p += L * (uint64_t)c->q_lora_rank;
+    if (config_mla(c)) w->kv_a_norm = p, p += L * (uint64_t)c->kv_lora_rank;
+    uint64_t M = L - (uint64_t)config_dense_layers(c), E = (uint64_t)c->n_experts;
+    if (c->n_experts > 0) w->router = p, p += M * E * d;
+    if (!matrices) return; /* the vectors' layout: the matrices are held elsewhere */
     if (c->n_experts > 0) {
-        uint64_t M = L - (uint64_t)config_dense_layers(c), E = (uint64_t)c->n_experts;
         uint64_t eh = (uint64_t)c->expert_hidden_dim;
-        w->router = p, p += M * E * d;
-        if (!experts) return; /* the vectors' layout: the experts are held elsewhere */
         w->expert_gate = p, p += M * E * eh * d;
         w->expert_down = p, p += M * E * d * eh;
-        w->expert_up = p;
+        w->expert_up = p, p += M * E * eh * d;
+    }
+    /* MLA's matrices and the shared experts, each kind over the layers that hold it */
+    const float **views[] = {&w->q_a,         &w->q_b,         &w->kv_a,     &w->kv_b,
+                             &w->shared_gate, &w->shared_down, &w->shared_up};
+    for (int k = MAT_Q_A; k <= MAT_SHARED_UP; k++) {
+        int rows, cols;
+        layer_matrix_shape(c, (MatrixKind)k, &rows, &cols);
+        if (rows == 0) continue;
+        *views[k - MAT_Q_A] = p;
+        p += (uint64_t)layer_kind_layers(c, (MatrixKind)k) * (uint64_t)rows * (uint64_t)cols;
     }
 }
 
 /* How many floats bind_extras binds. */
-static uint64_t extras_floats(const Config *c, bool experts) {
+static uint64_t extras_floats(const Config *c, bool matrices) {
     uint64_t L = (uint64_t)c->n_layers, d = (uint64_t)c->dim, h = (uint64_t)c->hidden_dim;
     uint64_t n = 0;
+    if (config_mla(c)) n += L * (uint64_t)(c->q_lora_rank + c->kv_lora_rank); /* their norms */
+    for (int k = MAT_Q_A; matrices && k <= MAT_SHARED_UP; k++) {
+        int rows, cols;
+        layer_matrix_shape(c, (MatrixKind)k, &rows, &cols);
+        n += (uint64_t)layer_kind_layers(c, (MatrixKind)k) * (uint64_t)rows * (uint64_t)cols;
+    }
     if (c->qkv_bias) n += L * (uint64_t)(config_q_dim(c) + 2 * config_kv_dim(c));
     if (c->qk_norm) n += 2 * L * (uint64_t)config_head_dim(c);
     if (c->norm == NORM_LAYER) n += (2 * L + 1) * d;
@@ -154,15 +176,16 @@ static uint64_t extras_floats(const Config *c, bool experts) {
     if (c->post_norms) n += 2 * L * d;
     if (c->n_experts > 0) { /* the router, then the experts' matrices, after the extras */
         uint64_t M = L - (uint64_t)config_dense_layers(c), E = (uint64_t)c->n_experts;
-        n += M * E * d * (1 + (experts ? 3 * (uint64_t)c->expert_hidden_dim : 0));
+        n += M * E * d * (1 + (matrices ? 3 * (uint64_t)c->expert_hidden_dim : 0));
     }
     return n;
 }
 
 /* The first extra vector of w, where the block of them starts (NULL: none). */
 static const float *first_extra(const Weights *w) {
-    const float *in_order[] = {
-        w->bq, w->q_norm, w->att_norm_bias, w->bo, w->pos_embedding, w->post_att_norm, w->router};
+    const float *in_order[] = {w->bq,       w->q_norm,        w->att_norm_bias,
+                               w->bo,       w->pos_embedding, w->post_att_norm,
+                               w->q_a_norm, w->kv_a_norm,     w->router};
     for (size_t i = 0; i < sizeof in_order / sizeof in_order[0]; i++)
         if (in_order[i] != NULL) return in_order[i];
     return NULL;
@@ -171,17 +194,18 @@ static const float *first_extra(const Weights *w) {
 bool model_bind_weights(Model *m) {
     const Config *c = &m->config;
     uint64_t dim = (uint64_t)c->dim, hidden = (uint64_t)c->hidden_dim;
-    uint64_t kv_dim = (uint64_t)config_kv_dim(c), layers = (uint64_t)c->n_layers;
-    uint64_t q_dim = (uint64_t)config_q_dim(c);
+    uint64_t layers = (uint64_t)c->n_layers;
     const float *p = m->storage;
     Weights *w = &m->weights;
     *w = (Weights){0};
     w->token_embedding = p, p += (uint64_t)c->vocab_size * dim;
     w->rms_att = p, p += layers * dim;
-    w->wq = p, p += layers * q_dim * dim;
-    w->wk = p, p += layers * kv_dim * dim;
-    w->wv = p, p += layers * kv_dim * dim;
-    w->wo = p, p += layers * dim * q_dim;
+    const float **attn[4] = {&w->wq, &w->wk, &w->wv, &w->wo}; /* MLA's may have rows 0 */
+    for (int k = MAT_WQ; k <= MAT_WO; k++) {
+        int rows, cols;
+        layer_matrix_shape(c, (MatrixKind)k, &rows, &cols);
+        *attn[k] = p, p += layers * (uint64_t)rows * (uint64_t)cols;
+    }
     w->rms_ffn = p, p += layers * dim;
     uint64_t dense = (uint64_t)config_dense_layers(c); /* the layers with a dense MLP */
     w->gate = p, p += dense * hidden * dim;
@@ -306,13 +330,21 @@ int model_random_parts(const Model *m, RandomPart parts[MODEL_RANDOM_PARTS]) {
     uint64_t E = (uint64_t)c->n_experts, eh = (uint64_t)c->expert_hidden_dim;
     float in_expert = c->n_experts > 0 ? 1.0f / sqrtf((float)c->expert_hidden_dim) : 0;
     /* In storage order, so that the stream of random numbers is the layout's. */
+    uint64_t floats[LAYER_MATRICES]; /* each kind's, over the layers that hold it */
+    float in_scale[LAYER_MATRICES];  /* 1/sqrt(its fan-in) */
+    for (int k = 0; k < LAYER_MATRICES; k++) {
+        int rows, cols;
+        layer_matrix_shape(c, (MatrixKind)k, &rows, &cols);
+        floats[k] = (uint64_t)layer_kind_layers(c, (MatrixKind)k) * (uint64_t)rows * (uint64_t)cols;
+        in_scale[k] = rows > 0 ? 1.0f / sqrtf((float)cols) : 0;
+    }
     const RandomPart all[MODEL_RANDOM_PARTS] = {
         {w->token_embedding, vocab * dim, in_dim},
         {w->rms_att, L * dim, 0},
-        {w->wq, L * qd * dim, in_dim},
-        {w->wk, L * kv * dim, in_dim},
-        {w->wv, L * kv * dim, in_dim},
-        {w->wo, L * dim * qd, in_q},
+        {w->wq, floats[MAT_WQ], in_dim},
+        {w->wk, floats[MAT_WK], in_dim},
+        {w->wv, floats[MAT_WV], in_dim},
+        {w->wo, floats[MAT_WO], in_scale[MAT_WO]},
         {w->rms_ffn, L * dim, 0},
         {w->gate, dense * hidden * dim, in_dim},
         {w->down, dense * dim * hidden, in_hidden},
@@ -341,7 +373,18 @@ int model_random_parts(const Model *m, RandomPart parts[MODEL_RANDOM_PARTS]) {
         {w->router, moe * E * dim, in_dim},
         {w->expert_gate, moe * E * eh * dim, in_dim},
         {w->expert_down, moe * E * dim * eh, in_expert},
-        {w->expert_up, moe * E * eh * dim, in_dim}};
+        {w->expert_up, moe * E * eh * dim, in_dim},
+        /* multi-head latent attention: its norms ones, its matrices as the others;
+         * then the shared experts */
+        {w->q_a_norm, L * (uint64_t)c->q_lora_rank, 0},
+        {w->kv_a_norm, L * (uint64_t)c->kv_lora_rank, 0},
+        {w->q_a, floats[MAT_Q_A], in_scale[MAT_Q_A]},
+        {w->q_b, floats[MAT_Q_B], in_scale[MAT_Q_B]},
+        {w->kv_a, floats[MAT_KV_A], in_scale[MAT_KV_A]},
+        {w->kv_b, floats[MAT_KV_B], in_scale[MAT_KV_B]},
+        {w->shared_gate, floats[MAT_SHARED_GATE], in_scale[MAT_SHARED_GATE]},
+        {w->shared_down, floats[MAT_SHARED_DOWN], in_scale[MAT_SHARED_DOWN]},
+        {w->shared_up, floats[MAT_SHARED_UP], in_scale[MAT_SHARED_UP]}};
     int n = 0;
     for (int i = 0; i < MODEL_RANDOM_PARTS; i++)
         if (all[i].view != NULL) parts[n++] = all[i];

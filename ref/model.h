@@ -41,6 +41,16 @@ typedef struct {
     const float *expert_gate; /* [M, n_experts, expert_hidden_dim, dim] gate */
     const float *expert_down; /* [M, n_experts, dim, expert_hidden_dim] down */
     const float *expert_up;   /* [M, n_experts, expert_hidden_dim, dim] up */
+    /* multi-head latent attention (config_mla; else NULL), S = n_shared_experts
+     * x expert_hidden_dim: */
+    const float *q_a_norm;  /* [n_layers, q_lora_rank] (with q_lora_rank) */
+    const float *kv_a_norm; /* [n_layers, kv_lora_rank] */
+    const float *q_a;       /* [n_layers, q_lora_rank, dim] */
+    const float *q_b;       /* [n_layers, n_heads x head_dim, q_lora_rank] */
+    const float *kv_a;      /* [n_layers, kv_lora_rank + qk_rope_head_dim, dim] */
+    const float *kv_b;      /* [n_layers, n_heads x (head_dim - qk_rope_head_dim + v_head_dim),
+                               kv_lora_rank] */
+    const float *shared_gate, *shared_down, *shared_up; /* [M, S, dim], [M, dim, S], [M, S, dim] */
 } Weights;
 
 struct ThreadPool; /* threads.h */
@@ -49,6 +59,13 @@ struct ThreadPool; /* threads.h */
  * as read; the default), or widened to float32 at load (--weights f32). The
  * logits are the same bits either way. */
 typedef enum { WEIGHTS_STORED, WEIGHTS_F32 } WeightsMode;
+
+/* How multi-head latent attention (config_mla; mla.h) reads its cache of
+ * latents: each head's keys and values rebuilt from them at every pass
+ * (the paper's definition, the default), or kv_b absorbed into the query
+ * and the output (what fast engines run): the same maths, the sums in
+ * another order, so within rounding of each other. */
+typedef enum { MLA_REBUILT, MLA_ABSORBED } MlaForm;
 
 /* A file mapped read-only that matrices point into (owned by the model),
  * and what it was when mapped: an open descriptor of it, its size and its
@@ -93,6 +110,7 @@ typedef struct {
                                      loaded; packing the weights (model_prepare: model_pack,
                                      model_pack_q8) makes it true, and the block then takes
                                      the fast kernels (linear.c, kernels/fast_layers.h) */
+    MlaForm mla_form;             /* MLA's form (model_prepare; MLA_REBUILT as loaded) */
     struct ThreadPool *pool;      /* the threads the fast kernels split work over (owned;
                                      NULL: one thread): model_use_threads */
     const ProgressSink *progress; /* told how far packing, quantizing and long forward passes
@@ -209,7 +227,7 @@ typedef struct {
     uint64_t n;
     float scale;
 } RandomPart;
-#define MODEL_RANDOM_PARTS 30
+#define MODEL_RANDOM_PARTS 39
 
 /* m's parts (its views bound), in the stream's order; returns how many. */
 int model_random_parts(const Model *m, RandomPart parts[MODEL_RANDOM_PARTS]);

@@ -5,6 +5,7 @@
 #include "ref/model_quant.h"
 
 bool model_prepare(Model *m, const ModelPrepare *p, StepError *err) {
+    m->mla_form = p->mla_form;
     bool q8_0 = p->int8_activations && p->quant_group == 0 && m->weight_group == 0 && m->q8_0_file;
     if ((p->quant_group > 0 || q8_0) && m->weight_group == 0 &&
         !model_quantize(m, q8_0 ? 32 : p->quant_group, err))

@@ -23,6 +23,7 @@ typedef struct {
     int quant_group;       /* > 0: quantize the weights to int8 in groups of this many */
     bool int8_activations; /* the activations run in int8 too (QuantRuntime.activations) */
     int threads;           /* the fast kernels' threads; 0: one per online processor */
+    MlaForm mla_form;      /* how MLA reads its cache (model.h); MLA_REBUILT: the default */
 } ModelPrepare;
 
 /* Prepare m as p says, reporting to m->progress. A Q8_0 file under int8

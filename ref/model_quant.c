@@ -128,12 +128,14 @@ uint64_t quant_weight_bytes(const Config *c, int group) {
     uint64_t bytes = quant_matrix_bytes(c->vocab_size, c->dim, group) + /* the embedding */
                      (2 * L + 1) * d * sizeof(float);                   /* the norms */
     if (!c->shared_classifier) bytes += quant_matrix_bytes(c->vocab_size, c->dim, group);
+    if (config_mla(c)) /* MLA's norms of the latent and the query's path */
+        bytes += L * (uint64_t)(c->kv_lora_rank + c->q_lora_rank) * sizeof(float);
     for (int k = 0; k < LAYER_MATRICES; k++) { /* each kind in every layer that has it */
         int rows, cols;
         layer_matrix_shape(c, (MatrixKind)k, &rows, &cols);
-        bool mlp = k == MAT_GATE || k == MAT_DOWN || k == MAT_UP;
-        bytes +=
-            (mlp ? (uint64_t)config_dense_layers(c) : L) * quant_matrix_bytes(rows, cols, group);
+        if (rows > 0)
+            bytes += (uint64_t)layer_kind_layers(c, (MatrixKind)k) *
+                     quant_matrix_bytes(rows, cols, group);
     }
     if (c->n_experts > 0) { /* each expert's three, and the float32 router */
         uint64_t experts = (L - (uint64_t)config_dense_layers(c)) * (uint64_t)c->n_experts;

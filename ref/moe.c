@@ -7,8 +7,8 @@
 #include "ref/layers.h"
 #include "ref/linear.h"
 
-void moe_route(const float *logits, int n_experts, int k, bool renormalise, float *probs,
-               int *experts, float *weights) {
+void moe_route(const float *logits, int n_experts, int k, bool renormalise, float scale,
+               float *probs, int *experts, float *weights) {
     memcpy(probs, logits, (size_t)n_experts * sizeof(float));
     softmax_forward(probs, n_experts);
     for (int j = 0; j < k; j++) { /* the j-th most probable of those not yet chosen */
@@ -21,6 +21,8 @@ void moe_route(const float *logits, int n_experts, int k, bool renormalise, floa
         experts[j] = best;
         weights[j] = probs[best];
     }
+    if (!renormalise && scale != 1.0f) /* DeepSeek-V2's routed_scaling_factor */
+        for (int j = 0; j < k; j++) weights[j] *= scale;
     if (!renormalise) return;
     float sum = 0.0f;
     for (int j = 0; j < k; j++) sum += weights[j];
@@ -29,8 +31,9 @@ void moe_route(const float *logits, int n_experts, int k, bool renormalise, floa
 
 unsigned long long moe_token_macs(const Config *c) {
     unsigned long long d = (unsigned long long)c->dim;
-    return (unsigned long long)c->n_experts * d + (unsigned long long)c->n_experts_used * 3ull *
-                                                      (unsigned long long)c->expert_hidden_dim * d;
+    unsigned long long experts = (unsigned long long)(c->n_experts_used + c->n_shared_experts);
+    return (unsigned long long)c->n_experts * d +
+           experts * 3ull * (unsigned long long)c->expert_hidden_dim * d;
 }
 
 /* The row of a pass that token t (of all N) belongs to, and t's position. */
@@ -52,6 +55,7 @@ static void route_all(const Model *m, RunState *s, const ForwardRow *rows, int n
     matmul_forward(s->moe_logits, s->xb, router, N, dim, E); /* [N, E] */
     for (int t = 0; t < N; t++)
         moe_route(s->moe_logits + (size_t)t * E, E, k, c->expert_norm_topk,
+                  c->routed_scaling_factor > 0 ? c->routed_scaling_factor : 1.0f,
                   s->moe_probs + (size_t)t * E, s->moe_experts + (size_t)t * k,
                   s->moe_weights + (size_t)t * k);
     for (int r = 0, t0 = 0; r < n_rows; t0 += rows[r++].n_tokens) {
@@ -93,7 +97,27 @@ static void count_moe(const Model *m, RunState *s, const ForwardRow *rows, int n
             for (int part = 0; used && part < EXPERT_MATRICES; part++)
                 w->weight_bytes += matrix_bytes(model_expert(m, l, e, (ExpertKind)part));
         }
+        for (int k = MAT_SHARED_GATE; k <= MAT_SHARED_UP; k++) /* 0 bytes without them */
+            w->weight_bytes += matrix_bytes(&m->layers[l].m[k]);
     }
+}
+
+/* s->xb2 [N, dim] += shared(s->xb): the shared experts, one SwiGLU MLP of
+ * n_shared_experts x expert_hidden_dim every token runs (DeepSeek-V2),
+ * through hb, hb2 [N, S] and moe_y [N, dim]. */
+static void shared_experts(const Model *m, RunState *s, int N, int l) {
+    const Matrix *mats = m->layers[l].m;
+    int dim = m->config.dim, S = m->config.n_shared_experts * m->config.expert_hidden_dim;
+    LinearInput x = linear_input(s, s->xb, N, &mats[MAT_SHARED_GATE]); /* once, for both */
+    linear_forward(m, s->hb, &x, &mats[MAT_SHARED_GATE]);
+    linear_forward(m, s->hb2, &x, &mats[MAT_SHARED_UP]);
+    if (model_fast(m))
+        swiglu_many_forward(s->hb, s->hb2, N * S, s->exp);
+    else
+        swiglu_forward(s->hb, s->hb2, N * S);
+    LinearInput hidden = linear_input(s, s->hb, N, &mats[MAT_SHARED_DOWN]);
+    linear_forward(m, s->moe_y, &hidden, &mats[MAT_SHARED_DOWN]);
+    residual_forward(s->xb2, s->moe_y, N * dim);
 }
 
 void moe_forward(const Model *m, RunState *s, const ForwardRow *rows, int n_rows, int N, int l) {
@@ -142,6 +166,7 @@ void moe_forward(const Model *m, RunState *s, const ForwardRow *rows, int n_rows
             for (int d = 0; d < dim; d++) out[d] += g * y[d];
         }
     }
+    if (c->n_shared_experts > 0) shared_experts(m, s, N, l);
     memcpy(s->xb, s->xb2, (size_t)N * dim * sizeof(float));
     count_moe(m, s, rows, n_rows, l);
 }

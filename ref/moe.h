@@ -6,9 +6,12 @@
  *   chosen = the k largest p, most probable first; a tie goes to the lower
  *            expert index
  *   w_j = p[chosen_j], divided by Σ_j w_j (summed in the chosen order) when
- *         the model renormalises (Mixtral; Qwen3-MoE's norm_topk_prob)
+ *         the model renormalises (Mixtral; Qwen3-MoE's and DeepSeek-V2's
+ *         norm_topk_prob), else times routed_scaling_factor (DeepSeek-V2)
  *   out = Σ w_e · expert_e(x̂), expert_e a SwiGLU MLP, the products added
  *         into out from 0.0f in ascending expert index
+ *   out += shared(x̂): DeepSeek-V2's shared experts, one SwiGLU MLP of
+ *         n_shared_experts x expert_hidden_dim that every token runs
  *
  * Every sum has one fixed order, so the result is the same bits however the
  * tokens are grouped by expert, whichever kernel runs it and on however
@@ -26,8 +29,8 @@
 
 /* One token's routing: probs [E] = softmax(logits [E]); experts [k] and
  * weights [k] as above. */
-void moe_route(const float *logits, int n_experts, int k, bool renormalise, float *probs,
-               int *experts, float *weights);
+void moe_route(const float *logits, int n_experts, int k, bool renormalise, float scale,
+               float *probs, int *experts, float *weights);
 
 /* s->xb [N, dim] = the mixture of layer l's experts applied to s->xb (the
  * rows' tokens, N in all): every token routed (hook blocks.L.moe.router,
@@ -38,7 +41,8 @@ void moe_route(const float *logits, int n_experts, int k, bool renormalise, floa
 void moe_forward(const Model *m, RunState *s, const ForwardRow *rows, int n_rows, int N, int l);
 
 /* Multiply-adds of one token through an MoE layer: the router's E · dim
- * and k experts' 3 · expert_hidden_dim · dim. */
+ * and k experts' 3 · expert_hidden_dim · dim (and the shared experts'
+ * 3 · n_shared_experts · expert_hidden_dim · dim). */
 unsigned long long moe_token_macs(const Config *c);
 
 #endif

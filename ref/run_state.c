@@ -8,6 +8,23 @@
 
 #include "ref/kernels/fast_layers.h"
 
+/* YaRN's share of pair i's own frequency (1: kept, 0: divided by the
+ * factor), as DeepSeek-V2's yarn_linear_ramp_mask: the pair index at which
+ * a wavelength fits original_context b times is rot · ln(context / (2π b))
+ * / (2 ln theta); from beta_fast's (floored) to beta_slow's (ceiled) the
+ * share falls linearly from 1 to 0. */
+static float yarn_kept(int i, int rot, float theta, const RopeScaling *s) {
+    const double two_pi = 6.28318530717958647692;
+    double context = (double)s->original_context, twice_log = 2.0 * log((double)theta);
+    double low = floor((double)rot * log(context / (s->beta_fast * two_pi)) / twice_log);
+    double high = ceil((double)rot * log(context / (s->beta_slow * two_pi)) / twice_log);
+    low = low < 0 ? 0 : low, high = high > rot - 1 ? rot - 1 : high;
+    if (low == high) high += 0.001;
+    double ramp = ((double)i - low) / (high - low);
+    ramp = ramp < 0 ? 0 : ramp > 1 ? 1 : ramp;
+    return (float)(1.0 - ramp);
+}
+
 /* The frequency of pair i after scaling. Linear divides every frequency
  * by the factor. Llama 3's keeps the high frequencies (wavelength below
  * original_context / high_freq_factor), divides the low ones (wavelength
@@ -16,8 +33,10 @@
  * _compute_llama3_parameters does. Per-frequency factors (a GGUF file's
  * rope_freqs.weight, which is how llama.cpp's converter writes Llama 3's
  * rule) divide frequency i by factors[i]; longrope by its short or long
- * factor i. */
-static float scaled_frequency(float freq, int i, const RopeScaling *s, bool long_factors) {
+ * factor i. YaRN keeps pair i's frequency by yarn_kept(i) and takes the
+ * rest from it divided by the factor. */
+static float scaled_frequency(float freq, int i, int rot, float theta, const RopeScaling *s,
+                              bool long_factors) {
     const float two_pi = 6.28318530717958647692f;
     switch (s->type) {
         case ROPE_SCALING_NONE:
@@ -36,6 +55,10 @@ static float scaled_frequency(float freq, int i, const RopeScaling *s, bool long
             return freq / s->factors[i];
         case ROPE_SCALING_LONGROPE:
             return freq / (long_factors ? s->long_factors[i] : s->factors[i]);
+        case ROPE_SCALING_YARN: {
+            float kept = yarn_kept(i, rot, theta, s);
+            return freq / s->factor * (1.0f - kept) + freq * kept;
+        }
     }
     return freq;
 }
@@ -49,11 +72,12 @@ static float scaled_frequency(float freq, int i, const RopeScaling *s, bool long
 static void rope_tables_fill(float *cos_t, float *sin_t, int capacity, const Config *c, float theta,
                              const RopeScaling *scaling, bool long_factors) {
     int rot = config_rope_dims(c), half = rot / 2; /* the turned dims' pairs (partial RoPE) */
-    float amplitude = scaling->type == ROPE_SCALING_LONGROPE ? scaling->attention_factor : 1.0f;
+    bool amplified = scaling->type == ROPE_SCALING_LONGROPE || scaling->type == ROPE_SCALING_YARN;
+    float amplitude = amplified ? scaling->attention_factor : 1.0f;
     for (int pos = 0; pos < capacity; pos++) {
         for (int i = 0; i < half; i++) {
             float freq = 1.0f / powf(theta, (float)(2 * i) / (float)rot);
-            freq = scaled_frequency(freq, i, scaling, long_factors);
+            freq = scaled_frequency(freq, i, rot, theta, scaling, long_factors);
             float angle = (float)pos * freq;
             cos_t[(size_t)pos * half + i] = cosf(angle) * amplitude; /* x 1: the same bits */
             sin_t[(size_t)pos * half + i] = sinf(angle) * amplitude;
@@ -65,15 +89,18 @@ static void rope_tables_fill(float *cos_t, float *sin_t, int capacity, const Con
  * Its size comes from the same functions `inspect` prints. */
 static bool kv_cache_alloc(KVCache *k, const Config *c, int capacity, bool int8) {
     size_t rows = (size_t)c->n_layers * (size_t)capacity;
-    size_t kv_dim = (size_t)config_kv_dim(c);
+    bool mla = config_mla(c); /* the rotary key and the latent (mla.h) */
+    size_t kv_dim = mla ? (size_t)c->qk_rope_head_dim : (size_t)config_kv_dim(c);
+    size_t v_dim = mla ? (size_t)c->kv_lora_rank : kv_dim;
     *k = (KVCache){.capacity = capacity,
                    .n_layers = c->n_layers,
                    .kv_dim = (int)kv_dim,
+                   .v_dim = (int)v_dim,
                    .n_kv_heads = c->n_kv_heads,
                    .bytes = kv_cache_bytes_of(c, capacity, int8)};
     if (!int8) {
         k->key = malloc(rows * kv_dim * sizeof(float));
-        k->value = malloc(rows * kv_dim * sizeof(float));
+        k->value = malloc(rows * v_dim * sizeof(float));
         return k->key && k->value;
     }
     k->key_q = malloc(rows * kv_dim);
@@ -93,13 +120,21 @@ bool run_state_init_quant(RunState *s, const Config *c, int capacity, int max_to
     if (capacity < 1 || capacity > c->seq_len || max_tokens < 1 || max_tokens > capacity)
         return step_fail(err, "run state: capacity %d / max_tokens %d outside [1, seq_len %d]",
                          capacity, max_tokens, c->seq_len);
+    if (q != NULL && q->kv && config_mla(c))
+        return step_fail(err, "run state: an int8 cache of MLA's latents is not supported");
     if (q != NULL) s->quant = *q;
     if (s->quant.group < 1) s->quant.group = 32;
     s->exp = exp_kind_of_libm(); /* once: the library does not change while it runs */
     size_t T = (size_t)max_tokens, dim = (size_t)c->dim, hidden = (size_t)c->hidden_dim;
     size_t q_dim = (size_t)config_q_dim(c), kv_dim = (size_t)config_kv_dim(c);
     size_t dq = dim > q_dim ? dim : q_dim; /* xb holds a normed x, then attention's output */
+    size_t v_out = (size_t)c->n_heads * (size_t)config_v_head_dim(c);
+    dq = v_out > dq ? v_out : dq;
+    size_t shared = (size_t)c->n_shared_experts * (size_t)c->expert_hidden_dim;
+    hidden = shared > hidden ? shared : hidden; /* hb, hb2: the shared experts' too */
     size_t widest = dq > hidden ? dq : hidden;
+    size_t ranks = (size_t)(c->kv_lora_rank > c->q_lora_rank ? c->kv_lora_rank : c->q_lora_rank);
+    widest = ranks > widest ? ranks : widest; /* MLA's kv_b and q_b read a latent */
     widest = (size_t)c->expert_hidden_dim > widest ? (size_t)c->expert_hidden_dim : widest;
     size_t half = (size_t)config_rope_dims(c) / 2; /* RoPE's pairs a head */
     bool ok = kv_cache_alloc(&s->cache, c, capacity, s->quant.kv);
@@ -162,6 +197,20 @@ bool run_state_init_quant(RunState *s, const Config *c, int capacity, int max_to
         s->layer_v = malloc((size_t)capacity * kv_dim * sizeof(float));
         ok = s->layer_k && s->layer_v;
     }
+    if (ok && config_mla(c)) { /* mla.h's */
+        size_t rank = (size_t)c->kv_lora_rank, rope = (size_t)c->qk_rope_head_dim;
+        size_t kv_b =
+            (size_t)c->n_heads * (size_t)(config_head_dim(c) - c->qk_rope_head_dim) + v_out;
+        s->mla_q_a = malloc(T * ((size_t)c->q_lora_rank + 1) * sizeof(float));
+        s->mla_kv_a = malloc(T * (rank + rope) * sizeof(float));
+        size_t head_rows = kv_b / (size_t)c->n_heads * rank; /* the absorbed form's one head */
+        size_t kv_b_all = (size_t)capacity * kv_b;
+        s->mla_kv_b = malloc((kv_b_all > head_rows ? kv_b_all : head_rows) * sizeof(float));
+        s->mla_latent = malloc(2 * rank * sizeof(float));
+        s->layer_k = malloc((size_t)capacity * q_dim * sizeof(float));
+        s->layer_v = malloc((size_t)capacity * v_out * sizeof(float));
+        ok = s->mla_q_a && s->mla_kv_a && s->mla_kv_b && s->mla_latent && s->layer_k && s->layer_v;
+    }
     if (!ok) {
         run_state_free(s);
         return step_fail(err, "run state: out of memory for %d positions", capacity);
@@ -216,7 +265,11 @@ void run_state_free(RunState *s) {
                    s->moe_x,
                    s->moe_y,
                    s->moe_h1,
-                   s->moe_h3};
+                   s->moe_h3,
+                   s->mla_q_a,
+                   s->mla_kv_a,
+                   s->mla_kv_b,
+                   s->mla_latent};
     for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) free(all[i]);
     memset(s, 0, sizeof *s);
 }

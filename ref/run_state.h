@@ -15,15 +15,20 @@
 #include "ref/work.h"
 
 /* The keys and values of every position seen so far. Q is never cached: a
- * query is only used by its own position. */
+ * query is only used by its own position. Multi-head latent attention
+ * (config_mla) caches instead, in the same two arrays, the rotary key
+ * shared by the heads (key, kv_dim = qk_rope_head_dim, after RoPE) and the
+ * normed latent every head's key and value are made from (value, v_dim =
+ * kv_lora_rank): mla.h. */
 typedef struct {
     int capacity; /* positions it can hold */
     int n_layers;
-    int kv_dim;
+    int kv_dim; /* a key row's width */
+    int v_dim;  /* a value row's: kv_dim, but MLA's latent */
     int n_kv_heads;
     uint64_t bytes; /* of key and value together: kv_cache_bytes(_q8)(config, capacity) */
     float *key;     /* [n_layers, capacity, kv_dim] (after RoPE); NULL when int8 */
-    float *value;   /* [n_layers, capacity, kv_dim]; NULL when int8 */
+    float *value;   /* [n_layers, capacity, v_dim]; NULL when int8 */
     /* int8 (QuantRuntime.kv): codes and one scale per (position, KV head) */
     int8_t *key_q, *value_q; /* [n_layers, capacity, kv_dim] */
     float *key_s, *value_s;  /* [n_layers, capacity, n_kv_heads] */
@@ -36,11 +41,13 @@ typedef struct {
     WorkCount work; /* of the last forward_tokens call */
     int max_tokens;
     float *x;        /* [max_tokens, dim] residual stream */
-    float *xb;       /* [max_tokens, max(dim, q_dim)] normed input, then attention output */
+    float *xb;       /* [max_tokens, max(dim, q_dim, n_heads x v_head_dim)] normed input, then
+                        attention output */
     float *xb2;      /* [max_tokens, dim] projection output */
     float *q;        /* [max_tokens, q_dim] queries */
-    float *hb;       /* [max_tokens, hidden_dim] gate, then SwiGLU output */
-    float *hb2;      /* [max_tokens, hidden_dim] up */
+    float *hb;       /* [max_tokens, max(hidden_dim, S)] gate, then SwiGLU output (S: the
+                        shared experts' width, n_shared_experts x expert_hidden_dim) */
+    float *hb2;      /* [max_tokens, max(hidden_dim, S)] up */
     float *scores;   /* [n_heads, capacity] attention scores, a row per query head */
     float *logits;   /* [max_tokens, vocab_size] */
     float *rope_cos; /* [capacity, rope_dims / 2] cos(pos · θ_i) */
@@ -57,7 +64,15 @@ typedef struct {
     int32_t *xsum;        /* [max_tokens, groups] each group's sum of codes (q8_packed.h) */
     float *xfake;         /* [max_tokens, max(dim, hidden_dim)] quantized-then-dequantized input */
     float *k_new, *v_new; /* [max_tokens, kv_dim] new rows: before int8 storage, or a batch's */
-    float *layer_k, *layer_v; /* [capacity, kv_dim] one layer's cache, dequantized */
+    float *layer_k, *layer_v; /* [capacity, kv_dim] one layer's cache, dequantized; MLA's
+                                 keys and values rebuilt, [capacity, n_heads x head_dim] and
+                                 [capacity, n_heads x v_head_dim] */
+    /* multi-head latent attention's scratch (mla.h), NULL without it */
+    float *mla_q_a;    /* [max_tokens, q_lora_rank] the query's low-rank path */
+    float *mla_kv_a;   /* [max_tokens, kv_lora_rank + qk_rope_head_dim] latents, rotary keys */
+    float *mla_kv_b;   /* [capacity, n_heads x (nope + v_head_dim)] kv_b of every latent
+                          (the absorbed form: one head's kv_b rows, [nope + v, kv_lora_rank]) */
+    float *mla_latent; /* [2 x kv_lora_rank] a head's absorbed query, then its latent output */
     /* a mixture of experts' scratch (moe.h), NULL for a dense model */
     float *moe_logits, *moe_probs; /* [max_tokens, n_experts] */
     int *moe_experts;              /* [max_tokens, n_experts_used] */

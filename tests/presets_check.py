@@ -170,7 +170,9 @@ DEEPSEEK_V2_LITE = {
     "kv_lora_rank": 512, "qk_nope_head_dim": 128, "qk_rope_head_dim": 64, "v_head_dim": 128,
     "n_routed_experts": 64, "num_experts_per_tok": 6, "n_shared_experts": 2, "moe_intermediate_size": 1408,
     "first_k_dense_replace": 1, "moe_layer_freq": 1, "tie_word_embeddings": False, "rms_norm_eps": 1e-6,
-    "rope_theta": 10000}
+    "rope_theta": 10000, "norm_topk_prob": False, "routed_scaling_factor": 1.0, "topk_method": "greedy",
+    "rope_scaling": {"type": "yarn", "factor": 40, "original_max_position_embeddings": 4096, "beta_fast": 32,
+                     "beta_slow": 1, "mscale": 0.707, "mscale_all_dim": 0.707}}
 
 
 def mla_closed_form(c):
@@ -218,12 +220,23 @@ def check_mla(check, tmp):
     check(f"per token, latent: 27 layers x (512 latent + 64 rotary key) x 2 bytes (bf16) = {latent} bytes"
           in text and f"= {expanded} bytes, 8.89x the latent" in text,
           "deepseek-v2-lite: inspect's text gives both forms")
-    r = run_stepwise(BIN, "make-model", "--preset", "deepseek-v2-lite", "--out", os.path.join(tmp, "ds"),
-                     expect=(2,))
-    check("not run by the engine yet" in r.stderr and not os.path.exists(os.path.join(tmp, "ds")),
-          "make-model --preset deepseek-v2-lite is refused (the engine does not run MLA yet)")
+    # the preset's family numbers, over a small shape, land in config.json as the model card has them
+    folder = os.path.join(tmp, "ds")
+    run_stepwise(BIN, "make-model", "--preset", "deepseek-v2-lite", "--layers", "3", "--dim", "64", "--hidden",
+                 "96", "--vocab", "13", "--seq-len", "128", "--experts", "8", "--expert-hidden", "16",
+                 "--kv-lora-rank", "16", "--head-dim", "12", "--qk-rope-dim", "4", "--v-head-dim", "8",
+                 "--out", folder)
+    made = json.load(open(os.path.join(folder, "config.json")))
+    yarn = made.get("rope_scaling") or {}
+    card = {k: c[k] for k in ("first_k_dense_replace", "n_shared_experts", "num_experts_per_tok",
+                              "q_lora_rank", "norm_topk_prob", "routed_scaling_factor", "topk_method")}
+    check(all(made.get(k) == v for k, v in card.items()) and set(yarn) == set(c["rope_scaling"])
+          and all(abs(yarn[k] - v) < 1e-6 if k != "type" else yarn[k] == v for k, v in c["rope_scaling"].items())
+          and made["architectures"] == ["DeepseekV2ForCausalLM"],
+          f"make-model --preset deepseek-v2-lite over a small shape: config.json has the card's routing, "
+          f"shared experts, dense first layer and YaRN ({card}, {yarn})")
     r = run_stepwise(BIN, "inspect", "--preset", "deepseek-v2-lite", "--kv-dtype", "int8", expect=(2,))
-    check("no int8 form" in r.stderr, "inspect --preset deepseek-v2-lite --kv-dtype int8 is refused")
+    check("no int8 form of its cache" in r.stderr, "inspect --preset deepseek-v2-lite --kv-dtype int8 is refused")
 
 
 def closed_form(c):

@@ -38,7 +38,11 @@ static double number(const cJSON *v) {
 
 /* A model with every field set to a value in its range: the smallest whole
  * number, a float in range, true. */
-static Config every_field_set(void) {
+/* Every field set: one config with every field but MLA's (mla false), or
+ * one with MLA's and every field MLA's block admits (config_validate
+ * refuses q/k/v biases, q/k norms, partial RoPE, a window and a soft-cap
+ * with it). */
+static Config every_field_set(bool mla) {
     Config c = {.dim = 64,
                 .hidden_dim = 128,
                 .n_layers = 4,
@@ -53,6 +57,13 @@ static Config every_field_set(void) {
         config_field_set(&c, f, v);
     }
     c.head_dim = 16, c.rope_dims = 8, c.n_experts = 4, c.n_experts_used = 2;
+    if (mla) {
+        c.qkv_bias = c.qk_norm = false;
+        c.rope_dims = c.sliding_window = c.sliding_pattern = 0;
+        c.attn_softcap = 0;
+    } else {
+        c.kv_lora_rank = c.qk_rope_head_dim = c.q_lora_rank = c.v_head_dim = 0;
+    }
     return c;
 }
 
@@ -110,8 +121,19 @@ Test(config_fields, every_schema_property_is_a_field_or_derived) {
 /* The header of a model with every field set passes the schema (whose
  * arch and moe refuse properties they do not list) and shows every field
  * the table says it shows. */
+static void header_passes_the_schema(Config c, int *shown);
+
 Test(config_fields, a_header_with_every_field_passes_the_schema) {
-    Config c = every_field_set();
+    int shown[CONFIG_FIELD_COUNT] = {0};
+    for (int mla = 0; mla < 2; mla++) header_passes_the_schema(every_field_set(mla), shown);
+    for (int i = 0; i < CONFIG_FIELD_COUNT; i++) /* each field in one header or the other */
+        cr_expect(CONFIG_FIELD_LIST[i].show == CF_NEVER || shown[i] > 0, "%s is shown",
+                  CONFIG_FIELD_LIST[i].name);
+}
+
+/* c's header passes the schema and shows, as held, every field of c that
+ * is set (or always shown); shown[i] counts the headers field i was in. */
+static void header_passes_the_schema(Config c, int *shown) {
     StepError err;
     cr_assert(config_validate(&c, "every field", &err), "%s", err.message);
     cJSON *schema = run_schema(), *made = trace_config_json(&c);
@@ -128,7 +150,8 @@ Test(config_fields, a_header_with_every_field_passes_the_schema) {
     cr_expect(schema_check(arch_schema, arch, msg, sizeof msg), "%s", msg);
     for (int i = 0; i < CONFIG_FIELD_COUNT; i++) {
         const ConfigField *f = &CONFIG_FIELD_LIST[i];
-        if (f->show == CF_NEVER) continue;
+        if (f->show == CF_NEVER || (f->show != CF_ALWAYS && config_field_get(&c, f) == 0)) continue;
+        shown[i]++;
         const cJSON *in = f->group == CF_SHAPE ? model
                           : f->group == CF_MOE ? cJSON_GetObjectItem(arch, "moe")
                                                : arch;
@@ -184,7 +207,7 @@ Test(config_fields, validate_refuses_each_field_out_of_range) {
         if (f->group == CF_SHAPE || f->type == CF_TYPE_BOOL) continue;
         double bad[] = {-1, f->max * 2 + 1, NAN};
         for (int k = 0; k < (f->type == CF_TYPE_FLOAT ? 3 : 2); k++) {
-            Config c = every_field_set();
+            Config c = every_field_set(false);
             if (f->type == CF_TYPE_INT && bad[k] > 2147483647.0) bad[k] = -5;
             config_field_set(&c, f, bad[k]);
             StepError err = {0};

@@ -14,7 +14,7 @@ Test(moe, hand_worked_router_with_a_tie) {
     const float logits[4] = {3, 1, 1, 0};
     float probs[4], weights[2];
     int experts[2];
-    moe_route(logits, 4, 2, true, probs, experts, weights);
+    moe_route(logits, 4, 2, true, 1.0f, probs, experts, weights);
     cr_assert_eq(experts[0], 0);
     cr_assert_eq(experts[1], 1, "the tie goes to the lower index: got %d", experts[1]);
     cr_assert_float_eq(probs[0], 0.757313f, 2e-6);
@@ -22,7 +22,8 @@ Test(moe, hand_worked_router_with_a_tie) {
     cr_assert_float_eq(probs[1], probs[2], 0);
     cr_assert_float_eq(weights[0], 0.880797f, 2e-6);
     cr_assert_float_eq(weights[1], 0.119203f, 2e-6);
-    moe_route(logits, 4, 2, false, probs, experts, weights); /* Qwen3-MoE without norm_topk_prob */
+    moe_route(logits, 4, 2, false, 1.0f, probs, experts,
+              weights); /* Qwen3-MoE without norm_topk_prob */
     cr_assert_float_eq(weights[0], 0.757313f, 2e-6);
     cr_assert_float_eq(weights[1], 0.102491f, 2e-6);
 }
@@ -32,7 +33,7 @@ Test(moe, a_tie_at_the_top) {
     const float logits[5] = {0, 2, 1, 2, 2};
     float probs[5], weights[3];
     int experts[3];
-    moe_route(logits, 5, 3, true, probs, experts, weights);
+    moe_route(logits, 5, 3, true, 1.0f, probs, experts, weights);
     cr_assert(experts[0] == 1 && experts[1] == 3 && experts[2] == 4, "got %d %d %d", experts[0],
               experts[1], experts[2]);
     cr_assert_float_eq(weights[0], 1.0f / 3.0f, 1e-6);

@@ -53,6 +53,14 @@ static cJSON *rope_scaling_json(const Config *c) {
         cJSON_AddItemToObject(r, "high_freq_factor", trace_float(s->high_freq_factor));
         cJSON_AddNumberToObject(r, "original_context", s->original_context);
     }
+    if (s->type == ROPE_SCALING_YARN) { /* DeepSeek-V2's: the ramp, and the two factors */
+        cJSON_AddNumberToObject(r, "original_context", s->original_context);
+        cJSON_AddItemToObject(r, "beta_fast", trace_float(s->beta_fast));
+        cJSON_AddItemToObject(r, "beta_slow", trace_float(s->beta_slow));
+        cJSON_AddItemToObject(r, "mscale", trace_float(s->mscale));
+        cJSON_AddItemToObject(r, "mscale_all_dim", trace_float(s->mscale_all_dim));
+        cJSON_AddItemToObject(r, "attention_factor", trace_float(s->attention_factor));
+    }
     if (s->type == ROPE_SCALING_LONGROPE) { /* Phi-3's: both lists, and when each applies */
         cJSON *sf = cJSON_AddArrayToObject(r, "factors");
         cJSON *lf = cJSON_AddArrayToObject(r, "long_factors");

@@ -136,6 +136,8 @@ static bool in_layers_level(HookPoint point) {
         case HOOK_ATTN_Q:
         case HOOK_ATTN_K:
         case HOOK_ATTN_V:
+        case HOOK_ATTN_LATENT: /* MLA's cache rows */
+        case HOOK_ATTN_K_ROPE:
         case HOOK_ATTN_Z:
         case HOOK_ATTN_OUT:
         case HOOK_ATTN_POST_NORM:

@@ -185,6 +185,12 @@ int cli_quant_option(int c, const char *arg, CliQuant *q, StepError *err) {
             q->weights_mode = f32 ? WEIGHTS_F32 : WEIGHTS_STORED;
             return r;
         }
+        case OPT_MLA: {
+            bool absorbed = false;
+            int r = parse_either(arg, "--mla", "rebuilt", "absorbed", &absorbed, err);
+            q->mla_form = absorbed ? MLA_ABSORBED : MLA_REBUILT;
+            return r;
+        }
         default:
             return 0;
     }
@@ -217,7 +223,8 @@ static bool prepare_model(Model *m, const CliQuant *q, StepError *err) {
     ModelPrepare p = {.kernels = q->kernels,
                       .quant_group = q->weights ? q->run.group : 0,
                       .int8_activations = q->run.activations,
-                      .threads = q->threads};
+                      .threads = q->threads,
+                      .mla_form = q->mla_form};
     return model_prepare(m, &p, err);
 }
 

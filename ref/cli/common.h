@@ -74,6 +74,7 @@ typedef struct {
     KernelChoice kernels;     /* --kernels plain|fast */
     int threads;              /* --threads N; 0: every online processor */
     WeightsMode weights_mode; /* --weights stored|f32 */
+    MlaForm mla_form;         /* --mla rebuilt|absorbed */
 } CliQuant;
 
 enum {
@@ -83,7 +84,8 @@ enum {
     OPT_QUANT_GROUP,
     OPT_KERNELS,
     OPT_THREADS,
-    OPT_WEIGHTS
+    OPT_WEIGHTS,
+    OPT_MLA
 };
 
 /* Apply one quantization option: 1 if it was one, 0 if not, -1 on a bad value. */

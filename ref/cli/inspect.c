@@ -131,13 +131,14 @@ static void print_json(const char *name, const char *source, const cJSON *files,
         cJSON_AddNumberToObject(h, "anonymous_bytes", (double)held->anonymous);
         cJSON_AddNumberToObject(h, "packed_bytes", (double)held->packed);
     }
-    if (config_mla(c)) { /* no int8 form of MLA's matrices or cache yet */
-        cJSON_AddNullToObject(o, "int8");
+    cJSON *q = cJSON_AddObjectToObject(o, "int8");
+    cJSON_AddBoolToObject(q, "this_file", is_q8);
+    cJSON_AddNumberToObject(q, "group", group);
+    cJSON_AddNumberToObject(q, "weight_bytes", (double)quant_weight_bytes(c, group));
+    if (config_mla(c)) { /* no int8 cache of latents yet */
+        cJSON_AddNullToObject(q, "kv_bytes_per_token");
+        cJSON_AddNullToObject(q, "kv_bytes_total");
     } else {
-        cJSON *q = cJSON_AddObjectToObject(o, "int8");
-        cJSON_AddBoolToObject(q, "this_file", is_q8);
-        cJSON_AddNumberToObject(q, "group", group);
-        cJSON_AddNumberToObject(q, "weight_bytes", (double)quant_weight_bytes(c, group));
         cJSON_AddNumberToObject(q, "kv_bytes_per_token", (double)kv_cache_bytes_q8(c, 1));
         cJSON_AddNumberToObject(q, "kv_bytes_total",
                                 (double)(kv_cache_bytes_q8(c, context) * (uint64_t)requests));
@@ -196,8 +197,7 @@ static const CliOption INSPECT_OPTIONS[] = {
              "smollm2-135m, qwen3-0.6b, llama-3.2-1b, llama-3-8b,\n"
              "tinyllama-1.1b, gpt2, gpt2-medium, phi-3-mini-4k, gemma-2-2b,\n"
              "gemma-3-1b, mixtral-8x7b, qwen3-30b-a3b or deepseek-v2-lite\n"
-             "(deepseek-ai/DeepSeek-V2-Lite: its shape and latent cache; the\n"
-             "engine does not run MLA yet)"},
+             "(deepseek-ai/DeepSeek-V2-Lite: multi-head latent attention)"},
     {"context", "N", OPTION_INT, offsetof(InspectArgs, context), 1, 1 << 30,
      .help = "tokens per request (default: the model's seq_len; may exceed\n"
              "it, as a what-if)"},
@@ -253,10 +253,10 @@ int cli_inspect(int argc, char **argv) {
     } else if (ok) {
         ok = cli_load_model_only(args.model, WEIGHTS_STORED, &m, NULL, &err);
     }
-    if (ok && config_mla(&m.config) && (args.kv == DTYPE_INT8 || args.weights == DTYPE_INT8))
+    if (ok && config_mla(&m.config) && args.kv == DTYPE_INT8)
         ok = step_fail(&err,
-                       "inspect: MLA (%s) has no int8 form yet: --kv-dtype and "
-                       "--weight-dtype take f32, bf16 or f16",
+                       "inspect: MLA (%s) has no int8 form of its cache of latents yet: "
+                       "--kv-dtype takes f32, bf16 or f16",
                        config_family(&m.config));
     if (ok && args.check_weights && args.preset != NULL)
         ok = step_fail(&err, "inspect: --check-weights needs --model (a preset has no weights)");

@@ -64,7 +64,8 @@ static const ConfigDefault FAMILY_DEFAULTS[] = {
     {"gemma3", "rope_local_theta", 1e4}, {"mixtral", "n_experts_used", 2},
     {"mixtral", "moe_step", 1},          {"qwen3moe", "n_experts_used", 2},
     {"qwen3moe", "moe_step", 1},         {"mixtral", "expert_norm_topk", 1},
-    {"qwen3moe", "expert_norm_topk", 1},
+    {"qwen3moe", "expert_norm_topk", 1}, {"deepseek2", "n_experts_used", 2},
+    {"deepseek2", "moe_step", 1},
 };
 
 /* "gemma2 gemma3 mistral" as "gemma2, gemma3 or mistral". */
@@ -105,6 +106,25 @@ static void family_defaults(Config *c, HfArchitecture arch) {
     config_defaults_apply(c, FAMILY_DEFAULTS, sizeof FAMILY_DEFAULTS / sizeof FAMILY_DEFAULTS[0],
                           hf_architecture_name(arch), model_field_given);
     model_fields_settle(c);
+}
+
+/* DeepSeek-V2's numbers not given: the value as wide as the unturned part
+ * of a head (qk_nope_head_dim), the experts --hidden wide, the weights
+ * scaled by 1; and what it needs: MLA's widths, a dense MLP only in the
+ * first layers. */
+static bool deepseek2_settle(Config *c, bool moe, StepError *err) {
+    if (c->kv_lora_rank <= 0 || c->qk_rope_head_dim <= 0 || c->head_dim <= 0)
+        return step_fail(err, "make-model: --arch deepseek2 needs --head-dim (qk_nope + qk_rope), "
+                              "--kv-lora-rank and --qk-rope-dim");
+    if (c->v_head_dim <= 0) c->v_head_dim = c->head_dim - c->qk_rope_head_dim;
+    if (!moe) c->n_experts_used = 0, c->expert_norm_topk = false, c->moe_step = 0;
+    if (moe && c->expert_hidden_dim <= 0) c->expert_hidden_dim = c->hidden_dim;
+    if (moe && c->routed_scaling_factor <= 0) c->routed_scaling_factor = 1.0f;
+    for (int i = 0; i < c->n_dense_layers; i++)
+        if (c->dense_layers[i] != i)
+            return step_fail(err, "make-model: DeepSeek-V2's dense layers are its first ones "
+                                  "(--dense-layers 0,1,..)");
+    return true;
 }
 
 /* The list of dense layers "1,4,7" (--dense-layers) into c. */
@@ -152,7 +172,7 @@ static bool parse_option(const CliOption *o, const char *value, void *dest, Step
             return hf_architecture_parse(value, &f->arch) ||
                    step_fail(err,
                              "make-model: --arch is llama, mistral, qwen2, qwen3, gpt2, phi3, "
-                             "gemma2, gemma3, mixtral or qwen3moe, not '%s'",
+                             "gemma2, gemma3, mixtral, qwen3moe or deepseek2, not '%s'",
                              value);
         case OPT_DTYPE:
             f->dtype = strcmp(value, "f16") == 0    ? ST_F16
@@ -163,12 +183,7 @@ static bool parse_option(const CliOption *o, const char *value, void *dest, Step
         case OPT_DENSE_LAYERS:
             return dense_layers_parse(value, &a->c, err);
         default: /* OPT_PRESET */
-            if ((a->preset = model_preset_find(value, err)) == NULL) return false;
-            return !a->preset->shape_only ||
-                   step_fail(err,
-                             "make-model: %s's family (%s) is not run by the engine yet: "
-                             "inspect --preset %s shows its shape and its cache",
-                             value, config_family(&a->preset->config), value);
+            return (a->preset = model_preset_find(value, err)) != NULL;
     }
 }
 
@@ -191,7 +206,8 @@ static const CliOption FOLDER_OPTIONS[] = {
              "(q/k norms), gpt2 (LayerNorm, GELU MLP, learned positions,\n"
              "biases: GPT2LMHeadModel's Conv1D tensors), phi3 (Llama's\n"
              "block, q/k/v and gate/up fused in the files), gemma2, gemma3,\n"
-             "mixtral or qwen3moe"},
+             "mixtral, qwen3moe or deepseek2 (multi-head latent attention:\n"
+             "--head-dim, --kv-lora-rank and --qk-rope-dim; experts optional)"},
     {"dtype", "T", OPTION_CUSTOM, .parse = parse_option, .id = OPT_DTYPE,
      .help = "f32 (default), f16 or bf16 (rounded to nearest even)"},
     {"shards", "N", OPTION_INT, offsetof(MakeModelArgs, folder.shards), 1, 64,
@@ -203,7 +219,8 @@ static const CliOption FOLDER_OPTIONS[] = {
 
 static const CliOption MOE_OWN_OPTIONS[] = {
     {"dense-layers", "L,..", OPTION_CUSTOM, .parse = parse_option, .id = OPT_DENSE_LAYERS,
-     .help = "layers whose MLP stays dense, --hidden wide (--arch qwen3moe)"},
+     .help = "layers whose MLP stays dense, --hidden wide (--arch qwen3moe;\n"
+             "deepseek2: the first ones, 0,1,..)"},
     {"no-norm-topk", NULL, OPTION_FLAG, offsetof(MakeModelArgs, no_norm_topk),
      .help = "the k weights not renormalised (qwen3moe's norm_topk_prob\nfalse)"},
     CLI_OPTIONS_END};
@@ -339,12 +356,18 @@ int cli_make_model(int argc, char **argv) {
         ok = tokenizer_load_json(&tok, folder.tokenizer_from, c.vocab_size, &err);
         if (ok) tokenizer_free(&tok);
     }
-    bool moe = folder.arch == HF_MIXTRAL || folder.arch == HF_QWEN3MOE;
+    bool deepseek = folder.arch == HF_DEEPSEEK2; /* its experts are optional */
+    bool moe =
+        folder.arch == HF_MIXTRAL || folder.arch == HF_QWEN3MOE ||
+        (deepseek && model_field_given(&c, config_field_find("n_experts")) && c.n_experts > 0);
     bool used_given = model_field_given(&c, config_field_find("n_experts_used"));
     family_defaults(&c, folder.arch);
     if (args.no_norm_topk) c.expert_norm_topk = false; /* the family's and preset's true */
-    if (ok && (c.n_dense_layers > 0 || args.no_norm_topk) && folder.arch != HF_QWEN3MOE)
-        ok = step_fail(&err, "make-model: --dense-layers and --no-norm-topk need --arch qwen3moe");
+    if (ok && (c.n_dense_layers > 0 || args.no_norm_topk) && folder.arch != HF_QWEN3MOE &&
+        !deepseek)
+        ok = step_fail(&err, "make-model: --dense-layers and --no-norm-topk need --arch qwen3moe "
+                             "or deepseek2");
+    if (ok && deepseek) ok = deepseek2_settle(&c, moe, &err);
     if (ok && moe && c.n_experts == 0)
         ok = step_fail(&err, "make-model: --arch %s needs --experts E",
                        hf_architecture_name(folder.arch));

@@ -106,4 +106,9 @@ const CliOption CLI_QUANT_OPTIONS[] = {
     {"weights", "W", OPTION_CUSTOM, .parse = quant_option, .id = OPT_WEIGHTS,
      .help = "stored (default: matrices kept in the file's dtype, widened\n"
              "as read) or f32 (widened to float32 at load); same bits"},
+    {"mla", "FORM", OPTION_CUSTOM, .parse = quant_option, .id = OPT_MLA,
+     .help = "multi-head latent attention (DeepSeek-V2): rebuilt (default:\n"
+             "each head's keys and values rebuilt from the cached latents)\n"
+             "or absorbed (kv_b folded into the query and the output);\n"
+             "within rounding of each other (docs/attention-variants.md)"},
     CLI_OPTIONS_END};

@@ -189,13 +189,12 @@ static const ModelPreset PRESETS[] = {
                 .rope_local_theta = 10000.0f}},
     /* DeepSeek-V2-Lite: multi-head latent attention (the query direct, no
      * q_lora_rank), 64 routed experts of which 6 a token and 2 shared ones,
-     * the first layer dense. YaRN's scaling of RoPE (factor 40 over 4096) is
-     * left out: it moves no size. The engine does not run MLA yet. */
+     * the first layer dense, YaRN's RoPE (factor 40 over 4096; mscale and
+     * mscale_all_dim 0.707, so cos and sin stay and the scores grow). */
     {.name = "deepseek-v2-lite",
      .source = "deepseek-ai/DeepSeek-V2-Lite",
-     .arch = HF_LLAMA,
+     .arch = HF_DEEPSEEK2,
      .untied = true,
-     .shape_only = true,
      .config = {.dim = 2048,
                 .hidden_dim = 10944,
                 .n_layers = 27,
@@ -216,7 +215,15 @@ static const ModelPreset PRESETS[] = {
                 .routed_scaling_factor = 1.0f,
                 .moe_step = 1,
                 .n_dense_layers = 1, /* first_k_dense_replace 1 */
-                .dense_layers = {0}}},
+                .dense_layers = {0},
+                .rope_scaling = {.type = ROPE_SCALING_YARN,
+                                 .factor = 40,
+                                 .original_context = 4096,
+                                 .beta_fast = 32,
+                                 .beta_slow = 1,
+                                 .mscale = 0.707f,
+                                 .mscale_all_dim = 0.707f,
+                                 .attention_factor = 1}}},
 };
 #define N_PRESETS (int)(sizeof PRESETS / sizeof PRESETS[0])
 

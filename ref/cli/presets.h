@@ -13,10 +13,8 @@
 typedef struct {
     const char *name, *source;
     HfArchitecture arch;
-    bool untied;     /* a classifier of its own */
-    bool shape_only; /* inspect's alone: the engine cannot run its family yet (make-model
-                        refuses it) */
-    Config config;   /* its shape and numbers (config_table.h), as its config.json gives them */
+    bool untied;   /* a classifier of its own */
+    Config config; /* its shape and numbers (config_table.h), as its config.json gives them */
 } ModelPreset;
 
 /* The preset called name, or NULL (err names the known ones). */

@@ -10,16 +10,17 @@
 #include "ref/formats/hf_moe.h"
 #include "ref/util/json_util.h"
 
-static const char *const ARCH_NAMES[] = {"llama", "mistral", "qwen2",  "qwen3",   "gpt2",
-                                         "phi3",  "gemma2",  "gemma3", "mixtral", "qwen3moe"};
+static const char *const ARCH_NAMES[] = {"llama",   "mistral",  "qwen2",    "qwen3",
+                                         "gpt2",    "phi3",     "gemma2",   "gemma3",
+                                         "mixtral", "qwen3moe", "deepseek2"};
 static const char *const ARCH_CLASSES[] = {
-    "LlamaForCausalLM",   "MistralForCausalLM", "Qwen2ForCausalLM",  "Qwen3ForCausalLM",
-    "GPT2LMHeadModel",    "Phi3ForCausalLM",    "Gemma2ForCausalLM", "Gemma3ForCausalLM",
-    "MixtralForCausalLM", "Qwen3MoeForCausalLM"};
+    "LlamaForCausalLM",   "MistralForCausalLM",  "Qwen2ForCausalLM",     "Qwen3ForCausalLM",
+    "GPT2LMHeadModel",    "Phi3ForCausalLM",     "Gemma2ForCausalLM",    "Gemma3ForCausalLM",
+    "MixtralForCausalLM", "Qwen3MoeForCausalLM", "DeepseekV2ForCausalLM"};
 /* config.json's model_type: the name, but Gemma 3's text model's and Qwen3-MoE's */
-static const char *const MODEL_TYPES[] = {"llama",   "mistral",  "qwen2",  "qwen3",
-                                          "gpt2",    "phi3",     "gemma2", "gemma3_text",
-                                          "mixtral", "qwen3_moe"};
+static const char *const MODEL_TYPES[] = {"llama",   "mistral",   "qwen2",      "qwen3",
+                                          "gpt2",    "phi3",      "gemma2",     "gemma3_text",
+                                          "mixtral", "qwen3_moe", "deepseek_v2"};
 
 bool hf_architecture_parse(const char *name, HfArchitecture *a) {
     for (int i = 0; i < (int)(sizeof ARCH_NAMES / sizeof ARCH_NAMES[0]); i++) {
@@ -85,6 +86,35 @@ static bool optional_bool(const cJSON *o, const char *key, bool *out) {
     return v == NULL || cJSON_IsBool(v) || cJSON_IsNull(v);
 }
 
+/* YaRN's rope_scaling as DeepSeek-V2's DeepseekV2YarnRotaryEmbedding reads
+ * it: factor and original_max_position_embeddings required; beta_fast 32,
+ * beta_slow 1, mscale 1 and mscale_all_dim 0 unless given; cos and sin
+ * multiplied by mscale's factor over mscale_all_dim's (config_yarn_mscale). */
+static bool read_yarn(const cJSON *o, RopeScaling *s, const char *what, StepError *err) {
+    *s = (RopeScaling){
+        .type = ROPE_SCALING_YARN, .beta_fast = 32, .beta_slow = 1, .mscale = 1, .factor = 0};
+    const cJSON *all_dim = cJSON_GetObjectItemCaseSensitive(o, "mscale_all_dim");
+    double d = 0;
+    if (all_dim != NULL && !cJSON_IsNull(all_dim) &&
+        !json_number_field(o, "mscale_all_dim", 0, 1e3, &d))
+        return step_fail(err, "%s: yarn's mscale_all_dim must be a number in [0, 1000]", what);
+    s->mscale_all_dim = (float)d;
+    if (!optional_number(o, "factor", &s->factor, what, err) ||
+        !optional_number(o, "beta_fast", &s->beta_fast, what, err) ||
+        !optional_number(o, "beta_slow", &s->beta_slow, what, err) ||
+        !optional_number(o, "mscale", &s->mscale, what, err))
+        return false;
+    if (!(s->factor >= 1) ||
+        !json_int_field(o, "original_max_position_embeddings", 1, 1 << 30, &s->original_context))
+        return step_fail(err,
+                         "%s: yarn rope_scaling needs factor (at least 1) and "
+                         "original_max_position_embeddings",
+                         what);
+    s->attention_factor =
+        config_yarn_mscale(s->factor, s->mscale) / config_yarn_mscale(s->factor, s->mscale_all_dim);
+    return true;
+}
+
 /* rope_scaling: null, "default", "linear" or "llama3" (Hugging Face's
  * rope_type, or the older "type"). */
 static bool read_rope_scaling(const cJSON *root, RopeScaling *s, const char *what, StepError *err) {
@@ -101,9 +131,12 @@ static bool read_rope_scaling(const cJSON *root, RopeScaling *s, const char *wha
         s->type = ROPE_SCALING_LINEAR;
     } else if (type != NULL && strcmp(type, "llama3") == 0) {
         s->type = ROPE_SCALING_LLAMA3;
+    } else if (type != NULL && strcmp(type, "yarn") == 0) {
+        return read_yarn(o, s, what, err);
     } else {
         return step_fail(err,
-                         "%s: rope_scaling type %.40s is not supported (linear, llama3, longrope)",
+                         "%s: rope_scaling type %.40s is not supported (linear, llama3, yarn, "
+                         "longrope)",
                          what, type ? type : "(none)");
     }
     bool ok = optional_number(o, "factor", &s->factor, what, err) &&
@@ -185,7 +218,7 @@ static bool read_architecture(const cJSON *root, HfArchitecture *a, const char *
                      "%s: architecture %.60s is not supported (LlamaForCausalLM, "
                      "MistralForCausalLM, Qwen2ForCausalLM, Qwen3ForCausalLM, GPT2LMHeadModel, "
                      "Phi3ForCausalLM, Gemma2ForCausalLM, Gemma3ForCausalLM, MixtralForCausalLM, "
-                     "Qwen3MoeForCausalLM)",
+                     "Qwen3MoeForCausalLM, DeepseekV2ForCausalLM)",
                      what, name ? name : "(none in config.json)");
 }
 
@@ -193,14 +226,30 @@ static bool read_architecture(const cJSON *root, HfArchitecture *a, const char *
  * 2's and 3's attention scale, head size, window, epsilon and RoPE bases
  * (and Gemma 2's soft-caps), and how the MoE families route. */
 static const ConfigDefault CLASS_DEFAULTS[] = {
-    {"gemma2", "query_scale", 256},      {"gemma2", "attn_softcap", 50},
-    {"gemma2", "final_softcap", 30},     {"gemma2", "sliding_window", 4096},
-    {"gemma2", "head_dim", 256},         {"gemma2", "norm_eps", 1e-6},
-    {"gemma2", "rope_theta", 1e4},       {"gemma3", "query_scale", 256},
-    {"gemma3", "sliding_window", 4096},  {"gemma3", "head_dim", 256},
-    {"gemma3", "norm_eps", 1e-6},        {"gemma3", "rope_theta", 1e6},
-    {"gemma3", "rope_local_theta", 1e4}, {"mixtral", "expert_norm_topk", 1},
-    {"mixtral", "moe_step", 1},          {"qwen3moe", "moe_step", 1},
+    {"gemma2", "query_scale", 256},
+    {"gemma2", "attn_softcap", 50},
+    {"gemma2", "final_softcap", 30},
+    {"gemma2", "sliding_window", 4096},
+    {"gemma2", "head_dim", 256},
+    {"gemma2", "norm_eps", 1e-6},
+    {"gemma2", "rope_theta", 1e4},
+    {"gemma3", "query_scale", 256},
+    {"gemma3", "sliding_window", 4096},
+    {"gemma3", "head_dim", 256},
+    {"gemma3", "norm_eps", 1e-6},
+    {"gemma3", "rope_theta", 1e6},
+    {"gemma3", "rope_local_theta", 1e4},
+    {"mixtral", "expert_norm_topk", 1},
+    {"mixtral", "moe_step", 1},
+    {"qwen3moe", "moe_step", 1},
+    /* DeepseekV2Config's */
+    {"deepseek2", "norm_eps", 1e-6},
+    {"deepseek2", "kv_lora_rank", 512},
+    {"deepseek2", "q_lora_rank", 1536},
+    {"deepseek2", "qk_rope_head_dim", 64},
+    {"deepseek2", "v_head_dim", 128},
+    {"deepseek2", "expert_hidden_dim", 1407},
+    {"deepseek2", "moe_step", 1}, /* moe_layer_freq 1: every layer past the dense ones */
 };
 
 /* root's key of f (present, not null) as f's type in its range, into *d. */
@@ -317,6 +366,7 @@ bool hf_config_parse(const char *text, const char *what, Config *c, char *arch, 
     if (ok && gemma) ok = hf_gemma_config(root, gemma3, c, what, err); /* hf_gemma.h */
     if (ok && (a == HF_QWEN3MOE || a == HF_MIXTRAL))
         ok = hf_moe_config(root, a == HF_QWEN3MOE, c, what, err); /* hf_moe.h */
+    if (ok && a == HF_DEEPSEEK2) ok = hf_deepseek2_config(root, c, what, err);
     hf_architecture_apply(a, c); /* the family's flags, and its experts' width rule */
     c->shared_classifier = tied;
     c->rope_layout = ROPE_INTERLEAVED; /* the loader interleaves q and k (hf_interleave_heads) */

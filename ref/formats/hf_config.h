@@ -28,7 +28,8 @@ typedef enum {
     HF_GEMMA2,
     HF_GEMMA3,
     HF_MIXTRAL,
-    HF_QWEN3MOE
+    HF_QWEN3MOE,
+    HF_DEEPSEEK2
 } HfArchitecture;
 
 /* "llama", "mistral", "qwen2", "qwen3", "gpt2", "phi3", "gemma2", "gemma3",

@@ -143,20 +143,29 @@ static bool take(SafetensorsFile *files, int n, const char *name, int rows, int 
 int hf_layer_tensors(const Model *m, int l, HfLayerTensor out[HF_LAYER_TENSORS]) {
     const Config *c = &m->config;
     const Weights *w = &m->weights;
-    size_t d = (size_t)c->dim, h = (size_t)c->hidden_dim, kv = (size_t)config_kv_dim(c);
+    size_t d = (size_t)c->dim, kv = (size_t)config_kv_dim(c);
     size_t qd = (size_t)config_q_dim(c), hd = (size_t)config_head_dim(c);
-    int nh = c->n_heads, nkv = c->n_kv_heads;
+    size_t q_rank = (size_t)c->q_lora_rank, kv_rank = (size_t)c->kv_lora_rank;
+    /* the heads whose q and k rows RoPE pairs; none for MLA, whose files
+     * turn interleaved pairs already (DeepSeek-V2's apply_rotary_pos_emb) */
+    int nh = config_mla(c) ? 0 : c->n_heads, nkv = c->n_kv_heads;
 #define AT(v, stride) ((v) != NULL ? (v) + l * (stride) : NULL)
-    /* the dense MLP's matrices are stored for the dense layers only */
-    size_t slot = (size_t)config_dense_slot(c, l);
-#define DENSE(v, stride) ((v) != NULL ? (v) + slot * (stride) : NULL)
     bool post = c->post_norms; /* Gemma's post_attention_layernorm is its post-norm */
+    /* a matrix's place and shape are model_matrix_place's (kind >= 0) */
     const HfLayerTensor all[HF_LAYER_TENSORS] = {
         {"input_layernorm.weight", "attn_norm.weight", w->rms_att + l * d, 0, d, 0, -1},
-        {"self_attn.q_proj.weight", "attn_q.weight", AT(w->wq, qd * d), qd, d, nh, MAT_WQ},
-        {"self_attn.k_proj.weight", "attn_k.weight", AT(w->wk, kv * d), kv, d, nkv, MAT_WK},
-        {"self_attn.v_proj.weight", "attn_v.weight", AT(w->wv, kv * d), kv, d, 0, MAT_WV},
-        {"self_attn.o_proj.weight", "attn_output.weight", AT(w->wo, d * qd), d, qd, 0, MAT_WO},
+        {"self_attn.q_proj.weight", "attn_q.weight", NULL, 0, 0, nh, MAT_WQ},
+        {"self_attn.q_a_proj.weight", "attn_q_a.weight", NULL, 0, 0, 0, MAT_Q_A},
+        {"self_attn.q_a_layernorm.weight", "attn_q_a_norm.weight", AT(w->q_a_norm, q_rank), 0,
+         q_rank, 0, -1},
+        {"self_attn.q_b_proj.weight", "attn_q_b.weight", NULL, 0, 0, 0, MAT_Q_B},
+        {"self_attn.k_proj.weight", "attn_k.weight", NULL, 0, 0, nkv, MAT_WK},
+        {"self_attn.v_proj.weight", "attn_v.weight", NULL, 0, 0, 0, MAT_WV},
+        {"self_attn.kv_a_proj_with_mqa.weight", "attn_kv_a_mqa.weight", NULL, 0, 0, 0, MAT_KV_A},
+        {"self_attn.kv_a_layernorm.weight", "attn_kv_a_norm.weight", AT(w->kv_a_norm, kv_rank), 0,
+         kv_rank, 0, -1},
+        {"self_attn.kv_b_proj.weight", "attn_kv_b.weight", NULL, 0, 0, 0, MAT_KV_B},
+        {"self_attn.o_proj.weight", "attn_output.weight", NULL, 0, 0, 0, MAT_WO},
         {"self_attn.q_proj.bias", "attn_q.bias", AT(w->bq, qd), 0, qd, nh, -1},
         {"self_attn.k_proj.bias", "attn_k.bias", AT(w->bk, kv), 0, kv, nkv, -1},
         {"self_attn.v_proj.bias", "attn_v.bias", AT(w->bv, kv), 0, kv, 0, -1},
@@ -164,21 +173,31 @@ int hf_layer_tensors(const Model *m, int l, HfLayerTensor out[HF_LAYER_TENSORS])
         {"self_attn.k_norm.weight", "attn_k_norm.weight", AT(w->k_norm, hd), 0, hd, 1, -1},
         {post ? "pre_feedforward_layernorm.weight" : "post_attention_layernorm.weight",
          "ffn_norm.weight", w->rms_ffn + l * d, 0, d, 0, -1},
-        {"mlp.gate_proj.weight", "ffn_gate.weight", DENSE(w->gate, h * d), h, d, 0, MAT_GATE},
-        {"mlp.down_proj.weight", "ffn_down.weight", DENSE(w->down, d * h), d, h, 0, MAT_DOWN},
-        {"mlp.up_proj.weight", "ffn_up.weight", DENSE(w->up, h * d), h, d, 0, MAT_UP},
+        {"mlp.gate_proj.weight", "ffn_gate.weight", NULL, 0, 0, 0, MAT_GATE},
+        {"mlp.down_proj.weight", "ffn_down.weight", NULL, 0, 0, 0, MAT_DOWN},
+        {"mlp.up_proj.weight", "ffn_up.weight", NULL, 0, 0, 0, MAT_UP},
+        {"mlp.shared_experts.gate_proj.weight", "ffn_gate_shexp.weight", NULL, 0, 0, 0,
+         MAT_SHARED_GATE},
+        {"mlp.shared_experts.down_proj.weight", "ffn_down_shexp.weight", NULL, 0, 0, 0,
+         MAT_SHARED_DOWN},
+        {"mlp.shared_experts.up_proj.weight", "ffn_up_shexp.weight", NULL, 0, 0, 0, MAT_SHARED_UP},
         {"post_attention_layernorm.weight", "post_attention_norm.weight", AT(w->post_att_norm, d),
          0, d, 0, -1},
         {"post_feedforward_layernorm.weight", "post_ffw_norm.weight", AT(w->post_ffn_norm, d), 0, d,
          0, -1},
     };
 #undef AT
-#undef DENSE
-    bool moe = config_layer_moe(c, l); /* its experts are hf_moe.h's */
     int n = 0;
     for (int i = 0; i < HF_LAYER_TENSORS; i++) {
-        bool mlp = all[i].kind == MAT_GATE || all[i].kind == MAT_DOWN || all[i].kind == MAT_UP;
-        if ((all[i].view != NULL || all[i].kind >= 0) && !(moe && mlp)) out[n++] = all[i];
+        HfLayerTensor t = all[i];
+        if (t.kind >= 0) { /* a matrix the layer holds: rows 0 for one it has none of */
+            MatrixPlace p = model_matrix_place(m, l * LAYER_MATRICES + t.kind);
+            if (p.rows == 0) continue;
+            t.view = p.floats, t.rows = (size_t)p.rows, t.cols = (size_t)p.cols;
+        } else if (t.view == NULL) {
+            continue;
+        }
+        out[n++] = t;
     }
     return n;
 }
@@ -321,7 +340,7 @@ static bool take_experts(Model *m, SafetensorsFile *files, int n, int l, bool st
                          const char *dir, StepError *err) {
     const Config *c = &m->config;
     if (!config_layer_moe(c, l)) return true;
-    bool qwen = c->qk_norm; /* Qwen3-MoE's names, else Mixtral's */
+    bool qwen = !hf_moe_mixtral(c); /* Qwen3-MoE's (and DeepSeek-V2's) names, else Mixtral's */
     for (int e = -1; e < c->n_experts; e++)
         for (int part = 0; part < (e < 0 ? 1 : EXPERT_MATRICES); part++) {
             char name[160];

@@ -42,7 +42,7 @@ typedef struct {
     int kind; /* a matrix's MatrixKind, or -1: a vector */
 } HfLayerTensor;
 
-#define HF_LAYER_TENSORS 16
+#define HF_LAYER_TENSORS 25
 
 /* The tensors layer l of m has (its architecture's), in a fixed order;
  * returns how many. The seven matrices are always listed. */

@@ -32,6 +32,17 @@
  * mlp_only_layers (Mixtral's expert width is hf_architecture_apply's). */
 bool hf_moe_config(const cJSON *root, bool qwen, Config *c, const char *what, StepError *err);
 
+/* Whether c's experts are Mixtral's (block_sparse_moe.*, w1/w2/w3), not
+ * Qwen3-MoE's and DeepSeek-V2's (mlp.*, gate_proj/down_proj/up_proj). */
+bool hf_moe_mixtral(const Config *c);
+
+/* DeepSeek-V2's keys beyond the table's (DeepseekV2ForCausalLM): the
+ * routed experts (n_routed_experts) and those a token runs, the first
+ * first_k_dense_replace layers dense, moe_layer_freq 1, greedy top-k over
+ * a softmax; and the query's and key's widths: head_dim is qk_nope_head_dim
+ * + qk_rope_head_dim. */
+bool hf_deepseek2_config(const cJSON *root, Config *c, const char *what, StepError *err);
+
 /* A part of layer l's mixture: the router (expert -1, part EXPERT_GATE)
  * or expert e's gate, down or up projection (matrix.h's ExpertKind).
  * Its tensor's name in a folder of c's family (qwen: Qwen3-MoE's), into

@@ -119,7 +119,7 @@ static int list_experts(const Model *m, int l, OutTensor *out) {
             int rows, cols;
             OutTensor *t = &out[n++];
             *t = (OutTensor){0};
-            hf_moe_tensor_name(c->qk_norm, l, e, (ExpertKind)part, t->name, sizeof t->name);
+            hf_moe_tensor_name(!hf_moe_mixtral(c), l, e, (ExpertKind)part, t->name, sizeof t->name);
             t->values = hf_moe_tensor_view(c, &m->weights, l, e, (ExpertKind)part, &rows, &cols);
             t->rows = rows, t->cols = cols;
         }
@@ -220,6 +220,28 @@ static void moe_config_json(cJSON *o, const Config *c, bool qwen) {
         cJSON_AddItemToArray(dense, cJSON_CreateNumber(c->dense_layers[i]));
 }
 
+/* DeepSeek-V2's keys beyond the table's (hf_deepseek2_config reads them):
+ * the query's unturned width, the routed experts, greedy softmax routing,
+ * and its dense layers as the first k (false when they are not). */
+static bool deepseek2_config_json(cJSON *o, const Config *c) {
+    cJSON_AddNumberToObject(o, "qk_nope_head_dim", config_head_dim(c) - c->qk_rope_head_dim);
+    cJSON_AddStringToObject(o, "hidden_act", "silu");
+    cJSON_AddBoolToObject(o, "attention_bias", false);
+    if (c->n_experts == 0) {
+        cJSON_AddNullToObject(o, "n_routed_experts");
+        return true;
+    }
+    cJSON_AddNumberToObject(o, "n_routed_experts", c->n_experts);
+    cJSON_AddNumberToObject(o, "num_experts_per_tok", c->n_experts_used);
+    cJSON_AddNumberToObject(o, "first_k_dense_replace", c->n_dense_layers);
+    cJSON_AddNumberToObject(o, "moe_layer_freq", 1);
+    cJSON_AddStringToObject(o, "topk_method", "greedy");
+    cJSON_AddStringToObject(o, "scoring_func", "softmax");
+    for (int l = 0; l < c->n_layers; l++)
+        if (config_layer_moe(c, l) != (l >= c->n_dense_layers)) return false;
+    return true;
+}
+
 static cJSON *config_json(const Config *c, HfArchitecture a, SafetensorsDtype dtype) {
     cJSON *o = cJSON_CreateObject();
     cJSON *archs = cJSON_AddArrayToObject(o, "architectures");
@@ -257,11 +279,22 @@ static cJSON *config_json(const Config *c, HfArchitecture a, SafetensorsDtype dt
         }
         cJSON_AddNumberToObject(scaling, "attention_factor", rs->attention_factor);
         cJSON_AddNumberToObject(o, "original_max_position_embeddings", rs->original_context);
+    } else if (rs->type == ROPE_SCALING_YARN) { /* as read_yarn reads it */
+        cJSON *scaling = cJSON_AddObjectToObject(o, "rope_scaling");
+        cJSON_AddStringToObject(scaling, "type", "yarn");
+        cJSON_AddNumberToObject(scaling, "factor", rs->factor);
+        cJSON_AddNumberToObject(scaling, "original_max_position_embeddings", rs->original_context);
+        cJSON_AddNumberToObject(scaling, "beta_fast", rs->beta_fast);
+        cJSON_AddNumberToObject(scaling, "beta_slow", rs->beta_slow);
+        cJSON_AddNumberToObject(scaling, "mscale", rs->mscale);
+        cJSON_AddNumberToObject(scaling, "mscale_all_dim", rs->mscale_all_dim);
     }
     if (a == HF_MIXTRAL || a == HF_QWEN3MOE) moe_config_json(o, c, a == HF_QWEN3MOE);
     if (a == HF_GEMMA2 || a == HF_GEMMA3)
         gemma_config_json(o, c, a == HF_GEMMA3);
-    else
+    else if (a == HF_DEEPSEEK2 && !deepseek2_config_json(o, c))
+        return cJSON_Delete(o), NULL; /* dense layers DeepSeek-V2 cannot say */
+    else if (a != HF_DEEPSEEK2)
         cJSON_AddStringToObject(o, "hidden_act", "silu");
     cJSON_AddStringToObject(o, "torch_dtype",
                             dtype == ST_F32   ? "float32"
@@ -412,6 +445,8 @@ static bool save_folder(const Model *m, uint64_t seed, HfArchitecture a, const c
                               : dtype == ST_F16 ? "float16"
                                                 : "bfloat16";
     cJSON *cfg = a == HF_GPT2 ? hf_gpt2_config_json(c, torch_dtype) : config_json(c, a, dtype);
+    if (ok && cfg == NULL)
+        ok = step_fail(err, "%s: DeepSeek-V2's dense layers must be its first ones", dir);
     cJSON *index = cJSON_CreateObject();
     cJSON *map = cJSON_AddObjectToObject(index, "weight_map");
     OutTensor **part = malloc((size_t)n * sizeof *part);

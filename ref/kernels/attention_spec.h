@@ -12,11 +12,12 @@ static inline int window_first_seen(int window, int pos) {
 }
 
 /* What attention needs to know of the architecture, for one layer: its
- * heads, the number whose square root divides q·k (head_dim, or Gemma's
- * query_pre_attn_scalar), the soft-cap on the scores (Gemma 2; 0: none)
- * and the layer's sliding window (0: none; window_first_seen reads it). */
+ * heads, the width of a head's query and key (head_dim) and of its value
+ * (v_head_dim: MLA's is narrower; else head_dim), the number whose square root divides q·k
+ * (head_dim, or Gemma's query_pre_attn_scalar), the soft-cap on the scores (Gemma 2; 0: none) and
+ * the layer's sliding window (0: none; window_first_seen reads it). */
 typedef struct {
-    int n_heads, n_kv_heads, head_dim;
+    int n_heads, n_kv_heads, head_dim, v_head_dim;
     float query_scale;
     float softcap;
     int window;

@@ -57,7 +57,7 @@ static void transfer(PrefixEntry *e, const KVCache *k, int n, bool into_cache) {
         arrays[n_arrays++] = (RowArray){k->value_s, e->value_s, scales};
     } else {
         arrays[n_arrays++] = (RowArray){k->key, e->key, kv * sizeof(float)};
-        arrays[n_arrays++] = (RowArray){k->value, e->value, kv * sizeof(float)};
+        arrays[n_arrays++] = (RowArray){k->value, e->value, (size_t)k->v_dim * sizeof(float)};
     }
     for (int i = 0; i < n_arrays; i++) {
         if (into_cache)
@@ -125,7 +125,7 @@ bool prefix_cache_put(PrefixCache *p, const int *tokens, int n, const KVCache *s
     bool ok = e.tokens != NULL;
     if (!int8) {
         e.key = malloc(rows * kv * sizeof(float));
-        e.value = malloc(rows * kv * sizeof(float));
+        e.value = malloc(rows * (size_t)src->v_dim * sizeof(float));
         ok = ok && e.key && e.value;
     } else {
         e.key_q = malloc(rows * kv);
