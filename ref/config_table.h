@@ -93,7 +93,7 @@
       "latent of this many values, from which every head's key and value\n" \
       "are rebuilt, and one rotary key shared by the heads (0: none)") \
     X(CF_ATTENTION, INT, qk_rope_head_dim, "qk_rope_head_dim", 0, 2, 65536, CF_IF_SET, \
-      "qk_rope_head_dim", "rope.dimension_count", "qk-rope-dim", "deepseek2", \
+      "qk_rope_head_dim", "", "qk-rope-dim", "deepseek2", \
       "MLA: the dimensions of each head's q and k that RoPE turns, after\n" \
       "head_dim - qk_rope_head_dim that it does not") \
     X(CF_ATTENTION, INT, q_lora_rank, "q_lora_rank", 0, 1, 1 << 20, CF_IF_SET, \
@@ -101,7 +101,7 @@
       "MLA: the query through a low-rank path of this width, normed\n" \
       "between its two matrices (0: one matrix)") \
     X(CF_ATTENTION, INT, v_head_dim, "v_head_dim", 0, 1, 65536, CF_IF_SET, \
-      "v_head_dim", "attention.value_length", "v-head-dim", "deepseek2", \
+      "v_head_dim", "", "v-head-dim", "deepseek2", \
       "the width of a head's value when not head_dim (MLA's 128 of 192)") \
     X(CF_ATTENTION, INT, sliding_window, "sliding_window", 0, 1, 1 << 30, CF_IF_SET, \
       "sliding_window", "", "sliding-window", \

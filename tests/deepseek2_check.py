@@ -35,6 +35,9 @@ forward written here from DeepSeek's modeling_deepseek.py (in `make test`):
    reference's, the run header names MLA's fields, `trace validate` passes.
 6. make-model --arch deepseek2 writes a folder this file reads back, and the
    reference on it is the engine's; inspect gives its cache a token.
+7. int8 weights against the reference on the quantized weights; convert to
+   llama.cpp's deepseek2 GGUF gives the folder's bits (llama_cpp_check.py
+   runs llama.cpp on such files).
 
     /usr/bin/python3 tests/deepseek2_check.py build/stepwise
 """
@@ -402,6 +405,44 @@ def check_int8(folder, cfg, stored):
     check("int8 cache of MLA's latents" in r.stderr, "--quant-kv int8 on MLA is refused by name")
 
 
+def check_convert(folders, tmp):
+    """convert writes DeepSeek-V2 as llama.cpp's deepseek2 (the legacy form:
+    attn_kv_b whole, key_length and value_length a head's, leading dense
+    layers, shared experts), and the file gives its folder's logits and
+    routing bit for bit; what llama.cpp's deepseek2 cannot run is refused by
+    name (llama_cpp_check.py runs llama.cpp itself on such files)."""
+    from gguf_read import read_gguf
+    folder = folders[0][0]
+    gguf = os.path.join(tmp, "ds0.gguf")
+    run_stepwise(BIN, "convert", "--model", folder, "--tokenizer", TINY, "--out", gguf)
+    meta, tensors = read_gguf(gguf)
+    cfg = folders[0][1]
+    keys = (meta.get("general.architecture") == "deepseek2" and meta.get("deepseek2.attention.kv_lora_rank") == 12
+            and meta.get("deepseek2.attention.q_lora_rank") == 0 and meta.get("deepseek2.rope.dimension_count") == 4
+            and meta.get("deepseek2.attention.key_length") == 12 and meta.get("deepseek2.attention.value_length") == 6
+            and meta.get("deepseek2.leading_dense_block_count") == 1
+            and meta.get("deepseek2.expert_shared_count") == 1
+            and abs(meta.get("deepseek2.expert_weights_scale", 0) - 2.5) < 1e-6
+            and "blk.0.attn_kv_b.weight" in tensors and "blk.1.ffn_gate_shexp.weight" in tensors)
+    a, b = engine_routes(folder, TOKENS), engine_routes(gguf, TOKENS)
+    check(keys and np.array_equal(a[0], b[0]) and a[1] == b[1],
+          f"convert {os.path.basename(folder)}: GGUF deepseek2 with llama.cpp's keys and tensors "
+          f"({cfg['num_hidden_layers']} layers, the first dense); the same logits and routing bit for bit")
+    bad = os.path.join(tmp, "grouped")  # DeepSeek-V2 (236B)'s routing, not run: refused by name
+    os.makedirs(bad)
+    json.dump(dict(cfg, topk_method="group_limited_greedy", n_group=2, topk_group=1),
+              open(os.path.join(bad, "config.json"), "w"))
+    r = run_stepwise(BIN, "score", "--model", bad, "--tokens", "1,2", "--top-n", "0", "--out",
+                     os.path.join(tmp, "g.jsonl"), expect=(2,))
+    check("topk_method group_limited_greedy is not supported" in r.stderr,
+          "a folder routing by group_limited_greedy is refused by name")
+    for i, why in ((1, "scales RoPE (YaRN)"), (2, "has no routed experts")):
+        r = run_stepwise(BIN, "convert", "--model", folders[i][0], "--tokenizer", TINY, "--out",
+                         os.path.join(tmp, f"no{i}.gguf"), expect=(2,))
+        check(why in r.stderr and not os.path.exists(os.path.join(tmp, f"no{i}.gguf")),
+              f"convert refuses a DeepSeek-V2 that llama.cpp's deepseek2 cannot run: it {why}")
+
+
 def check_make_model(tmp):
     folder = os.path.join(tmp, "made")
     run_stepwise(BIN, "make-model", "--format", "hf", "--arch", "deepseek2", "--dtype", "bf16", "--dim", "32",
@@ -437,6 +478,7 @@ def main():
         check_decode(folders)
         check_trace(*folders[1])
         check_int8(*folders[0])
+        check_convert(folders, tmp)
         check_make_model(tmp)
     return check.summary("deepseek2 check")
 

@@ -7,8 +7,9 @@ tests/llama_cpp_engine.mjs drives it. On llama.cpp's own stories260K.gguf
 and on GGUF files `stepwise convert` writes (llama from stories260K.bin,
 Hugging Face folders of the llama, qwen2 and qwen3 architectures with the
 real Llama 3 and Qwen3 tokenizers, and phi3 folders, their projections fused,
-one with a partial RoPE and one with longrope, and Mixtral and Qwen3-MoE
-folders, with Llama 2's tokenizer.bin), over fixed ids,
+one with a partial RoPE and one with longrope, Mixtral and Qwen3-MoE
+folders, and DeepSeek-V2 folders (multi-head latent attention, shared
+experts), with Llama 2's tokenizer.bin), over fixed ids,
 teacher-forced:
 
   (a) with a float32 KV cache and flash attention off, llama.cpp's logits
@@ -177,6 +178,23 @@ def models(tmp):
         run_stepwise(BIN, "convert", "--model", folder, "--tokenizer", os.path.join(MODELS, "tokenizer.bin"),
                      "--out", path)
         yield f"{arch} folder (experts, 2 a token) converted by stepwise", path, None
+    # DeepSeek-V2: multi-head latent attention as llama.cpp's deepseek2 (the legacy attn_kv_b form),
+    # the query through its low-rank path or direct, shared experts beside the routed ones (scaled by
+    # 2.5 in the second), the first layer dense
+    for label, extra in (("the query's low-rank path, 1 shared expert", ["--q-lora-rank", "16"]),
+                         ("the query direct, 2 shared experts, routed scale 2.5",
+                          ["--shared-experts", "2", "--routed-scale", "2.5", "--layers", "3"])):
+        folder, path = os.path.join(tmp, "ds"), os.path.join(tmp, "ds.gguf")
+        args = ["--layers", "2", "--shared-experts", "1", *extra]  # the later of a repeated option wins
+        run_stepwise(BIN, "make-model", "--format", "hf", "--arch", "deepseek2", "--dim", "64", "--hidden", "96",
+                     "--heads", "4", "--vocab", "32000", "--seq-len", "64", "--head-dim", "24", "--qk-rope-dim",
+                     "8", "--kv-lora-rank", "32", "--experts", "4", "--expert-hidden", "32", "--dense-layers",
+                     "0", "--out", folder, *args)
+        run_stepwise(BIN, "convert", "--model", folder, "--tokenizer", os.path.join(MODELS, "tokenizer.bin"),
+                     "--out", path)
+        yield f"deepseek2 folder (MLA; {label}) converted by stepwise", path, None
+        import shutil
+        shutil.rmtree(folder)
 
 
 def check_gpt2(tmp, texts, lines):

@@ -66,7 +66,7 @@ static void write_config(GgufMetadata *meta, const Config *c, const char *arch) 
     arch_u32(meta, arch, "attention.head_count", c->n_heads);
     arch_u32(meta, arch, "attention.head_count_kv", c->n_kv_heads);
     arch_u32(meta, arch, "attention.key_length", head_dim);
-    arch_u32(meta, arch, "attention.value_length", head_dim);
+    arch_u32(meta, arch, "attention.value_length", config_v_head_dim(c));
     arch_u32(meta, arch, "vocab_size", c->vocab_size);
     gguf_fields_write(meta, c, arch); /* the table's keys (config_table.h) */
     if (c->rope_scaling.type == ROPE_SCALING_LINEAR) {
@@ -83,6 +83,13 @@ static void write_config(GgufMetadata *meta, const Config *c, const char *arch) 
         arch_u32(meta, arch, "rope.scaling.original_context_length",
                  c->rope_scaling.original_context);
         arch_f32(meta, arch, "rope.scaling.attn_factor", c->rope_scaling.attention_factor);
+    }
+    if (config_mla(c)) { /* deepseek2's beyond the table's (deepseek2_fits checked them) */
+        if (c->q_lora_rank == 0) arch_u32(meta, arch, "attention.q_lora_rank", 0); /* required */
+        arch_u32(meta, arch, "leading_dense_block_count", c->n_dense_layers);
+        char key[128];
+        snprintf(key, sizeof key, "%s.expert_weights_norm", arch);
+        gguf_meta_bool(meta, key, c->expert_norm_topk);
     }
     if (c->post_norms) { /* Gemma's (gemma_fits checked them) */
         /* no window: one as wide as the context, which masks nothing */
@@ -127,6 +134,26 @@ static bool gemma_fits(const Config *c, const char *path, StepError *err) {
                          "sliding layers",
                          path);
     return true;
+}
+
+/* Whether llama.cpp's deepseek2 runs c as the engine does: the legacy
+ * form (attn_kv_b, key_length and value_length as a head's; llama.cpp then
+ * attends MHA-wise) with experts in every layer past the first dense ones,
+ * shared experts beside them, the k weights scaled only when not
+ * renormalised (llama.cpp would scale renormalised ones too), no YaRN yet. */
+static bool deepseek2_fits(const Config *c, const char *path, StepError *err) {
+    const char *why =
+        c->n_experts == 0                           ? "has no routed experts"
+        : c->n_shared_experts == 0                  ? "has no shared experts"
+        : c->rope_scaling.type != ROPE_SCALING_NONE ? "scales RoPE (YaRN)"
+        : c->expert_norm_topk && c->routed_scaling_factor > 0 && c->routed_scaling_factor != 1.0f
+            ? "renormalises the k weights and scales them"
+            : NULL;
+    for (int l = 0; why == NULL && l < c->n_layers; l++)
+        if (config_layer_moe(c, l) != (l >= c->n_dense_layers))
+            why = "has dense layers past MoE ones";
+    return why == NULL ||
+           step_fail(err, "%s: llama.cpp's deepseek2 cannot run this model, which %s", path, why);
 }
 
 /* The per-frequency factors a GGUF file holds as rope_freqs.weight: the
@@ -318,6 +345,7 @@ bool gguf_model_save(const Model *m, const Tokenizer *tok, GgufOutType type, con
                  !c->proj_bias && !c->qkv_bias && c->post_norms && c->norm_plus_one &&
                  c->embed_scale > 0;
     if (gemma && !gemma_fits(c, path, err)) return false;
+    if (config_mla(c) && !deepseek2_fits(c, path, err)) return false;
     bool plain_rms = c->norm == NORM_RMS && c->mlp == MLP_SWIGLU && c->position == POS_ROPE &&
                      !c->proj_bias && !c->post_norms && !c->norm_plus_one && c->embed_scale == 0 &&
                      c->sliding_pattern == 0 && c->attn_softcap == 0 && c->final_softcap == 0 &&
@@ -339,8 +367,9 @@ bool gguf_model_save(const Model *m, const Tokenizer *tok, GgufOutType type, con
                          "layers; this model %s",
                          path, !c->expert_norm_topk ? "does not renormalise" : "has dense layers");
     report->arch = arch;
-    /* llama.cpp's llama keeps interleaved pairs; its qwen, Hugging Face's halves */
-    RopeLayout wanted = strcmp(arch, "llama") == 0 ? ROPE_INTERLEAVED : ROPE_HALVES;
+    /* llama.cpp's llama and deepseek2 keep interleaved pairs; its qwen, Hugging Face's halves */
+    bool pairs = strcmp(arch, "llama") == 0 || strcmp(arch, "deepseek2") == 0;
+    RopeLayout wanted = pairs ? ROPE_INTERLEAVED : ROPE_HALVES;
     RowOrder rotated = c->rope_layout == wanted ? ROWS_AS_HELD
                        : wanted == ROPE_HALVES  ? ROWS_TO_HALVES
                                                 : ROWS_TO_INTERLEAVED;

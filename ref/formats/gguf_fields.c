@@ -29,7 +29,8 @@ bool gguf_fields_read(const GgufFile *f, const char *arch, Config *c, StepError 
         bool ok = field->type == CF_TYPE_FLOAT ? gguf_get_float(f, key, &v)
                                                : gguf_get_uint(f, key, UINT32_MAX, &u);
         if (field->type != CF_TYPE_FLOAT) v = (double)u;
-        if (!ok || !(v >= field->min && v <= field->max)) {
+        bool none = v == 0 && field->zero == 0; /* 0 where it means none (q_lora_rank's) */
+        if (!ok || !(none || (v >= field->min && v <= field->max))) {
             char takes[64];
             config_field_describe(field, takes, sizeof takes);
             return step_fail(err, "%s: %s must be %s", f->path, key, takes);

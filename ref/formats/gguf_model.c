@@ -56,6 +56,45 @@ static bool read_gemma(const GgufFile *f, const char *arch, Config *c, StepError
     return ok;
 }
 
+/* deepseek2's beyond the table's keys: the rotary part of a head
+ * (rope.dimension_count), a head's key and value widths (key_length_mla and
+ * value_length_mla where the file splits kv_b, else key_length and
+ * value_length), the leading dense layers, and whether the k weights are
+ * renormalised (expert_weights_norm; then they must not be scaled too). */
+static bool read_deepseek2(const GgufFile *f, Config *c, StepError *err) {
+    int rope = 0, dense = 0, head = 0, value = 0;
+    bool ok = arch_uint(f, "deepseek2", "rope.dimension_count", &rope, err) &&
+              arch_uint(f, "deepseek2", "attention.value_length", &value, err);
+    bool split = gguf_find_kv(f, "deepseek2.attention.key_length_mla") != NULL;
+    if (ok && split)
+        ok = arch_uint(f, "deepseek2", "attention.key_length_mla", &head, err) &&
+             arch_uint(f, "deepseek2", "attention.value_length_mla", &value, err);
+    if (ok && split) c->head_dim = head;
+    c->qk_rope_head_dim = rope, c->v_head_dim = value;
+    uint64_t u = 0;
+    if (ok && gguf_find_kv(f, "deepseek2.leading_dense_block_count") != NULL) {
+        ok =
+            (gguf_get_uint(f, "deepseek2.leading_dense_block_count", CONFIG_MAX_DENSE_LAYERS, &u) &&
+             u <= (uint64_t)c->n_layers) ||
+            step_fail(err, "%s: deepseek2.leading_dense_block_count must be in [0, %d]", f->path,
+                      c->n_layers < CONFIG_MAX_DENSE_LAYERS ? c->n_layers
+                                                            : CONFIG_MAX_DENSE_LAYERS);
+        dense = (int)u;
+    }
+    for (int l = 0; l < dense; l++) c->dense_layers[c->n_dense_layers++] = l;
+    if (ok && gguf_find_kv(f, "deepseek2.expert_weights_norm") != NULL) {
+        ok = gguf_get_uint(f, "deepseek2.expert_weights_norm", 1, &u) ||
+             step_fail(err, "%s: deepseek2.expert_weights_norm must be true or false", f->path);
+        c->expert_norm_topk = u != 0;
+    }
+    if (ok && c->expert_norm_topk && c->routed_scaling_factor != 0 && c->routed_scaling_factor != 1)
+        ok = step_fail(err,
+                       "%s: deepseek2 renormalises the k weights and scales them by %g: "
+                       "DeepSeek-V2 does one or the other",
+                       f->path, (double)c->routed_scaling_factor);
+    return ok;
+}
+
 static bool read_config(const GgufFile *f, const char *arch, Config *c, StepError *err) {
     memset(c, 0, sizeof *c);
     bool ok = arch_uint(f, arch, "embedding_length", &c->dim, err) &&
@@ -101,7 +140,10 @@ static bool read_config(const GgufFile *f, const char *arch, Config *c, StepErro
     c->fused_files = strcmp(arch, "phi3") == 0;
     snprintf(key, sizeof key, "%s.rope.dimension_count", arch); /* llama.cpp's n_rot */
     uint64_t rot;
-    if (ok && gguf_find_kv(f, key) != NULL) {
+    bool mla = strcmp(arch, "deepseek2") == 0;
+    if (ok && mla) {
+        ok = read_deepseek2(f, c, err);
+    } else if (ok && gguf_find_kv(f, key) != NULL) {
         ok = (gguf_get_uint(f, key, 1u << 30, &rot) && rot >= 2 && rot % 2 == 0 &&
               rot <= (uint64_t)config_head_dim(c)) ||
              step_fail(err, "%s: %s must be even and in [2, head_dim %d]", f->path, key,
@@ -124,16 +166,19 @@ static bool read_config(const GgufFile *f, const char *arch, Config *c, StepErro
     if (ok && gguf_find_kv(f, key) != NULL) {
         ok = arch_uint(f, arch, "expert_count", &c->n_experts, err) &&
              arch_uint(f, arch, "expert_used_count", &c->n_experts_used, err);
-        if (strcmp(arch, "qwen3moe") != 0) /* llama's (Mixtral's): feed_forward_length wide */
+        if (strcmp(arch, "llama") == 0) /* llama's (Mixtral's): feed_forward_length wide */
             c->expert_hidden_dim = c->hidden_dim;
         else if (ok && c->expert_hidden_dim == 0)
-            ok = step_fail(err,
-                           "%s: needs qwen3moe.expert_feed_forward_length, a whole number "
-                           "from 1",
-                           f->path);
-        c->expert_norm_topk = true; /* llama.cpp renormalises both */
+            ok = step_fail(err, "%s: needs %s.expert_feed_forward_length, a whole number from 1",
+                           f->path, arch);
+        if (!mla) c->expert_norm_topk = true; /* llama.cpp renormalises llama's and qwen3moe's */
         c->moe_step = 1;
     }
+    if (ok && mla && (c->n_experts == 0 || c->n_shared_experts == 0)) /* as llama.cpp's */
+        ok = step_fail(err,
+                       "%s: deepseek2 needs routed experts (expert_count) and shared ones "
+                       "(expert_shared_count)",
+                       f->path);
     if (strcmp(arch, "qwen3moe") == 0) c->qk_norm = true;
     if (strcmp(arch, "gpt2") == 0) { /* GPT-2's block (config.h) */
         c->norm = NORM_LAYER, c->mlp = MLP_GELU, c->position = POS_LEARNED;
@@ -422,8 +467,8 @@ bool gguf_model_load(Model *m, Tokenizer *tok, const char *path, WeightsMode mod
     GgufFile f;
     if (!gguf_open(&f, path, err)) return false;
     char *arch = gguf_get_string(&f, "general.architecture");
-    static const char *const known[] = {"llama", "qwen2",  "qwen3",  "gpt2",
-                                        "phi3",  "gemma2", "gemma3", "qwen3moe"};
+    static const char *const known[] = {"llama",  "qwen2",  "qwen3",    "gpt2",     "phi3",
+                                        "gemma2", "gemma3", "qwen3moe", "deepseek2"};
     bool ok = false;
     for (size_t i = 0; arch != NULL && i < sizeof known / sizeof known[0]; i++)
         ok |= strcmp(arch, known[i]) == 0;
@@ -435,7 +480,7 @@ bool gguf_model_load(Model *m, Tokenizer *tok, const char *path, WeightsMode mod
     else if (!ok)
         step_fail(err,
                   "%s: general.architecture %.40s is not supported (llama, qwen2, qwen3, gpt2, "
-                  "phi3, gemma2, gemma3, qwen3moe)",
+                  "phi3, gemma2, gemma3, qwen3moe, deepseek2)",
                   path, arch ? arch : "(none)");
     ok = ok && read_config(&f, arch, &m->config, err);
     if (ok && gguf_find_tensor(&f, "rope_freqs.weight") != NULL)
@@ -467,7 +512,7 @@ bool gguf_model_load(Model *m, Tokenizer *tok, const char *path, WeightsMode mod
     /* llama.cpp keeps qwen's and phi3's q and k in halves; with a partial
      * RoPE they stay so (the block turns halves within the turned dims),
      * otherwise they are interleaved as read */
-    bool halves = ok && strcmp(arch, "llama") != 0;
+    bool halves = ok && strcmp(arch, "llama") != 0 && strcmp(arch, "deepseek2") != 0;
     if (halves && m->config.rope_dims > 0) m->config.rope_layout = ROPE_HALVES, halves = false;
     /* GPT-2's fused qkv is split into float32 */
     bool stored = mode == WEIGHTS_STORED && !gpt2;

@@ -191,6 +191,18 @@ for qwen in (False, True):
     config = open(os.path.join(d, "config.json"), "rb").read()
     weights = open(os.path.join(d, "model.safetensors"), "rb").read()
     open(os.path.join(out, "qwen3moe" if qwen else "mixtral"), "wb").write(struct.pack("<H", len(config)) + config + weights)
+# DeepSeek-V2: latent attention, the query direct and through its low-rank path, YaRN, shared experts,
+# a dense first layer, by tests/deepseek2_check.py's writer
+import deepseek2_check as ds
+for i, cfg in enumerate([ds.config(d=8, layers=2, heads=2, nope=2, rope=2, v=2, kv_rank=4, experts=3),
+                         ds.config(d=8, layers=2, heads=2, nope=2, rope=2, v=3, kv_rank=4, q_rank=3,
+                                   experts=0, rope_scaling=ds.YARN)]):
+    cfg["intermediate_size"] = 4
+    d = os.path.join(tmp, "ds-%d" % i)
+    hf.write_model_dir(d, cfg, ds.random_tensors(cfg, 7), "BF16" if i else "F32")
+    config = open(os.path.join(d, "config.json"), "rb").read()
+    weights = open(os.path.join(d, "model.safetensors"), "rb").read()
+    open(os.path.join(out, "deepseek2-%d" % i), "wb").write(struct.pack("<H", len(config)) + config + weights)
 PY
 # GGUF: tiny llama, qwen2 and qwen3 files with an embedded llama tokenizer,
 # written following the GGUF spec by tests/gguf_write.py
@@ -210,7 +222,10 @@ done
     --vocab 13 --seq-len 8 --out "$tmp/mixtral" 2> /dev/null
 "$S" make-model --format hf --arch qwen3moe --experts 3 --expert-hidden 4 --head-dim 4 --dim 8 \
     --hidden 8 --layers 2 --heads 2 --vocab 13 --seq-len 8 --out "$tmp/qwen3moe" 2> /dev/null
-for a in mixtral qwen3moe; do
+"$S" make-model --format hf --arch deepseek2 --experts 3 --expert-hidden 4 --shared-experts 1 \
+    --dense-layers 0 --head-dim 4 --qk-rope-dim 2 --kv-lora-rank 4 --q-lora-rank 3 --dim 8 \
+    --hidden 8 --layers 2 --heads 2 --vocab 13 --seq-len 8 --out "$tmp/deepseek2" 2> /dev/null
+for a in mixtral qwen3moe deepseek2; do
   "$S" convert --model "$tmp/$a" --tokenizer data/tiny-model.json --out "$C/gguf/$a.gguf" 2> /dev/null
 done
 
