@@ -23,20 +23,27 @@ static bool dense_list(const cJSON *root, Config *c, const char *what, StepError
     return true;
 }
 
-bool hf_moe_config(const cJSON *root, bool qwen, Config *c, const char *what, StepError *err) {
-    const char *experts = qwen ? "num_experts" : "num_local_experts";
+/* The routed experts (config.json's key `experts`), those a token runs
+ * (at most those), and (width) their moe_intermediate_size, read with the
+ * table's keys already. */
+static bool routed_experts(const cJSON *root, const char *experts, bool width, Config *c,
+                           const char *what, StepError *err) {
     if (!json_int_field(root, experts, 1, 4096, &c->n_experts))
         return step_fail(err, "%s: config.json needs %s, a whole number in [1, 4096]", what,
                          experts);
     if (!json_int_field(root, "num_experts_per_tok", 1, c->n_experts, &c->n_experts_used))
         return step_fail(err, "%s: num_experts_per_tok must be a whole number in [1, %s %d]", what,
                          experts, c->n_experts);
-    if (!qwen)
-        return true; /* Mixtral's experts are intermediate_size wide: hf_architecture_apply */
-    if (c->expert_hidden_dim == 0)
+    if (width && c->expert_hidden_dim == 0)
         return step_fail(err, "%s: config.json needs moe_intermediate_size, a whole number from 1",
                          what);
-    return dense_list(root, c, what, err);
+    return true;
+}
+
+bool hf_moe_config(const cJSON *root, bool qwen, Config *c, const char *what, StepError *err) {
+    /* Mixtral's experts are intermediate_size wide: hf_architecture_apply */
+    return routed_experts(root, qwen ? "num_experts" : "num_local_experts", qwen, c, what, err) &&
+           (!qwen || dense_list(root, c, what, err));
 }
 
 bool hf_moe_mixtral(const Config *c) {
@@ -73,14 +80,7 @@ bool hf_deepseek2_config(const cJSON *root, Config *c, const char *what, StepErr
         c->expert_norm_topk = false;
         return true;
     }
-    if (!json_int_field(root, "n_routed_experts", 1, 4096, &c->n_experts))
-        return step_fail(err, "%s: n_routed_experts must be a whole number in [1, 4096]", what);
-    if (!json_int_field(root, "num_experts_per_tok", 1, c->n_experts, &c->n_experts_used))
-        return step_fail(err, "%s: num_experts_per_tok must be a whole number in [1, %d]", what,
-                         c->n_experts);
-    if (c->expert_hidden_dim == 0)
-        return step_fail(err, "%s: config.json needs moe_intermediate_size, a whole number from 1",
-                         what);
+    if (!routed_experts(root, "n_routed_experts", true, c, what, err)) return false;
     const cJSON *k = cJSON_GetObjectItemCaseSensitive(root, "first_k_dense_replace");
     if (k != NULL && !json_int_field(root, "first_k_dense_replace", 0, c->n_layers, &first_dense))
         return step_fail(err, "%s: first_k_dense_replace must be a whole number in [0, %d]", what,
