@@ -102,6 +102,23 @@ void hook_emit_rows(const HookSite *site, HookPoint point, const float *x, int T
     }
 }
 
+void hook_emit_head(const HookSite *site, HookPoint point, int t, int head, const float *row,
+                    int n) {
+#ifdef STEPWISE_INJECT_BUG /* every head's row at that position (docs/first-wrong-number.md) */
+    if (site != NULL) hook_inject(point, site->layer, site->pos0 + t, (float *)row, n);
+#endif
+    if (site == NULL || !hook_wanted(site->obs, point, site->layer, site->pos0 + t)) return;
+    HookTensor h = {.point = point,
+                    .layer = site->layer,
+                    .pos = site->pos0 + t,
+                    .head = head,
+                    .token = site->tokens[t],
+                    .a = row,
+                    .rows = 1,
+                    .cols = n};
+    site->obs->emit(site->obs->ctx, &h);
+}
+
 const char *pass_phase_name(PassPhase phase) {
     switch (phase) {
         case PASS_PREFILL:

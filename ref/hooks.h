@@ -155,6 +155,11 @@ typedef struct {
     const int *tokens;
 } HookSite;
 
+/* One head's row [n] at the pass's token t (attention's scores or
+ * pattern), to site's observer when it wants it (site may be NULL). */
+void hook_emit_head(const HookSite *site, HookPoint point, int t, int head, const float *row,
+                    int n);
+
 /* Emit x [T, rows × cols] one token row at a time, for the wanted positions. */
 #ifdef STEPWISE_INJECT_BUG
 /* A deliberately broken build (make inject: build/inject/stepwise), for

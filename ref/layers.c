@@ -85,24 +85,6 @@ void softmax_forward(float *x, int n) {
     for (int i = 0; i < n; i++) x[i] /= sum;
 }
 
-/* Hand one head's row of attention (scores or pattern) to the observer. */
-static void emit_head(const HookSite *site, HookPoint point, int t, int head, const float *row,
-                      int n) {
-#ifdef STEPWISE_INJECT_BUG /* every head's row at that position (docs/first-wrong-number.md) */
-    if (site != NULL) hook_inject(point, site->layer, site->pos0 + t, (float *)row, n);
-#endif
-    if (site == NULL || !hook_wanted(site->obs, point, site->layer, site->pos0 + t)) return;
-    HookTensor h = {.point = point,
-                    .layer = site->layer,
-                    .pos = site->pos0 + t,
-                    .head = head,
-                    .token = site->tokens[t],
-                    .a = row,
-                    .rows = 1,
-                    .cols = n};
-    site->obs->emit(site->obs->ctx, &h);
-}
-
 /* scores[p] = q·k_p / div for p = 0..pos (div = sqrt(head_dim), or of
  * Gemma's query_pre_attn_scalar): the obvious loop, one dot product at a
  * time. */
@@ -145,10 +127,10 @@ static void attention_query_head(float *out, const float *q, const float *key_ca
     head_scores(scores + from, qh, key_cache + (size_t)from * kv_dim, pos - from, kv_dim, kv_off,
                 head_dim, div);
     if (a->softcap > 0) softcap_forward(scores + from, pos + 1 - from, a->softcap);
-    emit_head(site, HOOK_ATTN_SCORES, t, h, scores, pos + 1);
+    hook_emit_head(site, HOOK_ATTN_SCORES, t, h, scores, pos + 1);
     softmax_forward(scores + first, pos + 1 - first);
     memset(scores, 0, (size_t)first * sizeof(float)); /* outside the window */
-    emit_head(site, HOOK_ATTN_PATTERN, t, h, scores, pos + 1);
+    hook_emit_head(site, HOOK_ATTN_PATTERN, t, h, scores, pos + 1);
     /* out = Σ_p softmax(scores)[p] · v_p, accumulated in position order */
     float *oh = out + ((size_t)t * a->n_heads + (size_t)h) * v_dim;
     memset(oh, 0, (size_t)v_dim * sizeof(float));

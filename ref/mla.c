@@ -61,21 +61,6 @@ static void emit_rows(const ForwardRow *rows, int n_rows, int l, HookPoint point
     }
 }
 
-/* One head's row of attention (scores or pattern) to the observer. */
-static void emit_head(const HookSite *site, HookPoint point, int t, int head, const float *row,
-                      int n) {
-    if (!hook_wanted(site->obs, point, site->layer, site->pos0 + t)) return;
-    HookTensor h = {.point = point,
-                    .layer = site->layer,
-                    .pos = site->pos0 + t,
-                    .head = head,
-                    .token = site->tokens[t],
-                    .a = row,
-                    .rows = 1,
-                    .cols = n};
-    site->obs->emit(site->obs->ctx, &h);
-}
-
 /* The rebuilt form: every head's key [P, H, hd] (its no-rope part from
  * kv_b, then the shared rotary key) and value [P, H, v] for the P = pos0 +
  * T positions seen, from their latents, into rs->layer_k and layer_v;
@@ -133,9 +118,9 @@ static void absorbed_query_head(const MlaShape *d, const float *w_head, const fl
         for (int r = 0; r < d->rope; r++) score += qh[d->nope + r] * kp[r];
         scores[p] = score / div;
     }
-    emit_head(site, HOOK_ATTN_SCORES, t, h, scores, pos + 1);
+    hook_emit_head(site, HOOK_ATTN_SCORES, t, h, scores, pos + 1);
     softmax_forward(scores, pos + 1);
-    emit_head(site, HOOK_ATTN_PATTERN, t, h, scores, pos + 1);
+    hook_emit_head(site, HOOK_ATTN_PATTERN, t, h, scores, pos + 1);
     memset(o, 0, (size_t)d->rank * sizeof(float));
     for (int p = 0; p <= pos; p++) /* in position order */
         for (int j = 0; j < d->rank; j++) o[j] += scores[p] * latent[(size_t)p * d->rank + j];
