@@ -791,7 +791,7 @@ def moe_cases():
              "ffn_up_exps.weight is missing")):
         case("gguf mixtral: " + name, ["score", "--model", "{m.gguf}", "--tokens", "1,2", "--top-n", "0",
                                        "--out", "{s.jsonl}"], 2, [words], files={"m.gguf": broken})
-    for extra, words in ((["--arch", "llama", "--experts", "4"], "--experts needs --arch mixtral or qwen3moe"),
+    for extra, words in ((["--arch", "llama", "--experts", "4"], "--experts needs --arch mixtral, qwen3moe or deepseek2"),
                          (["--arch", "mixtral"], "needs --experts E"),
                          (["--arch", "mixtral", "--experts", "4", "--moe-step", "2"], "--moe-step needs --arch qwen3moe"),
                          (["--arch", "qwen3moe", "--experts", "4", "--experts-used", "5"], "1 <= k <= E"),
@@ -799,6 +799,60 @@ def moe_cases():
         case("make-model: " + " ".join(extra), ["make-model", "--format", "hf", *extra, "--dim", "16", "--hidden",
                                                  "24", "--layers", "2", "--heads", "4", "--vocab", "13",
                                                  "--seq-len", "16", "--out", "{m}"], 2, [words], creates=("m",))
+
+
+def deepseek2_cases():
+    """DeepSeek-V2: a good folder (tests/deepseek2_check.py's writer), one
+    fault at a time in its MLA widths and routing keys; its GGUF (as
+    convert writes it), one fault at a time in the keys llama.cpp's
+    deepseek2 reads."""
+    import deepseek2_check as ds
+    import hf_reference as hf
+    cfg = ds.config(layers=2)
+    good = path("ds-good")
+    hf.write_model_dir(good, cfg, ds.random_tensors(cfg, 4), "F32")
+    weights = open(os.path.join(good, "model.safetensors"), "rb").read()
+    bad = {
+        "no qk_nope_head_dim": ({k: v for k, v in cfg.items() if k != "qk_nope_head_dim"}, "qk_nope_head_dim"),
+        "qk_rope_head_dim 3 (odd)": (dict(cfg, qk_rope_head_dim=3), "even qk_rope_head_dim"),
+        "kv_lora_rank 0": (dict(cfg, kv_lora_rank=0), "kv_lora_rank"),
+        "kv_lora_rank 13 (the files hold 12)": (dict(cfg, kv_lora_rank=13), "the safetensors files hold"),
+        "moe_layer_freq 2": (dict(cfg, moe_layer_freq=2), "moe_layer_freq"),
+        "topk_method group_limited_greedy": (dict(cfg, topk_method="group_limited_greedy"), "topk_method"),
+        "scoring_func sigmoid": (dict(cfg, scoring_func="sigmoid"), "scoring_func"),
+        "first_k_dense_replace 3 of 2 layers": (dict(cfg, first_k_dense_replace=3), "first_k_dense_replace"),
+        "num_key_value_heads 2 of 4 heads": (dict(cfg, num_key_value_heads=2), "as many KV heads"),
+        "yarn without its original context": (dict(cfg, rope_scaling={"type": "yarn", "factor": 4}),
+                                              "original_max_position_embeddings"),
+        "n_shared_experts 1 and no routed ones": (dict({k: v for k, v in cfg.items() if k != "n_routed_experts"},
+                                                       n_routed_experts=None), "is missing"),
+    }
+    for name, (c, words) in bad.items():
+        case(f"deepseek2 folder: {name}", ["score", "--model", "{hf}", "--tokens", "1,2", "--top-n", "0",
+                                           "--out", "{s.jsonl}"], 2, [words],
+             files={"hf/config.json": json.dumps(c), "hf/model.safetensors": weights}, creates=("hf",))
+    case("deepseek2 folder: --quant-kv int8", ["score", "--model", good, "--tokens", "1,2", "--top-n", "0",
+                                               "--quant-kv", "int8", "--out", "{s.jsonl}"], 2,
+         ["int8 cache of MLA's latents"])
+    gguf = path("ds-good.gguf")
+    subprocess.run([BIN, "convert", "--model", good, "--tokenizer", TINY, "--out", gguf], check=True,
+                   capture_output=True)
+    blob = open(gguf, "rb").read()
+
+    def u32(key, value):
+        k = key.encode() + b"\x04\x00\x00\x00"
+        at = blob.index(k) + len(k)
+        return blob[:at] + struct.pack("<I", value) + blob[at + 4:]
+    for name, broken, words in (
+            ("expert_shared_count 0", u32("deepseek2.expert_shared_count", 0), "shared ones"),
+            ("kv_lora_rank 13 (the tensors hold 12)", u32("deepseek2.attention.kv_lora_rank", 13), "the file holds"),
+            ("leading_dense_block_count 9 of 2 layers", u32("deepseek2.leading_dense_block_count", 9),
+             "leading_dense_block_count"),
+            ("rope.dimension_count 0", u32("deepseek2.rope.dimension_count", 0), "rope.dimension_count"),
+            ("no attn_kv_b in layer 1", blob.replace(b"blk.1.attn_kv_b.weight", b"blk.1.attn_kv_x.weight", 1),
+             "attn_kv_b.weight")):
+        case("gguf deepseek2: " + name, ["score", "--model", "{m.gguf}", "--tokens", "1,2", "--top-n", "0",
+                                         "--out", "{s.jsonl}"], 2, [words], files={"m.gguf": broken})
 
 
 def longrope_cases():
@@ -1661,7 +1715,7 @@ def main():
     os.chdir(ROOT)
     setup()
     for make in (model_cases, tokenizer_cases, json_model_cases, request_cases, trace_cases,
-                 diff_cases, option_cases, output_cases, signal_cases, hf_cases, gpt2_cases, gemma_cases, moe_cases, longrope_cases, gguf_cases,
+                 diff_cases, option_cases, output_cases, signal_cases, hf_cases, gpt2_cases, gemma_cases, moe_cases, deepseek2_cases, longrope_cases, gguf_cases,
                  tokenizer_json_cases, hostile_round_two_cases, hostile_round_three_cases):
         make()
     FIXTURES = listing()  # after the cases, some of which make their fixtures

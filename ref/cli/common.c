@@ -243,6 +243,9 @@ bool cli_load_model_to_run(const char *model_path, const char *tokenizer_path, c
     WeightsMode mode = originals ? WEIGHTS_F32 : q->weights_mode;
     bool ok = open_model(model_path, tokenizer_path, m, tok, mode, &sink, err) &&
               trace_layers_check(trace, m->config.n_layers, err);
+    if (ok && q->run.kv && config_mla(&m->config)) /* before any output is opened */
+        ok = step_fail(err, "%s: an int8 cache of MLA's latents is not supported",
+                       model_path ? model_path : "the model");
     if (ok) m->progress = &sink;
     ok = ok && prepare_model(m, q, err);
     m->progress = NULL;
