@@ -443,6 +443,45 @@ def check_convert(folders, tmp):
               f"convert refuses a DeepSeek-V2 that llama.cpp's deepseek2 cannot run: it {why}")
 
 
+def check_work(tmp):
+    """A decode step's work event, against closed forms written here: the
+    weight bytes it reads are every tensor of model.safetensors (from its
+    header) but the embedding's other rows and the experts no token chose
+    (E - k a MoE layer); its multiply-adds are the linears a token runs
+    through plus, per layer, the rebuilt form's kv_b over the P positions
+    seen (P x kv_lora_rank x H x (nope + v)) and the attention over them
+    (P x H x (head_dim + v)): the cache of latents costs compute that grows
+    with the context, where MHA's cache costs only its reads."""
+    folder = os.path.join(tmp, "work")
+    d, L, H, V, hd, rope, rank, E, k, eh, S, hidden = 32, 3, 4, 13, 12, 4, 16, 4, 2, 8, 2, 48
+    run_stepwise(BIN, "make-model", "--format", "hf", "--arch", "deepseek2", "--dim", str(d), "--hidden", str(hidden),
+                 "--layers", str(L), "--heads", str(H), "--vocab", str(V), "--seq-len", "32", "--head-dim", str(hd),
+                 "--qk-rope-dim", str(rope), "--kv-lora-rank", str(rank), "--experts", str(E), "--expert-hidden",
+                 str(eh), "--shared-experts", str(S), "--dense-layers", "0", "--untied", "--out", folder)
+    data = open(os.path.join(folder, "model.safetensors"), "rb").read()
+    n = int.from_bytes(data[:8], "little")
+    header = {k: v for k, v in json.loads(data[8:8 + n]).items() if k != "__metadata__"}
+    size = {k: v["data_offsets"][1] - v["data_offsets"][0] for k, v in header.items()}
+    idle = (E - k) * 3 * eh * d * 4 * (L - 1)  # the experts not chosen, in the 2 MoE layers
+    want_bytes = sum(size.values()) - size["model.embed_tokens.weight"] + d * 4 - idle
+    nope, v = hd - rope, hd - rope  # make-model's v_head_dim: the unturned part
+    token = (H * hd * d + (rank + rope) * d + d * H * v) * L + 3 * hidden * d + (L - 1) * (
+        E * d + (k + S) * 3 * eh * d) + V * d
+    with tempfile.TemporaryDirectory() as t:
+        out = os.path.join(t, "w.jsonl")
+        run_stepwise(BIN, "generate", "--model", folder, "--tokenizer", TINY, "--prompt", "the cat", "--steps",
+                     "4", "--temperature", "1", "--seed", "3", "--trace-level", "tokens", "--reproducible",
+                     "--quiet", "--trace", out)
+        work = [json.loads(line) for line in open(out)]
+    decode = [(e["pos"], e["weight_bytes"], e["macs"]) for e in work
+              if e.get("event") == "work" and e["phase"] == "decode"]
+    want = [(p, want_bytes, token + L * ((p + 1) * rank * H * (nope + v) + (p + 1) * H * (hd + v)))
+            for p, _, _ in decode]
+    check(len(decode) >= 2 and decode == want,
+          f"decode steps' work: {decode[:2]}..., the closed forms {want[:2]}... (bytes from model.safetensors' "
+          f"header; multiply-adds growing by {L * (rank * H * (nope + v) + H * (hd + v))} a position)")
+
+
 def check_make_model(tmp):
     folder = os.path.join(tmp, "made")
     run_stepwise(BIN, "make-model", "--format", "hf", "--arch", "deepseek2", "--dtype", "bf16", "--dim", "32",
@@ -479,6 +518,7 @@ def main():
         check_trace(*folders[1])
         check_int8(*folders[0])
         check_convert(folders, tmp)
+        check_work(tmp)
         check_make_model(tmp)
     return check.summary("deepseek2 check")
 

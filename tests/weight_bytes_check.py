@@ -1,7 +1,9 @@
 #!/usr/bin/python3
 """A pass's weight bytes are every tensor it reads, counted from the files
 (in `make test`, arch area). For each dense family make-model writes
-(float32, so the bytes held are the bytes stored): a prefill of T tokens
+(float32, so the bytes held are the bytes stored; DeepSeek-V2's latent
+attention among them, whose kv_b a pass reads once to rebuild every
+position's keys and values): a prefill of T tokens
 reads each matrix and vector once, T rows of the token embedding (and of
 GPT-2's position embedding) and, when the classifier is tied, the whole
 embedding again as the classifier. The expected figure is summed here
@@ -50,7 +52,9 @@ def main():
     check = Checks()
     with tempfile.TemporaryDirectory() as tmp:
         for arch, extra in (("llama", []), ("qwen2", []), ("qwen3", []), ("gpt2", ["--kv-heads", "4"]),
-                            ("phi3", []), ("gemma2", []), ("llama", ["--untied"])):
+                            ("phi3", []), ("gemma2", []), ("llama", ["--untied"]),
+                            ("deepseek2", ["--kv-heads", "4", "--head-dim", "12", "--qk-rope-dim", "4",
+                                           "--kv-lora-rank", "16", "--q-lora-rank", "8"])):
             extra = extra if "--kv-heads" in extra else ["--kv-heads", "2"] + extra
             folder = os.path.join(tmp, arch + "".join(extra[2:]))
             r = run_stepwise(BIN, "make-model", "--format", "hf", "--arch", arch, *SHAPE, *extra, "--out", folder,
