@@ -15,13 +15,6 @@
 /* Passes of at least this many tokens report their progress per layer. */
 #define PROGRESS_TOKENS 256
 
-/* A matmul of T rows through a [OC, C] weight of `bytes`: T·C·OC
- * multiply-adds. */
-static void count_matmul(WorkCount *w, int T, int C, int OC, uint64_t bytes) {
-    w->macs += (uint64_t)T * (uint64_t)C * (uint64_t)OC;
-    w->weight_bytes += bytes;
-}
-
 /* Attention of T queries from pos0 in layer l: query t scores and mixes
  * the positions its window keeps (pos0 + t + 1 of them without a window),
  * head_dim multiply-adds each, reading as many K and V rows. */
@@ -218,39 +211,6 @@ static uint64_t embed_token(const Model *m, int token, float *x) {
 #define EACH_ROW(r, t0, rows, n_rows)                                                              \
     for (int r = 0, t0 = 0; r < (n_rows); t0 += (rows)[r++].n_tokens)
 
-/* Emit x [N, heads × head_dim] at `point`, each row to its own observer. */
-static void emit_each(const ForwardRow *rows, int n_rows, int layer, HookPoint point,
-                      const float *x, int heads, int head_dim) {
-    EACH_ROW(r, t0, rows, n_rows) {
-        HookSite site = {
-            .obs = rows[r].obs, .layer = layer, .pos0 = rows[r].pos0, .tokens = rows[r].tokens};
-        hook_emit_rows(&site, point, x + (size_t)t0 * heads * head_dim, rows[r].n_tokens, heads,
-                       head_dim);
-    }
-}
-
-/* Each row's work for a linear of C -> OC, as if it ran alone: its own
- * tokens' multiply-adds, and the whole weight read once. */
-static void count_linear(const ForwardRow *rows, int n_rows, const Matrix *w) {
-    for (int r = 0; r < n_rows; r++)
-        count_matmul(&rows[r].state->work, rows[r].n_tokens, w->cols, w->rows, matrix_bytes(w));
-}
-
-/* out [N, OC] = in [N, C] · Wᵀ for every row's tokens at once: each weight
- * row is read once for all of them. */
-static void linear_rows(const Model *m, const ForwardRow *rows, int n_rows, float *out,
-                        const LinearInput *in, const Matrix *w) {
-    linear_forward(m, out, in, w);
-    count_linear(rows, n_rows, w);
-}
-
-/* linear_rows of x [N, C], an input no other linear reads: prepared here. */
-static void linear_rows_of(const Model *m, RunState *s, const ForwardRow *rows, int n_rows,
-                           float *out, const float *x, int N, const Matrix *w) {
-    LinearInput in = linear_input(s, x, N, w);
-    linear_rows(m, rows, n_rows, out, &in, w);
-}
-
 /* Row r's cache of layer l as floats: the cache itself, or (int8) the
  * layer read back into the row's scratch. */
 static float *layer_keys(RunState *rs, int l) {
@@ -377,7 +337,7 @@ static void attention_block(const Model *m, RunState *s, const ForwardRow *rows,
     const Weights *w = &m->weights;
     norm_rows(m, s->xb, s->x, w->rms_att + (size_t)l * dim, layer_slice(w->att_norm_bias, l, dim),
               N, dim); /* xb [N, dim] */
-    emit_each(rows, n_rows, l, HOOK_LN1, s->xb, 1, dim);
+    rows_emit(rows, n_rows, l, HOOK_LN1, s->xb, 1, dim);
     if (config_mla(c)) { /* DeepSeek-V2's latent attention (mla.h): xb [N, n_heads x v] */
         mla_attention(m, s, rows, n_rows, N, l);
     } else {
@@ -386,22 +346,22 @@ static void attention_block(const Model *m, RunState *s, const ForwardRow *rows,
         linear_rows(m, rows, n_rows, s->k_new, &normed, &mats[MAT_WK]);
         linear_rows(m, rows, n_rows, s->v_new, &normed, &mats[MAT_WV]);
         qkv_extras(m, s, N, l);
-        emit_each(rows, n_rows, l, HOOK_ATTN_Q_PRE, s->q, c->n_heads, config_head_dim(c));
-        emit_each(rows, n_rows, l, HOOK_ATTN_K_PRE, s->k_new, c->n_kv_heads, config_head_dim(c));
+        rows_emit(rows, n_rows, l, HOOK_ATTN_Q_PRE, s->q, c->n_heads, config_head_dim(c));
+        rows_emit(rows, n_rows, l, HOOK_ATTN_K_PRE, s->k_new, c->n_kv_heads, config_head_dim(c));
         EACH_ROW(r, t0, rows, n_rows) /* xb [N, q_dim] = each row's attention output */
         attend_row(m, &rows[r], l, s->q + (size_t)t0 * q_dim, s->k_new + (size_t)t0 * kv_dim,
                    s->v_new + (size_t)t0 * kv_dim, s->xb + (size_t)t0 * q_dim);
     }
-    emit_each(rows, n_rows, l, HOOK_ATTN_Z, s->xb, c->n_heads, config_v_head_dim(c));
+    rows_emit(rows, n_rows, l, HOOK_ATTN_Z, s->xb, c->n_heads, config_v_head_dim(c));
     linear_rows_of(m, s, rows, n_rows, s->xb2, s->xb, N, &mats[MAT_WO]);
     if (c->proj_bias) bias_forward(s->xb2, w->bo + (size_t)l * dim, N, dim);
-    emit_each(rows, n_rows, l, HOOK_ATTN_OUT, s->xb2, 1, dim);
+    rows_emit(rows, n_rows, l, HOOK_ATTN_OUT, s->xb2, 1, dim);
     if (c->post_norms) { /* Gemma: the output normalised before it joins the residual */
         norm_rows(m, s->xb2, s->xb2, w->post_att_norm + (size_t)l * dim, NULL, N, dim);
-        emit_each(rows, n_rows, l, HOOK_ATTN_POST_NORM, s->xb2, 1, dim);
+        rows_emit(rows, n_rows, l, HOOK_ATTN_POST_NORM, s->xb2, 1, dim);
     }
     residual_rows(m, s->x, s->xb2, N, dim);
-    emit_each(rows, n_rows, l, HOOK_RESID_MID, s->x, 1, dim);
+    rows_emit(rows, n_rows, l, HOOK_RESID_MID, s->x, 1, dim);
 }
 
 /* x [N, dim] += down · gelu(gate · x̂ + b_gate) + b_down, x̂ = layernorm(x): GPT-2's
@@ -413,9 +373,9 @@ static void gelu_mlp(const Model *m, RunState *s, const ForwardRow *rows, int n_
     const Weights *w = &m->weights;
     linear_rows_of(m, s, rows, n_rows, s->hb, s->xb, N, &mats[MAT_GATE]);
     if (m->config.proj_bias) bias_forward(s->hb, w->b_gate + (size_t)l * hidden, N, hidden);
-    emit_each(rows, n_rows, l, HOOK_MLP_UP, s->hb, 1, hidden);
+    rows_emit(rows, n_rows, l, HOOK_MLP_UP, s->hb, 1, hidden);
     gelu_rows(m, s->hb, N, hidden);
-    emit_each(rows, n_rows, l, HOOK_MLP_HIDDEN, s->hb, 1, hidden);
+    rows_emit(rows, n_rows, l, HOOK_MLP_HIDDEN, s->hb, 1, hidden);
     linear_rows_of(m, s, rows, n_rows, s->xb, s->hb, N, &mats[MAT_DOWN]);
     if (m->config.proj_bias) bias_forward(s->xb, w->b_down + (size_t)l * dim, N, dim);
 }
@@ -430,7 +390,7 @@ static void mlp_block(const Model *m, RunState *s, const ForwardRow *rows, int n
     const Weights *w = &m->weights;
     norm_rows(m, s->xb, s->x, w->rms_ffn + (size_t)l * dim, layer_slice(w->ffn_norm_bias, l, dim),
               N, dim);
-    emit_each(rows, n_rows, l, HOOK_LN2, s->xb, 1, dim);
+    rows_emit(rows, n_rows, l, HOOK_LN2, s->xb, 1, dim);
     if (config_layer_moe(&m->config, l)) {
         moe_forward(m, s, rows, n_rows, N, l); /* the experts (moe.h) */
     } else if (m->config.mlp == MLP_GELU) {
@@ -439,19 +399,19 @@ static void mlp_block(const Model *m, RunState *s, const ForwardRow *rows, int n
         LinearInput normed = linear_input(s, s->xb, N, &mats[MAT_GATE]); /* once, for both */
         linear_rows(m, rows, n_rows, s->hb, &normed, &mats[MAT_GATE]);
         linear_rows(m, rows, n_rows, s->hb2, &normed, &mats[MAT_UP]);
-        emit_each(rows, n_rows, l, HOOK_MLP_GATE, s->hb, 1, hidden);
-        emit_each(rows, n_rows, l, HOOK_MLP_UP, s->hb2, 1, hidden);
+        rows_emit(rows, n_rows, l, HOOK_MLP_GATE, s->hb, 1, hidden);
+        rows_emit(rows, n_rows, l, HOOK_MLP_UP, s->hb2, 1, hidden);
         glu_rows(m, s, s->hb, s->hb2, N, hidden); /* hb [N, hidden] */
-        emit_each(rows, n_rows, l, HOOK_MLP_HIDDEN, s->hb, 1, hidden);
+        rows_emit(rows, n_rows, l, HOOK_MLP_HIDDEN, s->hb, 1, hidden);
         linear_rows_of(m, s, rows, n_rows, s->xb, s->hb, N, &mats[MAT_DOWN]);
     }
-    emit_each(rows, n_rows, l, HOOK_MLP_OUT, s->xb, 1, dim);
+    rows_emit(rows, n_rows, l, HOOK_MLP_OUT, s->xb, 1, dim);
     if (m->config.post_norms) { /* Gemma: the output normalised before it joins the residual */
         norm_rows(m, s->xb, s->xb, w->post_ffn_norm + (size_t)l * dim, NULL, N, dim);
-        emit_each(rows, n_rows, l, HOOK_MLP_POST_NORM, s->xb, 1, dim);
+        rows_emit(rows, n_rows, l, HOOK_MLP_POST_NORM, s->xb, 1, dim);
     }
     residual_rows(m, s->x, s->xb, N, dim);
-    emit_each(rows, n_rows, l, HOOK_RESID_POST, s->x, 1, dim);
+    rows_emit(rows, n_rows, l, HOOK_RESID_POST, s->x, 1, dim);
 }
 
 /* The tokens whose logits a row wants: all of them, its last, or none. */
@@ -482,7 +442,7 @@ static const float *classify(const Model *m, RunState *s, const ForwardRow *rows
         HookSite site = {
             .obs = row->obs, .layer = -1, .pos0 = row->pos0 + first, .tokens = row->tokens + first};
         row->state->work.weight_bytes += config_final_vector_floats(&m->config) * sizeof(float);
-        count_matmul(&row->state->work, n, dim, V, matrix_bytes(cls));
+        work_add_matmul(&row->state->work, n, dim, V, matrix_bytes(cls));
         hook_emit_rows(&site, HOOK_FINAL_NORM, s->xb + (size_t)w0 * dim, n, 1, dim);
         hook_emit_rows(&site, HOOK_LOGITS, s->logits + (size_t)w0 * V, n, 1, V);
     }
@@ -500,7 +460,7 @@ static void add_positions(const Model *m, RunState *s, const ForwardRow *rows, i
                    (size_t)dim * sizeof(float));
         rows[r].state->work.weight_bytes += (uint64_t)rows[r].n_tokens * dim * sizeof(float);
     }
-    emit_each(rows, n_rows, -1, HOOK_EMBED_POS, s->xb, 1, dim);
+    rows_emit(rows, n_rows, -1, HOOK_EMBED_POS, s->xb, 1, dim);
     residual_rows(m, s->x, s->xb, N, dim);
 }
 
@@ -515,14 +475,14 @@ const float *forward(const Model *m, RunState *s, const ForwardRow *rows, int n_
                 embed_token(m, rows[r].tokens[t], s->x + (size_t)(t0 + t) * dim);
         N = t0 + rows[r].n_tokens;
     }
-    emit_each(rows, n_rows, -1, HOOK_EMBED, s->x, 1, dim);
+    rows_emit(rows, n_rows, -1, HOOK_EMBED, s->x, 1, dim);
     if (c->position == POS_LEARNED) add_positions(m, s, rows, n_rows, N);
     uint64_t layer_vector_bytes = config_layer_vector_floats(c) * sizeof(float);
     for (int l = 0; l < c->n_layers; l++) {
         if (N >= PROGRESS_TOKENS) /* a long pass: how far through the layers */
             progress_report(m->progress, "forward pass (layers)", (uint64_t)l,
                             (uint64_t)c->n_layers);
-        emit_each(rows, n_rows, l, HOOK_RESID_PRE, s->x, 1, dim);
+        rows_emit(rows, n_rows, l, HOOK_RESID_PRE, s->x, 1, dim);
         for (int r = 0; r < n_rows; r++) /* the layer's norms and biases, read once a pass */
             rows[r].state->work.weight_bytes += layer_vector_bytes;
         attention_block(m, s, rows, n_rows, N, l);
@@ -539,19 +499,19 @@ const float *forward(const Model *m, RunState *s, const ForwardRow *rows, int n_
 }
 
 uint64_t forward_body_macs(const Config *c, int T, int pos0) {
-    uint64_t d = (uint64_t)c->dim, h = (uint64_t)c->hidden_dim, kv = (uint64_t)config_kv_dim(c);
-    uint64_t qd = (uint64_t)config_q_dim(c), L = (uint64_t)c->n_layers;
+    uint64_t d = (uint64_t)c->dim, h = (uint64_t)c->hidden_dim, L = (uint64_t)c->n_layers;
     uint64_t mlp = c->mlp == MLP_GELU ? 2u : 3u;       /* GPT-2's has no up */
     uint64_t dense = (uint64_t)config_dense_layers(c); /* the others' MLP is experts (moe.h) */
-    uint64_t attn = d * qd + 2u * d * kv + qd * d;     /* wq, wk, wv, wo */
-    if (config_mla(c)) { /* the query's path, kv_a and wo: kv_b is mla_attention_macs' */
+    /* the attention's matrices a token runs through, from the one table of
+     * shapes: wq, wk, wv and wo, or MLA's query path, kv_a and wo (kv_b is
+     * mla_attention_macs', run over positions, not tokens) */
+    static const MatrixKind per_token_kinds[] = {MAT_WQ,  MAT_WK,  MAT_WV,  MAT_WO,
+                                                 MAT_Q_A, MAT_Q_B, MAT_KV_A};
+    uint64_t attn = 0;
+    for (size_t i = 0; i < sizeof per_token_kinds / sizeof per_token_kinds[0]; i++) {
         int rows, cols;
-        attn = 0;
-        for (int k = MAT_WQ; k <= MAT_KV_A; k++) {
-            layer_matrix_shape(c, (MatrixKind)k, &rows, &cols);
-            bool mlp = k == MAT_GATE || k == MAT_DOWN || k == MAT_UP;
-            if (!mlp) attn += (uint64_t)rows * (uint64_t)cols;
-        }
+        layer_matrix_shape(c, per_token_kinds[i], &rows, &cols);
+        attn += (uint64_t)rows * (uint64_t)cols;
     }
     uint64_t per_token = L * attn + dense * mlp * d * h + (L - dense) * (uint64_t)moe_token_macs(c);
     /* attention: query t scores and mixes the pos0 + t + 1 positions it

@@ -73,3 +73,16 @@ void linear_forward(const Model *m, float *out, const LinearInput *in, const Mat
             break;
     }
 }
+
+void linear_rows(const Model *m, const ForwardRow *rows, int n_rows, float *out,
+                 const LinearInput *in, const Matrix *w) {
+    linear_forward(m, out, in, w);
+    for (int r = 0; r < n_rows; r++)
+        work_add_matmul(&rows[r].state->work, rows[r].n_tokens, w->cols, w->rows, matrix_bytes(w));
+}
+
+void linear_rows_of(const Model *m, RunState *s, const ForwardRow *rows, int n_rows, float *out,
+                    const float *x, int N, const Matrix *w) {
+    LinearInput in = linear_input(s, x, N, w);
+    linear_rows(m, rows, n_rows, out, &in, w);
+}

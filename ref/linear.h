@@ -40,4 +40,14 @@ LinearInput linear_input(RunState *s, const float *x, int T, const Matrix *w);
  * one thread) sum each dot product in the same order: the same bits. */
 void linear_forward(const Model *m, float *out, const LinearInput *in, const Matrix *w);
 
+/* The same for the N tokens of a pass's rows (run_state.h's ForwardRow):
+ * out [N, OC] = in [N, C] · Wᵀ for every row's tokens at once, each weight
+ * row read once for all of them, and each row's work counted as if it ran
+ * alone (its own tokens' multiply-adds, the whole weight read once). */
+void linear_rows(const Model *m, const ForwardRow *rows, int n_rows, float *out,
+                 const LinearInput *in, const Matrix *w);
+/* linear_rows of x [N, C], an input no other linear reads: prepared here. */
+void linear_rows_of(const Model *m, RunState *s, const ForwardRow *rows, int n_rows, float *out,
+                    const float *x, int N, const Matrix *w);
+
 #endif

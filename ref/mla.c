@@ -38,29 +38,6 @@ uint64_t mla_attention_macs(const Config *c, MlaForm form, int T, int pos0) {
     return macs;
 }
 
-/* out [N, OC] = x [N, C] · wᵀ, counted as each row's own tokens' linear. */
-static void linear_counted(const Model *m, RunState *s, const ForwardRow *rows, int n_rows,
-                           float *out, const float *x, int N, const Matrix *w) {
-    LinearInput in = linear_input(s, x, N, w);
-    linear_forward(m, out, &in, w);
-    for (int r = 0; r < n_rows; r++) {
-        WorkCount *work = &rows[r].state->work;
-        work->macs += (uint64_t)rows[r].n_tokens * (uint64_t)w->cols * (uint64_t)w->rows;
-        work->weight_bytes += matrix_bytes(w);
-    }
-}
-
-/* Emit x [N, heads x width] at point, each row of the pass to its observer. */
-static void emit_rows(const ForwardRow *rows, int n_rows, int l, HookPoint point, const float *x,
-                      int heads, int width) {
-    for (int r = 0, t0 = 0; r < n_rows; t0 += rows[r++].n_tokens) {
-        HookSite site = {
-            .obs = rows[r].obs, .layer = l, .pos0 = rows[r].pos0, .tokens = rows[r].tokens};
-        hook_emit_rows(&site, point, x + (size_t)t0 * heads * width, rows[r].n_tokens, heads,
-                       width);
-    }
-}
-
 /* The rebuilt form: every head's key [P, H, hd] (its no-rope part from
  * kv_b, then the shared rotary key) and value [P, H, v] for the P = pos0 +
  * T positions seen, from their latents, into rs->layer_k and layer_v;
@@ -195,21 +172,21 @@ void mla_attention(const Model *m, RunState *s, const ForwardRow *rows, int n_ro
     MlaShape d = mla_shape(c);
     float eps = config_norm_eps(c);
     if (d.q_rank > 0) { /* q = q_b · rmsnorm(q_a · x̂) */
-        linear_counted(m, s, rows, n_rows, s->mla_q_a, s->xb, N, &mats[MAT_Q_A]);
+        linear_rows_of(m, s, rows, n_rows, s->mla_q_a, s->xb, N, &mats[MAT_Q_A]);
         rmsnorm_forward(s->mla_q_a, s->mla_q_a, m->weights.q_a_norm + (size_t)l * d.q_rank, N,
                         d.q_rank, eps);
-        linear_counted(m, s, rows, n_rows, s->q, s->mla_q_a, N, &mats[MAT_Q_B]);
+        linear_rows_of(m, s, rows, n_rows, s->q, s->mla_q_a, N, &mats[MAT_Q_B]);
     } else {
-        linear_counted(m, s, rows, n_rows, s->q, s->xb, N, &mats[MAT_WQ]);
+        linear_rows_of(m, s, rows, n_rows, s->q, s->xb, N, &mats[MAT_WQ]);
     }
     int width = d.rank + d.rope; /* kv_a's row: the latent, then the rotary key */
-    linear_counted(m, s, rows, n_rows, s->mla_kv_a, s->xb, N, &mats[MAT_KV_A]);
+    linear_rows_of(m, s, rows, n_rows, s->mla_kv_a, s->xb, N, &mats[MAT_KV_A]);
     const float *norm = m->weights.kv_a_norm + (size_t)l * d.rank;
     for (int t = 0; t < N; t++) { /* the latent normed in place, the rotary key as it is */
         float *row = s->mla_kv_a + (size_t)t * width;
         rmsnorm_forward(row, row, norm, 1, d.rank, eps);
     }
-    emit_rows(rows, n_rows, l, HOOK_ATTN_Q_PRE, s->q, d.H, d.hd);
+    rows_emit(rows, n_rows, l, HOOK_ATTN_Q_PRE, s->q, d.H, d.hd);
     for (int r = 0, t0 = 0; r < n_rows; t0 += rows[r++].n_tokens)
         mla_row(m, s, &rows[r], l, s->q + (size_t)t0 * d.H * d.hd, s->mla_kv_a + (size_t)t0 * width,
                 s->xb + (size_t)t0 * d.H * d.v);

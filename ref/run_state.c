@@ -201,7 +201,7 @@ bool run_state_init_quant(RunState *s, const Config *c, int capacity, int max_to
         size_t rank = (size_t)c->kv_lora_rank, rope = (size_t)c->qk_rope_head_dim;
         size_t kv_b =
             (size_t)c->n_heads * (size_t)(config_head_dim(c) - c->qk_rope_head_dim) + v_out;
-        s->mla_q_a = malloc(T * ((size_t)c->q_lora_rank + 1) * sizeof(float));
+        s->mla_q_a = c->q_lora_rank > 0 ? malloc(T * (size_t)c->q_lora_rank * sizeof(float)) : NULL;
         s->mla_kv_a = malloc(T * (rank + rope) * sizeof(float));
         size_t head_rows = kv_b / (size_t)c->n_heads * rank; /* the absorbed form's one head */
         size_t kv_b_all = (size_t)capacity * kv_b;
@@ -209,7 +209,8 @@ bool run_state_init_quant(RunState *s, const Config *c, int capacity, int max_to
         s->mla_latent = malloc(2 * rank * sizeof(float));
         s->layer_k = malloc((size_t)capacity * q_dim * sizeof(float));
         s->layer_v = malloc((size_t)capacity * v_out * sizeof(float));
-        ok = s->mla_q_a && s->mla_kv_a && s->mla_kv_b && s->mla_latent && s->layer_k && s->layer_v;
+        ok = (c->q_lora_rank == 0 || s->mla_q_a) && s->mla_kv_a && s->mla_kv_b && s->mla_latent &&
+             s->layer_k && s->layer_v;
     }
     if (!ok) {
         run_state_free(s);
@@ -282,5 +283,15 @@ void run_state_rope_tables(const RunState *s, const Config *c, int l, int last, 
         *cos_t = s->rope_cos_long, *sin_t = s->rope_sin_long;
     } else {
         *cos_t = s->rope_cos, *sin_t = s->rope_sin;
+    }
+}
+
+void rows_emit(const ForwardRow *rows, int n_rows, int layer, HookPoint point, const float *x,
+               int heads, int head_dim) {
+    for (int r = 0, t0 = 0; r < n_rows; t0 += rows[r++].n_tokens) {
+        HookSite site = {
+            .obs = rows[r].obs, .layer = layer, .pos0 = rows[r].pos0, .tokens = rows[r].tokens};
+        hook_emit_rows(&site, point, x + (size_t)t0 * heads * head_dim, rows[r].n_tokens, heads,
+                       head_dim);
     }
 }

@@ -119,4 +119,10 @@ typedef struct {
     bool no_logits;  /* none at all: a prefill chunk before the last (its cache rows only) */
 } ForwardRow;
 
+/* Emit x [N, heads × head_dim] at `point` of `layer`, each row of a pass
+ * (its tokens t0 .. t0 + n_tokens - 1 of the N, in the rows' order) to its
+ * own observer. */
+void rows_emit(const ForwardRow *rows, int n_rows, int layer, HookPoint point, const float *x,
+               int heads, int head_dim);
+
 #endif

@@ -16,6 +16,13 @@ typedef struct {
     uint64_t kv_bytes_written; /* cache rows written: T × n_layers × kv_dim × 2 × 4 */
 } WorkCount;
 
+/* A matmul of T rows through a [OC, C] weight of `bytes`: T·C·OC
+ * multiply-adds, and the weight read once. */
+static inline void work_add_matmul(WorkCount *w, int T, int C, int OC, uint64_t bytes) {
+    w->macs += (uint64_t)T * (uint64_t)C * (uint64_t)OC;
+    w->weight_bytes += bytes;
+}
+
 /* a += b, field by field. */
 static inline void work_add(WorkCount *a, const WorkCount *b) {
     a->macs += b->macs;

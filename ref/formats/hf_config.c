@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "ref/formats/hf_deepseek2.h"
 #include "ref/formats/hf_gemma.h"
 #include "ref/formats/hf_gpt2.h"
 #include "ref/formats/hf_moe.h"

@@ -36,12 +36,11 @@ bool hf_moe_config(const cJSON *root, bool qwen, Config *c, const char *what, St
  * Qwen3-MoE's and DeepSeek-V2's (mlp.*, gate_proj/down_proj/up_proj). */
 bool hf_moe_mixtral(const Config *c);
 
-/* DeepSeek-V2's keys beyond the table's (DeepseekV2ForCausalLM): the
- * routed experts (n_routed_experts) and those a token runs, the first
- * first_k_dense_replace layers dense, moe_layer_freq 1, greedy top-k over
- * a softmax; and the query's and key's widths: head_dim is qk_nope_head_dim
- * + qk_rope_head_dim. */
-bool hf_deepseek2_config(const cJSON *root, Config *c, const char *what, StepError *err);
+/* The routed experts (config.json's key `experts`: each family names it
+ * apart), those a token runs (num_experts_per_tok, at most those), and
+ * (width) their moe_intermediate_size, read with the table's keys already. */
+bool hf_moe_routed_experts(const cJSON *root, const char *experts, bool width, Config *c,
+                           const char *what, StepError *err);
 
 /* A part of layer l's mixture: the router (expert -1, part EXPERT_GATE)
  * or expert e's gate, down or up projection (matrix.h's ExpertKind).
