@@ -264,7 +264,7 @@ static void attend_row(const Model *m, const ForwardRow *row, int l, float *q, f
     if (c->position == POS_ROPE) { /* GPT-2's positions came in with the embedding */
         int rot = config_rope_dims(c);
         const float *cos_t, *sin_t;
-        run_state_rope_tables(rs, c, l, pos0 + T - 1, &cos_t, &sin_t);
+        rope_tables_for(&m->rope, c, l, pos0 + T - 1, &cos_t, &sin_t);
         rope_forward(q, T, config_q_dim(c), head_dim, rot, pos0, cos_t, sin_t, c->rope_layout);
         rope_forward(k, T, kv_dim, head_dim, rot, pos0, cos_t, sin_t, c->rope_layout);
     }

@@ -402,6 +402,10 @@ bool model_init_random(Model *m, const Config *c, uint64_t seed, StepError *err)
     int n = model_random_parts(m, parts);
     for (int i = 0; i < n; i++)
         model_random_fill(model_weight_slot(m, parts[i].view), parts[i].n, parts[i].scale, &rng);
+    if (!model_rope_init(m, err)) {
+        model_free(m);
+        return false;
+    }
     return true;
 }
 
@@ -500,8 +504,14 @@ bool model_compact_storage(Model *m, StepError *err) {
     return true;
 }
 
+bool model_rope_init(Model *m, StepError *err) {
+    rope_tables_free(&m->rope); /* a loader that fails after it leaves nothing behind */
+    return rope_tables_init(&m->rope, &m->config, err);
+}
+
 void model_free(Model *m) {
     model_release_storage(m);
+    rope_tables_free(&m->rope);
     thread_pool_free(m->pool);
     for (int i = 0; i < model_matrix_count(m); i++) matrix_free(model_matrix_at(m, i));
     free(m->layers);

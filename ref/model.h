@@ -6,6 +6,7 @@
 #include "ref/config.h"
 #include "ref/util/error.h"
 #include "ref/matrix.h"
+#include "ref/rope_tables.h"
 #include "ref/util/progress.h"
 #include "ref/util/rng.h"
 
@@ -110,6 +111,7 @@ typedef struct {
                                      loaded; packing the weights (model_prepare: model_pack,
                                      model_pack_q8) makes it true, and the block then takes
                                      the fast kernels (linear.c, kernels/fast_layers.h) */
+    RopeTables rope;              /* RoPE's cos and sin for every position (model_rope_init) */
     MlaForm mla_form;             /* MLA's form (model_prepare; MLA_REBUILT as loaded) */
     struct ThreadPool *pool;      /* the threads the fast kernels split work over (owned;
                                      NULL: one thread): model_use_threads */
@@ -266,6 +268,11 @@ typedef struct {
     const float *floats;
 } MatrixPlace;
 MatrixPlace model_matrix_place(const Model *m, int i);
+
+/* Build m's RoPE tables for every position below seq_len, once its
+ * config is final: the last step of every loader (and of
+ * model_init_random). False (err says why) when out of memory. */
+bool model_rope_init(Model *m, StepError *err);
 
 void model_free(Model *m);
 

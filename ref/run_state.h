@@ -1,5 +1,5 @@
 /* run_state.h: one request's state, what a forward pass reads and writes
- * (its KV cache, RoPE tables and scratch), and a row of a pass: a state,
+ * (its KV cache and scratch), and a row of a pass: a state,
  * its observer and the tokens it feeds. forward.h runs the pass; the
  * blocks that need the state (moe.h) read it from here. */
 #ifndef STEPWISE_RUN_STATE_H
@@ -40,23 +40,17 @@ typedef struct {
     KVCache cache;
     WorkCount work; /* of the last forward_tokens call */
     int max_tokens;
-    float *x;        /* [max_tokens, dim] residual stream */
-    float *xb;       /* [max_tokens, max(dim, q_dim, n_heads x v_head_dim)] normed input, then
-                        attention output */
-    float *xb2;      /* [max_tokens, dim] projection output */
-    float *q;        /* [max_tokens, q_dim] queries */
-    float *hb;       /* [max_tokens, max(hidden_dim, S)] gate, then SwiGLU output (S: the
-                        shared experts' width, n_shared_experts x expert_hidden_dim) */
-    float *hb2;      /* [max_tokens, max(hidden_dim, S)] up */
-    float *scores;   /* [n_heads, capacity] attention scores, a row per query head */
-    float *logits;   /* [max_tokens, vocab_size] */
-    float *rope_cos; /* [capacity, rope_dims / 2] cos(pos · θ_i) */
-    float *rope_sin; /* [capacity, rope_dims / 2] sin(pos · θ_i) */
-    float *rope_cos_local, *rope_sin_local; /* the same at rope_local_theta, for the sliding
-                                               layers (Gemma 3); NULL when it is 0 */
-    float *rope_cos_long, *rope_sin_long;   /* the same with longrope's long factors (Phi-3),
-                                               for passes past its original context; else NULL */
-    ExpKind exp; /* the C library's expf, which the fast path's exp_many follows (exp.h) */
+    float *x;      /* [max_tokens, dim] residual stream */
+    float *xb;     /* [max_tokens, max(dim, q_dim, n_heads x v_head_dim)] normed input, then
+                      attention output */
+    float *xb2;    /* [max_tokens, dim] projection output */
+    float *q;      /* [max_tokens, q_dim] queries */
+    float *hb;     /* [max_tokens, max(hidden_dim, S)] gate, then SwiGLU output (S: the
+                      shared experts' width, n_shared_experts x expert_hidden_dim) */
+    float *hb2;    /* [max_tokens, max(hidden_dim, S)] up */
+    float *scores; /* [n_heads, capacity] attention scores, a row per query head */
+    float *logits; /* [max_tokens, vocab_size] */
+    ExpKind exp;   /* the C library's expf, which the fast path's exp_many follows (exp.h) */
     /* quantization while running (quant.h); scratch used only then */
     QuantRuntime quant;
     int8_t *xq;           /* [max(dim, hidden_dim)] one quantized input row */
@@ -97,15 +91,8 @@ bool run_state_init_quant(RunState *s, const Config *c, int capacity, int max_to
                           const QuantRuntime *q, StepError *err);
 void run_state_free(RunState *s);
 
-/* The cos and sin tables layer l turns q and k by, in a pass whose last
- * position is last: Gemma 3's local ones on its sliding layers, Phi-3's
- * long factors once a pass reaches past its original context
- * (config_rope_long), else the model's. The one place the choice is made. */
-void run_state_rope_tables(const RunState *s, const Config *c, int l, int last, const float **cos_t,
-                           const float **sin_t);
-
-/* One row of a forward pass: a sequence's state (its KV cache, RoPE tables
- * and work count), its observer, and the n_tokens tokens it feeds at
+/* One row of a forward pass: a sequence's state (its KV cache and work
+ * count), its observer, and the n_tokens tokens it feeds at
  * positions pos0, pos0 + 1, ... Prefill is one row of the whole prompt,
  * decode one row of one token, a batched decode step B rows of one token,
  * and a recompute without a cache one row of the whole window from 0. */

@@ -27,17 +27,22 @@ shape=(--format hf --dim 64 --hidden 96 --layers 3 --heads 4 --kv-heads 2 --voca
 "$old" make-model "${shape[@]}" --arch mistral --sliding-window 6 --rope-theta 5000 --out mistral 2>/dev/null
 "$old" make-model --format hf --dim 64 --hidden 96 --layers 2 --heads 4 --vocab 512 --seq-len 64 \
     --arch gpt2 --out gpt2 2>/dev/null
+"$old" make-model "${shape[@]}" --kv-heads 4 --arch deepseek2 --head-dim 24 --kv-lora-rank 16 \
+    --qk-rope-dim 8 --q-lora-rank 24 --v-head-dim 16 --experts 4 --shared-experts 1 \
+    --expert-hidden 32 --out deepseek2 2>/dev/null
 "$old" make-model --dim 64 --hidden 96 --layers 2 --heads 4 --kv-heads 1 --vocab 512 --seq-len 64 \
     --out mqa.bin 2>/dev/null
 prompt="Once upon a time, there was a little girl named Lily who loved to play"
 runs=0 differ=0
 printf '%-16s %-8s %-11s %-18s %-18s %s\n' model kernels run "old (sha256, 16)" "new (sha256, 16)" verdict
-for m in gemma2 gemma3 qwen3moe mixtral phi3 qwen2 qwen3 mistral gpt2 mqa.bin \
+for m in gemma2 gemma3 qwen3moe mixtral phi3 qwen2 qwen3 mistral gpt2 deepseek2 mqa.bin \
     "$models/stories260K.bin" "$models/stories260K.gguf"; do
     for kernels in fast plain; do
         for quant in f32 int8; do
             q=()
             [ "$quant" = int8 ] && q=(--quant-weights int8 --quant-activations int8 --quant-kv int8)
+            # MLA's cache of latents stays float32 (run_state.h)
+            [ "$quant" = int8 ] && [ "$m" = deepseek2 ] && q=(--quant-weights int8 --quant-activations int8)
             for level in full tokens; do
                 extra=()
                 [ "$level" = full ] && extra=(--trace-kv)

@@ -79,6 +79,10 @@ bool model_load_checkpoint(Model *m, const char *path, StepError *err) {
         model_free(m);
         return step_fail(err, "model %s: out of memory", path);
     }
+    if (!model_rope_init(m, err)) {
+        model_free(m);
+        return false;
+    }
     return true;
 }
 

@@ -552,6 +552,7 @@ bool gguf_model_load(Model *m, Tokenizer *tok, const char *path, WeightsMode mod
     }
     free(arch);
     gguf_close(&f);
+    ok = ok && model_rope_init(m, err);
     if (!ok) model_free(m);
     return ok;
 }

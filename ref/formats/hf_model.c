@@ -468,6 +468,7 @@ bool hf_model_load(Model *m, const char *dir, WeightsMode mode, const ProgressSi
         files[i].map = NULL;
     }
     for (int i = 0; i < n; i++) safetensors_close(&files[i]);
+    ok = ok && model_rope_init(m, err);
     if (!ok) model_free(m);
     return ok;
 }

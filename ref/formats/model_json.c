@@ -244,6 +244,7 @@ bool model_load_json_text(Model *m, Tokenizer *tok, const char *text, const char
              read_tokenizer(root, tok, m->config.vocab_size, what, err);
     }
     cJSON_Delete(root);
+    ok = ok && model_rope_init(m, err);
     if (!ok) model_free(m);
     return ok;
 }

@@ -190,6 +190,7 @@ bool model_load_q8(Model *m, const char *path, StepError *err) {
     if (c->shared_classifier) m->classifier = matrix_borrow(&m->embedding);
     m->weight_group = group;
     snprintf(m->source, sizeof m->source, "stepwise .q8 (int8, group %d)", group);
+    ok = model_rope_init(m, err);
 done:
     fclose(f);
     if (!ok) model_free(m);
