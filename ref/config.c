@@ -40,31 +40,23 @@ int config_dense_layers(const Config *c) {
     return config_dense_slot(c, c->n_layers);
 }
 
-bool config_layer_slides(const Config *c, int l) {
-    return c->sliding_window > 0 && (c->sliding_pattern == 0 || (l + 1) % c->sliding_pattern != 0);
-}
-
-int config_layer_window(const Config *c, int l) {
-    return config_layer_slides(c, l) ? c->sliding_window : 0;
-}
-
-int config_first_seen(const Config *c, int l, int pos) {
-    return window_first_seen(config_layer_window(c, l), pos);
-}
-
 bool config_rope_long(const Config *c, int last) {
     return c->rope_scaling.type == ROPE_SCALING_LONGROPE &&
            last + 1 > c->rope_scaling.original_context;
 }
 
 AttentionSpec config_attention_spec(const Config *c, int l) {
+    /* the window rule: every layer slides, or all but each
+     * sliding_pattern-th (Gemma 2's 2, Gemma 3's 6) */
+    bool slides =
+        c->sliding_window > 0 && (c->sliding_pattern == 0 || (l + 1) % c->sliding_pattern != 0);
     return (AttentionSpec){.n_heads = c->n_heads,
                            .n_kv_heads = c->n_kv_heads,
                            .head_dim = config_head_dim(c),
                            .v_head_dim = config_v_head_dim(c),
                            .query_scale = config_query_scale(c),
                            .softcap = c->attn_softcap,
-                           .window = config_layer_window(c, l)};
+                           .window = slides ? c->sliding_window : 0};
 }
 
 float config_query_scale(const Config *c) {

@@ -176,15 +176,11 @@ int config_dense_layers(const Config *c);
 int config_dense_slot(const Config *c, int l);
 int config_moe_slot(const Config *c, int l);
 
-/* Layer l's AttentionSpec as c makes it. */
+/* Layer l's AttentionSpec as c makes it, with the one window rule: its
+ * window is sliding_window on a layer that slides (every layer, or all but
+ * each sliding_pattern-th), else 0. */
 AttentionSpec config_attention_spec(const Config *c, int l);
 
-/* Whether layer l attends through a sliding window (config.sliding_window,
- * sliding_pattern), its window (0 on a layer that does not slide), and the
- * first position its query at pos sees (window_first_seen). */
-bool config_layer_slides(const Config *c, int l);
-int config_layer_window(const Config *c, int l);
-int config_first_seen(const Config *c, int l, int pos);
 /* The number the scores are divided by the square root of: query_scale, or
  * head_dim (YaRN with mscale_all_dim: divided by that factor's fourth power,
  * so the scores grow by its square, as DeepSeek-V2's softmax_scale). */

@@ -15,18 +15,14 @@
 /* Passes of at least this many tokens report their progress per layer. */
 #define PROGRESS_TOKENS 256
 
-/* Attention of T queries from pos0 in layer l: query t scores and mixes
- * the positions its window keeps (pos0 + t + 1 of them without a window),
- * head_dim multiply-adds each, reading as many K and V rows. */
-static void count_attention(WorkCount *w, const Config *c, int l, int T, int pos0,
+/* Attention of T queries from pos0 in a layer: each (query, position)
+ * pair it scores and mixes (attention_pairs) costs head_dim multiply-adds
+ * a head twice and reads a K and a V row. */
+static void count_attention(WorkCount *w, const AttentionSpec *spec, int T, int pos0,
                             uint64_t row_bytes) {
-    uint64_t per_row = (uint64_t)c->n_heads * (uint64_t)config_head_dim(c);
-    for (int t = 0; t < T; t++) {
-        int pos = pos0 + t;
-        uint64_t seen = (uint64_t)(pos + 1 - config_first_seen(c, l, pos));
-        w->macs += seen * per_row * 2u;
-        w->kv_bytes_read += seen * row_bytes * 2u;
-    }
+    uint64_t pairs = attention_pairs(spec, T, pos0);
+    w->macs += pairs * (uint64_t)spec->n_heads * (uint64_t)spec->head_dim * 2u;
+    w->kv_bytes_read += pairs * row_bytes * 2u;
 }
 
 /* The per-token steps between the matmuls (RMSNorm, SwiGLU, the residual
@@ -302,7 +298,7 @@ static void attend_row(const Model *m, const ForwardRow *row, int l, float *q, f
                             .spec = &spec};
         parallel_for(model_threads(m), n_heads, attention_heads, &job);
     }
-    count_attention(&rs->work, c, l, T, pos0, row_bytes);
+    count_attention(&rs->work, &spec, T, pos0, row_bytes);
 }
 
 /* The architecture's extras between the projections and RoPE, for all N
@@ -514,21 +510,16 @@ uint64_t forward_body_macs(const Config *c, int T, int pos0) {
         attn += (uint64_t)rows * (uint64_t)cols;
     }
     uint64_t per_token = L * attn + dense * mlp * d * h + (L - dense) * (uint64_t)moe_token_macs(c);
-    /* attention: query t scores and mixes the pos0 + t + 1 positions it
-     * sees, Σ_{t<T} (pos0 + t + 1) = T·pos0 + T(T+1)/2, or on a sliding
-     * layer those in its window, counted one by one */
+    /* attention: the (query, position) pairs each layer scores and mixes
+     * (attention_pairs, as forward counts them) */
     if (config_mla(c))
         return per_token * (uint64_t)T + L * mla_attention_macs(c, MLA_REBUILT, T, pos0);
-    uint64_t seen = 0;
+    uint64_t pairs = 0;
     for (int l = 0; l < c->n_layers; l++) {
-        if (!config_layer_slides(c, l)) {
-            seen += (uint64_t)T * (uint64_t)pos0 + (uint64_t)T * (uint64_t)(T + 1) / 2u;
-            continue;
-        }
-        for (int t = 0; t < T; t++)
-            seen += (uint64_t)(pos0 + t + 1 - config_first_seen(c, l, pos0 + t));
+        AttentionSpec spec = config_attention_spec(c, l);
+        pairs += attention_pairs(&spec, T, pos0);
     }
-    return per_token * (uint64_t)T + seen * (uint64_t)c->n_heads * config_head_dim(c) * 2u;
+    return per_token * (uint64_t)T + pairs * (uint64_t)c->n_heads * config_head_dim(c) * 2u;
 }
 
 const float *forward_tokens(const Model *m, RunState *s, const int *tokens, int T, int pos0,

@@ -136,18 +136,28 @@ Test(kv_cache, no_cache_gives_bitwise_identical_logits_on_mha_gqa_mqa) {
 
 /* The closed forms, for a pass of T tokens from pos0 with `rows` logit rows
  * (L layers, dim d, kv_dim k, hidden h, vocab V, n_heads H, head_dim hd):
- *   macs   = T·L·(2d² + 2dk + 3dh) + rows·d·V + L·H·hd·2·Σ_t (pos0 + t + 1)
+ *   macs   = T·L·(2d² + 2dk + 3dh) + rows·d·V + H·hd·2·S
  *   weight = 4·(T·d + L·(2d + 2d² + 2dk + 3dh) + d + V·d)
- *   read   = L·k·2·4·Σ_t (pos0 + t + 1)
- *   write  = T·L·k·2·4 */
+ *   read   = k·2·4·S
+ *   write  = T·L·k·2·4
+ * with S = Σ_layers Σ_t (pos0 + t + 1): the positions each query sees, at
+ * most W on a layer with a window of W (each layer but every
+ * sliding_pattern-th, when sliding_window is set). */
 static WorkCount closed_form(const Config *c, int T, int pos0, int rows) {
     uint64_t d = c->dim, k = config_kv_dim(c), h = c->hidden_dim, V = c->vocab_size;
     uint64_t L = c->n_layers, H = c->n_heads, hd = config_head_dim(c), seen = 0;
-    for (int t = 0; t < T; t++) seen += (uint64_t)(pos0 + t + 1);
+    for (int l = 0; l < c->n_layers; l++) {
+        bool slides =
+            c->sliding_window > 0 && (c->sliding_pattern == 0 || (l + 1) % c->sliding_pattern != 0);
+        for (int t = 0; t < T; t++) {
+            int sees = pos0 + t + 1;
+            seen += (uint64_t)(slides && sees > c->sliding_window ? c->sliding_window : sees);
+        }
+    }
     WorkCount w;
-    w.macs = T * L * (2 * d * d + 2 * d * k + 3 * d * h) + rows * d * V + L * H * hd * 2 * seen;
+    w.macs = T * L * (2 * d * d + 2 * d * k + 3 * d * h) + rows * d * V + H * hd * 2 * seen;
     w.weight_bytes = 4 * (T * d + L * (2 * d + 2 * d * d + 2 * d * k + 3 * d * h) + d + V * d);
-    w.kv_bytes_read = L * k * 2 * 4 * seen;
+    w.kv_bytes_read = k * 2 * 4 * seen;
     w.kv_bytes_written = (uint64_t)T * L * k * 2 * 4;
     return w;
 }
@@ -192,6 +202,37 @@ Test(kv_cache, work_counts_match_the_closed_forms) {
         cr_expect_eq(rec.pass_tokens[p], 3 + p);
         expect_work(&rec.work[p], &want, p);
     }
+    generate_result_free(&r), recorder_free(&rec);
+    model_free(&m);
+}
+
+/* A window of 2 on layer 0 only (sliding_pattern 2: layer 1 sees every
+ * position): a prefill of 3 sees 1 + 2 + 2 there and 1 + 2 + 3 on layer 1;
+ * each decode then 2 there. The pass's count and forward_body_macs (the
+ * same work without the classifier's d·V) both follow the closed form. */
+Test(kv_cache, work_counts_follow_the_sliding_window) {
+    Model m;
+    random_model(&m, 8, 12, 2, 4, 2, 32, 16, false);
+    m.config.sliding_window = 2, m.config.sliding_pattern = 2;
+    int prompt[] = {1, 5, 6};
+    GenerateOptions opt;
+    generate_options_default(&opt);
+    opt.steps = 4;
+    Recorder rec;
+    GenerateResult r = run(&m, prompt, 3, &opt, &rec);
+    cr_assert_eq(rec.n_passes, 4);
+    uint64_t classifier = (uint64_t)m.config.dim * (uint64_t)m.config.vocab_size;
+    for (int p = 0; p < 4; p++) {
+        int T = p == 0 ? 3 : 1, pos0 = p == 0 ? 0 : 2 + p;
+        WorkCount want = closed_form(&m.config, T, pos0, 1);
+        expect_work(&rec.work[p], &want, p);
+        cr_expect_eq(forward_body_macs(&m.config, T, pos0) + classifier, want.macs, "pass %d", p);
+    }
+    /* by hand, the prefill: d 8, kv_dim 4, hidden 12, vocab 32, 2 layers,
+     * 4 heads of 2, 11 positions seen: 3·2·(2·64 + 2·8·4 + 3·8·12) + 8·32
+     * + 4·2·2·11 = 2880 + 256 + 176 MACs, and 4·2·4·11 bytes of K and V read */
+    cr_expect_eq(rec.work[0].macs, 3312u);
+    cr_expect_eq(rec.work[0].kv_bytes_read, 352u);
     generate_result_free(&r), recorder_free(&rec);
     model_free(&m);
 }

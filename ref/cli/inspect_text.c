@@ -78,7 +78,7 @@ static void print_arch(const Config *c) {
                (double)c->final_softcap);
     if (c->sliding_window > 0) {
         int sliding = 0;
-        for (int l = 0; l < c->n_layers; l++) sliding += config_layer_slides(c, l);
+        for (int l = 0; l < c->n_layers; l++) sliding += config_attention_spec(c, l).window > 0;
         printf("  sliding window: %d positions on %d of %d layers%s", c->sliding_window, sliding,
                c->n_layers,
                c->sliding_window >= c->seq_len ? " (as wide as the context: it masks nothing)"

@@ -106,7 +106,7 @@ static bool gemma_fits(const Config *c, const char *path, StepError *err) {
     bool gemma3 = c->qk_norm;
     int pattern = gemma3 ? 6 : 2;
     for (int l = 0; c->sliding_window > 0 && l < c->n_layers; l++)
-        if (config_layer_slides(c, l) != ((l + 1) % pattern != 0))
+        if ((config_attention_spec(c, l).window > 0) != ((l + 1) % pattern != 0))
             return step_fail(
                 err,
                 "%s: llama.cpp's %s slides every layer but each %dth, and this model's "

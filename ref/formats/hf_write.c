@@ -192,10 +192,11 @@ static void gemma_config_json(cJSON *o, const Config *c, bool gemma3) {
                             c->sliding_window > 0 ? c->sliding_window : c->seq_len);
     cJSON *types = cJSON_AddArrayToObject(o, "layer_types");
     for (int l = 0; l < c->n_layers; l++)
-        cJSON_AddItemToArray(types,
-                             cJSON_CreateString(c->sliding_window == 0 || config_layer_slides(c, l)
-                                                    ? "sliding_attention"
-                                                    : "full_attention"));
+        cJSON_AddItemToArray(
+            types,
+            cJSON_CreateString(c->sliding_window == 0 || config_attention_spec(c, l).window > 0
+                                   ? "sliding_attention"
+                                   : "full_attention"));
     if (gemma3) {
         cJSON_AddNumberToObject(o, "rope_local_base_freq",
                                 c->rope_local_theta > 0 ? c->rope_local_theta

@@ -5,6 +5,8 @@
 #ifndef STEPWISE_KERNELS_ATTENTION_SPEC_H
 #define STEPWISE_KERNELS_ATTENTION_SPEC_H
 
+#include <stdint.h>
+
 /* The window rule, written once: the first position a query at pos sees
  * through a window of `window` positions (0: none), itself included. */
 static inline int window_first_seen(int window, int pos) {
@@ -22,5 +24,18 @@ typedef struct {
     float softcap;
     int window;
 } AttentionSpec;
+
+/* The (query, position) pairs T queries from pos0 score and mix: query t
+ * sees pos0 + t + 1 positions, or those its window keeps. Without a window
+ * Σ_{t<T} (pos0 + t + 1) = T·pos0 + T(T+1)/2; with one, counted one by
+ * one. The one count of attention's work (forward.c's WorkCount, its
+ * closed-form total forward_body_macs). */
+static inline uint64_t attention_pairs(const AttentionSpec *a, int T, int pos0) {
+    if (a->window == 0) return (uint64_t)T * (uint64_t)pos0 + (uint64_t)T * (uint64_t)(T + 1) / 2u;
+    uint64_t pairs = 0;
+    for (int t = 0; t < T; t++)
+        pairs += (uint64_t)(pos0 + t + 1 - window_first_seen(a->window, pos0 + t));
+    return pairs;
+}
 
 #endif
