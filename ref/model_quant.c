@@ -125,11 +125,14 @@ bool model_pack_q8(Model *m, bool int8_activations, StepError *err) {
 
 uint64_t quant_weight_bytes(const Config *c, int group) {
     uint64_t L = (uint64_t)c->n_layers, d = (uint64_t)c->dim;
+    /* every float32 vector: the norms (and their biases), the biases, the
+     * q/k norms, MLA's norms, GPT-2's position table: the same count as the
+     * parameters' (config_param_count) */
+    uint64_t floats = L * config_layer_vector_floats(c) + config_final_vector_floats(c);
+    if (c->position == POS_LEARNED) floats += (uint64_t)c->seq_len * d;
     uint64_t bytes = quant_matrix_bytes(c->vocab_size, c->dim, group) + /* the embedding */
-                     (2 * L + 1) * d * sizeof(float);                   /* the norms */
+                     floats * sizeof(float);
     if (!c->shared_classifier) bytes += quant_matrix_bytes(c->vocab_size, c->dim, group);
-    if (config_mla(c)) /* MLA's norms of the latent and the query's path */
-        bytes += L * (uint64_t)(c->kv_lora_rank + c->q_lora_rank) * sizeof(float);
     for (int k = 0; k < LAYER_MATRICES; k++) { /* each kind in every layer that has it */
         int rows, cols;
         layer_matrix_shape(c, (MatrixKind)k, &rows, &cols);

@@ -23,9 +23,10 @@ bool model_quantize(Model *m, int group, StepError *err);
  * Nothing to do for a float model or a packed one. */
 bool model_pack_q8(Model *m, bool int8_activations, StepError *err);
 
-/* Bytes of a model whose matrices are int8 with this group: codes, scales
- * and the float32 norms (a mixture's: its experts' too, and its float32
- * routers). */
+/* Bytes of a model whose matrices are int8 with this group: every tensor,
+ * the matrices' codes and scales (a mixture's experts' too) and every
+ * float32 vector (norms, biases, q/k norms, MLA's norms, a learned
+ * position table, a mixture's routers). */
 uint64_t quant_weight_bytes(const Config *c, int group);
 
 /* The longest row of any of a model's matrices: one row's scratch. */

@@ -194,10 +194,9 @@ void inspect_print_text(const char *name, const char *source, const Config *c, i
     }
     uint64_t q8 = quant_weight_bytes(c, group);
     uint64_t f32_weights = config_param_count(c) * sizeof(float);
-    if (!config_mla(c)) /* quant_weight_bytes knows no MLA matrices yet */
-        printf("  in int8 (group %d): %llu bytes (%.2f MiB, %.2fx smaller)%s\n", group,
-               (unsigned long long)q8, inspect_mib(q8), (double)f32_weights / (double)q8,
-               is_q8 ? ": this file" : "");
+    printf("  in int8 (group %d): %llu bytes (%.2f MiB, %.2fx smaller)%s\n", group,
+           (unsigned long long)q8, inspect_mib(q8), (double)f32_weights / (double)q8,
+           is_q8 ? ": this file" : "");
     print_memory_text(held);
     if (config_mla(c)) {
         print_mla_cache_text(c, context, requests, b);
