@@ -102,7 +102,7 @@ static const float *layer_slice(const float *v, int l, int C) {
 }
 
 /* gate [N, C] = silu(gate) ⊙ up, or (GeGLU) gelu(gate) ⊙ up. */
-static void glu_rows(const Model *m, const RunState *s, float *gate, const float *up, int N,
+static void glu_rows(const Model *m, const PassScratch *s, float *gate, const float *up, int N,
                      int C) {
     RowsJob job = {.op = m->config.mlp == MLP_GEGLU ? ROWS_GEGLU
                          : model_fast(m)            ? ROWS_SWIGLU_MANY
@@ -123,7 +123,7 @@ static void residual_rows(const Model *m, float *x, const float *y, int N, int C
 /* Store T new K and V rows (k_new, v_new [T, kv_dim]) of layer l from pos0
  * as int8 (one scale per KV head), then read the layer's rows
  * 0..pos0+T-1 back as floats (s->layer_k, s->layer_v) for attention. */
-static void kv_store_q8(RunState *s, int l, int pos0, int T, int head_dim, const float *k_new,
+static void kv_store_q8(SeqState *s, int l, int pos0, int T, int head_dim, const float *k_new,
                         const float *v_new, const StepObserver *obs) {
     KVCache *k = &s->cache;
     size_t kv = (size_t)k->kv_dim, H = (size_t)k->n_kv_heads, base = (size_t)l * k->capacity;
@@ -209,28 +209,29 @@ static uint64_t embed_token(const Model *m, int token, float *x) {
 
 /* Row r's cache of layer l as floats: the cache itself, or (int8) the
  * layer read back into the row's scratch. */
-static float *layer_keys(RunState *rs, int l) {
-    return rs->quant.kv ? rs->layer_k
-                        : rs->cache.key + (size_t)l * rs->cache.capacity * rs->cache.kv_dim;
+static float *layer_keys(SeqState *rs, int l) {
+    return rs->cache.int8 ? rs->layer_k
+                          : rs->cache.key + (size_t)l * rs->cache.capacity * rs->cache.kv_dim;
 }
-static float *layer_values(RunState *rs, int l) {
-    return rs->quant.kv ? rs->layer_v
-                        : rs->cache.value + (size_t)l * rs->cache.capacity * rs->cache.kv_dim;
+static float *layer_values(SeqState *rs, int l) {
+    return rs->cache.int8 ? rs->layer_v
+                          : rs->cache.value + (size_t)l * rs->cache.capacity * rs->cache.kv_dim;
 }
 
 /* One row's attention, shared out over threads by query heads. */
 typedef struct {
     float *out;
     const float *q, *key_l, *key_t, *value_l; /* key_t: NULL, or key_l transposed */
-    RunState *rs;
+    SeqState *rs;
     int T, pos0;
     const AttentionSpec *spec;
+    ExpKind exp;
 } AttentionJob;
 
 static void attention_heads(void *ctx, int h0, int h1) {
     const AttentionJob *j = ctx;
     attention_heads_fast(j->out, j->q, j->key_l, j->key_t, j->value_l, j->rs->scores,
-                         j->rs->cache.capacity, j->T, j->pos0, j->spec, h0, h1, j->rs->exp);
+                         j->rs->cache.capacity, j->T, j->pos0, j->spec, h0, h1, j->exp);
 }
 
 /* Whether an observer wants this layer's attention scores or pattern at
@@ -249,13 +250,13 @@ static bool attention_watched(const HookSite *site, int T) {
 /* One row's part of attention in layer l: RoPE on its queries and new keys
  * (k, v: its rows of the pass's new K and V), the new rows into its cache,
  * then causal attention over its cache into out. */
-static void attend_row(const Model *m, const ForwardRow *row, int l, float *q, float *k, float *v,
-                       float *out) {
+static void attend_row(const Model *m, const PassScratch *s, const ForwardRow *row, int l, float *q,
+                       float *k, float *v, float *out) {
     const Config *c = &m->config;
-    RunState *rs = row->state;
+    SeqState *rs = row->state;
     int T = row->n_tokens, pos0 = row->pos0, kv_dim = config_kv_dim(c);
     int head_dim = config_head_dim(c), n_heads = c->n_heads, n_kv = c->n_kv_heads;
-    uint64_t row_bytes = kv_row_bytes(c, rs->quant.kv);
+    uint64_t row_bytes = kv_row_bytes(c, rs->cache.int8);
     HookSite site = {.obs = row->obs, .layer = l, .pos0 = pos0, .tokens = row->tokens};
     if (c->position == POS_ROPE) { /* GPT-2's positions came in with the embedding */
         int rot = config_rope_dims(c);
@@ -269,7 +270,7 @@ static void attend_row(const Model *m, const ForwardRow *row, int l, float *q, f
     hook_emit_rows(&site, HOOK_ATTN_K, k, T, n_kv, head_dim);
     hook_emit_rows(&site, HOOK_ATTN_V, v, T, n_kv, head_dim);
     float *key_l = layer_keys(rs, l), *value_l = layer_values(rs, l);
-    if (rs->quant.kv) {
+    if (rs->cache.int8) {
         kv_store_q8(rs, l, pos0, T, head_dim, k, v, row->obs);
     } else { /* K is cached after RoPE; Q never is */
         memcpy(key_l + (size_t)pos0 * kv_dim, k, (size_t)T * kv_dim * sizeof(float));
@@ -295,7 +296,8 @@ static void attend_row(const Model *m, const ForwardRow *row, int l, float *q, f
                             .rs = rs,
                             .T = T,
                             .pos0 = pos0,
-                            .spec = &spec};
+                            .spec = &spec,
+                            .exp = s->exp};
         parallel_for(model_threads(m), n_heads, attention_heads, &job);
     }
     count_attention(&rs->work, &spec, T, pos0, row_bytes);
@@ -304,7 +306,7 @@ static void attend_row(const Model *m, const ForwardRow *row, int l, float *q, f
 /* The architecture's extras between the projections and RoPE, for all N
  * tokens: q/k/v biases (Qwen2), then RMSNorm of each head of q and k with
  * the layer's q_norm and k_norm (Qwen3). llama2.c's models have neither. */
-static void qkv_extras(const Model *m, RunState *s, int N, int l) {
+static void qkv_extras(const Model *m, PassScratch *s, int N, int l) {
     const Config *c = &m->config;
     const Weights *w = &m->weights;
     int q_dim = config_q_dim(c), kv_dim = config_kv_dim(c), head_dim = config_head_dim(c);
@@ -325,8 +327,8 @@ static void qkv_extras(const Model *m, RunState *s, int N, int l) {
 /* x [N, dim] += wo · attention(rope(wq · x̂), cache ∪ rope(wk · x̂), wv · x̂),
  * x̂ = the block's norm of x (norm_rows), and wo's bias where the family has
  * one (proj_bias); q [N, q_dim], k and v [N, kv_dim]. */
-static void attention_block(const Model *m, RunState *s, const ForwardRow *rows, int n_rows, int N,
-                            int l) {
+static void attention_block(const Model *m, PassScratch *s, const ForwardRow *rows, int n_rows,
+                            int N, int l) {
     const Config *c = &m->config;
     const Matrix *mats = m->layers[l].m;
     int dim = c->dim, q_dim = config_q_dim(c), kv_dim = config_kv_dim(c);
@@ -345,7 +347,7 @@ static void attention_block(const Model *m, RunState *s, const ForwardRow *rows,
         rows_emit(rows, n_rows, l, HOOK_ATTN_Q_PRE, s->q, c->n_heads, config_head_dim(c));
         rows_emit(rows, n_rows, l, HOOK_ATTN_K_PRE, s->k_new, c->n_kv_heads, config_head_dim(c));
         EACH_ROW(r, t0, rows, n_rows) /* xb [N, q_dim] = each row's attention output */
-        attend_row(m, &rows[r], l, s->q + (size_t)t0 * q_dim, s->k_new + (size_t)t0 * kv_dim,
+        attend_row(m, s, &rows[r], l, s->q + (size_t)t0 * q_dim, s->k_new + (size_t)t0 * kv_dim,
                    s->v_new + (size_t)t0 * kv_dim, s->xb + (size_t)t0 * q_dim);
     }
     rows_emit(rows, n_rows, l, HOOK_ATTN_Z, s->xb, c->n_heads, config_v_head_dim(c));
@@ -362,7 +364,7 @@ static void attention_block(const Model *m, RunState *s, const ForwardRow *rows,
 
 /* x [N, dim] += down · gelu(gate · x̂ + b_gate) + b_down, x̂ = layernorm(x): GPT-2's
  * MLP (its c_fc in the gate slot, which llama.cpp and the hooks call up). */
-static void gelu_mlp(const Model *m, RunState *s, const ForwardRow *rows, int n_rows, int N,
+static void gelu_mlp(const Model *m, PassScratch *s, const ForwardRow *rows, int n_rows, int N,
                      int l) {
     int dim = m->config.dim, hidden = m->config.hidden_dim;
     const Matrix *mats = m->layers[l].m;
@@ -379,7 +381,7 @@ static void gelu_mlp(const Model *m, RunState *s, const ForwardRow *rows, int n_
 /* x [N, dim] += down · (silu(gate · x̂) ⊙ (up · x̂)), x̂ = rmsnorm(x): SwiGLU
  * (GeGLU: gelu for silu; Gemma's output normalised by post_ffn_norm
  * before the add); or GPT-2's (gelu_mlp). */
-static void mlp_block(const Model *m, RunState *s, const ForwardRow *rows, int n_rows, int N,
+static void mlp_block(const Model *m, PassScratch *s, const ForwardRow *rows, int n_rows, int N,
                       int l) {
     int dim = m->config.dim, hidden = m->config.hidden_dim;
     const Matrix *mats = m->layers[l].m;
@@ -417,7 +419,7 @@ static int wanted(const ForwardRow *row) {
 
 /* logits [W, vocab] = wcls · norm(x) for the W wanted tokens, gathered
  * row by row into xb first (the others never reach the classifier). */
-static const float *classify(const Model *m, RunState *s, const ForwardRow *rows, int n_rows) {
+static const float *classify(const Model *m, PassScratch *s, const ForwardRow *rows, int n_rows) {
     int dim = m->config.dim, V = m->config.vocab_size, W = 0;
     EACH_ROW(r, t0, rows, n_rows) {
         int n = wanted(&rows[r]), first = t0 + rows[r].n_tokens - n;
@@ -447,7 +449,8 @@ static const float *classify(const Model *m, RunState *s, const ForwardRow *rows
 
 /* x [N, dim] += each token's learned position embedding (GPT-2's wpe),
  * shown at embed.pos; xb holds the rows added. */
-static void add_positions(const Model *m, RunState *s, const ForwardRow *rows, int n_rows, int N) {
+static void add_positions(const Model *m, PassScratch *s, const ForwardRow *rows, int n_rows,
+                          int N) {
     int dim = m->config.dim;
     EACH_ROW(r, t0, rows, n_rows) {
         for (int t = 0; t < rows[r].n_tokens; t++)
@@ -460,11 +463,11 @@ static void add_positions(const Model *m, RunState *s, const ForwardRow *rows, i
     residual_rows(m, s->x, s->xb, N, dim);
 }
 
-const float *forward(const Model *m, RunState *s, const ForwardRow *rows, int n_rows) {
+const float *forward(const Model *m, PassScratch *s, const ForwardRow *rows, int n_rows) {
     const Config *c = &m->config;
     int dim = c->dim, N = 0;
     EACH_ROW(r, t0, rows, n_rows) { /* x [N, dim] = the embedding rows of every token */
-        RunState *rs = rows[r].state;
+        SeqState *rs = rows[r].state;
         rs->work = (WorkCount){0};
         for (int t = 0; t < rows[r].n_tokens; t++)
             rs->work.weight_bytes +=
@@ -524,11 +527,11 @@ uint64_t forward_body_macs(const Config *c, int T, int pos0) {
 
 const float *forward_tokens(const Model *m, RunState *s, const int *tokens, int T, int pos0,
                             bool all_logits, const StepObserver *obs) {
-    ForwardRow row = {.state = s,
+    ForwardRow row = {.state = &s->seq,
                       .obs = obs,
                       .tokens = tokens,
                       .n_tokens = T,
                       .pos0 = pos0,
                       .all_logits = all_logits};
-    return forward(m, s, &row, 1);
+    return forward(m, &s->pass, &row, 1);
 }

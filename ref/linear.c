@@ -29,7 +29,7 @@ static void linear_blocks(void *ctx, int b0, int b1) {
         matmul_packed_blocks(j->out, in->x, j->w, in->T, b0, b1);
 }
 
-LinearInput linear_input(RunState *s, const float *x, int T, const Matrix *w) {
+LinearInput linear_input(PassScratch *s, const float *x, int T, const Matrix *w) {
     int C = w->cols;
     LinearInput in = {.x = x, .sx = s->xs, .T = T, .C = C};
     if (!s->quant.activations) return in;
@@ -81,7 +81,7 @@ void linear_rows(const Model *m, const ForwardRow *rows, int n_rows, float *out,
         work_add_matmul(&rows[r].state->work, rows[r].n_tokens, w->cols, w->rows, matrix_bytes(w));
 }
 
-void linear_rows_of(const Model *m, RunState *s, const ForwardRow *rows, int n_rows, float *out,
+void linear_rows_of(const Model *m, PassScratch *s, const ForwardRow *rows, int n_rows, float *out,
                     const float *x, int N, const Matrix *w) {
     LinearInput in = linear_input(s, x, N, w);
     linear_rows(m, rows, n_rows, out, &in, w);

@@ -30,7 +30,7 @@ typedef struct {
  * int8 grouping, or floats). The codes live in s's scratch: the next
  * linear_input overwrites them, so each input is used before the next is
  * prepared. */
-LinearInput linear_input(RunState *s, const float *x, int T, const Matrix *w);
+LinearInput linear_input(PassScratch *s, const float *x, int T, const Matrix *w);
 
 /* out [T, OC] = in · Wᵀ. With int8 weights and quantized activations, every
  * dot product is int8 × int8 in int32 per group, then × the scales; with
@@ -47,7 +47,7 @@ void linear_forward(const Model *m, float *out, const LinearInput *in, const Mat
 void linear_rows(const Model *m, const ForwardRow *rows, int n_rows, float *out,
                  const LinearInput *in, const Matrix *w);
 /* linear_rows of x [N, C], an input no other linear reads: prepared here. */
-void linear_rows_of(const Model *m, RunState *s, const ForwardRow *rows, int n_rows, float *out,
+void linear_rows_of(const Model *m, PassScratch *s, const ForwardRow *rows, int n_rows, float *out,
                     const float *x, int N, const Matrix *w);
 
 #endif

@@ -43,11 +43,11 @@ uint64_t mla_attention_macs(const Config *c, MlaForm form, int T, int pos0) {
  * T positions seen, from their latents, into rs->layer_k and layer_v;
  * then attention as MHA's. kv_b runs over the latents max_tokens rows at a
  * time (the pass's scratch s holds that many); each row's sums are its own. */
-static void attend_rebuilt(const Model *m, RunState *s, const ForwardRow *row, int l,
+static void attend_rebuilt(const Model *m, PassScratch *s, const ForwardRow *row, int l,
                            const float *q, float *out, const HookSite *site) {
     const Config *c = &m->config;
     MlaShape d = mla_shape(c);
-    RunState *rs = row->state;
+    SeqState *rs = row->state;
     int P = row->pos0 + row->n_tokens, kvb = d.H * (d.nope + d.v);
     const float *latent = rs->cache.value + (size_t)l * rs->cache.capacity * d.rank;
     const float *k_rope = rs->cache.key + (size_t)l * rs->cache.capacity * d.rope;
@@ -113,7 +113,7 @@ static void attend_absorbed(const Model *m, const ForwardRow *row, int l, const 
                             float *out, const HookSite *site) {
     const Config *c = &m->config;
     MlaShape d = mla_shape(c);
-    RunState *rs = row->state;
+    SeqState *rs = row->state;
     const float *latent = rs->cache.value + (size_t)l * rs->cache.capacity * d.rank;
     const float *k_rope = rs->cache.key + (size_t)l * rs->cache.capacity * d.rope;
     const Matrix *w = &m->layers[l].m[MAT_KV_B];
@@ -133,11 +133,11 @@ static void attend_absorbed(const Model *m, const ForwardRow *row, int l, const 
 /* One row's part: RoPE on its queries' and new rotary keys' turned dims,
  * its new latents and rotary keys into its cache, then attention over
  * its cache in m's form, into out [T, H x v]. */
-static void mla_row(const Model *m, RunState *s, const ForwardRow *row, int l, float *q,
+static void mla_row(const Model *m, PassScratch *s, const ForwardRow *row, int l, float *q,
                     float *kv_a, float *out) {
     const Config *c = &m->config;
     MlaShape d = mla_shape(c);
-    RunState *rs = row->state;
+    SeqState *rs = row->state;
     int T = row->n_tokens, pos0 = row->pos0, width = d.rank + d.rope;
     HookSite site = {.obs = row->obs, .layer = l, .pos0 = pos0, .tokens = row->tokens};
     const float *cos_t, *sin_t;
@@ -166,7 +166,8 @@ static void mla_row(const Model *m, RunState *s, const ForwardRow *row, int l, f
     rs->work.macs += mla_attention_macs(c, m->mla_form, T, pos0);
 }
 
-void mla_attention(const Model *m, RunState *s, const ForwardRow *rows, int n_rows, int N, int l) {
+void mla_attention(const Model *m, PassScratch *s, const ForwardRow *rows, int n_rows, int N,
+                   int l) {
     const Config *c = &m->config;
     const Matrix *mats = m->layers[l].m;
     MlaShape d = mla_shape(c);

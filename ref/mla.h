@@ -31,7 +31,8 @@
  * layer l for the pass's N tokens, from s->xb [N, dim] (the normed
  * residual), in m->mla_form; each row's new latents and rotary keys go
  * into its cache, and its hooks and work are told. */
-void mla_attention(const Model *m, RunState *s, const ForwardRow *rows, int n_rows, int N, int l);
+void mla_attention(const Model *m, PassScratch *s, const ForwardRow *rows, int n_rows, int N,
+                   int l);
 
 /* The multiply-adds of one layer's MLA for T tokens from pos0 beyond its
  * projections (counted as linears): the rebuilt form's kv_b over every

@@ -47,7 +47,7 @@ static int row_of(const ForwardRow *rows, int n_rows, int t, int *pos) {
 /* Route all N tokens of s->xb through layer l's router: logits, probs,
  * chosen experts and weights into s's scratch, each shown to the hooks and
  * the observers. */
-static void route_all(const Model *m, RunState *s, const ForwardRow *rows, int n_rows, int N,
+static void route_all(const Model *m, PassScratch *s, const ForwardRow *rows, int n_rows, int N,
                       int l) {
     const Config *c = &m->config;
     int dim = c->dim, E = c->n_experts, k = c->n_experts_used;
@@ -83,7 +83,7 @@ static void route_all(const Model *m, RunState *s, const ForwardRow *rows, int n
 /* Each row's work for the layer: its tokens' router and expert
  * multiply-adds, the router read once and each expert its tokens chose,
  * as the expert is held. */
-static void count_moe(const Model *m, RunState *s, const ForwardRow *rows, int n_rows, int l) {
+static void count_moe(const Model *m, PassScratch *s, const ForwardRow *rows, int n_rows, int l) {
     const Config *c = &m->config;
     int E = c->n_experts, k = c->n_experts_used;
     for (int r = 0, t0 = 0; r < n_rows; t0 += rows[r++].n_tokens) {
@@ -105,7 +105,7 @@ static void count_moe(const Model *m, RunState *s, const ForwardRow *rows, int n
 /* s->xb2 [N, dim] += shared(s->xb): the shared experts, one SwiGLU MLP of
  * n_shared_experts x expert_hidden_dim every token runs (DeepSeek-V2),
  * through hb, hb2 [N, S] and moe_y [N, dim]. */
-static void shared_experts(const Model *m, RunState *s, int N, int l) {
+static void shared_experts(const Model *m, PassScratch *s, int N, int l) {
     const Matrix *mats = m->layers[l].m;
     int dim = m->config.dim, S = m->config.n_shared_experts * m->config.expert_hidden_dim;
     LinearInput x = linear_input(s, s->xb, N, &mats[MAT_SHARED_GATE]); /* once, for both */
@@ -120,7 +120,7 @@ static void shared_experts(const Model *m, RunState *s, int N, int l) {
     residual_forward(s->xb2, s->moe_y, N * dim);
 }
 
-void moe_forward(const Model *m, RunState *s, const ForwardRow *rows, int n_rows, int N, int l) {
+void moe_forward(const Model *m, PassScratch *s, const ForwardRow *rows, int n_rows, int N, int l) {
     const Config *c = &m->config;
     int dim = c->dim, E = c->n_experts, k = c->n_experts_used, eh = c->expert_hidden_dim;
     route_all(m, s, rows, n_rows, N, l);

@@ -38,7 +38,7 @@ void moe_route(const float *logits, int n_experts, int k, bool renormalise, floa
  * in ascending index (hook blocks.L.moe.expert, head = the expert), its
  * weighted output added into each token's row. Counts each row's work as
  * if it ran alone: the router and the experts its tokens chose. */
-void moe_forward(const Model *m, RunState *s, const ForwardRow *rows, int n_rows, int N, int l);
+void moe_forward(const Model *m, PassScratch *s, const ForwardRow *rows, int n_rows, int N, int l);
 
 /* Multiply-adds of one token through an MoE layer: the router's E · dim
  * and k experts' 3 · expert_hidden_dim · dim (and the shared experts'

@@ -37,12 +37,13 @@ static void note_nonfinite(void *ctx, const HookTensor *h) {
         .found = true, .pos = h->pos, .layer = h->layer, .point = h->point, .index = at};
 }
 
-bool fail_nonfinite(const Model *m, const ForwardRow *row, const char *what, StepError *err) {
+bool fail_nonfinite(const Model *m, PassScratch *scratch, const ForwardRow *row, const char *what,
+                    StepError *err) {
     FirstNonFinite first = {0};
     StepObserver watch = {.ctx = &first, .wants = wants_every_hook, .emit = note_nonfinite};
     ForwardRow again = *row;
     again.obs = &watch;
-    forward(m, row->state, &again, 1);
+    forward(m, scratch, &again, 1);
     if (!first.found)
         return step_fail(err,
                          "%s: the logits hold a value that is not finite (NaN or infinity); "

@@ -18,11 +18,13 @@
 /* The index of the first value of x[0..n) that is NaN or infinite, or -1. */
 long first_nonfinite(const float *x, size_t n);
 
-/* row's pass run again (its state holding the cache as the pass found it;
- * the pass writes the same rows again), watched at every hook; then err
+/* row's pass run again on scratch (its state holding the cache as the
+ * pass found it; the pass writes the same rows again), watched at every
+ * hook; then err
  * names the first hook with a value that is not finite, with `what` ("score",
  * "generate") in front. Always returns false, for `return` at the caller. */
-bool fail_nonfinite(const Model *m, const ForwardRow *row, const char *what, StepError *err);
+bool fail_nonfinite(const Model *m, PassScratch *scratch, const ForwardRow *row, const char *what,
+                    StepError *err);
 
 /* Every float weight of m scanned: false, with err naming the first tensor
  * (stepwise's name, "blocks.0.attn.wq") and the first index in it that is

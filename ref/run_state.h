@@ -1,7 +1,9 @@
-/* run_state.h: one request's state, what a forward pass reads and writes
- * (its KV cache and scratch), and a row of a pass: a state,
- * its observer and the tokens it feeds. forward.h runs the pass; the
- * blocks that need the state (moe.h) read it from here. */
+/* run_state.h: what a forward pass reads and writes, in two parts: a
+ * sequence's state (its KV cache, kept from pass to pass, and the room its
+ * attention works in) and a pass's scratch (the activations of the tokens
+ * it runs, shared by every row of a batched pass); and a row of a pass: a
+ * sequence, its observer and the tokens it feeds. forward.h runs the pass;
+ * the blocks that need the scratch (moe.h, mla.h) read it from here. */
 #ifndef STEPWISE_RUN_STATE_H
 #define STEPWISE_RUN_STATE_H
 
@@ -26,6 +28,7 @@ typedef struct {
     int kv_dim; /* a key row's width */
     int v_dim;  /* a value row's: kv_dim, but MLA's latent */
     int n_kv_heads;
+    bool int8;      /* codes and scales (key_q ..), not floats (QuantRuntime.kv) */
     uint64_t bytes; /* of key and value together: kv_cache_bytes(_q8)(config, capacity) */
     float *key;     /* [n_layers, capacity, kv_dim] (after RoPE); NULL when int8 */
     float *value;   /* [n_layers, capacity, v_dim]; NULL when int8 */
@@ -34,40 +37,58 @@ typedef struct {
     float *key_s, *value_s;  /* [n_layers, capacity, n_kv_heads] */
 } KVCache;
 
-/* One request's state: its cache, and scratch for up to max_tokens tokens
- * per forward call. */
+/* One sequence's state: its cache, what its last pass did, and the room
+ * its attention works in, sized by the cache's capacity. Kept from pass to
+ * pass (a request owns one); a batched pass runs many against one
+ * PassScratch. */
 typedef struct {
     KVCache cache;
-    WorkCount work; /* of the last forward_tokens call */
-    int max_tokens;
-    float *x;      /* [max_tokens, dim] residual stream */
-    float *xb;     /* [max_tokens, max(dim, q_dim, n_heads x v_head_dim)] normed input, then
-                      attention output */
-    float *xb2;    /* [max_tokens, dim] projection output */
-    float *q;      /* [max_tokens, q_dim] queries */
-    float *hb;     /* [max_tokens, max(hidden_dim, S)] gate, then SwiGLU output (S: the
-                      shared experts' width, n_shared_experts x expert_hidden_dim) */
-    float *hb2;    /* [max_tokens, max(hidden_dim, S)] up */
-    float *scores; /* [n_heads, capacity] attention scores, a row per query head */
-    float *logits; /* [max_tokens, vocab_size] */
-    ExpKind exp;   /* the C library's expf, which the fast path's exp_many follows (exp.h) */
-    /* quantization while running (quant.h); scratch used only then */
-    QuantRuntime quant;
-    int8_t *xq;           /* [max(dim, hidden_dim)] one quantized input row */
-    float *xs;            /* its scales */
-    int32_t *xsum;        /* [max_tokens, groups] each group's sum of codes (q8_packed.h) */
-    float *xfake;         /* [max_tokens, max(dim, hidden_dim)] quantized-then-dequantized input */
-    float *k_new, *v_new; /* [max_tokens, kv_dim] new rows: before int8 storage, or a batch's */
-    float *layer_k, *layer_v; /* [capacity, kv_dim] one layer's cache, dequantized; MLA's
+    WorkCount work;           /* of the last forward pass it was a row of */
+    float *scores;            /* [n_heads, capacity] attention scores, a row per query head */
+    float *layer_k, *layer_v; /* [capacity, kv_dim] one layer's int8 cache, dequantized; MLA's
                                  keys and values rebuilt, [capacity, n_heads x head_dim] and
-                                 [capacity, n_heads x v_head_dim] */
-    /* multi-head latent attention's scratch (mla.h), NULL without it */
-    float *mla_q_a;    /* [max_tokens, q_lora_rank] the query's low-rank path */
-    float *mla_kv_a;   /* [max_tokens, kv_lora_rank + qk_rope_head_dim] latents, rotary keys */
+                                 [capacity, n_heads x v_head_dim] (else NULL) */
+    /* [n_kv_heads, head_dim, capacity] one layer's keys transposed, for the
+     * fast path's passes of many queries (NULL when its passes take fewer
+     * than ATTENTION_TRANSPOSE_MIN_QUERIES tokens) */
+    float *key_t;
+    /* multi-head latent attention's (mla.h), NULL without it */
     float *mla_kv_b;   /* [capacity, n_heads x (nope + v_head_dim)] kv_b of every latent
                           (the absorbed form: one head's kv_b rows, [nope + v, kv_lora_rank]) */
     float *mla_latent; /* [2 x kv_lora_rank] a head's absorbed query, then its latent output */
-    /* a mixture of experts' scratch (moe.h), NULL for a dense model */
+} SeqState;
+
+/* Allocate a sequence whose cache holds `capacity` positions (at most
+ * seq_len), in int8 when kv_int8, for passes of up to max_tokens tokens. */
+bool seq_state_init(SeqState *s, const Config *c, int capacity, int max_tokens, bool kv_int8,
+                    StepError *err);
+void seq_state_free(SeqState *s);
+
+/* A pass's scratch: the activations of up to max_tokens tokens (of one
+ * row, or of every row of a batched pass), and the quantization of them. */
+typedef struct {
+    int max_tokens;
+    ExpKind exp;        /* the C library's expf, which the fast path's exp_many follows (exp.h) */
+    QuantRuntime quant; /* quantization while running (quant.h) */
+    float *x;           /* [max_tokens, dim] residual stream */
+    float *xb;          /* [max_tokens, max(dim, q_dim, n_heads x v_head_dim)] normed input, then
+                           attention output */
+    float *xb2;         /* [max_tokens, dim] projection output */
+    float *q;           /* [max_tokens, q_dim] queries */
+    float *hb;          /* [max_tokens, max(hidden_dim, S)] gate, then SwiGLU output (S: the shared
+                           experts' width, n_shared_experts x expert_hidden_dim) */
+    float *hb2;         /* [max_tokens, max(hidden_dim, S)] up */
+    float *logits;      /* [max_tokens, vocab_size] */
+    float *k_new, *v_new; /* [max_tokens, kv_dim] new rows: before int8 storage, or a batch's */
+    /* scratch used only when quantizing activations */
+    int8_t *xq;    /* [max(dim, hidden_dim)] one quantized input row */
+    float *xs;     /* its scales */
+    int32_t *xsum; /* [max_tokens, groups] each group's sum of codes (q8_packed.h) */
+    float *xfake;  /* [max_tokens, max(dim, hidden_dim)] quantized-then-dequantized input */
+    /* multi-head latent attention's (mla.h), NULL without it */
+    float *mla_q_a;  /* [max_tokens, q_lora_rank] the query's low-rank path */
+    float *mla_kv_a; /* [max_tokens, kv_lora_rank + qk_rope_head_dim] latents, rotary keys */
+    /* a mixture of experts' (moe.h), NULL for a dense model */
     float *moe_logits, *moe_probs; /* [max_tokens, n_experts] */
     int *moe_experts;              /* [max_tokens, n_experts_used] */
     float *moe_weights;            /* [max_tokens, n_experts_used] */
@@ -75,10 +96,18 @@ typedef struct {
     float *moe_gate;               /* [max_tokens] and their weights */
     float *moe_x, *moe_y;          /* [max_tokens, dim] */
     float *moe_h1, *moe_h3;        /* [max_tokens, expert_hidden_dim] */
-    /* [n_kv_heads, head_dim, capacity] one layer's keys transposed, for the
-     * fast path's passes of many queries (NULL when max_tokens is fewer
-     * than ATTENTION_TRANSPOSE_MIN_QUERIES) */
-    float *key_t;
+} PassScratch;
+
+/* Allocate scratch for passes of up to max_tokens tokens, quantizing
+ * activations as q says (NULL: float32; q->kv is the sequences'). */
+bool pass_scratch_init(PassScratch *p, const Config *c, int max_tokens, const QuantRuntime *q,
+                       StepError *err);
+void pass_scratch_free(PassScratch *p);
+
+/* One request run alone: its sequence and its own scratch. */
+typedef struct {
+    SeqState seq;
+    PassScratch pass;
 } RunState;
 
 /* Allocate a state whose cache holds `capacity` positions (at most seq_len)
@@ -97,7 +126,7 @@ void run_state_free(RunState *s);
  * decode one row of one token, a batched decode step B rows of one token,
  * and a recompute without a cache one row of the whole window from 0. */
 typedef struct {
-    RunState *state;
+    SeqState *state;
     const StepObserver *obs; /* its hooks, or NULL */
     const int *tokens;       /* [n_tokens] */
     int n_tokens;

@@ -52,16 +52,20 @@ bool score_tokens(const Model *m, const int *tokens, int n, int top_n, const Qua
         return step_fail(err, "score: out of memory");
     }
     if (obs != NULL && obs->forward != NULL) obs->forward(obs->ctx, PASS_PREFILL, 0, tokens, n);
-    ForwardRow row = {
-        .state = &s, .obs = obs, .tokens = tokens, .n_tokens = n, .pos0 = 0, .all_logits = true};
-    const float *logits = forward(m, &s, &row, 1);
+    ForwardRow row = {.state = &s.seq,
+                      .obs = obs,
+                      .tokens = tokens,
+                      .n_tokens = n,
+                      .pos0 = 0,
+                      .all_logits = true};
+    const float *logits = forward(m, &s.pass, &row, 1);
     if (first_nonfinite(logits, (size_t)n * c->vocab_size) >= 0) {
         free(lp), score_result_free(result);
-        fail_nonfinite(m, &row, "score", err);
+        fail_nonfinite(m, &s.pass, &row, "score", err);
         run_state_free(&s);
         return false;
     }
-    result->work = s.work;
+    result->work = s.seq.work;
     if (keep_logits) {
         size_t bytes = (size_t)n * c->vocab_size * sizeof(float);
         result->logits = malloc(bytes);
@@ -71,7 +75,7 @@ bool score_tokens(const Model *m, const int *tokens, int n, int top_n, const Qua
         }
         memcpy(result->logits, logits, bytes);
     }
-    if (obs != NULL && obs->work != NULL) obs->work(obs->ctx, PASS_PREFILL, 0, n, &s.work);
+    if (obs != NULL && obs->work != NULL) obs->work(obs->ctx, PASS_PREFILL, 0, n, &s.seq.work);
     result->n = n;
     for (int p = 0; p < n; p++) {
         ScoredPosition *sp = &result->positions[p];

@@ -13,7 +13,7 @@ static ForwardRow begin_pass(Sequence *q, PassPhase phase, const int *tokens, in
                              bool all_logits) {
     const StepObserver *obs = q->obs;
     if (obs != NULL && obs->forward != NULL) obs->forward(obs->ctx, phase, pos0, tokens, T);
-    return (ForwardRow){.state = &q->s,
+    return (ForwardRow){.state = &q->s.seq,
                         .obs = obs,
                         .tokens = tokens,
                         .n_tokens = T,
@@ -24,9 +24,9 @@ static ForwardRow begin_pass(Sequence *q, PassPhase phase, const int *tokens, in
 void sequence_end_pass(Sequence *q, const ForwardRow *row, PassPhase phase, const float *logits,
                        double seconds) {
     const StepObserver *obs = q->obs;
-    work_add(&q->result->work, &q->s.work);
+    work_add(&q->result->work, &q->s.seq.work);
     if (obs != NULL && obs->work != NULL)
-        obs->work(obs->ctx, phase, row->pos0, row->n_tokens, &q->s.work);
+        obs->work(obs->ctx, phase, row->pos0, row->n_tokens, &q->s.seq.work);
     if (row->all_logits) logits += (size_t)(row->n_tokens - 1) * q->m->config.vocab_size;
     q->logits = logits;
     q->last_pass = *row;
@@ -40,7 +40,7 @@ static void run_pass_rows(Sequence *q, PassPhase phase, const int *tokens, int T
     double t0 = clock_seconds();
     ForwardRow row = begin_pass(q, phase, tokens, T, pos0, all_logits);
     row.no_logits = no_logits;
-    const float *logits = forward(q->m, &q->s, &row, 1);
+    const float *logits = forward(q->m, &q->s.pass, &row, 1);
     sequence_end_pass(q, &row, phase, logits, clock_seconds() - t0);
 }
 
@@ -125,7 +125,7 @@ bool sequence_pick(Sequence *q, bool *failed, StepError *err) {
     *failed = false;
     int prev = r->tokens[r->n_tokens - 1], next;
     if (first_nonfinite(q->logits, (size_t)q->m->config.vocab_size) >= 0) {
-        fail_nonfinite(q->m, &q->last_pass, "generate", err);
+        fail_nonfinite(q->m, &q->s.pass, &q->last_pass, "generate", err);
         return *failed = true;
     }
     if (!sampler_sample(&q->sampler, q->logits, &next, err)) return *failed = true;

@@ -354,21 +354,24 @@ Test(batch, prefix_cache_matches_from_the_first_token) {
     RunState src, dst;
     cr_assert(run_state_init(&src, &m.config, 8, 1, &e), "%s", e.message);
     cr_assert(run_state_init(&dst, &m.config, 8, 1, &e), "%s", e.message);
-    size_t n = (size_t)src.cache.n_layers * (size_t)src.cache.capacity * (size_t)src.cache.kv_dim;
-    for (size_t i = 0; i < n; i++) src.cache.key[i] = (float)i, src.cache.value[i] = -(float)i;
+    size_t n = (size_t)src.seq.cache.n_layers * (size_t)src.seq.cache.capacity *
+               (size_t)src.seq.cache.kv_dim;
+    for (size_t i = 0; i < n; i++)
+        src.seq.cache.key[i] = (float)i, src.seq.cache.value[i] = -(float)i;
     PrefixCache p;
     cr_assert(prefix_cache_init(&p, &m.config, false, 1 << 20, &e), "%s", e.message);
     int kept[] = {5, 1, 2, 3}, other_first[] = {6, 1, 2, 3, 4}, shared3[] = {5, 1, 2, 9, 4};
-    cr_assert(prefix_cache_put(&p, kept, 4, &src.cache));
-    cr_expect_eq(prefix_cache_take(&p, other_first, 5, &dst.cache), 0,
+    cr_assert(prefix_cache_put(&p, kept, 4, &src.seq.cache));
+    cr_expect_eq(prefix_cache_take(&p, other_first, 5, &dst.seq.cache), 0,
                  "another first token: nothing is shared");
-    cr_expect_eq(prefix_cache_take(&p, shared3, 5, &dst.cache), 3);
-    size_t row = (size_t)src.cache.kv_dim;
-    for (int l = 0; l < src.cache.n_layers; l++) {
-        size_t at = (size_t)l * (size_t)src.cache.capacity * row;
-        cr_expect_eq(memcmp(dst.cache.key + at, src.cache.key + at, 3 * row * sizeof(float)), 0);
-        cr_expect_eq(memcmp(dst.cache.value + at, src.cache.value + at, 3 * row * sizeof(float)),
-                     0);
+    cr_expect_eq(prefix_cache_take(&p, shared3, 5, &dst.seq.cache), 3);
+    size_t row = (size_t)src.seq.cache.kv_dim;
+    for (int l = 0; l < src.seq.cache.n_layers; l++) {
+        size_t at = (size_t)l * (size_t)src.seq.cache.capacity * row;
+        cr_expect_eq(
+            memcmp(dst.seq.cache.key + at, src.seq.cache.key + at, 3 * row * sizeof(float)), 0);
+        cr_expect_eq(
+            memcmp(dst.seq.cache.value + at, src.seq.cache.value + at, 3 * row * sizeof(float)), 0);
     }
     prefix_cache_free(&p);
     run_state_free(&src), run_state_free(&dst);

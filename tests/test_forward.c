@@ -27,8 +27,8 @@ static void expect_prefill_equals_decode(const Model *m, const int *tokens, int 
                      "logits differ at pos %d", p);
     }
     size_t kv = (size_t)c->n_layers * (size_t)n * (size_t)config_kv_dim(c) * sizeof(float);
-    cr_assert_eq(memcmp(all.cache.key, step.cache.key, kv), 0, "K cache rows differ");
-    cr_assert_eq(memcmp(all.cache.value, step.cache.value, kv), 0, "V cache rows differ");
+    cr_assert_eq(memcmp(all.seq.cache.key, step.seq.cache.key, kv), 0, "K cache rows differ");
+    cr_assert_eq(memcmp(all.seq.cache.value, step.seq.cache.value, kv), 0, "V cache rows differ");
     run_state_free(&all);
     run_state_free(&step);
 }

@@ -83,10 +83,10 @@ static void logits_match_run_c_at_every_position(bool fast) {
     cr_assert_eq(cJSON_GetObjectItem(g.root, "kv_dim")->valueint, kv_dim);
     for (int l = 0; l < m.config.n_layers; l++) {
         for (int p = 0; p < g.n_pos; p++) {
-            size_t off = ((size_t)l * s.cache.capacity + p) * kv_dim;
-            float dk = max_abs_diff(s.cache.key + off,
+            size_t off = ((size_t)l * s.seq.cache.capacity + p) * kv_dim;
+            float dk = max_abs_diff(s.seq.cache.key + off,
                                     cJSON_GetArrayItem(cJSON_GetArrayItem(kc, l), p), kv_dim);
-            float dv = max_abs_diff(s.cache.value + off,
+            float dv = max_abs_diff(s.seq.cache.value + off,
                                     cJSON_GetArrayItem(cJSON_GetArrayItem(vc, l), p), kv_dim);
             cr_expect_leq(dk, TOLERANCE, "layer %d pos %d: max |ΔK| = %g", l, p, (double)dk);
             cr_expect_leq(dv, TOLERANCE, "layer %d pos %d: max |ΔV| = %g", l, p, (double)dv);

@@ -256,7 +256,7 @@ Test(kv_cache, inspect_reports_what_the_engine_allocates) {
     StepError e;
     cr_assert(run_state_init(&s, &m.config, 100, 1, &e));
     double at_context = cJSON_GetObjectItem(facts, "kv_bytes_at_context")->valuedouble;
-    cr_expect_eq(at_context, (double)s.cache.bytes);
+    cr_expect_eq(at_context, (double)s.seq.cache.bytes);
     cr_expect_eq(at_context, 128000.0);
     cr_expect_eq(cJSON_GetObjectItem(facts, "kv_bytes_total")->valuedouble, 384000.0);
     cr_expect_eq(cJSON_GetObjectItem(facts, "kv_bytes_per_token")->valuedouble, 1280.0);
@@ -307,8 +307,8 @@ Test(kv_cache, int8_cache_size_is_reported_as_allocated) {
     StepError e;
     QuantRuntime q8 = {.kv = true, .group = 32};
     cr_assert(run_state_init_quant(&s, &m.config, 6, 1, &q8, &e));
-    cr_expect_eq((double)s.cache.bytes, 6 * 480.0, "the engine allocates %llu",
-                 (unsigned long long)s.cache.bytes);
+    cr_expect_eq((double)s.seq.cache.bytes, 6 * 480.0, "the engine allocates %llu",
+                 (unsigned long long)s.seq.cache.bytes);
     run_state_free(&s);
     model_free(&m), tokenizer_free(&tok);
     snprintf(args, sizeof args, "trace show %s --pos 3", trace);

@@ -188,8 +188,8 @@ Test(quant, int8_kv_cache_size_is_what_is_allocated) {
     StepError e;
     QuantRuntime q = {.kv = true, .group = 32};
     cr_assert(run_state_init_quant(&s, &m.config, 100, 10, &q, &e), "%s", e.message);
-    cr_expect_eq(s.cache.bytes, 48000u);
-    cr_expect_null(s.cache.key, "no float cache when int8");
+    cr_expect_eq(s.seq.cache.bytes, 48000u);
+    cr_expect_null(s.seq.cache.key, "no float cache when int8");
     run_state_free(&s);
     model_free(&m), tokenizer_free(&tok);
 }

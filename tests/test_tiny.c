@@ -42,10 +42,10 @@ Test(tiny, first_logits_match_the_hand_computation) {
         cr_expect(fabs(logits[i] - want[i]) < HAND_TOLERANCE, "logit %d: %.6f, by hand %.6f", i,
                   (double)logits[i], want[i]);
     /* the cache row: k = x̂ (RoPE angle 0), v = [0, 1.414199] */
-    cr_expect(fabs(s.cache.key[0] - 1.414199) < HAND_TOLERANCE);
-    cr_expect(fabs(s.cache.key[1] - 0.0) < HAND_TOLERANCE);
-    cr_expect(fabs(s.cache.value[0] - 0.0) < HAND_TOLERANCE);
-    cr_expect(fabs(s.cache.value[1] - 1.414199) < HAND_TOLERANCE);
+    cr_expect(fabs(s.seq.cache.key[0] - 1.414199) < HAND_TOLERANCE);
+    cr_expect(fabs(s.seq.cache.key[1] - 0.0) < HAND_TOLERANCE);
+    cr_expect(fabs(s.seq.cache.value[0] - 0.0) < HAND_TOLERANCE);
+    cr_expect(fabs(s.seq.cache.value[1] - 1.414199) < HAND_TOLERANCE);
     run_state_free(&s);
     model_free(&m);
     tokenizer_free(&tok);

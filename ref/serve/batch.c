@@ -126,7 +126,7 @@ static bool prefill_next(Server *s, BatchRequest *r) {
     sequence_prefill_chunk(&r->seq, from, to);
     if (to < r->n_prompt) return true; /* more chunks to come */
     if (s->prefix != NULL && !r->opt.no_kv_cache && !r->opt.all_logits)
-        prefix_cache_put(s->prefix, r->prompt, r->n_prompt, &r->seq.s.cache);
+        prefix_cache_put(s->prefix, r->prompt, r->n_prompt, &r->seq.s.seq.cache);
     r->state = REQUEST_ACTIVE;
     if (pick(s, r)) {
         finish(s, r);
@@ -155,7 +155,8 @@ static bool admit(Server *s, BatchRequest *r) {
     /* A shared prefix: copy its rows, compute the rest, keep this prompt's.
      * Not for recompute-everything runs or prompt logits (rows they need). */
     bool shares = s->prefix != NULL && !r->opt.no_kv_cache && !r->opt.all_logits;
-    int reused = shares ? prefix_cache_take(s->prefix, r->prompt, r->n_prompt, &r->seq.s.cache) : 0;
+    int reused =
+        shares ? prefix_cache_take(s->prefix, r->prompt, r->n_prompt, &r->seq.s.seq.cache) : 0;
     r->prefix_reused = reused;
     s->out->prefix_tokens_reused += reused;
     /* the blocks' work for the reused positions: positions 0..reused-1 */
@@ -177,7 +178,7 @@ static void sleep_until(const Server *s, double t) {
 }
 
 /* One decode step for every active request together. */
-static void step(Server *s, RunState *scratch, BatchRequest **active, int n_active,
+static void step(Server *s, PassScratch *scratch, BatchRequest **active, int n_active,
                  ForwardRow *rows) {
     double t0 = clock_seconds();
     for (int b = 0; b < n_active; b++) rows[b] = sequence_begin_decode(&active[b]->seq);
@@ -205,12 +206,9 @@ bool batch_run(const Model *m, BatchRequest *reqs, int n, int max_batch, int pre
     BatchRequest **decoding = malloc((size_t)max_batch * sizeof *decoding);
     ForwardRow *rows = malloc((size_t)max_batch * sizeof *rows);
     double *itl = malloc((size_t)max_steps * sizeof(double));
-    RunState scratch;
-    QuantRuntime act = activations ? *activations : (QuantRuntime){.group = 32};
-    act.kv = false; /* the scratch has no cache of its own to speak of */
+    PassScratch scratch; /* the step's activations; each request's cache is its own */
     bool allocated = order && active && decoding && rows && itl;
-    if (!allocated ||
-        !run_state_init_quant(&scratch, &m->config, max_batch, max_batch, &act, err)) {
+    if (!allocated || !pass_scratch_init(&scratch, &m->config, max_batch, activations, err)) {
         free(order), free(active), free(decoding), free(rows), free(itl);
         return allocated ? false : step_fail(err, "batch: out of memory");
     }
@@ -273,7 +271,7 @@ bool batch_run(const Model *m, BatchRequest *reqs, int n, int max_batch, int pre
         out->mean_itl_ms /= out->completed;
         out->mean_e2e_ms /= out->completed;
     }
-    run_state_free(&scratch);
+    pass_scratch_free(&scratch);
     free(order), free(active), free(decoding), free(rows), free(itl);
     return true;
 }

@@ -125,7 +125,7 @@ static bool decode_regions(Regions *r, const Model *m, const RunState *s, int kv
     }
     add_region(r, w->rms_final, norm);
     add_matrix(r, &m->classifier);
-    const KVCache *kv = &s->cache;
+    const KVCache *kv = &s->seq.cache;
     size_t layer = (size_t)kv->capacity * (size_t)kv->kv_dim,
            rows = (size_t)kv_positions * kv->kv_dim;
     for (int l = 0; l < kv->n_layers && kv->key != NULL; l++) {
@@ -245,11 +245,11 @@ int main(int argc, char **argv) {
         double t = now();
         forward_tokens(&m, &s, tokens, T, 0, false, NULL);
         prefill[r] = T / (now() - t);
-        prefill_macs = s.work.macs;
+        prefill_macs = s.seq.work.macs;
         t = now();
         for (int p = 0; p < D; p++) forward_tokens(&m, &s, &tokens[p], 1, p, false, NULL);
         decode[r] = D / (now() - t);
-        step_bytes = s.work.weight_bytes + s.work.kv_bytes_read; /* the last step's */
+        step_bytes = s.seq.work.weight_bytes + s.seq.work.kv_bytes_read; /* the last step's */
         best_prefill = prefill[r] > best_prefill ? prefill[r] : best_prefill;
         best_decode = decode[r] > best_decode ? decode[r] : best_decode;
     }
@@ -268,7 +268,7 @@ int main(int argc, char **argv) {
     double ceiling_seconds = decode_faster ? decode_step_seconds : read_seconds;
     /* the decode step's average reads: weights, plus the KV rows of D/2 positions */
     uint64_t kv_row = (uint64_t)m.config.n_layers * config_kv_dim(&m.config) * 2u * sizeof(float);
-    uint64_t mean_step_bytes = s.work.weight_bytes + kv_row * (uint64_t)(D + 1) / 2u;
+    uint64_t mean_step_bytes = s.seq.work.weight_bytes + kv_row * (uint64_t)(D + 1) / 2u;
     if (ok)
         printf("{\"model\": \"%s\", \"threads\": %d, \"int8\": %s, \"load_seconds\": %.3f, "
                "\"peak_rss_bytes\": %ld, \"prefill_tokens\": %d, \"prefill_tok_s\": %.1f, "
