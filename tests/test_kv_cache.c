@@ -170,6 +170,17 @@ static void expect_work(const WorkCount *got, const WorkCount *want, int pass) {
     cr_expect_eq(got->kv_bytes_written, want->kv_bytes_written, "pass %d kv written", pass);
 }
 
+/* The prompt 1, 5, 6 and 4 steps (opt as they leave it): with the cache,
+ * a prefill of 3 then decodes at 3, 4, 5. */
+static GenerateResult four_passes(const Model *m, GenerateOptions *opt, Recorder *rec) {
+    static const int prompt[] = {1, 5, 6};
+    generate_options_default(opt);
+    opt->steps = 4;
+    GenerateResult r = run(m, prompt, 3, opt, rec);
+    cr_assert_eq(rec->n_passes, 4);
+    return r;
+}
+
 /* Cached: a prefill of 3 then decodes at 3, 4, 5 (linear in the position).
  * Without a cache: passes of 3, 4, 5, 6 tokens from 0 (quadratic). */
 Test(kv_cache, work_counts_match_the_closed_forms) {
@@ -177,11 +188,8 @@ Test(kv_cache, work_counts_match_the_closed_forms) {
     random_model(&m, 8, 12, 2, 4, 2, 32, 16, false);
     int prompt[] = {1, 5, 6};
     GenerateOptions opt;
-    generate_options_default(&opt);
-    opt.steps = 4;
     Recorder rec;
-    GenerateResult r = run(&m, prompt, 3, &opt, &rec);
-    cr_assert_eq(rec.n_passes, 4);
+    GenerateResult r = four_passes(&m, &opt, &rec);
     WorkCount total = {0};
     for (int p = 0; p < 4; p++) {
         int T = p == 0 ? 3 : 1, pos0 = p == 0 ? 0 : 2 + p;
@@ -214,13 +222,9 @@ Test(kv_cache, work_counts_follow_the_sliding_window) {
     Model m;
     random_model(&m, 8, 12, 2, 4, 2, 32, 16, false);
     m.config.sliding_window = 2, m.config.sliding_pattern = 2;
-    int prompt[] = {1, 5, 6};
     GenerateOptions opt;
-    generate_options_default(&opt);
-    opt.steps = 4;
     Recorder rec;
-    GenerateResult r = run(&m, prompt, 3, &opt, &rec);
-    cr_assert_eq(rec.n_passes, 4);
+    GenerateResult r = four_passes(&m, &opt, &rec);
     uint64_t classifier = (uint64_t)m.config.dim * (uint64_t)m.config.vocab_size;
     for (int p = 0; p < 4; p++) {
         int T = p == 0 ? 3 : 1, pos0 = p == 0 ? 0 : 2 + p;
