@@ -504,9 +504,25 @@ bool model_compact_storage(Model *m, StepError *err) {
     return true;
 }
 
+/* Tables past this many floats (64 MiB) must not outweigh the model. */
+#define ROPE_TABLES_FREE_FLOATS ((uint64_t)1 << 24)
+
 bool model_rope_init(Model *m, StepError *err) {
     rope_tables_free(&m->rope); /* a loader that fails after it leaves nothing behind */
-    return rope_tables_init(&m->rope, &m->config, err);
+    const Config *c = &m->config;
+    uint64_t floats = rope_tables_floats(c), params = config_param_count(c);
+    /* seq_len is a number a file states, not a size it holds: tables for
+     * more positions than are believable (more floats than the model has
+     * weights, and over 64 MiB) are refused rather than built */
+    if (floats > ROPE_TABLES_FREE_FLOATS && floats > params)
+        return step_fail(err,
+                         "RoPE tables for seq_len %d would take %llu MiB, more than the "
+                         "model's %llu weights: the context length is not believable",
+                         c->seq_len, (unsigned long long)(floats * sizeof(float) >> 20),
+                         (unsigned long long)params);
+    if (!model_memory_fits(floats * sizeof(float), model_memory_available(), "RoPE tables", err))
+        return false;
+    return rope_tables_init(&m->rope, c, err);
 }
 
 void model_free(Model *m) {

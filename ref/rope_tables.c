@@ -88,6 +88,13 @@ static void rope_tables_fill(float *cos_t, float *sin_t, float *freq, int capaci
     }
 }
 
+uint64_t rope_tables_floats(const Config *c) {
+    if (c->position != POS_ROPE) return 0;
+    uint64_t kinds =
+        1u + (c->rope_scaling.type == ROPE_SCALING_LONGROPE) + (c->rope_local_theta > 0);
+    return kinds * 2u * (uint64_t)c->seq_len * (uint64_t)(config_rope_dims(c) / 2);
+}
+
 bool rope_tables_init(RopeTables *t, const Config *c, StepError *err) {
     memset(t, 0, sizeof *t);
     if (c->position != POS_ROPE) return true; /* learned positions: no tables */

@@ -5,6 +5,7 @@
 #define STEPWISE_ROPE_TABLES_H
 
 #include <stdbool.h>
+#include <stdint.h>
 
 #include "ref/config.h"
 #include "ref/util/error.h"
@@ -22,6 +23,9 @@ typedef struct {
     float *cos_long, *sin_long;   /* the same with longrope's long factors (Phi-3), for passes
                                      past its original context; else NULL */
 } RopeTables;
+
+/* The floats c's tables take: 2 x seq_len x pairs for each kind it has. */
+uint64_t rope_tables_floats(const Config *c);
 
 /* Build c's tables for every position below c->seq_len; false (err says
  * why) when out of memory. */

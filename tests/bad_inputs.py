@@ -556,6 +556,9 @@ def hf_cases():
              "model.safetensors": weights}, "must be even"),
         "a Phi-3 folder without its fused qkv_proj": ({"config.json": cfgd(architectures=["Phi3ForCausalLM"]),
                                                        "model.safetensors": weights}, "qkv_proj.weight is missing"),
+        "max_position_embeddings of 2^30": ({"config.json": cfgd(max_position_embeddings=1 << 30),
+                                             "model.safetensors": weights},
+                                            "the context length is not believable"),
         "vocab disagrees with the embedding": ({"config.json": cfgd(vocab_size=12),
                                                 "model.safetensors": weights}, "wrong shape"),
         "config claims more than the files hold": (

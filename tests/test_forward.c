@@ -1,6 +1,7 @@
 /* test_forward.c: prefill (many tokens in one pass) and decode (one token
  * against the cache) are the same computation, to the bit. */
 #include <criterion/criterion.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -149,4 +150,33 @@ Test(forward, prefill_and_decode_are_bitwise_identical_for_mha_gqa_and_mqa) {
         expect_prefill_equals_decode(&m, tokens, 16, 5);
         model_free(&m);
     }
+}
+
+/* The RoPE tables are the model's, built once at load for every position
+ * below seq_len: row p holds cos and sin of p · θ_i, θ_0 = 1 (pair 0 of a
+ * 2-dim head: theta^0). A seq_len no model could have (2^25 positions,
+ * 256 MiB of tables, for 536 weights) is refused by name, not built. */
+Test(forward, rope_tables_are_built_once_and_refuse_an_unbelievable_seq_len) {
+    Config c = {.dim = 8,
+                .hidden_dim = 8,
+                .n_layers = 1,
+                .n_heads = 4,
+                .n_kv_heads = 4,
+                .vocab_size = 8,
+                .seq_len = 1 << 20,
+                .shared_classifier = true};
+    Model m;
+    StepError err;
+    cr_assert(model_init_random(&m, &c, 7, &err), "%s", err.message);
+    cr_expect_eq(m.rope.capacity, 1 << 20);
+    cr_expect_eq(m.rope.pairs, 1);
+    cr_expect_eq(m.rope.cos[5], cosf(5.0f));
+    cr_expect_eq(m.rope.sin[(1 << 20) - 1], sinf((float)((1 << 20) - 1)));
+    model_free(&m);
+    c.seq_len = 1 << 25;
+    cr_expect_not(model_init_random(&m, &c, 7, &err));
+    cr_expect(strstr(err.message, "RoPE tables for seq_len 33554432 would take 256 MiB, more than "
+                                  "the model's 536 weights") != NULL,
+              "%s", err.message);
+    cr_expect_null(m.rope.cos);
 }
