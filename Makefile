@@ -21,7 +21,7 @@ DEB_PACKAGES := libcjson-dev libcriterion-dev libpcre2-dev libutf8proc-dev clang
                 python3-sentencepiece \
                 python3-jsonschema python3-numpy python3-matplotlib python3-nbconvert \
                 python3-ipykernel python3-pytest python3-pip python3-setuptools pkg-config \
-                chromium parallel
+                chromium parallel g++
 
 # The library is the engine (ref/: its core at the root, and the folders
 # ENGINE_DIRS, tests/check_layers.py says which may use which) and the trace
@@ -58,7 +58,7 @@ LLAMA_CPP_PACKAGES := node-llama-cpp@3.22.1 @node-llama-cpp/linux-x64@3.22.1
 
 .PHONY: screenshots inject diff-check convert-check npm-fixtures tokenizer-json-check
 .PHONY: llama-cpp-peer llama-cpp-check lib lib-check unit-checks-a unit-checks-b
-.PHONY: all help deps build test unit-tests sanitize fuzz fuzz-build fuzz-seeds fuzz-smoke bad-inputs notebooks doc-check valgrind fmt fmt-check demo models kv-tables golden bench bench-batch bench-scale clean mutants
+.PHONY: all help deps build test install uninstall unit-tests sanitize fuzz fuzz-build fuzz-seeds fuzz-smoke bad-inputs notebooks doc-check valgrind fmt fmt-check demo models kv-tables golden bench bench-batch bench-scale clean mutants
 
 all: build
 
@@ -83,6 +83,8 @@ help:
 	@echo "make bench-scale  a 0.6B preset on one and all cores: load, memory, tokens/s, bandwidth"
 	@echo "make npm-fixtures  install the tokenizer.json reference (npm) into build/npm"
 	@echo "make lib       build/libstepwise.so and .a with ref/api/stepwise.h, and build/stepwise.pc"
+	@echo "make install   the CLI, the library, stepwise.h and stepwise.pc into PREFIX (/usr/local;"
+	@echo "               DESTDIR too); make uninstall takes them away"
 	@echo "make lib-check  the Python package and the C API against the command line, valgrind"
 	@echo "make llama-cpp-check  a real llama.cpp (node-llama-cpp, into build/npm-llama-cpp) as the candidate"
 	@echo "make tokenizer-json-check  stepwise's tokenizer.json encoder against the reference"
@@ -167,20 +169,55 @@ $(BUILD)/obj/gen/%.o: $(BUILD)/gen/%.c
 # -fvisibility=hidden: the .so shows stepwise.h's functions only, marked
 # STEPWISE_EXPORT, and ref/api/stepwise.map keeps the fast kernels' ifunc
 # resolvers local too; the static links do not care), with its pkg-config file.
+# The one version is ref/util/build_info.h's STEPWISE_VERSION (MAJOR.MINOR.PATCH):
+# the CLI's --version, the library's stepwise_version(), the trace header, the
+# golden manifest, the .pc and the soname all read it. Before 1.0 a minor
+# version may change the ABI, so the soname carries MAJOR.MINOR.
 lib: $(BUILD)/libstepwise.so $(BUILD)/libstepwise.a $(BUILD)/stepwise.pc
 
-$(BUILD)/libstepwise.so: $(LIB_OBJ) ref/api/stepwise.map
+VERSION := $(shell sed -n 's/^\#define STEPWISE_VERSION "\(.*\)"/\1/p' ref/util/build_info.h)
+SONAME  := libstepwise.so.$(word 1,$(subst ., ,$(VERSION))).$(word 2,$(subst ., ,$(VERSION)))
+
+$(BUILD)/$(SONAME): $(LIB_OBJ) ref/api/stepwise.map
 	@echo "  LINK $@"
-	@$(CC) $(CFLAGS) -shared -Wl,-soname,libstepwise.so -Wl,--version-script=ref/api/stepwise.map \
+	@$(CC) $(CFLAGS) -shared -Wl,-soname,$(SONAME) -Wl,--version-script=ref/api/stepwise.map \
 	  -o $@ $(LIB_OBJ) $(LDLIBS)
 
-$(BUILD)/stepwise.pc: Makefile
-	@{ echo "prefix=$(abspath .)"; echo 'includedir=$${prefix}/ref/api'; \
-	  echo 'libdir=$${prefix}/$(BUILD)'; echo; echo 'Name: stepwise'; \
+# the name a link (-lstepwise) and the Python package find
+$(BUILD)/libstepwise.so: $(BUILD)/$(SONAME)
+	@ln -sf $(SONAME) $@
+
+# $(call write_pc,PREFIX,INCLUDEDIR,LIBDIR,OUT): a pkg-config file
+define write_pc
+	@{ echo 'prefix=$(1)'; echo 'includedir=$(2)'; echo 'libdir=$(3)'; echo; \
+	  echo 'Name: stepwise'; \
 	  echo 'Description: a step-traceable reference implementation of LLM inference'; \
-	  echo 'Version: 1'; echo 'Cflags: -I$${includedir}'; \
-	  echo 'Libs: -L$${libdir} -lstepwise'; \
-	  echo 'Libs.private: $(LDLIBS)'; } > $@
+	  echo 'Version: $(VERSION)'; echo 'Cflags: -I$${includedir}'; \
+	  echo 'Libs: -L$${libdir} -lstepwise'; echo 'Libs.private: $(LDLIBS)'; } > $(4)
+endef
+
+# for the checkout (make lib); `make install` writes its own for PREFIX
+$(BUILD)/stepwise.pc: Makefile ref/util/build_info.h
+	$(call write_pc,$(abspath .),$${prefix}/ref/api,$${prefix}/$(BUILD),$@)
+
+# make install PREFIX=/usr/local DESTDIR=: the CLI, the library (its soname
+# and the -lstepwise link), the static archive, stepwise.h and a stepwise.pc
+# whose prefix is PREFIX; make uninstall takes the same files away.
+PREFIX  ?= /usr/local
+DESTDIR ?=
+INSTALLED := bin/stepwise lib/$(SONAME) lib/libstepwise.so lib/libstepwise.a \
+             include/stepwise.h lib/pkgconfig/stepwise.pc
+install: build lib
+	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib/pkgconfig $(DESTDIR)$(PREFIX)/include
+	install -m 755 $(BUILD)/stepwise $(DESTDIR)$(PREFIX)/bin/stepwise
+	install -m 644 $(BUILD)/$(SONAME) $(DESTDIR)$(PREFIX)/lib/$(SONAME)
+	ln -sf $(SONAME) $(DESTDIR)$(PREFIX)/lib/libstepwise.so
+	install -m 644 $(BUILD)/libstepwise.a $(DESTDIR)$(PREFIX)/lib/libstepwise.a
+	install -m 644 ref/api/stepwise.h $(DESTDIR)$(PREFIX)/include/stepwise.h
+	$(call write_pc,$(PREFIX),$${prefix}/include,$${prefix}/lib,$(DESTDIR)$(PREFIX)/lib/pkgconfig/stepwise.pc)
+
+uninstall:
+	rm -f $(addprefix $(DESTDIR)$(PREFIX)/,$(INSTALLED))
 
 # The library's checks: the Python package against the command line (bit
 # for bit), its pip install and pytest example, its refusals of bad input
@@ -198,6 +235,7 @@ $(BUILD)/api_threads: tests/lib/api_threads.c ref/api/stepwise.h $(BUILD)/libste
 	@$(CC) $(CFLAGS) -o $@ $< $(BUILD)/libstepwise.a $(LDLIBS)
 
 lib-check: lib $(BUILD)/api_cycles $(BUILD)/api_threads
+	bash tests/install_check.sh
 	/usr/bin/python3 tests/python_api_check.py $(BUILD)/stepwise
 	/usr/bin/python3 tests/python_hostile_check.py $(BUILD)/stepwise
 	valgrind -q --error-exitcode=9 --leak-check=full --errors-for-leak-kinds=definite,indirect \

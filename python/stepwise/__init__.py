@@ -24,7 +24,7 @@ import numpy as np
 
 from . import _checks
 
-__all__ = ["load", "read", "diff", "write_logits", "version", "StepwiseError", "Model", "Scores",
+__all__ = ["__version__", "load", "read", "diff", "write_logits", "version", "StepwiseError", "Model", "Scores",
            "Run", "GoldenSet", "DiffReport"]
 
 _HERE = os.path.dirname(os.path.abspath(__file__))
@@ -131,8 +131,11 @@ def _ids(ids, vocab_size):
 
 
 def version():
-    """"stepwise 1 (api 2)"."""
+    """The library's version and its API's: "stepwise 0.2.0 (api 2)"."""
     return _lib.stepwise_version().decode()
+
+
+__version__ = version().split()[1]  # the library's, so the package and the .so never disagree
 
 
 class Scores:

@@ -21,6 +21,7 @@
 #include "ref/sampler.h"
 #include "ref/score.h"
 #include "ref/kernels/threads.h"
+#include "ref/util/build_info.h"
 
 #define SW_HOOKS_MAX 16 /* comma-separated globs in one sw_score call */
 
@@ -54,8 +55,11 @@ struct sw_run {
     float *logits; /* [positions, vocab], whole: the run may hold its rows in a mapped file */
 };
 
+#define STEPWISE_STRING(x) #x
+#define STEPWISE_NUMBER(x) STEPWISE_STRING(x)
+
 const char *stepwise_version(void) {
-    return "stepwise 1 (api 2)";
+    return "stepwise " STEPWISE_VERSION " (api " STEPWISE_NUMBER(STEPWISE_API_VERSION) ")";
 }
 
 /* err, filled from a StepError or a message: the status handed back. */

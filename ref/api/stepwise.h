@@ -67,7 +67,8 @@ typedef struct {
     char message[512];
 } sw_error;
 
-/* "stepwise 1 (api 1)": the library's version and its API's. */
+/* "stepwise 0.2.0 (api 2)": the library's version (the CLI's, the trace's and the
+ * soname's, libstepwise.so.0.2) and its API's (STEPWISE_API_VERSION). */
 STEPWISE_EXPORT const char *stepwise_version(void);
 
 /* ---- a model ---- */

@@ -1,0 +1,53 @@
+#!/usr/bin/env bash
+# make install into a temporary DESTDIR and PREFIX, then what a team that
+# pins stepwise does with it: build a C and a C++ program with nothing but
+# pkg-config (tests/lib/installed.c; LD_LIBRARY_PATH to the prefix) and run
+# them; the library's soname is versioned and its exports are the API's
+# only; the version is build_info.h's everywhere; make uninstall leaves
+# nothing behind. In `make test` (lib-check).
+#
+#   bash tests/install_check.sh
+set -euo pipefail
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+version=$(sed -n 's/^#define STEPWISE_VERSION "\(.*\)"/\1/p' ref/util/build_info.h)
+api=$(sed -n 's/^#define STEPWISE_API_VERSION \([0-9]*\).*/\1/p' ref/api/stepwise.h)
+abi=$(echo "$version" | cut -d. -f1,2)
+prefix=/opt/stepwise-test root="$work/root"
+fail() { echo "install check: FAIL $*"; exit 1; }
+
+make --no-print-directory -s install PREFIX="$prefix" DESTDIR="$root" > "$work/install.log" 2>&1 ||
+    { cat "$work/install.log"; fail "make install"; }
+lib="$root$prefix/lib"
+[ -f "$lib/libstepwise.so.$abi" ] && [ "$(readlink "$lib/libstepwise.so")" = "libstepwise.so.$abi" ] ||
+    fail "no libstepwise.so.$abi with its link in $lib"
+soname=$(readelf -d "$lib/libstepwise.so.$abi" | sed -n 's/.*(SONAME).*\[\(.*\)\]/\1/p')
+[ "$soname" = "libstepwise.so.$abi" ] || fail "the soname is '$soname', not libstepwise.so.$abi"
+others=$(nm -D --defined-only "$lib/libstepwise.so.$abi" | awk '{print $3}' | grep -v '^sw_\|^stepwise_version$' || true)
+[ -z "$others" ] || fail "the .so exports more than the API: $(echo $others | head -c 200)"
+[ "$("$root$prefix/bin/stepwise" --version)" = "stepwise $version" ] || fail "stepwise --version"
+grep -q "^version = \"$version\"\$" python/pyproject.toml || fail "python/pyproject.toml's version is not $version"
+py=$(PYTHONDONTWRITEBYTECODE=1 STEPWISE_LIB="$lib/libstepwise.so" PYTHONPATH=python /usr/bin/python3 -c \
+    'import stepwise; print(stepwise.__version__, stepwise.version())')
+[ "$py" = "$version stepwise $version (api $api)" ] || fail "the Python package says '$py'"
+
+# the .pc names the prefix; a build moved under DESTDIR is found through
+# pkg-config's sysroot, as a packager's is
+export PKG_CONFIG_PATH="$lib/pkgconfig" PKG_CONFIG_SYSROOT_DIR="$root"
+[ "$(pkg-config --modversion stepwise)" = "$version" ] || fail "pkg-config --modversion"
+grep -q "^prefix=$prefix\$" "$lib/pkgconfig/stepwise.pc" || fail "stepwise.pc's prefix is not $prefix"
+cp tests/lib/installed.c "$work/installed.cpp"
+gcc -std=c11 -Wall -Wextra -Werror -o "$work/installed_c" tests/lib/installed.c \
+    $(pkg-config --cflags --libs stepwise) || fail "a C program against the installed library"
+g++ -std=c++17 -Wall -Wextra -Werror -o "$work/installed_cpp" "$work/installed.cpp" \
+    $(pkg-config --cflags --libs stepwise) || fail "a C++ program against the installed library"
+for p in installed_c installed_cpp; do
+    LD_LIBRARY_PATH="$lib" "$work/$p" "stepwise $version (api $api)" || fail "$p"
+    ldd_line=$(LD_LIBRARY_PATH="$lib" ldd "$work/$p" | grep libstepwise) || fail "$p: no libstepwise"
+    case "$ldd_line" in *"$lib/libstepwise.so.$abi"*) ;; *) fail "$p loads $ldd_line" ;; esac
+done
+
+make --no-print-directory -s uninstall PREFIX="$prefix" DESTDIR="$root" > /dev/null
+left=$(find "$root" -type f -o -type l)
+[ -z "$left" ] || fail "make uninstall left $left"
+echo "install check: PASS (libstepwise.so.$abi, stepwise $version (api $api), C and C++ through pkg-config)"
