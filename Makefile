@@ -114,6 +114,17 @@ $(BUILD)/stepwise: $(CLI_OBJ) $(BUILD)/libstepwise.a
 $(BUILD)/libstepwise.a: $(LIB_OBJ)
 	@rm -f $@ && ar rcs $@ $^
 
+# The static archive a project installs: the library's objects linked into
+# one relocatable object whose every name but the API's is then made local
+# (objcopy -G), so that it links beside an engine that has its own forward,
+# generate or gguf_type_name (llama2.c's, ggml's). The build's own
+# libstepwise.a keeps the internal names the tests and benchmarks call.
+$(BUILD)/libstepwise-api.a: $(LIB_OBJ)
+	@echo "  AR   $@"
+	@ld -r -o $(BUILD)/stepwise-api.o $^
+	@objcopy --wildcard -G 'sw_*' -G stepwise_version $(BUILD)/stepwise-api.o
+	@rm -f $@ && ar rcs $@ $(BUILD)/stepwise-api.o && rm -f $(BUILD)/stepwise-api.o
+
 HEADERS := $(foreach d,$(ENGINE_DIRS),$(wildcard $(d)/*.h)) \
            $(wildcard ref/api/*.h ref/cli/*.h trace/*.h tests/*.h)
 
@@ -207,12 +218,12 @@ PREFIX  ?= /usr/local
 DESTDIR ?=
 INSTALLED := bin/stepwise lib/$(SONAME) lib/libstepwise.so lib/libstepwise.a \
              include/stepwise.h lib/pkgconfig/stepwise.pc
-install: build lib
+install: build lib $(BUILD)/libstepwise-api.a
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib/pkgconfig $(DESTDIR)$(PREFIX)/include
 	install -m 755 $(BUILD)/stepwise $(DESTDIR)$(PREFIX)/bin/stepwise
 	install -m 644 $(BUILD)/$(SONAME) $(DESTDIR)$(PREFIX)/lib/$(SONAME)
 	ln -sf $(SONAME) $(DESTDIR)$(PREFIX)/lib/libstepwise.so
-	install -m 644 $(BUILD)/libstepwise.a $(DESTDIR)$(PREFIX)/lib/libstepwise.a
+	install -m 644 $(BUILD)/libstepwise-api.a $(DESTDIR)$(PREFIX)/lib/libstepwise.a
 	install -m 644 ref/api/stepwise.h $(DESTDIR)$(PREFIX)/include/stepwise.h
 	$(call write_pc,$(PREFIX),$${prefix}/include,$${prefix}/lib,$(DESTDIR)$(PREFIX)/lib/pkgconfig/stepwise.pc)
 

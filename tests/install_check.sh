@@ -2,9 +2,11 @@
 # make install into a temporary DESTDIR and PREFIX, then what a team that
 # pins stepwise does with it: build a C and a C++ program with nothing but
 # pkg-config (tests/lib/installed.c; LD_LIBRARY_PATH to the prefix) and run
-# them; the library's soname is versioned and its exports are the API's
-# only; the version is build_info.h's everywhere; make uninstall leaves
-# nothing behind. In `make test` (lib-check).
+# them; link the static archive into a program with its own forward,
+# generate, gguf_type_name, quantize_row and matmul (tests/lib/clashing.c);
+# the library's soname is versioned and both its exports and the archive's
+# are the API's only; the version is build_info.h's everywhere; make
+# uninstall leaves nothing behind. In `make test` (lib-check).
 #
 #   bash tests/install_check.sh
 set -euo pipefail
@@ -46,6 +48,15 @@ for p in installed_c installed_cpp; do
     ldd_line=$(LD_LIBRARY_PATH="$lib" ldd "$work/$p" | grep libstepwise) || fail "$p: no libstepwise"
     case "$ldd_line" in *"$lib/libstepwise.so.$abi"*) ;; *) fail "$p loads $ldd_line" ;; esac
 done
+
+# the static archive beside an engine's own forward, generate, gguf_type_name,
+# quantize_row and matmul: only the API's names are global in it
+others=$(nm --defined-only -g "$lib/libstepwise.a" | awk 'NF == 3 {print $3}' | grep -v '^sw_\|^stepwise_version$' || true)
+[ -z "$others" ] || fail "libstepwise.a shows more than the API: $(echo $others | head -c 200)"
+gcc -std=c11 -Wall -Wextra -Werror -o "$work/clashing" tests/lib/clashing.c $(pkg-config --cflags stepwise) \
+    "$lib/libstepwise.a" $(pkg-config --static --libs stepwise | sed 's/ *-lstepwise\b//') ||
+    fail "a program with its own forward, generate, gguf_type_name, ... against libstepwise.a"
+"$work/clashing" || fail "the statically linked program"
 
 make --no-print-directory -s uninstall PREFIX="$prefix" DESTDIR="$root" > /dev/null
 left=$(find "$root" -type f -o -type l)
