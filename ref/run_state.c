@@ -19,6 +19,7 @@ static bool kv_cache_alloc(KVCache *k, const Config *c, int capacity, bool int8)
                    .kv_dim = (int)kv_dim,
                    .v_dim = (int)v_dim,
                    .n_kv_heads = c->n_kv_heads,
+                   .int8 = int8,
                    .bytes = kv_cache_bytes_of(c, capacity, int8)};
     if (!int8) {
         k->key = malloc(rows * kv_dim * sizeof(float));
@@ -43,7 +44,6 @@ bool seq_state_init(SeqState *s, const Config *c, int capacity, int max_tokens, 
     size_t kv_dim = (size_t)config_kv_dim(c), q_dim = (size_t)config_q_dim(c);
     size_t v_out = (size_t)c->n_heads * (size_t)config_v_head_dim(c);
     bool ok = kv_cache_alloc(&s->cache, c, capacity, kv_int8);
-    s->cache.int8 = kv_int8;
     s->scores = malloc((size_t)c->n_heads * capacity * sizeof(float));
     ok = ok && s->scores;
     if (ok && max_tokens >= ATTENTION_TRANSPOSE_MIN_QUERIES) {

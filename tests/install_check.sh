@@ -2,8 +2,8 @@
 # make install into a temporary DESTDIR and PREFIX, then what a team that
 # pins stepwise does with it: build a C and a C++ program with nothing but
 # pkg-config (tests/lib/installed.c; LD_LIBRARY_PATH to the prefix) and run
-# them; link the static archive into a program with its own forward,
-# generate, gguf_type_name, quantize_row and matmul (tests/lib/clashing.c);
+# them; link the static archive into the same program, which has its own
+# forward, generate, gguf_type_name, quantize_row and matmul;
 # the library's soname is versioned and both its exports and the archive's
 # are the API's only; the version is build_info.h's everywhere; make
 # uninstall leaves nothing behind. In `make test` (lib-check).
@@ -53,10 +53,11 @@ done
 # quantize_row and matmul: only the API's names are global in it
 others=$(nm --defined-only -g "$lib/libstepwise.a" | awk 'NF == 3 {print $3}' | grep -v '^sw_\|^stepwise_version$' || true)
 [ -z "$others" ] || fail "libstepwise.a shows more than the API: $(echo $others | head -c 200)"
-gcc -std=c11 -Wall -Wextra -Werror -o "$work/clashing" tests/lib/clashing.c $(pkg-config --cflags stepwise) \
-    "$lib/libstepwise.a" $(pkg-config --static --libs stepwise | sed 's/ *-lstepwise\b//') ||
+gcc -std=c11 -Wall -Wextra -Werror -o "$work/installed_static" tests/lib/installed.c \
+    $(pkg-config --cflags stepwise) "$lib/libstepwise.a" \
+    $(pkg-config --static --libs stepwise | sed 's/ *-lstepwise\b//') ||
     fail "a program with its own forward, generate, gguf_type_name, ... against libstepwise.a"
-"$work/clashing" || fail "the statically linked program"
+"$work/installed_static" "stepwise $version (api $api)" || fail "the statically linked program"
 
 make --no-print-directory -s uninstall PREFIX="$prefix" DESTDIR="$root" > /dev/null
 left=$(find "$root" -type f -o -type l)

@@ -1,13 +1,34 @@
 /* installed.c: a program built against an installed stepwise with nothing
- * but pkg-config (tests/install_check.sh builds it as C and as C++). It
- * opens the built-in tiny model and generates greedily from BOS: the hand-
- * worked weights (docs/hand-computed-forward.md) say " cat" (11), " sat"
- * (12), then EOS (2). argv[1]: the version string the library must report.
- * Exit 0 when all holds; else 1, saying what did not. */
+ * but pkg-config (tests/install_check.sh builds it as C and as C++, and
+ * links it with the static libstepwise.a). It has names of its own that the
+ * library uses inside (llama2.c's forward and generate, ggml's
+ * gguf_type_name and matmul, a quantize_row): the static link works only
+ * when the archive shows the API's names and no other, and its own
+ * functions must be the ones called. It opens the built-in tiny model and
+ * generates greedily from BOS: the hand-worked weights
+ * (docs/hand-computed-forward.md) say " cat" (11), " sat" (12), then EOS
+ * (2). argv[1]: the version string the library must report. Exit 0 when
+ * all holds; else 1, saying what did not. */
 #include <stdio.h>
 #include <string.h>
 
 #include <stepwise.h>
+
+int forward(int x) {
+    return x + 1;
+}
+int generate(int x) {
+    return x + 2;
+}
+const char *gguf_type_name(int type) {
+    return type == 0 ? "engine's F32" : "?";
+}
+int quantize_row(int x) {
+    return x + 3;
+}
+int matmul(int x) {
+    return x + 4;
+}
 
 int main(int argc, char **argv) {
     if (argc != 2) {
@@ -16,6 +37,11 @@ int main(int argc, char **argv) {
     }
     if (strcmp(stepwise_version(), argv[1]) != 0) {
         fprintf(stderr, "version %s, expected %s\n", stepwise_version(), argv[1]);
+        return 1;
+    }
+    if (forward(0) + generate(0) + quantize_row(0) + matmul(0) != 10 ||
+        strcmp(gguf_type_name(0), "engine's F32") != 0) {
+        fprintf(stderr, "the program's own functions were not the ones called\n");
         return 1;
     }
     sw_model *m = NULL;
@@ -32,6 +58,8 @@ int main(int argc, char **argv) {
                 n > 1 ? out[1] : -1, n > 2 ? out[2] : -1, n > 3 ? out[3] : -1, ok ? "" : e.message);
         return 1;
     }
-    printf("%s: 1 11 12 2\n", stepwise_version());
+    printf(
+        "%s: 1 11 12 2, beside its own forward, generate, gguf_type_name, quantize_row, matmul\n",
+        stepwise_version());
     return 0;
 }
