@@ -96,11 +96,6 @@ static void gelu_rows(const Model *m, float *x, int N, int C) {
     parallel_for(model_threads(m), N, rows_task, &job);
 }
 
-/* The layer's slice [C] of a per-layer vector [n_layers, C], or NULL. */
-static const float *layer_slice(const float *v, int l, int C) {
-    return v != NULL ? v + (size_t)l * C : NULL;
-}
-
 /* gate [N, C] = silu(gate) ⊙ up, or (GeGLU) gelu(gate) ⊙ up. */
 static void glu_rows(const Model *m, const PassScratch *s, float *gate, const float *up, int N,
                      int C) {
@@ -308,18 +303,16 @@ static void attend_row(const Model *m, const PassScratch *s, const ForwardRow *r
  * the layer's q_norm and k_norm (Qwen3). llama2.c's models have neither. */
 static void qkv_extras(const Model *m, PassScratch *s, int N, int l) {
     const Config *c = &m->config;
-    const Weights *w = &m->weights;
     int q_dim = config_q_dim(c), kv_dim = config_kv_dim(c), head_dim = config_head_dim(c);
     if (c->qkv_bias) {
-        bias_forward(s->q, w->bq + (size_t)l * q_dim, N, q_dim);
-        bias_forward(s->k_new, w->bk + (size_t)l * kv_dim, N, kv_dim);
-        bias_forward(s->v_new, w->bv + (size_t)l * kv_dim, N, kv_dim);
+        bias_forward(s->q, model_vector(m, VEC_Q_BIAS, l), N, q_dim);
+        bias_forward(s->k_new, model_vector(m, VEC_K_BIAS, l), N, kv_dim);
+        bias_forward(s->v_new, model_vector(m, VEC_V_BIAS, l), N, kv_dim);
     }
     if (c->qk_norm) { /* each head a row of head_dim: [N * heads, head_dim] */
         float eps = config_norm_eps(c);
-        rmsnorm_forward(s->q, s->q, w->q_norm + (size_t)l * head_dim, N * c->n_heads, head_dim,
-                        eps);
-        rmsnorm_forward(s->k_new, s->k_new, w->k_norm + (size_t)l * head_dim, N * c->n_kv_heads,
+        rmsnorm_forward(s->q, s->q, model_vector(m, VEC_Q_NORM, l), N * c->n_heads, head_dim, eps);
+        rmsnorm_forward(s->k_new, s->k_new, model_vector(m, VEC_K_NORM, l), N * c->n_kv_heads,
                         head_dim, eps);
     }
 }
@@ -332,9 +325,8 @@ static void attention_block(const Model *m, PassScratch *s, const ForwardRow *ro
     const Config *c = &m->config;
     const Matrix *mats = m->layers[l].m;
     int dim = c->dim, q_dim = config_q_dim(c), kv_dim = config_kv_dim(c);
-    const Weights *w = &m->weights;
-    norm_rows(m, s->xb, s->x, w->rms_att + (size_t)l * dim, layer_slice(w->att_norm_bias, l, dim),
-              N, dim); /* xb [N, dim] */
+    norm_rows(m, s->xb, s->x, model_vector(m, VEC_ATT_NORM, l),
+              model_vector(m, VEC_ATT_NORM_BIAS, l), N, dim); /* xb [N, dim] */
     rows_emit(rows, n_rows, l, HOOK_LN1, s->xb, 1, dim);
     if (config_mla(c)) { /* DeepSeek-V2's latent attention (mla.h): xb [N, n_heads x v] */
         mla_attention(m, s, rows, n_rows, N, l);
@@ -352,10 +344,10 @@ static void attention_block(const Model *m, PassScratch *s, const ForwardRow *ro
     }
     rows_emit(rows, n_rows, l, HOOK_ATTN_Z, s->xb, c->n_heads, config_v_head_dim(c));
     linear_rows_of(m, s, rows, n_rows, s->xb2, s->xb, N, &mats[MAT_WO]);
-    if (c->proj_bias) bias_forward(s->xb2, w->bo + (size_t)l * dim, N, dim);
+    if (c->proj_bias) bias_forward(s->xb2, model_vector(m, VEC_O_BIAS, l), N, dim);
     rows_emit(rows, n_rows, l, HOOK_ATTN_OUT, s->xb2, 1, dim);
     if (c->post_norms) { /* Gemma: the output normalised before it joins the residual */
-        norm_rows(m, s->xb2, s->xb2, w->post_att_norm + (size_t)l * dim, NULL, N, dim);
+        norm_rows(m, s->xb2, s->xb2, model_vector(m, VEC_POST_ATT_NORM, l), NULL, N, dim);
         rows_emit(rows, n_rows, l, HOOK_ATTN_POST_NORM, s->xb2, 1, dim);
     }
     residual_rows(m, s->x, s->xb2, N, dim);
@@ -368,14 +360,13 @@ static void gelu_mlp(const Model *m, PassScratch *s, const ForwardRow *rows, int
                      int l) {
     int dim = m->config.dim, hidden = m->config.hidden_dim;
     const Matrix *mats = m->layers[l].m;
-    const Weights *w = &m->weights;
     linear_rows_of(m, s, rows, n_rows, s->hb, s->xb, N, &mats[MAT_GATE]);
-    if (m->config.proj_bias) bias_forward(s->hb, w->b_gate + (size_t)l * hidden, N, hidden);
+    if (m->config.proj_bias) bias_forward(s->hb, model_vector(m, VEC_GATE_BIAS, l), N, hidden);
     rows_emit(rows, n_rows, l, HOOK_MLP_UP, s->hb, 1, hidden);
     gelu_rows(m, s->hb, N, hidden);
     rows_emit(rows, n_rows, l, HOOK_MLP_HIDDEN, s->hb, 1, hidden);
     linear_rows_of(m, s, rows, n_rows, s->xb, s->hb, N, &mats[MAT_DOWN]);
-    if (m->config.proj_bias) bias_forward(s->xb, w->b_down + (size_t)l * dim, N, dim);
+    if (m->config.proj_bias) bias_forward(s->xb, model_vector(m, VEC_DOWN_BIAS, l), N, dim);
 }
 
 /* x [N, dim] += down · (silu(gate · x̂) ⊙ (up · x̂)), x̂ = rmsnorm(x): SwiGLU
@@ -385,9 +376,8 @@ static void mlp_block(const Model *m, PassScratch *s, const ForwardRow *rows, in
                       int l) {
     int dim = m->config.dim, hidden = m->config.hidden_dim;
     const Matrix *mats = m->layers[l].m;
-    const Weights *w = &m->weights;
-    norm_rows(m, s->xb, s->x, w->rms_ffn + (size_t)l * dim, layer_slice(w->ffn_norm_bias, l, dim),
-              N, dim);
+    norm_rows(m, s->xb, s->x, model_vector(m, VEC_FFN_NORM, l),
+              model_vector(m, VEC_FFN_NORM_BIAS, l), N, dim);
     rows_emit(rows, n_rows, l, HOOK_LN2, s->xb, 1, dim);
     if (config_layer_moe(&m->config, l)) {
         moe_forward(m, s, rows, n_rows, N, l); /* the experts (moe.h) */
@@ -405,7 +395,7 @@ static void mlp_block(const Model *m, PassScratch *s, const ForwardRow *rows, in
     }
     rows_emit(rows, n_rows, l, HOOK_MLP_OUT, s->xb, 1, dim);
     if (m->config.post_norms) { /* Gemma: the output normalised before it joins the residual */
-        norm_rows(m, s->xb, s->xb, w->post_ffn_norm + (size_t)l * dim, NULL, N, dim);
+        norm_rows(m, s->xb, s->xb, model_vector(m, VEC_POST_FFN_NORM, l), NULL, N, dim);
         rows_emit(rows, n_rows, l, HOOK_MLP_POST_NORM, s->xb, 1, dim);
     }
     residual_rows(m, s->x, s->xb, N, dim);
@@ -429,7 +419,8 @@ static const float *classify(const Model *m, PassScratch *s, const ForwardRow *r
     }
     if (W == 0) return s->logits; /* no row wants any: the classifier is not read */
     const Matrix *cls = &m->classifier;
-    norm_rows(m, s->xb, s->xb, m->weights.rms_final, m->weights.final_norm_bias, W, dim);
+    norm_rows(m, s->xb, s->xb, model_vector(m, VEC_FINAL_NORM, 0),
+              model_vector(m, VEC_FINAL_NORM_BIAS, 0), W, dim);
     LinearInput normed = linear_input(s, s->xb, W, cls);
     linear_forward(m, s->logits, &normed, cls);
     if (m->config.final_softcap > 0) /* Gemma 2: every logit within (-cap, cap) */
@@ -454,8 +445,7 @@ static void add_positions(const Model *m, PassScratch *s, const ForwardRow *rows
     int dim = m->config.dim;
     EACH_ROW(r, t0, rows, n_rows) {
         for (int t = 0; t < rows[r].n_tokens; t++)
-            memcpy(s->xb + (size_t)(t0 + t) * dim,
-                   m->weights.pos_embedding + (size_t)(rows[r].pos0 + t) * dim,
+            memcpy(s->xb + (size_t)(t0 + t) * dim, model_vector(m, VEC_POSITIONS, rows[r].pos0 + t),
                    (size_t)dim * sizeof(float));
         rows[r].state->work.weight_bytes += (uint64_t)rows[r].n_tokens * dim * sizeof(float);
     }

@@ -174,15 +174,14 @@ void mla_attention(const Model *m, PassScratch *s, const ForwardRow *rows, int n
     float eps = config_norm_eps(c);
     if (d.q_rank > 0) { /* q = q_b · rmsnorm(q_a · x̂) */
         linear_rows_of(m, s, rows, n_rows, s->mla_q_a, s->xb, N, &mats[MAT_Q_A]);
-        rmsnorm_forward(s->mla_q_a, s->mla_q_a, m->weights.q_a_norm + (size_t)l * d.q_rank, N,
-                        d.q_rank, eps);
+        rmsnorm_forward(s->mla_q_a, s->mla_q_a, model_vector(m, VEC_Q_A_NORM, l), N, d.q_rank, eps);
         linear_rows_of(m, s, rows, n_rows, s->q, s->mla_q_a, N, &mats[MAT_Q_B]);
     } else {
         linear_rows_of(m, s, rows, n_rows, s->q, s->xb, N, &mats[MAT_WQ]);
     }
     int width = d.rank + d.rope; /* kv_a's row: the latent, then the rotary key */
     linear_rows_of(m, s, rows, n_rows, s->mla_kv_a, s->xb, N, &mats[MAT_KV_A]);
-    const float *norm = m->weights.kv_a_norm + (size_t)l * d.rank;
+    const float *norm = model_vector(m, VEC_KV_A_NORM, l);
     for (int t = 0; t < N; t++) { /* the latent normed in place, the rotary key as it is */
         float *row = s->mla_kv_a + (size_t)t * width;
         rmsnorm_forward(row, row, norm, 1, d.rank, eps);

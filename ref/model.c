@@ -1,5 +1,6 @@
-/* model.c: the model's storage and weight views, its pages and memory, its
- * random initialisation and threads (llama2.c's checkpoint file:
+/* model.c: the model's storage bound to its matrices and vectors
+ * (weight_layout.h's table), its pages and memory, its random
+ * initialisation and threads (llama2.c's checkpoint file:
  * formats/checkpoint.c). */
 
 /* madvise(MADV_DONTNEED) is not in POSIX (posix_madvise's DONTNEED is only
@@ -22,10 +23,6 @@
 #include "ref/util/file_util.h"
 #include "ref/util/rng.h"
 #include "ref/kernels/threads.h"
-
-uint64_t model_storage_floats(const Config *c) {
-    return config_param_count(c);
-}
 
 /* How many expert matrices a mixture has: [M, n_experts, EXPERT_MATRICES]. */
 static size_t expert_matrices(const Config *c) {
@@ -61,22 +58,15 @@ Matrix *model_matrix_at(const Model *m, int i) {
 
 MatrixPlace model_matrix_place(const Model *m, int i) {
     const Config *c = &m->config;
-    const Weights *w = &m->weights;
     int layer_ones = c->n_layers * LAYER_MATRICES;
     MatrixPlace p = {.expert = -1};
-    if (i < layer_ones) { /* a layer's own: its slot among the layers that have it */
-        const float *all[LAYER_MATRICES] = {
-            w->wq,  w->wk,  w->wv,   w->wo,   w->gate,        w->down,        w->up,
-            w->q_a, w->q_b, w->kv_a, w->kv_b, w->shared_gate, w->shared_down, w->shared_up};
+    if (i < layer_ones) { /* a layer's own */
         p.layer = i / LAYER_MATRICES, p.kind = i % LAYER_MATRICES;
         /* the dense MLP's only in dense layers, the shared experts' only in MoE ones */
-        if (!layer_has_kind(c, (MatrixKind)p.kind, p.layer)) return p; /* rows 0 */
-        layer_matrix_shape(c, (MatrixKind)p.kind, &p.rows, &p.cols);
-        size_t slot = (size_t)layer_kind_slot(c, (MatrixKind)p.kind, p.layer);
-        if (all[p.kind] != NULL && p.rows > 0) p.floats = all[p.kind] + slot * p.rows * p.cols;
+        if (layer_has_kind(c, (MatrixKind)p.kind, p.layer))
+            layer_matrix_shape(c, (MatrixKind)p.kind, &p.rows, &p.cols);
         return p;
     }
-    const float *parts[EXPERT_MATRICES] = {w->expert_gate, w->expert_down, w->expert_up};
     int j = i - layer_ones, at = j / EXPERT_MATRICES; /* slot × n_experts + e */
     int slot = at / c->n_experts;
     p.kind = j % EXPERT_MATRICES, p.expert = at % c->n_experts;
@@ -84,7 +74,6 @@ MatrixPlace model_matrix_place(const Model *m, int i) {
            !(config_layer_moe(c, p.layer) && config_moe_slot(c, p.layer) == slot))
         p.layer++;
     expert_matrix_shape(c, (ExpertKind)p.kind, &p.rows, &p.cols);
-    if (parts[p.kind] != NULL) p.floats = parts[p.kind] + (size_t)at * p.rows * p.cols;
     return p;
 }
 
@@ -103,119 +92,130 @@ void model_matrix_name(const Model *m, int i, char *buf, size_t size) {
         snprintf(buf, size, "blocks.%d.moe.expert.%d.%s", p.layer, p.expert, expert[p.kind]);
 }
 
-bool model_bind_matrices(Model *m) {
+/* Point m at part p of the layout, which starts at `at`: the embedding's
+ * and the classifier's matrices, a vector kind's rows, or a matrix kind's
+ * views in every layer (or expert) that holds one. */
+static void bind_part(Model *m, WeightPart p, const float *at) {
     const Config *c = &m->config;
-    const Weights *w = &m->weights;
-    if (!alloc_matrix_arrays(m)) return false;
-    for (int i = 0; i < model_matrix_count(m); i++) {
-        MatrixPlace p = model_matrix_place(m, i);
-        if (p.expert >= 0 && p.floats == NULL) continue; /* experts held elsewhere */
-        *model_matrix_at(m, i) = matrix_view(ELEM_F32, p.floats, p.rows, p.cols);
-    }
-    m->classifier = matrix_view(ELEM_F32, w->wcls, c->vocab_size, c->dim);
-    m->embedding = matrix_view(ELEM_F32, w->token_embedding, c->vocab_size, c->dim);
-    return true;
-}
-
-/* The architecture's extra vectors, in the one order both layouts keep
- * them (after llama2.c's, which has none): q/k/v biases, q/k norms, the
- * norms' biases, the projections' biases, the position embedding. Binds
- * them from p. */
-static void bind_extras(const Config *c, Weights *w, const float *p, bool matrices) {
-    uint64_t L = (uint64_t)c->n_layers, d = (uint64_t)c->dim, h = (uint64_t)c->hidden_dim;
-    uint64_t qd = (uint64_t)config_q_dim(c), kv = (uint64_t)config_kv_dim(c);
-    uint64_t hd = (uint64_t)config_head_dim(c);
-    if (c->qkv_bias)
-        w->bq = p, w->bk = p + L * qd, w->bv = p + L * (qd + kv), p += L * (qd + 2 * kv);
-    if (c->qk_norm) w->q_norm = p, w->k_norm = p + L * hd, p += 2 * L * hd;
-    if (c->norm == NORM_LAYER)
-        w->att_norm_bias = p, w->ffn_norm_bias = p + L * d, w->final_norm_bias = p + 2 * L * d,
-        p += (2 * L + 1) * d;
-    if (c->proj_bias)
-        w->bo = p, w->b_gate = p + L * d, w->b_down = p + L * (d + h), p += L * (2 * d + h);
-    if (c->position == POS_LEARNED) w->pos_embedding = p, p += (uint64_t)c->seq_len * d;
-    if (c->post_norms) w->post_att_norm = p, w->post_ffn_norm = p + L * d, p += 2 * L * d;
-    if (c->q_lora_rank > 0) w->q_a_norm = p, p += L * (uint64_t)c->q_lora_rank;
-    if (config_mla(c)) w->kv_a_norm = p, p += L * (uint64_t)c->kv_lora_rank;
-    uint64_t M = L - (uint64_t)config_dense_layers(c), E = (uint64_t)c->n_experts;
-    if (c->n_experts > 0) w->router = p, p += M * E * d;
-    if (!matrices) return; /* the vectors' layout: the matrices are held elsewhere */
-    if (c->n_experts > 0) {
-        uint64_t eh = (uint64_t)c->expert_hidden_dim;
-        w->expert_gate = p, p += M * E * eh * d;
-        w->expert_down = p, p += M * E * d * eh;
-        w->expert_up = p, p += M * E * eh * d;
-    }
-    /* MLA's matrices and the shared experts, each kind over the layers that hold it */
-    const float **views[] = {&w->q_a,         &w->q_b,         &w->kv_a,     &w->kv_b,
-                             &w->shared_gate, &w->shared_down, &w->shared_up};
-    for (int k = MAT_Q_A; k <= MAT_SHARED_UP; k++) {
-        int rows, cols;
-        layer_matrix_shape(c, (MatrixKind)k, &rows, &cols);
-        if (rows == 0) continue;
-        *views[k - MAT_Q_A] = p;
-        p += (uint64_t)layer_kind_layers(c, (MatrixKind)k) * (uint64_t)rows * (uint64_t)cols;
+    int rows, cols, count, width;
+    switch (p.type) {
+        case PART_EMBEDDING:
+            m->embedding = matrix_view(ELEM_F32, at, c->vocab_size, c->dim);
+            break;
+        case PART_CLASSIFIER: /* tied: the embedding's rows */
+            m->classifier = c->shared_classifier
+                                ? matrix_view(ELEM_F32, m->embedding.data, c->vocab_size, c->dim)
+                                : matrix_view(ELEM_F32, at, c->vocab_size, c->dim);
+            break;
+        case PART_VECTOR:
+            weight_vector_shape(c, (VectorKind)p.kind, &count, &width);
+            m->vectors[p.kind] = count > 0 ? at : NULL;
+            break;
+        case PART_MATRIX:
+            layer_matrix_shape(c, (MatrixKind)p.kind, &rows, &cols);
+            for (int l = 0; l < c->n_layers; l++) {
+                size_t slot = (size_t)layer_kind_slot(c, (MatrixKind)p.kind, l);
+                bool held = layer_has_kind(c, (MatrixKind)p.kind, l);
+                const float *data = held && rows > 0 ? at + slot * (size_t)rows * cols : NULL;
+                m->layers[l].m[p.kind] =
+                    matrix_view(ELEM_F32, data, held ? rows : 0, held ? cols : 0);
+            }
+            break;
+        case PART_EXPERT:
+            expert_matrix_shape(c, (ExpertKind)p.kind, &rows, &cols);
+            for (size_t e = 0; c->n_experts > 0 && e < expert_matrices(c) / EXPERT_MATRICES; e++)
+                m->experts[e * EXPERT_MATRICES + (size_t)p.kind] =
+                    matrix_view(ELEM_F32, at + e * (size_t)rows * cols, rows, cols);
+            break;
     }
 }
 
-/* How many floats bind_extras binds. */
-static uint64_t extras_floats(const Config *c, bool matrices) {
-    uint64_t L = (uint64_t)c->n_layers, d = (uint64_t)c->dim, h = (uint64_t)c->hidden_dim;
+uint64_t model_storage_floats(const Config *c) {
     uint64_t n = 0;
-    if (config_mla(c)) n += L * (uint64_t)(c->q_lora_rank + c->kv_lora_rank); /* their norms */
-    for (int k = MAT_Q_A; matrices && k <= MAT_SHARED_UP; k++) {
-        int rows, cols;
-        layer_matrix_shape(c, (MatrixKind)k, &rows, &cols);
-        n += (uint64_t)layer_kind_layers(c, (MatrixKind)k) * (uint64_t)rows * (uint64_t)cols;
-    }
-    if (c->qkv_bias) n += L * (uint64_t)(config_q_dim(c) + 2 * config_kv_dim(c));
-    if (c->qk_norm) n += 2 * L * (uint64_t)config_head_dim(c);
-    if (c->norm == NORM_LAYER) n += (2 * L + 1) * d;
-    if (c->proj_bias) n += L * (2 * d + h);
-    if (c->position == POS_LEARNED) n += (uint64_t)c->seq_len * d;
-    if (c->post_norms) n += 2 * L * d;
-    if (c->n_experts > 0) { /* the router, then the experts' matrices, after the extras */
-        uint64_t M = L - (uint64_t)config_dense_layers(c), E = (uint64_t)c->n_experts;
-        n += M * E * d * (1 + (matrices ? 3 * (uint64_t)c->expert_hidden_dim : 0));
-    }
+    for (int i = 0; i < WEIGHT_PARTS; i++) n += weight_part_floats(c, weight_part(i));
     return n;
 }
 
-/* The first extra vector of w, where the block of them starts (NULL: none). */
-static const float *first_extra(const Weights *w) {
-    const float *in_order[] = {w->bq,       w->q_norm,        w->att_norm_bias,
-                               w->bo,       w->pos_embedding, w->post_att_norm,
-                               w->q_a_norm, w->kv_a_norm,     w->router};
-    for (size_t i = 0; i < sizeof in_order / sizeof in_order[0]; i++)
-        if (in_order[i] != NULL) return in_order[i];
-    return NULL;
+/* Where part `part` starts in m->storage laid out in full (a llama2.c
+ * checkpoint's RoPE tables, classifier_gap floats, before its classifier). */
+static const float *part_start(const Model *m, int part) {
+    const float *p = m->storage;
+    for (int i = 0; i < part; i++) p += weight_part_floats(&m->config, weight_part(i));
+    return p + (weight_part(part).type == PART_CLASSIFIER ? m->classifier_gap : 0);
+}
+
+/* The index in the table of the part of this type and kind. */
+static int part_index(PartType type, int kind) {
+    int i = 0;
+    while (i < WEIGHT_PARTS - 1 && !(weight_part(i).type == type && weight_part(i).kind == kind))
+        i++;
+    return i;
 }
 
 bool model_bind_weights(Model *m) {
+    if (!alloc_matrix_arrays(m)) return false;
+    memset(m->vectors, 0, sizeof m->vectors);
+    for (int i = 0; i < WEIGHT_PARTS; i++) bind_part(m, weight_part(i), part_start(m, i));
+    m->storage_floats = model_storage_floats(&m->config) + m->classifier_gap;
+    return true;
+}
+
+const float *model_matrix_original(const Model *m, int i) {
     const Config *c = &m->config;
-    uint64_t dim = (uint64_t)c->dim, hidden = (uint64_t)c->hidden_dim;
-    uint64_t layers = (uint64_t)c->n_layers;
-    const float *p = m->storage;
-    Weights *w = &m->weights;
-    *w = (Weights){0};
-    w->token_embedding = p, p += (uint64_t)c->vocab_size * dim;
-    w->rms_att = p, p += layers * dim;
-    const float **attn[4] = {&w->wq, &w->wk, &w->wv, &w->wo}; /* MLA's may have rows 0 */
-    for (int k = MAT_WQ; k <= MAT_WO; k++) {
-        int rows, cols;
-        layer_matrix_shape(c, (MatrixKind)k, &rows, &cols);
-        *attn[k] = p, p += layers * (uint64_t)rows * (uint64_t)cols;
+    if (m->storage == NULL || m->storage_floats < model_storage_floats(c)) return NULL;
+    int n = model_matrix_count(m);
+    if (i >= n) /* the embedding, then the classifier (tied: the embedding) */
+        return part_start(
+            m, part_index(i > n && !c->shared_classifier ? PART_CLASSIFIER : PART_EMBEDDING, 0));
+    MatrixPlace p = model_matrix_place(m, i);
+    if (p.rows == 0) return NULL;
+    if (p.expert < 0) /* the layer's slot among those that hold the kind */
+        return part_start(m, part_index(PART_MATRIX, p.kind)) +
+               (size_t)layer_kind_slot(c, (MatrixKind)p.kind, p.layer) * p.rows * p.cols;
+    size_t at = (size_t)config_moe_slot(c, p.layer) * c->n_experts + (size_t)p.expert;
+    return part_start(m, part_index(PART_EXPERT, p.kind)) + at * p.rows * p.cols;
+}
+
+const float *model_vector(const Model *m, VectorKind k, int i) {
+    int count, width;
+    weight_vector_shape(&m->config, k, &count, &width);
+    return m->vectors[k] != NULL && i < count ? m->vectors[k] + (size_t)i * width : NULL;
+}
+
+float *model_vector_slot(Model *m, VectorKind k, int i) {
+    const float *v = model_vector(m, k, i);
+    return v != NULL ? model_weight_slot(m, v) : NULL;
+}
+
+/* Whether [from, from + bytes) lies inside [base, base + size). */
+static bool inside(const void *from, size_t bytes, const void *base, size_t size) {
+    uintptr_t a = (uintptr_t)from, b = (uintptr_t)base;
+    return base != NULL && a >= b && a - b <= size && bytes <= size - (a - b);
+}
+
+const float *model_matrix_floats(const Model *m, const Matrix *x) {
+    if (x->elem != ELEM_F32 || x->layout != MATRIX_ROWS || x->interleave_head_dim != 0 ||
+        x->owned != NULL || x->data == NULL)
+        return NULL;
+    return inside(x->data, matrix_bytes(x), m->storage, m->storage_floats * sizeof(float)) ? x->data
+                                                                                           : NULL;
+}
+
+bool model_in_storage(const Model *m) {
+    if (m->storage_floats < model_storage_floats(&m->config) ||
+        model_matrix_floats(m, &m->embedding) == NULL ||
+        model_matrix_floats(m, &m->classifier) == NULL)
+        return false;
+    for (int i = 0; i < model_matrix_count(m); i++) {
+        const Matrix *x = model_matrix_at(m, i);
+        if (x->rows > 0 && model_matrix_floats(m, x) == NULL) return false;
     }
-    w->rms_ffn = p, p += layers * dim;
-    uint64_t dense = (uint64_t)config_dense_layers(c); /* the layers with a dense MLP */
-    w->gate = p, p += dense * hidden * dim;
-    w->down = p, p += dense * dim * hidden;
-    if (c->mlp != MLP_GELU) w->up = p, p += dense * hidden * dim; /* GELU has none */
-    w->rms_final = p, p += dim;
-    w->wcls = c->shared_classifier ? w->token_embedding : p;
-    if (!c->shared_classifier) p += (uint64_t)c->vocab_size * dim;
-    bind_extras(c, w, p, true); /* the architecture's extras, after llama2.c's layout */
-    return model_bind_matrices(m);
+    return true;
+}
+
+float *model_matrix_slot(Model *m, const Matrix *x) {
+    const float *v = model_matrix_floats(m, x);
+    return v != NULL ? model_weight_slot(m, v) : NULL;
 }
 
 /* madvise(DONTNEED) over the whole pages inside [from, from + bytes). */
@@ -229,12 +229,6 @@ static void drop_pages(const void *from, size_t bytes) {
 void model_release_pages(const Model *m, const float *from, uint64_t n_floats) {
     if (m->mapping == NULL || !m->mapping_is_file || n_floats == 0) return;
     drop_pages(from, (size_t)n_floats * sizeof(float));
-}
-
-/* Whether [from, from + bytes) lies inside [base, base + size). */
-static bool inside(const void *from, size_t bytes, const void *base, size_t size) {
-    uintptr_t a = (uintptr_t)from, b = (uintptr_t)base;
-    return base != NULL && a >= b && a - b <= size && bytes <= size - (a - b);
 }
 
 void model_release_bytes(const Model *m, const void *from, size_t bytes) {
@@ -307,7 +301,7 @@ void model_release_storage(Model *m) {
         munmap(m->mapping, m->mapping_bytes);
     else
         free(m->storage);
-    m->storage = NULL, m->mapping = NULL, m->mapping_bytes = 0;
+    m->storage = NULL, m->storage_floats = 0, m->mapping = NULL, m->mapping_bytes = 0;
 }
 
 void model_random_fill(float *v, uint64_t n, float scale, XorshiftRng *rng) {
@@ -319,75 +313,14 @@ void model_random_fill(float *v, uint64_t n, float scale, XorshiftRng *rng) {
 }
 
 int model_random_parts(const Model *m, RandomPart parts[MODEL_RANDOM_PARTS]) {
-    const Config *c = &m->config;
-    const Weights *w = &m->weights;
-    uint64_t dim = (uint64_t)c->dim, hidden = (uint64_t)c->hidden_dim, L = (uint64_t)c->n_layers;
-    uint64_t kv = (uint64_t)config_kv_dim(c), vocab = (uint64_t)c->vocab_size;
-    uint64_t qd = (uint64_t)config_q_dim(c), hd = (uint64_t)config_head_dim(c);
-    float in_dim = 1.0f / sqrtf((float)c->dim), in_hidden = 1.0f / sqrtf((float)c->hidden_dim);
-    float in_q = 1.0f / sqrtf((float)qd);
-    uint64_t dense = (uint64_t)config_dense_layers(c), moe = L - dense;
-    uint64_t E = (uint64_t)c->n_experts, eh = (uint64_t)c->expert_hidden_dim;
-    float in_expert = c->n_experts > 0 ? 1.0f / sqrtf((float)c->expert_hidden_dim) : 0;
-    /* In storage order, so that the stream of random numbers is the layout's. */
-    uint64_t floats[LAYER_MATRICES]; /* each kind's, over the layers that hold it */
-    float in_scale[LAYER_MATRICES];  /* 1/sqrt(its fan-in) */
-    for (int k = 0; k < LAYER_MATRICES; k++) {
-        int rows, cols;
-        layer_matrix_shape(c, (MatrixKind)k, &rows, &cols);
-        floats[k] = (uint64_t)layer_kind_layers(c, (MatrixKind)k) * (uint64_t)rows * (uint64_t)cols;
-        in_scale[k] = rows > 0 ? 1.0f / sqrtf((float)cols) : 0;
-    }
-    const RandomPart all[MODEL_RANDOM_PARTS] = {
-        {w->token_embedding, vocab * dim, in_dim},
-        {w->rms_att, L * dim, 0},
-        {w->wq, floats[MAT_WQ], in_dim},
-        {w->wk, floats[MAT_WK], in_dim},
-        {w->wv, floats[MAT_WV], in_dim},
-        {w->wo, floats[MAT_WO], in_scale[MAT_WO]},
-        {w->rms_ffn, L * dim, 0},
-        {w->gate, dense * hidden * dim, in_dim},
-        {w->down, dense * dim * hidden, in_hidden},
-        {w->up, dense * hidden * dim, in_dim},
-        {w->rms_final, dim, 0},
-        {c->shared_classifier ? NULL : w->wcls, vocab * dim, in_dim},
-        /* the architecture's extras: biases as small as a weight row's
-         * contribution, q/k norms ones (as a trained model starts) */
-        {w->bq, L * qd, in_dim},
-        {w->bk, L * kv, in_dim},
-        {w->bv, L * kv, in_dim},
-        {w->q_norm, L * hd, 0},
-        {w->k_norm, L * hd, 0},
-        /* GPT-2's: norm biases, projection biases and positions as small
-         * as a weight row's contribution (a bias of 0 would hide its use) */
-        {w->att_norm_bias, L * dim, in_dim},
-        {w->ffn_norm_bias, L * dim, in_dim},
-        {w->final_norm_bias, dim, in_dim},
-        {w->bo, L * dim, in_q},
-        {w->b_gate, L * hidden, in_dim},
-        {w->b_down, L * dim, in_hidden},
-        {w->pos_embedding, (uint64_t)c->seq_len * dim, in_dim},
-        {w->post_att_norm, L * dim, 0}, /* Gemma's: ones, as the other norms */
-        {w->post_ffn_norm, L * dim, 0},
-        /* a mixture of experts: the router and each expert as a dense MLP's */
-        {w->router, moe * E * dim, in_dim},
-        {w->expert_gate, moe * E * eh * dim, in_dim},
-        {w->expert_down, moe * E * dim * eh, in_expert},
-        {w->expert_up, moe * E * eh * dim, in_dim},
-        /* multi-head latent attention: its norms ones, its matrices as the others;
-         * then the shared experts */
-        {w->q_a_norm, L * (uint64_t)c->q_lora_rank, 0},
-        {w->kv_a_norm, L * (uint64_t)c->kv_lora_rank, 0},
-        {w->q_a, floats[MAT_Q_A], in_scale[MAT_Q_A]},
-        {w->q_b, floats[MAT_Q_B], in_scale[MAT_Q_B]},
-        {w->kv_a, floats[MAT_KV_A], in_scale[MAT_KV_A]},
-        {w->kv_b, floats[MAT_KV_B], in_scale[MAT_KV_B]},
-        {w->shared_gate, floats[MAT_SHARED_GATE], in_scale[MAT_SHARED_GATE]},
-        {w->shared_down, floats[MAT_SHARED_DOWN], in_scale[MAT_SHARED_DOWN]},
-        {w->shared_up, floats[MAT_SHARED_UP], in_scale[MAT_SHARED_UP]}};
+    /* in storage order, so that the stream of random numbers is the layout's */
     int n = 0;
-    for (int i = 0; i < MODEL_RANDOM_PARTS; i++)
-        if (all[i].view != NULL) parts[n++] = all[i];
+    for (int i = 0; i < WEIGHT_PARTS; i++) {
+        WeightPart p = weight_part(i);
+        uint64_t floats = weight_part_floats(&m->config, p);
+        if (floats > 0)
+            parts[n++] = (RandomPart){part_start(m, i), floats, weight_part_scale(&m->config, p)};
+    }
     return n;
 }
 
@@ -430,34 +363,45 @@ bool model_use_threads(Model *m, int n_threads, StepError *err) {
     return thread_pool_create(&m->pool, n_threads > 0 ? n_threads : threads_online(), err);
 }
 
-/* The float32 vectors a model keeps whatever holds its matrices: norms
- * [2 n_layers + 1, dim], then (embedding) an untied float embedding, then
- * the biases and q/k norms; how many floats, and the views into storage. */
+/* The vectors-only layout: the table's vector kinds in its order, and
+ * (embedding) a float32 embedding kept beside them; how many floats. */
 static uint64_t vector_floats(const Config *c, bool embedding) {
-    uint64_t L = (uint64_t)c->n_layers, d = (uint64_t)c->dim;
-    return (2 * L + 1) * d + (embedding ? (uint64_t)c->vocab_size * d : 0) +
-           extras_floats(c, false);
+    uint64_t n = 0;
+    for (int i = 0; i < WEIGHT_PARTS; i++) {
+        WeightPart p = weight_part(i);
+        if (p.type == PART_VECTOR || (embedding && p.type == PART_EMBEDDING))
+            n += weight_part_floats(c, p);
+    }
+    return n;
 }
 
-static Weights bind_vectors(const Config *c, float *storage, bool embedding) {
-    size_t L = (size_t)c->n_layers, d = (size_t)c->dim;
-    Weights w = {.rms_att = storage, .rms_ffn = storage + L * d, .rms_final = storage + 2 * L * d};
-    float *p = storage + (2 * L + 1) * d;
-    if (embedding) w.token_embedding = p, p += (size_t)c->vocab_size * d;
-    bind_extras(c, &w, p, false);
-    return w;
+/* Point m->vectors (and, embedding: m->embedding) into storage laid out
+ * as vector_floats counts it. */
+static void bind_vectors(Model *m, float *storage, bool embedding) {
+    memset(m->vectors, 0, sizeof m->vectors);
+    const float *at = storage;
+    for (int i = 0; i < WEIGHT_PARTS; i++) {
+        WeightPart p = weight_part(i);
+        if (p.type != PART_VECTOR && !(embedding && p.type == PART_EMBEDDING)) continue;
+        bind_part(m, p, at);
+        at += weight_part_floats(&m->config, p);
+    }
+    m->storage = storage;
+    m->storage_floats = vector_floats(&m->config, embedding);
 }
 
 bool model_alloc_vectors(Model *m, StepError *err) {
-    m->storage = calloc(vector_floats(&m->config, false), sizeof(float));
-    if (m->storage == NULL || !alloc_matrix_arrays(m)) return step_fail(err, "out of memory");
-    m->weights = bind_vectors(&m->config, m->storage, false);
+    float *storage = calloc(vector_floats(&m->config, false), sizeof(float));
+    if (storage == NULL || !alloc_matrix_arrays(m)) {
+        free(storage);
+        return step_fail(err, "out of memory");
+    }
+    bind_vectors(m, storage, false);
     return true;
 }
 
 WeightMemory model_weight_memory(const Model *m) {
     WeightMemory w = {0};
-    const Config *c = &m->config;
     for (int i = 0; i < m->n_files; i++)
         *(m->files[i].copied ? &w.anonymous : &w.mapped) += m->files[i].bytes;
     if (m->mapping != NULL && m->mapping_is_file)
@@ -465,7 +409,7 @@ WeightMemory model_weight_memory(const Model *m) {
     else if (m->mapping != NULL)
         w.anonymous += m->mapping_bytes;
     else if (m->storage != NULL) /* the vectors only (model_alloc_vectors, a .q8's norms) */
-        w.anonymous += vector_floats(c, m->weights.token_embedding != NULL) * sizeof(float);
+        w.anonymous += m->storage_floats * sizeof(float);
     for (int i = 0; i < model_matrix_count(m); i++) {
         const Matrix *x = model_matrix_at(m, i);
         w.packed += matrix_bytes(x);
@@ -479,28 +423,21 @@ WeightMemory model_weight_memory(const Model *m) {
 
 bool model_compact_storage(Model *m, StepError *err) {
     const Config *c = &m->config;
-    const Weights *w = &m->weights;
-    if (w->wq == NULL) return true; /* only vectors already */
-    bool float_embedding = m->embedding.layout == MATRIX_ROWS && m->embedding.elem == ELEM_F32 &&
-                           m->embedding.data == w->token_embedding && w->token_embedding != NULL;
-    float *storage = malloc(vector_floats(c, float_embedding) * sizeof(float));
+    if (m->storage_floats <= vector_floats(c, true)) return true;   /* only vectors already */
+    const float *embedding = model_matrix_floats(m, &m->embedding); /* kept as float32 */
+    float *storage = malloc(vector_floats(c, embedding != NULL) * sizeof(float));
     if (storage == NULL) return step_fail(err, "out of memory for the weights");
-    Weights kept = bind_vectors(c, storage, float_embedding);
-    size_t L = (size_t)c->n_layers, d = (size_t)c->dim;
-    memcpy(storage, w->rms_att, L * d * sizeof(float));
-    memcpy(storage + L * d, w->rms_ffn, L * d * sizeof(float));
-    memcpy(storage + 2 * L * d, w->rms_final, d * sizeof(float));
-    if (float_embedding)
-        memcpy(storage + (kept.token_embedding - storage), w->token_embedding,
-               (size_t)c->vocab_size * d * sizeof(float));
-    /* the extras lie together, in one order, in both layouts */
-    const float *first = first_extra(w), *to = first_extra(&kept);
-    uint64_t extra = vector_floats(c, false) - (2 * L + 1) * d;
-    if (extra > 0) memcpy(storage + (to - storage), first, (size_t)extra * sizeof(float));
+    float *to = storage;
+    for (int i = 0; i < WEIGHT_PARTS; i++) { /* in the order bind_vectors binds them */
+        WeightPart p = weight_part(i);
+        const float *from = p.type == PART_VECTOR      ? m->vectors[p.kind]
+                            : p.type == PART_EMBEDDING ? embedding
+                                                       : NULL;
+        size_t n = (size_t)weight_part_floats(c, p);
+        if (from != NULL) memcpy(to, from, n * sizeof(float)), to += n;
+    }
     model_release_storage(m);
-    m->storage = storage;
-    m->weights = kept;
-    if (float_embedding) m->embedding.data = kept.token_embedding;
+    bind_vectors(m, storage, embedding != NULL);
     return true;
 }
 

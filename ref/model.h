@@ -9,50 +9,7 @@
 #include "ref/rope_tables.h"
 #include "ref/util/progress.h"
 #include "ref/util/rng.h"
-
-/* Float32 views into Model.storage. Matrices are row-major [out, in]: row i
- * holds the weights that produce output i, so out[i] = dot(row i, input).
- * The matrix views are NULL when the matrices are held otherwise (packed,
- * int8, or as a file stores them): forward reads Model.layers. */
-typedef struct {
-    const float *token_embedding; /* [vocab_size, dim] */
-    const float *rms_att;         /* [n_layers, dim] */
-    const float *wq;              /* [n_layers, q_dim, dim] */
-    const float *wk;              /* [n_layers, kv_dim, dim] */
-    const float *wv;              /* [n_layers, kv_dim, dim] */
-    const float *wo;              /* [n_layers, dim, q_dim] */
-    const float *rms_ffn;         /* [n_layers, dim] */
-    const float *gate;            /* [n_layers, hidden_dim, dim] (GPT-2: c_fc, ffn_up to GGUF) */
-    const float *down;            /* [n_layers, dim, hidden_dim] */
-    const float *up;              /* [n_layers, hidden_dim, dim] (none in GPT-2's MLP) */
-    const float *rms_final;       /* [dim] */
-    const float *wcls;            /* [vocab_size, dim]; == token_embedding when tied */
-    /* only when the architecture has them (config.h), else NULL */
-    const float *bq, *bk, *bv;    /* qkv_bias: [n_layers, q_dim], [n_layers, kv_dim] twice */
-    const float *q_norm, *k_norm; /* qk_norm: [n_layers, head_dim] each */
-    const float *att_norm_bias, *ffn_norm_bias; /* NORM_LAYER: [n_layers, dim] each */
-    const float *final_norm_bias;               /* NORM_LAYER: [dim] */
-    const float *bo, *b_gate, *b_down; /* proj_bias: [n_layers, dim], [n_layers, hidden_dim],
-                                          [n_layers, dim] */
-    const float *pos_embedding;        /* POS_LEARNED: [seq_len, dim] */
-    const float *post_att_norm, *post_ffn_norm; /* post_norms: [n_layers, dim] each */
-    /* a mixture of experts, its M MoE layers (config_moe_slot); gate, down
-     * and up then hold the dense layers' only, by config_dense_slot */
-    const float *router;      /* [M, n_experts, dim] */
-    const float *expert_gate; /* [M, n_experts, expert_hidden_dim, dim] gate */
-    const float *expert_down; /* [M, n_experts, dim, expert_hidden_dim] down */
-    const float *expert_up;   /* [M, n_experts, expert_hidden_dim, dim] up */
-    /* multi-head latent attention (config_mla; else NULL), S = n_shared_experts
-     * x expert_hidden_dim: */
-    const float *q_a_norm;  /* [n_layers, q_lora_rank] (with q_lora_rank) */
-    const float *kv_a_norm; /* [n_layers, kv_lora_rank] */
-    const float *q_a;       /* [n_layers, q_lora_rank, dim] */
-    const float *q_b;       /* [n_layers, n_heads x head_dim, q_lora_rank] */
-    const float *kv_a;      /* [n_layers, kv_lora_rank + qk_rope_head_dim, dim] */
-    const float *kv_b;      /* [n_layers, n_heads x (head_dim - qk_rope_head_dim + v_head_dim),
-                               kv_lora_rank] */
-    const float *shared_gate, *shared_down, *shared_up; /* [M, S, dim], [M, dim, S], [M, S, dim] */
-} Weights;
+#include "ref/weight_layout.h"
 
 struct ThreadPool; /* threads.h */
 
@@ -86,13 +43,18 @@ typedef struct {
 
 typedef struct {
     Config config;
-    Weights weights;
-    float *storage;       /* every float weight; owned (freed by model_free) or, when
-                             mapping is set, a view into the mapped checkpoint */
-    void *mapping;        /* the checkpoint file mapped copy-on-write, or anonymous
-                             memory a loader filled (mapping_is_file false), or NULL */
-    size_t mapping_bytes; /* its length, for munmap */
-    bool mapping_is_file; /* released pages read back from the file (else as zeros) */
+    float *storage;          /* every float weight (weight_layout.h's parts, in its order), or
+                                the vectors only; owned (freed by model_free) or, when
+                                mapping is set, a view into the mapped checkpoint */
+    uint64_t storage_floats; /* how many floats storage holds */
+    uint64_t classifier_gap; /* floats laid out before an untied classifier: a
+                                llama2.c checkpoint's two RoPE tables (else 0) */
+    const float *vectors[VECTOR_KINDS]; /* by VectorKind, [count, width] each, into storage
+                                           (NULL: the architecture has none): model_vector */
+    void *mapping;                      /* the checkpoint file mapped copy-on-write, or anonymous
+                                           memory a loader filled (mapping_is_file false), or NULL */
+    size_t mapping_bytes;               /* its length, for munmap */
+    bool mapping_is_file;               /* released pages read back from the file (else as zeros) */
     /* What forward reads: every layer's matrices, the classifier and the
      * embedding (looked up a row at a time; tied: the classifier's data),
      * each however it is held (matrix.h). */
@@ -169,21 +131,41 @@ typedef struct {
 
 WeightMemory model_weight_memory(const Model *m);
 
-/* Keep only the float32 vectors in m->storage (the norms, an untied float
- * embedding, biases and q/k norms) once every matrix is held elsewhere
- * (packed, say): the matrix views become NULL. */
+/* Keep only the float32 vectors in m->storage (and a float32 embedding)
+ * once every matrix is held elsewhere (packed, say). */
 bool model_compact_storage(Model *m, StepError *err);
 
-/* Allocate m->storage for the float32 vectors only (norms, biases, q/k
- * norms, a mixture's routers; zeroed) and m->layers (and m->experts), for
- * a loader that leaves the matrices where the file stores them:
- * m->weights' matrix views stay NULL. */
+/* Allocate m->storage for the float32 vectors only (zeroed) and m->layers
+ * (and m->experts), for a loader that leaves the matrices where the file
+ * stores them: the matrices stay empty until the loader sets them. */
 bool model_alloc_vectors(Model *m, StepError *err);
 
-/* Point m->layers, m->experts, m->classifier and m->embedding at the
- * float32 views of m->weights (allocating m->layers and m->experts when
- * NULL). */
-bool model_bind_matrices(Model *m);
+/* Row i of vector kind k [width] (a layer's, a MoE layer's router, a
+ * position's; 0 for the final norm and its bias), or NULL when m's
+ * architecture has none. */
+const float *model_vector(const Model *m, VectorKind k, int i);
+
+/* The same row, writable, for a loader filling it. */
+float *model_vector_slot(Model *m, VectorKind k, int i);
+
+/* x's float32 values when it is a row-major view into m->storage (a model
+ * whose weights were laid out there: model_bind_weights), else NULL (held
+ * as a file stores it, packed, int8). Writers read matrices through this. */
+const float *model_matrix_floats(const Model *m, const Matrix *x);
+
+/* The same values, writable, for a loader filling them. */
+float *model_matrix_slot(Model *m, const Matrix *x);
+
+/* The i-th matrix's (model_matrix_at; i == model_matrix_count(m): the
+ * embedding, one more: the classifier) float32 values where m->storage
+ * laid out in full keeps them, whatever holds the matrix now (int8
+ * quantized from them, say); NULL when storage holds only the vectors. */
+const float *model_matrix_original(const Model *m, int i);
+
+/* Whether every weight of m is float32 in m->storage, laid out in full (a
+ * model as loaded to float32, not packed, int8 or as a file stores it):
+ * what the writers read. */
+bool model_in_storage(const Model *m);
 
 /* Allocate m->storage for m->config (model_storage_floats, zeroed) and bind
  * the views into it, after checking that it fits in memory
@@ -202,19 +184,22 @@ bool model_memory_fits(uint64_t bytes, uint64_t available, const char *what, Ste
  * less under an address-space limit (RLIMIT_AS); 0 when neither is known. */
 uint64_t model_memory_available(void);
 
-/* Writable pointer to a weight view inside m->storage (the views are const
- * for the maths; a loader fills them through this). */
+/* Writable pointer to a weight inside m->storage (the views are const for
+ * the maths; a loader fills them through this). */
 float *model_weight_slot(Model *m, const float *view);
 
-/* Free (or unmap) m->storage and set it to NULL; the views are not touched. */
+/* Free (or unmap) m->storage and set it to NULL; the views into it are not
+ * touched. */
 void model_release_storage(Model *m);
 
-/* Point m->weights into m->storage, laid out as in a checkpoint body (without
- * the RoPE tables), and m's matrices at them (model_bind_matrices). Used by
- * every loader once storage is allocated; false when out of memory. */
+/* Point m's matrices and vectors into m->storage, laid out as
+ * weight_layout.h's table says (a llama2.c checkpoint's body without its
+ * RoPE tables, then the extras). Used by every loader once storage is
+ * allocated; false when out of memory. */
 bool model_bind_weights(Model *m);
 
-/* Number of floats model_bind_weights expects in storage. */
+/* Number of floats model_bind_weights expects in storage: the table's
+ * parts summed (config_param_count's closed form counts the same). */
 uint64_t model_storage_floats(const Config *c);
 
 /* A model of shape c with seeded random weights: norm weights 1, every
@@ -229,15 +214,16 @@ typedef struct {
     uint64_t n;
     float scale;
 } RandomPart;
-#define MODEL_RANDOM_PARTS 39
+#define MODEL_RANDOM_PARTS WEIGHT_PARTS
 
-/* m's parts (its views bound), in the stream's order; returns how many. */
+/* m's parts that hold values (weight_layout.h's, m->storage laid out in
+ * full), in the stream's order; returns how many. */
 int model_random_parts(const Model *m, RandomPart parts[MODEL_RANDOM_PARTS]);
 
 /* The next n values of the stream for a part of this scale, into v. */
 void model_random_fill(float *v, uint64_t n, float scale, XorshiftRng *rng);
 
-/* m's weight views bound over reserved address space that holds no memory
+/* m's weights bound over reserved address space that holds no memory
  * (and may not be read): the layout of a model of shape c for a writer
  * that makes each tensor as it writes it (hf_model_save_random). */
 bool model_reserve_layout(Model *m, const Config *c, StepError *err);
@@ -260,12 +246,10 @@ Matrix *model_matrix_at(const Model *m, int i);
 void model_matrix_name(const Model *m, int i, char *buf, size_t size);
 
 /* Where the i-th matrix lies: its layer; its kind (MatrixKind, or
- * ExpertKind for an expert's); its expert (-1: the layer's own); its shape
- * (rows 0: a kind the layer has none of); and its float32 view in
- * m->weights, or NULL where the weights are not held as float32. */
+ * ExpertKind for an expert's); its expert (-1: the layer's own); and its
+ * shape (rows 0: a kind the layer has none of). */
 typedef struct {
     int layer, kind, expert, rows, cols;
-    const float *floats;
 } MatrixPlace;
 MatrixPlace model_matrix_place(const Model *m, int i);
 

@@ -51,7 +51,7 @@ static void route_all(const Model *m, PassScratch *s, const ForwardRow *rows, in
                       int l) {
     const Config *c = &m->config;
     int dim = c->dim, E = c->n_experts, k = c->n_experts_used;
-    const float *router = m->weights.router + (size_t)config_moe_slot(c, l) * E * dim;
+    const float *router = model_vector(m, VEC_ROUTER, config_moe_slot(c, l));
     matmul_forward(s->moe_logits, s->xb, router, N, dim, E); /* [N, E] */
     for (int t = 0; t < N; t++)
         moe_route(s->moe_logits + (size_t)t * E, E, k, c->expert_norm_topk,

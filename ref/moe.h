@@ -15,7 +15,7 @@
  *
  * Every sum has one fixed order, so the result is the same bits however the
  * tokens are grouped by expert, whichever kernel runs it and on however
- * many threads. The router is float32 (Weights' router, as llama.cpp keeps
+ * many threads. The router is float32 (VEC_ROUTER, as llama.cpp keeps
  * ffn_gate_inp); each expert's matrices are held as any other matrix is
  * (model_expert: as stored, widened, packed or int8) and run through
  * linear_forward, which shares one expert's output rows over threads. */

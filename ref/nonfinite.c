@@ -81,33 +81,30 @@ static bool fail_weight(const char *name, int rows, int cols, float value, size_
 
 bool model_check_finite(const Model *m, StepError *err) {
     const Config *c = &m->config;
-    const Weights *w = &m->weights;
-    int d = c->dim, kv = config_kv_dim(c), qd = config_q_dim(c), hd = config_head_dim(c);
-    /* the vectors, float32 in storage (rows 1) */
-    const struct {
-        const char *name;
-        const float *values;
-        int cols; /* of one layer's vector */
-        bool per_layer;
-    } vectors[] = {
-        {"attn.rms", w->rms_att, d, true},    {"attn.bq", w->bq, qd, true},
-        {"attn.bk", w->bk, kv, true},         {"attn.bv", w->bv, kv, true},
-        {"attn.q_norm", w->q_norm, hd, true}, {"attn.k_norm", w->k_norm, hd, true},
-        {"mlp.rms", w->rms_ffn, d, true},     {"final_norm", w->rms_final, d, false},
-    };
-    for (size_t i = 0; i < sizeof vectors / sizeof vectors[0]; i++) {
-        if (vectors[i].values == NULL) continue; /* not this architecture's */
-        int layers = vectors[i].per_layer ? c->n_layers : 1;
-        for (int l = 0; l < layers; l++) {
-            const float *v = vectors[i].values + (size_t)l * vectors[i].cols;
-            long at = first_nonfinite(v, (size_t)vectors[i].cols);
+    int d = c->dim, qd = config_q_dim(c);
+    /* the vectors, float32 in storage: each row named as the layer (or
+     * MoE layer) it belongs to, or by its index (a position) */
+    for (int k = 0; k < VECTOR_KINDS; k++) {
+        int count, width;
+        weight_vector_shape(c, (VectorKind)k, &count, &width);
+        for (int i = 0; m->vectors[k] != NULL && i < count; i++) {
+            const float *v = model_vector(m, (VectorKind)k, i);
+            long at = first_nonfinite(v, (size_t)width);
             if (at < 0) continue;
             char name[64];
-            if (vectors[i].per_layer)
-                snprintf(name, sizeof name, "blocks.%d.%s", l, vectors[i].name);
+            VectorRows rows = weight_vector_rows((VectorKind)k);
+            int layer = i;
+            while (rows == ROWS_MOE_LAYERS && layer < c->n_layers &&
+                   !(config_layer_moe(c, layer) && config_moe_slot(c, layer) == i))
+                layer++;
+            if (rows == ROWS_LAYERS || rows == ROWS_MOE_LAYERS)
+                snprintf(name, sizeof name, "blocks.%d.%s", layer,
+                         weight_vector_name((VectorKind)k));
             else
-                snprintf(name, sizeof name, "%s", vectors[i].name);
-            return fail_weight(name, 1, vectors[i].cols, v[at], 0, (size_t)at, err);
+                snprintf(name, sizeof name, "%s", weight_vector_name((VectorKind)k));
+            bool one_row = rows != ROWS_POSITIONS;
+            return fail_weight(name, one_row ? 1 : count, width, v[at], one_row ? 0 : (size_t)i,
+                               (size_t)at, err);
         }
     }
     /* the matrices, however they are held (read a row at a time) */

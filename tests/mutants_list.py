@@ -87,6 +87,15 @@ MUTANTS = [
      "quantize_row(k_new + t * kv, k->kv_dim, head_dim, k->key_q + row * kv, k->key_s + row * H);",
      "quantize_row(k_new + t * kv, k->kv_dim, k->kv_dim, k->key_q + row * kv, k->key_s + row * H);",
      "quant", "the int8 KV cache keeps one scale per position, not per position and head"),
+    # ---- ref/: the weights' one table (weight_layout.h) and what walks it
+    ("layout-wk-wv-swapped", "ref/weight_layout.c", "{PART_MATRIX, MAT_WK},\n    {PART_MATRIX, MAT_WV},",
+     "{PART_MATRIX, MAT_WV},\n    {PART_MATRIX, MAT_WK},", "forward",
+     "the table's order (a llama2.c checkpoint's body) has wv before wk"),
+    ("expert-stride", "ref/model.c", "matrix_view(ELEM_F32, at + e * (size_t)rows * cols, rows, cols);",
+     "matrix_view(ELEM_F32, at + e * (size_t)rows * rows, rows, cols);", "moe",
+     "each expert's matrix bound a square of rows apart in storage"),
+    ("nonfinite-positions-one-row", "ref/nonfinite.c", "bool one_row = rows != ROWS_POSITIONS;",
+     "bool one_row = true;", "arch", "a NaN in the position table reported at row 0 of one row"),
     # ---- ref/: experts, context, scoring
     ("moe-no-renormalise", "ref/moe.c", "if (!renormalise) return;", "if (renormalise) return;", "moe",
      "the router renormalises where the model says not to, and not where it says to"),

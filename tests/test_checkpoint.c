@@ -26,7 +26,7 @@ static void write_checkpoint(const char *path, const Model *m, bool untied, long
     fwrite(m->storage, sizeof(float), body, f);
     float zero = 0.0f;
     for (int i = 0; i < c->seq_len * config_head_dim(c); i++) fwrite(&zero, sizeof zero, 1, f);
-    if (untied) fwrite(m->weights.wcls, sizeof(float), cls, f);
+    if (untied) fwrite(model_matrix_floats(m, &m->classifier), sizeof(float), cls, f);
     for (long i = 0; i < extra_bytes; i++) fputc(0, f);
     fclose(f);
 }
@@ -84,7 +84,7 @@ Test(checkpoint, tied_classifier_is_the_embedding) {
     StepError err;
     cr_assert(model_load_checkpoint(&bin, path, &err), "%s", err.message);
     cr_expect(bin.config.shared_classifier);
-    cr_expect_eq(bin.weights.wcls, bin.weights.token_embedding);
+    cr_expect_eq(bin.classifier.data, bin.embedding.data);
     model_free(&bin), model_free(&json), tokenizer_free(&tok);
 }
 
@@ -184,11 +184,15 @@ Test(checkpoint, released_pages_read_back_the_same_weights) {
     cr_assert_not_null(a.mapping, "the checkpoint is mapped");
     const Config *c = &a.config;
     uint64_t n = (uint64_t)c->n_layers * (uint64_t)c->hidden_dim * (uint64_t)c->dim;
-    model_release_pages(&a, a.weights.gate, n);
-    model_release_pages(&a, a.weights.token_embedding, (uint64_t)c->vocab_size * c->dim);
-    cr_assert_eq(memcmp(a.weights.gate, b.weights.gate, n * sizeof(float)), 0);
-    cr_assert_eq(memcmp(a.weights.token_embedding, b.weights.token_embedding,
-                        (size_t)c->vocab_size * c->dim * sizeof(float)),
+    /* every layer's gate lies together in storage (weight_layout.h) */
+    const float *gate_a = model_matrix_floats(&a, &a.layers[0].m[MAT_GATE]);
+    const float *gate_b = model_matrix_floats(&b, &b.layers[0].m[MAT_GATE]);
+    const float *embedding_a = model_matrix_floats(&a, &a.embedding);
+    const float *embedding_b = model_matrix_floats(&b, &b.embedding);
+    model_release_pages(&a, gate_a, n);
+    model_release_pages(&a, embedding_a, (uint64_t)c->vocab_size * c->dim);
+    cr_assert_eq(memcmp(gate_a, gate_b, n * sizeof(float)), 0);
+    cr_assert_eq(memcmp(embedding_a, embedding_b, (size_t)c->vocab_size * c->dim * sizeof(float)),
                  0);
     cr_assert(model_pack(&a, &err), "%s", err.message);
     cr_assert_null(a.mapping, "packing lets go of the mapping");

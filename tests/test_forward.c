@@ -77,11 +77,6 @@ static void make_attention_model(Model *m, int n_kv) {
     cr_assert(model_init_random(m, &c, 7, &err), "%s", err.message);
 }
 
-/* Writable view of a weight inside the model's own storage. */
-static float *weight_in_storage(Model *m, const float *view) {
-    return m->storage + (view - m->storage);
-}
-
 /* The sharing rule, derived independently: a model with n_kv KV heads must
  * compute what an MHA model computes when each of its query heads h is given
  * a copy of KV head h / (n_heads / n_kv), the K and V rows of that head
@@ -93,30 +88,34 @@ static void expect_sharing_equals_expanded_mha(int n_kv) {
     make_attention_model(&mha, 8);
     const Config *c = &shared.config;
     int hd = config_head_dim(c), group = c->n_heads / n_kv, dim = c->dim;
-    const Weights *s = &shared.weights;
-    Weights *w = &mha.weights;
-    size_t L = (size_t)c->n_layers, D = (size_t)dim, H = (size_t)c->hidden_dim;
-    struct {
-        const float *from, *to;
-        size_t n;
-    } same[] = {{s->token_embedding, w->token_embedding, (size_t)c->vocab_size * D},
-                {s->rms_att, w->rms_att, L * D},
-                {s->wq, w->wq, L * D * D},
-                {s->wo, w->wo, L * D * D},
-                {s->rms_ffn, w->rms_ffn, L * D},
-                {s->gate, w->gate, L * H * D},
-                {s->down, w->down, L * D * H},
-                {s->up, w->up, L * H * D},
-                {s->rms_final, w->rms_final, D}};
-    for (size_t i = 0; i < sizeof same / sizeof same[0]; i++)
-        memcpy(weight_in_storage(&mha, same[i].to), same[i].from, same[i].n * sizeof(float));
-    size_t kv_dim = (size_t)config_kv_dim(c);
-    for (size_t l = 0; l < L; l++) {
+    size_t D = (size_t)dim;
+    /* every weight but K's and V's the same: the vectors, the embedding, and
+     * each layer's q, o and MLP */
+    for (int k = 0; k < VECTOR_KINDS; k++) {
+        int count, width;
+        weight_vector_shape(c, (VectorKind)k, &count, &width);
+        if (count > 0)
+            memcpy(model_vector_slot(&mha, (VectorKind)k, 0),
+                   model_vector(&shared, (VectorKind)k, 0), (size_t)count * width * sizeof(float));
+    }
+    memcpy(model_matrix_slot(&mha, &mha.embedding), model_matrix_floats(&shared, &shared.embedding),
+           (size_t)c->vocab_size * D * sizeof(float));
+    static const MatrixKind same[] = {MAT_WQ, MAT_WO, MAT_GATE, MAT_DOWN, MAT_UP};
+    for (int l = 0; l < c->n_layers; l++) {
+        for (size_t i = 0; i < sizeof same / sizeof same[0]; i++) {
+            const Matrix *from = &shared.layers[l].m[same[i]];
+            memcpy(model_matrix_slot(&mha, &mha.layers[l].m[same[i]]),
+                   model_matrix_floats(&shared, from),
+                   (size_t)from->rows * from->cols * sizeof(float));
+        }
+        /* query head h's K and V rows: its group's KV head's */
         for (int h = 0; h < c->n_heads; h++) {
-            size_t rows = (size_t)hd * D, from = l * kv_dim * D + (size_t)(h / group) * rows;
-            size_t to = l * D * D + (size_t)h * rows;
-            memcpy(weight_in_storage(&mha, w->wk) + to, s->wk + from, rows * sizeof(float));
-            memcpy(weight_in_storage(&mha, w->wv) + to, s->wv + from, rows * sizeof(float));
+            size_t rows = (size_t)hd * D, from = (size_t)(h / group) * rows, to = (size_t)h * rows;
+            static const MatrixKind kv[2] = {MAT_WK, MAT_WV};
+            for (int k = 0; k < 2; k++)
+                memcpy(model_matrix_slot(&mha, &mha.layers[l].m[kv[k]]) + to,
+                       model_matrix_floats(&shared, &shared.layers[l].m[kv[k]]) + from,
+                       rows * sizeof(float));
         }
     }
     int tokens[12] = {1, 5, 9, 33, 2, 60, 17, 17, 40, 8, 3, 21};

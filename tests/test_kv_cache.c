@@ -84,7 +84,7 @@ static void random_model(Model *m, int dim, int hidden, int layers, int heads, i
                 .shared_classifier = !untied};
     StepError err;
     cr_assert(model_init_random(m, &c, 1234, &err), "%s", err.message);
-    float *cls = m->storage + (m->weights.wcls - m->storage);
+    float *cls = model_matrix_slot(m, &m->classifier);
     memset(cls + 1 * dim, 0, 2 * (size_t)dim * sizeof(float));
 }
 

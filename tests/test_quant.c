@@ -356,18 +356,19 @@ static void expect_rows_quantized(const Matrix *q, const float *src, int group, 
 }
 
 static void expect_model_quantized(const Model *m, int group) {
-    const Weights *w = &m->weights;
-    const float *src[LAYER_MATRICES] = {w->wq, w->wk, w->wv, w->wo, w->gate, w->down, w->up};
+    /* each beside its float32 original, which storage keeps */
     for (int k = 0; k < LAYER_MATRICES; k++) {
         int rows, cols;
         layer_matrix_shape(&m->config, (MatrixKind)k, &rows, &cols);
         if (rows == 0) continue; /* a kind this model has none of (MLA's, shared experts') */
         for (int l = 0; l < m->config.n_layers; l++)
-            expect_rows_quantized(&m->layers[l].m[k], src[k] + (size_t)l * rows * cols, group,
+            expect_rows_quantized(&m->layers[l].m[k],
+                                  model_matrix_original(m, l * LAYER_MATRICES + k), group,
                                   layer_matrix_name((MatrixKind)k));
     }
-    expect_rows_quantized(&m->embedding, w->token_embedding, group, "embedding");
-    expect_rows_quantized(&m->classifier, w->wcls, group, "classifier");
+    int n = model_matrix_count(m);
+    expect_rows_quantized(&m->embedding, model_matrix_original(m, n), group, "embedding");
+    expect_rows_quantized(&m->classifier, model_matrix_original(m, n + 1), group, "classifier");
 }
 
 /* Each layer's int8 matrix is its own float32 rows quantized, row-major and

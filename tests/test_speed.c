@@ -66,12 +66,14 @@ Test(speed, fast_kernels_are_bitwise_the_naive_matmul_on_the_benchmark_shape, .t
         cr_expect_eq(memcmp(a + (size_t)k * 32000, b + (size_t)k * 32000, 32000 * sizeof(float)), 0,
                      "logits differ at step %d", k);
     /* the plain kernel is the naive loop, on each matrix shape of layer 0 */
-    const Weights *w = &naive.weights;
+    const Matrix *layer0 = naive.layers[0].m;
     const struct {
         const float *w;
         int C, OC;
-    } shapes[] = {
-        {w->wq, 288, 288}, {w->gate, 288, 768}, {w->down, 768, 288}, {w->wcls, 288, 32000}};
+    } shapes[] = {{model_matrix_floats(&naive, &layer0[MAT_WQ]), 288, 288},
+                  {model_matrix_floats(&naive, &layer0[MAT_GATE]), 288, 768},
+                  {model_matrix_floats(&naive, &layer0[MAT_DOWN]), 768, 288},
+                  {model_matrix_floats(&naive, &naive.classifier), 288, 32000}};
     float *x = malloc(20 * 768 * sizeof(float)), *o1 = malloc(20 * 32000 * sizeof(float)),
           *o2 = malloc(20 * 32000 * sizeof(float));
     for (int i = 0; i < 20 * 768; i++) x[i] = (float)((i * 2654435761u) % 2001) / 1000.0f - 1.0f;

@@ -106,7 +106,7 @@ Test(tiny, stops_on_bos) {
     Model m;
     Tokenizer tok;
     load_tiny(&m, &tok);
-    float *cls = m.storage + (m.weights.wcls - m.storage);
+    float *cls = model_matrix_slot(&m, &m.classifier);
     cls[1 * 2] = -1.5f, cls[1 * 2 + 1] = -0.5f; /* row 1 (BOS) takes EOS's row */
     cls[2 * 2] = 0.0f, cls[2 * 2 + 1] = 0.0f;   /* row 2 (EOS) becomes [0, 0] */
     GenerateResult r = greedy_from_bos(&m, 10);

@@ -133,20 +133,21 @@ static void write_matrix_quant(TraceObserver *to, const char *name, int layer, c
 void trace_weight_quant_events(TraceObserver *to, const Model *m) {
     if (m->weight_group == 0 || to->options->level < TRACE_LAYERS) return;
     const Config *c = &m->config;
-    write_matrix_quant(to, "token_embedding", -1, &m->embedding, m->weights.token_embedding);
+    int n = model_matrix_count(m);
+    write_matrix_quant(to, "token_embedding", -1, &m->embedding, model_matrix_original(m, n));
     /* each kind over every layer that has it, then the experts; each beside
      * its float32 original where the model holds it */
-    int layer_ones = c->n_layers * LAYER_MATRICES, n = model_matrix_count(m);
+    int layer_ones = c->n_layers * LAYER_MATRICES;
     for (int r = 0; r < n; r++) {
         int i = r < layer_ones ? r % c->n_layers * LAYER_MATRICES + r / c->n_layers : r;
         MatrixPlace p = model_matrix_place(m, i);
         if (p.rows == 0 || model_matrix_at(m, i)->rows == 0) continue;
         char name[64];
         model_matrix_name(m, i, name, sizeof name);
-        write_matrix_quant(to, name, p.layer, model_matrix_at(m, i), p.floats);
+        write_matrix_quant(to, name, p.layer, model_matrix_at(m, i), model_matrix_original(m, i));
     }
     if (!c->shared_classifier) /* a tied classifier is the embedding */
-        write_matrix_quant(to, "classifier", -1, &m->classifier, m->weights.wcls);
+        write_matrix_quant(to, "classifier", -1, &m->classifier, model_matrix_original(m, n + 1));
 }
 
 /* Each token's routing (MoE): the choice from the tokens level, every

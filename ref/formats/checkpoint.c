@@ -68,13 +68,10 @@ bool model_load_checkpoint(Model *m, const char *path, StepError *err) {
         return step_fail(err, "model %s: cannot map the weights: %s", path, strerror(errno));
     m->mapping = map, m->mapping_bytes = (size_t)file_bytes, m->mapping_is_file = true;
     m->storage = (float *)((char *)map + sizeof header);
+    /* an untied classifier comes after the RoPE tables */
+    m->classifier_gap = c->shared_classifier ? 0 : (uint64_t)c->seq_len * config_head_dim(c);
     bool ok = model_bind_weights(m) && model_add_file(m, NULL, 0, path); /* its identity only */
     snprintf(m->source, sizeof m->source, "llama2.c checkpoint (float32)");
-    if (ok && !c->shared_classifier) { /* the untied classifier comes after the RoPE tables */
-        m->weights.wcls =
-            m->weights.rms_final + c->dim + (uint64_t)c->seq_len * (uint64_t)config_head_dim(c);
-        ok = model_bind_matrices(m);
-    }
     if (!ok) {
         model_free(m);
         return step_fail(err, "model %s: out of memory", path);
@@ -95,6 +92,11 @@ bool model_save_checkpoint(const Model *m, const char *path, StepError *err) {
     if (!config_is_llama2c(&m->config))
         return step_fail(err, "%s: a llama2.c checkpoint holds llama2.c's architecture only", path);
     const Config *c = &m->config;
+    /* the body is storage as laid out in full (weight_layout.h), the
+     * classifier wherever it lies */
+    const float *classifier = model_matrix_floats(m, &m->classifier);
+    if (classifier == NULL || m->storage_floats < model_storage_floats(c))
+        return step_fail(err, "%s: only a float32 model as loaded can be written", path);
     AtomicFile out;
     if (!atomic_file_open(&out, path, err)) return false;
     int32_t header[HEADER_INTS] = {
@@ -115,7 +117,7 @@ bool model_save_checkpoint(const Model *m, const char *path, StepError *err) {
             }
         }
     }
-    if (ok && !c->shared_classifier) ok = write_floats(out.file, m->weights.wcls, cls);
+    if (ok && !c->shared_classifier) ok = write_floats(out.file, classifier, cls);
     if (!ok) {
         atomic_file_discard(&out);
         return step_fail(err, "model %s: write failed", path);

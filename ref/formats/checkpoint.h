@@ -11,7 +11,7 @@
 /* Load a llama2.c checkpoint in the legacy float32 layout: a header of seven
  * int32 (dim, hidden_dim, n_layers, n_heads, n_kv_heads, vocab_size, seq_len;
  * a negative vocab_size marks an untied classifier stored last), then the
- * weights in the order of Weights, with two unused RoPE tables of
+ * weights in weight_layout.h's order, with two unused RoPE tables of
  * seq_len × head_dim / 2 floats each before the classifier. The header is
  * checked against the file size before any weight is read. */
 bool model_load_checkpoint(Model *m, const char *path, StepError *err);

@@ -208,17 +208,18 @@ static int list_experts(const Model *m, int l, GgufOutType type, GgufOutTensor *
                         GgufSaveReport *r) {
     const Config *c = &m->config;
     if (!config_layer_moe(c, l)) return 0;
-    const Weights *w = &m->weights;
     size_t E = (size_t)c->n_experts, d = (size_t)c->dim, eh = (size_t)c->expert_hidden_dim;
-    size_t slot = (size_t)config_moe_slot(c, l);
+    /* a layer's experts of one kind lie together in storage (weight_layout.h) */
+#define EXPERTS(k) model_matrix_floats(m, model_expert(m, l, 0, k))
     const struct {
         const char *name;
         const float *values;
         size_t rows, cols;
-    } parts[] = {{"ffn_gate_inp.weight", w->router + slot * E * d, E, d},
-                 {"ffn_gate_exps.weight", w->expert_gate + slot * E * eh * d, eh, d},
-                 {"ffn_down_exps.weight", w->expert_down + slot * E * d * eh, d, eh},
-                 {"ffn_up_exps.weight", w->expert_up + slot * E * eh * d, eh, d}};
+    } parts[] = {{"ffn_gate_inp.weight", model_vector(m, VEC_ROUTER, config_moe_slot(c, l)), E, d},
+                 {"ffn_gate_exps.weight", EXPERTS(EXPERT_GATE), eh, d},
+                 {"ffn_down_exps.weight", EXPERTS(EXPERT_DOWN), d, eh},
+                 {"ffn_up_exps.weight", EXPERTS(EXPERT_UP), eh, d}};
+#undef EXPERTS
     for (int i = 0; i < 4; i++) {
         char name[64];
         snprintf(name, sizeof name, "blk.%d.%s", l, parts[i].name);
@@ -237,12 +238,14 @@ static int list_experts(const Model *m, int l, GgufOutType type, GgufOutTensor *
 static int list_tensors(const Model *m, GgufOutType type, RowOrder rotated, const float *factors,
                         int n_factors, float *fused, GgufOutTensor *out, GgufSaveReport *r) {
     const Config *c = &m->config;
-    const Weights *w = &m->weights;
     size_t d = (size_t)c->dim, vocab = (size_t)c->vocab_size;
     int n = 0;
-    out[n++] = out_tensor("token_embd.weight", w->token_embedding, vocab, d, type, r);
-    out[n++] = out_tensor("output_norm.weight", w->rms_final, 0, d, type, r);
-    if (!c->shared_classifier) out[n++] = out_tensor("output.weight", w->wcls, vocab, d, type, r);
+    out[n++] =
+        out_tensor("token_embd.weight", model_matrix_floats(m, &m->embedding), vocab, d, type, r);
+    out[n++] = out_tensor("output_norm.weight", model_vector(m, VEC_FINAL_NORM, 0), 0, d, type, r);
+    if (!c->shared_classifier)
+        out[n++] =
+            out_tensor("output.weight", model_matrix_floats(m, &m->classifier), vocab, d, type, r);
     if (n_factors > 0)
         out[n++] = out_tensor("rope_freqs.weight", factors, 0, (size_t)n_factors, type, r);
     if (c->rope_scaling.type == ROPE_SCALING_LONGROPE) { /* one factor a turned pair, each list */
@@ -288,40 +291,47 @@ static int list_tensors(const Model *m, GgufOutType type, RowOrder rotated, cons
 static int list_gpt2_tensors(const Model *m, GgufOutType type, GgufOutTensor *out, float **fused,
                              GgufSaveReport *r) {
     const Config *c = &m->config;
-    const Weights *w = &m->weights;
     size_t d = (size_t)c->dim, h = (size_t)c->hidden_dim, vocab = (size_t)c->vocab_size;
     size_t per_layer = 3 * d * d + 3 * d;
     *fused = malloc((size_t)c->n_layers * per_layer * sizeof(float));
     if (*fused == NULL) return -1;
     int n = 0;
-    out[n++] = out_tensor("token_embd.weight", w->token_embedding, vocab, d, type, r);
-    out[n++] = out_tensor("position_embd.weight", w->pos_embedding, (size_t)c->seq_len, d, type, r);
-    out[n++] = out_tensor("output_norm.weight", w->rms_final, 0, d, type, r);
-    out[n++] = out_tensor("output_norm.bias", w->final_norm_bias, 0, d, type, r);
-    if (!c->shared_classifier) out[n++] = out_tensor("output.weight", w->wcls, vocab, d, type, r);
+    out[n++] =
+        out_tensor("token_embd.weight", model_matrix_floats(m, &m->embedding), vocab, d, type, r);
+    out[n++] = out_tensor("position_embd.weight", model_vector(m, VEC_POSITIONS, 0),
+                          (size_t)c->seq_len, d, type, r);
+    out[n++] = out_tensor("output_norm.weight", model_vector(m, VEC_FINAL_NORM, 0), 0, d, type, r);
+    out[n++] =
+        out_tensor("output_norm.bias", model_vector(m, VEC_FINAL_NORM_BIAS, 0), 0, d, type, r);
+    if (!c->shared_classifier)
+        out[n++] =
+            out_tensor("output.weight", model_matrix_floats(m, &m->classifier), vocab, d, type, r);
     for (int l = 0; l < c->n_layers; l++) {
         float *qkv = *fused + (size_t)l * per_layer, *bias = qkv + 3 * d * d;
-        const float *parts[3] = {w->wq, w->wk, w->wv}, *biases[3] = {w->bq, w->bk, w->bv};
+        const Matrix *mats = m->layers[l].m;
+        static const MatrixKind qkv_kinds[3] = {MAT_WQ, MAT_WK, MAT_WV};
+        static const VectorKind qkv_biases[3] = {VEC_Q_BIAS, VEC_K_BIAS, VEC_V_BIAS};
         for (int k = 0; k < 3; k++) {
-            memcpy(qkv + k * d * d, parts[k] + l * d * d, d * d * sizeof(float));
-            memcpy(bias + k * d, biases[k] + l * d, d * sizeof(float));
+            memcpy(qkv + k * d * d, model_matrix_floats(m, &mats[qkv_kinds[k]]),
+                   d * d * sizeof(float));
+            memcpy(bias + k * d, model_vector(m, qkv_biases[k], l), d * sizeof(float));
         }
         const struct {
             const char *name;
             const float *values;
             size_t rows, cols;
-        } layer[] = {{"attn_norm.weight", w->rms_att + l * d, 0, d},
-                     {"attn_norm.bias", w->att_norm_bias + l * d, 0, d},
+        } layer[] = {{"attn_norm.weight", model_vector(m, VEC_ATT_NORM, l), 0, d},
+                     {"attn_norm.bias", model_vector(m, VEC_ATT_NORM_BIAS, l), 0, d},
                      {"attn_qkv.weight", qkv, 3 * d, d},
                      {"attn_qkv.bias", bias, 0, 3 * d},
-                     {"attn_output.weight", w->wo + l * d * d, d, d},
-                     {"attn_output.bias", w->bo + l * d, 0, d},
-                     {"ffn_norm.weight", w->rms_ffn + l * d, 0, d},
-                     {"ffn_norm.bias", w->ffn_norm_bias + l * d, 0, d},
-                     {"ffn_up.weight", w->gate + l * h * d, h, d},
-                     {"ffn_up.bias", w->b_gate + l * h, 0, h},
-                     {"ffn_down.weight", w->down + l * d * h, d, h},
-                     {"ffn_down.bias", w->b_down + l * d, 0, d}};
+                     {"attn_output.weight", model_matrix_floats(m, &mats[MAT_WO]), d, d},
+                     {"attn_output.bias", model_vector(m, VEC_O_BIAS, l), 0, d},
+                     {"ffn_norm.weight", model_vector(m, VEC_FFN_NORM, l), 0, d},
+                     {"ffn_norm.bias", model_vector(m, VEC_FFN_NORM_BIAS, l), 0, d},
+                     {"ffn_up.weight", model_matrix_floats(m, &mats[MAT_GATE]), h, d},
+                     {"ffn_up.bias", model_vector(m, VEC_GATE_BIAS, l), 0, h},
+                     {"ffn_down.weight", model_matrix_floats(m, &mats[MAT_DOWN]), d, h},
+                     {"ffn_down.bias", model_vector(m, VEC_DOWN_BIAS, l), 0, d}};
         for (size_t i = 0; i < sizeof layer / sizeof layer[0]; i++) {
             char name[64];
             snprintf(name, sizeof name, "blk.%d.%s", l, layer[i].name);
@@ -335,7 +345,7 @@ bool gguf_model_save(const Model *m, const Tokenizer *tok, GgufOutType type, con
                      const char *path, GgufSaveReport *report, StepError *err) {
     const Config *c = &m->config;
     *report = (GgufSaveReport){0};
-    if (m->weight_group > 0 || m->classifier.layout != MATRIX_ROWS)
+    if (!model_in_storage(m))
         return step_fail(err, "%s: only a float32 model as loaded can be converted", path);
     if (c->qkv_bias && c->qk_norm)
         return step_fail(err, "%s: no GGUF architecture has both q/k/v biases and q/k norms", path);

@@ -383,16 +383,14 @@ static bool view_expert(const GgufFile *f, GgufTensor *t, int e, uint64_t rows, 
 static bool take_experts(Model *m, const GgufFile *f, int l, bool stored, StepError *err) {
     const Config *c = &m->config;
     if (!config_layer_moe(c, l)) return true;
-    const Weights *w = &m->weights;
-    uint64_t E = (uint64_t)c->n_experts, d = (uint64_t)c->dim, eh = (uint64_t)c->expert_hidden_dim;
-    uint64_t slot = (uint64_t)config_moe_slot(c, l);
+    uint64_t E = (uint64_t)c->n_experts, d = (uint64_t)c->dim;
     char name[128];
     snprintf(name, sizeof name, "blk.%d.ffn_gate_inp.weight", l);
-    if (!take(f, name, E, d, model_weight_slot(m, w->router + slot * E * d), err)) return false;
+    if (!take(f, name, E, d, model_vector_slot(m, VEC_ROUTER, config_moe_slot(c, l)), err))
+        return false;
     static const char *const names[EXPERT_MATRICES] = {[EXPERT_GATE] = "ffn_gate_exps.weight",
                                                        [EXPERT_DOWN] = "ffn_down_exps.weight",
                                                        [EXPERT_UP] = "ffn_up_exps.weight"};
-    const float *floats[EXPERT_MATRICES] = {w->expert_gate, w->expert_down, w->expert_up};
     for (int k = 0; k < EXPERT_MATRICES; k++) {
         int rows, cols;
         expert_matrix_shape(c, (ExpertKind)k, &rows, &cols);
@@ -406,7 +404,8 @@ static bool take_experts(Model *m, const GgufFile *f, int l, bool stored, StepEr
             if (!view_expert(f, t, e, (uint64_t)rows, (uint64_t)cols,
                              model_expert(m, l, e, (ExpertKind)k), err))
                 return false;
-        if (!stored) gguf_to_f32(t, model_weight_slot(m, floats[k] + slot * E * eh * d));
+        if (!stored) /* the layer's experts of this kind lie together (weight_layout.h) */
+            gguf_to_f32(t, model_matrix_slot(m, model_expert(m, l, 0, (ExpertKind)k)));
         t->used = 1;
     }
     return true;
@@ -417,41 +416,45 @@ static bool take_experts(Model *m, const GgufFile *f, int l, bool stored, StepEr
  * rows), into float32 storage: q's, k's and v's rows and biases split. */
 static bool take_gpt2(Model *m, const GgufFile *f, StepError *err) {
     const Config *c = &m->config;
-    const Weights *w = &m->weights;
     uint64_t d = (uint64_t)c->dim, h = (uint64_t)c->hidden_dim;
     float *qkv = malloc((size_t)(3 * d * d) * sizeof(float)),
           *bias = malloc((size_t)(3 * d) * sizeof(float));
     bool ok = (qkv != NULL && bias != NULL) || step_fail(err, "%s: out of memory", f->path);
     ok = ok &&
          take(f, "position_embd.weight", (uint64_t)c->seq_len, d,
-              model_weight_slot(m, w->pos_embedding), err) &&
-         take(f, "output_norm.bias", 0, d, model_weight_slot(m, w->final_norm_bias), err);
+              model_vector_slot(m, VEC_POSITIONS, 0), err) &&
+         take(f, "output_norm.bias", 0, d, model_vector_slot(m, VEC_FINAL_NORM_BIAS, 0), err);
     for (int l = 0; ok && l < c->n_layers; l++) {
         char name[128];
-#define TAKE(suffix, rows, cols, view)                                                             \
+        Matrix *mats = m->layers[l].m;
+#define TAKE(suffix, rows, cols, dst)                                                              \
     (snprintf(name, sizeof name, "blk.%d.%s", l, (suffix)),                                        \
-     take(f, name, (rows), (cols), model_weight_slot(m, (view)), err))
-        ok = TAKE("attn_norm.weight", 0, d, w->rms_att + l * d) &&
-             TAKE("attn_norm.bias", 0, d, w->att_norm_bias + l * d) &&
+     take(f, name, (rows), (cols), (dst), err))
+#define VEC(k) model_vector_slot(m, (k), l)
+#define MAT(k) model_matrix_slot(m, &mats[(k)])
+        ok = TAKE("attn_norm.weight", 0, d, VEC(VEC_ATT_NORM)) &&
+             TAKE("attn_norm.bias", 0, d, VEC(VEC_ATT_NORM_BIAS)) &&
              (snprintf(name, sizeof name, "blk.%d.attn_qkv.weight", l),
               take(f, name, 3 * d, d, qkv, err)) &&
              (snprintf(name, sizeof name, "blk.%d.attn_qkv.bias", l),
               take(f, name, 0, 3 * d, bias, err));
-        const float *parts[3] = {w->wq, w->wk, w->wv}, *biases[3] = {w->bq, w->bk, w->bv};
+        static const MatrixKind parts[3] = {MAT_WQ, MAT_WK, MAT_WV};
+        static const VectorKind biases[3] = {VEC_Q_BIAS, VEC_K_BIAS, VEC_V_BIAS};
         for (int k = 0; ok && k < 3; k++) {
-            memcpy(model_weight_slot(m, parts[k] + l * d * d), qkv + k * d * d,
-                   d * d * sizeof(float));
-            memcpy(model_weight_slot(m, biases[k] + l * d), bias + k * d, d * sizeof(float));
+            memcpy(MAT(parts[k]), qkv + k * d * d, d * d * sizeof(float));
+            memcpy(VEC(biases[k]), bias + k * d, d * sizeof(float));
         }
-        ok = ok && TAKE("attn_output.weight", d, d, w->wo + l * d * d) &&
-             TAKE("attn_output.bias", 0, d, w->bo + l * d) &&
-             TAKE("ffn_norm.weight", 0, d, w->rms_ffn + l * d) &&
-             TAKE("ffn_norm.bias", 0, d, w->ffn_norm_bias + l * d) &&
-             TAKE("ffn_up.weight", h, d, w->gate + l * h * d) &&
-             TAKE("ffn_up.bias", 0, h, w->b_gate + l * h) &&
-             TAKE("ffn_down.weight", d, h, w->down + l * d * h) &&
-             TAKE("ffn_down.bias", 0, d, w->b_down + l * d);
+        ok = ok && TAKE("attn_output.weight", d, d, MAT(MAT_WO)) &&
+             TAKE("attn_output.bias", 0, d, VEC(VEC_O_BIAS)) &&
+             TAKE("ffn_norm.weight", 0, d, VEC(VEC_FFN_NORM)) &&
+             TAKE("ffn_norm.bias", 0, d, VEC(VEC_FFN_NORM_BIAS)) &&
+             TAKE("ffn_up.weight", h, d, MAT(MAT_GATE)) &&
+             TAKE("ffn_up.bias", 0, h, VEC(VEC_GATE_BIAS)) &&
+             TAKE("ffn_down.weight", d, h, MAT(MAT_DOWN)) &&
+             TAKE("ffn_down.bias", 0, d, VEC(VEC_DOWN_BIAS));
 #undef TAKE
+#undef VEC
+#undef MAT
         progress_report(m->progress, "reading the weights (layers)", (uint64_t)l + 1,
                         (uint64_t)c->n_layers);
     }
@@ -522,7 +525,7 @@ bool gguf_model_load(Model *m, Tokenizer *tok, const char *path, WeightsMode mod
         ok = stored ? view_matrix(&f, "token_embd.weight", (uint64_t)c->vocab_size,
                                   (uint64_t)c->dim, 0, &m->embedding, err)
                     : take(&f, "token_embd.weight", (uint64_t)c->vocab_size, (uint64_t)c->dim,
-                           model_weight_slot(m, m->weights.token_embedding), err);
+                           model_matrix_slot(m, &m->embedding), err);
         if (gpt2) ok = ok && take_gpt2(m, &f, err);
         for (int l = 0; ok && !gpt2 && l < c->n_layers; l++) {
             ok = take_layer(m, &f, l, halves, strcmp(arch, "phi3") == 0, err) &&
@@ -531,13 +534,13 @@ bool gguf_model_load(Model *m, Tokenizer *tok, const char *path, WeightsMode mod
                             (uint64_t)c->n_layers);
         }
         ok = ok && take(&f, "output_norm.weight", 0, (uint64_t)c->dim,
-                        model_weight_slot(m, m->weights.rms_final), err);
+                        model_vector_slot(m, VEC_FINAL_NORM, 0), err);
         if (ok && !c->shared_classifier && stored)
             ok = view_matrix(&f, "output.weight", (uint64_t)c->vocab_size, (uint64_t)c->dim, 0,
                              &m->classifier, err);
         else if (ok && !c->shared_classifier)
             ok = take(&f, "output.weight", (uint64_t)c->vocab_size, (uint64_t)c->dim,
-                      model_weight_slot(m, m->weights.wcls), err);
+                      model_matrix_slot(m, &m->classifier), err);
         if (ok && stored && c->shared_classifier) /* the embedding's data, not a second owner */
             m->classifier = matrix_borrow(&m->embedding);
     }

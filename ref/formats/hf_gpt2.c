@@ -122,40 +122,42 @@ static bool take_conv1d(Gpt2Source *s, const char *name, int64_t in, int64_t out
 
 static bool take_layer(Model *m, Gpt2Source *s, int l, StepError *err) {
     const Config *c = &m->config;
-    const Weights *w = &m->weights;
     int64_t d = c->dim, h = c->hidden_dim;
     char name[96];
-#define SLOT(v)      model_weight_slot(m, (v))
+    Matrix *mats = m->layers[l].m;
+#define VEC(k)       model_vector_slot(m, (k), l)
+#define MAT(k)       model_matrix_slot(m, &mats[(k)])
 #define NAME(suffix) (snprintf(name, sizeof name, "h.%d.%s", l, (suffix)), name)
-    bool ok = take_as_stored(s, NAME("ln_1.weight"), 0, d, SLOT(w->rms_att + l * d), err) &&
-              take_as_stored(s, NAME("ln_1.bias"), 0, d, SLOT(w->att_norm_bias + l * d), err);
+    bool ok = take_as_stored(s, NAME("ln_1.weight"), 0, d, VEC(VEC_ATT_NORM), err) &&
+              take_as_stored(s, NAME("ln_1.bias"), 0, d, VEC(VEC_ATT_NORM_BIAS), err);
     /* c_attn: q, k and v side by side, [d, 3d] and its bias [3d] */
-    const float *qkv[3] = {w->wq, w->wk, w->wv}, *qkv_bias[3] = {w->bq, w->bk, w->bv};
+    static const MatrixKind qkv[3] = {MAT_WQ, MAT_WK, MAT_WV};
+    static const VectorKind qkv_bias[3] = {VEC_Q_BIAS, VEC_K_BIAS, VEC_V_BIAS};
     ok = ok && take_as_stored(s, NAME("attn.c_attn.weight"), d, 3 * d, s->scratch, err);
     for (int k = 0; ok && k < 3; k++) /* read once, then each third transposed */
-        transpose_cols(s->scratch, d, 3 * d, k * d, d, SLOT(qkv[k] + l * d * d));
+        transpose_cols(s->scratch, d, 3 * d, k * d, d, MAT(qkv[k]));
     float *bias = ok ? malloc((size_t)(3 * d) * sizeof(float)) : NULL;
     if (ok && bias == NULL) ok = step_fail(err, "model %s: out of memory", s->dir);
     ok = ok && take_as_stored(s, NAME("attn.c_attn.bias"), 0, 3 * d, bias, err);
     for (int k = 0; ok && k < 3; k++)
-        memcpy(SLOT(qkv_bias[k] + l * d), bias + k * d, (size_t)d * sizeof(float));
+        memcpy(VEC(qkv_bias[k]), bias + k * d, (size_t)d * sizeof(float));
     free(bias);
-    ok = ok && take_conv1d(s, NAME("attn.c_proj.weight"), d, d, SLOT(w->wo + l * d * d), err) &&
-         take_as_stored(s, NAME("attn.c_proj.bias"), 0, d, SLOT(w->bo + l * d), err) &&
-         take_as_stored(s, NAME("ln_2.weight"), 0, d, SLOT(w->rms_ffn + l * d), err) &&
-         take_as_stored(s, NAME("ln_2.bias"), 0, d, SLOT(w->ffn_norm_bias + l * d), err) &&
-         take_conv1d(s, NAME("mlp.c_fc.weight"), d, h, SLOT(w->gate + l * h * d), err) &&
-         take_as_stored(s, NAME("mlp.c_fc.bias"), 0, h, SLOT(w->b_gate + l * h), err) &&
-         take_conv1d(s, NAME("mlp.c_proj.weight"), h, d, SLOT(w->down + l * d * h), err) &&
-         take_as_stored(s, NAME("mlp.c_proj.bias"), 0, d, SLOT(w->b_down + l * d), err);
+    ok = ok && take_conv1d(s, NAME("attn.c_proj.weight"), d, d, MAT(MAT_WO), err) &&
+         take_as_stored(s, NAME("attn.c_proj.bias"), 0, d, VEC(VEC_O_BIAS), err) &&
+         take_as_stored(s, NAME("ln_2.weight"), 0, d, VEC(VEC_FFN_NORM), err) &&
+         take_as_stored(s, NAME("ln_2.bias"), 0, d, VEC(VEC_FFN_NORM_BIAS), err) &&
+         take_conv1d(s, NAME("mlp.c_fc.weight"), d, h, MAT(MAT_GATE), err) &&
+         take_as_stored(s, NAME("mlp.c_fc.bias"), 0, h, VEC(VEC_GATE_BIAS), err) &&
+         take_conv1d(s, NAME("mlp.c_proj.weight"), h, d, MAT(MAT_DOWN), err) &&
+         take_as_stored(s, NAME("mlp.c_proj.bias"), 0, d, VEC(VEC_DOWN_BIAS), err);
 #undef NAME
-#undef SLOT
+#undef MAT
+#undef VEC
     return ok;
 }
 
 bool hf_gpt2_take(Model *m, SafetensorsFile *files, int n, const char *dir, StepError *err) {
     const Config *c = &m->config;
-    const Weights *w = &m->weights;
     int64_t d = c->dim, h = c->hidden_dim;
     bool prefixed = false;
     for (int i = 0; i < n; i++)
@@ -167,20 +169,21 @@ bool hf_gpt2_take(Model *m, SafetensorsFile *files, int n, const char *dir, Step
                     .scratch = malloc((size_t)(d * (3 * d > h ? 3 * d : h)) * sizeof(float))};
     if (s.scratch == NULL) return step_fail(err, "model %s: out of memory", dir);
     bool ok = take_as_stored(&s, "wte.weight", c->vocab_size, d,
-                             model_weight_slot(m, w->token_embedding), err) &&
+                             model_matrix_slot(m, &m->embedding), err) &&
               take_as_stored(&s, "wpe.weight", c->seq_len, d,
-                             model_weight_slot(m, w->pos_embedding), err);
+                             model_vector_slot(m, VEC_POSITIONS, 0), err);
     for (int l = 0; ok && l < c->n_layers; l++) {
         ok = take_layer(m, &s, l, err);
         progress_report(m->progress, "reading the weights (layers)", (uint64_t)l + 1,
                         (uint64_t)c->n_layers);
     }
-    ok = ok && take_as_stored(&s, "ln_f.weight", 0, d, model_weight_slot(m, w->rms_final), err) &&
-         take_as_stored(&s, "ln_f.bias", 0, d, model_weight_slot(m, w->final_norm_bias), err);
+    ok = ok &&
+         take_as_stored(&s, "ln_f.weight", 0, d, model_vector_slot(m, VEC_FINAL_NORM, 0), err) &&
+         take_as_stored(&s, "ln_f.bias", 0, d, model_vector_slot(m, VEC_FINAL_NORM_BIAS, 0), err);
     if (ok && !c->shared_classifier) { /* lm_head is the model's own, never prefixed */
         SafetensorsTensor *t = find_shaped(files, n, "lm_head.weight", c->vocab_size, d, dir, err);
         ok = t != NULL;
-        if (ok) safetensors_to_f32(t, model_weight_slot(m, w->wcls));
+        if (ok) safetensors_to_f32(t, model_matrix_slot(m, &m->classifier));
     }
     free(s.scratch);
     return ok;
@@ -208,40 +211,48 @@ static bool add(Gpt2Tensor *t, int *n, const char *name, int64_t rows, int64_t c
 
 int hf_gpt2_tensors(const Model *m, Gpt2Tensor **out) {
     const Config *c = &m->config;
-    const Weights *w = &m->weights;
     int64_t d = c->dim, h = c->hidden_dim;
     int cap = 5 + 12 * c->n_layers, n = 0;
     Gpt2Tensor *t = calloc((size_t)cap, sizeof *t);
     if (t == NULL) return -1;
-    bool ok = add(t, &n, "transformer.wte.weight", c->vocab_size, d, w->token_embedding) &&
-              add(t, &n, "transformer.wpe.weight", c->seq_len, d, w->pos_embedding) &&
-              add(t, &n, "transformer.ln_f.weight", 0, d, w->rms_final) &&
-              add(t, &n, "transformer.ln_f.bias", 0, d, w->final_norm_bias);
-    if (ok && !c->shared_classifier) ok = add(t, &n, "lm_head.weight", c->vocab_size, d, w->wcls);
+    bool ok =
+        add(t, &n, "transformer.wte.weight", c->vocab_size, d,
+            model_matrix_floats(m, &m->embedding)) &&
+        add(t, &n, "transformer.wpe.weight", c->seq_len, d, model_vector(m, VEC_POSITIONS, 0)) &&
+        add(t, &n, "transformer.ln_f.weight", 0, d, model_vector(m, VEC_FINAL_NORM, 0)) &&
+        add(t, &n, "transformer.ln_f.bias", 0, d, model_vector(m, VEC_FINAL_NORM_BIAS, 0));
+    if (ok && !c->shared_classifier)
+        ok = add(t, &n, "lm_head.weight", c->vocab_size, d, model_matrix_floats(m, &m->classifier));
     for (int l = 0; ok && l < c->n_layers; l++) {
         char name[96];
+        const Matrix *mats = m->layers[l].m;
 #define NAME(suffix) (snprintf(name, sizeof name, "transformer.h.%d.%s", l, (suffix)), name)
-        ok = add(t, &n, NAME("ln_1.weight"), 0, d, w->rms_att + l * d) &&
-             add(t, &n, NAME("ln_1.bias"), 0, d, w->att_norm_bias + l * d) &&
+#define VEC(k)       model_vector(m, (k), l)
+#define MAT(k)       model_matrix_floats(m, &mats[(k)])
+        ok = add(t, &n, NAME("ln_1.weight"), 0, d, VEC(VEC_ATT_NORM)) &&
+             add(t, &n, NAME("ln_1.bias"), 0, d, VEC(VEC_ATT_NORM_BIAS)) &&
              add(t, &n, NAME("attn.c_attn.weight"), d, 3 * d, NULL);
-        const float *qkv[3] = {w->wq, w->wk, w->wv}, *qkv_bias[3] = {w->bq, w->bk, w->bv};
+        static const MatrixKind qkv[3] = {MAT_WQ, MAT_WK, MAT_WV};
+        static const VectorKind qkv_bias[3] = {VEC_Q_BIAS, VEC_K_BIAS, VEC_V_BIAS};
         for (int k = 0; ok && k < 3; k++)
-            put_conv1d(t[n - 1].values, d, 3 * d, k * d, d, qkv[k] + l * d * d);
+            put_conv1d(t[n - 1].values, d, 3 * d, k * d, d, MAT(qkv[k]));
         ok = ok && add(t, &n, NAME("attn.c_attn.bias"), 0, 3 * d, NULL);
         for (int k = 0; ok && k < 3; k++)
-            memcpy(t[n - 1].values + k * d, qkv_bias[k] + l * d, (size_t)d * sizeof(float));
+            memcpy(t[n - 1].values + k * d, VEC(qkv_bias[k]), (size_t)d * sizeof(float));
         ok = ok && add(t, &n, NAME("attn.c_proj.weight"), d, d, NULL);
-        if (ok) put_conv1d(t[n - 1].values, d, d, 0, d, w->wo + l * d * d);
-        ok = ok && add(t, &n, NAME("attn.c_proj.bias"), 0, d, w->bo + l * d) &&
-             add(t, &n, NAME("ln_2.weight"), 0, d, w->rms_ffn + l * d) &&
-             add(t, &n, NAME("ln_2.bias"), 0, d, w->ffn_norm_bias + l * d) &&
+        if (ok) put_conv1d(t[n - 1].values, d, d, 0, d, MAT(MAT_WO));
+        ok = ok && add(t, &n, NAME("attn.c_proj.bias"), 0, d, VEC(VEC_O_BIAS)) &&
+             add(t, &n, NAME("ln_2.weight"), 0, d, VEC(VEC_FFN_NORM)) &&
+             add(t, &n, NAME("ln_2.bias"), 0, d, VEC(VEC_FFN_NORM_BIAS)) &&
              add(t, &n, NAME("mlp.c_fc.weight"), d, h, NULL);
-        if (ok) put_conv1d(t[n - 1].values, d, h, 0, h, w->gate + l * h * d);
-        ok = ok && add(t, &n, NAME("mlp.c_fc.bias"), 0, h, w->b_gate + l * h) &&
+        if (ok) put_conv1d(t[n - 1].values, d, h, 0, h, MAT(MAT_GATE));
+        ok = ok && add(t, &n, NAME("mlp.c_fc.bias"), 0, h, VEC(VEC_GATE_BIAS)) &&
              add(t, &n, NAME("mlp.c_proj.weight"), h, d, NULL);
-        if (ok) put_conv1d(t[n - 1].values, h, d, 0, d, w->down + l * d * h);
-        ok = ok && add(t, &n, NAME("mlp.c_proj.bias"), 0, d, w->b_down + l * d);
+        if (ok) put_conv1d(t[n - 1].values, h, d, 0, d, MAT(MAT_DOWN));
+        ok = ok && add(t, &n, NAME("mlp.c_proj.bias"), 0, d, VEC(VEC_DOWN_BIAS));
 #undef NAME
+#undef VEC
+#undef MAT
     }
     if (!ok) {
         hf_gpt2_tensors_free(t, n);

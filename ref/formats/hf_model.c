@@ -142,37 +142,36 @@ static bool take(SafetensorsFile *files, int n, const char *name, int rows, int 
 
 int hf_layer_tensors(const Model *m, int l, HfLayerTensor out[HF_LAYER_TENSORS]) {
     const Config *c = &m->config;
-    const Weights *w = &m->weights;
     size_t d = (size_t)c->dim, kv = (size_t)config_kv_dim(c);
     size_t qd = (size_t)config_q_dim(c), hd = (size_t)config_head_dim(c);
     size_t q_rank = (size_t)c->q_lora_rank, kv_rank = (size_t)c->kv_lora_rank;
     /* the heads whose q and k rows RoPE pairs; none for MLA, whose files
      * turn interleaved pairs already (DeepSeek-V2's apply_rotary_pos_emb) */
     int nh = config_mla(c) ? 0 : c->n_heads, nkv = c->n_kv_heads;
-#define AT(v, stride) ((v) != NULL ? (v) + l * (stride) : NULL)
-    bool post = c->post_norms; /* Gemma's post_attention_layernorm is its post-norm */
+#define AT(k) model_vector(m, (k), l) /* NULL: the architecture has none */
+    bool post = c->post_norms;        /* Gemma's post_attention_layernorm is its post-norm */
     /* a matrix's place and shape are model_matrix_place's (kind >= 0) */
     const HfLayerTensor all[HF_LAYER_TENSORS] = {
-        {"input_layernorm.weight", "attn_norm.weight", w->rms_att + l * d, 0, d, 0, -1},
+        {"input_layernorm.weight", "attn_norm.weight", AT(VEC_ATT_NORM), 0, d, 0, -1},
         {"self_attn.q_proj.weight", "attn_q.weight", NULL, 0, 0, nh, MAT_WQ},
         {"self_attn.q_a_proj.weight", "attn_q_a.weight", NULL, 0, 0, 0, MAT_Q_A},
-        {"self_attn.q_a_layernorm.weight", "attn_q_a_norm.weight", AT(w->q_a_norm, q_rank), 0,
-         q_rank, 0, -1},
+        {"self_attn.q_a_layernorm.weight", "attn_q_a_norm.weight", AT(VEC_Q_A_NORM), 0, q_rank, 0,
+         -1},
         {"self_attn.q_b_proj.weight", "attn_q_b.weight", NULL, 0, 0, 0, MAT_Q_B},
         {"self_attn.k_proj.weight", "attn_k.weight", NULL, 0, 0, nkv, MAT_WK},
         {"self_attn.v_proj.weight", "attn_v.weight", NULL, 0, 0, 0, MAT_WV},
         {"self_attn.kv_a_proj_with_mqa.weight", "attn_kv_a_mqa.weight", NULL, 0, 0, 0, MAT_KV_A},
-        {"self_attn.kv_a_layernorm.weight", "attn_kv_a_norm.weight", AT(w->kv_a_norm, kv_rank), 0,
-         kv_rank, 0, -1},
+        {"self_attn.kv_a_layernorm.weight", "attn_kv_a_norm.weight", AT(VEC_KV_A_NORM), 0, kv_rank,
+         0, -1},
         {"self_attn.kv_b_proj.weight", "attn_kv_b.weight", NULL, 0, 0, 0, MAT_KV_B},
         {"self_attn.o_proj.weight", "attn_output.weight", NULL, 0, 0, 0, MAT_WO},
-        {"self_attn.q_proj.bias", "attn_q.bias", AT(w->bq, qd), 0, qd, nh, -1},
-        {"self_attn.k_proj.bias", "attn_k.bias", AT(w->bk, kv), 0, kv, nkv, -1},
-        {"self_attn.v_proj.bias", "attn_v.bias", AT(w->bv, kv), 0, kv, 0, -1},
-        {"self_attn.q_norm.weight", "attn_q_norm.weight", AT(w->q_norm, hd), 0, hd, 1, -1},
-        {"self_attn.k_norm.weight", "attn_k_norm.weight", AT(w->k_norm, hd), 0, hd, 1, -1},
+        {"self_attn.q_proj.bias", "attn_q.bias", AT(VEC_Q_BIAS), 0, qd, nh, -1},
+        {"self_attn.k_proj.bias", "attn_k.bias", AT(VEC_K_BIAS), 0, kv, nkv, -1},
+        {"self_attn.v_proj.bias", "attn_v.bias", AT(VEC_V_BIAS), 0, kv, 0, -1},
+        {"self_attn.q_norm.weight", "attn_q_norm.weight", AT(VEC_Q_NORM), 0, hd, 1, -1},
+        {"self_attn.k_norm.weight", "attn_k_norm.weight", AT(VEC_K_NORM), 0, hd, 1, -1},
         {post ? "pre_feedforward_layernorm.weight" : "post_attention_layernorm.weight",
-         "ffn_norm.weight", w->rms_ffn + l * d, 0, d, 0, -1},
+         "ffn_norm.weight", AT(VEC_FFN_NORM), 0, d, 0, -1},
         {"mlp.gate_proj.weight", "ffn_gate.weight", NULL, 0, 0, 0, MAT_GATE},
         {"mlp.down_proj.weight", "ffn_down.weight", NULL, 0, 0, 0, MAT_DOWN},
         {"mlp.up_proj.weight", "ffn_up.weight", NULL, 0, 0, 0, MAT_UP},
@@ -181,9 +180,9 @@ int hf_layer_tensors(const Model *m, int l, HfLayerTensor out[HF_LAYER_TENSORS])
         {"mlp.shared_experts.down_proj.weight", "ffn_down_shexp.weight", NULL, 0, 0, 0,
          MAT_SHARED_DOWN},
         {"mlp.shared_experts.up_proj.weight", "ffn_up_shexp.weight", NULL, 0, 0, 0, MAT_SHARED_UP},
-        {"post_attention_layernorm.weight", "post_attention_norm.weight", AT(w->post_att_norm, d),
-         0, d, 0, -1},
-        {"post_feedforward_layernorm.weight", "post_ffw_norm.weight", AT(w->post_ffn_norm, d), 0, d,
+        {"post_attention_layernorm.weight", "post_attention_norm.weight", AT(VEC_POST_ATT_NORM), 0,
+         d, 0, -1},
+        {"post_feedforward_layernorm.weight", "post_ffw_norm.weight", AT(VEC_POST_FFN_NORM), 0, d,
          0, -1},
     };
 #undef AT
@@ -193,7 +192,8 @@ int hf_layer_tensors(const Model *m, int l, HfLayerTensor out[HF_LAYER_TENSORS])
         if (t.kind >= 0) { /* a matrix the layer holds: rows 0 for one it has none of */
             MatrixPlace p = model_matrix_place(m, l * LAYER_MATRICES + t.kind);
             if (p.rows == 0) continue;
-            t.view = p.floats, t.rows = (size_t)p.rows, t.cols = (size_t)p.cols;
+            t.view = model_matrix_floats(m, &m->layers[l].m[t.kind]); /* NULL: held otherwise */
+            t.rows = (size_t)p.rows, t.cols = (size_t)p.cols;
         } else if (t.view == NULL) {
             continue;
         }
@@ -241,14 +241,12 @@ size_t hf_fused_layer_floats(const Config *c) {
 
 void hf_fuse_layer(const Model *m, int l, RowOrder rotated, float *buf) {
     const Config *c = &m->config;
-    const Weights *w = &m->weights;
     static const MatrixKind kinds[5] = {MAT_WQ, MAT_WK, MAT_WV, MAT_GATE, MAT_UP};
-    const float *all[LAYER_MATRICES] = {w->wq, w->wk, w->wv, w->wo, w->gate, w->down, w->up};
     size_t at = 0;
     for (int k = 0; k < 5; k++) {
         int rows, cols;
         layer_matrix_shape(c, kinds[k], &rows, &cols);
-        const float *src = all[kinds[k]] + (size_t)l * rows * cols;
+        const float *src = model_matrix_floats(m, &m->layers[l].m[kinds[k]]);
         RowOrder order = kinds[k] == MAT_WQ || kinds[k] == MAT_WK ? rotated : ROWS_AS_HELD;
         for (size_t r = 0; r < (size_t)rows; r++)
             memcpy(buf + (at + r) * cols,
@@ -352,8 +350,7 @@ static bool take_experts(Model *m, SafetensorsFile *files, int n, int l, bool st
                 ok = view_matrix(files, n, name, rows, cols, 0,
                                  model_expert(m, l, e, (ExpertKind)part), dir, err);
             } else {
-                const float *view =
-                    hf_moe_tensor_view(c, &m->weights, l, e, (ExpertKind)part, &rows, &cols);
+                const float *view = hf_moe_tensor_view(m, l, e, (ExpertKind)part, &rows, &cols);
                 ok = take(files, n, name, rows, cols, model_weight_slot(m, view), dir, err);
             }
             if (!ok) return false;
@@ -367,7 +364,7 @@ static bool take_all(Model *m, SafetensorsFile *files, int n, bool stored, bool 
     bool ok = stored ? view_matrix(files, n, "model.embed_tokens.weight", c->vocab_size, c->dim, 0,
                                    &m->embedding, dir, err)
                      : take(files, n, "model.embed_tokens.weight", c->vocab_size, c->dim,
-                            model_weight_slot(m, m->weights.token_embedding), dir, err);
+                            model_matrix_slot(m, &m->embedding), dir, err);
     for (int l = 0; ok && l < c->n_layers; l++) {
         ok = take_layer(m, files, n, l, fused, dir, err) &&
              take_experts(m, files, n, l, stored, dir, err);
@@ -375,14 +372,14 @@ static bool take_all(Model *m, SafetensorsFile *files, int n, bool stored, bool 
                         (uint64_t)c->n_layers);
     }
     ok = ok && take(files, n, "model.norm.weight", 0, c->dim,
-                    model_weight_slot(m, m->weights.rms_final), dir, err);
-    if (ok && c->norm_plus_one) add_one(model_weight_slot(m, m->weights.rms_final), (size_t)c->dim);
+                    model_vector_slot(m, VEC_FINAL_NORM, 0), dir, err);
+    if (ok && c->norm_plus_one) add_one(model_vector_slot(m, VEC_FINAL_NORM, 0), (size_t)c->dim);
     if (ok && !c->shared_classifier && stored)
         ok = view_matrix(files, n, "lm_head.weight", c->vocab_size, c->dim, 0, &m->classifier, dir,
                          err);
     else if (ok && !c->shared_classifier)
         ok = take(files, n, "lm_head.weight", c->vocab_size, c->dim,
-                  model_weight_slot(m, m->weights.wcls), dir, err);
+                  model_matrix_slot(m, &m->classifier), dir, err);
     if (ok && stored && c->shared_classifier) /* the embedding's data, not a second owner */
         m->classifier = matrix_borrow(&m->embedding);
     return ok;

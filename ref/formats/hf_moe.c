@@ -60,17 +60,13 @@ void hf_moe_tensor_name(bool qwen, int l, int expert, ExpertKind part, char *buf
                  mixtral[part]);
 }
 
-const float *hf_moe_tensor_view(const Config *c, const Weights *w, int l, int expert,
-                                ExpertKind part, int *rows, int *cols) {
-    size_t E = (size_t)c->n_experts, d = (size_t)c->dim, eh = (size_t)c->expert_hidden_dim;
-    size_t slot = (size_t)config_moe_slot(c, l);
+const float *hf_moe_tensor_view(const Model *m, int l, int expert, ExpertKind part, int *rows,
+                                int *cols) {
+    const Config *c = &m->config;
     if (expert < 0) {
         *rows = c->n_experts, *cols = c->dim;
-        return w->router + slot * E * d;
+        return model_vector(m, VEC_ROUTER, config_moe_slot(c, l));
     }
-    size_t at = slot * E + (size_t)expert;
     expert_matrix_shape(c, part, rows, cols);
-    return part == EXPERT_GATE   ? w->expert_gate + at * eh * d
-           : part == EXPERT_DOWN ? w->expert_down + at * d * eh
-                                 : w->expert_up + at * eh * d;
+    return model_matrix_floats(m, model_expert(m, l, expert, part));
 }

@@ -45,10 +45,10 @@ bool hf_moe_routed_experts(const cJSON *root, const char *experts, bool width, C
 /* A part of layer l's mixture: the router (expert -1, part EXPERT_GATE)
  * or expert e's gate, down or up projection (matrix.h's ExpertKind).
  * Its tensor's name in a folder of c's family (qwen: Qwen3-MoE's), into
- * buf; and where it lies in Weights (a pointer into the views), with its
- * shape [rows, cols]. */
+ * buf; and its float32 values in m's storage (NULL: held otherwise), with
+ * its shape [rows, cols]. */
 void hf_moe_tensor_name(bool qwen, int l, int expert, ExpertKind part, char *buf, size_t size);
-const float *hf_moe_tensor_view(const Config *c, const Weights *w, int l, int expert,
-                                ExpertKind part, int *rows, int *cols);
+const float *hf_moe_tensor_view(const Model *m, int l, int expert, ExpertKind part, int *rows,
+                                int *cols);
 
 #endif

@@ -120,7 +120,7 @@ static int list_experts(const Model *m, int l, OutTensor *out) {
             OutTensor *t = &out[n++];
             *t = (OutTensor){0};
             hf_moe_tensor_name(!hf_moe_mixtral(c), l, e, (ExpertKind)part, t->name, sizeof t->name);
-            t->values = hf_moe_tensor_view(c, &m->weights, l, e, (ExpertKind)part, &rows, &cols);
+            t->values = hf_moe_tensor_view(m, l, e, (ExpertKind)part, &rows, &cols);
             t->rows = rows, t->cols = cols;
         }
     return n;
@@ -132,21 +132,24 @@ static int list_experts(const Model *m, int l, OutTensor *out) {
  * written as qkv_proj and gate_up_proj instead. Returns how many. */
 static int list_tensors(const Model *m, float *fused, OutTensor *out) {
     const Config *c = &m->config;
-    const Weights *w = &m->weights;
     int64_t d = c->dim, vocab = c->vocab_size;
     int64_t qkv_rows = config_q_dim(c) + 2 * (int64_t)config_kv_dim(c), up_rows = 2 * c->hidden_dim;
     size_t per_layer = hf_fused_layer_floats(c);
     int n = 0;
     out[n++] = (OutTensor){.name = "model.embed_tokens.weight",
-                           .values = w->token_embedding,
+                           .values = model_matrix_floats(m, &m->embedding),
                            .rows = vocab,
                            .cols = d};
     float minus = c->norm_plus_one ? 1.0f : 0.0f; /* Gemma's files hold w, the model 1 + w */
-    out[n++] =
-        (OutTensor){.name = "model.norm.weight", .values = w->rms_final, .cols = d, .minus = minus};
+    out[n++] = (OutTensor){.name = "model.norm.weight",
+                           .values = model_vector(m, VEC_FINAL_NORM, 0),
+                           .cols = d,
+                           .minus = minus};
     if (!c->shared_classifier)
-        out[n++] =
-            (OutTensor){.name = "lm_head.weight", .values = w->wcls, .rows = vocab, .cols = d};
+        out[n++] = (OutTensor){.name = "lm_head.weight",
+                               .values = model_matrix_floats(m, &m->classifier),
+                               .rows = vocab,
+                               .cols = d};
     for (int l = 0; l < c->n_layers; l++) {
         HfLayerTensor parts[HF_LAYER_TENSORS];
         int count = hf_layer_tensors(m, l, parts);
@@ -402,8 +405,7 @@ static bool save_folder(const Model *m, uint64_t seed, HfArchitecture a, const c
                         SafetensorsDtype dtype, int shards, const char *tokenizer_dir,
                         StepError *err) {
     const Config *c = &m->config;
-    if (m->weight_group > 0 || m->classifier.layout != MATRIX_ROWS ||
-        c->rope_layout != ROPE_INTERLEAVED)
+    if (!model_in_storage(m) || c->rope_layout != ROPE_INTERLEAVED)
         return step_fail(err, "%s: only a float32 model as loaded can be written", dir);
     Config want = *c;
     hf_architecture_apply(a, &want);

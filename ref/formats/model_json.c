@@ -152,35 +152,35 @@ static bool read_tokenizer(const cJSON *root, Tokenizer *tok, int vocab_size, co
 
 static bool read_layers(const cJSON *layers, Model *m, const char *what, StepError *err) {
     const Config *c = &m->config;
-    const Weights *w = &m->weights;
-    size_t dim = (size_t)c->dim, hidden = (size_t)c->hidden_dim, kv = (size_t)config_kv_dim(c);
-    size_t qd = (size_t)config_q_dim(c), hd = (size_t)config_head_dim(c);
+    int kv = config_kv_dim(c), qd = config_q_dim(c), hd = config_head_dim(c);
     if (!cJSON_IsArray(layers) || cJSON_GetArraySize(layers) != c->n_layers)
         return step_fail(err, "%s: weights.layers must list %d layers", what, c->n_layers);
     for (int l = 0; l < c->n_layers; l++) {
         const cJSON *L = cJSON_GetArrayItem(layers, l);
+        Matrix *mats = m->layers[l].m;
+        /* the file's keys are llama2.c's names (w1, w2, w3: gate, down, up) */
         struct {
             const char *key;
-            const float *view; /* NULL: the architecture has no such weight */
-            int rows, cols;    /* rows 0: a vector */
+            float *dst;     /* NULL: the architecture has no such weight */
+            int rows, cols; /* rows 0: a vector */
         } parts[] = {
-            {"rms_att", w->rms_att + l * dim, 0, c->dim},
-            {"wq", w->wq + l * qd * dim, (int)qd, c->dim},
-            {"wk", w->wk + l * kv * dim, (int)kv, c->dim},
-            {"wv", w->wv + l * kv * dim, (int)kv, c->dim},
-            {"wo", w->wo + l * dim * qd, c->dim, (int)qd},
-            {"rms_ffn", w->rms_ffn + l * dim, 0, c->dim},
-            {"w1", w->gate + l * hidden * dim, c->hidden_dim, c->dim},
-            {"w2", w->down + l * dim * hidden, c->dim, c->hidden_dim},
-            {"w3", w->up + l * hidden * dim, c->hidden_dim, c->dim},
-            {"bq", w->bq ? w->bq + l * qd : NULL, 0, (int)qd},
-            {"bk", w->bk ? w->bk + l * kv : NULL, 0, (int)kv},
-            {"bv", w->bv ? w->bv + l * kv : NULL, 0, (int)kv},
-            {"q_norm", w->q_norm ? w->q_norm + l * hd : NULL, 0, (int)hd},
-            {"k_norm", w->k_norm ? w->k_norm + l * hd : NULL, 0, (int)hd},
+            {"rms_att", model_vector_slot(m, VEC_ATT_NORM, l), 0, c->dim},
+            {"wq", model_matrix_slot(m, &mats[MAT_WQ]), qd, c->dim},
+            {"wk", model_matrix_slot(m, &mats[MAT_WK]), kv, c->dim},
+            {"wv", model_matrix_slot(m, &mats[MAT_WV]), kv, c->dim},
+            {"wo", model_matrix_slot(m, &mats[MAT_WO]), c->dim, qd},
+            {"rms_ffn", model_vector_slot(m, VEC_FFN_NORM, l), 0, c->dim},
+            {"w1", model_matrix_slot(m, &mats[MAT_GATE]), c->hidden_dim, c->dim},
+            {"w2", model_matrix_slot(m, &mats[MAT_DOWN]), c->dim, c->hidden_dim},
+            {"w3", model_matrix_slot(m, &mats[MAT_UP]), c->hidden_dim, c->dim},
+            {"bq", model_vector_slot(m, VEC_Q_BIAS, l), 0, qd},
+            {"bk", model_vector_slot(m, VEC_K_BIAS, l), 0, kv},
+            {"bv", model_vector_slot(m, VEC_V_BIAS, l), 0, kv},
+            {"q_norm", model_vector_slot(m, VEC_Q_NORM, l), 0, hd},
+            {"k_norm", model_vector_slot(m, VEC_K_NORM, l), 0, hd},
         };
         for (size_t i = 0; i < sizeof parts / sizeof parts[0]; i++) {
-            if (parts[i].view == NULL) {
+            if (parts[i].dst == NULL) {
                 if (cJSON_HasObjectItem(L, parts[i].key))
                     return step_fail(err,
                                      "%s: layers[%d].%s is not part of this architecture "
@@ -191,7 +191,7 @@ static bool read_layers(const cJSON *layers, Model *m, const char *what, StepErr
             char name[64];
             snprintf(name, sizeof name, "layers[%d].%s", l, parts[i].key);
             const cJSON *arr = cJSON_GetObjectItemCaseSensitive(L, parts[i].key);
-            float *dst = model_weight_slot(m, parts[i].view);
+            float *dst = parts[i].dst;
             bool ok = parts[i].rows == 0
                           ? read_vector(arr, parts[i].cols, dst, name, what, err)
                           : read_matrix(arr, parts[i].rows, parts[i].cols, dst, name, what, err);
@@ -207,13 +207,12 @@ static bool read_weights(const cJSON *root, Model *m, const char *what, StepErro
     if (!cJSON_IsObject(w)) return step_fail(err, "%s: missing \"weights\" object", what);
     const cJSON *cls = cJSON_GetObjectItemCaseSensitive(w, "classifier");
     return read_matrix(cJSON_GetObjectItemCaseSensitive(w, "token_embedding"), c->vocab_size,
-                       c->dim, model_weight_slot(m, m->weights.token_embedding), "token_embedding",
-                       what, err) &&
+                       c->dim, model_matrix_slot(m, &m->embedding), "token_embedding", what, err) &&
            read_layers(cJSON_GetObjectItemCaseSensitive(w, "layers"), m, what, err) &&
            read_vector(cJSON_GetObjectItemCaseSensitive(w, "rms_final"), c->dim,
-                       model_weight_slot(m, m->weights.rms_final), "rms_final", what, err) &&
+                       model_vector_slot(m, VEC_FINAL_NORM, 0), "rms_final", what, err) &&
            (cls == NULL ||
-            read_matrix(cls, c->vocab_size, c->dim, model_weight_slot(m, m->weights.wcls),
+            read_matrix(cls, c->vocab_size, c->dim, model_matrix_slot(m, &m->classifier),
                         "classifier", what, err));
 }
 

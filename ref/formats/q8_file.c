@@ -38,9 +38,9 @@ static const float *q8_norm_before(const Model *m, int tensor, uint64_t *n) {
     const Config *c = &m->config;
     uint64_t L = (uint64_t)c->n_layers, d = (uint64_t)c->dim;
     *n = tensor == 8 ? d : L * d;
-    if (tensor == 1) return m->weights.rms_att;
-    if (tensor == 5) return m->weights.rms_ffn;
-    if (tensor == 8) return m->weights.rms_final;
+    if (tensor == 1) return model_vector(m, VEC_ATT_NORM, 0); /* every layer's rows in turn */
+    if (tensor == 5) return model_vector(m, VEC_FFN_NORM, 0);
+    if (tensor == 8) return model_vector(m, VEC_FINAL_NORM, 0);
     return NULL;
 }
 

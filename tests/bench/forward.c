@@ -113,17 +113,16 @@ static bool decode_regions(Regions *r, const Model *m, const RunState *s, int kv
     r->start = malloc((size_t)r->cap * sizeof *r->start);
     r->bytes = malloc((size_t)r->cap * sizeof *r->bytes);
     if (r->start == NULL || r->bytes == NULL) return false;
-    const Weights *w = &m->weights;
     size_t norm = (size_t)c->dim * sizeof(float);
     r->n = 0;
     /* the token's row (from the packed classifier when tied) */
     add_region(r, m->embedding.data, matrix_bytes(&m->embedding) / (uint64_t)m->embedding.rows);
     for (int l = 0; l < c->n_layers; l++) {
-        add_region(r, w->rms_att + (size_t)l * c->dim, norm);
-        add_region(r, w->rms_ffn + (size_t)l * c->dim, norm);
+        add_region(r, model_vector(m, VEC_ATT_NORM, l), norm);
+        add_region(r, model_vector(m, VEC_FFN_NORM, l), norm);
         for (int k = 0; k < LAYER_MATRICES; k++) add_matrix(r, &m->layers[l].m[k]);
     }
-    add_region(r, w->rms_final, norm);
+    add_region(r, model_vector(m, VEC_FINAL_NORM, 0), norm);
     add_matrix(r, &m->classifier);
     const KVCache *kv = &s->seq.cache;
     size_t layer = (size_t)kv->capacity * (size_t)kv->kv_dim,
