@@ -125,6 +125,16 @@ static bool mla_valid(const Config *c, const char *what, StepError *err) {
                          what, c->head_dim);
     if (c->n_experts == 0 && (c->n_shared_experts > 0 || c->routed_scaling_factor != 0))
         return step_fail(err, "%s: n_shared_experts and routed_scaling_factor need experts", what);
+    /* routing within groups: whole groups, and enough experts in the used ones */
+    int groups = c->expert_groups, used = c->expert_groups_used;
+    if ((groups > 0) != (used > 0) ||
+        (groups > 0 && (c->n_experts % groups != 0 || used > groups ||
+                        c->n_experts_used > used * (c->n_experts / groups))))
+        return step_fail(err,
+                         "%s: expert_groups (%d) must divide n_experts (%d) and come with "
+                         "expert_groups_used (%d) of at most as many groups, holding at least "
+                         "n_experts_used (%d) experts",
+                         what, groups, c->n_experts, used, c->n_experts_used);
     if (config_mla(c) && (c->qkv_bias || c->qk_norm || c->rope_dims > 0 || c->sliding_window > 0 ||
                           c->norm != NORM_RMS || c->mlp != MLP_SWIGLU))
         return step_fail(err,

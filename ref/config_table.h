@@ -174,7 +174,16 @@
     X(CF_MOE, FLOAT, routed_scaling_factor, "routed_scaling_factor", 1, 1e-6, 1e6, CF_IF_SET, \
       "routed_scaling_factor", "expert_weights_scale", "routed-scale", "deepseek2", \
       "the routed experts' weights multiplied by this when not\n" \
-      "renormalised (DeepSeek-V2; 0: 1)")
+      "renormalised (DeepSeek-V2; 0: 1)") \
+    X(CF_MOE, INT, expert_groups, "expert_groups", 0, 1, 64, CF_IF_SET, \
+      "n_group", "", "expert-groups", "deepseek2", \
+      "route within groups: the experts split into N groups, and a\n" \
+      "token's experts come from the groups whose most probable\n" \
+      "expert is most probable (DeepSeek-V2's group_limited_greedy)") \
+    X(CF_MOE, INT, expert_groups_used, "expert_groups_used", 0, 1, 64, CF_WITH_PREV, \
+      "topk_group", "", "expert-groups-used", "deepseek2", \
+      "how many groups a token's experts come from (with\n" \
+      "--expert-groups)")
 /* clang-format on */
 
 #endif

@@ -7,23 +7,54 @@
 #include "ref/layers.h"
 #include "ref/linear.h"
 
-void moe_route(const float *logits, int n_experts, int k, bool renormalise, float scale,
-               float *probs, int *experts, float *weights) {
-    memcpy(probs, logits, (size_t)n_experts * sizeof(float));
-    softmax_forward(probs, n_experts);
-    for (int j = 0; j < k; j++) { /* the j-th most probable of those not yet chosen */
-        int best = -1;
-        for (int e = 0; e < n_experts; e++) {
-            bool taken = false;
-            for (int i = 0; i < j; i++) taken |= experts[i] == e;
-            if (!taken && (best < 0 || probs[e] > probs[best])) best = e; /* strict: ties low */
-        }
-        experts[j] = best;
-        weights[j] = probs[best];
+MoeRouting moe_routing(const Config *c) {
+    return (MoeRouting){.n_experts = c->n_experts,
+                        .k = c->n_experts_used,
+                        .groups = c->expert_groups,
+                        .groups_used = c->expert_groups_used,
+                        .renormalise = c->expert_norm_topk,
+                        .scale = c->routed_scaling_factor > 0 ? c->routed_scaling_factor : 1.0f};
+}
+
+/* The most probable of experts [0, n) not in taken [n_taken] and (groups
+ * > 0) in one of the groups in chosen [n_chosen], each group `per` experts
+ * wide; a tie goes to the lower index. */
+static int most_probable(const float *probs, int n, const int *taken, int n_taken, int per,
+                         const int *chosen, int n_chosen) {
+    int best = -1;
+    for (int e = 0; e < n; e++) {
+        bool out = false, in_group = chosen == NULL;
+        for (int i = 0; i < n_taken; i++) out |= taken[i] == e;
+        for (int i = 0; i < n_chosen; i++) in_group |= chosen[i] == e / per;
+        if (!out && in_group && (best < 0 || probs[e] > probs[best])) best = e; /* strict */
     }
-    if (!renormalise && scale != 1.0f) /* DeepSeek-V2's routed_scaling_factor */
-        for (int j = 0; j < k; j++) weights[j] *= scale;
-    if (!renormalise) return;
+    return best;
+}
+
+void moe_route(const MoeRouting *r, const float *logits, float *probs, int *experts,
+               float *weights) {
+    int E = r->n_experts, k = r->k;
+    memcpy(probs, logits, (size_t)E * sizeof(float));
+    softmax_forward(probs, E);
+    int chosen[64], n_chosen = 0, per = r->groups > 0 ? E / r->groups : E; /* groups <= 64 */
+    if (r->groups > 0) {
+        float best_in[64]; /* each group's largest probability */
+        for (int g = 0; g < r->groups; g++) {
+            best_in[g] = probs[g * per];
+            for (int e = g * per + 1; e < (g + 1) * per; e++)
+                if (probs[e] > best_in[g]) best_in[g] = probs[e];
+        }
+        for (; n_chosen < r->groups_used; n_chosen++) /* the groups, as the experts below */
+            chosen[n_chosen] = most_probable(best_in, r->groups, chosen, n_chosen, 1, NULL, 0);
+    }
+    for (int j = 0; j < k; j++) { /* the j-th most probable of those not yet chosen */
+        experts[j] =
+            most_probable(probs, E, experts, j, per, r->groups > 0 ? chosen : NULL, n_chosen);
+        weights[j] = probs[experts[j]];
+    }
+    if (!r->renormalise && r->scale != 1.0f) /* DeepSeek-V2's routed_scaling_factor */
+        for (int j = 0; j < k; j++) weights[j] *= r->scale;
+    if (!r->renormalise) return;
     float sum = 0.0f;
     for (int j = 0; j < k; j++) sum += weights[j];
     for (int j = 0; j < k; j++) weights[j] /= sum;
@@ -53,11 +84,10 @@ static void route_all(const Model *m, PassScratch *s, const ForwardRow *rows, in
     int dim = c->dim, E = c->n_experts, k = c->n_experts_used;
     const float *router = model_vector(m, VEC_ROUTER, config_moe_slot(c, l));
     matmul_forward(s->moe_logits, s->xb, router, N, dim, E); /* [N, E] */
+    MoeRouting routing = moe_routing(c);
     for (int t = 0; t < N; t++)
-        moe_route(s->moe_logits + (size_t)t * E, E, k, c->expert_norm_topk,
-                  c->routed_scaling_factor > 0 ? c->routed_scaling_factor : 1.0f,
-                  s->moe_probs + (size_t)t * E, s->moe_experts + (size_t)t * k,
-                  s->moe_weights + (size_t)t * k);
+        moe_route(&routing, s->moe_logits + (size_t)t * E, s->moe_probs + (size_t)t * E,
+                  s->moe_experts + (size_t)t * k, s->moe_weights + (size_t)t * k);
     for (int r = 0, t0 = 0; r < n_rows; t0 += rows[r++].n_tokens) {
         HookSite site = {
             .obs = rows[r].obs, .layer = l, .pos0 = rows[r].pos0, .tokens = rows[r].tokens};

@@ -4,7 +4,10 @@
  *   logits = router · x̂                  [E], x̂ the MLP's input (ln2)
  *   p = softmax(logits)                   in float32, summed in index order
  *   chosen = the k largest p, most probable first; a tie goes to the lower
- *            expert index
+ *            expert index. Routed within groups (expert_groups G, DeepSeek-V2's
+ *            group_limited_greedy): the E experts are G groups of E / G in
+ *            index order, each group ranked by its largest p, and the k come
+ *            from the expert_groups_used best groups only (ties: lower index)
  *   w_j = p[chosen_j], divided by Σ_j w_j (summed in the chosen order) when
  *         the model renormalises (Mixtral; Qwen3-MoE's and DeepSeek-V2's
  *         norm_topk_prob), else times routed_scaling_factor (DeepSeek-V2)
@@ -27,10 +30,20 @@
 #include "ref/model.h"
 #include "ref/run_state.h"
 
+/* How a token's experts are chosen, from the model's config. */
+typedef struct {
+    int n_experts, k;
+    int groups, groups_used; /* routed within groups (0: among all the experts) */
+    bool renormalise;        /* the k weights divided by their sum */
+    float scale;             /* else multiplied by this */
+} MoeRouting;
+
+MoeRouting moe_routing(const Config *c);
+
 /* One token's routing: probs [E] = softmax(logits [E]); experts [k] and
  * weights [k] as above. */
-void moe_route(const float *logits, int n_experts, int k, bool renormalise, float scale,
-               float *probs, int *experts, float *weights);
+void moe_route(const MoeRouting *r, const float *logits, float *probs, int *experts,
+               float *weights);
 
 /* s->xb [N, dim] = the mixture of layer l's experts applied to s->xb (the
  * rows' tokens, N in all): every token routed (hook blocks.L.moe.router,

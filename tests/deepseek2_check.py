@@ -13,7 +13,9 @@ forward written here from DeepSeek's modeling_deepseek.py (in `make test`):
       x += o_proj(softmax(scores) · v)
       h = RMSNorm(x; post_attention_layernorm)
       the first first_k_dense_replace layers: x += down(silu(gate h) * up h)
-      the others: p = softmax(h · gateᵀ), the top k (greedy), w = p[chosen]
+      the others: p = softmax(h · gateᵀ), the top k (greedy; group_limited_greedy:
+                  the experts in n_group groups ranked by their largest p, the
+                  top k from the topk_group best), w = p[chosen]
                   (/ Σ w when norm_topk_prob, else * routed_scaling_factor),
                   x += Σ w_e expert_e(h) + shared_experts(h)
     YaRN (DeepseekV2YarnRotaryEmbedding): inv_freq blended between base^(-2i/d)
@@ -23,10 +25,10 @@ forward written here from DeepSeek's modeling_deepseek.py (in `make test`):
 
 1. Folders this file writes (F32 and BF16; the query direct and through its
    low-rank path; YaRN off and on, past its original context; shared experts;
-   dense first layers; a dense model): `stepwise score` within 1e-4 of the
+   dense first layers; a dense model; routing within groups): `stepwise score` within 1e-4 of the
    reference (it is within 1e-5 here) and the experts the routing events name
-   are the reference's at every token and MoE layer. YaRN, the shared experts
-   and the routed scale each matter.
+   are the reference's at every token and MoE layer. YaRN, the shared experts,
+   the routed scale and the groups each matter.
 2. The absorbed form (--mla absorbed) within 1e-6 of the rebuilt one.
 3. Plain and fast kernels, threads 1, 2 and 3: the same bytes.
 4. Decode through the cache of latents: generate's logits at every decoded
@@ -224,7 +226,14 @@ def reference(cfg, w, tokens, routes=None, latents=None, shared=True, scale=None
         probs /= probs.sum(axis=-1, keepdims=True)
         y = np.zeros_like(x)
         for t in range(T):
-            chosen = np.argsort(-probs[t], kind="stable")[:k]
+            ranked = probs[t]
+            if cfg.get("topk_method") == "group_limited_greedy":  # modeling_deepseek.py's MoEGate
+                groups = probs[t].reshape(cfg["n_group"], -1)
+                best = np.argsort(-groups.max(axis=-1), kind="stable")[:cfg["topk_group"]]
+                open_ = np.zeros_like(groups, dtype=bool)
+                open_[best] = True
+                ranked = np.where(open_.reshape(-1), probs[t], 0.0)
+            chosen = np.argsort(-ranked, kind="stable")[:k]
             weights = probs[t, chosen]
             if k > 1 and cfg["norm_topk_prob"]:
                 weights = weights / (weights.sum() + 1e-20)
@@ -268,6 +277,8 @@ CASES = [
     ("F32, dense (no routed experts), the low-rank query, YaRN with mscale 1 and no mscale_all_dim "
      "(cos and sin scaled), MQA-wide rope of 6",
      config(q_rank=12, rope=6, experts=0, rope_scaling=dict(YARN, mscale=1.0, mscale_all_dim=0)), "F32"),
+    ("F32, group_limited_greedy (DeepSeek-V2's own): 8 experts in 4 groups, 3 chosen from the best 2",
+     config(experts=8, used=3, topk_method="group_limited_greedy", n_group=4, topk_group=2), "F32"),
 ]
 
 
@@ -291,6 +302,12 @@ def check_reference(tmp):
             bare = np.abs(got - reference(cfg, stored, TOKENS, shared=False)).max()
             check(other > 1e-3 and bare > 1e-3,
                   f"{what}: a routed scale of 1 is {other:.2e} away, no shared expert {bare:.2e}")
+        if cfg.get("topk_method") == "group_limited_greedy":
+            greedy_routes = {}
+            reference(dict(cfg, topk_method="greedy"), stored, TOKENS, routes=greedy_routes)
+            moved = sum(greedy_routes[key] != want_routes[key] for key in want_routes)
+            check(moved > 0, f"{what}: greedy over all 8 would choose other experts at {moved} of "
+                  f"{len(want_routes)} tokens x MoE layers")
         if cfg.get("rope_scaling"):
             off = dict(cfg, rope_scaling=dict(cfg["rope_scaling"], _off=True))
             away = np.abs(got - reference(off, stored, TOKENS)).max()
@@ -428,15 +445,15 @@ def check_convert(folders, tmp):
     check(keys and np.array_equal(a[0], b[0]) and a[1] == b[1],
           f"convert {os.path.basename(folder)}: GGUF deepseek2 with llama.cpp's keys and tensors "
           f"({cfg['num_hidden_layers']} layers, the first dense); the same logits and routing bit for bit")
-    bad = os.path.join(tmp, "grouped")  # DeepSeek-V2 (236B)'s routing, not run: refused by name
+    bad = os.path.join(tmp, "grouped")  # group_limited_greedy without its groups: refused by name
     os.makedirs(bad)
-    json.dump(dict(cfg, topk_method="group_limited_greedy", n_group=2, topk_group=1),
-              open(os.path.join(bad, "config.json"), "w"))
+    json.dump(dict(cfg, topk_method="group_limited_greedy"), open(os.path.join(bad, "config.json"), "w"))
     r = run_stepwise(BIN, "score", "--model", bad, "--tokens", "1,2", "--top-n", "0", "--out",
                      os.path.join(tmp, "g.jsonl"), expect=(2,))
-    check("topk_method group_limited_greedy is not supported" in r.stderr,
-          "a folder routing by group_limited_greedy is refused by name")
-    for i, why in ((1, "scales RoPE (YaRN)"), (2, "has no routed experts")):
+    check("group_limited_greedy needs n_group and topk_group" in r.stderr,
+          "a folder routing by group_limited_greedy without n_group and topk_group is refused by name")
+    for i, why in ((1, "scales RoPE (YaRN)"), (2, "has no routed experts"),
+                   (3, "routes within expert groups")):
         r = run_stepwise(BIN, "convert", "--model", folders[i][0], "--tokenizer", TINY, "--out",
                          os.path.join(tmp, f"no{i}.gguf"), expect=(2,))
         check(why in r.stderr and not os.path.exists(os.path.join(tmp, f"no{i}.gguf")),
@@ -488,14 +505,17 @@ def check_make_model(tmp):
                  "--hidden", "40", "--layers", "3", "--heads", "4", "--vocab", "13", "--seq-len", "64",
                  "--head-dim", "12", "--qk-rope-dim", "4", "--kv-lora-rank", "16", "--q-lora-rank", "8",
                  "--experts", "4", "--experts-used", "2", "--expert-hidden", "8", "--shared-experts", "2",
-                 "--dense-layers", "0", "--untied", "--out", folder)
+                 "--expert-groups", "2", "--expert-groups-used", "1", "--dense-layers", "0", "--untied",
+                 "--out", folder)
     cfg, w = hf_reference.read_model_dir(folder)
     got, routes, _, _ = engine_routes(folder, TOKENS)
     want_routes = {}
     err = np.abs(got - reference(cfg, w, TOKENS, routes=want_routes)).max()
     check(err <= TOLERANCE and routes == want_routes and cfg["first_k_dense_replace"] == 1
-          and cfg["q_lora_rank"] == 8 and cfg["qk_nope_head_dim"] == 8 and cfg["v_head_dim"] == 8,
-          f"make-model --arch deepseek2 (bf16): config.json says qk_nope_head_dim 8, first_k_dense_replace 1; "
+          and cfg["q_lora_rank"] == 8 and cfg["qk_nope_head_dim"] == 8 and cfg["v_head_dim"] == 8
+          and cfg["topk_method"] == "group_limited_greedy" and cfg["n_group"] == 2 and cfg["topk_group"] == 1,
+          f"make-model --arch deepseek2 (bf16): config.json says qk_nope_head_dim 8, first_k_dense_replace 1, "
+          f"group_limited_greedy over 2 groups of 2, 1 used; "
           f"the reference on its folder is the engine's (max |dlogit| {err:.2e}), the same experts chosen")
     info = json.loads(run_stepwise(BIN, "inspect", "--model", folder, "--json").stdout)
     per_token = 3 * (16 + 4) * 4  # layers x (latent + rotary key) x float32

@@ -97,6 +97,9 @@ MUTANTS = [
     ("nonfinite-positions-one-row", "ref/nonfinite.c", "bool one_row = rows != ROWS_POSITIONS;",
      "bool one_row = true;", "arch", "a NaN in the position table reported at row 0 of one row"),
     # ---- ref/: experts, context, scoring
+    ("expert-group-by-remainder", "ref/moe.c", "in_group |= chosen[i] == e / per;",
+     "in_group |= chosen[i] == e % per;", "moe",
+     "routing within groups puts expert e in group e % per, not e / per (groups not in index order)"),
     ("moe-no-renormalise", "ref/moe.c", "if (!renormalise) return;", "if (renormalise) return;", "moe",
      "the router renormalises where the model says not to, and not where it says to"),
     ("moe-ties-high", "ref/moe.c", "probs[e] > probs[best]))", "probs[e] >= probs[best]))",

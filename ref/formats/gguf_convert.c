@@ -140,12 +140,14 @@ static bool gemma_fits(const Config *c, const char *path, StepError *err) {
  * form (attn_kv_b, key_length and value_length as a head's; llama.cpp then
  * attends MHA-wise) with experts in every layer past the first dense ones,
  * shared experts beside them, the k weights scaled only when not
- * renormalised (llama.cpp would scale renormalised ones too), no YaRN yet. */
+ * renormalised (llama.cpp would scale renormalised ones too), no YaRN and
+ * no routing within groups yet. */
 static bool deepseek2_fits(const Config *c, const char *path, StepError *err) {
     const char *why =
         c->n_experts == 0                           ? "has no routed experts"
         : c->n_shared_experts == 0                  ? "has no shared experts"
         : c->rope_scaling.type != ROPE_SCALING_NONE ? "scales RoPE (YaRN)"
+        : c->expert_groups > 0 ? "routes within expert groups (group_limited_greedy, not written)"
         : c->expert_norm_topk && c->routed_scaling_factor > 0 && c->routed_scaling_factor != 1.0f
             ? "renormalises the k weights and scales them"
             : NULL;

@@ -26,7 +26,17 @@ bool hf_deepseek2_config(const cJSON *root, Config *c, const char *what, StepErr
                          what);
     c->head_dim = nope + c->qk_rope_head_dim;
     if (c->v_head_dim == 0) c->v_head_dim = nope;
-    if (!string_is(root, "topk_method", "greedy", "greedy", what, err) ||
+    /* topk_method: greedy over all the experts, or within the groups
+     * (n_group, topk_group: the table's expert_groups, expert_groups_used),
+     * which greedy leaves unused */
+    const cJSON *method = cJSON_GetObjectItemCaseSensitive(root, "topk_method");
+    bool grouped =
+        cJSON_IsString(method) && strcmp(method->valuestring, "group_limited_greedy") == 0;
+    if (!grouped) c->expert_groups = 0, c->expert_groups_used = 0;
+    if (grouped && (c->expert_groups == 0 || c->expert_groups_used == 0))
+        return step_fail(err, "%s: topk_method group_limited_greedy needs n_group and topk_group",
+                         what);
+    if ((!grouped && !string_is(root, "topk_method", "greedy", "greedy", what, err)) ||
         !string_is(root, "scoring_func", "softmax", "softmax", what, err))
         return false;
     const cJSON *routed = cJSON_GetObjectItemCaseSensitive(root, "n_routed_experts");

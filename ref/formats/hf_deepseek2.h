@@ -15,9 +15,10 @@
 /* The query's and key's widths (head_dim is qk_nope_head_dim +
  * qk_rope_head_dim; v_head_dim the unturned width unless given), the
  * routed experts (n_routed_experts; none: a dense model) and those a token
- * runs, the first first_k_dense_replace layers dense; moe_layer_freq other
- * than 1, a topk_method other than greedy and a scoring_func other than
- * softmax refused by name. */
+ * runs, the first first_k_dense_replace layers dense, the routing greedy
+ * or within groups (topk_method group_limited_greedy: n_group, topk_group);
+ * moe_layer_freq other than 1, another topk_method and a scoring_func other
+ * than softmax refused by name. */
 bool hf_deepseek2_config(const cJSON *root, Config *c, const char *what, StepError *err);
 
 #endif

@@ -239,7 +239,8 @@ static bool deepseek2_config_json(cJSON *o, const Config *c) {
     cJSON_AddNumberToObject(o, "num_experts_per_tok", c->n_experts_used);
     cJSON_AddNumberToObject(o, "first_k_dense_replace", c->n_dense_layers);
     cJSON_AddNumberToObject(o, "moe_layer_freq", 1);
-    cJSON_AddStringToObject(o, "topk_method", "greedy");
+    cJSON_AddStringToObject(o, "topk_method",
+                            c->expert_groups > 0 ? "group_limited_greedy" : "greedy");
     cJSON_AddStringToObject(o, "scoring_func", "softmax");
     for (int l = 0; l < c->n_layers; l++)
         if (config_layer_moe(c, l) != (l >= c->n_dense_layers)) return false;
