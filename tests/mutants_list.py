@@ -100,7 +100,7 @@ MUTANTS = [
     ("expert-group-by-remainder", "ref/moe.c", "in_group |= chosen[i] == e / per;",
      "in_group |= chosen[i] == e % per;", "moe",
      "routing within groups puts expert e in group e % per, not e / per (groups not in index order)"),
-    ("moe-no-renormalise", "ref/moe.c", "if (!renormalise) return;", "if (renormalise) return;", "moe",
+    ("moe-no-renormalise", "ref/moe.c", "if (!r->renormalise) return;", "if (r->renormalise) return;", "moe",
      "the router renormalises where the model says not to, and not where it says to"),
     ("moe-ties-high", "ref/moe.c", "probs[e] > probs[best]))", "probs[e] >= probs[best]))",
      "moe", "the router's ties go to the higher expert"),
