@@ -253,10 +253,12 @@ static void attend_row(const Model *m, const PassScratch *s, const ForwardRow *r
     int head_dim = config_head_dim(c), n_heads = c->n_heads, n_kv = c->n_kv_heads;
     uint64_t row_bytes = kv_row_bytes(c, rs->cache.int8);
     HookSite site = {.obs = row->obs, .layer = l, .pos0 = pos0, .tokens = row->tokens};
-    if (c->position == POS_ROPE) { /* GPT-2's positions came in with the embedding */
+    AttentionSpec spec =
+        config_attention_spec(c, l); /* the layer's window, RoPE's and the scores' */
+    if (c->position == POS_ROPE) {   /* GPT-2's positions came in with the embedding */
         int rot = config_rope_dims(c);
         const float *cos_t, *sin_t;
-        rope_tables_for(&m->rope, c, l, pos0 + T - 1, &cos_t, &sin_t);
+        rope_tables_for(&m->rope, c, spec.window > 0, pos0 + T - 1, &cos_t, &sin_t);
         rope_forward(q, T, config_q_dim(c), head_dim, rot, pos0, cos_t, sin_t, c->rope_layout);
         rope_forward(k, T, kv_dim, head_dim, rot, pos0, cos_t, sin_t, c->rope_layout);
     }
@@ -272,7 +274,6 @@ static void attend_row(const Model *m, const PassScratch *s, const ForwardRow *r
         memcpy(value_l + (size_t)pos0 * kv_dim, v, (size_t)T * kv_dim * sizeof(float));
     }
     emit_kv_rows(&site, key_l + (size_t)pos0 * kv_dim, value_l + (size_t)pos0 * kv_dim, T, kv_dim);
-    AttentionSpec spec = config_attention_spec(c, l);
     if (!model_fast(m) || attention_watched(&site, T)) {
         attention_forward(out, q, key_l, value_l, rs->scores, T, pos0, &spec, &site);
     } else {

@@ -32,7 +32,7 @@ static void linear_blocks(void *ctx, int b0, int b1) {
 LinearInput linear_input(PassScratch *s, const float *x, int T, const Matrix *w) {
     int C = w->cols;
     LinearInput in = {.x = x, .sx = s->xs, .T = T, .C = C};
-    if (!s->quant.activations) return in;
+    if (!s->int8_activations) return in;
     if (w->layout == MATRIX_Q8_ROWS ||
         w->layout == MATRIX_Q8_PACKED) { /* with the weights' groups */
         int groups = quant_groups(C, w->group);
@@ -46,8 +46,8 @@ LinearInput linear_input(PassScratch *s, const float *x, int T, const Matrix *w)
         return in;
     }
     for (int t = 0; t < T; t++) { /* float weights: the input read back from its codes */
-        quantize_row(x + (size_t)t * C, C, s->quant.group, s->xq, s->xs);
-        dequantize_row(s->xq, s->xs, C, s->quant.group, s->xfake + (size_t)t * C);
+        quantize_row(x + (size_t)t * C, C, s->activation_group, s->xq, s->xs);
+        dequantize_row(s->xq, s->xs, C, s->activation_group, s->xfake + (size_t)t * C);
     }
     in.x = s->xfake;
     return in;

@@ -141,7 +141,7 @@ static void mla_row(const Model *m, PassScratch *s, const ForwardRow *row, int l
     int T = row->n_tokens, pos0 = row->pos0, width = d.rank + d.rope;
     HookSite site = {.obs = row->obs, .layer = l, .pos0 = pos0, .tokens = row->tokens};
     const float *cos_t, *sin_t;
-    rope_tables_for(&m->rope, c, l, pos0 + T - 1, &cos_t, &sin_t);
+    rope_tables_for(&m->rope, c, false, pos0 + T - 1, &cos_t, &sin_t); /* MLA slides no layer */
     rope_forward(q + d.nope, T, d.H * d.hd, d.hd, d.rope, pos0, cos_t, sin_t, c->rope_layout);
     rope_forward(kv_a + d.rank, T, width, width, d.rope, pos0, cos_t, sin_t, c->rope_layout);
     hook_emit_rows(&site, HOOK_ATTN_Q, q, T, d.H, d.hd);

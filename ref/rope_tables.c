@@ -134,9 +134,9 @@ void rope_tables_free(RopeTables *t) {
     memset(t, 0, sizeof *t);
 }
 
-void rope_tables_for(const RopeTables *t, const Config *c, int l, int last, const float **cos_t,
-                     const float **sin_t) {
-    if (t->cos_local != NULL && config_attention_spec(c, l).window > 0) { /* Gemma 3's sliding */
+void rope_tables_for(const RopeTables *t, const Config *c, bool sliding, int last,
+                     const float **cos_t, const float **sin_t) {
+    if (t->cos_local != NULL && sliding) { /* Gemma 3's sliding layers */
         *cos_t = t->cos_local, *sin_t = t->sin_local;
     } else if (config_rope_long(c, last)) { /* Phi-3's longrope, per pass */
         *cos_t = t->cos_long, *sin_t = t->sin_long;

@@ -32,11 +32,12 @@ uint64_t rope_tables_floats(const Config *c);
 bool rope_tables_init(RopeTables *t, const Config *c, StepError *err);
 void rope_tables_free(RopeTables *t);
 
-/* The tables layer l turns q and k by in a pass whose last position is
- * last: Gemma 3's local ones on its sliding layers, Phi-3's long factors
+/* The tables a layer turns q and k by in a pass whose last position is
+ * last: Gemma 3's local ones on its sliding layers (sliding: its
+ * AttentionSpec's window, which the caller holds), Phi-3's long factors
  * once a pass reaches past its original context (config_rope_long), else
  * the model's. The one place the choice is made. */
-void rope_tables_for(const RopeTables *t, const Config *c, int l, int last, const float **cos_t,
-                     const float **sin_t);
+void rope_tables_for(const RopeTables *t, const Config *c, bool sliding, int last,
+                     const float **cos_t, const float **sin_t);
 
 #endif

@@ -87,8 +87,8 @@ bool pass_scratch_init(PassScratch *p, const Config *c, int max_tokens, const Qu
     memset(p, 0, sizeof *p);
     if (max_tokens < 1)
         return step_fail(err, "run state: max_tokens %d is not positive", max_tokens);
-    if (q != NULL) p->quant = *q;
-    if (p->quant.group < 1) p->quant.group = 32;
+    p->int8_activations = q != NULL && q->activations; /* q->kv is the sequences' */
+    p->activation_group = q != NULL && q->group >= 1 ? q->group : 32;
     p->exp = exp_kind_of_libm(); /* once: the library does not change while it runs */
     size_t T = (size_t)max_tokens, dim = (size_t)c->dim, hidden = (size_t)c->hidden_dim;
     size_t q_dim = (size_t)config_q_dim(c), kv_dim = (size_t)config_kv_dim(c);
@@ -130,7 +130,7 @@ bool pass_scratch_init(PassScratch *p, const Config *c, int max_tokens, const Qu
         ok = p->moe_logits && p->moe_probs && p->moe_experts && p->moe_weights && p->moe_rows &&
              p->moe_gate && p->moe_x && p->moe_y && p->moe_h1 && p->moe_h3;
     }
-    if (ok && p->quant.activations) {
+    if (ok && p->int8_activations) {
         p->xq = malloc(T * widest);
         p->xs = malloc(T * widest * sizeof(float)); /* at most one scale per value */
         p->xsum = malloc(T * widest * sizeof(int32_t));

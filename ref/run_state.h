@@ -68,17 +68,19 @@ void seq_state_free(SeqState *s);
  * row, or of every row of a batched pass), and the quantization of them. */
 typedef struct {
     int max_tokens;
-    ExpKind exp;        /* the C library's expf, which the fast path's exp_many follows (exp.h) */
-    QuantRuntime quant; /* quantization while running (quant.h) */
-    float *x;           /* [max_tokens, dim] residual stream */
-    float *xb;          /* [max_tokens, max(dim, q_dim, n_heads x v_head_dim)] normed input, then
-                           attention output */
-    float *xb2;         /* [max_tokens, dim] projection output */
-    float *q;           /* [max_tokens, q_dim] queries */
-    float *hb;          /* [max_tokens, max(hidden_dim, S)] gate, then SwiGLU output (S: the shared
-                           experts' width, n_shared_experts x expert_hidden_dim) */
-    float *hb2;         /* [max_tokens, max(hidden_dim, S)] up */
-    float *logits;      /* [max_tokens, vocab_size] */
+    ExpKind exp; /* the C library's expf, which the fast path's exp_many follows (exp.h) */
+    bool int8_activations; /* each matrix's input quantized (QuantRuntime.activations) */
+    int activation_group;  /* in groups of this many (with float weights; int8 weights impose
+                              theirs) */
+    float *x;              /* [max_tokens, dim] residual stream */
+    float *xb;             /* [max_tokens, max(dim, q_dim, n_heads x v_head_dim)] normed input, then
+                              attention output */
+    float *xb2;            /* [max_tokens, dim] projection output */
+    float *q;              /* [max_tokens, q_dim] queries */
+    float *hb;     /* [max_tokens, max(hidden_dim, S)] gate, then SwiGLU output (S: the shared
+                      experts' width, n_shared_experts x expert_hidden_dim) */
+    float *hb2;    /* [max_tokens, max(hidden_dim, S)] up */
+    float *logits; /* [max_tokens, vocab_size] */
     float *k_new, *v_new; /* [max_tokens, kv_dim] new rows: before int8 storage, or a batch's */
     /* scratch used only when quantizing activations */
     int8_t *xq;    /* [max(dim, hidden_dim)] one quantized input row */
