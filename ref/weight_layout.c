@@ -62,29 +62,30 @@ typedef enum { FAN_ONES, FAN_DIM, FAN_Q_DIM, FAN_HIDDEN } FanIn;
 static const struct {
     const char *name;
     FanIn fan_in;
-    VectorRows rows; /* ROWS_LAYERS unless said */
+    VectorRows rows;
 } VECTORS[VECTOR_KINDS] = {
-    [VEC_ATT_NORM] = {"attn.rms", FAN_ONES},
-    [VEC_FFN_NORM] = {"mlp.rms", FAN_ONES},
+    [VEC_ATT_NORM] = {"attn.rms", FAN_ONES, ROWS_LAYERS},
+    [VEC_FFN_NORM] = {"mlp.rms", FAN_ONES, ROWS_LAYERS},
     [VEC_FINAL_NORM] = {"final_norm", FAN_ONES, ROWS_ONE},
     /* biases as small as a weight row's contribution (a bias of 0 would
      * hide its use), q/k norms ones (as a trained model starts) */
-    [VEC_Q_BIAS] = {"attn.bq", FAN_DIM},
-    [VEC_K_BIAS] = {"attn.bk", FAN_DIM},
-    [VEC_V_BIAS] = {"attn.bv", FAN_DIM},
-    [VEC_Q_NORM] = {"attn.q_norm", FAN_ONES},
-    [VEC_K_NORM] = {"attn.k_norm", FAN_ONES},
-    [VEC_ATT_NORM_BIAS] = {"attn.norm_bias", FAN_DIM},
-    [VEC_FFN_NORM_BIAS] = {"mlp.norm_bias", FAN_DIM},
+    [VEC_Q_BIAS] = {"attn.bq", FAN_DIM, ROWS_LAYERS},
+    [VEC_K_BIAS] = {"attn.bk", FAN_DIM, ROWS_LAYERS},
+    [VEC_V_BIAS] = {"attn.bv", FAN_DIM, ROWS_LAYERS},
+    [VEC_Q_NORM] = {"attn.q_norm", FAN_ONES, ROWS_LAYERS},
+    [VEC_K_NORM] = {"attn.k_norm", FAN_ONES, ROWS_LAYERS},
+    [VEC_ATT_NORM_BIAS] = {"attn.norm_bias", FAN_DIM, ROWS_LAYERS},
+    [VEC_FFN_NORM_BIAS] = {"mlp.norm_bias", FAN_DIM, ROWS_LAYERS},
     [VEC_FINAL_NORM_BIAS] = {"final_norm_bias", FAN_DIM, ROWS_ONE},
-    [VEC_O_BIAS] = {"attn.bo", FAN_Q_DIM},
-    [VEC_GATE_BIAS] = {"mlp.b_gate", FAN_DIM},
-    [VEC_DOWN_BIAS] = {"mlp.b_down", FAN_HIDDEN},
+    [VEC_O_BIAS] = {"attn.bo", FAN_Q_DIM, ROWS_LAYERS},
+    [VEC_GATE_BIAS] = {"mlp.b_gate", FAN_DIM, ROWS_LAYERS},
+    [VEC_DOWN_BIAS] = {"mlp.b_down", FAN_HIDDEN, ROWS_LAYERS},
     [VEC_POSITIONS] = {"position_embedding", FAN_DIM, ROWS_POSITIONS},
-    [VEC_POST_ATT_NORM] = {"attn.post_norm", FAN_ONES}, /* Gemma's: ones, as the other norms */
-    [VEC_POST_FFN_NORM] = {"mlp.post_norm", FAN_ONES},
-    [VEC_Q_A_NORM] = {"attn.q_a_norm", FAN_ONES},
-    [VEC_KV_A_NORM] = {"attn.kv_a_norm", FAN_ONES},
+    [VEC_POST_ATT_NORM] = {"attn.post_norm", FAN_ONES,
+                           ROWS_LAYERS}, /* Gemma's: ones, as the other norms */
+    [VEC_POST_FFN_NORM] = {"mlp.post_norm", FAN_ONES, ROWS_LAYERS},
+    [VEC_Q_A_NORM] = {"attn.q_a_norm", FAN_ONES, ROWS_LAYERS},
+    [VEC_KV_A_NORM] = {"attn.kv_a_norm", FAN_ONES, ROWS_LAYERS},
     [VEC_ROUTER] = {"moe.router", FAN_DIM, ROWS_MOE_LAYERS},
 };
 

@@ -445,6 +445,25 @@ def check_convert(folders, tmp):
     check(keys and np.array_equal(a[0], b[0]) and a[1] == b[1],
           f"convert {os.path.basename(folder)}: GGUF deepseek2 with llama.cpp's keys and tensors "
           f"({cfg['num_hidden_layers']} layers, the first dense); the same logits and routing bit for bit")
+    # llama.cpp's converter now splits kv_b per head into attn_k_b and attn_v_b (gguf_split_mla.py
+    # writes that form; llama_cpp_check.py runs llama.cpp on it): the same bits again, in both loads
+    import gguf_split_mla
+    split = os.path.join(tmp, "ds-split.gguf")
+    gguf_split_mla.split(gguf, split)
+    _, split_tensors = read_gguf(split)
+    c_split = engine_routes(split, TOKENS)
+    d_split = engine_routes(split, TOKENS, "--weights", "f32")
+    check("blk.0.attn_k_b.weight" in split_tensors and "blk.0.attn_kv_b.weight" not in split_tensors
+          and np.array_equal(a[0], c_split[0]) and a[1] == c_split[1] and np.array_equal(a[0], d_split[0]),
+          "the GGUF with kv_b split into attn_k_b [H, rank, nope] and attn_v_b [H, v, rank], as llama.cpp's "
+          "converter writes DeepSeek now: the same logits and routing bit for bit, stored and --weights f32")
+    broken = os.path.join(tmp, "ds-split-bad.gguf")
+    data = open(split, "rb").read()
+    open(broken, "wb").write(data.replace(b"blk.1.attn_v_b.weight", b"blk.1.attn_v_c.weight", 1))
+    r = run_stepwise(BIN, "score", "--model", broken, "--tokens", "1,2", "--top-n", "0", "--out",
+                     os.path.join(tmp, "b.jsonl"), expect=(2,))
+    check("blk.1.attn_kv_b.weight is missing" in r.stderr,
+          "a split file missing one layer's attn_v_b is refused, naming the tensor it then needs")
     bad = os.path.join(tmp, "grouped")  # group_limited_greedy without its groups: refused by name
     os.makedirs(bad)
     json.dump(dict(cfg, topk_method="group_limited_greedy"), open(os.path.join(bad, "config.json"), "w"))

@@ -9,7 +9,9 @@ Hugging Face folders of the llama, qwen2 and qwen3 architectures with the
 real Llama 3 and Qwen3 tokenizers, and phi3 folders, their projections fused,
 one with a partial RoPE and one with longrope, Mixtral and Qwen3-MoE
 folders, and DeepSeek-V2 folders (multi-head latent attention, shared
-experts), with Llama 2's tokenizer.bin), over fixed ids,
+experts; each also with kv_b split into attn_k_b and attn_v_b, as
+llama.cpp's converter writes DeepSeek files now), with Llama 2's
+tokenizer.bin), over fixed ids,
 teacher-forced:
 
   (a) with a float32 KV cache and flash attention off, llama.cpp's logits
@@ -47,6 +49,7 @@ import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from check_util import Checks, run_stepwise  # noqa: E402
+import gguf_split_mla  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 MODELS = os.path.abspath(os.path.join(ROOT, os.environ.get("STEPWISE_MODELS", "../shared/models")))
@@ -193,6 +196,11 @@ def models(tmp):
         run_stepwise(BIN, "convert", "--model", folder, "--tokenizer", os.path.join(MODELS, "tokenizer.bin"),
                      "--out", path)
         yield f"deepseek2 folder (MLA; {label}) converted by stepwise", path, None
+        # the same file as llama.cpp's converter writes DeepSeek now: kv_b split per head
+        # into attn_k_b and attn_v_b (tests/gguf_split_mla.py); stepwise rebuilds kv_b
+        split = os.path.join(tmp, "ds-split.gguf")
+        gguf_split_mla.split(path, split)
+        yield f"deepseek2 folder (MLA; {label}), kv_b split into attn_k_b and attn_v_b", split, None
         import shutil
         shutil.rmtree(folder)
 

@@ -8,6 +8,7 @@
 
 #include "ref/formats/gguf.h"
 #include "ref/formats/gguf_fields.h"
+#include "ref/formats/gguf_mla.h"
 #include "ref/kernels/gguf_dequant.h"
 #include "ref/formats/gguf_tokenizer.h"
 #include "ref/formats/hf_model.h"
@@ -329,6 +330,23 @@ static bool take_fused(Model *m, const GgufFile *f, int l, const HfLayerTensor *
     return hf_layer_matrix_place(m, l, p, &view, (size_t)(p->rows * row_bytes), f->path, err);
 }
 
+/* MLA's kv_b p from the file's attn_k_b and attn_v_b (gguf_mla.h): into
+ * float32 storage, or (held as stored) a float32 matrix of its own. */
+static bool take_split_kv_b(Model *m, const GgufFile *f, int l, const HfLayerTensor *p,
+                            StepError *err) {
+    if (p->view != NULL) return gguf_mla_kv_b(f, l, &m->config, model_weight_slot(m, p->view), err);
+    float *kv_b = malloc(p->rows * p->cols * sizeof(float));
+    if (kv_b == NULL) return step_fail(err, "%s: out of memory", f->path);
+    if (!gguf_mla_kv_b(f, l, &m->config, kv_b, err)) {
+        free(kv_b);
+        return false;
+    }
+    Matrix *x = &m->layers[l].m[MAT_KV_B];
+    *x = matrix_view(ELEM_F32, kv_b, (int)p->rows, (int)p->cols);
+    x->owned = kv_b;
+    return true;
+}
+
 static bool take_layer(Model *m, const GgufFile *f, int l, bool halves, bool fused,
                        StepError *err) {
     HfLayerTensor parts[HF_LAYER_TENSORS];
@@ -339,6 +357,10 @@ static bool take_layer(Model *m, const GgufFile *f, int l, bool halves, bool fus
         int row0, total; /* where a part of Phi-3's fused tensors lies in them */
         if (fused && hf_fused_rows(&m->config, parts[i].kind, &attn, &row0, &total)) {
             if (!take_fused(m, f, l, &parts[i], halves, attn, row0, total, err)) return false;
+            continue;
+        }
+        if (parts[i].kind == MAT_KV_B && gguf_mla_split(f, l)) { /* llama.cpp's newer form */
+            if (!take_split_kv_b(m, f, l, &parts[i], err)) return false;
             continue;
         }
         snprintf(name, sizeof name, "blk.%d.%s", l, parts[i].gguf_name);

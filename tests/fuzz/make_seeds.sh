@@ -228,6 +228,8 @@ done
 for a in mixtral qwen3moe deepseek2; do
   "$S" convert --model "$tmp/$a" --tokenizer data/tiny-model.json --out "$C/gguf/$a.gguf" 2> /dev/null
 done
+# deepseek2 as llama.cpp's converter writes it now: kv_b split into attn_k_b and attn_v_b
+/usr/bin/python3 tests/gguf_split_mla.py "$C/gguf/deepseek2.gguf" "$C/gguf/deepseek2-split.gguf"
 
 # tokenizer.json: [2-byte length][text][2-byte length][tokenizer_config.json][tokenizer.json],
 # one of each supported form, written to the format by tests/tokenizer_json_write.py

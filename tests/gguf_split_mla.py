@@ -1,0 +1,117 @@
+"""A deepseek2 GGUF in llama.cpp's legacy form (attn_kv_b, as `stepwise
+convert` writes it) rewritten as llama.cpp's converter writes DeepSeek
+files since its MLA support (convert_hf_to_gguf.py's DeepseekV2Model): each
+layer's kv_b_proj [H x (nope + v), rank] split per head into attn_k_b, the
+key rows transposed, [H, rank, nope] (GGUF ne [nope, rank, H]), and
+attn_v_b [H, v, rank] (ne [rank, v, H]); attention.key_length and
+value_length then the latent's (rank + rope, rank), key_length_mla and
+value_length_mla a head's. Written from the GGUF spec; every other key and
+tensor is copied as it is. llama.cpp runs the result (llama_cpp_check.py),
+so it, not this file, says whether the layout is right.
+
+    /usr/bin/python3 tests/gguf_split_mla.py IN.gguf OUT.gguf
+"""
+import struct
+import sys
+
+import numpy as np
+
+SCALAR = {0: 1, 1: 1, 2: 2, 3: 2, 4: 4, 5: 4, 6: 4, 7: 1, 10: 8, 11: 8, 12: 8}
+NUMPY = {0: np.float32, 1: np.float16}  # the element types this rewrites
+
+
+class Reader:
+    def __init__(self, data):
+        self.data, self.at = data, 0
+
+    def take(self, fmt):
+        v = struct.unpack_from(fmt, self.data, self.at)[0]
+        self.at += struct.calcsize(fmt)
+        return v
+
+    def string(self):
+        n = self.take("<Q")
+        self.at += n
+        return self.data[self.at - n:self.at].decode("utf-8")
+
+    def skip_value(self, t):
+        if t == 8:
+            self.string()
+        elif t == 9:
+            item, n = self.take("<I"), self.take("<Q")
+            for _ in range(n):
+                self.skip_value(item)
+        else:
+            self.at += SCALAR[t]
+
+
+def gguf_string(s):
+    b = s.encode()
+    return struct.pack("<Q", len(b)) + b
+
+
+def u32_entry(key, value):
+    return gguf_string(key) + struct.pack("<II", 4, value)
+
+
+def split(src, dst):
+    data = open(src, "rb").read()
+    r = Reader(data)
+    assert data[:4] == b"GGUF" and struct.unpack_from("<I", data, 4)[0] == 3, "a GGUF v3 file"
+    r.at = 8
+    n_tensors, n_kv = r.take("<Q"), r.take("<Q")
+    entries, values = [], {}
+    for _ in range(n_kv):  # each entry's bytes as they are, and the scalars' values
+        begin = r.at
+        key = r.string()
+        t = r.take("<I")
+        if t in (4, 5, 10):  # the whole numbers this reads
+            values[key] = struct.unpack_from({4: "<I", 5: "<i", 10: "<Q"}[t], data, r.at)[0]
+        r.skip_value(t)
+        entries.append((key, data[begin:r.at]))
+    align = values.get("general.alignment", 32)
+    infos = []
+    for _ in range(n_tensors):
+        name = r.string()
+        dims = [r.take("<Q") for _ in range(r.take("<I"))]
+        infos.append((name, dims, r.take("<I"), r.take("<Q")))
+    start = (r.at + align - 1) // align * align
+    H = values["deepseek2.attention.head_count"]
+    rank = values["deepseek2.attention.kv_lora_rank"]
+    rope = values["deepseek2.rope.dimension_count"]
+    head, v = values["deepseek2.attention.key_length"], values["deepseek2.attention.value_length"]
+    nope = head - rope
+    out_tensors = []  # (name, ne, type, bytes)
+    for name, dims, qtype, offset in infos:
+        count = int(np.prod(dims))
+        if not name.endswith("attn_kv_b.weight"):
+            size = {0: 4, 1: 2, 30: 2}.get(qtype)
+            size = count * size if size else count // 32 * 34  # Q8_0's blocks
+            out_tensors.append((name, dims, qtype, data[start + offset:start + offset + size]))
+            continue
+        kv_b = np.frombuffer(data, NUMPY[qtype], count, start + offset).reshape(H, nope + v, rank)
+        k_b = np.ascontiguousarray(kv_b[:, :nope, :].transpose(0, 2, 1))  # [H, rank, nope]
+        v_b = np.ascontiguousarray(kv_b[:, nope:, :])  # [H, v, rank]
+        layer = name[:-len("attn_kv_b.weight")]
+        out_tensors.append((layer + "attn_k_b.weight", [nope, rank, H], qtype, k_b.tobytes()))
+        out_tensors.append((layer + "attn_v_b.weight", [rank, v, H], qtype, v_b.tobytes()))
+    new = {"deepseek2.attention.key_length": rank + rope, "deepseek2.attention.value_length": rank,
+           "deepseek2.attention.key_length_mla": head, "deepseek2.attention.value_length_mla": v}
+    kv = [u32_entry(k, new[k]) if k in new else raw for k, raw in entries]
+    kv += [u32_entry(k, new[k]) for k in ("deepseek2.attention.key_length_mla",
+                                           "deepseek2.attention.value_length_mla") if k not in values]
+    body, info, at = b"", b"", 0
+    for name, ne, qtype, raw in out_tensors:
+        info += gguf_string(name) + struct.pack("<I", len(ne)) + b"".join(struct.pack("<Q", d) for d in ne)
+        info += struct.pack("<IQ", qtype, at)
+        pad = (len(raw) + align - 1) // align * align - len(raw)
+        body += raw + b"\0" * pad
+        at += len(raw) + pad
+    head_bytes = b"GGUF" + struct.pack("<IQQ", 3, len(out_tensors), len(kv)) + b"".join(kv) + info
+    head_bytes += b"\0" * ((len(head_bytes) + align - 1) // align * align - len(head_bytes))
+    with open(dst, "wb") as f:
+        f.write(head_bytes + body)
+
+
+if __name__ == "__main__":
+    split(sys.argv[1], sys.argv[2])
