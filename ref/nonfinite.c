@@ -81,7 +81,6 @@ static bool fail_weight(const char *name, int rows, int cols, float value, size_
 
 bool model_check_finite(const Model *m, StepError *err) {
     const Config *c = &m->config;
-    int d = c->dim, qd = config_q_dim(c);
     /* the vectors, float32 in storage: each row named as the layer (or
      * MoE layer) it belongs to, or by its index (a position) */
     for (int k = 0; k < VECTOR_KINDS; k++) {
@@ -107,10 +106,13 @@ bool model_check_finite(const Model *m, StepError *err) {
                                (size_t)at, err);
         }
     }
-    /* the matrices, however they are held (read a row at a time) */
-    int widest = c->hidden_dim > qd ? c->hidden_dim : qd;
-    widest = c->expert_hidden_dim > widest ? c->expert_hidden_dim : widest;
-    float *scratch = malloc((size_t)(widest > d ? widest : d) * sizeof(float));
+    /* the matrices, however they are held (read a row at a time into a
+     * row as wide as the widest: the shared experts' down is n_shared x
+     * expert_hidden_dim wide, MLA's wo n_heads x v_head_dim) */
+    int widest = c->dim;
+    for (int i = 0; i < model_matrix_count(m); i++)
+        if (model_matrix_at(m, i)->cols > widest) widest = model_matrix_at(m, i)->cols;
+    float *scratch = malloc((size_t)widest * sizeof(float));
     if (scratch == NULL) return step_fail(err, "--check-weights: out of memory");
     bool ok = true;
     int row, col;

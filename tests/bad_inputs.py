@@ -413,9 +413,14 @@ def diff_cases():
          ["inputs differ from position 1"],
          files={"ref.jsonl": score([1, 5]), "cand.jsonl": score([1, 6])}, check=no_pass)
     bad_acts = {
-        "unknown hook": (act("blocks.0.nothing", 0, [1]), "names one"),
-        "hook without layer": (act("blocks.x.mlp_out", 0, [1]), "names one"),
-        "layer beyond 2^20": (act("blocks.99999999.mlp_out", 0, [1]), "names one"),
+        "unknown hook": (act("blocks.0.nothing", 0, [1]), "names none of stepwise's hooks"),
+        "hook without layer": (act("blocks.x.mlp_out", 0, [1]), "no name map in data/hook-names.json"),
+        "layer beyond 2^20": (act("blocks.99999999.mlp_out", 0, [1]), "names none of stepwise's hooks"),
+        "llama.cpp's name without --names": (act("attn_norm-0", 0, [1]),
+                                             "the name maps that name it: --names llama.cpp"),
+        "Hugging Face's name without --names": (act("model.layers.0.input_layernorm", 0, [1]),
+                                                "--names hf"),
+        "no hook": ('{"event": "activation", "pos": 0, "data": [1]}', "needs a \"hook\""),
         "logits as a hook: a logits row": (act("logits", 0, [1]), "nothing to compare"),
         "empty data": (act("final_norm", 0, []), "needs"),
         "head not whole": (act("blocks.0.attn.pattern", 0, [1], head=0.5), "needs"),

@@ -15,6 +15,8 @@
    its token ids for the same texts.
 4. Refusals: a tokenizer no tokenizer.ggml.pre describes, an int8 model,
    an --out that is a directory or lacks .gguf.
+5. make-model's defaults for every family convert, and the default
+   general.name names no family (llama.cpp reads family cues from it).
 
     /usr/bin/python3 tests/convert_check.py build/stepwise build/npm
 """
@@ -297,8 +299,34 @@ def check_refusals(tmp):
     check(".gguf" in r.stderr, "an --out without .gguf is refused")
 
 
+def check_family_defaults(tmp):
+    """make-model's defaults for every family give a file convert accepts
+    (the shape alone given; DeepSeek-V2's MLA widths, which have no default,
+    and a mixture's experts), and its default general.name names no family."""
+    shape = ["--dim", "32", "--hidden", "48", "--layers", "3", "--heads", "4", "--vocab", "512",
+             "--seq-len", "32"]
+    needs = {"mixtral": ["--experts", "4"], "qwen3moe": ["--experts", "4"],
+             "deepseek2": ["--experts", "4", "--head-dim", "12", "--qk-rope-dim", "4", "--kv-lora-rank", "8"]}
+    refused, names = [], set()
+    for arch in ("llama", "mistral", "qwen2", "qwen3", "gpt2", "phi3", "gemma2", "gemma3", "mixtral",
+                 "qwen3moe", "deepseek2"):
+        folder, out = os.path.join(tmp, "d-" + arch), os.path.join(tmp, arch + ".gguf")
+        run("make-model", "--format", "hf", "--arch", arch, *shape, *needs.get(arch, []), "--out", folder)
+        r = run_stepwise(BIN, "convert", "--model", folder, "--tokenizer", os.path.join(MODELS, "tok512.bin"),
+                         "--out", out, expect=(0, 2))
+        if r.returncode != 0:
+            refused.append(f"{arch}: {r.stderr.strip()}")
+            continue
+        names.add(read_gguf(out)[0]["general.name"].lower())
+    families = ("llama", "mistral", "qwen", "gpt", "phi", "gemma", "mixtral", "deepseek", ".gguf")
+    check(not refused and not any(f in n for n in names for f in families),
+          f"make-model's defaults for all 11 families convert ({'; '.join(refused) or 'none refused'}); "
+          f"no general.name names a family: {sorted(names)[:2]}...")
+
+
 def main():
     with tempfile.TemporaryDirectory() as tmp:
+        check_family_defaults(tmp)
         f32_path, f32_tensors = check_stories(tmp)
         check_types(tmp, f32_path, f32_tensors)
         check_hf(tmp)

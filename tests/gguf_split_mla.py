@@ -5,7 +5,8 @@ layer's kv_b_proj [H x (nope + v), rank] split per head into attn_k_b, the
 key rows transposed, [H, rank, nope] (GGUF ne [nope, rank, H]), and
 attn_v_b [H, v, rank] (ne [rank, v, H]); attention.key_length and
 value_length then the latent's (rank + rope, rank), key_length_mla and
-value_length_mla a head's. Written from the GGUF spec; every other key and
+value_length_mla a head's, and head_count_kv 1 (llama.cpp attends MQA-wise
+over the latents). Written from the GGUF spec; every other key and
 tensor is copied as it is. llama.cpp runs the result (llama_cpp_check.py),
 so it, not this file, says whether the layout is right.
 
@@ -95,7 +96,10 @@ def split(src, dst):
         layer = name[:-len("attn_kv_b.weight")]
         out_tensors.append((layer + "attn_k_b.weight", [nope, rank, H], qtype, k_b.tobytes()))
         out_tensors.append((layer + "attn_v_b.weight", [rank, v, H], qtype, v_b.tobytes()))
-    new = {"deepseek2.attention.key_length": rank + rope, "deepseek2.attention.value_length": rank,
+    # llama.cpp attends MLA as MQA over the latents: one KV head (the converter sets
+    # num_key_value_heads to 1)
+    new = {"deepseek2.attention.head_count_kv": 1,
+           "deepseek2.attention.key_length": rank + rope, "deepseek2.attention.value_length": rank,
            "deepseek2.attention.key_length_mla": head, "deepseek2.attention.value_length_mla": v}
     kv = [u32_entry(k, new[k]) if k in new else raw for k, raw in entries]
     kv += [u32_entry(k, new[k]) for k in ("deepseek2.attention.key_length_mla",

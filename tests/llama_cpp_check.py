@@ -136,17 +136,17 @@ def models(tmp):
         run_stepwise(BIN, "convert", "--model", folder, "--out", path)
         yield f"{arch} folder ({tok} tokenizer) converted by stepwise", path, None
     # Phi-3: Llama 2's SentencePiece vocabulary (tokenizer.bin), its q/k/v and
-    # gate/up fused in the file as llama.cpp's phi3 reads them. Not named
-    # "phi3": llama.cpp then looks for Phi-3's <|end|> in the vocabulary by
-    # the file's general.name (convert writes the folder's name), which Llama
-    # 2's does not hold, and refuses the file.
-    folder, path = os.path.join(tmp, "p3"), os.path.join(tmp, "p3.gguf")
+    # gate/up fused in the file as llama.cpp's phi3 reads them. The file is
+    # called phi3.gguf: a general.name holding "phi3" would make llama.cpp
+    # look for Phi-3's special tokens, which Llama 2's vocabulary does not
+    # hold, and refuse the file; convert's default name names no family.
+    folder, path = os.path.join(tmp, "p3"), os.path.join(tmp, "phi3.gguf")
     run_stepwise(BIN, "make-model", "--format", "hf", "--arch", "phi3", "--dim", "32", "--hidden", "48",
                  "--layers", "2", "--heads", "4", "--kv-heads", "2", "--head-dim", "8", "--vocab", "32000",
                  "--seq-len", "64", "--out", folder)
     run_stepwise(BIN, "convert", "--model", folder, "--tokenizer", os.path.join(MODELS, "tokenizer.bin"),
                  "--out", path)
-    yield "phi3 folder (Llama 2's tokenizer.bin) converted by stepwise", path, None
+    yield "phi3 folder (Llama 2's tokenizer.bin) converted by stepwise to phi3.gguf, its default name", path, None
     # and with a partial RoPE (partial_rotary_factor 0.75: 6 of each head's
     # 8 dimensions turn), a folder this check writes (make-model has no such
     # option), as Phi-4-mini's config has it
@@ -304,6 +304,27 @@ def check_gemma(tmp, texts):
                   f"outside fp32's rule) and not the exact GELU's ({plain} outside)")
 
 
+def llama_cpp_build():
+    """The llama.cpp commit and build number node-llama-cpp's binaries were
+    built from, asked of the library itself (common's llama_commit() and
+    llama_build_number(), C++ names) through ctypes: the binaries' "release"
+    string is the package's, not a llama.cpp build a CI log can pin."""
+    import ctypes
+    import glob
+    libs = glob.glob(os.path.join(ENGINE_NPM, "node_modules", "@node-llama-cpp", "linux-x64", "bins",
+                                  "linux-x64", "libllama-common.so"))
+    if not libs:
+        return None
+    here = os.path.dirname(libs[0])
+    for dep in ("libggml-base.so", "libggml.v*.so", "libllama.v*.so"):  # its needs, by path
+        for lib in sorted(glob.glob(os.path.join(here, dep))):
+            ctypes.CDLL(lib, mode=ctypes.RTLD_GLOBAL)
+    common = ctypes.CDLL(libs[0])
+    commit, number = common._Z12llama_commitv, common._Z18llama_build_numberv
+    commit.restype, number.restype = ctypes.c_char_p, ctypes.c_int
+    return commit().decode(), number()
+
+
 def main():
     if not os.path.exists(os.path.join(MODELS, "stories260K.gguf")):
         print(f"llama.cpp check skipped: no stories260K.gguf in {MODELS}")
@@ -321,7 +342,13 @@ def main():
             run_stepwise(BIN, "score", "--model", path, "--tokens", IDS, "--top-n", "0", "--out", ref)
             out = os.path.join(tmp, "cand")
             d = engine("candidates", path, IDS, texts, out)
-            version = version or f"llama.cpp {d['llama_cpp']} (node-llama-cpp {d['node_llama_cpp']})"
+            if version is None:
+                build = llama_cpp_build()
+                built = f"commit {build[0]}, build number {build[1]}" if build else "its commit not found"
+                version = (f"llama.cpp {built} (binaries release {d['llama_cpp']}, node-llama-cpp "
+                           f"{d['node_llama_cpp']})")
+                check(build is not None and len(build[0]) >= 7,
+                      f"the llama.cpp that runs is pinned: {version}")
             f32, dflt = out + "-f32.f32", out + "-defaults.f32"
             check(diff_status(ref, f32, "fp32") == 0,
                   f"{label}: llama.cpp with a float32 cache, no flash attention, passes fp32")

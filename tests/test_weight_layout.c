@@ -141,3 +141,25 @@ Test(weight_layout, a_nan_in_any_vector_is_named) {
     expect_named(HF_GEMMA2, VEC_POST_FFN_NORM, 2, 0,
                  "weight blocks.2.mlp.post_norm [1, 32] holds nan at row 0, column 0");
 }
+
+/* The widest row a matrix has need not be a config width: DeepSeek-V2's
+ * shared experts' down is n_shared_experts x expert_hidden_dim = 2 x 24 =
+ * 48 wide, past hidden_dim (48 here too, but expert_hidden_dim 24 and dim
+ * 32). model_check_finite reads each row whole (under the sanitizers, a
+ * narrower row buffer is an overflow) and names a NaN in its last column. */
+Test(weight_layout, a_nan_in_the_widest_row_is_named) {
+    Config c = shape(HF_DEEPSEEK2);
+    c.n_shared_experts = 2, c.hidden_dim = 24; /* the shared down [32, 48]: wider than any width */
+    Model m;
+    StepError err;
+    cr_assert(model_init_random(&m, &c, 9, &err), "%s", err.message);
+    int layer = 1; /* MoE (layer 0 is dense) */
+    float *down = model_matrix_slot(&m, &m.layers[layer].m[MAT_SHARED_DOWN]);
+    cr_assert_not_null(down);
+    cr_assert_eq(m.layers[layer].m[MAT_SHARED_DOWN].cols, 48);
+    down[5 * 48 + 47] = NAN; /* row 5, the last column */
+    cr_expect_not(model_check_finite(&m, &err));
+    cr_expect_str_eq(err.message,
+                     "weight blocks.1.moe.shared.down [32, 48] holds nan at row 5, column 47");
+    model_free(&m);
+}

@@ -164,12 +164,22 @@ static bool read_activation_event(DiffRun *r, const cJSON *e, const HookNames *n
         cJSON_Delete(row);
         return ok;
     }
-    if (hook == NULL || !hook_parse(hook, &point, &layer) || point == HOOK_LOGITS ||
-        point >= HOOK_KV_ROW)
+    if (hook == NULL)
+        return step_fail(err, "%s:%ld: an activation event needs a \"hook\" (docs/trace-format.md)",
+                         path, line);
+    if (!hook_parse(hook, &point, &layer) || point == HOOK_LOGITS || point >= HOOK_KV_ROW) {
+        /* another engine's name, most likely: say which maps know it */
+        char fitting[160];
+        hook_names_fitting(hook, NULL, fitting, sizeof fitting);
         return step_fail(err,
-                         "%s:%ld: an activation event needs a \"hook\" that names one "
-                         "(docs/trace-format.md%s)",
-                         path, line, names != NULL ? ", or data/hook-names.json for --names" : "");
+                         "%s:%ld: hook \"%.64s\" names none of stepwise's hooks "
+                         "(docs/trace-format.md)%s%s%s; %s%s",
+                         path, line, hook, names != NULL ? ", nor one that --names " : "",
+                         names != NULL ? names->engine : "", names != NULL ? " maps" : "",
+                         fitting[0] != '\0' ? "the name maps that name it: --names "
+                                            : "no name map in data/hook-names.json names it",
+                         fitting);
+    }
     int n = cJSON_GetArraySize(data);
     if (!cJSON_IsArray(data) || n < 1 || n > DIFF_MAX_VOCAB ||
         !json_int_field(e, "pos", 0, DIFF_MAX_POS, &pos) || !event_token(e, &token) ||

@@ -130,7 +130,7 @@ void hook_names_fitting(const char *theirs, const char *ours, char *buf, size_t 
         bool halves;
         if (!hook_names_load(&h, e->string, false, &ignored)) continue;
         if (hook_names_map(&h, theirs, mapped, sizeof mapped, &halves) &&
-            strcmp(mapped, ours) == 0) {
+            (ours == NULL || strcmp(mapped, ours) == 0)) {
             int w = snprintf(buf + at, size - at, "%s%s", at > 0 ? ", " : "", e->string);
             at += w > 0 && (size_t)w < size - at ? (size_t)w : 0;
         }

@@ -37,8 +37,8 @@ bool hook_names_map(const HookNames *h, const char *theirs, char *buf, size_t si
 bool hook_names_theirs(const HookNames *h, const char *ours, char *buf, size_t size);
 
 /* The maps in data/hook-names.json that send their name `theirs` to our
- * hook `ours`, comma-separated into buf ("" when none): which engine
- * version a candidate's names fit. */
+ * hook `ours` (NULL: to any hook), comma-separated into buf ("" when
+ * none): which engine version a candidate's names fit. */
 void hook_names_fitting(const char *theirs, const char *ours, char *buf, size_t size);
 
 #endif

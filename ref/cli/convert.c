@@ -48,7 +48,10 @@ static const CliOption CONVERT_OPTIONS[] = {
     {"no-tokenizer", NULL, OPTION_FLAG, offsetof(ConvertArgs, no_tokenizer),
      .help = "write no tokenizer (the file then needs --tokenizer to run)"},
     {"name", "NAME", OPTION_TEXT, offsetof(ConvertArgs, name),
-     .help = "general.name (default: the --out file's name)"},
+     .help = "general.name (default: \"stepwise\", the attention's kind, the\n"
+             "layers and the parameters, as \"stepwise GQA, 5 layers, 260032\n"
+             "parameters\" for stories260K: no family's name, which llama.cpp\n"
+             "takes as a cue to look for that family's special tokens)"},
     CLI_OPTIONS_END};
 
 static const CliCommandOptions CONVERT_COMMAND = {
@@ -84,8 +87,16 @@ int cli_convert(int argc, char **argv) {
         ok = a.no_tokenizer ? cli_load_model_only(a.model, WEIGHTS_F32, &m, &sink, &err)
                             : cli_load_model(a.model, a.tokenizer, &m, &tok, &sink, &err);
     m.progress = &sink; /* the tensors as they are written */
-    const char *base = a.out != NULL ? strrchr(a.out, '/') : NULL;
-    const char *name = a.name != NULL ? a.name : base != NULL ? base + 1 : a.out;
+    /* not the file's name: llama.cpp's vocabulary loader reads family cues
+     * from general.name ("phi3" in it: Phi-3's special tokens looked up,
+     * and a file whose vocabulary lacks them refused) */
+    char name[128];
+    if (a.name != NULL)
+        snprintf(name, sizeof name, "%s", a.name);
+    else if (ok)
+        snprintf(name, sizeof name, "stepwise %s, %d layers, %llu parameters",
+                 config_attention_kind(&m.config), m.config.n_layers,
+                 (unsigned long long)config_param_count(&m.config));
     GgufSaveReport r;
     if (ok) ok = gguf_model_save(&m, a.no_tokenizer ? NULL : &tok, a.type, name, a.out, &r, &err);
     cli_progress_clear(&progress);

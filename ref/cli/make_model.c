@@ -361,7 +361,10 @@ int cli_make_model(int argc, char **argv) {
         folder.arch == HF_MIXTRAL || folder.arch == HF_QWEN3MOE ||
         (deepseek && model_field_given(&c, config_field_find("n_experts")) && c.n_experts > 0);
     bool used_given = model_field_given(&c, config_field_find("n_experts_used"));
+    bool shared_given = model_field_given(&c, config_field_find("n_shared_experts"));
     family_defaults(&c, folder.arch);
+    /* DeepSeek-V2's and V2-Lite's two shared experts, which llama.cpp's deepseek2 needs */
+    if (deepseek && moe && !shared_given) c.n_shared_experts = 2;
     if (args.no_norm_topk) c.expert_norm_topk = false; /* the family's and preset's true */
     if (ok && (c.n_dense_layers > 0 || args.no_norm_topk) && folder.arch != HF_QWEN3MOE &&
         !deepseek)

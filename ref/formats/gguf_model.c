@@ -59,8 +59,8 @@ static bool read_gemma(const GgufFile *f, const char *arch, Config *c, StepError
 
 /* deepseek2's beyond the table's keys: the rotary part of a head
  * (rope.dimension_count), a head's key and value widths (key_length_mla and
- * value_length_mla where the file splits kv_b, else key_length and
- * value_length), the leading dense layers, and whether the k weights are
+ * value_length_mla where the file splits kv_b, with head_count_kv 1; else
+ * key_length and value_length), the leading dense layers, and whether the k weights are
  * renormalised (expert_weights_norm; then they must not be scaled too). */
 static bool read_deepseek2(const GgufFile *f, Config *c, StepError *err) {
     int rope = 0, dense = 0, head = 0, value = 0;
@@ -71,6 +71,9 @@ static bool read_deepseek2(const GgufFile *f, Config *c, StepError *err) {
         ok = arch_uint(f, "deepseek2", "attention.key_length_mla", &head, err) &&
              arch_uint(f, "deepseek2", "attention.value_length_mla", &value, err);
     if (ok && split) c->head_dim = head;
+    /* the split form's head_count_kv is 1 (llama.cpp attends MQA-wise over
+     * the latents); each head still rebuilds its own key and value */
+    if (ok && split) c->n_kv_heads = c->n_heads;
     c->qk_rope_head_dim = rope, c->v_head_dim = value;
     uint64_t u = 0;
     if (ok && gguf_find_kv(f, "deepseek2.leading_dense_block_count") != NULL) {

@@ -193,13 +193,18 @@ static void gemma_config_json(cJSON *o, const Config *c, bool gemma3) {
     /* no window: one as wide as the context, which masks nothing */
     cJSON_AddNumberToObject(o, "sliding_window",
                             c->sliding_window > 0 ? c->sliding_window : c->seq_len);
+    /* with no window the family's own pattern (layer l slides unless (l + 1)
+     * % N == 0), so that the folder is the family's shape, which llama.cpp
+     * assumes (convert's gemma_fits): the same maths, as a window as wide as
+     * the context masks nothing */
+    int pattern = c->sliding_pattern > 0 ? c->sliding_pattern : gemma3 ? 6 : 2;
     cJSON *types = cJSON_AddArrayToObject(o, "layer_types");
-    for (int l = 0; l < c->n_layers; l++)
-        cJSON_AddItemToArray(
-            types,
-            cJSON_CreateString(c->sliding_window == 0 || config_attention_spec(c, l).window > 0
-                                   ? "sliding_attention"
-                                   : "full_attention"));
+    for (int l = 0; l < c->n_layers; l++) {
+        bool slides =
+            c->sliding_window > 0 ? config_attention_spec(c, l).window > 0 : (l + 1) % pattern != 0;
+        cJSON_AddItemToArray(types,
+                             cJSON_CreateString(slides ? "sliding_attention" : "full_attention"));
+    }
     if (gemma3) {
         cJSON_AddNumberToObject(o, "rope_local_base_freq",
                                 c->rope_local_theta > 0 ? c->rope_local_theta
