@@ -216,10 +216,17 @@ $(BUILD)/stepwise.pc: Makefile ref/util/build_info.h
 # whose prefix is PREFIX; make uninstall takes the same files away.
 PREFIX  ?= /usr/local
 DESTDIR ?=
+# the Python package where Debian's python3 looks under PREFIX (its
+# site-packages for /usr/local); it finds the library three folders up
+PYTHON_SITE ?= lib/$(shell /usr/bin/python3 -c 'import sys; print("python%d.%d" % sys.version_info[:2])')/dist-packages
+PYTHON_FILES := $(notdir $(wildcard python/stepwise/*.py))
 INSTALLED := bin/stepwise lib/$(SONAME) lib/libstepwise.so lib/libstepwise.a \
-             include/stepwise.h lib/pkgconfig/stepwise.pc
+             include/stepwise.h lib/pkgconfig/stepwise.pc \
+             $(addprefix $(PYTHON_SITE)/stepwise/,$(PYTHON_FILES))
 install: build lib $(BUILD)/libstepwise-api.a
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib/pkgconfig $(DESTDIR)$(PREFIX)/include
+	install -d $(DESTDIR)$(PREFIX)/$(PYTHON_SITE)/stepwise
+	install -m 644 $(addprefix python/stepwise/,$(PYTHON_FILES)) $(DESTDIR)$(PREFIX)/$(PYTHON_SITE)/stepwise/
 	install -m 755 $(BUILD)/stepwise $(DESTDIR)$(PREFIX)/bin/stepwise
 	install -m 644 $(BUILD)/$(SONAME) $(DESTDIR)$(PREFIX)/lib/$(SONAME)
 	ln -sf $(SONAME) $(DESTDIR)$(PREFIX)/lib/libstepwise.so
@@ -229,6 +236,8 @@ install: build lib $(BUILD)/libstepwise-api.a
 
 uninstall:
 	rm -f $(addprefix $(DESTDIR)$(PREFIX)/,$(INSTALLED))
+	rm -rf $(DESTDIR)$(PREFIX)/$(PYTHON_SITE)/stepwise/__pycache__
+	-rmdir $(DESTDIR)$(PREFIX)/$(PYTHON_SITE)/stepwise 2> /dev/null
 
 # The library's checks: the Python package against the command line (bit
 # for bit), its pip install and pytest example, its refusals of bad input

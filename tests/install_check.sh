@@ -29,9 +29,13 @@ others=$(nm -D --defined-only "$lib/libstepwise.so.$abi" | awk '{print $3}' | gr
 [ -z "$others" ] || fail "the .so exports more than the API: $(echo $others | head -c 200)"
 [ "$("$root$prefix/bin/stepwise" --version)" = "stepwise $version" ] || fail "stepwise --version"
 grep -q "^version = \"$version\"\$" python/pyproject.toml || fail "python/pyproject.toml's version is not $version"
-py=$(PYTHONDONTWRITEBYTECODE=1 STEPWISE_LIB="$lib/libstepwise.so" PYTHONPATH=python /usr/bin/python3 -c \
-    'import stepwise; print(stepwise.__version__, stepwise.version())')
-[ "$py" = "$version stepwise $version (api $api)" ] || fail "the Python package says '$py'"
+# the package as installed, with nothing set but the path Debian's python3
+# takes it from under the prefix: it finds the installed library itself
+site=$(ls -d "$root$prefix"/lib/python3.*/dist-packages) || fail "no Python package installed"
+py=$(cd "$work" && PYTHONDONTWRITEBYTECODE=1 PYTHONPATH="$site" /usr/bin/python3 -c \
+    'import os, stepwise; print(stepwise.__version__, stepwise.version(), os.path.realpath(stepwise._find_library()))')
+[ "$py" = "$version stepwise $version (api $api) $lib/libstepwise.so.$abi" ] ||
+    fail "the installed Python package says '$py'"
 
 # the .pc names the prefix; a build moved under DESTDIR is found through
 # pkg-config's sysroot, as a packager's is

@@ -11,8 +11,9 @@ ctypes) for an engine's test suite. numpy is the only dependency.
     assert report.passed, report.summary()
 
 The library is found at $STEPWISE_LIB, beside this file (pip install copies
-it in when build/libstepwise.so exists: `make lib`), or in the checkout's
-build/ folder. docs/library.md says more.
+it in when build/libstepwise.so exists: `make lib`), three folders up (`make
+install`'s PREFIX/lib beside PREFIX/lib/python3.X/dist-packages/stepwise),
+or in the checkout's build/ folder. docs/library.md says more.
 """
 import ctypes
 import hashlib
@@ -72,6 +73,7 @@ class _DiffReport(ctypes.Structure):
 
 def _find_library():
     candidates = [os.environ.get("STEPWISE_LIB"), os.path.join(_HERE, "libstepwise.so"),
+                  os.path.join(_HERE, "..", "..", "..", "libstepwise.so"),  # make install's
                   os.path.join(_HERE, "..", "..", "build", "libstepwise.so")]
     for path in candidates:
         if path and os.path.exists(path):
