@@ -258,6 +258,7 @@ lib-check: lib $(BUILD)/api_cycles $(BUILD)/api_threads
 	bash tests/install_check.sh
 	/usr/bin/python3 tests/python_api_check.py $(BUILD)/stepwise
 	/usr/bin/python3 tests/python_hostile_check.py $(BUILD)/stepwise
+	/usr/bin/python3 tests/python_template_check.py
 	valgrind -q --error-exitcode=9 --leak-check=full --errors-for-leak-kinds=definite,indirect \
 	  $(BUILD)/api_cycles 1000
 	timeout 120 $(BUILD)/api_threads 100
