@@ -143,6 +143,10 @@
       "", "", "", "", \
       "the token's embedding row is multiplied by this (Gemma's\n" \
       "sqrt(dim))") \
+    X(CF_MLP, BOOL, gelu_f16_table, "gelu_f16_table", 0, 0, 1, CF_IF_SET, \
+      "", "", "", "", \
+      "GELU as ggml computes it, through a float16 table: f16(gelu(f16(x)))\n" \
+      "inside (-10, 10) (llama.cpp's; a run's choice: --gelu ggml)") \
     X(CF_MLP, FLOAT, final_softcap, "final_softcap", 0, 1e-30, 1e9, CF_IF_SET, \
       "final_logit_softcapping", "final_logit_softcapping", "final-softcap", "gemma2 gemma3", \
       "logits capped as tanh(z / X) * X (gemma2: 30; 0: none)") \

@@ -34,7 +34,9 @@ typedef enum {
     ROWS_SWIGLU,
     ROWS_SWIGLU_MANY, /* the fast path's: the exponentials many at once, the same bits */
     ROWS_GEGLU,
+    ROWS_GEGLU_GGML, /* through ggml's float16 table (gelu_f16_table) */
     ROWS_GELU,
+    ROWS_GELU_GGML,
     ROWS_RESIDUAL
 } RowsOp;
 
@@ -67,8 +69,14 @@ static void rows_task(void *ctx, int t0, int t1) {
         case ROWS_GEGLU:
             geglu_forward(j->out + at, j->in + at, (t1 - t0) * j->C);
             break;
+        case ROWS_GEGLU_GGML:
+            geglu_ggml_forward(j->out + at, j->in + at, (t1 - t0) * j->C);
+            break;
         case ROWS_GELU:
             gelu_forward(j->out + at, (t1 - t0) * j->C);
+            break;
+        case ROWS_GELU_GGML:
+            gelu_ggml_forward(j->out + at, (t1 - t0) * j->C);
             break;
         case ROWS_RESIDUAL:
             residual_forward(j->out + at, j->in + at, (t1 - t0) * j->C);
@@ -92,14 +100,15 @@ static void norm_rows(const Model *m, float *out, const float *x, const float *w
 
 /* x [N, C] = gelu(x). */
 static void gelu_rows(const Model *m, float *x, int N, int C) {
-    RowsJob job = {.op = ROWS_GELU, .out = x, .C = C};
+    RowsJob job = {.op = m->config.gelu_f16_table ? ROWS_GELU_GGML : ROWS_GELU, .out = x, .C = C};
     parallel_for(model_threads(m), N, rows_task, &job);
 }
 
 /* gate [N, C] = silu(gate) ⊙ up, or (GeGLU) gelu(gate) ⊙ up. */
 static void glu_rows(const Model *m, const PassScratch *s, float *gate, const float *up, int N,
                      int C) {
-    RowsJob job = {.op = m->config.mlp == MLP_GEGLU ? ROWS_GEGLU
+    bool table = m->config.gelu_f16_table;
+    RowsJob job = {.op = m->config.mlp == MLP_GEGLU ? (table ? ROWS_GEGLU_GGML : ROWS_GEGLU)
                          : model_fast(m)            ? ROWS_SWIGLU_MANY
                                                     : ROWS_SWIGLU,
                    .out = gate,

@@ -2,6 +2,7 @@
  * the obvious loops, one sum at a time (the fast path's forms of the same
  * sums are kernels/fast_layers.c's). */
 #include "ref/layers.h"
+#include "ref/util/float16.h"
 
 #include <math.h>
 #include <string.h>
@@ -157,6 +158,24 @@ void residual_forward(float *x, const float *y, int n) {
 void geglu_forward(float *gate, const float *up, int n) {
     gelu_forward(gate, n);
     for (int i = 0; i < n; i++) gate[i] *= up[i];
+}
+
+/* One value of ggml's float16 GELU table (ggml_table_gelu_f16 at f16(x)). */
+static float gelu_ggml(float x) {
+    if (x <= -10.0f) return 0.0f;
+    if (x >= 10.0f) return x;
+    float v = half_to_float(float_to_half(x)); /* the table's index, as a value */
+    const float sqrt_2_over_pi = 0.79788456080286535587989211986876f, coef_a = 0.044715f;
+    float g = 0.5f * v * (1.0f + tanhf(sqrt_2_over_pi * v * (1.0f + coef_a * v * v)));
+    return half_to_float(float_to_half(g));
+}
+
+void gelu_ggml_forward(float *x, int n) {
+    for (int i = 0; i < n; i++) x[i] = gelu_ggml(x[i]);
+}
+
+void geglu_ggml_forward(float *gate, const float *up, int n) {
+    for (int i = 0; i < n; i++) gate[i] = gelu_ggml(gate[i]) * up[i];
 }
 
 void logits_softcap_forward(float *logits, int n, float cap) {

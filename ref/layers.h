@@ -60,6 +60,15 @@ void residual_forward(float *x, const float *y, int n);
 /* GeGLU (Gemma): gate[i] = gelu(gate[i]) · up[i], GELU's tanh form as gelu_forward. */
 void geglu_forward(float *gate, const float *up, int n);
 
+/* GELU as ggml computes it (ggml_vec_gelu_f32, llama.cpp's): 0 at x <= -10,
+ * x at x >= 10, and between them a float16 table's entry for f16(x), the
+ * tanh form in float32 (ggml's arithmetic: 0.5 x (1 + tanh(sqrt(2/π) x (1 +
+ * 0.044715 x²)))) rounded to float16; and GeGLU through it
+ * (ggml_vec_geglu_f32). The same numbers the table holds, computed per
+ * value. */
+void gelu_ggml_forward(float *x, int n);
+void geglu_ggml_forward(float *gate, const float *up, int n);
+
 /* Gemma 2's final soft-capping: logits[i] = tanh(logits[i] / cap) · cap. */
 void logits_softcap_forward(float *logits, int n, float cap);
 

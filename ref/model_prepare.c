@@ -6,6 +6,9 @@
 
 bool model_prepare(Model *m, const ModelPrepare *p, StepError *err) {
     m->mla_form = p->mla_form;
+    if (p->gelu_f16_table && m->config.mlp == MLP_SWIGLU)
+        return step_fail(err, "--gelu ggml: this model's MLP has no GELU (SwiGLU)");
+    if (p->gelu_f16_table) m->config.gelu_f16_table = true;
     bool q8_0 = p->int8_activations && p->quant_group == 0 && m->weight_group == 0 && m->q8_0_file;
     if ((p->quant_group > 0 || q8_0) && m->weight_group == 0 &&
         !model_quantize(m, q8_0 ? 32 : p->quant_group, err))

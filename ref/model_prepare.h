@@ -24,6 +24,8 @@ typedef struct {
     bool int8_activations; /* the activations run in int8 too (QuantRuntime.activations) */
     int threads;           /* the fast kernels' threads; 0: one per online processor */
     MlaForm mla_form;      /* how MLA reads its cache (model.h); MLA_REBUILT: the default */
+    bool gelu_f16_table;   /* GELU through ggml's float16 table (config_table.h's
+                              gelu_f16_table); refused for a model with no GELU */
 } ModelPrepare;
 
 /* Prepare m as p says, reporting to m->progress. A Q8_0 file under int8

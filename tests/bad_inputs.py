@@ -1077,6 +1077,8 @@ def option_cases():
         ("--quant-group 0", ["generate", "--quant-group", "0"], "--quant-group"),
         ("--kernels bogus", ["generate", "--kernels", "turbo"], "--kernels"),
         ("--weights bogus", ["generate", "--weights", "bf16"], "--weights takes stored or f32, got 'bf16'"),
+        ("--gelu bogus", ["generate", "--gelu", "erf"], "--gelu takes exact or ggml, got 'erf'"),
+        ("--gelu ggml on a SwiGLU model", ["generate", "--gelu", "ggml"], "has no GELU (SwiGLU)"),
         ("score --weights missing value", ["score", "--text", "cat", "--out", "{o.jsonl}", "--weights"],
          "--weights"),
         ("--threads 0", ["generate", "--threads", "0"], "--threads"),

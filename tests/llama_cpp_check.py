@@ -30,6 +30,10 @@ And Gemma 2 and Gemma 3 (check_gemma: llama.cpp's GeGLU through the same
 float16 GELU table, and its Gemma 2 attention soft-capping parting from
 Hugging Face's by about 1e-4 in the logits).
 
+With --gelu ggml stepwise computes GELU as ggml does (the float16 table):
+GPT-2 and Gemma 2 (both soft-caps) then pass fp32 against llama.cpp with a
+float32 cache; Gemma 3 comes nearer, not yet within fp32's rule.
+
 And GPT-2 (a gpt2 folder of 50,257 ids with llama.cpp's own GPT-2
 vocabulary, ../shared/vocab/ggml-vocab-gpt-2.gguf, converted by stepwise):
 llama.cpp's GELU goes through a float16 table (ggml's ggml_vec_gelu_f32:
@@ -233,7 +237,18 @@ def check_gpt2(tmp, texts, lines):
     check(tabled == 0 and plain > 0,
           f"gpt2: llama.cpp's logits are the float64 forward's with ggml's float16 GELU table (0 outside "
           f"fp32's rule) and not the exact GELU's ({plain} outside)")
+    ggml = os.path.join(tmp, "gpt2-ggml.jsonl")  # stepwise computing GELU as ggml does
+    run_stepwise(BIN, "score", "--model", path, "--tokens", IDS, "--top-n", "0", "--gelu", "ggml", "--out", ggml)
+    check(diff_status(ggml, f32, "fp32") == 0 and max_abs(ggml, f32) < max_abs(ref, f32),
+          f"gpt2: stepwise --gelu ggml passes fp32 against llama.cpp with a float32 cache (max |dlogit| "
+          f"{max_abs(ggml, f32):.1e}, {max_abs(ref, f32):.1e} with the exact GELU)")
     check_tokenizer("gpt2 with llama.cpp's GPT-2 vocabulary", path, d["ids"], lines, None)
+
+
+def max_abs(reference, candidate):
+    """stepwise diff's max |dlogit| between a score file and a candidate."""
+    r = subprocess.run([BIN, "diff", reference, candidate, "--json"], capture_output=True, text=True)
+    return json.loads(r.stdout)["max_abs"]["value"]
 
 
 def outside_fp32(theirs, ref_rows):
@@ -302,6 +317,19 @@ def check_gemma(tmp, texts):
             check(with_table == 0 and plain > 0,
                   f"{label}: llama.cpp's logits are the float64 forward's with ggml's float16 GELU table (0 "
                   f"outside fp32's rule) and not the exact GELU's ({plain} outside)")
+        ggml = os.path.join(tmp, name + "-ggml.jsonl")  # stepwise computing GELU as ggml does
+        run_stepwise(BIN, "score", "--model", path, "--tokens", IDS, "--top-n", "0", "--gelu", "ggml",
+                     "--out", ggml)
+        near, exact = max_abs(ggml, f32), max_abs(ref, f32)
+        if arch == "gemma2":
+            check(diff_status(ggml, f32, "fp32") == 0 and near < exact,
+                  f"{label}: stepwise --gelu ggml passes fp32 against llama.cpp with a float32 cache "
+                  f"(max |dlogit| {near:.1e}, {exact:.1e} with the exact GELU)")
+        else:  # Gemma 3: nearer, not yet within fp32's rule (an open question: docs/oracle.md)
+            check(near < exact / 3,
+                  f"{label}: stepwise --gelu ggml is nearer llama.cpp with a float32 cache (max |dlogit| "
+                  f"{near:.1e}, {exact:.1e} with the exact GELU; fp32's rule: "
+                  f"{'passed' if diff_status(ggml, f32, 'fp32') == 0 else 'not yet passed'})")
 
 
 def llama_cpp_build():

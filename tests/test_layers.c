@@ -54,3 +54,24 @@ Test(layers, attention_softmax_survives_scores_past_exp_overflow) {
     cr_expect(fabs(x[0] - 1.0 / sum) < 1e-6 && fabs(x[1] - e1 / sum) < 1e-6 && x[2] == 0.0f,
               "softmax(1000, 999, -1000) = %g %g %g", (double)x[0], (double)x[1], (double)x[2]);
 }
+
+/* ggml's GELU (--gelu ggml), against numpy: y = float16(gelu(float16(x)))
+ * in float32 arithmetic, with numpy's float16 rounding (round to nearest
+ * even), 0 at x <= -10 and x at x >= 10 (ggml_vec_gelu_f32's ends):
+ *   np.float32(np.float16(g(np.float32(np.float16(x))))). */
+Test(layers, gelu_ggml_is_ggmls_table) {
+    const float x[] = {-10.0f, -9.99f, -1.0f, -0.5f, 0.0f,  0.3f,
+                       1.0f,   2.5f,   9.99f, 10.0f, 12.0f, 0.1234f};
+    const float want[] = {
+        0.0f,           -0.0f,     -0.1588134765625f, -0.154296875f, 0.0f,  0.1854248046875f,
+        0.84130859375f, 2.484375f, 9.9921875f,        10.0f,         12.0f, 0.0677490234375f};
+    float y[12], gate[12], up[12];
+    for (int i = 0; i < 12; i++) y[i] = x[i], gate[i] = x[i], up[i] = 2.0f;
+    gelu_ggml_forward(y, 12);
+    geglu_ggml_forward(gate, up, 12);
+    for (int i = 0; i < 12; i++) {
+        cr_expect_eq(y[i], want[i], "ggml gelu(%g) = %.9g, numpy says %.9g", (double)x[i],
+                     (double)y[i], (double)want[i]);
+        cr_expect_eq(gate[i], 2.0f * want[i], "ggml geglu(%g, 2)", (double)x[i]);
+    }
+}

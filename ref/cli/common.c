@@ -191,6 +191,8 @@ int cli_quant_option(int c, const char *arg, CliQuant *q, StepError *err) {
             q->mla_form = absorbed ? MLA_ABSORBED : MLA_REBUILT;
             return r;
         }
+        case OPT_GELU:
+            return parse_either(arg, "--gelu", "exact", "ggml", &q->gelu_ggml, err);
         default:
             return 0;
     }
@@ -224,7 +226,8 @@ static bool prepare_model(Model *m, const CliQuant *q, StepError *err) {
                       .quant_group = q->weights ? q->run.group : 0,
                       .int8_activations = q->run.activations,
                       .threads = q->threads,
-                      .mla_form = q->mla_form};
+                      .mla_form = q->mla_form,
+                      .gelu_f16_table = q->gelu_ggml};
     return model_prepare(m, &p, err);
 }
 

@@ -75,6 +75,7 @@ typedef struct {
     int threads;              /* --threads N; 0: every online processor */
     WeightsMode weights_mode; /* --weights stored|f32 */
     MlaForm mla_form;         /* --mla rebuilt|absorbed */
+    bool gelu_ggml;           /* --gelu ggml */
 } CliQuant;
 
 enum {
@@ -85,7 +86,8 @@ enum {
     OPT_KERNELS,
     OPT_THREADS,
     OPT_WEIGHTS,
-    OPT_MLA
+    OPT_MLA,
+    OPT_GELU
 };
 
 /* Apply one quantization option: 1 if it was one, 0 if not, -1 on a bad value. */

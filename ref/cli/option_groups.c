@@ -111,4 +111,8 @@ const CliOption CLI_QUANT_OPTIONS[] = {
              "each head's keys and values rebuilt from the cached latents)\n"
              "or absorbed (kv_b folded into the query and the output);\n"
              "within rounding of each other (docs/attention-variants.md)"},
+    {"gelu", "G", OPTION_CUSTOM, .parse = quant_option, .id = OPT_GELU,
+     .help = "exact (default: GELU's tanh form in float32) or ggml (through\n"
+             "ggml's float16 table, as llama.cpp computes it: for comparing\n"
+             "with llama.cpp's GPT-2 and Gemma; docs/oracle.md)"},
     CLI_OPTIONS_END};
