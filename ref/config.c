@@ -56,7 +56,8 @@ AttentionSpec config_attention_spec(const Config *c, int l) {
                            .v_head_dim = config_v_head_dim(c),
                            .query_scale = config_query_scale(c),
                            .softcap = c->attn_softcap,
-                           .window = slides ? c->sliding_window : 0};
+                           .window = slides ? c->sliding_window : 0,
+                           .f16_probs = c->kv_rounding_ggml};
 }
 
 float config_query_scale(const Config *c) {

@@ -112,6 +112,15 @@
       "", "", "sliding-pattern", "gemma2 gemma3", \
       "layer l slides unless (l + 1) % N == 0 (gemma2: 2,\n" \
       "gemma3: 6; 0: every layer)") \
+    X(CF_ATTENTION, INT, kv_dtype, "kv_dtype", 0, 1, 2, CF_IF_SET, \
+      "", "", "", "", \
+      "K and V rounded as an engine's cache holds them: 1 float16, 2\n" \
+      "bfloat16 (0: float32; a run's choice: --kv-dtype)") \
+    X(CF_ATTENTION, BOOL, kv_rounding_ggml, "kv_rounding_ggml", 0, 0, 1, CF_IF_SET, \
+      "", "", "", "", \
+      "with a float16 cache, llama.cpp's other rounding points: the query\n" \
+      "to float16 for K.Q, the probabilities to float16 before they\n" \
+      "weight V (a run's choice: --kv-rounding llama.cpp)") \
     \
     X(CF_ROPE, FLOAT, rope_theta, "rope_theta", 10000, 1, CF_HUGE, CF_ALWAYS, \
       "rope_theta", "rope.freq_base", "rope-theta", "", \

@@ -11,6 +11,7 @@
 #include "ref/linear.h"
 #include "ref/kernels/fast_layers.h"
 #include "ref/kernels/threads.h"
+#include "ref/util/float16.h"
 
 /* Passes of at least this many tokens report their progress per layer. */
 #define PROGRESS_TOKENS 256
@@ -238,6 +239,17 @@ static void attention_heads(void *ctx, int h0, int h1) {
                          j->rs->cache.capacity, j->T, j->pos0, j->spec, h0, h1, j->exp);
 }
 
+/* a and b (each n values; b may be NULL) rounded in place to float16
+ * (dtype 1) or bfloat16 (2), as a cache of that type holds them (0: kept). */
+static void round_kv_rows(float *a, float *b, size_t n, int dtype) {
+    for (size_t i = 0; dtype != 0 && i < n; i++) {
+        a[i] = dtype == 1 ? half_to_float(float_to_half(a[i])) : bf16_widen(float_to_bf16(a[i]));
+        if (b != NULL)
+            b[i] =
+                dtype == 1 ? half_to_float(float_to_half(b[i])) : bf16_widen(float_to_bf16(b[i]));
+    }
+}
+
 /* Whether an observer wants this layer's attention scores or pattern at
  * any of the T positions: they are then computed in the order the hooks
  * fire (query by query), on one thread. */
@@ -275,6 +287,10 @@ static void attend_row(const Model *m, const PassScratch *s, const ForwardRow *r
     hook_emit_rows(&site, HOOK_ATTN_Q, q, T, n_heads, head_dim);
     hook_emit_rows(&site, HOOK_ATTN_K, k, T, n_kv, head_dim);
     hook_emit_rows(&site, HOOK_ATTN_V, v, T, n_kv, head_dim);
+    /* an engine's float16 (or bfloat16) cache: K and V as it holds them,
+     * and with llama.cpp's rounding the query as it multiplies K */
+    round_kv_rows(k, v, (size_t)T * kv_dim, c->kv_dtype);
+    if (c->kv_rounding_ggml) round_kv_rows(q, NULL, (size_t)T * config_q_dim(c), 1);
     float *key_l = layer_keys(rs, l), *value_l = layer_values(rs, l);
     if (rs->cache.int8) {
         kv_store_q8(rs, l, pos0, T, head_dim, k, v, row->obs);

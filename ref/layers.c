@@ -132,6 +132,8 @@ static void attention_query_head(float *out, const float *q, const float *key_ca
     softmax_forward(scores + first, pos + 1 - first);
     memset(scores, 0, (size_t)first * sizeof(float)); /* outside the window */
     hook_emit_head(site, HOOK_ATTN_PATTERN, t, h, scores, pos + 1);
+    if (a->f16_probs) /* llama.cpp's float16 operand for the multiply by V */
+        for (int p = first; p <= pos; p++) scores[p] = half_to_float(float_to_half(scores[p]));
     /* out = Σ_p softmax(scores)[p] · v_p, accumulated in position order */
     float *oh = out + ((size_t)t * a->n_heads + (size_t)h) * v_dim;
     memset(oh, 0, (size_t)v_dim * sizeof(float));

@@ -9,6 +9,11 @@ bool model_prepare(Model *m, const ModelPrepare *p, StepError *err) {
     if (p->gelu_f16_table && m->config.mlp == MLP_SWIGLU)
         return step_fail(err, "--gelu ggml: this model's MLP has no GELU (SwiGLU)");
     if (p->gelu_f16_table) m->config.gelu_f16_table = true;
+    if (p->kv_dtype != 0 && config_mla(&m->config))
+        return step_fail(err, "--kv-dtype: MLA's cache of latents is float32 here");
+    if (p->kv_rounding_ggml && p->kv_dtype != 1)
+        return step_fail(err, "--kv-rounding llama.cpp goes with --kv-dtype f16");
+    m->config.kv_dtype = p->kv_dtype, m->config.kv_rounding_ggml = p->kv_rounding_ggml;
     bool q8_0 = p->int8_activations && p->quant_group == 0 && m->weight_group == 0 && m->q8_0_file;
     if ((p->quant_group > 0 || q8_0) && m->weight_group == 0 &&
         !model_quantize(m, q8_0 ? 32 : p->quant_group, err))

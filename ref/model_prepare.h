@@ -26,6 +26,9 @@ typedef struct {
     MlaForm mla_form;      /* how MLA reads its cache (model.h); MLA_REBUILT: the default */
     bool gelu_f16_table;   /* GELU through ggml's float16 table (config_table.h's
                               gelu_f16_table); refused for a model with no GELU */
+    int kv_dtype;          /* K and V rounded to float16 (1) or bfloat16 (2) as cached
+                              (config's kv_dtype; 0: float32); not for MLA's latents */
+    bool kv_rounding_ggml; /* with kv_dtype 1, llama.cpp's other rounding points */
 } ModelPrepare;
 
 /* Prepare m as p says, reporting to m->progress. A Q8_0 file under int8

@@ -82,6 +82,40 @@ def main():
                      and np.float32(e["scale"]) == scales[0])
         check(len(events) == len(floats) and good == len(events),
               f"{good} of {len(events)} kv quant events show a group of {head_dim} (one head) with numpy's scale")
+        # --kv-dtype f16 / bf16: each cached row is its float row rounded by numpy (float16: round to
+        # nearest even; bfloat16: the top 16 bits, rounded to nearest even); plain == fast == 2
+        # threads, with llama.cpp's rounding points too
+        def to_bf16(x):
+            u = x.view(np.uint32).astype(np.uint64)
+            u = (u + 0x7FFF + ((u >> 16) & 1)) >> 16 << 16
+            return u.astype(np.uint32).view(np.float32)
+        for dtype, rnd in (("f16", lambda x: x.astype(np.float16).astype(np.float32)), ("bf16", to_bf16)):
+            trace = os.path.join(tmp, dtype + ".jsonl")
+            run_stepwise(BIN, "generate", *m, "--prompt", "Once upon a time", "--steps", "6", "--kv-dtype", dtype,
+                         "--trace", trace, "--trace-level", "layers", "--trace-kv", "--trace-hooks",
+                         "blocks.*.attn.k,blocks.*.attn.v")
+            floats, cached = {}, {}
+            for line in open(trace, encoding="utf-8"):
+                e = json.loads(line)
+                if e["event"] == "activation" and e["hook"].endswith((".attn.k", ".attn.v")):
+                    floats[(int(e["hook"].split(".")[1]), e["pos"], e["hook"][-1])] = np.array(e["data"], np.float32)
+                elif e["event"] == "kv":
+                    for which in "kv":
+                        cached[(e["layer"], e["pos"], which)] = np.array(e[which], dtype=np.float32)
+            same = sum(k in cached and np.array_equal(cached[k].view(np.uint32), rnd(x).view(np.uint32))
+                       for k, x in floats.items())
+            moved = sum(not np.array_equal(rnd(x), x) for x in floats.values())
+            check(len(floats) > 0 and same == len(floats) and moved > 0,
+                  f"--kv-dtype {dtype}: {same} of {len(floats)} cached K and V rows are numpy's {dtype} rounding of "
+                  f"the float rows, bit for bit ({moved} of them moved by it)")
+        outs = []
+        for extra in (["--kernels", "plain"], ["--kernels", "fast", "--threads", "1"], ["--threads", "2"]):
+            r = run_stepwise(BIN, "score", *m, "--text", "Once upon a time, there was a little girl", "--top-n",
+                             "0", "--kv-dtype", "f16", "--kv-rounding", "llama.cpp", "--reproducible",
+                             "--out", os.path.join(tmp, "s.jsonl"), *extra)
+            outs.append([l for l in open(os.path.join(tmp, "s.jsonl")) if '"logits"' in l and '"event":"run"' not in l])
+        check(outs[0] == outs[1] == outs[2] and len(outs[0]) > 0,
+              "--kv-dtype f16 --kv-rounding llama.cpp: plain and fast kernels, 1 and 2 threads, the same logits")
     return check.summary("kv int8")
 
 

@@ -209,6 +209,36 @@ def models(tmp):
         shutil.rmtree(folder)
 
 
+def check_f16_cache(tmp, texts):
+    """llama.cpp with a float16 KV cache, flash attention off, against
+    stepwise as is, with K and V rounded to float16 as cached (--kv-dtype
+    f16), and with llama.cpp's two other rounding points (--kv-rounding
+    llama.cpp: the query for K.Q, the probabilities before V): on
+    stories260K and on a random model of the 15M shape. Each step comes
+    nearer; what remains is values the two engines' float32 arithmetic
+    (ggml's exp, its sums' order) puts on either side of a float16
+    rounding boundary."""
+    models = [("stories260K.gguf", os.path.join(MODELS, "stories260K.gguf"), IDS)]
+    shape = os.path.join(tmp, "s15.bin")
+    run_stepwise(BIN, "make-model", "--dim", "288", "--hidden", "768", "--layers", "6", "--heads", "6", "--vocab",
+                 "32000", "--seq-len", "256", "--out", shape)
+    run_stepwise(BIN, "convert", "--model", shape, "--tokenizer", os.path.join(MODELS, "tokenizer.bin"),
+                 "--out", shape + ".gguf")
+    models.append(("the 15M shape (random)", shape + ".gguf", IDS + ",1000,2000,3000,4000,5000,6000,7000,8000"))
+    for label, path, ids in models:
+        out = os.path.join(tmp, "f16-cand")
+        engine("candidates", path, ids, texts, out)
+        dist = []
+        for extra in ([], ["--kv-dtype", "f16"], ["--kv-dtype", "f16", "--kv-rounding", "llama.cpp"]):
+            ref = os.path.join(tmp, "f16-ref.jsonl")
+            run_stepwise(BIN, "score", "--model", path, "--tokens", ids, "--top-n", "0", *extra, "--out", ref)
+            dist.append(max_abs(ref, out + "-f16.f32"))
+        check(dist[2] < dist[1] < dist[0] and dist[2] < dist[0] / 2,
+              f"{label}: llama.cpp with a float16 cache (flash attention off) against stepwise: max |dlogit| "
+              f"{dist[0]:.1e} as is, {dist[1]:.1e} with --kv-dtype f16, {dist[2]:.1e} with --kv-rounding "
+              "llama.cpp too")
+
+
 def check_gpt2(tmp, texts, lines):
     import numpy as np
     import gpt2_check
@@ -384,6 +414,7 @@ def main():
                   f"{label}: llama.cpp's defaults (F16 cache, flash attention {d['flash_attention']}) "
                   "fail fp32 and pass f16-kv")
             check_tokenizer(label, path, d["ids"], lines, spm)
+        check_f16_cache(tmp, texts)
         check_gpt2(tmp, texts, lines)
         check_gemma(tmp, texts)
         print(f"candidate engine: {version}")

@@ -5,8 +5,8 @@
 //       with the model loaded once: the raw next-token logits at every position of IDS
 //       (comma-separated), teacher-forced in one controlledEvaluate call, as stepwise-logits-f32
 //       candidates, OUT-f32.f32 (a float32 KV cache, flash attention off) and OUT-defaults.f32
-//       (node-llama-cpp's own settings: an F16 cache, flash attention when it sees fit), each
-//       with its .json sidecar; and the ids of each text of the JSON list TEXTS (model.tokenize:
+//       (node-llama-cpp's own settings: an F16 cache, flash attention when it sees fit) and
+//       OUT-f16.f32 (an F16 cache, flash attention off), each with its .json sidecar; and the ids of each text of the JSON list TEXTS (model.tokenize:
 //       no BOS, special tokens as text)
 //   node tests/llama_cpp_engine.mjs NPM_DIR time MODEL.gguf VOCAB PROMPT_TOKENS DECODE_TOKENS [CACHE]
 //       prefill of PROMPT_TOKENS ids ((1 + 7919 i) mod VOCAB), then DECODE_TOKENS greedy ones, on
@@ -49,6 +49,8 @@ if (command === "candidates") {
   const ids = idsText.split(",").map(Number);
   const f32 = await writeLogits(ids, float32, out + "-f32.f32");
   const dflt = await writeLogits(ids, {}, out + "-defaults.f32");
+  await writeLogits(ids, {flashAttention: false, experimentalKvCacheKeyType: "F16",
+                          experimentalKvCacheValueType: "F16"}, out + "-f16.f32");
   const texts = JSON.parse(fs.readFileSync(textsPath, "utf8"));
   console.log(JSON.stringify({...head, vocab: f32.vocab, flash_attention: dflt.flash,
                               ids: texts.map(t => Array.from(model.tokenize(t, false)))}));

@@ -193,6 +193,15 @@ int cli_quant_option(int c, const char *arg, CliQuant *q, StepError *err) {
         }
         case OPT_GELU:
             return parse_either(arg, "--gelu", "exact", "ggml", &q->gelu_ggml, err);
+        case OPT_KV_DTYPE: {
+            static const char *const names[3] = {"f32", "f16", "bf16"};
+            for (int i = 0; i < 3; i++)
+                if (strcmp(arg, names[i]) == 0) return q->kv_dtype = i, 1;
+            return step_fail(err, "--kv-dtype takes f32, f16 or bf16, got '%.40s'", arg), -1;
+        }
+        case OPT_KV_ROUNDING:
+            return parse_either(arg, "--kv-rounding", "none", "llama.cpp", &q->kv_rounding_ggml,
+                                err);
         default:
             return 0;
     }
@@ -227,7 +236,9 @@ static bool prepare_model(Model *m, const CliQuant *q, StepError *err) {
                       .int8_activations = q->run.activations,
                       .threads = q->threads,
                       .mla_form = q->mla_form,
-                      .gelu_f16_table = q->gelu_ggml};
+                      .gelu_f16_table = q->gelu_ggml,
+                      .kv_dtype = q->kv_dtype,
+                      .kv_rounding_ggml = q->kv_rounding_ggml};
     return model_prepare(m, &p, err);
 }
 
@@ -246,6 +257,9 @@ bool cli_load_model_to_run(const char *model_path, const char *tokenizer_path, c
     WeightsMode mode = originals ? WEIGHTS_F32 : q->weights_mode;
     bool ok = open_model(model_path, tokenizer_path, m, tok, mode, &sink, err) &&
               trace_layers_check(trace, m->config.n_layers, err);
+    if (ok && q->run.kv && q->kv_dtype != 0)
+        ok = step_fail(err, "--quant-kv int8 and --kv-dtype %s: the cache holds one type",
+                       q->kv_dtype == 1 ? "f16" : "bf16");
     if (ok && q->run.kv && config_mla(&m->config)) /* before any output is opened */
         ok = step_fail(err, "%s: an int8 cache of MLA's latents is not supported",
                        model_path ? model_path : "the model");

@@ -76,6 +76,8 @@ typedef struct {
     WeightsMode weights_mode; /* --weights stored|f32 */
     MlaForm mla_form;         /* --mla rebuilt|absorbed */
     bool gelu_ggml;           /* --gelu ggml */
+    int kv_dtype;             /* --kv-dtype f32|f16|bf16: 0, 1, 2 */
+    bool kv_rounding_ggml;    /* --kv-rounding llama.cpp */
 } CliQuant;
 
 enum {
@@ -87,7 +89,9 @@ enum {
     OPT_THREADS,
     OPT_WEIGHTS,
     OPT_MLA,
-    OPT_GELU
+    OPT_GELU,
+    OPT_KV_DTYPE,
+    OPT_KV_ROUNDING
 };
 
 /* Apply one quantization option: 1 if it was one, 0 if not, -1 on a bad value. */

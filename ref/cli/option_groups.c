@@ -111,6 +111,14 @@ const CliOption CLI_QUANT_OPTIONS[] = {
              "each head's keys and values rebuilt from the cached latents)\n"
              "or absorbed (kv_b folded into the query and the output);\n"
              "within rounding of each other (docs/attention-variants.md)"},
+    {"kv-dtype", "T", OPTION_CUSTOM, .parse = quant_option, .id = OPT_KV_DTYPE,
+     .help = "f32 (default), f16 or bf16: K and V rounded as an engine's\n"
+             "cache of that type holds them (held as float32 here; the\n"
+             "values are exact); docs/oracle.md"},
+    {"kv-rounding", "R", OPTION_CUSTOM, .parse = quant_option, .id = OPT_KV_ROUNDING,
+     .help = "none (default) or llama.cpp: with --kv-dtype f16, also the\n"
+             "query rounded to float16 for K.Q and the probabilities before\n"
+             "they weight V, as llama.cpp's float16 cache rounds them"},
     {"gelu", "G", OPTION_CUSTOM, .parse = quant_option, .id = OPT_GELU,
      .help = "exact (default: GELU's tanh form in float32) or ggml (through\n"
              "ggml's float16 table, as llama.cpp computes it: for comparing\n"

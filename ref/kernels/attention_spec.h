@@ -5,6 +5,7 @@
 #ifndef STEPWISE_KERNELS_ATTENTION_SPEC_H
 #define STEPWISE_KERNELS_ATTENTION_SPEC_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 /* The window rule, written once: the first position a query at pos sees
@@ -23,6 +24,8 @@ typedef struct {
     float query_scale;
     float softcap;
     int window;
+    bool f16_probs; /* the probabilities rounded to float16 before they weight V (llama.cpp's
+                       rounding with a float16 cache: config's kv_rounding_ggml) */
 } AttentionSpec;
 
 /* The (query, position) pairs T queries from pos0 score and mix: query t
