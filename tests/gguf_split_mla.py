@@ -12,43 +12,17 @@ so it, not this file, says whether the layout is right.
 
     /usr/bin/python3 tests/gguf_split_mla.py IN.gguf OUT.gguf
 """
+import os
 import struct
 import sys
 
 import numpy as np
 
-SCALAR = {0: 1, 1: 1, 2: 2, 3: 2, 4: 4, 5: 4, 6: 4, 7: 1, 10: 8, 11: 8, 12: 8}
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from gguf_read import Reader  # noqa: E402
+from gguf_write import gguf_string  # noqa: E402
+
 NUMPY = {0: np.float32, 1: np.float16}  # the element types this rewrites
-
-
-class Reader:
-    def __init__(self, data):
-        self.data, self.at = data, 0
-
-    def take(self, fmt):
-        v = struct.unpack_from(fmt, self.data, self.at)[0]
-        self.at += struct.calcsize(fmt)
-        return v
-
-    def string(self):
-        n = self.take("<Q")
-        self.at += n
-        return self.data[self.at - n:self.at].decode("utf-8")
-
-    def skip_value(self, t):
-        if t == 8:
-            self.string()
-        elif t == 9:
-            item, n = self.take("<I"), self.take("<Q")
-            for _ in range(n):
-                self.skip_value(item)
-        else:
-            self.at += SCALAR[t]
-
-
-def gguf_string(s):
-    b = s.encode()
-    return struct.pack("<Q", len(b)) + b
 
 
 def u32_entry(key, value):
@@ -68,7 +42,7 @@ def split(src, dst):
         t = r.take("<I")
         if t in (4, 5, 10):  # the whole numbers this reads
             values[key] = struct.unpack_from({4: "<I", 5: "<i", 10: "<Q"}[t], data, r.at)[0]
-        r.skip_value(t)
+        r.value(t)  # read past it
         entries.append((key, data[begin:r.at]))
     align = values.get("general.alignment", 32)
     infos = []
