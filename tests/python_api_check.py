@@ -14,7 +14,9 @@ line, which the other checks hold to llama2.c, numpy and llama.cpp (in
    tampered file, a part of a sharded set and a folder that is no set are
    errors.
 2. diff() passes an independent engine (tests/numpy_engine.py) and fails a
-   nudged one where it was nudged.
+   nudged one where it was nudged; with the command line's options
+   (activations as numpy arrays, llama.cpp's hook names, a custom tolerance,
+   teacher-forced inputs) it gives the CLI's verdicts.
 3. Errors are exceptions with the library's one-line message and code: a
    missing file, an id outside the vocabulary, tokenize without a tokenizer.
 4. libstepwise.so exports only sw_* and stepwise_* names.
@@ -167,6 +169,52 @@ def check_diff(stepwise, tmp):
           f"diff fails it nudged at pos 4, and says so: {bad.summary()}")
 
 
+def check_diff_options(stepwise, tmp):
+    """diff with the command line's options: activations given as numpy arrays
+    under stepwise's names and under llama.cpp's (names=), a custom tolerance,
+    teacher-forced inputs; each verdict the CLI's on the same files."""
+    model = os.path.join(MODELS, "stories260K.gguf")
+    with stepwise.load(model) as m:
+        r = m.score(IDS, hooks="blocks.*.mlp_out")
+    ref = os.path.join(tmp, "opt-ref.jsonl")
+    run_stepwise(BIN, "score", "--model", model, "--tokens", ",".join(map(str, IDS)), "--top-n", "0",
+                 "--trace-level", "layers", "--trace-hooks", "blocks.*.mlp_out", "--out", ref)
+    acts = {k: v.copy() for k, v in r.activations.items()}
+    same = stepwise.diff(ref, {"logits": r.logits, "activations": acts}, token_ids=IDS)
+    acts["blocks.2.mlp_out"][3, 5] += 1e-2
+    nudged = stepwise.diff(ref, {"logits": r.logits, "activations": acts}, token_ids=IDS)
+    loose = stepwise.diff(ref, {"logits": r.logits, "activations": acts}, token_ids=IDS, atol=0.1)
+    cand = os.path.join(tmp, "opt-cand.jsonl")
+    stepwise.write_trace(cand, IDS, logits=r.logits, activations=acts)
+    cli = [run_stepwise(BIN, "diff", ref, cand, *extra, expect=(0, 1)).returncode for extra in ([], ["--atol", "0.1"])]
+    check(same.passed and same["activations"] == len(acts) * len(IDS) and not nudged.passed
+          and (nudged["first_hook"], nudged["first_pos"]) == ("blocks.2.mlp_out", 3) and loose.passed
+          and cli == [1, 0],
+          f"diff with activations as arrays: {same['activations']} compared and passed; one nudged at "
+          f"blocks.2.mlp_out pos 3 found there ({nudged['first_hook']} pos {nudged['first_pos']}), passed with "
+          f"atol=0.1; the CLI's verdicts on the same files: exit {cli}")
+    theirs = {"ffn_out-%s" % k.split(".")[1]: v for k, v in r.activations.items()}
+    named = stepwise.diff(ref, {"logits": r.logits, "activations": theirs}, token_ids=IDS, names="llama.cpp")
+    try:
+        stepwise.diff(ref, {"logits": r.logits, "activations": theirs}, token_ids=IDS)
+        hint = "no error"
+    except stepwise.StepwiseError as e:
+        hint = str(e)
+    check(named.passed and named["activations"] == same["activations"] and "--names llama.cpp" in hint,
+          f"llama.cpp's hook names with names='llama.cpp': {named['activations']} compared; without it: {hint}")
+    other = list(IDS)
+    other[4] = other[4] + 1
+    try:
+        stepwise.diff(ref, {"logits": r.logits}, token_ids=other, teacher_forced=True)
+        forced = "no error"
+    except stepwise.StepwiseError as e:
+        forced = str(e)
+    loose_inputs = stepwise.diff(ref, {"logits": r.logits}, token_ids=other)
+    check("inputs differ from position 4" in forced and not loose_inputs.passed
+          and loose_inputs["inputs_differ_pos"] == 4,
+          f"teacher_forced=True: other inputs are an error ({forced}); without it a fail at position 4")
+
+
 def expect_error(stepwise, what, fn, code, words):
     try:
         fn()
@@ -249,6 +297,7 @@ def main():
         check_tokens(stepwise, tmp)
         check_golden_set(stepwise, tmp)
         check_diff(stepwise, tmp)
+        check_diff_options(stepwise, tmp)
         check_errors(stepwise, tmp)
         check_exports()
         check_install(tmp)

@@ -9,6 +9,16 @@
 
 #include "ref/score.h"
 
+bool diff_tolerance_custom(DiffTolerance *t, double atol, double rtol, StepError *err) {
+    if (atol != atol || rtol != rtol) return step_fail(err, "atol and rtol must be numbers");
+    if (atol < 0 && rtol < 0) return true; /* the preset's own */
+    if (t->rule == RULE_KL) t->rule = RULE_ELEMENT;
+    if (atol >= 0) t->atol = atol;
+    if (rtol >= 0) t->rtol = rtol;
+    snprintf(t->preset, sizeof t->preset, "custom");
+    return true;
+}
+
 bool diff_tolerance_preset(DiffTolerance *t, const char *name, StepError *err) {
     static const struct {
         const char *name;

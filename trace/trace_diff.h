@@ -41,6 +41,11 @@ typedef struct {
  *   int8              mean KL <= 0.05 and top-1 >= 90%; hooks by the row rule at 0.1 */
 bool diff_tolerance_preset(DiffTolerance *t, const char *name, StepError *err);
 
+/* An absolute and/or relative tolerance set by hand (a negative one: not
+ * given), in the preset's rule (the element rule for int8's KL rule):
+ * reported as "custom". False (err says why) for a NaN. */
+bool diff_tolerance_custom(DiffTolerance *t, double atol, double rtol, StepError *err);
+
 /* One compared tensor's worst element. */
 typedef struct {
     int point, layer, pos, head; /* point HOOK_LOGITS for logits, HOOK_KV_ROW for KV (head 0: K,

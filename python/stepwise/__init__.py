@@ -25,7 +25,7 @@ import numpy as np
 
 from . import _checks
 
-__all__ = ["__version__", "load", "read", "diff", "write_logits", "version", "StepwiseError", "Model", "Scores",
+__all__ = ["__version__", "load", "read", "diff", "write_logits", "write_trace", "version", "StepwiseError", "Model", "Scores",
            "Run", "GoldenSet", "DiffReport"]
 
 _HERE = os.path.dirname(os.path.abspath(__file__))
@@ -57,6 +57,11 @@ class _Shape(ctypes.Structure):
 class _Sampler(ctypes.Structure):
     _fields_ = [("temperature", ctypes.c_float), ("top_k", ctypes.c_int), ("top_p", ctypes.c_float),
                 ("min_p", ctypes.c_float), ("seed", ctypes.c_uint64)]
+
+
+class _DiffOptions(ctypes.Structure):
+    _fields_ = [("preset", ctypes.c_char_p), ("atol", ctypes.c_double), ("rtol", ctypes.c_double),
+                ("names", ctypes.c_char_p), ("rope_halves", ctypes.c_int), ("teacher_forced", ctypes.c_int)]
 
 
 class _DiffReport(ctypes.Structure):
@@ -109,6 +114,7 @@ def _declare(lib):
         "sw_run_position_ids": (IP, [P]),
         "sw_run_token": (I, [P, I]),
         "sw_diff": (I, [S, S, S, ctypes.POINTER(_DiffReport), E]),
+        "sw_diff_with": (I, [S, S, ctypes.POINTER(_DiffOptions), ctypes.POINTER(_DiffReport), E]),
     }
     for name, (res, args) in sigs.items():
         f = getattr(lib, name)
@@ -133,7 +139,7 @@ def _ids(ids, vocab_size):
 
 
 def version():
-    """The library's version and its API's: "stepwise 0.2.0 (api 2)"."""
+    """The library's version and its API's: "stepwise 0.2.0 (api 3)"."""
     return _lib.stepwise_version().decode()
 
 
@@ -433,6 +439,45 @@ def write_logits(path, rows, token_ids=None, logprobs=False, first_pos=0):
         f.write("\n")
 
 
+def write_trace(path, token_ids, logits=None, activations=None, first_pos=0):
+    """A candidate as a JSON Lines trace `stepwise diff` walks hook by hook:
+    per position, an activation event for each hook (activations: {hook:
+    [positions, ...]}, under stepwise's names or another engine's with
+    diff's names=) and a logits event (logits [positions, vocab]), each
+    stating its input token (token_ids). Values as float32; a value that is
+    not finite is written as null, which diff reports."""
+    _path(path)  # a str, bytes or PathLike without NUL, or an error here
+    path = os.fsdecode(os.fspath(path))
+    ids = _checks.ids(token_ids, _checks.INT32_MAX, "token_ids")
+    first_pos = _checks.integer(first_pos, "first_pos", 0, _checks.INT32_MAX - len(ids))
+    arrays = {}
+    for hook, values in (activations or {}).items():
+        _checks.text(hook, "a hook's name")
+        values = np.asarray(values)
+        if values.dtype.kind not in "fiu" or values.ndim < 1 or values.shape[0] != len(ids):
+            raise ValueError("activations[%r] must be numbers [positions, ...] with %d positions, not %s %s"
+                             % (hook, len(ids), values.dtype, values.shape))
+        arrays[hook] = values.reshape(len(ids), -1).astype(np.float32)
+    if logits is not None:
+        logits = np.asarray(logits)
+        if logits.dtype.kind != "f" or logits.ndim != 2 or logits.shape[0] != len(ids):
+            raise ValueError("logits must be floats [%d positions, vocab], not %s %s"
+                             % (len(ids), logits.dtype, logits.shape))
+        logits = logits.astype(np.float32)
+
+    def floats(row):
+        return [float(v) if np.isfinite(v) else None for v in row]
+    with open(path, "w") as f:
+        for i, token in enumerate(ids):
+            pos = first_pos + i
+            for hook, values in arrays.items():
+                f.write(json.dumps({"event": "activation", "hook": hook, "pos": pos, "token": int(token),
+                                    "data": floats(values[i])}) + "\n")
+            if logits is not None:
+                f.write(json.dumps({"event": "logits", "pos": pos, "token": int(token),
+                                    "logits": floats(logits[i])}) + "\n")
+
+
 class DiffReport(dict):
     """`stepwise diff`'s verdict and figures: passed, positions (logits
     rows compared), the inputs (inputs_checked: both runs state their
@@ -463,15 +508,31 @@ class DiffReport(dict):
             100 * self["top1_agreement"])
 
 
-def diff(reference, candidate, preset="fp32", token_ids=None):
-    """Compare candidate with reference as `stepwise diff` does. Either may be
-    a path (any form the diff reads) or logits [positions, vocab] (numpy),
-    with token_ids for the inputs they were computed on. A DiffReport. Runs
-    fed other tokens fail (two score files: an error), naming the first
-    position where they differ."""
-    preset = _checks.text(preset, "preset")
-    if token_ids is not None and not any(isinstance(side, np.ndarray) for side in (reference, candidate)):
+def diff(reference, candidate, preset="fp32", token_ids=None, atol=None, rtol=None, names=None,
+         rope_halves=False, teacher_forced=False):
+    """Compare candidate with reference as `stepwise diff` does, with its
+    options. Either side may be a path (any form the diff reads), logits
+    [positions, vocab] (numpy), or a dict {"logits": [positions, vocab],
+    "activations": {hook: [positions, ...]}} (written as a trace by
+    write_trace), with token_ids for the inputs they were computed on.
+    atol, rtol: a custom tolerance in the preset's rule; names: the
+    candidate's hooks are that engine's ("hf", "llama.cpp", ...:
+    data/hook-names.json), with rope_halves as --rope-halves; teacher_forced:
+    inputs that differ are an error. A DiffReport. Runs fed other tokens
+    fail (two score files: an error), naming the first position where they
+    differ."""
+    opt = _DiffOptions(preset=_checks.text(preset, "preset"),
+                       atol=-1.0 if atol is None else _checks.number(atol, "atol", 0, 1e30),
+                       rtol=-1.0 if rtol is None else _checks.number(rtol, "rtol", 0, 1e30),
+                       names=None if names is None else _checks.text(names, "names"),
+                       rope_halves=bool(rope_halves), teacher_forced=bool(teacher_forced))
+    if rope_halves and names is None:
+        raise ValueError("rope_halves goes with names (the engine whose names the candidate's hooks carry)")
+    given = [side for side in (reference, candidate) if isinstance(side, (np.ndarray, dict))]
+    if token_ids is not None and not given:
         raise ValueError("token_ids goes with logits given as an array; a file states its own")
+    if any(isinstance(side, dict) for side in given) and token_ids is None:
+        raise ValueError("a dict of arrays needs token_ids (the inputs they were computed on)")
     with tempfile.TemporaryDirectory() as tmp:
         paths, arrays = [], {}
         for side, label in ((reference, "reference"), (candidate, "candidate")):
@@ -480,9 +541,17 @@ def diff(reference, candidate, preset="fp32", token_ids=None):
                 write_logits(p, side, token_ids=token_ids)
                 arrays[p] = "the %s array" % label
                 side = p
+            elif isinstance(side, dict):
+                unknown = set(side) - {"logits", "activations"}
+                if unknown:
+                    raise ValueError("the %s dict holds %s: only logits and activations" % (label, sorted(unknown)))
+                p = os.path.join(tmp, label + ".jsonl")
+                write_trace(p, token_ids, logits=side.get("logits"), activations=side.get("activations"))
+                arrays[p] = "the %s arrays" % label
+                side = p
             paths.append(_path(side, label))
         r, err = _DiffReport(), _Error()
-        status = _lib.sw_diff(paths[0], paths[1], preset, ctypes.byref(r), ctypes.byref(err))
+        status = _lib.sw_diff_with(paths[0], paths[1], ctypes.byref(opt), ctypes.byref(r), ctypes.byref(err))
     if status != 0:  # name the arrays as the caller knows them, not by their temporary files
         message = err.message.decode("utf-8", "replace")
         for p, label in arrays.items():

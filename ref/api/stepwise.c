@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "trace/diff_input.h"
+#include "trace/diff_pair.h"
 #include "trace/trace_diff.h"
 #include "ref/generate.h"
 #include "ref/formats/model_open.h"
@@ -474,18 +475,29 @@ int sw_run_token(const sw_run *r, int pos) {
 
 sw_status sw_diff(const char *reference, const char *candidate, const char *preset,
                   sw_diff_report *report, sw_error *err) {
+    sw_diff_options o = {.preset = preset, .atol = -1, .rtol = -1};
+    return sw_diff_with(reference, candidate, &o, report, err);
+}
+
+sw_status sw_diff_with(const char *reference, const char *candidate, const sw_diff_options *options,
+                       sw_diff_report *report, sw_error *err) {
     if (reference == NULL || candidate == NULL || report == NULL)
         return fail(err, SW_ERR_INPUT, "sw_diff: a NULL argument");
     *report = (sw_diff_report){.first_layer = -1, .first_pos = -1, .inputs_differ_pos = -1};
+    sw_diff_options o = options != NULL ? *options : (sw_diff_options){.atol = -1, .rtol = -1};
     DiffTolerance tol;
     StepError e;
-    if (!diff_tolerance_preset(&tol, preset != NULL ? preset : "fp32", &e))
+    if (!diff_tolerance_preset(&tol, o.preset != NULL ? o.preset : "fp32", &e) ||
+        !diff_tolerance_custom(&tol, o.atol, o.rtol, &e))
         return fail_step(err, &e);
     DiffRun ref = {0}, cand = {0};
+    HookNames names = {0};
     DiffReport *r = malloc(sizeof *r); /* large: its per-layer tables */
-    bool done = r != NULL && diff_run_read(&ref, reference, NULL, &e) &&
-                diff_run_read(&cand, candidate, NULL, &e) &&
-                trace_diff(&ref, &cand, &tol, false, r, &e);
+    bool done = r != NULL &&
+                diff_pair_read(&ref, &cand, reference, candidate, o.names, o.rope_halves != 0,
+                               &names, &e) &&
+                trace_diff(&ref, &cand, &tol, o.teacher_forced != 0, r, &e);
+    hook_names_free(&names);
     if (r == NULL) snprintf(e.message, sizeof e.message, "out of memory");
     if (done) {
         *report = (sw_diff_report){.passed = r->pass,

@@ -46,7 +46,9 @@
 extern "C" {
 #endif
 
-#define STEPWISE_API_VERSION 2 /* 2: sw_open_options.copy_weights, the diff report's inputs */
+#define STEPWISE_API_VERSION                                                                       \
+    3 /* 2: sw_open_options.copy_weights, the diff report's inputs;                                \
+         3: sw_diff_with */
 
 /* What libstepwise.so exports (it is built -fvisibility=hidden). */
 #if defined(__GNUC__)
@@ -209,6 +211,25 @@ typedef struct {
  * CLI). */
 STEPWISE_EXPORT sw_status sw_diff(const char *reference, const char *candidate, const char *preset,
                                   sw_diff_report *report, sw_error *err);
+
+/* What `stepwise diff`'s options say, for sw_diff_with; zeroed, with atol
+ * and rtol -1, it is sw_diff's fp32. */
+typedef struct {
+    const char *preset; /* NULL: "fp32" (--preset) */
+    double atol, rtol;  /* < 0: the preset's; else this tolerance in the preset's rule, reported
+                           as custom (--atol, --rtol) */
+    const char *names;  /* the candidate's activations carry this engine's names ("hf",
+                           "llama.cpp", ...: data/hook-names.json), or NULL: stepwise's (--names) */
+    int rope_halves;    /* 1: with names, q/k rows in RoPE's halves for this model too
+                           (--rope-halves) */
+    int teacher_forced; /* 1: inputs that differ are an error, SW_ERR_INPUT (--teacher-forced) */
+} sw_diff_options;
+
+/* sw_diff with the command line's options: the same verdict, first divergence
+ * and figures as `stepwise diff` with them. options NULL: sw_diff's. */
+STEPWISE_EXPORT sw_status sw_diff_with(const char *reference, const char *candidate,
+                                       const sw_diff_options *options, sw_diff_report *report,
+                                       sw_error *err);
 
 #ifdef __cplusplus
 }

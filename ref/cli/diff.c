@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "trace/diff_pair.h"
 #include "trace/trace_diff.h"
 #include "ref/cli/commands.h"
 #include "ref/cli/common.h"
@@ -519,21 +520,15 @@ int cli_diff(int argc, char **argv) {
     if (ok && (args.atol.value < 0 || args.rtol.value < 0))
         ok = step_fail(&err, "--atol and --rtol must be >= 0");
     /* explicit tolerances: the preset's rule (elementwise for int8), reported as custom */
-    if (args.atol.set || args.rtol.set) {
-        if (args.tol.rule == RULE_KL) args.tol.rule = RULE_ELEMENT;
-        if (args.atol.set) args.tol.atol = args.atol.value;
-        if (args.rtol.set) args.tol.rtol = args.rtol.value;
-        snprintf(args.tol.preset, sizeof args.tol.preset, "custom");
-    }
-    if (ok && halves && args.engine == NULL)
-        ok = step_fail(&err, "--rope-halves goes with --names (see --help)");
+    if (ok && (args.atol.set || args.rtol.set))
+        ok = diff_tolerance_custom(&args.tol, args.atol.set ? args.atol.value : -1,
+                                   args.rtol.set ? args.rtol.value : -1, &err);
     HookNames names = {0};
-    if (ok && args.engine != NULL) ok = hook_names_load(&names, args.engine, halves, &err);
     DiffRun ref = {0}, cand = {0};
     DiffReport report;
-    if (ok) ok = diff_run_read(&ref, argv[first], NULL, &err);
-    if (ok) ok = diff_run_read(&cand, argv[first + 1], args.engine != NULL ? &names : NULL, &err);
-    if (ok) ok = diff_run_unhalve(&cand, ref.head_dim, &err);
+    if (ok)
+        ok = diff_pair_read(&ref, &cand, argv[first], argv[first + 1], args.engine, halves, &names,
+                            &err);
     if (ok) ok = trace_diff(&ref, &cand, &args.tol, forced, &report, &err);
     NameHint hint = {0};
     if (ok) name_hint(&report, args.engine != NULL ? &names : NULL, &hint);
