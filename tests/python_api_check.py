@@ -187,6 +187,12 @@ def check_diff_options(stepwise, tmp):
     cand = os.path.join(tmp, "opt-cand.jsonl")
     stepwise.write_trace(cand, IDS, logits=r.logits, activations=acts)
     cli = [run_stepwise(BIN, "diff", ref, cand, *extra, expect=(0, 1)).returncode for extra in ([], ["--atol", "0.1"])]
+    cli_text = run_stepwise(BIN, "diff", ref, cand, expect=(1,)).stdout
+    from_file = stepwise.diff(ref, cand)
+    check(from_file.text == cli_text and "per layer" in cli_text and "verdict: FAIL" in cli_text
+          and nudged.text.replace("(the candidate arrays)", cand) == cli_text,
+          f"the report's text is the CLI's, line for line ({len(cli_text.splitlines())} lines; the arrays' "
+          "temporary file named as such)")
     check(same.passed and same["activations"] == len(acts) * len(IDS) and not nudged.passed
           and (nudged["first_hook"], nudged["first_pos"]) == ("blocks.2.mlp_out", 3) and loose.passed
           and cli == [1, 0],

@@ -115,6 +115,8 @@ def _declare(lib):
         "sw_run_token": (I, [P, I]),
         "sw_diff": (I, [S, S, S, ctypes.POINTER(_DiffReport), E]),
         "sw_diff_with": (I, [S, S, ctypes.POINTER(_DiffOptions), ctypes.POINTER(_DiffReport), E]),
+        "sw_diff_text": (I, [S, S, ctypes.POINTER(_DiffOptions), ctypes.c_char_p, ctypes.c_size_t,
+                             ctypes.POINTER(ctypes.c_size_t), E]),
     }
     for name, (res, args) in sigs.items():
         f = getattr(lib, name)
@@ -485,11 +487,17 @@ class DiffReport(dict):
     first position fed another token, with ref_token and cand_token, or -1;
     inputs_matched), max_abs_logit, kl_mean, top1_agreement, and where it
     first diverged (first_hook, first_layer, first_pos; other_hook when the
-    candidate's tensor there equals another hook's)."""
+    candidate's tensor there equals another hook's); text: the whole report
+    as `stepwise diff` prints it (per-layer table, logits figures,
+    tolerance, verdict)."""
 
     @property
     def passed(self):
         return self["passed"]
+
+    @property
+    def text(self):
+        return self["text"]
 
     def summary(self):
         inputs = ("inputs differ from position %d (reference token %d, candidate %d)"
@@ -552,6 +560,19 @@ def diff(reference, candidate, preset="fp32", token_ids=None, atol=None, rtol=No
             paths.append(_path(side, label))
         r, err = _DiffReport(), _Error()
         status = _lib.sw_diff_with(paths[0], paths[1], ctypes.byref(opt), ctypes.byref(r), ctypes.byref(err))
+        text = ""
+        if status == 0:  # the command line's report, its temporary paths named as the caller knows them
+            needed = ctypes.c_size_t(0)
+            status = _lib.sw_diff_text(paths[0], paths[1], ctypes.byref(opt), None, 0, ctypes.byref(needed),
+                                       ctypes.byref(err))
+            buf = ctypes.create_string_buffer(needed.value) if status == 0 else None
+            if status == 0:
+                status = _lib.sw_diff_text(paths[0], paths[1], ctypes.byref(opt), buf, needed.value, None,
+                                           ctypes.byref(err))
+            if status == 0:
+                text = buf.value.decode("utf-8", "replace")
+                for p, label in arrays.items():
+                    text = text.replace(p, "(" + label + ")")
     if status != 0:  # name the arrays as the caller knows them, not by their temporary files
         message = err.message.decode("utf-8", "replace")
         for p, label in arrays.items():
@@ -563,4 +584,5 @@ def diff(reference, candidate, preset="fp32", token_ids=None, atol=None, rtol=No
     for k in ("passed", "diverged", "inputs_checked"):
         out[k] = bool(out[k])
     out["inputs_matched"] = out["inputs_checked"] and out["inputs_differ_pos"] < 0
+    out["text"] = text
     return DiffReport(out)

@@ -15,6 +15,7 @@
 
 #include "trace/diff_input.h"
 #include "trace/diff_pair.h"
+#include "trace/diff_text.h"
 #include "trace/trace_diff.h"
 #include "ref/generate.h"
 #include "ref/formats/model_open.h"
@@ -479,26 +480,45 @@ sw_status sw_diff(const char *reference, const char *candidate, const char *pres
     return sw_diff_with(reference, candidate, &o, report, err);
 }
 
+/* One comparison as the command line makes it, its parts kept for the
+ * report: both runs (their names map loaded into *names), the tolerance
+ * and the report (*r, allocated: large, its per-layer tables). The caller
+ * frees all four, whatever the result. */
+typedef struct {
+    DiffRun ref, cand;
+    HookNames names;
+    DiffTolerance tol;
+    DiffReport *r;
+} DiffDone;
+
+static bool diff_compute(const char *reference, const char *candidate,
+                         const sw_diff_options *options, DiffDone *d, StepError *e) {
+    *d = (DiffDone){0};
+    sw_diff_options o = options != NULL ? *options : (sw_diff_options){.atol = -1, .rtol = -1};
+    if (!diff_tolerance_preset(&d->tol, o.preset != NULL ? o.preset : "fp32", e) ||
+        !diff_tolerance_custom(&d->tol, o.atol, o.rtol, e))
+        return false;
+    d->r = malloc(sizeof *d->r);
+    if (d->r == NULL) return step_fail(e, "out of memory");
+    return diff_pair_read(&d->ref, &d->cand, reference, candidate, o.names, o.rope_halves != 0,
+                          &d->names, e) &&
+           trace_diff(&d->ref, &d->cand, &d->tol, o.teacher_forced != 0, d->r, e);
+}
+
+static void diff_done_free(DiffDone *d) {
+    hook_names_free(&d->names);
+    diff_run_free(&d->ref), diff_run_free(&d->cand), free(d->r);
+}
+
 sw_status sw_diff_with(const char *reference, const char *candidate, const sw_diff_options *options,
                        sw_diff_report *report, sw_error *err) {
     if (reference == NULL || candidate == NULL || report == NULL)
         return fail(err, SW_ERR_INPUT, "sw_diff: a NULL argument");
     *report = (sw_diff_report){.first_layer = -1, .first_pos = -1, .inputs_differ_pos = -1};
-    sw_diff_options o = options != NULL ? *options : (sw_diff_options){.atol = -1, .rtol = -1};
-    DiffTolerance tol;
+    DiffDone d;
     StepError e;
-    if (!diff_tolerance_preset(&tol, o.preset != NULL ? o.preset : "fp32", &e) ||
-        !diff_tolerance_custom(&tol, o.atol, o.rtol, &e))
-        return fail_step(err, &e);
-    DiffRun ref = {0}, cand = {0};
-    HookNames names = {0};
-    DiffReport *r = malloc(sizeof *r); /* large: its per-layer tables */
-    bool done = r != NULL &&
-                diff_pair_read(&ref, &cand, reference, candidate, o.names, o.rope_halves != 0,
-                               &names, &e) &&
-                trace_diff(&ref, &cand, &tol, o.teacher_forced != 0, r, &e);
-    hook_names_free(&names);
-    if (r == NULL) snprintf(e.message, sizeof e.message, "out of memory");
+    bool done = diff_compute(reference, candidate, options, &d, &e);
+    const DiffReport *r = d.r;
     if (done) {
         *report = (sw_diff_report){.passed = r->pass,
                                    .positions = r->n,
@@ -524,6 +544,37 @@ sw_status sw_diff_with(const char *reference, const char *candidate, const sw_di
                       sizeof report->other_hook);
         snprintf(report->fail_reason, sizeof report->fail_reason, "%s", r->fail_reason);
     }
-    diff_run_free(&ref), diff_run_free(&cand), free(r);
+    diff_done_free(&d);
+    return done ? ok(err) : fail_step(err, &e);
+}
+
+sw_status sw_diff_text(const char *reference, const char *candidate, const sw_diff_options *options,
+                       char *text, size_t size, size_t *needed, sw_error *err) {
+    if (reference == NULL || candidate == NULL || (text == NULL && size > 0))
+        return fail(err, SW_ERR_INPUT, "sw_diff_text: a NULL argument");
+    if (needed != NULL) *needed = 0;
+    if (size > 0) text[0] = '\0';
+    DiffDone d;
+    StepError e;
+    bool done = diff_compute(reference, candidate, options, &d, &e);
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = done ? open_memstream(&buf, &len) : NULL;
+    if (done && f == NULL) done = step_fail(&e, "out of memory");
+    if (done) {
+        DiffNameHint hint;
+        diff_name_hint(d.r, options != NULL && options->names != NULL ? &d.names : NULL, &hint);
+        diff_text_write(f, reference, candidate, &d.ref, &d.cand, &d.tol, d.r, &hint);
+        if (fclose(f) != 0 || buf == NULL) done = step_fail(&e, "out of memory");
+    }
+    if (done) {
+        if (needed != NULL) *needed = len + 1;
+        if (size > 0) {
+            size_t n = len < size - 1 ? len : size - 1;
+            memcpy(text, buf, n), text[n] = '\0';
+        }
+    }
+    free(buf);
+    diff_done_free(&d);
     return done ? ok(err) : fail_step(err, &e);
 }

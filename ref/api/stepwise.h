@@ -231,6 +231,13 @@ STEPWISE_EXPORT sw_status sw_diff_with(const char *reference, const char *candid
                                        const sw_diff_options *options, sw_diff_report *report,
                                        sw_error *err);
 
+/* The same comparison's report as `stepwise diff` prints it, into text[0..size)
+ * (NUL-terminated; cut short when it does not fit), and into *needed (may be
+ * NULL) the size that holds it whole (its length + 1). size 0: *needed only. */
+STEPWISE_EXPORT sw_status sw_diff_text(const char *reference, const char *candidate,
+                                       const sw_diff_options *options, char *text, size_t size,
+                                       size_t *needed, sw_error *err);
+
 #ifdef __cplusplus
 }
 #endif

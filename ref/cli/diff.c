@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "trace/diff_pair.h"
+#include "trace/diff_text.h"
 #include "trace/trace_diff.h"
 #include "ref/cli/commands.h"
 #include "ref/cli/common.h"
@@ -36,256 +37,10 @@ static const char DIFF_USAGE[] =
     "float32 array [positions, vocab], optional FILE.npy.json); rows may be\n"
     "log-probabilities (\"logprobs\" events, or \"values\": \"logprobs\").\n";
 
-static const char *rule_name(DiffRule r) {
-    return r == RULE_ROW ? "row" : r == RULE_ELEMENT ? "elementwise" : "by distribution";
-}
-
-/* "blocks.2.mlp_out", "logits", "kv" of a compared tensor. */
-static const char *point_name(const DiffPoint *p, char *buf, size_t size) {
-    if (p->point == HOOK_KV_ROW)
-        snprintf(buf, size, "kv %s", p->head ? "V" : "K");
-    else
-        hook_name((HookPoint)p->point, p->layer, buf, size);
-    return buf;
-}
-
-/* A token as "403 ' Once'" (the piece when either file names it). */
-static const char *token_text(const DiffRun *a, const DiffRun *b, int id, char *buf, size_t size) {
-    const char *piece = diff_run_piece(a, id);
-    if (piece == NULL) piece = diff_run_piece(b, id);
-    if (piece == NULL)
-        snprintf(buf, size, "%d", id);
-    else
-        snprintf(buf, size, "%d '%s'", id, piece);
-    return buf;
-}
-
-static void print_inputs(const DiffRun *ref, const DiffRun *cand, const DiffReport *r) {
-    char a[96], b[96];
-    if (!r->inputs_checked)
-        printf("inputs     not checked: the %s states no input tokens (a .f32 sidecar may give "
-               "\"token_ids\")\n",
-               ref->inputs_stated ? "candidate" : "reference");
-    else if (r->inputs_differ_pos < 0)
-        printf("inputs     the same token at all %d positions both state\n", r->inputs_compared);
-    else
-        printf("inputs     differ from position %d: ref %s, cand %s; positions from %d on are "
-               "not compared (a fail)\n",
-               r->inputs_differ_pos, token_text(ref, cand, r->ref_token, a, sizeof a),
-               token_text(ref, cand, r->cand_token, b, sizeof b), r->inputs_differ_pos);
-}
-
-/* When the first divergence is the candidate's tensor of another hook:
- * the candidate's own name for the failing hook, that other hook, and the
- * name maps under which their name means that hook. */
-typedef struct {
-    bool found;
-    char theirs[96], other[64], fitting[160];
-} NameHint;
-
-static void name_hint(const DiffReport *r, const HookNames *names, NameHint *h) {
-    *h = (NameHint){.found = r->diverged && r->first_is_other_hook};
-    if (!h->found) return;
-    char ours[64];
-    point_name(&r->first, ours, sizeof ours);
-    point_name(&r->first_other, h->other, sizeof h->other);
-    if (names == NULL || !hook_names_theirs(names, ours, h->theirs, sizeof h->theirs))
-        snprintf(h->theirs, sizeof h->theirs, "%s", ours);
-    hook_names_fitting(h->theirs, h->other, h->fitting, sizeof h->fitting);
-}
-
-static void print_hint(const NameHint *h) {
-    if (!h->found) return;
-    printf("                    the candidate's %s matches %s: is the name map right for this "
-           "engine version?",
-           h->theirs, h->other);
-    if (h->fitting[0] != '\0') printf(" (it is %s's name for it: --names)", h->fitting);
-    printf("\n");
-}
-
-/* "2,5": the first k experts of a routing, for the report. */
-static void experts_text(const int *e, int k, char *buf, size_t size) {
-    size_t at = 0;
-    buf[0] = '\0';
-    for (int j = 0; j < k && j < DIFF_ROUTE_SHOWN && at < size; j++)
-        at += (size_t)snprintf(buf + at, size - at, "%s%d", j ? "," : "", e[j]);
-}
-
-/* A mixture of experts: where the candidate first routes a token otherwise,
- * before the numbers that follow from it. */
-static void print_routing(const DiffRouting *g) {
-    if (g->compared == 0) return;
-    if (!g->diverged) {
-        printf("routing             the same experts at all %d tokens x MoE layers\n", g->compared);
-        return;
-    }
-    char ref[96], cand[96];
-    experts_text(g->ref, g->k, ref, sizeof ref);
-    experts_text(g->cand, g->k, cand, sizeof cand);
-    printf("routing             position %d, layer %d: reference chose experts %s; candidate %s\n",
-           g->pos, g->layer, ref, cand);
-}
-
-static void print_first(const DiffReport *r) {
-    char name[64];
-    const DiffPoint *p = &r->first;
-    if (!r->diverged) {
-        printf("first divergence    none: every compared tensor is within tolerance\n");
-        return;
-    }
-    printf("first divergence    %s", point_name(p, name, sizeof name));
-    if (p->layer >= 0 && p->point != HOOK_KV_ROW) printf(", layer %d", p->layer);
-    printf(", pos %d", p->pos);
-    if (p->head >= 0 && p->point != HOOK_KV_ROW) printf(", head %d", p->head);
-    if (p->index < 0) {
-        printf(": the candidate's tensor has another size\n");
-        return;
-    }
-    printf(": max |d| %.3g (%.3g of the tensor's max |ref| %.3g) at index %d: reference %.9g, "
-           "candidate %.9g; allowed %.3g\n",
-           p->max_abs, p->rel, p->scale, p->index, p->ref, p->cand, p->allowed);
-}
-
-/* The part of a block hook's name after "blocks.L.". */
-static const char *short_name(int point, char *buf, size_t size) {
-    hook_name((HookPoint)point, 0, buf, size);
-    return strchr(buf + 7, '.') + 1;
-}
-
-/* A hook kind's name: "mlp_out" for one in a block, "final_norm" outside. */
-static const char *point_label(int point, char *buf, size_t size) {
-    return hook_in_block((HookPoint)point) ? short_name(point, buf, size)
-                                           : hook_name((HookPoint)point, -1, buf, size);
-}
-
-/* Each layer's max |d| / max |ref| for every hook either file has there. */
-static void print_table(const DiffReport *r) {
-    if (r->table_layers == 0) return;
-    bool col[N_HOOKS] = {false};
-    for (int l = 0; l < r->table_layers; l++)
-        for (int h = 0; h < N_HOOKS; h++) col[h] |= r->table_has[l][h];
-    printf(
-        "\nper layer: max |d| / max |ref| of each hook (its error against the tensor's scale)\n");
-    printf("layer");
-    char name[64];
-    for (int h = 0; h < N_HOOKS; h++)
-        if (col[h])
-            printf(" %10s", short_name(h, name, sizeof name)); /* wider names: their width */
-    printf("\n");
-    for (int l = 0; l < r->table_layers; l++) {
-        printf("%5d", l);
-        for (int h = 0; h < N_HOOKS; h++) {
-            if (!col[h]) continue; /* a block's hooks only: short_name needs "blocks.L." */
-            int width = (int)strlen(short_name(h, name, sizeof name));
-            width = width > 10 ? width : 10;
-            if (r->table_has[l][h])
-                printf(" %*.3g", width, r->table_rel[l][h]);
-            else
-                printf(" %*s", width, "-");
-        }
-        printf("\n");
-    }
-}
-
-static void print_logits(const DiffReport *r) {
-    if (r->n == 0) return;
-    const char *what = r->logprobs ? "logprob" : "logit";
-    printf("\nmax |d%s|        %.9g at pos %d, token %d (reference %.9g, candidate %.9g)\n",
-           r->logprobs ? "lp" : "logit", r->max_abs, r->max_abs_pos, r->max_abs_id, r->max_abs_ref,
-           r->max_abs_cand);
-    (void)what;
-    printf("NMSE                mean %.3g, max %.3g at pos %d\n", r->nmse_mean, r->nmse_max,
-           r->nmse_max_pos);
-    printf("KL(ref||cand), T=1  mean %.3g, p99 %.3g, max %.3g at pos %d\n", r->kl_mean, r->kl_p99,
-           r->kl_max, r->kl_max_pos);
-    printf("top-1 agreement     %d of %d (%.1f%%)\n", r->top1_agree, r->n,
-           100.0 * r->top1_agree / r->n);
-    printf("dp of ref's top     RMS %.3g\n", r->dp_top_rms);
-    if (r->first_argmax_pos < 0)
-        printf("first argmax diff   none\n");
-    else
-        printf("first argmax diff   pos %d: reference %d, candidate %d; reference's in candidate's "
-               "top-5: %s; candidate's in reference's top-5: %s\n",
-               r->first_argmax_pos, r->ref_argmax, r->cand_argmax,
-               r->ref_in_cand_top5 ? "yes" : "no", r->cand_in_ref_top5 ? "yes" : "no");
-}
-
-static void print_missing(const DiffRun *ref, const DiffReport *r) {
-    if (!r->cand_has_logits && ref->n > 0)
-        printf("not compared        logits: the candidate has none\n");
-    else if (r->missing_logits > 0)
-        printf("missing             logits at %d positions the reference has\n", r->missing_logits);
-    if (!r->cand_has_kv && ref->n_kv > 0)
-        printf("not compared        KV rows: the candidate has none\n");
-    else if (r->missing_kv > 0)
-        printf("missing             %ld KV rows the reference has\n", r->missing_kv);
-    if (!r->cand_has_acts && ref->n_acts > 0) {
-        printf("not compared        activations: the candidate has none\n");
-    } else {
-        bool any = false;
-        for (int h = 0; h < N_HOOKS; h++) {
-            char name[64];
-            if (!r->hook_absent[h]) continue;
-            printf("%s%s", any ? ", " : "not compared        hooks the candidate has none of: ",
-                   point_label(h, name, sizeof name));
-            any = true;
-        }
-        if (any) printf("\n");
-    }
-    if (r->missing_acts > 0)
-        printf("missing             %ld activations the reference has (first %s at pos %d)\n",
-               r->missing_acts, r->first_missing_hook, r->first_missing_pos);
-}
-
-static void print_text(const char *ref_path, const char *cand_path, const DiffRun *ref,
-                       const DiffRun *cand, const DiffTolerance *t, const DiffReport *r,
-                       const NameHint *hint) {
-    printf("reference  %s\ncandidate  %s\n", ref_path, cand_path);
-    print_inputs(ref, cand, r);
-    printf("compared   %d positions x %d %s", r->n, r->vocab_size,
-           r->logprobs ? "log-probabilities" : "logits");
-    if (r->acts_compared > 0) printf(", %ld activations", r->acts_compared);
-    if (r->kv_compared > 0) printf(", %ld KV rows", r->kv_compared);
-    printf("\n\n");
-    print_routing(&r->routing);
-    print_first(r);
-    print_hint(hint);
-    print_table(r);
-    print_logits(r);
-    if (r->kv_compared > 0) {
-        for (int l = 0; l < r->n_layers_kv; l++)
-            printf("KV layer %-2d         max |dK| %.3g, max |dV| %.3g\n", l, r->kv_max_k[l],
-                   r->kv_max_v[l]);
-        if (r->kv_first_layer >= 0)
-            printf("KV outside          first at layer %d, pos %d\n", r->kv_first_layer,
-                   r->kv_first_pos);
-    }
-    print_missing(ref, r);
-    if (t->rule == RULE_KL) {
-        printf("\ntolerance (%s): mean KL <= %g and top-1 agreement >= %.0f%%\n", t->preset,
-               t->kl_mean_max, 100 * t->top1_min);
-    } else {
-        printf("\ntolerance (%s, %s): |d| <= %g + %g x %s: %ld of %ld %s outside\n", t->preset,
-               rule_name(t->rule), t->atol, t->rtol,
-               t->rule == RULE_ROW ? "the tensor's max |ref|" : "|ref|", r->outside,
-               (long)r->n * r->vocab_size, r->logprobs ? "log-probabilities" : "logits");
-        if (r->logits_outside) {
-            const DiffPoint *p = &r->first_logits;
-            printf("first outside       pos %d, token %d: reference %.9g, candidate %.9g, "
-                   "|d| %.9g > %.3g\n",
-                   p->pos, p->index, p->ref, p->cand, fabs(p->cand - p->ref), p->allowed);
-        }
-    }
-    if (r->pass)
-        printf("verdict: PASS (within tolerance)\n");
-    else
-        printf("verdict: FAIL (%s)\n", r->fail_reason);
-}
-
 static cJSON *point_json(const DiffPoint *p) {
     cJSON *o = cJSON_CreateObject();
     char name[64];
-    cJSON_AddStringToObject(o, "hook", point_name(p, name, sizeof name));
+    cJSON_AddStringToObject(o, "hook", diff_point_name(p, name, sizeof name));
     if (p->layer >= 0) cJSON_AddNumberToObject(o, "layer", p->layer);
     cJSON_AddNumberToObject(o, "pos", p->pos);
     if (p->head >= 0 && p->point != HOOK_KV_ROW) cJSON_AddNumberToObject(o, "head", p->head);
@@ -300,7 +55,7 @@ static cJSON *point_json(const DiffPoint *p) {
 }
 
 static void print_json(const char *ref_path, const char *cand_path, const DiffRun *ref,
-                       const DiffTolerance *t, const DiffReport *r, const NameHint *hint) {
+                       const DiffTolerance *t, const DiffReport *r, const DiffNameHint *hint) {
     cJSON *o = cJSON_CreateObject();
     cJSON_AddStringToObject(o, "reference", ref_path);
     cJSON_AddStringToObject(o, "candidate", cand_path);
@@ -410,11 +165,11 @@ static void print_json(const char *ref_path, const char *cand_path, const DiffRu
     for (int h = 0; h < N_HOOKS && r->cand_has_acts; h++) {
         char name[64];
         if (r->hook_absent[h])
-            cJSON_AddItemToArray(nc, cJSON_CreateString(point_label(h, name, sizeof name)));
+            cJSON_AddItemToArray(nc, cJSON_CreateString(diff_hook_label(h, name, sizeof name)));
     }
     cJSON *tol = cJSON_AddObjectToObject(o, "tolerance");
     cJSON_AddStringToObject(tol, "preset", t->preset);
-    cJSON_AddStringToObject(tol, "rule", rule_name(t->rule));
+    cJSON_AddStringToObject(tol, "rule", diff_rule_name(t->rule));
     if (t->rule == RULE_KL) {
         cJSON_AddNumberToObject(tol, "kl_mean_max", t->kl_mean_max);
         cJSON_AddNumberToObject(tol, "top1_min", t->top1_min);
@@ -530,13 +285,14 @@ int cli_diff(int argc, char **argv) {
         ok = diff_pair_read(&ref, &cand, argv[first], argv[first + 1], args.engine, halves, &names,
                             &err);
     if (ok) ok = trace_diff(&ref, &cand, &args.tol, forced, &report, &err);
-    NameHint hint = {0};
-    if (ok) name_hint(&report, args.engine != NULL ? &names : NULL, &hint);
+    DiffNameHint hint = {0};
+    if (ok) diff_name_hint(&report, args.engine != NULL ? &names : NULL, &hint);
     hook_names_free(&names);
     if (ok && json)
         print_json(argv[first], argv[first + 1], &ref, &args.tol, &report, &hint);
     else if (ok)
-        print_text(argv[first], argv[first + 1], &ref, &cand, &args.tol, &report, &hint);
+        diff_text_write(stdout, argv[first], argv[first + 1], &ref, &cand, &args.tol, &report,
+                        &hint);
     diff_run_free(&ref), diff_run_free(&cand);
     if (!ok) {
         cli_print_error(&err);

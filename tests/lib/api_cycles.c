@@ -1,15 +1,54 @@
 /* api_cycles.c: libstepwise.so opened, used and freed N times in one
  * process, for valgrind (make lib-check): every cycle opens the built-in
- * tiny model, tokenizes, scores with hooks, generates, reads nothing back
- * but what it checks, and frees it all. A leak grows with N; a cycle whose
+ * tiny model, tokenizes, scores with hooks, compares the logits with
+ * themselves (sw_diff_with, sw_diff_text whole and cut short), generates,
+ * reads nothing back but what it checks, and frees it all. A leak grows with N; a cycle whose
  * numbers differ from the first's is a failure too.
  *
  * usage: build/api_cycles N */
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "ref/api/stepwise.h"
+
+/* logits [n, vocab] as a raw .f32 candidate at path, with its sidecar. */
+static int write_f32(const char *path, const float *logits, int n, int vocab) {
+    char side[512];
+    snprintf(side, sizeof side, "%s.json", path);
+    FILE *f = fopen(path, "wb"), *j = fopen(side, "w");
+    int bad =
+        f == NULL || j == NULL ||
+        fwrite(logits, sizeof(float), (size_t)n * vocab, f) != (size_t)n * vocab ||
+        fprintf(j, "{\"format\": \"stepwise-logits-f32\", \"vocab_size\": %d, \"positions\": %d}\n",
+                vocab, n) < 0;
+    if (f != NULL) fclose(f);
+    if (j != NULL) fclose(j);
+    return bad;
+}
+
+/* The diff of a run with itself: a pass, and its report's text, cut short
+ * to 16 bytes and then whole (sw_diff_text's needed size). */
+static int diff_cycle(const char *path) {
+    sw_error err;
+    sw_diff_report r;
+    sw_diff_options o = {.atol = -1, .rtol = -1, .teacher_forced = 1};
+    char small[16], *whole = NULL;
+    size_t needed = 0;
+    int bad = sw_diff_with(path, path, &o, &r, &err) != SW_OK || !r.passed ||
+              sw_diff_text(path, path, &o, small, sizeof small, &needed, &err) != SW_OK ||
+              strlen(small) != sizeof small - 1 || needed <= sizeof small;
+    if (!bad) whole = malloc(needed);
+    bad = bad || whole == NULL ||
+          sw_diff_text(path, path, NULL, whole, needed, NULL, &err) != SW_OK ||
+          strlen(whole) != needed - 1 || strncmp(whole, small, sizeof small - 1) != 0 ||
+          strstr(whole, "verdict: PASS") == NULL;
+    free(whole);
+    if (bad) fprintf(stderr, "diff cycle failed: %s\n", err.message);
+    return bad;
+}
 
 /* One cycle; its first logit and its generated tokens' sum into *sig. */
 static int cycle(double *sig) {
@@ -26,6 +65,13 @@ static int cycle(double *sig) {
         int width = 0;
         bad = sw_scores_hook_count(s) < 2 || sw_scores_hook_values(s, 0, &width) == NULL;
         *sig = sw_scores_logits(s)[0] + width;
+        char dir[] = "/tmp/stepwise-api-cycles-XXXXXX", path[64], side[80];
+        bool made = mkdtemp(dir) != NULL;
+        snprintf(path, sizeof path, "%s/run.f32", dir);
+        snprintf(side, sizeof side, "%s.json", path);
+        bad = !made || write_f32(path, sw_scores_logits(s), n, sw_model_get_shape(m).vocab_size) ||
+              diff_cycle(path);
+        if (made) remove(path), remove(side), rmdir(dir);
         sw_scores_free(s);
     }
     bad = bad || sw_generate(m, ids, n, &greedy, 8, out, 64, &n_out, &err) != SW_OK;
