@@ -9,6 +9,8 @@ bool model_prepare(Model *m, const ModelPrepare *p, StepError *err) {
     if (p->gelu_f16_table && m->config.mlp == MLP_SWIGLU)
         return step_fail(err, "--gelu ggml: this model's MLP has no GELU (SwiGLU)");
     if (p->gelu_f16_table) m->config.gelu_f16_table = true;
+    if (p->kv_dtype < 0 || p->kv_dtype > 2)
+        return step_fail(err, "kv_dtype %d: 0 (float32), 1 (float16) or 2 (bfloat16)", p->kv_dtype);
     if (p->kv_dtype != 0 && config_mla(&m->config))
         return step_fail(err, "--kv-dtype: MLA's cache of latents is float32 here");
     if (p->kv_rounding_ggml && p->kv_dtype != 1)

@@ -95,6 +95,27 @@ def check_scores(stepwise, tmp, folder):
                   f"{len(got.activations)} hooks are the CLI's bits")
 
 
+def check_llama_cpp_options(stepwise, tmp):
+    """load(gelu="ggml") on a GPT-2 folder and load(kv_dtype="f16",
+    kv_rounding="llama.cpp") on stories260K give the CLI's bits with
+    --gelu ggml and --kv-dtype f16 --kv-rounding llama.cpp, and differ from
+    the defaults."""
+    gpt2 = os.path.join(tmp, "gpt2")
+    run_stepwise(BIN, "make-model", "--format", "hf", "--arch", "gpt2", "--dim", "32", "--hidden", "64",
+                 "--layers", "2", "--heads", "4", "--vocab", "512", "--seq-len", "32", "--out", gpt2)
+    story = os.path.join(MODELS, "stories260K.gguf")
+    for label, model, opts, flags in (
+            ("gelu ggml (GPT-2)", gpt2, {"gelu": "ggml"}, ["--gelu", "ggml"]),
+            ("a float16 cache, llama.cpp's rounding", story, {"kv_dtype": "f16", "kv_rounding": "llama.cpp"},
+             ["--kv-dtype", "f16", "--kv-rounding", "llama.cpp"])):
+        want, _, _ = cli_score(model, tmp, *flags)
+        plain, _, _ = cli_score(model, tmp)
+        with stepwise.load(model, **opts) as m:
+            got = m.score(IDS).logits
+        check(same_bits(got, want) and not same_bits(got, plain),
+              f"load(**{opts}) on {label}: the CLI's bits with {' '.join(flags)}, not the defaults'")
+
+
 def check_tokens(stepwise, tmp):
     model = os.path.join(MODELS, "stories260K.gguf")
     text = "Once upon a time, there was a little girl named Lily."
@@ -301,6 +322,7 @@ def main():
             return 0
         check_scores(stepwise, tmp, folder)
         check_tokens(stepwise, tmp)
+        check_llama_cpp_options(stepwise, tmp)
         check_golden_set(stepwise, tmp)
         check_diff(stepwise, tmp)
         check_diff_options(stepwise, tmp)

@@ -46,7 +46,8 @@ class _Error(ctypes.Structure):
 
 class _OpenOptions(ctypes.Structure):
     _fields_ = [("threads", ctypes.c_int), ("plain_kernels", ctypes.c_int),
-                ("weights_f32", ctypes.c_int), ("copy_weights", ctypes.c_int)]
+                ("weights_f32", ctypes.c_int), ("copy_weights", ctypes.c_int), ("gelu_ggml", ctypes.c_int),
+                ("kv_dtype", ctypes.c_int), ("kv_rounding_ggml", ctypes.c_int)]
 
 
 class _Shape(ctypes.Structure):
@@ -177,15 +178,20 @@ class Model:
     """A model opened by libstepwise; close() (or a with block) frees it."""
 
     def __init__(self, path, tokenizer=None, threads=1, kernels="fast", weights="stored",
-                 copy_weights=False):
+                 copy_weights=False, gelu="exact", kv_dtype="f32", kv_rounding="none"):
         self._handle = None
         if kernels not in ("fast", "plain") or weights not in ("stored", "f32"):
             raise ValueError("kernels takes fast or plain, weights stored or f32")
+        if gelu not in ("exact", "ggml") or kv_dtype not in ("f32", "f16", "bf16") \
+                or kv_rounding not in ("none", "llama.cpp"):
+            raise ValueError("gelu takes exact or ggml, kv_dtype f32, f16 or bf16, kv_rounding none or llama.cpp")
         threads = _checks.integer(threads, "threads", 0, 256)
         if not isinstance(copy_weights, bool):
             raise TypeError("copy_weights must be True or False")
         opt = _OpenOptions(threads=threads, plain_kernels=kernels == "plain", weights_f32=weights == "f32",
-                           copy_weights=copy_weights)
+                           copy_weights=copy_weights, gelu_ggml=gelu == "ggml",
+                           kv_dtype=("f32", "f16", "bf16").index(kv_dtype),
+                           kv_rounding_ggml=kv_rounding == "llama.cpp")
         handle, err = ctypes.c_void_p(), _Error()
         _check(_lib.sw_model_open(_path(path, "the model's path"), _path(tokenizer, "the tokenizer's path"),
                                   ctypes.byref(opt), ctypes.byref(handle), ctypes.byref(err)), err)
@@ -272,6 +278,8 @@ def load(model, tokenizer=None, **options):
     """Open a model (a GGUF file, a Hugging Face folder, a llama2.c checkpoint
     with its tokenizer, a .q8 or JSON model; None: the built-in tiny model).
     options: threads=1, kernels="fast"|"plain", weights="stored"|"f32",
+    gelu="exact"|"ggml", kv_dtype="f32"|"f16"|"bf16", kv_rounding="none"|"llama.cpp"
+    (to compute as llama.cpp does: docs/oracle.md),
     copy_weights=False (True: read the weight files into memory at open, so
     that a file truncated or replaced later cannot end the process with
     SIGBUS; the default maps them, docs/library.md). A Model may be shared by

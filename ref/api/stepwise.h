@@ -46,9 +46,10 @@
 extern "C" {
 #endif
 
-#define STEPWISE_API_VERSION                                                                       \
-    3 /* 2: sw_open_options.copy_weights, the diff report's inputs;                                \
-         3: sw_diff_with */
+/* The API's version: 2 added sw_open_options.copy_weights and the diff
+ * report's inputs; 3 sw_diff_with, sw_diff_text and the open options'
+ * gelu_ggml, kv_dtype and kv_rounding_ggml. */
+#define STEPWISE_API_VERSION 3
 
 /* What libstepwise.so exports (it is built -fvisibility=hidden). */
 #if defined(__GNUC__)
@@ -83,6 +84,11 @@ typedef struct {
     int weights_f32;   /* 1: widen every weight to float32 at load (the same bits) */
     int copy_weights;  /* 1: read the weight files into memory at open, so that nothing is
                           read from them afterwards (see Signals above); 0: map them */
+    /* to compute as llama.cpp does (docs/oracle.md), the command line's: */
+    int gelu_ggml;        /* 1: GELU through ggml's float16 table (--gelu ggml) */
+    int kv_dtype;         /* 1: K and V rounded to float16 as cached, 2: bfloat16 (--kv-dtype) */
+    int kv_rounding_ggml; /* 1: with kv_dtype 1, llama.cpp's other rounding points (--kv-rounding)
+                           */
 } sw_open_options;
 
 /* Open the model at path, any format stepwise reads (a GGUF file, a Hugging
