@@ -220,6 +220,31 @@ def check_diff_options(stepwise, tmp):
           f"diff with activations as arrays: {same['activations']} compared and passed; one nudged at "
           f"blocks.2.mlp_out pos 3 found there ({nudged['first_hook']} pos {nudged['first_pos']}), passed with "
           f"atol=0.1; the CLI's verdicts on the same files: exit {cli}")
+    # the C API's sw_diff_arrays, straight from numpy's memory: the same verdicts, where
+    import ctypes
+    lib = stepwise._lib
+
+    def c_arrays(logits, tensors, names=None):
+        keep = [np.ascontiguousarray(logits, np.float32)] + [np.ascontiguousarray(v, np.float32)
+                                                            for v in tensors.values()]
+        fp = ctypes.POINTER(ctypes.c_float)
+        ts = (stepwise._DiffTensor * len(tensors))(*[
+            stepwise._DiffTensor(k.encode(), a.ctypes.data_as(fp), a.shape[1]) for k, a in zip(tensors, keep[1:])])
+        ids = (ctypes.c_int * len(IDS))(*IDS)
+        opt = stepwise._DiffOptions(atol=-1.0, rtol=-1.0, names=names.encode() if names else None)
+        rep, err = stepwise._DiffReport(), stepwise._Error()
+        status = lib.sw_diff_arrays(ref.encode(), keep[0].ctypes.data_as(fp), len(IDS), keep[0].shape[1], ids, ts,
+                                    len(tensors), ctypes.byref(opt), ctypes.byref(rep), ctypes.byref(err))
+        return status, rep
+    s1, c_same = c_arrays(r.logits, r.activations)
+    s2, c_nudged = c_arrays(r.logits, acts)
+    s3, c_named = c_arrays(r.logits, {"ffn_out-%s" % k.split(".")[1]: v for k, v in r.activations.items()},
+                           "llama.cpp")
+    check(s1 == s2 == s3 == 0 and c_same.passed and c_same.activations == same["activations"]
+          and not c_nudged.passed and (c_nudged.first_hook.decode(), c_nudged.first_pos) == ("blocks.2.mlp_out", 3)
+          and c_named.passed and c_named.activations == same["activations"],
+          f"sw_diff_arrays from numpy's memory: {c_same.activations} activations, the nudge found at "
+          f"{c_nudged.first_hook.decode()} pos {c_nudged.first_pos}, llama.cpp's names mapped: the same verdicts")
     theirs = {"ffn_out-%s" % k.split(".")[1]: v for k, v in r.activations.items()}
     named = stepwise.diff(ref, {"logits": r.logits, "activations": theirs}, token_ids=IDS, names="llama.cpp")
     try:

@@ -65,6 +65,10 @@ class _DiffOptions(ctypes.Structure):
                 ("names", ctypes.c_char_p), ("rope_halves", ctypes.c_int), ("teacher_forced", ctypes.c_int)]
 
 
+class _DiffTensor(ctypes.Structure):
+    _fields_ = [("hook", ctypes.c_char_p), ("data", ctypes.POINTER(ctypes.c_float)), ("width", ctypes.c_int)]
+
+
 class _DiffReport(ctypes.Structure):
     _fields_ = [("passed", ctypes.c_int), ("positions", ctypes.c_int),
                 ("inputs_checked", ctypes.c_int), ("inputs_compared", ctypes.c_int),
@@ -116,6 +120,8 @@ def _declare(lib):
         "sw_run_token": (I, [P, I]),
         "sw_diff": (I, [S, S, S, ctypes.POINTER(_DiffReport), E]),
         "sw_diff_with": (I, [S, S, ctypes.POINTER(_DiffOptions), ctypes.POINTER(_DiffReport), E]),
+        "sw_diff_arrays": (I, [S, F, I, I, IP, ctypes.POINTER(_DiffTensor), I, ctypes.POINTER(_DiffOptions),
+                               ctypes.POINTER(_DiffReport), E]),
         "sw_diff_text": (I, [S, S, ctypes.POINTER(_DiffOptions), ctypes.c_char_p, ctypes.c_size_t,
                              ctypes.POINTER(ctypes.c_size_t), E]),
     }

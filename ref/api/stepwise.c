@@ -494,7 +494,7 @@ typedef struct {
     DiffReport *r;
 } DiffDone;
 
-static bool diff_compute(const char *reference, const char *candidate,
+static bool diff_compute(const char *reference, const char *candidate, const DiffArrays *arrays,
                          const sw_diff_options *options, DiffDone *d, StepError *e) {
     *d = (DiffDone){0};
     sw_diff_options o = options != NULL ? *options : (sw_diff_options){.atol = -1, .rtol = -1};
@@ -503,8 +503,8 @@ static bool diff_compute(const char *reference, const char *candidate,
         return false;
     d->r = malloc(sizeof *d->r);
     if (d->r == NULL) return step_fail(e, "out of memory");
-    return diff_pair_read(&d->ref, &d->cand, reference, candidate, o.names, o.rope_halves != 0,
-                          &d->names, e) &&
+    return diff_pair_read(&d->ref, &d->cand, reference, candidate, arrays, o.names,
+                          o.rope_halves != 0, &d->names, e) &&
            trace_diff(&d->ref, &d->cand, &d->tol, o.teacher_forced != 0, d->r, e);
 }
 
@@ -513,14 +513,15 @@ static void diff_done_free(DiffDone *d) {
     diff_run_free(&d->ref), diff_run_free(&d->cand), free(d->r);
 }
 
-sw_status sw_diff_with(const char *reference, const char *candidate, const sw_diff_options *options,
-                       sw_diff_report *report, sw_error *err) {
-    if (reference == NULL || candidate == NULL || report == NULL)
-        return fail(err, SW_ERR_INPUT, "sw_diff: a NULL argument");
+/* report from a comparison of reference with the candidate at path, or
+ * (arrays not NULL) in arrays. */
+static sw_status diff_report(const char *reference, const char *candidate, const DiffArrays *arrays,
+                             const sw_diff_options *options, sw_diff_report *report,
+                             sw_error *err) {
     *report = (sw_diff_report){.first_layer = -1, .first_pos = -1, .inputs_differ_pos = -1};
     DiffDone d;
     StepError e;
-    bool done = diff_compute(reference, candidate, options, &d, &e);
+    bool done = diff_compute(reference, candidate, arrays, options, &d, &e);
     const DiffReport *r = d.r;
     if (done) {
         *report = (sw_diff_report){.passed = r->pass,
@@ -551,6 +552,36 @@ sw_status sw_diff_with(const char *reference, const char *candidate, const sw_di
     return done ? ok(err) : fail_step(err, &e);
 }
 
+sw_status sw_diff_with(const char *reference, const char *candidate, const sw_diff_options *options,
+                       sw_diff_report *report, sw_error *err) {
+    if (reference == NULL || candidate == NULL || report == NULL)
+        return fail(err, SW_ERR_INPUT, "sw_diff: a NULL argument");
+    return diff_report(reference, candidate, NULL, options, report, err);
+}
+
+sw_status sw_diff_arrays(const char *reference, const float *logits, int positions, int vocab_size,
+                         const int *token_ids, const sw_diff_tensor *tensors, int n_tensors,
+                         const sw_diff_options *options, sw_diff_report *report, sw_error *err) {
+    if (reference == NULL || report == NULL)
+        return fail(err, SW_ERR_INPUT, "sw_diff_arrays: a NULL argument");
+    if (n_tensors < 0 || n_tensors > (1 << 20) || (n_tensors > 0 && tensors == NULL))
+        return fail(err, SW_ERR_INPUT, "sw_diff_arrays: n_tensors %d, from 0 to 2^20, with tensors",
+                    n_tensors);
+    DiffArrayTensor *t = malloc(((size_t)n_tensors + 1) * sizeof *t);
+    if (t == NULL) return fail(err, SW_ERR_MEMORY, "sw_diff_arrays: out of memory");
+    for (int i = 0; i < n_tensors; i++)
+        t[i] = (DiffArrayTensor){tensors[i].hook, tensors[i].data, tensors[i].width};
+    DiffArrays a = {.logits = logits,
+                    .positions = positions,
+                    .vocab_size = vocab_size,
+                    .token_ids = token_ids,
+                    .tensors = t,
+                    .n_tensors = n_tensors};
+    sw_status status = diff_report(reference, NULL, &a, options, report, err);
+    free(t);
+    return status;
+}
+
 sw_status sw_diff_text(const char *reference, const char *candidate, const sw_diff_options *options,
                        char *text, size_t size, size_t *needed, sw_error *err) {
     if (reference == NULL || candidate == NULL || (text == NULL && size > 0))
@@ -559,7 +590,7 @@ sw_status sw_diff_text(const char *reference, const char *candidate, const sw_di
     if (size > 0) text[0] = '\0';
     DiffDone d;
     StepError e;
-    bool done = diff_compute(reference, candidate, options, &d, &e);
+    bool done = diff_compute(reference, candidate, NULL, options, &d, &e);
     char *buf = NULL;
     size_t len = 0;
     FILE *f = done ? open_memstream(&buf, &len) : NULL;

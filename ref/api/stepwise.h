@@ -47,7 +47,7 @@ extern "C" {
 #endif
 
 /* The API's version: 2 added sw_open_options.copy_weights and the diff
- * report's inputs; 3 sw_diff_with, sw_diff_text and the open options'
+ * report's inputs; 3 sw_diff_with, sw_diff_arrays, sw_diff_text and the open options'
  * gelu_ggml, kv_dtype and kv_rounding_ggml. */
 #define STEPWISE_API_VERSION 3
 
@@ -236,6 +236,26 @@ typedef struct {
 STEPWISE_EXPORT sw_status sw_diff_with(const char *reference, const char *candidate,
                                        const sw_diff_options *options, sw_diff_report *report,
                                        sw_error *err);
+
+/* One tensor of a candidate in memory: a hook's values at every position,
+ * row-major [positions, width] (borrowed), under stepwise's name
+ * ("blocks.3.mlp_out") or, with sw_diff_options.names, that engine's. */
+typedef struct {
+    const char *hook;
+    const float *data;
+    int width;
+} sw_diff_tensor;
+
+/* sw_diff_with of a candidate held in memory: logits [positions, vocab_size]
+ * (NULL: none), the input token at each position (NULL: not stated), and
+ * n_tensors tensors (hooks whose rows are whole: not the per-head scores
+ * and pattern). Everything is copied before the comparison; every count
+ * is checked first (positions from 1, a vocabulary or a width from 1). */
+STEPWISE_EXPORT sw_status sw_diff_arrays(const char *reference, const float *logits, int positions,
+                                         int vocab_size, const int *token_ids,
+                                         const sw_diff_tensor *tensors, int n_tensors,
+                                         const sw_diff_options *options, sw_diff_report *report,
+                                         sw_error *err);
 
 /* The same comparison's report as `stepwise diff` prints it, into text[0..size)
  * (NUL-terminated; cut short when it does not fit), and into *needed (may be

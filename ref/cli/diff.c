@@ -282,8 +282,8 @@ int cli_diff(int argc, char **argv) {
     DiffRun ref = {0}, cand = {0};
     DiffReport report;
     if (ok)
-        ok = diff_pair_read(&ref, &cand, argv[first], argv[first + 1], args.engine, halves, &names,
-                            &err);
+        ok = diff_pair_read(&ref, &cand, argv[first], argv[first + 1], NULL, args.engine, halves,
+                            &names, &err);
     if (ok) ok = trace_diff(&ref, &cand, &args.tol, forced, &report, &err);
     DiffNameHint hint = {0};
     if (ok) diff_name_hint(&report, args.engine != NULL ? &names : NULL, &hint);

@@ -1,7 +1,8 @@
 /* api_cycles.c: libstepwise.so opened, used and freed N times in one
  * process, for valgrind (make lib-check): every cycle opens the built-in
  * tiny model, tokenizes, scores with hooks, compares the logits with
- * themselves (sw_diff_with, sw_diff_text whole and cut short), generates,
+ * themselves (sw_diff_with, sw_diff_text whole and cut short, and
+ * sw_diff_arrays from memory, nudged too), generates,
  * reads nothing back but what it checks, and frees it all. A leak grows with N; a cycle whose
  * numbers differ from the first's is a failure too.
  *
@@ -26,6 +27,26 @@ static int write_f32(const char *path, const float *logits, int n, int vocab) {
                 vocab, n) < 0;
     if (f != NULL) fclose(f);
     if (j != NULL) fclose(j);
+    return bad;
+}
+
+/* The run at path against its own logits held in memory: a pass; one
+ * logit nudged by 1e-2 at position 2: a fail there; no positions: an
+ * input error. */
+static int diff_arrays_cycle(const char *path, const float *logits, int n, int vocab) {
+    sw_error err;
+    sw_diff_report r;
+    float *nudged = malloc((size_t)n * vocab * sizeof(float));
+    if (nudged == NULL) return 1;
+    memcpy(nudged, logits, (size_t)n * vocab * sizeof(float));
+    nudged[2 * vocab + 1] += 1e-2f;
+    int bad = sw_diff_arrays(path, logits, n, vocab, NULL, NULL, 0, NULL, &r, &err) != SW_OK ||
+              !r.passed ||
+              sw_diff_arrays(path, nudged, n, vocab, NULL, NULL, 0, NULL, &r, &err) != SW_OK ||
+              r.passed || r.first_pos != 2 || strcmp(r.first_hook, "logits") != 0 ||
+              sw_diff_arrays(path, logits, 0, vocab, NULL, NULL, 0, NULL, &r, &err) != SW_ERR_INPUT;
+    free(nudged);
+    if (bad) fprintf(stderr, "diff arrays cycle failed: %s\n", err.message);
     return bad;
 }
 
@@ -70,7 +91,8 @@ static int cycle(double *sig) {
         snprintf(path, sizeof path, "%s/run.f32", dir);
         snprintf(side, sizeof side, "%s.json", path);
         bad = !made || write_f32(path, sw_scores_logits(s), n, sw_model_get_shape(m).vocab_size) ||
-              diff_cycle(path);
+              diff_cycle(path) ||
+              diff_arrays_cycle(path, sw_scores_logits(s), n, sw_model_get_shape(m).vocab_size);
         if (made) remove(path), remove(side), rmdir(dir);
         sw_scores_free(s);
     }
