@@ -25,7 +25,7 @@ import numpy as np
 
 from . import _checks
 
-__all__ = ["__version__", "load", "read", "diff", "write_logits", "write_trace", "version", "StepwiseError", "Model", "Scores",
+__all__ = ["__version__", "load", "read", "diff", "write_logits", "write_trace", "write_candidate", "version", "StepwiseError", "Model", "Scores",
            "Run", "GoldenSet", "DiffReport"]
 
 _HERE = os.path.dirname(os.path.abspath(__file__))
@@ -492,6 +492,9 @@ def write_trace(path, token_ids, logits=None, activations=None, first_pos=0):
             if logits is not None:
                 f.write(json.dumps({"event": "logits", "pos": pos, "token": int(token),
                                     "logits": floats(logits[i])}) + "\n")
+
+
+write_candidate = write_trace  # the name docs/oracle.md's candidate writer (trace/candidate.py) has here
 
 
 class DiffReport(dict):
