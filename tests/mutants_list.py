@@ -97,6 +97,12 @@ MUTANTS = [
     ("nonfinite-positions-one-row", "ref/nonfinite.c", "bool one_row = rows != ROWS_POSITIONS;",
      "bool one_row = true;", "arch", "a NaN in the position table reported at row 0 of one row"),
     # ---- ref/: experts, context, scoring
+    ("fast-probs-unrounded", "ref/kernels/fast_layers.c", "    if (a->f16_probs)\n",
+     "    if (0)\n", "quant",
+     "--kv-rounding llama.cpp: the fast attention forgets to round the probabilities"),
+    ("split-kv-b-untransposed", "ref/formats/gguf_mla.c", "keys[(h * rank + r) * nope + n]",
+     "keys[(h * nope + n) * rank + r]", "arch",
+     "llama.cpp's attn_k_b read as [H, nope, rank], not transposed [H, rank, nope]"),
     ("expert-group-by-remainder", "ref/moe.c", "in_group |= chosen[i] == e / per;",
      "in_group |= chosen[i] == e % per;", "moe",
      "routing within groups puts expert e in group e % per, not e / per (groups not in index order)"),
