@@ -360,7 +360,9 @@ uint64_t kv_row_bytes(const Config *c, bool int8) {
     /* MLA's row is the latent and the rotary key, each with a scale in int8 */
     uint64_t floats = config_mla(c) ? config_cache_floats(c) : (uint64_t)config_kv_dim(c);
     uint64_t scales = config_mla(c) ? 2u : (uint64_t)c->n_kv_heads;
-    return int8 ? floats + scales * sizeof(float) : floats * sizeof(float);
+    /* an engine's float16 or bfloat16 cache (kv_dtype): two bytes a value */
+    size_t value = c->kv_dtype != 0 && !config_mla(c) ? 2u : sizeof(float);
+    return int8 ? floats + scales * sizeof(float) : floats * value;
 }
 
 /* Rows a position caches in a layer: K and V, or MLA's one. */

@@ -215,12 +215,14 @@ static uint64_t embed_token(const Model *m, int token, float *x) {
 /* Row r's cache of layer l as floats: the cache itself, or (int8) the
  * layer read back into the row's scratch. */
 static float *layer_keys(SeqState *rs, int l) {
-    return rs->cache.int8 ? rs->layer_k
-                          : rs->cache.key + (size_t)l * rs->cache.capacity * rs->cache.kv_dim;
+    return rs->cache.int8 || rs->cache.half != 0
+               ? rs->layer_k
+               : rs->cache.key + (size_t)l * rs->cache.capacity * rs->cache.kv_dim;
 }
 static float *layer_values(SeqState *rs, int l) {
-    return rs->cache.int8 ? rs->layer_v
-                          : rs->cache.value + (size_t)l * rs->cache.capacity * rs->cache.kv_dim;
+    return rs->cache.int8 || rs->cache.half != 0
+               ? rs->layer_v
+               : rs->cache.value + (size_t)l * rs->cache.capacity * rs->cache.kv_dim;
 }
 
 /* One row's attention, shared out over threads by query heads. */
@@ -239,15 +241,35 @@ static void attention_heads(void *ctx, int h0, int h1) {
                          j->rs->cache.capacity, j->T, j->pos0, j->spec, h0, h1, j->exp);
 }
 
-/* a and b (each n values; b may be NULL) rounded in place to float16
- * (dtype 1) or bfloat16 (2), as a cache of that type holds them (0: kept). */
-static void round_kv_rows(float *a, float *b, size_t n, int dtype) {
-    for (size_t i = 0; dtype != 0 && i < n; i++) {
-        a[i] = dtype == 1 ? half_to_float(float_to_half(a[i])) : bf16_widen(float_to_bf16(a[i]));
-        if (b != NULL)
-            b[i] =
-                dtype == 1 ? half_to_float(float_to_half(b[i])) : bf16_widen(float_to_bf16(b[i]));
+/* x rounded to float16 (dtype 1) or bfloat16 (2): its 16 bits, and back. */
+static uint16_t to_half(float x, int dtype) {
+    return dtype == 1 ? float_to_half(x) : float_to_bf16(x);
+}
+static float from_half(uint16_t h, int dtype) {
+    return dtype == 1 ? half_to_float(h) : bf16_widen(h);
+}
+
+/* Store T new K and V rows of layer l from pos0 in the 16-bit cache (an
+ * engine's float16 or bfloat16 cache: kv_dtype), then widen the layer's
+ * rows 0..pos0+T-1 (s->layer_k, s->layer_v) for attention: the values a
+ * cache of that type holds, exactly. */
+static void kv_store_half(SeqState *s, int l, int pos0, int T, const float *k_new,
+                          const float *v_new) {
+    KVCache *k = &s->cache;
+    size_t kv = (size_t)k->kv_dim, base = (size_t)l * k->capacity * kv;
+    for (size_t i = 0; i < (size_t)T * kv; i++) {
+        k->key_h[base + (size_t)pos0 * kv + i] = to_half(k_new[i], k->half);
+        k->value_h[base + (size_t)pos0 * kv + i] = to_half(v_new[i], k->half);
     }
+    for (size_t i = 0; i < (size_t)(pos0 + T) * kv; i++) {
+        s->layer_k[i] = from_half(k->key_h[base + i], k->half);
+        s->layer_v[i] = from_half(k->value_h[base + i], k->half);
+    }
+}
+
+/* x [n] rounded to float16 in place (llama.cpp's query for K.Q). */
+static void round_f16(float *x, size_t n) {
+    for (size_t i = 0; i < n; i++) x[i] = half_to_float(float_to_half(x[i]));
 }
 
 /* Whether an observer wants this layer's attention scores or pattern at
@@ -287,13 +309,13 @@ static void attend_row(const Model *m, const PassScratch *s, const ForwardRow *r
     hook_emit_rows(&site, HOOK_ATTN_Q, q, T, n_heads, head_dim);
     hook_emit_rows(&site, HOOK_ATTN_K, k, T, n_kv, head_dim);
     hook_emit_rows(&site, HOOK_ATTN_V, v, T, n_kv, head_dim);
-    /* an engine's float16 (or bfloat16) cache: K and V as it holds them,
-     * and with llama.cpp's rounding the query as it multiplies K */
-    round_kv_rows(k, v, (size_t)T * kv_dim, c->kv_dtype);
-    if (c->kv_rounding_ggml) round_kv_rows(q, NULL, (size_t)T * config_q_dim(c), 1);
+    /* with llama.cpp's rounding (a float16 cache) the query as it multiplies K */
+    if (c->kv_rounding_ggml) round_f16(q, (size_t)T * config_q_dim(c));
     float *key_l = layer_keys(rs, l), *value_l = layer_values(rs, l);
     if (rs->cache.int8) {
         kv_store_q8(rs, l, pos0, T, head_dim, k, v, row->obs);
+    } else if (rs->cache.half != 0) { /* an engine's float16 or bfloat16 cache (kv_dtype) */
+        kv_store_half(rs, l, pos0, T, k, v);
     } else { /* K is cached after RoPE; Q never is */
         memcpy(key_l + (size_t)pos0 * kv_dim, k, (size_t)T * kv_dim * sizeof(float));
         memcpy(value_l + (size_t)pos0 * kv_dim, v, (size_t)T * kv_dim * sizeof(float));

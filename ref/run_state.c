@@ -21,6 +21,12 @@ static bool kv_cache_alloc(KVCache *k, const Config *c, int capacity, bool int8)
                    .n_kv_heads = c->n_kv_heads,
                    .int8 = int8,
                    .bytes = kv_cache_bytes_of(c, capacity, int8)};
+    if (!int8 && c->kv_dtype != 0 && !mla) { /* an engine's 16-bit cache, as it holds it */
+        k->half = c->kv_dtype;
+        k->key_h = malloc(rows * kv_dim * sizeof(uint16_t));
+        k->value_h = malloc(rows * v_dim * sizeof(uint16_t));
+        return k->key_h && k->value_h;
+    }
     if (!int8) {
         k->key = malloc(rows * kv_dim * sizeof(float));
         k->value = malloc(rows * v_dim * sizeof(float));
@@ -50,7 +56,7 @@ bool seq_state_init(SeqState *s, const Config *c, int capacity, int max_tokens, 
         s->key_t = malloc((size_t)capacity * kv_dim * sizeof(float));
         ok = s->key_t != NULL;
     }
-    if (ok && kv_int8) {
+    if (ok && (kv_int8 || s->cache.half != 0)) { /* a layer's rows widened for attention */
         s->layer_k = malloc((size_t)capacity * kv_dim * sizeof(float));
         s->layer_v = malloc((size_t)capacity * kv_dim * sizeof(float));
         ok = s->layer_k && s->layer_v;
@@ -76,8 +82,9 @@ bool seq_state_init(SeqState *s, const Config *c, int capacity, int max_tokens, 
 
 void seq_state_free(SeqState *s) {
     void *all[] = {s->cache.key,   s->cache.value,   s->cache.key_q, s->cache.value_q,
-                   s->cache.key_s, s->cache.value_s, s->scores,      s->layer_k,
-                   s->layer_v,     s->key_t,         s->mla_kv_b,    s->mla_latent};
+                   s->cache.key_s, s->cache.value_s, s->cache.key_h, s->cache.value_h,
+                   s->scores,      s->layer_k,       s->layer_v,     s->key_t,
+                   s->mla_kv_b,    s->mla_latent};
     for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) free(all[i]);
     memset(s, 0, sizeof *s);
 }

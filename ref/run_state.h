@@ -29,9 +29,11 @@ typedef struct {
     int v_dim;  /* a value row's: kv_dim, but MLA's latent */
     int n_kv_heads;
     bool int8;      /* codes and scales (key_q ..), not floats (QuantRuntime.kv) */
+    int half;       /* 1 float16, 2 bfloat16 (config's kv_dtype): key_h, value_h, not floats */
     uint64_t bytes; /* of key and value together: kv_cache_bytes(_q8)(config, capacity) */
-    float *key;     /* [n_layers, capacity, kv_dim] (after RoPE); NULL when int8 */
-    float *value;   /* [n_layers, capacity, v_dim]; NULL when int8 */
+    float *key;     /* [n_layers, capacity, kv_dim] (after RoPE); NULL when int8 or half */
+    float *value;   /* [n_layers, capacity, v_dim]; NULL when int8 or half */
+    uint16_t *key_h, *value_h; /* half: [n_layers, capacity, kv_dim] their 16 bits */
     /* int8 (QuantRuntime.kv): codes and one scale per (position, KV head) */
     int8_t *key_q, *value_q; /* [n_layers, capacity, kv_dim] */
     float *key_s, *value_s;  /* [n_layers, capacity, n_kv_heads] */
@@ -45,7 +47,7 @@ typedef struct {
     KVCache cache;
     WorkCount work;           /* of the last forward pass it was a row of */
     float *scores;            /* [n_heads, capacity] attention scores, a row per query head */
-    float *layer_k, *layer_v; /* [capacity, kv_dim] one layer's int8 cache, dequantized; MLA's
+    float *layer_k, *layer_v; /* [capacity, kv_dim] one layer's int8 or 16-bit cache, widened; MLA's
                                  keys and values rebuilt, [capacity, n_heads x head_dim] and
                                  [capacity, n_heads x v_head_dim] (else NULL) */
     /* [n_kv_heads, head_dim, capacity] one layer's keys transposed, for the

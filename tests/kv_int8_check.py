@@ -102,6 +102,11 @@ def main():
                 elif e["event"] == "kv":
                     for which in "kv":
                         cached[(e["layer"], e["pos"], which)] = np.array(e[which], dtype=np.float32)
+            header = json.loads(open(trace, encoding="utf-8").readline())["kv_cache"]
+            want_bytes = shape["n_layers"] * kv_heads * head_dim * 2 * 2  # layers x heads x dims x (K, V) x 2 bytes
+            check(header["bytes_per_token"] == want_bytes and "x 2 bytes" in header["formula"],
+                  f"--kv-dtype {dtype}: the cache holds 16 bits a value: {header['bytes_per_token']} bytes a token "
+                  f"(layers x KV heads x head_dim x 2 x 2 = {want_bytes}), half a float32 cache's")
             same = sum(k in cached and np.array_equal(cached[k].view(np.uint32), rnd(x).view(np.uint32))
                        for k, x in floats.items())
             moved = sum(not np.array_equal(rnd(x), x) for x in floats.values())

@@ -3,7 +3,7 @@
 
 Six requests share a long system prompt (about 175 tokens with tok512) and
 differ in their last words. Served with and without the prefix cache, with
-a float32 KV cache and an int8 one, with one and with two requests in the
+a float32 KV cache, an int8 one and a float16 one (--kv-dtype f16), with one and with two requests in the
 batch, every output line is the same (its measured timings aside), and the
 cache reports positions reused. The multiply-adds it says it saved are
 checked against the closed form of a stories260K block, computed here from
@@ -60,10 +60,11 @@ def main():
             lines = [json.loads(line) for line in open(out, encoding="utf-8")]
             return outputs(out), json.load(open(metrics, encoding="utf-8")), lines
 
-        for kv in ("float32", "int8"):
+        for kv in ("float32", "int8", "float16"):  # float16: an engine's 16-bit cache (--kv-dtype)
+            flags = ["--kv-dtype", "f16"] if kv == "float16" else ["--quant-kv", kv]
             for batch in ("1", "2"):
-                base, _, _ = serve(f"plain-{kv}-{batch}", "--quant-kv", kv, "--max-batch", batch)
-                cached, metrics, lines = serve(f"cached-{kv}-{batch}", "--quant-kv", kv, "--max-batch",
+                base, _, _ = serve(f"plain-{kv}-{batch}", *flags, "--max-batch", batch)
+                cached, metrics, lines = serve(f"cached-{kv}-{batch}", *flags, "--max-batch",
                                                batch, "--prefix-cache")
                 reused = metrics["prefix_tokens_reused"]
                 want = sum(body_macs(shape, l["prompt_tokens"], 0)

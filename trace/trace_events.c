@@ -113,11 +113,14 @@ static cJSON *model_json(const Config *c) {
  * per KV head). */
 static cJSON *kv_cache_json(const Config *c, bool int8) {
     cJSON *k = cJSON_CreateObject();
+    bool half = !int8 && c->kv_dtype != 0 && !config_mla(c); /* an engine's 16-bit cache */
     cJSON_AddStringToObject(k, "formula",
-                            int8 ? "tokens x n_layers x 2 (K and V) x n_kv_heads x (head_dim x 1 "
-                                   "byte + a 4-byte scale)"
-                                 : "tokens x n_layers x n_kv_heads x head_dim x 2 (K and V) x 4 "
-                                   "bytes");
+                            int8   ? "tokens x n_layers x 2 (K and V) x n_kv_heads x (head_dim x 1 "
+                                     "byte + a 4-byte scale)"
+                            : half ? "tokens x n_layers x n_kv_heads x head_dim x 2 (K and V) x 2 "
+                                     "bytes"
+                                   : "tokens x n_layers x n_kv_heads x head_dim x 2 (K and V) x 4 "
+                                     "bytes");
     cJSON_AddNumberToObject(k, "bytes_per_token", (double)kv_cache_bytes_of(c, 1, int8));
     cJSON_AddNumberToObject(k, "bytes_full_context",
                             (double)kv_cache_bytes_of(c, c->seq_len, int8));

@@ -113,8 +113,8 @@ const CliOption CLI_QUANT_OPTIONS[] = {
              "within rounding of each other (docs/attention-variants.md)"},
     {"kv-dtype", "T", OPTION_CUSTOM, .parse = quant_option, .id = OPT_KV_DTYPE,
      .help = "f32 (default), f16 or bf16: K and V rounded as an engine's\n"
-             "cache of that type holds them (held as float32 here; the\n"
-             "values are exact); docs/oracle.md"},
+             "cache of that type holds them: 16 bits a value, widened a\n"
+             "layer at a time for attention; docs/oracle.md"},
     {"kv-rounding", "R", OPTION_CUSTOM, .parse = quant_option, .id = OPT_KV_ROUNDING,
      .help = "none (default) or llama.cpp: with --kv-dtype f16, also the\n"
              "query rounded to float16 for K.Q and the probabilities before\n"

@@ -24,7 +24,8 @@ bool prefix_cache_init(PrefixCache *p, const Config *c, bool kv_int8, uint64_t b
 }
 
 static void entry_free(PrefixEntry *e) {
-    void *all[] = {e->tokens, e->key, e->value, e->key_q, e->value_q, e->key_s, e->value_s};
+    void *all[] = {e->tokens, e->key,     e->value, e->key_q,  e->value_q,
+                   e->key_s,  e->value_s, e->key_h, e->value_h};
     for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) free(all[i]);
     memset(e, 0, sizeof *e);
 }
@@ -55,6 +56,10 @@ static void transfer(PrefixEntry *e, const KVCache *k, int n, bool into_cache) {
         arrays[n_arrays++] = (RowArray){k->value_q, e->value_q, kv};
         arrays[n_arrays++] = (RowArray){k->key_s, e->key_s, scales};
         arrays[n_arrays++] = (RowArray){k->value_s, e->value_s, scales};
+    } else if (e->half != 0) {
+        arrays[n_arrays++] = (RowArray){k->key_h, e->key_h, kv * sizeof(uint16_t)};
+        arrays[n_arrays++] =
+            (RowArray){k->value_h, e->value_h, (size_t)k->v_dim * sizeof(uint16_t)};
     } else {
         arrays[n_arrays++] = (RowArray){k->key, e->key, kv * sizeof(float)};
         arrays[n_arrays++] = (RowArray){k->value, e->value, (size_t)k->v_dim * sizeof(float)};
@@ -77,10 +82,10 @@ static int common_prefix(const int *a, int na, const int *b, int nb) {
 }
 
 int prefix_cache_take(PrefixCache *p, const int *tokens, int n, KVCache *dst) {
-    bool int8 = dst->key == NULL;
+    bool int8 = dst->int8;
     int best = 0, at = -1;
     for (int i = 0; i < p->n; i++) {
-        if (p->entries[i].int8 != int8) continue;
+        if (p->entries[i].int8 != int8 || p->entries[i].half != dst->half) continue;
         int shared = common_prefix(p->entries[i].tokens, p->entries[i].n, tokens, n);
         if (shared > best) best = shared, at = i;
     }
@@ -93,9 +98,9 @@ int prefix_cache_take(PrefixCache *p, const int *tokens, int n, KVCache *dst) {
 }
 
 bool prefix_cache_put(PrefixCache *p, const int *tokens, int n, const KVCache *src) {
-    bool int8 = src->key == NULL;
+    bool int8 = src->int8;
     for (int i = 0; i < p->n; i++) { /* already held as (the start of) a kept prompt */
-        if (p->entries[i].int8 == int8 && p->entries[i].n >= n &&
+        if (p->entries[i].int8 == int8 && p->entries[i].half == src->half && p->entries[i].n >= n &&
             common_prefix(p->entries[i].tokens, p->entries[i].n, tokens, n) == n) {
             p->entries[i].last_used = ++p->clock;
             return true;
@@ -118,12 +123,17 @@ bool prefix_cache_put(PrefixCache *p, const int *tokens, int n, const KVCache *s
         if (grown == NULL) return false;
         p->entries = grown, p->cap = cap;
     }
-    PrefixEntry e = {.n = n, .int8 = int8, .bytes = bytes, .last_used = ++p->clock};
+    PrefixEntry e = {
+        .n = n, .int8 = int8, .half = src->half, .bytes = bytes, .last_used = ++p->clock};
     size_t rows = (size_t)src->n_layers * n, kv = (size_t)src->kv_dim;
     size_t heads = (size_t)src->n_kv_heads;
     e.tokens = malloc((size_t)n * sizeof(int));
     bool ok = e.tokens != NULL;
-    if (!int8) {
+    if (!int8 && src->half != 0) {
+        e.key_h = malloc(rows * kv * sizeof(uint16_t));
+        e.value_h = malloc(rows * (size_t)src->v_dim * sizeof(uint16_t));
+        ok = ok && e.key_h && e.value_h;
+    } else if (!int8) {
         e.key = malloc(rows * kv * sizeof(float));
         e.value = malloc(rows * (size_t)src->v_dim * sizeof(float));
         ok = ok && e.key && e.value;

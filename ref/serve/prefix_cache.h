@@ -19,9 +19,11 @@ typedef struct {
     int *tokens; /* [n] */
     int n;
     bool int8;
-    float *key, *value;      /* float32: [n_layers, n, kv_dim] */
-    int8_t *key_q, *value_q; /* int8: [n_layers, n, kv_dim] */
-    float *key_s, *value_s;  /* int8: [n_layers, n, n_kv_heads] */
+    int half;                  /* the cache's kv_dtype: 16-bit rows (key_h, value_h) */
+    float *key, *value;        /* float32: [n_layers, n, kv_dim] */
+    uint16_t *key_h, *value_h; /* half: [n_layers, n, kv_dim] */
+    int8_t *key_q, *value_q;   /* int8: [n_layers, n, kv_dim] */
+    float *key_s, *value_s;    /* int8: [n_layers, n, n_kv_heads] */
     uint64_t bytes;
     uint64_t last_used;
 } PrefixEntry;
