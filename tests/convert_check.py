@@ -17,11 +17,14 @@
    an --out that is a directory or lacks .gguf.
 5. make-model's defaults for every family convert, and the default
    general.name names no family (llama.cpp reads family cues from it).
+6. --type bf16 of a bfloat16 folder: its matrices' bytes, its logits; read
+   as stored, the peak memory about the folder's size.
 
     /usr/bin/python3 tests/convert_check.py build/stepwise build/npm
 """
 import json
 import os
+import subprocess
 import sys
 import tempfile
 
@@ -299,6 +302,52 @@ def check_refusals(tmp):
     check(".gguf" in r.stderr, "an --out without .gguf is refused")
 
 
+def max_rss_kib(*args):
+    """The peak resident memory of `stepwise ARGS...` alone, in KiB (a fresh
+    Python whose only child it is: RUSAGE_CHILDREN is then that child's)."""
+    code = ("import resource, subprocess, sys; r = subprocess.run(sys.argv[1:], capture_output=True); "
+            "print(r.returncode, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)")
+    out = subprocess.run([sys.executable, "-c", code, BIN, *args], capture_output=True, text=True).stdout.split()
+    return int(out[0]), int(out[1])
+
+
+def check_streamed(tmp):
+    """A bfloat16 folder converts to BF16 with every matrix's bytes the
+    folder's own (Qwen3 keeps its rows as stored) and the folder's logits,
+    bit for bit; read as stored, a row at a time, so the peak memory is
+    about the folder's size, not the float32 model's twice that."""
+    folder = os.path.join(tmp, "bf16-qwen3")
+    run("make-model", "--format", "hf", "--arch", "qwen3", "--dtype", "bf16", "--dim", "512", "--hidden", "1536",
+        "--layers", "8", "--heads", "8", "--kv-heads", "4", "--vocab", "512", "--seq-len", "64", "--out", folder)
+    out = os.path.join(tmp, "bf16-qwen3.gguf")
+    status, rss = max_rss_kib("convert", "--model", folder, "--tokenizer", os.path.join(MODELS, "tok512.bin"),
+                              "--type", "bf16", "--out", out)
+    raw = open(os.path.join(folder, "model.safetensors"), "rb").read()
+    n = int.from_bytes(raw[:8], "little")
+    header = json.loads(raw[8:8 + n])
+    meta, tensors = read_gguf(out)
+    same = total = 0
+    for name, e in header.items():
+        if name == "__metadata__" or len(e["shape"]) != 2 or "embed" in name:
+            continue
+        layer, rest = name.split(".")[2], ".".join(name.split(".")[3:])
+        gguf = {"self_attn.q_proj.weight": "attn_q.weight", "self_attn.k_proj.weight": "attn_k.weight",
+                "self_attn.v_proj.weight": "attn_v.weight", "self_attn.o_proj.weight": "attn_output.weight",
+                "mlp.gate_proj.weight": "ffn_gate.weight", "mlp.up_proj.weight": "ffn_up.weight",
+                "mlp.down_proj.weight": "ffn_down.weight"}[rest]
+        a, b = e["data_offsets"]
+        total += 1
+        same += tensors[f"blk.{layer}.{gguf}"][0] == 30 and tensors[f"blk.{layer}.{gguf}"][2] == raw[8 + n + a:8 + n + b]
+    folder_bytes = os.path.getsize(os.path.join(folder, "model.safetensors"))
+    want = logits(folder, TOKENS)
+    got = logits(out, TOKENS)
+    check(status == 0 and total == 56 and same == total and np.array_equal(want, got),
+          f"a bf16 folder to --type bf16: {same} of {total} matrices hold the folder's bytes, the logits bit for bit")
+    check(rss * 1024 < 1.3 * folder_bytes + 12e6,  # widened to float32 first: 2x the folder and more
+          f"read as stored, a row at a time: peak resident {rss / 1024:.0f} MiB for a {folder_bytes / 2**20:.0f} MiB "
+          f"bf16 folder (float32 would be {2 * folder_bytes / 2**20:.0f} MiB)")
+
+
 def check_family_defaults(tmp):
     """make-model's defaults for every family give a file convert accepts
     (the shape alone given; DeepSeek-V2's MLA widths, which have no default,
@@ -327,6 +376,7 @@ def check_family_defaults(tmp):
 def main():
     with tempfile.TemporaryDirectory() as tmp:
         check_family_defaults(tmp)
+        check_streamed(tmp)
         f32_path, f32_tensors = check_stories(tmp)
         check_types(tmp, f32_path, f32_tensors)
         check_hf(tmp)

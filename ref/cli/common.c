@@ -229,6 +229,11 @@ bool cli_load_model(const char *model_path, const char *tokenizer_path, Model *m
     return open_model(model_path, tokenizer_path, m, tok, WEIGHTS_F32, progress, err);
 }
 
+bool cli_load_model_as(const char *model_path, const char *tokenizer_path, WeightsMode mode,
+                       Model *m, Tokenizer *tok, const ProgressSink *progress, StepError *err) {
+    return open_model(model_path, tokenizer_path, m, tok, mode, progress, err);
+}
+
 /* m prepared as q says (model_prepare.h), reporting to m->progress. */
 static bool prepare_model(Model *m, const CliQuant *q, StepError *err) {
     ModelPrepare p = {.kernels = q->kernels,

@@ -108,6 +108,10 @@ int cli_quant_option(int c, const char *arg, CliQuant *q, StepError *err);
 bool cli_load_model(const char *model_path, const char *tokenizer_path, Model *m, Tokenizer *tok,
                     const ProgressSink *progress, StepError *err);
 
+/* The same, its weights held as mode says (cli_load_model: WEIGHTS_F32). */
+bool cli_load_model_as(const char *model_path, const char *tokenizer_path, WeightsMode mode,
+                       Model *m, Tokenizer *tok, const ProgressSink *progress, StepError *err);
+
 /* cli_load_model, then make the model ready to run: check the trace's
  * --trace-layers against it, quantize its weights when q asks and they are
  * not already int8 (a .q8 file), and with the fast kernels put them into

@@ -30,7 +30,7 @@ typedef struct {
 static bool parse_type(const CliOption *o, const char *value, void *dest, StepError *err) {
     (void)o;
     return gguf_out_type_parse(value, dest) ||
-           step_fail(err, "--type must be f32, f16 or q8_0, not '%.40s'", value);
+           step_fail(err, "--type must be f32, f16, bf16 or q8_0, not '%.40s'", value);
 }
 
 static const CliOption CONVERT_OPTIONS[] = {
@@ -39,9 +39,11 @@ static const CliOption CONVERT_OPTIONS[] = {
     {"out", "FILE.gguf", OPTION_TEXT, offsetof(ConvertArgs, out), .required = true,
      .help = "where to write (written whole or not at all)"},
     {"type", "T", OPTION_CUSTOM, offsetof(ConvertArgs, type), .parse = parse_type,
-     .help = "f32 (default: the weights exactly), f16, or q8_0 (blocks of 32\n"
-             "int8 values with an F16 scale; matrices whose rows are not\n"
-             "whole blocks are written f16). Norm weights stay f32."},
+     .help = "f32 (default: the weights exactly), f16, bf16, or q8_0 (blocks\n"
+             "of 32 int8 values with an F16 scale; matrices whose rows are\n"
+             "not whole blocks are written f16). Norm weights stay f32. The\n"
+             "matrices are read as the model stores them, a row at a time,\n"
+             "so a bf16 folder converts in about its own size of memory"},
     {"tokenizer", "T", OPTION_TEXT, offsetof(ConvertArgs, tokenizer),
      .help = "the tokenizer to embed (a tokenizer.bin, a tokenizer.json or a\n"
              "folder holding one); default: the model's own"},
@@ -70,7 +72,7 @@ static int parse_convert_args(int argc, char **argv, ConvertArgs *a, StepError *
     return 1;
 }
 
-static const char *const TYPE_NAMES[] = {"f32", "f16", "q8_0"};
+static const char *const TYPE_NAMES[] = {"f32", "f16", "q8_0", "bf16"};
 
 int cli_convert(int argc, char **argv) {
     ConvertArgs a;
@@ -83,9 +85,17 @@ int cli_convert(int argc, char **argv) {
     CliProgress progress;
     cli_progress_init(&progress, false);
     ProgressSink sink = cli_progress_sink(&progress);
-    if (ok)
-        ok = a.no_tokenizer ? cli_load_model_only(a.model, WEIGHTS_F32, &m, &sink, &err)
-                            : cli_load_model(a.model, a.tokenizer, &m, &tok, &sink, &err);
+    /* the weights as the file stores them, widened a row at a time as they
+     * are written (gguf_save_streams), so that the whole model is never
+     * float32 in memory; a family whose tensors convert rearranges is
+     * loaded again as float32 */
+    for (int pass = 0; ok && pass < 2; pass++) {
+        WeightsMode mode = pass == 0 ? WEIGHTS_STORED : WEIGHTS_F32;
+        ok = a.no_tokenizer ? cli_load_model_only(a.model, mode, &m, &sink, &err)
+                            : cli_load_model_as(a.model, a.tokenizer, mode, &m, &tok, &sink, &err);
+        if (!ok || pass == 1 || gguf_save_streams(&m.config)) break;
+        model_free(&m), tokenizer_free(&tok);
+    }
     m.progress = &sink; /* the tensors as they are written */
     /* not the file's name: llama.cpp's vocabulary loader reads family cues
      * from general.name ("phi3" in it: Phi-3's special tokens looked up,
@@ -102,10 +112,12 @@ int cli_convert(int argc, char **argv) {
     cli_progress_clear(&progress);
     m.progress = NULL;
     struct stat st;
+    char bf16[32] = ""; /* the count of a type asked for only */
+    if (a.type == GGUF_OUT_BF16) snprintf(bf16, sizeof bf16, ", %d BF16", r.bf16);
     if (ok && stat(a.out, &st) == 0) {
         fprintf(stderr,
-                "wrote %s: GGUF v3, %s, %s, %d tensors (%d F32, %d F16, %d Q8_0), %lld bytes%s\n",
-                a.out, r.arch, TYPE_NAMES[a.type], r.tensors, r.f32, r.f16, r.q8_0,
+                "wrote %s: GGUF v3, %s, %s, %d tensors (%d F32, %d F16, %d Q8_0%s), %lld bytes%s\n",
+                a.out, r.arch, TYPE_NAMES[a.type], r.tensors, r.f32, r.f16, r.q8_0, bf16,
                 (long long)st.st_size, a.no_tokenizer ? ", no tokenizer" : "");
         if (r.q8_0_fallbacks > 0)
             fprintf(stderr,

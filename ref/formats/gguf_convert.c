@@ -14,8 +14,8 @@
 #include "ref/formats/hf_model.h"
 
 bool gguf_out_type_parse(const char *name, GgufOutType *t) {
-    static const char *const names[] = {"f32", "f16", "q8_0"};
-    for (int i = 0; i < 3; i++) {
+    static const char *const names[] = {"f32", "f16", "q8_0", "bf16"};
+    for (int i = 0; i < 4; i++) {
         if (strcmp(name, names[i]) == 0) {
             *t = (GgufOutType)i;
             return true;
@@ -193,12 +193,14 @@ static GgufOutTensor out_tensor(const char *name, const float *values, size_t ro
     GgufOutTensor t = {.values = values, .rows = rows, .cols = cols, .type = GGML_F32};
     snprintf(t.name, sizeof t.name, "%s", name);
     if (rows > 0 && type == GGUF_OUT_F16) t.type = GGML_F16;
+    if (rows > 0 && type == GGUF_OUT_BF16) t.type = GGML_BF16;
     if (rows > 0 && type == GGUF_OUT_Q8_0) {
         t.type = cols % 32 == 0 ? GGML_Q8_0 : GGML_F16;
         r->q8_0_fallbacks += cols % 32 != 0;
     }
     r->tensors++;
     r->f32 += t.type == GGML_F32, r->f16 += t.type == GGML_F16, r->q8_0 += t.type == GGML_Q8_0;
+    r->bf16 += t.type == GGML_BF16;
     return t;
 }
 
@@ -232,6 +234,31 @@ static int list_experts(const Model *m, int l, GgufOutType type, GgufOutTensor *
     return 4;
 }
 
+bool gguf_save_streams(const Config *c) {
+    return !c->fused_files && c->mlp != MLP_GELU && c->n_experts == 0;
+}
+
+/* Whether every matrix of m can be read a row at a time as it is held:
+ * row-major or GGUF blocks, not int8 or packed. */
+static bool readable_as_stored(const Model *m) {
+    if (m->weight_group > 0 || m->fast_kernels) return false;
+    const Matrix *all[2] = {&m->embedding, &m->classifier};
+    for (int i = 0; i < 2; i++)
+        if (all[i]->layout != MATRIX_ROWS && all[i]->layout != MATRIX_BLOCKS) return false;
+    for (int i = 0; i < model_matrix_count(m); i++) {
+        const Matrix *x = model_matrix_at(m, i);
+        if (x->rows > 0 && x->layout != MATRIX_ROWS && x->layout != MATRIX_BLOCKS) return false;
+    }
+    return true;
+}
+
+/* t with its values read from x, a row at a time, when storage does not
+ * hold them as float32 (the model loaded as the file stores it). */
+static GgufOutTensor with_source(GgufOutTensor t, const Model *m, const Matrix *x) {
+    if (t.values == NULL && model_matrix_floats(m, x) == NULL) t.source = x;
+    return t;
+}
+
 /* Every tensor of m under its GGUF name; returns how many. */
 
 /* fused (not NULL: Phi-3's, [n_layers, q_dim + 2 kv_dim + 2 hidden, dim],
@@ -242,12 +269,14 @@ static int list_tensors(const Model *m, GgufOutType type, RowOrder rotated, cons
     const Config *c = &m->config;
     size_t d = (size_t)c->dim, vocab = (size_t)c->vocab_size;
     int n = 0;
-    out[n++] =
-        out_tensor("token_embd.weight", model_matrix_floats(m, &m->embedding), vocab, d, type, r);
+    out[n++] = with_source(
+        out_tensor("token_embd.weight", model_matrix_floats(m, &m->embedding), vocab, d, type, r),
+        m, &m->embedding);
     out[n++] = out_tensor("output_norm.weight", model_vector(m, VEC_FINAL_NORM, 0), 0, d, type, r);
     if (!c->shared_classifier)
-        out[n++] =
-            out_tensor("output.weight", model_matrix_floats(m, &m->classifier), vocab, d, type, r);
+        out[n++] = with_source(
+            out_tensor("output.weight", model_matrix_floats(m, &m->classifier), vocab, d, type, r),
+            m, &m->classifier);
     if (n_factors > 0)
         out[n++] = out_tensor("rope_freqs.weight", factors, 0, (size_t)n_factors, type, r);
     if (c->rope_scaling.type == ROPE_SCALING_LONGROPE) { /* one factor a turned pair, each list */
@@ -271,6 +300,7 @@ static int list_tensors(const Model *m, GgufOutType type, RowOrder rotated, cons
             snprintf(name, sizeof name, "blk.%d.%s", l, parts[i].gguf_name);
             GgufOutTensor *t = &out[n++];
             *t = out_tensor(name, parts[i].view, parts[i].rows, parts[i].cols, type, r);
+            if (parts[i].kind >= 0) *t = with_source(*t, m, &m->layers[l].m[parts[i].kind]);
             if (parts[i].heads > 0) t->order = rotated, t->head_dim = config_head_dim(c);
         }
         n += list_experts(m, l, type, out + n, r);
@@ -347,7 +377,7 @@ bool gguf_model_save(const Model *m, const Tokenizer *tok, GgufOutType type, con
                      const char *path, GgufSaveReport *report, StepError *err) {
     const Config *c = &m->config;
     *report = (GgufSaveReport){0};
-    if (!model_in_storage(m))
+    if (!model_in_storage(m) && !(gguf_save_streams(c) && readable_as_stored(m)))
         return step_fail(err, "%s: only a float32 model as loaded can be converted", path);
     if (c->qkv_bias && c->qk_norm)
         return step_fail(err, "%s: no GGUF architecture has both q/k/v biases and q/k norms", path);
@@ -389,9 +419,10 @@ bool gguf_model_save(const Model *m, const Tokenizer *tok, GgufOutType type, con
     gguf_meta_string(&meta, "general.architecture", arch);
     gguf_meta_string(&meta, "general.name", name);
     gguf_meta_u32(&meta, "general.file_type",
-                  type == GGUF_OUT_F32   ? 0
-                  : type == GGUF_OUT_F16 ? 1
-                                         : 7);
+                  type == GGUF_OUT_F32    ? 0
+                  : type == GGUF_OUT_F16  ? 1
+                  : type == GGUF_OUT_BF16 ? 32
+                                          : 7);
     write_config(&meta, c, arch);
     bool ok = tok == NULL || gguf_write_tokenizer(&meta, tok, err);
     float factors[ROPE_MAX_FACTORS];

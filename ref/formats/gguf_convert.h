@@ -17,20 +17,29 @@
 #include "ref/model.h"
 #include "ref/text/tokenizer.h"
 
-typedef enum { GGUF_OUT_F32, GGUF_OUT_F16, GGUF_OUT_Q8_0 } GgufOutType;
+typedef enum { GGUF_OUT_F32, GGUF_OUT_F16, GGUF_OUT_Q8_0, GGUF_OUT_BF16 } GgufOutType;
 
-/* "f32", "f16", "q8_0" -> *t; false for anything else. */
+/* "f32", "f16", "q8_0", "bf16" -> *t; false for anything else. */
 bool gguf_out_type_parse(const char *name, GgufOutType *t);
 
 /* What was written, for the report. */
 typedef struct {
     const char *arch;
-    int tensors, f32, f16, q8_0;
+    int tensors, f32, f16, q8_0, bf16;
     int q8_0_fallbacks; /* matrices asked for Q8_0 but written F16 */
 } GgufSaveReport;
 
-/* Write m (float32 weights as loaded: not int8, not packed) with tok (NULL:
- * no tokenizer) into the GGUF file at path, general.name `name`. */
+/* Whether gguf_model_save writes c's matrices as a file stores them (a
+ * model loaded WEIGHTS_STORED), each widened a row at a time as it is
+ * written, so that the whole model is never float32 in memory: every
+ * family but those whose tensors it rearranges (Phi-3's fused q/k/v and
+ * gate/up, GPT-2's split qkv, a mixture's stacked experts), which need the
+ * weights as float32 in storage. */
+bool gguf_save_streams(const Config *c);
+
+/* Write m (float32 weights as loaded, or, where gguf_save_streams, the
+ * matrices as a file stores them; not int8, not packed) with tok (NULL: no
+ * tokenizer) into the GGUF file at path, general.name `name`. */
 bool gguf_model_save(const Model *m, const Tokenizer *tok, GgufOutType type, const char *name,
                      const char *path, GgufSaveReport *report, StepError *err);
 

@@ -103,7 +103,7 @@ void gguf_quantize_q8_0(const float *x, unsigned char block[34]) {
 /* Bytes of one stored row of t, and of its whole data. */
 static uint64_t row_bytes(const GgufOutTensor *t) {
     if (t->type == GGML_Q8_0) return t->cols / 32 * 34;
-    return t->cols * (t->type == GGML_F16 ? 2 : 4);
+    return t->cols * (t->type == GGML_F16 || t->type == GGML_BF16 ? 2 : 4);
 }
 
 /* Rows of t's data: a vector's one, a plane's rows in every plane. */
@@ -127,8 +127,10 @@ static void encode_row(const GgufOutTensor *t, const float *row, uint64_t cols,
         return;
     }
     for (uint64_t c = 0; c < cols; c++) {
-        uint32_t bits = t->type == GGML_F16 ? float_to_half(row[c]) : f32_bits(row[c]);
-        int n = t->type == GGML_F16 ? 2 : 4;
+        uint32_t bits = t->type == GGML_F16    ? float_to_half(row[c])
+                        : t->type == GGML_BF16 ? float_to_bf16(row[c])
+                                               : f32_bits(row[c]);
+        int n = t->type == GGML_F16 || t->type == GGML_BF16 ? 2 : 4;
         for (int i = 0; i < n; i++)
             out[(size_t)c * (size_t)n + (size_t)i] = (unsigned char)(bits >> (8 * i));
     }
@@ -144,7 +146,9 @@ static bool write_data(FILE *f, const GgufOutTensor *t, unsigned char *row_buf, 
         return fwrite(row_buf, 1, row_bytes(t), f) == row_bytes(t);
     }
     for (uint64_t r = 0; r < all_rows(t); r++) {
-        const float *src = t->values + rope_source_row(r, t->head_dim, t->order) * t->cols;
+        size_t from = rope_source_row(r, t->head_dim, t->order);
+        if (t->source != NULL) matrix_row(t->source, (int)from, gather); /* widened as read */
+        const float *src = t->source != NULL ? gather : t->values + from * t->cols;
         encode_row(t, src, t->cols, row_buf);
         if (fwrite(row_buf, 1, row_bytes(t), f) != row_bytes(t)) return false;
     }

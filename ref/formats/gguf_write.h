@@ -10,6 +10,7 @@
 #include <stdint.h>
 
 #include "ref/config.h"
+#include "ref/kernels/matrix.h"
 #include "ref/util/error.h"
 #include "ref/util/progress.h"
 #include "ref/util/text_buffer.h"
@@ -36,7 +37,8 @@ void gguf_meta_free(GgufMetadata *m);
  * type (GGML_F32, GGML_F16 or GGML_Q8_0; Q8_0 needs cols divisible by 32). */
 typedef struct {
     char name[64];
-    const float *values;
+    const float *values; /* or NULL: the rows of source, widened one at a time as written */
+    const Matrix *source;
     uint64_t rows, cols;
     uint64_t planes; /* > 1: a 3-D tensor, planes x rows x cols (ne[2] = planes), its values
                         planes · rows rows in a row (a mixture's experts); 0 or 1: 2-D */
