@@ -119,16 +119,22 @@ bool model_check_finite(const Model *m, StepError *err) {
     float value;
     char name[64] = "";
     const Matrix *bad = NULL;
+    /* each read once: a mapped file's pages go back as soon as they are
+     * checked (read again if needed), so that a large model is not all held */
     if (matrix_nonfinite(&m->embedding, scratch, &row, &col, &value))
         bad = &m->embedding, snprintf(name, sizeof name, "embedding");
+    model_release_bytes(m, m->embedding.data, matrix_bytes(&m->embedding));
     for (int i = 0; bad == NULL && i < model_matrix_count(m); i++) {
         const Matrix *w = model_matrix_at(m, i);
         if (w->rows > 0 && matrix_nonfinite(w, scratch, &row, &col, &value))
             bad = w, model_matrix_name(m, i, name, sizeof name);
+        if (w->rows > 0) model_release_bytes(m, w->data, matrix_bytes(w));
     }
     if (bad == NULL && !c->shared_classifier &&
         matrix_nonfinite(&m->classifier, scratch, &row, &col, &value))
         bad = &m->classifier, snprintf(name, sizeof name, "classifier");
+    if (!c->shared_classifier)
+        model_release_bytes(m, m->classifier.data, matrix_bytes(&m->classifier));
     if (bad != NULL)
         ok = fail_weight(name, bad->rows, bad->cols, value, (size_t)row, (size_t)col, err);
     free(scratch);

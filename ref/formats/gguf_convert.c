@@ -255,7 +255,7 @@ static bool readable_as_stored(const Model *m) {
 /* t with its values read from x, a row at a time, when storage does not
  * hold them as float32 (the model loaded as the file stores it). */
 static GgufOutTensor with_source(GgufOutTensor t, const Model *m, const Matrix *x) {
-    if (t.values == NULL && model_matrix_floats(m, x) == NULL) t.source = x;
+    if (t.values == NULL && model_matrix_floats(m, x) == NULL) t.source = x, t.owner = m;
     return t;
 }
 

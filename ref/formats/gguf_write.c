@@ -194,6 +194,8 @@ bool gguf_write_file(const char *path, const GgufMetadata *meta, const GgufOutTe
         for (int i = 0; wrote && i < n; i++) {
             wrote = write_data(out.file, &t[i], row_buf, gather) &&
                     write_zeros(out.file, aligned(data_bytes(&t[i])) - data_bytes(&t[i]));
+            if (t[i].source != NULL && t[i].owner != NULL) /* read once: its pages go back */
+                model_release_bytes(t[i].owner, t[i].source->data, matrix_bytes(t[i].source));
             progress_report(progress, "writing the tensors", (uint64_t)i + 1, (uint64_t)n);
         }
         if (!wrote) {

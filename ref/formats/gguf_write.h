@@ -11,6 +11,7 @@
 
 #include "ref/config.h"
 #include "ref/kernels/matrix.h"
+#include "ref/model.h"
 #include "ref/util/error.h"
 #include "ref/util/progress.h"
 #include "ref/util/text_buffer.h"
@@ -39,6 +40,8 @@ typedef struct {
     char name[64];
     const float *values; /* or NULL: the rows of source, widened one at a time as written */
     const Matrix *source;
+    const Model *owner; /* source's model: its file pages are given back once written
+                           (model_release_bytes), so that they do not pile up (may be NULL) */
     uint64_t rows, cols;
     uint64_t planes; /* > 1: a 3-D tensor, planes x rows x cols (ne[2] = planes), its values
                         planes · rows rows in a row (a mixture's experts); 0 or 1: 2-D */
