@@ -32,6 +32,15 @@ int config_moe_slot(const Config *c, int l) {
     return slot;
 }
 
+int config_moe_layer(const Config *c, int slot) {
+    int l = 0;
+    for (int seen = 0; l < c->n_layers; l++) {
+        if (!config_layer_moe(c, l)) continue;
+        if (seen++ == slot) break;
+    }
+    return l;
+}
+
 int config_dense_slot(const Config *c, int l) {
     return l - config_moe_slot(c, l);
 }

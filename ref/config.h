@@ -175,6 +175,8 @@ bool config_layer_moe(const Config *c, int l);
 int config_dense_layers(const Config *c);
 int config_dense_slot(const Config *c, int l);
 int config_moe_slot(const Config *c, int l);
+/* The layer whose place among the MoE layers is slot (n_layers: none). */
+int config_moe_layer(const Config *c, int slot);
 
 /* Layer l's AttentionSpec as c makes it, with the one window rule: its
  * window is sliding_window on a layer that slides (every layer, or all but

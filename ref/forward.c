@@ -269,7 +269,7 @@ static void kv_store_half(SeqState *s, int l, int pos0, int T, const float *k_ne
 
 /* x [n] rounded to float16 in place (llama.cpp's query for K.Q). */
 static void round_f16(float *x, size_t n) {
-    for (size_t i = 0; i < n; i++) x[i] = half_to_float(float_to_half(x[i]));
+    for (size_t i = 0; i < n; i++) x[i] = half_round(x[i]);
 }
 
 /* Whether an observer wants this layer's attention scores or pattern at

@@ -133,7 +133,7 @@ static void attention_query_head(float *out, const float *q, const float *key_ca
     memset(scores, 0, (size_t)first * sizeof(float)); /* outside the window */
     hook_emit_head(site, HOOK_ATTN_PATTERN, t, h, scores, pos + 1);
     if (a->f16_probs) /* llama.cpp's float16 operand for the multiply by V */
-        for (int p = first; p <= pos; p++) scores[p] = half_to_float(float_to_half(scores[p]));
+        for (int p = first; p <= pos; p++) scores[p] = half_round(scores[p]);
     /* out = Σ_p softmax(scores)[p] · v_p, accumulated in position order */
     float *oh = out + ((size_t)t * a->n_heads + (size_t)h) * v_dim;
     memset(oh, 0, (size_t)v_dim * sizeof(float));
@@ -166,10 +166,10 @@ void geglu_forward(float *gate, const float *up, int n) {
 static float gelu_ggml(float x) {
     if (x <= -10.0f) return 0.0f;
     if (x >= 10.0f) return x;
-    float v = half_to_float(float_to_half(x)); /* the table's index, as a value */
+    float v = half_round(x); /* the table's index, as a value */
     const float sqrt_2_over_pi = 0.79788456080286535587989211986876f, coef_a = 0.044715f;
     float g = 0.5f * v * (1.0f + tanhf(sqrt_2_over_pi * v * (1.0f + coef_a * v * v)));
-    return half_to_float(float_to_half(g));
+    return half_round(g);
 }
 
 void gelu_ggml_forward(float *x, int n) {

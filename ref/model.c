@@ -70,9 +70,7 @@ MatrixPlace model_matrix_place(const Model *m, int i) {
     int j = i - layer_ones, at = j / EXPERT_MATRICES; /* slot × n_experts + e */
     int slot = at / c->n_experts;
     p.kind = j % EXPERT_MATRICES, p.expert = at % c->n_experts;
-    while (p.layer < c->n_layers &&
-           !(config_layer_moe(c, p.layer) && config_moe_slot(c, p.layer) == slot))
-        p.layer++;
+    p.layer = config_moe_layer(c, slot);
     expert_matrix_shape(c, (ExpertKind)p.kind, &p.rows, &p.cols);
     return p;
 }

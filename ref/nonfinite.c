@@ -92,10 +92,7 @@ bool model_check_finite(const Model *m, StepError *err) {
             if (at < 0) continue;
             char name[64];
             VectorRows rows = weight_vector_rows((VectorKind)k);
-            int layer = i;
-            while (rows == ROWS_MOE_LAYERS && layer < c->n_layers &&
-                   !(config_layer_moe(c, layer) && config_moe_slot(c, layer) == i))
-                layer++;
+            int layer = rows == ROWS_MOE_LAYERS ? config_moe_layer(c, i) : i;
             if (rows == ROWS_LAYERS || rows == ROWS_MOE_LAYERS)
                 snprintf(name, sizeof name, "blocks.%d.%s", layer,
                          weight_vector_name((VectorKind)k));

@@ -122,7 +122,8 @@ def _declare(lib):
         "sw_diff_with": (I, [S, S, ctypes.POINTER(_DiffOptions), ctypes.POINTER(_DiffReport), E]),
         "sw_diff_arrays": (I, [S, F, I, I, IP, ctypes.POINTER(_DiffTensor), I, ctypes.POINTER(_DiffOptions),
                                ctypes.POINTER(_DiffReport), E]),
-        "sw_diff_text": (I, [S, S, ctypes.POINTER(_DiffOptions), ctypes.c_char_p, ctypes.c_size_t,
+        "sw_diff_text": (I, [S, S, ctypes.POINTER(_DiffOptions), ctypes.POINTER(_DiffReport), ctypes.c_char_p,
+                             ctypes.c_size_t,
                              ctypes.POINTER(ctypes.c_size_t), E]),
     }
     for name, (res, args) in sigs.items():
@@ -575,21 +576,21 @@ def diff(reference, candidate, preset="fp32", token_ids=None, atol=None, rtol=No
                 arrays[p] = "the %s arrays" % label
                 side = p
             paths.append(_path(side, label))
-        r, err = _DiffReport(), _Error()
-        status = _lib.sw_diff_with(paths[0], paths[1], ctypes.byref(opt), ctypes.byref(r), ctypes.byref(err))
-        text = ""
-        if status == 0:  # the command line's report, its temporary paths named as the caller knows them
-            needed = ctypes.c_size_t(0)
-            status = _lib.sw_diff_text(paths[0], paths[1], ctypes.byref(opt), None, 0, ctypes.byref(needed),
-                                       ctypes.byref(err))
-            buf = ctypes.create_string_buffer(needed.value) if status == 0 else None
-            if status == 0:
-                status = _lib.sw_diff_text(paths[0], paths[1], ctypes.byref(opt), buf, needed.value, None,
-                                           ctypes.byref(err))
-            if status == 0:
-                text = buf.value.decode("utf-8", "replace")
-                for p, label in arrays.items():
-                    text = text.replace(p, "(" + label + ")")
+        # one comparison gives the report and the command line's text; a text
+        # longer than the first guess is asked for again at its size
+        r, err, text = _DiffReport(), _Error(), ""
+        needed, size = ctypes.c_size_t(0), 1 << 16
+        while True:
+            buf = ctypes.create_string_buffer(size)
+            status = _lib.sw_diff_text(paths[0], paths[1], ctypes.byref(opt), ctypes.byref(r), buf, size,
+                                       ctypes.byref(needed), ctypes.byref(err))
+            if status != 0 or needed.value <= size:
+                break
+            size = needed.value
+        if status == 0:  # its temporary paths named as the caller knows them
+            text = buf.value.decode("utf-8", "replace")
+            for p, label in arrays.items():
+                text = text.replace(p, "(" + label + ")")
     if status != 0:  # name the arrays as the caller knows them, not by their temporary files
         message = err.message.decode("utf-8", "replace")
         for p, label in arrays.items():

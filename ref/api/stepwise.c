@@ -513,41 +513,71 @@ static void diff_done_free(DiffDone *d) {
     diff_run_free(&d->ref), diff_run_free(&d->cand), free(d->r);
 }
 
-/* report from a comparison of reference with the candidate at path, or
- * (arrays not NULL) in arrays. */
+/* report (may be NULL) from the comparison d made. */
+static void report_fill(sw_diff_report *report, const DiffReport *r) {
+    if (report == NULL) return;
+    *report = (sw_diff_report){.passed = r->pass,
+                               .positions = r->n,
+                               .inputs_checked = r->inputs_checked,
+                               .inputs_compared = r->inputs_compared,
+                               .inputs_differ_pos = r->inputs_differ_pos,
+                               .ref_token = r->ref_token,
+                               .cand_token = r->cand_token,
+                               .activations = r->acts_compared,
+                               .max_abs_logit = r->max_abs,
+                               .kl_mean = r->kl_mean,
+                               .top1_agreement = r->n > 0 ? (double)r->top1_agree / r->n : 0,
+                               .diverged = r->diverged,
+                               .first_layer = r->diverged ? r->first.layer : -1,
+                               .first_pos = r->diverged ? r->first.pos : -1};
+    if (r->diverged && r->first.point == HOOK_KV_ROW)
+        snprintf(report->first_hook, sizeof report->first_hook, "kv");
+    else if (r->diverged)
+        hook_name((HookPoint)r->first.point, r->first.layer, report->first_hook,
+                  sizeof report->first_hook);
+    if (r->first_is_other_hook)
+        hook_name((HookPoint)r->first_other.point, r->first_other.layer, report->other_hook,
+                  sizeof report->other_hook);
+    snprintf(report->fail_reason, sizeof report->fail_reason, "%s", r->fail_reason);
+}
+
+/* The command line's text of the comparison d made into text[0..size)
+ * (size 0: none) and its whole size into *needed (may be NULL). */
+static bool report_text(const DiffDone *d, const char *reference, const char *candidate, bool names,
+                        char *text, size_t size, size_t *needed, StepError *e) {
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    if (f == NULL) return step_fail(e, "out of memory");
+    DiffNameHint hint;
+    diff_name_hint(d->r, names ? &d->names : NULL, &hint);
+    diff_text_write(f, reference, candidate, &d->ref, &d->cand, &d->tol, d->r, &hint);
+    bool done = fclose(f) == 0 && buf != NULL;
+    if (done && needed != NULL) *needed = len + 1;
+    if (done && size > 0) {
+        size_t n = len < size - 1 ? len : size - 1;
+        memcpy(text, buf, n), text[n] = '\0';
+    }
+    free(buf);
+    return done || step_fail(e, "out of memory");
+}
+
+/* One comparison of reference with the candidate at path, or (arrays not
+ * NULL) in arrays: report (may be NULL) and, with text or needed, its text. */
 static sw_status diff_report(const char *reference, const char *candidate, const DiffArrays *arrays,
-                             const sw_diff_options *options, sw_diff_report *report,
-                             sw_error *err) {
-    *report = (sw_diff_report){.first_layer = -1, .first_pos = -1, .inputs_differ_pos = -1};
+                             const sw_diff_options *options, sw_diff_report *report, char *text,
+                             size_t size, size_t *needed, sw_error *err) {
+    if (report != NULL)
+        *report = (sw_diff_report){.first_layer = -1, .first_pos = -1, .inputs_differ_pos = -1};
+    if (needed != NULL) *needed = 0;
+    if (size > 0) text[0] = '\0';
     DiffDone d;
     StepError e;
     bool done = diff_compute(reference, candidate, arrays, options, &d, &e);
-    const DiffReport *r = d.r;
-    if (done) {
-        *report = (sw_diff_report){.passed = r->pass,
-                                   .positions = r->n,
-                                   .inputs_checked = r->inputs_checked,
-                                   .inputs_compared = r->inputs_compared,
-                                   .inputs_differ_pos = r->inputs_differ_pos,
-                                   .ref_token = r->ref_token,
-                                   .cand_token = r->cand_token,
-                                   .activations = r->acts_compared,
-                                   .max_abs_logit = r->max_abs,
-                                   .kl_mean = r->kl_mean,
-                                   .top1_agreement = r->n > 0 ? (double)r->top1_agree / r->n : 0,
-                                   .diverged = r->diverged,
-                                   .first_layer = r->diverged ? r->first.layer : -1,
-                                   .first_pos = r->diverged ? r->first.pos : -1};
-        if (r->diverged && r->first.point == HOOK_KV_ROW)
-            snprintf(report->first_hook, sizeof report->first_hook, "kv");
-        else if (r->diverged)
-            hook_name((HookPoint)r->first.point, r->first.layer, report->first_hook,
-                      sizeof report->first_hook);
-        if (r->first_is_other_hook)
-            hook_name((HookPoint)r->first_other.point, r->first_other.layer, report->other_hook,
-                      sizeof report->other_hook);
-        snprintf(report->fail_reason, sizeof report->fail_reason, "%s", r->fail_reason);
-    }
+    if (done) report_fill(report, d.r);
+    if (done && (size > 0 || needed != NULL))
+        done = report_text(&d, reference, candidate != NULL ? candidate : "(arrays)",
+                           options != NULL && options->names != NULL, text, size, needed, &e);
     diff_done_free(&d);
     return done ? ok(err) : fail_step(err, &e);
 }
@@ -556,7 +586,7 @@ sw_status sw_diff_with(const char *reference, const char *candidate, const sw_di
                        sw_diff_report *report, sw_error *err) {
     if (reference == NULL || candidate == NULL || report == NULL)
         return fail(err, SW_ERR_INPUT, "sw_diff: a NULL argument");
-    return diff_report(reference, candidate, NULL, options, report, err);
+    return diff_report(reference, candidate, NULL, options, report, NULL, 0, NULL, err);
 }
 
 sw_status sw_diff_arrays(const char *reference, const float *logits, int positions, int vocab_size,
@@ -577,38 +607,15 @@ sw_status sw_diff_arrays(const char *reference, const float *logits, int positio
                     .token_ids = token_ids,
                     .tensors = t,
                     .n_tensors = n_tensors};
-    sw_status status = diff_report(reference, NULL, &a, options, report, err);
+    sw_status status = diff_report(reference, NULL, &a, options, report, NULL, 0, NULL, err);
     free(t);
     return status;
 }
 
 sw_status sw_diff_text(const char *reference, const char *candidate, const sw_diff_options *options,
-                       char *text, size_t size, size_t *needed, sw_error *err) {
+                       sw_diff_report *report, char *text, size_t size, size_t *needed,
+                       sw_error *err) {
     if (reference == NULL || candidate == NULL || (text == NULL && size > 0))
         return fail(err, SW_ERR_INPUT, "sw_diff_text: a NULL argument");
-    if (needed != NULL) *needed = 0;
-    if (size > 0) text[0] = '\0';
-    DiffDone d;
-    StepError e;
-    bool done = diff_compute(reference, candidate, NULL, options, &d, &e);
-    char *buf = NULL;
-    size_t len = 0;
-    FILE *f = done ? open_memstream(&buf, &len) : NULL;
-    if (done && f == NULL) done = step_fail(&e, "out of memory");
-    if (done) {
-        DiffNameHint hint;
-        diff_name_hint(d.r, options != NULL && options->names != NULL ? &d.names : NULL, &hint);
-        diff_text_write(f, reference, candidate, &d.ref, &d.cand, &d.tol, d.r, &hint);
-        if (fclose(f) != 0 || buf == NULL) done = step_fail(&e, "out of memory");
-    }
-    if (done) {
-        if (needed != NULL) *needed = len + 1;
-        if (size > 0) {
-            size_t n = len < size - 1 ? len : size - 1;
-            memcpy(text, buf, n), text[n] = '\0';
-        }
-    }
-    free(buf);
-    diff_done_free(&d);
-    return done ? ok(err) : fail_step(err, &e);
+    return diff_report(reference, candidate, NULL, options, report, text, size, needed, err);
 }

@@ -257,12 +257,14 @@ STEPWISE_EXPORT sw_status sw_diff_arrays(const char *reference, const float *log
                                          const sw_diff_options *options, sw_diff_report *report,
                                          sw_error *err);
 
-/* The same comparison's report as `stepwise diff` prints it, into text[0..size)
+/* sw_diff_with, and its report as `stepwise diff` prints it too: report (may
+ * be NULL) as sw_diff_with fills it; the text into text[0..size)
  * (NUL-terminated; cut short when it does not fit), and into *needed (may be
- * NULL) the size that holds it whole (its length + 1). size 0: *needed only. */
+ * NULL) the size that holds it whole (its length + 1). size 0: no text. One
+ * comparison gives both. */
 STEPWISE_EXPORT sw_status sw_diff_text(const char *reference, const char *candidate,
-                                       const sw_diff_options *options, char *text, size_t size,
-                                       size_t *needed, sw_error *err);
+                                       const sw_diff_options *options, sw_diff_report *report,
+                                       char *text, size_t size, size_t *needed, sw_error *err);
 
 #ifdef __cplusplus
 }

@@ -70,7 +70,7 @@ float hf_gemma_embed_scale(int dim, SafetensorsDtype dtype) {
         uint32_t bits = (uint32_t)float_to_bf16(s) << 16;
         memcpy(&s, &bits, sizeof s);
     } else if (dtype == ST_F16) {
-        s = half_to_float(float_to_half(s));
+        s = half_round(s);
     }
     return s;
 }

@@ -125,7 +125,7 @@ static void query_head(float *out, const float *q, const float *key_cache, const
     memset(scores, 0, (size_t)first * sizeof(float)); /* outside the window */
     /* llama.cpp's rounding, as layers.c's */
     if (a->f16_probs)
-        for (int p = first; p <= pos; p++) scores[p] = half_to_float(float_to_half(scores[p]));
+        for (int p = first; p <= pos; p++) scores[p] = half_round(scores[p]);
     head_values16(out + (size_t)t * dim + (size_t)h * head_dim, scores, value_cache, first, pos,
                   kv_dim, kv_head_off, head_dim);
 }

@@ -21,6 +21,10 @@ float half_to_float(uint16_t h) {
     return f;
 }
 
+float half_round(float f) {
+    return half_to_float(float_to_half(f));
+}
+
 uint16_t float_to_half(float f) {
     uint32_t x;
     memcpy(&x, &f, sizeof x);

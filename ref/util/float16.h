@@ -11,6 +11,8 @@
 float half_to_float(uint16_t h);
 /* float32 to IEEE half, rounded to nearest even (too large: infinity). */
 uint16_t float_to_half(float f);
+/* f rounded to the nearest IEEE half (even on a tie), as a float32. */
+float half_round(float f);
 /* float32 to bfloat16, rounded to nearest even. */
 uint16_t float_to_bf16(float f);
 
