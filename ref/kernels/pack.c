@@ -5,8 +5,7 @@
 #include <string.h>
 
 #include "ref/kernels/clones.h"
-
-#define PREFILL_TOKENS 6 /* tokens sharing each loaded weight vector */
+#include "ref/kernels/pack_kernels.h"
 
 #define PACK_RELEASE_ROWS 256 /* rows of the source released at a time */
 
@@ -62,6 +61,7 @@ FAST_CLONES static void block_token_f32(float *out, const float *x, const void *
     float s[PACK_ROWS] = {0};
     for (int i = 0; i < C; i++) {
         const float *wi = block + (size_t)i * PACK_ROWS;
+        prefetch_ahead(wi); /* 16 floats: one line an input */
         float xi = x[i];
         for (int l = 0; l < PACK_ROWS; l++) s[l] += wi[l] * xi;
     }
@@ -138,6 +138,7 @@ static ALWAYS_INLINE void block_token_half(ElementType e, float *out, const floa
                                            const uint16_t *block, int C, int row0, int rows) {
     Floats16 s = {0}, w;
     for (int i = 0; i < C; i++) {
+        if ((i & 1) == 0) prefetch_ahead(block + (size_t)i * PACK_ROWS); /* a line each other i */
         widen16(e, block + (size_t)i * PACK_ROWS, &w);
         s += w * x[i];
     }
@@ -200,19 +201,19 @@ FAST_CLONES static void widen_block_bf16(float *out, const void *block, int C) {
     widen_block(ELEM_BF16, out, block, C);
 }
 
-typedef void (*BlockToken)(float *, const float *, const void *, int, int, int);
-typedef void (*BlockTokens)(float *const[PREFILL_TOKENS], const float *const[PREFILL_TOKENS], int,
-                            const void *, int, int, int);
-
 /* With more tokens than one tile, a half block is widened once into a
  * float32 scratch block that every tile then reads (the float32 kernel, on
  * the same values: the same sums), not once a tile. */
 void matmul_packed_blocks(float *out, const float *x, const Matrix *w, int T, int b0, int b1) {
-    static const BlockToken one[] = {
+    static const BlockToken ones[] = {
         [ELEM_F32] = block_token_f32, [ELEM_F16] = block_token_f16, [ELEM_BF16] = block_token_bf16};
-    static const BlockTokens many[] = {[ELEM_F32] = block_tokens_f32,
-                                       [ELEM_F16] = block_tokens_f16,
-                                       [ELEM_BF16] = block_tokens_bf16};
+    static const BlockTokens manys[] = {[ELEM_F32] = block_tokens_f32,
+                                        [ELEM_F16] = block_tokens_f16,
+                                        [ELEM_BF16] = block_tokens_bf16};
+    BlockToken one = ones[w->elem];
+    BlockTokens many = manys[w->elem];
+    WidenBlock widen = w->elem == ELEM_F16 ? widen_block_f16 : widen_block_bf16;
+    bool pair_rows = half_hardware_kernels(w->elem, &one, &many, &widen); /* the same bits */
     int C = w->cols, OC = w->rows;
     size_t stride = (size_t)C * PACK_ROWS * element_bytes(w->elem); /* bytes per block */
     size_t wide_bytes = ((size_t)C * PACK_ROWS * sizeof(float) + 63) / 64 * 64;
@@ -221,12 +222,17 @@ void matmul_packed_blocks(float *out, const float *x, const Matrix *w, int T, in
         const void *block = (const char *)w->data + b * stride;
         int row0 = b * PACK_ROWS, rows = OC - row0 < PACK_ROWS ? OC - row0 : PACK_ROWS;
         if (T == 1) {
-            one[w->elem](out, x, block, C, row0, rows);
+            if (pair_rows && b + 1 < b1 && OC - row0 >= 2 * PACK_ROWS) { /* two whole blocks */
+                one(out, x, block, C, row0, 2 * PACK_ROWS);
+                b++;
+            } else {
+                one(out, x, block, C, row0, rows);
+            }
             continue;
         }
-        BlockTokens tiles = many[w->elem];
+        BlockTokens tiles = many;
         if (wide != NULL) { /* (without it, when out of memory: tile by tile, the same bits) */
-            (w->elem == ELEM_F16 ? widen_block_f16 : widen_block_bf16)(wide, block, C);
+            widen(wide, block, C);
             block = wide, tiles = block_tokens_f32;
         }
         for (int t0 = 0; t0 < T; t0 += PREFILL_TOKENS) {

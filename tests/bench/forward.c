@@ -3,7 +3,7 @@
  *
  *   forward MODEL [--threads N] [--int8] [--f32] [--prompt T] [--decode D] [--runs R]
  *
- * Loads MODEL (a llama2.c checkpoint or a Hugging Face folder) in the fast
+ * Loads MODEL (a llama2.c checkpoint, a Hugging Face folder or a GGUF file) in the fast
  * layout (--int8: int8 weights and activations, as llama.cpp's Q8_0), then,
  * R times each, times a prefill of T tokens and a decode of D tokens one by
  * one from position 0 (the cache growing as in generation; no sampling),
@@ -29,12 +29,11 @@
 #include <time.h>
 
 #include "ref/forward.h"
-#include "ref/formats/checkpoint.h"
 #include "ref/kernels/clones.h"
-#include "ref/formats/hf_model.h"
+#include "ref/formats/model_open.h"
 #include "ref/kernels/pack.h"
 #include "ref/model_pack.h"
-#include "ref/model_quant.h"
+#include "ref/model_prepare.h"
 #include "ref/kernels/threads.h"
 
 static double now(void) {
@@ -210,13 +209,12 @@ int main(int argc, char **argv) {
     }
     StepError err;
     Model m = {0};
-    HfLoadReport report;
     double t0 = now();
-    bool ok = hf_is_model_dir(path)
-                  ? hf_model_load(&m, path, int8 ? WEIGHTS_F32 : mode, NULL, &report, &err)
-                  : model_load_checkpoint(&m, path, &err);
-    if (ok && int8) ok = model_quantize(&m, 32, &err) && model_pack_q8(&m, int8, &err);
-    if (ok && !int8) ok = model_pack(&m, &err);
+    /* int8: quantized at load, or a Q8_0 file's blocks as they are (model_prepare) */
+    ModelPrepare prep = {.kernels = KERNELS_FAST, .int8_activations = int8, .threads = 1};
+    bool ok = model_open_weights(path, mode, &m, NULL, NULL, &err);
+    if (ok && int8 && !m.q8_0_file) prep.quant_group = 32;
+    if (ok) ok = model_prepare(&m, &prep, &err);
     double load = now() - t0;
     int capacity = T > D ? T : D;
     if (ok && capacity > m.config.seq_len)

@@ -1,0 +1,223 @@
+/* pack_x86.c: see pack_kernels.h's half_kernels_for.
+ *
+ * x86 widens 16 halves at once: a float16 with one instruction (vcvtph2ps:
+ * AVX-512F for 16 values, F16C for 8), a bfloat16 with a zero-extending
+ * load and a shift. gcc's vector extensions reach neither (a _Float16
+ * vector is widened one value at a time through a library call, and the
+ * 16-bit load is split in two), so these kernels name the instructions
+ * through their intrinsics, each function built for the instructions it
+ * needs (the target attribute) and chosen when the processor has them.
+ * The sums are pack.c's: lane l of a vector is output row l's sum, input by
+ * input in index order from 0.0f, the product rounded before the add
+ * (separate multiply and add intrinsics; -ffp-contract=off keeps the
+ * compiler from fusing them). */
+#include "ref/kernels/pack_kernels.h"
+
+#include <stdint.h>
+
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#include <cpuid.h>
+#include <immintrin.h>
+
+#define AVX512 __attribute__((target("avx512f"), always_inline)) static inline
+#define F16C   __attribute__((target("avx2,f16c"), always_inline)) static inline
+
+/* Input i's 16 weights of a block, as 16 floats (exactly f16_widen's or
+ * bf16_widen's). */
+AVX512 __m512 load16_avx512(ElementType e, const uint16_t *at) {
+    __m256i h = _mm256_loadu_si256((const __m256i *)at);
+    if (e == ELEM_F16) return _mm512_cvtph_ps(h);
+    return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
+}
+
+AVX512 void token_avx512(ElementType e, float *out, const float *x, const uint16_t *block, int C,
+                         int row0, int rows) {
+    __m512 s = _mm512_setzero_ps();
+    for (int i = 0; i < C; i++) {
+        if ((i & 1) == 0) prefetch_ahead(block + (size_t)i * PACK_ROWS); /* a line each other i */
+        s = _mm512_add_ps(s, _mm512_mul_ps(load16_avx512(e, block + (size_t)i * PACK_ROWS),
+                                           _mm512_set1_ps(x[i])));
+    }
+    float v[PACK_ROWS];
+    _mm512_storeu_ps(v, s);
+    for (int l = 0; l < rows; l++) out[row0 + l] = v[l];
+}
+
+/* Two whole blocks side by side (32 rows from row0): two independent chains of adds, so
+ * one add's latency never waits on the other's. */
+AVX512 void token2_avx512(ElementType e, float *out, const float *x, const uint16_t *block, int C,
+                          int row0) {
+    const uint16_t *next = block + (size_t)C * PACK_ROWS;
+    __m512 s0 = _mm512_setzero_ps(), s1 = _mm512_setzero_ps();
+    for (int i = 0; i < C; i++) {
+        __m512 xi = _mm512_set1_ps(x[i]);
+        if ((i & 1) == 0) {
+            prefetch_ahead(block + (size_t)i * PACK_ROWS);
+            prefetch_ahead(next + (size_t)i * PACK_ROWS);
+        }
+        s0 = _mm512_add_ps(s0, _mm512_mul_ps(load16_avx512(e, block + (size_t)i * PACK_ROWS), xi));
+        s1 = _mm512_add_ps(s1, _mm512_mul_ps(load16_avx512(e, next + (size_t)i * PACK_ROWS), xi));
+    }
+    _mm512_storeu_ps(out + row0, s0);
+    _mm512_storeu_ps(out + row0 + PACK_ROWS, s1);
+}
+
+AVX512 void tokens_avx512(ElementType e, float *const out[PREFILL_TOKENS],
+                          const float *const xt[PREFILL_TOKENS], int n, const uint16_t *block,
+                          int C, int row0, int rows) {
+    __m512 s[PREFILL_TOKENS];
+    for (int k = 0; k < PREFILL_TOKENS; k++) s[k] = _mm512_setzero_ps();
+    for (int i = 0; i < C; i++) {
+        __m512 w = load16_avx512(e, block + (size_t)i * PACK_ROWS);
+        for (int k = 0; k < PREFILL_TOKENS; k++)
+            s[k] = _mm512_add_ps(s[k], _mm512_mul_ps(w, _mm512_set1_ps(xt[k][i])));
+    }
+    for (int k = 0; k < n; k++) {
+        float v[PACK_ROWS];
+        _mm512_storeu_ps(v, s[k]);
+        for (int l = 0; l < rows; l++) out[k][row0 + l] = v[l];
+    }
+}
+
+AVX512 void widen_avx512(ElementType e, float *out, const uint16_t *block, int C) {
+    for (int i = 0; i < C; i++)
+        _mm512_storeu_ps(out + (size_t)i * PACK_ROWS,
+                         load16_avx512(e, block + (size_t)i * PACK_ROWS));
+}
+
+/* AVX2 and F16C: a block's 16 rows as two vectors of 8. */
+F16C __m256 load8_f16c(ElementType e, const uint16_t *at) {
+    __m128i h = _mm_loadu_si128((const __m128i *)at);
+    if (e == ELEM_F16) return _mm256_cvtph_ps(h);
+    return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16));
+}
+
+F16C void token_f16c(ElementType e, float *out, const float *x, const uint16_t *block, int C,
+                     int row0, int rows) {
+    __m256 lo = _mm256_setzero_ps(), hi = _mm256_setzero_ps();
+    for (int i = 0; i < C; i++) {
+        const uint16_t *wi = block + (size_t)i * PACK_ROWS;
+        if ((i & 1) == 0) prefetch_ahead(wi);
+        __m256 xi = _mm256_set1_ps(x[i]);
+        lo = _mm256_add_ps(lo, _mm256_mul_ps(load8_f16c(e, wi), xi));
+        hi = _mm256_add_ps(hi, _mm256_mul_ps(load8_f16c(e, wi + 8), xi));
+    }
+    float v[PACK_ROWS];
+    _mm256_storeu_ps(v, lo);
+    _mm256_storeu_ps(v + 8, hi);
+    for (int l = 0; l < rows; l++) out[row0 + l] = v[l];
+}
+
+/* Two whole blocks side by side, as token2_avx512. */
+F16C void token2_f16c(ElementType e, float *out, const float *x, const uint16_t *block, int C,
+                      int row0) {
+    const uint16_t *next = block + (size_t)C * PACK_ROWS;
+    __m256 s[4] = {_mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(),
+                   _mm256_setzero_ps()};
+    for (int i = 0; i < C; i++) {
+        const uint16_t *wa = block + (size_t)i * PACK_ROWS, *wb = next + (size_t)i * PACK_ROWS;
+        if ((i & 1) == 0) prefetch_ahead(wa), prefetch_ahead(wb);
+        __m256 xi = _mm256_set1_ps(x[i]);
+        s[0] = _mm256_add_ps(s[0], _mm256_mul_ps(load8_f16c(e, wa), xi));
+        s[1] = _mm256_add_ps(s[1], _mm256_mul_ps(load8_f16c(e, wa + 8), xi));
+        s[2] = _mm256_add_ps(s[2], _mm256_mul_ps(load8_f16c(e, wb), xi));
+        s[3] = _mm256_add_ps(s[3], _mm256_mul_ps(load8_f16c(e, wb + 8), xi));
+    }
+    for (int k = 0; k < 4; k++) _mm256_storeu_ps(out + row0 + 8 * k, s[k]);
+}
+
+F16C void tokens_f16c(ElementType e, float *const out[PREFILL_TOKENS],
+                      const float *const xt[PREFILL_TOKENS], int n, const uint16_t *block, int C,
+                      int row0, int rows) {
+    __m256 lo[PREFILL_TOKENS], hi[PREFILL_TOKENS];
+    for (int k = 0; k < PREFILL_TOKENS; k++) lo[k] = hi[k] = _mm256_setzero_ps();
+    for (int i = 0; i < C; i++) {
+        const uint16_t *wi = block + (size_t)i * PACK_ROWS;
+        __m256 w0 = load8_f16c(e, wi), w1 = load8_f16c(e, wi + 8);
+        for (int k = 0; k < PREFILL_TOKENS; k++) {
+            __m256 xi = _mm256_set1_ps(xt[k][i]);
+            lo[k] = _mm256_add_ps(lo[k], _mm256_mul_ps(w0, xi));
+            hi[k] = _mm256_add_ps(hi[k], _mm256_mul_ps(w1, xi));
+        }
+    }
+    for (int k = 0; k < n; k++) {
+        float v[PACK_ROWS];
+        _mm256_storeu_ps(v, lo[k]);
+        _mm256_storeu_ps(v + 8, hi[k]);
+        for (int l = 0; l < rows; l++) out[k][row0 + l] = v[l];
+    }
+}
+
+F16C void widen_f16c(ElementType e, float *out, const uint16_t *block, int C) {
+    for (int i = 0; i < C; i++) {
+        const uint16_t *wi = block + (size_t)i * PACK_ROWS;
+        _mm256_storeu_ps(out + (size_t)i * PACK_ROWS, load8_f16c(e, wi));
+        _mm256_storeu_ps(out + (size_t)i * PACK_ROWS + 8, load8_f16c(e, wi + 8));
+    }
+}
+
+/* Each kernel with its element type fixed, so the type's test is folded. */
+#define HALF_KERNELS(isa, attr, type, name)                                                        \
+    __attribute__((target(attr))) static void one_##isa##_##name(                                  \
+        float *out, const float *x, const void *block, int C, int row0, int rows) {                \
+        if (rows == 2 * PACK_ROWS)                                                                 \
+            token2_##isa(type, out, x, block, C, row0);                                            \
+        else                                                                                       \
+            token_##isa(type, out, x, block, C, row0, rows);                                       \
+    }                                                                                              \
+    __attribute__((target(attr))) static void many_##isa##_##name(                                 \
+        float *const out[PREFILL_TOKENS], const float *const xt[PREFILL_TOKENS], int n,            \
+        const void *block, int C, int row0, int rows) {                                            \
+        tokens_##isa(type, out, xt, n, block, C, row0, rows);                                      \
+    }                                                                                              \
+    __attribute__((target(attr))) static void widen_##isa##_##name(float *out, const void *block,  \
+                                                                   int C) {                        \
+        widen_##isa(type, out, block, C);                                                          \
+    }
+HALF_KERNELS(avx512, "avx512f", ELEM_F16, f16)
+HALF_KERNELS(avx512, "avx512f", ELEM_BF16, bf16)
+HALF_KERNELS(f16c, "avx2,f16c", ELEM_F16, f16)
+HALF_KERNELS(f16c, "avx2,f16c", ELEM_BF16, bf16)
+
+/* F16C, which not every compiler's __builtin_cpu_supports names: CPUID
+ * leaf 1, ECX bit 29 (with AVX2, whose check includes the system's saving
+ * of the vector registers). */
+static bool has_f16c(void) {
+    unsigned a, b, c, d;
+    return __builtin_cpu_supports("avx2") && __get_cpuid(1, &a, &b, &c, &d) && (c & bit_F16C) != 0;
+}
+
+bool half_kernels_for(HalfIsa isa, ElementType e, BlockToken *one, BlockTokens *many,
+                      WidenBlock *widen) {
+    bool f16 = e == ELEM_F16;
+    if (e != ELEM_F16 && e != ELEM_BF16) return false;
+    if (isa == HALF_AVX512 && __builtin_cpu_supports("avx512f")) {
+        *one = f16 ? one_avx512_f16 : one_avx512_bf16;
+        *many = f16 ? many_avx512_f16 : many_avx512_bf16;
+        *widen = f16 ? widen_avx512_f16 : widen_avx512_bf16;
+        return true;
+    }
+    if (isa == HALF_F16C && has_f16c()) {
+        *one = f16 ? one_f16c_f16 : one_f16c_bf16;
+        *many = f16 ? many_f16c_f16 : many_f16c_bf16;
+        *widen = f16 ? widen_f16c_f16 : widen_f16c_bf16;
+        return true;
+    }
+    return false;
+}
+
+#else /* another processor: pack.c's portable widening */
+
+bool half_kernels_for(HalfIsa isa, ElementType e, BlockToken *one, BlockTokens *many,
+                      WidenBlock *widen) {
+    (void)isa, (void)e, (void)one, (void)many, (void)widen;
+    return false;
+}
+
+#endif
+
+bool half_hardware_kernels(ElementType e, BlockToken *one, BlockTokens *many, WidenBlock *widen) {
+    for (int isa = 0; isa < HALF_ISAS; isa++)
+        if (half_kernels_for((HalfIsa)isa, e, one, many, widen)) return true;
+    return false;
+}

