@@ -3,10 +3,7 @@
 
 #include "ref/kernels/pack.h"
 
-/* Stored rows r0..r1-1 of a row-major source go back (they are packed): a
- * mapped file's pages are dropped (read again from the file if touched), an
- * anonymous store's pages given back. Owned sources are freed whole later. */
-static void release_rows(void *ctx, const Matrix *w, int r0, int r1) {
+void model_pack_release_rows(void *ctx, const Matrix *w, int r0, int r1) {
     const Model *m = ctx;
     size_t row = matrix_row_bytes(w);
     if (w->interleave_head_dim != 0 || w->owned != NULL) return; /* rows out of order, or owned */
@@ -17,7 +14,7 @@ static void release_rows(void *ctx, const Matrix *w, int r0, int r1) {
  * freed). */
 static bool pack_in_place(Model *m, Matrix *w) {
     Matrix packed;
-    if (!matrix_pack_releasing(&packed, w, release_rows, m)) return false;
+    if (!matrix_pack_releasing(&packed, w, model_pack_release_rows, m)) return false;
     matrix_free(w);
     *w = packed;
     return true;

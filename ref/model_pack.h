@@ -14,4 +14,10 @@
  * the block takes the fast kernels (m->fast_kernels). */
 bool model_pack(Model *m, StepError *err);
 
+/* A PackReleaseRows for a model (ctx: the Model): stored rows r0..r1-1 of
+ * a row-major source (or of a file's GGUF blocks) go back once packed: a
+ * mapped file's pages are dropped (read again from the file if touched), an
+ * anonymous store's pages given back. Owned sources are freed whole later. */
+void model_pack_release_rows(void *ctx, const Matrix *w, int r0, int r1);
+
 #endif

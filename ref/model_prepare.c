@@ -17,6 +17,8 @@ bool model_prepare(Model *m, const ModelPrepare *p, StepError *err) {
         return step_fail(err, "--kv-rounding llama.cpp goes with --kv-dtype f16");
     m->config.kv_dtype = p->kv_dtype, m->config.kv_rounding_ggml = p->kv_rounding_ggml;
     bool q8_0 = p->int8_activations && p->quant_group == 0 && m->weight_group == 0 && m->q8_0_file;
+    /* the fast kernels pack a Q8_0 file's blocks straight from the file */
+    if (q8_0 && p->kernels == KERNELS_FAST && model_adopt_q8_blocks(m)) q8_0 = false;
     if ((p->quant_group > 0 || q8_0) && m->weight_group == 0 &&
         !model_quantize(m, q8_0 ? 32 : p->quant_group, err))
         return false;

@@ -8,7 +8,9 @@
 #include <sys/stat.h>
 
 #include "ref/util/file_util.h"
+#include "ref/kernels/gguf_dequant.h"
 #include "ref/kernels/q8_packed.h"
+#include "ref/model_pack.h"
 
 int quant_widest_row(const Config *c) {
     int widest = c->dim;
@@ -36,8 +38,15 @@ static bool quantize_matrix(const Model *m, Matrix *q, const Matrix *src, int gr
      * ggml's rule, what quantizing its dequantized values gives) */
     size_t per_row = (size_t)quant_groups(src->cols, group);
     bool as_stored = group == 32 && matrix_blocks_codes(src, 0, codes, scales);
-    for (int r = 1; as_stored && r < src->rows; r++)
-        matrix_blocks_codes(src, r, codes + (size_t)r * src->cols, scales + (size_t)r * per_row);
+    for (int r0 = 0; as_stored && r0 < src->rows; r0 += QUANT_RELEASE_ROWS) {
+        int r1 = r0 + QUANT_RELEASE_ROWS < src->rows ? r0 + QUANT_RELEASE_ROWS : src->rows;
+        for (int r = r0; r < r1; r++)
+            matrix_blocks_codes(src, r, codes + (size_t)r * src->cols,
+                                scales + (size_t)r * per_row);
+        if (src->owned == NULL) /* a mapped file's blocks: their pages go back as copied */
+            model_release_bytes(m, (const char *)src->data + (size_t)r0 * src->row_bytes,
+                                (size_t)(r1 - r0) * src->row_bytes);
+    }
     if (as_stored) return true;
     size_t C = (size_t)src->cols, groups = (size_t)quant_groups(src->cols, group);
     bool stored =
@@ -102,6 +111,23 @@ bool model_quantize(Model *m, int group, StepError *err) {
     return ok || step_fail(err, "quantize: out of memory");
 }
 
+/* Whether w is GGUF blocks whose codes and scales are int8 in groups of
+ * 32 as stored (matrix_blocks_codes reads them): Q8_0, Q4_0. */
+static bool int8_blocks(const Matrix *w) {
+    return w->layout == MATRIX_BLOCKS && (w->block_type == GGML_Q8_0 || w->block_type == GGML_Q4_0);
+}
+
+bool model_adopt_q8_blocks(Model *m) {
+    if (m->weight_group > 0 || m->layers == NULL) return false;
+    for (int i = 0; i < model_matrix_count(m); i++) {
+        const Matrix *w = model_matrix_at(m, i);
+        if (w->rows > 0 && !int8_blocks(w)) return false;
+    }
+    if (!int8_blocks(&m->embedding) || !int8_blocks(&m->classifier)) return false;
+    m->weight_group = 32;
+    return true;
+}
+
 bool model_pack_q8(Model *m, bool int8_activations, StepError *err) {
     if (m->classifier.layout == MATRIX_Q8_PACKED) m->fast_kernels = true;
     if (m->weight_group == 0 || m->classifier.layout == MATRIX_Q8_PACKED) return true;
@@ -109,11 +135,12 @@ bool model_pack_q8(Model *m, bool int8_activations, StepError *err) {
     for (int i = 0; ok && i < model_matrix_count(m); i++) {
         Matrix *w = model_matrix_at(m, i), p;
         if (w->rows == 0) continue;
-        ok = matrix_pack_q8(&p, w, int8_activations);
+        ok = matrix_pack_q8_releasing(&p, w, int8_activations, model_pack_release_rows, m);
         if (ok) matrix_free(w), *w = p;
     }
     Matrix classifier;
-    ok = ok && matrix_pack_q8(&classifier, &m->classifier, int8_activations);
+    ok = ok && matrix_pack_q8_releasing(&classifier, &m->classifier, int8_activations,
+                                        model_pack_release_rows, m);
     if (ok) {
         matrix_free(&m->classifier), m->classifier = classifier;
         /* a tied embedding is looked up in the packed classifier, as floats are */

@@ -1,6 +1,7 @@
 /* q8_packed.c: see q8_packed.h. */
 #include "ref/kernels/q8_packed.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 #include "ref/kernels/clones.h"
@@ -34,26 +35,50 @@ FAST_CLONES void q8_group_sums(const int8_t *codes, int n, int group, int32_t *s
     }
 }
 
-bool matrix_pack_q8(Matrix *p, const Matrix *src, bool quads) {
-    if (!matrix_q8_alloc(p, MATRIX_Q8_PACKED, src->rows, src->cols, src->group)) return false;
-    p->q8_quads = quads && q8_quads_fit(src) && q8_vnni_available();
-    uint8_t *codes = (uint8_t *)matrix_q8_codes(p);
-    float *scales = matrix_q8_scales(p);
-    size_t C = (size_t)src->cols, groups = (size_t)quant_groups(src->cols, src->group);
-    for (int r = 0; r < src->rows; r++) {
-        size_t b = (size_t)(r / Q8_ROWS), l = (size_t)(r % Q8_ROWS);
-        const int8_t *q = (const int8_t *)src->data + (size_t)r * C;
-        const float *sc = src->scales + (size_t)r * groups;
-        uint8_t *block = codes + b * C * Q8_ROWS;
-        for (size_t i = 0; i < C; i++) {
-            if (p->q8_quads) /* the code plus 128, as an unsigned byte */
-                block[(i & ~(size_t)3) * Q8_ROWS + l * 4 + (i & 3)] = (uint8_t)q[i] ^ 0x80u;
-            else
-                block[i * Q8_ROWS + l] = (uint8_t)q[i];
+#define Q8_RELEASE_ROWS 256 /* rows of a source given back at a time */
+
+bool matrix_pack_q8_releasing(Matrix *p, const Matrix *src, bool quads, PackReleaseRows release,
+                              void *ctx) {
+    bool blocks = src->layout == MATRIX_BLOCKS; /* GGUF Q8_0 or Q4_0: int8 in groups of 32 */
+    int group = blocks ? 32 : src->group;
+    size_t C = (size_t)src->cols, groups = (size_t)quant_groups(src->cols, group);
+    int8_t *row_codes = blocks ? malloc(C) : NULL;
+    float *row_scales = blocks ? malloc(groups * sizeof(float)) : NULL;
+    bool ok = !blocks || (row_codes != NULL && row_scales != NULL);
+    ok = ok && matrix_q8_alloc(p, MATRIX_Q8_PACKED, src->rows, src->cols, group);
+    if (ok) {
+        p->q8_quads = quads && src->cols % 4 == 0 && group % 4 == 0 && q8_vnni_available();
+        uint8_t *codes = (uint8_t *)matrix_q8_codes(p);
+        float *scales = matrix_q8_scales(p);
+        for (int r0 = 0; ok && r0 < src->rows; r0 += Q8_RELEASE_ROWS) {
+            int r1 = r0 + Q8_RELEASE_ROWS < src->rows ? r0 + Q8_RELEASE_ROWS : src->rows;
+            for (int r = r0; ok && r < r1; r++) {
+                size_t b = (size_t)(r / Q8_ROWS), l = (size_t)(r % Q8_ROWS);
+                const int8_t *q = (const int8_t *)src->data + (size_t)r * C;
+                const float *sc = src->scales + (size_t)r * groups;
+                if (blocks) /* the block's codes and scales as stored */
+                    ok = matrix_blocks_codes(src, r, row_codes, row_scales), q = row_codes,
+                    sc = row_scales;
+                uint8_t *block = codes + b * C * Q8_ROWS;
+                for (size_t i = 0; ok && i < C; i++) {
+                    if (p->q8_quads) /* the code plus 128, as an unsigned byte */
+                        block[(i & ~(size_t)3) * Q8_ROWS + l * 4 + (i & 3)] = (uint8_t)q[i] ^ 0x80u;
+                    else
+                        block[i * Q8_ROWS + l] = (uint8_t)q[i];
+                }
+                for (size_t g = 0; ok && g < groups; g++)
+                    scales[(b * groups + g) * Q8_ROWS + l] = sc[g];
+            }
+            if (ok && release != NULL) release(ctx, src, r0, r1);
         }
-        for (size_t g = 0; g < groups; g++) scales[(b * groups + g) * Q8_ROWS + l] = sc[g];
+        if (!ok) matrix_free(p);
     }
-    return true;
+    free(row_codes), free(row_scales);
+    return ok;
+}
+
+bool matrix_pack_q8(Matrix *p, const Matrix *src, bool quads) {
+    return matrix_pack_q8_releasing(p, src, quads, NULL, NULL);
 }
 
 /* One block of Q8_ROWS rows against one token: float activations. */

@@ -18,6 +18,7 @@
 #include <stdint.h>
 
 #include "ref/kernels/matrix.h"
+#include "ref/kernels/pack.h"
 
 /* Whether this processor runs the quads' kernel (AVX-512 VNNI), and
  * whether w's shape allows quads (whole quads in its rows and its groups). */
@@ -27,6 +28,14 @@ bool q8_quads_fit(const Matrix *w);
 /* p = the row-major int8 src (MATRIX_Q8_ROWS) packed (owned), in quads
  * when `quads` and the processor and the shape allow them. */
 bool matrix_pack_q8(Matrix *p, const Matrix *src, bool quads);
+
+/* The same from MATRIX_Q8_ROWS or from a GGUF file's Q8_0 or Q4_0 blocks
+ * (MATRIX_BLOCKS: their codes and scales as stored, groups of 32), telling
+ * release (may be NULL) after each run of source rows, so that a mapped
+ * file's pages go as they are packed: the two never both hold the whole
+ * matrix. */
+bool matrix_pack_q8_releasing(Matrix *p, const Matrix *src, bool quads, PackReleaseRows release,
+                              void *ctx);
 
 /* sums[g] = the sum of group g's codes of one quantized row codes [n]
  * (the xsum a matrix in quads needs). */
