@@ -10,6 +10,10 @@ m15=build/m15.bin
 [ -f "$m15" ] || "$bin" make-model --dim 288 --hidden 768 --layers 6 --heads 6 --vocab 32000 \
     --seq-len 256 --seed 42 --out "$m15" 2>/dev/null
 
+# the traces go to a folder of their own (not build/tmp, which a fresh build lacks)
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+
 mib() { /usr/bin/python3 -c "print('%.2f' % ($1 / 1048576))"; }
 
 for model in "$models/stories260K.bin" "$m15"; do
@@ -49,9 +53,9 @@ echo "|---|---|---|---|"
 for model in "$models/stories260K.bin" "$m15"; do
     tok="$models/tok512.bin"
     [ "$model" = "$m15" ] && tok="$models/tokenizer.bin"
-    "$bin" generate --model "$model" --tokenizer "$tok" --steps 256 --trace build/tmp/kv.jsonl \
+    "$bin" generate --model "$model" --tokenizer "$tok" --steps 256 --trace "$tmp/kv.jsonl" \
         --trace-level summary >/dev/null 2>&1 || true
-    /usr/bin/python3 - "$model" build/tmp/kv.jsonl <<'PY'
+    /usr/bin/python3 - "$model" "$tmp/kv.jsonl" <<'PY'
 import json, sys
 lines = [json.loads(l) for l in open(sys.argv[2])]
 run, done = lines[0], lines[-1]
@@ -65,9 +69,9 @@ echo
 echo "### Work per step, with and without the cache (stories260K, greedy from BOS)"
 echo
 m=(--model "$models/stories260K.bin" --tokenizer "$models/tok512.bin" --steps 300 --trace-level tokens)
-"$bin" generate "${m[@]}" --trace build/tmp/cached.jsonl >/dev/null 2>&1
-"$bin" generate "${m[@]}" --no-kv-cache --trace build/tmp/recompute.jsonl >/dev/null 2>&1
-/usr/bin/python3 - build/tmp/cached.jsonl build/tmp/recompute.jsonl <<'PY'
+"$bin" generate "${m[@]}" --trace "$tmp/cached.jsonl" >/dev/null 2>&1
+"$bin" generate "${m[@]}" --no-kv-cache --trace "$tmp/recompute.jsonl" >/dev/null 2>&1
+/usr/bin/python3 - "$tmp/cached.jsonl" "$tmp/recompute.jsonl" <<'PY'
 import json, sys
 def work(path):
     return [json.loads(l) for l in open(path) if '"event":"work"' in l]

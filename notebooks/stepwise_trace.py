@@ -19,12 +19,40 @@ if not os.path.isabs(MODELS):
 os.makedirs(OUT, exist_ok=True)
 
 
+def legend_covers_data(fig):
+    """The data a legend of fig hides: (legend, what) for every plotted
+    point (a line's, a scatter's) inside a legend's box and every bar that
+    reaches into it. A figure on a projector must show all its data."""
+    fig.canvas.draw()
+    renderer = fig.canvas.get_renderer()
+    legends = [ax.get_legend() for ax in fig.axes if ax.get_legend() is not None] + list(fig.legends)
+    hidden = []
+    for legend in legends:
+        box = legend.get_window_extent(renderer)
+        for ax in fig.axes:
+            for line in ax.get_lines():
+                xy = line.get_transform().transform(np.asarray(line.get_xydata(), dtype=float))
+                if any(box.contains(x, y) for x, y in xy if np.isfinite(x) and np.isfinite(y)):
+                    hidden.append((legend, "line %s" % line.get_label()))
+            for collection in ax.collections:
+                xy = collection.get_offset_transform().transform(collection.get_offsets())
+                if any(box.contains(x, y) for x, y in xy if np.isfinite(x) and np.isfinite(y)):
+                    hidden.append((legend, "points %s" % collection.get_label()))
+            for patch in ax.patches:
+                if patch.get_window_extent(renderer).overlaps(box):
+                    hidden.append((legend, "bar %s" % patch.get_label()))
+    return hidden
+
+
 def show_figure(name, dpi=80):
     """Save the current figure as build/notebooks/NAME (the docs show some of
     these PNGs) and display it inline, so that the executed notebook and its
-    HTML hold the picture itself; then close it."""
+    HTML hold the picture itself; then close it. A legend that hides data
+    fails the cell (legend_covers_data): place it outside the axes."""
     import matplotlib.pyplot as plt
     from IPython.display import Image, display
+    hidden = legend_covers_data(plt.gcf())
+    assert not hidden, "%s: a legend covers data: %s" % (name, ", ".join(sorted({w for _, w in hidden})))
     path = os.path.join(OUT, name)
     plt.savefig(path, dpi=dpi, bbox_inches="tight")
     plt.close()
@@ -45,8 +73,20 @@ def stories():
     return ["--model", model("stories260K.bin"), "--tokenizer", model("tok512.bin")]
 
 
+# The commands that take --threads. A notebook's timings run on one thread
+# unless a cell says otherwise: the default (every core) competes with the
+# rest of a shared or busy machine, and one run's figures then turn upside
+# down (a classroom's projector is rarely an idle machine). The numbers
+# themselves are the same bits on any count.
+THREADED = ("generate", "score", "batch", "compare-quant", "golden")
+
+
 def run(*args):
-    """Run `stepwise ARGS...`; returns its stdout (raises on failure)."""
+    """Run `stepwise ARGS...` (on one thread, for the commands that take
+    --threads, unless ARGS give their own); returns its stdout (raises on
+    failure)."""
+    if args and args[0] in THREADED and "--threads" not in args:
+        args = (*args, "--threads", "1")
     done = subprocess.run([BIN, *args], capture_output=True, text=True)
     if done.returncode != 0:
         raise RuntimeError("stepwise %s failed: %s" % (" ".join(args), done.stderr.strip()))
