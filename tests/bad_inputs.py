@@ -1226,6 +1226,10 @@ def option_cases():
          ["inspect", "--prefix-cache-bytes", "0"], 2, ["--prefix-cache-bytes"])
     case("option: inspect --prefix-cache-bytes 1e99",
          ["inspect", "--prefix-cache-bytes", "99999999999999999999999"], 2, ["--prefix-cache-bytes"])
+    for what, value in (("an unknown unit", "10XB"), ("a fraction", "1.5GB"), ("zero", "0"),
+                        ("past 2^62 bytes", "5000000TiB"), ("a unit alone", "GiB")):
+        case("option: inspect --memory " + what, ["inspect", "--preset", "llama-2-7b", "--memory", value], 2,
+             ["--memory", "unit"])
     case("option: --memory missing", ["generate", *M, "--memory", "{nothing.txt}"], 2,
          ["cannot open"])
     case("option: --memory a directory", ["generate", *M, "--memory", "{dir}"], 2,

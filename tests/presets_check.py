@@ -43,6 +43,16 @@ PUBLISHED = {
         "num_attention_heads": 32, "num_key_value_heads": 8, "head_dim": 128, "vocab_size": 128256,
         "max_position_embeddings": 8192, "rope_theta": 500000, "rms_norm_eps": 1e-5,
         "tie_word_embeddings": False, "rope_scaling": None},
+    "llama-2-7b": {  # meta-llama/Llama-2-7b-hf (head_dim and rope_theta are not in its config: 4096 / 32, 10000)
+        "model_type": "llama", "hidden_size": 4096, "intermediate_size": 11008, "num_hidden_layers": 32,
+        "num_attention_heads": 32, "num_key_value_heads": 32, "head_dim": 128, "vocab_size": 32000,
+        "max_position_embeddings": 4096, "rope_theta": 10000, "rms_norm_eps": 1e-5,
+        "tie_word_embeddings": False, "rope_scaling": None},
+    "llama-2-13b": {  # meta-llama/Llama-2-13b-hf (head_dim and rope_theta likewise: 5120 / 40, 10000)
+        "model_type": "llama", "hidden_size": 5120, "intermediate_size": 13824, "num_hidden_layers": 40,
+        "num_attention_heads": 40, "num_key_value_heads": 40, "head_dim": 128, "vocab_size": 32000,
+        "max_position_embeddings": 4096, "rope_theta": 10000, "rms_norm_eps": 1e-5,
+        "tie_word_embeddings": False, "rope_scaling": None},
     "tinyllama-1.1b": {  # TinyLlama/TinyLlama-1.1B-Chat-v1.0
         "model_type": "llama", "hidden_size": 2048, "intermediate_size": 5632, "num_hidden_layers": 22,
         "num_attention_heads": 32, "num_key_value_heads": 4, "head_dim": 64, "vocab_size": 32000,
@@ -70,7 +80,8 @@ PUBLISHED = {
 }
 # Each model's parameters as its model card or safetensors metadata gives them.
 PARAMS = {"smollm2-135m": 134515008, "qwen3-0.6b": 596049920, "llama-3.2-1b": 1235814400,
-          "llama-3-8b": 8030261248, "tinyllama-1.1b": 1100048384, "phi-3-mini-4k": 3821079552, "gemma-2-2b": 2614341888,
+          "llama-3-8b": 8030261248, "llama-2-7b": 6738415616, "llama-2-13b": 13015864320,
+          "tinyllama-1.1b": 1100048384, "phi-3-mini-4k": 3821079552, "gemma-2-2b": 2614341888,
           "gemma-3-1b": 999885952}
 SMOLLM2_PARAMS = PARAMS["smollm2-135m"]
 GPT2_PUBLISHED = {  # openai-community/gpt2 and gpt2-medium's config.json
@@ -296,7 +307,7 @@ def main():
             fields = dict(item.strip().rsplit(" ", 1) for item in line.replace("\n", " ").split(",") if item.strip())
             shown = {k: want[h] for h, k in HEADER_NAMES.items() if want.get(h) is not None}
             off = [k for k in shown if k not in fields or not close(float(fields[k]), shown[k])]
-            if name == "tinyllama-1.1b":  # llama2.c's architecture: nothing beyond the shape to show
+            if name in ("tinyllama-1.1b", "llama-2-7b", "llama-2-13b"):  # llama2.c's architecture: the shape alone
                 check(line == "", f"{name}: llama2.c's architecture, inspect shows no fields line")
             else:
                 check(shown and not off, f"{name}: inspect's fields line gives {len(shown)} published numbers "
@@ -310,6 +321,57 @@ def main():
             wrong = [k for k in want if not close(got.get(k), want[k])]
             check(not wrong, f"{name}: config.json matches the published config"
                   + (f" except {', '.join(f'{k}={got.get(k)!r}' for k in wrong)}" if wrong else ""))
+        # inspect --memory: requests of a context that fit beside the weights, from the published shape
+        for name, memory, unit_text, weight_dtype in (("llama-2-7b", 80 * 10**9, "80GB", "f16"),
+                                                      ("llama-3-8b", 24 * 2**30, "24GiB", "bf16")):
+            cap = json.loads(run_stepwise(BIN, "inspect", "--preset", name, "--json", "--context", "4096",
+                                          "--weight-dtype", weight_dtype, "--memory", unit_text).stdout)["capacity"]
+            want = PUBLISHED[name]
+            weights = 2 * PARAMS[name]
+            rows = {r["n_kv_heads"]: r for r in cap["rows"]}
+            bad = []
+            for kvh, r in rows.items():
+                per = {"f32": want["num_hidden_layers"] * kvh * want["head_dim"] * 2 * 4 * 4096,
+                       "f16": want["num_hidden_layers"] * kvh * want["head_dim"] * 2 * 2 * 4096,
+                       "int8": want["num_hidden_layers"] * kvh * (want["head_dim"] + 4) * 2 * 4096}
+                bad += [f"{kvh} KV heads {d}" for d in per
+                        if r[f"requests_{d}"] != (memory - weights) // per[d] or r[f"bytes_per_request_{d}"] != per[d]]
+            mine = rows[want["num_key_value_heads"]]
+            check(cap["memory_bytes"] == memory and cap["weight_bytes"] == weights and not bad
+                  and set(rows) == {k for k in range(1, want["num_attention_heads"] + 1)
+                                    if want["num_attention_heads"] % k == 0},
+                  f"{name}: inspect --memory {unit_text} --context 4096: {mine['requests_f16']} requests fit with an "
+                  f"f16 cache, {mine['requests_int8']} with int8, (memory - weights) // bytes a request for every "
+                  "KV-head count" + (f" (not {bad})" if bad else ""))
+        # inspect --bandwidth: the roofline, from the published shape by hand (dense llama: the four
+        # attention matrices, three MLP ones, the classifier; attention 2 x heads x head_dim a pair)
+        for name, context in (("llama-2-7b", 4096), ("llama-3-8b", 1024)):
+            w = PUBLISHED[name]
+            d, hd, L, nh, kvh = (w["hidden_size"], w["head_dim"], w["num_hidden_layers"],
+                                 w["num_attention_heads"], w["num_key_value_heads"])
+            matrices = L * (2 * d * nh * hd + 2 * d * kvh * hd + 3 * d * w["intermediate_size"])
+            classifier = w["vocab_size"] * d
+            kv_token = L * kvh * hd * 2 * 4  # float32 cache
+            weight_bytes = (PARAMS[name] - classifier + d) * 4  # all but the embedding, and one of its rows
+            roof = json.loads(run_stepwise(BIN, "inspect", "--preset", name, "--json", "--context", str(context),
+                                           "--bandwidth", "50").stdout)["roofline"]["steps"]
+            bad = []
+            for s in roof:
+                if s["step"] == "decode":
+                    b = s["batch"]
+                    macs = b * (matrices + L * context * nh * hd * 2 + classifier)
+                    byts = weight_bytes + b * context * kv_token
+                else:
+                    t = s["prompt_tokens"]
+                    macs = t * matrices + L * t * (t + 1) // 2 * nh * hd * 2 + classifier
+                    byts = weight_bytes + t * kv_token
+                if s["macs"] != macs or s["bytes"] != byts or abs(s["tokens_per_second_at_most"] - 50e9 * s["tokens"] / byts) > 1e-6 * s["tokens_per_second_at_most"]:
+                    bad.append(f"{s['step']} {s.get('batch', s.get('prompt_tokens'))}")
+            one = roof[0]
+            check(not bad and one["macs_per_byte"] < 2,
+                  f"{name}: inspect --bandwidth 50 --context {context}: each step's multiply-adds and bytes by hand; "
+                  f"decode at batch 1 {one['macs_per_byte']:.2f} multiply-adds a byte, at most "
+                  f"{one['tokens_per_second_at_most']:.2f} tokens/s" + (f" (not {bad})" if bad else ""))
         out = os.path.join(tmp, "smol")
         r = run_stepwise(BIN, "make-model", "--preset", "smollm2-135m", "--dtype", "bf16", "--seq-len", "64",
                          "--out", out)

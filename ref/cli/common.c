@@ -31,13 +31,46 @@ bool cli_parse_int(const char *text, const char *option, long min, long max, int
     return true;
 }
 
+/* A unit's multiplier: KB, MB, GB, TB in 1000s, KiB .. TiB in 1024s
+ * (the trailing B optional); 0 for anything else. */
+static long long byte_unit(const char *unit) {
+    static const struct {
+        const char *name;
+        long long scale;
+    } UNITS[] = {{"", 1},
+                 {"B", 1},
+                 {"K", 1000LL},
+                 {"KB", 1000LL},
+                 {"M", 1000000LL},
+                 {"MB", 1000000LL},
+                 {"G", 1000000000LL},
+                 {"GB", 1000000000LL},
+                 {"T", 1000000000000LL},
+                 {"TB", 1000000000000LL},
+                 {"KiB", 1LL << 10},
+                 {"Ki", 1LL << 10},
+                 {"MiB", 1LL << 20},
+                 {"Mi", 1LL << 20},
+                 {"GiB", 1LL << 30},
+                 {"Gi", 1LL << 30},
+                 {"TiB", 1LL << 40},
+                 {"Ti", 1LL << 40}};
+    for (size_t i = 0; i < sizeof UNITS / sizeof UNITS[0]; i++)
+        if (strcmp(unit, UNITS[i].name) == 0) return UNITS[i].scale;
+    return 0;
+}
+
 bool cli_parse_bytes(const char *text, const char *option, long long *out, StepError *err) {
     char *end;
     errno = 0;
     long long v = strtoll(text, &end, 10);
-    if (errno != 0 || end == text || *end != '\0' || v < 1 || v > (1LL << 62))
-        return step_fail(err, "%s takes a positive whole number, got '%.40s'", option, text);
-    *out = v;
+    long long scale = end == text ? 0 : byte_unit(end);
+    if (errno != 0 || scale == 0 || v < 1 || v > (1LL << 62) / scale)
+        return step_fail(err,
+                         "%s takes a positive whole number of bytes, optionally with a unit "
+                         "(KB, MB, GB, TB or KiB, MiB, GiB, TiB), got '%.40s'",
+                         option, text);
+    *out = v * scale;
     return true;
 }
 

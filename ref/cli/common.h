@@ -22,7 +22,9 @@
 bool cli_parse_int(const char *text, const char *option, long min, long max, int *out,
                    StepError *err);
 
-/* A positive byte count given to `option` (a whole number, 1 to 2^62). */
+/* A positive byte count given to `option`: a whole number (1 to 2^62),
+ * optionally with a unit, KB, MB, GB, TB (powers of 1000) or KiB, MiB,
+ * GiB, TiB (powers of 1024), the B optional ("24GiB", "80GB"). */
 bool cli_parse_bytes(const char *text, const char *option, long long *out, StepError *err);
 
 /* Parse a whole decimal float given to `option` (NaN is refused; "inf"

@@ -82,9 +82,9 @@ static cJSON *gguf_tensor_list(const char *path, StepError *err) {
     return list;
 }
 
-static void print_json(const char *name, const char *source, const cJSON *files, const Config *c,
-                       int context, int requests, uint64_t prefix_bytes, const Bill *b, bool is_q8,
-                       const cJSON *tensors, const WeightMemory *held) {
+static cJSON *report_json(const char *name, const char *source, const cJSON *files, const Config *c,
+                          int context, int requests, uint64_t prefix_bytes, const Bill *b,
+                          bool is_q8, const cJSON *tensors, const WeightMemory *held) {
     int group = b->group;
     cJSON *o = cJSON_CreateObject();
     cJSON_AddStringToObject(o, "model_path", name);
@@ -158,17 +158,48 @@ static void print_json(const char *name, const char *source, const cJSON *files,
         v.n_kv_heads = kv;
         cJSON_AddItemToArray(variants, facts_json(&v, context, requests, b));
     }
-    char *s = cJSON_Print(o);
-    puts(s);
-    cJSON_free(s);
-    cJSON_Delete(o);
+    return o;
+}
+
+/* The capacity table as JSON: the memory, the weights' bytes, and one row
+ * for each KV-head count (MLA: the model) with each cache type's requests. */
+static cJSON *capacity_json(const Config *c, int context, uint64_t memory, const Bill *b) {
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddNumberToObject(o, "memory_bytes", (double)memory);
+    cJSON_AddNumberToObject(o, "context", context);
+    cJSON_AddNumberToObject(
+        o, "weight_bytes", (double)inspect_capacity(c, context, memory, DTYPE_F32, b).weight_bytes);
+    cJSON *rows = cJSON_AddArrayToObject(o, "rows");
+    for (int kv = 1; kv <= c->n_heads; kv++) {
+        if (config_mla(c) ? kv != c->n_kv_heads : c->n_heads % kv != 0) continue;
+        Config v = *c;
+        v.n_kv_heads = kv;
+        cJSON *row = cJSON_CreateObject();
+        cJSON_AddNumberToObject(row, "n_kv_heads", kv);
+        cJSON_AddStringToObject(row, "attention", config_attention_kind(&v));
+        for (int k = 0; k < CAPACITY_KINDS; k++) {
+            char key[40];
+            snprintf(key, sizeof key, "requests_%s", BILL_DTYPE_NAMES[CAPACITY_DTYPES[k]]);
+            if (config_mla(c) && CAPACITY_DTYPES[k] == DTYPE_INT8) { /* no int8 latents */
+                cJSON_AddNullToObject(row, key);
+                continue;
+            }
+            CapacityFacts f = inspect_capacity(&v, context, memory, CAPACITY_DTYPES[k], b);
+            cJSON_AddNumberToObject(row, key, (double)f.requests);
+            snprintf(key, sizeof key, "bytes_per_request_%s", BILL_DTYPE_NAMES[CAPACITY_DTYPES[k]]);
+            cJSON_AddNumberToObject(row, key, (double)f.per_request);
+        }
+        cJSON_AddItemToArray(rows, row);
+    }
+    return o;
 }
 
 typedef struct {
     const char *model;
     const ModelPreset *preset;
     int context, requests;
-    long long prefix_bytes;
+    long long prefix_bytes, memory;
+    float bandwidth_gb, peak_gmacs;
     bool json, no_hash, check_weights;
     BillDtype kv, weights;
 } InspectArgs;
@@ -180,6 +211,10 @@ static bool parse_preset(const CliOption *o, const char *value, void *dest, Step
 static bool parse_prefix_bytes(const CliOption *o, const char *value, void *dest, StepError *err) {
     (void)o;
     return cli_parse_bytes(value, "--prefix-cache-bytes", dest, err);
+}
+static bool parse_memory(const CliOption *o, const char *value, void *dest, StepError *err) {
+    (void)o;
+    return cli_parse_bytes(value, "--memory", dest, err);
 }
 /* --kv-dtype D or --weight-dtype D. */
 static bool parse_bill_dtype(const CliOption *o, const char *value, void *dest, StepError *err) {
@@ -193,11 +228,12 @@ static const CliOption INSPECT_OPTIONS[] = {
      .help = "checkpoint (.bin or .q8), JSON model, GGUF file or Hugging Face\n"
              "folder (default: the built-in tiny model)"},
     {"preset", "P", OPTION_CUSTOM, offsetof(InspectArgs, preset), .parse = parse_preset,
-     .help = "a real model's published shape, without its weights:\n"
-             "smollm2-135m, qwen3-0.6b, llama-3.2-1b, llama-3-8b,\n"
-             "tinyllama-1.1b, gpt2, gpt2-medium, phi-3-mini-4k, gemma-2-2b,\n"
-             "gemma-3-1b, mixtral-8x7b, qwen3-30b-a3b or deepseek-v2-lite\n"
-             "(deepseek-ai/DeepSeek-V2-Lite: multi-head latent attention)"},
+     .help =
+         "a real model's published shape, without its weights:\n"
+         "smollm2-135m, qwen3-0.6b, llama-3.2-1b, llama-3-8b,\n"
+         "llama-2-7b, llama-2-13b, tinyllama-1.1b, gpt2, gpt2-medium, phi-3-mini-4k, gemma-2-2b,\n"
+         "gemma-3-1b, mixtral-8x7b, qwen3-30b-a3b or deepseek-v2-lite\n"
+         "(deepseek-ai/DeepSeek-V2-Lite: multi-head latent attention)"},
     {"context", "N", OPTION_INT, offsetof(InspectArgs, context), 1, 1 << 30,
      .help = "tokens per request (default: the model's seq_len; may exceed\n"
              "it, as a what-if)"},
@@ -216,6 +252,17 @@ static const CliOption INSPECT_OPTIONS[] = {
      .parse = parse_prefix_bytes,
      .help = "also account for batch's prefix cache of N bytes,\n"
              "shared by the requests (docs/batching.md)"},
+    {"memory", "BYTES", OPTION_CUSTOM, offsetof(InspectArgs, memory), .parse = parse_memory,
+     .help = "also say how many requests of --context tokens fit in BYTES\n"
+             "(a unit allowed: 80GB, 24GiB) beside the weights, for a f32,\n"
+             "f16 and int8 cache and every KV-head count (docs/kv-cache.md)"},
+    {"bandwidth", "GB/S", OPTION_FLOAT, offsetof(InspectArgs, bandwidth_gb), 0, 1000000,
+     .help = "also print the roofline: each step's multiply-adds a byte and\n"
+             "the tokens/s this memory bandwidth allows (a spec sheet's, or\n"
+             "make bench's read rate; docs/roofline.md)"},
+    {"peak", "GMAC/S", OPTION_FLOAT, offsetof(InspectArgs, peak_gmacs), 0, 1000000000,
+     .help = "with --bandwidth: the machine's peak in G multiply-adds a second,\n"
+             "for the compute roof and the balance"},
     {"json", NULL, OPTION_FLAG, offsetof(InspectArgs, json),
      .help = "print one JSON object (docs/kv-cache.md)"},
     {"check-weights", NULL, OPTION_FLAG, offsetof(InspectArgs, check_weights),
@@ -258,6 +305,8 @@ int cli_inspect(int argc, char **argv) {
                        "inspect: MLA (%s) has no int8 form of its cache of latents yet: "
                        "--kv-dtype takes f32, bf16 or f16",
                        config_family(&m.config));
+    if (ok && args.peak_gmacs > 0 && args.bandwidth_gb <= 0)
+        ok = step_fail(&err, "inspect: --peak goes with --bandwidth (the roofline's two roofs)");
     if (ok && args.check_weights && args.preset != NULL)
         ok = step_fail(&err, "inspect: --check-weights needs --model (a preset has no weights)");
     if (ok && args.check_weights && !model_check_finite(&m, &err)) model_free(&m), ok = false;
@@ -286,12 +335,30 @@ int cli_inspect(int argc, char **argv) {
     bill.group = is_q8 ? m.weight_group : 32;
     WeightMemory held = model_weight_memory(&m); /* int8 matrices are owned: anonymous */
     const WeightMemory *loaded = args.preset != NULL ? NULL : &held;
-    if (args.json)
-        print_json(name, m.source, files, &m.config, args.context, args.requests,
-                   (uint64_t)args.prefix_bytes, &bill, is_q8, tensors, loaded);
-    else
+    if (args.json) {
+        cJSON *o = report_json(name, m.source, files, &m.config, args.context, args.requests,
+                               (uint64_t)args.prefix_bytes, &bill, is_q8, tensors, loaded);
+        if (args.bandwidth_gb > 0)
+            cJSON_AddItemToObject(o, "roofline",
+                                  inspect_roofline_json(&m.config, args.context,
+                                                        args.bandwidth_gb * 1e9,
+                                                        args.peak_gmacs * 1e9, &bill));
+        if (args.memory > 0)
+            cJSON_AddItemToObject(
+                o, "capacity",
+                capacity_json(&m.config, args.context, (uint64_t)args.memory, &bill));
+        char *text = cJSON_Print(o);
+        puts(text);
+        cJSON_free(text);
+        cJSON_Delete(o);
+    } else
         inspect_print_text(name, m.source, &m.config, args.context, args.requests, &bill, is_q8,
                            loaded);
+    if (!args.json && args.bandwidth_gb > 0)
+        inspect_print_roofline(&m.config, args.context, args.bandwidth_gb * 1e9,
+                               args.peak_gmacs * 1e9, &bill);
+    if (!args.json && args.memory > 0)
+        inspect_print_capacity(&m.config, args.context, (uint64_t)args.memory, &bill);
     if (!args.json && args.prefix_bytes > 0)
         inspect_print_prefix(&m.config, args.context, args.requests, (uint64_t)args.prefix_bytes,
                              &bill);

@@ -48,6 +48,42 @@ uint64_t inspect_decode_weight_bytes(const Config *c, const Bill *b);
 PrefixFacts inspect_prefix_facts(const Config *c, int context, int requests, uint64_t budget,
                                  const Bill *b);
 
+/* How many requests of `context` tokens fit in `memory` bytes beside the
+ * weights (as b bills them), each with its own cache of kv's type: the
+ * weights' bytes, one request's cache, and the count (0 when the weights
+ * alone do not fit). */
+typedef struct {
+    uint64_t weight_bytes, per_request, requests;
+} CapacityFacts;
+CapacityFacts inspect_capacity(const Config *c, int context, uint64_t memory, BillDtype kv,
+                               const Bill *b);
+
+/* The cache types the capacity table compares (f16 stands for bf16 too:
+ * the same 2 bytes), and their count. */
+extern const BillDtype CAPACITY_DTYPES[];
+#define CAPACITY_KINDS 3
+
+/* One step of the roofline table: a decode of n requests at once, each
+ * at position context - 1 against its own cache, or a prefill of an n-token
+ * prompt; its multiply-adds (forward_body_macs and the classifier's for
+ * each token whose logits it gives) and the bytes it must read (the weights
+ * a decode step reads, once a step, and every request's cache; a prefill's
+ * rows written once). */
+typedef struct {
+    bool decode;
+    int n;
+    uint64_t tokens, macs, bytes;
+} RooflineStep;
+#define ROOFLINE_DECODES  4
+#define ROOFLINE_PREFILLS 3
+extern const int ROOFLINE_BATCHES[ROOFLINE_DECODES];  /* 1, 4, 16, 64 */
+extern const int ROOFLINE_PROMPTS[ROOFLINE_PREFILLS]; /* 16, 128, 512 */
+RooflineStep inspect_roofline(const Config *c, int context, bool decode, int n, const Bill *b);
+
+/* The most tokens a second the step allows at `bandwidth` bytes a second
+ * and, when peak > 0, `peak` multiply-adds a second: the lower roof. */
+double roofline_tokens_per_second(const RooflineStep *s, double bandwidth, double peak);
+
 /* Bytes in MiB. */
 double inspect_mib(uint64_t bytes);
 
@@ -59,6 +95,17 @@ void inspect_print_text(const char *name, const char *source, const Config *c, i
 void inspect_print_prefix(const Config *c, int context, int requests, uint64_t budget,
                           const Bill *b);
 void inspect_print_files(const cJSON *files);
+/* The roofline table: every RooflineStep's intensity and bound at this
+ * bandwidth (and peak, when > 0). */
+void inspect_print_roofline(const Config *c, int context, double bandwidth, double peak,
+                            const Bill *b);
+/* The same as JSON (inspect --json's "roofline"). */
+cJSON *inspect_roofline_json(const Config *c, int context, double bandwidth, double peak,
+                             const Bill *b);
+/* The capacity table: for every KV-head count (MLA: the model itself),
+ * the requests of `context` tokens that fit in `memory` with a float32,
+ * a 16-bit and an int8 cache. */
+void inspect_print_capacity(const Config *c, int context, uint64_t memory, const Bill *b);
 void inspect_print_gguf_tensors(const cJSON *list);
 
 #endif

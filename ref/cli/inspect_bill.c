@@ -63,3 +63,16 @@ PrefixFacts inspect_prefix_facts(const Config *c, int context, int requests, uin
     p.total = f.weight_bytes + f.total + budget;
     return p;
 }
+
+const BillDtype CAPACITY_DTYPES[CAPACITY_KINDS] = {DTYPE_F32, DTYPE_F16, DTYPE_INT8};
+
+CapacityFacts inspect_capacity(const Config *c, int context, uint64_t memory, BillDtype kv,
+                               const Bill *b) {
+    Bill cache = *b;
+    cache.kv = kv;
+    CacheFacts f = inspect_cache_facts(c, context, 1, &cache);
+    CapacityFacts k = {.weight_bytes = f.weight_bytes, .per_request = f.at_context};
+    if (memory > f.weight_bytes && f.at_context > 0)
+        k.requests = (memory - f.weight_bytes) / f.at_context;
+    return k;
+}

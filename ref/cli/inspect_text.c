@@ -174,8 +174,8 @@ void inspect_print_text(const char *name, const char *source, const Config *c, i
                c->n_heads, c->kv_lora_rank, c->qk_rope_head_dim, head_dim,
                head_dim - c->qk_rope_head_dim, c->qk_rope_head_dim, config_v_head_dim(c));
     else
-        printf("  attention: %s, %d query heads, %d KV heads: %d query head%s share each KV "
-               "head; head_dim %d, kv_dim %d\n",
+        printf("  attention: %s, %d query heads, %d KV heads: %d query head%s per KV head; "
+               "head_dim %d, kv_dim %d\n",
                config_attention_kind(c), c->n_heads, c->n_kv_heads, sharing,
                sharing == 1 ? "" : "s", head_dim, config_kv_dim(c));
     printf("  parameters: %llu, weights %llu bytes (%.2f MiB of %s)\n",
@@ -217,12 +217,16 @@ void inspect_print_text(const char *name, const char *source, const Config *c, i
                                      : " (f16)",
                (unsigned long long)f.per_token);
     print_cache_totals(c, &f, context, requests);
-    uint64_t kv8 = kv_cache_bytes_q8(c, 1), kv32 = kv_cache_bytes(c, 1);
+    /* against the cache just shown (its dtype's bytes), not float32's */
+    uint64_t kv8 = kv_cache_bytes_q8(c, 1);
     if (b->kv != DTYPE_INT8)
         printf("  in int8 (one scale per position and KV head): %llu bytes per token, %llu at %d "
-               "tokens x %d (%.2fx smaller)\n",
+               "tokens x %d (%.2fx smaller than the %s cache above)\n",
                (unsigned long long)kv8, (unsigned long long)(kv8 * (uint64_t)context * requests),
-               context, requests, (double)kv32 / (double)kv8);
+               context, requests, (double)f.per_token / (double)kv8,
+               b->kv == DTYPE_F32    ? "f32"
+               : b->kv == DTYPE_BF16 ? "bf16"
+                                     : "f16");
     printf("\nwhat if this model had another number of KV heads (same %d query heads):\n\n",
            c->n_heads);
     printf("| KV heads | kind | query heads per KV head | weight bytes | KV bytes per token "
@@ -238,6 +242,51 @@ void inspect_print_text(const char *name, const char *source, const Config *c, i
                kv == c->n_kv_heads ? " (this model)" : "", config_attention_kind(&v),
                c->n_heads / kv, (unsigned long long)g.weight_bytes, (unsigned long long)g.per_token,
                (unsigned long long)g.total, (unsigned long long)g.outgrows_at);
+    }
+}
+
+/* One row of the capacity table: this shape's requests for each cache type
+ * ("-" where the type has no form: MLA's latents in int8). */
+static void print_capacity_row(const Config *c, const char *label, int context, uint64_t memory,
+                               const Bill *b) {
+    printf("| %s | %s |", label, config_attention_kind(c));
+    for (int k = 0; k < CAPACITY_KINDS; k++) {
+        if (config_mla(c) && CAPACITY_DTYPES[k] == DTYPE_INT8) {
+            printf(" - |");
+            continue;
+        }
+        CapacityFacts f = inspect_capacity(c, context, memory, CAPACITY_DTYPES[k], b);
+        printf(" %llu (%.2f MiB each) |", (unsigned long long)f.requests,
+               inspect_mib(f.per_request));
+    }
+    printf("\n");
+}
+
+void inspect_print_capacity(const Config *c, int context, uint64_t memory, const Bill *b) {
+    CapacityFacts w = inspect_capacity(c, context, memory, DTYPE_F32, b);
+    printf(
+        "\nrequests of %d tokens that fit in %llu bytes (%.2f GiB) beside the weights (%llu bytes "
+        "of %s):\n",
+        context, (unsigned long long)memory, (double)memory / (1024.0 * 1024.0 * 1024.0),
+        (unsigned long long)w.weight_bytes, BILL_DTYPE_NAMES[b->weights]);
+    if (memory <= w.weight_bytes) {
+        printf("  none: the weights alone need %llu bytes more\n",
+               (unsigned long long)(w.weight_bytes - memory));
+        return;
+    }
+    printf("\n| KV heads | kind | f32 cache | f16 or bf16 cache | int8 cache |\n");
+    printf("|---|---|---|---|---|\n");
+    if (config_mla(c)) { /* one cache of latents: no KV heads to vary */
+        print_capacity_row(c, "(latents)", context, memory, b);
+        return;
+    }
+    for (int kv = 1; kv <= c->n_heads; kv++) {
+        if (c->n_heads % kv != 0) continue;
+        Config v = *c;
+        v.n_kv_heads = kv;
+        char label[32];
+        snprintf(label, sizeof label, "%d%s", kv, kv == c->n_kv_heads ? " (this model)" : "");
+        print_capacity_row(&v, label, context, memory, b);
     }
 }
 

@@ -230,6 +230,8 @@ static const CliOption PRESET_OPTIONS[] = {
      .help = "smollm2-135m (HuggingFaceTB/SmolLM2-135M), qwen3-0.6b\n"
              "(Qwen/Qwen3-0.6B), llama-3.2-1b (meta-llama/Llama-3.2-1B),\n"
              "llama-3-8b (meta-llama/Meta-Llama-3-8B; 16 GB in bf16),\n"
+             "llama-2-7b (meta-llama/Llama-2-7b-hf; MHA, 13 GB in bf16),\n"
+             "llama-2-13b (meta-llama/Llama-2-13b-hf; 26 GB in bf16),\n"
              "tinyllama-1.1b (TinyLlama/TinyLlama-1.1B-Chat-v1.0), gpt2\n"
              "(openai-community/gpt2, 124M), gpt2-medium (355M), phi-3-mini-4k\n"
              "(microsoft/Phi-3-mini-4k-instruct), gemma-2-2b\n"

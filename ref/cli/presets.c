@@ -62,6 +62,36 @@ static const ModelPreset PRESETS[] = {
                 .seq_len = 8192,
                 .rope_theta = 500000.0f,
                 .norm_eps = 1e-5f}},
+    /* Llama 2: multi-head attention (as many KV heads as query heads), the
+     * classic example of a cache's size: 0.5 MiB a token in fp16 at 7B */
+    {.name = "llama-2-7b",
+     .source = "meta-llama/Llama-2-7b-hf",
+     .arch = HF_LLAMA,
+     .untied = true,
+     .config = {.dim = 4096,
+                .hidden_dim = 11008,
+                .n_layers = 32,
+                .n_heads = 32,
+                .n_kv_heads = 32,
+                .head_dim = 128,
+                .vocab_size = 32000,
+                .seq_len = 4096,
+                .rope_theta = 10000.0f,
+                .norm_eps = 1e-5f}},
+    {.name = "llama-2-13b",
+     .source = "meta-llama/Llama-2-13b-hf",
+     .arch = HF_LLAMA,
+     .untied = true,
+     .config = {.dim = 5120,
+                .hidden_dim = 13824,
+                .n_layers = 40,
+                .n_heads = 40,
+                .n_kv_heads = 40,
+                .head_dim = 128,
+                .vocab_size = 32000,
+                .seq_len = 4096,
+                .rope_theta = 10000.0f,
+                .norm_eps = 1e-5f}},
     {.name = "tinyllama-1.1b",
      .source = "TinyLlama/TinyLlama-1.1B-Chat-v1.0",
      .arch = HF_LLAMA,
@@ -232,7 +262,8 @@ const ModelPreset *model_preset_find(const char *name, StepError *err) {
         if (strcmp(PRESETS[i].name, name) == 0) return &PRESETS[i];
     step_fail(err,
               "unknown --preset '%.64s' (smollm2-135m, qwen3-0.6b, llama-3.2-1b, "
-              "llama-3-8b, tinyllama-1.1b, gpt2, gpt2-medium, phi-3-mini-4k, gemma-2-2b, "
+              "llama-3-8b, llama-2-7b, llama-2-13b, tinyllama-1.1b, gpt2, gpt2-medium, "
+              "phi-3-mini-4k, gemma-2-2b, "
               "gemma-3-1b, mixtral-8x7b, "
               "qwen3-30b-a3b, deepseek-v2-lite)",
               name);
