@@ -327,17 +327,21 @@ def main():
             cap = json.loads(run_stepwise(BIN, "inspect", "--preset", name, "--json", "--context", "4096",
                                           "--weight-dtype", weight_dtype, "--memory", unit_text).stdout)["capacity"]
             want = PUBLISHED[name]
-            weights = 2 * PARAMS[name]
             rows = {r["n_kv_heads"]: r for r in cap["rows"]}
             bad = []
             for kvh, r in rows.items():
+                # a variant with other KV heads has its own k and v projections: its own weights
+                weights = 2 * (PARAMS[name] - want["num_hidden_layers"] * 2 * want["hidden_size"] * want["head_dim"]
+                               * (want["num_key_value_heads"] - kvh))
+                if r["weight_bytes"] != weights:
+                    bad.append(f"{kvh} KV heads' weights")
                 per = {"f32": want["num_hidden_layers"] * kvh * want["head_dim"] * 2 * 4 * 4096,
                        "f16": want["num_hidden_layers"] * kvh * want["head_dim"] * 2 * 2 * 4096,
                        "int8": want["num_hidden_layers"] * kvh * (want["head_dim"] + 4) * 2 * 4096}
                 bad += [f"{kvh} KV heads {d}" for d in per
                         if r[f"requests_{d}"] != (memory - weights) // per[d] or r[f"bytes_per_request_{d}"] != per[d]]
             mine = rows[want["num_key_value_heads"]]
-            check(cap["memory_bytes"] == memory and cap["weight_bytes"] == weights and not bad
+            check(cap["memory_bytes"] == memory and cap["weight_bytes"] == 2 * PARAMS[name] and not bad
                   and set(rows) == {k for k in range(1, want["num_attention_heads"] + 1)
                                     if want["num_attention_heads"] % k == 0},
                   f"{name}: inspect --memory {unit_text} --context 4096: {mine['requests_f16']} requests fit with an "

@@ -177,6 +177,9 @@ static cJSON *capacity_json(const Config *c, int context, uint64_t memory, const
         cJSON *row = cJSON_CreateObject();
         cJSON_AddNumberToObject(row, "n_kv_heads", kv);
         cJSON_AddStringToObject(row, "attention", config_attention_kind(&v));
+        cJSON_AddNumberToObject(
+            row, "weight_bytes", /* its own k and v projections */
+            (double)inspect_capacity(&v, context, memory, DTYPE_F32, b).weight_bytes);
         for (int k = 0; k < CAPACITY_KINDS; k++) {
             char key[40];
             snprintf(key, sizeof key, "requests_%s", BILL_DTYPE_NAMES[CAPACITY_DTYPES[k]]);

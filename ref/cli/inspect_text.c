@@ -274,6 +274,7 @@ void inspect_print_capacity(const Config *c, int context, uint64_t memory, const
                (unsigned long long)(w.weight_bytes - memory));
         return;
     }
+    printf("(each other KV-head count beside its own weights: its k and v projections differ)\n");
     printf("\n| KV heads | kind | f32 cache | f16 or bf16 cache | int8 cache |\n");
     printf("|---|---|---|---|---|\n");
     if (config_mla(c)) { /* one cache of latents: no KV heads to vary */
