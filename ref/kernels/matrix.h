@@ -51,6 +51,9 @@ typedef struct {
      * codes in quads of inputs, [cols / 4, Q8_ROWS, 4], each code stored
      * plus 128 as an unsigned byte (matrix_q8_packed_code reads one back) */
     bool q8_quads;
+    /* MATRIX_PACKED of float16 or bfloat16: the instruction set its kernels
+     * widen with (pack_kernels.h's HalfIsa), chosen once by matrix_pack */
+    int half_isa;
     uint32_t block_type; /* MATRIX_BLOCKS: ggml's type number */
     size_t row_bytes;    /* MATRIX_BLOCKS: bytes of one row */
     /* MATRIX_ROWS of a Hugging Face q or k projection read in place: output

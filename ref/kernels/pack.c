@@ -21,6 +21,7 @@ bool matrix_pack_releasing(Matrix *p, const Matrix *w, PackReleaseRows release, 
     float *row = blocks ? malloc((size_t)cols * sizeof(float)) : NULL;
     if (blocks && row == NULL) return false;
     *p = (Matrix){.layout = MATRIX_PACKED, .elem = elem, .rows = rows, .cols = cols};
+    if (elem != ELEM_F32) p->half_isa = (int)half_isa_best(); /* once, not at every matmul */
     size_t bytes = (size_t)packed_blocks(p) * cols * PACK_ROWS * size; /* a multiple of 32 */
     p->owned = aligned_alloc(64, (bytes + 63) / 64 * 64);              /* vectors on cache lines */
     if (p->owned == NULL) {
@@ -212,8 +213,11 @@ void matmul_packed_blocks(float *out, const float *x, const Matrix *w, int T, in
                                         [ELEM_BF16] = block_tokens_bf16};
     BlockToken one = ones[w->elem];
     BlockTokens many = manys[w->elem];
+    BlockPair pair = NULL; /* the portable kernels take one block at a time */
     WidenBlock widen = w->elem == ELEM_F16 ? widen_block_f16 : widen_block_bf16;
-    bool pair_rows = half_hardware_kernels(w->elem, &one, &many, &widen); /* the same bits */
+    const HalfKernels *fast = half_kernels((HalfIsa)w->half_isa, w->elem);
+    if (fast != NULL) /* the same bits, widened by the processor's own instructions */
+        one = fast->one, pair = fast->pair, many = fast->many, widen = fast->widen;
     int C = w->cols, OC = w->rows;
     size_t stride = (size_t)C * PACK_ROWS * element_bytes(w->elem); /* bytes per block */
     size_t wide_bytes = ((size_t)C * PACK_ROWS * sizeof(float) + 63) / 64 * 64;
@@ -222,8 +226,8 @@ void matmul_packed_blocks(float *out, const float *x, const Matrix *w, int T, in
         const void *block = (const char *)w->data + b * stride;
         int row0 = b * PACK_ROWS, rows = OC - row0 < PACK_ROWS ? OC - row0 : PACK_ROWS;
         if (T == 1) {
-            if (pair_rows && b + 1 < b1 && OC - row0 >= 2 * PACK_ROWS) { /* two whole blocks */
-                one(out, x, block, C, row0, 2 * PACK_ROWS);
+            if (pair != NULL && b + 1 < b1 && OC - row0 >= 2 * PACK_ROWS) { /* two whole blocks */
+                pair(out, x, block, C, row0);
                 b++;
             } else {
                 one(out, x, block, C, row0, rows);

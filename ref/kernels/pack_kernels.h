@@ -31,24 +31,39 @@ typedef void (*BlockTokens)(float *const out[PREFILL_TOKENS], const float *const
 /* A half-precision block widened whole into out [C, PACK_ROWS] floats. */
 typedef void (*WidenBlock)(float *out, const void *block, int C);
 
-/* The block kernels for half-precision elements e (ELEM_F16, ELEM_BF16)
- * that widen with the processor's own instructions (pack_x86.c: AVX-512F's
- * or F16C's vcvtph2ps, one instruction for 16 or 8 float16 values where the
+/* Two whole blocks side by side (2 · PACK_ROWS rows from row0), one
+ * token: two independent chains of adds, so that neither add waits on the
+ * other's latency (the decode's pairs). */
+typedef void (*BlockPair)(float *out, const float *x, const void *block, int C, int row0);
+
+/* The block kernels of half-precision elements (ELEM_F16, ELEM_BF16) that
+ * widen with the processor's own instructions (pack_x86.c: AVX-512F's or
+ * F16C's vcvtph2ps, one instruction for 16 or 8 float16 values where the
  * portable widening takes a dozen; a bfloat16 by one zero-extending load
- * and a shift), when this processor has them: false, and *one etc.
- * untouched, otherwise. Each is bitwise the portable kernel: widening is
- * exact, and the sums are the same sums in the same order (a multiply, then
- * an add: no fused multiply-add). */
-bool half_hardware_kernels(ElementType e, BlockToken *one, BlockTokens *many, WidenBlock *widen);
+ * and a shift). Each is bitwise pack.c's portable kernel: widening is exact,
+ * and the sums are the same sums in the same order (a multiply, then an
+ * add: no fused multiply-add). */
+typedef struct {
+    BlockToken one;
+    BlockPair pair;
+    BlockTokens many;
+    WidenBlock widen;
+} HalfKernels;
 
-/* The instruction sets pack_x86.c builds half kernels for, best first. */
-typedef enum { HALF_AVX512, HALF_F16C, HALF_ISAS } HalfIsa;
+/* The instruction sets half matrices are read with: pack.c's portable
+ * widening, or pack_x86.c's. A packed half matrix holds its own (Matrix's
+ * half_isa), chosen once when it is packed (half_isa_best), so that no
+ * matmul asks the processor again. */
+typedef enum { HALF_PORTABLE, HALF_AVX512, HALF_F16C } HalfIsa;
 
-/* The kernels of one instruction set, when the processor has it (false
- * otherwise, and on other processors): half_hardware_kernels takes the
- * first that answers; the tests try each. one of them, given rows ==
- * 2 · PACK_ROWS, runs two whole blocks side by side (the decode's pairs). */
-bool half_kernels_for(HalfIsa isa, ElementType e, BlockToken *one, BlockTokens *many,
-                      WidenBlock *widen);
+/* Whether this processor runs isa's kernels (HALF_PORTABLE: always). */
+bool half_isa_available(HalfIsa isa);
+
+/* The best instruction set this processor has. */
+HalfIsa half_isa_best(void);
+
+/* isa's kernels for elements e; NULL for HALF_PORTABLE (pack.c's own),
+ * for another element type, and on other processors. */
+const HalfKernels *half_kernels(HalfIsa isa, ElementType e);
 
 #endif

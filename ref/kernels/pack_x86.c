@@ -1,4 +1,4 @@
-/* pack_x86.c: see pack_kernels.h's half_kernels_for.
+/* pack_x86.c: see pack_kernels.h's half_kernels.
  *
  * x86 widens 16 halves at once: a float16 with one instruction (vcvtph2ps:
  * AVX-512F for 16 values, F16C for 8), a bfloat16 with a zero-extending
@@ -160,10 +160,11 @@ F16C void widen_f16c(ElementType e, float *out, const uint16_t *block, int C) {
 #define HALF_KERNELS(isa, attr, type, name)                                                        \
     __attribute__((target(attr))) static void one_##isa##_##name(                                  \
         float *out, const float *x, const void *block, int C, int row0, int rows) {                \
-        if (rows == 2 * PACK_ROWS)                                                                 \
-            token2_##isa(type, out, x, block, C, row0);                                            \
-        else                                                                                       \
-            token_##isa(type, out, x, block, C, row0, rows);                                       \
+        token_##isa(type, out, x, block, C, row0, rows);                                           \
+    }                                                                                              \
+    __attribute__((target(attr))) static void pair_##isa##_##name(                                 \
+        float *out, const float *x, const void *block, int C, int row0) {                          \
+        token2_##isa(type, out, x, block, C, row0);                                                \
     }                                                                                              \
     __attribute__((target(attr))) static void many_##isa##_##name(                                 \
         float *const out[PREFILL_TOKENS], const float *const xt[PREFILL_TOKENS], int n,            \
@@ -173,7 +174,11 @@ F16C void widen_f16c(ElementType e, float *out, const uint16_t *block, int C) {
     __attribute__((target(attr))) static void widen_##isa##_##name(float *out, const void *block,  \
                                                                    int C) {                        \
         widen_##isa(type, out, block, C);                                                          \
-    }
+    }                                                                                              \
+    static const HalfKernels isa##_##name = {.one = one_##isa##_##name,                            \
+                                             .pair = pair_##isa##_##name,                          \
+                                             .many = many_##isa##_##name,                          \
+                                             .widen = widen_##isa##_##name};
 HALF_KERNELS(avx512, "avx512f", ELEM_F16, f16)
 HALF_KERNELS(avx512, "avx512f", ELEM_BF16, bf16)
 HALF_KERNELS(f16c, "avx2,f16c", ELEM_F16, f16)
@@ -187,37 +192,33 @@ static bool has_f16c(void) {
     return __builtin_cpu_supports("avx2") && __get_cpuid(1, &a, &b, &c, &d) && (c & bit_F16C) != 0;
 }
 
-bool half_kernels_for(HalfIsa isa, ElementType e, BlockToken *one, BlockTokens *many,
-                      WidenBlock *widen) {
+bool half_isa_available(HalfIsa isa) {
+    return (isa == HALF_AVX512 && __builtin_cpu_supports("avx512f")) ||
+           (isa == HALF_F16C && has_f16c());
+}
+
+const HalfKernels *half_kernels(HalfIsa isa, ElementType e) {
     bool f16 = e == ELEM_F16;
-    if (e != ELEM_F16 && e != ELEM_BF16) return false;
-    if (isa == HALF_AVX512 && __builtin_cpu_supports("avx512f")) {
-        *one = f16 ? one_avx512_f16 : one_avx512_bf16;
-        *many = f16 ? many_avx512_f16 : many_avx512_bf16;
-        *widen = f16 ? widen_avx512_f16 : widen_avx512_bf16;
-        return true;
-    }
-    if (isa == HALF_F16C && has_f16c()) {
-        *one = f16 ? one_f16c_f16 : one_f16c_bf16;
-        *many = f16 ? many_f16c_f16 : many_f16c_bf16;
-        *widen = f16 ? widen_f16c_f16 : widen_f16c_bf16;
-        return true;
-    }
-    return false;
+    if (e != ELEM_F16 && e != ELEM_BF16) return NULL;
+    if (isa == HALF_AVX512) return f16 ? &avx512_f16 : &avx512_bf16;
+    if (isa == HALF_F16C) return f16 ? &f16c_f16 : &f16c_bf16;
+    return NULL;
 }
 
 #else /* another processor: pack.c's portable widening */
 
-bool half_kernels_for(HalfIsa isa, ElementType e, BlockToken *one, BlockTokens *many,
-                      WidenBlock *widen) {
-    (void)isa, (void)e, (void)one, (void)many, (void)widen;
-    return false;
+bool half_isa_available(HalfIsa isa) {
+    return isa == HALF_PORTABLE;
+}
+
+const HalfKernels *half_kernels(HalfIsa isa, ElementType e) {
+    (void)isa, (void)e;
+    return NULL;
 }
 
 #endif
 
-bool half_hardware_kernels(ElementType e, BlockToken *one, BlockTokens *many, WidenBlock *widen) {
-    for (int isa = 0; isa < HALF_ISAS; isa++)
-        if (half_kernels_for((HalfIsa)isa, e, one, many, widen)) return true;
-    return false;
+HalfIsa half_isa_best(void) {
+    if (half_isa_available(HALF_AVX512)) return HALF_AVX512;
+    return half_isa_available(HALF_F16C) ? HALF_F16C : HALF_PORTABLE;
 }

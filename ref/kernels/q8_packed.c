@@ -22,8 +22,8 @@ bool q8_vnni_available(void) {
 #endif
 }
 
-bool q8_quads_fit(const Matrix *w) {
-    return w->cols % 4 == 0 && w->group % 4 == 0;
+bool q8_quads_fit(int cols, int group) {
+    return cols % 4 == 0 && group % 4 == 0;
 }
 
 FAST_CLONES void q8_group_sums(const int8_t *codes, int n, int group, int32_t *sums) {
@@ -47,7 +47,7 @@ bool matrix_pack_q8_releasing(Matrix *p, const Matrix *src, bool quads, PackRele
     bool ok = !blocks || (row_codes != NULL && row_scales != NULL);
     ok = ok && matrix_q8_alloc(p, MATRIX_Q8_PACKED, src->rows, src->cols, group);
     if (ok) {
-        p->q8_quads = quads && src->cols % 4 == 0 && group % 4 == 0 && q8_vnni_available();
+        p->q8_quads = quads && q8_quads_fit(src->cols, group) && q8_vnni_available();
         uint8_t *codes = (uint8_t *)matrix_q8_codes(p);
         float *scales = matrix_q8_scales(p);
         for (int r0 = 0; ok && r0 < src->rows; r0 += Q8_RELEASE_ROWS) {
@@ -56,18 +56,18 @@ bool matrix_pack_q8_releasing(Matrix *p, const Matrix *src, bool quads, PackRele
                 size_t b = (size_t)(r / Q8_ROWS), l = (size_t)(r % Q8_ROWS);
                 const int8_t *q = (const int8_t *)src->data + (size_t)r * C;
                 const float *sc = src->scales + (size_t)r * groups;
-                if (blocks) /* the block's codes and scales as stored */
-                    ok = matrix_blocks_codes(src, r, row_codes, row_scales), q = row_codes,
-                    sc = row_scales;
+                if (blocks) { /* the block's codes and scales as stored */
+                    ok = matrix_blocks_codes(src, r, row_codes, row_scales);
+                    q = row_codes, sc = row_scales;
+                }
                 uint8_t *block = codes + b * C * Q8_ROWS;
-                for (size_t i = 0; ok && i < C; i++) {
+                for (size_t i = 0; i < C; i++) {
                     if (p->q8_quads) /* the code plus 128, as an unsigned byte */
                         block[(i & ~(size_t)3) * Q8_ROWS + l * 4 + (i & 3)] = (uint8_t)q[i] ^ 0x80u;
                     else
                         block[i * Q8_ROWS + l] = (uint8_t)q[i];
                 }
-                for (size_t g = 0; ok && g < groups; g++)
-                    scales[(b * groups + g) * Q8_ROWS + l] = sc[g];
+                for (size_t g = 0; g < groups; g++) scales[(b * groups + g) * Q8_ROWS + l] = sc[g];
             }
             if (ok && release != NULL) release(ctx, src, r0, r1);
         }

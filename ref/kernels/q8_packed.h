@@ -21,9 +21,9 @@
 #include "ref/kernels/pack.h"
 
 /* Whether this processor runs the quads' kernel (AVX-512 VNNI), and
- * whether w's shape allows quads (whole quads in its rows and its groups). */
+ * whether a shape allows quads (whole quads in its rows and its groups). */
 bool q8_vnni_available(void);
-bool q8_quads_fit(const Matrix *w);
+bool q8_quads_fit(int cols, int group);
 
 /* p = the row-major int8 src (MATRIX_Q8_ROWS) packed (owned), in quads
  * when `quads` and the processor and the shape allow them. */
