@@ -327,6 +327,7 @@ unit-checks-a:
 	/usr/bin/python3 tests/presets_check.py $(BUILD)/stepwise
 	/usr/bin/python3 tests/golden_shard_check.py $(BUILD)/stepwise
 	/usr/bin/python3 tests/prefix_cache_check.py $(BUILD)/stepwise
+	/usr/bin/python3 tests/serve_sim_check.py $(BUILD)/stepwise
 
 unit-checks-b:
 	$(MAKE) --no-print-directory llama-cpp-check
@@ -420,6 +421,7 @@ sanitize:
 	$(SAN_ENV) bash tests/check_traces.sh
 	$(SAN_ENV) /usr/bin/python3 tests/bad_inputs.py $(SAN_DIR)/stepwise
 	$(SAN_ENV) /usr/bin/python3 tests/prefix_cache_check.py $(SAN_DIR)/stepwise
+	$(SAN_ENV) /usr/bin/python3 tests/serve_sim_check.py $(SAN_DIR)/stepwise
 	$(SAN_ENV) /usr/bin/python3 tests/memory_notes_check.py $(SAN_DIR)/stepwise
 	$(SAN_ENV) /usr/bin/python3 tests/context_policies_check.py $(SAN_DIR)/stepwise
 	@$(MAKE) --no-print-directory BUILD=$(BUILD)/tsan CC=clang CFLAGS="-O1 -g -fsanitize=thread" \
@@ -433,7 +435,7 @@ sanitize:
 # `make fuzz-smoke` (in `make test`) replays every committed crash
 # reproducer (tests/fuzz/crashes/T) and fuzzes each target for a few seconds.
 FUZZ_TARGETS := checkpoint tokenizer tokenizer_json model_json requests trace diff safetensors gguf golden \
-                tensors
+                tensors step_costs
 FUZZ_DIR     := $(BUILD)/fuzz
 FUZZ_SECONDS ?= 60
 FUZZ_SMOKE_SECONDS ?= 4

@@ -1736,13 +1736,61 @@ def run_case_made(c):
     return "; ".join(problems)
 
 
+def serve_sim_cases():
+    good = {"format": "stepwise-step-costs", "version": 1, "seq_len": 512,
+            "kv_bytes_per_position": 1280,
+            "decode": {"fixed_s": 1e-3, "per_row_s": 0, "per_attended_s": 0},
+            "prefill": {"fixed_s": 2e-3, "per_row_s": 0, "per_attended_s": 0}}
+    dump = lambda **edit: json.dumps({**good, **edit}).encode()
+    files = {
+        "not JSON": (b"{", "not a JSON object"),
+        "two documents": (dump() + b" {}", "not a JSON object"),
+        "another format": (dump(format="stepwise-golden"), "format"),
+        "version 2": (dump(version=2), "version"),
+        "seq_len 2^31": (dump(seq_len=2 ** 31), "seq_len"),
+        "seq_len 1.5": (dump(seq_len=1.5), "seq_len"),
+        "kv bytes 0": (dump(kv_bytes_per_position=0), "kv_bytes_per_position"),
+        "threads -1": (dump(threads=-1), "threads"),
+        "decode a string": (dump(decode="fast"), "decode"),
+        "a cost of NaN": (dump().replace(b'"fixed_s": 0.001', b'"fixed_s": NaN'),
+                          "not a JSON object"),
+        "a cost of 1e400": (dump().replace(b'"fixed_s": 0.001', b'"fixed_s": 1e400'), "fixed_s"),
+        "a cost over an hour": (dump(prefill={"fixed_s": 3601, "per_row_s": 0,
+                                             "per_attended_s": 0}), "prefill.fixed_s"),
+        "NUL byte": (dump()[:10] + b"\x00" + dump()[10:], "NUL byte"),
+    }
+    for name, (data, words) in files.items():
+        case("step costs: " + name, ["serve-sim", "--step-costs", "{c.json}"], 2, [words],
+             files={"c.json": data})
+    case("step costs: a directory", ["serve-sim", "--step-costs", "{dir}"], 2, ["is a directory"])
+    case("step costs: a FIFO", ["serve-sim", "--step-costs", "{fifo}"], 2, ["is a FIFO"])
+    options = {
+        "--num-requests 0": (["--num-requests", "0"], "--num-requests"),
+        "--new-tokens 3:x": (["--new-tokens", "3:x"], "--new-tokens"),
+        "--prompt-tokens 0": (["--prompt-tokens", "0"], "--prompt-tokens"),
+        "--rate inf": (["--rate", "inf"], "--rate"),
+        "--kv-memory lots": (["--kv-memory", "lots"], "--kv-memory"),
+        "--block-size 0": (["--block-size", "0"], "--block-size"),
+        "--save-costs with --step-costs": (["--save-costs", "{out.json}"], "--save-costs"),
+    }
+    for name, (args, words) in options.items():
+        case("serve-sim: " + name, ["serve-sim", "--step-costs", "{c.json}", *args], 2, [words],
+             files={"c.json": dump()})
+    case("serve-sim: --save-costs a directory", ["serve-sim", "--save-costs", "{dir}"], 2,
+         ["is a directory"])
+    case("serve-sim: --requests with a bad line", ["serve-sim", *M, "--threads", "1",
+                                                   "--requests", "{r.jsonl}"], 2,
+         ["request b"], files={"r.jsonl": b'{"id":"a","prompt":"cat"}\n{"id":"b"}\n'})
+
+
 def main():
     global FIXTURES
     os.chdir(ROOT)
     setup()
     for make in (model_cases, tokenizer_cases, json_model_cases, request_cases, trace_cases,
                  diff_cases, option_cases, output_cases, signal_cases, hf_cases, gpt2_cases, gemma_cases, moe_cases, deepseek2_cases, longrope_cases, gguf_cases,
-                 tokenizer_json_cases, hostile_round_two_cases, hostile_round_three_cases):
+                 tokenizer_json_cases, hostile_round_two_cases, hostile_round_three_cases,
+                 serve_sim_cases):
         make()
     FIXTURES = listing()  # after the cases, some of which make their fixtures
     only = sys.argv[2] if len(sys.argv) > 2 else None  # a part of the names: those cases alone

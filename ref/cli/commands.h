@@ -18,6 +18,7 @@ int cli_golden_merge(int argc, char **argv);
 int cli_quantize(int argc, char **argv);
 int cli_compare_quant(int argc, char **argv);
 int cli_batch(int argc, char **argv);
+int cli_serve_sim(int argc, char **argv);
 int cli_convert(int argc, char **argv);
 int cli_view(int argc, char **argv);
 

@@ -15,6 +15,7 @@ static const struct {
     {"generate", cli_generate,
      "run a prompt and generate text, optionally writing a JSON Lines trace"},
     {"batch", cli_batch, "serve many requests with one model, decoding them together"},
+    {"serve-sim", cli_serve_sim, "serving under load in simulated time: arrivals, KV blocks, p95s"},
     {"score", cli_score, "teacher-forced logits, log-probabilities and perplexity of a sequence"},
     {"diff", cli_diff, "compare another engine's logits with the reference's"},
     {"golden", cli_golden, "write a golden set of reference outputs for a model"},

@@ -9,7 +9,7 @@ S=${1:?usage: make_seeds.sh STEPWISE_BINARY OUT}
 C=${2:?usage: make_seeds.sh STEPWISE_BINARY OUT}
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-KINDS="checkpoint tokenizer tokenizer_json model_json requests trace diff safetensors gguf golden tensors"
+KINDS="checkpoint tokenizer tokenizer_json model_json requests trace diff safetensors gguf golden tensors step_costs"
 for k in $KINDS; do rm -rf "${C:?}/$k" && mkdir -p "$C/$k"; done
 
 # checkpoints: tied and untied, MHA and GQA, and a .q8 of each
@@ -394,4 +394,15 @@ d[28 + 4 * 200:32 + 4 * 200] = struct.pack("<f", float("nan"))
 open(sys.argv[1] + "/tied-nan.bin", "wb").write(bytes(d))
 d[28 + 4 * 40:32 + 4 * 40] = struct.pack("<f", float("-inf"))
 open(sys.argv[1] + "/tied-nan-inf.bin", "wb").write(bytes(d))
+PY
+# step costs (serve-sim): measured on the tiny model, and edited
+$S serve-sim --threads 1 --save-costs "$C/step_costs/tiny.json" --num-requests 2 >/dev/null 2>&1
+/usr/bin/python3 - "$C/step_costs" <<'PY'
+import json, sys
+c = json.load(open(sys.argv[1] + "/tiny.json"))
+c.pop("points")
+json.dump(c, open(sys.argv[1] + "/no-points.json", "w"))
+for name, key, value in (("seq-len-1", "seq_len", 1), ("huge-cost", "decode", {"fixed_s": 3600, "per_row_s": 3600, "per_attended_s": 3600}),
+                         ("zero-cost", "prefill", {"fixed_s": 0, "per_row_s": 0, "per_attended_s": 0})):
+    json.dump({**c, key: value}, open(f"{sys.argv[1]}/{name}.json", "w"))
 PY
