@@ -78,7 +78,7 @@ def stories():
 # rest of a shared or busy machine, and one run's figures then turn upside
 # down (a classroom's projector is rarely an idle machine). The numbers
 # themselves are the same bits on any count.
-THREADED = ("generate", "score", "batch", "compare-quant", "golden")
+THREADED = ("generate", "score", "batch", "serve-sim", "compare-quant", "golden")
 
 
 def run(*args):
