@@ -14,18 +14,24 @@ console error, into the page, which --dump-dom returns. Checked here:
 5. a page for a trace without some data says which flag would add it;
 6. the page follows the step: opened at #step=1 of the 24-step stories260K
    trace (position 4) the KV panel lists positions 0-4 and the heatmap
-   queries 0-4; at #step=21 (position 24) both reach 24;
+   queries 0-4; at #step=21 (position 24) both reach 24, and the K and V
+   heatmaps (the trace has --trace-kv) hold rows 0-24, the step's row 24
+   outlined, its values those of the trace's kv event (layer 0, K/V head 0),
+   within the 720 px of a 1280 x 720 window; a trace without --trace-kv
+   says which flag adds them;
 7. at those steps the numbers agree with the trace, which stepwise's C
    sampler wrote: the table's logits and logits / T, p (a softmax computed
    here), p after the cuts (the sample event's renormalised probs), the
    stages in words ("top-k 40 kept 40 of 512", the event's n_kept), and
    1,000 seeded draws whose counts sum to 1,000 and sit within 5 standard
    deviations of p after the cuts;
-8. at every step the step's panels end within the 800 px of a 1280 x 800
-   window; BOS shows as <s>; the example page says its u is fixed at 0.5
-   and shows no attention or KV notes.
+8. at every step the step's panels (the K and V heatmaps among them) end
+   within the 720 px of a 1280 x 720 window; BOS shows as <s>; the example
+   page says its u is fixed at 0.5 and shows no attention or KV notes;
+9. the steps listed as worth opening are exactly those whose sample event
+   kept more than one survivor.
 
-Screenshots (1280 x 800) of the stories260K, comparison and example pages go
+Screenshots (1280 x 720) of the stories260K, comparison and example pages go
 to build/screenshots/ (make screenshots copies two into docs/img/).
 
     /usr/bin/python3 tests/viewer_check.py build/stepwise
@@ -47,7 +53,7 @@ MODELS = os.path.abspath(os.path.join(ROOT, os.environ.get("STEPWISE_MODELS", ".
 BIN = os.path.abspath(sys.argv[1] if len(sys.argv) > 1 else "build/stepwise")
 SHOTS = os.path.join(ROOT, "build", "screenshots")
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
-FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars", "--window-size=1280,800"]
+FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars", "--window-size=1280,720"]
 check = Checks()
 
 
@@ -57,14 +63,16 @@ def run(*args):
 
 def selftest(page, shoot, at=""):
     """What the page's self-test wrote (opened at the fragment `at`, such as
-    "step=3&"), and with shoot a screenshot of the page."""
+    "step=3&"), and with shoot a screenshot of the page (at the fragment
+    shoot names, when it is a string: "#step=21")."""
     url = "file://" + page
     dom = subprocess.run([CHROMIUM, *FLAGS, "--virtual-time-budget=5000", "--dump-dom",
                           url + "#" + at + "selftest"], capture_output=True, text=True, timeout=120).stdout
     m = re.search(r'<pre id="selftest-result"[^>]*>(.*?)</pre>', dom, re.S)
     shot = os.path.join(SHOTS, os.path.basename(page)[:-5] + ".png")
     if shoot:
-        subprocess.run([CHROMIUM, *FLAGS, "--screenshot=" + shot, url], capture_output=True,
+        subprocess.run([CHROMIUM, *FLAGS, "--screenshot=" + shot,
+                        url + (shoot if isinstance(shoot, str) else "")], capture_output=True,
                        timeout=120)
     return json.loads(m.group(1).replace("&amp;", "&").replace("&lt;", "<").replace("&gt;", ">")
                       .replace("&quot;", '"')) if m and m.group(1) else None
@@ -122,6 +130,13 @@ def check_steps(page, trace, results):
               f"{view['kv_positions'][:1]}..{view['kv_positions'][-1:]}, the heatmap queries "
               f"{view['heatmap_queries'][:1]}..{view['heatmap_queries'][-1:]}")
         check_step_numbers(view, evs)
+        kv = next(e for e in evs if e["event"] == "kv" and e["layer"] == 0 and e["pos"] == pos)
+        hd = len(kv["k"]) // 4  # stories260K: 4 K/V heads of 8
+        check(view["kv_value_positions"] == list(range(pos + 1)) and view["kv_new"] == [pos, pos]
+              and view["kv_new_k"] == kv["k"][:hd] and view["kv_new_v"] == kv["v"][:hd]
+              and view["kv_values_bottom"] <= 720,
+              f"#step={step}: the K and V heatmaps hold rows 0..{pos}, row {pos} outlined with the "
+              f"trace's values (K {kv['k'][:2]}...), ending at {round(view['kv_values_bottom'])} px")
     # the step with the most survivors, where the draws spread over several tokens
     samples = [e for e in evs if e["event"] == "sample"]
     best = max(range(len(samples)), key=lambda i: (samples[i]["n_survivors"], -i))
@@ -131,8 +146,14 @@ def check_steps(page, trace, results):
               f"#step={best + 1}: position {samples[best]['pos']}, {samples[best]['n_survivors']} survivors")
         check_step_numbers(spread["at_load"], evs)
     r = results["stories"]
-    check(r is not None and 0 < r["lowest_bottom"] <= 800,
-          f"at every step the step's panels end within 800 px (lowest: {r and round(r['lowest_bottom'])} px)")
+    check(r is not None and 0 < r["lowest_bottom"] <= 720,
+          f"at every step the step's panels end within 720 px (lowest: {r and round(r['lowest_bottom'])} px)")
+    worth = [i + 1 for i, e in enumerate(samples) if e["n_survivors"] > 1]
+    check(r is not None and r["worth_showing"] == worth and len(worth) > 1,
+          f"the steps worth opening are those where several tokens survive: {worth}")
+    plain = results["sampling"]
+    check(plain is not None and any("--trace-kv" in n for n in plain["notes"]),
+          "a trace without --trace-kv says which flag adds the K and V values")
     check(r is not None and r["bos_shown"] == "<s>", f"BOS shows as {r and r['bos_shown']!r}")
     ex = results["example"]
     check(ex is not None and ex["notes"] == [] and "u = 0.5" in ex["notes_meta"],
@@ -155,7 +176,7 @@ def main():
         traces["stories"] = os.path.join(tmp, "stories.jsonl")
         run("generate", *stories, "--prompt", "Once upon a time", "--steps", "24", "--temperature",
             "0.9", "--top-k", "40", "--top-p", "0.9", "--seed", "4", "--trace-level", "full",
-            "--trace", traces["stories"], "--quiet")
+            "--trace-kv", "--trace", traces["stories"], "--quiet")
         traces["greedy"] = os.path.join(tmp, "greedy.jsonl")
         run("generate", *stories, "--prompt", "Once upon a time", "--steps", "24", "--trace-level",
             "logits", "--trace", traces["greedy"], "--quiet")
@@ -185,7 +206,8 @@ def main():
         pages["example"] = os.path.join(tmp, "view-example.html")
         run("view", "--example", "-o", pages["example"])
         shots = ("stories", "compare", "example")  # the ones docs/ may show
-        results = {name: selftest(page, name in shots) for name, page in pages.items()}
+        at = {"stories": "#step=21"}  # a step where the cache has grown, as docs/viewer.md shows it
+        results = {name: selftest(page, at.get(name, name in shots)) for name, page in pages.items()}
 
         loaded = [n for n, r in results.items() if r is not None and r["errors"] == []
                   and r["visited"] == r["steps"] and (r["steps"] == 0 or r["last_step"] == r["steps"])]

@@ -28,19 +28,21 @@ static const char VIEW_USAGE[] =
     "temperature slider that recomputes the softmax, top-k, top-p and min-p drawn\n"
     "as cuts with the survivors renormalised and the draw u on their CDF, the\n"
     "attention patterns as heatmaps when the trace has them, and the KV cache row\n"
-    "by row. With TRACE2, the two runs side by side from their first divergence.\n"
+    "by row, its K and V values as heatmaps when it was traced with --trace-kv.\n"
+    "With TRACE2, the two runs side by side from their first divergence.\n"
     "--example writes the (2, 1, 0) classroom example, no trace needed.\n"
     "Each TRACE is first checked as `stepwise trace validate` checks it, and\n"
     "refused (exit 2, naming its first violation) unless it passes.\n";
 
 extern const char stepwise_viewer_html[]; /* trace/viewer.html, built in */
 
-/* The events the page draws; the rest (KV rows, most activations, merges)
- * would only make it heavy. */
+/* The events the page draws (the KV rows of --trace-kv among them: its K
+ * and V heatmaps); the rest (snapshots, most activations, merges) would
+ * only make it heavy. */
 static bool wanted(const char *name, const cJSON *e) {
-    static const char *const keep[] = {"run",     "tokenize", "chat",   "token",
-                                       "forward", "logits",   "sample", "done",
-                                       "error",   "context",  "routing"};
+    static const char *const keep[] = {"run",     "tokenize", "chat",    "token",
+                                       "forward", "logits",   "sample",  "done",
+                                       "error",   "context",  "routing", "kv"};
     for (size_t i = 0; i < sizeof keep / sizeof keep[0]; i++)
         if (strcmp(name, keep[i]) == 0) return true;
     const char *hook = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(e, "hook"));
