@@ -6,8 +6,9 @@ page's figures from it).
 For each model (the 15M shape in float32, and the Llama-3.2-1B shape's F16
 GGUF file of make bench-1b when it is there), on one thread:
 
-  - tests/bench/forward.c times a decode of DECODE tokens and prefills of
-    16, 128 and 512 tokens, and measures the machine's two roofs: the rate
+  - tests/bench/forward.c times a decode of DECODE tokens (one sequence,
+    and 4, 16 and 64 sequences decoding together) and prefills of 16, 128
+    and 512 tokens, and measures the machine's two roofs: the rate
     at which the decode step's own bytes are re-read (B, bytes a second),
     and the prefill kernel's rate in cache (P, multiply-adds a second);
   - `stepwise inspect --bandwidth B --peak P` gives each step's
@@ -28,9 +29,9 @@ MODELS = [("15M shape, f32", "build/bench/m15-1k.bin", "f32"),
           ("Llama-3.2-1B shape, F16 GGUF", "build/bench/llama-3.2-1b-bf16-1k-f16.gguf", "f16")]
 
 
-def forward(model, prompt):
+def forward(model, prompt, *extra):
     out = subprocess.run([FORWARD, model, "--threads", "1", "--prompt", str(prompt), "--decode", str(DECODE),
-                          "--runs", "3"], capture_output=True, text=True, check=True).stdout
+                          "--runs", "3", *extra], capture_output=True, text=True, check=True).stdout
     return json.loads(out)
 
 
@@ -47,7 +48,7 @@ def main():
         if not os.path.exists(model):
             print(f"| {label} | skipped: {model} not there (make bench-1b makes it) | | | | | |")
             continue
-        runs = {t: forward(model, t) for t in (16, 128, 512)}
+        runs = {t: forward(model, t, *(["--batch", "4,16,64"] if t == 16 else [])) for t in (16, 128, 512)}
         base = runs[16]
         bandwidth = base["decode_step_bytes"] / base["read_seconds"]  # the step's own bytes, re-read
         peak = max(r["kernel_macs_per_second"] for r in runs.values())
@@ -59,10 +60,13 @@ def main():
               f"(balance {peak / bandwidth:.1f}) | | | | | |")
         balance = roof["peak_macs_per_second"] / roof["bandwidth_bytes_per_second"]
         for s in roof["steps"]:
-            if s["step"] == "decode" and s["batch"] != 1:
-                continue  # measured in one sequence only here
-            measured = base["decode_tok_s"] if s["step"] == "decode" else runs[s["prompt_tokens"]]["prefill_tok_s"]
-            name = "decode, batch 1" if s["step"] == "decode" else f"prefill of {s['prompt_tokens']}"
+            if s["step"] == "decode":
+                b = s["batch"]
+                measured = base["decode_tok_s"] if b == 1 else base["batch_decode_tok_s"][str(b)]
+                name = f"decode, batch {b}"
+            else:
+                measured = runs[s["prompt_tokens"]]["prefill_tok_s"]
+                name = f"prefill of {s['prompt_tokens']}"
             bound = "memory" if s["macs_per_byte"] < balance else "compute"
             print(f"| {label} | {name} | {s['macs_per_byte']:.2f} | {bound} | {s['tokens_per_second_at_most']:.1f} | "
                   f"{measured:.1f} | {measured / s['tokens_per_second_at_most']:.2f} |")

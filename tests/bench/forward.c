@@ -2,6 +2,7 @@
  * and `make bench-scale` (docs/performance.md). A benchmark, not a test.
  *
  *   forward MODEL [--threads N] [--int8] [--f32] [--prompt T] [--decode D] [--runs R]
+ *                 [--batch B,B,...]
  *
  * Loads MODEL (a llama2.c checkpoint, a Hugging Face folder or a GGUF file) in the fast
  * layout (--int8: int8 weights and activations, as llama.cpp's Q8_0), then,
@@ -180,9 +181,54 @@ static double read_regions_seconds(const Regions *r, ThreadPool *pool, int passe
     return best;
 }
 
+/* Decode steps of B sequences at once (a batch, one forward() of B rows),
+ * each sequence's positions 0..D-1, for each B of the comma-separated list:
+ * the median of `runs` in tokens a second (B x D a run), appended to out as
+ * "B": tok/s pairs. */
+static bool batch_decodes(const Model *m, const QuantRuntime *q, const int *tokens, int D, int runs,
+                          const char *list, char *out, StepError *err) {
+    for (const char *c = list; *c != '\0';) {
+        int B = atoi(c);
+        if (B < 1 || B > 256) return step_fail(err, "--batch: sizes from 1 to 256");
+        SeqState *seqs = calloc((size_t)B, sizeof *seqs);
+        ForwardRow *rows = malloc((size_t)B * sizeof *rows);
+        PassScratch scratch = {0};
+        int ready = 0;
+        bool ok = seqs && rows && pass_scratch_init(&scratch, &m->config, B, q, err);
+        for (; ok && ready < B; ready++)
+            ok = seq_state_init(&seqs[ready], &m->config, D, 1, q->kv, err);
+        double rate[100];
+        for (int r = 0; ok && r < runs; r++) {
+            double t = now();
+            for (int p = 0; p < D; p++) {
+                for (int b = 0; b < B; b++)
+                    rows[b] = (ForwardRow){.state = &seqs[b],
+                                           .tokens = &tokens[(p + b) % D],
+                                           .n_tokens = 1,
+                                           .pos0 = p};
+                forward(m, &scratch, rows, B);
+            }
+            rate[r] = (double)B * D / (now() - t);
+        }
+        if (ok)
+            snprintf(out + strlen(out), 512 - strlen(out), "%s\"%d\": %.1f", *out ? ", " : "", B,
+                     median(rate, runs));
+        bool allocated = seqs != NULL && rows != NULL;
+        for (int i = 0; i < ready; i++) seq_state_free(&seqs[i]);
+        pass_scratch_free(&scratch);
+        free(seqs), free(rows);
+        if (!ok) return allocated ? false : step_fail(err, "--batch: out of memory");
+        c = strchr(c, ',');
+        if (c == NULL) break;
+        c++;
+    }
+    return true;
+}
+
 int main(int argc, char **argv) {
     const char *path = argc > 1 ? argv[1] : NULL;
     int threads = 1, T = 100, D = 256, runs = 5;
+    const char *batches = NULL; /* --batch 4,16,64: decode steps of that many sequences at once */
     bool int8 = false;
     WeightsMode mode = WEIGHTS_STORED;
     for (int i = 2; i < argc; i++) {
@@ -198,13 +244,15 @@ int main(int argc, char **argv) {
             D = atoi(argv[++i]);
         else if (i + 1 < argc && strcmp(argv[i], "--runs") == 0)
             runs = atoi(argv[++i]);
+        else if (i + 1 < argc && strcmp(argv[i], "--batch") == 0)
+            batches = argv[++i];
         else
             path = NULL;
     }
     if (path == NULL || threads < 1 || T < 2 || D < 1 || runs < 1 || runs > 100) {
         fprintf(stderr,
                 "usage: forward MODEL [--threads N] [--int8] [--f32] [--prompt T] [--decode D] "
-                "[--runs R]\n");
+                "[--runs R] [--batch B,B,...]\n");
         return 2;
     }
     StepError err;
@@ -261,6 +309,9 @@ int main(int argc, char **argv) {
         read_seconds = read_regions_seconds(&regions, m.pool, 20 * runs);
     }
     free(regions.start), free(regions.bytes);
+    char batched[512] = "";
+    if (ok && batches != NULL) ok = batch_decodes(&m, &q, tokens, D, runs, batches, batched, &err);
+    if (!ok) fprintf(stderr, "forward: %s\n", err.message);
     bool decode_faster = read_seconds <= 0 || decode_step_seconds < read_seconds;
     double ceiling_seconds = decode_faster ? decode_step_seconds : read_seconds;
     /* the decode step's average reads: weights, plus the KV rows of D/2 positions */
@@ -274,13 +325,13 @@ int main(int argc, char **argv) {
                "\"last_step_bytes\": %llu, \"prefill_macs\": %llu, "
                "\"kernel_macs_per_second\": %.4g, \"decode_read_seconds\": %.6g, "
                "\"read_seconds\": %.6g, \"read_bytes\": %llu, \"ceiling_from\": \"%s\", "
-               "\"bitwise\": %s}\n",
+               "\"bitwise\": %s, \"batch_decode_tok_s\": {%s}}\n",
                path, threads, int8 ? "true" : "false", load, ru.ru_maxrss * 1024L, T,
                median(prefill, runs), best_prefill, D, median(decode, runs), best_decode,
                (unsigned long long)mean_step_bytes, (unsigned long long)step_bytes,
                (unsigned long long)prefill_macs, int8 ? 0.0 : kernel_macs_per_second(m.config.dim),
                ceiling_seconds, read_seconds, (unsigned long long)read_bytes_total,
-               decode_faster ? "decode" : "read", bitwise ? "true" : "false");
+               decode_faster ? "decode" : "read", bitwise ? "true" : "false", batched);
     free(tokens), free(one_thread);
     run_state_free(&s);
     model_free(&m);
