@@ -47,7 +47,7 @@ Test(cli, every_listed_command_has_its_help) {
         cr_expect(strncmp(out, want, strlen(want)) == 0, "%s: '%.60s'", args, out);
         commands++;
     }
-    cr_expect_eq(commands, 14, "the help lists %d commands", commands);
+    cr_expect_eq(commands, 15, "the help lists %d commands", commands);
     expect_bad_input("frobnicate", "unknown command 'frobnicate'");
 }
 
