@@ -427,6 +427,39 @@ static bool pattern_events(EventWalk *w, const SafetensorsTensor *t, int layer, 
     return ok;
 }
 
+/* Each position's row of kv.L.k and kv.L.v [positions, kv_dim] as the kv
+ * event the trace writes without --tensors ({"event", "layer", "pos", "k",
+ * "v"}). */
+static bool kv_events(EventWalk *w, const SafetensorsTensor *k, int layer, StepError *err) {
+    char name[64];
+    snprintf(name, sizeof name, "kv.%d.v", layer);
+    const SafetensorsTensor *v = safetensors_find(w->f, name);
+    int rows, dim, vrows, vdim;
+    if (v == NULL || !two_dims(k, DIFF_MAX_VOCAB, &rows, &dim) ||
+        !two_dims(v, DIFF_MAX_VOCAB, &vrows, &vdim) || vrows != rows || vdim != dim ||
+        rows > DIFF_MAX_POS - w->o->first_pos)
+        return step_fail(err, "%s: kv.%d.k and kv.%d.v must be [positions, kv_dim] alike",
+                         w->f->path, layer, layer);
+    float *room = malloc(2 * (size_t)dim * sizeof(float));
+    bool ok = room != NULL || step_fail(err, "%s: out of memory", w->f->path);
+    for (int i = 0; ok && i < rows; i++) {
+        cJSON *e = cJSON_CreateObject();
+        cJSON_AddStringToObject(e, "event", "kv");
+        cJSON_AddNumberToObject(e, "layer", layer);
+        cJSON_AddNumberToObject(e, "pos", w->o->first_pos + i);
+        const SafetensorsTensor *kv[2] = {k, v};
+        const char *keys[2] = {"k", "v"};
+        for (int j = 0; j < 2; j++) { /* each row read, then copied into the event */
+            const float *x = diff_run_stored_row(&w->held, stored_of(w->f, kv[j], i, dim, w->file),
+                                                 (size_t)dim, room);
+            cJSON_AddItemToObject(e, keys[j], values_json(x, dim, w->as_text));
+        }
+        ok = hand_on(w, e, err);
+    }
+    free(room);
+    return ok;
+}
+
 bool tensors_events(const cJSON *event, const char *jsonl_path, bool as_text, bool patterns,
                     bool (*each)(void *ctx, cJSON *event), void *ctx, StepError *err) {
     SafetensorsFile f;
@@ -437,11 +470,14 @@ bool tensors_events(const cJSON *event, const char *jsonl_path, bool as_text, bo
     for (int k = 0; ok && k < f.n; k++) { /* in the file's order: the run's */
         const SafetensorsTensor *t = &f.tensors[k];
         HookPoint point;
-        int layer;
+        int layer, used = 0;
         if (strcmp(t->name, "logits") == 0)
             ok = logits_events(&w, t, err);
         else if (patterns && hook_parse(t->name, &point, &layer) && point == HOOK_ATTN_PATTERN)
             ok = pattern_events(&w, t, layer, err);
+        else if (patterns && sscanf(t->name, "kv.%d.k%n", &layer, &used) == 1 &&
+                 t->name[used] == '\0' && layer >= 0 && layer < DIFF_MAX_LAYER)
+            ok = kv_events(&w, t, layer, err);
     }
     diff_run_free(&w.held);
     safetensors_close(&f);

@@ -28,7 +28,8 @@ bool diff_tensors_read_file(DiffRun *r, const char *path, const HookNames *names
  * as the logits event it stands for ({"event": "logits", "pos", "token",
  * "logits"}), and (patterns) each position's and head's row of every
  * attn.pattern tensor as the activation event the trace writes without
- * --tensors, in the order of the file's tensors, which is the run's;
+ * --tensors and each position's KV row (kv.L.k with kv.L.v) as its kv
+ * event, in the order of the file's tensors, which is the run's;
  * handed to each, which owns it. For the readers that take events one by
  * one (trace show, sample --from-trace, view and its heatmaps). The values
  * are numbers to read, or (as_text) the trace's own text of them, for a
