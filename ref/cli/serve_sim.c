@@ -243,17 +243,12 @@ static bool print_json(const ServeSimArgs *a, const StepCosts *c, const SimReque
     cJSON_AddItemToObject(s, "itl_ms", percentiles_json(&r->itl_ms));
     cJSON_AddItemToObject(s, "e2e_ms", percentiles_json(&r->e2e_ms));
     cJSON_AddItemToObject(s, "queue_ms", percentiles_json(&r->queue_ms));
-    cJSON *costs = cJSON_AddObjectToObject(o, "costs");
-    const PassCost *pass[2] = {&c->decode, &c->prefill};
-    const char *names[2] = {"decode", "prefill"};
-    for (int k = 0; k < 2; k++) {
-        cJSON *p = cJSON_AddObjectToObject(costs, names[k]);
-        cJSON_AddNumberToObject(p, "fixed_s", pass[k]->fixed);
-        cJSON_AddNumberToObject(p, "per_row_s", pass[k]->per_row);
-        cJSON_AddNumberToObject(p, "per_attended_s", pass[k]->per_attended);
-    }
-    cJSON_AddNumberToObject(costs, "seq_len", c->seq_len);
-    cJSON_AddNumberToObject(costs, "kv_bytes_per_position", (double)c->kv_bytes_per_position);
+    /* the costs the clock ran on, as their file holds them (less where they came
+     * from and the timed points: the same report from measured and saved costs) */
+    cJSON *costs = step_costs_json(c, NULL);
+    cJSON_DeleteItemFromObjectCaseSensitive(costs, "model");
+    cJSON_DeleteItemFromObjectCaseSensitive(costs, "points");
+    cJSON_AddItemToObject(o, "costs", costs);
     cJSON *list = cJSON_AddArrayToObject(o, "requests");
     for (int i = 0; i < r->requests; i++) {
         cJSON *q = cJSON_CreateObject();

@@ -207,7 +207,8 @@ bool load_sim_run(const SimRequest *reqs, int n, const SimServer *s, const StepC
     Live *live = calloc((size_t)n, sizeof *live);
     Live **order = malloc((size_t)n * sizeof *order);
     Live **active = malloc((size_t)s->max_batch * sizeof *active);
-    Sim sim = {.s = s, .c = c, .out = out, .gaps = malloc((size_t)(gaps > 0 ? gaps : 1) * 8)};
+    Sim sim = {
+        .s = s, .c = c, .out = out, .gaps = malloc((size_t)(gaps > 0 ? gaps : 1) * sizeof(double))};
     bool ok = live && order && active && sim.gaps;
     for (int i = 0; ok && i < n; i++) {
         per[i] = (SimRequestResult){0};

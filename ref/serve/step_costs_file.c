@@ -93,7 +93,7 @@ static cJSON *pass_json(const PassCost *p) {
     return o;
 }
 
-bool step_costs_write(const char *path, const StepCosts *c, const char *model, StepError *err) {
+cJSON *step_costs_json(const StepCosts *c, const char *model) {
     cJSON *o = cJSON_CreateObject();
     cJSON_AddStringToObject(o, "format", COSTS_FORMAT);
     cJSON_AddNumberToObject(o, "version", 1);
@@ -113,6 +113,11 @@ bool step_costs_write(const char *path, const StepCosts *c, const char *model, S
         add_exact(p, "seconds", q->seconds);
         cJSON_AddItemToArray(points, p);
     }
+    return o;
+}
+
+bool step_costs_write(const char *path, const StepCosts *c, const char *model, StepError *err) {
+    cJSON *o = step_costs_json(c, model);
     char *printed = cJSON_Print(o);
     cJSON_Delete(o);
     if (printed == NULL) return step_fail(err, "step costs: out of memory");

@@ -4,6 +4,7 @@
 #ifndef STEPWISE_STEP_COSTS_FILE_H
 #define STEPWISE_STEP_COSTS_FILE_H
 
+#include <cjson/cJSON.h>
 #include <stddef.h>
 
 #include "ref/serve/step_costs.h"
@@ -18,8 +19,11 @@ bool step_costs_parse(const char *text, size_t n, StepCosts *out, StepError *err
 /* step_costs_parse of the file at path. */
 bool step_costs_read(const char *path, StepCosts *out, StepError *err);
 
-/* Write c (and its points) to path, whole or not at all; `model` is
- * recorded as where the costs came from. */
+/* c as the file's JSON object (its points too, when it has them); `model`
+ * is recorded as where the costs came from. Caller owns it. */
+cJSON *step_costs_json(const StepCosts *c, const char *model);
+
+/* Write step_costs_json(c, model) to path, whole or not at all. */
 bool step_costs_write(const char *path, const StepCosts *c, const char *model, StepError *err);
 
 #endif
