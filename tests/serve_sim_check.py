@@ -245,7 +245,10 @@ def main():
                   "4 bytes), non-negative coefficients")
             fitted = [pass_cost(measured["decode"], p["rows"], p["attended"]) for p in decode]
             worst = max(abs(f - p["seconds"]) / p["seconds"] for f, p in zip(fitted, decode))
-            check(worst < 1.0, f"the decode fit is within {worst:.0%} of every timed step")
+            if "ASAN_OPTIONS" in os.environ:  # a sanitizer's timings say nothing of the fit
+                check.skip(f"the decode fit's quality under a sanitizer (worst {worst:.0%})")
+            else:
+                check(worst < 1.0, f"the decode fit is within {worst:.0%} of every timed step")
 
         bad = os.path.join(tmp, "bad.json")
         for text, what in [("{", "not JSON"), ('{"format":"stepwise-step-costs","version":1}',
