@@ -1,8 +1,12 @@
 /* kernels/matrix.c: see matrix.h. */
+
+/* madvise and MADV_HUGEPAGE are not POSIX; _DEFAULT_SOURCE declares them. */
+#define _DEFAULT_SOURCE
 #include "ref/kernels/matrix.h"
 
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 #include "ref/kernels/gguf_dequant.h"
 #include "ref/kernels/quant.h"
@@ -13,6 +17,20 @@ size_t element_bytes(ElementType e) {
 
 const char *element_name(ElementType e) {
     return e == ELEM_F32 ? "float32" : e == ELEM_F16 ? "float16" : "bfloat16";
+}
+
+#define HUGE_PAGE ((size_t)2 << 20)
+
+void *matrix_alloc_data(size_t bytes) {
+    bytes = (bytes + 63) / 64 * 64;
+    if (bytes < HUGE_PAGE) return aligned_alloc(64, bytes);
+    void *data = aligned_alloc(HUGE_PAGE, bytes);
+#ifdef MADV_HUGEPAGE
+    /* Advice only, and over the whole huge pages: the tail stays in small
+     * pages, so that no matrix holds up to 2 MiB it never uses. */
+    if (data != NULL) madvise(data, bytes / HUGE_PAGE * HUGE_PAGE, MADV_HUGEPAGE);
+#endif
+    return data;
 }
 
 Matrix matrix_view(ElementType e, const void *data, int rows, int cols) {
@@ -80,8 +98,10 @@ static size_t q8_codes_bytes(const Matrix *m) {
 bool matrix_q8_alloc(Matrix *m, MatrixLayout layout, int rows, int cols, int group) {
     *m = (Matrix){.layout = layout, .rows = rows, .cols = cols, .group = group};
     size_t scales = q8_stored_rows(layout, rows) * (size_t)quant_groups(cols, group);
-    m->owned = calloc(q8_codes_bytes(m) + scales * sizeof(float), 1);
+    size_t bytes = q8_codes_bytes(m) + scales * sizeof(float);
+    m->owned = matrix_alloc_data(bytes);
     if (m->owned == NULL) return false;
+    memset(m->owned, 0, bytes); /* a last block's missing rows stay zeros */
     m->data = m->owned;
     m->scales = (const float *)((const char *)m->owned + q8_codes_bytes(m));
     return true;

@@ -79,6 +79,13 @@ Matrix matrix_blocks_view(uint32_t type, const void *data, int rows, int cols);
 /* A view of m's data that does not own it (a tied classifier's embedding). */
 Matrix matrix_borrow(const Matrix *m);
 
+/* Memory for a matrix's data of `bytes` (freed with free): on a cache
+ * line, and from 2 MiB up in huge pages where the system gives them
+ * (madvise), which a matrix read front to back at every step wants: a
+ * 4 KiB page a 4 KiB read is a page walk each, and a fault each when it
+ * is first written. */
+void *matrix_alloc_data(size_t bytes);
+
 /* Copy m's `bytes` of data to owned memory when they do not start at a
  * multiple of its element's size (a file's odd offset): false when out of
  * memory. */

@@ -1,6 +1,7 @@
 /* pack.c: see pack.h. */
 #include "ref/kernels/pack.h"
 
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -13,23 +14,41 @@ int packed_blocks(const Matrix *w) {
     return (w->rows + PACK_ROWS - 1) / PACK_ROWS;
 }
 
+/* Row src [cols] into its place in a packed block: element i at dst +
+ * i * PACK_ROWS, in the element's own type so that each move is one load
+ * and one store (a memcpy of a size known only at run time is a call per
+ * element: most of the load time at 8B). */
+static void pack_row(void *dst, const void *src, int cols, size_t size) {
+    if (size == sizeof(uint16_t)) {
+        uint16_t *d = dst;
+        const uint16_t *s = src;
+        for (int i = 0; i < cols; i++) d[(size_t)i * PACK_ROWS] = s[i];
+    } else {
+        uint32_t *d = dst;
+        const uint32_t *s = src;
+        for (int i = 0; i < cols; i++) d[(size_t)i * PACK_ROWS] = s[i];
+    }
+}
+
 bool matrix_pack_releasing(Matrix *p, const Matrix *w, PackReleaseRows release, void *ctx) {
     int rows = w->rows, cols = w->cols;
     bool blocks = w->layout == MATRIX_BLOCKS;
     ElementType elem = blocks ? ELEM_F32 : w->elem;
-    size_t size = element_bytes(elem);
+    size_t size = element_bytes(elem); /* 4 or 2: pack_row's two types */
     float *row = blocks ? malloc((size_t)cols * sizeof(float)) : NULL;
     if (blocks && row == NULL) return false;
     *p = (Matrix){.layout = MATRIX_PACKED, .elem = elem, .rows = rows, .cols = cols};
     if (elem != ELEM_F32) p->half_isa = (int)half_isa_best(); /* once, not at every matmul */
-    size_t bytes = (size_t)packed_blocks(p) * cols * PACK_ROWS * size; /* a multiple of 32 */
-    p->owned = aligned_alloc(64, (bytes + 63) / 64 * 64);              /* vectors on cache lines */
+    size_t block_bytes = (size_t)cols * PACK_ROWS * size;
+    size_t bytes = (size_t)packed_blocks(p) * block_bytes; /* a multiple of 32 */
+    p->owned = matrix_alloc_data(bytes);
     if (p->owned == NULL) {
         free(row);
         return false;
     }
     p->data = p->owned;
-    memset(p->owned, 0, bytes);
+    if (rows % PACK_ROWS != 0) /* the last block's missing rows are zeros; the rest is written */
+        memset((char *)p->owned + bytes - block_bytes, 0, block_bytes);
     for (int r0 = 0; r0 < rows; r0 += PACK_RELEASE_ROWS) {
         int r1 = r0 + PACK_RELEASE_ROWS < rows ? r0 + PACK_RELEASE_ROWS : rows;
         for (int r = r0; r < r1; r++) {
@@ -38,10 +57,9 @@ bool matrix_pack_releasing(Matrix *p, const Matrix *w, PackReleaseRows release, 
                 matrix_row(w, r, row);
             else
                 src = (const char *)w->data + matrix_source_row(w, r) * cols * size;
-            char *dst = (char *)p->owned +
-                        ((size_t)(r / PACK_ROWS) * cols * PACK_ROWS + r % PACK_ROWS) * size;
-            for (int i = 0; i < cols; i++)
-                memcpy(dst + (size_t)i * PACK_ROWS * size, src + (size_t)i * size, size);
+            char *dst = (char *)p->owned + (size_t)(r / PACK_ROWS) * block_bytes +
+                        (size_t)(r % PACK_ROWS) * size;
+            pack_row(dst, src, cols, size);
         }
         if (release != NULL) release(ctx, w, r0, r1);
     }

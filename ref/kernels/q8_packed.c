@@ -48,6 +48,7 @@ bool matrix_pack_q8_releasing(Matrix *p, const Matrix *src, bool quads, PackRele
     ok = ok && matrix_q8_alloc(p, MATRIX_Q8_PACKED, src->rows, src->cols, group);
     if (ok) {
         p->q8_quads = quads && q8_quads_fit(src->cols, group) && q8_vnni_available();
+        bool quads_layout = p->q8_quads; /* (read once: a byte store may alias p) */
         uint8_t *codes = (uint8_t *)matrix_q8_codes(p);
         float *scales = matrix_q8_scales(p);
         for (int r0 = 0; ok && r0 < src->rows; r0 += Q8_RELEASE_ROWS) {
@@ -61,12 +62,11 @@ bool matrix_pack_q8_releasing(Matrix *p, const Matrix *src, bool quads, PackRele
                     q = row_codes, sc = row_scales;
                 }
                 uint8_t *block = codes + b * C * Q8_ROWS;
-                for (size_t i = 0; i < C; i++) {
-                    if (p->q8_quads) /* the code plus 128, as an unsigned byte */
+                if (quads_layout) /* the code plus 128, as an unsigned byte */
+                    for (size_t i = 0; i < C; i++)
                         block[(i & ~(size_t)3) * Q8_ROWS + l * 4 + (i & 3)] = (uint8_t)q[i] ^ 0x80u;
-                    else
-                        block[i * Q8_ROWS + l] = (uint8_t)q[i];
-                }
+                else
+                    for (size_t i = 0; i < C; i++) block[i * Q8_ROWS + l] = (uint8_t)q[i];
                 for (size_t g = 0; g < groups; g++) scales[(b * groups + g) * Q8_ROWS + l] = sc[g];
             }
             if (ok && release != NULL) release(ctx, src, r0, r1);
