@@ -277,7 +277,8 @@ test: build $(BUILD)/stepwise-tests
 else
 test: deps
 	@bash tests/clean_tree.sh snapshot $(BUILD)/tree-before.txt
-	$(MAKE) --no-print-directory fmt-check build $(BUILD)/stepwise-tests $(BUILD)/bench/forward
+	$(MAKE) --no-print-directory fmt-check build $(BUILD)/stepwise-tests $(BUILD)/bench/forward \
+	    $(BUILD)/bench/ports
 	$(MAKE) --no-print-directory unit-tests
 	$(MAKE) --no-print-directory bad-inputs
 	$(MAKE) --no-print-directory fuzz-smoke
@@ -581,7 +582,8 @@ golden: build
 mutants: npm-fixtures llama-cpp-peer
 	/usr/bin/python3 tests/mutants.py $(MUTANTS_ARGS) $(MUTANT)
 
-bench: build $(BUILD)/bench/forward $(BUILD)/bench/bandwidth
+bench: build $(BUILD)/bench/forward $(BUILD)/bench/bandwidth $(BUILD)/bench/ports
+	$(BUILD)/bench/ports
 	/usr/bin/python3 tests/bench.py
 	/usr/bin/python3 tests/bench_1b.py
 
@@ -603,6 +605,12 @@ $(BUILD)/bench/forward: tests/bench/forward.c $(BUILD)/libstepwise.a
 $(BUILD)/bench/bandwidth: tests/bench/bandwidth.c
 	@mkdir -p $(dir $@)
 	@$(CC) $(CFLAGS) -o $@ $< -pthread
+
+# What the rule against fused multiply-adds costs on this core
+# (docs/performance.md): a benchmark, not a test.
+$(BUILD)/bench/ports: tests/bench/ports.c
+	@mkdir -p $(dir $@)
+	@$(CC) $(CFLAGS) -o $@ $<
 
 # Throughput against latency (docs/batching.md): a benchmark, not a test.
 bench-batch: build
