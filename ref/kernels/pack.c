@@ -220,9 +220,20 @@ FAST_CLONES static void widen_block_bf16(float *out, const void *block, int C) {
     widen_block(ELEM_BF16, out, block, C);
 }
 
+/* A prefetch of bytes [from, from + n) of a block of `bytes`, a line at a
+ * time, into the outer caches (a hint: never a fault, nothing computed). */
+static void prefetch_share(const char *block, size_t bytes, size_t from, size_t n) {
+    for (size_t at = from; at < from + n && at < bytes; at += 64)
+        __builtin_prefetch(block + at, 0, 1);
+}
+
 /* With more tokens than one tile, a half block is widened once into a
  * float32 scratch block that every tile then reads (the float32 kernel, on
- * the same values: the same sums), not once a tile. */
+ * the same values: the same sums), not once a tile. The widening is the
+ * first to read a block from memory: each tile of the block before asks
+ * for its share of it ahead (prefetch_share), so that the stream overlaps
+ * the arithmetic (docs/runs/2026-12-05-profile-prefill-1b.txt: widening
+ * was 14.7% of a 64-token prefill's samples). */
 void matmul_packed_blocks(float *out, const float *x, const Matrix *w, int T, int b0, int b1) {
     static const BlockToken ones[] = {
         [ELEM_F32] = block_token_f32, [ELEM_F16] = block_token_f16, [ELEM_BF16] = block_token_bf16};
@@ -253,12 +264,18 @@ void matmul_packed_blocks(float *out, const float *x, const Matrix *w, int T, in
             continue;
         }
         BlockTokens tiles = many;
-        if (wide != NULL) { /* (without it, when out of memory: tile by tile, the same bits) */
+        const char *next = NULL; /* the next block's halves, fetched while this one's tiles run */
+        if (wide != NULL) {      /* (without it, when out of memory: tile by tile, the same bits) */
             widen(wide, block, C);
             block = wide, tiles = block_tokens_f32;
+            if (b + 1 < b1) next = (const char *)w->data + (b + 1) * stride;
         }
+        int n_tiles = (T + PREFILL_TOKENS - 1) / PREFILL_TOKENS;
+        size_t share = (stride / (size_t)n_tiles + 63) / 64 * 64; /* bytes of next a tile */
         for (int t0 = 0; t0 < T; t0 += PREFILL_TOKENS) {
             int n = T - t0 < PREFILL_TOKENS ? T - t0 : PREFILL_TOKENS;
+            if (next != NULL) /* the widening then reads from cache, not memory */
+                prefetch_share(next, stride, (size_t)(t0 / PREFILL_TOKENS) * share, share);
             float *outs[PREFILL_TOKENS];
             const float *xs[PREFILL_TOKENS];
             for (int k = 0; k < PREFILL_TOKENS; k++) {

@@ -2,7 +2,7 @@
  * and `make bench-scale` (docs/performance.md). A benchmark, not a test.
  *
  *   forward MODEL [--threads N] [--int8] [--f32] [--prompt T] [--decode D] [--runs R]
- *                 [--batch B,B,...]
+ *                 [--batch B,B,...] [--no-kernel-rate]
  *
  * Loads MODEL (a llama2.c checkpoint, a Hugging Face folder or a GGUF file) in the fast
  * layout (--int8: int8 weights and activations, as llama.cpp's Q8_0), then,
@@ -12,8 +12,9 @@
  * medians (and best) in tokens/s, the bytes one decode step reads (weights
  * and KV rows, from the work counters), and the in-cache rate of the
  * prefill kernel (a 256 x C matrix against 96 tokens, again and again) as
- * the prefill's ceiling. It also runs the prompt on one thread and checks
- * that the logits are the same bits ("bitwise": true).
+ * the prefill's ceiling (--no-kernel-rate: not timed, 0; a profile of the
+ * forward pass, docs/runs/profile_prefill_1b.py, leaves it out). It also runs the prompt on one
+ * thread and checks that the logits are the same bits ("bitwise": true).
  *
  * The decode's ceiling is measured the way a decode step reads: the
  * model's own packed matrices and the cache rows of an average step, warm,
@@ -229,11 +230,13 @@ int main(int argc, char **argv) {
     const char *path = argc > 1 ? argv[1] : NULL;
     int threads = 1, T = 100, D = 256, runs = 5;
     const char *batches = NULL; /* --batch 4,16,64: decode steps of that many sequences at once */
-    bool int8 = false;
+    bool int8 = false, kernel_rate = true;
     WeightsMode mode = WEIGHTS_STORED;
     for (int i = 2; i < argc; i++) {
         if (strcmp(argv[i], "--int8") == 0)
             int8 = true;
+        else if (strcmp(argv[i], "--no-kernel-rate") == 0)
+            kernel_rate = false;
         else if (strcmp(argv[i], "--f32") == 0) /* a folder's weights widened at load */
             mode = WEIGHTS_F32;
         else if (i + 1 < argc && strcmp(argv[i], "--threads") == 0)
@@ -329,8 +332,9 @@ int main(int argc, char **argv) {
                path, threads, int8 ? "true" : "false", load, ru.ru_maxrss * 1024L, T,
                median(prefill, runs), best_prefill, D, median(decode, runs), best_decode,
                (unsigned long long)mean_step_bytes, (unsigned long long)step_bytes,
-               (unsigned long long)prefill_macs, int8 ? 0.0 : kernel_macs_per_second(m.config.dim),
-               ceiling_seconds, read_seconds, (unsigned long long)read_bytes_total,
+               (unsigned long long)prefill_macs,
+               int8 || !kernel_rate ? 0.0 : kernel_macs_per_second(m.config.dim), ceiling_seconds,
+               read_seconds, (unsigned long long)read_bytes_total,
                decode_faster ? "decode" : "read", bitwise ? "true" : "false", batched);
     free(tokens), free(one_thread);
     run_state_free(&s);
