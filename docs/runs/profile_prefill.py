@@ -27,14 +27,20 @@ def profile(int8):
     args = ["perf", "record", "-q", "-D", "300", "-F", "5000", "-o", "/tmp/profile_prefill.data", "build/bench/forward",
             "build/m15.bin", "--threads", "1", "--prompt", "100", "--decode", "1", "--runs", "60"]
     subprocess.run(args + (["--int8"] if int8 else []), check=True, capture_output=True)
-    out = subprocess.run(["perf", "report", "-i", "/tmp/profile_prefill.data", "--stdio", "--no-children",
-                          "--sort", "sym"], capture_output=True, text=True, check=True).stdout
+    return group_shares("/tmp/profile_prefill.data", GROUPS)
+
+
+def group_shares(data, groups):
+    """perf's samples in data, by group (pattern on the function's name), in
+    percent of those not LEFT_OUT."""
+    out = subprocess.run(["perf", "report", "-i", data, "--stdio", "--no-children", "--sort", "sym"],
+                         capture_output=True, text=True, check=True).stdout
     shares = collections.Counter()
     for line in out.splitlines():
         m = re.match(r"\s*([\d.]+)%\s+\[[.k]\]\s+(\S+)", line)
         if not m or re.search(LEFT_OUT, m.group(2)):
             continue
-        group = next((g for g, pattern in GROUPS if re.search(pattern, m.group(2))), "other")
+        group = next((g for g, pattern in groups if re.search(pattern, m.group(2))), "other")
         shares[group] += float(m.group(1))
     total = sum(shares.values())
     return {g: 100 * v / total for g, v in shares.items()}

@@ -12,12 +12,10 @@ of its own. The decode's re-read of the weights (read_bytes) is left out.
 
     /usr/bin/python3 docs/runs/profile_prefill_1b.py   (needs perf, make bench-1b's files)
 """
-import collections
 import json
-import re
 import subprocess
 
-from profile_prefill import GROUPS, LEFT_OUT
+from profile_prefill import GROUPS, group_shares
 
 MODEL = "build/bench/llama-3.2-1b-bf16-1k-f16.gguf"
 DELAY = 9.0
@@ -31,17 +29,7 @@ def profile(prompt, runs):
             "--runs", str(runs), "--no-kernel-rate"]
     run = json.loads(subprocess.run(args, check=True, capture_output=True, text=True).stdout.splitlines()[-1])
     assert run["load_seconds"] < DELAY - 1, "the load ran into the profile: raise DELAY"
-    out = subprocess.run(["perf", "report", "-i", "/tmp/profile_1b.data", "--stdio", "--no-children",
-                          "--sort", "sym"], capture_output=True, text=True, check=True).stdout
-    shares = collections.Counter()
-    for line in out.splitlines():
-        m = re.match(r"\s*([\d.]+)%\s+\[[.k]\]\s+(\S+)", line)
-        if not m or re.search(LEFT_OUT, m.group(2)):
-            continue
-        group = next((g for g, pattern in GROUPS_1B if re.search(pattern, m.group(2))), "other")
-        shares[group] += float(m.group(1))
-    total = sum(shares.values())
-    return {g: 100 * v / total for g, v in shares.items()}, run["prefill_tok_s"]
+    return group_shares("/tmp/profile_1b.data", GROUPS_1B), run["prefill_tok_s"]
 
 
 def main():
