@@ -24,7 +24,9 @@ const char *element_name(ElementType e) {
 void *matrix_alloc_data(size_t bytes) {
     bytes = (bytes + 63) / 64 * 64;
     if (bytes < HUGE_PAGE) return aligned_alloc(64, bytes);
-    void *data = aligned_alloc(HUGE_PAGE, bytes);
+    /* C11's aligned_alloc takes a multiple of the alignment; the pages past
+     * `bytes` are never touched, so never resident. */
+    void *data = aligned_alloc(HUGE_PAGE, (bytes + HUGE_PAGE - 1) / HUGE_PAGE * HUGE_PAGE);
 #ifdef MADV_HUGEPAGE
     /* Advice only, and over the whole huge pages: the tail stays in small
      * pages, so that no matrix holds up to 2 MiB it never uses. */
