@@ -16,8 +16,8 @@ int packed_blocks(const Matrix *w) {
 
 /* Row src [cols] into its place in a packed block: element i at dst +
  * i * PACK_ROWS, in the element's own type so that each move is one load
- * and one store (a memcpy of a size known only at run time is a call per
- * element: most of the load time at 8B). */
+ * and one store (a memcpy of a size known only at run time is a library
+ * call per element: docs/runs/2026-12-05-load-time.txt). */
 static void pack_row(void *dst, const void *src, int cols, size_t size) {
     if (size == sizeof(uint16_t)) {
         uint16_t *d = dst;
@@ -229,11 +229,12 @@ static void prefetch_share(const char *block, size_t bytes, size_t from, size_t 
 
 /* With more tokens than one tile, a half block is widened once into a
  * float32 scratch block that every tile then reads (the float32 kernel, on
- * the same values: the same sums), not once a tile. The widening is the
- * first to read a block from memory: each tile of the block before asks
- * for its share of it ahead (prefetch_share), so that the stream overlaps
- * the arithmetic (docs/runs/2026-12-05-profile-prefill-1b.txt: widening
- * was 14.7% of a 64-token prefill's samples). */
+ * the same values: the same sums), not once a tile. Whatever reads a
+ * block first (the widening, or a float32 block's first tile) waits on
+ * memory: each tile of the block before asks for its share of it ahead
+ * (prefetch_share), so that the stream overlaps the arithmetic
+ * (docs/runs/2026-12-05-profile-prefill-1b.txt: the widening was 14.7% of
+ * a 64-token prefill's samples). */
 void matmul_packed_blocks(float *out, const float *x, const Matrix *w, int T, int b0, int b1) {
     static const BlockToken ones[] = {
         [ELEM_F32] = block_token_f32, [ELEM_F16] = block_token_f16, [ELEM_BF16] = block_token_bf16};
@@ -250,7 +251,9 @@ void matmul_packed_blocks(float *out, const float *x, const Matrix *w, int T, in
     int C = w->cols, OC = w->rows;
     size_t stride = (size_t)C * PACK_ROWS * element_bytes(w->elem); /* bytes per block */
     size_t wide_bytes = ((size_t)C * PACK_ROWS * sizeof(float) + 63) / 64 * 64;
-    float *wide = w->elem != ELEM_F32 && T > PREFILL_TOKENS ? aligned_alloc(64, wide_bytes) : NULL;
+    int n_tiles = (T + PREFILL_TOKENS - 1) / PREFILL_TOKENS;
+    size_t share = (stride / (size_t)n_tiles + 63) / 64 * 64; /* bytes of the next block a tile */
+    float *wide = w->elem != ELEM_F32 && n_tiles > 1 ? aligned_alloc(64, wide_bytes) : NULL;
     for (int b = b0; b < b1; b++) {
         const void *block = (const char *)w->data + b * stride;
         int row0 = b * PACK_ROWS, rows = OC - row0 < PACK_ROWS ? OC - row0 : PACK_ROWS;
@@ -264,17 +267,18 @@ void matmul_packed_blocks(float *out, const float *x, const Matrix *w, int T, in
             continue;
         }
         BlockTokens tiles = many;
-        const char *next = NULL; /* the next block's halves, fetched while this one's tiles run */
-        if (wide != NULL) {      /* (without it, when out of memory: tile by tile, the same bits) */
+        /* the next block, fetched a share a tile while this one's tiles run
+         * (one tile asking for a whole block at once made a batch of 4 slower:
+         * docs/runs/2026-12-05-prefetch-ab.txt) */
+        const char *next =
+            n_tiles > 1 && b + 1 < b1 ? (const char *)w->data + (b + 1) * stride : NULL;
+        if (wide != NULL) { /* (without it, when out of memory: tile by tile, the same bits) */
             widen(wide, block, C);
             block = wide, tiles = block_tokens_f32;
-            if (b + 1 < b1) next = (const char *)w->data + (b + 1) * stride;
         }
-        int n_tiles = (T + PREFILL_TOKENS - 1) / PREFILL_TOKENS;
-        size_t share = (stride / (size_t)n_tiles + 63) / 64 * 64; /* bytes of next a tile */
         for (int t0 = 0; t0 < T; t0 += PREFILL_TOKENS) {
             int n = T - t0 < PREFILL_TOKENS ? T - t0 : PREFILL_TOKENS;
-            if (next != NULL) /* the widening then reads from cache, not memory */
+            if (next != NULL) /* the next block's first reader then finds it in cache */
                 prefetch_share(next, stride, (size_t)(t0 / PREFILL_TOKENS) * share, share);
             float *outs[PREFILL_TOKENS];
             const float *xs[PREFILL_TOKENS];

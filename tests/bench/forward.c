@@ -12,9 +12,10 @@
  * medians (and best) in tokens/s, the bytes one decode step reads (weights
  * and KV rows, from the work counters), and the in-cache rate of the
  * prefill kernel (a 256 x C matrix against 96 tokens, again and again) as
- * the prefill's ceiling (--no-kernel-rate: not timed, 0; a profile of the
- * forward pass, docs/runs/profile_prefill_1b.py, leaves it out). It also runs the prompt on one
- * thread and checks that the logits are the same bits ("bitwise": true).
+ * the prefill's ceiling (--no-kernel-rate: not timed, 0, for a profile of
+ * the forward pass alone: docs/runs/profile_prefill_1b.py). It also runs
+ * the prompt on one thread and checks that the logits are the same bits
+ * ("bitwise": true).
  *
  * The decode's ceiling is measured the way a decode step reads: the
  * model's own packed matrices and the cache rows of an average step, warm,
