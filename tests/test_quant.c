@@ -443,11 +443,19 @@ static void kernel_case_free(KernelCase *k) {
     free(k->x), free(k->qx), free(k->sx), free(k->xsum);
 }
 
+/* A float still holding the 0xff bytes it was filled with. */
+static bool untouched(float f) {
+    uint32_t bits;
+    memcpy(&bits, &f, sizeof bits);
+    return bits == 0xffffffffu;
+}
+
 /* The packed int8 kernels, plainly and in quads (VNNI, where the processor
  * has it), give the rows kernel's bits, float and int8 activations alike:
  * on rows that are not whole blocks of 64, rows that end on a short group,
- * every token count up to 9 (four at a time and the rest), and the codes'
- * extremes. */
+ * every token count up to 9 (four at a time and the rest; one token two
+ * blocks at a time), the blocks split as threads share them, and the
+ * codes' extremes. */
 Test(quant, packed_int8_kernels_are_the_rows_kernel_bit_for_bit) {
     static const int shapes[][3] = {{64, 32, 32}, {70, 48, 32},  {130, 72, 32}, {5, 8, 4},
                                     {65, 36, 8},  {128, 20, 12}, {3, 40, 40}};
@@ -467,12 +475,25 @@ Test(quant, packed_int8_kernels_are_the_rows_kernel_bit_for_bit) {
                     Matrix p;
                     cr_assert(matrix_pack_q8(&p, &k.rows, quads));
                     cr_expect_eq(p.q8_quads, quads && vnni && C % 4 == 0 && group % 4 == 0);
-                    memset(got, 0xff, (size_t)T * OC * sizeof(float));
-                    matmul_q8_packed_blocks(got, k.x, qx, k.sx, k.xsum, &p, T, 0, q8_blocks(&p));
-                    cr_expect(memcmp(got, want, (size_t)T * OC * sizeof(float)) == 0,
-                              "[%d, %d] group %d, %d tokens, %s activations, %s: not the rows "
-                              "kernel's bits",
-                              OC, C, group, T, int8 ? "int8" : "float", quads ? "quads" : "plain");
+                    /* whole, and split after the first block (as a thread's share may
+                     * start): a decode's blocks taken two at a time, never across a split */
+                    for (int split = 0; split < 2; split++) {
+                        memset(got, 0xff, (size_t)T * OC * sizeof(float));
+                        int mid = split ? 1 : q8_blocks(&p);
+                        matmul_q8_packed_blocks(got, k.x, qx, k.sx, k.xsum, &p, T, 0, mid);
+                        for (int t = 0; t < T; t++) /* rows past the share untouched */
+                            for (int r = mid * Q8_ROWS; r < OC; r++)
+                                cr_expect(untouched(got[(size_t)t * OC + r]),
+                                          "[%d, %d] T %d: row %d written by blocks 0..%d", OC, C, T,
+                                          r, mid - 1);
+                        matmul_q8_packed_blocks(got, k.x, qx, k.sx, k.xsum, &p, T, mid,
+                                                q8_blocks(&p));
+                        cr_expect(memcmp(got, want, (size_t)T * OC * sizeof(float)) == 0,
+                                  "[%d, %d] group %d, %d tokens, %s activations, %s, split %d: not "
+                                  "the rows kernel's bits",
+                                  OC, C, group, T, int8 ? "int8" : "float",
+                                  quads ? "quads" : "plain", mid);
+                    }
                     matrix_free(&p);
                 }
             }

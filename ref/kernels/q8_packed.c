@@ -244,64 +244,100 @@ q8_quads_dot1(__m512i *acc, const uint8_t *q, const int8_t *qx, int start, int e
     acc[0] = a0, acc[1] = a1, acc[2] = a2, acc[3] = a3;
 }
 
-/* nt (VNNI_TOKENS or 1) tokens against one block in quads, group by
- * group. Summed over a group, the products are Σ (q + 128)·a = Σ q·a +
- * 128 · Σ a, so each sum starts from -128 · xsum: Σ q·a exactly (every
- * partial sum within 255 · 128 · group of 0). Then, per row, as
- * q8_add_group: sum += (float)Σ · (sx · sc), in group order. */
+/* One token's integer sums against two blocks side by side (q0, and q1 =
+ * the next block), added into acc [2, VNNI_VECTORS], as q8_quads_dot1. */
+__attribute__((noinline)) VNNI_TARGET static void
+q8_quads_dot1_pair(__m512i *acc, const uint8_t *q0, const uint8_t *q1, const int8_t *qx, int start,
+                   int end) {
+    __m512i a0 = acc[0], a1 = acc[1], a2 = acc[2], a3 = acc[3];
+    __m512i b0 = acc[4], b1 = acc[5], b2 = acc[6], b3 = acc[7];
+    for (int i = start; i < end; i += 4) {
+        {
+            VNNI_WEIGHTS(q0, i);
+            VNNI_TOKEN(x, a0, a1, a2, a3, qx + i);
+        }
+        {
+            VNNI_WEIGHTS(q1, i);
+            VNNI_TOKEN(x, b0, b1, b2, b3, qx + i);
+        }
+    }
+    acc[0] = a0, acc[1] = a1, acc[2] = a2, acc[3] = a3;
+    acc[4] = b0, acc[5] = b1, acc[6] = b2, acc[7] = b3;
+}
+
+/* nt tokens against nb blocks in quads (4 x 1, 1 x 1, or 1 x 2: a
+ * decode's token against two blocks side by side, eight chains of sums in
+ * flight where one block has four, which reads the weights nearer the
+ * memory's pace: docs/runs/2026-12-05-q8-decode-ab.txt), group by group.
+ * Summed over a group, the products are Σ (q + 128)·a = Σ q·a + 128 · Σ a,
+ * so each sum starts from -128 · xsum: Σ q·a exactly (every partial sum
+ * within 255 · 128 · group of 0). Then, per row, as q8_add_group: sum +=
+ * (float)Σ · (sx · sc), in group order. The blocks follow one another (q,
+ * sc and out one block further on); the last has `rows` rows. */
 static inline __attribute__((always_inline)) VNNI_TARGET void
 q8_quads_tokens(float *out, int OC, const int8_t *qx, const float *sx, const int32_t *xsum, int nt,
-                const uint8_t *q, const float *sc, int C, int group, int rows) {
+                int nb, const uint8_t *q, const float *sc, int C, int group, int rows) {
     int gpr = quant_groups(C, group);
-    __m512 sum[VNNI_TOKENS][VNNI_VECTORS];
+    __m512 sum[VNNI_TOKENS][VNNI_VECTORS]; /* [lane: token t, block k at t · nb + k] */
     __m512i acc[VNNI_TOKENS * VNNI_VECTORS];
     UNROLL
-    for (int t = 0; t < nt; t++) UNROLL
-    for (int v = 0; v < VNNI_VECTORS; v++) sum[t][v] = _mm512_setzero_ps();
+    for (int lane = 0; lane < nt * nb; lane++) UNROLL
+    for (int v = 0; v < VNNI_VECTORS; v++) sum[lane][v] = _mm512_setzero_ps();
     for (int g = 0, start = 0; start < C; g++, start += group) {
         int end = start + group < C ? start + group : C;
         UNROLL
-        for (int t = 0; t < nt; t++) {
-            __m512i bias = _mm512_set1_epi32(-128 * xsum[(size_t)t * gpr + g]);
+        for (int lane = 0; lane < nt * nb; lane++) {
+            __m512i bias = _mm512_set1_epi32(-128 * xsum[(size_t)(lane / nb) * gpr + g]);
             UNROLL
-            for (int v = 0; v < VNNI_VECTORS; v++) acc[t * VNNI_VECTORS + v] = bias;
+            for (int v = 0; v < VNNI_VECTORS; v++) acc[lane * VNNI_VECTORS + v] = bias;
         }
         if (nt == VNNI_TOKENS)
             q8_quads_dot4(acc, q, qx, (size_t)C, start, end);
+        else if (nb == 2)
+            q8_quads_dot1_pair(acc, q, q + (size_t)C * Q8_ROWS, qx, start, end);
         else
             q8_quads_dot1(acc, q, qx, start, end);
         UNROLL
-        for (int t = 0; t < nt; t++) {
-            __m512 s = _mm512_set1_ps(sx[(size_t)t * gpr + g]);
+        for (int lane = 0; lane < nt * nb; lane++) {
+            __m512 s = _mm512_set1_ps(sx[(size_t)(lane / nb) * gpr + g]);
+            const float *scales = sc + ((size_t)(lane % nb) * gpr + g) * Q8_ROWS;
             UNROLL
             for (int v = 0; v < VNNI_VECTORS; v++) {
-                __m512 scale = _mm512_mul_ps(s, _mm512_loadu_ps(sc + (size_t)g * Q8_ROWS + 16 * v));
-                __m512 dot = _mm512_cvtepi32_ps(acc[t * VNNI_VECTORS + v]);
-                sum[t][v] = _mm512_add_ps(sum[t][v], _mm512_mul_ps(dot, scale));
+                __m512 scale = _mm512_mul_ps(s, _mm512_loadu_ps(scales + 16 * v));
+                __m512 dot = _mm512_cvtepi32_ps(acc[lane * VNNI_VECTORS + v]);
+                sum[lane][v] = _mm512_add_ps(sum[lane][v], _mm512_mul_ps(dot, scale));
             }
         }
     }
     UNROLL
-    for (int t = 0; t < nt; t++) {
+    for (int lane = 0; lane < nt * nb; lane++) {
         float row[Q8_ROWS];
+        int t = lane / nb, k = lane % nb;
         UNROLL
-        for (int v = 0; v < VNNI_VECTORS; v++) _mm512_storeu_ps(row + 16 * v, sum[t][v]);
-        memcpy(out + (size_t)t * OC, row, (size_t)rows * sizeof(float));
+        for (int v = 0; v < VNNI_VECTORS; v++) _mm512_storeu_ps(row + 16 * v, sum[lane][v]);
+        memcpy(out + (size_t)t * OC + (size_t)k * Q8_ROWS, row,
+               (size_t)(k == nb - 1 ? rows : Q8_ROWS) * sizeof(float));
     }
 }
 
-/* One block against T tokens: VNNI_TOKENS at a time, then one at a time. */
+/* One block against T tokens: VNNI_TOKENS at a time, then one at a time;
+ * or (nb = 2, T = 1) one token against this block and the next, the last
+ * of them `rows` rows. */
 VNNI_TARGET static void q8_quads_block(float *out, int OC, const int8_t *qx, const float *sx,
-                                       const int32_t *xsum, int T, const uint8_t *q,
+                                       const int32_t *xsum, int T, int nb, const uint8_t *q,
                                        const float *sc, int C, int group, int rows) {
     size_t gpr = (size_t)quant_groups(C, group);
-    int t = 0; /* each call with a constant count: its loops unrolled */
+    int t = 0; /* each call with constant counts: its loops unrolled */
+    if (nb == 2) {
+        q8_quads_tokens(out, OC, qx, sx, xsum, 1, 2, q, sc, C, group, rows);
+        return;
+    }
     for (; t + VNNI_TOKENS <= T; t += VNNI_TOKENS)
         q8_quads_tokens(out + (size_t)t * OC, OC, qx + (size_t)t * C, sx + t * gpr, xsum + t * gpr,
-                        VNNI_TOKENS, q, sc, C, group, rows);
+                        VNNI_TOKENS, 1, q, sc, C, group, rows);
     for (; t < T; t++)
         q8_quads_tokens(out + (size_t)t * OC, OC, qx + (size_t)t * C, sx + t * gpr, xsum + t * gpr,
-                        1, q, sc, C, group, rows);
+                        1, 1, q, sc, C, group, rows);
 }
 #endif
 
@@ -315,8 +351,11 @@ void matmul_q8_packed_blocks(float *out, const float *x, const int8_t *qx, const
         if (w->q8_quads) {
 #ifdef Q8_VNNI
             if (qx != NULL) {
-                q8_quads_block(out + row0, OC, qx, sx, xsum, T, (const uint8_t *)q, sc, C, w->group,
-                               rows);
+                int nb = T == 1 && b + 1 < b1 ? 2 : 1; /* a decode: two blocks at a time */
+                int last = b + nb - 1, rows_last = OC - last * Q8_ROWS;
+                q8_quads_block(out + row0, OC, qx, sx, xsum, T, nb, (const uint8_t *)q, sc, C,
+                               w->group, rows_last < Q8_ROWS ? rows_last : Q8_ROWS);
+                b = last;
                 continue;
             }
 #endif

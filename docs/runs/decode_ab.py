@@ -1,0 +1,41 @@
+#!/usr/bin/python3
+"""A decode's A/B: two builds of tests/bench/forward.c (A before a change,
+B after) on one model, in interleaved rounds, on 1 and 2 threads. Each run
+prints its decode in tokens a second and the fastest the same bytes were
+read in the same process (read_seconds); the ratio of the two is the
+decode's share of its own read ceiling, which the machine's drift moves
+less than the rate. Prints a row a round and the medians.
+
+    /usr/bin/python3 docs/runs/decode_ab.py A B MODEL ROUNDS [forward's flags...]
+"""
+import json
+import statistics
+import subprocess
+import sys
+
+
+def run(binary, model, threads, flags):
+    args = [binary, model, "--threads", str(threads), "--no-kernel-rate"] + flags
+    out = json.loads(subprocess.run(args, check=True, capture_output=True, text=True).stdout)
+    assert out["bitwise"], "the logits moved with the thread count"
+    return out["decode_tok_s"], out["decode_tok_s"] * out["read_seconds"]
+
+
+def main():
+    a, b, model, rounds, flags = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4]), sys.argv[5:]
+    print("| threads | round | A decode tok/s | B decode tok/s | A / read ceiling | B / read ceiling |")
+    print("|---|---|---|---|---|---|")
+    for threads in (1, 2):
+        runs = {"A": [], "B": []}
+        for r in range(rounds):  # interleaved: the machine's drift falls on both alike
+            runs["A"].append(run(a, model, threads, flags))
+            runs["B"].append(run(b, model, threads, flags))
+            (ra, ca), (rb, cb) = runs["A"][-1], runs["B"][-1]
+            print(f"| {threads} | {r + 1} | {ra:.1f} | {rb:.1f} | {ca:.2f} | {cb:.2f} |")
+        med = {k: [statistics.median(x[i] for x in v) for i in (0, 1)] for k, v in runs.items()}
+        print(f"| {threads} | median | {med['A'][0]:.1f} | {med['B'][0]:.1f} | {med['A'][1]:.2f} | "
+              f"{med['B'][1]:.2f} |")
+
+
+if __name__ == "__main__":
+    main()
