@@ -203,3 +203,49 @@ Test(matrix, each_instruction_sets_half_kernels_are_the_textbook_sums) {
         expect_isa_kernels(isa, ELEM_BF16);
     }
 }
+
+/* matmul_packed_blocks over every share a thread could be given: on 83
+ * rows (five whole blocks and one of 3 rows) of each element type, for
+ * 1 to 13 tokens (one, a tile, tiles and a short one), split after each
+ * block: each half's rows are the textbook sums of the widened matrix,
+ * bit for bit, and the rows outside a share are not written (two blocks
+ * are taken a step only inside a share). */
+static void expect_shares_are_textbook(ElementType e) {
+    enum { OC = 83, C = 40, T = 13 };
+    uint16_t half[OC * C];
+    float wide[OC * C], x[T * C], want[T * OC], got[T * OC];
+    uint32_t r = 12345;
+    for (int i = 0; i < OC * C; i++) {
+        r = r * 1664525u + 1013904223u;
+        half[i] = (uint16_t)((r >> 16) & 0xbbffu); /* finite, |v| < 2, both signs */
+        wide[i] = e == ELEM_BF16 ? bf16_widen(half[i]) : half_to_float(half[i]);
+    }
+    for (int i = 0; i < T * C; i++) x[i] = (float)((i * 2654435761u) % 2001) / 1000.0f - 1.0f;
+    Matrix m = e == ELEM_F32 ? matrix_view(e, wide, OC, C) : matrix_view(e, half, OC, C), p;
+    cr_assert(matrix_pack(&p, &m));
+    int blocks = packed_blocks(&p);
+    cr_assert_eq(blocks, 6);
+    for (int t = 1; t <= T; t++) {
+        matmul_forward(want, x, wide, t, C, OC);
+        for (int mid = 0; mid <= blocks; mid++) {
+            memset(got, 0xff, sizeof got);
+            matmul_packed_blocks(got, x, &p, t, 0, mid);
+            for (int k = 0; k < t; k++)
+                for (int o = mid * PACK_ROWS; o < OC; o++)
+                    cr_expect_eq(bits_of(got[k * OC + o]), 0xffffffffu,
+                                 "%s, %d tokens: row %d written by blocks 0..%d", element_name(e),
+                                 t, o, mid - 1);
+            matmul_packed_blocks(got, x, &p, t, mid, blocks);
+            cr_expect(memcmp(got, want, (size_t)t * OC * sizeof(float)) == 0,
+                      "%s, %d tokens, split after block %d: not the textbook sums", element_name(e),
+                      t, mid);
+        }
+    }
+    matrix_free(&p);
+}
+
+Test(matrix, packed_matmul_on_any_share_is_the_textbook_sums) {
+    expect_shares_are_textbook(ELEM_F32);
+    expect_shares_are_textbook(ELEM_F16);
+    expect_shares_are_textbook(ELEM_BF16);
+}

@@ -127,6 +127,50 @@ typedef uint32_t Words16 __attribute__((vector_size(64)));
 typedef int32_t Ints16 __attribute__((vector_size(64)));
 typedef uint16_t Halves16 __attribute__((vector_size(32)));
 
+/* Prefill on two whole float32 blocks side by side (rows row0 ..
+ * row0 + 2 · PACK_ROWS - 1; b0 then b1): each input's six token values,
+ * loaded once, serve both blocks, twelve sums in flight, so that the
+ * multiplies, not the loads, set the pace (docs/performance.md). The same
+ * sums as block_tokens_f32 on each block. */
+FAST_CLONES static void block_tokens2_f32(float *const out[PREFILL_TOKENS],
+                                          const float *const xt[PREFILL_TOKENS], int n,
+                                          const float *b0, const float *b1, int C, int row0) {
+    Floats16 s0 = {0}, s1 = {0}, s2 = {0}, s3 = {0}, s4 = {0}, s5 = {0};
+    Floats16 r0 = {0}, r1 = {0}, r2 = {0}, r3 = {0}, r4 = {0}, r5 = {0};
+    const float *x0 = xt[0], *x1 = xt[1], *x2 = xt[2], *x3 = xt[3], *x4 = xt[4], *x5 = xt[5];
+    for (int i = 0; i < C; i++) {
+        Floats16 w, v;
+        memcpy(&w, b0 + (size_t)i * PACK_ROWS, sizeof w);
+        memcpy(&v, b1 + (size_t)i * PACK_ROWS, sizeof v);
+        float a0 = x0[i], a1 = x1[i], a2 = x2[i], a3 = x3[i], a4 = x4[i], a5 = x5[i];
+        s0 += w * a0, r0 += v * a0;
+        s1 += w * a1, r1 += v * a1;
+        s2 += w * a2, r2 += v * a2;
+        s3 += w * a3, r3 += v * a3;
+        s4 += w * a4, r4 += v * a4;
+        s5 += w * a5, r5 += v * a5;
+    }
+    const Floats16 sums[PREFILL_TOKENS][2] = {{s0, r0}, {s1, r1}, {s2, r2},
+                                              {s3, r3}, {s4, r4}, {s5, r5}};
+    for (int t = 0; t < n; t++) {
+        memcpy(out[t] + row0, &sums[t][0], sizeof sums[t][0]);
+        memcpy(out[t] + row0 + PACK_ROWS, &sums[t][1], sizeof sums[t][1]);
+    }
+}
+
+/* Whether the pair tile's twelve sums, two weight vectors and a token's
+ * value stay in registers: in the x86-64-v4 clone (32 vectors of 16
+ * floats). Elsewhere a vector of 16 floats takes two or four registers,
+ * and the sums would spill. */
+static bool tile_pairs_fit(void) {
+#if defined(__GNUC__) && defined(__x86_64__) && !defined(__clang__)
+    __builtin_cpu_init();
+    return __builtin_cpu_supports("x86-64-v4");
+#else
+    return false;
+#endif
+}
+
 /* (Vectors pass by pointer: by value they would change the calling
  * convention between the clones.) */
 static ALWAYS_INLINE void widen16(ElementType e, const uint16_t *at, Floats16 *f) {
@@ -253,7 +297,8 @@ void matmul_packed_blocks(float *out, const float *x, const Matrix *w, int T, in
     size_t wide_bytes = ((size_t)C * PACK_ROWS * sizeof(float) + 63) / 64 * 64;
     int n_tiles = (T + PREFILL_TOKENS - 1) / PREFILL_TOKENS;
     size_t share = (stride / (size_t)n_tiles + 63) / 64 * 64; /* bytes of the next block a tile */
-    float *wide = w->elem != ELEM_F32 && n_tiles > 1 ? aligned_alloc(64, wide_bytes) : NULL;
+    bool pairs = n_tiles > 1 && tile_pairs_fit();
+    float *wide = w->elem != ELEM_F32 && n_tiles > 1 ? aligned_alloc(64, 2 * wide_bytes) : NULL;
     for (int b = b0; b < b1; b++) {
         const void *block = (const char *)w->data + b * stride;
         int row0 = b * PACK_ROWS, rows = OC - row0 < PACK_ROWS ? OC - row0 : PACK_ROWS;
@@ -266,28 +311,41 @@ void matmul_packed_blocks(float *out, const float *x, const Matrix *w, int T, in
             }
             continue;
         }
-        BlockTokens tiles = many;
-        /* the next block, fetched a share a tile while this one's tiles run
-         * (one tile asking for a whole block at once made a batch of 4 slower:
-         * docs/runs/2026-12-05-prefetch-ab.txt) */
+        /* two whole blocks a step where the float32 values are at hand (a
+         * float32 matrix, or both widened into the scratch) */
+        bool two = pairs && b + 1 < b1 && OC - row0 >= 2 * PACK_ROWS &&
+                   (w->elem == ELEM_F32 || wide != NULL);
+        int nb = two ? 2 : 1;
+        /* the next step's blocks, fetched a share a tile while this one's
+         * tiles run (one tile asking for a whole block at once made a batch
+         * of 4 slower: docs/runs/2026-12-05-prefetch-ab.txt) */
         const char *next =
-            n_tiles > 1 && b + 1 < b1 ? (const char *)w->data + (b + 1) * stride : NULL;
+            n_tiles > 1 && b + nb < b1 ? (const char *)w->data + (b + nb) * stride : NULL;
+        size_t next_bytes = (size_t)(b1 - b - nb < nb ? b1 - b - nb : nb) * stride;
+        BlockTokens tiles = many;
+        const float *second = (const float *)((const char *)block + stride);
         if (wide != NULL) { /* (without it, when out of memory: tile by tile, the same bits) */
             widen(wide, block, C);
-            block = wide, tiles = block_tokens_f32;
+            if (nb == 2) widen(wide + (size_t)C * PACK_ROWS, second, C);
+            block = wide, second = wide + (size_t)C * PACK_ROWS, tiles = block_tokens_f32;
         }
         for (int t0 = 0; t0 < T; t0 += PREFILL_TOKENS) {
             int n = T - t0 < PREFILL_TOKENS ? T - t0 : PREFILL_TOKENS;
             if (next != NULL) /* the next block's first reader then finds it in cache */
-                prefetch_share(next, stride, (size_t)(t0 / PREFILL_TOKENS) * share, share);
+                prefetch_share(next, next_bytes, (size_t)(t0 / PREFILL_TOKENS) * share * nb,
+                               share * nb);
             float *outs[PREFILL_TOKENS];
             const float *xs[PREFILL_TOKENS];
             for (int k = 0; k < PREFILL_TOKENS; k++) {
                 int t = t0 + (k < n ? k : n - 1);
                 outs[k] = out + (size_t)t * OC, xs[k] = x + (size_t)t * C;
             }
-            tiles(outs, xs, n, block, C, row0, rows);
+            if (nb == 2)
+                block_tokens2_f32(outs, xs, n, block, second, C, row0);
+            else
+                tiles(outs, xs, n, block, C, row0, rows);
         }
+        b += nb - 1;
     }
     free(wide);
 }
