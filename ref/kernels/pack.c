@@ -298,7 +298,8 @@ void matmul_packed_blocks(float *out, const float *x, const Matrix *w, int T, in
     int n_tiles = (T + PREFILL_TOKENS - 1) / PREFILL_TOKENS;
     size_t share = (stride / (size_t)n_tiles + 63) / 64 * 64; /* bytes of the next block a tile */
     bool pairs = n_tiles > 1 && tile_pairs_fit();
-    float *wide = w->elem != ELEM_F32 && n_tiles > 1 ? aligned_alloc(64, 2 * wide_bytes) : NULL;
+    float *wide =
+        w->elem != ELEM_F32 && n_tiles > 1 ? aligned_alloc(64, (pairs ? 2 : 1) * wide_bytes) : NULL;
     for (int b = b0; b < b1; b++) {
         const void *block = (const char *)w->data + b * stride;
         int row0 = b * PACK_ROWS, rows = OC - row0 < PACK_ROWS ? OC - row0 : PACK_ROWS;
