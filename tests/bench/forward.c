@@ -255,8 +255,8 @@ int main(int argc, char **argv) {
     }
     if (path == NULL || threads < 1 || T < 2 || D < 1 || runs < 1 || runs > 100) {
         fprintf(stderr,
-                "usage: forward MODEL [--threads N] [--int8] [--f32] [--prompt T] [--decode D] "
-                "[--runs R] [--batch B,B,...]\n");
+                "usage: forward MODEL [--threads N] [--int8] [--f32] [--prompt T>=2] [--decode D] "
+                "[--runs R] [--batch B,B,...] [--no-kernel-rate]\n");
         return 2;
     }
     StepError err;
