@@ -62,19 +62,26 @@ AVX512 void token2_avx512(ElementType e, float *out, const float *x, const uint1
     _mm512_storeu_ps(out + row0 + PACK_ROWS, s1);
 }
 
+/* Up to six tokens against one block: each sum a named variable, so that
+ * all six stay in registers (as an array indexed in a loop, gcc kept them
+ * in memory, a store and a load every add: a batch of 4 then decoded no
+ * faster than one token). */
+#define AVX512_TOKEN_STEP(s, xk) s = _mm512_add_ps(s, _mm512_mul_ps(w, _mm512_set1_ps((xk)[i])))
 AVX512 void tokens_avx512(ElementType e, float *const out[PREFILL_TOKENS],
                           const float *const xt[PREFILL_TOKENS], int n, const uint16_t *block,
                           int C, int row0, int rows) {
-    __m512 s[PREFILL_TOKENS];
-    for (int k = 0; k < PREFILL_TOKENS; k++) s[k] = _mm512_setzero_ps();
-    for (int i = 0; i < C; i++) {
+    __m512 s0 = _mm512_setzero_ps(), s1 = s0, s2 = s0, s3 = s0, s4 = s0, s5 = s0;
+    const float *x0 = xt[0], *x1 = xt[1], *x2 = xt[2], *x3 = xt[3], *x4 = xt[4], *x5 = xt[5];
+    for (int i = 0; i < C; i++) { /* (a block read once: more tokens go widened, pack.c) */
+        if ((i & 1) == 0) prefetch_ahead(block + (size_t)i * PACK_ROWS);
         __m512 w = load16_avx512(e, block + (size_t)i * PACK_ROWS);
-        for (int k = 0; k < PREFILL_TOKENS; k++)
-            s[k] = _mm512_add_ps(s[k], _mm512_mul_ps(w, _mm512_set1_ps(xt[k][i])));
+        AVX512_TOKEN_STEP(s0, x0), AVX512_TOKEN_STEP(s1, x1), AVX512_TOKEN_STEP(s2, x2);
+        AVX512_TOKEN_STEP(s3, x3), AVX512_TOKEN_STEP(s4, x4), AVX512_TOKEN_STEP(s5, x5);
     }
+    const __m512 sums[PREFILL_TOKENS] = {s0, s1, s2, s3, s4, s5};
     for (int k = 0; k < n; k++) {
         float v[PACK_ROWS];
-        _mm512_storeu_ps(v, s[k]);
+        _mm512_storeu_ps(v, sums[k]);
         for (int l = 0; l < rows; l++) out[k][row0 + l] = v[l];
     }
 }
@@ -126,20 +133,34 @@ F16C void token2_f16c(ElementType e, float *out, const float *x, const uint16_t 
     for (int k = 0; k < 4; k++) _mm256_storeu_ps(out + row0 + 8 * k, s[k]);
 }
 
+/* As tokens_avx512: twelve named sums (six tokens' low and high eight
+ * rows), which with the two weight vectors and a token's value fill AVX2's
+ * 16 registers. */
+#define F16C_TOKEN_STEP(lo, hi, xk)                                                                \
+    do {                                                                                           \
+        __m256 xi = _mm256_set1_ps((xk)[i]);                                                       \
+        lo = _mm256_add_ps(lo, _mm256_mul_ps(w0, xi));                                             \
+        hi = _mm256_add_ps(hi, _mm256_mul_ps(w1, xi));                                             \
+    } while (0)
 F16C void tokens_f16c(ElementType e, float *const out[PREFILL_TOKENS],
                       const float *const xt[PREFILL_TOKENS], int n, const uint16_t *block, int C,
                       int row0, int rows) {
-    __m256 lo[PREFILL_TOKENS], hi[PREFILL_TOKENS];
-    for (int k = 0; k < PREFILL_TOKENS; k++) lo[k] = hi[k] = _mm256_setzero_ps();
+    __m256 l0 = _mm256_setzero_ps(), l1 = l0, l2 = l0, l3 = l0, l4 = l0, l5 = l0;
+    __m256 h0 = l0, h1 = l0, h2 = l0, h3 = l0, h4 = l0, h5 = l0;
+    const float *x0 = xt[0], *x1 = xt[1], *x2 = xt[2], *x3 = xt[3], *x4 = xt[4], *x5 = xt[5];
     for (int i = 0; i < C; i++) {
         const uint16_t *wi = block + (size_t)i * PACK_ROWS;
+        if ((i & 1) == 0) prefetch_ahead(wi);
         __m256 w0 = load8_f16c(e, wi), w1 = load8_f16c(e, wi + 8);
-        for (int k = 0; k < PREFILL_TOKENS; k++) {
-            __m256 xi = _mm256_set1_ps(xt[k][i]);
-            lo[k] = _mm256_add_ps(lo[k], _mm256_mul_ps(w0, xi));
-            hi[k] = _mm256_add_ps(hi[k], _mm256_mul_ps(w1, xi));
-        }
+        F16C_TOKEN_STEP(l0, h0, x0);
+        F16C_TOKEN_STEP(l1, h1, x1);
+        F16C_TOKEN_STEP(l2, h2, x2);
+        F16C_TOKEN_STEP(l3, h3, x3);
+        F16C_TOKEN_STEP(l4, h4, x4);
+        F16C_TOKEN_STEP(l5, h5, x5);
     }
+    const __m256 lo[PREFILL_TOKENS] = {l0, l1, l2, l3, l4, l5};
+    const __m256 hi[PREFILL_TOKENS] = {h0, h1, h2, h3, h4, h5};
     for (int k = 0; k < n; k++) {
         float v[PACK_ROWS];
         _mm256_storeu_ps(v, lo[k]);
