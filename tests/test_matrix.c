@@ -207,8 +207,9 @@ Test(matrix, each_instruction_sets_half_kernels_are_the_textbook_sums) {
 
 /* matmul_packed_blocks over every share a thread could be given: on 83
  * rows (five whole blocks and one of 3 rows) of each element type, for
- * 1 to 13 tokens (one, a tile, tiles and a short one), split after each
- * block: each half's rows are the textbook sums of the widened matrix,
+ * 1 to 13 tokens (one, a tile, tiles and a short one), with the tile on
+ * one block a step and on two (whatever this processor would pick), split
+ * after each block: each half's rows are the textbook sums of the widened matrix,
  * bit for bit, and the rows outside a share are not written (two blocks
  * are taken a step only inside a share). */
 static void expect_shares_are_textbook(ElementType e) {
@@ -226,20 +227,23 @@ static void expect_shares_are_textbook(ElementType e) {
     cr_assert(matrix_pack(&p, &m));
     int blocks = packed_blocks(&p);
     cr_assert_eq(blocks, 6);
-    for (int t = 1; t <= T; t++) {
-        matmul_forward(want, x, wide, t, C, OC);
-        for (int mid = 0; mid <= blocks; mid++) {
-            memset(got, 0xff, sizeof got);
-            matmul_packed_blocks(got, x, &p, t, 0, mid);
-            for (int k = 0; k < t; k++)
-                for (int o = mid * PACK_ROWS; o < OC; o++)
-                    cr_expect_eq(bits_of(got[k * OC + o]), 0xffffffffu,
-                                 "%s, %d tokens: row %d written by blocks 0..%d", element_name(e),
-                                 t, o, mid - 1);
-            matmul_packed_blocks(got, x, &p, t, mid, blocks);
-            cr_expect(memcmp(got, want, (size_t)t * OC * sizeof(float)) == 0,
-                      "%s, %d tokens, split after block %d: not the textbook sums", element_name(e),
-                      t, mid);
+    for (int pairs = 0; pairs <= 1; pairs++) { /* the tile on one block a step, and on two */
+        p.tile_pairs = pairs;
+        for (int t = 1; t <= T; t++) {
+            matmul_forward(want, x, wide, t, C, OC);
+            for (int mid = 0; mid <= blocks; mid++) {
+                memset(got, 0xff, sizeof got);
+                matmul_packed_blocks(got, x, &p, t, 0, mid);
+                for (int k = 0; k < t; k++)
+                    for (int o = mid * PACK_ROWS; o < OC; o++)
+                        cr_expect_eq(bits_of(got[k * OC + o]), 0xffffffffu,
+                                     "%s, pairs %d, %d tokens: row %d written by blocks 0..%d",
+                                     element_name(e), pairs, t, o, mid - 1);
+                matmul_packed_blocks(got, x, &p, t, mid, blocks);
+                cr_expect(memcmp(got, want, (size_t)t * OC * sizeof(float)) == 0,
+                          "%s, pairs %d, %d tokens, split after block %d: not the textbook sums",
+                          element_name(e), pairs, t, mid);
+            }
         }
     }
     matrix_free(&p);

@@ -54,6 +54,10 @@ typedef struct {
     /* MATRIX_PACKED of float16 or bfloat16: the instruction set its kernels
      * widen with (pack_kernels.h's HalfIsa), chosen once by matrix_pack */
     int half_isa;
+    /* MATRIX_PACKED: whether a prefill tile takes two blocks a step
+     * (pack.c's block_tokens2_f32), chosen once by matrix_pack where its
+     * sums stay in registers (pack_tile_pairs_fit) */
+    bool tile_pairs;
     uint32_t block_type; /* MATRIX_BLOCKS: ggml's type number */
     size_t row_bytes;    /* MATRIX_BLOCKS: bytes of one row */
     /* MATRIX_ROWS of a Hugging Face q or k projection read in place: output

@@ -39,6 +39,7 @@ bool matrix_pack_releasing(Matrix *p, const Matrix *w, PackReleaseRows release, 
     if (blocks && row == NULL) return false;
     *p = (Matrix){.layout = MATRIX_PACKED, .elem = elem, .rows = rows, .cols = cols};
     if (elem != ELEM_F32) p->half_isa = (int)half_isa_best(); /* once, not at every matmul */
+    p->tile_pairs = pack_tile_pairs_fit();
     size_t block_bytes = (size_t)cols * PACK_ROWS * size;
     size_t bytes = (size_t)packed_blocks(p) * block_bytes; /* a multiple of 32 */
     p->owned = matrix_alloc_data(bytes);
@@ -162,7 +163,7 @@ FAST_CLONES static void block_tokens2_f32(float *const out[PREFILL_TOKENS],
  * value stay in registers: in the x86-64-v4 clone (32 vectors of 16
  * floats). Elsewhere a vector of 16 floats takes two or four registers,
  * and the sums would spill. */
-static bool tile_pairs_fit(void) {
+bool pack_tile_pairs_fit(void) {
 #if defined(__GNUC__) && defined(__x86_64__) && !defined(__clang__)
     __builtin_cpu_init();
     return __builtin_cpu_supports("x86-64-v4");
@@ -264,11 +265,19 @@ FAST_CLONES static void widen_block_bf16(float *out, const void *block, int C) {
     widen_block(ELEM_BF16, out, block, C);
 }
 
-/* A prefetch of bytes [from, from + n) of a block of `bytes`, a line at a
- * time, into the outer caches (a hint: never a fault, nothing computed). */
-static void prefetch_share(const char *block, size_t bytes, size_t from, size_t n) {
-    for (size_t at = from; at < from + n && at < bytes; at += 64)
-        __builtin_prefetch(block + at, 0, 1);
+/* Tile `tile`'s part of the blocks the next step reads: the nb blocks
+ * after this step's b..b+nb-1 (fewer at the share's end b1), each tile
+ * asking for `part` bytes of a block, so that the tiles together bring
+ * them all into the outer caches (a hint: never a fault, nothing
+ * computed). */
+static void prefetch_next_step(const Matrix *w, size_t stride, int b, int nb, int b1, int tile,
+                               size_t part) {
+    int next = b + nb, count = b1 - next < nb ? b1 - next : nb;
+    if (count <= 0) return;
+    const char *start = (const char *)w->data + (size_t)next * stride;
+    size_t bytes = (size_t)count * stride, from = (size_t)tile * part * nb;
+    for (size_t at = from; at < from + part * nb && at < bytes; at += 64)
+        __builtin_prefetch(start + at, 0, 1);
 }
 
 /* With more tokens than one tile, a half block is widened once into a
@@ -276,7 +285,7 @@ static void prefetch_share(const char *block, size_t bytes, size_t from, size_t 
  * the same values: the same sums), not once a tile. Whatever reads a
  * block first (the widening, or a float32 block's first tile) waits on
  * memory: each tile of the block before asks for its share of it ahead
- * (prefetch_share), so that the stream overlaps the arithmetic
+ * (prefetch_next_step), so that the stream overlaps the arithmetic
  * (docs/runs/2026-12-05-profile-prefill-1b.txt: the widening was 14.7% of
  * a 64-token prefill's samples). */
 void matmul_packed_blocks(float *out, const float *x, const Matrix *w, int T, int b0, int b1) {
@@ -297,7 +306,7 @@ void matmul_packed_blocks(float *out, const float *x, const Matrix *w, int T, in
     size_t wide_bytes = ((size_t)C * PACK_ROWS * sizeof(float) + 63) / 64 * 64;
     int n_tiles = (T + PREFILL_TOKENS - 1) / PREFILL_TOKENS;
     size_t share = (stride / (size_t)n_tiles + 63) / 64 * 64; /* bytes of the next block a tile */
-    bool pairs = n_tiles > 1 && tile_pairs_fit();
+    bool pairs = n_tiles > 1 && w->tile_pairs;
     float *wide =
         w->elem != ELEM_F32 && n_tiles > 1 ? aligned_alloc(64, (pairs ? 2 : 1) * wide_bytes) : NULL;
     for (int b = b0; b < b1; b++) {
@@ -317,12 +326,6 @@ void matmul_packed_blocks(float *out, const float *x, const Matrix *w, int T, in
         bool two = pairs && b + 1 < b1 && OC - row0 >= 2 * PACK_ROWS &&
                    (w->elem == ELEM_F32 || wide != NULL);
         int nb = two ? 2 : 1;
-        /* the next step's blocks, fetched a share a tile while this one's
-         * tiles run (one tile asking for a whole block at once made a batch
-         * of 4 slower: docs/runs/2026-12-05-prefetch-ab.txt) */
-        const char *next =
-            n_tiles > 1 && b + nb < b1 ? (const char *)w->data + (b + nb) * stride : NULL;
-        size_t next_bytes = (size_t)(b1 - b - nb < nb ? b1 - b - nb : nb) * stride;
         BlockTokens tiles = many;
         const float *second = (const float *)((const char *)block + stride);
         if (wide != NULL) { /* (without it, when out of memory: tile by tile, the same bits) */
@@ -332,9 +335,11 @@ void matmul_packed_blocks(float *out, const float *x, const Matrix *w, int T, in
         }
         for (int t0 = 0; t0 < T; t0 += PREFILL_TOKENS) {
             int n = T - t0 < PREFILL_TOKENS ? T - t0 : PREFILL_TOKENS;
-            if (next != NULL) /* the next block's first reader then finds it in cache */
-                prefetch_share(next, next_bytes, (size_t)(t0 / PREFILL_TOKENS) * share * nb,
-                               share * nb);
+            /* the next step's blocks, fetched a share a tile while this
+             * one's tiles run, so that their first reader finds them in
+             * cache (one tile asking for a whole block at once made a batch
+             * of 4 slower: docs/runs/2026-12-05-prefetch-ab.txt) */
+            if (n_tiles > 1) prefetch_next_step(w, stride, b, nb, b1, t0 / PREFILL_TOKENS, share);
             float *outs[PREFILL_TOKENS];
             const float *xs[PREFILL_TOKENS];
             for (int k = 0; k < PREFILL_TOKENS; k++) {

@@ -27,6 +27,11 @@ void matmul_packed_blocks(float *out, const float *x, const Matrix *w, int T, in
 /* The same over every block. */
 void matmul_packed(float *out, const float *x, const Matrix *w, int T);
 
+/* Whether the prefill tile's two-blocks-a-step form keeps its twelve
+ * sums in registers on this processor: what matrix_pack sets tile_pairs
+ * to. Either form gives the same bits. */
+bool pack_tile_pairs_fit(void);
+
 /* w (MATRIX_ROWS) in the packed layout, owned, same element type: into *p. */
 bool matrix_pack(Matrix *p, const Matrix *w);
 

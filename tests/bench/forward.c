@@ -60,7 +60,12 @@ static double median(double *v, int n) {
 static double kernel_macs_per_second(int C) {
     int rows = 256, T = 96, reps = 0;
     float *data = aligned_alloc(64, (size_t)rows * C * sizeof(float));
-    Matrix w = {.layout = MATRIX_PACKED, .elem = ELEM_F32, .rows = rows, .cols = C, .data = data};
+    Matrix w = {.layout = MATRIX_PACKED,
+                .elem = ELEM_F32,
+                .rows = rows,
+                .cols = C,
+                .data = data,
+                .tile_pairs = pack_tile_pairs_fit()};
     float *x = malloc((size_t)T * C * sizeof(float)),
           *out = malloc((size_t)T * rows * sizeof(float));
     if (data == NULL || x == NULL || out == NULL) return 0;
