@@ -141,9 +141,10 @@ Test(matrix, packed_half_kernels_widen_every_bit_pattern) {
 
 /* Each x86 instruction set's half kernels (pack_x86.c), called directly,
  * whichever the processor would pick: on every bit pattern, one token a
- * block and two blocks side by side, tiles of 3 and 6 tokens, and a block
- * widened whole, each the bits of the textbook loop on the widened matrix.
- * An instruction set the processor lacks is skipped (said on stderr). */
+ * block, two blocks side by side and four (where the set has them), tiles
+ * of 3 and 6 tokens, and a block widened whole, each the bits of the
+ * textbook loop on the widened matrix. An instruction set the processor
+ * lacks is skipped (said on stderr). */
 static void expect_isa_kernels(HalfIsa isa, ElementType e) {
     enum { N = 256, T = PREFILL_TOKENS };
     if (!half_isa_available(isa)) {
@@ -152,6 +153,7 @@ static void expect_isa_kernels(HalfIsa isa, ElementType e) {
     }
     const HalfKernels *k = half_kernels(isa, e);
     cr_assert(k != NULL, "instruction set %d has kernels for %s", (int)isa, element_name(e));
+    cr_assert(isa != HALF_AVX512 || k->four != NULL, "AVX-512 takes four blocks a decode step");
     uint16_t *h = malloc(N * N * sizeof *h);
     float *wide = malloc(N * N * sizeof *wide), *block = malloc(N * PACK_ROWS * sizeof *block);
     float x[T * N], want[T * N], got[T * N];
@@ -169,8 +171,11 @@ static void expect_isa_kernels(HalfIsa isa, ElementType e) {
         const uint16_t *at = blocks + (size_t)b * N * PACK_ROWS;
         memset(got, 0, sizeof got);
         k->one(got, x, at, N, b * PACK_ROWS, PACK_ROWS);
-        if (b % 2 == 0) k->pair(got, x, at, N, b * PACK_ROWS); /* and its pair */
-        int rows = b % 2 == 0 ? 2 * PACK_ROWS : PACK_ROWS;
+        int rows = PACK_ROWS; /* and from some blocks, the pair or four from there */
+        if (b % 4 == 0 && k->four != NULL)
+            k->four(got, x, at, N, b * PACK_ROWS), rows = 4 * PACK_ROWS;
+        else if (b % 2 == 0)
+            k->pair(got, x, at, N, b * PACK_ROWS), rows = 2 * PACK_ROWS;
         cr_expect(same_bits_or_nans(want + b * PACK_ROWS, got + b * PACK_ROWS, rows),
                   "isa %d, %s, block %d, one token", (int)isa, element_name(e), b);
         float *outs[PREFILL_TOKENS];

@@ -296,11 +296,12 @@ void matmul_packed_blocks(float *out, const float *x, const Matrix *w, int T, in
                                         [ELEM_BF16] = block_tokens_bf16};
     BlockToken one = ones[w->elem];
     BlockTokens many = manys[w->elem];
-    BlockPair pair = NULL; /* the portable kernels take one block at a time */
+    WholeBlocks pair = NULL, four = NULL; /* the portable kernels take one block at a time */
     WidenBlock widen = w->elem == ELEM_F16 ? widen_block_f16 : widen_block_bf16;
     const HalfKernels *fast = half_kernels((HalfIsa)w->half_isa, w->elem);
     if (fast != NULL) /* the same bits, widened by the processor's own instructions */
-        one = fast->one, pair = fast->pair, many = fast->many, widen = fast->widen;
+        one = fast->one, pair = fast->pair, four = fast->four, many = fast->many,
+        widen = fast->widen;
     int C = w->cols, OC = w->rows;
     size_t stride = (size_t)C * PACK_ROWS * element_bytes(w->elem); /* bytes per block */
     size_t wide_bytes = ((size_t)C * PACK_ROWS * sizeof(float) + 63) / 64 * 64;
@@ -312,8 +313,11 @@ void matmul_packed_blocks(float *out, const float *x, const Matrix *w, int T, in
     for (int b = b0; b < b1; b++) {
         const void *block = (const char *)w->data + b * stride;
         int row0 = b * PACK_ROWS, rows = OC - row0 < PACK_ROWS ? OC - row0 : PACK_ROWS;
-        if (T == 1) {
-            if (pair != NULL && b + 1 < b1 && OC - row0 >= 2 * PACK_ROWS) { /* two whole blocks */
+        if (T == 1) { /* whole blocks four or two at a time, inside the share */
+            if (four != NULL && b + 3 < b1 && OC - row0 >= 4 * PACK_ROWS) {
+                four(out, x, block, C, row0);
+                b += 3;
+            } else if (pair != NULL && b + 1 < b1 && OC - row0 >= 2 * PACK_ROWS) {
                 pair(out, x, block, C, row0);
                 b++;
             } else {

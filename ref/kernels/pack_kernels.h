@@ -1,6 +1,6 @@
 /* kernels/pack_kernels.h: the shapes of the packed layout's block kernels
  * (pack.c), so that a kernel built for one processor's instructions
- * (pack_f16c.c) can stand in for the portable one. Inside kernels/ only. */
+ * (pack_x86.c) can stand in for the portable one. Inside kernels/ only. */
 #ifndef STEPWISE_KERNELS_PACK_KERNELS_H
 #define STEPWISE_KERNELS_PACK_KERNELS_H
 
@@ -18,6 +18,13 @@ static inline void prefetch_ahead(const void *at) {
     __builtin_prefetch((const char *)at + PREFETCH_AHEAD);
 }
 
+/* A kernel reading four streams at once asks half as far ahead in each,
+ * the same bytes in flight as two streams at PREFETCH_AHEAD: a full
+ * PREFETCH_AHEAD in each was slower (docs/runs/2026-12-06-four-blocks.txt). */
+static inline void prefetch_ahead_of_four(const void *at) {
+    __builtin_prefetch((const char *)at + PREFETCH_AHEAD / 2);
+}
+
 /* One token against one block (decode): out[row0 + l] = Σ_i block[i][l] ·
  * x[i] for l < rows, each sum in index order from 0.0f. */
 typedef void (*BlockToken)(float *out, const float *x, const void *block, int C, int row0,
@@ -31,10 +38,11 @@ typedef void (*BlockTokens)(float *const out[PREFILL_TOKENS], const float *const
 /* A half-precision block widened whole into out [C, PACK_ROWS] floats. */
 typedef void (*WidenBlock)(float *out, const void *block, int C);
 
-/* Two whole blocks side by side (2 · PACK_ROWS rows from row0), one
- * token: two independent chains of adds, so that neither add waits on the
- * other's latency (the decode's pairs). */
-typedef void (*BlockPair)(float *out, const float *x, const void *block, int C, int row0);
+/* n whole blocks side by side (n · PACK_ROWS rows from row0, n fixed by
+ * the kernel), one token: n independent chains of adds, so that no add
+ * waits on another's latency, and n streams of the matrix read at once
+ * (the decode's pairs and fours). */
+typedef void (*WholeBlocks)(float *out, const float *x, const void *block, int C, int row0);
 
 /* The block kernels of half-precision elements (ELEM_F16, ELEM_BF16) that
  * widen with the processor's own instructions (pack_x86.c: AVX-512F's or
@@ -45,7 +53,8 @@ typedef void (*BlockPair)(float *out, const float *x, const void *block, int C, 
  * add: no fused multiply-add). */
 typedef struct {
     BlockToken one;
-    BlockPair pair;
+    WholeBlocks pair; /* two blocks */
+    WholeBlocks four; /* four blocks, or NULL */
     BlockTokens many;
     WidenBlock widen;
 } HalfKernels;

@@ -62,6 +62,32 @@ AVX512 void token2_avx512(ElementType e, float *out, const float *x, const uint1
     _mm512_storeu_ps(out + row0 + PACK_ROWS, s1);
 }
 
+/* Four whole blocks side by side (64 rows from row0): a decode reads a
+ * matrix as four streams at once, where one core's memory reads are
+ * faster than as two (docs/runs/2026-12-06-four-blocks.txt). */
+AVX512 void token4_avx512(ElementType e, float *out, const float *x, const uint16_t *block, int C,
+                          int row0) {
+    size_t stride = (size_t)C * PACK_ROWS;
+    const uint16_t *b0 = block, *b1 = b0 + stride, *b2 = b1 + stride, *b3 = b2 + stride;
+    __m512 s0 = _mm512_setzero_ps(), s1 = s0, s2 = s0, s3 = s0;
+    for (int i = 0; i < C; i++) {
+        size_t at = (size_t)i * PACK_ROWS;
+        __m512 xi = _mm512_set1_ps(x[i]);
+        if ((i & 1) == 0) {
+            prefetch_ahead_of_four(b0 + at), prefetch_ahead_of_four(b1 + at);
+            prefetch_ahead_of_four(b2 + at), prefetch_ahead_of_four(b3 + at);
+        }
+        s0 = _mm512_add_ps(s0, _mm512_mul_ps(load16_avx512(e, b0 + at), xi));
+        s1 = _mm512_add_ps(s1, _mm512_mul_ps(load16_avx512(e, b1 + at), xi));
+        s2 = _mm512_add_ps(s2, _mm512_mul_ps(load16_avx512(e, b2 + at), xi));
+        s3 = _mm512_add_ps(s3, _mm512_mul_ps(load16_avx512(e, b3 + at), xi));
+    }
+    _mm512_storeu_ps(out + row0, s0);
+    _mm512_storeu_ps(out + row0 + PACK_ROWS, s1);
+    _mm512_storeu_ps(out + row0 + 2 * PACK_ROWS, s2);
+    _mm512_storeu_ps(out + row0 + 3 * PACK_ROWS, s3);
+}
+
 /* Up to six tokens against one block: each sum a named variable, so that
  * all six stay in registers (as an array indexed in a loop, gcc kept them
  * in memory, a store and a load every add: a batch of 4 then decoded no
@@ -177,6 +203,17 @@ F16C void widen_f16c(ElementType e, float *out, const uint16_t *block, int C) {
     }
 }
 
+/* Four blocks side by side where measured (AVX-512); F16C's would need
+ * 16 registers for its eight sums alone, and takes pairs. */
+#define FOUR_avx512(attr, type, name)                                                              \
+    __attribute__((target(attr))) static void four_avx512_##name(                                  \
+        float *out, const float *x, const void *block, int C, int row0) {                          \
+        token4_avx512(type, out, x, block, C, row0);                                               \
+    }
+#define FOUR_KERNEL_avx512(name) four_avx512_##name
+#define FOUR_f16c(attr, type, name)
+#define FOUR_KERNEL_f16c(name) NULL
+
 /* Each kernel with its element type fixed, so the type's test is folded. */
 #define HALF_KERNELS(isa, attr, type, name)                                                        \
     __attribute__((target(attr))) static void one_##isa##_##name(                                  \
@@ -187,7 +224,7 @@ F16C void widen_f16c(ElementType e, float *out, const uint16_t *block, int C) {
         float *out, const float *x, const void *block, int C, int row0) {                          \
         token2_##isa(type, out, x, block, C, row0);                                                \
     }                                                                                              \
-    __attribute__((target(attr))) static void many_##isa##_##name(                                 \
+    FOUR_##isa(attr, type, name) __attribute__((target(attr))) static void many_##isa##_##name(    \
         float *const out[PREFILL_TOKENS], const float *const xt[PREFILL_TOKENS], int n,            \
         const void *block, int C, int row0, int rows) {                                            \
         tokens_##isa(type, out, xt, n, block, C, row0, rows);                                      \
@@ -198,6 +235,7 @@ F16C void widen_f16c(ElementType e, float *out, const uint16_t *block, int C) {
     }                                                                                              \
     static const HalfKernels isa##_##name = {.one = one_##isa##_##name,                            \
                                              .pair = pair_##isa##_##name,                          \
+                                             .four = FOUR_KERNEL_##isa(name),                      \
                                              .many = many_##isa##_##name,                          \
                                              .widen = widen_##isa##_##name};
 HALF_KERNELS(avx512, "avx512f", ELEM_F16, f16)
