@@ -204,18 +204,17 @@ F16C void widen_f16c(ElementType e, float *out, const uint16_t *block, int C) {
 }
 
 /* Four blocks side by side where measured (AVX-512); F16C's would need
- * 16 registers for its eight sums alone, and takes pairs. */
-#define FOUR_avx512(attr, type, name)                                                              \
-    __attribute__((target(attr))) static void four_avx512_##name(                                  \
+ * 16 registers for its eight sums alone, and takes pairs (its four: NULL). */
+#define FOUR_AVX512(type, name)                                                                    \
+    __attribute__((target("avx512f"))) static void four_avx512_##name(                             \
         float *out, const float *x, const void *block, int C, int row0) {                          \
         token4_avx512(type, out, x, block, C, row0);                                               \
     }
-#define FOUR_KERNEL_avx512(name) four_avx512_##name
-#define FOUR_f16c(attr, type, name)
-#define FOUR_KERNEL_f16c(name) NULL
+FOUR_AVX512(ELEM_F16, f16)
+FOUR_AVX512(ELEM_BF16, bf16)
 
 /* Each kernel with its element type fixed, so the type's test is folded. */
-#define HALF_KERNELS(isa, attr, type, name)                                                        \
+#define HALF_KERNELS(isa, attr, type, name, four_blocks)                                           \
     __attribute__((target(attr))) static void one_##isa##_##name(                                  \
         float *out, const float *x, const void *block, int C, int row0, int rows) {                \
         token_##isa(type, out, x, block, C, row0, rows);                                           \
@@ -224,7 +223,7 @@ F16C void widen_f16c(ElementType e, float *out, const uint16_t *block, int C) {
         float *out, const float *x, const void *block, int C, int row0) {                          \
         token2_##isa(type, out, x, block, C, row0);                                                \
     }                                                                                              \
-    FOUR_##isa(attr, type, name) __attribute__((target(attr))) static void many_##isa##_##name(    \
+    __attribute__((target(attr))) static void many_##isa##_##name(                                 \
         float *const out[PREFILL_TOKENS], const float *const xt[PREFILL_TOKENS], int n,            \
         const void *block, int C, int row0, int rows) {                                            \
         tokens_##isa(type, out, xt, n, block, C, row0, rows);                                      \
@@ -235,13 +234,13 @@ F16C void widen_f16c(ElementType e, float *out, const uint16_t *block, int C) {
     }                                                                                              \
     static const HalfKernels isa##_##name = {.one = one_##isa##_##name,                            \
                                              .pair = pair_##isa##_##name,                          \
-                                             .four = FOUR_KERNEL_##isa(name),                      \
+                                             .four = four_blocks,                                  \
                                              .many = many_##isa##_##name,                          \
                                              .widen = widen_##isa##_##name};
-HALF_KERNELS(avx512, "avx512f", ELEM_F16, f16)
-HALF_KERNELS(avx512, "avx512f", ELEM_BF16, bf16)
-HALF_KERNELS(f16c, "avx2,f16c", ELEM_F16, f16)
-HALF_KERNELS(f16c, "avx2,f16c", ELEM_BF16, bf16)
+HALF_KERNELS(avx512, "avx512f", ELEM_F16, f16, four_avx512_f16)
+HALF_KERNELS(avx512, "avx512f", ELEM_BF16, bf16, four_avx512_bf16)
+HALF_KERNELS(f16c, "avx2,f16c", ELEM_F16, f16, NULL)
+HALF_KERNELS(f16c, "avx2,f16c", ELEM_BF16, bf16, NULL)
 
 /* F16C, which not every compiler's __builtin_cpu_supports names: CPUID
  * leaf 1, ECX bit 29 (with AVX2, whose check includes the system's saving

@@ -59,30 +59,29 @@ static double median(double *v, int n) {
 }
 
 /* Multiply-adds per second of the prefill kernel on a matrix that stays in
- * cache: the most a prefill could reach on this core. */
+ * cache, packed as a model's are (matrix_pack): the most a prefill could
+ * reach on this core. 0 when out of memory. */
 static double kernel_macs_per_second(int C) {
-    int rows = 256, T = 96, reps = 0;
-    float *data = aligned_alloc(64, (size_t)rows * C * sizeof(float));
-    Matrix w = {.layout = MATRIX_PACKED,
-                .elem = ELEM_F32,
-                .rows = rows,
-                .cols = C,
-                .data = data,
-                .tile_pairs = pack_tile_pairs_fit()};
-    float *x = malloc((size_t)T * C * sizeof(float)),
+    int rows = 256, T = 96;
+    float *data = malloc((size_t)rows * C * sizeof(float)),
+          *x = malloc((size_t)T * C * sizeof(float)),
           *out = malloc((size_t)T * rows * sizeof(float));
-    if (data == NULL || x == NULL || out == NULL) return 0;
+    Matrix w = {0}, rows_view = matrix_view(ELEM_F32, data, rows, C);
+    double best = 1e30;
+    if (data == NULL || x == NULL || out == NULL) goto done;
     for (size_t i = 0; i < (size_t)rows * C; i++) data[i] = (float)(i % 97) / 97.0f;
     for (size_t i = 0; i < (size_t)T * C; i++) x[i] = (float)(i % 89) / 89.0f;
-    double best = 1e30;
+    if (!matrix_pack(&w, &rows_view)) goto done;
     for (int r = 0; r < 7; r++) {
         double t = now();
-        for (reps = 0; reps < 20; reps++) matmul_packed(out, x, &w, T);
+        for (int reps = 0; reps < 20; reps++) matmul_packed(out, x, &w, T);
         double d = (now() - t) / 20;
         best = d < best ? d : best;
     }
+done:
+    matrix_free(&w);
     free(data), free(x), free(out);
-    return (double)rows * C * T / best;
+    return best < 1e30 ? (double)rows * C * T / best : 0;
 }
 
 /* The memory a decode step reads, as (start, bytes) regions in the order it
