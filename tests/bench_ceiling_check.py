@@ -27,6 +27,7 @@ from check_util import Checks, run_stepwise
 
 BIN = os.path.abspath(sys.argv[1] if len(sys.argv) > 1 else "build/stepwise")
 FORWARD = os.path.join(os.path.dirname(BIN), "bench", "forward")
+PROMPT = 8
 DECODE = 24
 
 
@@ -36,7 +37,8 @@ def padded(rows, block):
 
 def step_bytes(cfg, int8, pad):
     """(counted, read): the bytes of an average decode step of DECODE
-    tokens, without and with the layouts' padding; int8 codes are a byte,
+    tokens after a prompt of PROMPT (positions PROMPT to PROMPT + DECODE - 1),
+    without and with the layouts' padding; int8 codes are a byte,
     with a float scale per group of 32 (the last one partial)."""
     d, h, L, V = cfg["dim"], cfg["hidden"], cfg["layers"], cfg["vocab"]
     kv = cfg["kv_heads"] * (d // cfg["heads"])
@@ -50,9 +52,10 @@ def step_bytes(cfg, int8, pad):
     layer = 2 * d * 4 + matrix(d, d) + 2 * matrix(kv, d) + matrix(d, d) + 2 * matrix(h, d) + matrix(d, h)
     weights = embed + L * layer + d * 4 + matrix(V, d)
     kv_row = L * kv * 2 * 4
-    # the counters: kv_row x (D + 1) / 2 (the mean of 1..D rows); the re-read:
-    # (D + 1) // 2 whole rows
-    return weights + kv_row * (DECODE + 1) // 2, weights + kv_row * ((DECODE + 1) // 2)
+    # the counters: kv_row x (2 T + D + 1) / 2 (the mean of T+1 .. T+D rows);
+    # the re-read: T + (D + 1) // 2 whole rows
+    return (weights + kv_row * (2 * PROMPT + DECODE + 1) // 2,
+            weights + kv_row * (PROMPT + (DECODE + 1) // 2))
 
 
 def main():
@@ -76,7 +79,7 @@ def main():
             name = os.path.basename(path)
             for int8 in (False, True):
                 for threads in (1, 2):
-                    args = [FORWARD, path, "--threads", str(threads), "--prompt", "8", "--decode",
+                    args = [FORWARD, path, "--threads", str(threads), "--prompt", str(PROMPT), "--decode",
                             str(DECODE), "--runs", "3"] + (["--int8"] if int8 else [])
                     r = json.loads(subprocess.run(args, capture_output=True, text=True, check=True).stdout)
                     what = f"{name}, {'int8' if int8 else 'float32'}, {threads} thread(s)"

@@ -7,7 +7,8 @@
  * Loads MODEL (a llama2.c checkpoint, a Hugging Face folder or a GGUF file) in the fast
  * layout (--int8: int8 weights and activations, as llama.cpp's Q8_0), then,
  * R times each, times a prefill of T tokens and a decode of D tokens one by
- * one from position 0 (the cache growing as in generation; no sampling),
+ * one after it (positions T to T+D-1, the cache growing as in generation,
+ * as llama.cpp's decode after the same prompt; no sampling),
  * and prints one JSON object: load seconds, peak resident memory, the
  * medians (and best) in tokens/s, the bytes one decode step reads (weights
  * and KV rows, from the work counters), and the in-cache rate of the
@@ -286,7 +287,8 @@ int main(int argc, char **argv) {
         else
             path = NULL;
     }
-    if (path == NULL || threads < 1 || T < 2 || D < 1 || runs < 1 || runs > 100) {
+    if (path == NULL || threads < 1 || T < 2 || T > 1 << 20 || D < 1 || D > 1 << 20 || runs < 1 ||
+        runs > 100) {
         fprintf(stderr,
                 "usage: forward MODEL [--threads N] [--int8] [--f32] [--prompt T>=2] [--decode D] "
                 "[--runs R] [--batch B,B,...] [--no-kernel-rate]\n");
@@ -301,9 +303,10 @@ int main(int argc, char **argv) {
     if (ok && int8 && !m.q8_0_file) prep.quant_group = 32;
     if (ok) ok = model_prepare(&m, &prep, &err);
     double load = now() - t0;
-    int capacity = T > D ? T : D;
+    int capacity = T + D; /* the prompt, then the decode after it */
     if (ok && capacity > m.config.seq_len)
-        ok = step_fail(&err, "--prompt/--decode %d past the window %d", capacity, m.config.seq_len);
+        ok = step_fail(&err, "--prompt + --decode %d past the window %d", capacity,
+                       m.config.seq_len);
     QuantRuntime q = {.activations = int8, .group = 32};
     RunState s = {0};
     if (ok) ok = run_state_init_quant(&s, &m.config, capacity, T, &q, &err);
@@ -329,7 +332,7 @@ int main(int argc, char **argv) {
         prefill[r] = T / (now() - t);
         prefill_macs = s.seq.work.macs;
         t = now();
-        for (int p = 0; p < D; p++) forward_tokens(&m, &s, &tokens[p], 1, p, false, NULL);
+        for (int p = T; p < T + D; p++) forward_tokens(&m, &s, &tokens[p], 1, p, false, NULL);
         decode[r] = D / (now() - t);
         step_bytes = s.seq.work.weight_bytes + s.seq.work.kv_bytes_read; /* the last step's */
         best_prefill = prefill[r] > best_prefill ? prefill[r] : best_prefill;
@@ -342,7 +345,7 @@ int main(int argc, char **argv) {
     double read_seconds = 0, decode_step_seconds = 1.0 / best_decode;
     double reads[2] = {0, 0}; /* the best read as one stream, as four */
     uint64_t read_bytes_total = 0;
-    if (ok && decode_regions(&regions, &m, &s, (D + 1) / 2)) {
+    if (ok && decode_regions(&regions, &m, &s, T + (D + 1) / 2)) {
         for (int i = 0; i < regions.n; i++) read_bytes_total += regions.bytes[i];
         if (read_regions_seconds(&regions, m.pool, 20 * runs, reads))
             read_seconds = reads[0] < reads[1] ? reads[0] : reads[1];
@@ -353,9 +356,11 @@ int main(int argc, char **argv) {
     if (!ok) fprintf(stderr, "forward: %s\n", err.message);
     bool decode_faster = read_seconds <= 0 || decode_step_seconds < read_seconds;
     double ceiling_seconds = decode_faster ? decode_step_seconds : read_seconds;
-    /* the decode step's average reads: weights, plus the KV rows of D/2 positions */
+    /* the decode step's average reads: weights, plus the KV rows of the
+     * mean of T+1 .. T+D positions, T + (D+1)/2 */
     uint64_t kv_row = (uint64_t)m.config.n_layers * config_kv_dim(&m.config) * 2u * sizeof(float);
-    uint64_t mean_step_bytes = s.seq.work.weight_bytes + kv_row * (uint64_t)(D + 1) / 2u;
+    uint64_t mean_step_bytes =
+        s.seq.work.weight_bytes + kv_row * (2u * (uint64_t)T + (uint64_t)D + 1u) / 2u;
     if (ok)
         printf("{\"model\": \"%s\", \"threads\": %d, \"int8\": %s, \"load_seconds\": %.3f, "
                "\"peak_rss_bytes\": %ld, \"prefill_tokens\": %d, \"prefill_tok_s\": %.1f, "
