@@ -55,6 +55,55 @@ Test(layers, attention_softmax_survives_scores_past_exp_overflow) {
               "softmax(1000, 999, -1000) = %g %g %g", (double)x[0], (double)x[1], (double)x[2]);
 }
 
+/* The fast attention gives the plain loops' bits (layers.c: one position
+ * and one dimension at a time, each sum in index order from 0.0f): its
+ * blocks of four positions' scores, of 64 and 16 dimensions of the values,
+ * four query heads of one KV head together (32 dimensions at a time) and
+ * every tail. Head widths that use each block and tail; GQA groups of 2
+ * (never four together), 4 and 6 (four together, then two alone); the
+ * heads split between two threads' shares at every point; queries at every
+ * position from 0 to 19, as decode steps and as passes of three. */
+Test(layers, fast_attention_is_the_plain_sums_at_every_width_and_position) {
+    enum { POSITIONS = 22, MAX_HEADS = 8, MAX_DIM = 88 };
+    const int widths[] = {8, 24, 40, 64, 72, 88};
+    const int shapes[][2] = {{4, 2}, {8, 2}, {6, 1}}; /* query heads, KV heads */
+    static float q[3 * MAX_HEADS * MAX_DIM], keys[POSITIONS * MAX_HEADS * MAX_DIM],
+        values[POSITIONS * MAX_HEADS * MAX_DIM];
+    static float plain[3 * MAX_HEADS * MAX_DIM], fast[3 * MAX_HEADS * MAX_DIM];
+    static float scores[POSITIONS], rows[MAX_HEADS * POSITIONS];
+    unsigned seed = 12345u;
+    for (size_t w = 0; w < sizeof widths / sizeof widths[0]; w++)
+        for (size_t g = 0; g < sizeof shapes / sizeof shapes[0]; g++) {
+            int hd = widths[w], heads = shapes[g][0], kv_heads = shapes[g][1];
+            const AttentionSpec a = {
+                .n_heads = heads, .n_kv_heads = kv_heads, .head_dim = hd, .query_scale = (float)hd};
+            float *all[] = {q, keys, values};
+            size_t counts[] = {3 * (size_t)heads * hd, POSITIONS * (size_t)kv_heads * hd,
+                               POSITIONS * (size_t)kv_heads * hd};
+            for (int b = 0; b < 3; b++)
+                for (size_t i = 0; i < counts[b]; i++) {
+                    seed = seed * 1664525u + 1013904223u;
+                    all[b][i] = (float)(int)(seed >> 9) / (float)(1 << 22) - 1.0f; /* [-1, 1) */
+                }
+            for (int T = 1; T <= 3; T += 2)
+                for (int pos0 = 0; pos0 + T <= 20; pos0++)
+                    for (int split = 0; split < heads; split++) {
+                        size_t n = (size_t)T * heads * hd;
+                        attention_forward(plain, q, keys, values, scores, T, pos0, &a, NULL);
+                        memset(fast, 0, n * sizeof(float));
+                        attention_heads_fast(fast, q, keys, NULL, values, rows, POSITIONS, T, pos0,
+                                             &a, 0, split, exp_kind_of_libm());
+                        attention_heads_fast(fast, q, keys, NULL, values, rows, POSITIONS, T, pos0,
+                                             &a, split, heads, exp_kind_of_libm());
+                        cr_expect(memcmp(plain, fast, n * sizeof(float)) == 0,
+                                  "head width %d, %d heads on %d KV heads split at %d, %d "
+                                  "queries from position %d: fast %.9g, plain %.9g",
+                                  hd, heads, kv_heads, split, T, pos0, (double)fast[n - 1],
+                                  (double)plain[n - 1]);
+                    }
+        }
+}
+
 /* ggml's GELU (--gelu ggml), against numpy: y = float16(gelu(float16(x)))
  * in float32 arithmetic, with numpy's float16 rounding (round to nearest
  * even), 0 at x <= -10 and x at x >= 10 (ggml_vec_gelu_f32's ends):

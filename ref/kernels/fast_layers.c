@@ -72,16 +72,33 @@ FAST_CLONES static void head_scores_kt(float *scores, const float *qh, const flo
 }
 
 /* out[i] = Σ_p w[p] · v_p[i] over p = first..pos in order, for i in blocks of
- * 16 held in registers through the whole sum over p (the fast path; the
- * plain one walks p outside and i inside, adding into out: same sums, same
- * order, same bits). */
-FAST_CLONES static void head_values16(float *out, const float *w, const float *value_cache,
-                                      int first, int pos, int kv_dim, int kv_off, int head_dim) {
+ * 64 and then 16, each block's sums held in registers through the whole sum
+ * over p (the fast path; the plain one walks p outside and i inside, adding
+ * into out: same sums, same order, same bits). A block of 64 is four
+ * vectors' independent chains of additions: one chain would wait on its
+ * adder's latency every p. Four named arrays, not one of 64, as gcc keeps
+ * those in registers. */
+FAST_CLONES static void head_values(float *out, const float *w, const float *value_cache, int first,
+                                    int pos, int kv_dim, int kv_off, int head_dim) {
+    const float *v0 = value_cache + kv_off;
     int i0 = 0;
+    for (; i0 + 64 <= head_dim; i0 += 64) {
+        float a0[16] = {0}, a1[16] = {0}, a2[16] = {0}, a3[16] = {0};
+        for (int p = first; p <= pos; p++) {
+            const float *v = v0 + (size_t)p * kv_dim + i0;
+            float a = w[p];
+            for (int l = 0; l < 16; l++) {
+                a0[l] += a * v[l], a1[l] += a * v[16 + l];
+                a2[l] += a * v[32 + l], a3[l] += a * v[48 + l];
+            }
+        }
+        memcpy(out + i0, a0, sizeof a0), memcpy(out + i0 + 16, a1, sizeof a1);
+        memcpy(out + i0 + 32, a2, sizeof a2), memcpy(out + i0 + 48, a3, sizeof a3);
+    }
     for (; i0 + 16 <= head_dim; i0 += 16) {
         float acc[16] = {0};
         for (int p = first; p <= pos; p++) {
-            const float *v = value_cache + (size_t)p * kv_dim + kv_off + i0;
+            const float *v = v0 + (size_t)p * kv_dim + i0;
             float a = w[p];
             for (int l = 0; l < 16; l++) acc[l] += a * v[l];
         }
@@ -89,10 +106,81 @@ FAST_CLONES static void head_values16(float *out, const float *w, const float *v
     }
     for (int i = i0; i < head_dim; i++) {
         float acc = 0.0f;
-        for (int p = first; p <= pos; p++)
-            acc += w[p] * value_cache[(size_t)p * kv_dim + kv_off + i];
+        for (int p = first; p <= pos; p++) acc += w[p] * v0[(size_t)p * kv_dim + i];
         out[i] = acc;
     }
+}
+
+/* Four query heads h..h+3 that share one KV head (grouped-query
+ * attention), scored together: each key row is read once for the four, not
+ * once for each, and the four heads' sums run side by side. Each is still a
+ * sum over i in order from 0.0f: head_scores4's bits. qt [head_dim][4]: the
+ * four queries side by side; key_cache: the KV head's first column;
+ * scores: head h's row, the other three stride floats apart. */
+FAST_CLONES static void group_scores4(float *scores, int stride, const float *qt,
+                                      const float *key_cache, int first, int pos, int kv_dim,
+                                      int head_dim, float div) {
+    int p = first;
+    for (; p + 3 <= pos; p += 4) {
+        const float *k0 = key_cache + (size_t)p * kv_dim, *k1 = k0 + kv_dim, *k2 = k1 + kv_dim,
+                    *k3 = k2 + kv_dim;
+        float s0[4] = {0}, s1[4] = {0}, s2[4] = {0}, s3[4] = {0};
+        for (int i = 0; i < head_dim; i++) {
+            const float *qi = qt + 4 * i;
+            for (int j = 0; j < 4; j++) {
+                s0[j] += qi[j] * k0[i], s1[j] += qi[j] * k1[i];
+                s2[j] += qi[j] * k2[i], s3[j] += qi[j] * k3[i];
+            }
+        }
+        for (int j = 0; j < 4; j++) {
+            float *row = scores + (size_t)j * stride + p;
+            row[0] = s0[j] / div, row[1] = s1[j] / div;
+            row[2] = s2[j] / div, row[3] = s3[j] / div;
+        }
+    }
+    for (; p <= pos; p++) { /* the last few, one position at a time */
+        const float *k = key_cache + (size_t)p * kv_dim;
+        float s[4] = {0};
+        for (int i = 0; i < head_dim; i++)
+            for (int j = 0; j < 4; j++) s[j] += qt[4 * i + j] * k[i];
+        for (int j = 0; j < 4; j++) scores[(size_t)j * stride + p] = s[j] / div;
+    }
+}
+
+/* The four heads' values together: each value row read once for the four
+ * (w: head h's weights, the others stride floats apart; out: head h's
+ * output, the others head_dim apart; value_cache: the KV head's first
+ * column), 32 dimensions at a time as eight chains of additions (four
+ * heads by two vectors), the rest head by head (head_values). Each out[i]
+ * is still Σ_p w[p] · v_p[i] in order from 0.0f: head_values' bits. */
+FAST_CLONES static void group_values4(float *out, const float *w, int stride,
+                                      const float *value_cache, int first, int pos, int kv_dim,
+                                      int head_dim) {
+    const float *w0 = w, *w1 = w0 + stride, *w2 = w1 + stride, *w3 = w2 + stride;
+    int i0 = 0;
+    for (; i0 + 32 <= head_dim; i0 += 32) {
+        float a0[16] = {0}, b0[16] = {0}, a1[16] = {0}, b1[16] = {0};
+        float a2[16] = {0}, b2[16] = {0}, a3[16] = {0}, b3[16] = {0};
+        for (int p = first; p <= pos; p++) {
+            const float *v = value_cache + (size_t)p * kv_dim + i0;
+            float x0 = w0[p], x1 = w1[p], x2 = w2[p], x3 = w3[p];
+            for (int l = 0; l < 16; l++) {
+                a0[l] += x0 * v[l], b0[l] += x0 * v[16 + l];
+                a1[l] += x1 * v[l], b1[l] += x1 * v[16 + l];
+                a2[l] += x2 * v[l], b2[l] += x2 * v[16 + l];
+                a3[l] += x3 * v[l], b3[l] += x3 * v[16 + l];
+            }
+        }
+        float *o = out + i0;
+        memcpy(o, a0, sizeof a0), memcpy(o + 16, b0, sizeof b0), o += head_dim;
+        memcpy(o, a1, sizeof a1), memcpy(o + 16, b1, sizeof b1), o += head_dim;
+        memcpy(o, a2, sizeof a2), memcpy(o + 16, b2, sizeof b2), o += head_dim;
+        memcpy(o, a3, sizeof a3), memcpy(o + 16, b3, sizeof b3);
+    }
+    if (i0 < head_dim) /* the last dimensions as a narrower head of their own */
+        for (int j = 0; j < 4; j++)
+            head_values(out + (size_t)j * head_dim + i0, w + (size_t)j * stride, value_cache + i0,
+                        first, pos, kv_dim, 0, head_dim - i0);
 }
 
 /* Gemma 2's soft-capping, as layers.c's: s = tanh(s / cap) · cap. */
@@ -100,11 +188,21 @@ static void softcap(float *x, int n, float cap) {
     for (int i = 0; i < n; i++) x[i] = tanhf(x[i] / cap) * cap;
 }
 
+/* Scores into weights, as layers.c's: the soft-cap, the softmax with the
+ * exponentials many at once, 0 outside the window, llama.cpp's rounding. */
+static void head_weights(float *scores, int first, int pos, const AttentionSpec *a, ExpKind exp) {
+    if (a->softcap > 0) softcap(scores + first, pos + 1 - first, a->softcap);
+    softmax_many(scores + first, pos + 1 - first, exp);
+    memset(scores, 0, (size_t)first * sizeof(float)); /* outside the window */
+    if (a->f16_probs)
+        for (int p = first; p <= pos; p++) scores[p] = half_round(scores[p]);
+}
+
 /* Query t's head h, as layers.c's attention_query_head computes it, by the
  * kernels above: the scores of the positions its window keeps (from kt,
  * the KV head's keys transposed with stride kt_n, or four positions at a
- * time), the soft-cap, the softmax with the exponentials many at once, 0
- * outside the window, and the values sixteen dimensions at a time. */
+ * time), the weights (head_weights), and the values 64 (then 16)
+ * dimensions at a time. */
 static void query_head(float *out, const float *q, const float *key_cache, const float *value_cache,
                        float *scores, int t, int h, int pos0, const AttentionSpec *a,
                        const float *kt, int kt_n, ExpKind exp) {
@@ -120,14 +218,33 @@ static void query_head(float *out, const float *q, const float *key_cache, const
     else
         head_scores4(scores + first, qh, key_cache + (size_t)first * kv_dim, pos - first, kv_dim,
                      kv_head_off, head_dim, div);
-    if (a->softcap > 0) softcap(scores + first, pos + 1 - first, a->softcap);
-    softmax_many(scores + first, pos + 1 - first, exp);
-    memset(scores, 0, (size_t)first * sizeof(float)); /* outside the window */
-    /* llama.cpp's rounding, as layers.c's */
-    if (a->f16_probs)
-        for (int p = first; p <= pos; p++) scores[p] = half_round(scores[p]);
-    head_values16(out + (size_t)t * dim + (size_t)h * head_dim, scores, value_cache, first, pos,
-                  kv_dim, kv_head_off, head_dim);
+    head_weights(scores, first, pos, a, exp);
+    head_values(out + (size_t)t * dim + (size_t)h * head_dim, scores, value_cache, first, pos,
+                kv_dim, kv_head_off, head_dim);
+}
+
+/* The widest head that query_heads4 takes (its queries side by side on the
+ * stack); wider ones go head by head. */
+#define GROUP4_MAX_HEAD_DIM 256
+
+/* Query t's heads h..h+3, which share a KV head: query_head's numbers for
+ * each, with the keys and values read once for the four (group_scores4,
+ * group_values4). scores: head h's row, the others stride floats apart. */
+static void query_heads4(float *out, const float *q, const float *key_cache,
+                         const float *value_cache, float *scores, int stride, int t, int h,
+                         int pos0, const AttentionSpec *a, ExpKind exp) {
+    int head_dim = a->head_dim, dim = a->n_heads * head_dim, kv_dim = a->n_kv_heads * head_dim;
+    int pos = pos0 + t, first = window_first_seen(a->window, pos);
+    int kv_head_off = (h / (a->n_heads / a->n_kv_heads)) * head_dim;
+    const float *qh = q + (size_t)t * dim + (size_t)h * head_dim; /* the four, head_dim apart */
+    float qt[4 * GROUP4_MAX_HEAD_DIM];
+    for (int i = 0; i < head_dim; i++)
+        for (int j = 0; j < 4; j++) qt[4 * i + j] = qh[(size_t)j * head_dim + i];
+    group_scores4(scores, stride, qt, key_cache + kv_head_off, first, pos, kv_dim, head_dim,
+                  sqrtf(a->query_scale));
+    for (int j = 0; j < 4; j++) head_weights(scores + (size_t)j * stride, first, pos, a, exp);
+    group_values4(out + (size_t)t * dim + (size_t)h * head_dim, scores, stride,
+                  value_cache + kv_head_off, first, pos, kv_dim, head_dim);
 }
 
 void keys_transpose(float *key_t, int stride, const float *key_cache, int n, int n_kv_heads,
@@ -145,11 +262,22 @@ void attention_heads_fast(float *out, const float *q, const float *key_cache, co
                           const float *value_cache, float *scores, int stride, int T, int pos0,
                           const AttentionSpec *a, int h0, int h1, ExpKind exp) {
     int group = a->n_heads / a->n_kv_heads;
-    for (int h = h0; h < h1; h++) {
+    for (int h = h0; h < h1;) {
+        /* four heads of one KV head together when the keys are not
+         * transposed (a decode step, a short pass) */
+        if (key_t == NULL && h + 4 <= h1 && h / group == (h + 3) / group &&
+            a->head_dim <= GROUP4_MAX_HEAD_DIM) {
+            for (int t = 0; t < T; t++)
+                query_heads4(out, q, key_cache, value_cache, scores + (size_t)h * stride, stride, t,
+                             h, pos0, a, exp);
+            h += 4;
+            continue;
+        }
         const float *kt = key_t != NULL ? key_t + (size_t)(h / group) * a->head_dim * stride : NULL;
         for (int t = 0; t < T; t++)
             query_head(out, q, key_cache, value_cache, scores + (size_t)h * stride, t, h, pos0, a,
                        kt, stride, exp);
+        h++;
     }
 }
 
