@@ -1,10 +1,11 @@
 /* kernels/fast_layers.h: the fast path's forms of layers.c's attention and
  * SwiGLU: the same sums, each in index order from 0.0f with no fused
  * multiply-add, several at once (four positions' scores, 64 dimensions
- * of the values, the exponentials many at once), so the same
- * bits. The block calls them when model_prepare chose the fast kernels
- * (model_fast) and no observer watches the layer's attention: they fire
- * no hooks (layers.c's loops do, query by query). */
+ * of the values, four query heads of one KV head on each key and value
+ * row read, the exponentials many at once), so the same bits. The block
+ * calls them when model_prepare chose the fast kernels (model_fast) and no
+ * observer watches the layer's attention: they fire no hooks (layers.c's
+ * loops do, query by query). */
 #ifndef STEPWISE_KERNELS_FAST_LAYERS_H
 #define STEPWISE_KERNELS_FAST_LAYERS_H
 
