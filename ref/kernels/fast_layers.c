@@ -111,6 +111,17 @@ FAST_CLONES static void head_values(float *out, const float *w, const float *val
     }
 }
 
+/* The key rows a few positions on come from memory, not cache, after a
+ * decode step's weights have streamed through: group_scores4 asks for them
+ * ahead, each row's bytes (rows kv_dim floats apart are not one stream to
+ * the processor's own prefetcher). A hint: it changes no value, and past
+ * the cache's last row it is not made. The same hint in group_values4
+ * measured no faster (docs/runs/2026-12-06-kv-prefetch-profile.txt). */
+#define KV_ROWS_AHEAD 8
+static inline void prefetch_kv_row(const float *row, int width) {
+    for (int b = 0; b < width; b += 16) __builtin_prefetch(row + b);
+}
+
 /* Four query heads h..h+3 that share one KV head (grouped-query
  * attention), scored together: each key row is read once for the four, not
  * once for each, and the four heads' sums run side by side. Each is still a
@@ -125,6 +136,8 @@ FAST_CLONES static void group_scores4(float *scores, int stride, const float *qt
         const float *k0 = key_cache + (size_t)p * kv_dim, *k1 = k0 + kv_dim, *k2 = k1 + kv_dim,
                     *k3 = k2 + kv_dim;
         float s0[4] = {0}, s1[4] = {0}, s2[4] = {0}, s3[4] = {0};
+        for (int r = 0; r < 4 && p + KV_ROWS_AHEAD + r <= pos; r++)
+            prefetch_kv_row(k0 + (size_t)(KV_ROWS_AHEAD + r) * kv_dim, head_dim);
         for (int i = 0; i < head_dim; i++) {
             const float *qi = qt + 4 * i;
             for (int j = 0; j < 4; j++) {
