@@ -588,7 +588,7 @@ bench: build $(BUILD)/bench/forward $(BUILD)/bench/bandwidth $(BUILD)/bench/port
 	/usr/bin/python3 tests/bench_1b.py
 
 # The 1B shape's F16, BF16 and Q8_0 GGUF files beside llama.cpp on 1 and 2
-# threads (about 30 minutes on two cores). A benchmark, not a test.
+# threads, 3 rounds (about 35 minutes on two cores). A benchmark, not a test.
 bench-1b: build $(BUILD)/bench/forward
 	/usr/bin/python3 tests/bench_1b.py
 

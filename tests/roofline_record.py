@@ -7,8 +7,10 @@ For each model (the 15M shape in float32, and the Llama-3.2-1B shape's F16
 GGUF file of make bench-1b when it is there), on one thread:
 
   - tests/bench/forward.c times a decode of DECODE tokens (one sequence,
-    and 4, 16 and 64 sequences decoding together) and prefills of 16, 128
-    and 512 tokens, and measures the machine's two roofs: the rate
+    after its prompt of 16 tokens since 2026-12-06, so at positions 16 to
+    47; and 4, 16 and 64 sequences decoding together, at positions 0 to
+    31) and prefills of 16, 128 and 512 tokens, and measures the machine's
+    two roofs: the rate
     at which the decode step's own bytes are re-read (B, bytes a second),
     and the prefill kernel's rate in cache (P, multiply-adds a second);
   - `stepwise inspect --bandwidth B --peak P` gives each step's

@@ -62,7 +62,9 @@ Test(layers, attention_softmax_survives_scores_past_exp_overflow) {
  * every tail. Head widths that use each block and tail; GQA groups of 2
  * (never four together), 4 and 6 (four together, then two alone); the
  * heads split between two threads' shares at every point; queries at every
- * position from 0 to 19, as decode steps and as passes of three. */
+ * position from 0 to 19, as decode steps and as passes of three; with no
+ * window, and with a window of 5, Gemma 2's soft-cap and llama.cpp's
+ * float16 probabilities (the steps between the scores and the values). */
 Test(layers, fast_attention_is_the_plain_sums_at_every_width_and_position) {
     enum { POSITIONS = 22, MAX_HEADS = 8, MAX_DIM = 88 };
     const int widths[] = {8, 24, 40, 64, 72, 88};
@@ -73,10 +75,16 @@ Test(layers, fast_attention_is_the_plain_sums_at_every_width_and_position) {
     static float scores[POSITIONS], rows[MAX_HEADS * POSITIONS];
     unsigned seed = 12345u;
     for (size_t w = 0; w < sizeof widths / sizeof widths[0]; w++)
-        for (size_t g = 0; g < sizeof shapes / sizeof shapes[0]; g++) {
-            int hd = widths[w], heads = shapes[g][0], kv_heads = shapes[g][1];
-            const AttentionSpec a = {
-                .n_heads = heads, .n_kv_heads = kv_heads, .head_dim = hd, .query_scale = (float)hd};
+        for (size_t g = 0; g < 2 * sizeof shapes / sizeof shapes[0]; g++) {
+            int hd = widths[w], heads = shapes[g / 2][0], kv_heads = shapes[g / 2][1];
+            bool windowed = g % 2 == 1;
+            const AttentionSpec a = {.n_heads = heads,
+                                     .n_kv_heads = kv_heads,
+                                     .head_dim = hd,
+                                     .query_scale = (float)hd,
+                                     .window = windowed ? 5 : 0,
+                                     .softcap = windowed ? 0.5f : 0.0f,
+                                     .f16_probs = windowed};
             float *all[] = {q, keys, values};
             size_t counts[] = {3 * (size_t)heads * hd, POSITIONS * (size_t)kv_heads * hd,
                                POSITIONS * (size_t)kv_heads * hd};
@@ -97,9 +105,9 @@ Test(layers, fast_attention_is_the_plain_sums_at_every_width_and_position) {
                                              &a, split, heads, exp_kind_of_libm());
                         cr_expect(memcmp(plain, fast, n * sizeof(float)) == 0,
                                   "head width %d, %d heads on %d KV heads split at %d, %d "
-                                  "queries from position %d: fast %.9g, plain %.9g",
-                                  hd, heads, kv_heads, split, T, pos0, (double)fast[n - 1],
-                                  (double)plain[n - 1]);
+                                  "queries from position %d, window %d: fast %.9g, plain %.9g",
+                                  hd, heads, kv_heads, split, T, pos0, a.window,
+                                  (double)fast[n - 1], (double)plain[n - 1]);
                     }
         }
 }
