@@ -139,6 +139,40 @@ Test(matrix, packed_half_kernels_widen_every_bit_pattern) {
     expect_packed_is_widened(ELEM_BF16);
 }
 
+/* The decode's pair and four (where there is one) on blocks `gap` apart,
+ * for every gap and first block that fit in the N / PACK_ROWS blocks: each
+ * block's rows the textbook sums, and no other row written. */
+static void expect_blocks_apart(const HalfKernels *k, const uint16_t *blocks, const float *x,
+                                const float *want, HalfIsa isa, ElementType e) {
+    enum { N = 256, NB = N / PACK_ROWS, UNWRITTEN = 0x7fc00123 /* a NaN no sum makes */ };
+    float got[N];
+    for (int n = 2; n <= 4; n += 2) {
+        WholeBlocks kernel = n == 2 ? k->pair : k->four;
+        for (int gap = 1; kernel != NULL && gap * (n - 1) < NB; gap++)
+            for (int b = 0; b + gap * (n - 1) < NB; b++) {
+                uint32_t mark = UNWRITTEN;
+                for (int i = 0; i < N; i++) memcpy(&got[i], &mark, sizeof mark);
+                kernel(got, x, blocks + (size_t)b * N * PACK_ROWS, N, b * PACK_ROWS, gap);
+                for (int c = 0; c < NB; c++) {
+                    bool ours = c >= b && (c - b) % gap == 0 && (c - b) / gap < n;
+                    for (int l = 0; l < PACK_ROWS; l++) {
+                        uint32_t bits;
+                        memcpy(&bits, &got[c * PACK_ROWS + l], sizeof bits);
+                        if (ours)
+                            cr_expect(same_bits_or_nans(&want[c * PACK_ROWS + l],
+                                                        &got[c * PACK_ROWS + l], 1),
+                                      "isa %d, %s: %d blocks %d apart from %d, row %d", (int)isa,
+                                      element_name(e), n, gap, b, c * PACK_ROWS + l);
+                        else
+                            cr_expect(bits == UNWRITTEN,
+                                      "isa %d, %s: %d blocks %d apart from %d wrote row %d",
+                                      (int)isa, element_name(e), n, gap, b, c * PACK_ROWS + l);
+                    }
+                }
+            }
+    }
+}
+
 /* Each x86 instruction set's half kernels (pack_x86.c), called directly,
  * whichever the processor would pick: on every bit pattern, one token a
  * block, two blocks side by side and four (where the set has them), tiles
@@ -173,9 +207,9 @@ static void expect_isa_kernels(HalfIsa isa, ElementType e) {
         k->one(got, x, at, N, b * PACK_ROWS, PACK_ROWS);
         int rows = PACK_ROWS; /* and from some blocks, the pair or four from there */
         if (b % 4 == 0 && k->four != NULL)
-            k->four(got, x, at, N, b * PACK_ROWS), rows = 4 * PACK_ROWS;
+            k->four(got, x, at, N, b * PACK_ROWS, 1), rows = 4 * PACK_ROWS;
         else if (b % 2 == 0)
-            k->pair(got, x, at, N, b * PACK_ROWS), rows = 2 * PACK_ROWS;
+            k->pair(got, x, at, N, b * PACK_ROWS, 1), rows = 2 * PACK_ROWS;
         cr_expect(same_bits_or_nans(want + b * PACK_ROWS, got + b * PACK_ROWS, rows),
                   "isa %d, %s, block %d, one token", (int)isa, element_name(e), b);
         float *outs[PREFILL_TOKENS];
@@ -199,6 +233,7 @@ static void expect_isa_kernels(HalfIsa isa, ElementType e) {
                           l);
             }
     }
+    expect_blocks_apart(k, blocks, x, want, isa, e);
     matrix_free(&p);
     free(h), free(wide), free(block);
 }
@@ -210,15 +245,16 @@ Test(matrix, each_instruction_sets_half_kernels_are_the_textbook_sums) {
     }
 }
 
-/* matmul_packed_blocks over every share a thread could be given: on 83
- * rows (five whole blocks and one of 3 rows) of each element type, for
- * 1 to 13 tokens (one, a tile, tiles and a short one), with the tile on
- * one block a step and on two (whatever this processor would pick), split
- * after each block: each half's rows are the textbook sums of the widened matrix,
- * bit for bit, and the rows outside a share are not written (two blocks
- * are taken a step only inside a share). */
+/* matmul_packed_blocks over every share a thread could be given: on 211
+ * rows (13 whole blocks and one of 3 rows) of each element type, for 1 to
+ * 13 tokens (one, a tile, tiles and a short one), with the tile on one
+ * block a step and on two, with each instruction set's half kernels this
+ * processor has, split after each block: each half's rows are the textbook
+ * sums of the widened matrix, bit for bit, and the rows outside a share
+ * are not written (a decode's two or four blocks, side by side or up to
+ * three apart, are taken only inside a share). */
 static void expect_shares_are_textbook(ElementType e) {
-    enum { OC = 83, C = 40, T = 13 };
+    enum { OC = 211, C = 40, T = 13 };
     uint16_t half[OC * C];
     float wide[OC * C], x[T * C], want[T * OC], got[T * OC];
     uint32_t r = 12345;
@@ -231,9 +267,12 @@ static void expect_shares_are_textbook(ElementType e) {
     Matrix m = e == ELEM_F32 ? matrix_view(e, wide, OC, C) : matrix_view(e, half, OC, C), p;
     cr_assert(matrix_pack(&p, &m));
     int blocks = packed_blocks(&p);
-    cr_assert_eq(blocks, 6);
-    for (int pairs = 0; pairs <= 1; pairs++) { /* the tile on one block a step, and on two */
-        p.tile_pairs = pairs;
+    cr_assert_eq(blocks, 14);
+    for (int variant = 0; variant < 2 * 3; variant++) {
+        int pairs = variant % 2; /* the tile on one block a step, and on two */
+        HalfIsa isa = (HalfIsa)(variant / 2);
+        if (e == ELEM_F32 ? isa != HALF_PORTABLE : !half_isa_available(isa)) continue;
+        p.tile_pairs = pairs, p.half_isa = (int)isa;
         for (int t = 1; t <= T; t++) {
             matmul_forward(want, x, wide, t, C, OC);
             for (int mid = 0; mid <= blocks; mid++) {
@@ -241,13 +280,15 @@ static void expect_shares_are_textbook(ElementType e) {
                 matmul_packed_blocks(got, x, &p, t, 0, mid);
                 for (int k = 0; k < t; k++)
                     for (int o = mid * PACK_ROWS; o < OC; o++)
-                        cr_expect_eq(bits_of(got[k * OC + o]), 0xffffffffu,
-                                     "%s, pairs %d, %d tokens: row %d written by blocks 0..%d",
-                                     element_name(e), pairs, t, o, mid - 1);
+                        cr_expect_eq(
+                            bits_of(got[k * OC + o]), 0xffffffffu,
+                            "%s, isa %d, pairs %d, %d tokens: row %d written by blocks 0..%d",
+                            element_name(e), (int)isa, pairs, t, o, mid - 1);
                 matmul_packed_blocks(got, x, &p, t, mid, blocks);
                 cr_expect(memcmp(got, want, (size_t)t * OC * sizeof(float)) == 0,
-                          "%s, pairs %d, %d tokens, split after block %d: not the textbook sums",
-                          element_name(e), pairs, t, mid);
+                          "%s, isa %d, pairs %d, %d tokens, split after block %d: not the "
+                          "textbook sums",
+                          element_name(e), (int)isa, pairs, t, mid);
             }
         }
     }

@@ -454,11 +454,12 @@ static bool untouched(float f) {
  * has it), give the rows kernel's bits, float and int8 activations alike:
  * on rows that are not whole blocks of 64, rows that end on a short group,
  * every token count up to 9 (four at a time and the rest; one token two
- * blocks at a time), the blocks split as threads share them, and the
- * codes' extremes. */
+ * blocks at a time, up to three blocks apart, an odd one alone), the
+ * blocks split as threads share them, and the codes' extremes. */
 Test(quant, packed_int8_kernels_are_the_rows_kernel_bit_for_bit) {
-    static const int shapes[][3] = {{64, 32, 32}, {70, 48, 32},  {130, 72, 32}, {5, 8, 4},
-                                    {65, 36, 8},  {128, 20, 12}, {3, 40, 40}};
+    static const int shapes[][3] = {{64, 32, 32}, {70, 48, 32},  {130, 72, 32},
+                                    {5, 8, 4},    {65, 36, 8},   {128, 20, 12},
+                                    {3, 40, 40},  {327, 36, 12}, {448, 24, 8}};
     XorshiftRng rng = {.state = 99};
     bool vnni = q8_vnni_available();
     for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
@@ -475,11 +476,11 @@ Test(quant, packed_int8_kernels_are_the_rows_kernel_bit_for_bit) {
                     Matrix p;
                     cr_assert(matrix_pack_q8(&p, &k.rows, quads));
                     cr_expect_eq(p.q8_quads, quads && vnni && C % 4 == 0 && group % 4 == 0);
-                    /* whole, and split after the first block (as a thread's share may
-                     * start): a decode's blocks taken two at a time, never across a split */
-                    for (int split = 0; split < 2; split++) {
+                    /* whole, and split after each block (as threads share them): a
+                     * decode's blocks taken two at a time, half the share apart, never
+                     * across a split */
+                    for (int mid = 1; mid <= q8_blocks(&p); mid++) {
                         memset(got, 0xff, (size_t)T * OC * sizeof(float));
-                        int mid = split ? 1 : q8_blocks(&p);
                         matmul_q8_packed_blocks(got, k.x, qx, k.sx, k.xsum, &p, T, 0, mid);
                         for (int t = 0; t < T; t++) /* rows past the share untouched */
                             for (int r = mid * Q8_ROWS; r < OC; r++)

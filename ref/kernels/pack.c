@@ -280,6 +280,47 @@ static void prefetch_next_step(const Matrix *w, size_t stride, int b, int nb, in
         __builtin_prefetch(start + at, 0, 1);
 }
 
+/* A decode's kernels: one block, two, four (NULL where there are none). */
+typedef struct {
+    BlockToken one;
+    WholeBlocks pair, four;
+} TokenKernels;
+
+/* One token against blocks [b0, b1) (a thread's share). The whole blocks
+ * go four at a time, a quarter of them apart (or, without a four-block
+ * kernel, two at a time, half of them apart): block k with k + n/4, k +
+ * n/2 and k + 3n/4. Each block's sums are its own, so which blocks go
+ * together leaves every bit as it was; but one core reads four streams far
+ * apart faster than four blocks side by side, 64 KiB apart (a 2048-wide
+ * float16 matrix: docs/runs/2026-12-06-spread-streams.txt). What is left
+ * (fewer than four whole blocks, and a last block of fewer rows) goes one
+ * block at a time. */
+static void token_blocks(float *out, const float *x, const Matrix *w, TokenKernels k, int b0,
+                         int b1) {
+    int C = w->cols, OC = w->rows;
+    size_t stride = (size_t)C * PACK_ROWS * element_bytes(w->elem); /* bytes per block */
+    int full_end = OC / PACK_ROWS < b1 ? OC / PACK_ROWS : b1;       /* blocks of PACK_ROWS rows */
+    int whole = full_end - b0;
+    int b = b0;
+    if (k.four != NULL) {
+        int gap = whole / 4;
+        for (int i = 0; i < gap; i++)
+            k.four(out, x, (const char *)w->data + (size_t)(b0 + i) * stride, C,
+                   (b0 + i) * PACK_ROWS, gap);
+        b = b0 + 4 * gap;
+    } else if (k.pair != NULL) {
+        int gap = whole / 2;
+        for (int i = 0; i < gap; i++)
+            k.pair(out, x, (const char *)w->data + (size_t)(b0 + i) * stride, C,
+                   (b0 + i) * PACK_ROWS, gap);
+        b = b0 + 2 * gap;
+    }
+    for (; b < b1; b++) {
+        int row0 = b * PACK_ROWS, rows = OC - row0 < PACK_ROWS ? OC - row0 : PACK_ROWS;
+        k.one(out, x, (const char *)w->data + (size_t)b * stride, C, row0, rows);
+    }
+}
+
 /* With more tokens than one tile, a half block is widened once into a
  * float32 scratch block that every tile then reads (the float32 kernel, on
  * the same values: the same sums), not once a tile. Whatever reads a
@@ -302,6 +343,10 @@ void matmul_packed_blocks(float *out, const float *x, const Matrix *w, int T, in
     if (fast != NULL) /* the same bits, widened by the processor's own instructions */
         one = fast->one, pair = fast->pair, four = fast->four, many = fast->many,
         widen = fast->widen;
+    if (T == 1) { /* a decode */
+        token_blocks(out, x, w, (TokenKernels){.one = one, .pair = pair, .four = four}, b0, b1);
+        return;
+    }
     int C = w->cols, OC = w->rows;
     size_t stride = (size_t)C * PACK_ROWS * element_bytes(w->elem); /* bytes per block */
     size_t wide_bytes = ((size_t)C * PACK_ROWS * sizeof(float) + 63) / 64 * 64;
@@ -313,18 +358,6 @@ void matmul_packed_blocks(float *out, const float *x, const Matrix *w, int T, in
     for (int b = b0; b < b1; b++) {
         const void *block = (const char *)w->data + b * stride;
         int row0 = b * PACK_ROWS, rows = OC - row0 < PACK_ROWS ? OC - row0 : PACK_ROWS;
-        if (T == 1) { /* whole blocks four or two at a time, inside the share */
-            if (four != NULL && b + 3 < b1 && OC - row0 >= 4 * PACK_ROWS) {
-                four(out, x, block, C, row0);
-                b += 3;
-            } else if (pair != NULL && b + 1 < b1 && OC - row0 >= 2 * PACK_ROWS) {
-                pair(out, x, block, C, row0);
-                b++;
-            } else {
-                one(out, x, block, C, row0, rows);
-            }
-            continue;
-        }
         /* two whole blocks a step where the float32 values are at hand (a
          * float32 matrix, or both widened into the scratch) */
         bool two = pairs && b + 1 < b1 && OC - row0 >= 2 * PACK_ROWS &&

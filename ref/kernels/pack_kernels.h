@@ -38,11 +38,14 @@ typedef void (*BlockTokens)(float *const out[PREFILL_TOKENS], const float *const
 /* A half-precision block widened whole into out [C, PACK_ROWS] floats. */
 typedef void (*WidenBlock)(float *out, const void *block, int C);
 
-/* n whole blocks side by side (n · PACK_ROWS rows from row0, n fixed by
- * the kernel), one token: n independent chains of adds, so that no add
- * waits on another's latency, and n streams of the matrix read at once
- * (the decode's pairs and fours). */
-typedef void (*WholeBlocks)(float *out, const float *x, const void *block, int C, int row0);
+/* n whole blocks `gap` blocks apart (block k · gap after `block`, its
+ * PACK_ROWS rows from row0 + k · gap · PACK_ROWS; n fixed by the kernel),
+ * one token: n independent chains of adds, so that no add waits on
+ * another's latency, and n streams of the matrix read at once (the
+ * decode's pairs and fours). Streams far apart read faster than streams
+ * side by side (gap 1): pack.c's token_blocks. */
+typedef void (*WholeBlocks)(float *out, const float *x, const void *block, int C, int row0,
+                            int gap);
 
 /* The block kernels of half-precision elements (ELEM_F16, ELEM_BF16) that
  * widen with the processor's own instructions (pack_x86.c: AVX-512F's or

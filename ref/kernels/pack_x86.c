@@ -43,11 +43,12 @@ AVX512 void token_avx512(ElementType e, float *out, const float *x, const uint16
     for (int l = 0; l < rows; l++) out[row0 + l] = v[l];
 }
 
-/* Two whole blocks side by side (32 rows from row0): two independent chains of adds, so
- * one add's latency never waits on the other's. */
+/* Two whole blocks `gap` apart (pack_kernels.h's WholeBlocks): two
+ * independent chains of adds, so one add's latency never waits on the
+ * other's. */
 AVX512 void token2_avx512(ElementType e, float *out, const float *x, const uint16_t *block, int C,
-                          int row0) {
-    const uint16_t *next = block + (size_t)C * PACK_ROWS;
+                          int row0, int gap) {
+    const uint16_t *next = block + (size_t)gap * C * PACK_ROWS;
     __m512 s0 = _mm512_setzero_ps(), s1 = _mm512_setzero_ps();
     for (int i = 0; i < C; i++) {
         __m512 xi = _mm512_set1_ps(x[i]);
@@ -59,15 +60,15 @@ AVX512 void token2_avx512(ElementType e, float *out, const float *x, const uint1
         s1 = _mm512_add_ps(s1, _mm512_mul_ps(load16_avx512(e, next + (size_t)i * PACK_ROWS), xi));
     }
     _mm512_storeu_ps(out + row0, s0);
-    _mm512_storeu_ps(out + row0 + PACK_ROWS, s1);
+    _mm512_storeu_ps(out + row0 + gap * PACK_ROWS, s1);
 }
 
-/* Four whole blocks side by side (64 rows from row0): a decode reads a
- * matrix as four streams at once, where one core's memory reads are
- * faster than as two (docs/runs/2026-12-06-four-blocks.txt). */
+/* Four whole blocks `gap` apart: a decode reads a matrix as four streams
+ * at once, where one core's memory reads are faster than as two
+ * (docs/runs/2026-12-06-four-blocks.txt). */
 AVX512 void token4_avx512(ElementType e, float *out, const float *x, const uint16_t *block, int C,
-                          int row0) {
-    size_t stride = (size_t)C * PACK_ROWS;
+                          int row0, int gap) {
+    size_t stride = (size_t)gap * C * PACK_ROWS;
     const uint16_t *b0 = block, *b1 = b0 + stride, *b2 = b1 + stride, *b3 = b2 + stride;
     __m512 s0 = _mm512_setzero_ps(), s1 = s0, s2 = s0, s3 = s0;
     for (int i = 0; i < C; i++) {
@@ -83,9 +84,9 @@ AVX512 void token4_avx512(ElementType e, float *out, const float *x, const uint1
         s3 = _mm512_add_ps(s3, _mm512_mul_ps(load16_avx512(e, b3 + at), xi));
     }
     _mm512_storeu_ps(out + row0, s0);
-    _mm512_storeu_ps(out + row0 + PACK_ROWS, s1);
-    _mm512_storeu_ps(out + row0 + 2 * PACK_ROWS, s2);
-    _mm512_storeu_ps(out + row0 + 3 * PACK_ROWS, s3);
+    _mm512_storeu_ps(out + row0 + gap * PACK_ROWS, s1);
+    _mm512_storeu_ps(out + row0 + 2 * gap * PACK_ROWS, s2);
+    _mm512_storeu_ps(out + row0 + 3 * gap * PACK_ROWS, s3);
 }
 
 /* Up to six tokens against one block: each sum a named variable, so that
@@ -141,10 +142,10 @@ F16C void token_f16c(ElementType e, float *out, const float *x, const uint16_t *
     for (int l = 0; l < rows; l++) out[row0 + l] = v[l];
 }
 
-/* Two whole blocks side by side, as token2_avx512. */
+/* Two whole blocks `gap` apart, as token2_avx512. */
 F16C void token2_f16c(ElementType e, float *out, const float *x, const uint16_t *block, int C,
-                      int row0) {
-    const uint16_t *next = block + (size_t)C * PACK_ROWS;
+                      int row0, int gap) {
+    const uint16_t *next = block + (size_t)gap * C * PACK_ROWS;
     __m256 s[4] = {_mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(),
                    _mm256_setzero_ps()};
     for (int i = 0; i < C; i++) {
@@ -156,7 +157,10 @@ F16C void token2_f16c(ElementType e, float *out, const float *x, const uint16_t 
         s[2] = _mm256_add_ps(s[2], _mm256_mul_ps(load8_f16c(e, wb), xi));
         s[3] = _mm256_add_ps(s[3], _mm256_mul_ps(load8_f16c(e, wb + 8), xi));
     }
-    for (int k = 0; k < 4; k++) _mm256_storeu_ps(out + row0 + 8 * k, s[k]);
+    _mm256_storeu_ps(out + row0, s[0]);
+    _mm256_storeu_ps(out + row0 + 8, s[1]);
+    _mm256_storeu_ps(out + row0 + gap * PACK_ROWS, s[2]);
+    _mm256_storeu_ps(out + row0 + gap * PACK_ROWS + 8, s[3]);
 }
 
 /* As tokens_avx512: twelve named sums (six tokens' low and high eight
@@ -207,8 +211,8 @@ F16C void widen_f16c(ElementType e, float *out, const uint16_t *block, int C) {
  * 16 registers for its eight sums alone, and takes pairs (its four: NULL). */
 #define FOUR_AVX512(type, name)                                                                    \
     __attribute__((target("avx512f"))) static void four_avx512_##name(                             \
-        float *out, const float *x, const void *block, int C, int row0) {                          \
-        token4_avx512(type, out, x, block, C, row0);                                               \
+        float *out, const float *x, const void *block, int C, int row0, int gap) {                 \
+        token4_avx512(type, out, x, block, C, row0, gap);                                          \
     }
 FOUR_AVX512(ELEM_F16, f16)
 FOUR_AVX512(ELEM_BF16, bf16)
@@ -220,8 +224,8 @@ FOUR_AVX512(ELEM_BF16, bf16)
         token_##isa(type, out, x, block, C, row0, rows);                                           \
     }                                                                                              \
     __attribute__((target(attr))) static void pair_##isa##_##name(                                 \
-        float *out, const float *x, const void *block, int C, int row0) {                          \
-        token2_##isa(type, out, x, block, C, row0);                                                \
+        float *out, const float *x, const void *block, int C, int row0, int gap) {                 \
+        token2_##isa(type, out, x, block, C, row0, gap);                                           \
     }                                                                                              \
     __attribute__((target(attr))) static void many_##isa##_##name(                                 \
         float *const out[PREFILL_TOKENS], const float *const xt[PREFILL_TOKENS], int n,            \

@@ -244,8 +244,8 @@ q8_quads_dot1(__m512i *acc, const uint8_t *q, const int8_t *qx, int start, int e
     acc[0] = a0, acc[1] = a1, acc[2] = a2, acc[3] = a3;
 }
 
-/* One token's integer sums against two blocks side by side (q0, and q1 =
- * the next block), added into acc [2, VNNI_VECTORS], as q8_quads_dot1. */
+/* One token's integer sums against two blocks (q0 and q1), added into acc
+ * [2, VNNI_VECTORS], as q8_quads_dot1. */
 __attribute__((noinline)) VNNI_TARGET static void
 q8_quads_dot1_pair(__m512i *acc, const uint8_t *q0, const uint8_t *q1, const int8_t *qx, int start,
                    int end) {
@@ -266,17 +266,17 @@ q8_quads_dot1_pair(__m512i *acc, const uint8_t *q0, const uint8_t *q1, const int
 }
 
 /* nt tokens against nb blocks in quads (4 x 1, 1 x 1, or 1 x 2: a
- * decode's token against two blocks side by side, eight chains of sums in
- * flight where one block has four, which reads the weights nearer the
- * memory's pace: docs/runs/2026-12-05-q8-decode-ab.txt), group by group.
+ * decode's token against two blocks `gap` blocks apart, eight chains of
+ * sums in flight where one block has four, which reads the weights nearer
+ * the memory's pace: docs/runs/2026-12-05-q8-decode-ab.txt), group by group.
  * Summed over a group, the products are Σ (q + 128)·a = Σ q·a + 128 · Σ a,
  * so each sum starts from -128 · xsum: Σ q·a exactly (every partial sum
  * within 255 · 128 · group of 0). Then, per row, as q8_add_group: sum +=
- * (float)Σ · (sx · sc), in group order. The blocks follow one another (q,
- * sc and out one block further on); the last has `rows` rows. */
+ * (float)Σ · (sx · sc), in group order. Block k lies k · gap blocks on (q,
+ * sc and out); the last has `rows` rows. */
 static inline __attribute__((always_inline)) VNNI_TARGET void
 q8_quads_tokens(float *out, int OC, const int8_t *qx, const float *sx, const int32_t *xsum, int nt,
-                int nb, const uint8_t *q, const float *sc, int C, int group, int rows) {
+                int nb, int gap, const uint8_t *q, const float *sc, int C, int group, int rows) {
     int gpr = quant_groups(C, group);
     __m512 sum[VNNI_TOKENS][VNNI_VECTORS]; /* [lane: token t, block k at t · nb + k] */
     __m512i acc[VNNI_TOKENS * VNNI_VECTORS];
@@ -294,13 +294,13 @@ q8_quads_tokens(float *out, int OC, const int8_t *qx, const float *sx, const int
         if (nt == VNNI_TOKENS)
             q8_quads_dot4(acc, q, qx, (size_t)C, start, end);
         else if (nb == 2)
-            q8_quads_dot1_pair(acc, q, q + (size_t)C * Q8_ROWS, qx, start, end);
+            q8_quads_dot1_pair(acc, q, q + (size_t)gap * C * Q8_ROWS, qx, start, end);
         else
             q8_quads_dot1(acc, q, qx, start, end);
         UNROLL
         for (int lane = 0; lane < nt * nb; lane++) {
             __m512 s = _mm512_set1_ps(sx[(size_t)(lane / nb) * gpr + g]);
-            const float *scales = sc + ((size_t)(lane % nb) * gpr + g) * Q8_ROWS;
+            const float *scales = sc + ((size_t)(lane % nb) * gap * gpr + g) * Q8_ROWS;
             UNROLL
             for (int v = 0; v < VNNI_VECTORS; v++) {
                 __m512 scale = _mm512_mul_ps(s, _mm512_loadu_ps(scales + 16 * v));
@@ -315,29 +315,48 @@ q8_quads_tokens(float *out, int OC, const int8_t *qx, const float *sx, const int
         int t = lane / nb, k = lane % nb;
         UNROLL
         for (int v = 0; v < VNNI_VECTORS; v++) _mm512_storeu_ps(row + 16 * v, sum[lane][v]);
-        memcpy(out + (size_t)t * OC + (size_t)k * Q8_ROWS, row,
+        memcpy(out + (size_t)t * OC + (size_t)k * gap * Q8_ROWS, row,
                (size_t)(k == nb - 1 ? rows : Q8_ROWS) * sizeof(float));
     }
 }
 
 /* One block against T tokens: VNNI_TOKENS at a time, then one at a time;
- * or (nb = 2, T = 1) one token against this block and the next, the last
- * of them `rows` rows. */
+ * or (nb = 2, T = 1) one token against this block and the one `gap` blocks
+ * on, the last of them `rows` rows. */
 VNNI_TARGET static void q8_quads_block(float *out, int OC, const int8_t *qx, const float *sx,
-                                       const int32_t *xsum, int T, int nb, const uint8_t *q,
-                                       const float *sc, int C, int group, int rows) {
+                                       const int32_t *xsum, int T, int nb, int gap,
+                                       const uint8_t *q, const float *sc, int C, int group,
+                                       int rows) {
     size_t gpr = (size_t)quant_groups(C, group);
     int t = 0; /* each call with constant counts: its loops unrolled */
     if (nb == 2) {
-        q8_quads_tokens(out, OC, qx, sx, xsum, 1, 2, q, sc, C, group, rows);
+        q8_quads_tokens(out, OC, qx, sx, xsum, 1, 2, gap, q, sc, C, group, rows);
         return;
     }
     for (; t + VNNI_TOKENS <= T; t += VNNI_TOKENS)
         q8_quads_tokens(out + (size_t)t * OC, OC, qx + (size_t)t * C, sx + t * gpr, xsum + t * gpr,
-                        VNNI_TOKENS, 1, q, sc, C, group, rows);
+                        VNNI_TOKENS, 1, 1, q, sc, C, group, rows);
     for (; t < T; t++)
         q8_quads_tokens(out + (size_t)t * OC, OC, qx + (size_t)t * C, sx + t * gpr, xsum + t * gpr,
-                        1, 1, q, sc, C, group, rows);
+                        1, 1, 1, q, sc, C, group, rows);
+}
+
+/* One token with int8 activations against blocks [b0, b1) in quads: two
+ * at a time, half of them apart (block b0 + i with b0 + i + n/2: one core
+ * reads streams far apart faster than blocks side by side, pack.c's
+ * token_blocks), an odd last block alone. Which blocks go together leaves
+ * each block's sums, and so every bit, as they were. */
+static void q8_quads_token_blocks(float *out, const int8_t *qx, const float *sx,
+                                  const int32_t *xsum, const Matrix *w, int b0, int b1) {
+    int C = w->cols, OC = w->rows, gpr = quant_groups(C, w->group), n = b1 - b0, gap = n / 2;
+    for (int i = 0; i < n - gap; i++) {
+        int nb = i < gap ? 2 : 1, b = i < gap ? b0 + i : b1 - 1; /* the pairs, an odd last */
+        int last = b + (nb - 1) * gap, rows_last = OC - last * Q8_ROWS;
+        q8_quads_block(out + (size_t)b * Q8_ROWS, OC, qx, sx, xsum, 1, nb, gap,
+                       (const uint8_t *)w->data + (size_t)b * C * Q8_ROWS,
+                       w->scales + (size_t)b * gpr * Q8_ROWS, C, w->group,
+                       rows_last < Q8_ROWS ? rows_last : Q8_ROWS);
+    }
 }
 #endif
 
@@ -350,12 +369,13 @@ void matmul_q8_packed_blocks(float *out, const float *x, const int8_t *qx, const
         int row0 = b * Q8_ROWS, rows = OC - row0 < Q8_ROWS ? OC - row0 : Q8_ROWS;
         if (w->q8_quads) {
 #ifdef Q8_VNNI
+            if (qx != NULL && T == 1) {
+                q8_quads_token_blocks(out, qx, sx, xsum, w, b, b1);
+                return;
+            }
             if (qx != NULL) {
-                int nb = T == 1 && b + 1 < b1 ? 2 : 1; /* a decode: two blocks at a time */
-                int last = b + nb - 1, rows_last = OC - last * Q8_ROWS;
-                q8_quads_block(out + row0, OC, qx, sx, xsum, T, nb, (const uint8_t *)q, sc, C,
-                               w->group, rows_last < Q8_ROWS ? rows_last : Q8_ROWS);
-                b = last;
+                q8_quads_block(out + row0, OC, qx, sx, xsum, T, 1, 1, (const uint8_t *)q, sc, C,
+                               w->group, rows);
                 continue;
             }
 #endif
