@@ -278,7 +278,7 @@ else
 test: deps
 	@bash tests/clean_tree.sh snapshot $(BUILD)/tree-before.txt
 	$(MAKE) --no-print-directory fmt-check build $(BUILD)/stepwise-tests $(BUILD)/bench/forward \
-	    $(BUILD)/bench/ports
+	    $(BUILD)/bench/ports $(BUILD)/bench/read_spacing
 	$(MAKE) --no-print-directory unit-tests
 	$(MAKE) --no-print-directory bad-inputs
 	$(MAKE) --no-print-directory fuzz-smoke
@@ -605,6 +605,12 @@ $(BUILD)/bench/forward: tests/bench/forward.c $(BUILD)/libstepwise.a
 $(BUILD)/bench/bandwidth: tests/bench/bandwidth.c
 	@mkdir -p $(dir $@)
 	@$(CC) $(CFLAGS) -o $@ $< -pthread
+
+# How fast one core reads four blocks by how far apart they lie
+# (docs/runs/2026-12-06-spread-streams.txt): a benchmark, not a test.
+$(BUILD)/bench/read_spacing: tests/bench/read_spacing.c
+	@mkdir -p $(dir $@)
+	@$(CC) $(CFLAGS) -o $@ $<
 
 # What the rule against fused multiply-adds costs on this core
 # (docs/performance.md): a benchmark, not a test.
