@@ -606,11 +606,13 @@ $(BUILD)/bench/bandwidth: tests/bench/bandwidth.c
 	@mkdir -p $(dir $@)
 	@$(CC) $(CFLAGS) -o $@ $< -pthread
 
-# How fast one core reads four blocks by how far apart they lie
-# (docs/runs/2026-12-06-spread-streams.txt): a benchmark, not a test.
-$(BUILD)/bench/read_spacing: tests/bench/read_spacing.c
+# How fast one core runs the decode's multi-block kernels by how far apart
+# their blocks lie (docs/runs/2026-12-06-spread-streams*.txt): a benchmark,
+# not a test.
+$(BUILD)/bench/read_spacing: tests/bench/read_spacing.c $(BUILD)/libstepwise.a
 	@mkdir -p $(dir $@)
-	@$(CC) $(CFLAGS) -o $@ $<
+	@echo "  LINK $@"
+	@$(CC) $(CFLAGS) -o $@ $< $(BUILD)/libstepwise.a $(LDLIBS)
 
 # What the rule against fused multiply-adds costs on this core
 # (docs/performance.md): a benchmark, not a test.
