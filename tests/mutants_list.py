@@ -201,6 +201,12 @@ MUTANTS = [
      "bits = sign | (exp + 111) << 23 | man << 13;", "kernels", "half_to_float rebiases by 111"),
     ("sha256-rotation", "ref/util/sha256.c", "rotr(w[i - 15], 7)", "rotr(w[i - 15], 8)", "oracle",
      "SHA-256's message schedule rotates by 8"),
+    ("sha256-x86-schedule-back8", "ref/util/sha256_x86.c",
+     "_mm_alignr_epi8(w[(g + 3) & 3], w[(g + 2) & 3], 4)", "_mm_alignr_epi8(w[(g + 3) & 3], w[(g + 2) & 3], 8)",
+     "oracle", "the SHA extensions' schedule takes W[t-8] for W[t-7]"),
+    ("sha256-partial-block-kept-short", "ref/util/sha256.c", "        if (s->used < 64) return;\n",
+     "        if (s->used < 63) return;\n", "oracle",
+     "a piece that leaves the buffered block one byte short compresses it"),
     # ---- ref/text
     ("spm-merge-lowest-id", "ref/text/tokenizer.c", "heap_push(h, (PairCandidate){.score = t->scores[id],",
      "heap_push(h, (PairCandidate){.score = -(float)id,", "tokenizer",

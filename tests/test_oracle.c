@@ -343,22 +343,80 @@ Test(oracle, golden_set_is_byte_identical_run_to_run, .timeout = 120) {
     cr_expect_eq(system(args), 0);
 }
 
-/* FIPS 180-4's examples. */
-Test(oracle, sha256_of_the_standard_examples) {
+/* The digest of data [n] fed in pieces of at most `piece` bytes, on the
+ * SHA extensions or the portable rounds. */
+static void sha256_in_pieces(const void *data, size_t n, size_t piece, bool hardware,
+                             char hex[65]) {
     Sha256 s;
+    sha256_init(&s);
+    s.hardware = hardware;
+    for (size_t at = 0; at < n; at += piece)
+        sha256_update(&s, (const char *)data + at, n - at < piece ? n - at : piece);
+    sha256_hex(&s, hex);
+}
+
+/* FIPS 180-4's examples (and its million a's), on the portable rounds and,
+ * where the processor has them, the SHA extensions, whole and a few bytes
+ * at a time. */
+Test(oracle, sha256_of_the_standard_examples) {
+    static const struct {
+        const char *text;
+        const char *digest;
+    } examples[] = {
+        {"", "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"},
+        {"abc", "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"},
+        {"abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq",
+         "248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1"},
+    };
+    char *million = malloc(1000000);
+    cr_assert_not_null(million);
+    memset(million, 'a', 1000000);
     char hex[65];
+    for (int hardware = 0; hardware <= (int)sha256_hardware_available(); hardware++) {
+        for (size_t i = 0; i < sizeof examples / sizeof examples[0]; i++)
+            for (size_t piece = 1; piece <= 65; piece += 64) {
+                const char *t = examples[i].text;
+                sha256_in_pieces(t, strlen(t), piece, hardware, hex);
+                cr_expect_str_eq(hex, examples[i].digest, "%s, pieces of %zu, hardware %d", t,
+                                 piece, hardware);
+            }
+        for (size_t piece = 1000; piece <= 1000000; piece *= 1000) {
+            sha256_in_pieces(million, 1000000, piece, hardware, hex);
+            cr_expect_str_eq(hex,
+                             "cdc76e5c9914fb9281a1c7e284d73e67f1809a48a497200e046d39ccc7112cd0",
+                             "a million a's, pieces of %zu, hardware %d", piece, hardware);
+        }
+    }
+    free(million);
+}
+
+/* The SHA extensions give the portable rounds' digest on every length from
+ * 0 to 300 bytes and on 1 MiB, fed whole or in pieces of 7 and 64; init
+ * takes them where the processor has them. */
+Test(oracle, sha256_on_the_extensions_is_the_portable_digest) {
+    if (!sha256_hardware_available()) {
+        cr_skip_test("this processor has no SHA extensions");
+    }
+    Sha256 s;
     sha256_init(&s);
-    sha256_hex(&s, hex);
-    cr_expect_str_eq(hex, "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
-    sha256_init(&s);
-    sha256_update(&s, "abc", 3);
-    sha256_hex(&s, hex);
-    cr_expect_str_eq(hex, "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
-    const char *two_blocks = "abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq";
-    sha256_init(&s);
-    sha256_update(&s, two_blocks, strlen(two_blocks));
-    sha256_hex(&s, hex);
-    cr_expect_str_eq(hex, "248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1");
+    cr_expect(s.hardware, "init takes the extensions where the processor has them");
+    size_t big = (size_t)1 << 20;
+    uint8_t *data = malloc(big);
+    cr_assert_not_null(data);
+    uint32_t x = 12345;
+    for (size_t i = 0; i < big; i++) x = x * 1664525u + 1013904223u, data[i] = (uint8_t)(x >> 24);
+    char want[65], got[65];
+    for (size_t n = 0; n <= 300; n++) {
+        sha256_in_pieces(data, n, n > 0 ? n : 1, false, want);
+        for (size_t piece = 7; piece <= 64; piece += 57) {
+            sha256_in_pieces(data, n, piece, true, got);
+            cr_expect_str_eq(got, want, "%zu bytes in pieces of %zu", n, piece);
+        }
+    }
+    sha256_in_pieces(data, big, big, false, want);
+    sha256_in_pieces(data, big, big, true, got);
+    cr_expect_str_eq(got, want, "1 MiB");
+    free(data);
 }
 
 /* The KL divergence is in nats (natural logarithms), on a pair worked by

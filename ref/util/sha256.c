@@ -1,4 +1,5 @@
-/* sha256.c: SHA-256 as FIPS 180-4 defines it. */
+/* sha256.c: SHA-256 as FIPS 180-4 defines it; the rounds on the SHA
+ * extensions where the processor has them (sha256_x86.c). */
 #include "ref/util/sha256.h"
 
 #include <errno.h>
@@ -47,17 +48,34 @@ void sha256_init(Sha256 *s) {
                                    0x510e527f, 0x9b05688c, 0x1f83d9ab, 0x5be0cd19};
     memcpy(s->h, H0, sizeof H0);
     s->used = 0, s->total = 0;
+    s->hardware = sha256_hardware_available();
+}
+
+/* Whole blocks of data into the state, on whichever rounds s takes. */
+static void compress_blocks(Sha256 *s, const uint8_t *data, size_t blocks) {
+    if (s->hardware) {
+        sha256_blocks_hardware(s->h, data, blocks);
+        return;
+    }
+    for (size_t b = 0; b < blocks; b++) compress(s->h, data + 64 * b);
 }
 
 void sha256_update(Sha256 *s, const void *data, size_t n) {
     const uint8_t *p = data;
     s->total += n;
-    while (n > 0) {
+    if (n == 0) return; /* data may then be NULL */
+    if (s->used > 0) {  /* a partial block first */
         size_t take = 64 - s->used < n ? 64 - s->used : n;
         memcpy(s->block + s->used, p, take);
         s->used += take, p += take, n -= take;
-        if (s->used == 64) compress(s->h, s->block), s->used = 0;
+        if (s->used < 64) return;
+        compress_blocks(s, s->block, 1);
+        s->used = 0;
     }
+    compress_blocks(s, p, n / 64); /* whole blocks straight from data */
+    p += n / 64 * 64, n %= 64;
+    memcpy(s->block, p, n);
+    s->used = n;
 }
 
 void sha256_hex(Sha256 *s, char out[65]) {

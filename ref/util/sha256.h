@@ -3,6 +3,7 @@
 #ifndef STEPWISE_SHA256_H
 #define STEPWISE_SHA256_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -13,12 +14,21 @@ typedef struct {
     uint8_t block[64];
     size_t used;    /* bytes in block */
     uint64_t total; /* bytes hashed */
+    bool hardware;  /* compress on the SHA extensions (sha256_x86.c); same bits */
 } Sha256;
 
+/* hardware is set when the processor has the extensions; a caller may
+ * clear it to take the portable rounds. */
 void sha256_init(Sha256 *s);
 void sha256_update(Sha256 *s, const void *data, size_t n);
 /* The digest as 64 lower-case hex digits and a NUL. */
 void sha256_hex(Sha256 *s, char out[65]);
+
+/* Whether this processor has the SHA extensions, and blocks 64-byte
+ * blocks of data compressed into h on them (sha256_x86.c; only when
+ * available). */
+bool sha256_hardware_available(void);
+void sha256_blocks_hardware(uint32_t h[8], const uint8_t *data, size_t blocks);
 
 /* The SHA-256 of a whole file, as hex. */
 bool sha256_file(const char *path, char out[65], StepError *err);
