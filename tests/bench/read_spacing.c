@@ -19,17 +19,11 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
-#include <time.h>
 
 #include "ref/kernels/pack_kernels.h"
+#include "ref/util/clock.h"
 
 enum { COLS = 2048, BLOCK_HALVES = COLS * PACK_ROWS };
-
-static double now(void) {
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
-}
 
 /* One instruction set's kernel of most blocks, and how many it takes. */
 typedef struct {
@@ -58,9 +52,9 @@ static void time_spacings(float *out, const uint16_t *a, size_t blocks, SpacedKe
             size_t run = (size_t)k.blocks * (size_t)gaps[g], used = blocks / run * run;
             double best = 1e30;
             for (int pass = 0; pass < 5; pass++) {
-                double t = now();
+                double t = clock_seconds();
                 read_pass(out, a, blocks, k, gaps[g], x);
-                t = now() - t;
+                t = clock_seconds() - t;
                 best = t < best ? t : best;
             }
             printf("round %d, %s, blocks %2d apart: %.1f GB/s\n", round, k.name, gaps[g],
