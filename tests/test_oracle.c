@@ -6,6 +6,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "ref/util/rng.h"
 #include "ref/util/sha256.h"
 #include "tests/helpers.h"
 
@@ -403,8 +404,8 @@ Test(oracle, sha256_on_the_extensions_is_the_portable_digest) {
     size_t big = (size_t)1 << 20;
     uint8_t *data = malloc(big);
     cr_assert_not_null(data);
-    uint32_t x = 12345;
-    for (size_t i = 0; i < big; i++) x = x * 1664525u + 1013904223u, data[i] = (uint8_t)(x >> 24);
+    XorshiftRng rng = {12345};
+    for (size_t i = 0; i < big; i++) data[i] = (uint8_t)xorshift_u32(&rng);
     char want[65], got[65];
     for (size_t n = 0; n <= 300; n++) {
         sha256_in_pieces(data, n, n > 0 ? n : 1, false, want);

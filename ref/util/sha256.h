@@ -24,6 +24,10 @@ void sha256_update(Sha256 *s, const void *data, size_t n);
 /* The digest as 64 lower-case hex digits and a NUL. */
 void sha256_hex(Sha256 *s, char out[65]);
 
+/* FIPS 180-4's K: the 64 rounds' constants (sha256.c), for both kinds of
+ * rounds. */
+extern const uint32_t sha256_round_constants[64];
+
 /* Whether this processor has the SHA extensions, and blocks 64-byte
  * blocks of data compressed into h on them (sha256_x86.c; only when
  * available). */

@@ -1,7 +1,9 @@
 /* sha256_x86.c: SHA-256's compression on the x86 SHA extensions
- * (sha256rnds2, sha256msg1, sha256msg2), which the processor runs several
- * times faster than sha256.c's portable rounds: a run header's hash of a
- * 16 GB model file took 45 s of an 8B score that way.
+ * (sha256rnds2, sha256msg1, sha256msg2), which hash about 4.5 times as
+ * fast as sha256.c's portable rounds on this project's machine: the run
+ * header's hash of a 2.48 GB file 8.6 s -> 1.9 s, an 8B-shaped score from a
+ * cold cache 93 s -> 66 s (docs/runs/2026-12-06-sha256-speed.txt,
+ * 2026-12-06-8b-check.txt).
  *
  * The extensions keep the eight working words as two vectors, ABEF and
  * CDGH (A in the top lane); sha256rnds2 runs two rounds on the low two
@@ -25,17 +27,6 @@ bool sha256_hardware_available(void) {
 
 __attribute__((target("sha,sse4.1"))) void
 sha256_blocks_hardware(uint32_t h[8], const uint8_t *data, size_t blocks) {
-    static const uint32_t K[64] = {
-        0x428a2f98, 0x71374491, 0xb5c0fbcf, 0xe9b5dba5, 0x3956c25b, 0x59f111f1, 0x923f82a4,
-        0xab1c5ed5, 0xd807aa98, 0x12835b01, 0x243185be, 0x550c7dc3, 0x72be5d74, 0x80deb1fe,
-        0x9bdc06a7, 0xc19bf174, 0xe49b69c1, 0xefbe4786, 0x0fc19dc6, 0x240ca1cc, 0x2de92c6f,
-        0x4a7484aa, 0x5cb0a9dc, 0x76f988da, 0x983e5152, 0xa831c66d, 0xb00327c8, 0xbf597fc7,
-        0xc6e00bf3, 0xd5a79147, 0x06ca6351, 0x14292967, 0x27b70a85, 0x2e1b2138, 0x4d2c6dfc,
-        0x53380d13, 0x650a7354, 0x766a0abb, 0x81c2c92e, 0x92722c85, 0xa2bfe8a1, 0xa81a664b,
-        0xc24b8b70, 0xc76c51a3, 0xd192e819, 0xd6990624, 0xf40e3585, 0x106aa070, 0x19a4c116,
-        0x1e376c08, 0x2748774c, 0x34b0bcb5, 0x391c0cb3, 0x4ed8aa4a, 0x5b9cca4f, 0x682e6ff3,
-        0x748f82ee, 0x78a5636f, 0x84c87814, 0x8cc70208, 0x90befffa, 0xa4506ceb, 0xbef9a3f7,
-        0xc67178f2};
     /* each 32-bit word's bytes reversed: the message is big-endian */
     const __m128i swap = _mm_set_epi64x(0x0c0d0e0f08090a0bLL, 0x0405060700010203LL);
     /* h's A B C D, E F G H into ABEF and CDGH, A and C in the top lanes */
@@ -55,7 +46,8 @@ sha256_blocks_hardware(uint32_t h[8], const uint8_t *data, size_t blocks) {
                     _mm_add_epi32(_mm_sha256msg1_epu32(w[g & 3], w[(g + 1) & 3]), back7),
                     w[(g + 3) & 3]);
             }
-            __m128i wk = _mm_add_epi32(w[g & 3], _mm_loadu_si128((const __m128i *)(K + 4 * g)));
+            __m128i wk = _mm_add_epi32(
+                w[g & 3], _mm_loadu_si128((const __m128i *)(sha256_round_constants + 4 * g)));
             /* two rounds make the old ABEF the new CDGH: after the first
              * call cdgh holds ABEF and abef CDGH, after the second each its
              * own again */
