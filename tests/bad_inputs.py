@@ -1295,6 +1295,134 @@ def output_cases():
          2, ["context holds 1"], check=lambda r: not os.path.exists(path("g")) or "a partial golden set")
 
 
+def output_alias_cases():
+    """Issue 67, bug 9: an output that names one of the command's own inputs,
+    by the same path, through a symlink or through a hard link, is refused
+    (exit 2, one line naming both) before anything is written, and the input
+    is left byte for byte. make-model has no such case: its one input,
+    --tokenizer-from, goes with --format hf, whose --out must not exist."""
+    model = open(path("good.bin"), "rb").read()
+    tok = open(path("tok.bin"), "rb").read()
+    trace = open(path("good.jsonl"), "rb").read()
+    request = b'{"id":"r","prompt":"cat"}\n'
+    # convert writes only FILE.gguf, and golden's prompts need 70 positions
+    for made in (["convert", "--model", path("good.bin"), "--tokenizer", path("tok.bin"),
+                  "--out", path("alias.gguf")],
+                 ["make-model", "--dim", "8", "--hidden", "16", "--layers", "1", "--heads", "2",
+                  "--vocab", "13", "--seq-len", "128", "--out", path("alias-long.bin")]):
+        subprocess.run([BIN] + made, check=True, capture_output=True)
+    gguf = open(path("alias.gguf"), "rb").read()
+    long_model = open(path("alias-long.bin"), "rb").read()
+
+    def kept(inputs, link=None, link_name="out"):
+        """A check: each input {name: bytes} as it was, the link still one,
+        and stderr a single line."""
+        def check(result):
+            for name, data in inputs.items():
+                if not os.path.isfile(path(name)) or open(path(name), "rb").read() != data:
+                    return "%s was changed or removed" % name
+            if link is not None:
+                linked, target = link
+                if linked == "symlink" and not os.path.islink(path(link_name)):
+                    return "the symlink was replaced"
+                if linked == "hardlink" and os.stat(path(link_name)).st_ino != os.stat(
+                        path(target)).st_ino:
+                    return "the hard link was replaced"
+            lines = result.stderr.strip().splitlines()
+            return len(lines) == 1 or "%d lines on stderr" % len(lines)
+        return check
+
+    def three_ways(title, args, option, input_option, name, data, files=None, how="file",
+                   link="out"):
+        """The case for each way of naming input `name` (holding data) as
+        the output, a link named `link` for the two links: args holds {OUT}
+        where the output goes."""
+        for way in ("path", "symlink", "hardlink"):
+            out = name if way == "path" else link
+            made = dict(files or {}, **{name: data})
+            if way != "path":
+                made[link] = (way, name)
+            line = [a.replace("{OUT}", "{%s}" % out) for a in args]
+            words = ["%s %s is the %s %s %s" % (option, path(out), input_option, how, path(name))]
+            case("output alias: %s, by %s" % (title, way), line, 2, words, files=made,
+                 check=kept({name: data}, None if way == "path" else (way, name), link))
+
+    three_ways("quantize --out the model", ["quantize", "--model", "{a.bin}", "--out", "{OUT}"],
+               "--out", "--model", "a.bin", model)
+    three_ways("convert --out the model", ["convert", "--model", "{a.gguf}", "--out", "{OUT}"],
+               "--out", "--model", "a.gguf", gguf, link="out.gguf")
+    three_ways("score --out the model", ["score", "--model", "{a.bin}", "--tokenizer", "{tok.bin}",
+                                         "--text", "cat", "--out", "{OUT}"],
+               "--out", "--model", "a.bin", model)
+    # --tensors writes only F.safetensors: a tokenizer.bin by that name
+    three_ways("score --tensors the tokenizer", ["score", "--model", "{good.bin}", "--tokenizer",
+                                                 "{a.safetensors}", "--text", "cat", "--out",
+                                                 "{s.jsonl}", "--tensors", "{OUT}"],
+               "--tensors", "--tokenizer", "a.safetensors", tok, link="out.safetensors")
+    three_ways("score --out the --tokens-file", ["score", "--tokens-file", "{ids.txt}", "--out",
+                                                 "{OUT}"], "--out", "--tokens-file", "ids.txt",
+               b"1 2 3\n")
+    three_ways("generate --trace the tokenizer", ["generate", "--model", "{good.bin}",
+                                                  "--tokenizer", "{a.tok}", "--trace", "{OUT}"],
+               "--trace", "--tokenizer", "a.tok", tok)
+    three_ways("generate --trace a --document", ["generate", "--model", "{long.bin}",
+                                                 "--tokenizer", "{tok.bin}", "--steps", "3",
+                                                 "--document", "{doc.txt}", "--trace", "{OUT}"],
+               "--trace", "--document", "doc.txt", b"a document\n")
+    three_ways("batch --out the requests", ["batch", *M, "--requests", "{r.jsonl}", "--out",
+                                            "{OUT}"], "--out", "--requests", "r.jsonl", request)
+    three_ways("batch --metrics-json the model", ["batch", "--model", "{a.bin}", "--tokenizer",
+                                                  "{tok.bin}", "--requests", "{r.jsonl}",
+                                                  "--metrics-json", "{OUT}"],
+               "--metrics-json", "--model", "a.bin", model, files={"r.jsonl": request})
+    three_ways("serve-sim --save-costs the requests", ["serve-sim", "--model", "{long.bin}",
+                                                       "--tokenizer", "{tok.bin}", "--requests",
+                                                       "{r.jsonl}", "--save-costs", "{OUT}"],
+               "--save-costs", "--requests", "r.jsonl", request)
+    three_ways("view -o the trace", ["view", "{t.jsonl}", "-o", "{OUT}"], "--out", "trace",
+               "t.jsonl", trace)
+    three_ways("view -o the tokenizer", ["view", "{good.jsonl}", "--tokenizer", "{a.tok}", "-o",
+                                         "{OUT}"], "--out", "--tokenizer", "a.tok", tok)
+    # view's default page, TRACE.html, is no option: a link there to the trace
+    for way in ("symlink", "hardlink"):
+        case("output alias: view's default page the trace, by " + way, ["view", "{t.jsonl}"], 2,
+             ["-o %s is the trace file %s" % (path("t.html"), path("t.jsonl"))],
+             files={"t.jsonl": trace, "t.html": (way, "t.jsonl")},
+             check=lambda r: open(path("t.jsonl"), "rb").read() == trace or "t.jsonl changed")
+    # An output folder holds an input: batch would write --trace DIR/r.jsonl
+    # over the requests; golden would replace the older set holding the model.
+    case("output alias: batch --trace the requests' folder", ["batch", *M, "--requests",
+                                                              "{t/r.jsonl}", "--trace", "{t}"],
+         2, ["--trace %s holds the --requests file %s" % (path("t"), path("t/r.jsonl"))],
+         files={"t/r.jsonl": request}, check=kept({"t/r.jsonl": request}))
+    old_set = {"g/manifest.json": golden_manifest({"m.bin": long_model}), "g/m.bin": long_model}
+    for way, model_arg in (("path", "{g/m.bin}"), ("symlink", "{ml}")):
+        files = dict(old_set, ml=("symlink", "g/m.bin")) if way == "symlink" else dict(old_set)
+        case("output alias: golden --out the model's folder, by " + way,
+             ["golden", "--model", model_arg, "--tokenizer", "{tok.bin}", "--out", "{g}"], 2,
+             ["--out %s holds the --model file %s" % (path("g"), expand(model_arg))],
+             files=files, check=kept({"g/m.bin": long_model}))
+    case("output alias: golden merge --out a part", ["golden", "merge", "{p1}", "{p2}", "--out",
+                                                     "{p1}"], 2,
+         ["--out %s is the part folder %s" % (path("p1"), path("p1"))], files=golden_parts(),
+         check=kept({"p1/a.jsonl": b"A\n", "p2/b.jsonl": b"B\n"}))
+    # A folder's files are its inputs: score --out a Hugging Face model's own file.
+    subprocess.run([BIN, "make-model", "--format", "hf", "--dim", "8", "--hidden", "16",
+                    "--layers", "1", "--heads", "2", "--vocab", "13", "--seq-len", "4", "--out",
+                    path("alias-hf")], check=True, capture_output=True)
+    config = open(path("alias-hf/config.json"), "rb").read()
+    case("output alias: score --out a file of the model's folder",
+         ["score", "--model", "{alias-hf}", "--tokenizer", "{tok.bin}", "--text", "cat", "--out",
+          "{alias-hf/config.json}"], 2,
+         ["--out %s is a file of the --model folder %s" % (path("alias-hf/config.json"),
+                                                           path("alias-hf"))],
+         check=kept({"alias-hf/config.json": config}))
+    # Not an alias: an output that does not exist yet.
+    case("output alias: quantize into a new file", ["quantize", "--model", "{a.bin}", "--out",
+                                                    "{./a.q8}"], 0, [], files={"a.bin": model},
+         creates=("a.q8",))
+
+
 def nan_checkpoint(first=200, count=1, value=float("nan")):
     """good.bin with `count` weights from float `first` on set to value
     (float 200 lies in blocks.0.attn.wk: 13*8 embedding, 8 rms_att, 64 wq)."""
@@ -1621,6 +1749,8 @@ def make_files(files):
             os.mkfifo(path(name))
         elif isinstance(data, tuple) and data[0] == "symlink":
             os.symlink(data[1], path(name))
+        elif isinstance(data, tuple) and data[0] == "hardlink":  # to a name made before it
+            os.link(path(data[1]), path(name))
         elif isinstance(data, tuple) and data[0] == "sparse":  # a large file of zeros, no disk
             with open(path(name), "wb") as f:
                 f.truncate(data[1])
@@ -1788,7 +1918,7 @@ def main():
     os.chdir(ROOT)
     setup()
     for make in (model_cases, tokenizer_cases, json_model_cases, request_cases, trace_cases,
-                 diff_cases, option_cases, output_cases, signal_cases, hf_cases, gpt2_cases, gemma_cases, moe_cases, deepseek2_cases, longrope_cases, gguf_cases,
+                 diff_cases, option_cases, output_cases, output_alias_cases, signal_cases, hf_cases, gpt2_cases, gemma_cases, moe_cases, deepseek2_cases, longrope_cases, gguf_cases,
                  tokenizer_json_cases, hostile_round_two_cases, hostile_round_three_cases,
                  serve_sim_cases):
         make()

@@ -65,7 +65,7 @@ static bool parse_prefix_bytes(const CliOption *o, const char *value, void *dest
 
 static const CliOption BATCH_OPTIONS[] = {
     {"requests", "FILE", OPTION_TEXT, offsetof(BatchArgs, requests), .required = true,
-     .help = "the requests, one JSON object per line"},
+     .path = PATH_IN, .help = "the requests, one JSON object per line"},
     {"max-batch", "B", OPTION_INT, offsetof(BatchArgs, max_batch), 1, 4096,
      .help = "most requests decoded together (default 8)"},
     {"prefill-chunk", "N", OPTION_INT, offsetof(BatchArgs, prefill_chunk), 0, 1 << 30,
@@ -78,11 +78,11 @@ static const CliOption BATCH_OPTIONS[] = {
      .help = "for requests with messages: llama2, chatml or llama3;\n"
              "default: the tokenizer's own (a tokenizer.json's template,\n"
              "recognised), llama2 for a llama2.c vocabulary"},
-    {"out", "FILE", OPTION_TEXT, offsetof(BatchArgs, out),
+    {"out", "FILE", OPTION_TEXT, offsetof(BatchArgs, out), .path = PATH_OUT,
      .help = "one JSON line per finished request (default stdout)"},
-    {"trace", "DIR", OPTION_TEXT, offsetof(BatchArgs, trace_dir),
+    {"trace", "DIR", OPTION_TEXT, offsetof(BatchArgs, trace_dir), .path = PATH_OUT_FOLDER,
      .help = "one trace per request, DIR/<id>.jsonl (the trace options below)"},
-    {"metrics-json", "FILE", OPTION_TEXT, offsetof(BatchArgs, metrics_json),
+    {"metrics-json", "FILE", OPTION_TEXT, offsetof(BatchArgs, metrics_json), .path = PATH_OUT,
      .help = "the summary and every request's metrics as JSON"},
     {"quiet", NULL, OPTION_FLAG, offsetof(BatchArgs, load.quiet),
      .help = "no progress or summary on stderr"},

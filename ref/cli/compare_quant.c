@@ -41,11 +41,12 @@ static bool parse_kernels(const CliOption *o, const char *value, void *dest, Ste
 }
 
 static const CliOption COMPARE_QUANT_OPTIONS[] = {
-    {"model", "M", OPTION_TEXT, offsetof(CompareQuantArgs, model), .help = "the float32 model"},
-    {"tokenizer", "T", OPTION_TEXT, offsetof(CompareQuantArgs, tokenizer),
+    {"model", "M", OPTION_TEXT, offsetof(CompareQuantArgs, model), .path = PATH_IN,
+     .help = "the float32 model"},
+    {"tokenizer", "T", OPTION_TEXT, offsetof(CompareQuantArgs, tokenizer), .path = PATH_IN,
      .help = "its tokenizer (default: the model's own)"},
     {"text", "FILE", OPTION_TEXT, offsetof(CompareQuantArgs, text), .required = true,
-     .help = "the text to teacher-force (required)"},
+     .path = PATH_IN, .help = "the text to teacher-force (required)"},
     {"group", "G", OPTION_INT, offsetof(CompareQuantArgs, group), 1, 1 << 20,
      .help = "values per scale (default 32)"},
     {"json", NULL, OPTION_FLAG, offsetof(CompareQuantArgs, json),

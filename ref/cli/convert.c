@@ -34,17 +34,17 @@ static bool parse_type(const CliOption *o, const char *value, void *dest, StepEr
 }
 
 static const CliOption CONVERT_OPTIONS[] = {
-    {"model", "M", OPTION_TEXT, offsetof(ConvertArgs, model), .required = true,
+    {"model", "M", OPTION_TEXT, offsetof(ConvertArgs, model), .required = true, .path = PATH_IN,
      .help = "the model to write (any stepwise loads)"},
     {"out", "FILE.gguf", OPTION_TEXT, offsetof(ConvertArgs, out), .required = true,
-     .help = "where to write (written whole or not at all)"},
+     .path = PATH_OUT, .help = "where to write (written whole or not at all)"},
     {"type", "T", OPTION_CUSTOM, offsetof(ConvertArgs, type), .parse = parse_type,
      .help = "f32 (default: the weights exactly), f16, bf16, or q8_0 (blocks\n"
              "of 32 int8 values with an F16 scale; matrices whose rows are\n"
              "not whole blocks are written f16). Norm weights stay f32. The\n"
              "matrices are read as the model stores them, a row at a time,\n"
              "so a bf16 folder converts in about its own size of memory"},
-    {"tokenizer", "T", OPTION_TEXT, offsetof(ConvertArgs, tokenizer),
+    {"tokenizer", "T", OPTION_TEXT, offsetof(ConvertArgs, tokenizer), .path = PATH_IN,
      .help = "the tokenizer to embed (a tokenizer.bin, a tokenizer.json or a\n"
              "folder holding one); default: the model's own"},
     {"no-tokenizer", NULL, OPTION_FLAG, offsetof(ConvertArgs, no_tokenizer),

@@ -260,6 +260,7 @@ static const CliCommandOptions DIFF_COMMAND = {.command = "diff",
                                                .min_operands = 2,
                                                .max_operands = 2,
                                                .operands = "REF and CANDIDATE",
+                                               .operand_input = "trace",
                                                .after = DIFF_EXIT_STATUS,
                                                .usage = DIFF_USAGE};
 

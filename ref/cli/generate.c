@@ -74,8 +74,9 @@ static const CliOption GENERATE_OPTIONS[] = {
     {"steps", "N", OPTION_INT, offsetof(GenerateArgs, gen.steps), 1, 1 << 30,
      .help = "most new tokens to generate (default 256)"},
     {"memory", "FILE", OPTION_CUSTOM, offsetof(GenerateArgs, memory), .parse = parse_memory,
-     .help = "a memory note (the file's text) before the prompt; repeatable"},
+     .path = PATH_IN, .help = "a memory note (the file's text) before the prompt; repeatable"},
     {"document", "FILE", OPTION_CUSTOM, offsetof(GenerateArgs, documents), .parse = parse_memory,
+     .path = PATH_IN,
      .help = "a retrieved document before the prompt, its id the file's\n"
              "name; repeatable (docs/context-window.md)"},
     {"all-logits", NULL, OPTION_FLAG, offsetof(GenerateArgs, gen.all_logits),
@@ -115,7 +116,7 @@ static const CliOption CONTEXT_OPTIONS[] = {
     CLI_OPTIONS_END};
 
 static const CliOption TRACE_FILE_OPTIONS[] = {{"trace", "FILE", OPTION_TEXT,
-                                                offsetof(GenerateArgs, trace),
+                                                offsetof(GenerateArgs, trace), .path = PATH_OUT,
                                                 .help = "write a JSON Lines trace"},
                                                CLI_OPTIONS_END};
 

@@ -350,12 +350,12 @@ static bool parse_passed_on(const CliOption *o, const char *value, void *dest, S
 
 #define RUN_FIELD(f) offsetof(GoldenArgs, run.f)
 static const CliOption GOLDEN_OPTIONS[] = {
-    {"model", "M", OPTION_TEXT, RUN_FIELD(model), .required = true,
+    {"model", "M", OPTION_TEXT, RUN_FIELD(model), .required = true, .path = PATH_IN,
      .help = "the model (any stepwise loads)"},
-    {"tokenizer", "T", OPTION_TEXT, RUN_FIELD(tokenizer),
+    {"tokenizer", "T", OPTION_TEXT, RUN_FIELD(tokenizer), .path = PATH_IN,
      .help = "its tokenizer (needed for a llama2.c checkpoint)"},
     {"out", "DIR", OPTION_TEXT, offsetof(GoldenArgs, out), .required = true,
-     .help = "where the set goes (moved into place whole)"},
+     .path = PATH_OUT_FOLDER, .help = "where the set goes (moved into place whole)"},
     {"hooks", "P", OPTION_TEXT, RUN_FIELD(hooks),
      .help = "activations in the score files: default, globs, or none"},
     {"tensors", NULL, OPTION_FLAG, RUN_FIELD(tensors),

@@ -130,7 +130,7 @@ typedef struct {
 } MergeArgs;
 
 static const CliOption MERGE_OPTIONS[] = {
-    {"out", "DIR", OPTION_TEXT, offsetof(MergeArgs, out), .required = true,
+    {"out", "DIR", OPTION_TEXT, offsetof(MergeArgs, out), .required = true, .path = PATH_OUT_FOLDER,
      .help = "where the set goes (written whole or not at all)"},
     CLI_OPTIONS_END};
 
@@ -139,6 +139,7 @@ static const CliCommandOptions MERGE_COMMAND = {.command = "golden merge",
                                                 .min_operands = 1,
                                                 .max_operands = INT_MAX,
                                                 .operands = "the parts",
+                                                .operand_input = "part",
                                                 .usage = MERGE_USAGE};
 
 int cli_golden_merge(int argc, char **argv) {

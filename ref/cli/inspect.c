@@ -227,7 +227,7 @@ static bool parse_bill_dtype(const CliOption *o, const char *value, void *dest, 
 }
 
 static const CliOption INSPECT_OPTIONS[] = {
-    {"model", "FILE", OPTION_TEXT, offsetof(InspectArgs, model),
+    {"model", "FILE", OPTION_TEXT, offsetof(InspectArgs, model), .path = PATH_IN,
      .help = "checkpoint (.bin or .q8), JSON model, GGUF file or Hugging Face\n"
              "folder (default: the built-in tiny model)"},
     {"preset", "P", OPTION_CUSTOM, offsetof(InspectArgs, preset), .parse = parse_preset,

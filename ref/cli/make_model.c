@@ -194,7 +194,7 @@ static const CliOption OWN_OPTIONS[] = {
      .help = "the random weights' seed (default 42)"},
     {"untied", NULL, OPTION_FLAG, offsetof(MakeModelArgs, untied),
      .help = "a classifier of its own (default: tied to the embedding)"},
-    {"out", "FILE", OPTION_TEXT, offsetof(MakeModelArgs, out), .required = true,
+    {"out", "FILE", OPTION_TEXT, offsetof(MakeModelArgs, out), .required = true, .path = PATH_OUT,
      .help = "where to write (written whole or not at all)"},
     CLI_OPTIONS_END};
 
@@ -213,6 +213,7 @@ static const CliOption FOLDER_OPTIONS[] = {
     {"shards", "N", OPTION_INT, offsetof(MakeModelArgs, folder.shards), 1, 64,
      .help = "N safetensors files and their index (default 1)"},
     {"tokenizer-from", "DIR", OPTION_TEXT, offsetof(MakeModelArgs, folder.tokenizer_from),
+     .path = PATH_IN,
      .help = "copy DIR's tokenizer.json (and tokenizer_config.json) in;\n"
              "its ids must be below --vocab"},
     CLI_OPTIONS_END};

@@ -77,12 +77,12 @@ const CliOption CLI_TRACE_OPTIONS[] = {
     CLI_OPTIONS_END};
 
 const CliOption CLI_MODEL_OPTIONS[] = {
-    {"model", "M", OPTION_TEXT, offsetof(CliModelRun, model),
+    {"model", "M", OPTION_TEXT, offsetof(CliModelRun, model), .path = PATH_IN,
      .help = "a llama2.c checkpoint (.bin), an int8 .q8 file, a GGUF file\n"
              "(.gguf, its own tokenizer), a Hugging Face folder (its\n"
              "tokenizer.json) or a stepwise JSON model (.json); default:\n"
              "the built-in tiny model (data/tiny-model.json)"},
-    {"tokenizer", "T", OPTION_TEXT, offsetof(CliModelRun, tokenizer),
+    {"tokenizer", "T", OPTION_TEXT, offsetof(CliModelRun, tokenizer), .path = PATH_IN,
      .help = "a llama2.c tokenizer.bin, a tokenizer.json or a folder\n"
              "holding one, or a JSON model whose tokenizer to use\n"
              "(required for a checkpoint; wins over the model's own)"},

@@ -4,8 +4,10 @@
 #include <getopt.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "ref/cli/common.h"
+#include "ref/util/file_util.h"
 
 #define HELP_COLUMN     21  /* where options' help starts at the least */
 #define HELP_COLUMN_MAX 28  /* and at the most: a longer head puts two spaces before it */
@@ -70,6 +72,49 @@ static bool apply(const CliOption *o, const char *value, void *dest, StepError *
     return false;
 }
 
+/* A path the command line gave: its option's name ("--model") or the
+ * operands' noun, its role and the value. */
+typedef struct {
+    char name[64];
+    CliPathRole role;
+    const char *path;
+} GivenPath;
+
+bool cli_output_not_input(const char *command, const char *out_name, const char *out,
+                          bool out_folder, const char *in_name, const char *in, StepError *err) {
+    switch (file_alias(out, out_folder, in)) {
+        case FILE_ALIAS_NONE:
+            return true;
+        case FILE_ALIAS_SAME: {
+            struct stat st;
+            bool folder = stat(in, &st) == 0 && S_ISDIR(st.st_mode);
+            return step_fail(err, "%s: %s %s is the %s %s %s", command, out_name, out, in_name,
+                             folder ? "folder" : "file", in);
+        }
+        case FILE_ALIAS_INSIDE:
+            return step_fail(err, "%s: %s %s is a file of the %s folder %s", command, out_name, out,
+                             in_name, in);
+        case FILE_ALIAS_HOLDS:
+            return step_fail(err, "%s: %s %s holds the %s file %s", command, out_name, out, in_name,
+                             in);
+    }
+    return true;
+}
+
+/* The rule of CliPathRole: every output given against every input given. */
+static bool outputs_not_inputs(const char *command, const GivenPath *paths, int n, StepError *err) {
+    for (int o = 0; o < n; o++) {
+        if (paths[o].role != PATH_OUT && paths[o].role != PATH_OUT_FOLDER) continue;
+        for (int i = 0; i < n; i++)
+            if (paths[i].role == PATH_IN &&
+                !cli_output_not_input(command, paths[o].name, paths[o].path,
+                                      paths[o].role == PATH_OUT_FOLDER, paths[i].name,
+                                      paths[i].path, err))
+                return false;
+    }
+    return true;
+}
+
 int cli_options_parse(const CliCommandOptions *c, int argc, char **argv, void *args,
                       int *first_operand, StepError *err) {
     int n = count_options(c);
@@ -93,9 +138,10 @@ int cli_options_parse(const CliCommandOptions *c, int argc, char **argv, void *a
         if (o->value != NULL) shorts[len++] = ':';
         shorts[len] = '\0';
     }
-    bool *given = calloc((size_t)n + 1, sizeof *given); /* which options the line has */
-    int status = given != NULL ? 1 : -1, opt;
-    if (given == NULL) step_fail(err, "%s: out of memory", c->command);
+    bool *given = calloc((size_t)n + 1, sizeof *given);         /* which options the line has */
+    GivenPath *paths = calloc((size_t)argc + 1, sizeof *paths); /* at most one an argument */
+    int status = given != NULL && paths != NULL ? 1 : -1, opt, n_paths = 0;
+    if (status < 0) step_fail(err, "%s: out of memory", c->command);
     opterr = 0;
     optind = 1;
     while (status == 1 && (opt = getopt_long(argc, argv, shorts, longs, NULL)) != -1) {
@@ -107,6 +153,11 @@ int cli_options_parse(const CliCommandOptions *c, int argc, char **argv, void *a
             const CliOption *o = option_at(c, i, args, &dest);
             given[i] = true;
             if (!apply(o, optarg, dest, err)) status = -1;
+            if (o->path != PATH_NONE && optarg != NULL) {
+                GivenPath *p = &paths[n_paths++];
+                snprintf(p->name, sizeof p->name, "--%s", o->name);
+                p->role = o->path, p->path = optarg;
+            }
         } else if (opt == 'h') {
             cli_options_help(c, stdout);
             status = 0;
@@ -131,6 +182,13 @@ int cli_options_parse(const CliCommandOptions *c, int argc, char **argv, void *a
             step_fail(err, "%s: unexpected argument '%s' (see --help)", c->command, argv[optind]);
         status = -1;
     }
+    for (int k = optind; status == 1 && c->operand_input != NULL && k < argc; k++) {
+        GivenPath *p = &paths[n_paths++];
+        snprintf(p->name, sizeof p->name, "%s", c->operand_input);
+        p->role = PATH_IN, p->path = argv[k];
+    }
+    if (status == 1 && !outputs_not_inputs(c->command, paths, n_paths, err)) status = -1;
+    free(paths);
     free(given);
     free(longs);
     if (first_operand != NULL) *first_operand = optind;

@@ -26,6 +26,18 @@ typedef enum {
     OPTION_CUSTOM, /* parse(value, dest, err) */
 } OptionKind;
 
+/* What a path option's value is, for the one rule every command keeps:
+ * an output never replaces one of the command's own inputs. After parsing,
+ * each output given is compared with each input given (file_alias: by
+ * device and inode), and a match is refused, naming both, before anything
+ * is read or written. */
+typedef enum {
+    PATH_NONE,       /* not a path, or one the rule does not see */
+    PATH_IN,         /* a file or folder the command reads */
+    PATH_OUT,        /* a file the command writes (replaces) */
+    PATH_OUT_FOLDER, /* a folder it writes files into or replaces whole */
+} CliPathRole;
+
 typedef struct CliOption {
     const char *name;  /* "steps" for --steps; NULL ends a table */
     const char *value; /* the value's name in the help ("N"); NULL: a flag, which takes
@@ -45,6 +57,8 @@ typedef struct CliOption {
     bool optional;    /* OPTION_CUSTOM: the value may be left out (--trace-kv or
                          --trace-kv=full; value NULL then), its name in the help
                          written right after the option's ("[=full]") */
+    CliPathRole path; /* its value is a path read or written (each one given,
+                         for a repeatable option) */
 } CliOption;
 
 /* The end of a table. */
@@ -80,9 +94,11 @@ typedef struct {
     const CliOption *options;     /* its own table, into the arguments themselves */
     const CliOptionGroup *groups; /* then these, ended by {.options = NULL}; or NULL */
     int min_operands, max_operands;
-    const char *operands; /* what they are, for the message when their count is off
-                             ("REF and CANDIDATE"); NULL: "unexpected argument" */
-    const char *after;    /* the help's lines after the options, or NULL */
+    const char *operands;      /* what they are, for the message when their count is off
+                                  ("REF and CANDIDATE"); NULL: "unexpected argument" */
+    const char *operand_input; /* the operands are inputs (PATH_IN), each named so in
+                                  messages ("trace"); NULL: they are not paths */
+    const char *after;         /* the help's lines after the options, or NULL */
 } CliCommandOptions;
 
 /* Parse argv (argv[0] the command) into args by c's tables. Returns 1 to
@@ -90,9 +106,17 @@ typedef struct {
  * option; their
  * count is in c's range), 0 when --help printed the help, -1 with err set
  * on an unknown option, a missing or refused value, a required option
- * not given, or operands too few or too many. */
+ * not given, operands too few or too many, or an output that would
+ * replace an input (CliPathRole). */
 int cli_options_parse(const CliCommandOptions *c, int argc, char **argv, void *args,
                       int *first_operand, StepError *err);
+
+/* The alias rule for one output the tables do not declare (view's default
+ * page): refused, naming both, when it would replace input `in`.
+ * out_name and in_name are the options' ("--out", "--model"), or in_name
+ * an operand's noun ("trace"). */
+bool cli_output_not_input(const char *command, const char *out_name, const char *out,
+                          bool out_folder, const char *in_name, const char *in, StepError *err);
 
 /* The help: the usage, then every option of every table, -h, and c's
  * lines after them. */

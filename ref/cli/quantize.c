@@ -26,9 +26,9 @@ typedef struct {
 } QuantizeArgs;
 
 static const CliOption QUANTIZE_OPTIONS[] = {
-    {"model", "M", OPTION_TEXT, offsetof(QuantizeArgs, model), .required = true,
+    {"model", "M", OPTION_TEXT, offsetof(QuantizeArgs, model), .required = true, .path = PATH_IN,
      .help = "the float model to quantize"},
-    {"out", "FILE.q8", OPTION_TEXT, offsetof(QuantizeArgs, out), .required = true,
+    {"out", "FILE.q8", OPTION_TEXT, offsetof(QuantizeArgs, out), .required = true, .path = PATH_OUT,
      .help = "where to write (written whole or not at all)"},
     {"group", "G", OPTION_INT, offsetof(QuantizeArgs, group), 1, 1 << 20,
      .help = "values per scale (default 32)"},

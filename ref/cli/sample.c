@@ -62,7 +62,7 @@ static bool parse_temperatures(const CliOption *o, const char *value, void *dest
 static const CliOption SAMPLE_OPTIONS[] = {
     {"logits", "LIST", OPTION_CUSTOM, .parse = parse_logits,
      .help = "comma-separated logits; -inf masks a token"},
-    {"from-trace", "FILE", OPTION_TEXT, offsetof(SampleArgs, trace),
+    {"from-trace", "FILE", OPTION_TEXT, offsetof(SampleArgs, trace), .path = PATH_IN,
      .help = "the logits of one step of a trace instead (--trace-level\n"
              "logits or above): --step N, the N-th draw, or --pos N;\n"
              "tokens are named by the pieces the trace gives, and the\n"
@@ -71,7 +71,7 @@ static const CliOption SAMPLE_OPTIONS[] = {
      .help = "with --from-trace: the N-th draw (from 1)"},
     {"pos", "N", OPTION_INT, offsetof(SampleArgs, at.pos), 0, 1 << 30,
      .help = "with --from-trace: the draw at position N"},
-    {"tokenizer", "T", OPTION_TEXT, offsetof(SampleArgs, tokenizer),
+    {"tokenizer", "T", OPTION_TEXT, offsetof(SampleArgs, tokenizer), .path = PATH_IN,
      .help = "with --from-trace: name the tokens the trace does not"},
     {"temperature", "LIST", OPTION_CUSTOM, .parse = parse_temperatures,
      .help = "comma-separated temperatures (default 1)"},

@@ -80,11 +80,11 @@ static const CliOption SCORE_OPTIONS[] = {
     {"text", "STR", OPTION_TEXT, offsetof(ScoreArgs, text), .help = "encode this text (BOS first)"},
     {"tokens", "LIST", OPTION_TEXT, offsetof(ScoreArgs, tokens),
      .help = "these token ids, e.g. 1,403,407"},
-    {"tokens-file", "F", OPTION_TEXT, offsetof(ScoreArgs, tokens_file),
+    {"tokens-file", "F", OPTION_TEXT, offsetof(ScoreArgs, tokens_file), .path = PATH_IN,
      .help = "token ids from a file, separated by commas or white space"},
-    {"out", "FILE", OPTION_TEXT, offsetof(ScoreArgs, out), .required = true,
+    {"out", "FILE", OPTION_TEXT, offsetof(ScoreArgs, out), .required = true, .path = PATH_OUT,
      .help = "where to write (written whole or not at all)"},
-    {"tensors", "F.safetensors", OPTION_TEXT, offsetof(ScoreArgs, tensors),
+    {"tensors", "F.safetensors", OPTION_TEXT, offsetof(ScoreArgs, tensors), .path = PATH_OUT,
      .help = "put the logits, the KV rows and the activations in\n"
              "F as float32 tensors of [positions, ...] (attn.scores and\n"
              "attn.pattern: [positions, heads, positions], padded past\n"

@@ -69,14 +69,14 @@ static bool parse_kv_memory(const CliOption *o, const char *value, void *dest, S
 }
 
 static const CliOption SERVE_SIM_OPTIONS[] = {
-    {"step-costs", "FILE", OPTION_TEXT, offsetof(ServeSimArgs, step_costs),
+    {"step-costs", "FILE", OPTION_TEXT, offsetof(ServeSimArgs, step_costs), .path = PATH_IN,
      .help = "the passes' costs, as --save-costs wrote them: no model is\n"
              "loaded or timed (unless --requests needs its tokenizer)"},
-    {"save-costs", "FILE", OPTION_TEXT, offsetof(ServeSimArgs, save_costs),
+    {"save-costs", "FILE", OPTION_TEXT, offsetof(ServeSimArgs, save_costs), .path = PATH_OUT,
      .help = "write the costs just measured (with the timed passes)"},
     {"measure-batch", "B", OPTION_INT, offsetof(ServeSimArgs, measure_batch), 1, 64,
      .help = "time decode steps of 1, 2, 4, ... up to B requests (default 16)"},
-    {"requests", "FILE", OPTION_TEXT, offsetof(ServeSimArgs, requests),
+    {"requests", "FILE", OPTION_TEXT, offsetof(ServeSimArgs, requests), .path = PATH_IN,
      .help = "the requests of `stepwise batch` (prompt lengths, max_tokens\n"
              "and arrival_ms); default: --num-requests made up"},
     {"num-requests", "N", OPTION_INT, offsetof(ServeSimArgs, work.n), 1, SIM_MAX_REQUESTS,

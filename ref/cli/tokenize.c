@@ -30,10 +30,10 @@ typedef struct {
 static const CliOption TOKENIZE_OPTIONS[] = {
     {"text", "TEXT", OPTION_TEXT, offsetof(TokenizeArgs, text),
      .help = "the text to encode (this or --texts is required)"},
-    {"texts", "FILE", OPTION_TEXT, offsetof(TokenizeArgs, texts),
+    {"texts", "FILE", OPTION_TEXT, offsetof(TokenizeArgs, texts), .path = PATH_IN,
      .help = "encode each line of FILE, a JSON string (JSON Lines; - is\n"
              "standard input), and print one JSON object a line"},
-    {"chat", "FILE", OPTION_TEXT, offsetof(TokenizeArgs, chat),
+    {"chat", "FILE", OPTION_TEXT, offsetof(TokenizeArgs, chat), .path = PATH_IN,
      .help = "a conversation, {\"system\": S, \"memory\": [note, ...],\n"
              "\"documents\": [{\"id\", \"text\"}, ...], \"messages\": [{\"role\",\n"
              "\"content\"}, ...]}: assemble it with the chat template and\n"
@@ -41,11 +41,11 @@ static const CliOption TOKENIZE_OPTIONS[] = {
     {"chat-template", "T", OPTION_CUSTOM, offsetof(TokenizeArgs, chat_template),
      .parse = cli_option_chat_template,
      .help = "llama2, chatml or llama3 (default: the tokenizer's own)"},
-    {"tokenizer", "FILE", OPTION_TEXT, offsetof(TokenizeArgs, tokenizer),
+    {"tokenizer", "FILE", OPTION_TEXT, offsetof(TokenizeArgs, tokenizer), .path = PATH_IN,
      .help = "llama2.c tokenizer.bin, a Hugging Face tokenizer.json (or the\n"
              "directory holding it), or a GGUF file's embedded tokenizer;\n"
              "default: the tokenizer of --model"},
-    {"model", "PATH", OPTION_TEXT, offsetof(TokenizeArgs, model),
+    {"model", "PATH", OPTION_TEXT, offsetof(TokenizeArgs, model), .path = PATH_IN,
      .help = "a model whose tokenizer to use: a stepwise JSON model, a\n"
              "Hugging Face directory or a GGUF file, a vocabulary-only one\n"
              "(llama.cpp's ggml-vocab-*.gguf) too (default: the built-in\n"

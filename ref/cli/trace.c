@@ -34,7 +34,7 @@ static const CliOption SHOW_OPTIONS[] = {
              "more than once, the first, and the output says so"},
     {"top", "N", OPTION_INT, offsetof(ShowArgs, top), 1, 1000,
      .help = "how many tokens to list (default 10)"},
-    {"tokenizer", "FILE", OPTION_TEXT, offsetof(ShowArgs, tokenizer),
+    {"tokenizer", "FILE", OPTION_TEXT, offsetof(ShowArgs, tokenizer), .path = PATH_IN,
      .help = "tokenizer.bin, for the pieces the trace does not name\n"
              "(a file named inside the trace is never opened)"},
     CLI_OPTIONS_END};
@@ -49,6 +49,7 @@ static const CliCommandOptions TRACE_COMMAND = {.command = "trace show",
                                                 .min_operands = 1,
                                                 .max_operands = 1,
                                                 .operands = "one trace file",
+                                                .operand_input = "trace",
                                                 .after = TRACE_HELP_END,
                                                 .usage = TRACE_USAGE};
 

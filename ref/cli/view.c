@@ -144,11 +144,11 @@ typedef struct {
 } ViewArgs;
 
 static const CliOption VIEW_OPTIONS[] = {
-    {"out", "PAGE", OPTION_TEXT, offsetof(ViewArgs, out), .short_name = 'o',
+    {"out", "PAGE", OPTION_TEXT, offsetof(ViewArgs, out), .short_name = 'o', .path = PATH_OUT,
      .help = "where to write (default: TRACE with .html for .jsonl)"},
     {"example", NULL, OPTION_FLAG, offsetof(ViewArgs, example),
      .help = "the (2, 1, 0) classroom example instead of a trace"},
-    {"tokenizer", "T", OPTION_TEXT, offsetof(ViewArgs, tokenizer),
+    {"tokenizer", "T", OPTION_TEXT, offsetof(ViewArgs, tokenizer), .path = PATH_IN,
      .help = "name every token by its piece (a tokenizer.bin, a\n"
              "tokenizer.json or a folder): a trace names only its own"},
     CLI_OPTIONS_END};
@@ -157,6 +157,7 @@ static const CliCommandOptions VIEW_COMMAND = {.command = "view",
                                                .options = VIEW_OPTIONS,
                                                .max_operands = 2,
                                                .operands = "one or two traces, or --example",
+                                               .operand_input = "trace",
                                                .usage = VIEW_USAGE};
 
 int cli_view(int argc, char **argv) {
@@ -181,6 +182,12 @@ int cli_view(int argc, char **argv) {
             snprintf(default_out, sizeof default_out, "%.*s.html", (int)(len - 6), t),
                 out = default_out;
     }
+    /* The default page is no option, so the tables' rule (options.h) is
+     * applied to it here: it is no trace and no tokenizer, even by a link. */
+    for (int i = 0; ok && out == default_out && i < n; i++)
+        ok = cli_output_not_input("view", "-o", out, false, "trace", argv[first + i], &err);
+    if (ok && out == default_out && args.tokenizer != NULL)
+        ok = cli_output_not_input("view", "-o", out, false, "--tokenizer", args.tokenizer, &err);
     if (ok) ok = file_check_output(out, "-o", &err);
     cJSON *data = cJSON_CreateObject(), *traces = cJSON_AddArrayToObject(data, "traces");
     for (int i = 0; ok && i < n; i++) {

@@ -148,6 +148,48 @@ bool file_check_output(const char *path, const char *what, StepError *err) {
     return true;
 }
 
+/* The folder path lies in (stat()'s identity of it): its name's folder,
+ * or after realpath the folder of the file it names. False when there is
+ * none to stat. */
+static bool folder_of(const char *path, bool resolve, struct stat *dir) {
+    char *real = resolve ? realpath(path, NULL) : NULL;
+    const char *p = resolve ? real : path;
+    if (p == NULL) return false;
+    const char *slash = strrchr(p, '/');
+    char name[PATH_MAX];
+    size_t n = slash == NULL ? 1 : slash == p ? 1 : (size_t)(slash - p);
+    bool ok = n < sizeof name;
+    if (ok) {
+        memcpy(name, slash == NULL ? "." : p, n);
+        name[n] = '\0';
+        ok = stat(name, dir) == 0;
+    }
+    free(real);
+    return ok;
+}
+
+static bool same_file(const struct stat *a, const struct stat *b) {
+    return a->st_dev == b->st_dev && a->st_ino == b->st_ino;
+}
+
+FileAlias file_alias(const char *out, bool out_folder, const char *in) {
+    struct stat o, i, dir;
+    if (strcmp(out, "-") == 0 || strcmp(in, "-") == 0) return FILE_ALIAS_NONE;
+    if (stat(out, &o) != 0 || stat(in, &i) != 0) return FILE_ALIAS_NONE;
+    if (same_file(&o, &i)) return FILE_ALIAS_SAME;
+    /* An output file is renamed into place where realpath says it is. */
+    if (S_ISDIR(i.st_mode) && S_ISREG(o.st_mode) && folder_of(out, true, &dir) &&
+        same_file(&dir, &i))
+        return FILE_ALIAS_INSIDE;
+    /* A folder written into replaces the name in it (and a link there is
+     * followed), or is replaced whole with every name in it. */
+    if (out_folder && S_ISDIR(o.st_mode) &&
+        ((folder_of(in, false, &dir) && same_file(&dir, &o)) ||
+         (folder_of(in, true, &dir) && same_file(&dir, &o))))
+        return FILE_ALIAS_HOLDS;
+    return FILE_ALIAS_NONE;
+}
+
 /* The temporary files open now, so that a signal that ends the process can
  * remove them. A signal handler can only reach static storage: this list and
  * cli/signals.c's flag are stepwise's only global mutable state. A slot's

@@ -42,6 +42,26 @@ bool file_map_input(const char *path, const char *what, const char *format, size
  * refuses a directory, a missing parent folder and a dangling symlink. */
 bool file_check_output(const char *path, const char *what, StepError *err);
 
+/* How an output would write over an input, both as the user named them
+ * (file_alias). An output that does not exist yet cannot: nothing is there
+ * to replace. Identity is the device and inode stat() gives (it follows
+ * symlinks, and hard links share the inode), never the spelling of the
+ * path. */
+typedef enum {
+    FILE_ALIAS_NONE,   /* out writes nothing that in is */
+    FILE_ALIAS_SAME,   /* out and in are one file (or one folder) */
+    FILE_ALIAS_INSIDE, /* out is an existing file directly in the folder in: a
+                          folder's reader (a Hugging Face model) reads the
+                          files in it */
+    FILE_ALIAS_HOLDS,  /* out is an output folder (out_folder), and in lies
+                          directly in it, by its name or the file it names */
+} FileAlias;
+
+/* Whether output `out` (a folder written into or replaced when out_folder)
+ * would replace input `in`. "-" (standard input or output) aliases
+ * nothing; neither does a path stat() cannot reach. */
+FileAlias file_alias(const char *out, bool out_folder, const char *in);
+
 /* Whether s is a plain file name of 1 to max_len characters: letters,
  * digits, '.', '_' and '-', not starting with '.', so that it names a file
  * inside a folder (no '/', no "..", nothing hidden). For names that come
