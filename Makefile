@@ -199,13 +199,17 @@ $(BUILD)/$(SONAME): $(LIB_OBJ) ref/api/stepwise.map
 $(BUILD)/libstepwise.so: $(BUILD)/$(SONAME)
 	@ln -sf $(SONAME) $@
 
+# $(call shell_quote,TEXT): TEXT as one word of the shell, whatever its
+# spaces and quotes ('it'\''s'): paths the user gives (PREFIX, DESTDIR)
+shell_quote = '$(subst ','\'',$(1))'
+
 # $(call write_pc,PREFIX,INCLUDEDIR,LIBDIR,OUT): a pkg-config file
 define write_pc
-	@{ echo 'prefix=$(1)'; echo 'includedir=$(2)'; echo 'libdir=$(3)'; echo; \
+	@{ echo $(call shell_quote,prefix=$(1)); echo 'includedir=$(2)'; echo 'libdir=$(3)'; echo; \
 	  echo 'Name: stepwise'; \
 	  echo 'Description: a step-traceable reference implementation of LLM inference'; \
 	  echo 'Version: $(VERSION)'; echo 'Cflags: -I$${includedir}'; \
-	  echo 'Libs: -L$${libdir} -lstepwise'; echo 'Libs.private: $(LDLIBS)'; } > $(4)
+	  echo 'Libs: -L$${libdir} -lstepwise'; echo 'Libs.private: $(LDLIBS)'; } > $(call shell_quote,$(4))
 endef
 
 # for the checkout (make lib); `make install` writes its own for PREFIX
@@ -224,21 +228,24 @@ PYTHON_FILES := $(notdir $(wildcard python/stepwise/*.py))
 INSTALLED := bin/stepwise lib/$(SONAME) lib/libstepwise.so lib/libstepwise.a \
              include/stepwise.h lib/pkgconfig/stepwise.pc \
              $(addprefix $(PYTHON_SITE)/stepwise/,$(PYTHON_FILES))
+# every path under the prefix quoted (DEST), so that a PREFIX or DESTDIR
+# with a space or a quote is one folder, not words that land elsewhere
+DEST = $(call shell_quote,$(DESTDIR)$(PREFIX))
 install: build lib $(BUILD)/libstepwise-api.a
-	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib/pkgconfig $(DESTDIR)$(PREFIX)/include
-	install -d $(DESTDIR)$(PREFIX)/$(PYTHON_SITE)/stepwise
-	install -m 644 $(addprefix python/stepwise/,$(PYTHON_FILES)) $(DESTDIR)$(PREFIX)/$(PYTHON_SITE)/stepwise/
-	install -m 755 $(BUILD)/stepwise $(DESTDIR)$(PREFIX)/bin/stepwise
-	install -m 644 $(BUILD)/$(SONAME) $(DESTDIR)$(PREFIX)/lib/$(SONAME)
-	ln -sf $(SONAME) $(DESTDIR)$(PREFIX)/lib/libstepwise.so
-	install -m 644 $(BUILD)/libstepwise-api.a $(DESTDIR)$(PREFIX)/lib/libstepwise.a
-	install -m 644 ref/api/stepwise.h $(DESTDIR)$(PREFIX)/include/stepwise.h
+	install -d $(DEST)/bin $(DEST)/lib/pkgconfig $(DEST)/include
+	install -d $(DEST)/$(PYTHON_SITE)/stepwise
+	install -m 644 $(addprefix python/stepwise/,$(PYTHON_FILES)) $(DEST)/$(PYTHON_SITE)/stepwise/
+	install -m 755 $(BUILD)/stepwise $(DEST)/bin/stepwise
+	install -m 644 $(BUILD)/$(SONAME) $(DEST)/lib/$(SONAME)
+	ln -sf $(SONAME) $(DEST)/lib/libstepwise.so
+	install -m 644 $(BUILD)/libstepwise-api.a $(DEST)/lib/libstepwise.a
+	install -m 644 ref/api/stepwise.h $(DEST)/include/stepwise.h
 	$(call write_pc,$(PREFIX),$${prefix}/include,$${prefix}/lib,$(DESTDIR)$(PREFIX)/lib/pkgconfig/stepwise.pc)
 
 uninstall:
-	rm -f $(addprefix $(DESTDIR)$(PREFIX)/,$(INSTALLED))
-	rm -rf $(DESTDIR)$(PREFIX)/$(PYTHON_SITE)/stepwise/__pycache__
-	-rmdir $(DESTDIR)$(PREFIX)/$(PYTHON_SITE)/stepwise 2> /dev/null
+	rm -f $(foreach f,$(INSTALLED),$(DEST)/$(f))
+	rm -rf $(DEST)/$(PYTHON_SITE)/stepwise/__pycache__
+	-rmdir $(DEST)/$(PYTHON_SITE)/stepwise 2> /dev/null
 
 # The library's checks: the Python package against the command line (bit
 # for bit), its pip install and pytest example, its refusals of bad input

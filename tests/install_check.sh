@@ -6,7 +6,9 @@
 # forward, generate, gguf_type_name, quantize_row and matmul;
 # the library's soname is versioned and both its exports and the archive's
 # are the API's only; the version is build_info.h's everywhere; make
-# uninstall leaves nothing behind. In `make test` (lib-check).
+# uninstall leaves nothing behind; a PREFIX and a DESTDIR with spaces and a
+# quote get exactly the files, and uninstall takes exactly them away. In
+# `make test` (lib-check).
 #
 #   bash tests/install_check.sh
 set -euo pipefail
@@ -66,4 +68,34 @@ gcc -std=c11 -Wall -Wextra -Werror -o "$work/installed_static" tests/lib/install
 make --no-print-directory -s uninstall PREFIX="$prefix" DESTDIR="$root" > /dev/null
 left=$(find "$root" -type f -o -type l)
 [ -z "$left" ] || fail "make uninstall left $left"
-echo "install check: PASS (libstepwise.so.$abi, stepwise $version (api $api), C and C++ through pkg-config)"
+
+# A PREFIX and a DESTDIR with spaces and a quote (issue 67): each is one
+# folder. install writes these files there and nothing anywhere else (not
+# "apps/..." in the checkout, not /opt/my); uninstall removes exactly them.
+odd_root="$work/dest dir" odd_prefix="/opt/my apps/it's"
+checkout_before=$(git status --porcelain --untracked-files=all)
+opt_before=$(ls -d /opt/my /opt/my* 2> /dev/null || true)
+make --no-print-directory -s install PREFIX="$odd_prefix" DESTDIR="$odd_root" > "$work/install.log" 2>&1 ||
+    { cat "$work/install.log"; fail "make install into a prefix with a space"; }
+pyver=$(/usr/bin/python3 -c 'import sys; print("python%d.%d" % sys.version_info[:2])')
+expected=$( { printf '%s\n' bin/stepwise "lib/libstepwise.so.$abi" lib/libstepwise.so lib/libstepwise.a \
+                include/stepwise.h lib/pkgconfig/stepwise.pc
+              for f in python/stepwise/*.py; do
+                  echo "lib/$pyver/dist-packages/stepwise/${f##*/}"
+              done; } | sort)
+got=$(cd "$odd_root$odd_prefix" && find . \( -type f -o -type l \) -printf '%P\n' | sort)
+[ "$got" = "$expected" ] || fail "install into '$odd_prefix' wrote: $(echo $got | head -c 300)"
+outside=$(find "$odd_root" \( -type f -o -type l \) ! -path "$odd_root$odd_prefix/*")
+[ -z "$outside" ] || fail "install wrote outside the prefix: $outside"
+grep -qxF "prefix=$odd_prefix" "$odd_root$odd_prefix/lib/pkgconfig/stepwise.pc" ||
+    fail "stepwise.pc's prefix is not '$odd_prefix'"
+"$odd_root$odd_prefix/bin/stepwise" --version > /dev/null || fail "the stepwise installed under a space"
+make --no-print-directory -s uninstall PREFIX="$odd_prefix" DESTDIR="$odd_root" > /dev/null 2>&1 ||
+    fail "make uninstall from a prefix with a space"
+left=$(find "$odd_root" -type f -o -type l)
+[ -z "$left" ] || fail "make uninstall left $left"
+[ "$(git status --porcelain --untracked-files=all)" = "$checkout_before" ] ||
+    fail "install or uninstall changed the checkout: $(git status --porcelain | head -5)"
+[ "$(ls -d /opt/my /opt/my* 2> /dev/null || true)" = "$opt_before" ] ||
+    fail "install or uninstall touched /opt/my"
+echo "install check: PASS (libstepwise.so.$abi, stepwise $version (api $api), C and C++ through pkg-config, a prefix with spaces)"

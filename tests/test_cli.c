@@ -206,8 +206,12 @@ Test(cli, bad_checkpoint_headers) {
  * lends it one when the vocabularies agree (13 tokens), and is refused with
  * one line when they do not. */
 Test(cli, json_model_lends_its_tokenizer_to_a_checkpoint) {
-    const char *v13 = temp_path("v13.bin"), *v20 = temp_path("v20.bin");
-    const char *trace = temp_path("v13.jsonl");
+    /* temp_path's buffer is static: each name copied before the next (the
+     * three were one file, the trace written over the model it ran) */
+    char v13[512], v20[512], trace[512];
+    snprintf(v13, sizeof v13, "%s", temp_path("v13.bin"));
+    snprintf(v20, sizeof v20, "%s", temp_path("v20.bin"));
+    snprintf(trace, sizeof trace, "%s", temp_path("v13.jsonl"));
     char args[4096];
     snprintf(args, sizeof args,
              "make-model --dim 16 --hidden 16 --layers 1 --heads 4 --kv-heads 2 --vocab 13 "
@@ -238,6 +242,7 @@ Test(cli, json_model_lends_its_tokenizer_to_a_checkpoint) {
     expect_bad_input(args, "has 13 tokens but the model's vocabulary has 20");
     expect_bad_input("generate --model data/tiny-model.json --tokenizer build/no-such.json",
                      "--tokenizer: ");
+    unlink(v13), unlink(v20), unlink(trace);
 }
 
 /* The run header and inspect name the model's file by its SHA-256, the one
