@@ -1417,7 +1417,22 @@ def output_alias_cases():
          ["--out %s is a file of the --model folder %s" % (path("alias-hf/config.json"),
                                                            path("alias-hf"))],
          check=kept({"alias-hf/config.json": config}))
-    # Not an alias: an output that does not exist yet.
+    # Not aliases: the same inode number on another device (the roots of
+    # /proc and /dev/pts are both inode 1 on Linux), where batch goes on to
+    # refuse the tokenizer, before --trace is written; and a new output.
+    def identity(p):
+        try:
+            return os.stat(p).st_dev, os.stat(p).st_ino
+        except OSError:
+            return None
+    proc = identity("/proc")
+    twins = [d for d in ("/dev/pts", "/sys") if proc and identity(d)
+             and identity(d)[1] == proc[1] and identity(d)[0] != proc[0]]
+    if twins:
+        case("output alias: one inode number on two devices", ["batch", "--requests", "{r.jsonl}",
+                                                               "--tokenizer", "/proc", "--trace",
+                                                               twins[0]], 2,
+             ["tokenizer /proc: is a directory"], files={"r.jsonl": request})
     case("output alias: quantize into a new file", ["quantize", "--model", "{a.bin}", "--out",
                                                     "{./a.q8}"], 0, [], files={"a.bin": model},
          creates=("a.q8",))

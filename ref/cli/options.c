@@ -236,5 +236,13 @@ void cli_options_help(const CliCommandOptions *c, FILE *to) {
         for (const CliOption *o = group.options; o->name != NULL; o++) print_option(to, o, column);
     }
     fprintf(to, "  -h, --help%*sthis help\n", column - 12, "");
+    bool writes = false;
+    for (int g = 0; group_at(c, g, &group); g++)
+        for (const CliOption *o = group.options; o->name != NULL; o++)
+            writes = writes || o->path == PATH_OUT || o->path == PATH_OUT_FOLDER;
+    if (writes)
+        fputs("\nAn output never replaces an input: one that is an input (by its path, a\n"
+              "symlink or a hard link) is refused before anything is written.\n",
+              to);
     if (c->after != NULL) fputs(c->after, to);
 }
