@@ -82,21 +82,21 @@ typedef struct {
 
 bool cli_output_not_input(const char *command, const char *out_name, const char *out,
                           bool out_folder, const char *in_name, const char *in, StepError *err) {
-    switch (file_alias(out, out_folder, in)) {
+    FileAlias alias = file_alias(out, out_folder, in);
+    struct stat st;
+    const char *kind = stat(in, &st) == 0 && S_ISDIR(st.st_mode) ? "folder" : "file";
+    switch (alias) {
         case FILE_ALIAS_NONE:
             return true;
-        case FILE_ALIAS_SAME: {
-            struct stat st;
-            bool folder = stat(in, &st) == 0 && S_ISDIR(st.st_mode);
+        case FILE_ALIAS_SAME:
             return step_fail(err, "%s: %s %s is the %s %s %s", command, out_name, out, in_name,
-                             folder ? "folder" : "file", in);
-        }
+                             kind, in);
         case FILE_ALIAS_INSIDE:
             return step_fail(err, "%s: %s %s is a file of the %s folder %s", command, out_name, out,
                              in_name, in);
         case FILE_ALIAS_HOLDS:
-            return step_fail(err, "%s: %s %s holds the %s file %s", command, out_name, out, in_name,
-                             in);
+            return step_fail(err, "%s: %s %s holds the %s %s %s", command, out_name, out, in_name,
+                             kind, in);
     }
     return true;
 }
