@@ -1434,7 +1434,7 @@ def output_alias_cases():
                                                                twins[0]], 2,
              ["tokenizer /proc: is a directory"], files={"r.jsonl": request})
     case("output alias: quantize into a new file", ["quantize", "--model", "{a.bin}", "--out",
-                                                    "{./a.q8}"], 0, [], files={"a.bin": model},
+                                                    "{a.q8}"], 0, [], files={"a.bin": model},
          creates=("a.q8",))
 
 
