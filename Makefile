@@ -203,9 +203,16 @@ $(BUILD)/libstepwise.so: $(BUILD)/$(SONAME)
 # spaces and quotes ('it'\''s'): paths the user gives (PREFIX, DESTDIR)
 shell_quote = '$(subst ','\'',$(1))'
 
+# $(call pc_escape,TEXT): a space or a quote in a .pc's value escaped by a
+# backslash, as pkg-config reads it, so that its flags name one folder
+# (-I/opt/my\ apps/include)
+empty :=
+space := $(empty) $(empty)
+pc_escape = $(subst ',\',$(subst $(space),\$(space),$(1)))
+
 # $(call write_pc,PREFIX,INCLUDEDIR,LIBDIR,OUT): a pkg-config file
 define write_pc
-	@{ echo $(call shell_quote,prefix=$(1)); echo 'includedir=$(2)'; echo 'libdir=$(3)'; echo; \
+	@{ echo $(call shell_quote,prefix=$(call pc_escape,$(1))); echo 'includedir=$(2)'; echo 'libdir=$(3)'; echo; \
 	  echo 'Name: stepwise'; \
 	  echo 'Description: a step-traceable reference implementation of LLM inference'; \
 	  echo 'Version: $(VERSION)'; echo 'Cflags: -I$${includedir}'; \

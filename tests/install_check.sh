@@ -87,8 +87,16 @@ got=$(cd "$odd_root$odd_prefix" && find . \( -type f -o -type l \) -printf '%P\n
 [ "$got" = "$expected" ] || fail "install into '$odd_prefix' wrote: $(echo $got | head -c 300)"
 outside=$(find "$odd_root" \( -type f -o -type l \) ! -path "$odd_root$odd_prefix/*")
 [ -z "$outside" ] || fail "install wrote outside the prefix: $outside"
-grep -qxF "prefix=$odd_prefix" "$odd_root$odd_prefix/lib/pkgconfig/stepwise.pc" ||
-    fail "stepwise.pc's prefix is not '$odd_prefix'"
+# pkg-config's escapes (a backslash before a space or a quote): its flags
+# name the one folder, and a shell's eval takes them as one word
+escaped="/opt/my\\ apps/it\\'s"
+grep -qxF "prefix=$escaped" "$odd_root$odd_prefix/lib/pkgconfig/stepwise.pc" ||
+    fail "stepwise.pc's prefix is not '$odd_prefix' escaped"
+cflags=$(PKG_CONFIG_PATH="$odd_root$odd_prefix/lib/pkgconfig" PKG_CONFIG_SYSROOT_DIR= \
+    pkg-config --cflags stepwise | sed 's/ *$//')
+[ "$cflags" = "-I$escaped/include" ] || fail "pkg-config --cflags with a prefix holding spaces: $cflags"
+eval "set -- $cflags"
+[ $# = 1 ] && [ "$1" = "-I$odd_prefix/include" ] || fail "the flags are not one folder: $*"
 "$odd_root$odd_prefix/bin/stepwise" --version > /dev/null || fail "the stepwise installed under a space"
 make --no-print-directory -s uninstall PREFIX="$odd_prefix" DESTDIR="$odd_root" > /dev/null 2>&1 ||
     fail "make uninstall from a prefix with a space"

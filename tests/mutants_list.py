@@ -269,6 +269,8 @@ MUTANTS = [
     ("install-prefix-unquoted", "Makefile", "DEST = $(call shell_quote,$(DESTDIR)$(PREFIX))",
      "DEST = $(DESTDIR)$(PREFIX)", "lib",
      "make install and uninstall split a PREFIX or DESTDIR with a space into words"),
+    ("install-pc-unescaped", "Makefile", "pc_escape = $(subst ',\\',$(subst $(space),\\$(space),$(1)))",
+     "pc_escape = $(1)", "lib", "stepwise.pc's prefix with a space unescaped: its flags split in two"),
     ("cli-unset-flag", "ref/cli/options.c", "        case OPTION_UNSET:\n            *(bool *)dest = false;",
      "        case OPTION_UNSET:\n            *(bool *)dest = true;", "cli", "a --no-... option sets its flag"),
     ("cli-float-range-open", "ref/cli/options.c", "(*(float *)dest >= o->min && *(float *)dest <= o->max)",
