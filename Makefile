@@ -58,7 +58,7 @@ LLAMA_CPP_PACKAGES := node-llama-cpp@3.22.1 @node-llama-cpp/linux-x64@3.22.1
 
 .PHONY: screenshots inject diff-check convert-check npm-fixtures tokenizer-json-check
 .PHONY: llama-cpp-peer llama-cpp-check lib lib-check unit-checks-a unit-checks-b
-.PHONY: all help deps build test install uninstall unit-tests sanitize fuzz fuzz-build fuzz-seeds fuzz-smoke bad-inputs notebooks doc-check valgrind fmt fmt-check demo models kv-tables golden bench bench-1b bench-batch bench-scale clean mutants
+.PHONY: all help deps build test install uninstall unit-tests sanitize fuzz fuzz-build fuzz-seeds fuzz-smoke bad-inputs notebooks doc-check valgrind fmt fmt-check demo models kv-tables golden bench bench-smoke bench-1b bench-batch bench-scale clean mutants
 
 all: build
 
@@ -79,6 +79,7 @@ help:
 	@echo "make sanitize  the tests and trace checks built by clang with ASan and UBSan"
 	@echo "make fuzz      every libFuzzer target for FUZZ_SECONDS each (default 60)"
 	@echo "make bad-inputs  the bad-input matrix: every input surface, exit status and message"
+	@echo "make bench-smoke  every stage of make bench and bench-1b once (in make test)"
 	@echo "make bench-batch  throughput against latency for batch sizes 1 to 16"
 	@echo "make bench-scale  a 0.6B preset on one and all cores: load, memory, tokens/s, bandwidth"
 	@echo "make bench-1b     the 1B shape's F16, BF16 and Q8_0 GGUF files beside llama.cpp, 1 and 2 threads"
@@ -296,7 +297,7 @@ unit-tests:
 	/usr/bin/python3 tests/check_layers.py
 	/usr/bin/python3 tests/run_area.py --check
 	/usr/bin/python3 tests/mutants.py --check
-	$(BUILD)/stepwise-tests --jobs 2
+	$(BUILD)/stepwise-tests --jobs 2 --timeout 600
 	@# what the checks below share, made first: then the two halves run side
 	@# by side (most checks are one process each; the machine has two cores)
 	$(MAKE) --no-print-directory npm-fixtures llama-cpp-peer lib inject $(BUILD)/api_threads $(BUILD)/api_cycles
@@ -329,6 +330,7 @@ unit-checks-a:
 	/usr/bin/python3 tests/golden_shard_check.py $(BUILD)/stepwise
 	/usr/bin/python3 tests/prefix_cache_check.py $(BUILD)/stepwise
 	/usr/bin/python3 tests/serve_sim_check.py $(BUILD)/stepwise
+	$(MAKE) --no-print-directory bench-smoke
 
 unit-checks-b:
 	$(MAKE) --no-print-directory llama-cpp-check
@@ -418,7 +420,7 @@ SAN_ENV   := ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
 sanitize:
 	@$(MAKE) --no-print-directory BUILD=$(SAN_DIR) CC=clang CFLAGS="$(SAN_FLAGS)" \
 	  $(SAN_DIR)/stepwise $(SAN_DIR)/stepwise-tests
-	$(SAN_ENV) $(SAN_DIR)/stepwise-tests --jobs 2
+	$(SAN_ENV) $(SAN_DIR)/stepwise-tests --jobs 2 --timeout 1200
 	$(SAN_ENV) bash tests/check_traces.sh
 	$(SAN_ENV) /usr/bin/python3 tests/bad_inputs.py $(SAN_DIR)/stepwise
 	$(SAN_ENV) /usr/bin/python3 tests/prefix_cache_check.py $(SAN_DIR)/stepwise
@@ -586,6 +588,14 @@ bench: build $(BUILD)/bench/forward $(BUILD)/bench/bandwidth $(BUILD)/bench/port
 	$(BUILD)/bench/ports
 	/usr/bin/python3 tests/bench.py
 	/usr/bin/python3 tests/bench_1b.py
+
+# make bench's and make bench-1b's every stage once, one run each, with the
+# same arguments on small models of the same windows (build/bench-smoke/):
+# in make test, so that the benchmarks cannot break unseen. It asserts only
+# that every figure came out finite and positive, never a speed.
+bench-smoke: build $(BUILD)/bench/forward $(BUILD)/bench/bandwidth $(BUILD)/bench/ports npm-fixtures llama-cpp-peer
+	/usr/bin/python3 tests/bench.py --smoke
+	/usr/bin/python3 tests/bench_1b.py --smoke
 
 # The 1B shape's F16, BF16 and Q8_0 GGUF files beside llama.cpp on 1 and 2
 # threads, 3 rounds (about 35 minutes on two cores). A benchmark, not a test.

@@ -272,6 +272,11 @@ MUTANTS = [
      "the trace writes 1e-05's decade as 0.0000ddd where printf's %.9g writes d.ddde-05"),
     ("tensors-logits-rows", "trace/diff_tensors.c", "x->shape[0] != (int64_t)o->n_ids)",
      "x->shape[0] < (int64_t)o->n_ids)", "trace", "a tensors file with more logits rows than ids accepted"),
+    # ---- tests/: the benchmarks (issue 67: make bench broke unseen)
+    ("bench-decode-past-window", "tests/bench.py", '"--decode", str(WINDOW - FORWARD_PROMPT)]',
+     '"--decode", str(WINDOW)]', "bench", "make bench's decode after its prompt runs past the 15M shape's window"),
+    ("bench-1b-prompt-past-window", "tests/bench_1b.py", "PROMPTS = (64, 512)", "PROMPTS = (64, 1024)", "bench",
+     "make bench-1b's long prompt leaves no room in the 1B folder's window for the decode after it"),
 ]
 
 EQUIVALENT = {}

@@ -13,12 +13,29 @@ never run by an area. Exit 1 when a command fails or the table is wrong, 2
 for an unknown area.
 """
 import os
+import signal
 import subprocess
 import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 NOT_RUN = {"helper", "benchmark"}
+# A row that runs longer has hung (the slowest row, tests/README.md's
+# llama_cpp_check.py, takes minutes on two busy cores): it fails, named,
+# and its whole process group is ended, never waited on.
+ROW_SECONDS = 1800
+
+
+def run_row(command):
+    """The row's exit status; 124 when it ran past ROW_SECONDS."""
+    p = subprocess.Popen(["bash", "-c", command], cwd=ROOT, start_new_session=True)
+    try:
+        return p.wait(timeout=ROW_SECONDS)
+    except subprocess.TimeoutExpired:
+        os.killpg(p.pid, signal.SIGKILL)
+        p.wait()
+        print("FAIL  %s: still running after %d s, ended (a hang)" % (command, ROW_SECONDS), flush=True)
+        return 124
 
 
 def rows():
@@ -73,7 +90,7 @@ def main():
     failed = []
     for file, what, _, needs, command in areas[area]:
         print("== %s: %s%s\n   %s" % (file, what, " (needs %s)" % needs if needs else "", command), flush=True)
-        if subprocess.run(["bash", "-c", command], cwd=ROOT).returncode != 0:
+        if run_row(command) != 0:
             failed.append(file)
             if first_failure:
                 break
