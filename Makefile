@@ -411,7 +411,12 @@ $(INJECT_DIR)/stepwise: $(LIB_SRC) $(CLI_SRC) $(HEADERS)
 	@$(MAKE) --no-print-directory BUILD=$(INJECT_DIR) CFLAGS="-O2 -DSTEPWISE_INJECT_BUG" \
 	  $(INJECT_DIR)/stepwise
 
-SAN_FLAGS := -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=all
+# -ftrivial-auto-var-init=pattern fills every uninitialised local with
+# 0xAA bytes: a cleanup path that frees a struct never initialised frees
+# 0xAAAA... in every run, which ASan reports, where stack garbage crashed
+# serve-sim in about half the runs (issue 67).
+SAN_FLAGS := -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=all \
+             -ftrivial-auto-var-init=pattern
 SAN_DIR   := $(BUILD)/san
 SAN_ENV   := ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
              UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
