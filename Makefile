@@ -273,7 +273,7 @@ $(BUILD)/stepwise-tests: $(TEST_OBJ) $(BUILD)/libstepwise.a
 
 # make test T=AREA runs one area of tests/README.md's table (T=list: the areas).
 ifdef T
-test: build $(BUILD)/stepwise-tests
+test: build $(BUILD)/stepwise-tests $(BUILD)/bench/forward $(BUILD)/bench/bandwidth $(BUILD)/bench/ports
 	/usr/bin/python3 tests/run_area.py $(T)
 else
 test: deps

@@ -104,7 +104,8 @@ def run(cmd, log, timeout):
 
 
 def build(log):
-    return run(["make", "-j2", "build", "build/stepwise-tests"], log, 900) == 0
+    return run(["make", "-j2", "build", "build/stepwise-tests", "build/bench/forward", "build/bench/bandwidth",
+                "build/bench/ports"], log, 900) == 0
 
 
 def run_area(area, log):
