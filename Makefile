@@ -463,7 +463,7 @@ FUZZ_SEEDS := $(FUZZ_DIR)/seeds
 fuzz-seeds: $(FUZZ_SEEDS)/.written
 $(FUZZ_SEEDS)/.written: $(BUILD)/stepwise tests/fuzz/make_seeds.sh tests/gguf_write.py \
 		       tests/tokenizer_json_write.py tests/gguf_quant_check.py \
-		       tests/hf_reference.py tests/gguf_reference.py data/tiny-model.json
+		       tests/hf_reference.py tests/gguf_reference.py tests/gguf_split_mla.py data/tiny-model.json
 	@echo "  SEEDS    $(FUZZ_SEEDS)"
 	@bash tests/fuzz/make_seeds.sh $(BUILD)/stepwise $(FUZZ_SEEDS)
 	@touch $@

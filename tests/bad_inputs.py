@@ -1045,6 +1045,63 @@ def gguf_cases():
          files={"m.gguf": gguf_write.tiny_gguf("llama", kvs, 8)})
 
 
+def gguf_round_four_cases():
+    """Issue 67: a GGUF key value the reader does not implement is refused
+    by name (the gating function, llama.cpp's expert groups, pooling,
+    non-causal attention), and so is a deepseek2 layer holding kv_b in two
+    forms; a tensor the reader does not read is warned about, not run on in
+    silence. The files: a tiny llama (tests/gguf_write.py) with one key
+    added, and a DeepSeek-V2 folder's GGUF (convert) rewritten by
+    tests/gguf_split_mla.py."""
+    import deepseek2_check as ds
+    import gguf_split_mla
+    import gguf_write
+    import hf_reference as hf
+    score = ["score", "--model", "{m.gguf}", "--tokens", "1,2", "--top-n", "0", "--out", "{s.jsonl}"]
+    for name, kv, words in (
+            ("expert_gating_func 2", gguf_write.kv_u32("llama.expert_gating_func", 2),
+             "llama.expert_gating_func 2 (sigmoid) is not implemented"),
+            ("expert_gating_func 3", gguf_write.kv_u32("llama.expert_gating_func", 3),
+             "llama.expert_gating_func 3 (softmax_weight) is not implemented"),
+            ("expert_gating_func 9 (unknown)", gguf_write.kv_u32("llama.expert_gating_func", 9),
+             "llama.expert_gating_func 9 is not a gating function"),
+            ("expert_gating_func a string", gguf_write.kv_str("llama.expert_gating_func", "sigmoid"),
+             "llama.expert_gating_func must be a whole number"),
+            ("expert_group_count 2", gguf_write.kv_u32("llama.expert_group_count", 2),
+             "llama.expert_group_count 2: llama.cpp's group-limited routing"),
+            ("pooling_type 1 (mean)", gguf_write.kv_u32("llama.pooling_type", 1), "llama.pooling_type 1"),
+            ("attention.causal false", gguf_write.gguf_string("llama.attention.causal") + struct.pack("<IB", 7, 0),
+             "llama.attention.causal false")):
+        data = gguf_write.tiny_gguf("llama", gguf_write.llama_tokenizer_kvs() + [kv])
+        case("gguf round four: " + name, score, 2, [words], files={"m.gguf": data})
+    cfg = ds.config(layers=2)
+    folder, gguf = path("ds4"), path("ds4.gguf")
+    hf.write_model_dir(folder, cfg, ds.random_tensors(cfg, 5), "F32")
+    subprocess.run([BIN, "convert", "--model", folder, "--tokenizer", TINY, "--out", gguf], check=True,
+                   capture_output=True)
+    for name, kw, words in (
+            ("deepseek2 expert_gating_func 2 (DeepSeek-V3's sigmoid)",
+             dict(mla=False, extra_kvs=[gguf_write.kv_u32("deepseek2.expert_gating_func", 2)]),
+             "deepseek2.expert_gating_func 2 (sigmoid) is not implemented"),
+            ("deepseek2 attn_kv_b beside attn_k_b and attn_v_b", dict(keep_kv_b=True),
+             "blk.0 holds kv_b twice")):
+        out = path("ds4-bad.gguf")
+        gguf_split_mla.split(gguf, out, **kw)
+        data = open(out, "rb").read()
+        os.remove(out)
+        case("gguf round four: " + name, score, 2, [words], files={"m.gguf": data})
+    E = cfg["n_routed_experts"]
+    bias = ("blk.1.exp_probs_b.bias", [E], 0, struct.pack("<%df" % E, *[5.0] * E))
+    out = path("ds4-bias.gguf")
+    gguf_split_mla.split(gguf, out, mla=False, extra_tensors=[bias])
+    data = open(out, "rb").read()
+    os.remove(out)
+    case("gguf round four: deepseek2 with exp_probs_b (DeepSeek-V3's, not read): warned, runs", score, 0, [],
+         files={"m.gguf": data}, creates=("s.jsonl",),
+         check=lambda r: "stepwise: warning: " in r.stderr and "1 tensor is not used by the architecture "
+         "(blk.1.exp_probs_b.bias)" in r.stderr or "stderr " + r.stderr)
+
+
 def no_pass(result):
     return "PASS" not in result.stdout or "a PASS on nonsense"
 
@@ -1788,7 +1845,7 @@ def main():
     os.chdir(ROOT)
     setup()
     for make in (model_cases, tokenizer_cases, json_model_cases, request_cases, trace_cases,
-                 diff_cases, option_cases, output_cases, signal_cases, hf_cases, gpt2_cases, gemma_cases, moe_cases, deepseek2_cases, longrope_cases, gguf_cases,
+                 diff_cases, option_cases, output_cases, signal_cases, hf_cases, gpt2_cases, gemma_cases, moe_cases, deepseek2_cases, longrope_cases, gguf_cases, gguf_round_four_cases,
                  tokenizer_json_cases, hostile_round_two_cases, hostile_round_three_cases,
                  serve_sim_cases):
         make()

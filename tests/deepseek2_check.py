@@ -464,6 +464,35 @@ def check_convert(folders, tmp):
                      os.path.join(tmp, "b.jsonl"), expect=(2,))
     check("blk.1.attn_kv_b.weight is missing" in r.stderr,
           "a split file missing one layer's attn_v_b is refused, naming the tensor it then needs")
+    # issue 67: a layer holding kv_b in both forms (the legacy attn_kv_b, negated so that it
+    # disagrees, beside attn_k_b and attn_v_b) ran on the stray attn_kv_b: refused by name
+    both = os.path.join(tmp, "ds-both.gguf")
+    gguf_split_mla.split(gguf, both, keep_kv_b=True)
+    r = run_stepwise(BIN, "score", "--model", both, "--tokens", "1,2", "--top-n", "0", "--out",
+                     os.path.join(tmp, "b.jsonl"), expect=(2,))
+    check("blk.0 holds kv_b twice" in r.stderr and len(r.stderr.splitlines()) == 1,
+          "a layer holding attn_kv_b beside the split attn_k_b and attn_v_b is refused in one line, by name")
+    # DeepSeek-V3's files: sigmoid gating (refused: issue 70's) and exp_probs_b, the expert score
+    # correction bias, which no part of deepseek2 reads (warned about; the routing is the file's
+    # without it)
+    from gguf_write import kv_u32
+    sigmoid = os.path.join(tmp, "ds-sigmoid.gguf")
+    gguf_split_mla.split(gguf, sigmoid, mla=False, extra_kvs=[kv_u32("deepseek2.expert_gating_func", 2)])
+    r = run_stepwise(BIN, "score", "--model", sigmoid, "--tokens", "1,2", "--top-n", "0", "--out",
+                     os.path.join(tmp, "b.jsonl"), expect=(2,))
+    check("deepseek2.expert_gating_func 2 (sigmoid) is not implemented" in r.stderr,
+          "a deepseek2 GGUF gating by sigmoid (DeepSeek-V3's expert_gating_func 2) is refused by name")
+    E = cfg["n_routed_experts"]
+    biased = os.path.join(tmp, "ds-bias.gguf")
+    gguf_split_mla.split(gguf, biased, mla=False, extra_tensors=[
+        ("blk.1.exp_probs_b.bias", [E], 0, np.full(E, 5, np.float32).tobytes())])
+    r = run_stepwise(BIN, "score", "--model", biased, "--tokens", "1,2", "--top-n", "0", "--out",
+                     os.path.join(tmp, "b.jsonl"))
+    e = engine_routes(biased, TOKENS)
+    check("1 tensor is not used by the architecture (blk.1.exp_probs_b.bias)" in r.stderr
+          and np.array_equal(a[0], e[0]) and a[1] == e[1],
+          "a deepseek2 GGUF holding exp_probs_b (DeepSeek-V3's score correction, not read) is warned about "
+          "by name; logits and routing are the file's without it")
     bad = os.path.join(tmp, "grouped")  # group_limited_greedy without its groups: refused by name
     os.makedirs(bad)
     json.dump(dict(cfg, topk_method="group_limited_greedy"), open(os.path.join(bad, "config.json"), "w"))
