@@ -4,9 +4,12 @@
  * against the exponential's mean. */
 #include <criterion/criterion.h>
 #include <math.h>
+#include <stdio.h>
+#include <string.h>
 
 #include "ref/serve/load_sim.h"
 #include "ref/serve/step_costs_file.h"
+#include "tests/helpers.h"
 
 /* Costs of whole milliseconds: a decode step 1 ms, a prefill 2 ms, nothing
  * per row or position, so each schedule below can be followed on paper. */
@@ -216,4 +219,27 @@ Test(load_sim, cost_files_are_checked_field_by_field) {
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
         cr_assert_not(step_costs_parse(bad[i], strlen(bad[i]), &c, &err), "%s", bad[i]);
+}
+
+/* A file that cannot be read (missing, a directory, a NUL byte) leaves the
+ * costs empty, whatever they held: their caller frees them on every path
+ * (serve-sim freed stack garbage here, and crashed about half the runs). */
+Test(load_sim, a_cost_file_that_cannot_be_read_leaves_the_costs_empty) {
+    char nul[512];
+    snprintf(nul, sizeof nul, "%s", temp_path("costs-nul.json"));
+    FILE *f = fopen(nul, "wb");
+    cr_assert_not_null(f);
+    cr_assert_eq(fwrite("{\"a\0\"}", 1, 6, f), 6u);
+    fclose(f);
+    const char *paths[] = {"/nonexistent/costs.json", "/tmp", nul};
+    for (size_t i = 0; i < sizeof paths / sizeof paths[0]; i++) {
+        StepCosts c;
+        memset(&c, 0xA5, sizeof c); /* what an uninitialised one might hold */
+        StepError err;
+        cr_assert_not(step_costs_read(paths[i], &c, &err), "%s", paths[i]);
+        cr_assert_null(c.points, "%s: %s", paths[i], err.message);
+        cr_assert_eq(c.n_points, 0, "%s", paths[i]);
+        step_costs_free(&c); /* what serve-sim does next: safe now */
+    }
+    remove(nul);
 }

@@ -361,7 +361,7 @@ int cli_serve_sim(int argc, char **argv) {
     a.server.kv_blocks = a.kv_blocks;
     if (parsed <= 0 || a.requests != NULL || a.step_costs == NULL)
         return cli_run_with_model(parsed, &a.load, run_with_model, &a, &err);
-    StepCosts costs;
+    StepCosts costs = {0}; /* freed below whatever step_costs_read did */
     int status = step_costs_read(a.step_costs, &costs, &err) ? simulate(&a, &costs, NULL, &err)
                                                              : EXIT_BAD_INPUT;
     step_costs_free(&costs);

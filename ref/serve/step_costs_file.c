@@ -65,6 +65,8 @@ bool step_costs_parse(const char *text, size_t n, StepCosts *out, StepError *err
 }
 
 bool step_costs_read(const char *path, StepCosts *out, StepError *err) {
+    *out = (StepCosts){0}; /* the caller frees it whatever happens: a file that cannot
+                              be read must leave it empty, not as it was */
     char *text = NULL;
     if (!file_read_text(path, "step costs", &text, err)) return false;
     bool ok = step_costs_parse(text, strlen(text), out, err);

@@ -16,7 +16,8 @@
  * other than 1 is refused. */
 bool step_costs_parse(const char *text, size_t n, StepCosts *out, StepError *err);
 
-/* step_costs_parse of the file at path. */
+/* step_costs_parse of the file at path. *out is emptied first, whatever
+ * fails: the caller may step_costs_free it on every path. */
 bool step_costs_read(const char *path, StepCosts *out, StepError *err);
 
 /* c as the file's JSON object (its points too, when it has them); `model`
