@@ -1244,6 +1244,87 @@ def option_cases():
                                                 "drop-oldest"], 2, ["cannot drop"])
 
 
+def numeric_class_cases():
+    """Every float option at its bounds and where its meaning changes: a
+    value that changes class as a float32 (nonzero to 0, finite to
+    infinity: ref/util/float_class.h) is refused naming the option, never
+    read as "0 = off"; 0 and the smallest float32 (1e-45) keep their
+    meanings."""
+    costs = {"c.json": json.dumps({
+        "format": "stepwise-step-costs", "version": 1, "seq_len": 512,
+        "kv_bytes_per_position": 1280,
+        "decode": {"fixed_s": 1e-3, "per_row_s": 0, "per_attended_s": 0},
+        "prefill": {"fixed_s": 2e-3, "per_row_s": 0, "per_attended_s": 0}}).encode()}
+    sim = ["serve-sim", "--step-costs", "{c.json}"]
+    diff = ["diff", "{good.jsonl}", "{good.jsonl}"]
+    made = ["make-model", "--format", "hf", "--arch", "gemma2", "--dim", "16", "--hidden", "32",
+            "--layers", "1", "--heads", "2", "--kv-heads", "1", "--vocab", "32", "--seq-len", "16",
+            "--out", "{o}"]
+    changes = [  # (the command line with the value v, the option named)
+        (lambda v: ["inspect", "--bandwidth", v], "--bandwidth"),
+        (lambda v: ["inspect", "--bandwidth", "1", "--peak", v], "--peak"),
+        (lambda v: sim + ["--rate", v], "--rate"),
+        (lambda v: ["generate", "--temperature", v], "--temperature"),
+        (lambda v: ["generate", "--top-p", v], "--top-p"),
+        (lambda v: ["generate", "--min-p", v], "--min-p"),
+        (lambda v: ["generate", "--trace-temperatures", "1," + v], "--trace-temperatures"),
+        (lambda v: ["sample", "--logits", "1," + v], "--logits"),
+        (lambda v: ["sample", "--logits", "1,2", "--temperature", "1," + v], "--temperature"),
+        (lambda v: diff + ["--atol", v], "--atol"),
+        (lambda v: diff + ["--rtol", v], "--rtol"),
+        (lambda v: made + ["--attn-softcap", v], "--attn-softcap"),
+        (lambda v: made + ["--final-softcap", v], "--final-softcap"),
+        (lambda v: made + ["--rope-theta", v], "--rope-theta"),
+    ]
+    for argv, option in changes:
+        for value, words in (("1e-50", "rounds to 0 as a float32"),
+                             ("1e39", "overflows a float32 to infinity")):
+            args = argv(value)
+            case("numeric: %s %s %s" % (args[0], option, value), args, 2, [option, words],
+                 files=costs if args[0] == "serve-sim" else None)
+    # The range and the finite rule, at their edges.
+    for name, argv, words in (
+            ("inspect --bandwidth -1", ["inspect", "--bandwidth", "-1"], "--bandwidth must be in"),
+            ("inspect --bandwidth 1000001", ["inspect", "--bandwidth", "1000001"], "--bandwidth must be in"),
+            ("inspect --bandwidth inf", ["inspect", "--bandwidth", "inf"], "--bandwidth must be finite"),
+            ("inspect --bandwidth nan", ["inspect", "--bandwidth", "nan"], "NaN"),
+            ("inspect --peak without --bandwidth", ["inspect", "--peak", "5"], "--peak goes with"),
+            ("inspect --peak -1e-45", ["inspect", "--bandwidth", "1", "--peak", "-1e-45"], "--peak must be in"),
+            ("serve-sim --rate -1e-45", sim + ["--rate", "-1e-45"], "--rate must be in"),
+            ("serve-sim --rate 1000001", sim + ["--rate", "1000001"], "--rate must be in"),
+            ("serve-sim --rate nan", sim + ["--rate", "nan"], "NaN"),
+            ("generate --temperature -1e-45", ["generate", "--temperature", "-1e-45"], "temperature"),
+            ("generate --temperature inf", ["generate", "--temperature", "inf"], "--temperature must be finite"),
+            ("sample --temperature 1,1e-400", ["sample", "--logits", "1,2", "--temperature", "1,1e-400"],
+             "rounds to 0"),
+            ("sample --logits -1e39", ["sample", "--logits", "1,-1e39"], "overflows")):
+        case("numeric: " + name, argv, 2, [words], files=costs if argv[0] == "serve-sim" else None)
+    # A request file's sampler fields, by the same rule (serve/requests.c).
+    ok = '{"id":"ok","prompt":"cat","max_tokens":2}\n'
+    for field in ("temperature", "top_p", "min_p"):
+        case("numeric: request %s 1e-50" % field, ["batch", "--requests", "{r.jsonl}", "--quiet"], 1,
+             [field, "rounds to 0 as a float32"], stream="stdout-error",
+             files={"r.jsonl": ok + '{"id":"x","prompt":"cat","%s":1e-50}\n' % field})
+    # What stays accepted: 0 means off, the smallest float32 is on.
+    roof = lambda on: lambda r: ("roofline at" in r.stdout) == on or \
+        "roofline %s" % ("missing" if on else "printed")
+    case("numeric: inspect --bandwidth 0 is no roofline", ["inspect", "--bandwidth", "0"], 0, [],
+         check=roof(False))
+    case("numeric: inspect --bandwidth 1e-45 is a roofline", ["inspect", "--bandwidth", "1e-45"], 0,
+         [], check=roof(True))
+    case("numeric: serve-sim --rate 0 is all at once", sim + ["--rate", "0"], 0, ["all at once"],
+         files=costs, stream="stdout")
+    case("numeric: serve-sim --rate 1e-45 is Poisson", sim + ["--rate", "1e-45", "--num-requests", "2"],
+         0, ["Poisson arrivals"], files=costs, stream="stdout")
+    case("numeric: generate --temperature 0 is greedy", ["generate", "--temperature", "0", "--steps",
+                                                         "2"], 0, [])
+    # A cleanup that freed what was never set (the class of serve-sim's
+    # step costs): tokenize with a model that does not load.
+    case("numeric: tokenize with a model that does not load", ["tokenize", "--model", "{nothing}",
+                                                                "--text", "hi"], 2,
+         ["--tokenizer is required"])
+
+
 def output_cases():
     """Outputs: a directory is refused before the run; a device, a FIFO and
     a symlink stay what they were."""
@@ -1758,6 +1839,9 @@ def serve_sim_cases():
         "a cost over an hour": (dump(prefill={"fixed_s": 3601, "per_row_s": 0,
                                              "per_attended_s": 0}), "prefill.fixed_s"),
         "NUL byte": (dump()[:10] + b"\x00" + dump()[10:], "NUL byte"),
+        "every cost 0 (no time passes: 0 tokens/s)": (
+            dump(decode={"fixed_s": 0, "per_row_s": 0, "per_attended_s": 0},
+                 prefill={"fixed_s": 0, "per_row_s": 0, "per_attended_s": 0}), "every cost is 0"),
     }
     for name, (data, words) in files.items():
         case("step costs: " + name, ["serve-sim", "--step-costs", "{c.json}"], 2, [words],
@@ -1788,7 +1872,7 @@ def main():
     os.chdir(ROOT)
     setup()
     for make in (model_cases, tokenizer_cases, json_model_cases, request_cases, trace_cases,
-                 diff_cases, option_cases, output_cases, signal_cases, hf_cases, gpt2_cases, gemma_cases, moe_cases, deepseek2_cases, longrope_cases, gguf_cases,
+                 diff_cases, option_cases, numeric_class_cases, output_cases, signal_cases, hf_cases, gpt2_cases, gemma_cases, moe_cases, deepseek2_cases, longrope_cases, gguf_cases,
                  tokenizer_json_cases, hostile_round_two_cases, hostile_round_three_cases,
                  serve_sim_cases):
         make()
