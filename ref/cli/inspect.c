@@ -262,10 +262,10 @@ static const CliOption INSPECT_OPTIONS[] = {
     {"bandwidth", "GB/S", OPTION_FLOAT, offsetof(InspectArgs, bandwidth_gb), 0, 1000000,
      .help = "also print the roofline: each step's multiply-adds a byte and\n"
              "the tokens/s this memory bandwidth allows (a spec sheet's, or\n"
-             "make bench's read rate; docs/roofline.md)"},
+             "make bench's read rate; docs/roofline.md); 0: none (default)"},
     {"peak", "GMAC/S", OPTION_FLOAT, offsetof(InspectArgs, peak_gmacs), 0, 1000000000,
      .help = "with --bandwidth: the machine's peak in G multiply-adds a second,\n"
-             "for the compute roof and the balance"},
+             "for the compute roof and the balance; 0: none (default)"},
     {"json", NULL, OPTION_FLAG, offsetof(InspectArgs, json),
      .help = "print one JSON object (docs/kv-cache.md)"},
     {"check-weights", NULL, OPTION_FLAG, offsetof(InspectArgs, check_weights),
