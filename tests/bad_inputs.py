@@ -28,6 +28,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 TMP = os.path.join(ROOT, "build", "tmp", "bad-inputs")
 TINY = os.path.join(ROOT, "data", "tiny-model.json")
 TIMEOUT = 20  # seconds a case may take; each is a fraction of a second when right
+SETUP_TIMEOUT = 10 * TIMEOUT  # a fixture's run (make-model...): a hang fails, never waits
 
 
 # ---------------------------------------------------------------- fixtures
@@ -73,15 +74,15 @@ def setup():
     # A good checkpoint of the tiny model's vocabulary, and its tokenizer.
     subprocess.run([BIN, "make-model", "--dim", "8", "--hidden", "16", "--layers", "1",
                     "--heads", "2", "--vocab", "13", "--seq-len", "4", "--out", path("good.bin")],
-                   check=True, capture_output=True)
+                   check=True, capture_output=True, timeout=SETUP_TIMEOUT)
     subprocess.run([BIN, "make-model", "--dim", "8", "--hidden", "16", "--layers", "1",
                     "--heads", "2", "--vocab", "13", "--seq-len", "1", "--out", path("seq1.bin")],
-                   check=True, capture_output=True)
+                   check=True, capture_output=True, timeout=SETUP_TIMEOUT)
     subprocess.run([BIN, "make-model", "--dim", "8", "--hidden", "16", "--layers", "2",
                     "--heads", "2", "--vocab", "13", "--seq-len", "64", "--out", path("long.bin")],
-                   check=True, capture_output=True)
+                   check=True, capture_output=True, timeout=SETUP_TIMEOUT)
     subprocess.run([BIN, "quantize", "--model", path("good.bin"), "--group", "4",
-                    "--out", path("good.q8")], check=True, capture_output=True)
+                    "--out", path("good.q8")], check=True, capture_output=True, timeout=SETUP_TIMEOUT)
     write("tok.bin", tokenizer_bin(tiny_tokenizer_entries()))
     os.mkfifo(path("fifo"))
     os.mkdir(path("dir"))
@@ -89,16 +90,16 @@ def setup():
     # Traces the readers accept, to break one field at a time.
     subprocess.run([BIN, "generate", "--prompt", "cat", "--temperature", "1", "--top-k", "3",
                     "--reproducible", "--trace-kv", "--trace", path("good.jsonl")],
-                   check=True, capture_output=True)
+                   check=True, capture_output=True, timeout=SETUP_TIMEOUT)
     subprocess.run([BIN, "generate", "--prompt", "cat", "--trace-level", "layers",
                     "--reproducible", "--trace", path("layers.jsonl")], check=True,
-                   capture_output=True)
+                   capture_output=True, timeout=SETUP_TIMEOUT)
     # Big enough that a golden set takes seconds: a signal lands mid-set.
     subprocess.run([BIN, "make-model", "--dim", "384", "--hidden", "1536", "--layers", "4",
                     "--heads", "4", "--vocab", "13", "--seq-len", "256", "--out", path("big.bin")],
-                   check=True, capture_output=True)
+                   check=True, capture_output=True, timeout=SETUP_TIMEOUT)
     subprocess.run([BIN, "score", "--text", "cat sat", "--reproducible", "--trace-kv",
-                    "--out", path("score.jsonl")], check=True, capture_output=True)
+                    "--out", path("score.jsonl")], check=True, capture_output=True, timeout=SETUP_TIMEOUT)
 
 
 FIXTURES = None  # the scratch folder's names after setup
@@ -659,7 +660,7 @@ def gpt2_cases():
              files={"hf/config.json": json.dumps(c), "hf/model.safetensors": w}, creates=("hf",))
     gguf = path("gpt2-good.gguf")
     subprocess.run([BIN, "convert", "--model", good, "--tokenizer", TINY, "--out", gguf],
-                   check=True, capture_output=True)
+                   check=True, capture_output=True, timeout=SETUP_TIMEOUT)
     blob = open(gguf, "rb").read()
     key = b"gpt2.attention.layer_norm_epsilon\x06\x00\x00\x00"  # then the float32
     at = blob.index(key) + len(key)
@@ -711,9 +712,9 @@ def gemma_cases():
     made = path("gemma-made")
     subprocess.run([BIN, "make-model", "--format", "hf", "--arch", "gemma3", "--dim", "16", "--hidden", "32",
                     "--layers", "2", "--heads", "2", "--kv-heads", "1", "--vocab", "13", "--seq-len", "16",
-                    "--sliding-window", "4", "--out", made], check=True, capture_output=True)
+                    "--sliding-window", "4", "--out", made], check=True, capture_output=True, timeout=SETUP_TIMEOUT)
     subprocess.run([BIN, "convert", "--model", made, "--tokenizer", TINY, "--out", gguf],
-                   check=True, capture_output=True)
+                   check=True, capture_output=True, timeout=SETUP_TIMEOUT)
     blob = open(gguf, "rb").read()
     key = b"gemma3.attention.sliding_window\x04\x00\x00\x00"  # then the uint32
     at = blob.index(key) + len(key)
@@ -733,7 +734,7 @@ def gemma_cases():
         folder = path("gemma-refused-%d" % len(extra[0]))
         subprocess.run([BIN, "make-model", "--format", "hf", "--arch", "gemma3", "--dim", "16", "--hidden", "32",
                         "--layers", "2", "--heads", "2", "--vocab", "13", "--seq-len", "16", "--sliding-window",
-                        "4", "--out", folder, *extra], check=True, capture_output=True)
+                        "4", "--out", folder, *extra], check=True, capture_output=True, timeout=SETUP_TIMEOUT)
         case("convert gemma3: " + name, ["convert", "--model", folder, "--tokenizer", TINY,
                                          "--out", "{c.gguf}"], 2, [words])
 
@@ -781,9 +782,9 @@ def moe_cases():
     made, gguf = path("moe-made"), path("moe-made.gguf")  # GGUF: the expert counts against the tensors
     subprocess.run([BIN, "make-model", "--format", "hf", "--arch", "mixtral", "--experts", "4", "--dim", "16",
                     "--hidden", "24", "--layers", "2", "--heads", "4", "--vocab", "13", "--seq-len", "16",
-                    "--out", made], check=True, capture_output=True)
+                    "--out", made], check=True, capture_output=True, timeout=SETUP_TIMEOUT)
     subprocess.run([BIN, "convert", "--model", made, "--tokenizer", TINY, "--out", gguf], check=True,
-                   capture_output=True)
+                   capture_output=True, timeout=SETUP_TIMEOUT)
     blob = open(gguf, "rb").read()
     key = b"llama.expert_count\x04\x00\x00\x00"
     at = blob.index(key) + len(key)
@@ -851,7 +852,7 @@ def deepseek2_cases():
          ["int8 cache of MLA's latents"])
     gguf = path("ds-good.gguf")
     subprocess.run([BIN, "convert", "--model", good, "--tokenizer", TINY, "--out", gguf], check=True,
-                   capture_output=True)
+                   capture_output=True, timeout=SETUP_TIMEOUT)
     blob = open(gguf, "rb").read()
 
     def u32(key, value):
@@ -879,7 +880,7 @@ def longrope_cases():
     folder, gguf = path("longrope-good"), path("longrope-good.gguf")
     hf.write_model_dir(folder, cfg, hf.hf_tensors(cfg, 2), "F32")
     subprocess.run([BIN, "convert", "--model", folder, "--tokenizer", TINY, "--out", gguf],
-                   check=True, capture_output=True)
+                   check=True, capture_output=True, timeout=SETUP_TIMEOUT)
     blob = open(gguf, "rb").read()
     key = b"phi3.rope.scaling.attn_factor\x06\x00\x00\x00"  # then the float32
     at = blob.index(key) + len(key)
@@ -887,9 +888,9 @@ def longrope_cases():
     made, plain = path("phi3-plain"), path("phi3-plain.gguf")
     subprocess.run([BIN, "make-model", "--format", "hf", "--arch", "phi3", "--dim", "16", "--hidden", "24",
                     "--layers", "2", "--heads", "4", "--vocab", "13", "--seq-len", "16", "--out", made],
-                   check=True, capture_output=True)
+                   check=True, capture_output=True, timeout=SETUP_TIMEOUT)
     subprocess.run([BIN, "convert", "--model", made, "--tokenizer", TINY, "--out", plain],
-                   check=True, capture_output=True)
+                   check=True, capture_output=True, timeout=SETUP_TIMEOUT)
     matrix = open(plain, "rb").read().replace(b"blk.1.attn_output.weight", b"rope_factors_long.weight", 1)
     for name, broken, words in (
             ("attn_factor NaN", nan, "attn_factor must be a number in (0, 1000]"),
@@ -1591,7 +1592,7 @@ def hostile_round_three_cases():
     sliding_window values ignored."""
     subprocess.run([BIN, "score", "--model", TINY, "--tokens", "1,5,9", "--hooks", "none",
                     "--out", path("r3.jsonl"), "--tensors", path("r3.safetensors")],
-                   check=True, capture_output=True)
+                   check=True, capture_output=True, timeout=SETUP_TIMEOUT)
     trace = open(path("r3.jsonl"), "rb").read()
     st = header_editor(open(path("r3.safetensors"), "rb").read())
     swapped = st(lambda h: h["logits"].__setitem__("shape", [13, 3]))  # [3, 13] declared [13, 3]
@@ -1680,7 +1681,8 @@ def trace_ends_with_error(result):
     last = json.loads(lines[-1]) if lines else {}
     if last.get("event") != "error":
         return "the trace does not end with an error event"
-    v = subprocess.run([BIN, "trace", "validate", path("sig.jsonl")], capture_output=True, text=True)
+    v = subprocess.run([BIN, "trace", "validate", path("sig.jsonl")], capture_output=True, text=True,
+                       timeout=SETUP_TIMEOUT)
     return v.returncode == 0 or "the interrupted trace is not valid: " + v.stdout[-300:]
 
 
@@ -1768,7 +1770,7 @@ def run_case_made(c):
             out, err = proc.communicate(timeout=c["timeout"])
         except subprocess.TimeoutExpired:
             proc.kill()
-            proc.communicate()
+            proc.communicate(timeout=TIMEOUT)
             return "hung after the signal"
         result = subprocess.CompletedProcess(args, proc.returncode, out, err)
     else:

@@ -32,6 +32,7 @@ import os
 import statistics
 import subprocess
 import sys
+from check_util import LONG_TIMEOUT
 
 BIN = "build/stepwise"
 FORWARD = "build/bench/forward"
@@ -49,11 +50,11 @@ def build_files():
     os.makedirs("build/bench", exist_ok=True)
     if not os.path.exists(FOLDER):
         subprocess.run([BIN, "make-model", "--preset", "llama-3.2-1b", "--format", "hf", "--dtype", "bf16",
-                        "--seq-len", "1024", "--out", FOLDER], check=True, capture_output=True)
+                        "--seq-len", "1024", "--out", FOLDER], check=True, capture_output=True, timeout=LONG_TIMEOUT)
     for kind, path in FILES.items():
         if not os.path.exists(path):
             subprocess.run([BIN, "convert", "--model", FOLDER, "--tokenizer", TOKENIZER, "--type", kind.lower(),
-                            "--out", path], check=True, capture_output=True)
+                            "--out", path], check=True, capture_output=True, timeout=LONG_TIMEOUT)
 
 
 def ours(path, kind, threads, prompt):
@@ -61,12 +62,13 @@ def ours(path, kind, threads, prompt):
             "--runs", "3"]
     if kind == "Q8_0":
         args.append("--int8")
-    return json.loads(subprocess.run(args, capture_output=True, text=True, check=True).stdout)
+    return json.loads(subprocess.run(args, capture_output=True, text=True, check=True, timeout=LONG_TIMEOUT).stdout)
 
 
 def theirs(path, threads, prompt):
     out = subprocess.run(["node", "tests/llama_cpp_engine.mjs", LLAMA_CPP, "time", path, str(VOCAB), str(prompt),
-                          str(DECODE), "f32", str(threads)], capture_output=True, text=True, check=True).stdout
+                          str(DECODE), "f32", str(threads)], capture_output=True, text=True, check=True,
+                         timeout=LONG_TIMEOUT).stdout
     return json.loads(out.strip().splitlines()[-1])
 
 

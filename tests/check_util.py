@@ -8,6 +8,9 @@ import subprocess
 # Seconds a run may take unless its check says otherwise: the slowest runs
 # of the checks (a 1B model's passes) take about a minute; a hang is caught.
 TIMEOUT = 600
+# A measurement's runs (the benchmarks, a test area's whole row): minutes
+# each on a 1B model, never an hour.
+LONG_TIMEOUT = 3600
 
 
 def run(args, timeout=TIMEOUT, **kwargs):

@@ -27,6 +27,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import arch_reference  # noqa: E402
 import gguf_write as w  # noqa: E402
 import hf_reference as hf  # noqa: E402
+from check_util import TIMEOUT  # noqa: E402
 
 GGUF_F32, GGUF_F16 = 0, 1
 
@@ -138,7 +139,7 @@ def engine_logits(stepwise, path, out):
     or the error line."""
     r = subprocess.run([stepwise, "score", "--model", path, "--tokenizer", hf.TINY_TOKENIZER,
                         "--tokens", ",".join(map(str, hf.TOKENS)), "--top-n", "0", "--out", out],
-                       capture_output=True, text=True)
+                       capture_output=True, text=True, timeout=TIMEOUT)
     if r.returncode != 0:
         return r.stderr.strip()
     rows = {}
