@@ -28,6 +28,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 TMP = os.path.join(ROOT, "build", "tmp", "bad-inputs")
 TINY = os.path.join(ROOT, "data", "tiny-model.json")
 TIMEOUT = 20  # seconds a case may take; each is a fraction of a second when right
+SETUP_TIMEOUT = 10 * TIMEOUT  # a fixture's run (make-model...): a hang fails, never waits
 
 
 # ---------------------------------------------------------------- fixtures
@@ -73,15 +74,15 @@ def setup():
     # A good checkpoint of the tiny model's vocabulary, and its tokenizer.
     subprocess.run([BIN, "make-model", "--dim", "8", "--hidden", "16", "--layers", "1",
                     "--heads", "2", "--vocab", "13", "--seq-len", "4", "--out", path("good.bin")],
-                   check=True, capture_output=True)
+                   check=True, capture_output=True, timeout=SETUP_TIMEOUT)
     subprocess.run([BIN, "make-model", "--dim", "8", "--hidden", "16", "--layers", "1",
                     "--heads", "2", "--vocab", "13", "--seq-len", "1", "--out", path("seq1.bin")],
-                   check=True, capture_output=True)
+                   check=True, capture_output=True, timeout=SETUP_TIMEOUT)
     subprocess.run([BIN, "make-model", "--dim", "8", "--hidden", "16", "--layers", "2",
                     "--heads", "2", "--vocab", "13", "--seq-len", "64", "--out", path("long.bin")],
-                   check=True, capture_output=True)
+                   check=True, capture_output=True, timeout=SETUP_TIMEOUT)
     subprocess.run([BIN, "quantize", "--model", path("good.bin"), "--group", "4",
-                    "--out", path("good.q8")], check=True, capture_output=True)
+                    "--out", path("good.q8")], check=True, capture_output=True, timeout=SETUP_TIMEOUT)
     write("tok.bin", tokenizer_bin(tiny_tokenizer_entries()))
     os.mkfifo(path("fifo"))
     os.mkdir(path("dir"))
@@ -89,16 +90,16 @@ def setup():
     # Traces the readers accept, to break one field at a time.
     subprocess.run([BIN, "generate", "--prompt", "cat", "--temperature", "1", "--top-k", "3",
                     "--reproducible", "--trace-kv", "--trace", path("good.jsonl")],
-                   check=True, capture_output=True)
+                   check=True, capture_output=True, timeout=SETUP_TIMEOUT)
     subprocess.run([BIN, "generate", "--prompt", "cat", "--trace-level", "layers",
                     "--reproducible", "--trace", path("layers.jsonl")], check=True,
-                   capture_output=True)
+                   capture_output=True, timeout=SETUP_TIMEOUT)
     # Big enough that a golden set takes seconds: a signal lands mid-set.
     subprocess.run([BIN, "make-model", "--dim", "384", "--hidden", "1536", "--layers", "4",
                     "--heads", "4", "--vocab", "13", "--seq-len", "256", "--out", path("big.bin")],
-                   check=True, capture_output=True)
+                   check=True, capture_output=True, timeout=SETUP_TIMEOUT)
     subprocess.run([BIN, "score", "--text", "cat sat", "--reproducible", "--trace-kv",
-                    "--out", path("score.jsonl")], check=True, capture_output=True)
+                    "--out", path("score.jsonl")], check=True, capture_output=True, timeout=SETUP_TIMEOUT)
 
 
 FIXTURES = None  # the scratch folder's names after setup
@@ -659,7 +660,7 @@ def gpt2_cases():
              files={"hf/config.json": json.dumps(c), "hf/model.safetensors": w}, creates=("hf",))
     gguf = path("gpt2-good.gguf")
     subprocess.run([BIN, "convert", "--model", good, "--tokenizer", TINY, "--out", gguf],
-                   check=True, capture_output=True)
+                   check=True, capture_output=True, timeout=SETUP_TIMEOUT)
     blob = open(gguf, "rb").read()
     key = b"gpt2.attention.layer_norm_epsilon\x06\x00\x00\x00"  # then the float32
     at = blob.index(key) + len(key)
@@ -711,9 +712,9 @@ def gemma_cases():
     made = path("gemma-made")
     subprocess.run([BIN, "make-model", "--format", "hf", "--arch", "gemma3", "--dim", "16", "--hidden", "32",
                     "--layers", "2", "--heads", "2", "--kv-heads", "1", "--vocab", "13", "--seq-len", "16",
-                    "--sliding-window", "4", "--out", made], check=True, capture_output=True)
+                    "--sliding-window", "4", "--out", made], check=True, capture_output=True, timeout=SETUP_TIMEOUT)
     subprocess.run([BIN, "convert", "--model", made, "--tokenizer", TINY, "--out", gguf],
-                   check=True, capture_output=True)
+                   check=True, capture_output=True, timeout=SETUP_TIMEOUT)
     blob = open(gguf, "rb").read()
     key = b"gemma3.attention.sliding_window\x04\x00\x00\x00"  # then the uint32
     at = blob.index(key) + len(key)
@@ -733,7 +734,7 @@ def gemma_cases():
         folder = path("gemma-refused-%d" % len(extra[0]))
         subprocess.run([BIN, "make-model", "--format", "hf", "--arch", "gemma3", "--dim", "16", "--hidden", "32",
                         "--layers", "2", "--heads", "2", "--vocab", "13", "--seq-len", "16", "--sliding-window",
-                        "4", "--out", folder, *extra], check=True, capture_output=True)
+                        "4", "--out", folder, *extra], check=True, capture_output=True, timeout=SETUP_TIMEOUT)
         case("convert gemma3: " + name, ["convert", "--model", folder, "--tokenizer", TINY,
                                          "--out", "{c.gguf}"], 2, [words])
 
@@ -781,9 +782,9 @@ def moe_cases():
     made, gguf = path("moe-made"), path("moe-made.gguf")  # GGUF: the expert counts against the tensors
     subprocess.run([BIN, "make-model", "--format", "hf", "--arch", "mixtral", "--experts", "4", "--dim", "16",
                     "--hidden", "24", "--layers", "2", "--heads", "4", "--vocab", "13", "--seq-len", "16",
-                    "--out", made], check=True, capture_output=True)
+                    "--out", made], check=True, capture_output=True, timeout=SETUP_TIMEOUT)
     subprocess.run([BIN, "convert", "--model", made, "--tokenizer", TINY, "--out", gguf], check=True,
-                   capture_output=True)
+                   capture_output=True, timeout=SETUP_TIMEOUT)
     blob = open(gguf, "rb").read()
     key = b"llama.expert_count\x04\x00\x00\x00"
     at = blob.index(key) + len(key)
@@ -851,7 +852,7 @@ def deepseek2_cases():
          ["int8 cache of MLA's latents"])
     gguf = path("ds-good.gguf")
     subprocess.run([BIN, "convert", "--model", good, "--tokenizer", TINY, "--out", gguf], check=True,
-                   capture_output=True)
+                   capture_output=True, timeout=SETUP_TIMEOUT)
     blob = open(gguf, "rb").read()
 
     def u32(key, value):
@@ -879,7 +880,7 @@ def longrope_cases():
     folder, gguf = path("longrope-good"), path("longrope-good.gguf")
     hf.write_model_dir(folder, cfg, hf.hf_tensors(cfg, 2), "F32")
     subprocess.run([BIN, "convert", "--model", folder, "--tokenizer", TINY, "--out", gguf],
-                   check=True, capture_output=True)
+                   check=True, capture_output=True, timeout=SETUP_TIMEOUT)
     blob = open(gguf, "rb").read()
     key = b"phi3.rope.scaling.attn_factor\x06\x00\x00\x00"  # then the float32
     at = blob.index(key) + len(key)
@@ -887,9 +888,9 @@ def longrope_cases():
     made, plain = path("phi3-plain"), path("phi3-plain.gguf")
     subprocess.run([BIN, "make-model", "--format", "hf", "--arch", "phi3", "--dim", "16", "--hidden", "24",
                     "--layers", "2", "--heads", "4", "--vocab", "13", "--seq-len", "16", "--out", made],
-                   check=True, capture_output=True)
+                   check=True, capture_output=True, timeout=SETUP_TIMEOUT)
     subprocess.run([BIN, "convert", "--model", made, "--tokenizer", TINY, "--out", plain],
-                   check=True, capture_output=True)
+                   check=True, capture_output=True, timeout=SETUP_TIMEOUT)
     matrix = open(plain, "rb").read().replace(b"blk.1.attn_output.weight", b"rope_factors_long.weight", 1)
     for name, broken, words in (
             ("attn_factor NaN", nan, "attn_factor must be a number in (0, 1000]"),
@@ -1078,7 +1079,7 @@ def gguf_round_four_cases():
     folder, gguf = path("ds4"), path("ds4.gguf")
     hf.write_model_dir(folder, cfg, ds.random_tensors(cfg, 5), "F32")
     subprocess.run([BIN, "convert", "--model", folder, "--tokenizer", TINY, "--out", gguf], check=True,
-                   capture_output=True)
+                   capture_output=True, timeout=SETUP_TIMEOUT)
     for name, kw, words in (
             ("deepseek2 expert_gating_func 2 (DeepSeek-V3's sigmoid)",
              dict(mla=False, extra_kvs=[gguf_write.kv_u32("deepseek2.expert_gating_func", 2)]),
@@ -1299,6 +1300,87 @@ def option_cases():
     case("option: seq_len 1 with drop-oldest", ["generate", "--model", "{seq1.bin}",
                                                 "--tokenizer", "{tok.bin}", "--context-policy",
                                                 "drop-oldest"], 2, ["cannot drop"])
+
+
+def numeric_class_cases():
+    """Every float option at its bounds and where its meaning changes: a
+    value that changes class as a float32 (nonzero to 0, finite to
+    infinity: ref/util/float_class.h) is refused naming the option, never
+    read as "0 = off"; 0 and the smallest float32 (1e-45) keep their
+    meanings."""
+    costs = {"c.json": json.dumps({
+        "format": "stepwise-step-costs", "version": 1, "seq_len": 512,
+        "kv_bytes_per_position": 1280,
+        "decode": {"fixed_s": 1e-3, "per_row_s": 0, "per_attended_s": 0},
+        "prefill": {"fixed_s": 2e-3, "per_row_s": 0, "per_attended_s": 0}}).encode()}
+    sim = ["serve-sim", "--step-costs", "{c.json}"]
+    diff = ["diff", "{good.jsonl}", "{good.jsonl}"]
+    made = ["make-model", "--format", "hf", "--arch", "gemma2", "--dim", "16", "--hidden", "32",
+            "--layers", "1", "--heads", "2", "--kv-heads", "1", "--vocab", "32", "--seq-len", "16",
+            "--out", "{o}"]
+    changes = [  # (the command line with the value v, the option named)
+        (lambda v: ["inspect", "--bandwidth", v], "--bandwidth"),
+        (lambda v: ["inspect", "--bandwidth", "1", "--peak", v], "--peak"),
+        (lambda v: sim + ["--rate", v], "--rate"),
+        (lambda v: ["generate", "--temperature", v], "--temperature"),
+        (lambda v: ["generate", "--top-p", v], "--top-p"),
+        (lambda v: ["generate", "--min-p", v], "--min-p"),
+        (lambda v: ["generate", "--trace-temperatures", "1," + v], "--trace-temperatures"),
+        (lambda v: ["sample", "--logits", "1," + v], "--logits"),
+        (lambda v: ["sample", "--logits", "1,2", "--temperature", "1," + v], "--temperature"),
+        (lambda v: diff + ["--atol", v], "--atol"),
+        (lambda v: diff + ["--rtol", v], "--rtol"),
+        (lambda v: made + ["--attn-softcap", v], "--attn-softcap"),
+        (lambda v: made + ["--final-softcap", v], "--final-softcap"),
+        (lambda v: made + ["--rope-theta", v], "--rope-theta"),
+    ]
+    for argv, option in changes:
+        for value, words in (("1e-50", "rounds to 0 as a float32"),
+                             ("1e39", "overflows a float32 to infinity")):
+            args = argv(value)
+            case("numeric: %s %s %s" % (args[0], option, value), args, 2, [option, words],
+                 files=costs if args[0] == "serve-sim" else None)
+    # The range and the finite rule, at their edges.
+    for name, argv, words in (
+            ("inspect --bandwidth -1", ["inspect", "--bandwidth", "-1"], "--bandwidth must be in"),
+            ("inspect --bandwidth 1000001", ["inspect", "--bandwidth", "1000001"], "--bandwidth must be in"),
+            ("inspect --bandwidth inf", ["inspect", "--bandwidth", "inf"], "--bandwidth must be finite"),
+            ("inspect --bandwidth nan", ["inspect", "--bandwidth", "nan"], "NaN"),
+            ("inspect --peak without --bandwidth", ["inspect", "--peak", "5"], "--peak goes with"),
+            ("inspect --peak -1e-45", ["inspect", "--bandwidth", "1", "--peak", "-1e-45"], "--peak must be in"),
+            ("serve-sim --rate -1e-45", sim + ["--rate", "-1e-45"], "--rate must be in"),
+            ("serve-sim --rate 1000001", sim + ["--rate", "1000001"], "--rate must be in"),
+            ("serve-sim --rate nan", sim + ["--rate", "nan"], "NaN"),
+            ("generate --temperature -1e-45", ["generate", "--temperature", "-1e-45"], "temperature"),
+            ("generate --temperature inf", ["generate", "--temperature", "inf"], "--temperature must be finite"),
+            ("sample --temperature 1,1e-400", ["sample", "--logits", "1,2", "--temperature", "1,1e-400"],
+             "rounds to 0"),
+            ("sample --logits -1e39", ["sample", "--logits", "1,-1e39"], "overflows")):
+        case("numeric: " + name, argv, 2, [words], files=costs if argv[0] == "serve-sim" else None)
+    # A request file's sampler fields, by the same rule (serve/requests.c).
+    ok = '{"id":"ok","prompt":"cat","max_tokens":2}\n'
+    for field in ("temperature", "top_p", "min_p"):
+        case("numeric: request %s 1e-50" % field, ["batch", "--requests", "{r.jsonl}", "--quiet"], 1,
+             [field, "rounds to 0 as a float32"], stream="stdout-error",
+             files={"r.jsonl": ok + '{"id":"x","prompt":"cat","%s":1e-50}\n' % field})
+    # What stays accepted: 0 means off, the smallest float32 is on.
+    roof = lambda on: lambda r: ("roofline at" in r.stdout) == on or \
+        "roofline %s" % ("missing" if on else "printed")
+    case("numeric: inspect --bandwidth 0 is no roofline", ["inspect", "--bandwidth", "0"], 0, [],
+         check=roof(False))
+    case("numeric: inspect --bandwidth 1e-45 is a roofline", ["inspect", "--bandwidth", "1e-45"], 0,
+         [], check=roof(True))
+    case("numeric: serve-sim --rate 0 is all at once", sim + ["--rate", "0"], 0, ["all at once"],
+         files=costs, stream="stdout")
+    case("numeric: serve-sim --rate 1e-45 is Poisson", sim + ["--rate", "1e-45", "--num-requests", "2"],
+         0, ["Poisson arrivals"], files=costs, stream="stdout")
+    case("numeric: generate --temperature 0 is greedy", ["generate", "--temperature", "0", "--steps",
+                                                         "2"], 0, [])
+    # A cleanup that freed what was never set (the class of serve-sim's
+    # step costs): tokenize with a model that does not load.
+    case("numeric: tokenize with a model that does not load", ["tokenize", "--model", "{nothing}",
+                                                                "--text", "hi"], 2,
+         ["--tokenizer is required"])
 
 
 def output_cases():
@@ -1567,7 +1649,7 @@ def hostile_round_three_cases():
     sliding_window values ignored."""
     subprocess.run([BIN, "score", "--model", TINY, "--tokens", "1,5,9", "--hooks", "none",
                     "--out", path("r3.jsonl"), "--tensors", path("r3.safetensors")],
-                   check=True, capture_output=True)
+                   check=True, capture_output=True, timeout=SETUP_TIMEOUT)
     trace = open(path("r3.jsonl"), "rb").read()
     st = header_editor(open(path("r3.safetensors"), "rb").read())
     swapped = st(lambda h: h["logits"].__setitem__("shape", [13, 3]))  # [3, 13] declared [13, 3]
@@ -1656,7 +1738,8 @@ def trace_ends_with_error(result):
     last = json.loads(lines[-1]) if lines else {}
     if last.get("event") != "error":
         return "the trace does not end with an error event"
-    v = subprocess.run([BIN, "trace", "validate", path("sig.jsonl")], capture_output=True, text=True)
+    v = subprocess.run([BIN, "trace", "validate", path("sig.jsonl")], capture_output=True, text=True,
+                       timeout=SETUP_TIMEOUT)
     return v.returncode == 0 or "the interrupted trace is not valid: " + v.stdout[-300:]
 
 
@@ -1744,7 +1827,7 @@ def run_case_made(c):
             out, err = proc.communicate(timeout=c["timeout"])
         except subprocess.TimeoutExpired:
             proc.kill()
-            proc.communicate()
+            proc.communicate(timeout=TIMEOUT)
             return "hung after the signal"
         result = subprocess.CompletedProcess(args, proc.returncode, out, err)
     else:
@@ -1815,6 +1898,9 @@ def serve_sim_cases():
         "a cost over an hour": (dump(prefill={"fixed_s": 3601, "per_row_s": 0,
                                              "per_attended_s": 0}), "prefill.fixed_s"),
         "NUL byte": (dump()[:10] + b"\x00" + dump()[10:], "NUL byte"),
+        "every cost 0 (no time passes: 0 tokens/s)": (
+            dump(decode={"fixed_s": 0, "per_row_s": 0, "per_attended_s": 0},
+                 prefill={"fixed_s": 0, "per_row_s": 0, "per_attended_s": 0}), "every cost is 0"),
     }
     for name, (data, words) in files.items():
         case("step costs: " + name, ["serve-sim", "--step-costs", "{c.json}"], 2, [words],
@@ -1845,7 +1931,7 @@ def main():
     os.chdir(ROOT)
     setup()
     for make in (model_cases, tokenizer_cases, json_model_cases, request_cases, trace_cases,
-                 diff_cases, option_cases, output_cases, signal_cases, hf_cases, gpt2_cases, gemma_cases, moe_cases, deepseek2_cases, longrope_cases, gguf_cases, gguf_round_four_cases,
+                 diff_cases, option_cases, numeric_class_cases, output_cases, signal_cases, hf_cases, gpt2_cases, gemma_cases, moe_cases, deepseek2_cases, longrope_cases, gguf_cases, gguf_round_four_cases,
                  tokenizer_json_cases, hostile_round_two_cases, hostile_round_three_cases,
                  serve_sim_cases):
         make()

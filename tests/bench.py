@@ -59,6 +59,7 @@ import re
 import statistics
 import subprocess
 import sys
+from check_util import LONG_TIMEOUT
 
 SMOKE = sys.argv[1:] == ["--smoke"]
 RUNS = 1 if SMOKE else 5
@@ -83,7 +84,7 @@ METRICS = re.compile(r"prefill (\d+) tokens, ([\d.]+) tokens/s \| decode (\d+) t
 def generate(model, tokenizer, *args):
     """One run; returns (prefill tokens, prefill tok/s, decode tok/s, peak RSS MiB)."""
     out = subprocess.run([BIN, "generate", "--model", model, "--tokenizer", tokenizer, "--threads", "1", *args],
-                         capture_output=True, text=True, check=True)
+                         capture_output=True, text=True, check=True, timeout=LONG_TIMEOUT)
     m = METRICS.search(out.stderr)
     return int(m.group(1)), float(m.group(2)), float(m.group(4)), float(m.group(5))
 
@@ -95,7 +96,7 @@ def stats(values):
 def total_seconds(model, tokenizer, level):
     path = OUT + "/trace-%s.jsonl" % level
     subprocess.run([BIN, "generate", "--model", model, "--tokenizer", tokenizer, "--steps", "256",
-                    "--trace", path, "--trace-level", level, "--quiet"], check=True)
+                    "--trace", path, "--trace-level", level, "--quiet"], check=True, timeout=LONG_TIMEOUT)
     with open(path, encoding="utf-8") as f:
         return json.loads(f.read().splitlines()[-1])["measured"]["total_seconds"]
 
@@ -103,7 +104,7 @@ def total_seconds(model, tokenizer, level):
 def bandwidth():
     """{'1024': GB/s, '64': GB/s, 'all': GB/s over every core} from tests/bench/bandwidth.c."""
     out = subprocess.run(["build/bench/bandwidth", str(os.cpu_count() or 1)], capture_output=True,
-                         text=True, check=True).stdout
+                         text=True, check=True, timeout=LONG_TIMEOUT).stdout
     print(out.rstrip())
     bw = {}
     for line in out.splitlines():
@@ -115,7 +116,7 @@ def bandwidth():
 
 def forward(model, *args):
     out = subprocess.run(["build/bench/forward", model, *args, *RUNS_ARG], capture_output=True, text=True,
-                         check=True).stdout
+                         check=True, timeout=LONG_TIMEOUT).stdout
     return json.loads(out)
 
 
@@ -176,7 +177,7 @@ def half_table():
     """BF16 as stored against float32, decode on every core; returns both runs."""
     if not os.path.exists(L1B):
         subprocess.run([BIN, "make-model", *L1B_SHAPE, "--format", "hf", "--dtype", "bf16", "--seq-len",
-                        str(WINDOW), "--out", L1B], check=True, capture_output=True)
+                        str(WINDOW), "--out", L1B], check=True, capture_output=True, timeout=LONG_TIMEOUT)
     threads = str(os.cpu_count() or 1)
     args = ["--threads", threads, "--prompt", "8", "--decode", "16", "--runs", "3"]
     stored = forward(L1B, *args)
@@ -211,7 +212,7 @@ def peer_table():
     for kind, gguf in files.items():
         if not os.path.exists(gguf):
             subprocess.run([BIN, "convert", "--model", M15, "--tokenizer", tok, "--type", kind.lower(),
-                            "--out", gguf], check=True, capture_output=True)
+                            "--out", gguf], check=True, capture_output=True, timeout=LONG_TIMEOUT)
     ours = {"F32": [], "Q8_0": []}
     theirs = {(k, c): [] for k in files for c in ("f32", "defaults")}
     version = None
@@ -222,7 +223,8 @@ def peer_table():
             ours[kind].append((prefill, decode))
             for cache in ("f32", "defaults"):
                 out = subprocess.run(["node", "tests/llama_cpp_engine.mjs", LLAMA_CPP, "time", gguf, "32000",
-                                      str(n), "128", cache], capture_output=True, text=True, check=True).stdout
+                                      str(n), "128", cache], capture_output=True, text=True, check=True,
+                                     timeout=LONG_TIMEOUT).stdout
                 r = json.loads(out.strip().splitlines()[-1])
                 theirs[(kind, cache)].append((r["prefill_tok_s"], r["decode_tok_s"]))
                 version = "llama.cpp %s (node-llama-cpp %s)" % (r["llama_cpp"], r["node_llama_cpp"])
@@ -256,10 +258,10 @@ def moe_table():
     shape = ["--dim", "288", "--layers", "6", "--heads", "6", "--vocab", "32000", "--seq-len", str(WINDOW)]
     if not os.path.exists(os.path.join(moe, "config.json")):
         subprocess.run([BIN, "make-model", "--format", "hf", "--arch", "mixtral", "--experts", "8",
-                        "--hidden", "768", *shape, "--out", moe], check=True, capture_output=True)
+                        "--hidden", "768", *shape, "--out", moe], check=True, capture_output=True, timeout=LONG_TIMEOUT)
     if not os.path.exists(os.path.join(dense, "config.json")):
         subprocess.run([BIN, "make-model", "--format", "hf", "--hidden", "1536", *shape, "--out", dense],
-                       check=True, capture_output=True)
+                       check=True, capture_output=True, timeout=LONG_TIMEOUT)
     tok = os.path.join(MODELS, "tokenizer.bin")
     runs = {(m, k): [] for m in ("moe", "dense") for k in ("plain", "fast")}
     for _ in range(RUNS):  # interleaved: the machine's drift falls on all four alike
@@ -267,7 +269,7 @@ def moe_table():
             runs[(m, k)].append(generate(moe if m == "moe" else dense, tok, "--steps", "128",
                                          "--kernels", k)[2])
     info = {n: json.loads(subprocess.run([BIN, "inspect", "--model", m, "--json"], capture_output=True,
-                                         text=True, check=True).stdout)["this_model"]
+                                         text=True, check=True, timeout=LONG_TIMEOUT).stdout)["this_model"]
             for n, m in (("moe", moe), ("dense", dense))}
     med = {key: statistics.median(v) for key, v in runs.items()}
     print("| 15M attention, 1 thread, %d rounds | weights held | read a decode step | decode tokens/s, plain "
@@ -291,7 +293,7 @@ def main():
     if not os.path.exists(M15):
         subprocess.run([BIN, "make-model", "--dim", "288", "--hidden", "768", "--layers", "6",
                         "--heads", "6", "--vocab", "32000", "--seq-len", str(WINDOW), "--seed", "42",
-                        "--out", M15], check=True, capture_output=True)
+                        "--out", M15], check=True, capture_output=True, timeout=LONG_TIMEOUT)
     models = {"15M": (M15, os.path.join(MODELS, "tokenizer.bin")),
               "stories260K": (os.path.join(MODELS, "stories260K.bin"), os.path.join(MODELS, "tok512.bin"))}
     rows = []
@@ -310,7 +312,7 @@ def main():
     model, tok = models["15M"]
     rss = [generate(model, tok, "--steps", "256")[3] for _ in range(RUNS)]
     info = json.loads(subprocess.run([BIN, "inspect", "--model", model, "--context", "256", "--json"],
-                                     capture_output=True, text=True, check=True).stdout)
+                                     capture_output=True, text=True, check=True, timeout=LONG_TIMEOUT).stdout)
     formula = (info["this_model"]["weight_bytes"] + info["this_model"]["kv_bytes_at_context"]) / 2**20
     rows.append({"what": "15M peak resident memory (weights + KV formula: %.1f MiB)" % formula,
                  "unit": "MiB", **stats(rss)})

@@ -39,6 +39,7 @@ import os
 import statistics
 import subprocess
 import sys
+from check_util import LONG_TIMEOUT
 
 BIN = "build/stepwise"
 FORWARD = "build/bench/forward"
@@ -61,11 +62,11 @@ def build_files():
     os.makedirs(OUT, exist_ok=True)
     if not os.path.exists(FOLDER):
         subprocess.run([BIN, "make-model", *SHAPE, "--vocab", str(VOCAB), "--format", "hf", "--dtype", "bf16",
-                        "--seq-len", "1024", "--out", FOLDER], check=True, capture_output=True)
+                        "--seq-len", "1024", "--out", FOLDER], check=True, capture_output=True, timeout=LONG_TIMEOUT)
     for kind, path in FILES.items():
         if not os.path.exists(path):
             subprocess.run([BIN, "convert", "--model", FOLDER, "--tokenizer", TOKENIZER, "--type", kind.lower(),
-                            "--out", path], check=True, capture_output=True)
+                            "--out", path], check=True, capture_output=True, timeout=LONG_TIMEOUT)
 
 
 def ours(path, kind, threads, prompt):
@@ -73,12 +74,13 @@ def ours(path, kind, threads, prompt):
             "--runs", str(RUNS)]
     if kind == "Q8_0":
         args.append("--int8")
-    return json.loads(subprocess.run(args, capture_output=True, text=True, check=True).stdout)
+    return json.loads(subprocess.run(args, capture_output=True, text=True, check=True, timeout=LONG_TIMEOUT).stdout)
 
 
 def theirs(path, threads, prompt):
     out = subprocess.run(["node", "tests/llama_cpp_engine.mjs", LLAMA_CPP, "time", path, str(VOCAB), str(prompt),
-                          str(DECODE), "f32", str(threads)], capture_output=True, text=True, check=True).stdout
+                          str(DECODE), "f32", str(threads)], capture_output=True, text=True, check=True,
+                         timeout=LONG_TIMEOUT).stdout
     return json.loads(out.strip().splitlines()[-1])
 
 

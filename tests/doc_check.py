@@ -38,6 +38,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+from check_util import LONG_TIMEOUT
 
 FENCE = re.compile(r"^```(\S*)(.*)$")
 FIGURES = re.compile(r"<!-- figures: (.*?) -->\n(.*?)<!-- /figures -->", re.S)
@@ -178,7 +179,8 @@ def check_figures(command, passage, work, env):
     done = _figure_runs.get(command)  # passages that quote one run share it
     if done is None:
         done = _figure_runs[command] = subprocess.run(["bash", "-e", "-o", "pipefail", "-c", command],
-                                                      capture_output=True, text=True, env=env, cwd=work)
+                                                      capture_output=True, text=True, env=env, cwd=work,
+                                                      timeout=LONG_TIMEOUT)
     if done.returncode != 0:
         return ["its command failed (exit %d): %s" % (done.returncode, done.stderr.strip()[:300])]
     printed = set(numbers(done.stdout))
@@ -252,7 +254,7 @@ def check_all(paths, work, env, figures_only):
             if k + 1 < len(found) and found[k + 1][0] == "text expected":
                 expected = found[k + 1][1]
             done = subprocess.run(["bash", "-e", "-o", "pipefail", "-c", text],
-                                  capture_output=True, text=True, env=env, cwd=work)
+                                  capture_output=True, text=True, env=env, cwd=work, timeout=LONG_TIMEOUT)
             ok = done.returncode == 0 and (expected is None or trim(done.stdout) == trim(expected))
             if ok:
                 passed += 1
@@ -286,7 +288,7 @@ def self_test():
             with open(page, "w", encoding="utf-8") as f:
                 f.write(text)
             got = subprocess.run([sys.executable, os.path.abspath(__file__), page], capture_output=True,
-                                 text=True)
+                                 text=True, timeout=LONG_TIMEOUT)
             results.append(got.returncode == want)
             print("%s  %s passage: doc-check exits %d (want %d)"
                   % ("ok  " if got.returncode == want else "FAIL", name, got.returncode, want))

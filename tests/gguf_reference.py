@@ -29,6 +29,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import arch_reference  # noqa: E402
 import gguf_write as w  # noqa: E402
 import hf_reference as hf  # noqa: E402
+from check_util import TIMEOUT  # noqa: E402
 
 GGUF_F32, GGUF_F16 = 0, 1
 
@@ -140,7 +141,7 @@ def engine_logits(stepwise, path, out):
     or the error line."""
     r = subprocess.run([stepwise, "score", "--model", path, "--tokenizer", hf.TINY_TOKENIZER,
                         "--tokens", ",".join(map(str, hf.TOKENS)), "--top-n", "0", "--out", out],
-                       capture_output=True, text=True)
+                       capture_output=True, text=True, timeout=TIMEOUT)
     if r.returncode != 0:
         return r.stderr.strip()
     rows = {}
@@ -164,7 +165,7 @@ def check_modes(stepwise, tmp):
         path, out = os.path.join(tmp, name + ".gguf"), os.path.join(tmp, name + ".jsonl")
         open(path, "wb").write(data)
         r = subprocess.run([stepwise, "score", "--model", path, "--tokens", "1,3,4,5", "--top-n", "0",
-                            "--out", out], capture_output=True, text=True)
+                            "--out", out], capture_output=True, text=True, timeout=TIMEOUT)
         logits = [line for line in open(out) if line.startswith('{"event":"logits"')] if r.returncode == 0 else None
         return r, logits
 

@@ -39,7 +39,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(ROOT, "python"))
-from check_util import Checks, models_dir, run_stepwise  # noqa: E402
+from check_util import Checks, models_dir, run_stepwise, TIMEOUT  # noqa: E402
 
 MODELS = models_dir()
 BIN = os.path.abspath(sys.argv[1] if len(sys.argv) > 1 else "build/stepwise")
@@ -297,7 +297,8 @@ def check_exports():
     no engine function, no ifunc resolver of a fast kernel, to clash with a
     name of the engine under test."""
     lib = os.path.join(os.path.dirname(BIN), "libstepwise.so")
-    out = subprocess.run(["nm", "-D", "--defined-only", lib], capture_output=True, text=True, check=True).stdout
+    out = subprocess.run(["nm", "-D", "--defined-only", lib], capture_output=True, text=True, check=True,
+                         timeout=TIMEOUT).stdout
     names = [line.split()[-1] for line in out.splitlines() if line.strip()]
     other = [n for n in names if not n.startswith(("sw_", "stepwise_"))]
     check(len(names) > 20 and not other, f"libstepwise.so exports {len(names)} names, all sw_* or stepwise_*"
@@ -309,17 +310,17 @@ def check_install(tmp):
     a user on Debian 12 would install it (its system Python refuses pip)."""
     venv = os.path.join(tmp, "venv")
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", "--system-site-packages", venv],
-                   check=True)
+                   check=True, timeout=TIMEOUT)
     py = os.path.join(venv, "bin", "python")
     r = subprocess.run([py, "-m", "pip", "install", "--no-index", "--no-build-isolation", "--quiet",
-                        os.path.join(ROOT, "python")], capture_output=True, text=True, cwd=tmp)
+                        os.path.join(ROOT, "python")], capture_output=True, text=True, cwd=tmp, timeout=TIMEOUT)
     site = subprocess.run([py, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
-                          capture_output=True, text=True).stdout.strip()
+                          capture_output=True, text=True, timeout=TIMEOUT).stdout.strip()
     shipped = os.path.exists(os.path.join(site, "stepwise", "libstepwise.so"))
     env = {k: v for k, v in os.environ.items() if k not in ("STEPWISE_LIB", "PYTHONPATH")}
     probe = subprocess.run([py, "-c", "import stepwise; m = stepwise.load(None); "
                             "print(stepwise.__file__, m.score([1, 5, 9]).logits.shape)"],
-                           capture_output=True, text=True, env=env, cwd=tmp)
+                           capture_output=True, text=True, env=env, cwd=tmp, timeout=TIMEOUT)
     check(r.returncode == 0 and shipped and probe.returncode == 0 and site in probe.stdout,
           f"pip install --no-index ./python works offline in a venv, ships libstepwise.so, and runs: "
           f"{probe.stdout.strip() or r.stderr.strip()[-300:] or probe.stderr.strip()[-300:]}")
@@ -329,7 +330,7 @@ def check_pytest_example():
     env = dict(os.environ, PYTHONPATH=os.path.join(ROOT, "python"))
     r = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
                         os.path.join(ROOT, "python", "examples", "test_my_engine.py")],
-                       capture_output=True, text=True, env=env, cwd=ROOT)
+                       capture_output=True, text=True, env=env, cwd=ROOT, timeout=TIMEOUT)
     last = r.stdout.strip().splitlines()[-1] if r.stdout.strip() else r.stderr.strip()
     check(r.returncode == 0 and "3 passed" in last, f"the pytest example: {last}")
 

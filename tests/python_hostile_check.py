@@ -120,6 +120,9 @@ def check_inputs(stepwise):
         refused("temperature a string", lambda: m.generate(IDS, 2, temperature="1"), TypeError,
                 "temperature must be a number")
         refused("top_p 1.5", lambda: m.generate(IDS, 2, top_p=1.5), ValueError, "top_p is 1.5")
+        for name in ("temperature", "top_p", "min_p"):  # 0 means greedy or off: 1e-50 must not
+            refused(f"{name}=1e-50 (0 as a float32)", lambda: m.generate(IDS, 2, **{name: 1e-50}),
+                    ValueError, "rounds to 0 as a float32")
         refused("score of 1 id", lambda: m.score([1]), ValueError, "2 to 128 ids")
     refused("NUL in a path", lambda: stepwise.load(GGUF + "\0x"), ValueError, "NUL character at")
     refused("a path that is an int", lambda: stepwise.load(3), TypeError, "must be a str, bytes or os.PathLike")

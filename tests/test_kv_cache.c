@@ -475,3 +475,57 @@ Test(kv_cache, make_model_is_reproducible) {
     cr_expect_str_eq(config_attention_kind(&m.config), "GQA");
     model_free(&m);
 }
+
+/* inspect --memory's capacity, requests = floor((memory - weights) /
+ * bytes a request), at its edges, on the built-in tiny model (dim 2, one
+ * layer, one head of width 2, vocabulary 13, context 8), worked by hand:
+ *   weights: embedding 13 x 2 + classifier 13 x 2 + norms 2 + 2 + the
+ *     layer's 7 matrices of 2 x 2 = 86 floats, 344 bytes of f32;
+ *   a request's cache at 8 tokens: 8 x 1 layer x 1 KV head x 2 x (K, V)
+ *     x 4 bytes = 128 (f32), x 2 bytes = 64 (f16), and int8's
+ *     8 x (2 x 1 byte + a 4-byte scale) x 2 = 96.
+ * So 344 + 5 x 128 = 984 bytes hold exactly 5 f32 requests and 983 four;
+ * 984 hold 10 f16 (640 / 64) and 983 nine; int8's edge is 344 + 7 x 96 =
+ * 1016 (7) against 1015 (6); the weights alone (344) or one byte more hold
+ * none, and 344 + 64 one f16 request but no f32 one. The text says so too:
+ * at 343 bytes the weights need 1 byte more, at 344 they fill every byte
+ * (it said "need 0 bytes more"). */
+static void expect_capacity(long long memory, int f32, int f16, int int8) {
+    static char out[1 << 16], err[1 << 12];
+    char args[128];
+    snprintf(args, sizeof args, "inspect --memory %lld --json", memory);
+    cr_assert_eq(run_stepwise(args, out, sizeof out, err, sizeof err), 0, "%s", err);
+    cJSON *doc = cJSON_Parse(out);
+    cr_assert_not_null(doc, "%s", out);
+    const cJSON *cap = cJSON_GetObjectItem(doc, "capacity");
+    cr_expect_eq(cJSON_GetObjectItem(cap, "weight_bytes")->valuedouble, 344.0);
+    const cJSON *row = cJSON_GetArrayItem(cJSON_GetObjectItem(cap, "rows"), 0);
+    cr_expect_eq(cJSON_GetObjectItem(row, "bytes_per_request_f32")->valuedouble, 128.0);
+    cr_expect_eq(cJSON_GetObjectItem(row, "bytes_per_request_f16")->valuedouble, 64.0);
+    cr_expect_eq(cJSON_GetObjectItem(row, "bytes_per_request_int8")->valuedouble, 96.0);
+    cr_expect_eq(cJSON_GetObjectItem(row, "requests_f32")->valuedouble, f32, "%lld bytes", memory);
+    cr_expect_eq(cJSON_GetObjectItem(row, "requests_f16")->valuedouble, f16, "%lld bytes", memory);
+    cr_expect_eq(cJSON_GetObjectItem(row, "requests_int8")->valuedouble, int8, "%lld bytes",
+                 memory);
+    cJSON_Delete(doc);
+    /* the text table says the same */
+    snprintf(args, sizeof args, "inspect --memory %lld", memory);
+    cr_assert_eq(run_stepwise(args, out, sizeof out, err, sizeof err), 0, "%s", err);
+    char want[128];
+    snprintf(want, sizeof want, "| 1 (this model) | MHA | %d (", f32);
+    if (memory == 344) snprintf(want, sizeof want, "none: the weights alone fill every byte");
+    if (memory < 344) snprintf(want, sizeof want, "need %lld bytes more", 344 - memory);
+    cr_expect(strstr(out, want) != NULL, "%lld bytes: no '%s' in\n%s", memory, want, out);
+}
+
+Test(kv_cache, inspect_capacity_at_its_edges) {
+    expect_capacity(984, 5, 10, 6);
+    expect_capacity(983, 4, 9, 6);
+    expect_capacity(1016, 5, 10, 7);
+    expect_capacity(1015, 5, 10, 6);
+    expect_capacity(343, 0, 0, 0);
+    expect_capacity(344, 0, 0, 0);
+    expect_capacity(345, 0, 0, 0);
+    expect_capacity(344 + 64, 0, 1, 0);
+    expect_capacity(344 + 64 - 1, 0, 0, 0);
+}

@@ -269,10 +269,10 @@ class Model:
         if not 1 <= len(a) <= seq_len:
             raise ValueError("generate takes 1 to %d prompt ids (the model's positions), not %d"
                              % (seq_len, len(a)))
-        s = _Sampler(temperature=_checks.number(temperature, "temperature", 0, 1e30),
+        s = _Sampler(temperature=_checks.float32(temperature, "temperature", 0, 1e30),
                      top_k=_checks.integer(top_k, "top_k", 0, _checks.INT32_MAX),
-                     top_p=_checks.number(top_p, "top_p", 0, 1),
-                     min_p=_checks.number(min_p, "min_p", 0, 1),
+                     top_p=_checks.float32(top_p, "top_p", 0, 1),
+                     min_p=_checks.float32(min_p, "min_p", 0, 1),
                      seed=_checks.integer(seed, "seed", 1, 2**64 - 1))
         capacity = min(len(a) + max_new, seq_len + 1)  # it stops when the context is full
         out, n, err = (ctypes.c_int * capacity)(), ctypes.c_int(), _Error()
