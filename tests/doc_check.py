@@ -163,7 +163,9 @@ def prose_lines(text):
             continue
         if comment or stripped.startswith("<!--"):
             comment = "-->" not in stripped
-            continue
+            if comment:
+                continue
+            stripped = stripped.split("-->", 1)[1].strip()  # prose may follow a marker
         if not stripped or stripped.startswith("|"):
             continue
         yield number, " ".join(stripped.split())
@@ -315,7 +317,8 @@ def check_all(paths, work, env, figures_only):
     passed = failed = skipped = 0
     have_models = os.path.exists(os.path.join(env["STEPWISE_MODELS"], "stories260K.bin"))
     for path in paths:
-        root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+        # the sources a claim is held to: the checkout's (the self-test plants its own)
+        root = os.environ.get("DOC_CHECK_SOURCES", os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
         for problem in check_links(path) + check_names(path) + check_repeats(path) + check_claims(path, root):
             failed += 1
             print("FAIL  %s: %s" % (os.path.relpath(path), problem))
@@ -441,12 +444,17 @@ def self_test_prose(tmp):
         print("%s  %s%s: %s (want %s)" % ("ok  " if results[-1] else "FAIL", name,
                                           "" if tree is None else ", sources " + tree,
                                           "; ".join(found) or "no problem", "a problem" if want else "none"))
-    # and the whole tool on a page with a paragraph printed twice
-    got = subprocess.run([sys.executable, os.path.abspath(__file__), os.path.join(tmp, "twice.md")],
-                         capture_output=True, text=True)
-    results.append(got.returncode == 1)
-    print("%s  a paragraph printed twice: doc-check exits %d (want 1)"
-          % ("ok  " if got.returncode == 1 else "FAIL", got.returncode))
+    # and the whole tool, on a page with a paragraph printed twice and on
+    # one with a false claim (against the planted sources, then the plain
+    # ones); a page with nothing to check exits 1 too, so count the failures
+    for name, tree, want in (("twice", "plain", 1), ("claim", "with intrinsics", 1), ("claim", "plain", 0)):
+        env = dict(os.environ, DOC_CHECK_SOURCES=os.path.join(tmp, tree))
+        got = subprocess.run([sys.executable, os.path.abspath(__file__), os.path.join(tmp, name + ".md")],
+                             capture_output=True, text=True, env=env)
+        failed = got.stdout.count("\nFAIL ") + got.stdout.startswith("FAIL ")
+        results.append(failed == want)
+        print("%s  doc-check on the page %s, sources %s: %d failed (want %d)"
+              % ("ok  " if failed == want else "FAIL", name, tree, failed, want))
     return results
 
 

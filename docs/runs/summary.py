@@ -42,7 +42,8 @@ def read(name):
 
 def ports_mul():
     """One core's separate-multiply rate, G lane operations a second."""
-    return statistics.median(json.loads(j)["mul"] for j in re.findall(r"^gcc +(\{.*\})$", read("2026-12-05-ports.txt"), re.M))
+    gcc = re.findall(r"^gcc +(\{.*\})$", read("2026-12-05-ports.txt"), re.M)
+    return statistics.median(json.loads(j)["mul"] for j in gcc)
 
 
 def row(model, file, threads, prompt, ours_p, theirs_p, ours_d, theirs_d, read_share, mul_share):
