@@ -529,11 +529,13 @@ bool trace_diff(const DiffRun *ref, const DiffRun *cand, const DiffTolerance *to
     if (!ok) return step_fail(err, "diff: out of memory");
     if (diff_run_read_short(ref) || diff_run_read_short(cand))
         return step_fail(err, "diff: a file shrank while it was read (rows came short)");
-    if (rep->n == 0 && rep->acts_compared == 0 && rep->kv_compared == 0)
-        return step_fail(err,
-                         "nothing to compare: no position%s has logits, activations or KV rows "
-                         "on both sides",
-                         limit < INT_MAX ? " before the inputs differ" : "");
+    /* Inputs that differ from the first position on leave nothing to
+     * compare, and that is the finding: a fail naming the position and the
+     * tokens (an engine fed other tokens, a BOS forgotten), not an error
+     * that hides them. Nothing in common otherwise is an error. */
+    if (rep->n == 0 && rep->acts_compared == 0 && rep->kv_compared == 0 && limit == INT_MAX)
+        return step_fail(err, "nothing to compare: no position has logits, activations or KV rows "
+                              "on both sides");
     verdict(tol, rep);
     return true;
 }
