@@ -532,7 +532,8 @@ class DiffReport(dict):
     rows compared), the inputs (inputs_checked: both runs state their
     tokens; inputs_compared: at how many positions; inputs_differ_pos: the
     first position fed another token, with ref_token and cand_token, or -1;
-    inputs_matched), max_abs_logit, kl_mean, top1_agreement, and where it
+    inputs_matched), max_abs_logit (NaN or inf when a candidate's logit is)
+    at max_abs_pos and max_abs_token, kl_mean, top1_agreement, and where it
     first diverged (first_hook, first_layer, first_pos; other_hook when the
     candidate's tensor there equals another hook's); text: the whole report
     as `stepwise diff` prints it (per-layer table, logits figures,
