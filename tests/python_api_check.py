@@ -305,8 +305,13 @@ def check_diff_round_four(stepwise, tmp):
                                               (ctypes.c_int * T)(*IDS), ts, len(keep), ctypes.byref(opt),
                                               ctypes.byref(rep), ctypes.byref(err))
         return status, rep, err.message.decode()
+    sys.path.insert(0, os.path.join(ROOT, "trace"))
+    import candidate  # the writer docs/oracle.md gives engines outside the package
+    outside = os.path.join(tmp, "r4-candidate-py.jsonl")
+    candidate.write_trace(outside, IDS, logits=r.logits, activations=r.activations)
     forms = {"a dict": stepwise.diff(ref, cand, token_ids=IDS),
              "write_trace's file": stepwise.diff(ref, written),
+             "trace/candidate.py's file": stepwise.diff(ref, outside),
              "a reference dict": stepwise.diff(cand, written, token_ids=IDS),
              "two dicts": stepwise.diff(cand, cand, token_ids=IDS)}
     status, c_rep, _ = c_arrays(r.activations)
