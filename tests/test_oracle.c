@@ -576,6 +576,14 @@ Test(oracle, nonfinite_candidate_values_are_reported_as_such) {
     cr_expect(strstr(out, "KL(ref||cand), T=1  mean nan, p99 nan, max nan at pos 1\n") != NULL,
               "%s", out);
     cr_expect(strstr(out, "first divergence    logits, pos 1: max |d| nan") != NULL, "%s", out);
+    /* --json has no NaN: null, never a number (it was 1e308); its place stays */
+    cJSON *d = run_diff_json(ref, nan_c, "", 1);
+    const cJSON *first = cJSON_GetObjectItem(d, "first_divergence");
+    cr_expect(cJSON_IsNull(cJSON_GetObjectItem(first, "max_abs")));
+    cr_expect(cJSON_IsNull(cJSON_GetObjectItem(cJSON_GetObjectItem(d, "max_abs"), "value")));
+    cr_expect_eq(num(d, "max_abs", "pos"), 1);
+    cr_expect_eq(num(d, "max_abs", "token"), 2);
+    cJSON_Delete(d);
     snprintf(args, sizeof args, "diff %s %s", ref, inf_c);
     cr_expect_eq(run_stepwise(args, out, sizeof out, err, sizeof err), 1, "%s", err);
     cr_expect(strstr(out, "max |dlogit|        inf at pos 2, token 1 (reference 2, candidate "
