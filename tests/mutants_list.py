@@ -294,7 +294,7 @@ MUTANTS = [
      "if (x->point != y->point) continue;", "lib",
      "the arrays' duplicate check by hook kind, not by hook: one hook of two layers refused"),
     ("diff-arrays-heads-padded", "trace/diff_pair.c", "int n = each ? (int)p + 1 : t->width;",
-     "int n = each ? a->positions : t->width;", "lib",
+     "int n = each ? positions : t->width;", "lib",
      "a per-head row from arrays compared whole, padding included, not on the keys its position sees"),
     ("float-format-exponent-form", "trace/float_format.c", "if (d < -4 || d >= 9) { /* d.ddde±XX */",
      "if (d < -5 || d >= 9) { /* d.ddde±XX */", "trace",

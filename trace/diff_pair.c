@@ -93,6 +93,33 @@ static bool array_hooks(const DiffArrays *a, const HookNames *names, ArrayHook *
     return true;
 }
 
+/* The activations of tensor t (as hook h) into cand, a position (and, for
+ * a per-head hook, a head) each, copied; false when out of memory. */
+static bool copy_tensor(DiffRun *cand, const DiffArrayTensor *t, const ArrayHook *h,
+                        int positions) {
+    size_t P = (size_t)positions;
+    /* a per-head hook: the query at p sees keys 0..p of each head's row */
+    bool each = per_head((HookPoint)h->point);
+    int heads = each ? t->width / positions : 1;
+    for (size_t p = 0; p < P; p++)
+        for (int head = 0; head < heads; head++) {
+            int n = each ? (int)p + 1 : t->width;
+            const float *from = t->data + p * (size_t)t->width + (each ? (size_t)head * P : 0);
+            DiffActivation *d = &cand->acts[cand->n_acts];
+            *d = (DiffActivation){.point = h->point,
+                                  .layer = h->layer,
+                                  .pos = (int)p,
+                                  .head = each ? head : -1,
+                                  .n = n,
+                                  .halves = h->halves};
+            d->data = malloc((size_t)n * sizeof(float));
+            if (d->data == NULL) return false;
+            memcpy(d->data, from, (size_t)n * sizeof(float));
+            cand->n_acts++;
+        }
+    return true;
+}
+
 /* cand from arrays a (names: the map their hooks are named by, or NULL),
  * every count checked before anything is allocated. */
 static bool run_from_arrays(DiffRun *cand, const DiffArrays *a, const HookNames *names,
@@ -105,64 +132,33 @@ static bool run_from_arrays(DiffRun *cand, const DiffArrays *a, const HookNames 
                          "the candidate's arrays: positions (%d) from 1, logits with a vocabulary "
                          "of 1 to %d, or tensors, needed",
                          a->positions, DIFF_MAX_VOCAB);
-    size_t P = (size_t)a->positions;
+    size_t P = (size_t)a->positions, count = 0;
     for (int i = 0; a->token_ids != NULL && i < a->positions; i++)
         if (a->token_ids[i] < 0)
             return step_fail(err, "the candidate's token_ids[%d] is negative", i);
     ArrayHook *hooks = malloc(((size_t)a->n_tensors + 1) * sizeof *hooks);
-    size_t count;
     if (hooks == NULL) return step_fail(err, "out of memory");
-    if (!array_hooks(a, names, hooks, &count, err)) {
-        free(hooks);
-        return false;
-    }
-    if (a->logits != NULL) {
+    bool checked = array_hooks(a, names, hooks, &count, err), ok = checked;
+    if (ok && a->logits != NULL) {
         cand->vocab_size = a->vocab_size, cand->n = a->positions;
         cand->pos = malloc(P * sizeof *cand->pos);
         cand->logits = malloc(P * (size_t)a->vocab_size * sizeof(float));
-        if (cand->pos == NULL || cand->logits == NULL) {
-            free(hooks);
-            return step_fail(err, "out of memory");
-        }
-        for (size_t p = 0; p < P; p++) cand->pos[p] = (int)p;
-        memcpy(cand->logits, a->logits, P * (size_t)a->vocab_size * sizeof(float));
+        ok = cand->pos != NULL && cand->logits != NULL;
+        for (size_t p = 0; ok && p < P; p++) cand->pos[p] = (int)p;
+        if (ok) memcpy(cand->logits, a->logits, P * (size_t)a->vocab_size * sizeof(float));
     }
-    if (a->token_ids != NULL) {
+    if (ok && a->token_ids != NULL) {
         cand->input_pos = malloc(P * sizeof(int)), cand->input_token = malloc(P * sizeof(int));
-        if (cand->input_pos == NULL || cand->input_token == NULL) {
-            free(hooks);
-            return step_fail(err, "out of memory");
-        }
-        for (size_t p = 0; p < P; p++) cand->input_pos[p] = (int)p;
-        memcpy(cand->input_token, a->token_ids, P * sizeof(int));
-        cand->n_inputs = a->positions, cand->inputs_stated = true;
+        ok = cand->input_pos != NULL && cand->input_token != NULL;
+        for (size_t p = 0; ok && p < P; p++) cand->input_pos[p] = (int)p;
+        if (ok) memcpy(cand->input_token, a->token_ids, P * sizeof(int));
+        if (ok) cand->n_inputs = a->positions, cand->inputs_stated = true;
     }
-    cand->acts = calloc(count + 1, sizeof *cand->acts);
-    bool ok = cand->acts != NULL;
-    for (int i = 0; ok && i < a->n_tensors; i++) {
-        const DiffArrayTensor *t = &a->tensors[i];
-        const ArrayHook *h = &hooks[i];
-        /* a per-head hook: the query at p sees keys 0..p of each head's row */
-        int heads = per_head((HookPoint)h->point) ? t->width / a->positions : 1;
-        for (size_t p = 0; ok && p < P; p++)
-            for (int head = 0; ok && head < heads; head++) {
-                bool each = per_head((HookPoint)h->point);
-                int n = each ? (int)p + 1 : t->width;
-                const float *from = t->data + p * (size_t)t->width + (each ? (size_t)head * P : 0);
-                DiffActivation *d = &cand->acts[cand->n_acts];
-                *d = (DiffActivation){.point = h->point,
-                                      .layer = h->layer,
-                                      .pos = (int)p,
-                                      .head = each ? head : -1,
-                                      .n = n,
-                                      .halves = h->halves};
-                d->data = malloc((size_t)n * sizeof(float));
-                ok = d->data != NULL;
-                if (ok) memcpy(d->data, from, (size_t)n * sizeof(float)), cand->n_acts++;
-            }
-    }
+    if (ok) ok = (cand->acts = calloc(count + 1, sizeof *cand->acts)) != NULL;
+    for (int i = 0; ok && i < a->n_tensors; i++)
+        ok = copy_tensor(cand, &a->tensors[i], &hooks[i], a->positions);
     free(hooks);
-    return ok || step_fail(err, "out of memory");
+    return ok || (checked && step_fail(err, "out of memory")); /* else err says why */
 }
 
 /* ---- each value once ---- */
