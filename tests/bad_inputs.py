@@ -491,6 +491,80 @@ def diff_cases():
     case("diff: a FIFO", ["diff", "{fifo}", "{good.jsonl}"], 2, ["FIFO"], check=no_pass)
 
 
+def diff_round_four_cases():
+    """Issue 67: a candidate gives each value once (a hook at a position and
+    head, a KV row, a logits row; under one name or two that --names maps
+    to one hook; in JSON Lines or safetensors), refused by name; a value
+    that is not finite is reported as such (nan, inf with its place), a
+    FAIL, never a PASS nor 0; inputs that differ from position 0 are a FAIL
+    naming it."""
+    act = lambda hook, pos, data, **kw: json.dumps(dict({"event": "activation", "hook": hook,
+                                                         "pos": pos, "data": data}, **kw))
+    logit = lambda pos, values, **kw: json.dumps(dict({"event": "logits", "pos": pos,
+                                                       "logits": values}, **kw))
+    kv = lambda layer, pos, k: json.dumps({"event": "kv", "layer": layer, "pos": pos, "k": k, "v": [1]})
+    ref = "\n".join([act("blocks.0.mlp_out", 0, [1]), act("blocks.0.attn.pattern", 1, [0.5, 0.5], head=1),
+                     kv(0, 1, [1]), logit(0, [1, 2]), logit(1, [1, 2])]) + "\n"
+    twice = {
+        "a hook at a position": ([act("blocks.0.mlp_out", 0, [1]), act("blocks.0.mlp_out", 0, [2])], [],
+                                 "blocks.0.mlp_out at pos 0 twice"),
+        "a head's row": ([act("blocks.0.attn.pattern", 1, [0.5, 0.5], head=1),
+                          act("blocks.0.attn.pattern", 1, [0, 1], head=1)], [],
+                         "blocks.0.attn.pattern at pos 1, head 1 twice"),
+        "a KV row": ([logit(0, [1, 2]), kv(0, 1, [1]), kv(0, 1, [2])], [], "the KV row of layer 0 at pos 1 twice"),
+        "a hook under llama.cpp's name and ours": ([act("ffn_out-0", 0, [2]), act("blocks.0.mlp_out", 0, [1])],
+                                                   ["--names", "llama.cpp"], "blocks.0.mlp_out at pos 0 twice"),
+        "a hook under two of Hugging Face's names": (
+            [act("model.layers.0.mlp.down_proj", 0, [1]), act("blocks.0.mlp_out", 0, [3])], ["--names", "hf"],
+            "blocks.0.mlp_out at pos 0 twice"),
+        "a logits row": ([logit(0, [1, 2]), logit(0, [1, 3])], [], "a row is given once"),
+        "a logits row and lm_head": ([logit(0, [1, 2]), act("lm_head", 0, [1, 3])], ["--names", "hf"],
+                                     "a row is given once"),
+    }
+    for name, (lines, extra, words) in twice.items():
+        case("diff twice: " + name, ["diff", "{ref.jsonl}", "{cand.jsonl}"] + extra, 2, [words],
+             files={"ref.jsonl": ref, "cand.jsonl": "\n".join(lines) + "\n"}, check=no_pass)
+    # a safetensors candidate whose two tensors --names maps to one hook
+    head = json.dumps({"blocks.0.mlp_out": {"dtype": "F32", "shape": [1, 1], "data_offsets": [0, 4]},
+                       "ffn_out-0": {"dtype": "F32", "shape": [1, 1], "data_offsets": [4, 8]}}).encode()
+    blob = struct.pack("<Q", len(head)) + head + struct.pack("<2f", 1, 2)
+    case("diff twice: two safetensors tensors of one hook", ["diff", "{ref.jsonl}", "{cand.safetensors}",
+                                                              "--names", "llama.cpp"], 2,
+         ["blocks.0.mlp_out at pos 0 twice"], files={"ref.jsonl": ref, "cand.safetensors": blob},
+         check=no_pass)
+    # non-finite candidate values: a FAIL (exit 1) with the figure nan or inf and its place
+    meta = json.dumps({"format": "stepwise-logits-f32", "vocab_size": 3, "positions": 2})
+    ref3 = struct.pack("<6f", 1, 2, 3, 3, 2, 1)
+    nonfinite = {
+        "a NaN logit before a larger difference": (struct.pack("<6f", 1, 2, float("nan"), 9, 2, 1),
+                                                   "max |dlogit|        nan at pos 0, token 2"),
+        "an inf logit after a larger finite one": (struct.pack("<6f", 9, 2, 3, 3, float("inf"), 1),
+                                                   "max |dlogit|        inf at pos 1, token 1"),
+        "a -inf logit": (struct.pack("<6f", 1, 2, 3, 3, 2, float("-inf")),
+                         "max |dlogit|        inf at pos 1, token 2"),
+    }
+    for name, (floats, words) in nonfinite.items():
+        case("diff nonfinite: " + name, ["diff", "{r.f32}", "{c.f32}"], 1, [words],
+             files={"r.f32": ref3, "r.f32.json": meta, "c.f32": floats, "c.f32.json": meta},
+             stream="stdout", check=no_pass)
+    case("diff nonfinite: 1e999 in JSON is inf", ["diff", "{ref.jsonl}", "{cand.jsonl}"], 1,
+         ["max |dlogit|        inf at pos 1, token 0"],
+         files={"ref.jsonl": ref, "cand.jsonl": logit(0, [1, 2]) + "\n" + logit(1, [1e999, 2]).replace(
+             "Infinity", "1e999") + "\n"}, stream="stdout", check=no_pass)
+    case("diff nonfinite: NaN is not JSON", ["diff", "{ref.jsonl}", "{cand.jsonl}"], 2, ["not valid JSON"],
+         files={"ref.jsonl": ref, "cand.jsonl": logit(0, [1, 2]).replace("2]", "NaN]") + "\n"}, check=no_pass)
+    case("diff nonfinite: null in an activation is nan", ["diff", "{ref.jsonl}", "{cand.jsonl}"], 1,
+         ["first divergence    blocks.0.mlp_out, layer 0, pos 0: max |d| nan"],
+         files={"ref.jsonl": ref, "cand.jsonl": act("blocks.0.mlp_out", 0, [None]) + "\n"},
+         stream="stdout", check=no_pass)
+    # fed other tokens from position 0: a FAIL naming it, not an error
+    fed = lambda tokens: "".join(logit(p, [1, 2], token=t) + "\n" for p, t in enumerate(tokens))
+    for name, tokens in (("only at position 0", [9, 2]), ("at every position", [9, 8])):
+        case("diff inputs differ " + name, ["diff", "{ref.jsonl}", "{cand.jsonl}"], 1,
+             ["inputs     differ from position 0: ref 1, cand 9"],
+             files={"ref.jsonl": fed([1, 2]), "cand.jsonl": fed(tokens)}, stream="stdout", check=no_pass)
+
+
 def hf_cases():
     """Hugging Face folders: a good one (tests/hf_reference.py's writer), then
     one fault at a time in its config.json or its safetensors header."""
@@ -1931,7 +2005,7 @@ def main():
     os.chdir(ROOT)
     setup()
     for make in (model_cases, tokenizer_cases, json_model_cases, request_cases, trace_cases,
-                 diff_cases, option_cases, numeric_class_cases, output_cases, signal_cases, hf_cases, gpt2_cases, gemma_cases, moe_cases, deepseek2_cases, longrope_cases, gguf_cases, gguf_round_four_cases,
+                 diff_cases, diff_round_four_cases, option_cases, numeric_class_cases, output_cases, signal_cases, hf_cases, gpt2_cases, gemma_cases, moe_cases, deepseek2_cases, longrope_cases, gguf_cases, gguf_round_four_cases,
                  tokenizer_json_cases, hostile_round_two_cases, hostile_round_three_cases,
                  serve_sim_cases):
         make()

@@ -452,7 +452,7 @@ def self_test_prose(tmp):
     for name, tree, want in (("twice", "plain", 1), ("claim", "with intrinsics", 1), ("claim", "plain", 0)):
         env = dict(os.environ, DOC_CHECK_SOURCES=os.path.join(tmp, tree))
         got = subprocess.run([sys.executable, os.path.abspath(__file__), os.path.join(tmp, name + ".md")],
-                             capture_output=True, text=True, env=env)
+                             capture_output=True, text=True, env=env, timeout=LONG_TIMEOUT)
         failed = got.stdout.count("\nFAIL ") + got.stdout.startswith("FAIL ")
         results.append(failed == want)
         print("%s  doc-check on the page %s, sources %s: %d failed (want %d)"

@@ -199,6 +199,19 @@ def check_diff(stepwise, tmp):
             ValueError, "token_ids has 4 ids for 10 positions")
     refused("token_ids beside two files", lambda: stepwise.diff(out, out, token_ids=IDS), ValueError,
             "a file states its own")
+    # issue 67: a per-head hook of another shape, and a dict's activations not a dict, refused by name
+    T = len(IDS)
+    short_keys = {"logits": same, "activations": {"blocks.0.attn.pattern": np.zeros((T, 8, T - 1), np.float32)}}
+    refused("diff of a per-head hook with fewer keys than positions",
+            lambda: stepwise.diff(out, short_keys, token_ids=IDS), ValueError,
+            "activations['blocks.0.attn.pattern'] is per head: [positions, heads, keys]")
+    refused("write_trace of a per-head hook whose width is no whole heads",
+            lambda: stepwise.write_trace(os.path.join(tmp, "w.jsonl"), IDS,
+                                         activations={"blocks.0.attn.scores": np.zeros((T, 8 * T + 1))}),
+            ValueError, "is per head")
+    refused("diff of a dict whose activations are a list",
+            lambda: stepwise.diff(out, {"logits": same, "activations": [same]}, token_ids=IDS), TypeError,
+            "must be a dict")
 
 
 def check_threads(stepwise):
