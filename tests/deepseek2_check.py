@@ -315,6 +315,47 @@ def check_reference(tmp):
     return folders
 
 
+def yarn_range(cfg):
+    """yarn_find_correction_range's (low, high) before and after its clamps
+    to [0, rope - 1], by DeepSeek-V2's formula: the pair index at which a
+    wavelength fits the original context b times."""
+    s, dim, base = cfg["rope_scaling"], cfg["qk_rope_head_dim"], cfg["rope_theta"]
+    corr = lambda b: dim * math.log(s["original_max_position_embeddings"] / (b * 2 * math.pi)) / (2 * math.log(base))
+    low, high = math.floor(corr(s["beta_fast"])), math.ceil(corr(s["beta_slow"]))
+    return (low, high), (max(low, 0), min(high, dim - 1))
+
+
+def check_yarn_range(tmp):
+    """YaRN's correction range away from and at its clamps (issue 67): the
+    cases above have an original context of 8, which clamps the range's
+    low end at 0 and leaves the high end far from rope - 1. Here (experts
+    off, float32, YaRN factor 4): an original context of 4096 with a rope
+    of 8 (low 1 and high 3, neither clamped, pair 2 half kept: floor and
+    ceil each decide a pair); one of 200 with theta 10 and a rope of 4
+    (beta_fast's index just below 0, beta_slow's just above 3: both clamped,
+    at 0 and rope - 1 = 3); and one of 6 (< 2 pi: both ends at 0, the range
+    empty, widened by 0.001 as DeepSeek's code does)."""
+    cases = [("an original context of 4096, rope 8: low 1 and high 3, not clamped",
+              dict(rope=8, rope_theta=10000.0, orig=4096), (1, 3), (1, 3)),
+             ("an original context of 200, theta 10, rope 4: low -1 and high 4, clamped to 0 and 3",
+              dict(rope=4, rope_theta=10.0, orig=200), (-1, 4), (0, 3)),
+             ("an original context of 6, rope 4: low -1 and high 0, both 0 once clamped: the range widened by 0.001",
+              dict(rope=4, rope_theta=10000.0, orig=6), (-1, 0), (0, 0))]
+    for i, (what, c, raw, clamped) in enumerate(cases):
+        scaling = dict(YARN, original_max_position_embeddings=c["orig"])
+        cfg = config(q_rank=None, rope=c["rope"], experts=0, rope_theta=c["rope_theta"], rope_scaling=scaling)
+        check(yarn_range(cfg) == (raw, clamped), f"YaRN, {what}: the case is as meant, {yarn_range(cfg)}")
+        folder = os.path.join(tmp, f"yarn{i}")
+        stored = hf_reference.write_model_dir(folder, cfg, random_tensors(cfg, 450 + i), "F32")
+        got = engine_routes(folder, TOKENS)[0]
+        err = np.abs(got - reference(cfg, stored, TOKENS)).max()
+        off = dict(cfg, rope_scaling=dict(scaling, _off=True))
+        away = np.abs(got - reference(off, stored, TOKENS)).max()
+        check(err <= TOLERANCE and away > 1e-3,
+              f"YaRN, {what}: engine within {TOLERANCE:g} of the float64 reference (max |dlogit| {err:.2e}; "
+              f"without YaRN {away:.2e} away)")
+
+
 def check_absorbed(folders):
     for folder, cfg, stored in folders:
         rebuilt = engine_routes(folder, TOKENS)
@@ -578,6 +619,7 @@ def main():
         check_int8(*folders[0])
         check_convert(folders, tmp)
         check_work(tmp)
+        check_yarn_range(tmp)
         check_make_model(tmp)
     return check.summary("deepseek2 check")
 
