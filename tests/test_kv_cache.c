@@ -460,6 +460,76 @@ Test(kv_cache, stop_policy_ends_at_the_window) {
     model_free(&m);
 }
 
+/* A run that exactly fills the window (issue 67: no test used the value):
+ * window W, a prompt of P and S steps with P + S = W + 1 ids feeds
+ * positions 0..W-1, every one, and draws its last token without a position
+ * to feed it to: it must end by its step count, each policy alike, no
+ * shift. One step more needs position W: stop ends with context_full at
+ * the same W + 1 ids, drop-oldest shifts once and finishes its steps. The
+ * window is the model's seq_len (16) or --context 6, and a prompt of W
+ * tokens itself (S = 1) fills it by prefill alone. */
+static void expect_exact_fill(int seq_len, int window, int n_prompt) {
+    Model m;
+    random_model(&m, 8, 12, 2, 4, 2, 32, seq_len, false);
+    int prompt[16] = {1, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19};
+    int W = window > 0 ? window : seq_len, S = W + 1 - n_prompt;
+    const ContextPolicy policies[] = {CONTEXT_STOP, CONTEXT_DROP_OLDEST, CONTEXT_KEEP_PREFIX};
+    for (size_t p = 0; p < sizeof policies / sizeof policies[0]; p++) {
+        for (int more = 0; more < 2; more++) {
+            GenerateOptions opt;
+            generate_options_default(&opt);
+            opt.steps = S + more, opt.context = window, opt.policy = policies[p];
+            opt.context_drop = 2, opt.keep = policies[p] == CONTEXT_KEEP_PREFIX ? 1 : 0;
+            Recorder rec;
+            GenerateResult r = run(&m, prompt, n_prompt, &opt, &rec);
+            const char *what = more ? "one step more" : "exactly full";
+            if (!more || policies[p] != CONTEXT_STOP) {
+                cr_expect_eq(r.stop_reason, STOP_STEPS, "W %d, P %d, policy %d, %s: stop %d", W,
+                             n_prompt, (int)p, what, (int)r.stop_reason);
+                cr_expect_eq(r.n_tokens, W + 1 + more, "W %d, policy %d, %s: %d ids", W, (int)p,
+                             what, r.n_tokens);
+                cr_expect_eq(rec.n_shifts, more, "W %d, policy %d, %s: %d shifts", W, (int)p, what,
+                             rec.n_shifts);
+            } else {
+                cr_expect_eq(r.stop_reason, STOP_CONTEXT_FULL,
+                             "W %d, P %d, stop, one step more: stop %d", W, n_prompt,
+                             (int)r.stop_reason);
+                cr_expect_eq(r.n_tokens, W + 1, "W %d, stop, one step more: %d ids", W, r.n_tokens);
+            }
+            if (!more) { /* every position fed, the last one last */
+                cr_expect_eq(r.positions_filled, W, "W %d, policy %d: %d positions", W, (int)p,
+                             r.positions_filled);
+                int last = rec.n_passes - 1;
+                cr_expect_eq(rec.pass_pos0[last] + rec.pass_tokens[last], W,
+                             "W %d, policy %d: the last pass", W, (int)p);
+                cr_expect_eq(rec.draw_pos[rec.n_draws - 1], W - 1);
+            }
+            generate_result_free(&r), recorder_free(&rec);
+        }
+    }
+    /* a prompt one token longer than the window is refused, as documented */
+    if (n_prompt < 16) {
+        GenerateOptions opt;
+        generate_options_default(&opt);
+        opt.steps = 1, opt.context = window;
+        GenerateResult r;
+        StepError e;
+        cr_expect_not(generate(&m, prompt, W + 1, &opt, NULL, NULL, &r, &e),
+                      "a prompt of W + 1 ran");
+        char want[96];
+        snprintf(want, sizeof want, "the prompt has %d tokens but the context holds %d", W + 1, W);
+        cr_expect_str_eq(e.message, want);
+    }
+    model_free(&m);
+}
+
+Test(kv_cache, a_run_that_exactly_fills_the_window) {
+    expect_exact_fill(16, 0, 3);  /* the model's seq_len: 3 + 14 ids */
+    expect_exact_fill(16, 6, 3);  /* --context 6 */
+    expect_exact_fill(16, 6, 6);  /* a prompt of the whole window, one step */
+    expect_exact_fill(16, 0, 16); /* the whole seq_len by prefill */
+}
+
 static char out[1 << 16], err_text[1 << 12];
 
 static void expect_bad(const char *args, const char *fragment) {
