@@ -33,7 +33,12 @@ position is orders of magnitude past it.
 rounds the query and the probabilities to bfloat16, and stepwise has no
 such option), so its decode is held to the numpy forward with K and V
 rounded to bfloat16 (by hand from the bits: to nearest, ties to even),
-with the tolerance S/2 of leaving the rounding of K and V out.
+with the tolerance S/2 of leaving the rounding of K and V out; and
+llama.cpp's BF16 cache, decoding the same ids step by step, to the numpy
+forward that rounds the query and the probabilities to bfloat16 too, while
+stepwise stays with the one that does not, each within half the two
+forwards' distance: what parts stepwise from llama.cpp there is that
+rounding and nothing else.
 
     /usr/bin/python3 tests/kv_f16_decode_check.py build/stepwise build/npm-llama-cpp
 """
@@ -183,6 +188,17 @@ def main():
         d_ref = rms(ours[decode] - ref[decode])
         check(d_ref < tol, f"bf16, the decode steps: rms |dlogit| {d_ref:.1e} from the float64 forward with K and V "
               f"rounded to bfloat16, under {tol:.1e} (half of leaving the rounding out)")
+        if have_llama:  # llama.cpp's BF16 cache: the same, and the query and probabilities in bfloat16 too
+            theirs = llama_cpp_decode(model, ids, n_prompt, "BF16", tmp)
+            four = forward_f64(meta, tensors, ids, bf16, bf16)
+            tol = rms(ref[decode] - four[decode]) / 2
+            d_ll, d_ours = rms(theirs[decode] - four[decode]), rms(ours[decode] - ref[decode])
+            check(d_ll < tol and d_ours < tol,
+                  f"bf16, the decode steps: llama.cpp's BF16 cache decoding the same ids step by step is rms "
+                  f"{d_ll:.1e} from the float64 forward that also rounds the query and the probabilities to "
+                  f"bfloat16, stepwise {d_ours:.1e} from the one that does not, both under {tol:.1e} (half the "
+                  f"two forwards' distance): that rounding is all that parts them "
+                  f"(rms {rms(ours[decode] - theirs[decode]):.1e})")
     return check.summary("16-bit cache decode check")
 
 
