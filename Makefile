@@ -325,6 +325,7 @@ unit-checks-a:
 	/usr/bin/python3 tests/gguf_reference.py $(BUILD)/stepwise
 	/usr/bin/python3 tests/gguf_quant_check.py $(BUILD)/stepwise
 	/usr/bin/python3 tests/kv_int8_check.py $(BUILD)/stepwise
+	/usr/bin/python3 tests/kv_f16_decode_check.py $(BUILD)/stepwise $(LLAMA_CPP_DIR)
 	/usr/bin/python3 tests/gguf_vocab_check.py $(BUILD)/stepwise
 	$(MAKE) --no-print-directory tokenizer-json-check
 	$(MAKE) --no-print-directory convert-check
