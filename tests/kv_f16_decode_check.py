@@ -53,7 +53,7 @@ import numpy as np
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(os.path.dirname(HERE), "trace"))
-from check_util import Checks, run_stepwise  # noqa: E402
+from check_util import TIMEOUT, Checks, run_stepwise  # noqa: E402
 from gguf_read import read_gguf  # noqa: E402
 import numpy_engine  # noqa: E402
 
@@ -130,7 +130,7 @@ def generate(model, tmp, *extra):
 def llama_cpp_decode(model, ids, n_prompt, cache, tmp):
     out = os.path.join(tmp, "llama.f32")
     r = subprocess.run(["node", ENGINE, NPM, "decode", model, ",".join(map(str, ids)), str(n_prompt), cache, out],
-                       capture_output=True, text=True)
+                       capture_output=True, text=True, timeout=TIMEOUT)
     if r.returncode != 0:
         raise SystemExit(f"llama_cpp_engine.mjs decode: exit {r.returncode}\n{r.stderr}")
     return np.fromfile(out, dtype="<f4").reshape(len(ids), -1).astype(np.float64)
