@@ -58,7 +58,7 @@ LLAMA_CPP_PACKAGES := node-llama-cpp@3.22.1 @node-llama-cpp/linux-x64@3.22.1
 
 .PHONY: screenshots inject diff-check convert-check npm-fixtures tokenizer-json-check
 .PHONY: llama-cpp-peer llama-cpp-check lib lib-check unit-checks-a unit-checks-b
-.PHONY: all help deps build test install uninstall unit-tests sanitize fuzz fuzz-build fuzz-seeds fuzz-smoke bad-inputs notebooks doc-check valgrind fmt fmt-check demo models kv-tables golden bench bench-1b bench-batch bench-scale clean mutants
+.PHONY: all help deps build test install uninstall unit-tests sanitize fuzz fuzz-build fuzz-seeds fuzz-smoke bad-inputs notebooks doc-check valgrind fmt fmt-check demo models kv-tables golden bench bench-smoke bench-1b bench-batch bench-scale clean mutants
 
 all: build
 
@@ -79,6 +79,7 @@ help:
 	@echo "make sanitize  the tests and trace checks built by clang with ASan and UBSan"
 	@echo "make fuzz      every libFuzzer target for FUZZ_SECONDS each (default 60)"
 	@echo "make bad-inputs  the bad-input matrix: every input surface, exit status and message"
+	@echo "make bench-smoke  every stage of make bench and bench-1b once (in make test)"
 	@echo "make bench-batch  throughput against latency for batch sizes 1 to 16"
 	@echo "make bench-scale  a 0.6B preset on one and all cores: load, memory, tokens/s, bandwidth"
 	@echo "make bench-1b     the 1B shape's F16, BF16 and Q8_0 GGUF files beside llama.cpp, 1 and 2 threads"
@@ -286,7 +287,7 @@ $(BUILD)/stepwise-tests: $(TEST_OBJ) $(BUILD)/libstepwise.a
 
 # make test T=AREA runs one area of tests/README.md's table (T=list: the areas).
 ifdef T
-test: build $(BUILD)/stepwise-tests
+test: build $(BUILD)/stepwise-tests $(BUILD)/bench/forward $(BUILD)/bench/bandwidth $(BUILD)/bench/ports
 	/usr/bin/python3 tests/run_area.py $(T)
 else
 test: deps
@@ -310,7 +311,9 @@ unit-tests:
 	/usr/bin/python3 tests/check_layers.py
 	/usr/bin/python3 tests/run_area.py --check
 	/usr/bin/python3 tests/mutants.py --check
-	$(BUILD)/stepwise-tests --jobs 2
+	@# under a timeout (Criterion's own --timeout does not stop a test here):
+	@# a test that hangs fails `make test`, it does not hold it
+	timeout --kill-after=10 3600 $(BUILD)/stepwise-tests --jobs 2
 	@# what the checks below share, made first: then the two halves run side
 	@# by side (most checks are one process each; the machine has two cores)
 	$(MAKE) --no-print-directory npm-fixtures llama-cpp-peer lib inject $(BUILD)/api_threads $(BUILD)/api_cycles
@@ -336,6 +339,7 @@ unit-checks-a:
 	/usr/bin/python3 tests/gguf_reference.py $(BUILD)/stepwise
 	/usr/bin/python3 tests/gguf_quant_check.py $(BUILD)/stepwise
 	/usr/bin/python3 tests/kv_int8_check.py $(BUILD)/stepwise
+	/usr/bin/python3 tests/kv_f16_decode_check.py $(BUILD)/stepwise $(LLAMA_CPP_DIR)
 	/usr/bin/python3 tests/gguf_vocab_check.py $(BUILD)/stepwise
 	$(MAKE) --no-print-directory tokenizer-json-check
 	$(MAKE) --no-print-directory convert-check
@@ -343,6 +347,7 @@ unit-checks-a:
 	/usr/bin/python3 tests/golden_shard_check.py $(BUILD)/stepwise
 	/usr/bin/python3 tests/prefix_cache_check.py $(BUILD)/stepwise
 	/usr/bin/python3 tests/serve_sim_check.py $(BUILD)/stepwise
+	$(MAKE) --no-print-directory bench-smoke
 
 unit-checks-b:
 	$(MAKE) --no-print-directory llama-cpp-check
@@ -423,7 +428,12 @@ $(INJECT_DIR)/stepwise: $(LIB_SRC) $(CLI_SRC) $(HEADERS)
 	@$(MAKE) --no-print-directory BUILD=$(INJECT_DIR) CFLAGS="-O2 -DSTEPWISE_INJECT_BUG" \
 	  $(INJECT_DIR)/stepwise
 
-SAN_FLAGS := -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=all
+# -ftrivial-auto-var-init=pattern fills every uninitialised local with
+# 0xAA bytes: a cleanup path that frees a struct never initialised frees
+# 0xAAAA... in every run, which ASan reports, where stack garbage crashed
+# serve-sim in about half the runs (issue 67).
+SAN_FLAGS := -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=all \
+             -ftrivial-auto-var-init=pattern
 SAN_DIR   := $(BUILD)/san
 SAN_ENV   := ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
              UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
@@ -432,7 +442,7 @@ SAN_ENV   := ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
 sanitize:
 	@$(MAKE) --no-print-directory BUILD=$(SAN_DIR) CC=clang CFLAGS="$(SAN_FLAGS)" \
 	  $(SAN_DIR)/stepwise $(SAN_DIR)/stepwise-tests
-	$(SAN_ENV) $(SAN_DIR)/stepwise-tests --jobs 2
+	$(SAN_ENV) timeout --kill-after=10 3600 $(SAN_DIR)/stepwise-tests --jobs 2
 	$(SAN_ENV) bash tests/check_traces.sh
 	$(SAN_ENV) /usr/bin/python3 tests/bad_inputs.py $(SAN_DIR)/stepwise
 	$(SAN_ENV) /usr/bin/python3 tests/prefix_cache_check.py $(SAN_DIR)/stepwise
@@ -470,7 +480,7 @@ FUZZ_SEEDS := $(FUZZ_DIR)/seeds
 fuzz-seeds: $(FUZZ_SEEDS)/.written
 $(FUZZ_SEEDS)/.written: $(BUILD)/stepwise tests/fuzz/make_seeds.sh tests/gguf_write.py \
 		       tests/tokenizer_json_write.py tests/gguf_quant_check.py \
-		       tests/hf_reference.py tests/gguf_reference.py data/tiny-model.json
+		       tests/hf_reference.py tests/gguf_reference.py tests/gguf_split_mla.py data/tiny-model.json
 	@echo "  SEEDS    $(FUZZ_SEEDS)"
 	@bash tests/fuzz/make_seeds.sh $(BUILD)/stepwise $(FUZZ_SEEDS)
 	@touch $@
@@ -600,6 +610,14 @@ bench: build $(BUILD)/bench/forward $(BUILD)/bench/bandwidth $(BUILD)/bench/port
 	$(BUILD)/bench/ports
 	/usr/bin/python3 tests/bench.py
 	/usr/bin/python3 tests/bench_1b.py
+
+# make bench's and make bench-1b's every stage once, one run each, with the
+# same arguments on small models of the same windows (build/bench-smoke/):
+# in make test, so that the benchmarks cannot break unseen. It asserts only
+# that every figure came out finite and positive, never a speed.
+bench-smoke: build $(BUILD)/bench/forward $(BUILD)/bench/bandwidth $(BUILD)/bench/ports npm-fixtures llama-cpp-peer
+	/usr/bin/python3 tests/bench.py --smoke
+	/usr/bin/python3 tests/bench_1b.py --smoke
 
 # The 1B shape's F16, BF16 and Q8_0 GGUF files beside llama.cpp on 1 and 2
 # threads, 3 rounds (about 35 minutes on two cores). A benchmark, not a test.

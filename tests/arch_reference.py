@@ -21,6 +21,9 @@ import sys
 
 import numpy as np
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # loaded by path too (make_seeds.sh)
+from check_util import TIMEOUT  # noqa: E402
+
 BIN = os.path.abspath(sys.argv[1] if len(sys.argv) > 1 else "build/stepwise")
 TMP = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "build", "tmp",
                    "arch")
@@ -163,7 +166,7 @@ def engine_logits(model, name, kernels="fast"):
     json.dump(model, open(path, "w"))
     run = subprocess.run([BIN, "score", "--model", path, "--tokens",
                           ",".join(map(str, TOKENS)), "--top-n", "0", "--reproducible",
-                          "--kernels", kernels, "--out", out], capture_output=True, text=True)
+                          "--kernels", kernels, "--out", out], capture_output=True, text=True, timeout=TIMEOUT)
     if run.returncode != 0:
         raise RuntimeError("stepwise score failed: " + run.stderr.strip())
     rows = {}
@@ -231,7 +234,7 @@ def check_q_pre(name, model, tag):
     out = os.path.join(TMP, tag + "-hooks.jsonl")
     run = subprocess.run([BIN, "score", "--model", path, "--tokens", "1,5,9", "--top-n", "0",
                           "--trace-hooks", "blocks.0.ln1,blocks.0.attn.q_pre", "--out", out],
-                         capture_output=True, text=True)
+                         capture_output=True, text=True, timeout=TIMEOUT)
     if run.returncode != 0:
         return "score failed: " + run.stderr.strip()
     cfg = model["config"]

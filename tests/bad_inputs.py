@@ -28,6 +28,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 TMP = os.path.join(ROOT, "build", "tmp", "bad-inputs")
 TINY = os.path.join(ROOT, "data", "tiny-model.json")
 TIMEOUT = 20  # seconds a case may take; each is a fraction of a second when right
+SETUP_TIMEOUT = 10 * TIMEOUT  # a fixture's run (make-model...): a hang fails, never waits
 
 
 # ---------------------------------------------------------------- fixtures
@@ -73,15 +74,15 @@ def setup():
     # A good checkpoint of the tiny model's vocabulary, and its tokenizer.
     subprocess.run([BIN, "make-model", "--dim", "8", "--hidden", "16", "--layers", "1",
                     "--heads", "2", "--vocab", "13", "--seq-len", "4", "--out", path("good.bin")],
-                   check=True, capture_output=True)
+                   check=True, capture_output=True, timeout=SETUP_TIMEOUT)
     subprocess.run([BIN, "make-model", "--dim", "8", "--hidden", "16", "--layers", "1",
                     "--heads", "2", "--vocab", "13", "--seq-len", "1", "--out", path("seq1.bin")],
-                   check=True, capture_output=True)
+                   check=True, capture_output=True, timeout=SETUP_TIMEOUT)
     subprocess.run([BIN, "make-model", "--dim", "8", "--hidden", "16", "--layers", "2",
                     "--heads", "2", "--vocab", "13", "--seq-len", "64", "--out", path("long.bin")],
-                   check=True, capture_output=True)
+                   check=True, capture_output=True, timeout=SETUP_TIMEOUT)
     subprocess.run([BIN, "quantize", "--model", path("good.bin"), "--group", "4",
-                    "--out", path("good.q8")], check=True, capture_output=True)
+                    "--out", path("good.q8")], check=True, capture_output=True, timeout=SETUP_TIMEOUT)
     write("tok.bin", tokenizer_bin(tiny_tokenizer_entries()))
     os.mkfifo(path("fifo"))
     os.mkdir(path("dir"))
@@ -89,16 +90,16 @@ def setup():
     # Traces the readers accept, to break one field at a time.
     subprocess.run([BIN, "generate", "--prompt", "cat", "--temperature", "1", "--top-k", "3",
                     "--reproducible", "--trace-kv", "--trace", path("good.jsonl")],
-                   check=True, capture_output=True)
+                   check=True, capture_output=True, timeout=SETUP_TIMEOUT)
     subprocess.run([BIN, "generate", "--prompt", "cat", "--trace-level", "layers",
                     "--reproducible", "--trace", path("layers.jsonl")], check=True,
-                   capture_output=True)
+                   capture_output=True, timeout=SETUP_TIMEOUT)
     # Big enough that a golden set takes seconds: a signal lands mid-set.
     subprocess.run([BIN, "make-model", "--dim", "384", "--hidden", "1536", "--layers", "4",
                     "--heads", "4", "--vocab", "13", "--seq-len", "256", "--out", path("big.bin")],
-                   check=True, capture_output=True)
+                   check=True, capture_output=True, timeout=SETUP_TIMEOUT)
     subprocess.run([BIN, "score", "--text", "cat sat", "--reproducible", "--trace-kv",
-                    "--out", path("score.jsonl")], check=True, capture_output=True)
+                    "--out", path("score.jsonl")], check=True, capture_output=True, timeout=SETUP_TIMEOUT)
 
 
 FIXTURES = None  # the scratch folder's names after setup
@@ -490,6 +491,80 @@ def diff_cases():
     case("diff: a FIFO", ["diff", "{fifo}", "{good.jsonl}"], 2, ["FIFO"], check=no_pass)
 
 
+def diff_round_four_cases():
+    """Issue 67: a candidate gives each value once (a hook at a position and
+    head, a KV row, a logits row; under one name or two that --names maps
+    to one hook; in JSON Lines or safetensors), refused by name; a value
+    that is not finite is reported as such (nan, inf with its place), a
+    FAIL, never a PASS nor 0; inputs that differ from position 0 are a FAIL
+    naming it."""
+    act = lambda hook, pos, data, **kw: json.dumps(dict({"event": "activation", "hook": hook,
+                                                         "pos": pos, "data": data}, **kw))
+    logit = lambda pos, values, **kw: json.dumps(dict({"event": "logits", "pos": pos,
+                                                       "logits": values}, **kw))
+    kv = lambda layer, pos, k: json.dumps({"event": "kv", "layer": layer, "pos": pos, "k": k, "v": [1]})
+    ref = "\n".join([act("blocks.0.mlp_out", 0, [1]), act("blocks.0.attn.pattern", 1, [0.5, 0.5], head=1),
+                     kv(0, 1, [1]), logit(0, [1, 2]), logit(1, [1, 2])]) + "\n"
+    twice = {
+        "a hook at a position": ([act("blocks.0.mlp_out", 0, [1]), act("blocks.0.mlp_out", 0, [2])], [],
+                                 "blocks.0.mlp_out at pos 0 twice"),
+        "a head's row": ([act("blocks.0.attn.pattern", 1, [0.5, 0.5], head=1),
+                          act("blocks.0.attn.pattern", 1, [0, 1], head=1)], [],
+                         "blocks.0.attn.pattern at pos 1, head 1 twice"),
+        "a KV row": ([logit(0, [1, 2]), kv(0, 1, [1]), kv(0, 1, [2])], [], "the KV row of layer 0 at pos 1 twice"),
+        "a hook under llama.cpp's name and ours": ([act("ffn_out-0", 0, [2]), act("blocks.0.mlp_out", 0, [1])],
+                                                   ["--names", "llama.cpp"], "blocks.0.mlp_out at pos 0 twice"),
+        "a hook under two of Hugging Face's names": (
+            [act("model.layers.0.mlp.down_proj", 0, [1]), act("blocks.0.mlp_out", 0, [3])], ["--names", "hf"],
+            "blocks.0.mlp_out at pos 0 twice"),
+        "a logits row": ([logit(0, [1, 2]), logit(0, [1, 3])], [], "a row is given once"),
+        "a logits row and lm_head": ([logit(0, [1, 2]), act("lm_head", 0, [1, 3])], ["--names", "hf"],
+                                     "a row is given once"),
+    }
+    for name, (lines, extra, words) in twice.items():
+        case("diff twice: " + name, ["diff", "{ref.jsonl}", "{cand.jsonl}"] + extra, 2, [words],
+             files={"ref.jsonl": ref, "cand.jsonl": "\n".join(lines) + "\n"}, check=no_pass)
+    # a safetensors candidate whose two tensors --names maps to one hook
+    head = json.dumps({"blocks.0.mlp_out": {"dtype": "F32", "shape": [1, 1], "data_offsets": [0, 4]},
+                       "ffn_out-0": {"dtype": "F32", "shape": [1, 1], "data_offsets": [4, 8]}}).encode()
+    blob = struct.pack("<Q", len(head)) + head + struct.pack("<2f", 1, 2)
+    case("diff twice: two safetensors tensors of one hook", ["diff", "{ref.jsonl}", "{cand.safetensors}",
+                                                              "--names", "llama.cpp"], 2,
+         ["blocks.0.mlp_out at pos 0 twice"], files={"ref.jsonl": ref, "cand.safetensors": blob},
+         check=no_pass)
+    # non-finite candidate values: a FAIL (exit 1) with the figure nan or inf and its place
+    meta = json.dumps({"format": "stepwise-logits-f32", "vocab_size": 3, "positions": 2})
+    ref3 = struct.pack("<6f", 1, 2, 3, 3, 2, 1)
+    nonfinite = {
+        "a NaN logit before a larger difference": (struct.pack("<6f", 1, 2, float("nan"), 9, 2, 1),
+                                                   "max |dlogit|        nan at pos 0, token 2"),
+        "an inf logit after a larger finite one": (struct.pack("<6f", 9, 2, 3, 3, float("inf"), 1),
+                                                   "max |dlogit|        inf at pos 1, token 1"),
+        "a -inf logit": (struct.pack("<6f", 1, 2, 3, 3, 2, float("-inf")),
+                         "max |dlogit|        inf at pos 1, token 2"),
+    }
+    for name, (floats, words) in nonfinite.items():
+        case("diff nonfinite: " + name, ["diff", "{r.f32}", "{c.f32}"], 1, [words],
+             files={"r.f32": ref3, "r.f32.json": meta, "c.f32": floats, "c.f32.json": meta},
+             stream="stdout", check=no_pass)
+    case("diff nonfinite: 1e999 in JSON is inf", ["diff", "{ref.jsonl}", "{cand.jsonl}"], 1,
+         ["max |dlogit|        inf at pos 1, token 0"],
+         files={"ref.jsonl": ref, "cand.jsonl": logit(0, [1, 2]) + "\n" + logit(1, [1e999, 2]).replace(
+             "Infinity", "1e999") + "\n"}, stream="stdout", check=no_pass)
+    case("diff nonfinite: NaN is not JSON", ["diff", "{ref.jsonl}", "{cand.jsonl}"], 2, ["not valid JSON"],
+         files={"ref.jsonl": ref, "cand.jsonl": logit(0, [1, 2]).replace("2]", "NaN]") + "\n"}, check=no_pass)
+    case("diff nonfinite: null in an activation is nan", ["diff", "{ref.jsonl}", "{cand.jsonl}"], 1,
+         ["first divergence    blocks.0.mlp_out, layer 0, pos 0: max |d| nan"],
+         files={"ref.jsonl": ref, "cand.jsonl": act("blocks.0.mlp_out", 0, [None]) + "\n"},
+         stream="stdout", check=no_pass)
+    # fed other tokens from position 0: a FAIL naming it, not an error
+    fed = lambda tokens: "".join(logit(p, [1, 2], token=t) + "\n" for p, t in enumerate(tokens))
+    for name, tokens in (("only at position 0", [9, 2]), ("at every position", [9, 8])):
+        case("diff inputs differ " + name, ["diff", "{ref.jsonl}", "{cand.jsonl}"], 1,
+             ["inputs     differ from position 0: ref 1, cand 9"],
+             files={"ref.jsonl": fed([1, 2]), "cand.jsonl": fed(tokens)}, stream="stdout", check=no_pass)
+
+
 def hf_cases():
     """Hugging Face folders: a good one (tests/hf_reference.py's writer), then
     one fault at a time in its config.json or its safetensors header."""
@@ -659,7 +734,7 @@ def gpt2_cases():
              files={"hf/config.json": json.dumps(c), "hf/model.safetensors": w}, creates=("hf",))
     gguf = path("gpt2-good.gguf")
     subprocess.run([BIN, "convert", "--model", good, "--tokenizer", TINY, "--out", gguf],
-                   check=True, capture_output=True)
+                   check=True, capture_output=True, timeout=SETUP_TIMEOUT)
     blob = open(gguf, "rb").read()
     key = b"gpt2.attention.layer_norm_epsilon\x06\x00\x00\x00"  # then the float32
     at = blob.index(key) + len(key)
@@ -711,9 +786,9 @@ def gemma_cases():
     made = path("gemma-made")
     subprocess.run([BIN, "make-model", "--format", "hf", "--arch", "gemma3", "--dim", "16", "--hidden", "32",
                     "--layers", "2", "--heads", "2", "--kv-heads", "1", "--vocab", "13", "--seq-len", "16",
-                    "--sliding-window", "4", "--out", made], check=True, capture_output=True)
+                    "--sliding-window", "4", "--out", made], check=True, capture_output=True, timeout=SETUP_TIMEOUT)
     subprocess.run([BIN, "convert", "--model", made, "--tokenizer", TINY, "--out", gguf],
-                   check=True, capture_output=True)
+                   check=True, capture_output=True, timeout=SETUP_TIMEOUT)
     blob = open(gguf, "rb").read()
     key = b"gemma3.attention.sliding_window\x04\x00\x00\x00"  # then the uint32
     at = blob.index(key) + len(key)
@@ -733,7 +808,7 @@ def gemma_cases():
         folder = path("gemma-refused-%d" % len(extra[0]))
         subprocess.run([BIN, "make-model", "--format", "hf", "--arch", "gemma3", "--dim", "16", "--hidden", "32",
                         "--layers", "2", "--heads", "2", "--vocab", "13", "--seq-len", "16", "--sliding-window",
-                        "4", "--out", folder, *extra], check=True, capture_output=True)
+                        "4", "--out", folder, *extra], check=True, capture_output=True, timeout=SETUP_TIMEOUT)
         case("convert gemma3: " + name, ["convert", "--model", folder, "--tokenizer", TINY,
                                          "--out", "{c.gguf}"], 2, [words])
 
@@ -781,9 +856,9 @@ def moe_cases():
     made, gguf = path("moe-made"), path("moe-made.gguf")  # GGUF: the expert counts against the tensors
     subprocess.run([BIN, "make-model", "--format", "hf", "--arch", "mixtral", "--experts", "4", "--dim", "16",
                     "--hidden", "24", "--layers", "2", "--heads", "4", "--vocab", "13", "--seq-len", "16",
-                    "--out", made], check=True, capture_output=True)
+                    "--out", made], check=True, capture_output=True, timeout=SETUP_TIMEOUT)
     subprocess.run([BIN, "convert", "--model", made, "--tokenizer", TINY, "--out", gguf], check=True,
-                   capture_output=True)
+                   capture_output=True, timeout=SETUP_TIMEOUT)
     blob = open(gguf, "rb").read()
     key = b"llama.expert_count\x04\x00\x00\x00"
     at = blob.index(key) + len(key)
@@ -851,7 +926,7 @@ def deepseek2_cases():
          ["int8 cache of MLA's latents"])
     gguf = path("ds-good.gguf")
     subprocess.run([BIN, "convert", "--model", good, "--tokenizer", TINY, "--out", gguf], check=True,
-                   capture_output=True)
+                   capture_output=True, timeout=SETUP_TIMEOUT)
     blob = open(gguf, "rb").read()
 
     def u32(key, value):
@@ -879,7 +954,7 @@ def longrope_cases():
     folder, gguf = path("longrope-good"), path("longrope-good.gguf")
     hf.write_model_dir(folder, cfg, hf.hf_tensors(cfg, 2), "F32")
     subprocess.run([BIN, "convert", "--model", folder, "--tokenizer", TINY, "--out", gguf],
-                   check=True, capture_output=True)
+                   check=True, capture_output=True, timeout=SETUP_TIMEOUT)
     blob = open(gguf, "rb").read()
     key = b"phi3.rope.scaling.attn_factor\x06\x00\x00\x00"  # then the float32
     at = blob.index(key) + len(key)
@@ -887,9 +962,9 @@ def longrope_cases():
     made, plain = path("phi3-plain"), path("phi3-plain.gguf")
     subprocess.run([BIN, "make-model", "--format", "hf", "--arch", "phi3", "--dim", "16", "--hidden", "24",
                     "--layers", "2", "--heads", "4", "--vocab", "13", "--seq-len", "16", "--out", made],
-                   check=True, capture_output=True)
+                   check=True, capture_output=True, timeout=SETUP_TIMEOUT)
     subprocess.run([BIN, "convert", "--model", made, "--tokenizer", TINY, "--out", plain],
-                   check=True, capture_output=True)
+                   check=True, capture_output=True, timeout=SETUP_TIMEOUT)
     matrix = open(plain, "rb").read().replace(b"blk.1.attn_output.weight", b"rope_factors_long.weight", 1)
     for name, broken, words in (
             ("attn_factor NaN", nan, "attn_factor must be a number in (0, 1000]"),
@@ -1043,6 +1118,63 @@ def gguf_cases():
     case("gguf: gpt2 tokenizer larger than the embedding",
          ["tokenize", "--model", "{m.gguf}", "--text", "a"], 2, ["more than 8 tokens"],
          files={"m.gguf": gguf_write.tiny_gguf("llama", kvs, 8)})
+
+
+def gguf_round_four_cases():
+    """Issue 67: a GGUF key value the reader does not implement is refused
+    by name (the gating function, llama.cpp's expert groups, pooling,
+    non-causal attention), and so is a deepseek2 layer holding kv_b in two
+    forms; a tensor the reader does not read is warned about, not run on in
+    silence. The files: a tiny llama (tests/gguf_write.py) with one key
+    added, and a DeepSeek-V2 folder's GGUF (convert) rewritten by
+    tests/gguf_split_mla.py."""
+    import deepseek2_check as ds
+    import gguf_split_mla
+    import gguf_write
+    import hf_reference as hf
+    score = ["score", "--model", "{m.gguf}", "--tokens", "1,2", "--top-n", "0", "--out", "{s.jsonl}"]
+    for name, kv, words in (
+            ("expert_gating_func 2", gguf_write.kv_u32("llama.expert_gating_func", 2),
+             "llama.expert_gating_func 2 (sigmoid) is not implemented"),
+            ("expert_gating_func 3", gguf_write.kv_u32("llama.expert_gating_func", 3),
+             "llama.expert_gating_func 3 (softmax_weight) is not implemented"),
+            ("expert_gating_func 9 (unknown)", gguf_write.kv_u32("llama.expert_gating_func", 9),
+             "llama.expert_gating_func 9 is not a gating function"),
+            ("expert_gating_func a string", gguf_write.kv_str("llama.expert_gating_func", "sigmoid"),
+             "llama.expert_gating_func must be a whole number"),
+            ("expert_group_count 2", gguf_write.kv_u32("llama.expert_group_count", 2),
+             "llama.expert_group_count 2: llama.cpp's group-limited routing"),
+            ("pooling_type 1 (mean)", gguf_write.kv_u32("llama.pooling_type", 1), "llama.pooling_type 1"),
+            ("attention.causal false", gguf_write.gguf_string("llama.attention.causal") + struct.pack("<IB", 7, 0),
+             "llama.attention.causal false")):
+        data = gguf_write.tiny_gguf("llama", gguf_write.llama_tokenizer_kvs() + [kv])
+        case("gguf round four: " + name, score, 2, [words], files={"m.gguf": data})
+    cfg = ds.config(layers=2)
+    folder, gguf = path("ds4"), path("ds4.gguf")
+    hf.write_model_dir(folder, cfg, ds.random_tensors(cfg, 5), "F32")
+    subprocess.run([BIN, "convert", "--model", folder, "--tokenizer", TINY, "--out", gguf], check=True,
+                   capture_output=True, timeout=SETUP_TIMEOUT)
+    for name, kw, words in (
+            ("deepseek2 expert_gating_func 2 (DeepSeek-V3's sigmoid)",
+             dict(mla=False, extra_kvs=[gguf_write.kv_u32("deepseek2.expert_gating_func", 2)]),
+             "deepseek2.expert_gating_func 2 (sigmoid) is not implemented"),
+            ("deepseek2 attn_kv_b beside attn_k_b and attn_v_b", dict(keep_kv_b=True),
+             "blk.0 holds kv_b twice")):
+        out = path("ds4-bad.gguf")
+        gguf_split_mla.split(gguf, out, **kw)
+        data = open(out, "rb").read()
+        os.remove(out)
+        case("gguf round four: " + name, score, 2, [words], files={"m.gguf": data})
+    E = cfg["n_routed_experts"]
+    bias = ("blk.1.exp_probs_b.bias", [E], 0, struct.pack("<%df" % E, *[5.0] * E))
+    out = path("ds4-bias.gguf")
+    gguf_split_mla.split(gguf, out, mla=False, extra_tensors=[bias])
+    data = open(out, "rb").read()
+    os.remove(out)
+    case("gguf round four: deepseek2 with exp_probs_b (DeepSeek-V3's, not read): warned, runs", score, 0, [],
+         files={"m.gguf": data}, creates=("s.jsonl",),
+         check=lambda r: "stepwise: warning: " in r.stderr and "1 tensor is not used by the architecture "
+         "(blk.1.exp_probs_b.bias)" in r.stderr or "stderr " + r.stderr)
 
 
 def no_pass(result):
@@ -1244,6 +1376,87 @@ def option_cases():
                                                 "drop-oldest"], 2, ["cannot drop"])
 
 
+def numeric_class_cases():
+    """Every float option at its bounds and where its meaning changes: a
+    value that changes class as a float32 (nonzero to 0, finite to
+    infinity: ref/util/float_class.h) is refused naming the option, never
+    read as "0 = off"; 0 and the smallest float32 (1e-45) keep their
+    meanings."""
+    costs = {"c.json": json.dumps({
+        "format": "stepwise-step-costs", "version": 1, "seq_len": 512,
+        "kv_bytes_per_position": 1280,
+        "decode": {"fixed_s": 1e-3, "per_row_s": 0, "per_attended_s": 0},
+        "prefill": {"fixed_s": 2e-3, "per_row_s": 0, "per_attended_s": 0}}).encode()}
+    sim = ["serve-sim", "--step-costs", "{c.json}"]
+    diff = ["diff", "{good.jsonl}", "{good.jsonl}"]
+    made = ["make-model", "--format", "hf", "--arch", "gemma2", "--dim", "16", "--hidden", "32",
+            "--layers", "1", "--heads", "2", "--kv-heads", "1", "--vocab", "32", "--seq-len", "16",
+            "--out", "{o}"]
+    changes = [  # (the command line with the value v, the option named)
+        (lambda v: ["inspect", "--bandwidth", v], "--bandwidth"),
+        (lambda v: ["inspect", "--bandwidth", "1", "--peak", v], "--peak"),
+        (lambda v: sim + ["--rate", v], "--rate"),
+        (lambda v: ["generate", "--temperature", v], "--temperature"),
+        (lambda v: ["generate", "--top-p", v], "--top-p"),
+        (lambda v: ["generate", "--min-p", v], "--min-p"),
+        (lambda v: ["generate", "--trace-temperatures", "1," + v], "--trace-temperatures"),
+        (lambda v: ["sample", "--logits", "1," + v], "--logits"),
+        (lambda v: ["sample", "--logits", "1,2", "--temperature", "1," + v], "--temperature"),
+        (lambda v: diff + ["--atol", v], "--atol"),
+        (lambda v: diff + ["--rtol", v], "--rtol"),
+        (lambda v: made + ["--attn-softcap", v], "--attn-softcap"),
+        (lambda v: made + ["--final-softcap", v], "--final-softcap"),
+        (lambda v: made + ["--rope-theta", v], "--rope-theta"),
+    ]
+    for argv, option in changes:
+        for value, words in (("1e-50", "rounds to 0 as a float32"),
+                             ("1e39", "overflows a float32 to infinity")):
+            args = argv(value)
+            case("numeric: %s %s %s" % (args[0], option, value), args, 2, [option, words],
+                 files=costs if args[0] == "serve-sim" else None)
+    # The range and the finite rule, at their edges.
+    for name, argv, words in (
+            ("inspect --bandwidth -1", ["inspect", "--bandwidth", "-1"], "--bandwidth must be in"),
+            ("inspect --bandwidth 1000001", ["inspect", "--bandwidth", "1000001"], "--bandwidth must be in"),
+            ("inspect --bandwidth inf", ["inspect", "--bandwidth", "inf"], "--bandwidth must be finite"),
+            ("inspect --bandwidth nan", ["inspect", "--bandwidth", "nan"], "NaN"),
+            ("inspect --peak without --bandwidth", ["inspect", "--peak", "5"], "--peak goes with"),
+            ("inspect --peak -1e-45", ["inspect", "--bandwidth", "1", "--peak", "-1e-45"], "--peak must be in"),
+            ("serve-sim --rate -1e-45", sim + ["--rate", "-1e-45"], "--rate must be in"),
+            ("serve-sim --rate 1000001", sim + ["--rate", "1000001"], "--rate must be in"),
+            ("serve-sim --rate nan", sim + ["--rate", "nan"], "NaN"),
+            ("generate --temperature -1e-45", ["generate", "--temperature", "-1e-45"], "temperature"),
+            ("generate --temperature inf", ["generate", "--temperature", "inf"], "--temperature must be finite"),
+            ("sample --temperature 1,1e-400", ["sample", "--logits", "1,2", "--temperature", "1,1e-400"],
+             "rounds to 0"),
+            ("sample --logits -1e39", ["sample", "--logits", "1,-1e39"], "overflows")):
+        case("numeric: " + name, argv, 2, [words], files=costs if argv[0] == "serve-sim" else None)
+    # A request file's sampler fields, by the same rule (serve/requests.c).
+    ok = '{"id":"ok","prompt":"cat","max_tokens":2}\n'
+    for field in ("temperature", "top_p", "min_p"):
+        case("numeric: request %s 1e-50" % field, ["batch", "--requests", "{r.jsonl}", "--quiet"], 1,
+             [field, "rounds to 0 as a float32"], stream="stdout-error",
+             files={"r.jsonl": ok + '{"id":"x","prompt":"cat","%s":1e-50}\n' % field})
+    # What stays accepted: 0 means off, the smallest float32 is on.
+    roof = lambda on: lambda r: ("roofline at" in r.stdout) == on or \
+        "roofline %s" % ("missing" if on else "printed")
+    case("numeric: inspect --bandwidth 0 is no roofline", ["inspect", "--bandwidth", "0"], 0, [],
+         check=roof(False))
+    case("numeric: inspect --bandwidth 1e-45 is a roofline", ["inspect", "--bandwidth", "1e-45"], 0,
+         [], check=roof(True))
+    case("numeric: serve-sim --rate 0 is all at once", sim + ["--rate", "0"], 0, ["all at once"],
+         files=costs, stream="stdout")
+    case("numeric: serve-sim --rate 1e-45 is Poisson", sim + ["--rate", "1e-45", "--num-requests", "2"],
+         0, ["Poisson arrivals"], files=costs, stream="stdout")
+    case("numeric: generate --temperature 0 is greedy", ["generate", "--temperature", "0", "--steps",
+                                                         "2"], 0, [])
+    # A cleanup that freed what was never set (the class of serve-sim's
+    # step costs): tokenize with a model that does not load.
+    case("numeric: tokenize with a model that does not load", ["tokenize", "--model", "{nothing}",
+                                                                "--text", "hi"], 2,
+         ["--tokenizer is required"])
+
+
 def output_cases():
     """Outputs: a directory is refused before the run; a device, a FIFO and
     a symlink stay what they were."""
@@ -1310,7 +1523,7 @@ def output_alias_cases():
                   "--out", path("alias.gguf")],
                  ["make-model", "--dim", "8", "--hidden", "16", "--layers", "1", "--heads", "2",
                   "--vocab", "13", "--seq-len", "128", "--out", path("alias-long.bin")]):
-        subprocess.run([BIN] + made, check=True, capture_output=True)
+        subprocess.run([BIN] + made, check=True, capture_output=True, timeout=SETUP_TIMEOUT)
     gguf = open(path("alias.gguf"), "rb").read()
     long_model = open(path("alias-long.bin"), "rb").read()
 
@@ -1409,7 +1622,7 @@ def output_alias_cases():
     # A folder's files are its inputs: score --out a Hugging Face model's own file.
     subprocess.run([BIN, "make-model", "--format", "hf", "--dim", "8", "--hidden", "16",
                     "--layers", "1", "--heads", "2", "--vocab", "13", "--seq-len", "4", "--out",
-                    path("alias-hf")], check=True, capture_output=True)
+                    path("alias-hf")], check=True, capture_output=True, timeout=SETUP_TIMEOUT)
     config = open(path("alias-hf/config.json"), "rb").read()
     case("output alias: score --out a file of the model's folder",
          ["score", "--model", "{alias-hf}", "--tokenizer", "{tok.bin}", "--text", "cat", "--out",
@@ -1653,7 +1866,7 @@ def hostile_round_three_cases():
     sliding_window values ignored."""
     subprocess.run([BIN, "score", "--model", TINY, "--tokens", "1,5,9", "--hooks", "none",
                     "--out", path("r3.jsonl"), "--tensors", path("r3.safetensors")],
-                   check=True, capture_output=True)
+                   check=True, capture_output=True, timeout=SETUP_TIMEOUT)
     trace = open(path("r3.jsonl"), "rb").read()
     st = header_editor(open(path("r3.safetensors"), "rb").read())
     swapped = st(lambda h: h["logits"].__setitem__("shape", [13, 3]))  # [3, 13] declared [13, 3]
@@ -1742,7 +1955,8 @@ def trace_ends_with_error(result):
     last = json.loads(lines[-1]) if lines else {}
     if last.get("event") != "error":
         return "the trace does not end with an error event"
-    v = subprocess.run([BIN, "trace", "validate", path("sig.jsonl")], capture_output=True, text=True)
+    v = subprocess.run([BIN, "trace", "validate", path("sig.jsonl")], capture_output=True, text=True,
+                       timeout=SETUP_TIMEOUT)
     return v.returncode == 0 or "the interrupted trace is not valid: " + v.stdout[-300:]
 
 
@@ -1832,7 +2046,7 @@ def run_case_made(c):
             out, err = proc.communicate(timeout=c["timeout"])
         except subprocess.TimeoutExpired:
             proc.kill()
-            proc.communicate()
+            proc.communicate(timeout=TIMEOUT)
             return "hung after the signal"
         result = subprocess.CompletedProcess(args, proc.returncode, out, err)
     else:
@@ -1903,6 +2117,9 @@ def serve_sim_cases():
         "a cost over an hour": (dump(prefill={"fixed_s": 3601, "per_row_s": 0,
                                              "per_attended_s": 0}), "prefill.fixed_s"),
         "NUL byte": (dump()[:10] + b"\x00" + dump()[10:], "NUL byte"),
+        "every cost 0 (no time passes: 0 tokens/s)": (
+            dump(decode={"fixed_s": 0, "per_row_s": 0, "per_attended_s": 0},
+                 prefill={"fixed_s": 0, "per_row_s": 0, "per_attended_s": 0}), "every cost is 0"),
     }
     for name, (data, words) in files.items():
         case("step costs: " + name, ["serve-sim", "--step-costs", "{c.json}"], 2, [words],
@@ -1933,7 +2150,7 @@ def main():
     os.chdir(ROOT)
     setup()
     for make in (model_cases, tokenizer_cases, json_model_cases, request_cases, trace_cases,
-                 diff_cases, option_cases, output_cases, output_alias_cases, signal_cases, hf_cases, gpt2_cases, gemma_cases, moe_cases, deepseek2_cases, longrope_cases, gguf_cases,
+                 diff_cases, diff_round_four_cases, option_cases, numeric_class_cases, output_cases, output_alias_cases, signal_cases, hf_cases, gpt2_cases, gemma_cases, moe_cases, deepseek2_cases, longrope_cases, gguf_cases, gguf_round_four_cases,
                  tokenizer_json_cases, hostile_round_two_cases, hostile_round_three_cases,
                  serve_sim_cases):
         make()

@@ -10,7 +10,8 @@ run; and the peak resident memory, float32 and int8, against the weights plus
 the KV-cache formula. Prints one table and writes it as JSON to build/bench/bench.json.
 
 Then the forward pass timed inside one process (tests/bench/forward.c:
-warm, no sampling, medians of 5) on the 15M shape, each figure beside its
+warm, no sampling, medians of 5; the 100-token prompt, then a decode of the
+rest of the 256-position window) on the 15M shape, each figure beside its
 ceiling: decode against the fastest its own step's bytes were read in the
 run (the model's packed matrices and the cache rows of an average step,
 re-read warm by the same threads with vector loads, or the decode's best
@@ -39,22 +40,42 @@ shape's attention: the weights each holds, the bytes a decode step reads
 (inspect), and decode tokens/s on each kernel (docs/moe.md keeps a run's
 table).
 
-A benchmark, not a test: nothing is asserted.
+A benchmark, not a test: nothing is asserted of its speeds.
+
+    /usr/bin/python3 tests/bench.py            the benchmark (make bench)
+    /usr/bin/python3 tests/bench.py --smoke    every table once, in make test
+
+--smoke runs every stage once (one run, one round), with the same arguments
+on models of the same windows, its files under build/bench-smoke/ (the
+1B-shaped folder replaced by a small BF16 folder of the same window): so
+that an argument the bench passes and the program no longer takes (a prompt
+and decode past the window, say) fails make test, not a later make bench.
+It asserts only that every figure came out finite and positive.
 """
 import json
+import math
 import os
 import re
 import statistics
 import subprocess
 import sys
+from check_util import LONG_TIMEOUT
 
-RUNS = 5
+SMOKE = sys.argv[1:] == ["--smoke"]
+RUNS = 1 if SMOKE else 5
 # The trace ratio compares two runs of about 40 ms each, where a busy moment
 # on a shared machine moves one of them by half: more pairs, interleaved.
-TRACE_RUNS = 15
+TRACE_RUNS = 1 if SMOKE else 15
 BIN = "build/stepwise"
 MODELS = os.environ.get("STEPWISE_MODELS", "../shared/models")
-M15 = "build/m15.bin"
+OUT = "build/bench-smoke" if SMOKE else "build/bench"
+M15 = OUT + "/m15.bin" if SMOKE else "build/m15.bin"
+# The 15M shape's window, and forward.c's decode after the prompt inside it:
+# the prompt's 100 tokens, then the rest of the window.
+WINDOW = 256
+FORWARD_PROMPT = 100
+FORWARD_ARGS = ["--prompt", str(FORWARD_PROMPT), "--decode", str(WINDOW - FORWARD_PROMPT)]
+RUNS_ARG = ["--runs", "1"] if SMOKE else []  # forward.c takes the last --runs
 PROMPT = open("data/text/prompt-100.txt", encoding="utf-8").read()
 METRICS = re.compile(r"prefill (\d+) tokens, ([\d.]+) tokens/s \| decode (\d+) tokens, ([\d.]+) tokens/s"
                      r".*peak RSS ([\d.]+) MiB")
@@ -63,7 +84,7 @@ METRICS = re.compile(r"prefill (\d+) tokens, ([\d.]+) tokens/s \| decode (\d+) t
 def generate(model, tokenizer, *args):
     """One run; returns (prefill tokens, prefill tok/s, decode tok/s, peak RSS MiB)."""
     out = subprocess.run([BIN, "generate", "--model", model, "--tokenizer", tokenizer, "--threads", "1", *args],
-                         capture_output=True, text=True, check=True)
+                         capture_output=True, text=True, check=True, timeout=LONG_TIMEOUT)
     m = METRICS.search(out.stderr)
     return int(m.group(1)), float(m.group(2)), float(m.group(4)), float(m.group(5))
 
@@ -73,9 +94,9 @@ def stats(values):
 
 
 def total_seconds(model, tokenizer, level):
-    path = "build/bench/trace-%s.jsonl" % level
+    path = OUT + "/trace-%s.jsonl" % level
     subprocess.run([BIN, "generate", "--model", model, "--tokenizer", tokenizer, "--steps", "256",
-                    "--trace", path, "--trace-level", level, "--quiet"], check=True)
+                    "--trace", path, "--trace-level", level, "--quiet"], check=True, timeout=LONG_TIMEOUT)
     with open(path, encoding="utf-8") as f:
         return json.loads(f.read().splitlines()[-1])["measured"]["total_seconds"]
 
@@ -83,7 +104,7 @@ def total_seconds(model, tokenizer, level):
 def bandwidth():
     """{'1024': GB/s, '64': GB/s, 'all': GB/s over every core} from tests/bench/bandwidth.c."""
     out = subprocess.run(["build/bench/bandwidth", str(os.cpu_count() or 1)], capture_output=True,
-                         text=True, check=True).stdout
+                         text=True, check=True, timeout=LONG_TIMEOUT).stdout
     print(out.rstrip())
     bw = {}
     for line in out.splitlines():
@@ -94,8 +115,8 @@ def bandwidth():
 
 
 def forward(model, *args):
-    out = subprocess.run(["build/bench/forward", model, *args], capture_output=True, text=True,
-                         check=True).stdout
+    out = subprocess.run(["build/bench/forward", model, *args, *RUNS_ARG], capture_output=True, text=True,
+                         check=True, timeout=LONG_TIMEOUT).stdout
     return json.loads(out)
 
 
@@ -104,10 +125,11 @@ def forward_table(model):
     bw = bandwidth()
     # float32 and int8 on one thread in three interleaved rounds (the machine's drift falls on
     # both), each round's medians of 5; the middle round by prefill speed of each
-    pairs = [(forward(model, "--threads", "1"), forward(model, "--threads", "1", "--int8")) for _ in range(3)]
+    pairs = [(forward(model, *FORWARD_ARGS, "--threads", "1"), forward(model, *FORWARD_ARGS, "--threads", "1", "--int8"))
+             for _ in range(3)]
     one = sorted((p[0] for p in pairs), key=lambda r: r["prefill_tok_s"])[1]
     q8 = sorted((p[1] for p in pairs), key=lambda r: r["prefill_tok_s"])[1]
-    two = forward(model, "--threads", "2")
+    two = forward(model, *FORWARD_ARGS, "--threads", "2")
     step = one["decode_step_bytes"]
     prefill_ceiling = one["kernel_macs_per_second"] / (one["prefill_macs"] / one["prefill_tokens"])
 
@@ -124,8 +146,9 @@ def forward_table(model):
         ("15M prefill, 2 threads", two["prefill_tok_s"], 2 * prefill_ceiling, "2 x kernel in cache", None),
     ]
     print()
-    print("In one process (tests/bench/forward.c), medians of 5; decode reads %.1f MiB per step"
-          " (%.1f GB/s at its re-read's rate on one thread)" % (step / 2**20, step / one["read_seconds"] / 1e9))
+    print("In one process (tests/bench/forward.c), %s; decode reads %.1f MiB per step"
+          " (%.1f GB/s at its re-read's rate on one thread)" % ("one run" if SMOKE else "medians of 5", step / 2**20,
+                                                                step / one["read_seconds"] / 1e9))
     print()
     print("| measurement | tokens/s | ceiling | ceiling from | fraction | target |")
     print("|---|---|---|---|---|---|")
@@ -145,14 +168,16 @@ def forward_table(model):
     return {"bandwidth": bw, "threads_1": one, "threads_2": two, "int8": q8}
 
 
-L1B = "build/bench/llama-3.2-1b-bf16"
+L1B = OUT + ("/small-bf16" if SMOKE else "/llama-3.2-1b-bf16")
+L1B_SHAPE = ["--dim", "128", "--hidden", "256", "--layers", "2", "--heads", "4", "--kv-heads", "2",
+             "--vocab", "512"] if SMOKE else ["--preset", "llama-3.2-1b"]
 
 
 def half_table():
     """BF16 as stored against float32, decode on every core; returns both runs."""
     if not os.path.exists(L1B):
-        subprocess.run([BIN, "make-model", "--preset", "llama-3.2-1b", "--dtype", "bf16", "--seq-len", "256",
-                        "--out", L1B], check=True, capture_output=True)
+        subprocess.run([BIN, "make-model", *L1B_SHAPE, "--format", "hf", "--dtype", "bf16", "--seq-len",
+                        str(WINDOW), "--out", L1B], check=True, capture_output=True, timeout=LONG_TIMEOUT)
     threads = str(os.cpu_count() or 1)
     args = ["--threads", threads, "--prompt", "8", "--decode", "16", "--runs", "3"]
     stored = forward(L1B, *args)
@@ -183,11 +208,11 @@ def peer_table():
         print("llama.cpp peer skipped: make llama-cpp-peer installs it")
         return None
     tok = os.path.join(MODELS, "tokenizer.bin")
-    files = {"F32": "build/bench/m15.gguf", "Q8_0": "build/bench/m15-q8_0.gguf"}
+    files = {"F32": OUT + "/m15.gguf", "Q8_0": OUT + "/m15-q8_0.gguf"}
     for kind, gguf in files.items():
         if not os.path.exists(gguf):
             subprocess.run([BIN, "convert", "--model", M15, "--tokenizer", tok, "--type", kind.lower(),
-                            "--out", gguf], check=True, capture_output=True)
+                            "--out", gguf], check=True, capture_output=True, timeout=LONG_TIMEOUT)
     ours = {"F32": [], "Q8_0": []}
     theirs = {(k, c): [] for k in files for c in ("f32", "defaults")}
     version = None
@@ -198,7 +223,8 @@ def peer_table():
             ours[kind].append((prefill, decode))
             for cache in ("f32", "defaults"):
                 out = subprocess.run(["node", "tests/llama_cpp_engine.mjs", LLAMA_CPP, "time", gguf, "32000",
-                                      str(n), "128", cache], capture_output=True, text=True, check=True).stdout
+                                      str(n), "128", cache], capture_output=True, text=True, check=True,
+                                     timeout=LONG_TIMEOUT).stdout
                 r = json.loads(out.strip().splitlines()[-1])
                 theirs[(kind, cache)].append((r["prefill_tok_s"], r["decode_tok_s"]))
                 version = "llama.cpp %s (node-llama-cpp %s)" % (r["llama_cpp"], r["node_llama_cpp"])
@@ -228,14 +254,14 @@ def moe_table():
     to the work counters), while the mixture holds 4 times the MLP weights.
     Each on the plain and the fast kernels. Decode tokens/s, one thread,
     medians of RUNS interleaved rounds; returns the rows."""
-    moe, dense = "build/bench/moe-8x768", "build/bench/dense-1536"
-    shape = ["--dim", "288", "--layers", "6", "--heads", "6", "--vocab", "32000", "--seq-len", "256"]
+    moe, dense = OUT + "/moe-8x768", OUT + "/dense-1536"
+    shape = ["--dim", "288", "--layers", "6", "--heads", "6", "--vocab", "32000", "--seq-len", str(WINDOW)]
     if not os.path.exists(os.path.join(moe, "config.json")):
         subprocess.run([BIN, "make-model", "--format", "hf", "--arch", "mixtral", "--experts", "8",
-                        "--hidden", "768", *shape, "--out", moe], check=True, capture_output=True)
+                        "--hidden", "768", *shape, "--out", moe], check=True, capture_output=True, timeout=LONG_TIMEOUT)
     if not os.path.exists(os.path.join(dense, "config.json")):
         subprocess.run([BIN, "make-model", "--format", "hf", "--hidden", "1536", *shape, "--out", dense],
-                       check=True, capture_output=True)
+                       check=True, capture_output=True, timeout=LONG_TIMEOUT)
     tok = os.path.join(MODELS, "tokenizer.bin")
     runs = {(m, k): [] for m in ("moe", "dense") for k in ("plain", "fast")}
     for _ in range(RUNS):  # interleaved: the machine's drift falls on all four alike
@@ -243,7 +269,7 @@ def moe_table():
             runs[(m, k)].append(generate(moe if m == "moe" else dense, tok, "--steps", "128",
                                          "--kernels", k)[2])
     info = {n: json.loads(subprocess.run([BIN, "inspect", "--model", m, "--json"], capture_output=True,
-                                         text=True, check=True).stdout)["this_model"]
+                                         text=True, check=True, timeout=LONG_TIMEOUT).stdout)["this_model"]
             for n, m in (("moe", moe), ("dense", dense))}
     med = {key: statistics.median(v) for key, v in runs.items()}
     print("| 15M attention, 1 thread, %d rounds | weights held | read a decode step | decode tokens/s, plain "
@@ -263,11 +289,11 @@ def moe_table():
 
 
 def main():
-    os.makedirs("build/bench", exist_ok=True)
+    os.makedirs(OUT, exist_ok=True)
     if not os.path.exists(M15):
         subprocess.run([BIN, "make-model", "--dim", "288", "--hidden", "768", "--layers", "6",
-                        "--heads", "6", "--vocab", "32000", "--seq-len", "256", "--seed", "42",
-                        "--out", M15], check=True, capture_output=True)
+                        "--heads", "6", "--vocab", "32000", "--seq-len", str(WINDOW), "--seed", "42",
+                        "--out", M15], check=True, capture_output=True, timeout=LONG_TIMEOUT)
     models = {"15M": (M15, os.path.join(MODELS, "tokenizer.bin")),
               "stories260K": (os.path.join(MODELS, "stories260K.bin"), os.path.join(MODELS, "tok512.bin"))}
     rows = []
@@ -286,7 +312,7 @@ def main():
     model, tok = models["15M"]
     rss = [generate(model, tok, "--steps", "256")[3] for _ in range(RUNS)]
     info = json.loads(subprocess.run([BIN, "inspect", "--model", model, "--context", "256", "--json"],
-                                     capture_output=True, text=True, check=True).stdout)
+                                     capture_output=True, text=True, check=True, timeout=LONG_TIMEOUT).stdout)
     formula = (info["this_model"]["weight_bytes"] + info["this_model"]["kv_bytes_at_context"]) / 2**20
     rows.append({"what": "15M peak resident memory (weights + KV formula: %.1f MiB)" % formula,
                  "unit": "MiB", **stats(rss)})
@@ -303,10 +329,38 @@ def main():
     for r in rows:
         f = "%.2f" if r["unit"] == "x" else "%.1f"  # a ratio near its 1.5 target needs two places
         print(("| %s | " + " | ".join([f] * 3) + " | %s |") % (r["what"], r["median"], r["min"], r["max"], r["unit"]))
-    with open("build/bench/bench.json", "w", encoding="utf-8") as f:
+    with open(OUT + "/bench.json", "w", encoding="utf-8") as f:
         json.dump({"runs": RUNS, "trace_runs": TRACE_RUNS, "rows": rows, "in_process": ceilings}, f,
                   indent=1)
-    return 0
+    return smoke_check(rows, ceilings) if SMOKE else 0
+
+
+def smoke_check(rows, ceilings):
+    """--smoke: every figure finite and not negative, every speed positive,
+    every bitwise comparison true; 1 otherwise, naming the figure."""
+    bad = []
+
+    def walk(where, v):
+        if isinstance(v, dict):
+            for k, x in v.items():
+                walk("%s.%s" % (where, k), x)
+        elif isinstance(v, (list, tuple)):
+            for i, x in enumerate(v):
+                walk("%s[%d]" % (where, i), x)
+        elif isinstance(v, bool):
+            if where.endswith(".bitwise") and not v:
+                bad.append(where + " is false")
+        elif isinstance(v, (int, float)):
+            if not math.isfinite(v) or v < 0 or (v == 0 and where.endswith("tok_s")):
+                bad.append("%s = %r" % (where, v))
+
+    walk("rows", rows)
+    walk("in_process", ceilings)
+    for b in bad:
+        print("FAIL  bench smoke: " + b)
+    print("ok    bench smoke: every stage ran, %d figures' rows finite and positive" % len(rows)
+          if not bad else "bench smoke: %d bad figures" % len(bad))
+    return 1 if bad else 0
 
 
 if __name__ == "__main__":

@@ -23,7 +23,7 @@ import subprocess
 import sys
 import tempfile
 
-from check_util import Checks, run_stepwise
+from check_util import Checks, run_stepwise, LONG_TIMEOUT
 
 BIN = os.path.abspath(sys.argv[1] if len(sys.argv) > 1 else "build/stepwise")
 FORWARD = os.path.join(os.path.dirname(BIN), "bench", "forward")
@@ -81,7 +81,8 @@ def main():
                 for threads in (1, 2):
                     args = [FORWARD, path, "--threads", str(threads), "--prompt", str(PROMPT), "--decode",
                             str(DECODE), "--runs", "3"] + (["--int8"] if int8 else [])
-                    r = json.loads(subprocess.run(args, capture_output=True, text=True, check=True).stdout)
+                    r = json.loads(subprocess.run(args, capture_output=True, text=True, check=True,
+                                                  timeout=LONG_TIMEOUT).stdout)
                     what = f"{name}, {'int8' if int8 else 'float32'}, {threads} thread(s)"
                     counted, read = step_bytes(cfg, int8, False)[0], step_bytes(cfg, int8, True)[1]
                     check(r["decode_step_bytes"] == counted and r["read_bytes"] == read,

@@ -20,6 +20,7 @@ import json
 import os
 import subprocess
 import sys
+from check_util import LONG_TIMEOUT
 
 BIN = "build/stepwise"
 PRESET = sys.argv[1] if len(sys.argv) > 1 else "qwen3-0.6b"
@@ -32,10 +33,10 @@ def main():
         os.makedirs("build/scale", exist_ok=True)
         print(f"making {MODEL} (once)...", flush=True)
         subprocess.run([BIN, "make-model", "--preset", PRESET, "--seq-len", "512", "--dtype", "bf16",
-                        "--out", MODEL], check=True)
+                        "--out", MODEL], check=True, timeout=LONG_TIMEOUT)
     cores = os.cpu_count() or 1
     out = subprocess.run(["build/bench/bandwidth", str(cores)], capture_output=True, text=True,
-                         check=True).stdout
+                         check=True, timeout=LONG_TIMEOUT).stdout
     print(out.rstrip())
     one_core = all_cores = None
     for line in out.splitlines():
@@ -50,7 +51,7 @@ def main():
     for threads, bw in ((1, one_core), (cores, all_cores)):
         r = json.loads(subprocess.run(["build/bench/forward", MODEL, "--threads", str(threads), "--prompt", "64",
                                        "--decode", "32", "--runs", "3"],
-                                      capture_output=True, text=True, check=True).stdout)
+                                      capture_output=True, text=True, check=True, timeout=LONG_TIMEOUT).stdout)
         r["bandwidth"] = bw
         r["achieved"] = r["decode_step_bytes"] * r["decode_tok_s"]
         r["reread"] = r["read_bytes"] / r["read_seconds"]

@@ -1,6 +1,26 @@
 """What the Python checks share: ok/FAIL lines with a count of failures,
-and running the stepwise binary with the exit status a case expects."""
+and running the stepwise binary with the exit status a case expects.
+
+Every run here has a timeout (run() below): a program that hangs fails
+its check with a message, it does not hold `make test` forever."""
 import subprocess
+
+# Seconds a run may take unless its check says otherwise: the slowest runs
+# of the checks (a 1B model's passes) take about a minute; a hang is caught.
+TIMEOUT = 600
+# A measurement's runs (the benchmarks, a test area's whole row): minutes
+# each on a 1B model, never an hour.
+LONG_TIMEOUT = 3600
+
+
+def run(args, timeout=TIMEOUT, **kwargs):
+    """subprocess.run(args, **kwargs) under a timeout: a run that outlives
+    it exits the check with a message naming the command (a hang is a
+    failure, not a wait)."""
+    try:
+        return subprocess.run(args, timeout=timeout, **kwargs)
+    except subprocess.TimeoutExpired:
+        raise SystemExit(f"{' '.join(map(str, args))}: no exit within {timeout} s (a hang)") from None
 
 
 class Checks:
@@ -24,11 +44,12 @@ class Checks:
         return 1 if self.failures else 0
 
 
-def run_stepwise(binary, *args, expect=(0,), env=None):
+def run_stepwise(binary, *args, expect=(0,), env=None, timeout=TIMEOUT):
     """Run binary ARGS...; its CompletedProcess (text), or exit the check
-    with its stderr when the status is not one of expect."""
-    r = subprocess.run([binary] + list(args), capture_output=True, text=True, encoding="utf-8",
-                       env=env)
+    with its stderr when the status is not one of expect, or with a message
+    when it has not exited within timeout seconds."""
+    r = run([binary] + list(args), capture_output=True, text=True, encoding="utf-8", env=env,
+            timeout=timeout)
     if r.returncode not in expect:
         raise SystemExit(f"{' '.join(args)}: exit {r.returncode}, want {expect}\n{r.stderr}")
     return r
@@ -82,7 +103,7 @@ def diff_names(binary, ref, cand, engine):
     """`stepwise diff REF CAND --names ENGINE --json` as a dict ({"error":
     stderr} when it printed no report)."""
     import json
-    r = subprocess.run([binary, "diff", ref, cand, "--names", engine, "--json"], capture_output=True,
+    r = run([binary, "diff", ref, cand, "--names", engine, "--json"], capture_output=True,
                        text=True)
     return json.loads(r.stdout) if r.stdout else {"error": r.stderr}
 
@@ -120,8 +141,8 @@ def check_refused_configs(check, binary, tmp, base, tensors, cases):
         folder = os.path.join(tmp, "bad")
         hf_reference.write_model_dir(folder, dict(base, **change), tensors, "F32")
         out = os.path.join(tmp, "refused.jsonl")
-        r = subprocess.run([binary, "score", "--model", folder, "--tokens", "1,2", "--top-n", "0", "--out", out],
-                           capture_output=True, text=True)
+        r = run([binary, "score", "--model", folder, "--tokens", "1,2", "--top-n", "0", "--out", out],
+                capture_output=True, text=True)
         line = r.stderr.strip()
         check(r.returncode == 2 and words in line and len(line.splitlines()) == 1 and not os.path.exists(out),
               f"config.json with {what}: refused ({line})")

@@ -20,7 +20,7 @@ import sys
 import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from check_util import Checks  # noqa: E402
+from check_util import Checks, TIMEOUT  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 CLI = os.path.join(HERE, "..", "ref", "cli")
@@ -84,13 +84,13 @@ def declared(source, shared):
 
 def main():
     shared = macros()
-    listed_commands = subprocess.run([BIN, "--help"], capture_output=True, text=True).stdout
+    listed_commands = subprocess.run([BIN, "--help"], capture_output=True, text=True, timeout=TIMEOUT).stdout
     block = listed_commands.split("commands:\n")[1].split("\n\n")[0]
     commands = re.findall(r"^  ([a-z][a-z-]+) ", block, re.M)
     check = Checks()
     for command in commands:
         source = os.path.join(CLI, command.replace("-", "_") + ".c")
-        text = subprocess.run([BIN, command, "--help"], capture_output=True, text=True).stdout
+        text = subprocess.run([BIN, command, "--help"], capture_output=True, text=True, timeout=TIMEOUT).stdout
         listed = set()
         options_part = text.split("\n\n", 1)[1] if "\n\n" in text else text  # past the usage lines
         for line in options_part.splitlines():  # an option line: the names before its text

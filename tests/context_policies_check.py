@@ -41,7 +41,7 @@ import subprocess
 import sys
 import tempfile
 
-from check_util import Checks, run_stepwise, stories260k, tok512_encoder
+from check_util import Checks, run_stepwise, stories260k, tok512_encoder, TIMEOUT
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 BIN = os.path.abspath(sys.argv[1] if len(sys.argv) > 1 else "build/stepwise")
@@ -243,7 +243,7 @@ def main():
         check_summarize_defaults(check, m, tmp)
         check_hf(check, tmp)
         r = subprocess.run(["/usr/bin/python3", os.path.join(HERE, "validate_traces.py"), *traces],
-                           capture_output=True, text=True)
+                           capture_output=True, text=True, timeout=TIMEOUT)
         check(r.returncode == 0, f"the traces validate: {r.stdout.strip().splitlines()[-1]}")
         codes = [run_stepwise(BIN, "trace", "validate", t, expect=(0, 1, 2)).returncode
                  for t in traces]

@@ -31,7 +31,7 @@ import tempfile
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from check_util import Checks, run_stepwise  # noqa: E402
+from check_util import Checks, run_stepwise, TIMEOUT  # noqa: E402
 from gguf_read import read_gguf  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -307,7 +307,8 @@ def max_rss_kib(*args):
     Python whose only child it is: RUSAGE_CHILDREN is then that child's)."""
     code = ("import resource, subprocess, sys; r = subprocess.run(sys.argv[1:], capture_output=True); "
             "print(r.returncode, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)")
-    out = subprocess.run([sys.executable, "-c", code, BIN, *args], capture_output=True, text=True).stdout.split()
+    out = subprocess.run([sys.executable, "-c", code, BIN, *args], capture_output=True, text=True,
+                         timeout=TIMEOUT).stdout.split()
     return int(out[0]), int(out[1])
 
 

@@ -315,6 +315,47 @@ def check_reference(tmp):
     return folders
 
 
+def yarn_range(cfg):
+    """yarn_find_correction_range's (low, high) before and after its clamps
+    to [0, rope - 1], by DeepSeek-V2's formula: the pair index at which a
+    wavelength fits the original context b times."""
+    s, dim, base = cfg["rope_scaling"], cfg["qk_rope_head_dim"], cfg["rope_theta"]
+    corr = lambda b: dim * math.log(s["original_max_position_embeddings"] / (b * 2 * math.pi)) / (2 * math.log(base))
+    low, high = math.floor(corr(s["beta_fast"])), math.ceil(corr(s["beta_slow"]))
+    return (low, high), (max(low, 0), min(high, dim - 1))
+
+
+def check_yarn_range(tmp):
+    """YaRN's correction range away from and at its clamps (issue 67): the
+    cases above have an original context of 8, which clamps the range's
+    low end at 0 and leaves the high end far from rope - 1. Here (experts
+    off, float32, YaRN factor 4): an original context of 4096 with a rope
+    of 8 (low 1 and high 3, neither clamped, pair 2 half kept: floor and
+    ceil each decide a pair); one of 200 with theta 10 and a rope of 4
+    (beta_fast's index just below 0, beta_slow's just above 3: both clamped,
+    at 0 and rope - 1 = 3); and one of 6 (< 2 pi: both ends at 0, the range
+    empty, widened by 0.001 as DeepSeek's code does)."""
+    cases = [("an original context of 4096, rope 8: low 1 and high 3, not clamped",
+              dict(rope=8, rope_theta=10000.0, orig=4096), (1, 3), (1, 3)),
+             ("an original context of 200, theta 10, rope 4: low -1 and high 4, clamped to 0 and 3",
+              dict(rope=4, rope_theta=10.0, orig=200), (-1, 4), (0, 3)),
+             ("an original context of 6, rope 4: low -1 and high 0, both 0 once clamped: the range widened by 0.001",
+              dict(rope=4, rope_theta=10000.0, orig=6), (-1, 0), (0, 0))]
+    for i, (what, c, raw, clamped) in enumerate(cases):
+        scaling = dict(YARN, original_max_position_embeddings=c["orig"])
+        cfg = config(q_rank=None, rope=c["rope"], experts=0, rope_theta=c["rope_theta"], rope_scaling=scaling)
+        check(yarn_range(cfg) == (raw, clamped), f"YaRN, {what}: the case is as meant, {yarn_range(cfg)}")
+        folder = os.path.join(tmp, f"yarn{i}")
+        stored = hf_reference.write_model_dir(folder, cfg, random_tensors(cfg, 450 + i), "F32")
+        got = engine_routes(folder, TOKENS)[0]
+        err = np.abs(got - reference(cfg, stored, TOKENS)).max()
+        off = dict(cfg, rope_scaling=dict(scaling, _off=True))
+        away = np.abs(got - reference(off, stored, TOKENS)).max()
+        check(err <= TOLERANCE and away > 1e-3,
+              f"YaRN, {what}: engine within {TOLERANCE:g} of the float64 reference (max |dlogit| {err:.2e}; "
+              f"without YaRN {away:.2e} away)")
+
+
 def check_absorbed(folders):
     for folder, cfg, stored in folders:
         rebuilt = engine_routes(folder, TOKENS)
@@ -464,6 +505,35 @@ def check_convert(folders, tmp):
                      os.path.join(tmp, "b.jsonl"), expect=(2,))
     check("blk.1.attn_kv_b.weight is missing" in r.stderr,
           "a split file missing one layer's attn_v_b is refused, naming the tensor it then needs")
+    # issue 67: a layer holding kv_b in both forms (the legacy attn_kv_b, negated so that it
+    # disagrees, beside attn_k_b and attn_v_b) ran on the stray attn_kv_b: refused by name
+    both = os.path.join(tmp, "ds-both.gguf")
+    gguf_split_mla.split(gguf, both, keep_kv_b=True)
+    r = run_stepwise(BIN, "score", "--model", both, "--tokens", "1,2", "--top-n", "0", "--out",
+                     os.path.join(tmp, "b.jsonl"), expect=(2,))
+    check("blk.0 holds kv_b twice" in r.stderr and len(r.stderr.splitlines()) == 1,
+          "a layer holding attn_kv_b beside the split attn_k_b and attn_v_b is refused in one line, by name")
+    # DeepSeek-V3's files: sigmoid gating (refused: issue 70's) and exp_probs_b, the expert score
+    # correction bias, which no part of deepseek2 reads (warned about; the routing is the file's
+    # without it)
+    from gguf_write import kv_u32
+    sigmoid = os.path.join(tmp, "ds-sigmoid.gguf")
+    gguf_split_mla.split(gguf, sigmoid, mla=False, extra_kvs=[kv_u32("deepseek2.expert_gating_func", 2)])
+    r = run_stepwise(BIN, "score", "--model", sigmoid, "--tokens", "1,2", "--top-n", "0", "--out",
+                     os.path.join(tmp, "b.jsonl"), expect=(2,))
+    check("deepseek2.expert_gating_func 2 (sigmoid) is not implemented" in r.stderr,
+          "a deepseek2 GGUF gating by sigmoid (DeepSeek-V3's expert_gating_func 2) is refused by name")
+    E = cfg["n_routed_experts"]
+    biased = os.path.join(tmp, "ds-bias.gguf")
+    gguf_split_mla.split(gguf, biased, mla=False, extra_tensors=[
+        ("blk.1.exp_probs_b.bias", [E], 0, np.full(E, 5, np.float32).tobytes())])
+    r = run_stepwise(BIN, "score", "--model", biased, "--tokens", "1,2", "--top-n", "0", "--out",
+                     os.path.join(tmp, "b.jsonl"))
+    e = engine_routes(biased, TOKENS)
+    check("1 tensor is not used by the architecture (blk.1.exp_probs_b.bias)" in r.stderr
+          and np.array_equal(a[0], e[0]) and a[1] == e[1],
+          "a deepseek2 GGUF holding exp_probs_b (DeepSeek-V3's score correction, not read) is warned about "
+          "by name; logits and routing are the file's without it")
     bad = os.path.join(tmp, "grouped")  # group_limited_greedy without its groups: refused by name
     os.makedirs(bad)
     json.dump(dict(cfg, topk_method="group_limited_greedy"), open(os.path.join(bad, "config.json"), "w"))
@@ -480,14 +550,22 @@ def check_convert(folders, tmp):
 
 
 def check_work(tmp):
-    """A decode step's work event, against closed forms written here: the
-    weight bytes it reads are every tensor of model.safetensors (from its
-    header) but the embedding's other rows and the experts no token chose
-    (E - k a MoE layer); its multiply-adds are the linears a token runs
-    through plus, per layer, the rebuilt form's kv_b over the P positions
-    seen (P x kv_lora_rank x H x (nope + v)) and the attention over them
-    (P x H x (head_dim + v)): the cache of latents costs compute that grows
-    with the context, where MHA's cache costs only its reads."""
+    """Every pass's work event, prefill and decode, in both forms of MLA,
+    against closed forms written here. The weight bytes a decode step reads
+    are every tensor of model.safetensors (from its header) but the
+    embedding's other rows and the experts no token chose (E - k a MoE
+    layer). The multiply-adds are the linears a token runs through (the
+    classifier once a pass: generate's logits are the last position's) plus,
+    per layer, for a query that sees P positions: in the rebuilt form kv_b
+    over every latent seen (once a pass: P x kv_lora_rank x H x (nope + v))
+    and the attention over them (P x H x (head_dim + v)); in the absorbed
+    form (issue 67: counted for no form but the default before) W_uk's
+    transpose into the query and W_uv out of it (H x (nope + v) x rank) and
+    the scores over the latents and the rotary keys and the sum of latents
+    (P x H x (2 rank + rope)). Either way the cache of latents costs
+    compute that grows with the context, where MHA's costs only its reads:
+    each query reads every row it sees once for all heads, (rank + rope)
+    float32 values a layer, and each token writes one."""
     folder = os.path.join(tmp, "work")
     d, L, H, V, hd, rope, rank, E, k, eh, S, hidden = 32, 3, 4, 13, 12, 4, 16, 4, 2, 8, 2, 48
     run_stepwise(BIN, "make-model", "--format", "hf", "--arch", "deepseek2", "--dim", str(d), "--hidden", str(hidden),
@@ -502,20 +580,32 @@ def check_work(tmp):
     want_bytes = sum(size.values()) - size["model.embed_tokens.weight"] + d * 4 - idle
     nope, v = hd - rope, hd - rope  # make-model's v_head_dim: the unturned part
     token = (H * hd * d + (rank + rope) * d + d * H * v) * L + 3 * hidden * d + (L - 1) * (
-        E * d + (k + S) * 3 * eh * d) + V * d
-    with tempfile.TemporaryDirectory() as t:
-        out = os.path.join(t, "w.jsonl")
-        run_stepwise(BIN, "generate", "--model", folder, "--tokenizer", TINY, "--prompt", "the cat", "--steps",
-                     "4", "--temperature", "1", "--seed", "3", "--trace-level", "tokens", "--reproducible",
-                     "--quiet", "--trace", out)
-        work = [json.loads(line) for line in open(out)]
-    decode = [(e["pos"], e["weight_bytes"], e["macs"]) for e in work
-              if e.get("event") == "work" and e["phase"] == "decode"]
-    want = [(p, want_bytes, token + L * ((p + 1) * rank * H * (nope + v) + (p + 1) * H * (hd + v)))
-            for p, _, _ in decode]
-    check(len(decode) >= 2 and decode == want,
-          f"decode steps' work: {decode[:2]}..., the closed forms {want[:2]}... (bytes from model.safetensors' "
-          f"header; multiply-adds growing by {L * (rank * H * (nope + v) + H * (hd + v))} a position)")
+        E * d + (k + S) * 3 * eh * d)
+    row = (rank + rope) * 4  # a position's cache row in a layer: its latent and rotary key, float32
+
+    def attention(form, pos0, T):
+        seen = range(pos0 + 1, pos0 + T + 1)
+        if form == "rebuilt":
+            return L * (sum(P * H * (hd + v) for P in seen) + (pos0 + T) * rank * H * (nope + v))
+        return L * sum(H * ((nope + v) * rank + P * (2 * rank + rope)) for P in seen)
+
+    for form in ("rebuilt", "absorbed"):
+        with tempfile.TemporaryDirectory() as t:
+            out = os.path.join(t, "w.jsonl")
+            run_stepwise(BIN, "generate", "--model", folder, "--tokenizer", TINY, "--prompt", "the cat", "--steps",
+                         "4", "--temperature", "1", "--seed", "3", "--trace-level", "tokens", "--reproducible",
+                         "--quiet", "--mla", form, "--trace", out)
+            work = [e for e in map(json.loads, open(out)) if e.get("event") == "work"]
+        got = [(e["phase"], e["pos"], e["n_tokens"], e["macs"], e["kv_bytes_read"], e["kv_bytes_written"])
+               for e in work]
+        want = [(ph, p, T, token * T + V * d + attention(form, p, T), L * row * sum(range(p + 1, p + T + 1)),
+                 L * row * T) for ph, p, T, _, _, _ in got]
+        decode = [e["weight_bytes"] for e in work if e["phase"] == "decode"]
+        check(len(got) >= 3 and got[0][0] == "prefill" and got == want
+              and decode and all(b == want_bytes for b in decode),
+              f"--mla {form}: every pass's work (phase, pos, tokens, multiply-adds, cache bytes read, written) "
+              f"{got[:2]}..., the closed forms {want[:2]}...; each decode step reads {want_bytes} weight bytes "
+              "(model.safetensors' header)")
 
 
 def check_make_model(tmp):
@@ -558,6 +648,7 @@ def main():
         check_int8(*folders[0])
         check_convert(folders, tmp)
         check_work(tmp)
+        check_yarn_range(tmp)
         check_make_model(tmp)
     return check.summary("deepseek2 check")
 

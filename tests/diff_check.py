@@ -36,7 +36,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(HERE), "trace"))
 from candidate import write_logits  # noqa: E402
 
 sys.path.insert(0, HERE)
-from check_util import Checks, run_stepwise  # noqa: E402
+from check_util import Checks, run_stepwise, TIMEOUT  # noqa: E402
 
 ROOT = os.path.dirname(HERE)
 MODELS = os.path.abspath(os.path.join(ROOT, os.environ.get("STEPWISE_MODELS", "../shared/models")))
@@ -182,7 +182,7 @@ def check_engines(tmp):
         cand = os.path.join(tmp, f"numpy-{kv}.jsonl")
         extra = ["--kv", "f16"] if kv == "f16" else []
         subprocess.run(["/usr/bin/python3", os.path.join(HERE, "numpy_engine.py"), gguf, ids, cand]
-                       + extra, check=True, capture_output=True)
+                       + extra, check=True, capture_output=True, timeout=TIMEOUT)
         for preset in ("fp32", "f16-kv", "fp32-elementwise"):
             results[kv, preset] = diff(ref, cand, "--preset", preset)
     worst = lambda d: max(c["relative"] for row in d["layers"] for k, c in row.items() if k != "layer")

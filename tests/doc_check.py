@@ -29,6 +29,16 @@ beside the page (docs/runs/), which is the run's own output.
 Every relative link must lead to a file, and every function a page's
 "> **Code:**" line names must be defined in the file it links.
 
+A page must not print its prose twice: three consecutive prose lines (not
+in a fenced block, a table or an HTML comment) that appear again further
+down the page fail, as a paragraph pasted twice does. And a page must not
+make a claim about the code that the code contradicts, where a pattern can
+tell: "no intrinsics", "without intrinsics", "intrinsics are outside ...
+plain C" fail while ref/ or trace/ includes an intrinsics header or calls
+an _mm or __builtin_ia32 function, and "no assembly" while they hold an
+asm statement, unless the sentence scopes the claim to the reference path
+(--kernels plain, the plain loops or kernels).
+
 Prints one line per block and "doc-check: N passed, N failed, N skipped";
 exits 1 on any failure.
 """
@@ -38,6 +48,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+from check_util import LONG_TIMEOUT
 
 FENCE = re.compile(r"^```(\S*)(.*)$")
 FIGURES = re.compile(r"<!-- figures: (.*?) -->\n(.*?)<!-- /figures -->", re.S)
@@ -135,6 +146,95 @@ def check_names(path):
     return found
 
 
+PROSE_WINDOW = 3  # lines: a repeat of fewer is a phrase, not a paragraph
+PROSE_MIN_CHARS = 60  # three short lines ("yes", "-") repeat without being prose
+
+
+def prose_lines(text):
+    """(line number, text) of every prose line of a page, whitespace
+    collapsed: not blank, not in a fenced block, not a table row, not in an
+    HTML comment (the figures markers)."""
+    fenced = comment = False
+    for number, line in enumerate(text.split("\n"), 1):
+        stripped = line.strip()
+        if stripped.startswith("```"):
+            fenced = not fenced
+            continue
+        if fenced:
+            continue
+        if comment or stripped.startswith("<!--"):
+            comment = "-->" not in stripped
+            if comment:
+                continue
+            stripped = stripped.split("-->", 1)[1].strip()  # prose may follow a marker
+        if not stripped or stripped.startswith("|"):
+            continue
+        yield number, " ".join(stripped.split())
+
+
+def check_repeats(path):
+    """Runs of PROSE_WINDOW consecutive prose lines that the page prints
+    again further down: a paragraph pasted twice. One problem per run."""
+    lines = list(prose_lines(open(path, encoding="utf-8").read()))
+    seen, found, last = {}, [], None
+    for k in range(len(lines) - PROSE_WINDOW + 1):
+        window = lines[k:k + PROSE_WINDOW]
+        if window[-1][0] - window[0][0] != PROSE_WINDOW - 1:
+            continue  # not consecutive in the page
+        key = "\n".join(t for _, t in window)
+        if len(key) < PROSE_MIN_CHARS:
+            continue
+        first = seen.setdefault(key, window[0][0])
+        if first != window[0][0] and first + PROSE_WINDOW <= window[0][0]:
+            if last is None or window[0][0] != last + 1:
+                found.append("lines %d to %d repeat lines %d to %d (prose printed twice): %.60s..."
+                             % (window[0][0], window[-1][0], first, first + PROSE_WINDOW - 1, window[0][1]))
+            last = window[0][0]
+    return found
+
+
+# Claims about the code, each with what in the code contradicts it.
+INTRINSICS_USE = re.compile(r"#include\s*<\w*intrin\.h>|#include\s*<arm_neon\.h>|\b_mm\d*_\w+\s*\(|"
+                            r"\b__builtin_ia32_\w+\s*\(")
+ASM_USE = re.compile(r"\b(?:__asm__|__asm|asm)\s*(?:volatile|__volatile__)?\s*\(")
+CLAIMS = (
+    (re.compile(r"\b(?:no|without|never uses?|does not use|do not use)\s+(?:any\s+)?(?:compiler\s+)?"
+                r"intrinsics\b|\bintrinsics\s+are\s+outside\b|\boutside\b[^.]{0,40}\bplain C\b", re.I),
+     INTRINSICS_USE, "intrinsics"),
+    (re.compile(r"\b(?:no|without|never uses?|does not use)\s+(?:any\s+)?(?:inline\s+)?assembly\b", re.I),
+     ASM_USE, "an asm statement"),
+)
+CLAIM_SCOPE = re.compile(r"--kernels plain|reference path|plain (?:loops|kernels)", re.I)
+
+
+def code_files(root):
+    """(path, text) of the program's C sources: ref/ and trace/."""
+    for d in ("ref", "trace"):
+        for dirpath, _, files in os.walk(os.path.join(root, d)):
+            for f in sorted(files):
+                if f.endswith((".c", ".h")):
+                    p = os.path.join(dirpath, f)
+                    yield p, open(p, encoding="utf-8", errors="replace").read()
+
+
+def check_claims(path, root):
+    """Sentences of the page's prose that claim something of the code that
+    the sources under root contradict (CLAIMS), unless the sentence scopes
+    the claim to the reference path."""
+    text = " ".join(t for _, t in prose_lines(open(path, encoding="utf-8").read()))
+    found = []
+    for sentence in re.split(r"(?<=[.!?:;])\s+", text):
+        for claim, use, what in CLAIMS:
+            m = claim.search(sentence)
+            if not m or CLAIM_SCOPE.search(sentence):
+                continue
+            where = sorted(os.path.relpath(p, root) for p, code in code_files(root) if use.search(code))
+            if where:
+                found.append('claims "%s", but %s use%s %s' % (m.group(0), ", ".join(where),
+                                                              "" if len(where) > 1 else "s", what))
+    return found
+
+
 def blocks(path):
     """(info, text, line) of every fenced block of a markdown file."""
     lines = open(path, encoding="utf-8").read().split("\n")
@@ -178,7 +278,8 @@ def check_figures(command, passage, work, env):
     done = _figure_runs.get(command)  # passages that quote one run share it
     if done is None:
         done = _figure_runs[command] = subprocess.run(["bash", "-e", "-o", "pipefail", "-c", command],
-                                                      capture_output=True, text=True, env=env, cwd=work)
+                                                      capture_output=True, text=True, env=env, cwd=work,
+                                                      timeout=LONG_TIMEOUT)
     if done.returncode != 0:
         return ["its command failed (exit %d): %s" % (done.returncode, done.stderr.strip()[:300])]
     printed = set(numbers(done.stdout))
@@ -218,7 +319,9 @@ def check_all(paths, work, env, figures_only):
     passed = failed = skipped = 0
     have_models = os.path.exists(os.path.join(env["STEPWISE_MODELS"], "stories260K.bin"))
     for path in paths:
-        for problem in check_links(path) + check_names(path):
+        # the sources a claim is held to: the checkout's (the self-test plants its own)
+        root = os.environ.get("DOC_CHECK_SOURCES", os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+        for problem in check_links(path) + check_names(path) + check_repeats(path) + check_claims(path, root):
             failed += 1
             print("FAIL  %s: %s" % (os.path.relpath(path), problem))
         for command, passage, line in figure_passages(path):
@@ -252,7 +355,7 @@ def check_all(paths, work, env, figures_only):
             if k + 1 < len(found) and found[k + 1][0] == "text expected":
                 expected = found[k + 1][1]
             done = subprocess.run(["bash", "-e", "-o", "pipefail", "-c", text],
-                                  capture_output=True, text=True, env=env, cwd=work)
+                                  capture_output=True, text=True, env=env, cwd=work, timeout=LONG_TIMEOUT)
             ok = done.returncode == 0 and (expected is None or trim(done.stdout) == trim(expected))
             if ok:
                 passed += 1
@@ -270,7 +373,9 @@ def check_all(paths, work, env, figures_only):
 
 def self_test():
     """doc-check itself: a marked passage whose bold figures the command
-    prints passes; the same passage with one figure planted wrong fails."""
+    prints passes; the same passage with one figure planted wrong fails. A
+    paragraph planted twice fails, and a false claim about the code
+    planted in prose fails, against a planted source tree."""
     good = ("<!-- figures: echo 'per token: 1280 bytes; int8: 480 bytes, 2.67x smaller' -->\n"
             "A token costs **1,280** bytes, or **480** in int8 (**2.67×** smaller).\n"
             "<!-- /figures -->\n")
@@ -286,12 +391,73 @@ def self_test():
             with open(page, "w", encoding="utf-8") as f:
                 f.write(text)
             got = subprocess.run([sys.executable, os.path.abspath(__file__), page], capture_output=True,
-                                 text=True)
+                                 text=True, timeout=LONG_TIMEOUT)
             results.append(got.returncode == want)
             print("%s  %s passage: doc-check exits %d (want %d)"
                   % ("ok  " if got.returncode == want else "FAIL", name, got.returncode, want))
+        results += self_test_prose(tmp)
     print("doc-check self-test: %s" % ("PASS" if all(results) else "FAILED"))
     return 0 if all(results) else 1
+
+
+def self_test_prose(tmp):
+    """The repeat and claim checks: each planted fault must fail, and the
+    near misses (a repeated command or table, a claim scoped to the
+    reference path, a claim the code does not contradict) must pass."""
+    paragraph = ("The decode reads every weight once a token, so it can go no\n"
+                 "faster than the memory delivers them: the ceiling is its own\n"
+                 "bytes re-read by the same threads, in the same process, and\n"
+                 "no decode can pass it: the fraction is at most 1.\n")
+    twice_in_figures = ("# P\n\n" + paragraph + "\n<!-- figures: echo 1 -->\nAs measured, **1** run, and\n"
+                        + paragraph.split("\n", 1)[1] + "<!-- /figures -->\n")
+    command = "```text\nbuild/stepwise generate --model m.bin --steps 8 --seed 42\na\nb\n```\n\n"
+    table = ("| a | b |\n|---|---|\n| the same row of a table, long enough to count |\n"
+             "| and another row of it, just as long as that |\n| and a third row, which makes three |\n\n")
+    pages = {
+        "once": "# P\n\n" + paragraph + "\nAnother paragraph.\n",
+        "twice": "# P\n\n" + paragraph + "\nAnother paragraph.\n\n" + paragraph,
+        "twice, the second in a figures passage": twice_in_figures,
+        "a command and a table twice": "# P\n\n" + (command + table) * 2,
+        "claim": "# P\n\nstepwise stays plain C: no intrinsics, and every logit is run.c's.\n",
+        "claim, outside plain C": "# P\n\nA dot-product instruction would help, but intrinsics are outside\n"
+                                  "stepwise's plain C.\n",
+        "claim, scoped": "# P\n\nThe reference path (`--kernels plain`) uses no intrinsics.\n",
+        "claim, asm": "# P\n\nIt is written without assembly.\n",
+    }
+    trees = {"with intrinsics": "#include <immintrin.h>\nvoid f(void) { _mm_pause(); }\n",
+             "with asm": "void f(void) { __asm__ volatile(\"nop\"); }\n",
+             "plain": "/* no intrinsics here */\nvoid f(void) { }\n"}
+    for tree, code in trees.items():
+        os.makedirs(os.path.join(tmp, tree, "ref"))
+        with open(os.path.join(tmp, tree, "ref", "k.c"), "w", encoding="utf-8") as f:
+            f.write(code)
+    cases = (("once", None, False), ("twice", None, True),
+             ("twice, the second in a figures passage", None, True), ("a command and a table twice", None, False),
+             ("claim", "with intrinsics", True), ("claim", "plain", False),
+             ("claim, outside plain C", "with intrinsics", True), ("claim, scoped", "with intrinsics", False),
+             ("claim, asm", "with asm", True), ("claim, asm", "with intrinsics", False))
+    results = []
+    for name, tree, want in cases:
+        page = os.path.join(tmp, name + ".md")
+        with open(page, "w", encoding="utf-8") as f:
+            f.write(pages[name])
+        found = check_repeats(page) if tree is None else check_claims(page, os.path.join(tmp, tree))
+        results.append(bool(found) == want)
+        print("%s  %s%s: %s (want %s)" % ("ok  " if results[-1] else "FAIL", name,
+                                          "" if tree is None else ", sources " + tree,
+                                          "; ".join(found) or "no problem", "a problem" if want else "none"))
+    # and the whole tool, on a page with a paragraph printed twice and on
+    # one with a false claim (against the planted sources, then the plain
+    # ones); a page with nothing to check exits 1 too, so count the failures
+    for name, tree, want in (("twice", "plain", 1), ("claim", "with intrinsics", 1), ("claim", "plain", 0)):
+        env = dict(os.environ, DOC_CHECK_SOURCES=os.path.join(tmp, tree))
+        got = subprocess.run([sys.executable, os.path.abspath(__file__), os.path.join(tmp, name + ".md")],
+                             capture_output=True, text=True, env=env, timeout=LONG_TIMEOUT)
+        failed = got.stdout.count("\nFAIL ") + got.stdout.startswith("FAIL ")
+        results.append(failed == want)
+        print("%s  doc-check on the page %s, sources %s: %d failed (want %d)"
+              % ("ok  " if failed == want else "FAIL", name, tree, failed, want))
+    return results
 
 
 if __name__ == "__main__":

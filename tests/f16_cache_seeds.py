@@ -33,7 +33,7 @@ import numpy as np
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(os.path.dirname(HERE), "trace"))
-from check_util import run_stepwise  # noqa: E402
+from check_util import run_stepwise, LONG_TIMEOUT  # noqa: E402
 from gguf_read import read_gguf  # noqa: E402
 import numpy_engine  # noqa: E402
 
@@ -107,7 +107,7 @@ def main():
             run_stepwise(binary, "convert", "--model", base + ".bin", "--tokenizer",
                          os.path.join(MODELS, "tokenizer.bin"), "--out", base + ".gguf")
             r = subprocess.run(["node", engine, npm, "candidates", base + ".gguf", ",".join(map(str, IDS)), texts,
-                                base + "-cand"], capture_output=True, text=True)
+                                base + "-cand"], capture_output=True, text=True, timeout=LONG_TIMEOUT)
             if r.returncode != 0:
                 raise SystemExit(f"llama_cpp_engine.mjs: exit {r.returncode}\n{r.stderr}")
             theirs = np.fromfile(base + "-cand-f16.f32", dtype="<f4").reshape(len(IDS), -1).astype(np.float64)

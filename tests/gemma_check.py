@@ -46,7 +46,7 @@ import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-from check_util import Checks, check_names_diff, check_refused_configs, run_stepwise, score_run  # noqa: E402
+from check_util import Checks, check_names_diff, check_refused_configs, run_stepwise, score_run, TIMEOUT  # noqa: E402
 import hf_reference  # noqa: E402
 
 BIN = os.path.abspath(sys.argv[1] if len(sys.argv) > 1 else "build/stepwise")
@@ -304,7 +304,7 @@ def check_engine_paths(gemma2, gemma3):
             vg = subprocess.run(["valgrind", "-q", "--error-exitcode=9", "--leak-check=full",
                                  "--errors-for-leak-kinds=definite,indirect", BIN, "generate", "--model", folder,
                                  "--tokenizer", tok512, "--prompt", "Once upon", "--steps", "10", "--quiet"],
-                                capture_output=True, text=True)
+                                capture_output=True, text=True, timeout=TIMEOUT)
             check(vg.returncode == 0, f"{arch}: that generate under valgrind: no invalid access, nothing lost"
                   + ("" if vg.returncode == 0 else ": " + vg.stderr.strip()[:300]))
 

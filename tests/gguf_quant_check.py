@@ -31,7 +31,7 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import gguf_write as w  # noqa: E402
-from check_util import Checks  # noqa: E402
+from check_util import Checks, TIMEOUT  # noqa: E402
 
 Q8_0, Q4_0, Q4_1 = 8, 2, 3
 Q4_K, Q5_K, Q6_K = 12, 13, 14
@@ -179,7 +179,7 @@ def weights_of(seed, d=64, h=96):
 def logits(stepwise, path, tmp, *extra, header=None):
     out = os.path.join(tmp, "score.jsonl")
     subprocess.run([stepwise, "score", "--model", path, "--text", "cat sat cats", "--top-n", "0",
-                    "--out", out, *extra], check=True, capture_output=True)
+                    "--out", out, *extra], check=True, capture_output=True, timeout=TIMEOUT)
     lines = open(out).read().splitlines()
     if header is not None:
         header.update(json.loads(lines[0]))
@@ -270,7 +270,7 @@ def main():
             same = got.shape == want.shape and got.shape[0] > 1 and np.array_equal(got, want)
             # inspect names each tensor's type and its bytes on disk and as float32
             r = subprocess.run([stepwise, "inspect", "--model", os.path.join(tmp, name + ".gguf"),
-                                "--json", "--no-hash"], capture_output=True, text=True, check=True)
+                                "--json", "--no-hash"], capture_output=True, text=True, check=True, timeout=TIMEOUT)
             listed = {t["name"]: t for t in json.loads(r.stdout)["gguf_tensors"]}
             for n, x in base.items():
                 t = listed[n]

@@ -9,7 +9,9 @@ first; for `llama` q's and k's rows permuted from Hugging Face's halves to
 interleaved pairs (the converter's permute), for `qwen2` and `qwen3` left in
 halves (llama.cpp runs those with NeoX-style RoPE). The logits stepwise
 gives at every position must be within 1e-4 of the reference's, computed
-from the Hugging Face-layout weights.
+from the Hugging Face-layout weights. check_modes: the keys that choose
+how llama.cpp runs a model are refused but for the value stepwise
+implements, and a tensor nothing reads is warned about.
 
 usage: gguf_reference.py STEPWISE
 """
@@ -27,6 +29,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import arch_reference  # noqa: E402
 import gguf_write as w  # noqa: E402
 import hf_reference as hf  # noqa: E402
+from check_util import TIMEOUT  # noqa: E402
 
 GGUF_F32, GGUF_F16 = 0, 1
 
@@ -138,7 +141,7 @@ def engine_logits(stepwise, path, out):
     or the error line."""
     r = subprocess.run([stepwise, "score", "--model", path, "--tokenizer", hf.TINY_TOKENIZER,
                         "--tokens", ",".join(map(str, hf.TOKENS)), "--top-n", "0", "--out", out],
-                       capture_output=True, text=True)
+                       capture_output=True, text=True, timeout=TIMEOUT)
     if r.returncode != 0:
         return r.stderr.strip()
     rows = {}
@@ -149,10 +152,65 @@ def engine_logits(stepwise, path, out):
     return np.array([rows[p] for p in range(len(hf.TOKENS))], dtype=np.float64)
 
 
+def check_modes(stepwise, tmp):
+    """The keys that choose how llama.cpp runs a model (gguf_fields.h):
+    the value stepwise implements runs as the file without the key, any
+    other is refused naming the key and value (issue 67: a sigmoid gating
+    ran as softmax); a tensor no part of the architecture reads is warned
+    about, the logits unchanged. On tests/gguf_write.py's tiny llama.
+    Returns the number of failures."""
+    import gguf_split_mla
+
+    def run(data, name):
+        path, out = os.path.join(tmp, name + ".gguf"), os.path.join(tmp, name + ".jsonl")
+        open(path, "wb").write(data)
+        r = subprocess.run([stepwise, "score", "--model", path, "--tokens", "1,3,4,5", "--top-n", "0",
+                            "--out", out], capture_output=True, text=True, timeout=TIMEOUT)
+        logits = [line for line in open(out) if line.startswith('{"event":"logits"')] if r.returncode == 0 else None
+        return r, logits
+
+    def with_kv(kv):
+        return w.tiny_gguf("llama", w.llama_tokenizer_kvs() + [kv])
+    plain_result, plain = run(w.tiny_gguf("llama"), "plain")
+    failed = 0
+
+    def say(ok, what):
+        print("%s  %s" % ("ok  " if ok else "FAIL", what))
+        return 0 if ok else 1
+    for v, name in ((0, "none (llama.cpp reads it as softmax)"), (1, "softmax")):
+        r, logits = run(with_kv(w.kv_u32("llama.expert_gating_func", v)), "gating%d" % v)
+        failed += say(plain is not None and logits == plain and "warning" not in r.stderr,
+                      "expert_gating_func %d, %s: the logits of the file without the key" % (v, name))
+    r, logits = run(with_kv(w.kv_u32("llama.expert_group_count", 1)), "groups1")
+    failed += say(plain is not None and logits == plain,
+                  "expert_group_count 1 (one group, no limit): the logits of the file without the key")
+    for kv, words in ((w.kv_u32("llama.expert_gating_func", 2), "llama.expert_gating_func 2 (sigmoid) is not"),
+                      (w.kv_u32("llama.expert_gating_func", 3), "expert_gating_func 3 (softmax_weight) is not"),
+                      (w.kv_u32("llama.expert_gating_func", 4), "expert_gating_func 4 is not a gating function"),
+                      (w.kv_u32("llama.expert_group_count", 2), "llama.expert_group_count 2: llama.cpp's"),
+                      (w.kv_u32("llama.pooling_type", 3), "llama.pooling_type 3: a pooled"),
+                      (w.gguf_string("llama.attention.causal") + struct.pack("<IB", 7, 0),
+                       "llama.attention.causal false")):
+        r, _ = run(with_kv(kv), "refused")
+        failed += say(r.returncode == 2 and words in r.stderr and len(r.stderr.splitlines()) == 1,
+                      "refused in one line naming the value: " + words)
+    plain_path, extra = os.path.join(tmp, "plain.gguf"), os.path.join(tmp, "extra.gguf")
+    gguf_split_mla.split(plain_path, extra, mla=False,
+                         extra_tensors=[("blk.0.exp_probs_b.bias", [4], GGUF_F32, struct.pack("<4f", 9, 9, 9, 9))])
+    r, logits = run(open(extra, "rb").read(), "extra")
+    failed += say("warning" not in plain_result.stderr and plain is not None and logits == plain and
+                  "stepwise: warning: " in r.stderr and "1 tensor is not used by the architecture "
+                  "(blk.0.exp_probs_b.bias)" in r.stderr,
+                  "a tensor nothing reads (exp_probs_b) is warned about by name; the logits are the file's "
+                  "without it; the file without it warns nothing")
+    return failed
+
+
 def main():
     stepwise = sys.argv[1]
     failed = 0
     with tempfile.TemporaryDirectory() as tmp:
+        failed += check_modes(stepwise, tmp)
         for i, (name, arch, overrides, dtype) in enumerate(CASES):
             cfg = dict(hf.BASE, **overrides)
             tensors = hf.hf_tensors(cfg, 31 + i)
@@ -179,7 +237,7 @@ def main():
                 note = "; without the scaling %.2g" % off
             failed += not ok
             print("%s  GGUF %s (max |engine - numpy| %.2g%s)" % ("ok  " if ok else "FAIL", name, err, note))
-    print("gguf architectures: %d passed, %d failed" % (len(CASES) - failed, failed))
+    print("gguf architectures and modes: %d failed" % failed)
     return 1 if failed else 0
 
 

@@ -11,6 +11,12 @@ tensor is copied as it is. llama.cpp runs the result (llama_cpp_check.py),
 so it, not this file, says whether the layout is right.
 
     /usr/bin/python3 tests/gguf_split_mla.py IN.gguf OUT.gguf
+
+split()'s other arguments write the hostile files tests/bad_inputs.py needs:
+a disagreeing attn_kv_b (the legacy one negated) kept beside the split
+form (keep_kv_b), no split at
+all (mla False), and entries or tensors added (extra_kvs: whole entries'
+bytes; extra_tensors: (name, ne, ggml type, bytes)).
 """
 import os
 import struct
@@ -29,7 +35,7 @@ def u32_entry(key, value):
     return gguf_string(key) + struct.pack("<II", 4, value)
 
 
-def split(src, dst):
+def split(src, dst, mla=True, keep_kv_b=False, extra_kvs=(), extra_tensors=()):
     data = open(src, "rb").read()
     r = Reader(data)
     assert data[:4] == b"GGUF" and struct.unpack_from("<I", data, 4)[0] == 3, "a GGUF v3 file"
@@ -51,20 +57,23 @@ def split(src, dst):
         dims = [r.take("<Q") for _ in range(r.take("<I"))]
         infos.append((name, dims, r.take("<I"), r.take("<Q")))
     start = (r.at + align - 1) // align * align
-    H = values["deepseek2.attention.head_count"]
-    rank = values["deepseek2.attention.kv_lora_rank"]
-    rope = values["deepseek2.rope.dimension_count"]
-    head, v = values["deepseek2.attention.key_length"], values["deepseek2.attention.value_length"]
-    nope = head - rope
+    if mla:  # any GGUF otherwise (a deepseek2 one here)
+        H = values["deepseek2.attention.head_count"]
+        rank = values["deepseek2.attention.kv_lora_rank"]
+        rope = values["deepseek2.rope.dimension_count"]
+        head, v = values["deepseek2.attention.key_length"], values["deepseek2.attention.value_length"]
+        nope = head - rope
     out_tensors = []  # (name, ne, type, bytes)
     for name, dims, qtype, offset in infos:
         count = int(np.prod(dims))
-        if not name.endswith("attn_kv_b.weight"):
+        if not mla or not name.endswith("attn_kv_b.weight"):
             size = {0: 4, 1: 2, 30: 2}.get(qtype)
             size = count * size if size else count // 32 * 34  # Q8_0's blocks
             out_tensors.append((name, dims, qtype, data[start + offset:start + offset + size]))
             continue
         kv_b = np.frombuffer(data, NUMPY[qtype], count, start + offset).reshape(H, nope + v, rank)
+        if keep_kv_b:
+            out_tensors.append((name, dims, qtype, (-kv_b).tobytes()))
         k_b = np.ascontiguousarray(kv_b[:, :nope, :].transpose(0, 2, 1))  # [H, rank, nope]
         v_b = np.ascontiguousarray(kv_b[:, nope:, :])  # [H, v, rank]
         layer = name[:-len("attn_kv_b.weight")]
@@ -74,10 +83,12 @@ def split(src, dst):
     # num_key_value_heads to 1)
     new = {"deepseek2.attention.head_count_kv": 1,
            "deepseek2.attention.key_length": rank + rope, "deepseek2.attention.value_length": rank,
-           "deepseek2.attention.key_length_mla": head, "deepseek2.attention.value_length_mla": v}
+           "deepseek2.attention.key_length_mla": head, "deepseek2.attention.value_length_mla": v} if mla else {}
     kv = [u32_entry(k, new[k]) if k in new else raw for k, raw in entries]
     kv += [u32_entry(k, new[k]) for k in ("deepseek2.attention.key_length_mla",
-                                           "deepseek2.attention.value_length_mla") if k not in values]
+                                           "deepseek2.attention.value_length_mla") if mla and k not in values]
+    kv += list(extra_kvs)
+    out_tensors += list(extra_tensors)
     body, info, at = b"", b"", 0
     for name, ne, qtype, raw in out_tensors:
         info += gguf_string(name) + struct.pack("<I", len(ne)) + b"".join(struct.pack("<Q", d) for d in ne)

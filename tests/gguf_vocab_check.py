@@ -18,7 +18,7 @@ import os
 import subprocess
 import sys
 
-from check_util import Checks
+from check_util import Checks, TIMEOUT
 
 SEPARATOR = "\n__ggml_vocab_test__\n"
 
@@ -48,7 +48,7 @@ def main():
         pairs = vectors(path)
         lines = "".join(json.dumps(text) + "\n" for text, _ in pairs)
         run = subprocess.run([binary, "tokenize", "--model", path, "--no-bos", "--texts", "-"],
-                             input=lines, capture_output=True, text=True)
+                             input=lines, capture_output=True, text=True, timeout=TIMEOUT)
         got = [json.loads(line)["ids"] for line in run.stdout.splitlines()]
         wrong = [(text, want, have) for (text, want), have in zip(pairs, got) if want != have]
         detail = "" if not wrong else "; first difference: %r -> %s, expected %s" % wrong[0]

@@ -30,6 +30,9 @@ import sys
 
 import numpy as np
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # loaded by path too (make_seeds.sh)
+from check_util import TIMEOUT  # noqa: E402
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 BIN = os.path.abspath(sys.argv[1] if len(sys.argv) > 1 else "build/stepwise")
@@ -250,7 +253,7 @@ def engine_logits(model_dir, tokens, tokenizer, name):
     out = os.path.join(TMP, name + ".jsonl")
     run = subprocess.run([BIN, "score", "--model", model_dir, "--tokenizer", tokenizer,
                           "--tokens", ",".join(map(str, tokens)), "--top-n", "0",
-                          "--reproducible", "--out", out], capture_output=True, text=True)
+                          "--reproducible", "--out", out], capture_output=True, text=True, timeout=TIMEOUT)
     if run.returncode != 0:
         raise RuntimeError(run.stderr.strip())
     rows = {}
@@ -332,7 +335,7 @@ def check_make_model():
                 "--out", path] + extra
         name = "make-model --format hf --arch %s --dtype %s --shards %d %s" % (
             arch, dtype, shards, " ".join(extra))
-        run = subprocess.run(args, capture_output=True, text=True)
+        run = subprocess.run(args, capture_output=True, text=True, timeout=TIMEOUT)
         if run.returncode != 0:
             print("FAIL  %s: %s" % (name, run.stderr.strip()))
             failed += 1
@@ -360,9 +363,9 @@ def check_same_as_checkpoint():
             os.unlink(os.path.join(folder, f))
         os.rmdir(folder)
     subprocess.run([BIN, "make-model", "--format", "hf", "--out", folder] + shape, check=True,
-                   capture_output=True)
+                   capture_output=True, timeout=TIMEOUT)
     subprocess.run([BIN, "make-model", "--out", checkpoint] + shape, check=True,
-                   capture_output=True)
+                   capture_output=True, timeout=TIMEOUT)
     a = engine_logits(folder, TOKENS, TINY_TOKENIZER, "same-hf")
     b = engine_logits(checkpoint, TOKENS, TINY_TOKENIZER, "same-bin")
     ok = np.array_equal(a, b)
@@ -454,7 +457,7 @@ def check_longrope_decode():
     trace = os.path.join(TMP, "longrope-decode.jsonl")
     run = subprocess.run([BIN, "generate", "--model", path, "--tokenizer", tok, "--prompt", "Once upon",
                           "--steps", "10", "--trace-level", "logits", "--reproducible", "--quiet",
-                          "--trace", trace], capture_output=True, text=True)
+                          "--trace", trace], capture_output=True, text=True, timeout=TIMEOUT)
     if run.returncode != 0:
         print("FAIL  longrope decode: generate failed: " + run.stderr.strip())
         return 1
@@ -481,7 +484,7 @@ def check_longrope_decode():
     vg = subprocess.run(["valgrind", "-q", "--error-exitcode=9", "--leak-check=full",
                          "--errors-for-leak-kinds=definite,indirect", BIN, "generate", "--model", path,
                          "--tokenizer", tok, "--prompt", "Once upon", "--steps", "10", "--quiet"],
-                        capture_output=True, text=True)
+                        capture_output=True, text=True, timeout=TIMEOUT)
     clean = vg.returncode == 0
     print("%s  longrope generate under valgrind: no invalid access, nothing lost%s" % (
         "ok  " if clean else "FAIL", "" if clean else ": " + vg.stderr.strip()[:300]))
@@ -534,7 +537,7 @@ def main():
         if (cfg.get("rope_scaling") or {}).get("rope_type") == "longrope":  # GGUF: the folder's bits
             gguf = path + ".gguf"
             run = subprocess.run([BIN, "convert", "--model", path, "--tokenizer", TINY_TOKENIZER, "--out", gguf],
-                                 capture_output=True, text=True)
+                                 capture_output=True, text=True, timeout=TIMEOUT)
             same = run.returncode == 0 and np.array_equal(
                 engine_logits(gguf, TOKENS, TINY_TOKENIZER, "case%d-gguf" % i), got)
             failed += not same

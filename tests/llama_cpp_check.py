@@ -52,7 +52,7 @@ import sys
 import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from check_util import Checks, run_stepwise  # noqa: E402
+from check_util import Checks, run_stepwise, TIMEOUT  # noqa: E402
 import gguf_split_mla  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -74,7 +74,7 @@ check = Checks()
 
 def engine(*args):
     """One run of the llama.cpp driver: its JSON line."""
-    r = subprocess.run(["node", ENGINE, ENGINE_NPM, *args], capture_output=True, text=True)
+    r = subprocess.run(["node", ENGINE, ENGINE_NPM, *args], capture_output=True, text=True, timeout=TIMEOUT)
     if r.returncode != 0:
         raise SystemExit(f"llama_cpp_engine.mjs {' '.join(args)}: exit {r.returncode}\n{r.stderr}")
     return json.loads(r.stdout.strip().splitlines()[-1])
@@ -277,7 +277,7 @@ def check_gpt2(tmp, texts, lines):
 
 def max_abs(reference, candidate):
     """stepwise diff's max |dlogit| between a score file and a candidate."""
-    r = subprocess.run([BIN, "diff", reference, candidate, "--json"], capture_output=True, text=True)
+    r = subprocess.run([BIN, "diff", reference, candidate, "--json"], capture_output=True, text=True, timeout=TIMEOUT)
     return json.loads(r.stdout)["max_abs"]["value"]
 
 

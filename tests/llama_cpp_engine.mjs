@@ -8,6 +8,11 @@
 //       (node-llama-cpp's own settings: an F16 cache, flash attention when it sees fit) and
 //       OUT-f16.f32 (an F16 cache, flash attention off), each with its .json sidecar; and the ids of each text of the JSON list TEXTS (model.tokenize:
 //       no BOS, special tokens as text)
+//   node tests/llama_cpp_engine.mjs NPM_DIR decode MODEL.gguf IDS N_PROMPT CACHE OUT
+//       with a CACHE (F16, BF16 or F32) KV cache, flash attention off: the first N_PROMPT ids of IDS
+//       in one controlledEvaluate call (a prefill), then each later id in a call of its own (a
+//       decode step against the cache), teacher-forced; the logits at every position as a
+//       stepwise-logits-f32 candidate, OUT and OUT.json
 //   node tests/llama_cpp_engine.mjs NPM_DIR time MODEL.gguf VOCAB PROMPT_TOKENS DECODE_TOKENS [CACHE [THREADS]]
 //       prefill of PROMPT_TOKENS ids ((1 + 7919 i) mod VOCAB), then DECODE_TOKENS greedy ones, on
 //       THREADS threads (default 1), warm (after one untimed prefill): tokens/s of each, and the
@@ -55,6 +60,26 @@ if (command === "candidates") {
   const texts = JSON.parse(fs.readFileSync(textsPath, "utf8"));
   console.log(JSON.stringify({...head, vocab: f32.vocab, flash_attention: dflt.flash,
                               ids: texts.map(t => Array.from(model.tokenize(t, false)))}));
+} else if (command === "decode") {
+  const [idsText, nPromptText, cache, out] = rest;
+  const ids = idsText.split(",").map(Number), nPrompt = Number(nPromptText);
+  if (!["F16", "BF16", "F32"].includes(cache)) throw new Error(`cache ${cache}: F16, BF16 or F32`);
+  if (!(nPrompt >= 1 && nPrompt <= ids.length)) throw new Error(`n_prompt ${nPromptText}: 1 to ${ids.length}`);
+  const ctx = await model.createContext({contextSize: 256, threads: 1, batchSize: 256, flashAttention: false,
+                                         experimentalKvCacheKeyType: cache, experimentalKvCacheValueType: cache});
+  const sequence = ctx.getSequence(), results = [];
+  const step = async part => results.push(...await sequence.controlledEvaluate(
+      part.map(t => [t, {generateNext: {logits: true}}])));
+  await step(ids.slice(0, nPrompt));
+  for (const t of ids.slice(nPrompt)) await step([t]);
+  const vocab = results[0].next.logits.size;
+  const rows = new Float32Array(ids.length * vocab).fill(NaN);
+  results.forEach((r, p) => { for (const [tok, v] of r.next.logits) rows[p * vocab + tok] = v; });
+  fs.writeFileSync(out, Buffer.from(rows.buffer));
+  fs.writeFileSync(out + ".json", JSON.stringify({format: "stepwise-logits-f32", vocab_size: vocab,
+      positions: ids.length, first_pos: 0, token_ids: ids, values: "logits"}) + "\n");
+  console.log(JSON.stringify({...head, cache, flash_attention: ctx.flashAttention, positions: ids.length}));
+  await ctx.dispose();
 } else if (command === "time") {
   const [vocab, nPrompt, nDecode] = rest.slice(0, 3).map(Number);
   const cache = rest[3] || "f32", threads = Number(rest[4] || 1);

@@ -19,7 +19,7 @@ import sys
 import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from check_util import Checks  # noqa: E402
+from check_util import Checks, TIMEOUT  # noqa: E402
 
 BIN = os.path.abspath(sys.argv[1] if len(sys.argv) > 1 else "build/stepwise")
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -41,7 +41,7 @@ def main():
         out = os.path.join(tmp, "big.bin")
         r = subprocess.run([BIN, "make-model", "--dim", "1024", "--hidden", "4096", "--layers", "8",
                             "--heads", "8", "--vocab", "32000", "--seq-len", "256", "--out", out],
-                           capture_output=True, text=True, preexec_fn=limited)
+                           capture_output=True, text=True, preexec_fn=limited, timeout=TIMEOUT)
         want = "the weights need %d bytes" % (PARAMS * 4)
         check(r.returncode == 2 and want in r.stderr and "can take" in r.stderr
               and r.stderr.count("\n") == 1 and not os.path.exists(out),
@@ -61,16 +61,18 @@ def q8_0_resident(check):
     with tempfile.TemporaryDirectory() as tmp:
         src, gguf = os.path.join(tmp, "mid.bin"), os.path.join(tmp, "mid.gguf")
         subprocess.run([BIN, "make-model", "--dim", "768", "--hidden", "2048", "--layers", "6", "--heads", "12",
-                        "--vocab", "32000", "--seq-len", "256", "--out", src], check=True, capture_output=True)
+                        "--vocab", "32000", "--seq-len", "256", "--out", src], check=True, capture_output=True,
+                       timeout=TIMEOUT)
         subprocess.run([BIN, "convert", "--model", src, "--tokenizer", os.path.join(MODELS, "tokenizer.bin"),
-                        "--type", "q8_0", "--out", gguf], check=True, capture_output=True)
+                        "--type", "q8_0", "--out", gguf], check=True, capture_output=True, timeout=TIMEOUT)
         os.remove(src)
         info = json.loads(subprocess.run([BIN, "inspect", "--model", gguf, "--context", "256", "--json"],
-                                         capture_output=True, text=True, check=True).stdout)
+                                         capture_output=True, text=True, check=True, timeout=TIMEOUT).stdout)
         kv, size = info["this_model"]["kv_bytes_at_context"], os.path.getsize(gguf)
         for kernels in ("fast", "plain"):
             r = subprocess.run([BIN, "generate", "--model", gguf, "--prompt", "Once", "--steps", "2",
-                                "--quant-activations", "int8", "--kernels", kernels], capture_output=True, text=True)
+                                "--quant-activations", "int8", "--kernels", kernels], capture_output=True, text=True,
+                               timeout=TIMEOUT)
             peak = re.search(r"peak RSS ([\d.]+) MiB", r.stderr + r.stdout)
             peak = float(peak.group(1)) * 2**20 if peak else float("inf")
             check(r.returncode == 0 and peak <= 1.1 * size + kv,
@@ -96,7 +98,7 @@ def compare_quant_sweep(check):
         def limit(kib=kib):
             resource.setrlimit(resource.RLIMIT_AS, (kib << 10, kib << 10))
         r = subprocess.run([BIN, "compare-quant", "--model", model, "--tokenizer", tok, "--text", text, "--json",
-                            "--threads", "1"], capture_output=True, text=True, preexec_fn=limit)
+                            "--threads", "1"], capture_output=True, text=True, preexec_fn=limit, timeout=TIMEOUT)
         err = r.stderr
         if r.returncode == 127 and "error while loading shared libraries" in err:
             continue  # the dynamic loader, before stepwise runs

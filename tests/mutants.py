@@ -38,6 +38,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 sys.path.insert(0, HERE)
 from mutants_list import EQUIVALENT, MUTANTS  # noqa: E402
+from check_util import TIMEOUT  # noqa: E402
 
 WORK = os.path.join(ROOT, "build", "mutants")
 TREE = os.path.join(WORK, "tree")
@@ -71,7 +72,7 @@ def copy_tree():
     """build/mutants/tree: the checkout's files as they are now, and the
     shared npm folders linked in."""
     files = subprocess.run(["git", "ls-files", "-co", "--exclude-standard", "-z"], cwd=ROOT,
-                           capture_output=True, check=True).stdout.decode().split("\0")
+                           capture_output=True, check=True, timeout=TIMEOUT).stdout.decode().split("\0")
     os.makedirs(TREE, exist_ok=True)
     for f in filter(None, files):
         src, dst = os.path.join(ROOT, f), os.path.join(TREE, f)
@@ -104,7 +105,8 @@ def run(cmd, log, timeout):
 
 
 def build(log):
-    return run(["make", "-j2", "build", "build/stepwise-tests"], log, 900) == 0
+    return run(["make", "-j2", "build", "build/stepwise-tests", "build/bench/forward", "build/bench/bandwidth",
+                "build/bench/ports"], log, 900) == 0
 
 
 def run_area(area, log):

@@ -16,11 +16,13 @@ unchanged.
 import json
 import os
 import pty
+import select
 import subprocess
 import sys
 import tempfile
+import time
 
-from check_util import Checks, stories260k
+from check_util import Checks, stories260k, TIMEOUT
 
 BIN = os.path.abspath(sys.argv[1] if len(sys.argv) > 1 else "build/stepwise")
 CLEAR = "\r\033[K"
@@ -34,7 +36,10 @@ def run_on_terminal(args, both=False):
                          stdin=subprocess.DEVNULL)
     os.close(slave)
     seen = b""
-    while True:
+    deadline = time.monotonic() + TIMEOUT  # a hang fails the check, never holds it
+    while time.monotonic() < deadline:
+        if not select.select([master], [], [], 1.0)[0]:
+            continue
         try:
             chunk = os.read(master, 65536)
         except OSError:  # EIO: the child closed its end
@@ -42,14 +47,16 @@ def run_on_terminal(args, both=False):
         if not chunk:
             break
         seen += chunk
+    else:
+        p.kill()
     out = b"" if both else p.stdout.read()
-    p.wait()
+    p.wait(timeout=TIMEOUT)
     os.close(master)
     return out, seen.decode("utf-8", "replace").replace("\r\n", "\n"), p.returncode
 
 
 def run_on_pipe(args):
-    r = subprocess.run([BIN, *args], capture_output=True)
+    r = subprocess.run([BIN, *args], capture_output=True, timeout=TIMEOUT)
     return r.stdout, r.stderr.decode("utf-8", "replace"), r.returncode
 
 

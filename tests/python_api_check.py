@@ -32,6 +32,7 @@ import os
 import subprocess
 import sys
 import tempfile
+import time
 
 import numpy as np
 
@@ -39,7 +40,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(ROOT, "python"))
-from check_util import Checks, models_dir, run_stepwise  # noqa: E402
+from check_util import Checks, models_dir, run_stepwise, TIMEOUT  # noqa: E402
 
 MODELS = models_dir()
 BIN = os.path.abspath(sys.argv[1] if len(sys.argv) > 1 else "build/stepwise")
@@ -267,6 +268,131 @@ def check_diff_options(stepwise, tmp):
           f"teacher_forced=True: other inputs are an error ({forced}); without it a fail at position 4")
 
 
+def check_diff_round_four(stepwise, tmp):
+    """Issue 67. A run diffed against itself passes in every form the package
+    produces, per-head hooks included (score()'s [T, heads, T] attn.scores
+    and attn.pattern, as a dict, as write_trace's file, as sw_diff_arrays'
+    tensors and as a reference dict), comparing what the reference holds:
+    layers x (T + 2 x heads x T) activations, counted from the shapes; a
+    hook given twice is refused by name in each form; a NaN or inf logit is
+    reported as such with its place; a candidate given as arrays is
+    compared from memory, no file written."""
+    import ctypes
+    model = os.path.join(MODELS, "stories260K.gguf")
+    hooks = "blocks.*.attn.scores,blocks.*.attn.pattern,blocks.*.mlp_out"
+    with stepwise.load(model) as m:
+        r = m.score(IDS, hooks=hooks)
+        L, H = m.shape["n_layers"], m.shape["n_heads"]
+    T = len(IDS)
+    ref = os.path.join(tmp, "r4-ref.jsonl")
+    run_stepwise(BIN, "score", "--model", model, "--tokens", ",".join(map(str, IDS)), "--top-n", "0",
+                 "--trace-level", "layers", "--trace-hooks", hooks, "--out", ref)
+    want = L * (T + 2 * H * T)
+    cand = {"logits": r.logits, "activations": r.activations}
+    written = os.path.join(tmp, "r4-cand.jsonl")
+    stepwise.write_trace(written, IDS, logits=r.logits, activations=r.activations)
+    cli = run_stepwise(BIN, "diff", ref, written, expect=(0, 1, 2))
+    fp = ctypes.POINTER(ctypes.c_float)
+
+    def c_arrays(tensors, names=None):
+        keep = [np.ascontiguousarray(v.reshape(T, -1), np.float32) for v in tensors.values()]
+        ts = (stepwise._DiffTensor * len(keep))(*[stepwise._DiffTensor(k.encode(), a.ctypes.data_as(fp), a.shape[1])
+                                                  for k, a in zip(tensors, keep)])
+        logits = np.ascontiguousarray(r.logits, np.float32)
+        opt = stepwise._DiffOptions(atol=-1.0, rtol=-1.0, names=names.encode() if names else None)
+        rep, err = stepwise._DiffReport(), stepwise._Error()
+        status = stepwise._lib.sw_diff_arrays(ref.encode(), logits.ctypes.data_as(fp), T, logits.shape[1],
+                                              (ctypes.c_int * T)(*IDS), ts, len(keep), ctypes.byref(opt),
+                                              ctypes.byref(rep), ctypes.byref(err))
+        return status, rep, err.message.decode()
+    sys.path.insert(0, os.path.join(ROOT, "trace"))
+    import candidate  # the writer docs/oracle.md gives engines outside the package
+    outside = os.path.join(tmp, "r4-candidate-py.jsonl")
+    candidate.write_trace(outside, IDS, logits=r.logits, activations=r.activations)
+    forms = {"a dict": stepwise.diff(ref, cand, token_ids=IDS),
+             "write_trace's file": stepwise.diff(ref, written),
+             "trace/candidate.py's file": stepwise.diff(ref, outside),
+             "a reference dict": stepwise.diff(cand, written, token_ids=IDS),
+             "two dicts": stepwise.diff(cand, cand, token_ids=IDS)}
+    status, c_rep, _ = c_arrays(r.activations)
+    seen = {k: (v.passed, v["activations"]) for k, v in forms.items()}
+    seen["sw_diff_arrays"] = (status == 0 and bool(c_rep.passed), c_rep.activations)
+    check(all(v == (True, want) for v in seen.values()) and cli.returncode == 0
+          and f"{want} activations" in cli.stdout,
+          f"a run diffed against itself passes in every form, per-head hooks compared head by head "
+          f"({want} = {L} x ({T} + 2 x {H} x {T}) activations): {seen}; the CLI on write_trace's file: exit "
+          f"{cli.returncode}")
+    nudged = {k: v.copy() for k, v in r.activations.items()}
+    nudged["blocks.1.attn.pattern"][6, 3, 2] += 0.01
+    bad = stepwise.diff(ref, {"logits": r.logits, "activations": nudged}, token_ids=IDS)
+    check(not bad.passed and (bad["first_hook"], bad["first_pos"]) == ("blocks.1.attn.pattern", 6)
+          and "blocks.1.attn.pattern, layer 1, pos 6, head 3" in bad.text,
+          f"a pattern nudged at pos 6, head 3 is found there: {bad.summary()}")
+    # a hook given twice, in every form: a dict mixing two naming schemes (either
+    # order), write_trace's file of it under --names, the C arrays
+    mlp = r.activations["blocks.0.mlp_out"]
+    mixed = [{"blocks.0.mlp_out": mlp, "ffn_out-0": mlp + 1}, {"ffn_out-0": mlp + 1, "blocks.0.mlp_out": mlp}]
+    messages = []
+    for acts in mixed:
+        try:
+            stepwise.diff(ref, {"logits": r.logits, "activations": acts}, token_ids=IDS, names="llama.cpp")
+            messages.append("no error")
+        except stepwise.StepwiseError as e:
+            messages.append(str(e))
+    twice = os.path.join(tmp, "r4-twice.jsonl")
+    stepwise.write_trace(twice, IDS, logits=r.logits, activations=mixed[0])
+    cli = run_stepwise(BIN, "diff", ref, twice, "--names", "llama.cpp", expect=(0, 1, 2))
+    try:
+        stepwise.diff(ref, twice, names="llama.cpp")
+        messages.append("no error")
+    except stepwise.StepwiseError as e:
+        messages.append(str(e))
+    status, _, c_message = c_arrays(mixed[1], "llama.cpp")
+    check(all("both blocks.0.mlp_out" in m for m in messages[:2]) and cli.returncode == 2
+          and cli.stderr.count("\n") == 1 and "blocks.0.mlp_out at pos 0 twice" in cli.stderr
+          and "blocks.0.mlp_out at pos 0 twice" in messages[2] and status == 2 and "both blocks.0.mlp_out" in c_message,
+          f"a hook given twice is refused in every form: {messages}; CLI exit {cli.returncode}: "
+          f"{cli.stderr.strip()}; sw_diff_arrays {status}: {c_message}")
+    # non-finite logits, reported as such where they are
+    nan, inf = r.logits.copy(), r.logits.copy()
+    nan[3, 7], nan[8, 0] = np.nan, nan[8, 0] + 50
+    inf[2, 9], inf[6, 11] = inf[2, 9] + 50, np.inf
+    got = [stepwise.diff(ref, x, token_ids=IDS) for x in (nan, inf)]
+    check(np.isnan(got[0]["max_abs_logit"]) and (got[0]["max_abs_pos"], got[0]["max_abs_token"]) == (3, 7)
+          and "max |dlogit|        nan at pos 3, token 7" in got[0].text
+          and np.isinf(got[1]["max_abs_logit"]) and (got[1]["max_abs_pos"], got[1]["max_abs_token"]) == (6, 11)
+          and "max |dlogit|        inf at pos 6, token 11" in got[1].text and not any(g.passed for g in got),
+          f"a NaN logit at (3, 7) is max |dlogit| {got[0]['max_abs_logit']} at ({got[0]['max_abs_pos']}, "
+          f"{got[0]['max_abs_token']}) though 50 follows it; an inf at (6, 11): {got[1]['max_abs_logit']} at "
+          f"({got[1]['max_abs_pos']}, {got[1]['max_abs_token']})")
+    # a candidate as arrays stays in memory: no writer is called ...
+    saved = stepwise.write_trace, stepwise.write_logits
+
+    def no_file(*args, **kwargs):
+        raise AssertionError("a candidate in memory was written to a file")
+    stepwise.write_trace = stepwise.write_logits = no_file
+    try:
+        in_memory = [stepwise.diff(ref, cand, token_ids=IDS).passed, stepwise.diff(ref, r.logits, token_ids=IDS).passed]
+    except AssertionError as e:
+        in_memory = [str(e)]
+    finally:
+        stepwise.write_trace, stepwise.write_logits = saved
+    # ... so [256, 32000] logits as a dict take about the array's time (a JSON
+    # trace of them took 14-16 s, the array 0.3 s); the margin is generous
+    big = np.random.default_rng(67).standard_normal((256, 32000)).astype(np.float32)
+    big_ref = os.path.join(tmp, "r4-big.f32")
+    stepwise.write_logits(big_ref, big)
+    ids = [1] * 256
+    t0 = time.perf_counter()
+    as_array = stepwise.diff(big_ref, big, token_ids=ids)
+    t1 = time.perf_counter()
+    as_dict = stepwise.diff(big_ref, {"logits": big}, token_ids=ids)
+    t2 = time.perf_counter()
+    check(in_memory == [True, True] and as_array.passed and as_dict.passed and t2 - t1 <= 2 * (t1 - t0) + 1.0,
+          f"a dict or array candidate is compared from memory (no writer called: {in_memory}); [256, 32000] "
+          f"logits as a dict {t2 - t1:.2f} s, as an array {t1 - t0:.2f} s")
+
+
 def expect_error(stepwise, what, fn, code, words):
     try:
         fn()
@@ -297,7 +423,8 @@ def check_exports():
     no engine function, no ifunc resolver of a fast kernel, to clash with a
     name of the engine under test."""
     lib = os.path.join(os.path.dirname(BIN), "libstepwise.so")
-    out = subprocess.run(["nm", "-D", "--defined-only", lib], capture_output=True, text=True, check=True).stdout
+    out = subprocess.run(["nm", "-D", "--defined-only", lib], capture_output=True, text=True, check=True,
+                         timeout=TIMEOUT).stdout
     names = [line.split()[-1] for line in out.splitlines() if line.strip()]
     other = [n for n in names if not n.startswith(("sw_", "stepwise_"))]
     check(len(names) > 20 and not other, f"libstepwise.so exports {len(names)} names, all sw_* or stepwise_*"
@@ -309,17 +436,17 @@ def check_install(tmp):
     a user on Debian 12 would install it (its system Python refuses pip)."""
     venv = os.path.join(tmp, "venv")
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", "--system-site-packages", venv],
-                   check=True)
+                   check=True, timeout=TIMEOUT)
     py = os.path.join(venv, "bin", "python")
     r = subprocess.run([py, "-m", "pip", "install", "--no-index", "--no-build-isolation", "--quiet",
-                        os.path.join(ROOT, "python")], capture_output=True, text=True, cwd=tmp)
+                        os.path.join(ROOT, "python")], capture_output=True, text=True, cwd=tmp, timeout=TIMEOUT)
     site = subprocess.run([py, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
-                          capture_output=True, text=True).stdout.strip()
+                          capture_output=True, text=True, timeout=TIMEOUT).stdout.strip()
     shipped = os.path.exists(os.path.join(site, "stepwise", "libstepwise.so"))
     env = {k: v for k, v in os.environ.items() if k not in ("STEPWISE_LIB", "PYTHONPATH")}
     probe = subprocess.run([py, "-c", "import stepwise; m = stepwise.load(None); "
                             "print(stepwise.__file__, m.score([1, 5, 9]).logits.shape)"],
-                           capture_output=True, text=True, env=env, cwd=tmp)
+                           capture_output=True, text=True, env=env, cwd=tmp, timeout=TIMEOUT)
     check(r.returncode == 0 and shipped and probe.returncode == 0 and site in probe.stdout,
           f"pip install --no-index ./python works offline in a venv, ships libstepwise.so, and runs: "
           f"{probe.stdout.strip() or r.stderr.strip()[-300:] or probe.stderr.strip()[-300:]}")
@@ -329,7 +456,7 @@ def check_pytest_example():
     env = dict(os.environ, PYTHONPATH=os.path.join(ROOT, "python"))
     r = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
                         os.path.join(ROOT, "python", "examples", "test_my_engine.py")],
-                       capture_output=True, text=True, env=env, cwd=ROOT)
+                       capture_output=True, text=True, env=env, cwd=ROOT, timeout=TIMEOUT)
     last = r.stdout.strip().splitlines()[-1] if r.stdout.strip() else r.stderr.strip()
     check(r.returncode == 0 and "3 passed" in last, f"the pytest example: {last}")
 
@@ -351,6 +478,7 @@ def main():
         check_golden_set(stepwise, tmp)
         check_diff(stepwise, tmp)
         check_diff_options(stepwise, tmp)
+        check_diff_round_four(stepwise, tmp)
         check_errors(stepwise, tmp)
         check_exports()
         check_install(tmp)

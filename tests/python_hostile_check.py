@@ -120,6 +120,9 @@ def check_inputs(stepwise):
         refused("temperature a string", lambda: m.generate(IDS, 2, temperature="1"), TypeError,
                 "temperature must be a number")
         refused("top_p 1.5", lambda: m.generate(IDS, 2, top_p=1.5), ValueError, "top_p is 1.5")
+        for name in ("temperature", "top_p", "min_p"):  # 0 means greedy or off: 1e-50 must not
+            refused(f"{name}=1e-50 (0 as a float32)", lambda: m.generate(IDS, 2, **{name: 1e-50}),
+                    ValueError, "rounds to 0 as a float32")
         refused("score of 1 id", lambda: m.score([1]), ValueError, "2 to 128 ids")
     refused("NUL in a path", lambda: stepwise.load(GGUF + "\0x"), ValueError, "NUL character at")
     refused("a path that is an int", lambda: stepwise.load(3), TypeError, "must be a str, bytes or os.PathLike")
@@ -196,6 +199,19 @@ def check_diff(stepwise, tmp):
             ValueError, "token_ids has 4 ids for 10 positions")
     refused("token_ids beside two files", lambda: stepwise.diff(out, out, token_ids=IDS), ValueError,
             "a file states its own")
+    # issue 67: a per-head hook of another shape, and a dict's activations not a dict, refused by name
+    T = len(IDS)
+    short_keys = {"logits": same, "activations": {"blocks.0.attn.pattern": np.zeros((T, 8, T - 1), np.float32)}}
+    refused("diff of a per-head hook with fewer keys than positions",
+            lambda: stepwise.diff(out, short_keys, token_ids=IDS), ValueError,
+            "activations['blocks.0.attn.pattern'] is per head: [positions, heads, keys]")
+    refused("write_trace of a per-head hook whose width is no whole heads",
+            lambda: stepwise.write_trace(os.path.join(tmp, "w.jsonl"), IDS,
+                                         activations={"blocks.0.attn.scores": np.zeros((T, 8 * T + 1))}),
+            ValueError, "is per head")
+    refused("diff of a dict whose activations are a list",
+            lambda: stepwise.diff(out, {"logits": same, "activations": [same]}, token_ids=IDS), TypeError,
+            "must be a dict")
 
 
 def check_threads(stepwise):

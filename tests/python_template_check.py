@@ -22,7 +22,7 @@ import sys
 import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from check_util import Checks  # noqa: E402
+from check_util import Checks, TIMEOUT  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 MODELS = os.path.abspath(os.path.join(ROOT, os.environ.get("STEPWISE_MODELS", "../shared/models")))
@@ -55,7 +55,7 @@ def pytest(folder, **env):
     base.update(PYTHONPATH=os.path.join(ROOT, "python"), NUMPY_ENGINE_DIR=os.path.join(ROOT, "tests"),
                 PYTHONDONTWRITEBYTECODE="1", **env)
     r = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-rsf"],
-                       capture_output=True, text=True, env=base, cwd=folder)
+                       capture_output=True, text=True, env=base, cwd=folder, timeout=TIMEOUT)
     return r.returncode, r.stdout + r.stderr
 
 

@@ -23,6 +23,7 @@ import json
 import os
 import subprocess
 import sys
+from check_util import LONG_TIMEOUT
 
 BIN = sys.argv[1] if len(sys.argv) > 1 else "build/stepwise"
 FORWARD = "build/bench/forward"
@@ -33,7 +34,8 @@ MODELS = [("15M shape, f32", "build/bench/m15-1k.bin", "f32"),
 
 def forward(model, prompt, *extra):
     out = subprocess.run([FORWARD, model, "--threads", "1", "--prompt", str(prompt), "--decode", str(DECODE),
-                          "--runs", "3", *extra], capture_output=True, text=True, check=True).stdout
+                          "--runs", "3", *extra], capture_output=True, text=True, check=True,
+                         timeout=LONG_TIMEOUT).stdout
     return json.loads(out)
 
 
@@ -41,7 +43,7 @@ def main():
     if not os.path.exists(MODELS[0][1]):
         subprocess.run([BIN, "make-model", "--dim", "288", "--hidden", "768", "--layers", "6", "--heads", "6",
                         "--vocab", "32000", "--seq-len", "1024", "--seed", "42", "--out", MODELS[0][1]],
-                       check=True, capture_output=True)
+                       check=True, capture_output=True, timeout=LONG_TIMEOUT)
     print("# tests/roofline_record.py: measured tokens/s beside inspect's roofline bound, one thread")
     print("| model | step | multiply-adds a byte | bound by | bound, tokens/s | measured, tokens/s | "
           "measured / bound |")
@@ -57,7 +59,7 @@ def main():
         roof = json.loads(subprocess.run(
             [BIN, "inspect", "--model", model, "--weight-dtype", dtype, "--context", str(DECODE), "--json",
              "--no-hash", "--bandwidth", "%.3f" % (bandwidth / 1e9), "--peak", "%.3f" % (peak / 1e9)],
-            capture_output=True, text=True, check=True).stdout)["roofline"]
+            capture_output=True, text=True, check=True, timeout=LONG_TIMEOUT).stdout)["roofline"]
         print(f"| {label} | the roofs: {bandwidth / 1e9:.1f} GB/s, {peak / 1e9:.1f} G multiply-adds/s "
               f"(balance {peak / bandwidth:.1f}) | | | | | |")
         balance = roof["peak_macs_per_second"] / roof["bandwidth_bytes_per_second"]

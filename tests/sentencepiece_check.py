@@ -22,6 +22,7 @@ import subprocess
 import sys
 
 import sentencepiece as spm
+from check_util import TIMEOUT
 
 MODELS = os.environ.get("STEPWISE_MODELS", "../shared/models")
 
@@ -70,7 +71,7 @@ def check(stepwise, n):
     bad = 0
     for text in random_texts(n):
         out = subprocess.run([stepwise, "tokenize", "--tokenizer", tok, "--no-bos", "--json",
-                              "--text", text], capture_output=True, check=True)
+                              "--text", text], capture_output=True, check=True, timeout=TIMEOUT)
         got = json.loads(out.stdout)["ids"]
         want = sp.encode(text)
         if got != want:

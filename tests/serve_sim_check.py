@@ -30,6 +30,10 @@ import tempfile
 from check_util import Checks, run_stepwise, stories260k
 
 BIN = os.path.abspath(sys.argv[1] if len(sys.argv) > 1 else "build/stepwise")
+# Seconds a run may take: each is a fraction of a second on saved costs and a
+# few seconds measuring stories260K (a minute under a sanitizer); a hang
+# fails the check with a message instead of holding `make test`.
+TIMEOUT = 180
 MASK = (1 << 64) - 1
 
 COSTS = {"format": "stepwise-step-costs", "version": 1, "seq_len": 512,
@@ -140,13 +144,17 @@ def simulate(reqs, costs, max_batch, chunk=0, block=16, blocks=0):
     return out
 
 
+def stepwise(*args, expect=(0,)):
+    return run_stepwise(BIN, *args, expect=expect, timeout=TIMEOUT)
+
+
 def nearest_rank(values, q):
     v = sorted(values)
     return v[max(1, math.ceil(q * len(v))) - 1]
 
 
 def sim_json(costs_path, *args):
-    r = run_stepwise(BIN, "serve-sim", "--step-costs", costs_path, "--json", *args)
+    r = stepwise("serve-sim", "--step-costs", costs_path, "--json", *args)
     return json.loads(r.stdout), r.stdout
 
 
@@ -181,6 +189,32 @@ def compare(check, costs, costs_path, n, rate, prompt, new, seed, batch, chunk, 
     check(same and len(got["requests"]) == n, f"{label}: every request's times agree")
     check(pct, f"{label}: p50/p95/p99 of TTFT, ITL and end-to-end agree (nearest rank)")
     return got
+
+
+def refused_under_memcheck(check, tmp):
+    """Cost files serve-sim cannot read, under valgrind's memcheck: exit 2
+    and no error. A read that failed before the costs were set left stack
+    garbage for the cleanup to free, a crash in about half the runs and an
+    error in every one under memcheck: this finds it every time."""
+    import shutil
+    import subprocess
+    if shutil.which("valgrind") is None or "ASAN_OPTIONS" in os.environ:
+        check.skip("unreadable cost files under valgrind: no valgrind (or a sanitizer build)")
+        return
+    nul = os.path.join(tmp, "nul.json")
+    with open(nul, "wb") as f:
+        f.write(json.dumps(COSTS).encode()[:10] + b"\0" + json.dumps(COSTS).encode()[10:])
+    for what, target in (("a NUL byte", nul), ("a missing file", os.path.join(tmp, "none.json")),
+                         ("a directory", tmp)):
+        args = ["valgrind", "-q", "--error-exitcode=9", BIN, "serve-sim", "--step-costs", target]
+        try:
+            r = subprocess.run(args, capture_output=True, text=True, timeout=TIMEOUT)
+        except subprocess.TimeoutExpired:
+            check(False, f"a cost file with {what} under valgrind: no exit within {TIMEOUT} s")
+            continue
+        check(r.returncode == 2 and "==" not in r.stderr,
+              f"a cost file with {what}: exit 2 under valgrind, no memory error "
+              f"(exit {r.returncode}: {r.stderr.strip()[:200]})")
 
 
 def main():
@@ -221,7 +255,7 @@ def main():
               f"24 blocks: {t['waited_for_blocks']} requests wait "
               f"{t['block_wait_total_ms']:.1f} ms in all (none without a budget), p95 TTFT "
               f"{free['ttft_ms']['p95']:.2f} -> {t['ttft_ms']['p95']:.2f} ms")
-        text = run_stepwise(BIN, "serve-sim", "--step-costs", costs_path, *base, "--kv-blocks",
+        text = stepwise("serve-sim", "--step-costs", costs_path, *base, "--kv-blocks",
                             "24").stdout
         check(f"waited for KV blocks: {t['waited_for_blocks']} requests" in text,
               "the text report says how many waited for blocks, and how long")
@@ -233,9 +267,9 @@ def main():
             check.skip("measured costs: no stories260K")
         else:
             saved = os.path.join(tmp, "measured.json")
-            r1 = run_stepwise(BIN, "serve-sim", *model, "--threads", "1", "--save-costs", saved, "--json", "--rate", "500")
+            r1 = stepwise("serve-sim", *model, "--threads", "1", "--save-costs", saved, "--json", "--rate", "500")
             measured = json.load(open(saved, encoding="utf-8"))
-            r2 = run_stepwise(BIN, "serve-sim", "--step-costs", saved, "--json", "--rate", "500")
+            r2 = stepwise("serve-sim", "--step-costs", saved, "--json", "--rate", "500")
             decode = [p for p in measured["points"] if p["kind"] == "decode"]
             check(r1.stdout == r2.stdout, "costs saved and read back give the report that "
                   "measured them, byte for byte")
@@ -258,15 +292,16 @@ def main():
                            (json.dumps({**COSTS, "seq_len": 1e99}), "a huge seq_len")]:
             with open(bad, "w", encoding="utf-8") as f:
                 f.write(text)
-            r = run_stepwise(BIN, "serve-sim", "--step-costs", bad, expect=(2,))
+            r = stepwise("serve-sim", "--step-costs", bad, expect=(2,))
             check(r.stderr.count("\n") == 1 and "step costs" in r.stderr,
                   f"a cost file with {what} is refused in one line: {r.stderr.strip()}")
         for args, what in [(["--prompt-tokens", "9:3"], "a range backwards"),
                            (["--rate", "-1"], "a negative rate"),
                            (["--kv-blocks", "4", "--kv-memory", "1MB"], "both budgets"),
                            (["--kv-memory", "100"], "less than one block")]:
-            r = run_stepwise(BIN, "serve-sim", "--step-costs", costs_path, *args, expect=(2,))
+            r = stepwise("serve-sim", "--step-costs", costs_path, *args, expect=(2,))
             check(r.stderr.count("\n") == 1, f"{what} is refused in one line: {r.stderr.strip()}")
+        refused_under_memcheck(check, tmp)
     return check.summary("serve_sim_check")
 
 

@@ -21,7 +21,7 @@ import tempfile
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from check_util import Checks, run_stepwise  # noqa: E402
+from check_util import Checks, run_stepwise, TIMEOUT  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 MODELS = os.path.abspath(os.path.join(ROOT, os.environ.get("STEPWISE_MODELS", "../shared/models")))
@@ -71,7 +71,7 @@ def check_width(paths):
         draws = sum(1 for e in events(path) if e["event"] == "sample")
         for args in [[]] + [["--step", str(n)] for n in range(1, min(draws, 6) + 1)] + [["--top", "40"]]:
             r = subprocess.run([BIN, "trace", "show", path] + args, capture_output=True, text=True,
-                               encoding="utf-8")
+                               encoding="utf-8", timeout=TIMEOUT)
             if r.returncode != 0:
                 continue
             shown += 1
@@ -96,7 +96,7 @@ def check_steps(path):
           f"--step N names all {len(samples)} draws after context shifts (positions "
           f"{positions[:12]}...); --pos {repeated} says it occurs {positions.count(repeated)} times")
     err = subprocess.run([BIN, "trace", "show", path, "--step", str(len(samples) + 1)],
-                         capture_output=True, text=True).stderr
+                         capture_output=True, text=True, timeout=TIMEOUT).stderr
     check(f"has {len(samples)} draws" in err, "a step beyond the last is refused, naming the count")
 
 

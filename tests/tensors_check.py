@@ -40,7 +40,7 @@ import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-from check_util import Checks, run_stepwise  # noqa: E402
+from check_util import Checks, run_stepwise, TIMEOUT  # noqa: E402
 
 ROOT = os.path.dirname(HERE)
 MODELS = os.path.abspath(os.path.join(ROOT, os.environ.get("STEPWISE_MODELS", "../shared/models")))
@@ -192,7 +192,8 @@ print(usage.ru_maxrss, os.waitstatus_to_exitcode(status))
 
 def peak_kib(*args):
     """The peak resident memory (KiB) of `stepwise ARGS...`, which must succeed."""
-    r = subprocess.run([sys.executable, "-S", "-c", MEASURE, BIN, *args], capture_output=True, text=True)
+    r = subprocess.run([sys.executable, "-S", "-c", MEASURE, BIN, *args], capture_output=True, text=True,
+                       timeout=TIMEOUT)
     peak, status = map(int, r.stdout.split())
     if status != 0:
         raise SystemExit(f"{' '.join(args)}: exit {status}")
@@ -248,7 +249,7 @@ def check_hostile(tmp, t, st):
     moved = st + ".away"
 
     def refused(what, words, *args):
-        r = subprocess.run([BIN, *args], capture_output=True, text=True)
+        r = subprocess.run([BIN, *args], capture_output=True, text=True, timeout=TIMEOUT)
         lines = r.stderr.strip().splitlines()
         check(r.returncode == 2 and len(lines) == 1 and words in lines[0],
               f"{what}: exit {r.returncode}, {lines[0] if lines else 'no message'}")

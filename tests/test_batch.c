@@ -144,6 +144,47 @@ Test(batch, every_request_is_bitwise_what_generate_gives_on_a_gqa_model, .timeou
     expect_invariance(model_args, cases, 5, sizes, 4);
 }
 
+/* A request that exactly fills the context (issue 67): the GQA model above
+ * holds 40 positions; "Once upon a time" is BOS and 4 pieces (403, 407,
+ * 261, 378: tests/llama_cpp_check.py's ids). 5 + 36 = 41 ids feed all 40
+ * positions and draw the last token: it ends by its max_tokens ("steps"),
+ * its 36 tokens all there. One token more (37) needs position 40: it ends
+ * "context_full" at the same 41 ids (docs/batching.md: a full context
+ * stops a request sooner), and neither disturbs the request beside it. */
+static bool starts(const char *s, const char *prefix) {
+    return strncmp(s, prefix, strlen(prefix)) == 0;
+}
+
+Test(batch, a_request_that_exactly_fills_the_context, .timeout = 60) {
+    if (model_file("tok512.bin") == NULL) cr_skip_test("tok512 not found");
+    char path[512], requests[512], args[4096];
+    snprintf(path, sizeof path, "%s", temp_path("gqa40.bin"));
+    snprintf(args, sizeof args,
+             "make-model --dim 32 --hidden 48 --layers 2 --heads 4 --kv-heads 2 --vocab 512 "
+             "--seq-len 40 --seed 3 --out %s",
+             path);
+    cr_assert_eq(run_stepwise(args, out, sizeof out, err, sizeof err), 0, "%s", err);
+    snprintf(requests, sizeof requests, "%s", temp_path("fill.jsonl"));
+    FILE *f = fopen(requests, "w");
+    cr_assert_not_null(f);
+    fprintf(f, "{\"id\":\"full\",\"prompt\":\"Once upon a time\",\"max_tokens\":36}\n"
+               "{\"id\":\"more\",\"prompt\":\"Once upon a time\",\"max_tokens\":37}\n"
+               "{\"id\":\"beside\",\"prompt\":\"Tim\",\"max_tokens\":3}\n");
+    fclose(f);
+    snprintf(args, sizeof args,
+             "batch --model %s --tokenizer %s --requests %s --max-batch 3 --quiet", path,
+             model_file("tok512.bin"), requests);
+    cr_assert_eq(run_stepwise(args, out, sizeof out, err, sizeof err), 0, "%s", err);
+    const char *full = strstr(out, "{\"id\":\"full\""), *more = strstr(out, "{\"id\":\"more\"");
+    const char *beside = strstr(out, "{\"id\":\"beside\"");
+    cr_assert(full && more && beside, "%s", out);
+    cr_expect(starts(full, "{\"id\":\"full\",\"stop_reason\":\"steps\","), "%.80s", full);
+    cr_expect(strstr(full, "\"prompt_tokens\":5,\"generated_tokens\":36,") != NULL, "%.400s", full);
+    cr_expect(starts(more, "{\"id\":\"more\",\"stop_reason\":\"context_full\","), "%.80s", more);
+    cr_expect(strstr(more, "\"prompt_tokens\":5,\"generated_tokens\":36,") != NULL, "%.400s", more);
+    cr_expect(starts(beside, "{\"id\":\"beside\",\"stop_reason\":\"steps\","), "%.80s", beside);
+}
+
 /* The exact ids of a fixed conversation under each template, as
  * sentencepiece gives them for the documented parts
  * (data/tokenizer/chat_expected.json, tests/sentencepiece_check.py chat). */

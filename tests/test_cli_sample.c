@@ -99,6 +99,21 @@ Test(cli_sample, bad_input) {
     expect_bad("generate --top-p 7", "top-p must be in (0, 1]");
 }
 
+/* The smallest float32 as a temperature takes 2 / 1.4e-45 past the largest
+ * float (3.4e38): refused before anything is printed (the table printed a
+ * row of NaN first). A temperature of 1e-38 takes 2 to 2e38, below it: the
+ * top logit gets every probability. */
+Test(cli_sample, a_temperature_that_overflows_prints_nothing) {
+    expect_bad("sample --logits 2,1,0 --temperature 1,1e-45", "overflows a float");
+    cr_expect_eq(out[0], '\0', "printed before the error: %s", out);
+    expect_bad("sample --logits 0,inf", "logit 1 is +inf");
+    cr_expect_eq(out[0], '\0', "printed before the error: %s", out);
+    cr_assert_eq(
+        run_stepwise("sample --logits 2,1,0 --temperature 1e-38", out, sizeof out, err, sizeof err),
+        0, "%s", err);
+    cr_expect(strstr(out, "| 1e-38 | 100.0%") != NULL, "%s", out);
+}
+
 static bool contains(const cJSON *ids, int id) {
     const cJSON *v;
     cJSON_ArrayForEach(v, ids) {

@@ -19,7 +19,11 @@ Test(gguf, stories260k_gguf_gives_run_c_logits) {
     Model m;
     Tokenizer tok;
     StepError err;
-    cr_assert(gguf_model_load(&m, &tok, path, WEIGHTS_STORED, NULL, &err), "%s", err.message);
+    GgufLoadReport report;
+    cr_assert(gguf_model_load(&m, &tok, path, WEIGHTS_STORED, NULL, &report, &err), "%s",
+              err.message);
+    /* llama.cpp's file holds exactly what a llama reads: nothing to warn about */
+    cr_assert_eq(report.unused, 0, "%d unused, the first %s", report.unused, report.first_unused);
     cr_assert_eq(m.config.vocab_size, 512);
     cr_assert_eq(m.config.rope_layout, ROPE_INTERLEAVED);
     const cJSON *steps = cJSON_GetObjectItem(golden, "steps");
@@ -53,7 +57,8 @@ Test(gguf, embedded_tokenizer_encodes_as_tok512_does) {
     Model m;
     Tokenizer embedded, bin;
     StepError err;
-    cr_assert(gguf_model_load(&m, &embedded, path, WEIGHTS_STORED, NULL, &err), "%s", err.message);
+    cr_assert(gguf_model_load(&m, &embedded, path, WEIGHTS_STORED, NULL, NULL, &err), "%s",
+              err.message);
     cr_assert(tokenizer_load_bin(&bin, model_file("tok512.bin"), 512, &err), "%s", err.message);
     const char *texts[] = {"Once upon a time", "  Lily and Ben went to the park.\nThey saw a dog!",
                            "caf\xc3\xa9 \xe6\x97\xa5\xe6\x9c\xac 12345 \xf0\x9f\x98\x80",

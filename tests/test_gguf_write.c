@@ -72,7 +72,7 @@ static void round_trip(bool qkv_bias, bool qk_norm, bool tied) {
     GgufSaveReport r;
     cr_assert(gguf_model_save(&m, NULL, GGUF_OUT_F32, "t", path, &r, &err), "%s", err.message);
     cr_assert_str_eq(r.arch, qk_norm ? "qwen3" : qkv_bias ? "qwen2" : "llama");
-    cr_assert(gguf_model_load(&back, NULL, path, WEIGHTS_F32, NULL, &err), "%s", err.message);
+    cr_assert(gguf_model_load(&back, NULL, path, WEIGHTS_F32, NULL, NULL, &err), "%s", err.message);
     cr_assert_eq(back.config.n_layers, 2);
     cr_assert_eq(back.config.head_dim, 6);
     cr_assert_eq(back.config.shared_classifier, tied);

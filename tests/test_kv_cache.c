@@ -143,7 +143,12 @@ Test(kv_cache, no_cache_gives_bitwise_identical_logits_on_mha_gqa_mqa) {
  * with S = Σ_layers Σ_t (pos0 + t + 1): the positions each query sees, at
  * most W on a layer with a window of W (each layer but every
  * sliding_pattern-th, when sliding_window is set). */
+static WorkCount closed_form_rows(const Config *c, int T, int pos0, int rows, uint64_t row_bytes);
 static WorkCount closed_form(const Config *c, int T, int pos0, int rows) {
+    return closed_form_rows(c, T, pos0, rows, 4 * (uint64_t)config_kv_dim(c));
+}
+/* The same with a cache row (K or V, one position, one layer) of row_bytes. */
+static WorkCount closed_form_rows(const Config *c, int T, int pos0, int rows, uint64_t row_bytes) {
     uint64_t d = c->dim, k = config_kv_dim(c), h = c->hidden_dim, V = c->vocab_size;
     uint64_t L = c->n_layers, H = c->n_heads, hd = config_head_dim(c), seen = 0;
     for (int l = 0; l < c->n_layers; l++) {
@@ -157,8 +162,8 @@ static WorkCount closed_form(const Config *c, int T, int pos0, int rows) {
     WorkCount w;
     w.macs = T * L * (2 * d * d + 2 * d * k + 3 * d * h) + rows * d * V + H * hd * 2 * seen;
     w.weight_bytes = 4 * (T * d + L * (2 * d + 2 * d * d + 2 * d * k + 3 * d * h) + d + V * d);
-    w.kv_bytes_read = k * 2 * 4 * seen;
-    w.kv_bytes_written = (uint64_t)T * L * k * 2 * 4;
+    w.kv_bytes_read = row_bytes * 2 * seen;
+    w.kv_bytes_written = (uint64_t)T * L * row_bytes * 2;
     return w;
 }
 
@@ -212,6 +217,50 @@ Test(kv_cache, work_counts_match_the_closed_forms) {
     }
     generate_result_free(&r), recorder_free(&rec);
     model_free(&m);
+}
+
+/* Every form of attention (MHA, GQA, MQA) with every cache (float32,
+ * float16, bfloat16, int8), issue 67: a cache row (K or V of one position
+ * in one layer, kv_dim = kv heads x head_dim 2 values) is 4·kv_dim bytes in
+ * float32, 2·kv_dim in 16 bits, and kv_dim int8 codes plus one float32
+ * scale a KV head in int8; each query reads a K and a V row of every
+ * position it sees, each token writes one of each. The multiply-adds and
+ * the weight bytes do not depend on the cache. */
+Test(kv_cache, work_counts_every_attention_and_cache) {
+    const int kvs[] = {4, 2, 1};
+    for (size_t i = 0; i < sizeof kvs / sizeof kvs[0]; i++) {
+        for (int cache = 0; cache < 4; cache++) { /* float32, float16, bfloat16, int8 */
+            Model m;
+            random_model(&m, 8, 12, 2, 4, kvs[i], 32, 16, false);
+            m.config.kv_dtype = cache == 1 || cache == 2 ? cache : 0;
+            uint64_t kv_dim = (uint64_t)kvs[i] * 2;
+            uint64_t row = cache == 0   ? 4 * kv_dim
+                           : cache == 3 ? kv_dim + 4 * (uint64_t)kvs[i]
+                                        : 2 * kv_dim;
+            static const int prompt[] = {1, 5, 6};
+            GenerateOptions opt;
+            Recorder rec;
+            generate_options_default(&opt);
+            opt.steps = 4, opt.quant.kv = cache == 3;
+            GenerateResult r = run(&m, prompt, 3, &opt, &rec);
+            cr_assert_eq(rec.n_passes, 4);
+            /* inspect's bytes a token, from the same row */
+            cr_expect_eq(kv_cache_bytes_of(&m.config, 1, cache == 3),
+                         2 * (uint64_t)m.config.n_layers * row,
+                         "kv heads %d, cache %d: bytes a token", kvs[i], cache);
+            for (int p = 0; p < 4; p++) {
+                int T = p == 0 ? 3 : 1, pos0 = p == 0 ? 0 : 2 + p;
+                WorkCount want = closed_form_rows(&m.config, T, pos0, 1, row);
+                cr_expect_eq(rec.work[p].kv_bytes_read, want.kv_bytes_read,
+                             "kv heads %d, cache %d, pass %d: %llu bytes read, closed form %llu",
+                             kvs[i], cache, p, (unsigned long long)rec.work[p].kv_bytes_read,
+                             (unsigned long long)want.kv_bytes_read);
+                expect_work(&rec.work[p], &want, p);
+            }
+            generate_result_free(&r), recorder_free(&rec);
+            model_free(&m);
+        }
+    }
 }
 
 /* A window of 2 on layer 0 only (sliding_pattern 2: layer 1 sees every
@@ -411,6 +460,76 @@ Test(kv_cache, stop_policy_ends_at_the_window) {
     model_free(&m);
 }
 
+/* A run that exactly fills the window (issue 67: no test used the value):
+ * window W, a prompt of P and S steps with P + S = W + 1 ids feeds
+ * positions 0..W-1, every one, and draws its last token without a position
+ * to feed it to: it must end by its step count, each policy alike, no
+ * shift. One step more needs position W: stop ends with context_full at
+ * the same W + 1 ids, drop-oldest shifts once and finishes its steps. The
+ * window is the model's seq_len (16) or --context 6, and a prompt of W
+ * tokens itself (S = 1) fills it by prefill alone. */
+static void expect_exact_fill(int seq_len, int window, int n_prompt) {
+    Model m;
+    random_model(&m, 8, 12, 2, 4, 2, 32, seq_len, false);
+    int prompt[16] = {1, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19};
+    int W = window > 0 ? window : seq_len, S = W + 1 - n_prompt;
+    const ContextPolicy policies[] = {CONTEXT_STOP, CONTEXT_DROP_OLDEST, CONTEXT_KEEP_PREFIX};
+    for (size_t p = 0; p < sizeof policies / sizeof policies[0]; p++) {
+        for (int more = 0; more < 2; more++) {
+            GenerateOptions opt;
+            generate_options_default(&opt);
+            opt.steps = S + more, opt.context = window, opt.policy = policies[p];
+            opt.context_drop = 2, opt.keep = policies[p] == CONTEXT_KEEP_PREFIX ? 1 : 0;
+            Recorder rec;
+            GenerateResult r = run(&m, prompt, n_prompt, &opt, &rec);
+            const char *what = more ? "one step more" : "exactly full";
+            if (!more || policies[p] != CONTEXT_STOP) {
+                cr_expect_eq(r.stop_reason, STOP_STEPS, "W %d, P %d, policy %d, %s: stop %d", W,
+                             n_prompt, (int)p, what, (int)r.stop_reason);
+                cr_expect_eq(r.n_tokens, W + 1 + more, "W %d, policy %d, %s: %d ids", W, (int)p,
+                             what, r.n_tokens);
+                cr_expect_eq(rec.n_shifts, more, "W %d, policy %d, %s: %d shifts", W, (int)p, what,
+                             rec.n_shifts);
+            } else {
+                cr_expect_eq(r.stop_reason, STOP_CONTEXT_FULL,
+                             "W %d, P %d, stop, one step more: stop %d", W, n_prompt,
+                             (int)r.stop_reason);
+                cr_expect_eq(r.n_tokens, W + 1, "W %d, stop, one step more: %d ids", W, r.n_tokens);
+            }
+            if (!more) { /* every position fed, the last one last */
+                cr_expect_eq(r.positions_filled, W, "W %d, policy %d: %d positions", W, (int)p,
+                             r.positions_filled);
+                int last = rec.n_passes - 1;
+                cr_expect_eq(rec.pass_pos0[last] + rec.pass_tokens[last], W,
+                             "W %d, policy %d: the last pass", W, (int)p);
+                cr_expect_eq(rec.draw_pos[rec.n_draws - 1], W - 1);
+            }
+            generate_result_free(&r), recorder_free(&rec);
+        }
+    }
+    /* a prompt one token longer than the window is refused, as documented */
+    if (n_prompt < 16) {
+        GenerateOptions opt;
+        generate_options_default(&opt);
+        opt.steps = 1, opt.context = window;
+        GenerateResult r;
+        StepError e;
+        cr_expect_not(generate(&m, prompt, W + 1, &opt, NULL, NULL, &r, &e),
+                      "a prompt of W + 1 ran");
+        char want[96];
+        snprintf(want, sizeof want, "the prompt has %d tokens but the context holds %d", W + 1, W);
+        cr_expect_str_eq(e.message, want);
+    }
+    model_free(&m);
+}
+
+Test(kv_cache, a_run_that_exactly_fills_the_window) {
+    expect_exact_fill(16, 0, 3);  /* the model's seq_len: 3 + 14 ids */
+    expect_exact_fill(16, 6, 3);  /* --context 6 */
+    expect_exact_fill(16, 6, 6);  /* a prompt of the whole window, one step */
+    expect_exact_fill(16, 0, 16); /* the whole seq_len by prefill */
+}
+
 static char out[1 << 16], err_text[1 << 12];
 
 static void expect_bad(const char *args, const char *fragment) {
@@ -474,4 +593,58 @@ Test(kv_cache, make_model_is_reproducible) {
     cr_expect_eq(m.config.n_kv_heads, 2);
     cr_expect_str_eq(config_attention_kind(&m.config), "GQA");
     model_free(&m);
+}
+
+/* inspect --memory's capacity, requests = floor((memory - weights) /
+ * bytes a request), at its edges, on the built-in tiny model (dim 2, one
+ * layer, one head of width 2, vocabulary 13, context 8), worked by hand:
+ *   weights: embedding 13 x 2 + classifier 13 x 2 + norms 2 + 2 + the
+ *     layer's 7 matrices of 2 x 2 = 86 floats, 344 bytes of f32;
+ *   a request's cache at 8 tokens: 8 x 1 layer x 1 KV head x 2 x (K, V)
+ *     x 4 bytes = 128 (f32), x 2 bytes = 64 (f16), and int8's
+ *     8 x (2 x 1 byte + a 4-byte scale) x 2 = 96.
+ * So 344 + 5 x 128 = 984 bytes hold exactly 5 f32 requests and 983 four;
+ * 984 hold 10 f16 (640 / 64) and 983 nine; int8's edge is 344 + 7 x 96 =
+ * 1016 (7) against 1015 (6); the weights alone (344) or one byte more hold
+ * none, and 344 + 64 one f16 request but no f32 one. The text says so too:
+ * at 343 bytes the weights need 1 byte more, at 344 they fill every byte
+ * (it said "need 0 bytes more"). */
+static void expect_capacity(long long memory, int f32, int f16, int int8) {
+    static char out[1 << 16], err[1 << 12];
+    char args[128];
+    snprintf(args, sizeof args, "inspect --memory %lld --json", memory);
+    cr_assert_eq(run_stepwise(args, out, sizeof out, err, sizeof err), 0, "%s", err);
+    cJSON *doc = cJSON_Parse(out);
+    cr_assert_not_null(doc, "%s", out);
+    const cJSON *cap = cJSON_GetObjectItem(doc, "capacity");
+    cr_expect_eq(cJSON_GetObjectItem(cap, "weight_bytes")->valuedouble, 344.0);
+    const cJSON *row = cJSON_GetArrayItem(cJSON_GetObjectItem(cap, "rows"), 0);
+    cr_expect_eq(cJSON_GetObjectItem(row, "bytes_per_request_f32")->valuedouble, 128.0);
+    cr_expect_eq(cJSON_GetObjectItem(row, "bytes_per_request_f16")->valuedouble, 64.0);
+    cr_expect_eq(cJSON_GetObjectItem(row, "bytes_per_request_int8")->valuedouble, 96.0);
+    cr_expect_eq(cJSON_GetObjectItem(row, "requests_f32")->valuedouble, f32, "%lld bytes", memory);
+    cr_expect_eq(cJSON_GetObjectItem(row, "requests_f16")->valuedouble, f16, "%lld bytes", memory);
+    cr_expect_eq(cJSON_GetObjectItem(row, "requests_int8")->valuedouble, int8, "%lld bytes",
+                 memory);
+    cJSON_Delete(doc);
+    /* the text table says the same */
+    snprintf(args, sizeof args, "inspect --memory %lld", memory);
+    cr_assert_eq(run_stepwise(args, out, sizeof out, err, sizeof err), 0, "%s", err);
+    char want[128];
+    snprintf(want, sizeof want, "| 1 (this model) | MHA | %d (", f32);
+    if (memory == 344) snprintf(want, sizeof want, "none: the weights alone fill every byte");
+    if (memory < 344) snprintf(want, sizeof want, "need %lld bytes more", 344 - memory);
+    cr_expect(strstr(out, want) != NULL, "%lld bytes: no '%s' in\n%s", memory, want, out);
+}
+
+Test(kv_cache, inspect_capacity_at_its_edges) {
+    expect_capacity(984, 5, 10, 6);
+    expect_capacity(983, 4, 9, 6);
+    expect_capacity(1016, 5, 10, 7);
+    expect_capacity(1015, 5, 10, 6);
+    expect_capacity(343, 0, 0, 0);
+    expect_capacity(344, 0, 0, 0);
+    expect_capacity(345, 0, 0, 0);
+    expect_capacity(344 + 64, 0, 1, 0);
+    expect_capacity(344 + 64 - 1, 0, 0, 0);
 }

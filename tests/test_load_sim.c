@@ -4,9 +4,12 @@
  * against the exponential's mean. */
 #include <criterion/criterion.h>
 #include <math.h>
+#include <stdio.h>
+#include <string.h>
 
 #include "ref/serve/load_sim.h"
 #include "ref/serve/step_costs_file.h"
+#include "tests/helpers.h"
 
 /* Costs of whole milliseconds: a decode step 1 ms, a prefill 2 ms, nothing
  * per row or position, so each schedule below can be followed on paper. */
@@ -216,4 +219,71 @@ Test(load_sim, cost_files_are_checked_field_by_field) {
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
         cr_assert_not(step_costs_parse(bad[i], strlen(bad[i]), &c, &err), "%s", bad[i]);
+}
+
+/* A file that cannot be read (missing, a directory, a NUL byte) leaves the
+ * costs empty, whatever they held: their caller frees them on every path
+ * (serve-sim freed stack garbage here, and crashed about half the runs). */
+Test(load_sim, a_cost_file_that_cannot_be_read_leaves_the_costs_empty) {
+    char nul[512];
+    snprintf(nul, sizeof nul, "%s", temp_path("costs-nul.json"));
+    FILE *f = fopen(nul, "wb");
+    cr_assert_not_null(f);
+    cr_assert_eq(fwrite("{\"a\0\"}", 1, 6, f), 6u);
+    fclose(f);
+    const char *paths[] = {"/nonexistent/costs.json", "/tmp", nul};
+    for (size_t i = 0; i < sizeof paths / sizeof paths[0]; i++) {
+        StepCosts c;
+        memset(&c, 0xA5, sizeof c); /* what an uninitialised one might hold */
+        StepError err;
+        cr_assert_not(step_costs_read(paths[i], &c, &err), "%s", paths[i]);
+        cr_assert_null(c.points, "%s: %s", paths[i], err.message);
+        cr_assert_eq(c.n_points, 0, "%s", paths[i]);
+        step_costs_free(&c); /* what serve-sim does next: safe now */
+    }
+    remove(nul);
+}
+
+/* Costs that let no time pass give no report: 3 tokens in 0 s is no rate
+ * (the simulation said 0 tokens/s). Here prefill costs nothing and each
+ * request wants one token, its prefill's: every token at t = 0. With a
+ * decode step of 1 ms and two tokens each, time passes: 4 tokens, the
+ * second of each at 1 ms (both decoded in one step), 4000 tokens/s. */
+Test(load_sim, tokens_in_no_time_are_refused_not_reported_at_0_tokens_a_second) {
+    StepCosts c = {.decode = {.fixed = 0.001}, .seq_len = 64, .kv_bytes_per_position = 4};
+    SimRequest reqs[2] = {{0, 4, 1}, {0, 4, 1}};
+    SimRequestResult per[2];
+    SimReport r;
+    SimServer s = {.max_batch = 2, .block_size = 16};
+    StepError err;
+    cr_assert_not(load_sim_run(reqs, 2, &s, &c, per, &r, &err));
+    cr_assert(strstr(err.message, "0 s") != NULL, "%s", err.message);
+    reqs[0].new_tokens = reqs[1].new_tokens = 2;
+    run(reqs, 2, s, &c, per, &r);
+    cr_assert_eq(r.generated, 4);
+    cr_assert_float_eq(r.seconds, 0.001, 1e-15);
+    cr_assert_float_eq(r.throughput, 4000.0, 1e-6);
+}
+
+/* A cost file whose every coefficient is 0 is refused; one nonzero
+ * coefficient of either pass is enough for time to pass. */
+Test(load_sim, a_cost_file_of_zeros_is_refused) {
+    const char *head = "{\"format\":\"stepwise-step-costs\",\"version\":1,\"seq_len\":8,"
+                       "\"kv_bytes_per_position\":4,";
+    const char *passes[] = {"\"decode\":{\"fixed_s\":0,\"per_row_s\":0,\"per_attended_s\":0},"
+                            "\"prefill\":{\"fixed_s\":0,\"per_row_s\":0,\"per_attended_s\":0}}",
+                            "\"decode\":{\"fixed_s\":0,\"per_row_s\":0,\"per_attended_s\":1e-300},"
+                            "\"prefill\":{\"fixed_s\":0,\"per_row_s\":0,\"per_attended_s\":0}}",
+                            "\"decode\":{\"fixed_s\":0,\"per_row_s\":0,\"per_attended_s\":0},"
+                            "\"prefill\":{\"fixed_s\":0,\"per_row_s\":1e-9,\"per_attended_s\":0}}"};
+    for (int i = 0; i < 3; i++) {
+        char text[512];
+        snprintf(text, sizeof text, "%s%s", head, passes[i]);
+        StepCosts c;
+        StepError err;
+        bool ok = step_costs_parse(text, strlen(text), &c, &err);
+        cr_assert_eq(ok, i > 0, "%s: %s", passes[i], ok ? "read" : err.message);
+        if (!ok) cr_assert(strstr(err.message, "every cost is 0") != NULL, "%s", err.message);
+        step_costs_free(&c);
+    }
 }

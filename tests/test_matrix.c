@@ -56,6 +56,130 @@ Test(matrix, bf16_widen_is_the_top_half) {
     cr_assert_eq(bits_of(bf16_widen(0x0001)), 0x00010000u); /* a subnormal, exact */
 }
 
+/* The way back: float_to_half, half_round and float_to_bf16 round to
+ * nearest, ties to even (issue 67: they were tested only through widening,
+ * so ties away from zero or toward it passed). Worked by hand first: */
+Test(matrix, float_to_16_bits_ties_by_hand) {
+    const struct {
+        float x;
+        uint16_t half;
+    } h[] = {
+        {1.0f + 0x1p-11f, 0x3c00},        /* between 1 (0x3c00) and 1 + 2^-10: the even one, down */
+        {1.0f + 3 * 0x1p-11f, 0x3c02},    /* between 0x3c01 and 0x3c02: up */
+        {-(1.0f + 0x1p-11f), 0xbc00},     /* the same ties, negative: toward zero here, */
+        {-(1.0f + 3 * 0x1p-11f), 0xbc02}, /* away from it here */
+        {1.0f + 0x1p-11f + 0x1p-23f, 0x3c01}, /* past the tie: up */
+        {0x1p-25f, 0x0000},                   /* half the smallest subnormal: to +0 */
+        {3 * 0x1p-25f, 0x0002},               /* between subnormals 1 and 2 (2^-24 units): 2 */
+        {-3 * 0x1p-25f, 0x8002},
+        {0x1p-26f, 0x0000}, /* below half the smallest: zero, its sign kept */
+        {-0x1p-26f, 0x8000},
+        {65504.0f, 0x7bff},        /* the largest half */
+        {65519.99609375f, 0x7bff}, /* 65520 less one float32 step: still 65504 */
+        {65520.0f, 0x7c00},        /* the tie between 65504 (odd) and 2^16: infinity */
+        {-65520.0f, 0xfc00},
+        {1e30f, 0x7c00},
+        {-INFINITY, 0xfc00},
+    };
+    for (size_t i = 0; i < sizeof h / sizeof h[0]; i++)
+        cr_expect_eq(float_to_half(h[i].x), h[i].half, "float_to_half(%a) = 0x%04x, by hand 0x%04x",
+                     (double)h[i].x, float_to_half(h[i].x), h[i].half);
+    const struct {
+        uint32_t x;
+        uint16_t bf;
+    } b[] = {
+        {0x3f808000, 0x3f80}, /* 1 + 2^-8: the tie between 0x3f80 and 0x3f81, to the even one */
+        {0x3f818000, 0x3f82}, /* between 0x3f81 and 0x3f82: up */
+        {0xbf808000, 0xbf80}, /* negative ties */
+        {0xbf818000, 0xbf82},
+        {0x3f808001, 0x3f81}, /* past the tie */
+        {0x3f817fff, 0x3f81}, /* short of it */
+        {0x00008000, 0x0000}, /* a subnormal tie, to even: zero */
+        {0x00018000, 0x0002},
+        {0x7f7f8000, 0x7f80}, /* the largest bfloat16 (odd) and the next power of two: infinity */
+        {0x7f7f7fff, 0x7f7f},
+        {0xff7f8000, 0xff80},
+    };
+    for (size_t i = 0; i < sizeof b / sizeof b[0]; i++) {
+        float x;
+        memcpy(&x, &b[i].x, sizeof x);
+        cr_expect_eq(float_to_bf16(x), b[i].bf, "float_to_bf16(0x%08x) = 0x%04x, by hand 0x%04x",
+                     b[i].x, float_to_bf16(x), b[i].bf);
+    }
+}
+
+/* A 16-bit code's value by its definition, in double (as the widening test
+ * above): code 0x7c00 (float16) or 0x7f80 (bfloat16), infinity, stands for
+ * the power of two the finite codes continue to, 2^16 or 2^128, so that the
+ * midpoint below the infinity is the overflow boundary (65520 for float16). */
+static double half_value(uint32_t h) {
+    int e = (int)((h >> 10) & 31), m = (int)(h & 1023);
+    return e == 0 ? ldexp(m, -24) : ldexp(1024 + m, e - 25);
+}
+static double bf16_value(uint32_t b) {
+    int e = (int)((b >> 7) & 255), m = (int)(b & 127);
+    return e == 0 ? ldexp(m, -133) : ldexp(128 + m, e - 134);
+}
+
+/* Every pair of neighbouring non-negative codes lo, lo + 1 (subnormals,
+ * normals, and the largest finite code with infinity), both signs: the
+ * midpoint (exact in float32: one bit past the 16-bit significand) goes to
+ * the even code; one float32 step below it to lo, one above to lo + 1. */
+static void check_ties(uint16_t (*to16)(float), double (*value)(uint32_t), uint32_t last_finite,
+                       uint32_t sign_bit, const char *name) {
+    for (uint32_t lo = 0; lo <= last_finite; lo++) {
+        for (int neg = 0; neg < 2; neg++) {
+            float mid = (float)((value(lo) + value(lo + 1)) / 2), s = neg ? -1.0f : 1.0f;
+            uint32_t sign = neg ? sign_bit : 0, even = (lo & 1) ? lo + 1 : lo;
+            cr_assert_eq(to16(s * mid), sign | even, "%s(%a), the tie of 0x%04x and 0x%04x: 0x%04x",
+                         name, (double)(s * mid), lo, lo + 1, to16(s * mid));
+            float below = nextafterf(mid, 0.0f), above = nextafterf(mid, INFINITY);
+            cr_assert_eq(to16(s * below), sign | lo, "%s(%a): 0x%04x", name, (double)(s * below),
+                         to16(s * below));
+            cr_assert_eq(to16(s * above), sign | (lo + 1), "%s(%a): 0x%04x", name,
+                         (double)(s * above), to16(s * above));
+            cr_assert_eq(to16(s * (float)value(lo)), sign | lo, "%s of code 0x%04x's own value",
+                         name, lo);
+        }
+    }
+}
+
+Test(matrix, float_to_half_rounds_every_tie_to_even) {
+    check_ties(float_to_half, half_value, 0x7bff, 0x8000, "float_to_half");
+    /* half_round is the same rounding, read back as a float */
+    for (uint32_t lo = 0; lo < 0x7bff; lo++) {
+        float mid = (float)((half_value(lo) + half_value(lo + 1)) / 2);
+        double even = half_value((lo & 1) ? lo + 1 : lo);
+        cr_assert_eq((double)half_round(mid), even, "half_round(%a)", (double)mid);
+        cr_assert_eq((double)half_round(-mid), -even, "half_round(%a)", (double)-mid);
+    }
+    cr_assert(isinf(half_round(65520.0f)) && half_round(65519.99609375f) == 65504.0f);
+}
+
+Test(matrix, float_to_bf16_rounds_every_tie_to_even) {
+    check_ties(float_to_bf16, bf16_value, 0x7f7f, 0x8000, "float_to_bf16");
+}
+
+/* A NaN stays a NaN, its sign kept, whatever its payload: a payload only in
+ * the bits the conversion drops must not turn it into an infinity. */
+Test(matrix, float_to_16_bits_keeps_nan) {
+    const uint32_t nans[] = {0x7fc00000, 0x7f800001, 0x7f801000,
+                             0x7fffffff, 0xffc00000, 0xff800001};
+    for (size_t i = 0; i < sizeof nans / sizeof nans[0]; i++) {
+        float x;
+        memcpy(&x, &nans[i], sizeof x);
+        uint16_t h = float_to_half(x), b = float_to_bf16(x);
+        uint16_t sign = (uint16_t)((nans[i] >> 16) & 0x8000);
+        cr_expect((h & 0x7c00) == 0x7c00 && (h & 0x3ff) != 0 && (h & 0x8000) == sign,
+                  "float_to_half(0x%08x) = 0x%04x: not the NaN", nans[i], h);
+        cr_expect((b & 0x7f80) == 0x7f80 && (b & 0x7f) != 0 && (b & 0x8000) == sign,
+                  "float_to_bf16(0x%08x) = 0x%04x: not the NaN", nans[i], b);
+        cr_expect(isnan(half_round(x)), "half_round(0x%08x): not a NaN", nans[i]);
+    }
+    cr_expect_eq(float_to_half(INFINITY), 0x7c00);
+    cr_expect_eq(float_to_bf16(-INFINITY), 0xff80);
+}
+
 /* A 3 x 2 bfloat16 matrix by hand: rows (1, 2), (-0.5, 4), (0.25, 1) and
  * x = (2, 0.5): out = (1·2 + 2·0.5, -0.5·2 + 4·0.5, 0.25·2 + 1·0.5)
  * = (3, 1, 1), from the plain loop and from the packed one. */

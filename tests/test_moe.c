@@ -74,3 +74,67 @@ Test(moe, group_limited_greedy_by_hand) {
     moe_route(&grouped, logits, probs, four, w4);
     cr_assert_eq(four[3], 1, "the fourth comes from an open group: got %d", four[3]);
 }
+
+/* group_limited_greedy with each group's best expert in its second place,
+ * and DeepSeek-V2's routed_scaling_factor below 1. 8 experts in n_group 4
+ * groups of 2, topk_group 2, k 3, scale 0.5, not renormalised:
+ *
+ *   logits  [-2, 3 | 2.5, 2.4 | 0, 2.8 | 1, 0.5]
+ *   e^logit [0.135335, 20.085537 | 12.182494, 11.023176 | 1, 16.444647 |
+ *            2.718282, 1.648721], their sum 65.238192
+ *   probs   [0.002074, 0.307880 | 0.186739, 0.168968 | 0.015328,
+ *            0.252071 | 0.041667, 0.025272]
+ *
+ * The group maxima (the softmax keeps the logits' order): group 0's is
+ * expert 1's 0.307880, group 1's expert 2's 0.186739, group 2's expert 5's
+ * 0.252071, group 3's expert 6's 0.041667. The two best groups, 0 and 2,
+ * survive; their experts 0, 1, 4, 5 by probability: 1, 5, 4 (0.015328
+ * beats expert 0's 0.002074). Greedy over all eight would take 1, 5 and 2
+ * (0.186739), in the closed group 1; DeepSeek-V3's rule (a group scored by
+ * its two best, llama.cpp's) would open groups 1 (0.355707) and 0
+ * (0.309954). The weights, each probability times 0.5: 0.153940, 0.126035,
+ * 0.007664. */
+Test(moe, group_maxima_and_a_scale_below_one_by_hand) {
+    const float logits[8] = {-2, 3, 2.5f, 2.4f, 0, 2.8f, 1, 0.5f};
+    float probs[8], weights[3];
+    int experts[3];
+    MoeRouting r = {.n_experts = 8, .k = 3, .groups = 4, .groups_used = 2, .scale = 0.5f};
+    moe_route(&r, logits, probs, experts, weights);
+    cr_assert(experts[0] == 1 && experts[1] == 5 && experts[2] == 4, "groups 0 and 2: got %d %d %d",
+              experts[0], experts[1], experts[2]);
+    cr_assert_float_eq(probs[1], 0.307880f, 2e-6);
+    cr_assert_float_eq(weights[0], 0.153940f, 2e-6);
+    cr_assert_float_eq(weights[1], 0.126035f, 2e-6);
+    cr_assert_float_eq(weights[2], 0.007664f, 2e-6);
+    /* renormalised, the scale is not applied (DeepSeek-V2 does one or the
+     * other): 0.307880, 0.252071, 0.015328 over their sum 0.575279 */
+    r.renormalise = true;
+    moe_route(&r, logits, probs, experts, weights);
+    cr_assert_float_eq(weights[0], 0.535184f, 2e-6);
+    cr_assert_float_eq(weights[1], 0.438171f, 2e-6);
+    cr_assert_float_eq(weights[2], 0.026645f, 2e-6);
+}
+
+/* The values that switch group limiting off: topk_group == n_group opens
+ * every group, and n_group 1 is one group of all; both route as greedy:
+ * experts 1, 5, 2 of the case above, weights 0.5 x 0.307880, 0.252071,
+ * 0.186739 = 0.153940, 0.126035, 0.093369. */
+Test(moe, every_group_open_is_greedy) {
+    const float logits[8] = {-2, 3, 2.5f, 2.4f, 0, 2.8f, 1, 0.5f};
+    const MoeRouting cases[3] = {
+        {.n_experts = 8, .k = 3, .scale = 0.5f},
+        {.n_experts = 8, .k = 3, .groups = 4, .groups_used = 4, .scale = 0.5f},
+        {.n_experts = 8, .k = 3, .groups = 1, .groups_used = 1, .scale = 0.5f},
+    };
+    for (int i = 0; i < 3; i++) {
+        float probs[8], weights[3];
+        int experts[3];
+        moe_route(&cases[i], logits, probs, experts, weights);
+        cr_assert(experts[0] == 1 && experts[1] == 5 && experts[2] == 2,
+                  "case %d (groups %d of %d): got %d %d %d", i, cases[i].groups_used,
+                  cases[i].groups, experts[0], experts[1], experts[2]);
+        cr_assert_float_eq(weights[0], 0.153940f, 2e-6);
+        cr_assert_float_eq(weights[1], 0.126035f, 2e-6);
+        cr_assert_float_eq(weights[2], 0.093369f, 2e-6);
+    }
+}

@@ -474,3 +474,171 @@ Test(oracle, fp32_tolerance_is_its_row_rule) {
     cr_expect_eq(diff_status_of_offset("6e-4"), 1, "6e-4 > 3.01e-4: %s", out);
     cr_expect_eq(diff_status_of_offset("1.5e-4"), 0, "1.5e-4 <= 3.01e-4: %s", out);
 }
+
+/* ---- issue 67: inputs that differ from position 0, non-finite figures, a value given twice ----
+ */
+
+/* text written to a fresh file named name; its path into path[512]. */
+static void write_text(char path[512], const char *name, const char *text) {
+    snprintf(path, 512, "%s", temp_path(name));
+    FILE *f = fopen(path, "w");
+    cr_assert_not_null(f, "%s", path);
+    fputs(text, f);
+    fclose(f);
+}
+
+/* Three positions of three logits, fed the tokens t0, t1, t2. */
+static void write_fed(char path[512], const char *name, int t0, int t1, int t2) {
+    char text[512];
+    snprintf(text, sizeof text,
+             "{\"event\":\"logits\",\"pos\":0,\"token\":%d,\"logits\":[1,2,3]}\n"
+             "{\"event\":\"logits\",\"pos\":1,\"token\":%d,\"logits\":[1,2,3]}\n"
+             "{\"event\":\"logits\",\"pos\":2,\"token\":%d,\"logits\":[1,2,3]}\n",
+             t0, t1, t2);
+    write_text(path, name, text);
+}
+
+/* A candidate fed another token at position 0 (only there, or at every
+ * position) has nothing in common with the reference before the inputs
+ * differ: a FAIL naming position 0 and both tokens (exit 1), with the same
+ * logits on both sides, never an error that hides where, nor a pass. With
+ * --teacher-forced it is the error the option promises. */
+Test(oracle, inputs_that_differ_from_position_0_fail_naming_it) {
+    char ref[512], first[512], every[512];
+    write_fed(ref, "fed-ref.jsonl", 1, 2, 3);
+    write_fed(first, "fed-first.jsonl", 5, 2, 3);
+    write_fed(every, "fed-every.jsonl", 5, 6, 7);
+    const char *cands[] = {first, every};
+    for (int i = 0; i < 2; i++) {
+        char args[2048];
+        snprintf(args, sizeof args, "diff %s %s", ref, cands[i]);
+        cr_expect_eq(run_stepwise(args, out, sizeof out, err, sizeof err), 1, "%s", err);
+        cr_expect(strstr(out, "inputs     differ from position 0: ref 1, cand 5; positions from "
+                              "0 on are not compared (a fail)\n") != NULL,
+                  "%s", out);
+        cr_expect(strstr(out, "compared   0 positions x 3 logits\n") != NULL, "%s", out);
+        cr_expect(strstr(out, "first divergence    none: nothing was compared (the inputs "
+                              "differ from position 0)\n") != NULL,
+                  "%s", out);
+        cr_expect(strstr(out, "0 of 0 logits outside\n") != NULL, "%s", out);
+        const char *last = strstr(out, "verdict: FAIL (the candidate was fed other tokens");
+        cr_expect(last != NULL && strchr(last, '\n')[1] == '\0', "%s", out);
+        cr_expect(strstr(out, "PASS") == NULL, "%s", out);
+        cJSON *d = run_diff_json(ref, cands[i], "", 1);
+        const cJSON *in = cJSON_GetObjectItem(d, "inputs");
+        cr_expect_eq(num(in, "differ_from", NULL), 0);
+        cr_expect_eq(num(in, "reference_token", NULL), 1);
+        cr_expect_eq(num(in, "candidate_token", NULL), 5);
+        cr_expect_eq(num(d, "positions", NULL), 0);
+        cr_expect_str_eq(cJSON_GetObjectItem(d, "verdict")->valuestring, "fail");
+        cJSON_Delete(d);
+        snprintf(args, sizeof args, "diff %s %s --teacher-forced", ref, cands[i]);
+        cr_expect_eq(run_stepwise(args, out, sizeof out, err, sizeof err), 2);
+        cr_expect(strstr(err, "inputs differ from position 0 (reference token 1, candidate 5)") !=
+                      NULL,
+                  "%s", err);
+    }
+}
+
+/* Raw float32 logits [3, 3] with their sidecar. */
+static void write_f32(char path[512], const char *name, const float *x) {
+    snprintf(path, 512, "%s", temp_path(name));
+    FILE *f = fopen(path, "wb");
+    cr_assert_not_null(f);
+    cr_assert_eq(fwrite(x, sizeof(float), 9, f), 9);
+    fclose(f);
+    char side[600];
+    snprintf(side, sizeof side, "%s.json", path);
+    f = fopen(side, "w");
+    fputs("{\"format\":\"stepwise-logits-f32\",\"vocab_size\":3,\"positions\":3}\n", f);
+    fclose(f);
+}
+
+/* A NaN or infinite candidate logit: the figures say NaN or inf, where it
+ * is (a NaN at pos 1, token 2 outranks a finite 5 after it; an inf at pos
+ * 2, token 1 outranks a 5 before it), never 0 nor the finite number.
+ * Before issue 67, max |dlogit| kept the first number after a NaN. A NaN
+ * in an activation is the first divergence's max |d| as NaN too. */
+Test(oracle, nonfinite_candidate_values_are_reported_as_such) {
+    char ref[512], nan_c[512], inf_c[512];
+    float r[9] = {1, 2, 3, 1, 2, 3, 1, 2, 3};
+    write_f32(ref, "nf-ref.f32", r);
+    float a[9] = {1, 2, 3, 1, 2, NAN, 6, 2, 3}; /* NaN at (1, 2), then |d| 5 at (2, 0) */
+    write_f32(nan_c, "nf-nan.f32", a);
+    float b[9] = {6, 2, 3, 1, 2, 3, 1, INFINITY, 3}; /* |d| 5 at (0, 0), then inf at (2, 1) */
+    write_f32(inf_c, "nf-inf.f32", b);
+    char args[2048];
+    snprintf(args, sizeof args, "diff %s %s", ref, nan_c);
+    cr_expect_eq(run_stepwise(args, out, sizeof out, err, sizeof err), 1, "%s", err);
+    cr_expect(strstr(out, "max |dlogit|        nan at pos 1, token 2 (reference 3, candidate "
+                          "nan)\n") != NULL,
+              "%s", out);
+    cr_expect(strstr(out, "KL(ref||cand), T=1  mean nan, p99 nan, max nan at pos 1\n") != NULL,
+              "%s", out);
+    cr_expect(strstr(out, "first divergence    logits, pos 1: max |d| nan") != NULL, "%s", out);
+    /* --json has no NaN: null, never a number (it was 1e308); its place stays */
+    cJSON *d = run_diff_json(ref, nan_c, "", 1);
+    const cJSON *first = cJSON_GetObjectItem(d, "first_divergence");
+    cr_expect(cJSON_IsNull(cJSON_GetObjectItem(first, "max_abs")));
+    cr_expect(cJSON_IsNull(cJSON_GetObjectItem(cJSON_GetObjectItem(d, "max_abs"), "value")));
+    cr_expect_eq(num(d, "max_abs", "pos"), 1);
+    cr_expect_eq(num(d, "max_abs", "token"), 2);
+    cJSON_Delete(d);
+    snprintf(args, sizeof args, "diff %s %s", ref, inf_c);
+    cr_expect_eq(run_stepwise(args, out, sizeof out, err, sizeof err), 1, "%s", err);
+    cr_expect(strstr(out, "max |dlogit|        inf at pos 2, token 1 (reference 2, candidate "
+                          "inf)\n") != NULL,
+              "%s", out);
+    char aref[512], acand[512];
+    write_text(aref, "nf-act-ref.jsonl",
+               "{\"event\":\"activation\",\"hook\":\"final_norm\",\"pos\":0,\"data\":[1,2,3]}\n");
+    write_text(
+        acand, "nf-act-cand.jsonl",
+        "{\"event\":\"activation\",\"hook\":\"final_norm\",\"pos\":0,\"data\":[1,null,9]}\n");
+    snprintf(args, sizeof args, "diff %s %s", aref, acand);
+    cr_expect_eq(run_stepwise(args, out, sizeof out, err, sizeof err), 1, "%s", err);
+    cr_expect(strstr(out, "first divergence    final_norm, pos 0: max |d| nan (nan of the "
+                          "tensor's max |ref| 3) at index 1: reference 2, candidate nan") != NULL,
+              "%s", out);
+}
+
+/* A candidate that gives a hook at a position twice (in one file, by one
+ * name or by two that --names maps to one hook), a per-head row twice, or a
+ * KV row twice: an error naming it (only one copy could be compared, the
+ * verdict would follow the file's order). */
+Test(oracle, a_value_given_twice_is_refused_by_name) {
+    char ref[512];
+    write_text(ref, "twice-ref.jsonl",
+               "{\"event\":\"activation\",\"hook\":\"blocks.0.mlp_out\",\"pos\":0,\"data\":[1]}\n"
+               "{\"event\":\"activation\",\"hook\":\"blocks.0.attn.pattern\",\"pos\":1,\"head\":1,"
+               "\"data\":[0.5,0.5]}\n"
+               "{\"event\":\"kv\",\"layer\":0,\"pos\":1,\"k\":[1],\"v\":[1]}\n");
+    static const struct {
+        const char *cand, *names, *words;
+    } cases[] = {
+        {"{\"event\":\"activation\",\"hook\":\"blocks.0.mlp_out\",\"pos\":0,\"data\":[1]}\n"
+         "{\"event\":\"activation\",\"hook\":\"blocks.0.mlp_out\",\"pos\":0,\"data\":[2]}\n",
+         "", "the candidate gives blocks.0.mlp_out at pos 0 twice"},
+        {"{\"event\":\"activation\",\"hook\":\"ffn_out-0\",\"pos\":0,\"data\":[2]}\n"
+         "{\"event\":\"activation\",\"hook\":\"blocks.0.mlp_out\",\"pos\":0,\"data\":[1]}\n",
+         "--names llama.cpp", "the candidate gives blocks.0.mlp_out at pos 0 twice"},
+        {"{\"event\":\"activation\",\"hook\":\"blocks.0.attn.pattern\",\"pos\":1,\"head\":1,"
+         "\"data\":[0.5,0.5]}\n"
+         "{\"event\":\"activation\",\"hook\":\"blocks.0.attn.pattern\",\"pos\":1,\"head\":1,"
+         "\"data\":[0,1]}\n",
+         "", "blocks.0.attn.pattern at pos 1, head 1 twice"},
+        {"{\"event\":\"kv\",\"layer\":0,\"pos\":1,\"k\":[1],\"v\":[1]}\n"
+         "{\"event\":\"kv\",\"layer\":0,\"pos\":1,\"k\":[2],\"v\":[1]}\n"
+         "{\"event\":\"activation\",\"hook\":\"blocks.0.mlp_out\",\"pos\":0,\"data\":[1]}\n",
+         "", "the KV row of layer 0 at pos 1 twice"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char cand[512], args[2048];
+        write_text(cand, "twice-cand.jsonl", cases[i].cand);
+        snprintf(args, sizeof args, "diff %s %s %s", ref, cand, cases[i].names);
+        cr_expect_eq(run_stepwise(args, out, sizeof out, err, sizeof err), 2, "case %zu: %s%s", i,
+                     out, err);
+        cr_expect(strstr(err, cases[i].words) != NULL, "case %zu: %s", i, err);
+        cr_expect(strchr(err, '\n') == err + strlen(err) - 1, "one line: %s", err);
+    }
+}

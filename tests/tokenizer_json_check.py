@@ -26,6 +26,7 @@ import random
 import subprocess
 import sys
 import tempfile
+from check_util import TIMEOUT
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
@@ -161,7 +162,7 @@ def stepwise_chat(stepwise, tok_dir, chat, template):
     try:
         r = subprocess.run([stepwise, "tokenize", "--tokenizer", tok_dir, "--chat", path,
                             "--chat-template", template], capture_output=True, text=True,
-                           encoding="utf-8")
+                           encoding="utf-8", timeout=TIMEOUT)
     finally:
         os.unlink(path)
     if r.returncode != 0:
@@ -233,11 +234,11 @@ def check_model_dir(stepwise, npm, name, tok_dir, texts, want):
         subprocess.run([stepwise, "make-model", "--format", "hf", "--arch", MODEL_ARCH[name],
                         "--dim", "16", "--hidden", "32", "--layers", "1", "--heads", "2",
                         "--vocab", str(MODEL_VOCAB[name]), "--seq-len", "32", "--out", model,
-                        "--tokenizer-from", tok_dir], check=True, capture_output=True)
+                        "--tokenizer-from", tok_dir], check=True, capture_output=True, timeout=TIMEOUT)
         bad = 0
         for text, ids in zip(texts, want):
             r = subprocess.run([stepwise, "tokenize", "--model", model, "--text", text, "--json",
-                                "--no-bos"], capture_output=True, text=True, encoding="utf-8")
+                                "--no-bos"], capture_output=True, text=True, encoding="utf-8", timeout=TIMEOUT)
             if r.returncode != 0 or json.loads(r.stdout)["ids"] != ids:
                 print(f"  --model DIR {text!r}: {r.stdout.strip()} {r.stderr.strip()}, want {ids}")
                 bad += 1
@@ -277,7 +278,7 @@ def check_gguf(stepwise, name, tok_dir, texts, want):
             path = os.path.join(tmp, "chat.json")
             json.dump(chat, open(path, "w"))
             r = subprocess.run([stepwise, "tokenize", "--model", model, "--chat", path],
-                               capture_output=True, text=True, encoding="utf-8")
+                               capture_output=True, text=True, encoding="utf-8", timeout=TIMEOUT)
             text = render(CHAT_TEMPLATE[name], chat)
             ok = r.returncode == 0 and json.loads(r.stdout)["text"] == text and \
                 json.loads(r.stdout)["template"] == CHAT_TEMPLATE[name]
@@ -309,7 +310,7 @@ def stepwise_ids(stepwise, tok_dir, texts, flag="--tokenizer"):
         path = f.name
     try:
         r = subprocess.run([stepwise, "tokenize", flag, tok_dir, "--texts", path,
-                            "--no-bos"], capture_output=True, text=True, encoding="utf-8")
+                            "--no-bos"], capture_output=True, text=True, encoding="utf-8", timeout=TIMEOUT)
     finally:
         os.unlink(path)
     if r.returncode != 0:
@@ -321,7 +322,7 @@ def reference(npm, name, request):
     env = dict(os.environ, STEPWISE_NPM=npm)
     script = os.path.join(os.path.dirname(os.path.abspath(__file__)), "tokenizer_reference.mjs")
     r = subprocess.run(["node", script, name], input=json.dumps(request), capture_output=True,
-                       text=True, encoding="utf-8", env=env)
+                       text=True, encoding="utf-8", env=env, timeout=TIMEOUT)
     if r.returncode != 0:
         sys.exit(f"reference encoder failed for {name}: {r.stderr.strip()[-400:]}")
     return json.loads(r.stdout)

@@ -57,12 +57,20 @@ def _floats(x):
 def write_trace(path, token_ids, logits=None, activations=None, first_pos=0):
     """A JSON Lines candidate: per position, an activation event for each
     hook (stepwise's names, docs/trace-format.md) and a logits event, each
-    stating its input token."""
+    stating its input token. The per-head attn.scores and attn.pattern,
+    [positions, heads, keys] (keys up to the last position), are an event a
+    position and head of the keys that position sees, as stepwise writes them."""
     activations = activations or {}
     with open(path, "w") as f:
         for i, token in enumerate(token_ids):
             pos = first_pos + i
             for hook, values in activations.items():
+                if hook.endswith((".attn.scores", ".attn.pattern")) and np.ndim(values) == 3:
+                    for h in range(np.shape(values)[1]):
+                        f.write(json.dumps({"event": "activation", "hook": hook, "pos": pos, "head": h,
+                                            "token": int(token),
+                                            "data": _floats(values[i][h][:pos + 1])}) + "\n")
+                    continue
                 f.write(json.dumps({"event": "activation", "hook": hook, "pos": pos,
                                     "token": int(token), "data": _floats(values[i])}) + "\n")
             if logits is not None:

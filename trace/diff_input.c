@@ -92,7 +92,9 @@ static bool read_logits_event(DiffRun *r, const cJSON *e, Caps *cap, long line, 
     r->logits = l;
     if (!grown) return step_fail(err, "%s: out of memory", path);
     if (r->n > 0 && pos <= r->pos[r->n - 1])
-        return step_fail(err, "%s:%ld: logits at pos %d after pos %d (positions must increase)",
+        return step_fail(err,
+                         "%s:%ld: logits at pos %d after pos %d (positions must increase: a row "
+                         "is given once)",
                          path, line, pos, r->pos[r->n - 1]);
     r->pos[r->n] = pos;
     if (!read_floats(arr, r->logits + (size_t)r->n * r->vocab_size, r->vocab_size))

@@ -13,7 +13,10 @@
 #include "trace/hook_names.h"
 
 /* One hook's values for every position, row-major [positions, width]
- * (borrowed), under stepwise's name or the name map's. */
+ * (borrowed), under stepwise's name or the name map's. A per-head hook
+ * (attn.scores, attn.pattern) is [positions, heads, positions], each head's
+ * row padded past its position (as sw_score gives it): the query at p is
+ * compared on its keys 0..p, head by head, as a trace's events are. */
 typedef struct {
     const char *hook;
     const float *data;
@@ -31,11 +34,13 @@ typedef struct {
 } DiffArrays;
 
 /* Read ref_path into ref, and into cand the run at cand_path, or (arrays
- * not NULL) the arrays, copied. engine (NULL: stepwise's names) loads the
- * name map into *names (the caller frees it with hook_names_free, whatever
- * the result; zeroed when engine is NULL); rope_halves adds the hooks the
- * engine keeps in halves for some models, and needs an engine. False (err
- * says why) on any failure, a shape or name it cannot take among them. */
+ * not NULL) the arrays, copied. A candidate gives each value once: a hook
+ * at a position (and head), or a KV row, given twice (in a file, or two
+ * tensors whose names map to one hook) is an error naming it. engine (NULL: stepwise's names) loads
+ * the name map into *names (the caller frees it with hook_names_free, whatever the result; zeroed
+ * when engine is NULL); rope_halves adds the hooks the engine keeps in halves for some models, and
+ * needs an engine. False (err says why) on any failure, a shape or name it cannot take among them.
+ */
 bool diff_pair_read(DiffRun *ref, DiffRun *cand, const char *ref_path, const char *cand_path,
                     const DiffArrays *arrays, const char *engine, bool rope_halves,
                     HookNames *names, StepError *err);

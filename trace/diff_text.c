@@ -97,6 +97,13 @@ static void print_routing(FILE *out, const DiffRouting *g) {
 static void print_first(FILE *out, const DiffReport *r) {
     char name[64];
     const DiffPoint *p = &r->first;
+    if (!r->diverged && r->n == 0 && r->acts_compared == 0 && r->kv_compared == 0) {
+        fprintf(out,
+                "first divergence    none: nothing was compared (the inputs differ from "
+                "position %d)\n",
+                r->inputs_differ_pos);
+        return;
+    }
     if (!r->diverged) {
         fprintf(out, "first divergence    none: every compared tensor is within tolerance\n");
         return;

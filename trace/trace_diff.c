@@ -57,8 +57,18 @@ double diff_allowed(const DiffTolerance *t, int point, double r_i, double scale)
     return 0;
 }
 
-/* Compare one tensor: its worst element into *p; returns how many elements
- * are outside the tolerance (a NaN difference always is). */
+/* Whether the difference d is worse than worst, the worst so far (-1: none
+ * yet): a NaN is worse than any number, and the first NaN stays, so that
+ * a figure never reports a NaN as a number (d > NaN is false: a plain
+ * comparison would keep the first finite d after it, or lose the NaN). */
+static bool worse(double d, double worst) {
+    if (isnan(worst)) return false;
+    return isnan(d) || d > worst;
+}
+
+/* Compare one tensor: its worst element into *p (a NaN difference is the
+ * worst, reported as NaN); returns how many elements are outside the
+ * tolerance (a NaN difference always is). */
 static long compare_tensor(const float *r, const float *c, int n, const DiffTolerance *tol,
                            DiffPoint *p) {
     double scale = 0;
@@ -69,11 +79,10 @@ static long compare_tensor(const float *r, const float *c, int n, const DiffTole
     for (int i = 0; i < n; i++) {
         double d = fabs((double)c[i] - (double)r[i]);
         outside += !(d <= diff_allowed(tol, p->point, r[i], scale));
-        if (isnan(d)) d = INFINITY;
-        if (d > p->max_abs) p->max_abs = d, p->index = i;
+        if (worse(d, p->max_abs)) p->max_abs = d, p->index = i;
     }
     p->scale = scale;
-    p->rel = scale > 0 ? p->max_abs / scale : p->max_abs > 0 ? INFINITY : 0;
+    p->rel = scale > 0 || isnan(p->max_abs) ? p->max_abs / scale : p->max_abs > 0 ? INFINITY : 0;
     p->ref = r[p->index], p->cand = c[p->index];
     p->allowed = diff_allowed(tol, p->point, r[p->index], scale);
     return outside;
@@ -213,11 +222,11 @@ static void table_add(DiffReport *rep, const DiffPoint *p) {
         if (p->layer >= DIFF_TABLE_LAYERS) return;
         if (p->layer + 1 > rep->table_layers) rep->table_layers = p->layer + 1;
         double *a = &rep->table_abs[p->layer][p->point], *r = &rep->table_rel[p->layer][p->point];
-        if (!rep->table_has[p->layer][p->point] || p->max_abs > *a) *a = p->max_abs;
-        if (!rep->table_has[p->layer][p->point] || p->rel > *r) *r = p->rel;
+        if (!rep->table_has[p->layer][p->point] || worse(p->max_abs, *a)) *a = p->max_abs;
+        if (!rep->table_has[p->layer][p->point] || worse(p->rel, *r)) *r = p->rel;
         rep->table_has[p->layer][p->point] = true;
     } else {
-        if (!rep->outside_has[p->point] || p->max_abs > rep->outside_abs[p->point])
+        if (!rep->outside_has[p->point] || worse(p->max_abs, rep->outside_abs[p->point]))
             rep->outside_abs[p->point] = p->max_abs;
         rep->outside_has[p->point] = true;
     }
@@ -260,8 +269,11 @@ static bool in_top5(const float *x, int n, int id) {
     return better < 5;
 }
 
+/* Ascending, NaN last (above every number): a consistent order for qsort,
+ * so that a NaN KL reaches the 99th percentile as the worst. */
 static int compare_doubles(const void *a, const void *b) {
     double x = *(const double *)a, y = *(const double *)b;
+    if (isnan(x) || isnan(y)) return (isnan(x) != 0) - (isnan(y) != 0);
     return (x > y) - (x < y);
 }
 
@@ -272,7 +284,7 @@ static void logits_position(const float *r, const float *c, int V, int pos, doub
     double se = 0, ss = 0;
     for (int i = 0; i < V; i++) {
         double d = fabs((double)c[i] - (double)r[i]);
-        if (rep->max_abs_pos < 0 || !(d <= rep->max_abs)) { /* a NaN counts as larger */
+        if (rep->max_abs_pos < 0 || worse(d, rep->max_abs)) { /* a NaN counts as larger */
             rep->max_abs = d, rep->max_abs_pos = pos, rep->max_abs_id = i;
             rep->max_abs_ref = r[i], rep->max_abs_cand = c[i];
         }
@@ -281,14 +293,14 @@ static void logits_position(const float *r, const float *c, int V, int pos, doub
     }
     double nmse = ss > 0 ? se / ss : se;
     rep->nmse_mean += nmse;
-    if (nmse > rep->nmse_max || rep->nmse_max_pos < 0)
+    if (worse(nmse, rep->nmse_max) || rep->nmse_max_pos < 0)
         rep->nmse_max = nmse, rep->nmse_max_pos = pos;
     log_softmax(r, V, lr);
     log_softmax(c, V, lc);
     double kl = 0;
     for (int i = 0; i < V; i++) kl += exp(lr[i]) * (lr[i] - lc[i]);
     *kl_out = kl;
-    if (kl > rep->kl_max || rep->kl_max_pos < 0) rep->kl_max = kl, rep->kl_max_pos = pos;
+    if (worse(kl, rep->kl_max) || rep->kl_max_pos < 0) rep->kl_max = kl, rep->kl_max_pos = pos;
     int ar = argmax_of(r, V), ac = argmax_of(c, V);
     rep->top1_agree += ar == ac;
     double dp = exp(lc[ar]) - exp(lr[ar]);
@@ -443,7 +455,7 @@ static bool compare_kv(const DiffRun *ref, const DiffRun *cand, int limit, const
             over |= compare_tensor(r, c, D, tol, &p) > 0;
             if (layer < DIFF_TABLE_LAYERS) {
                 double *m = which ? &rep->kv_max_v[layer] : &rep->kv_max_k[layer];
-                if (p.max_abs > *m) *m = p.max_abs;
+                if (worse(p.max_abs, *m)) *m = p.max_abs;
                 if (layer + 1 > rep->n_layers_kv) rep->n_layers_kv = layer + 1;
             }
         }
@@ -517,11 +529,13 @@ bool trace_diff(const DiffRun *ref, const DiffRun *cand, const DiffTolerance *to
     if (!ok) return step_fail(err, "diff: out of memory");
     if (diff_run_read_short(ref) || diff_run_read_short(cand))
         return step_fail(err, "diff: a file shrank while it was read (rows came short)");
-    if (rep->n == 0 && rep->acts_compared == 0 && rep->kv_compared == 0)
-        return step_fail(err,
-                         "nothing to compare: no position%s has logits, activations or KV rows "
-                         "on both sides",
-                         limit < INT_MAX ? " before the inputs differ" : "");
+    /* Inputs that differ from the first position on leave nothing to
+     * compare, and that is the finding: a fail naming the position and the
+     * tokens (an engine fed other tokens, a BOS forgotten), not an error
+     * that hides them. Nothing in common otherwise is an error. */
+    if (rep->n == 0 && rep->acts_compared == 0 && rep->kv_compared == 0 && limit == INT_MAX)
+        return step_fail(err, "nothing to compare: no position has logits, activations or KV rows "
+                              "on both sides");
     verdict(tol, rep);
     return true;
 }

@@ -78,7 +78,8 @@ class _DiffReport(ctypes.Structure):
                 ("top1_agreement", ctypes.c_double), ("diverged", ctypes.c_int),
                 ("first_hook", ctypes.c_char * 64), ("first_layer", ctypes.c_int),
                 ("first_pos", ctypes.c_int), ("other_hook", ctypes.c_char * 64),
-                ("fail_reason", ctypes.c_char * 160)]
+                ("fail_reason", ctypes.c_char * 160), ("max_abs_pos", ctypes.c_int),
+                ("max_abs_token", ctypes.c_int)]
 
 
 def _find_library():
@@ -125,6 +126,9 @@ def _declare(lib):
         "sw_diff_text": (I, [S, S, ctypes.POINTER(_DiffOptions), ctypes.POINTER(_DiffReport), ctypes.c_char_p,
                              ctypes.c_size_t,
                              ctypes.POINTER(ctypes.c_size_t), E]),
+        "sw_diff_arrays_text": (I, [S, F, I, I, IP, ctypes.POINTER(_DiffTensor), I, ctypes.POINTER(_DiffOptions),
+                                    ctypes.POINTER(_DiffReport), ctypes.c_char_p, ctypes.c_size_t,
+                                    ctypes.POINTER(ctypes.c_size_t), E]),
     }
     for name, (res, args) in sigs.items():
         f = getattr(lib, name)
@@ -149,7 +153,7 @@ def _ids(ids, vocab_size):
 
 
 def version():
-    """The library's version and its API's: "stepwise 0.2.0 (api 3)"."""
+    """The library's version and its API's: "stepwise 0.2.0 (api 4)"."""
     return _lib.stepwise_version().decode()
 
 
@@ -269,10 +273,10 @@ class Model:
         if not 1 <= len(a) <= seq_len:
             raise ValueError("generate takes 1 to %d prompt ids (the model's positions), not %d"
                              % (seq_len, len(a)))
-        s = _Sampler(temperature=_checks.number(temperature, "temperature", 0, 1e30),
+        s = _Sampler(temperature=_checks.float32(temperature, "temperature", 0, 1e30),
                      top_k=_checks.integer(top_k, "top_k", 0, _checks.INT32_MAX),
-                     top_p=_checks.number(top_p, "top_p", 0, 1),
-                     min_p=_checks.number(min_p, "min_p", 0, 1),
+                     top_p=_checks.float32(top_p, "top_p", 0, 1),
+                     min_p=_checks.float32(min_p, "min_p", 0, 1),
                      seed=_checks.integer(seed, "seed", 1, 2**64 - 1))
         capacity = min(len(a) + max_new, seq_len + 1)  # it stops when the context is full
         out, n, err = (ctypes.c_int * capacity)(), ctypes.c_int(), _Error()
@@ -456,25 +460,45 @@ def write_logits(path, rows, token_ids=None, logprobs=False, first_pos=0):
         f.write("\n")
 
 
+_PER_HEAD = (".attn.scores", ".attn.pattern")  # stepwise's per-head hooks: a row a head
+
+
+def _activation(hook, values, positions, keys):
+    """One hook's values [positions, ...] as float32: [positions, width], or
+    for a per-head hook [positions, heads, keys] (keys: the positions a row
+    covers, up to the last; a wider one is cut there)."""
+    _checks.text(hook, "a hook's name")
+    values = np.asarray(values)
+    if values.dtype.kind not in "fiu" or values.ndim < 1 or values.shape[0] != positions or values.size == 0:
+        raise ValueError("activations[%r] must be numbers [positions, ...] with %d positions, not %s %s"
+                         % (hook, positions, values.dtype, values.shape))
+    if not hook.endswith(_PER_HEAD):
+        return values.reshape(positions, -1).astype(np.float32)
+    if values.ndim == 2 and values.shape[1] % keys == 0:
+        values = values.reshape(positions, -1, keys)
+    if values.ndim != 3 or values.shape[2] < keys:
+        raise ValueError("activations[%r] is per head: [positions, heads, keys] with keys up to the last "
+                         "position (%d), as score() gives it; not %s" % (hook, keys, values.shape))
+    return values[:, :, :keys].astype(np.float32)
+
+
 def write_trace(path, token_ids, logits=None, activations=None, first_pos=0):
     """A candidate as a JSON Lines trace `stepwise diff` walks hook by hook:
     per position, an activation event for each hook (activations: {hook:
     [positions, ...]}, under stepwise's names or another engine's with
     diff's names=) and a logits event (logits [positions, vocab]), each
-    stating its input token (token_ids). Values as float32; a value that is
-    not finite is written as null, which diff reports."""
+    stating its input token (token_ids). The per-head hooks (attn.scores,
+    attn.pattern) as score() gives them, [positions, heads, keys] (or
+    [positions, heads x keys]) with keys up to the last position: an event
+    a position and head of the keys that position sees, as a stepwise trace
+    writes them. Values as float32; a value that is not finite is written as
+    null, which diff reports."""
     _path(path)  # a str, bytes or PathLike without NUL, or an error here
     path = os.fsdecode(os.fspath(path))
     ids = _checks.ids(token_ids, _checks.INT32_MAX, "token_ids")
     first_pos = _checks.integer(first_pos, "first_pos", 0, _checks.INT32_MAX - len(ids))
-    arrays = {}
-    for hook, values in (activations or {}).items():
-        _checks.text(hook, "a hook's name")
-        values = np.asarray(values)
-        if values.dtype.kind not in "fiu" or values.ndim < 1 or values.shape[0] != len(ids):
-            raise ValueError("activations[%r] must be numbers [positions, ...] with %d positions, not %s %s"
-                             % (hook, len(ids), values.dtype, values.shape))
-        arrays[hook] = values.reshape(len(ids), -1).astype(np.float32)
+    arrays = {hook: _activation(hook, values, len(ids), first_pos + len(ids))
+              for hook, values in (activations or {}).items()}
     if logits is not None:
         logits = np.asarray(logits)
         if logits.dtype.kind != "f" or logits.ndim != 2 or logits.shape[0] != len(ids):
@@ -488,6 +512,11 @@ def write_trace(path, token_ids, logits=None, activations=None, first_pos=0):
         for i, token in enumerate(ids):
             pos = first_pos + i
             for hook, values in arrays.items():
+                if values.ndim == 3:  # per head: the keys 0..pos this query sees
+                    for h in range(values.shape[1]):
+                        f.write(json.dumps({"event": "activation", "hook": hook, "pos": pos, "head": h,
+                                            "token": int(token), "data": floats(values[i, h, :pos + 1])}) + "\n")
+                    continue
                 f.write(json.dumps({"event": "activation", "hook": hook, "pos": pos, "token": int(token),
                                     "data": floats(values[i])}) + "\n")
             if logits is not None:
@@ -503,7 +532,8 @@ class DiffReport(dict):
     rows compared), the inputs (inputs_checked: both runs state their
     tokens; inputs_compared: at how many positions; inputs_differ_pos: the
     first position fed another token, with ref_token and cand_token, or -1;
-    inputs_matched), max_abs_logit, kl_mean, top1_agreement, and where it
+    inputs_matched), max_abs_logit (NaN or inf when a candidate's logit is)
+    at max_abs_pos and max_abs_token, kl_mean, top1_agreement, and where it
     first diverged (first_hook, first_layer, first_pos; other_hook when the
     candidate's tensor there equals another hook's); text: the whole report
     as `stepwise diff` prints it (per-layer table, logits figures,
@@ -534,13 +564,65 @@ class DiffReport(dict):
             100 * self["top1_agreement"])
 
 
+def _dict_keys(side, label):
+    unknown = set(side) - {"logits", "activations"}
+    if unknown:
+        raise ValueError("the %s dict holds %s: only logits and activations" % (label, sorted(unknown)))
+
+
+def _held_candidate(side, token_ids):
+    """A candidate given as logits [positions, vocab] or a dict of arrays,
+    as sw_diff_arrays_text's arguments (args) over float32 copies it keeps
+    alive (keep), and how the report names it (label)."""
+    if isinstance(side, dict):
+        _dict_keys(side, "candidate")
+        logits, acts = side.get("logits"), side.get("activations") or {}
+        label = "(the candidate arrays)"
+    else:
+        logits, acts, label = side, {}, "(the candidate array)"
+    ids = None if token_ids is None else _checks.ids(token_ids, _checks.INT32_MAX, "token_ids")
+    if logits is not None:
+        logits = np.asarray(logits)
+        if logits.dtype.kind != "f" or logits.ndim != 2 or 0 in logits.shape:
+            raise ValueError("the candidate's logits must be floats [positions, vocab], not %s %s"
+                             % (logits.dtype, logits.shape))
+        logits = np.ascontiguousarray(logits, dtype=np.float32)
+    positions = len(ids) if ids is not None else logits.shape[0]  # a dict comes with token_ids
+    if logits is not None and logits.shape[0] != positions:
+        raise ValueError("token_ids has %d ids for %d positions: one a position" % (positions, logits.shape[0]))
+    if positions < 1:
+        raise ValueError("the candidate holds no positions (token_ids is empty)")
+    if not isinstance(acts, dict):
+        raise TypeError("the candidate's activations must be a dict {hook: [positions, ...]}, not %s"
+                        % type(acts).__name__)
+    names, rows = [], []
+    for hook, values in acts.items():
+        a = _activation(hook, values, positions, positions)
+        a = np.ascontiguousarray(a.reshape(positions, -1))  # per head: [positions, heads x positions]
+        _checks.integer(a.shape[1], "activations[%r]'s width" % hook, 1, _checks.INT32_MAX)
+        names.append(_checks.text(hook, "a hook's name"))
+        rows.append(a)
+    fp = ctypes.POINTER(ctypes.c_float)
+    tensors = (_DiffTensor * max(len(rows), 1))(*[_DiffTensor(n, a.ctypes.data_as(fp), a.shape[1])
+                                                  for n, a in zip(names, rows)])
+    args = (logits.ctypes.data_as(fp) if logits is not None else None, positions,
+            logits.shape[1] if logits is not None else 0,
+            ids.ctypes.data_as(ctypes.POINTER(ctypes.c_int)) if ids is not None else None,
+            tensors, len(rows))
+    return {"args": args, "keep": (logits, ids, names, rows, tensors), "label": label}
+
+
 def diff(reference, candidate, preset="fp32", token_ids=None, atol=None, rtol=None, names=None,
          rope_halves=False, teacher_forced=False):
     """Compare candidate with reference as `stepwise diff` does, with its
     options. Either side may be a path (any form the diff reads), logits
     [positions, vocab] (numpy), or a dict {"logits": [positions, vocab],
-    "activations": {hook: [positions, ...]}} (written as a trace by
-    write_trace), with token_ids for the inputs they were computed on.
+    "activations": {hook: [positions, ...]}} (the per-head attn.scores and
+    attn.pattern as score() gives them), with token_ids for the inputs they
+    were computed on. A candidate given so is compared from memory (no file
+    is written); a reference so, through a file (write_logits, write_trace).
+    Each hook is given once: two keys that name one hook (under two naming
+    schemes) are an error.
     atol, rtol: a custom tolerance in the preset's rule; names: the
     candidate's hooks are that engine's ("hf", "llama.cpp", ...:
     data/hook-names.json), with rope_halves as --rope-halves; teacher_forced:
@@ -560,17 +642,18 @@ def diff(reference, candidate, preset="fp32", token_ids=None, atol=None, rtol=No
     if any(isinstance(side, dict) for side in given) and token_ids is None:
         raise ValueError("a dict of arrays needs token_ids (the inputs they were computed on)")
     with tempfile.TemporaryDirectory() as tmp:
-        paths, arrays = [], {}
+        paths, arrays, held = [], {}, None
         for side, label in ((reference, "reference"), (candidate, "candidate")):
+            if label == "candidate" and isinstance(side, (np.ndarray, dict)):
+                held = _held_candidate(side, token_ids)  # compared from memory: no file
+                break
             if isinstance(side, np.ndarray):
                 p = os.path.join(tmp, label + ".f32")
                 write_logits(p, side, token_ids=token_ids)
                 arrays[p] = "the %s array" % label
                 side = p
             elif isinstance(side, dict):
-                unknown = set(side) - {"logits", "activations"}
-                if unknown:
-                    raise ValueError("the %s dict holds %s: only logits and activations" % (label, sorted(unknown)))
+                _dict_keys(side, label)
                 p = os.path.join(tmp, label + ".jsonl")
                 write_trace(p, token_ids, logits=side.get("logits"), activations=side.get("activations"))
                 arrays[p] = "the %s arrays" % label
@@ -582,15 +665,21 @@ def diff(reference, candidate, preset="fp32", token_ids=None, atol=None, rtol=No
         needed, size = ctypes.c_size_t(0), 1 << 16
         while True:
             buf = ctypes.create_string_buffer(size)
-            status = _lib.sw_diff_text(paths[0], paths[1], ctypes.byref(opt), ctypes.byref(r), buf, size,
-                                       ctypes.byref(needed), ctypes.byref(err))
+            if held is not None:
+                status = _lib.sw_diff_arrays_text(paths[0], *held["args"], ctypes.byref(opt), ctypes.byref(r), buf,
+                                                  size, ctypes.byref(needed), ctypes.byref(err))
+            else:
+                status = _lib.sw_diff_text(paths[0], paths[1], ctypes.byref(opt), ctypes.byref(r), buf, size,
+                                           ctypes.byref(needed), ctypes.byref(err))
             if status != 0 or needed.value <= size:
                 break
             size = needed.value
+        if held is not None:  # the C side names what it compared "(arrays)"
+            arrays["(arrays)"] = held["label"]
         if status == 0:  # its temporary paths named as the caller knows them
             text = buf.value.decode("utf-8", "replace")
             for p, label in arrays.items():
-                text = text.replace(p, "(" + label + ")")
+                text = text.replace(p, label if p == "(arrays)" else "(" + label + ")")
     if status != 0:  # name the arrays as the caller knows them, not by their temporary files
         message = err.message.decode("utf-8", "replace")
         for p, label in arrays.items():

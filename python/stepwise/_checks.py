@@ -62,6 +62,23 @@ def number(v, what, low, high):
     return float(v)
 
 
+def float32(v, what, low, high):
+    """number(v, what, low, high), then refused when it changes class as a
+    float32 (C's field): a nonzero value that rounds to 0 (1e-50: a
+    temperature of 0 is greedy) or a finite one past the largest float32.
+    The rule of ref/util/float_class.h, which the command line applies."""
+    v = number(v, what, low, high)
+    with np.errstate(over="ignore"):
+        f = np.float32(v)
+    if v != 0 and f == 0:
+        raise ValueError("%s is %r: not 0 but rounds to 0 as a float32 (its smallest is 1.4e-45)"
+                         % (what, v))
+    if np.isinf(f):
+        raise ValueError("%s is %r: finite but overflows a float32 to infinity (its largest is "
+                         "3.4e38)" % (what, v))
+    return v
+
+
 def ids(values, vocab_size, what="ids"):
     """A 1-D sequence of integer ids in [0, vocab_size) as a C int array, each
     checked: the first bad index is named."""

@@ -529,7 +529,9 @@ static void report_fill(sw_diff_report *report, const DiffReport *r) {
                                .top1_agreement = r->n > 0 ? (double)r->top1_agree / r->n : 0,
                                .diverged = r->diverged,
                                .first_layer = r->diverged ? r->first.layer : -1,
-                               .first_pos = r->diverged ? r->first.pos : -1};
+                               .first_pos = r->diverged ? r->first.pos : -1,
+                               .max_abs_pos = r->n > 0 ? r->max_abs_pos : -1,
+                               .max_abs_token = r->n > 0 ? r->max_abs_id : -1};
     if (r->diverged && r->first.point == HOOK_KV_ROW)
         snprintf(report->first_hook, sizeof report->first_hook, "kv");
     else if (r->diverged)
@@ -568,7 +570,8 @@ static sw_status diff_report(const char *reference, const char *candidate, const
                              const sw_diff_options *options, sw_diff_report *report, char *text,
                              size_t size, size_t *needed, sw_error *err) {
     if (report != NULL)
-        *report = (sw_diff_report){.first_layer = -1, .first_pos = -1, .inputs_differ_pos = -1};
+        *report = (sw_diff_report){
+            .first_layer = -1, .first_pos = -1, .inputs_differ_pos = -1, .max_abs_pos = -1};
     if (needed != NULL) *needed = 0;
     if (size > 0) text[0] = '\0';
     DiffDone d;
@@ -592,7 +595,16 @@ sw_status sw_diff_with(const char *reference, const char *candidate, const sw_di
 sw_status sw_diff_arrays(const char *reference, const float *logits, int positions, int vocab_size,
                          const int *token_ids, const sw_diff_tensor *tensors, int n_tensors,
                          const sw_diff_options *options, sw_diff_report *report, sw_error *err) {
-    if (reference == NULL || report == NULL)
+    if (report == NULL) return fail(err, SW_ERR_INPUT, "sw_diff_arrays: a NULL argument");
+    return sw_diff_arrays_text(reference, logits, positions, vocab_size, token_ids, tensors,
+                               n_tensors, options, report, NULL, 0, NULL, err);
+}
+
+sw_status sw_diff_arrays_text(const char *reference, const float *logits, int positions,
+                              int vocab_size, const int *token_ids, const sw_diff_tensor *tensors,
+                              int n_tensors, const sw_diff_options *options, sw_diff_report *report,
+                              char *text, size_t size, size_t *needed, sw_error *err) {
+    if (reference == NULL || (text == NULL && size > 0))
         return fail(err, SW_ERR_INPUT, "sw_diff_arrays: a NULL argument");
     if (n_tensors < 0 || n_tensors > (1 << 20) || (n_tensors > 0 && tensors == NULL))
         return fail(err, SW_ERR_INPUT, "sw_diff_arrays: n_tensors %d, from 0 to 2^20, with tensors",
@@ -607,7 +619,7 @@ sw_status sw_diff_arrays(const char *reference, const float *logits, int positio
                     .token_ids = token_ids,
                     .tensors = t,
                     .n_tensors = n_tensors};
-    sw_status status = diff_report(reference, NULL, &a, options, report, NULL, 0, NULL, err);
+    sw_status status = diff_report(reference, NULL, &a, options, report, text, size, needed, err);
     free(t);
     return status;
 }

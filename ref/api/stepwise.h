@@ -48,8 +48,10 @@ extern "C" {
 
 /* The API's version: 2 added sw_open_options.copy_weights and the diff
  * report's inputs; 3 sw_diff_with, sw_diff_arrays, sw_diff_text and the open options'
- * gelu_ggml, kv_dtype and kv_rounding_ggml. */
-#define STEPWISE_API_VERSION 3
+ * gelu_ggml, kv_dtype and kv_rounding_ggml; 4 sw_diff_arrays_text and the
+ * diff report's max_abs_pos and max_abs_token (at its end: a caller built
+ * against 3 allocates a shorter report, so rebuild against this header). */
+#define STEPWISE_API_VERSION 4
 
 /* What libstepwise.so exports (it is built -fvisibility=hidden). */
 #if defined(__GNUC__)
@@ -198,7 +200,8 @@ typedef struct {
                                   verdict is a fail (nothing from there on is compared) */
     int ref_token, cand_token; /* the two tokens there */
     long activations;          /* compared */
-    double max_abs_logit;      /* max |dlogit| */
+    double max_abs_logit;      /* max |dlogit|: NaN when a candidate's logit is NaN (the first
+                                  such, at max_abs_pos), inf when one is infinite */
     double kl_mean;            /* mean KL(ref || candidate) */
     double top1_agreement;     /* share of positions whose argmax agrees */
     int diverged;              /* a tensor outside tolerance: */
@@ -207,6 +210,8 @@ typedef struct {
     int first_pos;             /* its position */
     char other_hook[64];       /* the reference hook the candidate's tensor there equals, or "" */
     char fail_reason[160];     /* "" when passed */
+    int max_abs_pos;           /* the position of max_abs_logit, or -1 (no logits compared) */
+    int max_abs_token;         /* and the token (the logits row's index) there */
 } sw_diff_report;
 
 /* Compare a candidate run with a reference run as `stepwise diff` does,
@@ -248,9 +253,15 @@ typedef struct {
 
 /* sw_diff_with of a candidate held in memory: logits [positions, vocab_size]
  * (NULL: none), the input token at each position (NULL: not stated), and
- * n_tensors tensors (hooks whose rows are whole: not the per-head scores
- * and pattern). Everything is copied before the comparison; every count
- * is checked first (positions from 1, a vocabulary or a width from 1). */
+ * n_tensors tensors. The per-head hooks (attn.scores, attn.pattern) are
+ * [positions, heads, positions] (width heads x positions), each head's row
+ * padded past its position as sw_score gives them: each position and head
+ * is compared on the keys up to that position, as the command line compares
+ * a trace's per-head events; another width is an error naming the hook.
+ * Each hook is given once: two tensors of one hook (one name twice, or two
+ * names the name map maps to it) are an error naming both. Everything is
+ * copied before the comparison; every count is checked first (positions
+ * from 1, a vocabulary or a width from 1). */
 STEPWISE_EXPORT sw_status sw_diff_arrays(const char *reference, const float *logits, int positions,
                                          int vocab_size, const int *token_ids,
                                          const sw_diff_tensor *tensors, int n_tensors,
@@ -265,6 +276,16 @@ STEPWISE_EXPORT sw_status sw_diff_arrays(const char *reference, const float *log
 STEPWISE_EXPORT sw_status sw_diff_text(const char *reference, const char *candidate,
                                        const sw_diff_options *options, sw_diff_report *report,
                                        char *text, size_t size, size_t *needed, sw_error *err);
+
+/* sw_diff_arrays with its text as sw_diff_text gives it (the candidate
+ * named "(arrays)" there): one comparison of a candidate in memory, with
+ * no file written. */
+STEPWISE_EXPORT sw_status sw_diff_arrays_text(const char *reference, const float *logits,
+                                              int positions, int vocab_size, const int *token_ids,
+                                              const sw_diff_tensor *tensors, int n_tensors,
+                                              const sw_diff_options *options,
+                                              sw_diff_report *report, char *text, size_t size,
+                                              size_t *needed, sw_error *err);
 
 #ifdef __cplusplus
 }

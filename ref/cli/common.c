@@ -15,6 +15,7 @@
 #include "ref/formats/model_open.h"
 #include "ref/kernels/threads.h"
 #include "ref/text/tokenizer_json.h"
+#include "ref/util/float_class.h"
 #include "trace/trace_events.h"
 #include <sys/resource.h>
 
@@ -78,9 +79,16 @@ bool cli_parse_float(const char *text, const char *option, bool allow_inf, float
                      StepError *err) {
     char *end;
     errno = 0;
-    float v = strtof(text, &end);
+    double wide = strtod(text, &end);
     if (text[0] == '\0' || *end != '\0')
         return step_fail(err, "%s expects a number, got '%s'", option, text);
+    /* The text's class: ERANGE says it is a finite nonzero number that even
+     * a double cannot hold (1e-400, 1e400). The value is strtof's own
+     * rounding of the text (one rounding, not two). */
+    FloatClass said = errno == ERANGE ? FLOAT_FINITE : float_class_of(wide);
+    float v = strtof(text, NULL);
+    const char *changed = float_class_change(said, v);
+    if (changed != NULL) return step_fail(err, "%s %s %s", option, text, changed);
     if (isnan(v)) return step_fail(err, "%s: NaN is not allowed", option);
     if (isinf(v) && !allow_inf) return step_fail(err, "%s must be finite, got '%s'", option, text);
     *out = v;

@@ -30,12 +30,19 @@ static const char DIFF_USAGE[] =
     "  3. the logits: max |dlogit|, NMSE, KL(ref||cand) at T = 1, top-1 agreement,\n"
     "     the first argmax difference; and the KV rows per layer.\n"
     "What the candidate lacks (positions, KV rows, activations) is reported; a\n"
-    "kind it has none of is not compared.\n"
+    "kind it has none of is not compared; a value it gives twice (a hook at a\n"
+    "position and head, a KV row, a logits row) is an error.\n"
     "\n"
     "REF and CANDIDATE: traces or score files (logits, kv and activation events),\n"
     "raw float32 FILE.f32 with a FILE.f32.json sidecar, or numpy FILE.npy (a 2-D\n"
     "float32 array [positions, vocab], optional FILE.npy.json); rows may be\n"
     "log-probabilities (\"logprobs\" events, or \"values\": \"logprobs\").\n";
+
+/* A figure as JSON, which has no NaN nor inf: an infinite one as 1e308, a
+ * NaN as null (cJSON writes a NaN so), never as a number. */
+static double json_figure(double x) {
+    return isinf(x) ? 1e308 : x;
+}
 
 static cJSON *point_json(const DiffPoint *p) {
     cJSON *o = cJSON_CreateObject();
@@ -45,8 +52,8 @@ static cJSON *point_json(const DiffPoint *p) {
     cJSON_AddNumberToObject(o, "pos", p->pos);
     if (p->head >= 0 && p->point != HOOK_KV_ROW) cJSON_AddNumberToObject(o, "head", p->head);
     cJSON_AddNumberToObject(o, "index", p->index);
-    cJSON_AddNumberToObject(o, "max_abs", isfinite(p->max_abs) ? p->max_abs : 1e308);
-    cJSON_AddNumberToObject(o, "relative", isfinite(p->rel) ? p->rel : 1e308);
+    cJSON_AddNumberToObject(o, "max_abs", json_figure(p->max_abs));
+    cJSON_AddNumberToObject(o, "relative", json_figure(p->rel));
     cJSON_AddNumberToObject(o, "scale", p->scale);
     cJSON_AddNumberToObject(o, "reference", p->ref);
     cJSON_AddNumberToObject(o, "candidate", p->cand);
@@ -109,10 +116,8 @@ static void print_json(const char *ref_path, const char *cand_path, const DiffRu
             char name[64];
             cJSON *cell = cJSON_AddObjectToObject(
                 row, strchr(hook_name((HookPoint)h, 0, name, sizeof name) + 7, '.') + 1);
-            cJSON_AddNumberToObject(cell, "max_abs",
-                                    isfinite(r->table_abs[l][h]) ? r->table_abs[l][h] : 1e308);
-            cJSON_AddNumberToObject(cell, "relative",
-                                    isfinite(r->table_rel[l][h]) ? r->table_rel[l][h] : 1e308);
+            cJSON_AddNumberToObject(cell, "max_abs", json_figure(r->table_abs[l][h]));
+            cJSON_AddNumberToObject(cell, "relative", json_figure(r->table_rel[l][h]));
         }
         cJSON_AddItemToArray(layers, row);
     }

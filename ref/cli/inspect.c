@@ -262,10 +262,10 @@ static const CliOption INSPECT_OPTIONS[] = {
     {"bandwidth", "GB/S", OPTION_FLOAT, offsetof(InspectArgs, bandwidth_gb), 0, 1000000,
      .help = "also print the roofline: each step's multiply-adds a byte and\n"
              "the tokens/s this memory bandwidth allows (a spec sheet's, or\n"
-             "make bench's read rate; docs/roofline.md)"},
+             "make bench's read rate; docs/roofline.md); 0: none (default)"},
     {"peak", "GMAC/S", OPTION_FLOAT, offsetof(InspectArgs, peak_gmacs), 0, 1000000000,
      .help = "with --bandwidth: the machine's peak in G multiply-adds a second,\n"
-             "for the compute roof and the balance"},
+             "for the compute roof and the balance; 0: none (default)"},
     {"json", NULL, OPTION_FLAG, offsetof(InspectArgs, json),
      .help = "print one JSON object (docs/kv-cache.md)"},
     {"check-weights", NULL, OPTION_FLAG, offsetof(InspectArgs, check_weights),
@@ -312,21 +312,17 @@ int cli_inspect(int argc, char **argv) {
         ok = step_fail(&err, "inspect: --peak goes with --bandwidth (the roofline's two roofs)");
     if (ok && args.check_weights && args.preset != NULL)
         ok = step_fail(&err, "inspect: --check-weights needs --model (a preset has no weights)");
-    if (ok && args.check_weights && !model_check_finite(&m, &err)) model_free(&m), ok = false;
+    if (ok && args.check_weights && !model_check_finite(&m, &err)) ok = false;
     if (ok && args.check_weights)
         fprintf(stderr, "--check-weights: every weight is a finite number\n");
-    if (ok && !cli_model_files(args.model, args.no_hash, &files, &err)) {
-        model_free(&m);
-        ok = false;
-    }
+    if (ok && !cli_model_files(args.model, args.no_hash, &files, &err)) ok = false;
     cJSON *tensors = NULL;
     if (ok && args.model != NULL && gguf_is_model_path(args.model) &&
-        (tensors = gguf_tensor_list(args.model, &err)) == NULL) {
+        (tensors = gguf_tensor_list(args.model, &err)) == NULL)
+        ok = false;
+    if (!ok) { /* one cleanup for every refusal: the refusals after the load leaked the model */
         model_free(&m);
         cJSON_Delete(files);
-        ok = false;
-    }
-    if (!ok) {
         cli_print_error(&err);
         return EXIT_BAD_INPUT;
     }

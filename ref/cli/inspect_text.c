@@ -269,9 +269,13 @@ void inspect_print_capacity(const Config *c, int context, uint64_t memory, const
         "of %s):\n",
         context, (unsigned long long)memory, (double)memory / (1024.0 * 1024.0 * 1024.0),
         (unsigned long long)w.weight_bytes, BILL_DTYPE_NAMES[b->weights]);
-    if (memory <= w.weight_bytes) {
+    if (memory < w.weight_bytes) {
         printf("  none: the weights alone need %llu bytes more\n",
                (unsigned long long)(w.weight_bytes - memory));
+        return;
+    }
+    if (memory == w.weight_bytes) { /* not "need 0 bytes more": they fit, and nothing else */
+        printf("  none: the weights alone fill every byte\n");
         return;
     }
     printf("(each other KV-head count beside its own weights: its k and v projections differ)\n");

@@ -306,6 +306,19 @@ static cJSON *draw_json(const Sampler *s, float t) {
 
 static bool run_sample(const SampleArgs *a, StepError *err) {
     int n = a->n_logits;
+    /* A logit of +inf, or one the temperature takes past the largest float
+     * (5 / 1e-45), is the sampler's error; found before the table, which
+     * would print a row of NaN first (a half-written output). */
+    for (int i = 0; i < n; i++)
+        if (a->logits[i] == INFINITY)
+            return step_fail(err, "logit %d is +inf: no probability can be computed", i);
+    for (int r = 0; r < a->n_temperatures; r++)
+        for (int i = 0; a->temperatures[r] > 0 && i < n; i++)
+            if (isfinite(a->logits[i]) && a->logits[i] / a->temperatures[r] == INFINITY)
+                return step_fail(err,
+                                 "logit %d / temperature %g overflows a float: no probability "
+                                 "can be computed",
+                                 i, (double)a->temperatures[r]);
     float *probs = malloc((size_t)n * sizeof(float));
     if (probs == NULL) return step_fail(err, "sample: out of memory");
     cJSON *root = cJSON_CreateObject(), *tables = NULL, *draws = NULL;

@@ -71,7 +71,8 @@ static bool parse_kv_memory(const CliOption *o, const char *value, void *dest, S
 static const CliOption SERVE_SIM_OPTIONS[] = {
     {"step-costs", "FILE", OPTION_TEXT, offsetof(ServeSimArgs, step_costs), .path = PATH_IN,
      .help = "the passes' costs, as --save-costs wrote them: no model is\n"
-             "loaded or timed (unless --requests needs its tokenizer)"},
+             "loaded or timed (unless --requests needs its tokenizer); not\n"
+             "every cost 0 (no time would pass)"},
     {"save-costs", "FILE", OPTION_TEXT, offsetof(ServeSimArgs, save_costs), .path = PATH_OUT,
      .help = "write the costs just measured (with the timed passes)"},
     {"measure-batch", "B", OPTION_INT, offsetof(ServeSimArgs, measure_batch), 1, 64,
@@ -87,7 +88,8 @@ static const CliOption SERVE_SIM_OPTIONS[] = {
      .parse = parse_range, .help = "the tokens each generates, uniform (default 16:64)"},
     {"rate", "R", OPTION_FLOAT, offsetof(ServeSimArgs, rate), 0, 1000000,
      .help = "requests a second, Poisson arrivals; 0: all at once (the\n"
-             "default, or --requests' own arrival_ms)"},
+             "default, or --requests' own arrival_ms); a value that rounds\n"
+             "to 0 as a float32 (1e-50) is refused"},
     {"seed", "S", OPTION_INT, offsetof(ServeSimArgs, seed), 1, 2147483647,
      .help = "the arrivals' and lengths' draws (default 1)"},
     {"max-batch", "B", OPTION_INT, offsetof(ServeSimArgs, server.max_batch), 1, 4096,
@@ -361,7 +363,7 @@ int cli_serve_sim(int argc, char **argv) {
     a.server.kv_blocks = a.kv_blocks;
     if (parsed <= 0 || a.requests != NULL || a.step_costs == NULL)
         return cli_run_with_model(parsed, &a.load, run_with_model, &a, &err);
-    StepCosts costs = {0}; /* freed even when the read fails before filling it */
+    StepCosts costs = {0}; /* freed below whatever step_costs_read did */
     int status = step_costs_read(a.step_costs, &costs, &err) ? simulate(&a, &costs, NULL, &err)
                                                              : EXIT_BAD_INPUT;
     step_costs_free(&costs);

@@ -181,7 +181,7 @@ int cli_tokenize(int argc, char **argv) {
         if (parsed < 0) cli_print_error(&err);
         return parsed < 0 ? EXIT_BAD_INPUT : 0;
     }
-    Tokenizer tok;
+    Tokenizer tok = {0}; /* freed below even when the model never loaded */
     Model m = {0};
     /* a GGUF file's tokenizer needs none of its weights (a vocabulary-only
      * file has none) */

@@ -274,6 +274,15 @@ static uint64_t le(const unsigned char *b, int n) {
     return v;
 }
 
+int gguf_unused_tensors(const GgufFile *f, char *first, size_t first_size) {
+    int unused = 0;
+    if (first_size > 0) first[0] = '\0';
+    for (uint64_t i = 0; i < f->n_tensors; i++)
+        if (!f->tensors[i].used && unused++ == 0 && first_size > 0)
+            snprintf(first, first_size, "%s", f->tensors[i].name);
+    return unused;
+}
+
 bool gguf_get_uint(const GgufFile *f, const char *key, uint64_t max, uint64_t *out) {
     const GgufKv *kv = gguf_find_kv(f, key);
     if (kv == NULL) return false;

@@ -83,6 +83,10 @@ char *gguf_get_string(const GgufFile *f, const char *key);
  * array of *n (caller frees each and the array); NULL on any mismatch. */
 char **gguf_string_array(const GgufFile *f, const char *key, uint64_t *n);
 
+/* How many of f's tensors no reader marked used, the first one's name into
+ * first [first_size] ("" when none). */
+int gguf_unused_tensors(const GgufFile *f, char *first, size_t first_size);
+
 /* The float32 elements of an array of float32 (a view into the file, which
  * may be unaligned: read with memcpy), or NULL; *n their number. */
 const unsigned char *gguf_f32_array(const GgufFile *f, const char *key, uint64_t *n);

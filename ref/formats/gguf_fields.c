@@ -40,6 +40,50 @@ bool gguf_fields_read(const GgufFile *f, const char *arch, Config *c, StepError 
     return true;
 }
 
+/* <arch>.<name>'s whole-number value into *v (absent: *v untouched), or
+ * false with err set when it is not one. */
+static bool mode_value(const GgufFile *f, const char *arch, const char *name, uint64_t *v,
+                       char *key, size_t key_size, StepError *err) {
+    snprintf(key, key_size, "%s.%s", arch, name);
+    if (gguf_find_kv(f, key) == NULL || gguf_get_uint(f, key, UINT32_MAX, v)) return true;
+    return step_fail(err, "%s: %s must be a whole number", f->path, key);
+}
+
+bool gguf_fields_check_modes(const GgufFile *f, const char *arch, StepError *err) {
+    /* llama.cpp's llama_expert_gating_func_type */
+    static const char *const gating[] = {"none", "softmax", "sigmoid", "softmax_weight"};
+    char key[160];
+    uint64_t v = 0;
+    if (!mode_value(f, arch, "expert_gating_func", &v, key, sizeof key, err)) return false;
+    if (v > 1 && v < sizeof gating / sizeof gating[0])
+        return step_fail(err, "%s: %s %llu (%s) is not implemented (0 or 1: softmax)", f->path, key,
+                         (unsigned long long)v, gating[v]);
+    if (v > 1)
+        return step_fail(err,
+                         "%s: %s %llu is not a gating function stepwise knows (0 or 1: softmax)",
+                         f->path, key, (unsigned long long)v);
+    v = 0;
+    if (!mode_value(f, arch, "expert_group_count", &v, key, sizeof key, err)) return false;
+    if (v > 1)
+        return step_fail(
+            err,
+            "%s: %s %llu: llama.cpp's group-limited routing (a group scored by its two "
+            "best experts, DeepSeek-V3's) is not implemented",
+            f->path, key, (unsigned long long)v);
+    v = 0;
+    if (!mode_value(f, arch, "pooling_type", &v, key, sizeof key, err)) return false;
+    if (v != 0)
+        return step_fail(
+            err, "%s: %s %llu: a pooled (embedding) model is not implemented, only none (0)",
+            f->path, key, (unsigned long long)v);
+    v = 1;
+    if (!mode_value(f, arch, "attention.causal", &v, key, sizeof key, err)) return false;
+    if (v == 0)
+        return step_fail(err, "%s: %s false: non-causal attention is not implemented", f->path,
+                         key);
+    return true;
+}
+
 void gguf_fields_write(GgufMetadata *meta, const Config *c, const char *arch) {
     for (int i = 0; i < CONFIG_FIELD_COUNT; i++) {
         const ConfigField *field = &CONFIG_FIELD_LIST[i];

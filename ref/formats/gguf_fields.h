@@ -18,6 +18,16 @@
  * (a whole one for a whole field) in the field's range, or err names it. */
 bool gguf_fields_read(const GgufFile *f, const char *arch, Config *c, StepError *err);
 
+/* The keys of arch that choose how llama.cpp runs a model, where stepwise
+ * implements one choice (a value it does not implement is refused, not
+ * run as another): expert_gating_func 0 or 1 (softmax; llama.cpp reads 0,
+ * a file from before the key, as softmax), expert_group_count at most 1
+ * (llama.cpp scores a group by its two best experts, DeepSeek-V3's rule,
+ * not V2's one best that moe.c implements), pooling_type 0 (none: an
+ * embedding model's pooling has no logits to run) and attention.causal
+ * true. err names the key and its value. */
+bool gguf_fields_check_modes(const GgufFile *f, const char *arch, StepError *err);
+
 /* The table's keys of arch into meta: each field that is set (or whose 0
  * stands for a value: that value), a whole number as u32, a number as
  * f32, a flag as bool. */

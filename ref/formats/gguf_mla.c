@@ -12,9 +12,18 @@ static GgufTensor *layer_tensor(const GgufFile *f, int l, const char *what) {
 }
 
 bool gguf_mla_split(const GgufFile *f, int l) {
-    return layer_tensor(f, l, "attn_kv_b.weight") == NULL &&
-           layer_tensor(f, l, "attn_k_b.weight") != NULL &&
+    return layer_tensor(f, l, "attn_k_b.weight") != NULL &&
            layer_tensor(f, l, "attn_v_b.weight") != NULL;
+}
+
+bool gguf_mla_one_form(const GgufFile *f, int l, StepError *err) {
+    bool split = layer_tensor(f, l, "attn_k_b.weight") != NULL ||
+                 layer_tensor(f, l, "attn_v_b.weight") != NULL;
+    if (!split || layer_tensor(f, l, "attn_kv_b.weight") == NULL) return true;
+    return step_fail(err,
+                     "%s: blk.%d holds kv_b twice, attn_kv_b and the split attn_k_b/attn_v_b: "
+                     "one form of a tensor, not two",
+                     f->path, l);
 }
 
 /* Whether t is 3-dimensional with ne [a, b, c]. */

@@ -13,8 +13,13 @@
 #include "ref/formats/gguf.h"
 #include "ref/util/error.h"
 
-/* Whether layer l's kv_b is split (attn_k_b and attn_v_b, no attn_kv_b). */
+/* Whether layer l's kv_b is split (attn_k_b and attn_v_b). */
 bool gguf_mla_split(const GgufFile *f, int l);
+
+/* False (err names the layer) when layer l holds kv_b in both forms,
+ * attn_kv_b beside attn_k_b or attn_v_b: which one llama.cpp would run
+ * depends on its version, and the two need not agree. */
+bool gguf_mla_one_form(const GgufFile *f, int l, StepError *err);
 
 /* Layer l's kv_b rebuilt from attn_k_b and attn_v_b into dst [n_heads x
  * (head_dim - qk_rope_head_dim + v_head_dim), kv_lora_rank], as float32

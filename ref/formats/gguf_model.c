@@ -116,6 +116,7 @@ static bool read_config(const GgufFile *f, const char *arch, Config *c, StepErro
         ok = arch_uint(f, arch, "attention.key_length", &c->head_dim, err);
     double v;
     ok = ok && gguf_fields_read(f, arch, c, err); /* the table's keys (config_table.h) */
+    ok = ok && gguf_fields_check_modes(f, arch, err);
     snprintf(key, sizeof key, "%s.attention.layer_norm_epsilon", arch); /* LayerNorm's (gpt2) */
     if (ok && gguf_find_kv(f, key) != NULL) {
         ok = (gguf_get_float(f, key, &v) && v > 0 && v < 1) ||
@@ -362,6 +363,7 @@ static bool take_layer(Model *m, const GgufFile *f, int l, bool halves, bool fus
             if (!take_fused(m, f, l, &parts[i], halves, attn, row0, total, err)) return false;
             continue;
         }
+        if (parts[i].kind == MAT_KV_B && !gguf_mla_one_form(f, l, err)) return false;
         if (parts[i].kind == MAT_KV_B && gguf_mla_split(f, l)) { /* llama.cpp's newer form */
             if (!take_split_kv_b(m, f, l, &parts[i], err)) return false;
             continue;
@@ -488,7 +490,7 @@ static bool take_gpt2(Model *m, const GgufFile *f, StepError *err) {
 }
 
 bool gguf_model_load(Model *m, Tokenizer *tok, const char *path, WeightsMode mode,
-                     const ProgressSink *progress, StepError *err) {
+                     const ProgressSink *progress, GgufLoadReport *report, StepError *err) {
     memset(m, 0, sizeof *m);
     m->progress = progress;
     if (tok != NULL) memset(tok, 0, sizeof *tok);
@@ -574,6 +576,8 @@ bool gguf_model_load(Model *m, Tokenizer *tok, const char *path, WeightsMode mod
     if (ok)
         snprintf(m->source, sizeof m->source, "GGUF v%u, %s%s", f.version, arch,
                  stored ? ", weights as stored" : "");
+    if (ok && report != NULL)
+        report->unused = gguf_unused_tensors(&f, report->first_unused, sizeof report->first_unused);
     if (stored) { /* the matrices point into it: the model keeps the mapping */
         model_add_file(m, f.map, f.map_bytes, path);
         f.map = NULL;

@@ -18,12 +18,20 @@
 /* Whether path ends in .gguf. */
 bool gguf_is_model_path(const char *path);
 
+/* What a load found that did not stop it, for the caller to say (as
+ * hf_model.h's HfLoadReport): the tensors no part of the architecture read
+ * (DeepSeek-V3's exp_probs_b, say), which the model runs without. */
+typedef struct {
+    int unused; /* tensors left unread */
+    char first_unused[128];
+} GgufLoadReport;
+
 /* Load the model at path into m and, when tok is not NULL, its embedded
  * tokenizer into tok. WEIGHTS_STORED: the file stays mapped (owned by m)
  * and the matrices point into it, float or quantized blocks as stored;
  * WEIGHTS_F32: every tensor dequantized into float32 storage. The logits
- * are the same bits. */
+ * are the same bits. report (may be NULL) is filled on success. */
 bool gguf_model_load(Model *m, Tokenizer *tok, const char *path, WeightsMode mode,
-                     const ProgressSink *progress, StepError *err);
+                     const ProgressSink *progress, GgufLoadReport *report, StepError *err);
 
 #endif

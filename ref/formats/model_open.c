@@ -40,6 +40,16 @@ static bool load_json_tokenizer(Tokenizer *tok, const char *path, int vocab_size
                      vocab_size);
 }
 
+/* A GGUF file, its unused tensors noted. */
+static bool load_gguf(const char *path, Model *m, Tokenizer *tok, WeightsMode mode,
+                      const ProgressSink *progress, ModelOpenNotes *notes, StepError *err) {
+    GgufLoadReport report;
+    if (!gguf_model_load(m, tok, path, mode, progress, &report, err)) return false;
+    notes->unused_tensors = report.unused;
+    memcpy(notes->first_unused, report.first_unused, sizeof notes->first_unused);
+    return true;
+}
+
 /* A Hugging Face model directory, its unused tensors noted. */
 static bool load_hf(const char *dir, Model *m, WeightsMode mode, const ProgressSink *progress,
                     ModelOpenNotes *notes, StepError *err) {
@@ -59,8 +69,8 @@ bool model_open(const char *model_path, const char *tokenizer_path, Model *m, To
     bool ok;
     if (gguf_is_model_path(model_path)) {
         /* its own tokenizer, unless --tokenizer says otherwise */
-        ok = gguf_model_load(m, tokenizer_path == NULL ? tok : NULL, model_path, mode, progress,
-                             err);
+        ok = load_gguf(model_path, m, tokenizer_path == NULL ? tok : NULL, mode, progress, notes,
+                       err);
         if (tokenizer_path == NULL) return ok;
         memset(tok, 0, sizeof *tok);
     } else if (hf_is_model_dir(model_path)) {
@@ -114,7 +124,7 @@ bool model_open_weights(const char *model_path, WeightsMode mode, Model *m,
     if (notes == NULL) notes = &ignored;
     *notes = (ModelOpenNotes){0};
     if (gguf_is_model_path(model_path))
-        return gguf_model_load(m, NULL, model_path, mode, progress, err);
+        return load_gguf(model_path, m, NULL, mode, progress, notes, err);
     if (hf_is_model_dir(model_path)) return load_hf(model_path, m, mode, progress, notes, err);
     if (model_path != NULL && model_file_is_q8(model_path))
         return model_load_q8(m, model_path, err);

@@ -14,7 +14,8 @@
 #include "ref/text/tokenizer.h"
 
 /* What an open found that does not stop it, for the caller to say: a
- * Hugging Face folder's tensors that no part of the architecture reads. */
+ * Hugging Face folder's or a GGUF file's tensors that no part of the
+ * architecture reads. */
 typedef struct {
     int unused_tensors;
     char first_unused[128];

@@ -182,7 +182,7 @@ static bool summarise(Sim *sim, const Live *live, int n, double first_arrival) {
             out->block_wait_max_ms = res->block_wait_ms;
     }
     out->seconds = sim->t - first_arrival;
-    out->throughput = out->seconds > 0 ? out->generated / out->seconds : 0;
+    out->throughput = out->seconds > 0 ? out->generated / out->seconds : 0; /* 0 tokens */
     return true;
 }
 
@@ -260,7 +260,15 @@ bool load_sim_run(const SimRequest *reqs, int n, const SimServer *s, const StepC
         n_active = kept;
     }
     double first_arrival = ok ? order[0]->r->arrival_s : 0;
-    if (ok) ok = summarise(&sim, live, n, first_arrival);
+    bool summarised = ok && summarise(&sim, live, n, first_arrival);
     free(live), free(order), free(active), free(sim.gaps);
-    return ok ? true : step_fail(err, "load simulation: out of memory");
+    if (!summarised) return step_fail(err, "load simulation: out of memory");
+    /* Tokens in no time: every pass they needed cost 0 s (a free prefill and
+     * one token each, all at once), so tokens/s has no value to report. */
+    if (out->generated > 0 && !(out->seconds > 0))
+        return step_fail(err,
+                         "load simulation: %ld tokens in 0 s of simulated time (every pass "
+                         "they needed costs 0 s): tokens/s is undefined",
+                         out->generated);
+    return true;
 }

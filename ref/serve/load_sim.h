@@ -87,7 +87,9 @@ typedef struct {
 } SimReport;
 
 /* Serve reqs[0..n) (in arrival order, ties in array order) on server s at
- * the costs c; per[i] gets request i's result (caller's array of n). */
+ * the costs c; per[i] gets request i's result (caller's array of n).
+ * False when tokens were generated in no simulated time (every pass they
+ * needed cost 0 s): their tokens/s would be a number with no meaning. */
 bool load_sim_run(const SimRequest *reqs, int n, const SimServer *s, const StepCosts *c,
                   SimRequestResult *per, SimReport *out, StepError *err);
 

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "ref/util/file_util.h"
+#include "ref/util/float_class.h"
 #include "ref/util/json_util.h"
 
 static const char *const FIELDS[] = {
@@ -51,9 +52,11 @@ static bool read_id(BatchRequest *r, const cJSON *o, int line) {
 static bool read_sampler(BatchRequest *r, const cJSON *o) {
     SamplerParams *p = &r->opt.sampler;
     const cJSON *v;
+    const char *why; /* a value that changes class as a float32 (float_class.h) */
     if ((v = cJSON_GetObjectItemCaseSensitive(o, "temperature")) != NULL) {
         if (!cJSON_IsNumber(v)) return reject(r, "temperature must be a number");
-        p->temperature = json_float(v->valuedouble);
+        if ((why = float_narrow(v->valuedouble, &p->temperature)) != NULL)
+            return reject(r, "temperature %g %s", v->valuedouble, why);
     }
     if ((v = cJSON_GetObjectItemCaseSensitive(o, "top_k")) != NULL) {
         long long k;
@@ -63,11 +66,13 @@ static bool read_sampler(BatchRequest *r, const cJSON *o) {
     }
     if ((v = cJSON_GetObjectItemCaseSensitive(o, "top_p")) != NULL) {
         if (!cJSON_IsNumber(v)) return reject(r, "top_p must be a number");
-        p->top_p = json_float(v->valuedouble);
+        if ((why = float_narrow(v->valuedouble, &p->top_p)) != NULL)
+            return reject(r, "top_p %g %s", v->valuedouble, why);
     }
     if ((v = cJSON_GetObjectItemCaseSensitive(o, "min_p")) != NULL) {
         if (!cJSON_IsNumber(v)) return reject(r, "min_p must be a number");
-        p->min_p = json_float(v->valuedouble);
+        if ((why = float_narrow(v->valuedouble, &p->min_p)) != NULL)
+            return reject(r, "min_p %g %s", v->valuedouble, why);
     }
     if ((v = cJSON_GetObjectItemCaseSensitive(o, "seed")) != NULL) {
         long long seed;

@@ -26,6 +26,10 @@ static bool parse_pass(const cJSON *root, const char *key, PassCost *out, StepEr
     return true;
 }
 
+static bool pass_is_free(const PassCost *p) {
+    return p->fixed == 0 && p->per_row == 0 && p->per_attended == 0;
+}
+
 bool step_costs_parse(const char *text, size_t n, StepCosts *out, StepError *err) {
     memset(out, 0, sizeof *out);
     if (memchr(text, '\0', n) != NULL) /* cJSON would skip it as white space */
@@ -55,6 +59,11 @@ bool step_costs_parse(const char *text, size_t n, StepCosts *out, StepError *err
     if (ok)
         ok = parse_pass(root, "decode", &out->decode, err) &&
              parse_pass(root, "prefill", &out->prefill, err);
+    /* Every pass at 0 s: simulated time never moves, and a report of so
+     * many tokens in 0 s (tokens/s: none, or infinitely many) is nonsense. */
+    if (ok && pass_is_free(&out->decode) && pass_is_free(&out->prefill))
+        ok = step_fail(err, "step costs: every cost is 0: no time passes (a decode step or a "
+                            "prefill must cost something)");
     if (ok) {
         out->seq_len = seq_len;
         out->kv_bytes_per_position = (uint64_t)kv_bytes;
@@ -65,6 +74,8 @@ bool step_costs_parse(const char *text, size_t n, StepCosts *out, StepError *err
 }
 
 bool step_costs_read(const char *path, StepCosts *out, StepError *err) {
+    *out = (StepCosts){0}; /* the caller frees it whatever happens: a file that cannot
+                              be read must leave it empty, not as it was */
     char *text = NULL;
     if (!file_read_text(path, "step costs", &text, err)) return false;
     bool ok = step_costs_parse(text, strlen(text), out, err);

@@ -36,7 +36,8 @@ static void round_trip(const Model *m, const Tokenizer *tok) {
     if (!with_tok && !gguf_model_save(m, NULL, GGUF_OUT_F32, "fuzz", out, &r, &err)) abort();
     Model back;
     Tokenizer back_tok;
-    if (!gguf_model_load(&back, with_tok ? &back_tok : NULL, out, WEIGHTS_F32, NULL, &err)) abort();
+    if (!gguf_model_load(&back, with_tok ? &back_tok : NULL, out, WEIGHTS_F32, NULL, NULL, &err))
+        abort();
     uint64_t n = model_storage_floats(&m->config);
     if (model_storage_floats(&back.config) != n ||
         memcmp(back.storage, m->storage, n * sizeof(float)) != 0)
@@ -75,11 +76,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         free(ids);
         tokenizer_free(&tok);
     }
-    if (gguf_model_load(&m, NULL, path, WEIGHTS_STORED, NULL, &err)) { /* read in place */
+    if (gguf_model_load(&m, NULL, path, WEIGHTS_STORED, NULL, NULL, &err)) { /* read in place */
         fuzz_forward_last_token(&m);
         model_free(&m);
     }
-    if (gguf_model_load(&m, &tok, path, WEIGHTS_F32, NULL, &err)) {
+    if (gguf_model_load(&m, &tok, path, WEIGHTS_F32, NULL, NULL, &err)) {
         fuzz_forward_last_token(&m);
         int *ids = NULL, n_ids = 0;
         if (tokenizer_encode(&tok, "cat sat", true, &ids, &n_ids, &err)) free(ids);

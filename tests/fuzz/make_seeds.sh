@@ -230,6 +230,24 @@ for a in mixtral qwen3moe deepseek2; do
 done
 # deepseek2 as llama.cpp's converter writes it now: kv_b split into attn_k_b and attn_v_b
 /usr/bin/python3 tests/gguf_split_mla.py "$C/gguf/deepseek2.gguf" "$C/gguf/deepseek2-split.gguf"
+# issue 67's refusals, a key's value or a tensor away: kv_b in both forms, the gating
+# function (1, run; 2, refused), an exp_probs_b nothing reads (warned about), and a llama
+# with llama.cpp's expert groups, pooling and causal keys at the values that run
+/usr/bin/python3 - "$C/gguf" <<'PY'
+import struct, sys
+sys.path.insert(0, "tests")
+import gguf_split_mla as s, gguf_write as w
+out = sys.argv[1]
+src = f"{out}/deepseek2.gguf"
+s.split(src, f"{out}/deepseek2-both-forms.gguf", keep_kv_b=True)
+for v in (1, 2):
+    s.split(src, f"{out}/deepseek2-gating-{v}.gguf", mla=False, extra_kvs=[w.kv_u32("deepseek2.expert_gating_func", v)])
+s.split(src, f"{out}/deepseek2-exp-probs-b.gguf", mla=False,
+        extra_tensors=[("blk.1.exp_probs_b.bias", [3], 0, struct.pack("<3f", 1, 2, 3))])
+modes = [w.kv_u32("llama.expert_group_count", 1), w.kv_u32("llama.pooling_type", 0),
+         w.gguf_string("llama.attention.causal") + struct.pack("<IB", 7, 1)]
+open(f"{out}/llama-modes.gguf", "wb").write(w.tiny_gguf("llama", w.llama_tokenizer_kvs() + modes))
+PY
 
 # tokenizer.json: [2-byte length][text][2-byte length][tokenizer_config.json][tokenizer.json],
 # one of each supported form, written to the format by tests/tokenizer_json_write.py
