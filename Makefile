@@ -393,7 +393,7 @@ tokenizer-json-check: build npm-fixtures
 	/usr/bin/python3 tests/tokenizer_json_check.py $(BUILD)/stepwise $(NPM_DIR) 300
 
 # The viewer's PNGs in docs/ from the pages tests/viewer_check.py loads in
-# headless chromium (1280 x 800).
+# headless chromium (1280 x 720).
 screenshots: build
 	/usr/bin/python3 tests/viewer_check.py $(BUILD)/stepwise
 	@mkdir -p docs/img

@@ -29,7 +29,10 @@ console error, into the page, which --dump-dom returns. Checked here:
    within the 720 px of a 1280 x 720 window; BOS shows as <s>; the example
    page says its u is fixed at 0.5 and shows no attention or KV notes;
 9. the steps listed as worth opening are exactly those whose sample event
-   kept more than one survivor.
+   kept more than one survivor;
+10. (first, without a browser) the window every text about this check
+    states, the Makefile's screenshots comment, docs/viewer.md and this
+    docstring, is the one the browser is opened at.
 
 Screenshots (1280 x 720) of the stories260K, comparison and example pages go
 to build/screenshots/ (make screenshots copies two into docs/img/).
@@ -160,7 +163,29 @@ def check_steps(page, trace, results):
           "the example page says its u is fixed at 0.5 and has no attention or KV notes")
 
 
+SIZE = re.compile(r"\b(\d{3,4}) ?[x×] ?(\d{3,4})\b")  # "1280 x 720", "1280 × 720"
+
+
+def check_stated_size():
+    """Every window size the texts about this check state (the Makefile,
+    comment on its screenshots target, docs/viewer.md, this docstring) is
+    the one the browser is opened at (FLAGS): a size changed in one place
+    and not in the others fails here, before the browser is looked for."""
+    window = tuple(re.search(r"--window-size=(\d+),(\d+)", " ".join(FLAGS)).groups())
+    make = open(os.path.join(ROOT, "Makefile"), encoding="utf-8").read()
+    comment = re.search(r"((?:^#[^\n]*\n)+)screenshots:", make, re.M)
+    for name, text in (("Makefile's screenshots comment", comment.group(1) if comment else ""),
+                       ("docs/viewer.md", open(os.path.join(ROOT, "docs", "viewer.md"), encoding="utf-8").read())):
+        stated = SIZE.findall(text)
+        check(stated and all(s == window for s in stated),
+              f"{name} states the window the browser opens, {' x '.join(window)}: {stated}")
+    stated = SIZE.findall(__doc__)
+    check(stated and all(s == window for s in stated),
+          f"this check's docstring states the window {' x '.join(window)}: {stated}")
+
+
 def main():
+    check_stated_size()
     if CHROMIUM is None:
         print("viewer check: chromium is not installed (make deps installs it)")
         return 1
