@@ -153,7 +153,7 @@ def _ids(ids, vocab_size):
 
 
 def version():
-    """The library's version and its API's: "stepwise 0.2.0 (api 4)"."""
+    """The library's version and its API's: "stepwise 0.3.0 (api 4)"."""
     return _lib.stepwise_version().decode()
 
 

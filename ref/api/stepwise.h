@@ -72,8 +72,10 @@ typedef struct {
     char message[512];
 } sw_error;
 
-/* "stepwise 0.2.0 (api 2)": the library's version (the CLI's, the trace's and the
- * soname's, libstepwise.so.0.2) and its API's (STEPWISE_API_VERSION). */
+/* "stepwise 0.3.0 (api 4)": the library's version (the CLI's, the trace's and the
+ * soname's, libstepwise.so.0.3: 0.3 for api 4's longer diff report, which a
+ * program built against 0.2's header must not be handed) and its API's
+ * (STEPWISE_API_VERSION). */
 STEPWISE_EXPORT const char *stepwise_version(void);
 
 /* ---- a model ---- */

@@ -2,7 +2,7 @@
 #ifndef STEPWISE_BUILD_INFO_H
 #define STEPWISE_BUILD_INFO_H
 
-#define STEPWISE_VERSION "0.2.0"
+#define STEPWISE_VERSION "0.3.0"
 
 /* The compiler flags this binary was built with (set by the Makefile). */
 const char *build_cflags(void);
