@@ -328,6 +328,17 @@ def check_diff_round_four(stepwise, tmp):
     check(not bad.passed and (bad["first_hook"], bad["first_pos"]) == ("blocks.1.attn.pattern", 6)
           and "blocks.1.attn.pattern, layer 1, pos 6, head 3" in bad.text,
           f"a pattern nudged at pos 6, head 3 is found there: {bad.summary()}")
+    # the other shapes diff() documents for a per-head hook: [T, heads x T],
+    # and keys wider than T (a longer run's rows), cut at T; the columns past
+    # T hold a value far from any probability, so a cut at the wrong end fails
+    pattern = r.activations["blocks.1.attn.pattern"]
+    wider = np.concatenate([pattern, np.full(pattern.shape[:2] + (3,), 7.0, np.float32)], axis=2)
+    shapes = {"[T, heads x T]": pattern.reshape(T, -1), "[T, heads, T + 3]": wider}
+    got = {k: stepwise.diff(ref, {"logits": r.logits, "activations": dict(r.activations, **{
+        "blocks.1.attn.pattern": v})}, token_ids=IDS) for k, v in shapes.items()}
+    check(all(v.passed and v["activations"] == want for v in got.values()),
+          "a per-head hook as [T, heads x T] and as [T, heads, T + 3] compares as [T, heads, T]: "
+          + "; ".join(f"{k}: {v.summary()}" for k, v in got.items()))
     # a hook given twice, in every form: a dict mixing two naming schemes (either
     # order), write_trace's file of it under --names, the C arrays
     mlp = r.activations["blocks.0.mlp_out"]

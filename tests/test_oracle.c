@@ -600,6 +600,13 @@ Test(oracle, nonfinite_candidate_values_are_reported_as_such) {
     cr_expect(strstr(out, "first divergence    final_norm, pos 0: max |d| nan (nan of the "
                           "tensor's max |ref| 3) at index 1: reference 2, candidate nan") != NULL,
               "%s", out);
+    /* two NaNs: the first is the one named (a later NaN is no worse) */
+    write_text(
+        acand, "nf-act-cand2.jsonl",
+        "{\"event\":\"activation\",\"hook\":\"final_norm\",\"pos\":0,\"data\":[1,null,null]}\n");
+    snprintf(args, sizeof args, "diff %s %s", aref, acand);
+    cr_expect_eq(run_stepwise(args, out, sizeof out, err, sizeof err), 1, "%s", err);
+    cr_expect(strstr(out, "at index 1: reference 2, candidate nan") != NULL, "%s", out);
 }
 
 /* A candidate that gives a hook at a position twice (in one file, by one
