@@ -410,6 +410,7 @@ def self_test_prose(tmp):
                  "no decode can pass it: the fraction is at most 1.\n")
     twice_in_figures = ("# P\n\n" + paragraph + "\n<!-- figures: echo 1 -->\nAs measured, **1** run, and\n"
                         + paragraph.split("\n", 1)[1] + "<!-- /figures -->\n")
+    three = "".join(paragraph.splitlines(True)[:3])
     command = "```text\nbuild/stepwise generate --model m.bin --steps 8 --seed 42\na\nb\n```\n\n"
     table = ("| a | b |\n|---|---|\n| the same row of a table, long enough to count |\n"
              "| and another row of it, just as long as that |\n| and a third row, which makes three |\n\n")
@@ -418,6 +419,10 @@ def self_test_prose(tmp):
         "twice": "# P\n\n" + paragraph + "\nAnother paragraph.\n\n" + paragraph,
         "twice, the second in a figures passage": twice_in_figures,
         "a command and a table twice": "# P\n\n" + (command + table) * 2,
+        "twice, after a fenced block": "# P\n\n" + command + paragraph + "\nAnother paragraph.\n\n" + paragraph,
+        # three lines, the second copy's first after the marker: nothing else repeats
+        "twice, the second after a marker on its line": "# P\n\n" + three + "\nAnother paragraph.\n\n"
+                                                          "<!-- figures: echo 1 --> " + three + "<!-- /figures -->\n",
         "claim": "# P\n\nstepwise stays plain C: no intrinsics, and every logit is run.c's.\n",
         "claim, outside plain C": "# P\n\nA dot-product instruction would help, but intrinsics are outside\n"
                                   "stepwise's plain C.\n",
@@ -433,6 +438,8 @@ def self_test_prose(tmp):
             f.write(code)
     cases = (("once", None, False), ("twice", None, True),
              ("twice, the second in a figures passage", None, True), ("a command and a table twice", None, False),
+             ("twice, after a fenced block", None, True),
+             ("twice, the second after a marker on its line", None, True),
              ("claim", "with intrinsics", True), ("claim", "plain", False),
              ("claim, outside plain C", "with intrinsics", True), ("claim, scoped", "with intrinsics", False),
              ("claim, asm", "with asm", True), ("claim, asm", "with intrinsics", False))
