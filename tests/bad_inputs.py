@@ -2145,6 +2145,24 @@ def serve_sim_cases():
          ["request b"], files={"r.jsonl": b'{"id":"a","prompt":"cat"}\n{"id":"b"}\n'})
 
 
+def h_attack_cases():
+    """An output that is a symlink, outside the model's folder, to one of
+    the folder's files: the file written would be the folder's own (the
+    alias rule resolves the output's folder; by the output's name alone it
+    is the current folder, and the model's config.json was replaced)."""
+    subprocess.run([BIN, "make-model", "--format", "hf", "--dim", "8", "--hidden", "16",
+                    "--layers", "1", "--heads", "2", "--vocab", "13", "--seq-len", "4", "--out",
+                    path("h-attack-hf")], check=True, capture_output=True, timeout=SETUP_TIMEOUT)
+    config = open(path("h-attack-hf/config.json"), "rb").read()
+    case("output alias: score --out a symlink to a file of the model's folder",
+         ["score", "--model", "{h-attack-hf}", "--tokenizer", "{tok.bin}", "--text", "cat", "--out",
+          "{cfg-link}"], 2,
+         ["--out %s is a file of the --model folder %s" % (path("cfg-link"), path("h-attack-hf"))],
+         files={"cfg-link": ("symlink", "h-attack-hf/config.json")},
+         check=lambda r: open(path("h-attack-hf/config.json"), "rb").read() == config
+         or "the model's config.json was changed")
+
+
 def main():
     global FIXTURES
     os.chdir(ROOT)
@@ -2152,7 +2170,7 @@ def main():
     for make in (model_cases, tokenizer_cases, json_model_cases, request_cases, trace_cases,
                  diff_cases, diff_round_four_cases, option_cases, numeric_class_cases, output_cases, output_alias_cases, signal_cases, hf_cases, gpt2_cases, gemma_cases, moe_cases, deepseek2_cases, longrope_cases, gguf_cases, gguf_round_four_cases,
                  tokenizer_json_cases, hostile_round_two_cases, hostile_round_three_cases,
-                 serve_sim_cases):
+                 serve_sim_cases, h_attack_cases):
         make()
     FIXTURES = listing()  # after the cases, some of which make their fixtures
     only = sys.argv[2] if len(sys.argv) > 2 else None  # a part of the names: those cases alone
