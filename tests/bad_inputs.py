@@ -1149,6 +1149,12 @@ def gguf_round_four_cases():
              "llama.attention.causal false")):
         data = gguf_write.tiny_gguf("llama", gguf_write.llama_tokenizer_kvs() + [kv])
         case("gguf round four: " + name, score, 2, [words], files={"m.gguf": data})
+    # A key given twice: the first copy ran, so an accepted value hid a refused one.
+    for order in ((1, 2), (2, 1)):
+        data = gguf_write.tiny_gguf("llama", gguf_write.llama_tokenizer_kvs() + [
+            gguf_write.kv_u32("llama.expert_gating_func", v) for v in order])
+        case("gguf round four: expert_gating_func given twice, %d then %d" % order, score, 2,
+             ["key llama.expert_gating_func appears twice"], files={"m.gguf": data})
     cfg = ds.config(layers=2)
     folder, gguf = path("ds4"), path("ds4.gguf")
     hf.write_model_dir(folder, cfg, ds.random_tensors(cfg, 5), "F32")
@@ -2120,6 +2126,9 @@ def serve_sim_cases():
         "every cost 0 (no time passes: 0 tokens/s)": (
             dump(decode={"fixed_s": 0, "per_row_s": 0, "per_attended_s": 0},
                  prefill={"fixed_s": 0, "per_row_s": 0, "per_attended_s": 0}), "every cost is 0"),
+        "a decode of 1e-320 s (tokens/s past a double's range, was inf)": (
+            dump(decode={"fixed_s": 1e-320, "per_row_s": 0, "per_attended_s": 0},
+                 prefill={"fixed_s": 0, "per_row_s": 0, "per_attended_s": 0}), "past a double's range"),
     }
     for name, (data, words) in files.items():
         case("step costs: " + name, ["serve-sim", "--step-costs", "{c.json}"], 2, [words],
@@ -2145,7 +2154,7 @@ def serve_sim_cases():
          ["request b"], files={"r.jsonl": b'{"id":"a","prompt":"cat"}\n{"id":"b"}\n'})
 
 
-def h_attack_cases():
+def alias_link_cases():
     """An output that is a symlink, outside the model's folder, to one of
     the folder's files: the file written would be the folder's own (the
     alias rule resolves the output's folder; by the output's name alone it
@@ -2161,6 +2170,20 @@ def h_attack_cases():
          files={"cfg-link": ("symlink", "h-attack-hf/config.json")},
          check=lambda r: open(path("h-attack-hf/config.json"), "rb").read() == config
          or "the model's config.json was changed")
+    # A Hugging Face cache's snapshot: the folder's weights a link to a blob
+    # elsewhere, and the output that blob (it was replaced, exit 0).
+    os.makedirs(path("hf-snapshot"), exist_ok=True)
+    os.makedirs(path("hf-blobs"), exist_ok=True)
+    shutil.copyfile(path("h-attack-hf/config.json"), path("hf-snapshot/config.json"))
+    shutil.copyfile(path("h-attack-hf/model.safetensors"), path("hf-blobs/weights"))
+    if not os.path.lexists(path("hf-snapshot/model.safetensors")):
+        os.symlink("../hf-blobs/weights", path("hf-snapshot/model.safetensors"))
+    weights = open(path("hf-blobs/weights"), "rb").read()
+    case("output alias: quantize --out the blob a model folder's weights link to",
+         ["quantize", "--model", "{hf-snapshot}", "--out", "{hf-blobs/weights}"], 2,
+         ["--out %s is a file of the --model folder %s" % (path("hf-blobs/weights"), path("hf-snapshot"))],
+         check=lambda r: open(path("hf-blobs/weights"), "rb").read() == weights
+         or "the model's weights were replaced")
 
 
 def main():
@@ -2170,7 +2193,7 @@ def main():
     for make in (model_cases, tokenizer_cases, json_model_cases, request_cases, trace_cases,
                  diff_cases, diff_round_four_cases, option_cases, numeric_class_cases, output_cases, output_alias_cases, signal_cases, hf_cases, gpt2_cases, gemma_cases, moe_cases, deepseek2_cases, longrope_cases, gguf_cases, gguf_round_four_cases,
                  tokenizer_json_cases, hostile_round_two_cases, hostile_round_three_cases,
-                 serve_sim_cases, h_attack_cases):
+                 serve_sim_cases, alias_link_cases):
         make()
     FIXTURES = listing()  # after the cases, some of which make their fixtures
     only = sys.argv[2] if len(sys.argv) > 2 else None  # a part of the names: those cases alone

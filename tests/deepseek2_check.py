@@ -513,6 +513,14 @@ def check_convert(folders, tmp):
                      os.path.join(tmp, "b.jsonl"), expect=(2,))
     check("blk.0 holds kv_b twice" in r.stderr and len(r.stderr.splitlines()) == 1,
           "a layer holding attn_kv_b beside the split attn_k_b and attn_v_b is refused in one line, by name")
+    # and beside one half of the split form only (it ran on attn_kv_b, warning the half unused)
+    for half in ("attn_k_b.weight", "attn_v_b.weight"):
+        one = os.path.join(tmp, "ds-both-one.gguf")
+        gguf_split_mla.split(gguf, one, keep_kv_b=True, drop=(half,))
+        r = run_stepwise(BIN, "score", "--model", one, "--tokens", "1,2", "--top-n", "0", "--out",
+                         os.path.join(tmp, "b.jsonl"), expect=(2,))
+        check("blk.0 holds kv_b twice" in r.stderr and len(r.stderr.splitlines()) == 1,
+              "a layer holding attn_kv_b beside %s alone is refused in one line, by name" % half[:-7])
     # DeepSeek-V3's files: sigmoid gating (refused: issue 70's) and exp_probs_b, the expert score
     # correction bias, which no part of deepseek2 reads (warned about; the routing is the file's
     # without it)

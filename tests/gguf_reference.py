@@ -194,6 +194,15 @@ def check_modes(stepwise, tmp):
         r, _ = run(with_kv(kv), "refused")
         failed += say(r.returncode == 2 and words in r.stderr and len(r.stderr.splitlines()) == 1,
                       "refused in one line naming the value: " + words)
+    # a key given twice is refused whichever copy comes first (the first
+    # found ran: an accepted gating hid a refused one behind it)
+    for order in ((1, 2), (2, 1)):
+        twice = w.tiny_gguf("llama", w.llama_tokenizer_kvs() + [w.kv_u32("llama.expert_gating_func", v)
+                                                                for v in order])
+        r, _ = run(twice, "twice")
+        failed += say(r.returncode == 2 and "key llama.expert_gating_func appears twice" in r.stderr and
+                      len(r.stderr.splitlines()) == 1,
+                      "expert_gating_func given twice (%d, then %d) is refused in one line" % order)
     plain_path, extra = os.path.join(tmp, "plain.gguf"), os.path.join(tmp, "extra.gguf")
     gguf_split_mla.split(plain_path, extra, mla=False,
                          extra_tensors=[("blk.0.exp_probs_b.bias", [4], GGUF_F32, struct.pack("<4f", 9, 9, 9, 9))])

@@ -35,7 +35,7 @@ def u32_entry(key, value):
     return gguf_string(key) + struct.pack("<II", 4, value)
 
 
-def split(src, dst, mla=True, keep_kv_b=False, extra_kvs=(), extra_tensors=()):
+def split(src, dst, mla=True, keep_kv_b=False, extra_kvs=(), extra_tensors=(), drop=()):
     data = open(src, "rb").read()
     r = Reader(data)
     assert data[:4] == b"GGUF" and struct.unpack_from("<I", data, 4)[0] == 3, "a GGUF v3 file"
@@ -77,8 +77,9 @@ def split(src, dst, mla=True, keep_kv_b=False, extra_kvs=(), extra_tensors=()):
         k_b = np.ascontiguousarray(kv_b[:, :nope, :].transpose(0, 2, 1))  # [H, rank, nope]
         v_b = np.ascontiguousarray(kv_b[:, nope:, :])  # [H, v, rank]
         layer = name[:-len("attn_kv_b.weight")]
-        out_tensors.append((layer + "attn_k_b.weight", [nope, rank, H], qtype, k_b.tobytes()))
-        out_tensors.append((layer + "attn_v_b.weight", [rank, v, H], qtype, v_b.tobytes()))
+        for part, ne, raw in (("attn_k_b.weight", [nope, rank, H], k_b), ("attn_v_b.weight", [rank, v, H], v_b)):
+            if part not in drop:  # drop: a split form with one half missing
+                out_tensors.append((layer + part, ne, qtype, raw.tobytes()))
     # llama.cpp attends MLA as MQA over the latents: one KV head (the converter sets
     # num_key_value_heads to 1)
     new = {"deepseek2.attention.head_count_kv": 1,

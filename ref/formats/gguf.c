@@ -196,6 +196,20 @@ static bool index_names(GgufFile *f, StepError *err) {
     return twice == NULL || step_fail(err, "%s: tensor %.100s appears twice", f->path, twice);
 }
 
+/* Each key once: llama.cpp refuses a file that gives a key twice, and
+ * stepwise's first-found lookup would otherwise run on whichever copy came
+ * first (a refused expert_gating_func slipped past behind an accepted one). */
+static bool keys_once(GgufFile *f, StepError *err) {
+    NameIndex keys = {0};
+    if (!name_index_alloc(&keys, (size_t)f->n_kv))
+        return step_fail(err, "%s: out of memory", f->path);
+    for (uint64_t i = 0; i < f->n_kv; i++) keys.items[i] = (NamedItem){f->kv[i].key, &f->kv[i]};
+    const char *twice = name_index_sort(&keys);
+    bool ok = twice == NULL || step_fail(err, "%s: key %.100s appears twice", f->path, twice);
+    name_index_free(&keys);
+    return ok;
+}
+
 bool gguf_parse(GgufFile *f, const unsigned char *bytes, size_t n, const char *name,
                 StepError *err) {
     memset(f, 0, sizeof *f);
@@ -216,7 +230,7 @@ bool gguf_parse(GgufFile *f, const unsigned char *bytes, size_t n, const char *n
         f->tensors = calloc((size_t)(f->n_tensors ? f->n_tensors : 1), sizeof *f->tensors);
         ok = (f->kv != NULL && f->tensors != NULL) || step_fail(err, "%s: out of memory", name);
     }
-    ok = ok && read_kvs(f, &c, err) && read_tensor_infos(f, &c, err);
+    ok = ok && read_kvs(f, &c, err) && keys_once(f, err) && read_tensor_infos(f, &c, err);
     uint64_t align = 32;
     if (ok && gguf_find_kv(f, "general.alignment") != NULL &&
         (!gguf_get_uint(f, "general.alignment", 1 << 20, &align) || align == 0 ||

@@ -264,11 +264,17 @@ bool load_sim_run(const SimRequest *reqs, int n, const SimServer *s, const StepC
     free(live), free(order), free(active), free(sim.gaps);
     if (!summarised) return step_fail(err, "load simulation: out of memory");
     /* Tokens in no time: every pass they needed cost 0 s (a free prefill and
-     * one token each, all at once), so tokens/s has no value to report. */
+     * one token each, all at once), so tokens/s has no value to report; or
+     * in so little (costs of 1e-320 s) that the rate passes a double's range. */
     if (out->generated > 0 && !(out->seconds > 0))
         return step_fail(err,
                          "load simulation: %ld tokens in 0 s of simulated time (every pass "
                          "they needed costs 0 s): tokens/s is undefined",
                          out->generated);
+    if (!isfinite(out->throughput))
+        return step_fail(err,
+                         "load simulation: %ld tokens in %g s of simulated time: tokens/s "
+                         "is past a double's range",
+                         out->generated, out->seconds);
     return true;
 }

@@ -3,10 +3,12 @@
 #define _XOPEN_SOURCE 700
 #include "ref/util/file_util.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <signal.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -172,14 +174,33 @@ static bool same_file(const struct stat *a, const struct stat *b) {
     return a->st_dev == b->st_dev && a->st_ino == b->st_ino;
 }
 
+/* Whether a name in folder `in` is the file *o, a link there followed: a
+ * Hugging Face cache's snapshot folder holds links to its blobs, so the
+ * weights a folder's reader reads may lie anywhere. One level, as the
+ * folder readers read one level. */
+static bool folder_names(const char *in, const struct stat *o) {
+    DIR *d = opendir(in);
+    if (d == NULL) return false;
+    bool found = false;
+    char name[PATH_MAX];
+    struct stat st;
+    for (struct dirent *e = readdir(d); e != NULL && !found; e = readdir(d)) {
+        int n = snprintf(name, sizeof name, "%s/%s", in, e->d_name);
+        found = n > 0 && (size_t)n < sizeof name && stat(name, &st) == 0 && S_ISREG(st.st_mode) &&
+                same_file(&st, o);
+    }
+    closedir(d);
+    return found;
+}
+
 FileAlias file_alias(const char *out, bool out_folder, const char *in) {
     struct stat o, i, dir;
     if (strcmp(out, "-") == 0 || strcmp(in, "-") == 0) return FILE_ALIAS_NONE;
     if (stat(out, &o) != 0 || stat(in, &i) != 0) return FILE_ALIAS_NONE;
     if (same_file(&o, &i)) return FILE_ALIAS_SAME;
     /* An output file is renamed into place where realpath says it is. */
-    if (S_ISDIR(i.st_mode) && S_ISREG(o.st_mode) && folder_of(out, true, &dir) &&
-        same_file(&dir, &i))
+    if (S_ISDIR(i.st_mode) && S_ISREG(o.st_mode) &&
+        ((folder_of(out, true, &dir) && same_file(&dir, &i)) || folder_names(in, &o)))
         return FILE_ALIAS_INSIDE;
     /* A folder written into replaces the name in it (and a link there is
      * followed), or is replaced whole with every name in it. */

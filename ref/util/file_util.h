@@ -50,9 +50,9 @@ bool file_check_output(const char *path, const char *what, StepError *err);
 typedef enum {
     FILE_ALIAS_NONE,   /* out writes nothing that in is */
     FILE_ALIAS_SAME,   /* out and in are one file (or one folder) */
-    FILE_ALIAS_INSIDE, /* out is an existing file directly in the folder in: a
-                          folder's reader (a Hugging Face model) reads the
-                          files in it */
+    FILE_ALIAS_INSIDE, /* out is an existing file directly in the folder in,
+                          or one a name there links to: a folder's reader
+                          (a Hugging Face model) reads the files in it */
     FILE_ALIAS_HOLDS,  /* out is an output folder (out_folder), and in lies
                           directly in it, by its name or the file it names */
 } FileAlias;
