@@ -2155,27 +2155,25 @@ def serve_sim_cases():
 
 
 def alias_link_cases():
-    """An output that is a symlink, outside the model's folder, to one of
-    the folder's files: the file written would be the folder's own (the
-    alias rule resolves the output's folder; by the output's name alone it
-    is the current folder, and the model's config.json was replaced)."""
-    subprocess.run([BIN, "make-model", "--format", "hf", "--dim", "8", "--hidden", "16",
-                    "--layers", "1", "--heads", "2", "--vocab", "13", "--seq-len", "4", "--out",
-                    path("h-attack-hf")], check=True, capture_output=True, timeout=SETUP_TIMEOUT)
-    config = open(path("h-attack-hf/config.json"), "rb").read()
+    """On output_alias_cases' Hugging Face folder (made there, before): an
+    output that is a symlink, outside the model's folder, to one of the
+    folder's files: the file written would be the folder's own (the alias
+    rule resolves the output's folder; by the output's name alone it is the
+    current folder, and the model's config.json was replaced)."""
+    config = open(path("alias-hf/config.json"), "rb").read()
     case("output alias: score --out a symlink to a file of the model's folder",
-         ["score", "--model", "{h-attack-hf}", "--tokenizer", "{tok.bin}", "--text", "cat", "--out",
+         ["score", "--model", "{alias-hf}", "--tokenizer", "{tok.bin}", "--text", "cat", "--out",
           "{cfg-link}"], 2,
-         ["--out %s is a file of the --model folder %s" % (path("cfg-link"), path("h-attack-hf"))],
-         files={"cfg-link": ("symlink", "h-attack-hf/config.json")},
-         check=lambda r: open(path("h-attack-hf/config.json"), "rb").read() == config
+         ["--out %s is a file of the --model folder %s" % (path("cfg-link"), path("alias-hf"))],
+         files={"cfg-link": ("symlink", "alias-hf/config.json")},
+         check=lambda r: open(path("alias-hf/config.json"), "rb").read() == config
          or "the model's config.json was changed")
     # A Hugging Face cache's snapshot: the folder's weights a link to a blob
     # elsewhere, and the output that blob (it was replaced, exit 0).
     os.makedirs(path("hf-snapshot"), exist_ok=True)
     os.makedirs(path("hf-blobs"), exist_ok=True)
-    shutil.copyfile(path("h-attack-hf/config.json"), path("hf-snapshot/config.json"))
-    shutil.copyfile(path("h-attack-hf/model.safetensors"), path("hf-blobs/weights"))
+    shutil.copyfile(path("alias-hf/config.json"), path("hf-snapshot/config.json"))
+    shutil.copyfile(path("alias-hf/model.safetensors"), path("hf-blobs/weights"))
     if not os.path.lexists(path("hf-snapshot/model.safetensors")):
         os.symlink("../hf-blobs/weights", path("hf-snapshot/model.safetensors"))
     weights = open(path("hf-blobs/weights"), "rb").read()

@@ -35,46 +35,12 @@ sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(os.path.dirname(HERE), "trace"))
 from check_util import run_stepwise, LONG_TIMEOUT  # noqa: E402
 from gguf_read import read_gguf  # noqa: E402
-import numpy_engine  # noqa: E402
+from f16_reference import forward_f64, half  # noqa: E402
 
 ROOT = os.path.dirname(HERE)
 MODELS = os.path.abspath(os.path.join(ROOT, os.environ.get("STEPWISE_MODELS", "../shared/models")))
 IDS = [1, 403, 407, 261, 378, 267, 130, 302, 297, 263, 45, 311, 1000, 2000, 3000, 4000]
 SEEDS = range(1, 7)
-
-
-def half(a):
-    """a rounded to float16 (to nearest, ties to even), back in float64."""
-    return a.astype(np.float32).astype(np.float16).astype(np.float64)
-
-
-def forward_f64(meta, t, ids):
-    """The llama forward in float64 with llama.cpp's four float16 rounding
-    points under an F16 cache: logits [T, vocab]."""
-    g = lambda k, d=None: meta.get(f"llama.{k}", d)
-    L, nh = g("block_count"), g("attention.head_count")
-    nkv = g("attention.head_count_kv", nh)
-    eps, theta = g("attention.layer_norm_rms_epsilon"), g("rope.freq_base", 10000.0)
-    w64 = lambda name: numpy_engine.tensor(t, name).astype(np.float64)
-    emb = w64("token_embd.weight")
-    hd, n = emb.shape[1] // nh, len(ids)
-    x, mask = emb[ids], np.triu(np.full((n, n), -np.inf), 1)
-    for l in range(L):
-        w = lambda s: w64(f"blk.{l}.{s}.weight")
-        xb = numpy_engine.rms_norm(x, w("attn_norm"), eps)
-        q = half(numpy_engine.rope(xb @ w("attn_q").T, theta, hd).reshape(n, nh, hd))
-        k = half(numpy_engine.rope(xb @ w("attn_k").T, theta, hd).reshape(n, nkv, hd))
-        v = half((xb @ w("attn_v").T).reshape(n, nkv, hd))
-        k, v = np.repeat(k, nh // nkv, axis=1), np.repeat(v, nh // nkv, axis=1)
-        s = np.einsum("thd,uhd->htu", q, k) / np.sqrt(hd) + mask
-        p = np.exp(s - s.max(axis=-1, keepdims=True))
-        p = half(p / p.sum(axis=-1, keepdims=True))
-        x = x + np.einsum("htu,uhd->thd", p, v).reshape(n, -1) @ w("attn_output").T
-        xb = numpy_engine.rms_norm(x, w("ffn_norm"), eps)
-        gate = xb @ w("ffn_gate").T
-        x = x + (gate / (1 + np.exp(-gate)) * (xb @ w("ffn_up").T)) @ w("ffn_down").T
-    classifier = w64("output.weight") if "output.weight" in t else emb
-    return numpy_engine.rms_norm(x, w64("output_norm.weight"), eps) @ classifier.T
 
 
 def stepwise_logits(binary, model, *extra):
@@ -114,7 +80,7 @@ def main():
             runs = [stepwise_logits(binary, base + ".gguf", *extra)
                     for extra in ([], rounding[:2], rounding)]
             meta, tensors = read_gguf(base + ".gguf")
-            runs.append(forward_f64(meta, tensors, IDS))
+            runs.append(forward_f64(meta, tensors, IDS, half, half))
             print(f"{seed:<4}  " + "  ".join(f"{np.abs(r - theirs).max():.1e}" for r in runs))
 
 

@@ -34,17 +34,24 @@ const head = {llama_cpp: llama.llamaCppRelease.release, node_llama_cpp: version}
 const float32 = {flashAttention: false, experimentalKvCacheKeyType: "F32",
                  experimentalKvCacheValueType: "F32"};
 
-/* The logits of ids [positions, vocab] under context options `extra`, written as a candidate. */
-async function writeLogits(ids, extra, out) {
-  const ctx = await model.createContext({contextSize: 256, threads: 1, batchSize: 256, ...extra});
-  const results = await ctx.getSequence().controlledEvaluate(
-      ids.map(t => [t, {generateNext: {logits: true}}]));
+/* controlledEvaluate's results for ids, one row each, written as a
+ * candidate (stepwise-logits-f32 and its sidecar); the vocabulary's size. */
+function writeRows(ids, results, out) {
   const vocab = results[0].next.logits.size;
   const rows = new Float32Array(ids.length * vocab).fill(NaN);
   results.forEach((r, p) => { for (const [tok, v] of r.next.logits) rows[p * vocab + tok] = v; });
   fs.writeFileSync(out, Buffer.from(rows.buffer));
   fs.writeFileSync(out + ".json", JSON.stringify({format: "stepwise-logits-f32", vocab_size: vocab,
       positions: ids.length, first_pos: 0, token_ids: ids, values: "logits"}) + "\n");
+  return vocab;
+}
+
+/* The logits of ids [positions, vocab] under context options `extra`, written as a candidate. */
+async function writeLogits(ids, extra, out) {
+  const ctx = await model.createContext({contextSize: 256, threads: 1, batchSize: 256, ...extra});
+  const results = await ctx.getSequence().controlledEvaluate(
+      ids.map(t => [t, {generateNext: {logits: true}}]));
+  const vocab = writeRows(ids, results, out);
   const flash = ctx.flashAttention;
   await ctx.dispose();
   return {vocab, flash};
@@ -72,12 +79,7 @@ if (command === "candidates") {
       part.map(t => [t, {generateNext: {logits: true}}])));
   await step(ids.slice(0, nPrompt));
   for (const t of ids.slice(nPrompt)) await step([t]);
-  const vocab = results[0].next.logits.size;
-  const rows = new Float32Array(ids.length * vocab).fill(NaN);
-  results.forEach((r, p) => { for (const [tok, v] of r.next.logits) rows[p * vocab + tok] = v; });
-  fs.writeFileSync(out, Buffer.from(rows.buffer));
-  fs.writeFileSync(out + ".json", JSON.stringify({format: "stepwise-logits-f32", vocab_size: vocab,
-      positions: ids.length, first_pos: 0, token_ids: ids, values: "logits"}) + "\n");
+  writeRows(ids, results, out);
   console.log(JSON.stringify({...head, cache, flash_attention: ctx.flashAttention, positions: ids.length}));
   await ctx.dispose();
 } else if (command === "time") {
