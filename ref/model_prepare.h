@@ -1,5 +1,5 @@
 /* model_prepare.h: a loaded model made ready to run, once, the same way
- * for the command line and the library (api/stepwise.c): its weights
+ * for the command line and the library (api/api_model.c): its weights
  * quantized to int8 when asked, then packed for the fast kernels and given
  * their threads, or left row-major for the plain ones. Neither choice
  * changes a number (docs/performance.md, docs/quantization.md). */

@@ -1,6 +1,6 @@
-/* api/stepwise.c: libstepwise (stepwise.h) over the engine's own parts:
- * model_open, score_tokens with an observer that keeps hooks, generate,
- * and the diff's reader and comparison. */
+/* api/api_model.c: libstepwise (stepwise.h) over the engine's own parts:
+ * model_open, score_tokens with an observer that keeps hooks, generate
+ * (the runs and their diff: api_runs.c). */
 #include "ref/api/stepwise.h"
 
 #include <fnmatch.h>
@@ -13,10 +13,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "trace/diff_input.h"
-#include "trace/diff_pair.h"
-#include "trace/diff_text.h"
-#include "trace/trace_diff.h"
 #include "ref/generate.h"
 #include "ref/formats/model_open.h"
 #include "ref/model_prepare.h"
@@ -24,6 +20,7 @@
 #include "ref/score.h"
 #include "ref/kernels/threads.h"
 #include "ref/util/build_info.h"
+#include "ref/api/api_status.h"
 
 #define SW_HOOKS_MAX 16 /* comma-separated globs in one sw_score call */
 
@@ -52,11 +49,6 @@ struct sw_scores {
     int n_hooks, cap_hooks;
 };
 
-struct sw_run {
-    DiffRun run;
-    float *logits; /* [positions, vocab], whole: the run may hold its rows in a mapped file */
-};
-
 #define STEPWISE_STRING(x) #x
 #define STEPWISE_NUMBER(x) STEPWISE_STRING(x)
 
@@ -64,43 +56,21 @@ const char *stepwise_version(void) {
     return "stepwise " STEPWISE_VERSION " (api " STEPWISE_NUMBER(STEPWISE_API_VERSION) ")";
 }
 
-/* err, filled from a StepError or a message: the status handed back. */
-static sw_status fail(sw_error *err, sw_status code, const char *fmt, ...) {
-    if (err != NULL) {
-        err->code = code;
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(err->message, sizeof err->message, fmt, ap);
-        va_end(ap);
-    }
-    return code;
-}
-
-static sw_status fail_step(sw_error *err, const StepError *e) {
-    return fail(err, strstr(e->message, "out of memory") ? SW_ERR_MEMORY : SW_ERR_INPUT, "%s",
-                e->message);
-}
-
-static sw_status ok(sw_error *err) {
-    if (err != NULL) err->code = SW_OK, err->message[0] = '\0';
-    return SW_OK;
-}
-
 /* ---- a model ---- */
 
 sw_status sw_model_open(const char *path, const char *tokenizer, const sw_open_options *options,
                         sw_model **out, sw_error *err) {
-    if (out == NULL) return fail(err, SW_ERR_INPUT, "sw_model_open: out is NULL");
+    if (out == NULL) return api_fail(err, SW_ERR_INPUT, "sw_model_open: out is NULL");
     *out = NULL;
     sw_open_options o = options != NULL ? *options : (sw_open_options){0};
     if (o.threads < 0 || o.threads > THREADS_MAX)
-        return fail(err, SW_ERR_INPUT, "threads must be in [0, %d], got %d", THREADS_MAX,
-                    o.threads);
+        return api_fail(err, SW_ERR_INPUT, "threads must be in [0, %d], got %d", THREADS_MAX,
+                        o.threads);
     sw_model *m = calloc(1, sizeof *m);
-    if (m == NULL) return fail(err, SW_ERR_MEMORY, "out of memory");
+    if (m == NULL) return api_fail(err, SW_ERR_MEMORY, "out of memory");
     if (pthread_mutex_init(&m->lock, NULL) != 0) {
         free(m);
-        return fail(err, SW_ERR_MEMORY, "sw_model_open: cannot make the model's lock");
+        return api_fail(err, SW_ERR_MEMORY, "sw_model_open: cannot make the model's lock");
     }
     StepError e;
     /* a checkpoint without a tokenizer opens too: scoring ids needs none */
@@ -110,7 +80,7 @@ sw_status sw_model_open(const char *path, const char *tokenizer, const sw_open_o
     if (!opened) {
         pthread_mutex_destroy(&m->lock);
         free(m);
-        return fail_step(err, &e);
+        return api_fail_step(err, &e);
     }
     m->has_tokenizer = want_tok;
     /* copied before packing: the packed copies are made from memory that is
@@ -126,10 +96,10 @@ sw_status sw_model_open(const char *path, const char *tokenizer, const sw_open_o
                       &e);
     if (!ready) {
         sw_model_free(m);
-        return fail_step(err, &e);
+        return api_fail_step(err, &e);
     }
     *out = m;
-    return ok(err);
+    return api_ok(err);
 }
 
 void sw_model_free(sw_model *m) {
@@ -158,23 +128,24 @@ sw_model_shape sw_model_get_shape(const sw_model *m) {
 sw_status sw_tokenize(const sw_model *m, const char *text, int add_bos, int *ids, int capacity,
                       int *n, sw_error *err) {
     if (m == NULL || text == NULL || n == NULL || (ids == NULL && capacity > 0))
-        return fail(err, SW_ERR_INPUT, "sw_tokenize: a NULL argument");
+        return api_fail(err, SW_ERR_INPUT, "sw_tokenize: a NULL argument");
     if (capacity < 0)
-        return fail(err, SW_ERR_INPUT, "sw_tokenize: capacity %d is negative", capacity);
+        return api_fail(err, SW_ERR_INPUT, "sw_tokenize: capacity %d is negative", capacity);
     if (!m->has_tokenizer)
-        return fail(err, SW_ERR_INPUT, "sw_tokenize: the model was opened without a tokenizer");
+        return api_fail(err, SW_ERR_INPUT, "sw_tokenize: the model was opened without a tokenizer");
     int *got = NULL, count = 0;
     StepError e;
     /* no lock: encoding only reads the tokenizer (its regex scratch is per call) */
-    if (!tokenizer_encode(&m->tok, text, add_bos != 0, &got, &count, &e)) return fail_step(err, &e);
+    if (!tokenizer_encode(&m->tok, text, add_bos != 0, &got, &count, &e))
+        return api_fail_step(err, &e);
     *n = count;
     if (count > capacity) {
         free(got);
-        return fail(err, SW_ERR_SMALL, "sw_tokenize: %d ids, room for %d", count, capacity);
+        return api_fail(err, SW_ERR_SMALL, "sw_tokenize: %d ids, room for %d", count, capacity);
     }
     if (count > 0) memcpy(ids, got, (size_t)count * sizeof *ids);
     free(got);
-    return ok(err);
+    return api_ok(err);
 }
 
 /* ---- scoring ---- */
@@ -234,10 +205,10 @@ static sw_status unmatched_glob(const HookCatcher *c, int n_layers, sw_error *er
                                         used > 0 ? ", " : "", name);
         used += w > 0 ? (size_t)w : 0;
     }
-    return fail(err, SW_ERR_INPUT,
-                "sw_score: hooks \"%s\" matches no hook of this model; it fires %s (N from 0 "
-                "to %d; the logits come whole, not as a hook)",
-                c->patterns[i], names, n_layers - 1);
+    return api_fail(err, SW_ERR_INPUT,
+                    "sw_score: hooks \"%s\" matches no hook of this model; it fires %s (N from 0 "
+                    "to %d; the logits come whole, not as a hook)",
+                    c->patterns[i], names, n_layers - 1);
 }
 
 static CapturedHook *find_hook(HookCatcher *c, const HookTensor *t) {
@@ -306,30 +277,31 @@ static void catcher_free(HookCatcher *c) {
 sw_status sw_score(sw_model *m, const int *ids, int n, const char *hooks, sw_scores **out,
                    sw_error *err) {
     if (m == NULL || ids == NULL || out == NULL)
-        return fail(err, SW_ERR_INPUT, "sw_score: a NULL argument");
+        return api_fail(err, SW_ERR_INPUT, "sw_score: a NULL argument");
     *out = NULL;
     const Config *c = &m->model.config;
     if (hooks != NULL && strlen(hooks) > 4096)
-        return fail(err, SW_ERR_INPUT, "sw_score: hooks is %zu characters long, at most 4096",
-                    strlen(hooks));
+        return api_fail(err, SW_ERR_INPUT, "sw_score: hooks is %zu characters long, at most 4096",
+                        strlen(hooks));
     if (n < 2 || n > c->seq_len)
-        return fail(err, SW_ERR_INPUT, "sw_score: %d ids, the model takes 2 to %d", n, c->seq_len);
+        return api_fail(err, SW_ERR_INPUT, "sw_score: %d ids, the model takes 2 to %d", n,
+                        c->seq_len);
     for (int i = 0; i < n; i++)
         if (ids[i] < 0 || ids[i] >= c->vocab_size)
-            return fail(err, SW_ERR_INPUT,
-                        "sw_score: id %d at %d is outside the vocabulary [0, %d)", ids[i], i,
-                        c->vocab_size);
+            return api_fail(err, SW_ERR_INPUT,
+                            "sw_score: id %d at %d is outside the vocabulary [0, %d)", ids[i], i,
+                            c->vocab_size);
     sw_scores *s = calloc(1, sizeof *s);
-    if (s == NULL) return fail(err, SW_ERR_MEMORY, "out of memory");
+    if (s == NULL) return api_fail(err, SW_ERR_MEMORY, "out of memory");
     s->positions = n, s->vocab_size = c->vocab_size;
     HookCatcher catcher;
     bool caught = catcher_init(&catcher, hooks, s);
     catcher.heads = c->n_heads;
     if (!caught) {
         catcher_free(&catcher), sw_scores_free(s);
-        return fail(err, SW_ERR_INPUT,
-                    "sw_score: hooks takes 1 to %d globs separated by commas, none empty",
-                    SW_HOOKS_MAX);
+        return api_fail(err, SW_ERR_INPUT,
+                        "sw_score: hooks takes 1 to %d globs separated by commas, none empty",
+                        SW_HOOKS_MAX);
     }
     StepObserver obs = {.ctx = &catcher, .wants = catcher_wants, .emit = catcher_emit};
     ScoreResult r = {.keep_logits = true};
@@ -338,8 +310,8 @@ sw_status sw_score(sw_model *m, const int *ids, int n, const char *hooks, sw_sco
     bool scored =
         score_tokens(&m->model, ids, n, 0, NULL, catcher.n_patterns > 0 ? &obs : NULL, &r, &e);
     pthread_mutex_unlock(&m->lock);
-    sw_status status = !scored                 ? fail_step(err, &e)
-                       : catcher.out_of_memory ? fail(err, SW_ERR_MEMORY, "out of memory")
+    sw_status status = !scored                 ? api_fail_step(err, &e)
+                       : catcher.out_of_memory ? api_fail(err, SW_ERR_MEMORY, "out of memory")
                                                : unmatched_glob(&catcher, c->n_layers, err);
     catcher_free(&catcher);
     if (status != SW_OK) {
@@ -350,7 +322,7 @@ sw_status sw_score(sw_model *m, const int *ids, int n, const char *hooks, sw_sco
     s->cross_entropy = r.cross_entropy;
     score_result_free(&r);
     *out = s;
-    return ok(err);
+    return api_ok(err);
 }
 
 void sw_scores_free(sw_scores *s) {
@@ -389,14 +361,14 @@ const float *sw_scores_hook_values(const sw_scores *s, int i, int *width) {
 sw_status sw_generate(sw_model *m, const int *prompt, int n_prompt, const sw_sampler *sampler,
                       int max_new, int *out, int capacity, int *n_out, sw_error *err) {
     if (m == NULL || prompt == NULL || n_out == NULL || (out == NULL && capacity > 0))
-        return fail(err, SW_ERR_INPUT, "sw_generate: a NULL argument");
-    if (max_new < 1) return fail(err, SW_ERR_INPUT, "sw_generate: max_new must be >= 1");
+        return api_fail(err, SW_ERR_INPUT, "sw_generate: a NULL argument");
+    if (max_new < 1) return api_fail(err, SW_ERR_INPUT, "sw_generate: max_new must be >= 1");
     if (capacity < 0)
-        return fail(err, SW_ERR_INPUT, "sw_generate: capacity %d is negative", capacity);
+        return api_fail(err, SW_ERR_INPUT, "sw_generate: capacity %d is negative", capacity);
     int seq_len = m->model.config.seq_len;
     if (n_prompt < 1 || n_prompt > seq_len)
-        return fail(err, SW_ERR_INPUT, "sw_generate: %d prompt ids, the model takes 1 to %d",
-                    n_prompt, seq_len);
+        return api_fail(err, SW_ERR_INPUT, "sw_generate: %d prompt ids, the model takes 1 to %d",
+                        n_prompt, seq_len);
     GenerateOptions opt;
     generate_options_default(&opt);
     opt.steps = max_new;
@@ -417,217 +389,13 @@ sw_status sw_generate(sw_model *m, const int *prompt, int n_prompt, const sw_sam
     if (valid) pthread_mutex_unlock(&m->lock);
     if (!done) {
         generate_result_free(&r);
-        return fail_step(err, &e);
+        return api_fail_step(err, &e);
     }
     *n_out = r.n_tokens;
     bool fits = r.n_tokens <= capacity;
     if (fits) memcpy(out, r.tokens, (size_t)r.n_tokens * sizeof *out);
     generate_result_free(&r);
-    return fits ? ok(err)
-                : fail(err, SW_ERR_SMALL, "sw_generate: %d tokens, room for %d", *n_out, capacity);
-}
-
-/* ---- reading and comparing runs ---- */
-
-sw_status sw_run_read(const char *path, sw_run **out, sw_error *err) {
-    if (path == NULL || out == NULL) return fail(err, SW_ERR_INPUT, "sw_run_read: a NULL argument");
-    *out = NULL;
-    sw_run *r = calloc(1, sizeof *r);
-    if (r == NULL) return fail(err, SW_ERR_MEMORY, "out of memory");
-    StepError e;
-    if (!diff_run_read(&r->run, path, NULL, &e)) {
-        free(r);
-        return fail_step(err, &e);
-    }
-    if ((r->logits = diff_run_logits_copy(&r->run)) == NULL) {
-        sw_run_free(r);
-        return fail(err, SW_ERR_MEMORY, "out of memory");
-    }
-    if (diff_run_read_short(&r->run)) {
-        sw_run_free(r);
-        return fail(err, SW_ERR_INPUT, "%s shrank while it was read", path);
-    }
-    *out = r;
-    return ok(err);
-}
-
-void sw_run_free(sw_run *r) {
-    if (r == NULL) return;
-    diff_run_free(&r->run);
-    free(r->logits);
-    free(r);
-}
-
-int sw_run_positions(const sw_run *r) {
-    return r != NULL ? r->run.n : 0;
-}
-int sw_run_vocab_size(const sw_run *r) {
-    return r != NULL ? r->run.vocab_size : 0;
-}
-const float *sw_run_logits(const sw_run *r) {
-    return r != NULL ? r->logits : NULL;
-}
-int sw_run_logprobs(const sw_run *r) {
-    return r != NULL ? r->run.logprobs : 0;
-}
-const int *sw_run_position_ids(const sw_run *r) {
-    return r != NULL ? r->run.pos : NULL;
-}
-int sw_run_token(const sw_run *r, int pos) {
-    return r != NULL ? diff_run_input(&r->run, pos) : -1;
-}
-
-sw_status sw_diff(const char *reference, const char *candidate, const char *preset,
-                  sw_diff_report *report, sw_error *err) {
-    sw_diff_options o = {.preset = preset, .atol = -1, .rtol = -1};
-    return sw_diff_with(reference, candidate, &o, report, err);
-}
-
-/* One comparison as the command line makes it, its parts kept for the
- * report: both runs (their names map loaded into *names), the tolerance
- * and the report (*r, allocated: large, its per-layer tables). The caller
- * frees all four, whatever the result. */
-typedef struct {
-    DiffRun ref, cand;
-    HookNames names;
-    DiffTolerance tol;
-    DiffReport *r;
-} DiffDone;
-
-static bool diff_compute(const char *reference, const char *candidate, const DiffArrays *arrays,
-                         const sw_diff_options *options, DiffDone *d, StepError *e) {
-    *d = (DiffDone){0};
-    sw_diff_options o = options != NULL ? *options : (sw_diff_options){.atol = -1, .rtol = -1};
-    if (!diff_tolerance_preset(&d->tol, o.preset != NULL ? o.preset : "fp32", e) ||
-        !diff_tolerance_custom(&d->tol, o.atol, o.rtol, e))
-        return false;
-    d->r = malloc(sizeof *d->r);
-    if (d->r == NULL) return step_fail(e, "out of memory");
-    return diff_pair_read(&d->ref, &d->cand, reference, candidate, arrays, o.names,
-                          o.rope_halves != 0, &d->names, e) &&
-           trace_diff(&d->ref, &d->cand, &d->tol, o.teacher_forced != 0, d->r, e);
-}
-
-static void diff_done_free(DiffDone *d) {
-    hook_names_free(&d->names);
-    diff_run_free(&d->ref), diff_run_free(&d->cand), free(d->r);
-}
-
-/* report (may be NULL) from the comparison d made. */
-static void report_fill(sw_diff_report *report, const DiffReport *r) {
-    if (report == NULL) return;
-    *report = (sw_diff_report){.passed = r->pass,
-                               .positions = r->n,
-                               .inputs_checked = r->inputs_checked,
-                               .inputs_compared = r->inputs_compared,
-                               .inputs_differ_pos = r->inputs_differ_pos,
-                               .ref_token = r->ref_token,
-                               .cand_token = r->cand_token,
-                               .activations = r->acts_compared,
-                               .max_abs_logit = r->max_abs,
-                               .kl_mean = r->kl_mean,
-                               .top1_agreement = r->n > 0 ? (double)r->top1_agree / r->n : 0,
-                               .diverged = r->diverged,
-                               .first_layer = r->diverged ? r->first.layer : -1,
-                               .first_pos = r->diverged ? r->first.pos : -1,
-                               .max_abs_pos = r->n > 0 ? r->max_abs_pos : -1,
-                               .max_abs_token = r->n > 0 ? r->max_abs_id : -1};
-    if (r->diverged && r->first.point == HOOK_KV_ROW)
-        snprintf(report->first_hook, sizeof report->first_hook, "kv");
-    else if (r->diverged)
-        hook_name((HookPoint)r->first.point, r->first.layer, report->first_hook,
-                  sizeof report->first_hook);
-    if (r->first_is_other_hook)
-        hook_name((HookPoint)r->first_other.point, r->first_other.layer, report->other_hook,
-                  sizeof report->other_hook);
-    snprintf(report->fail_reason, sizeof report->fail_reason, "%s", r->fail_reason);
-}
-
-/* The command line's text of the comparison d made into text[0..size)
- * (size 0: none) and its whole size into *needed (may be NULL). */
-static bool report_text(const DiffDone *d, const char *reference, const char *candidate, bool names,
-                        char *text, size_t size, size_t *needed, StepError *e) {
-    char *buf = NULL;
-    size_t len = 0;
-    FILE *f = open_memstream(&buf, &len);
-    if (f == NULL) return step_fail(e, "out of memory");
-    DiffNameHint hint;
-    diff_name_hint(d->r, names ? &d->names : NULL, &hint);
-    diff_text_write(f, reference, candidate, &d->ref, &d->cand, &d->tol, d->r, &hint);
-    bool done = fclose(f) == 0 && buf != NULL;
-    if (done && needed != NULL) *needed = len + 1;
-    if (done && size > 0) {
-        size_t n = len < size - 1 ? len : size - 1;
-        memcpy(text, buf, n), text[n] = '\0';
-    }
-    free(buf);
-    return done || step_fail(e, "out of memory");
-}
-
-/* One comparison of reference with the candidate at path, or (arrays not
- * NULL) in arrays: report (may be NULL) and, with text or needed, its text. */
-static sw_status diff_report(const char *reference, const char *candidate, const DiffArrays *arrays,
-                             const sw_diff_options *options, sw_diff_report *report, char *text,
-                             size_t size, size_t *needed, sw_error *err) {
-    if (report != NULL)
-        *report = (sw_diff_report){
-            .first_layer = -1, .first_pos = -1, .inputs_differ_pos = -1, .max_abs_pos = -1};
-    if (needed != NULL) *needed = 0;
-    if (size > 0) text[0] = '\0';
-    DiffDone d;
-    StepError e;
-    bool done = diff_compute(reference, candidate, arrays, options, &d, &e);
-    if (done) report_fill(report, d.r);
-    if (done && (size > 0 || needed != NULL))
-        done = report_text(&d, reference, candidate != NULL ? candidate : "(arrays)",
-                           options != NULL && options->names != NULL, text, size, needed, &e);
-    diff_done_free(&d);
-    return done ? ok(err) : fail_step(err, &e);
-}
-
-sw_status sw_diff_with(const char *reference, const char *candidate, const sw_diff_options *options,
-                       sw_diff_report *report, sw_error *err) {
-    if (reference == NULL || candidate == NULL || report == NULL)
-        return fail(err, SW_ERR_INPUT, "sw_diff: a NULL argument");
-    return diff_report(reference, candidate, NULL, options, report, NULL, 0, NULL, err);
-}
-
-sw_status sw_diff_arrays(const char *reference, const float *logits, int positions, int vocab_size,
-                         const int *token_ids, const sw_diff_tensor *tensors, int n_tensors,
-                         const sw_diff_options *options, sw_diff_report *report, sw_error *err) {
-    if (report == NULL) return fail(err, SW_ERR_INPUT, "sw_diff_arrays: a NULL argument");
-    return sw_diff_arrays_text(reference, logits, positions, vocab_size, token_ids, tensors,
-                               n_tensors, options, report, NULL, 0, NULL, err);
-}
-
-sw_status sw_diff_arrays_text(const char *reference, const float *logits, int positions,
-                              int vocab_size, const int *token_ids, const sw_diff_tensor *tensors,
-                              int n_tensors, const sw_diff_options *options, sw_diff_report *report,
-                              char *text, size_t size, size_t *needed, sw_error *err) {
-    if (reference == NULL || (text == NULL && size > 0))
-        return fail(err, SW_ERR_INPUT, "sw_diff_arrays: a NULL argument");
-    if (n_tensors < 0 || n_tensors > (1 << 20) || (n_tensors > 0 && tensors == NULL))
-        return fail(err, SW_ERR_INPUT, "sw_diff_arrays: n_tensors %d, from 0 to 2^20, with tensors",
-                    n_tensors);
-    DiffArrayTensor *t = malloc(((size_t)n_tensors + 1) * sizeof *t);
-    if (t == NULL) return fail(err, SW_ERR_MEMORY, "sw_diff_arrays: out of memory");
-    for (int i = 0; i < n_tensors; i++)
-        t[i] = (DiffArrayTensor){tensors[i].hook, tensors[i].data, tensors[i].width};
-    DiffArrays a = {.logits = logits,
-                    .positions = positions,
-                    .vocab_size = vocab_size,
-                    .token_ids = token_ids,
-                    .tensors = t,
-                    .n_tensors = n_tensors};
-    sw_status status = diff_report(reference, NULL, &a, options, report, text, size, needed, err);
-    free(t);
-    return status;
-}
-
-sw_status sw_diff_text(const char *reference, const char *candidate, const sw_diff_options *options,
-                       sw_diff_report *report, char *text, size_t size, size_t *needed,
-                       sw_error *err) {
-    if (reference == NULL || candidate == NULL || (text == NULL && size > 0))
-        return fail(err, SW_ERR_INPUT, "sw_diff_text: a NULL argument");
-    return diff_report(reference, candidate, NULL, options, report, text, size, needed, err);
+    return fits ? api_ok(err)
+                : api_fail(err, SW_ERR_SMALL, "sw_generate: %d tokens, room for %d", *n_out,
+                           capacity);
 }
