@@ -81,6 +81,17 @@ def copy_tree():
         os.makedirs(os.path.dirname(dst), exist_ok=True)
         if not os.path.exists(dst) or open(src, "rb").read() != open(dst, "rb").read():
             shutil.copy2(src, dst)
+    # a file the checkout no longer has goes from the copy too: a source
+    # left behind (ref/api/stepwise.c after its split) is built and linked
+    kept = {os.path.normpath(f) for f in files if f}
+    for top, dirs, names in os.walk(TREE):
+        rel = os.path.relpath(top, TREE)
+        if rel == ".":
+            dirs[:] = [d for d in dirs if d != "build"]
+        for n in names:
+            f = os.path.normpath(os.path.join(rel, n))
+            if f not in kept:
+                os.remove(os.path.join(TREE, f))
     os.makedirs(os.path.join(TREE, "build"), exist_ok=True)
     for d in SHARED_BUILD:
         src, dst = os.path.realpath(os.path.join(ROOT, "build", d)), os.path.join(TREE, "build", d)
