@@ -111,16 +111,21 @@ Test(batch, every_request_is_bitwise_what_generate_gives_on_stories260k, .timeou
 }
 
 /* A generated GQA model (4 query heads share 2 KV heads) with a 40-position
- * window, so that some requests stop on context_full. */
-Test(batch, every_request_is_bitwise_what_generate_gives_on_a_gqa_model, .timeout = 120) {
-    if (model_file("tok512.bin") == NULL) cr_skip_test("tok512 not found");
-    char path[512], args[4096];
-    snprintf(path, sizeof path, "%s", temp_path("gqa.bin"));
+ * window, so that some requests stop on context_full: written to path. */
+static void make_gqa40(char *path, size_t size, const char *name) {
+    char args[4096];
+    snprintf(path, size, "%s", temp_path(name));
     snprintf(args, sizeof args,
              "make-model --dim 32 --hidden 48 --layers 2 --heads 4 --kv-heads 2 --vocab 512 "
              "--seq-len 40 --seed 3 --out %s",
              path);
     cr_assert_eq(run_stepwise(args, out, sizeof out, err, sizeof err), 0, "%s", err);
+}
+
+Test(batch, every_request_is_bitwise_what_generate_gives_on_a_gqa_model, .timeout = 120) {
+    if (model_file("tok512.bin") == NULL) cr_skip_test("tok512 not found");
+    char path[512];
+    make_gqa40(path, sizeof path, "gqa.bin");
     char model_args[2048];
     snprintf(model_args, sizeof model_args, "--model %s --tokenizer %s --trace-kv", path,
              model_file("tok512.bin"));
@@ -158,12 +163,7 @@ static bool starts(const char *s, const char *prefix) {
 Test(batch, a_request_that_exactly_fills_the_context, .timeout = 60) {
     if (model_file("tok512.bin") == NULL) cr_skip_test("tok512 not found");
     char path[512], requests[512], args[4096];
-    snprintf(path, sizeof path, "%s", temp_path("gqa40.bin"));
-    snprintf(args, sizeof args,
-             "make-model --dim 32 --hidden 48 --layers 2 --heads 4 --kv-heads 2 --vocab 512 "
-             "--seq-len 40 --seed 3 --out %s",
-             path);
-    cr_assert_eq(run_stepwise(args, out, sizeof out, err, sizeof err), 0, "%s", err);
+    make_gqa40(path, sizeof path, "gqa40.bin");
     snprintf(requests, sizeof requests, "%s", temp_path("fill.jsonl"));
     FILE *f = fopen(requests, "w");
     cr_assert_not_null(f);
