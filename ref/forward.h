@@ -11,7 +11,7 @@
 #include "ref/util/error.h"
 #include "ref/hooks.h"
 #include "ref/layers.h"
-#include "ref/model.h"
+#include "ref/model/model.h"
 #include "ref/run_state.h"
 
 /* Multiply-adds of the blocks (every layer's matmuls and attention, not

@@ -7,7 +7,7 @@
 
 #include "ref/generate_options.h"
 #include "ref/hooks.h"
-#include "ref/model.h"
+#include "ref/model/model.h"
 
 /* Run the loop on prompt[0..n_prompt). The caller frees result->tokens with
  * generate_result_free. Fails (with err) if the prompt is empty or does not

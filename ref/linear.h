@@ -4,7 +4,7 @@
 #ifndef STEPWISE_LINEAR_H
 #define STEPWISE_LINEAR_H
 
-#include "ref/model.h"
+#include "ref/model/model.h"
 #include "ref/run_state.h"
 #include "ref/kernels/threads.h"
 

@@ -24,7 +24,7 @@
 #ifndef STEPWISE_MLA_H
 #define STEPWISE_MLA_H
 
-#include "ref/model.h"
+#include "ref/model/model.h"
 #include "ref/run_state.h"
 
 /* s->xb [N, n_heads x v_head_dim] = attention's output (before wo) of

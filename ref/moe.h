@@ -27,7 +27,7 @@
 
 #include <stdbool.h>
 
-#include "ref/model.h"
+#include "ref/model/model.h"
 #include "ref/run_state.h"
 
 /* How a token's experts are chosen, from the model's config. */

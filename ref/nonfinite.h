@@ -13,7 +13,7 @@
 #include "ref/util/error.h"
 #include "ref/forward.h"
 #include "ref/hooks.h"
-#include "ref/model.h"
+#include "ref/model/model.h"
 
 /* The index of the first value of x[0..n) that is NaN or infinite, or -1. */
 long first_nonfinite(const float *x, size_t n);

@@ -8,7 +8,7 @@
 
 #include "ref/forward.h"
 #include "ref/hooks.h"
-#include "ref/model.h"
+#include "ref/model/model.h"
 
 /* One position of a scored sequence. */
 typedef struct {

@@ -8,7 +8,7 @@
 #include "ref/forward.h"
 #include "ref/generate_options.h"
 #include "ref/hooks.h"
-#include "ref/model.h"
+#include "ref/model/model.h"
 #include "ref/retrieve.h"
 
 typedef struct {

@@ -7,7 +7,7 @@
 #include <stdbool.h>
 
 #include "ref/generate.h"
-#include "ref/model.h"
+#include "ref/model/model.h"
 #include "ref/text/tokenizer.h"
 
 /* Path of a file in the models folder ($STEPWISE_MODELS, else

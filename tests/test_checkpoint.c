@@ -8,7 +8,7 @@
 #include "ref/forward.h"
 #include "ref/formats/checkpoint.h"
 #include "ref/kernels/pack.h"
-#include "ref/model_pack.h"
+#include "ref/model/model_pack.h"
 #include "tests/helpers.h"
 
 /* Write the tiny model as a llama2.c checkpoint: header, weights in layout

@@ -7,7 +7,7 @@
 #include "ref/forward.h"
 #include "ref/generate.h"
 #include "ref/kernels/pack.h"
-#include "ref/model_pack.h"
+#include "ref/model/model_pack.h"
 #include "tests/helpers.h"
 
 #define TOLERANCE 1e-5f

@@ -9,7 +9,7 @@
 
 #include "ref/forward.h"
 #include "ref/kernels/q8_packed.h"
-#include "ref/model_quant.h"
+#include "ref/model/model_quant.h"
 #include "ref/formats/q8_file.h"
 #include "ref/util/rng.h"
 #include "tests/helpers.h"

@@ -11,7 +11,7 @@
 #include "ref/forward.h"
 #include "ref/layers.h"
 #include "ref/kernels/pack.h"
-#include "ref/model_pack.h"
+#include "ref/model/model_pack.h"
 
 /* Deliberately naive and obviously correct: out[t][o] = Σ_i w[o][i]·x[t][i],
  * summed in index order from 0.0f. */

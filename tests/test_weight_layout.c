@@ -7,10 +7,10 @@
 #include <string.h>
 
 #include "ref/formats/hf_config.h"
-#include "ref/model.h"
-#include "ref/model_pack.h"
+#include "ref/model/model.h"
+#include "ref/model/model_pack.h"
 #include "ref/nonfinite.h"
-#include "ref/weight_layout.h"
+#include "ref/model/weight_layout.h"
 
 /* A small model of architecture a; experts: a mixture's fields too. */
 static Config shape(HfArchitecture a) {

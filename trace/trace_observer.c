@@ -7,7 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "ref/model_quant.h"
+#include "ref/model/model_quant.h"
 
 void trace_observer_write(TraceObserver *to, cJSON *event) {
     if (to->held != NULL) {

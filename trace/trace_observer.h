@@ -5,7 +5,7 @@
 #define STEPWISE_TRACE_OBSERVER_H
 
 #include "ref/hooks.h"
-#include "ref/model.h"
+#include "ref/model/model.h"
 #include "ref/text/tokenizer.h"
 #include "trace/tensor_file.h"
 #include "trace/trace_options.h"

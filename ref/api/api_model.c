@@ -15,7 +15,7 @@
 
 #include "ref/generate.h"
 #include "ref/formats/model_open.h"
-#include "ref/model_prepare.h"
+#include "ref/model/model_prepare.h"
 #include "ref/sampler.h"
 #include "ref/score.h"
 #include "ref/kernels/threads.h"

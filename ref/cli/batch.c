@@ -16,7 +16,7 @@
 #include "ref/cli/identity.h"
 #include "ref/cli/signals.h"
 #include "ref/util/file_util.h"
-#include "ref/model_quant.h"
+#include "ref/model/model_quant.h"
 #include "ref/serve/requests.h"
 
 /* The help's usage lines and what the command does. */

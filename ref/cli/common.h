@@ -7,8 +7,8 @@
 #include <cjson/cJSON.h>
 
 #include "ref/generate.h"
-#include "ref/model.h"
-#include "ref/model_prepare.h"
+#include "ref/model/model.h"
+#include "ref/model/model_prepare.h"
 #include "ref/kernels/quant.h"
 #include "ref/sampler.h"
 #include "trace/trace_options.h"

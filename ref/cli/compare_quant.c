@@ -14,7 +14,7 @@
 #include "ref/cli/options.h"
 #include "ref/kernels/threads.h"
 #include "ref/util/file_util.h"
-#include "ref/model_quant.h"
+#include "ref/model/model_quant.h"
 #include "ref/score.h"
 
 /* The help's usage lines and what the command does. */

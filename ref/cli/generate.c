@@ -19,7 +19,7 @@
 #include "ref/util/file_util.h"
 #include "ref/util/clock.h"
 #include "ref/generate.h"
-#include "ref/model_quant.h"
+#include "ref/model/model_quant.h"
 
 /* The help's usage lines and what the command does. */
 static const char GENERATE_USAGE[] =

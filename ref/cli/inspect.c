@@ -15,7 +15,7 @@
 #include "ref/formats/gguf_model.h"
 #include "ref/cli/identity.h"
 #include "ref/nonfinite.h"
-#include "ref/model_quant.h"
+#include "ref/model/model_quant.h"
 #include "trace/trace_events.h"
 
 /* The help's usage lines and what the command does. */

@@ -9,7 +9,7 @@
 #include <stdint.h>
 
 #include "ref/config.h"
-#include "ref/model.h"
+#include "ref/model/model.h"
 
 /* How the bill stores a value: a what-if for bytes only (stepwise computes
  * in float32 whatever the bill says). */

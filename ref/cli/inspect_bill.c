@@ -1,7 +1,7 @@
 /* cli/inspect_bill.c: see inspect.h. */
 #include "ref/cli/inspect.h"
 
-#include "ref/model_quant.h"
+#include "ref/model/model_quant.h"
 #include "ref/serve/prefix_cache.h"
 
 const char *const BILL_DTYPE_NAMES[] = {"f32", "bf16", "f16", "int8"};

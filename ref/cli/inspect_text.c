@@ -4,7 +4,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "ref/model_quant.h"
+#include "ref/model/model_quant.h"
 #include "ref/serve/prefix_cache.h"
 #include "trace/float_format.h"
 

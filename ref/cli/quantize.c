@@ -8,7 +8,7 @@
 #include "ref/cli/options.h"
 #include "ref/cli/progress.h"
 #include "ref/util/file_util.h"
-#include "ref/model_quant.h"
+#include "ref/model/model_quant.h"
 #include "ref/formats/q8_file.h"
 
 /* The help's usage lines and what the command does. */

@@ -17,7 +17,7 @@
 #include "ref/cli/signals.h"
 #include "ref/util/clock.h"
 #include "ref/util/file_util.h"
-#include "ref/model_quant.h"
+#include "ref/model/model_quant.h"
 #include "ref/score.h"
 
 /* The help's usage lines and what the command does. */

@@ -5,7 +5,7 @@
 
 #include <stdbool.h>
 
-#include "ref/model.h"
+#include "ref/model/model.h"
 #include "ref/util/error.h"
 
 /* Load a llama2.c checkpoint in the legacy float32 layout: a header of seven

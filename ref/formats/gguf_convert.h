@@ -14,7 +14,7 @@
 #ifndef STEPWISE_GGUF_CONVERT_H
 #define STEPWISE_GGUF_CONVERT_H
 
-#include "ref/model.h"
+#include "ref/model/model.h"
 #include "ref/text/tokenizer.h"
 
 typedef enum { GGUF_OUT_F32, GGUF_OUT_F16, GGUF_OUT_Q8_0, GGUF_OUT_BF16 } GgufOutType;

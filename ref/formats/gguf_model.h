@@ -12,7 +12,7 @@
 #ifndef STEPWISE_GGUF_MODEL_H
 #define STEPWISE_GGUF_MODEL_H
 
-#include "ref/model.h"
+#include "ref/model/model.h"
 #include "ref/text/tokenizer.h"
 
 /* Whether path ends in .gguf. */

@@ -11,7 +11,7 @@
 
 #include "ref/config.h"
 #include "ref/kernels/matrix.h"
-#include "ref/model.h"
+#include "ref/model/model.h"
 #include "ref/util/error.h"
 #include "ref/util/progress.h"
 #include "ref/util/text_buffer.h"

@@ -17,7 +17,7 @@
 
 #include <cjson/cJSON.h>
 
-#include "ref/model.h"
+#include "ref/model/model.h"
 #include "ref/formats/safetensors.h"
 
 /* c from a GPT2LMHeadModel's config.json (root), the GPT-2 fields set. */

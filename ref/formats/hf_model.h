@@ -17,7 +17,7 @@
 #define STEPWISE_HF_MODEL_H
 
 #include "ref/formats/hf_config.h"
-#include "ref/model.h"
+#include "ref/model/model.h"
 
 /* What a load found that does not stop it: tensors no part of the
  * architecture reads (unused), and the dtype of every file. */

@@ -23,7 +23,7 @@
 
 #include "ref/config.h"
 #include "ref/util/error.h"
-#include "ref/model.h"
+#include "ref/model/model.h"
 
 /* What an MoE's config.json says beyond the field table's keys (read
  * already, hf_config.h): the experts (num_local_experts for Mixtral, qwen

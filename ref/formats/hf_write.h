@@ -5,7 +5,7 @@
 #define STEPWISE_HF_WRITE_H
 
 #include "ref/formats/hf_config.h"
-#include "ref/model.h"
+#include "ref/model/model.h"
 #include "ref/formats/safetensors.h"
 
 /* Write m (float32 weights, row-major, q and k interleaved as stepwise

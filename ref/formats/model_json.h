@@ -4,7 +4,7 @@
 #ifndef STEPWISE_MODEL_JSON_H
 #define STEPWISE_MODEL_JSON_H
 
-#include "ref/model.h"
+#include "ref/model/model.h"
 #include "ref/text/tokenizer.h"
 
 /* Parse a JSON model from text; `what` names it in errors. Fills both the

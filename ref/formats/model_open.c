@@ -9,7 +9,7 @@
 #include "ref/formats/gguf_tokenizer.h"
 #include "ref/formats/hf_model.h"
 #include "ref/formats/model_json.h"
-#include "ref/model_quant.h"
+#include "ref/model/model_quant.h"
 #include "ref/text/tokenizer_json.h"
 
 extern const char stepwise_tiny_model_json[]; /* data/tiny-model.json, built in */

@@ -9,7 +9,7 @@
 #define STEPWISE_MODEL_OPEN_H
 
 #include "ref/util/error.h"
-#include "ref/model.h"
+#include "ref/model/model.h"
 #include "ref/util/progress.h"
 #include "ref/text/tokenizer.h"
 

@@ -9,8 +9,8 @@
 
 #include <stdbool.h>
 
-#include "ref/model_quant.h"
-#include "ref/model.h"
+#include "ref/model/model_quant.h"
+#include "ref/model/model.h"
 #include "ref/util/error.h"
 
 /* Write m (its matrices int8, model_quantize) as a .q8 file, atomically. */

@@ -17,7 +17,7 @@
 
 #include <stdint.h>
 
-#include "ref/model.h"
+#include "ref/model/model.h"
 #include "ref/run_state.h"
 #include "ref/util/error.h"
 

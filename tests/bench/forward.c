@@ -39,8 +39,8 @@
 #include "ref/kernels/clones.h"
 #include "ref/formats/model_open.h"
 #include "ref/kernels/pack.h"
-#include "ref/model_pack.h"
-#include "ref/model_prepare.h"
+#include "ref/model/model_pack.h"
+#include "ref/model/model_prepare.h"
 #include "ref/kernels/threads.h"
 
 static double now(void) {

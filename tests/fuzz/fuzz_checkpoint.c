@@ -6,8 +6,8 @@
 #include "ref/formats/checkpoint.h"
 #include "tests/fuzz/fuzz_forward.h"
 
-#include "ref/model.h"
-#include "ref/model_quant.h"
+#include "ref/model/model.h"
+#include "ref/model/model_quant.h"
 #include "ref/formats/q8_file.h"
 #include "ref/forward.h"
 

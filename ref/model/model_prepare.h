@@ -8,7 +8,7 @@
 
 #include <stdbool.h>
 
-#include "ref/model.h"
+#include "ref/model/model.h"
 #include "ref/util/error.h"
 
 /* Which matmul kernels run the model: the same sums in the same order

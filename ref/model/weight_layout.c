@@ -1,5 +1,5 @@
 /* weight_layout.c: see weight_layout.h. */
-#include "ref/weight_layout.h"
+#include "ref/model/weight_layout.h"
 
 #include <math.h>
 

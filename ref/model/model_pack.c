@@ -1,5 +1,5 @@
 /* model_pack.c: see model_pack.h. */
-#include "ref/model_pack.h"
+#include "ref/model/model_pack.h"
 
 #include "ref/kernels/pack.h"
 

@@ -1,8 +1,8 @@
 /* model_prepare.c: see model_prepare.h. */
-#include "ref/model_prepare.h"
+#include "ref/model/model_prepare.h"
 
-#include "ref/model_pack.h"
-#include "ref/model_quant.h"
+#include "ref/model/model_pack.h"
+#include "ref/model/model_quant.h"
 
 bool model_prepare(Model *m, const ModelPrepare *p, StepError *err) {
     m->mla_form = p->mla_form;

@@ -11,7 +11,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "ref/model.h"
+#include "ref/model/model.h"
 
 static int64_t mtime_ns(const struct stat *st) {
     return (int64_t)st->st_mtim.tv_sec * 1000000000 + (int64_t)st->st_mtim.tv_nsec;

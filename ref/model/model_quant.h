@@ -6,7 +6,7 @@
 #define STEPWISE_MODEL_QUANT_H
 
 #include "ref/matrix.h"
-#include "ref/model.h"
+#include "ref/model/model.h"
 #include "ref/kernels/quant.h"
 
 /* Replace m's matrices (every layer's, the classifier, the embedding) by

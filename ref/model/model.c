@@ -7,7 +7,7 @@
  * advice, and glibc ignores it), nor is MAP_ANONYMOUS; _DEFAULT_SOURCE
  * declares both. */
 #define _DEFAULT_SOURCE
-#include "ref/model.h"
+#include "ref/model/model.h"
 
 #include <errno.h>
 #include <fcntl.h>

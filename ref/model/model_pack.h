@@ -4,7 +4,7 @@
 #ifndef STEPWISE_MODEL_PACK_H
 #define STEPWISE_MODEL_PACK_H
 
-#include "ref/model.h"
+#include "ref/model/model.h"
 #include "ref/util/error.h"
 
 /* Repack m's row-major float matrices (any element type) for the fast

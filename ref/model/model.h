@@ -9,7 +9,7 @@
 #include "ref/rope_tables.h"
 #include "ref/util/progress.h"
 #include "ref/util/rng.h"
-#include "ref/weight_layout.h"
+#include "ref/model/weight_layout.h"
 
 struct ThreadPool; /* threads.h */
 

@@ -1,5 +1,5 @@
 /* model_quant.c: see model_quant.h. */
-#include "ref/model_quant.h"
+#include "ref/model/model_quant.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -10,7 +10,7 @@
 #include "ref/util/file_util.h"
 #include "ref/kernels/gguf_dequant.h"
 #include "ref/kernels/q8_packed.h"
-#include "ref/model_pack.h"
+#include "ref/model/model_pack.h"
 
 int quant_widest_row(const Config *c) {
     int widest = c->dim;
