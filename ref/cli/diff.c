@@ -62,6 +62,16 @@ static cJSON *point_json(const DiffPoint *p) {
     return o;
 }
 
+/* The first position where the two runs differ (-1: none) under pos_key
+ * and, when there is one, what each side has there. */
+static void add_first_difference(cJSON *o, const char *pos_key, int pos, const char *ref_key,
+                                 int ref, const char *cand_key, int cand) {
+    cJSON_AddNumberToObject(o, pos_key, pos);
+    if (pos < 0) return;
+    cJSON_AddNumberToObject(o, ref_key, ref);
+    cJSON_AddNumberToObject(o, cand_key, cand);
+}
+
 static void print_json(const char *ref_path, const char *cand_path, const DiffRun *ref,
                        const DiffTolerance *t, const DiffReport *r, const DiffNameHint *hint) {
     cJSON *o = cJSON_CreateObject();
@@ -70,11 +80,8 @@ static void print_json(const char *ref_path, const char *cand_path, const DiffRu
     cJSON *in = cJSON_AddObjectToObject(o, "inputs");
     cJSON_AddBoolToObject(in, "checked", r->inputs_checked);
     cJSON_AddNumberToObject(in, "positions", r->inputs_compared);
-    cJSON_AddNumberToObject(in, "differ_from", r->inputs_differ_pos);
-    if (r->inputs_differ_pos >= 0) {
-        cJSON_AddNumberToObject(in, "reference_token", r->ref_token);
-        cJSON_AddNumberToObject(in, "candidate_token", r->cand_token);
-    }
+    add_first_difference(in, "differ_from", r->inputs_differ_pos, "reference_token", r->ref_token,
+                         "candidate_token", r->cand_token);
     cJSON_AddNumberToObject(o, "positions", r->n);
     cJSON_AddNumberToObject(o, "vocab_size", r->vocab_size);
     cJSON_AddBoolToObject(o, "logprobs", r->logprobs);
@@ -141,10 +148,9 @@ static void print_json(const char *ref_path, const char *cand_path, const DiffRu
         cJSON_AddNumberToObject(o, "top1_agreement", (double)r->top1_agree / r->n);
         cJSON_AddNumberToObject(o, "dp_top_rms", r->dp_top_rms);
         cJSON *fa = cJSON_AddObjectToObject(o, "first_argmax_diff");
-        cJSON_AddNumberToObject(fa, "pos", r->first_argmax_pos);
+        add_first_difference(fa, "pos", r->first_argmax_pos, "reference", r->ref_argmax,
+                             "candidate", r->cand_argmax);
         if (r->first_argmax_pos >= 0) {
-            cJSON_AddNumberToObject(fa, "reference", r->ref_argmax);
-            cJSON_AddNumberToObject(fa, "candidate", r->cand_argmax);
             cJSON_AddBoolToObject(fa, "reference_in_candidate_top5", r->ref_in_cand_top5);
             cJSON_AddBoolToObject(fa, "candidate_in_reference_top5", r->cand_in_ref_top5);
         }
