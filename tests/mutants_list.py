@@ -476,6 +476,11 @@ MUTANTS = [
      '"--decode", str(WINDOW)]', "bench", "make bench's decode after its prompt runs past the 15M shape's window"),
     ("bench-1b-prompt-past-window", "tests/bench_1b.py", "PROMPTS = (64, 512)", "PROMPTS = (64, 1024)", "bench",
      "make bench-1b's long prompt leaves no room in the 1B folder's window for the decode after it"),
+    # ---- tests/: the layering (issue 68: the permissions say what the includes do)
+    ("layers-unused-permission", "tests/check_layers.py",
+     '    "serve": {"util", "kernels", "text", "core"},',
+     '    "serve": {"util", "kernels", "text", "core", "formats"},', "layout",
+     "check_layers.py lets the serving layer use the formats, which no include of it does"),
 ]
 
 EQUIVALENT = {}
