@@ -1,7 +1,7 @@
-/* cli/command.h: the frame of a command that loads no model to run (those
- * that do use cli_run_with_model, common.h): its options parsed by its
- * tables, its --help, then its run, and the one way it ends: err printed
- * on one line and the exit status. */
+/* cli/command.h: the frame of a command that does not run through
+ * cli_run_with_model (common.h): its options parsed by its tables, its
+ * --help, then its run, and the one way it ends: err printed on one line
+ * and the exit status. */
 #ifndef STEPWISE_CLI_COMMAND_H
 #define STEPWISE_CLI_COMMAND_H
 
