@@ -433,6 +433,10 @@ MUTANTS = [
      "if (isfinite(a->logits[i]) && a->logits[i] / a->temperatures[r] == INFINITY)",
      "if (isfinite(a->logits[i]) && a->logits[i] * a->temperatures[r] == INFINITY)", "sampling",
      "sample prints a row of NaN before the temperature's overflow error"),
+    ("command-signal-status-lost", "ref/cli/command.c",
+     "return cli_signal_caught() ? 128 + cli_signal_caught() : EXIT_BAD_INPUT;",
+     "return EXIT_BAD_INPUT;", "cli",
+     "a command stopped by a signal while deferring (golden) exits 2, not 128 + the signal"),
     ("capacity-rounds-up", "ref/cli/inspect_bill.c",
      "k.requests = (memory - f.weight_bytes) / f.at_context;",
      "k.requests = (memory - f.weight_bytes + f.at_context - 1) / f.at_context;", "forward",
@@ -476,6 +480,11 @@ MUTANTS = [
      '"--decode", str(WINDOW)]', "bench", "make bench's decode after its prompt runs past the 15M shape's window"),
     ("bench-1b-prompt-past-window", "tests/bench_1b.py", "PROMPTS = (64, 512)", "PROMPTS = (64, 1024)", "bench",
      "make bench-1b's long prompt leaves no room in the 1B folder's window for the decode after it"),
+    # ---- tests/: the layering (issue 68: the permissions say what the includes do)
+    ("layers-unused-permission", "tests/check_layers.py",
+     '    "serve": {"util", "kernels", "text", "core"},',
+     '    "serve": {"util", "kernels", "text", "core", "formats"},', "layout",
+     "check_layers.py lets the serving layer use the formats, which no include of it does"),
 ]
 
 EQUIVALENT = {}
