@@ -31,6 +31,10 @@ MUTANTS = [
     ("top-k-ties-high", "ref/sampler.c", "return (x->id > y->id) - (x->id < y->id);",
      "return (x->id < y->id) - (x->id > y->id);", "sampling",
      "ties in the sort go to the higher id"),
+    ("draw-filters-off-sorted", "ref/sampler.c",
+     "bool any_filter = p->top_k > 0 || p->top_p < 1.0f || p->min_p > 0.0f;", "bool any_filter = true;",
+     "sampling", "every filter off, the draw walks the ids in descending probability, not run.c's index "
+     "order: another token for the same u (redraw_check.py redraws run.c's)"),
     # ---- ref/: layers, the forward pass, the cache
     ("rmsnorm-mean-n-1", "ref/layers.c", "        ss /= C;\n", "        ss /= C - 1;\n", "forward",
      "RMSNorm's mean of squares over C - 1"),
@@ -475,6 +479,16 @@ MUTANTS = [
      "the trace writes 1e-05's decade as 0.0000ddd where printf's %.9g writes d.ddde-05"),
     ("tensors-logits-rows", "trace/diff_tensors.c", "x->shape[0] != (int64_t)o->n_ids)",
      "x->shape[0] < (int64_t)o->n_ids)", "trace", "a tensors file with more logits rows than ids accepted"),
+    ("viewer-caption-one-line", "trace/viewer.html",
+     "  #kv-caption { font-size: 12px; max-width: 560px; margin-bottom: 4px; }",
+     "  #kv-caption { font-size: 12px; max-width: 560px; margin-bottom: 4px; white-space: nowrap; overflow: hidden; }",
+     "trace", "the KV panel's formula caption kept on one line and cut at its box (issue 72: it was clipped)"),
+    ("viewer-present-cells-small", "trace/viewer.html", "const cw = big ? 52 : 120 / d, width = cw * d;",
+     "const cw = 120 / d, width = cw * d;", "trace",
+     "presenting draws the K and V cells as narrow as on the page (issue 72: too small to read)"),
+    ("viewer-readout-rounded", "trace/viewer.html", "[${kvPicked.j}] = ${c.dataset.value}`",
+     "[${kvPicked.j}] = ${Number(c.dataset.value).toFixed(4)}`", "trace",
+     "a clicked K or V cell's value shown rounded, not the trace's number"),
     # ---- tests/: the benchmarks (issue 67: make bench broke unseen)
     ("bench-decode-past-window", "tests/bench.py", '"--decode", str(WINDOW - FORWARD_PROMPT)]',
      '"--decode", str(WINDOW)]', "bench", "make bench's decode after its prompt runs past the 15M shape's window"),
