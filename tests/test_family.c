@@ -36,8 +36,7 @@ Test(family, every_row_is_complete) {
         cr_assert_lt(n, FAMILY_MAX_DEFAULTS, "%s: the defaults need their NULL end", f->name);
         bool reader = family_from_gguf(f->gguf) == f;
         cr_expect((f->llama_cpp_fields != NULL) == reader,
-                  "%s: the llama.cpp fields belong on the first row writing %s", f->name,
-                  f->gguf);
+                  "%s: the llama.cpp fields belong on the first row writing %s", f->name, f->gguf);
         for (const char *p = f->llama_cpp_fields; p != NULL && *p != '\0';) {
             char name[64];
             size_t len = strcspn(p, " ");
@@ -167,6 +166,5 @@ Test(family, convert_refuses_a_field_llama_cpp_ignores) {
     family_defaults_apply(family_find("gemma2"), FAMILY_IN_ALL, &g, NULL);
     cr_expect_null(family_llama_cpp_ignored(family_find("gemma2"), &g));
     g.rope_local_theta = 10000;
-    cr_expect_str_eq(family_llama_cpp_ignored(family_find("gemma2"), &g)->name,
-                     "rope_local_theta");
+    cr_expect_str_eq(family_llama_cpp_ignored(family_find("gemma2"), &g)->name, "rope_local_theta");
 }

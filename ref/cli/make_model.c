@@ -154,12 +154,14 @@ static bool parse_option(const CliOption *o, const char *value, void *dest, Step
             f->format_given = true;
             return strcmp(value, "hf") == 0 || strcmp(value, "llama2c") == 0 ||
                    step_fail(err, "make-model: --format is llama2c or hf, not '%s'", value);
-        case OPT_ARCH:
+        case OPT_ARCH: {
             a->arch_given = true;
-            if ((f->family = family_find(value)) != NULL) return true;
+            const Family *family = family_find(value); /* kept as it was when unknown */
+            if (family != NULL) return f->family = family, true;
             char names[256];
             family_names_text(names, sizeof names);
             return step_fail(err, "make-model: --arch is %s, not '%s'", names, value);
+        }
         case OPT_DTYPE:
             f->dtype = strcmp(value, "f16") == 0    ? ST_F16
                        : strcmp(value, "bf16") == 0 ? ST_BF16

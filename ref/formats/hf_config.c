@@ -233,12 +233,12 @@ bool hf_config_parse(const char *text, const char *what, Config *c, char *arch, 
     bool ok = cJSON_IsObject(root) || step_fail(err, "%s: config.json is not a JSON object", what);
     ok = ok && read_architecture(root, &a, what, err);
     if (ok) snprintf(arch, arch_size, "%s", a->hf_class);
-    if (ok && a->position == POS_LEARNED) { /* GPT-2's own keys (hf_gpt2.h) */
-        ok = hf_gpt2_config(root, c, what, err);
+    if (!ok || a->position == POS_LEARNED) { /* refused; or GPT-2's own keys (hf_gpt2.h) */
+        ok = ok && hf_gpt2_config(root, c, what, err);
         cJSON_Delete(root);
         return ok;
     }
-    ok = ok && need_int(root, "hidden_size", &c->dim, what, err) &&
+    ok = need_int(root, "hidden_size", &c->dim, what, err) &&
          need_int(root, "intermediate_size", &c->hidden_dim, what, err) &&
          need_int(root, "num_hidden_layers", &c->n_layers, what, err) &&
          need_int(root, "num_attention_heads", &c->n_heads, what, err) &&
