@@ -450,15 +450,6 @@ void config_field_set(Config *c, const ConfigField *f, double v) {
     }
 }
 
-void config_defaults_apply(Config *c, const ConfigDefault *d, size_t n, const char *family,
-                           bool (*keep)(const Config *c, const ConfigField *f)) {
-    for (size_t i = 0; i < n; i++) {
-        const ConfigField *f = config_field_find(d[i].field);
-        if (strcmp(d[i].family, family) == 0 && (keep == NULL || !keep(c, f)))
-            config_field_set(c, f, d[i].value);
-    }
-}
-
 bool config_field_shown(const Config *c, const ConfigField *f, bool prev_shown) {
     return f->show == CF_ALWAYS || (f->show == CF_IF_SET && config_field_get(c, f) != 0) ||
            (f->show == CF_WITH_PREV && prev_shown);

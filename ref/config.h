@@ -127,19 +127,6 @@ double config_field_get(const Config *c, const ConfigField *f);
 double config_field_effective(const Config *c, const ConfigField *f);
 /* Store v (in the field's range, or 0) into the field. */
 void config_field_set(Config *c, const ConfigField *f, double v);
-/* A default a family gives a field where no file or option says: the
- * family (make-model's --arch name, or llama.cpp's architecture), the
- * field (its member's name) and the value. */
-typedef struct {
-    const char *family, *field;
-    double value;
-} ConfigDefault;
-
-/* Set in c each default of `family` among d[0..n), but where keep (may be
- * NULL) says the field holds what it should keep. */
-void config_defaults_apply(Config *c, const ConfigDefault *d, size_t n, const char *family,
-                           bool (*keep)(const Config *c, const ConfigField *f));
-
 /* Whether the run header (and inspect's fields line) shows f of c, as its
  * show says; prev_shown: whether the field before it was shown
  * (CF_WITH_PREV). */
@@ -206,8 +193,9 @@ int config_kv_dim(const Config *c);
  * (experts and q/k norms), "mixtral" (experts), "gpt2" (learned
  * positions), "gemma3" (post-norms and q/k norms), "gemma2" (post-norms),
  * "phi3" (fused files), "qwen3" (q/k norms), "qwen2" (q/k/v
- * biases) or "llama" (the rest: Llama, Mistral, llama2.c). For a reader's benefit: the block tests
- * the fields, never this. */
+ * biases) or "llama" (the rest: Llama, Mistral, llama2.c): a row of
+ * family.h (family_of_config). For a reader's benefit: the block tests the
+ * fields, never this. */
 const char *config_family(const Config *c);
 
 /* Whether c attends by multi-head latent attention (kv_lora_rank, DeepSeek-V2),

@@ -2184,6 +2184,35 @@ def alias_link_cases():
          or "the model's weights were replaced")
 
 
+def family_table_cases():
+    """Names the family table (ref/family.c) does not hold, each refused in
+    one line that lists the ones it does: make-model's --arch is
+    case-sensitive, config.json names a class (not make-model's name), and
+    llama.cpp has no mistral or mixtral architecture (both are llama)."""
+    import gguf_write
+    import hf_reference as hf
+    case("family: make-model --arch Llama", ["make-model", "--format", "hf", "--arch", "Llama", "--dim", "16",
+                                             "--hidden", "24", "--layers", "1", "--heads", "4", "--vocab", "13",
+                                             "--seq-len", "16", "--out", "{m}"], 2,
+         ["--arch is llama, mistral, qwen2", "qwen3moe or deepseek2, not 'Llama'"], creates=("m",))
+    cfg = dict(hf.BASE, architectures=["LlamaForCausalLM"])
+    good = path("family-hf")
+    hf.write_model_dir(good, cfg, hf.hf_tensors(cfg, 1), "F32")
+    weights = open(os.path.join(good, "model.safetensors"), "rb").read()
+    case("family: config.json architectures [\"llama\"]", ["generate", "--model", "{hf}", "--tokenizer", TINY],
+         2, ["architecture llama is not supported", "LlamaForCausalLM, MistralForCausalLM"],
+         files={"hf/config.json": json.dumps(dict(cfg, architectures=["llama"])),
+                "hf/model.safetensors": weights}, creates=("hf",))
+    tiny = gguf_write.tiny_gguf("llama")
+    for arch in (b"mistral", b"mixtral"):
+        blob = tiny.replace(b"\x05\x00\x00\x00\x00\x00\x00\x00llama",
+                            struct.pack("<Q", len(arch)) + arch, 1)
+        case("family: GGUF general.architecture " + arch.decode(),
+             ["score", "--model", "{m.gguf}", "--tokens", "1,2", "--top-n", "0", "--out", "{s.jsonl}"], 2,
+             ["general.architecture %s is not supported (llama, qwen2, qwen3, gpt2, phi3, gemma2, gemma3, "
+              "qwen3moe, deepseek2)" % arch.decode()], files={"m.gguf": blob})
+
+
 def main():
     global FIXTURES
     os.chdir(ROOT)
@@ -2191,7 +2220,7 @@ def main():
     for make in (model_cases, tokenizer_cases, json_model_cases, request_cases, trace_cases,
                  diff_cases, diff_round_four_cases, option_cases, numeric_class_cases, output_cases, output_alias_cases, signal_cases, hf_cases, gpt2_cases, gemma_cases, moe_cases, deepseek2_cases, longrope_cases, gguf_cases, gguf_round_four_cases,
                  tokenizer_json_cases, hostile_round_two_cases, hostile_round_three_cases,
-                 serve_sim_cases, alias_link_cases):
+                 serve_sim_cases, alias_link_cases, family_table_cases):
         make()
     FIXTURES = listing()  # after the cases, some of which make their fixtures
     only = sys.argv[2] if len(sys.argv) > 2 else None  # a part of the names: those cases alone

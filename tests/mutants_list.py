@@ -147,6 +147,17 @@ MUTANTS = [
      "each expert's matrix bound a square of rows apart in storage"),
     ("nonfinite-positions-one-row", "ref/nonfinite.c", "bool one_row = rows != ROWS_POSITIONS;",
      "bool one_row = true;", "arch", "a NaN in the position table reported at row 0 of one row"),
+    # ---- ref/: the family table (family.h) and what reads it
+    ("family-gemma2-caps-not-gguf", "ref/family.c", '{"attn_softcap", 50, FAMILY_IN_ALL},',
+     '{"attn_softcap", 50, FAMILY_IN_MAKE | FAMILY_IN_HF},', "arch",
+     "Gemma 2's score soft-cap of 50 not given to a GGUF file that leaves it out (llama.cpp's default)"),
+    ("family-qwen2-gguf-pairs", "ref/family.c",
+     "     .window = FAMILY_WINDOW_CAPS_CONTEXT,\n     .gguf_rope = ROPE_HALVES,",
+     "     .window = FAMILY_WINDOW_CAPS_CONTEXT,\n     .gguf_rope = ROPE_INTERLEAVED,", "gguf",
+     "qwen2's GGUF q and k rows taken as interleaved pairs, not llama.cpp's halves"),
+    ("convert-ignored-field-unchecked", "ref/formats/gguf_convert.c", "    if (ignored != NULL)\n",
+     "    if (ignored != NULL && 0)\n", "arch",
+     "convert writes a field llama.cpp's architecture ignores (a llama file with shared experts)"),
     # ---- ref/: experts, context, scoring
     ("fast-probs-unrounded", "ref/kernels/fast_layers.c", "    if (a->f16_probs)\n",
      "    if (0)\n", "quant",

@@ -12,8 +12,9 @@
 #include "ref/nonfinite.h"
 #include "ref/model/weight_layout.h"
 
-/* A small model of architecture a; experts: a mixture's fields too. */
-static Config shape(HfArchitecture a) {
+/* A small model of the family called name; experts: a mixture's fields too. */
+static Config shape(const char *name) {
+    const Family *a = family_find(name);
     Config c = {.dim = 32,
                 .hidden_dim = 48,
                 .n_layers = 3,
@@ -21,36 +22,30 @@ static Config shape(HfArchitecture a) {
                 .n_kv_heads = 2,
                 .vocab_size = 61,
                 .seq_len = 16,
-                .shared_classifier = a != HF_QWEN2};
-    hf_architecture_apply(a, &c);
-    if (a == HF_MIXTRAL || a == HF_QWEN3MOE || a == HF_DEEPSEEK2)
+                .shared_classifier = a != family_find("qwen2")};
+    family_apply(a, &c);
+    if (a->routing != FAMILY_ROUTING_NONE)
         c.n_experts = 4, c.n_experts_used = 2, c.expert_hidden_dim = 24;
-    if (a == HF_QWEN3MOE) c.moe_step = 2; /* layer 0 dense, 1 MoE, 2 dense */
-    if (a == HF_DEEPSEEK2)
+    if (a->routing == FAMILY_ROUTING_QWEN3MOE) c.moe_step = 2; /* layer 0 dense, 1 MoE, 2 dense */
+    if (a->attention == FAMILY_ATTENTION_MLA)
         c.n_kv_heads = 4, c.head_dim = 12, c.kv_lora_rank = 8, c.qk_rope_head_dim = 4,
         c.q_lora_rank = 16, c.v_head_dim = 8, c.n_shared_experts = 1, c.n_dense_layers = 1,
         c.dense_layers[0] = 0;
     return c;
 }
 
-static const HfArchitecture ALL[] = {HF_LLAMA,   HF_MISTRAL,  HF_QWEN2,    HF_QWEN3,
-                                     HF_GPT2,    HF_PHI3,     HF_GEMMA2,   HF_GEMMA3,
-                                     HF_MIXTRAL, HF_QWEN3MOE, HF_DEEPSEEK2};
-#define N_ARCHS (sizeof ALL / sizeof ALL[0])
-
 /* The table's parts sum to config_param_count's closed form, written
  * apart from it (config.c), for every family; and each part lies where
  * the last one ended. */
 Test(weight_layout, the_parts_are_every_parameter) {
-    for (size_t a = 0; a < N_ARCHS; a++) {
-        Config c = shape(ALL[a]);
+    for (int a = 0; a < FAMILY_COUNT; a++) { /* every family of family.h */
+        Config c = shape(FAMILY_LIST[a].name);
         StepError err;
-        cr_assert(config_validate(&c, "test", &err), "%s: %s", hf_architecture_name(ALL[a]),
-                  err.message);
+        cr_assert(config_validate(&c, "test", &err), "%s: %s", FAMILY_LIST[a].name, err.message);
         uint64_t sum = 0;
         for (int i = 0; i < WEIGHT_PARTS; i++) sum += weight_part_floats(&c, weight_part(i));
         cr_expect_eq(sum, config_param_count(&c), "%s: the table holds %llu, the count says %llu",
-                     hf_architecture_name(ALL[a]), (unsigned long long)sum,
+                     FAMILY_LIST[a].name, (unsigned long long)sum,
                      (unsigned long long)config_param_count(&c));
         cr_expect_eq(model_storage_floats(&c), sum);
     }
@@ -60,7 +55,7 @@ Test(weight_layout, the_parts_are_every_parameter) {
  * positions one a position, Qwen3-MoE's router one a MoE layer (its one
  * MoE layer is layer 1, slot 0), the final norm one in all. */
 Test(weight_layout, vectors_are_found_by_row) {
-    Config c = shape(HF_QWEN3MOE);
+    Config c = shape("qwen3moe");
     Model m;
     StepError err;
     cr_assert(model_init_random(&m, &c, 5, &err), "%s", err.message);
@@ -79,7 +74,7 @@ Test(weight_layout, vectors_are_found_by_row) {
 /* Compacting storage (once the matrices are packed) keeps every vector's
  * values, byte for byte, each found again at its row. */
 Test(weight_layout, compacting_keeps_every_vector) {
-    HfArchitecture archs[] = {HF_QWEN2, HF_GPT2, HF_GEMMA3, HF_DEEPSEEK2};
+    const char *archs[] = {"qwen2", "gpt2", "gemma3", "deepseek2"};
     for (size_t a = 0; a < sizeof archs / sizeof archs[0]; a++) {
         Config c = shape(archs[a]);
         Model m;
@@ -105,8 +100,7 @@ Test(weight_layout, compacting_keeps_every_vector) {
             }
             cr_expect_eq(
                 memcmp(before[k], model_vector(&m, (VectorKind)k, 0), floats[k] * sizeof(float)), 0,
-                "%s: %s changed", hf_architecture_name(archs[a]),
-                weight_vector_name((VectorKind)k));
+                "%s: %s changed", archs[a], weight_vector_name((VectorKind)k));
             free(before[k]);
         }
         model_free(&m);
@@ -115,7 +109,7 @@ Test(weight_layout, compacting_keeps_every_vector) {
 
 /* A NaN in any vector is found and named: a layer's K bias, GPT-2's
  * position table (by position) and a MoE layer's router (by its layer). */
-static void expect_named(HfArchitecture a, VectorKind k, int row, int col, const char *want) {
+static void expect_named(const char *a, VectorKind k, int row, int col, const char *want) {
     Config c = shape(a);
     Model m;
     StepError err;
@@ -129,16 +123,16 @@ static void expect_named(HfArchitecture a, VectorKind k, int row, int col, const
 
 Test(weight_layout, a_nan_in_any_vector_is_named) {
     /* Qwen2's K bias: kv_dim = 2 heads x 8 = 16 */
-    expect_named(HF_QWEN2, VEC_K_BIAS, 1, 3,
+    expect_named("qwen2", VEC_K_BIAS, 1, 3,
                  "weight blocks.1.attn.bk [1, 16] holds nan at row 0, column 3");
     /* GPT-2's positions: [seq_len 16, dim 32] */
-    expect_named(HF_GPT2, VEC_POSITIONS, 5, 2,
+    expect_named("gpt2", VEC_POSITIONS, 5, 2,
                  "weight position_embedding [16, 32] holds nan at row 5, column 2");
     /* Qwen3-MoE's router: MoE slot 0 is layer 1 */
-    expect_named(HF_QWEN3MOE, VEC_ROUTER, 0, 7,
+    expect_named("qwen3moe", VEC_ROUTER, 0, 7,
                  "weight blocks.1.moe.router [1, 128] holds nan at row 0, column 7");
     /* Gemma's post-norm, once only a matrix's values were checked */
-    expect_named(HF_GEMMA2, VEC_POST_FFN_NORM, 2, 0,
+    expect_named("gemma2", VEC_POST_FFN_NORM, 2, 0,
                  "weight blocks.2.mlp.post_norm [1, 32] holds nan at row 0, column 0");
 }
 
@@ -148,7 +142,7 @@ Test(weight_layout, a_nan_in_any_vector_is_named) {
  * 32). model_check_finite reads each row whole (under the sanitizers, a
  * narrower row buffer is an overflow) and names a NaN in its last column. */
 Test(weight_layout, a_nan_in_the_widest_row_is_named) {
-    Config c = shape(HF_DEEPSEEK2);
+    Config c = shape("deepseek2");
     c.n_shared_experts = 2, c.hidden_dim = 24; /* the shared down [32, 48]: wider than any width */
     Model m;
     StepError err;

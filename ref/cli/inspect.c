@@ -295,7 +295,7 @@ int cli_inspect(int argc, char **argv) {
         model_fields_mark(&m.config); /* every field the preset's */
         model_preset_apply(args.preset, &m.config, &untied);
         model_fields_settle(&m.config);
-        hf_architecture_apply(args.preset->arch, &m.config);
+        family_apply(family_find(args.preset->family), &m.config);
         m.config.shared_classifier = !untied;
         snprintf(m.source, sizeof m.source, "preset %s: %s's published config.json",
                  args.preset->name, args.preset->source);

@@ -45,28 +45,12 @@ enum { OPT_FORMAT, OPT_ARCH, OPT_DTYPE, OPT_DENSE_LAYERS, OPT_PRESET };
 /* The folder options (--format hf and what goes with it). */
 typedef struct {
     bool hf;
-    bool format_given; /* --format was on the command line */
-    HfArchitecture arch;
+    bool format_given;    /* --format was on the command line */
+    const Family *family; /* --arch */
     SafetensorsDtype dtype;
     int shards;
     const char *tokenizer_from; /* a folder with a tokenizer.json to copy in */
 } FolderOptions;
-
-/* What a family gives a field not on the command line (the rest are 0):
- * Gemma 2's soft-caps 50 and 30 and every other layer sliding, Gemma 3's
- * five sliding layers in six at a local RoPE base of 10000, an MoE's two
- * experts a token (at most E), every layer sparse and the k weights
- * renormalised (--no-norm-topk clears it). The expert width
- * (--hidden) is set apart: it is not a constant. */
-static const ConfigDefault FAMILY_DEFAULTS[] = {
-    {"gemma2", "attn_softcap", 50},      {"gemma2", "final_softcap", 30},
-    {"gemma2", "sliding_pattern", 2},    {"gemma3", "sliding_pattern", 6},
-    {"gemma3", "rope_local_theta", 1e4}, {"mixtral", "n_experts_used", 2},
-    {"mixtral", "moe_step", 1},          {"qwen3moe", "n_experts_used", 2},
-    {"qwen3moe", "moe_step", 1},         {"mixtral", "expert_norm_topk", 1},
-    {"qwen3moe", "expert_norm_topk", 1}, {"deepseek2", "n_experts_used", 2},
-    {"deepseek2", "moe_step", 1},
-};
 
 /* "gemma2 gemma3 mistral" as "gemma2, gemma3 or mistral". */
 static void families_text(const char *families, char *buf, size_t size) {
@@ -84,7 +68,7 @@ static void families_text(const char *families, char *buf, size_t size) {
 /* A field given on the command line must be one the family holds, and
  * none when a llama2.c checkpoint is made of no preset (one of a preset
  * must still be config_is_llama2c's, below). */
-static bool fields_fit(const Config *c, bool checkpoint, HfArchitecture arch, StepError *err) {
+static bool fields_fit(const Config *c, bool checkpoint, const Family *family, StepError *err) {
     for (int i = 0; i < CONFIG_FIELD_COUNT; i++) {
         const ConfigField *f = &CONFIG_FIELD_LIST[i];
         if (f->option[0] == '\0' || !model_field_marked(f) || !model_field_given(c, f)) continue;
@@ -93,7 +77,7 @@ static bool fields_fit(const Config *c, bool checkpoint, HfArchitecture arch, St
                              "make-model: --%s needs --format hf (a llama2.c checkpoint "
                              "holds the shape alone)",
                              f->option);
-        if (config_field_in_family(f, hf_architecture_name(arch))) continue;
+        if (config_field_in_family(f, family->name)) continue;
         char families[128];
         families_text(f->families, families, sizeof families);
         return step_fail(err, "make-model: --%s needs --arch %s", f->option, families);
@@ -101,10 +85,13 @@ static bool fields_fit(const Config *c, bool checkpoint, HfArchitecture arch, St
     return true;
 }
 
-/* The fields still not given: the family's default, else 0. */
-static void family_defaults(Config *c, HfArchitecture arch) {
-    config_defaults_apply(c, FAMILY_DEFAULTS, sizeof FAMILY_DEFAULTS / sizeof FAMILY_DEFAULTS[0],
-                          hf_architecture_name(arch), model_field_given);
+/* The fields still not given: the family's default (family.h: Gemma 2's
+ * soft-caps 50 and 30 and every other layer sliding, Gemma 3's five sliding
+ * layers in six at a local RoPE base of 10000, an MoE's two experts a token
+ * (at most E), every layer sparse and the k weights renormalised), else 0.
+ * The expert width (--hidden) is set apart: it is not a constant. */
+static void family_defaults(Config *c, const Family *family) {
+    family_defaults_apply(family, FAMILY_IN_MAKE, c, model_field_given);
     model_fields_settle(c);
 }
 
@@ -167,13 +154,14 @@ static bool parse_option(const CliOption *o, const char *value, void *dest, Step
             f->format_given = true;
             return strcmp(value, "hf") == 0 || strcmp(value, "llama2c") == 0 ||
                    step_fail(err, "make-model: --format is llama2c or hf, not '%s'", value);
-        case OPT_ARCH:
+        case OPT_ARCH: {
             a->arch_given = true;
-            return hf_architecture_parse(value, &f->arch) ||
-                   step_fail(err,
-                             "make-model: --arch is llama, mistral, qwen2, qwen3, gpt2, phi3, "
-                             "gemma2, gemma3, mixtral, qwen3moe or deepseek2, not '%s'",
-                             value);
+            const Family *family = family_find(value); /* kept as it was when unknown */
+            if (family != NULL) return f->family = family, true;
+            char names[256];
+            family_names_text(names, sizeof names);
+            return step_fail(err, "make-model: --arch is %s, not '%s'", names, value);
+        }
         case OPT_DTYPE:
             f->dtype = strcmp(value, "f16") == 0    ? ST_F16
                        : strcmp(value, "bf16") == 0 ? ST_BF16
@@ -331,8 +319,9 @@ int cli_make_model(int argc, char **argv) {
     /* The shape's sizes start at 0 and every other number at -1: not given
      * (model_fields_mark); config_validate refuses a zero or negative size
      * with its name. */
-    MakeModelArgs args = {
-        .c = {0}, .seed = 42, .folder = {.arch = HF_LLAMA, .dtype = ST_F32, .shards = 1}};
+    MakeModelArgs args = {.c = {0},
+                          .seed = 42,
+                          .folder = {.family = family_find("llama"), .dtype = ST_F32, .shards = 1}};
     model_fields_mark(&args.c);
     MakeModelOptions options;
     make_model_options(&options);
@@ -346,10 +335,11 @@ int cli_make_model(int argc, char **argv) {
     const char *out = args.out;
     FolderOptions folder = args.folder;
     const ModelPreset *preset = args.preset;
-    if (preset != NULL && !args.arch_given) folder.arch = preset->arch;
+    if (preset != NULL && !args.arch_given) folder.family = family_find(preset->family);
     if (preset != NULL && !folder.format_given) folder.hf = true; /* a folder unless told */
-    if (!folder.hf) folder.arch = HF_LLAMA; /* a checkpoint holds llama2.c's block alone */
-    ok = ok && fields_fit(&c, !folder.hf && preset == NULL, folder.arch, &err);
+    if (!folder.hf) folder.family = family_find("llama");         /* llama2.c's block alone */
+    const Family *family = folder.family;
+    ok = ok && fields_fit(&c, !folder.hf && preset == NULL, family, &err);
     if (ok && !folder.hf && (folder.shards > 1 || folder.tokenizer_from))
         ok = step_fail(&err, "make-model: --shards and --tokenizer-from need --format hf");
     if (ok && preset != NULL) model_preset_apply(preset, &c, &untied);
@@ -359,24 +349,23 @@ int cli_make_model(int argc, char **argv) {
         ok = tokenizer_load_json(&tok, folder.tokenizer_from, c.vocab_size, &err);
         if (ok) tokenizer_free(&tok);
     }
-    bool deepseek = folder.arch == HF_DEEPSEEK2; /* its experts are optional */
+    bool deepseek = family->routing == FAMILY_ROUTING_DEEPSEEK2; /* its experts are optional */
     bool moe =
-        folder.arch == HF_MIXTRAL || folder.arch == HF_QWEN3MOE ||
+        (family->routing != FAMILY_ROUTING_NONE && !deepseek) ||
         (deepseek && model_field_given(&c, config_field_find("n_experts")) && c.n_experts > 0);
     bool used_given = model_field_given(&c, config_field_find("n_experts_used"));
     bool shared_given = model_field_given(&c, config_field_find("n_shared_experts"));
-    family_defaults(&c, folder.arch);
+    family_defaults(&c, family);
     /* DeepSeek-V2's and V2-Lite's two shared experts, which llama.cpp's deepseek2 needs */
     if (deepseek && moe && !shared_given) c.n_shared_experts = 2;
     if (args.no_norm_topk) c.expert_norm_topk = false; /* the family's and preset's true */
-    if (ok && (c.n_dense_layers > 0 || args.no_norm_topk) && folder.arch != HF_QWEN3MOE &&
-        !deepseek)
+    if (ok && (c.n_dense_layers > 0 || args.no_norm_topk) &&
+        family->routing != FAMILY_ROUTING_QWEN3MOE && !deepseek)
         ok = step_fail(&err, "make-model: --dense-layers and --no-norm-topk need --arch qwen3moe "
                              "or deepseek2");
     if (ok && deepseek) ok = deepseek2_settle(&c, moe, &err);
     if (ok && moe && c.n_experts == 0)
-        ok = step_fail(&err, "make-model: --arch %s needs --experts E",
-                       hf_architecture_name(folder.arch));
+        ok = step_fail(&err, "make-model: --arch %s needs --experts E", family->name);
     if (moe && !used_given && c.n_experts_used > c.n_experts) c.n_experts_used = c.n_experts;
     if (!moe) c.expert_norm_topk = false;
     if (ok && !folder.hf && c.dim > 0 && c.n_heads > 0 && !config_is_llama2c(&c))
@@ -384,7 +373,7 @@ int cli_make_model(int argc, char **argv) {
                        "make-model: a llama2.c checkpoint cannot hold %s%s head size, RoPE or "
                        "norm epsilon: use --format hf",
                        preset != NULL ? preset->name : "this", preset != NULL ? "'s" : "");
-    if (folder.hf) hf_architecture_apply(folder.arch, &c);
+    if (folder.hf) family_apply(family, &c);
     if (ok && seed <= 0) ok = step_fail(&err, "make-model: --seed must be positive, got %d", seed);
     if (ok && c.n_kv_heads == 0) c.n_kv_heads = c.n_heads;
     c.shared_classifier = !untied;
@@ -393,7 +382,7 @@ int cli_make_model(int argc, char **argv) {
      * 8B shape needs no 32 GB of float32 */
     if (ok && folder.hf)
         ok = model_reserve_layout(&m, &c, &err) &&
-             hf_model_save_random(&m, (uint64_t)seed, folder.arch, out, folder.dtype, folder.shards,
+             hf_model_save_random(&m, (uint64_t)seed, family, out, folder.dtype, folder.shards,
                                   folder.tokenizer_from, &err);
     else if (ok)
         ok =

@@ -6,7 +6,7 @@
 static const ModelPreset PRESETS[] = {
     {.name = "smollm2-135m",
      .source = "HuggingFaceTB/SmolLM2-135M",
-     .arch = HF_LLAMA,
+     .family = "llama",
      .config = {.dim = 576,
                 .hidden_dim = 1536,
                 .n_layers = 30,
@@ -19,7 +19,7 @@ static const ModelPreset PRESETS[] = {
                 .norm_eps = 1e-5f}},
     {.name = "qwen3-0.6b",
      .source = "Qwen/Qwen3-0.6B",
-     .arch = HF_QWEN3,
+     .family = "qwen3",
      .config = {.dim = 1024,
                 .hidden_dim = 3072,
                 .n_layers = 28,
@@ -32,7 +32,7 @@ static const ModelPreset PRESETS[] = {
                 .norm_eps = 1e-6f}},
     {.name = "llama-3.2-1b",
      .source = "meta-llama/Llama-3.2-1B",
-     .arch = HF_LLAMA,
+     .family = "llama",
      .config = {.dim = 2048,
                 .hidden_dim = 8192,
                 .n_layers = 16,
@@ -50,7 +50,7 @@ static const ModelPreset PRESETS[] = {
                                  .original_context = 8192}}},
     {.name = "llama-3-8b",
      .source = "meta-llama/Meta-Llama-3-8B",
-     .arch = HF_LLAMA,
+     .family = "llama",
      .untied = true,
      .config = {.dim = 4096,
                 .hidden_dim = 14336,
@@ -66,7 +66,7 @@ static const ModelPreset PRESETS[] = {
      * classic example of a cache's size: 0.5 MiB a token in fp16 at 7B */
     {.name = "llama-2-7b",
      .source = "meta-llama/Llama-2-7b-hf",
-     .arch = HF_LLAMA,
+     .family = "llama",
      .untied = true,
      .config = {.dim = 4096,
                 .hidden_dim = 11008,
@@ -80,7 +80,7 @@ static const ModelPreset PRESETS[] = {
                 .norm_eps = 1e-5f}},
     {.name = "llama-2-13b",
      .source = "meta-llama/Llama-2-13b-hf",
-     .arch = HF_LLAMA,
+     .family = "llama",
      .untied = true,
      .config = {.dim = 5120,
                 .hidden_dim = 13824,
@@ -94,7 +94,7 @@ static const ModelPreset PRESETS[] = {
                 .norm_eps = 1e-5f}},
     {.name = "tinyllama-1.1b",
      .source = "TinyLlama/TinyLlama-1.1B-Chat-v1.0",
-     .arch = HF_LLAMA,
+     .family = "llama",
      .untied = true,
      .config = {.dim = 2048,
                 .hidden_dim = 5632,
@@ -108,7 +108,7 @@ static const ModelPreset PRESETS[] = {
                 .norm_eps = 1e-5f}},
     {.name = "gpt2",
      .source = "openai-community/gpt2",
-     .arch = HF_GPT2,
+     .family = "gpt2",
      .config = {.dim = 768,
                 .hidden_dim = 3072,
                 .n_layers = 12,
@@ -120,7 +120,7 @@ static const ModelPreset PRESETS[] = {
                 .norm_eps = 1e-5f}},
     {.name = "gpt2-medium",
      .source = "openai-community/gpt2-medium",
-     .arch = HF_GPT2,
+     .family = "gpt2",
      .config = {.dim = 1024,
                 .hidden_dim = 4096,
                 .n_layers = 24,
@@ -132,7 +132,7 @@ static const ModelPreset PRESETS[] = {
                 .norm_eps = 1e-5f}},
     {.name = "phi-3-mini-4k",
      .source = "microsoft/Phi-3-mini-4k-instruct",
-     .arch = HF_PHI3,
+     .family = "phi3",
      .untied = true,
      .config = {.dim = 3072,
                 .hidden_dim = 8192,
@@ -147,7 +147,7 @@ static const ModelPreset PRESETS[] = {
                 .sliding_window = 2047}},
     {.name = "mixtral-8x7b",
      .source = "mistralai/Mixtral-8x7B-v0.1",
-     .arch = HF_MIXTRAL,
+     .family = "mixtral",
      .untied = true,
      .config = {.dim = 4096,
                 .hidden_dim = 14336,
@@ -159,13 +159,10 @@ static const ModelPreset PRESETS[] = {
                 .seq_len = 32768,
                 .rope_theta = 1000000.0f,
                 .norm_eps = 1e-5f,
-                .n_experts = 8,
-                .n_experts_used = 2, /* each expert hidden_dim wide: the family's rule */
-                .expert_norm_topk = true,
-                .moe_step = 1}},
+                .n_experts = 8}}, /* each expert hidden_dim wide: the family's rule */
     {.name = "qwen3-30b-a3b",
      .source = "Qwen/Qwen3-30B-A3B",
-     .arch = HF_QWEN3MOE,
+     .family = "qwen3moe",
      .untied = true,
      .config = {.dim = 2048,
                 .hidden_dim = 6144,
@@ -179,12 +176,10 @@ static const ModelPreset PRESETS[] = {
                 .norm_eps = 1e-6f,
                 .n_experts = 128,
                 .n_experts_used = 8,
-                .expert_hidden_dim = 768,
-                .expert_norm_topk = true,
-                .moe_step = 1}},
+                .expert_hidden_dim = 768}},
     {.name = "gemma-2-2b",
      .source = "google/gemma-2-2b",
-     .arch = HF_GEMMA2,
+     .family = "gemma2",
      .config = {.dim = 2304,
                 .hidden_dim = 9216,
                 .n_layers = 26,
@@ -196,13 +191,10 @@ static const ModelPreset PRESETS[] = {
                 .rope_theta = 10000.0f,
                 .norm_eps = 1e-6f,
                 .query_scale = 256,
-                .attn_softcap = 50,
-                .final_softcap = 30,
-                .sliding_window = 4096,
-                .sliding_pattern = 2}},
+                .sliding_window = 4096}},
     {.name = "gemma-3-1b",
      .source = "google/gemma-3-1b-pt",
-     .arch = HF_GEMMA3,
+     .family = "gemma3",
      .config = {.dim = 1152,
                 .hidden_dim = 6912,
                 .n_layers = 26,
@@ -214,16 +206,14 @@ static const ModelPreset PRESETS[] = {
                 .rope_theta = 1000000.0f,
                 .norm_eps = 1e-6f,
                 .query_scale = 256,
-                .sliding_window = 512,
-                .sliding_pattern = 6,
-                .rope_local_theta = 10000.0f}},
+                .sliding_window = 512}},
     /* DeepSeek-V2-Lite: multi-head latent attention (the query direct, no
      * q_lora_rank), 64 routed experts of which 6 a token and 2 shared ones,
      * the first layer dense, YaRN's RoPE (factor 40 over 4096; mscale and
      * mscale_all_dim 0.707, so cos and sin stay and the scores grow). */
     {.name = "deepseek-v2-lite",
      .source = "deepseek-ai/DeepSeek-V2-Lite",
-     .arch = HF_DEEPSEEK2,
+     .family = "deepseek2",
      .untied = true,
      .config = {.dim = 2048,
                 .hidden_dim = 10944,
@@ -243,7 +233,6 @@ static const ModelPreset PRESETS[] = {
                 .expert_hidden_dim = 1408,
                 .n_shared_experts = 2,
                 .routed_scaling_factor = 1.0f,
-                .moe_step = 1,
                 .n_dense_layers = 1, /* first_k_dense_replace 1 */
                 .dense_layers = {0},
                 .rope_scaling = {.type = ROPE_SCALING_YARN,
@@ -292,12 +281,19 @@ void model_fields_settle(Config *c) {
             config_field_set(c, &CONFIG_FIELD_LIST[i], 0);
 }
 
+/* Whether the preset's field is set (its family's default is for the rest). */
+static bool preset_sets(const Config *c, const ConfigField *f) {
+    return config_field_get(c, f) != 0;
+}
+
 void model_preset_apply(const ModelPreset *p, Config *c, bool *untied) {
+    Config base = p->config; /* with its family's defaults where it says nothing */
+    family_defaults_apply(family_find(p->family), FAMILY_IN_MAKE, &base, preset_sets);
     for (int i = 0; i < CONFIG_FIELD_COUNT; i++) {
         const ConfigField *f = &CONFIG_FIELD_LIST[i];
         if ((f->group == CF_SHAPE || model_field_marked(f)) && !model_field_given(c, f))
-            config_field_set(c, f, config_field_get(&p->config, f));
-        else if (f->type == CF_TYPE_BOOL && config_field_get(&p->config, f) != 0)
+            config_field_set(c, f, config_field_get(&base, f));
+        else if (f->type == CF_TYPE_BOOL && config_field_get(&base, f) != 0)
             config_field_set(c, f, 1); /* a flag the preset sets (its experts renormalised) */
     }
     c->rope_scaling = p->config.rope_scaling;

@@ -3,8 +3,8 @@
 #define STEPWISE_CLI_PRESETS_H
 
 #include "ref/config.h"
+#include "ref/family.h"
 #include "ref/util/error.h"
-#include "ref/formats/hf_write.h"
 
 /* Real models' shapes, from each one's published config.json on Hugging
  * Face (the repository in `source`): the same sizes, heads, vocabulary,
@@ -12,9 +12,10 @@
  * and memory (make bench-scale), not for text. */
 typedef struct {
     const char *name, *source;
-    HfArchitecture arch;
-    bool untied;   /* a classifier of its own */
-    Config config; /* its shape and numbers (config_table.h), as its config.json gives them */
+    const char *family; /* its row of family.h (make-model's --arch name) */
+    bool untied;        /* a classifier of its own */
+    Config config;      /* its shape and numbers (config_table.h), as its config.json gives
+                           them; a number left 0 is the family's default (family.h) */
 } ModelPreset;
 
 /* The preset called name, or NULL (err names the known ones). */
@@ -30,8 +31,9 @@ void model_fields_mark(Config *c);
 bool model_field_given(const Config *c, const ConfigField *f);
 void model_fields_settle(Config *c);
 
-/* Fill every field of c not given from p, and the flags p sets, always its
- * RoPE scaling; and *untied when p stores a classifier of its own. */
+/* Fill every field of c not given from p (or, where p leaves it 0, its
+ * family's make-model default), and the flags p or its family sets, always
+ * its RoPE scaling; and *untied when p stores a classifier of its own. */
 void model_preset_apply(const ModelPreset *p, Config *c, bool *untied);
 
 #endif

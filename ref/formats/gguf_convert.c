@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ref/family.h"
 #include "ref/formats/gguf.h"
 #include "ref/formats/gguf_tokenizer.h"
 #include "ref/formats/gguf_fields.h"
@@ -48,8 +49,9 @@ static void write_gpt2_config(GgufMetadata *meta, const Config *c) {
 }
 
 /* The hyperparameters as llama.cpp's converter names them. */
-static void write_config(GgufMetadata *meta, const Config *c, const char *arch) {
-    if (strcmp(arch, "gpt2") == 0) {
+static void write_config(GgufMetadata *meta, const Config *c, const Family *family) {
+    const char *arch = family->gguf;
+    if (family->position == POS_LEARNED) { /* GPT-2's keys */
         write_gpt2_config(meta, c);
         return;
     }
@@ -102,37 +104,38 @@ static void write_config(GgufMetadata *meta, const Config *c, const char *arch) 
  * what the file cannot say (gguf_model.c's read_gemma): which layers
  * slide, Gemma 3's local RoPE base, the attention scale, Gemma 2's
  * soft-caps (always on) and Gemma 3's (no attention cap). */
-static bool gemma_fits(const Config *c, const char *path, StepError *err) {
-    bool gemma3 = c->qk_norm;
-    int pattern = gemma3 ? 6 : 2;
+static bool gemma_fits(const Config *c, const Family *family, const char *path, StepError *err) {
+    int pattern = (int)family_default(family, "sliding_pattern");
+    float local = (float)family_default(family, "rope_local_theta");
+    bool caps = family_default(family, "attn_softcap") > 0; /* llama.cpp's gemma2 always */
     for (int l = 0; c->sliding_window > 0 && l < c->n_layers; l++)
         if ((config_attention_spec(c, l).window > 0) != ((l + 1) % pattern != 0))
             return step_fail(
                 err,
                 "%s: llama.cpp's %s slides every layer but each %dth, and this model's "
                 "layer %d does not",
-                path, gemma3 ? "gemma3" : "gemma2", pattern, l);
-    bool big = (gemma3 && c->n_layers == 62) || (!gemma3 && c->n_layers == 46);
+                path, family->gguf, pattern, l);
+    bool big = c->n_layers == family->gguf_scale_layers;
     float scale = big ? (float)(c->dim / c->n_heads) : (float)config_head_dim(c);
     if (config_query_scale(c) != scale)
         return step_fail(err,
                          "%s: llama.cpp derives query_pre_attn_scalar %g for this shape, and the "
                          "model's is %g",
                          path, (double)scale, (double)config_query_scale(c));
-    if (gemma3 && c->sliding_window > 0 && c->rope_local_theta != 10000.0f)
+    if (local > 0 && c->sliding_window > 0 && c->rope_local_theta != local)
         return step_fail(err,
-                         "%s: llama.cpp's gemma3 turns its sliding layers at a RoPE base of "
-                         "10000, and the model's is %g",
-                         path, (double)c->rope_local_theta);
-    if (gemma3 ? c->attn_softcap > 0 : (c->attn_softcap == 0 || c->final_softcap == 0))
-        return step_fail(err, "%s: llama.cpp's %s", path,
-                         gemma3 ? "gemma3 has no attention soft-cap"
-                                : "gemma2 always soft-caps the scores and the logits");
-    if (!gemma3 && c->rope_local_theta > 0)
+                         "%s: llama.cpp's %s turns its sliding layers at a RoPE base of "
+                         "%g, and the model's is %g",
+                         path, family->gguf, (double)local, (double)c->rope_local_theta);
+    if (caps ? (c->attn_softcap == 0 || c->final_softcap == 0) : c->attn_softcap > 0)
+        return step_fail(err, "%s: llama.cpp's %s %s", path, family->gguf,
+                         caps ? "always soft-caps the scores and the logits"
+                              : "has no attention soft-cap");
+    if (local == 0 && c->rope_local_theta > 0)
         return step_fail(err,
-                         "%s: llama.cpp's gemma2 has no RoPE base of its own for the "
+                         "%s: llama.cpp's %s has no RoPE base of its own for the "
                          "sliding layers",
-                         path);
+                         path, family->gguf);
     return true;
 }
 
@@ -381,28 +384,29 @@ bool gguf_model_save(const Model *m, const Tokenizer *tok, GgufOutType type, con
         return step_fail(err, "%s: only a float32 model as loaded can be converted", path);
     if (c->qkv_bias && c->qk_norm)
         return step_fail(err, "%s: no GGUF architecture has both q/k/v biases and q/k norms", path);
-    bool gpt2 = c->norm == NORM_LAYER && c->mlp == MLP_GELU && c->position == POS_LEARNED &&
-                c->proj_bias && c->qkv_bias && !c->qk_norm && c->n_kv_heads == c->n_heads;
-    bool gemma = c->norm == NORM_RMS && c->mlp == MLP_GEGLU && c->position == POS_ROPE &&
-                 !c->proj_bias && !c->qkv_bias && c->post_norms && c->norm_plus_one &&
-                 c->embed_scale > 0;
-    if (gemma && !gemma_fits(c, path, err)) return false;
+    /* the family the fields make (config_family), written as llama.cpp's
+     * architecture of it (Mixtral's as llama): its block must be the
+     * family's, and every field it sets one llama.cpp's architecture reads
+     * (family.h's llama_cpp_fields), or llama.cpp would run another model */
+    const Family *family = family_of_config(c);
+    bool fits = family_block_matches(family, c);
+    if (fits && family->window == FAMILY_WINDOW_PATTERN && !gemma_fits(c, family, path, err))
+        return false;
     if (config_mla(c) && !deepseek2_fits(c, path, err)) return false;
-    bool plain_rms = c->norm == NORM_RMS && c->mlp == MLP_SWIGLU && c->position == POS_ROPE &&
-                     !c->proj_bias && !c->post_norms && !c->norm_plus_one && c->embed_scale == 0 &&
-                     c->sliding_pattern == 0 && c->attn_softcap == 0 && c->final_softcap == 0 &&
-                     c->query_scale == 0 && c->rope_local_theta == 0;
-    if (!gpt2 && !gemma && !plain_rms)
+    if (!fits)
         return step_fail(err,
                          "%s: no GGUF architecture has this model's mix of norms, MLP, "
                          "positions and biases",
                          path);
+    const ConfigField *ignored = family_llama_cpp_ignored(family, c);
+    if (ignored != NULL)
+        return step_fail(err, "%s: llama.cpp's %s ignores %s (this model's is %g)", path,
+                         family->gguf, ignored->name, config_field_get(c, ignored));
     StepError why;
     if (!model_check_finite(m, &why)) /* Q8_0 of a NaN is undefined, and F32 would copy it */
         return step_fail(err, "%s: not written: the model's %s", path, why.message);
-    const char *arch = config_family(c); /* gpt2, gemma3, gemma2, phi3, qwen3, qwen2 or llama */
-    if (strcmp(arch, "mixtral") == 0) arch = "llama"; /* llama.cpp's llama with experts */
-    if (c->n_experts > 0 && strcmp(arch, "qwen3moe") == 0 &&
+    const char *arch = family->gguf; /* Mixtral's: llama.cpp's llama with experts */
+    if (c->n_experts > 0 && family->routing == FAMILY_ROUTING_QWEN3MOE &&
         (!c->expert_norm_topk || config_dense_layers(c) > 0))
         return step_fail(err,
                          "%s: llama.cpp's qwen3moe renormalises the k weights and has no dense "
@@ -410,8 +414,7 @@ bool gguf_model_save(const Model *m, const Tokenizer *tok, GgufOutType type, con
                          path, !c->expert_norm_topk ? "does not renormalise" : "has dense layers");
     report->arch = arch;
     /* llama.cpp's llama and deepseek2 keep interleaved pairs; its qwen, Hugging Face's halves */
-    bool pairs = strcmp(arch, "llama") == 0 || strcmp(arch, "deepseek2") == 0;
-    RopeLayout wanted = pairs ? ROPE_INTERLEAVED : ROPE_HALVES;
+    RopeLayout wanted = family->gguf_rope;
     RowOrder rotated = c->rope_layout == wanted ? ROWS_AS_HELD
                        : wanted == ROPE_HALVES  ? ROWS_TO_HALVES
                                                 : ROWS_TO_INTERLEAVED;
@@ -423,7 +426,7 @@ bool gguf_model_save(const Model *m, const Tokenizer *tok, GgufOutType type, con
                   : type == GGUF_OUT_F16  ? 1
                   : type == GGUF_OUT_BF16 ? 32
                                           : 7);
-    write_config(&meta, c, arch);
+    write_config(&meta, c, family);
     bool ok = tok == NULL || gguf_write_tokenizer(&meta, tok, err);
     float factors[ROPE_MAX_FACTORS];
     int n_factors = rope_factors(c, factors);
@@ -434,7 +437,8 @@ bool gguf_model_save(const Model *m, const Tokenizer *tok, GgufOutType type, con
     if (ok) {
         if (c->fused_files)
             fused = malloc((size_t)c->n_layers * hf_fused_layer_floats(c) * sizeof(float));
-        int n = gpt2 ? list_gpt2_tensors(m, type, tensors, &fused, report)
+        int n = family->position == POS_LEARNED
+                    ? list_gpt2_tensors(m, type, tensors, &fused, report)
                 : c->fused_files && fused == NULL
                     ? -1
                     : list_tensors(m, type, rotated, factors, n_factors, fused, tensors, report);

@@ -4,11 +4,7 @@
 #include <stdio.h>
 #include <string.h>
 
-/* What llama.cpp gives a key its file leaves out. */
-static const ConfigDefault LLAMA_CPP_DEFAULTS[] = {
-    {"gemma2", "attn_softcap", 50},
-    {"gemma2", "final_softcap", 30},
-};
+#include "ref/family.h"
 
 /* Whether the key of f is one this file's family holds. */
 static bool ours(const ConfigField *f, const char *arch) {
@@ -16,8 +12,9 @@ static bool ours(const ConfigField *f, const char *arch) {
 }
 
 bool gguf_fields_read(const GgufFile *f, const char *arch, Config *c, StepError *err) {
-    config_defaults_apply(c, LLAMA_CPP_DEFAULTS,
-                          sizeof LLAMA_CPP_DEFAULTS / sizeof LLAMA_CPP_DEFAULTS[0], arch, NULL);
+    /* what llama.cpp gives a key its file leaves out (family.h's FAMILY_IN_GGUF) */
+    const Family *family = family_from_gguf(arch);
+    if (family != NULL) family_defaults_apply(family, FAMILY_IN_GGUF, c, NULL);
     for (int i = 0; i < CONFIG_FIELD_COUNT; i++) {
         const ConfigField *field = &CONFIG_FIELD_LIST[i];
         if (!ours(field, arch)) continue;

@@ -14,7 +14,7 @@
 #include "ref/util/error.h"
 
 /* The table's keys of arch from f into c, over what llama.cpp gives a key
- * a file leaves out (Gemma 2's soft-caps 50 and 30): each must be a number
+ * a file leaves out (family.h's defaults: Gemma 2's soft-caps 50 and 30): each must be a number
  * (a whole one for a whole field) in the field's range, or err names it. */
 bool gguf_fields_read(const GgufFile *f, const char *arch, Config *c, StepError *err);
 

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ref/family.h"
 #include "ref/formats/gguf.h"
 #include "ref/formats/gguf_fields.h"
 #include "ref/formats/gguf_mla.h"
@@ -37,22 +38,18 @@ static bool arch_uint(const GgufFile *f, const char *arch, const char *name, int
  * sliding layers at a RoPE base of 10000, and the scores divided by
  * √head_dim but for the 27B models' √(dim / heads), which llama.cpp tells
  * by their layer counts (46, 62). Gemma 2's soft-caps default to 50 and 30. */
-static bool read_gemma(const GgufFile *f, const char *arch, Config *c, StepError *err) {
-    bool gemma3 = strcmp(arch, "gemma3") == 0;
+static bool read_gemma(const GgufFile *f, const Family *family, Config *c, StepError *err) {
     char key[128];
-    snprintf(key, sizeof key, "%s.attention.sliding_window", arch);
+    snprintf(key, sizeof key, "%s.attention.sliding_window", family->gguf);
     uint64_t window = 0;
     bool ok = true; /* the soft-caps are the table's keys (gguf_fields.h) */
     if (gguf_find_kv(f, key) != NULL && !gguf_get_uint(f, key, 1u << 30, &window))
         ok = step_fail(err, "%s: %s must be a whole number", f->path, key);
     c->sliding_window = (int)window;
-    c->sliding_pattern = gemma3 ? 6 : 2;
-    if (gemma3 && c->sliding_window > 0) c->rope_local_theta = 10000.0f;
-    if ((gemma3 && c->n_layers == 62) || (!gemma3 && c->n_layers == 46))
-        c->query_scale = (float)(c->dim / c->n_heads);
-    c->mlp = MLP_GEGLU;
-    c->post_norms = c->norm_plus_one = true;
-    c->qk_norm = gemma3;
+    c->sliding_pattern = (int)family_default(family, "sliding_pattern");
+    float local = (float)family_default(family, "rope_local_theta"); /* Gemma 3's 10000 */
+    if (local > 0 && c->sliding_window > 0) c->rope_local_theta = local;
+    if (c->n_layers == family->gguf_scale_layers) c->query_scale = (float)(c->dim / c->n_heads);
     c->embed_scale = sqrtf((float)c->dim);
     return ok;
 }
@@ -99,7 +96,8 @@ static bool read_deepseek2(const GgufFile *f, Config *c, StepError *err) {
     return ok;
 }
 
-static bool read_config(const GgufFile *f, const char *arch, Config *c, StepError *err) {
+static bool read_config(const GgufFile *f, const Family *family, Config *c, StepError *err) {
+    const char *arch = family->gguf;
     memset(c, 0, sizeof *c);
     bool ok = arch_uint(f, arch, "embedding_length", &c->dim, err) &&
               arch_uint(f, arch, "feed_forward_length", &c->hidden_dim, err) &&
@@ -140,12 +138,9 @@ static bool read_config(const GgufFile *f, const char *arch, Config *c, StepErro
     }
     free(scaling);
     c->rope_layout = ROPE_INTERLEAVED; /* qwen's halves are interleaved as read (take_layer) */
-    c->qkv_bias = strcmp(arch, "qwen2") == 0;
-    c->qk_norm = strcmp(arch, "qwen3") == 0;
-    c->fused_files = strcmp(arch, "phi3") == 0;
     snprintf(key, sizeof key, "%s.rope.dimension_count", arch); /* llama.cpp's n_rot */
     uint64_t rot;
-    bool mla = strcmp(arch, "deepseek2") == 0;
+    bool mla = family->attention == FAMILY_ATTENTION_MLA;
     if (ok && mla) {
         ok = read_deepseek2(f, c, err);
     } else if (ok && gguf_find_kv(f, key) != NULL) {
@@ -155,11 +150,11 @@ static bool read_config(const GgufFile *f, const char *arch, Config *c, StepErro
                        config_head_dim(c));
         if (ok && rot < (uint64_t)config_head_dim(c)) c->rope_dims = (int)rot; /* partial RoPE */
     }
-    bool gemma = strcmp(arch, "gemma2") == 0 || strcmp(arch, "gemma3") == 0;
+    bool gemma = family->window == FAMILY_WINDOW_PATTERN;
     snprintf(key, sizeof key, "%s.attention.sliding_window", arch);
     uint64_t window;
     if (ok && gemma) {
-        ok = read_gemma(f, arch, c, err);
+        ok = read_gemma(f, family, c, err);
     } else if (ok && gguf_find_kv(f, key) != NULL) {
         /* a window as wide as the context masks nothing: cap the context at
          * it, as the Hugging Face loader does */
@@ -171,7 +166,7 @@ static bool read_config(const GgufFile *f, const char *arch, Config *c, StepErro
     if (ok && gguf_find_kv(f, key) != NULL) {
         ok = arch_uint(f, arch, "expert_count", &c->n_experts, err) &&
              arch_uint(f, arch, "expert_used_count", &c->n_experts_used, err);
-        if (strcmp(arch, "llama") == 0) /* llama's (Mixtral's): feed_forward_length wide */
+        if (family->expert_width == FAMILY_EXPERTS_HIDDEN) /* llama's (Mixtral's): ffn wide */
             c->expert_hidden_dim = c->hidden_dim;
         else if (ok && c->expert_hidden_dim == 0)
             ok = step_fail(err, "%s: needs %s.expert_feed_forward_length, a whole number from 1",
@@ -184,11 +179,7 @@ static bool read_config(const GgufFile *f, const char *arch, Config *c, StepErro
                        "%s: deepseek2 needs routed experts (expert_count) and shared ones "
                        "(expert_shared_count)",
                        f->path);
-    if (strcmp(arch, "qwen3moe") == 0) c->qk_norm = true;
-    if (strcmp(arch, "gpt2") == 0) { /* GPT-2's block (config.h) */
-        c->norm = NORM_LAYER, c->mlp = MLP_GELU, c->position = POS_LEARNED;
-        c->qkv_bias = true, c->proj_bias = true;
-    }
+    family_apply(family, c); /* the block's traits (norms, MLP, biases, q/k norms...) */
     return ok;
 }
 
@@ -496,23 +487,19 @@ bool gguf_model_load(Model *m, Tokenizer *tok, const char *path, WeightsMode mod
     if (tok != NULL) memset(tok, 0, sizeof *tok);
     GgufFile f;
     if (!gguf_open(&f, path, err)) return false;
-    char *arch = gguf_get_string(&f, "general.architecture");
-    static const char *const known[] = {"llama",  "qwen2",  "qwen3",    "gpt2",     "phi3",
-                                        "gemma2", "gemma3", "qwen3moe", "deepseek2"};
-    bool ok = false;
-    for (size_t i = 0; arch != NULL && i < sizeof known / sizeof known[0]; i++)
-        ok |= strcmp(arch, known[i]) == 0;
+    char *arch = gguf_get_string(&f, "general.architecture"), known[256];
+    const Family *family = family_from_gguf(arch);
+    bool ok = family != NULL;
+    family_gguf_text(known, sizeof known);
     if (f.n_tensors == 0)
         ok = step_fail(err,
                        "%s: holds no tensors (a vocabulary-only file): it serves as a tokenizer "
                        "(tokenize --model, --tokenizer), not as a model",
                        path);
     else if (!ok)
-        step_fail(err,
-                  "%s: general.architecture %.40s is not supported (llama, qwen2, qwen3, gpt2, "
-                  "phi3, gemma2, gemma3, qwen3moe, deepseek2)",
-                  path, arch ? arch : "(none)");
-    ok = ok && read_config(&f, arch, &m->config, err);
+        step_fail(err, "%s: general.architecture %.40s is not supported (%s)", path,
+                  arch ? arch : "(none)", known);
+    ok = ok && read_config(&f, family, &m->config, err);
     if (ok && gguf_find_tensor(&f, "rope_freqs.weight") != NULL)
         ok = read_rope_factors(&f, &m->config, err);
     if (ok && (gguf_find_tensor(&f, "rope_factors_long.weight") != NULL ||
@@ -538,11 +525,11 @@ bool gguf_model_load(Model *m, Tokenizer *tok, const char *path, WeightsMode mod
     if (ok && needed > held)
         ok = step_fail(err, "%s: the metadata implies %llu weights, the file holds %llu", path,
                        (unsigned long long)needed, (unsigned long long)held);
-    bool gpt2 = ok && strcmp(arch, "gpt2") == 0;
+    bool gpt2 = ok && family->position == POS_LEARNED; /* GPT-2's fused qkv */
     /* llama.cpp keeps qwen's and phi3's q and k in halves; with a partial
      * RoPE they stay so (the block turns halves within the turned dims),
      * otherwise they are interleaved as read */
-    bool halves = ok && strcmp(arch, "llama") != 0 && strcmp(arch, "deepseek2") != 0;
+    bool halves = ok && family->gguf_rope == ROPE_HALVES;
     if (halves && m->config.rope_dims > 0) m->config.rope_layout = ROPE_HALVES, halves = false;
     /* GPT-2's fused qkv is split into float32 */
     bool stored = mode == WEIGHTS_STORED && !gpt2;
@@ -555,7 +542,7 @@ bool gguf_model_load(Model *m, Tokenizer *tok, const char *path, WeightsMode mod
                            model_matrix_slot(m, &m->embedding), err);
         if (gpt2) ok = ok && take_gpt2(m, &f, err);
         for (int l = 0; ok && !gpt2 && l < c->n_layers; l++) {
-            ok = take_layer(m, &f, l, halves, strcmp(arch, "phi3") == 0, err) &&
+            ok = take_layer(m, &f, l, halves, family->fused_files, err) &&
                  take_experts(m, &f, l, stored, err);
             progress_report(m->progress, "reading the weights (layers)", (uint64_t)l + 1,
                             (uint64_t)c->n_layers);

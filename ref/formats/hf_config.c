@@ -11,58 +11,6 @@
 #include "ref/formats/hf_moe.h"
 #include "ref/util/json_util.h"
 
-static const char *const ARCH_NAMES[] = {"llama",   "mistral",  "qwen2",    "qwen3",
-                                         "gpt2",    "phi3",     "gemma2",   "gemma3",
-                                         "mixtral", "qwen3moe", "deepseek2"};
-static const char *const ARCH_CLASSES[] = {
-    "LlamaForCausalLM",   "MistralForCausalLM",  "Qwen2ForCausalLM",     "Qwen3ForCausalLM",
-    "GPT2LMHeadModel",    "Phi3ForCausalLM",     "Gemma2ForCausalLM",    "Gemma3ForCausalLM",
-    "MixtralForCausalLM", "Qwen3MoeForCausalLM", "DeepseekV2ForCausalLM"};
-/* config.json's model_type: the name, but Gemma 3's text model's and Qwen3-MoE's */
-static const char *const MODEL_TYPES[] = {"llama",   "mistral",   "qwen2",      "qwen3",
-                                          "gpt2",    "phi3",      "gemma2",     "gemma3_text",
-                                          "mixtral", "qwen3_moe", "deepseek_v2"};
-
-bool hf_architecture_parse(const char *name, HfArchitecture *a) {
-    for (int i = 0; i < (int)(sizeof ARCH_NAMES / sizeof ARCH_NAMES[0]); i++) {
-        if (strcmp(name, ARCH_NAMES[i]) == 0) {
-            *a = (HfArchitecture)i;
-            return true;
-        }
-    }
-    return false;
-}
-
-const char *hf_architecture_name(HfArchitecture a) {
-    return ARCH_NAMES[a];
-}
-
-const char *hf_architecture_class(HfArchitecture a) {
-    return ARCH_CLASSES[a];
-}
-
-const char *hf_architecture_model_type(HfArchitecture a) {
-    return MODEL_TYPES[a];
-}
-
-void hf_architecture_apply(HfArchitecture a, Config *c) {
-    bool gpt2 = a == HF_GPT2, gemma = a == HF_GEMMA2 || a == HF_GEMMA3;
-    c->qkv_bias = a == HF_QWEN2 || gpt2;
-    c->qk_norm = a == HF_QWEN3 || a == HF_GEMMA3 || a == HF_QWEN3MOE;
-    c->norm = gpt2 ? NORM_LAYER : NORM_RMS;
-    c->mlp = gpt2 ? MLP_GELU : gemma ? MLP_GEGLU : MLP_SWIGLU;
-    c->post_norms = c->norm_plus_one = gemma;
-    if (gemma && c->embed_scale == 0) c->embed_scale = sqrtf((float)c->dim);
-    c->position = gpt2 ? POS_LEARNED : POS_ROPE;
-    c->proj_bias = gpt2;
-    c->fused_files = a == HF_PHI3;
-    /* Mixtral's experts are intermediate_size wide; Qwen3-MoE's too unless given */
-    if (a == HF_MIXTRAL || (a == HF_QWEN3MOE && c->expert_hidden_dim <= 0))
-        c->expert_hidden_dim = c->n_experts > 0 ? c->hidden_dim : 0;
-}
-
-#define N_ARCHITECTURES (int)(sizeof ARCH_CLASSES / sizeof ARCH_CLASSES[0])
-
 static bool need_int(const cJSON *o, const char *key, int *out, const char *what, StepError *err) {
     if (!json_int_field(o, key, 1, 1 << 30, out))
         return step_fail(err, "%s: config.json needs %s, a whole number from 1", what, key);
@@ -203,55 +151,18 @@ static bool read_longrope(const cJSON *root, Config *c, const char *what, StepEr
     return true;
 }
 
-/* The architecture (the first of "architectures"), if supported. */
-static bool read_architecture(const cJSON *root, HfArchitecture *a, const char *what,
+/* The family (the first of "architectures"), if supported. */
+static bool read_architecture(const cJSON *root, const Family **a, const char *what,
                               StepError *err) {
     const cJSON *list = cJSON_GetObjectItemCaseSensitive(root, "architectures");
     const cJSON *first = cJSON_IsArray(list) ? list->child : NULL;
     const char *name = cJSON_IsString(first) ? first->valuestring : NULL;
-    for (int i = 0; name != NULL && i < N_ARCHITECTURES; i++) {
-        if (strcmp(name, ARCH_CLASSES[i]) == 0) {
-            *a = (HfArchitecture)i;
-            return true;
-        }
-    }
-    return step_fail(err,
-                     "%s: architecture %.60s is not supported (LlamaForCausalLM, "
-                     "MistralForCausalLM, Qwen2ForCausalLM, Qwen3ForCausalLM, GPT2LMHeadModel, "
-                     "Phi3ForCausalLM, Gemma2ForCausalLM, Gemma3ForCausalLM, MixtralForCausalLM, "
-                     "Qwen3MoeForCausalLM, DeepseekV2ForCausalLM)",
-                     what, name ? name : "(none in config.json)");
+    if ((*a = family_from_hf_class(name)) != NULL) return true;
+    char classes[512];
+    family_classes_text(classes, sizeof classes);
+    return step_fail(err, "%s: architecture %.60s is not supported (%s)", what,
+                     name ? name : "(none in config.json)", classes);
 }
-
-/* What a family's config class gives a key config.json leaves out: Gemma
- * 2's and 3's attention scale, head size, window, epsilon and RoPE bases
- * (and Gemma 2's soft-caps), and how the MoE families route. */
-static const ConfigDefault CLASS_DEFAULTS[] = {
-    {"gemma2", "query_scale", 256},
-    {"gemma2", "attn_softcap", 50},
-    {"gemma2", "final_softcap", 30},
-    {"gemma2", "sliding_window", 4096},
-    {"gemma2", "head_dim", 256},
-    {"gemma2", "norm_eps", 1e-6},
-    {"gemma2", "rope_theta", 1e4},
-    {"gemma3", "query_scale", 256},
-    {"gemma3", "sliding_window", 4096},
-    {"gemma3", "head_dim", 256},
-    {"gemma3", "norm_eps", 1e-6},
-    {"gemma3", "rope_theta", 1e6},
-    {"gemma3", "rope_local_theta", 1e4},
-    {"mixtral", "expert_norm_topk", 1},
-    {"mixtral", "moe_step", 1},
-    {"qwen3moe", "moe_step", 1},
-    /* DeepseekV2Config's */
-    {"deepseek2", "norm_eps", 1e-6},
-    {"deepseek2", "kv_lora_rank", 512},
-    {"deepseek2", "q_lora_rank", 1536},
-    {"deepseek2", "qk_rope_head_dim", 64},
-    {"deepseek2", "v_head_dim", 128},
-    {"deepseek2", "expert_hidden_dim", 1407},
-    {"deepseek2", "moe_step", 1}, /* moe_layer_freq 1: every layer past the dense ones */
-};
 
 /* root's key of f (present, not null) as f's type in its range, into *d. */
 static bool key_value(const cJSON *root, const ConfigField *f, double *d) {
@@ -272,14 +183,12 @@ static bool key_value(const cJSON *root, const ConfigField *f, double *d) {
     return false;
 }
 
-bool hf_config_fields_read(const cJSON *root, HfArchitecture a, Config *c, const char *what,
+bool hf_config_fields_read(const cJSON *root, const Family *a, Config *c, const char *what,
                            StepError *err) {
-    config_defaults_apply(c, CLASS_DEFAULTS, sizeof CLASS_DEFAULTS / sizeof CLASS_DEFAULTS[0],
-                          hf_architecture_name(a), NULL);
+    family_defaults_apply(a, FAMILY_IN_HF, c, NULL); /* the config class's */
     for (int i = 0; i < CONFIG_FIELD_COUNT; i++) {
         const ConfigField *f = &CONFIG_FIELD_LIST[i];
-        if (f->group == CF_SHAPE || f->hf[0] == '\0' ||
-            !config_field_in_family(f, hf_architecture_name(a)))
+        if (f->group == CF_SHAPE || f->hf[0] == '\0' || !config_field_in_family(f, a->name))
             continue;
         const cJSON *v = cJSON_GetObjectItemCaseSensitive(root, f->hf);
         if (v == NULL) continue; /* the class's default stays */
@@ -298,11 +207,10 @@ bool hf_config_fields_read(const cJSON *root, HfArchitecture a, Config *c, const
     return true;
 }
 
-void hf_config_fields_write(cJSON *o, const Config *c, HfArchitecture a) {
+void hf_config_fields_write(cJSON *o, const Config *c, const Family *a) {
     for (int i = 0; i < CONFIG_FIELD_COUNT; i++) {
         const ConfigField *f = &CONFIG_FIELD_LIST[i];
-        if (f->group == CF_SHAPE || f->hf[0] == '\0' ||
-            !config_field_in_family(f, hf_architecture_name(a)) ||
+        if (f->group == CF_SHAPE || f->hf[0] == '\0' || !config_field_in_family(f, a->name) ||
             cJSON_GetObjectItemCaseSensitive(o, f->hf) != NULL)
             continue;
         double v = config_field_effective(c, f);
@@ -321,16 +229,16 @@ bool hf_config_parse(const char *text, const char *what, Config *c, char *arch, 
                      StepError *err) {
     memset(c, 0, sizeof *c);
     cJSON *root = json_parse_whole(text);
-    HfArchitecture a = HF_LLAMA;
+    const Family *a = NULL;
     bool ok = cJSON_IsObject(root) || step_fail(err, "%s: config.json is not a JSON object", what);
     ok = ok && read_architecture(root, &a, what, err);
-    if (ok) snprintf(arch, arch_size, "%s", ARCH_CLASSES[a]);
-    if (ok && a == HF_GPT2) { /* its own keys (hf_gpt2.h) */
-        ok = hf_gpt2_config(root, c, what, err);
+    if (ok) snprintf(arch, arch_size, "%s", a->hf_class);
+    if (!ok || a->position == POS_LEARNED) { /* refused; or GPT-2's own keys (hf_gpt2.h) */
+        ok = ok && hf_gpt2_config(root, c, what, err);
         cJSON_Delete(root);
         return ok;
     }
-    ok = ok && need_int(root, "hidden_size", &c->dim, what, err) &&
+    ok = need_int(root, "hidden_size", &c->dim, what, err) &&
          need_int(root, "intermediate_size", &c->hidden_dim, what, err) &&
          need_int(root, "num_hidden_layers", &c->n_layers, what, err) &&
          need_int(root, "num_attention_heads", &c->n_heads, what, err) &&
@@ -342,10 +250,10 @@ bool hf_config_parse(const char *text, const char *what, Config *c, char *arch, 
     /* the keys that are a field's value (config_table.h), over the class's defaults */
     ok = ok && hf_config_fields_read(root, a, c, what, err) &&
          read_rope_scaling(root, &c->rope_scaling, what, err);
-    bool phi3 = a == HF_PHI3, gemma3 = a == HF_GEMMA3, gemma = gemma3 || a == HF_GEMMA2;
-    bool mistral = a == HF_MISTRAL || a == HF_MIXTRAL;
+    bool gemma = a->window == FAMILY_WINDOW_PATTERN;
+    bool every_layer = a->window == FAMILY_WINDOW_EVERY_LAYER;
     /* Gemma's config classes tie the classifier unless told otherwise */
-    bool tied = gemma, bias = false, sliding = mistral || phi3;
+    bool tied = a->tied, bias = false, sliding = every_layer;
     float rotary = 1.0f; /* Phi-3's partial_rotary_factor: the share of a head RoPE turns */
     if (ok && !optional_number(root, "partial_rotary_factor", &rotary, what, err)) ok = false;
     if (ok && !(rotary > 0 && rotary <= 1))
@@ -357,18 +265,21 @@ bool hf_config_parse(const char *text, const char *what, Config *c, char *arch, 
                        "%s: config.json's tie_word_embeddings, attention_bias and "
                        "use_sliding_window must be true or false",
                        what);
-    const char *act = gemma ? NULL : json_string_field(root, "hidden_act");
+    /* SwiGLU's activation (Gemma's GeGLU reads its own: hf_gemma.h) */
+    const char *act = a->mlp == MLP_SWIGLU ? json_string_field(root, "hidden_act") : NULL;
     if (ok && act != NULL && strcmp(act, "silu") != 0)
         ok = step_fail(err, "%s: hidden_act %.40s is not supported (silu)", what, act);
     /* Llama's and Qwen3's attention_bias also biases o_proj, which the
      * block has no place for; Qwen2 biases q, k and v only, always. */
     if (ok && bias)
         ok = step_fail(err, "%s: attention_bias (with an o_proj bias) is not supported", what);
-    if (ok && gemma) ok = hf_gemma_config(root, gemma3, c, what, err); /* hf_gemma.h */
-    if (ok && (a == HF_QWEN3MOE || a == HF_MIXTRAL))
-        ok = hf_moe_config(root, a == HF_QWEN3MOE, c, what, err); /* hf_moe.h */
-    if (ok && a == HF_DEEPSEEK2) ok = hf_deepseek2_config(root, c, what, err);
-    hf_architecture_apply(a, c); /* the family's flags, and its experts' width rule */
+    if (ok && gemma) /* hf_gemma.h, over the class's every sliding_pattern-th layer full */
+        ok = hf_gemma_config(root, (int)family_default(a, "sliding_pattern"), c, what, err);
+    if (ok && (a->routing == FAMILY_ROUTING_QWEN3MOE || a->routing == FAMILY_ROUTING_MIXTRAL))
+        ok =
+            hf_moe_config(root, a->routing == FAMILY_ROUTING_QWEN3MOE, c, what, err); /* hf_moe.h */
+    if (ok && a->attention == FAMILY_ATTENTION_MLA) ok = hf_deepseek2_config(root, c, what, err);
+    family_apply(a, c); /* the family's flags, and its experts' width rule */
     c->shared_classifier = tied;
     c->rope_layout = ROPE_INTERLEAVED; /* the loader interleaves q and k (hf_interleave_heads) */
     if (ok && rotary < 1) { /* RoPE turns the first int(head_dim · factor) of each head, in
@@ -384,10 +295,11 @@ bool hf_config_parse(const char *text, const char *what, Config *c, char *arch, 
      * window as wide as the context, masks nothing. Qwen2's (on the layers
      * past max_window_layers) is not run: its context is capped at the
      * window, where no position falls outside it. */
-    if ((mistral || phi3) && (!sliding || c->sliding_window >= c->seq_len)) c->sliding_window = 0;
+    if (every_layer && (!sliding || c->sliding_window >= c->seq_len)) c->sliding_window = 0;
     int window;
     const cJSON *window_key = cJSON_GetObjectItemCaseSensitive(root, "sliding_window");
-    if (ok && a == HF_QWEN2 && sliding && window_key != NULL && !cJSON_IsNull(window_key)) {
+    if (ok && a->window == FAMILY_WINDOW_CAPS_CONTEXT && sliding && window_key != NULL &&
+        !cJSON_IsNull(window_key)) {
         /* a positive whole number (null: no window): 0, -3 or "16" must not
          * silently mean full attention */
         if (!json_int_field(root, "sliding_window", 1, 1 << 30, &window))

@@ -15,44 +15,12 @@
 #include <stddef.h>
 
 #include "ref/config.h"
+#include "ref/family.h"
 #include "ref/util/error.h"
 
-/* The architectures a folder can hold (and be written as). */
-typedef enum {
-    HF_LLAMA,
-    HF_MISTRAL,
-    HF_QWEN2,
-    HF_QWEN3,
-    HF_GPT2,
-    HF_PHI3,
-    HF_GEMMA2,
-    HF_GEMMA3,
-    HF_MIXTRAL,
-    HF_QWEN3MOE,
-    HF_DEEPSEEK2
-} HfArchitecture;
-
-/* "llama", "mistral", "qwen2", "qwen3", "gpt2", "phi3", "gemma2", "gemma3",
- * "mixtral", "qwen3moe" -> *a; false for anything else. */
-bool hf_architecture_parse(const char *name, HfArchitecture *a);
-/* The name hf_architecture_parse takes for a ("gemma2"): the field table's
- * families column speaks it. */
-const char *hf_architecture_name(HfArchitecture a);
-/* config.json's "architectures" entry ("Gemma2ForCausalLM") and its
- * model_type ("gemma2"; Gemma 3's text model's "gemma3_text"). */
-const char *hf_architecture_class(HfArchitecture a);
-const char *hf_architecture_model_type(HfArchitecture a);
-
-/* The flags the architecture implies (qkv_bias for Qwen2, qk_norm for
- * Qwen3; GPT-2's norms, MLP, positions and biases; Gemma's GeGLU,
- * post-norms, 1 + w norms and, when unset, its √dim embedding scale), set
- * in c before the model is made. Gemma's numbers (soft-caps, window,
- * attention scale) are the caller's. An MoE's experts are hidden_dim wide
- * (Mixtral's always, Qwen3-MoE's unless given). */
-void hf_architecture_apply(HfArchitecture a, Config *c);
-
-/* The Config of a config.json's text (the architecture's fields set), for
- * the loader and the fuzz target; arch gets the architecture's class name. */
+/* The Config of a config.json's text (its family's traits applied,
+ * family_apply), for the loader and the fuzz target; arch gets the
+ * architecture's class name (a row of family.h). */
 bool hf_config_parse(const char *text, const char *what, Config *c, char *arch, size_t arch_size,
                      StepError *err);
 
@@ -61,12 +29,12 @@ bool hf_config_parse(const char *text, const char *what, Config *c, char *arch, 
  * keeps the default, null is 0 (none; for a number whose 0 stands for a
  * value, the default stays), and any other value must be of the field's
  * type in its range, or err names the key. */
-bool hf_config_fields_read(const cJSON *root, HfArchitecture a, Config *c, const char *what,
+bool hf_config_fields_read(const cJSON *root, const Family *a, Config *c, const char *what,
                            StepError *err);
 
 /* The table's keys of family a into o, but those o holds already: a number
  * as held (one whose 0 stands for a value, as that value), 0 as null, a
  * flag as true or false. */
-void hf_config_fields_write(cJSON *o, const Config *c, HfArchitecture a);
+void hf_config_fields_write(cJSON *o, const Config *c, const Family *a);
 
 #endif

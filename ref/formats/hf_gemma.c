@@ -43,13 +43,12 @@ static bool pattern_of_types(const cJSON *types, int n_layers, int *pattern, con
     return true;
 }
 
-bool hf_gemma_config(const cJSON *root, bool gemma3, Config *c, const char *what, StepError *err) {
+bool hf_gemma_config(const cJSON *root, int pattern, Config *c, const char *what, StepError *err) {
     const char *act = json_string_field(root, "hidden_activation");
     if (act == NULL) act = json_string_field(root, "hidden_act");
     if (act != NULL && strcmp(act, "gelu_pytorch_tanh") != 0)
         return step_fail(err, "%s: hidden_activation %.40s is not supported (gelu_pytorch_tanh)",
                          what, act);
-    int pattern = gemma3 ? 6 : 2; /* the config classes' defaults */
     const cJSON *types = cJSON_GetObjectItemCaseSensitive(root, "layer_types");
     if (types != NULL && !cJSON_IsNull(types)) {
         if (!pattern_of_types(types, c->n_layers, &pattern, what, err)) return false;

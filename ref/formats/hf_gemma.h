@@ -29,8 +29,9 @@
 /* What Gemma's config.json says beyond the field table's keys (read
  * already, hf_config.h, with the block's flags): its activation, and
  * which layers slide (layer_types, or sliding_window_pattern) into
- * sliding_pattern, the window set to 0 where none does. */
-bool hf_gemma_config(const cJSON *root, bool gemma3, Config *c, const char *what, StepError *err);
+ * sliding_pattern (the config class's `pattern` when it says neither),
+ * the window set to 0 where none does. */
+bool hf_gemma_config(const cJSON *root, int pattern, Config *c, const char *what, StepError *err);
 
 /* √dim as Hugging Face's Gemma multiplies the embedding by it: a tensor of
  * the embedding's dtype, so rounded to bfloat16 or float16 where the

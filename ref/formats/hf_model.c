@@ -9,6 +9,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "ref/family.h"
 #include "ref/util/file_util.h"
 #include "ref/formats/hf_gemma.h"
 #include "ref/formats/hf_gpt2.h"
@@ -439,7 +440,8 @@ bool hf_model_load(Model *m, const char *dir, WeightsMode mode, const ProgressSi
                                        "model %s: config.json implies %llu weights, the "
                                        "safetensors files hold %llu values",
                                        dir, (unsigned long long)needed, (unsigned long long)stored);
-    bool gpt2 = strcmp(arch, "GPT2LMHeadModel") == 0;
+    const Family *family = family_from_hf_class(arch); /* hf_config_parse knew it */
+    bool gpt2 = family->position == POS_LEARNED;       /* GPT-2's Conv1D tensors */
     const SafetensorsFile *in = NULL;
     SafetensorsTensor *emb = find(files, n, "model.embed_tokens.weight", &in);
     if (ok && m->config.embed_scale > 0 && emb != NULL) /* Gemma's √dim, in the weights' type */
@@ -452,8 +454,7 @@ bool hf_model_load(Model *m, const char *dir, WeightsMode mode, const ProgressSi
         ok = (mode == WEIGHTS_STORED ? model_alloc_vectors(m, err)
                                      : model_alloc_storage(m, what, err)) &&
              (gpt2 ? hf_gpt2_take(m, files, n, dir, err)
-                   : take_all(m, files, n, mode == WEIGHTS_STORED,
-                              strcmp(arch, "Phi3ForCausalLM") == 0, dir, err));
+                   : take_all(m, files, n, mode == WEIGHTS_STORED, family->fused_files, dir, err));
     }
     if (ok) {
         fill_report(report, files, n);

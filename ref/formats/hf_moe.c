@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "ref/family.h"
 #include "ref/util/json_util.h"
 
 /* mlp_only_layers: a list of layer indices, each below n_layers. */
@@ -38,14 +39,14 @@ bool hf_moe_routed_experts(const cJSON *root, const char *experts, bool width, C
 }
 
 bool hf_moe_config(const cJSON *root, bool qwen, Config *c, const char *what, StepError *err) {
-    /* Mixtral's experts are intermediate_size wide: hf_architecture_apply */
+    /* Mixtral's experts are intermediate_size wide: family_apply (family.h) */
     return hf_moe_routed_experts(root, qwen ? "num_experts" : "num_local_experts", qwen, c, what,
                                  err) &&
            (!qwen || dense_list(root, c, what, err));
 }
 
 bool hf_moe_mixtral(const Config *c) {
-    return strcmp(config_family(c), "mixtral") == 0;
+    return family_of_config(c)->routing == FAMILY_ROUTING_MIXTRAL;
 }
 
 void hf_moe_tensor_name(bool qwen, int l, int expert, ExpertKind part, char *buf, size_t size) {

@@ -29,7 +29,7 @@
  * already, hf_config.h): the experts (num_local_experts for Mixtral, qwen
  * false, num_experts for Qwen3MoeForCausalLM), the experts a token runs
  * (at most those), Qwen3-MoE's required moe_intermediate_size and its
- * mlp_only_layers (Mixtral's expert width is hf_architecture_apply's). */
+ * mlp_only_layers (Mixtral's expert width is family_apply (family.h)'s). */
 bool hf_moe_config(const cJSON *root, bool qwen, Config *c, const char *what, StepError *err);
 
 /* Whether c's experts are Mixtral's (block_sparse_moe.*, w1/w2/w3), not

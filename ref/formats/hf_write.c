@@ -187,7 +187,7 @@ static int by_name(const void *a, const void *b) {
  * Hugging Face), the window (one as wide as the context when none), and
  * which layers slide (layer_types, and Gemma 3's older
  * sliding_window_pattern when one number says it). */
-static void gemma_config_json(cJSON *o, const Config *c, bool gemma3) {
+static void gemma_config_json(cJSON *o, const Config *c, const Family *a) {
     cJSON_AddStringToObject(o, "hidden_activation", "gelu_pytorch_tanh");
     cJSON_AddNumberToObject(o, "query_pre_attn_scalar", config_query_scale(c));
     /* no window: one as wide as the context, which masks nothing */
@@ -197,7 +197,8 @@ static void gemma_config_json(cJSON *o, const Config *c, bool gemma3) {
      * % N == 0), so that the folder is the family's shape, which llama.cpp
      * assumes (convert's gemma_fits): the same maths, as a window as wide as
      * the context masks nothing */
-    int pattern = c->sliding_pattern > 0 ? c->sliding_pattern : gemma3 ? 6 : 2;
+    int pattern =
+        c->sliding_pattern > 0 ? c->sliding_pattern : (int)family_default(a, "sliding_pattern");
     cJSON *types = cJSON_AddArrayToObject(o, "layer_types");
     for (int l = 0; l < c->n_layers; l++) {
         bool slides =
@@ -205,7 +206,7 @@ static void gemma_config_json(cJSON *o, const Config *c, bool gemma3) {
         cJSON_AddItemToArray(types,
                              cJSON_CreateString(slides ? "sliding_attention" : "full_attention"));
     }
-    if (gemma3) {
+    if (family_default(a, "rope_local_theta") > 0) { /* a local base of its own (Gemma 3's) */
         cJSON_AddNumberToObject(o, "rope_local_base_freq",
                                 c->rope_local_theta > 0 ? c->rope_local_theta
                                                         : config_rope_theta(c));
@@ -252,11 +253,11 @@ static bool deepseek2_config_json(cJSON *o, const Config *c) {
     return true;
 }
 
-static cJSON *config_json(const Config *c, HfArchitecture a, SafetensorsDtype dtype) {
+static cJSON *config_json(const Config *c, const Family *a, SafetensorsDtype dtype) {
     cJSON *o = cJSON_CreateObject();
     cJSON *archs = cJSON_AddArrayToObject(o, "architectures");
-    cJSON_AddItemToArray(archs, cJSON_CreateString(hf_architecture_class(a)));
-    cJSON_AddStringToObject(o, "model_type", hf_architecture_model_type(a));
+    cJSON_AddItemToArray(archs, cJSON_CreateString(a->hf_class));
+    cJSON_AddStringToObject(o, "model_type", a->hf_model_type);
     cJSON_AddNumberToObject(o, "hidden_size", c->dim);
     cJSON_AddNumberToObject(o, "intermediate_size", c->hidden_dim);
     cJSON_AddNumberToObject(o, "num_hidden_layers", c->n_layers);
@@ -299,12 +300,14 @@ static cJSON *config_json(const Config *c, HfArchitecture a, SafetensorsDtype dt
         cJSON_AddNumberToObject(scaling, "mscale", rs->mscale);
         cJSON_AddNumberToObject(scaling, "mscale_all_dim", rs->mscale_all_dim);
     }
-    if (a == HF_MIXTRAL || a == HF_QWEN3MOE) moe_config_json(o, c, a == HF_QWEN3MOE);
-    if (a == HF_GEMMA2 || a == HF_GEMMA3)
-        gemma_config_json(o, c, a == HF_GEMMA3);
-    else if (a == HF_DEEPSEEK2 && !deepseek2_config_json(o, c))
+    bool mla = a->attention == FAMILY_ATTENTION_MLA;
+    if (a->routing == FAMILY_ROUTING_MIXTRAL || a->routing == FAMILY_ROUTING_QWEN3MOE)
+        moe_config_json(o, c, a->routing == FAMILY_ROUTING_QWEN3MOE);
+    if (a->window == FAMILY_WINDOW_PATTERN)
+        gemma_config_json(o, c, a);
+    else if (mla && !deepseek2_config_json(o, c))
         return cJSON_Delete(o), NULL; /* dense layers DeepSeek-V2 cannot say */
-    else if (a != HF_DEEPSEEK2)
+    else if (!mla)
         cJSON_AddStringToObject(o, "hidden_act", "silu");
     cJSON_AddStringToObject(o, "torch_dtype",
                             dtype == ST_F32   ? "float32"
@@ -407,18 +410,19 @@ static int list_gpt2(const Model *m, OutTensor *all, Gpt2Tensor **held) {
 
 /* hf_model_save's work; seed != 0: m is a layout (model_reserve_layout)
  * whose values are drawn from the seed as they are written. */
-static bool save_folder(const Model *m, uint64_t seed, HfArchitecture a, const char *dir,
+static bool save_folder(const Model *m, uint64_t seed, const Family *a, const char *dir,
                         SafetensorsDtype dtype, int shards, const char *tokenizer_dir,
                         StepError *err) {
     const Config *c = &m->config;
     if (!model_in_storage(m) || c->rope_layout != ROPE_INTERLEAVED)
         return step_fail(err, "%s: only a float32 model as loaded can be written", dir);
     Config want = *c;
-    hf_architecture_apply(a, &want);
+    family_apply(a, &want);
     if (memcmp(&want, c, sizeof want) != 0)
         return step_fail(err, "%s: the model's biases, norms, MLP or positions are not %s's", dir,
-                         hf_architecture_class(a));
-    if (a == HF_GPT2 && (seed != 0 || c->n_kv_heads != c->n_heads))
+                         a->hf_class);
+    bool gpt2 = a->position == POS_LEARNED; /* GPT2LMHeadModel's Conv1D tensors */
+    if (gpt2 && (seed != 0 || c->n_kv_heads != c->n_heads))
         return step_fail(err,
                          "%s: a GPT-2 folder is written from a model in memory, with as "
                          "many KV heads as heads",
@@ -433,13 +437,13 @@ static bool save_folder(const Model *m, uint64_t seed, HfArchitecture a, const c
         free(all), free(order), free(names);
         return step_fail(err, "%s: out of memory", dir);
     }
-    Gpt2Tensor *gpt2 = NULL;
+    Gpt2Tensor *gpt2_parts = NULL;
     float *fused = NULL;
-    if (a == HF_PHI3) /* room for its fused tensors */
+    if (a->fused_files) /* room for its fused tensors */
         fused = malloc((size_t)c->n_layers * hf_fused_layer_floats(c) * sizeof(float));
-    int n = a == HF_GPT2                    ? list_gpt2(m, all, &gpt2)
-            : a == HF_PHI3 && fused == NULL ? -1
-                                            : list_tensors(m, fused, all),
+    int n = gpt2                              ? list_gpt2(m, all, &gpt2_parts)
+            : a->fused_files && fused == NULL ? -1
+                                              : list_tensors(m, fused, all),
         written = 0;
     int head_dim = config_head_dim(c);
     if (n < 0 || (seed != 0 && !seed_tensors(m, seed, all, n))) {
@@ -453,7 +457,7 @@ static bool save_folder(const Model *m, uint64_t seed, HfArchitecture a, const c
     const char *torch_dtype = dtype == ST_F32   ? "float32"
                               : dtype == ST_F16 ? "float16"
                                                 : "bfloat16";
-    cJSON *cfg = a == HF_GPT2 ? hf_gpt2_config_json(c, torch_dtype) : config_json(c, a, dtype);
+    cJSON *cfg = gpt2 ? hf_gpt2_config_json(c, torch_dtype) : config_json(c, a, dtype);
     if (ok && cfg == NULL)
         ok = step_fail(err, "%s: DeepSeek-V2's dense layers must be its first ones", dir);
     cJSON *index = cJSON_CreateObject();
@@ -489,22 +493,23 @@ static bool save_folder(const Model *m, uint64_t seed, HfArchitecture a, const c
     if (ok && tokenizer_dir != NULL) ok = copy_tokenizer(tokenizer_dir, dir, names, &written, err);
     if (!ok && made) remove_written(dir, names, written);
     cJSON_Delete(cfg), cJSON_Delete(index);
-    hf_gpt2_tensors_free(gpt2, n);
+    hf_gpt2_tensors_free(gpt2_parts, n);
     free(fused);
     free(all), free(order), free(part), free(names);
     return ok;
 }
 
-bool hf_model_save(const Model *m, HfArchitecture a, const char *dir, SafetensorsDtype dtype,
+bool hf_model_save(const Model *m, const Family *a, const char *dir, SafetensorsDtype dtype,
                    int shards, const char *tokenizer_dir, StepError *err) {
     return save_folder(m, 0, a, dir, dtype, shards, tokenizer_dir, err);
 }
 
-bool hf_model_save_random(const Model *layout, uint64_t seed, HfArchitecture a, const char *dir,
+bool hf_model_save_random(const Model *layout, uint64_t seed, const Family *a, const char *dir,
                           SafetensorsDtype dtype, int shards, const char *tokenizer_dir,
                           StepError *err) {
     if (seed == 0) return step_fail(err, "make-model: seed must not be 0");
-    if (a == HF_GPT2 || a == HF_PHI3) { /* fused (and transposed): from the weights in memory */
+    if (a->position == POS_LEARNED ||
+        a->fused_files) { /* fused (and transposed): from the weights in memory */
         Model m;
         bool ok = model_init_random(&m, &layout->config, seed, err) &&
                   save_folder(&m, 0, a, dir, dtype, shards, tokenizer_dir, err);

@@ -15,14 +15,14 @@
  * with tokenizer_dir (may be NULL), its tokenizer.json and
  * tokenizer_config.json copied in. dir must not exist; on failure nothing
  * is left. */
-bool hf_model_save(const Model *m, HfArchitecture a, const char *dir, SafetensorsDtype dtype,
+bool hf_model_save(const Model *m, const Family *a, const char *dir, SafetensorsDtype dtype,
                    int shards, const char *tokenizer_dir, StepError *err);
 
 /* The same folder for model_init_random's model of seed, from its layout
  * alone (model_reserve_layout): each tensor's values are drawn as it is
  * written, so the weights are never in memory, and the bytes are those of
  * model_init_random then hf_model_save. */
-bool hf_model_save_random(const Model *layout, uint64_t seed, HfArchitecture a, const char *dir,
+bool hf_model_save_random(const Model *layout, uint64_t seed, const Family *a, const char *dir,
                           SafetensorsDtype dtype, int shards, const char *tokenizer_dir,
                           StepError *err);
 
