@@ -476,6 +476,19 @@ MUTANTS = [
      '"--decode", str(WINDOW)]', "bench", "make bench's decode after its prompt runs past the 15M shape's window"),
     ("bench-1b-prompt-past-window", "tests/bench_1b.py", "PROMPTS = (64, 512)", "PROMPTS = (64, 1024)", "bench",
      "make bench-1b's long prompt leaves no room in the 1B folder's window for the decode after it"),
+    # ---- tests/: the notebooks' pages (issue 72: docs/notebooks/ checked against the code)
+    ("pages-timed-mask-greedy", "tests/notebook_pages.py", 'r"\\n(.*?)" + re.escape(TIMED_END)',
+     'r"\\n(.*)" + re.escape(TIMED_END)', "docs",
+     "the mask of timed outputs runs from the first to the last: every untimed output between them unchecked"),
+    ("pages-untimed-figure-exists", "tests/notebook_pages.py", 'check(have == data, "img/%s: the figure',
+     'check(have is not None, "img/%s: the figure', "docs",
+     "an untimed figure only required to exist, not to be the one the notebook draws now"),
+    ("pages-links-from-notebooks", "tests/notebook_pages.py", "os.path.relpath(resolved, PAGES_DIR)",
+     "os.path.relpath(resolved, NOTEBOOKS_DIR)", "docs",
+     "the notebooks' links left as they are in notebooks/: from docs/notebooks/ they lead nowhere"),
+    ("pages-record-prefix", "tests/notebook_pages.py", 'return "\\n" + section in "\\n" + record_text',
+     'return section[:-len("== end ==\\n")] in record_text', "docs",
+     "a timed output counted as the record's when the record holds it with more lines after it"),
 ]
 
 EQUIVALENT = {}

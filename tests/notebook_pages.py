@@ -310,24 +310,31 @@ def check_all(executed_dir, notebooks):
 
 
 def self_test():
-    """The check on a page it must fail: a number changed outside a timed
-    output, a timed output not in the record, an untimed figure's byte
-    changed, a timed figure not the record's; and one it must pass: a
-    timed output from another run, which the record holds."""
-    page = ("# t\n\n```python\nprint(2 + 2)\n```\n\n    4\n\n"
-            "```python\nt = time()\n```\n\n" + TIMED_BEGIN + "\n    12.5 ms\n![t](img/t.png)\n" + TIMED_END + "\n")
+    """The check on a page it must fail: a number changed outside the timed
+    outputs (between two of them too), a timed output not in the record
+    (one the record holds longer too), an untimed figure's byte changed, a
+    timed figure not the record's; and one it must pass: timed outputs from
+    another run, which the record holds."""
+    def page(first, second):  # a rendered page with two timed outputs
+        return ("# t\n\n```python\nprint(2 + 2)\n```\n\n    4\n\n```python\nt = time()\n```\n\n" +
+                TIMED_BEGIN + "\n    %s ms\n![t](img/t.png)\n" % first + TIMED_END +
+                "\n\n```python\nprint(3)\n```\n\n    3\n\n```python\nu = time()\n```\n\n" +
+                TIMED_BEGIN + "\n    %s ms\n" % second + TIMED_END + "\n")
     figures = {"u.png": b"\x89PNG untimed", "t.png": b"\x89PNG timed"}
 
-    def record_of(committed):  # as write() records the reference run
-        return (record_section("p", TIMED.findall(committed)[0]) +
-                "figure img/t.png sha256 %s\n" % sha256(figures["t.png"]))
-    other = page.replace("12.5", "13.5")  # another run's timing
-    cases = [("the page as rendered", page, figures, record_of(page), 0),
-             ("a number changed outside a timed output", page.replace("    4\n", "    5\n"), figures, record_of(page), 1),
-             ("a timed output from another run, recorded", other, figures, record_of(other), 0),
-             ("a timed output not in the record", other, figures, record_of(page), 1),
-             ("an untimed figure's byte changed", page, dict(figures, **{"u.png": b"\x89PNG untimeD"}), record_of(page), 1),
-             ("a timed figure not the record's", page, dict(figures, **{"t.png": b"\x89PNG timeD"}), record_of(page), 1)]
+    def record(first, second):  # as write() records a run, written out by hand
+        return ("== p: timed output ==\n    %s ms\n![t](img/t.png)\n== end ==\n\n"
+                "== p: timed output ==\n    %s ms\n== end ==\n\nfigure img/t.png sha256 %s\n"
+                % (first, second, sha256(figures["t.png"])))
+    text, recorded = page("12.5", "7.5"), record("12.5", "7.5")
+    cases = [("the page as rendered", text, figures, recorded, 0),
+             ("a number changed outside a timed output", text.replace("    4\n", "    5\n"), figures, recorded, 1),
+             ("a number changed between two timed outputs", text.replace("    3\n", "    9\n"), figures, recorded, 1),
+             ("timed outputs from another run, recorded", page("13.5", "6.5"), figures, record("13.5", "6.5"), 0),
+             ("a timed output not in the record", page("13.5", "6.5"), figures, recorded, 1),
+             ("a timed output the record holds longer", text, figures, record("12.5", "7.5 ms\n    8.5"), 1),
+             ("an untimed figure's byte changed", text, dict(figures, **{"u.png": b"\x89PNG untimeD"}), recorded, 1),
+             ("a timed figure not the record's", text, dict(figures, **{"t.png": b"\x89PNG timeD"}), recorded, 1)]
     check = Checks()
     with tempfile.TemporaryDirectory() as tmp:
         os.makedirs(os.path.join(tmp, "img"))
@@ -339,7 +346,7 @@ def self_test():
             out = sys.stdout
             sys.stdout = open(os.devnull, "w")
             try:
-                compare(inner, "p", committed, page, figures, {"t.png"}, tmp, record_text)
+                compare(inner, "p", committed, text, figures, {"t.png"}, tmp, record_text)
             finally:
                 sys.stdout.close()
                 sys.stdout = out
