@@ -530,6 +530,8 @@ notebook-pages: notebooks-run
 
 notebooks-run: build $(BUILD)/bench/forward
 	@mkdir -p $(BUILD)/notebooks
+	@# how busy the machine was, for the record of a reference run
+	@cat /proc/loadavg > $(BUILD)/notebooks/loadavg-before 2>/dev/null || true
 	@/usr/bin/python3 tests/notebooks_clean.py $(NOTEBOOKS)
 	@set -e; ran=0; skipped=0; for nb in $(NOTEBOOKS); do \
 	  if grep -q 'st.stories()\|st.model(' "$$nb" && [ ! -f "$(STEPWISE_MODELS)/stories260K.bin" ]; then \

@@ -190,6 +190,11 @@ def executed_times(path):
             if k in ("iopub.execute_input", "shell.execute_reply")]
 
 
+def loadavg(path):
+    """The three load averages of a copy of /proc/loadavg; ? without one."""
+    return " ".join(open(path).read().split()[:3]) if os.path.exists(path) else "?"
+
+
 def machine():
     """This machine, as the records of docs/runs/ name it."""
     lscpu = run(["lscpu"], capture_output=True, text=True).stdout
@@ -212,7 +217,8 @@ def write(executed_dir, notebooks):
     pages, sections, problems, times = {}, [], [], []
     for nb in notebooks:
         name = os.path.basename(nb)[:-len(".ipynb")]
-        times += executed_times(executed_copy(executed_dir, nb))
+        ran = [t[:19].replace("T", " ") for t in executed_times(executed_copy(executed_dir, nb))]
+        times.append("  %s: %s to %s\n" % (name, min(ran, default="?"), max(ran, default="?")))
         text, figures, timed_figures, found = render(executed_copy(executed_dir, nb), record)
         problems += ["%s: %s" % (name, p) for p in found]
         pages[name] = (text, figures)
@@ -239,13 +245,14 @@ def write(executed_dir, notebooks):
     head = run(["git", "-C", ROOT, "describe", "--always", "--dirty"], capture_output=True, text=True).stdout.strip()
     with open(os.path.join(RUNS_DIR, record), "w", encoding="utf-8") as f:
         f.write("The reference run of the notebooks' timed cells, as docs/notebooks/ shows them.\n\n"
-                "date: %s\nexecuted: %s to %s (the cells' own times)\nmachine: %s\n"
-                "load average when rendered: %s\ncommit: %s\n"
-                "command: make notebook-pages (every notebook executed on one thread, as make notebooks "
-                "does, then tests/notebook_pages.py write)\n\n%s"
-                % (now.strftime("%Y-%m-%d %H:%M UTC"), min(times, default="?")[:19].replace("T", " "),
-                   max(times, default="?")[:19].replace("T", " "), machine(),
-                   " ".join(open("/proc/loadavg").read().split()[:3]) if os.path.exists("/proc/loadavg") else "?",
+                "rendered: %s\nexecuted (UTC, the cells' own times):\n%smachine: %s\n"
+                "load average (1, 5, 15 minutes) before the last make notebooks run: %s; when rendered: %s\n"
+                "commit: %s\n"
+                "command: make notebook-pages: each notebook executed headless by nbconvert as make notebooks "
+                "does (stepwise on one thread), then tests/notebook_pages.py write build/notebooks "
+                "notebooks/*.ipynb\n\n%s"
+                % (now.strftime("%Y-%m-%d %H:%M UTC"), "".join(times), machine(),
+                   loadavg(os.path.join(executed_dir, "loadavg-before")), loadavg("/proc/loadavg"),
                    head or "?", "\n".join(sections)))
     print("notebook-pages: %d pages and %d figures in %s; timed outputs recorded in docs/runs/%s"
           % (len(pages), sum(len(f) for _, f in pages.values()), os.path.relpath(PAGES_DIR, ROOT), record))
