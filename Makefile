@@ -395,12 +395,13 @@ tokenizer-json-check: build npm-fixtures
 	/usr/bin/python3 tests/tokenizer_json_check.py $(BUILD)/stepwise $(NPM_DIR) 300
 
 # The viewer's PNGs in docs/ from the pages tests/viewer_check.py loads in
-# headless chromium (1280 x 720).
+# headless chromium (1280 x 720; presentation mode at 1920 x 1080).
 screenshots: build
 	/usr/bin/python3 tests/viewer_check.py $(BUILD)/stepwise
 	@mkdir -p docs/img
 	cp $(BUILD)/screenshots/view-stories.png docs/img/viewer.png
 	cp $(BUILD)/screenshots/view-example.png docs/img/viewer-example.png
+	cp $(BUILD)/screenshots/view-stories-present.png docs/img/viewer-present.png
 
 # diff's first-divergence search: perturbed hooks, a broken build, inputs
 # that differ, golden sets, an independent engine (tests/diff_check.py).

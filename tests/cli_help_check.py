@@ -3,7 +3,8 @@
 `make test`): for each command of `stepwise --help`, the options its help
 lists (the lines that start with an option) against the options its source
 declares, in an option table (ref/cli/options.h: {"name", VALUE, OPTION_...},
-the shared tables of ref/cli/option_groups.c it names expanded, make-model's
+the shared tables of ref/cli/option_groups.c it names, directly or by a
+group macro of ref/cli/options.h (CLI_MODEL_GROUP), expanded, make-model's
 from the table of model fields, ref/config_table.h) or a getopt
 table ({"name", required_argument | no_argument, ...}, the shared groups'
 macros of ref/cli/common.h expanded). An option the command
@@ -41,6 +42,10 @@ def macros():
     groups = open(os.path.join(CLI, "option_groups.c")).read()  # the shared option tables
     for m in re.finditer(r"const CliOption (CLI_\w+)\[\] = \{(.*?)CLI_OPTIONS_END\}", groups, re.S):
         out[m.group(1)] = set(TABLE.findall(m.group(2)))
+    # options.h's group macros (CLI_MODEL_GROUP(...): {.options = CLI_MODEL_OPTIONS, ...}) name a table
+    header = open(os.path.join(CLI, "options.h")).read()
+    for m in re.finditer(r"#define (CLI_\w+_GROUP)\([^)]*\)\s*\\\n\s*\{\s*\.options = (CLI_\w+),", header):
+        out[m.group(1)] = out[m.group(2)]
     return out
 
 

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Two builds, the same traces: every family's folder (made by OLD's
 # make-model) and the llama2.c and GGUF stories260K, generated with the
-# fast and the plain kernels, in float32 and in int8, at trace level full
+# fast and the plain kernels, in float32, in int8 and with 16-bit caches
+# (f16 with llama.cpp's rounding and ggml's GELU table; bf16), at trace level full
 # with the KV rows, and at level tokens (where the fast attention runs);
 # each trace's bytes past the run header (its first line) compared by
 # SHA-256. A refactor that must not move a number (issue 47's steps 1-5)
@@ -38,9 +39,16 @@ printf '%-16s %-8s %-11s %-18s %-18s %s\n' model kernels run "old (sha256, 16)" 
 for m in gemma2 gemma3 qwen3moe mixtral phi3 qwen2 qwen3 mistral gpt2 deepseek2 mqa.bin \
     "$models/stories260K.bin" "$models/stories260K.gguf"; do
     for kernels in fast plain; do
-        for quant in f32 int8; do
+        for quant in f32 int8 f16 bf16; do
             q=()
             [ "$quant" = int8 ] && q=(--quant-weights int8 --quant-activations int8 --quant-kv int8)
+            # the run's rounding choices: a 16-bit cache (with llama.cpp's rounding points) and
+            # GELU through ggml's table
+            [ "$quant" = f16 ] && q=(--kv-dtype f16 --kv-rounding llama.cpp)
+            [ "$quant" = f16 ] && case "$m" in gpt2 | gemma2 | gemma3) q+=(--gelu ggml) ;; esac
+            [ "$quant" = bf16 ] && q=(--kv-dtype bf16)
+            # MLA's cache of latents is float32 only (a run's choice refused with MLA)
+            [ "$m" = deepseek2 ] && case "$quant" in f16 | bf16) continue ;; esac
             # MLA's cache of latents stays float32 (run_state.h)
             [ "$quant" = int8 ] && [ "$m" = deepseek2 ] && q=(--quant-weights int8 --quant-activations int8)
             for level in full tokens; do

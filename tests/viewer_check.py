@@ -30,12 +30,24 @@ console error, into the page, which --dump-dom returns. Checked here:
    page says its u is fixed at 0.5 and shows no attention or KV notes;
 9. the steps listed as worth opening are exactly those whose sample event
    kept more than one survivor;
-10. (first, without a browser) the window every text about this check
-    states, the Makefile's screenshots comment, docs/viewer.md and this
-    docstring, is the one the browser is opened at.
+10. (first, without a browser) every window size the texts about this
+    check state, the Makefile's screenshots comment, docs/viewer.md and
+    this docstring, is one the browser is opened at;
+11. presentation mode (#present, at 1280 x 720 and at 1920 x 1080, on the
+    stories260K page at step 23, where 16 tokens survive): every K and V
+    cell at least 24 CSS px a side, the page's type at least 20 px and the
+    charts' text drawn at least 16 px tall, the KV panel's formula caption
+    whole (its scrollWidth within its clientWidth, its right edge within
+    the window) and no page wider than the window; a click where the step's
+    V cell at dimension 3 is drawn (the element found there) shows the
+    trace's value for it, the V key every value of the step's K and V rows
+    in its cell, to the two decimals shown (one from 10 up), and V again
+    hides them; on the plain page, the P key turns presenting on and off,
+    and the address keeps it (#...&present).
 
 Screenshots (1280 x 720) of the stories260K, comparison and example pages go
-to build/screenshots/ (make screenshots copies two into docs/img/).
+to build/screenshots/ (make screenshots copies two into docs/img/), and one
+of the stories260K page presenting at 1920 x 1080.
 
     /usr/bin/python3 tests/viewer_check.py build/stepwise
 """
@@ -57,6 +69,7 @@ BIN = os.path.abspath(sys.argv[1] if len(sys.argv) > 1 else "build/stepwise")
 SHOTS = os.path.join(ROOT, "build", "screenshots")
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars", "--window-size=1280,720"]
+PRESENT_WINDOWS = ((1280, 720), (1920, 1080))  # a projector's two usual sizes, for presentation mode
 check = Checks()
 
 
@@ -64,17 +77,19 @@ def run(*args):
     run_stepwise(BIN, *args)
 
 
-def selftest(page, shoot, at=""):
+def selftest(page, shoot, at="", window=None, shot_name=None):
     """What the page's self-test wrote (opened at the fragment `at`, such as
     "step=3&"), and with shoot a screenshot of the page (at the fragment
-    shoot names, when it is a string: "#step=21")."""
+    shoot names, when it is a string: "#step=21"); in a window of FLAGS'
+    size, or of `window` (width, height)."""
     url = "file://" + page
-    dom = subprocess.run([CHROMIUM, *FLAGS, "--virtual-time-budget=5000", "--dump-dom",
+    flags = FLAGS if window is None else FLAGS[:-1] + ["--window-size=%d,%d" % window]
+    dom = subprocess.run([CHROMIUM, *flags, "--virtual-time-budget=5000", "--dump-dom",
                           url + "#" + at + "selftest"], capture_output=True, text=True, timeout=120).stdout
     m = re.search(r'<pre id="selftest-result"[^>]*>(.*?)</pre>', dom, re.S)
-    shot = os.path.join(SHOTS, os.path.basename(page)[:-5] + ".png")
+    shot = os.path.join(SHOTS, shot_name or os.path.basename(page)[:-5] + ".png")
     if shoot:
-        subprocess.run([CHROMIUM, *FLAGS, "--screenshot=" + shot,
+        subprocess.run([CHROMIUM, *flags, "--screenshot=" + shot,
                         url + (shoot if isinstance(shoot, str) else "")], capture_output=True,
                        timeout=120)
     return json.loads(m.group(1).replace("&amp;", "&").replace("&lt;", "<").replace("&gt;", ">")
@@ -163,25 +178,75 @@ def check_steps(page, trace, results):
           "the example page says its u is fixed at 0.5 and has no attention or KV notes")
 
 
+def decimals(text):
+    return len(text.split(".", 1)[1]) if "." in text else 0
+
+
+def check_present(page, trace):
+    """Presentation mode at each of PRESENT_WINDOWS, on the step with the
+    most survivors, against the trace's kv event of its position."""
+    evs = events(trace)
+    samples = [e for e in evs if e["event"] == "sample"]
+    best = max(range(len(samples)), key=lambda i: (samples[i]["n_survivors"], -i))
+    pos = samples[best]["pos"]
+    kv = next(e for e in evs if e["event"] == "kv" and e["layer"] == 0 and e["pos"] == pos)
+    hd = len(kv["k"]) // 4  # stories260K: 4 K/V heads of 8; the panel opens at K/V head 0
+    for window in PRESENT_WINDOWS:
+        size = "%d x %d" % window
+        shoot = "#step=%d&values" % (best + 1) if window == PRESENT_WINDOWS[-1] else False
+        r = selftest(page, shoot, "step=%d&present&" % (best + 1), window, "view-stories-present.png")
+        view, clicks = (r or {}).get("present"), (r or {}).get("present_clicks") or {}
+        if not view:
+            check(False, f"{size}: the page opens presenting at #step={best + 1}&present")
+            continue
+        check(r["errors"] == [] and view["present"] and r["at_load"]["pos"] == pos and samples[best]["n_survivors"] > 1,
+              f"{size}: presenting step {best + 1} (position {pos}, {samples[best]['n_survivors']} "
+              f"survivors) with no console error")
+        check(view["kv_cells"] == 2 * (pos + 1) * hd and view["cell_width"] >= 24 and view["cell_height"] >= 24,
+              f"{size}: the {view['kv_cells']} K and V cells are at least 24 px a side "
+              f"({view['cell_width']} x {view['cell_height']} px)")
+        font = view["font"]
+        check(min(font.values()) >= 18 and font["body"] >= 20 and view["chart_text_height"] >= 16,
+              f"{size}: type at least 20 px on the page and 18 in the panels ({font}); the charts' text "
+              f"drawn {view['chart_text_height']} px tall")
+        cap = view["caption"]
+        check(cap is not None and "x 4 bytes)" in cap["text"] and cap["scroll_width"] <= cap["client_width"]
+              and cap["right"] <= view["window_width"] and view["page_width"] <= view["window_width"],
+              f"{size}: the KV panel's caption is whole ({cap and cap['scroll_width']} px of text in "
+              f"{cap and cap['client_width']}, ending at {cap and round(cap['right'])} of "
+              f"{view['window_width']}); the page {view['page_width']} px wide")
+        got = re.search(r"^V\[(\d+)\]\[3\] = (\S+) ", (clicks.get("clicked") or {}).get("readout", ""))
+        check(clicks.get("hit_cell") and got and int(got.group(1)) == pos and float(got.group(2)) == kv["v"][3],
+              f"{size}: a click on V[{pos}][3] shows the trace's value {kv['v'][3]}: "
+              f"{(clicks.get('clicked') or {}).get('readout')!r}")
+        shown = {"k": clicks.get("values_k") or [], "v": clicks.get("values_v") or []}
+        close = all(len(shown[x]) == hd and all(
+            decimals(t) >= 1 and abs(float(t) - kv[x][j]) <= 0.5 * 10 ** -decimals(t) + 1e-12
+            for j, t in enumerate(shown[x])) for x in "kv")
+        check(close and clicks.get("values_all") == view["kv_cells"] and clicks.get("values_after_second_v") == 0,
+              f"{size}: the V key shows every cell's value, the step's K row {shown['k'][:3]}... "
+              f"being the trace's {[round(x, 3) for x in kv['k'][:3]]}...; V again hides them")
+
+
 SIZE = re.compile(r"\b(\d{3,4}) ?[x×] ?(\d{3,4})\b")  # "1280 x 720", "1280 × 720"
 
 
 def check_stated_size():
     """Every window size the texts about this check state (the Makefile,
     comment on its screenshots target, docs/viewer.md, this docstring) is
-    the one the browser is opened at (FLAGS): a size changed in one place
-    and not in the others fails here, before the browser is looked for."""
+    one the browser is opened at (FLAGS', or presentation mode's): a size
+    changed in one place and not in the others fails here, before the
+    browser is looked for."""
     window = tuple(re.search(r"--window-size=(\d+),(\d+)", " ".join(FLAGS)).groups())
+    windows = {window} | {(str(w), str(h)) for w, h in PRESENT_WINDOWS}
     make = open(os.path.join(ROOT, "Makefile"), encoding="utf-8").read()
     comment = re.search(r"((?:^#[^\n]*\n)+)screenshots:", make, re.M)
     for name, text in (("Makefile's screenshots comment", comment.group(1) if comment else ""),
-                       ("docs/viewer.md", open(os.path.join(ROOT, "docs", "viewer.md"), encoding="utf-8").read())):
+                       ("docs/viewer.md", open(os.path.join(ROOT, "docs", "viewer.md"), encoding="utf-8").read()),
+                       ("this check's docstring", __doc__)):
         stated = SIZE.findall(text)
-        check(stated and all(s == window for s in stated),
-              f"{name} states the window the browser opens, {' x '.join(window)}: {stated}")
-    stated = SIZE.findall(__doc__)
-    check(stated and all(s == window for s in stated),
-          f"this check's docstring states the window {' x '.join(window)}: {stated}")
+        check(stated and window in stated and all(s in windows for s in stated),
+              f"{name} states the windows the browser opens, {' x '.join(window)} among them: {sorted(set(stated))}")
 
 
 def main():
@@ -231,7 +296,7 @@ def main():
         pages["example"] = os.path.join(tmp, "view-example.html")
         run("view", "--example", "-o", pages["example"])
         shots = ("stories", "compare", "example")  # the ones docs/ may show
-        at = {"stories": "#step=21"}  # a step where the cache has grown, as docs/viewer.md shows it
+        at = {"stories": "#step=23"}  # a grown cache and 16 survivors, as docs/viewer.md shows it
         results = {name: selftest(page, at.get(name, name in shots)) for name, page in pages.items()}
 
         loaded = [n for n, r in results.items() if r is not None and r["errors"] == []
@@ -275,7 +340,13 @@ def main():
               f"a mixture's page draws layer 0's routing grid, one cell a chosen expert ({cells}); "
               f"no other page draws one")
         check_steps(pages["stories"], traces["stories"], results)
-    made = [os.path.join(SHOTS, f"view-{n}.png") for n in shots]
+        check_present(pages["stories"], traces["stories"])
+        p_key = results["stories"] and results["stories"].get("p_key")
+        check(p_key and p_key["on"]["present"] and p_key["on"]["cell_width"] >= 24
+              and "&present" in p_key["hash"] and p_key["off"] is False,
+              f"the P key turns presenting on (cells {p_key and p_key['on']['cell_width']} px wide, the address "
+              f"{p_key and p_key['hash']!r}) and off again")
+    made = [os.path.join(SHOTS, f"view-{n}.png") for n in (*shots, "stories-present")]
     check(all(os.path.exists(p) and os.path.getsize(p) > 10000 for p in made),
           f"screenshots in build/screenshots: {', '.join(os.path.basename(p) for p in made)}")
     return check.summary("viewer check")

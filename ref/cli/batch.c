@@ -98,15 +98,12 @@ static const CliOption BATCH_OPTIONS[] = {
 static const CliCommandOptions BATCH_COMMAND = {
     .command = "batch",
     .options = BATCH_OPTIONS,
-    .groups = (const CliOptionGroup[]){{.options = CLI_MODEL_OPTIONS,
-                                        .base = offsetof(BatchArgs, load),
-                                        .heading = "the model:"},
-                                       {.options = CLI_QUANT_OPTIONS,
-                                        .base = offsetof(BatchArgs, load.quant)},
-                                       {.options = CLI_TRACE_OPTIONS,
-                                        .base = offsetof(BatchArgs, load.trace),
-                                        .heading = "tracing (with --trace DIR, as for generate):"},
-                                       {0}},
+    .groups =
+        (const CliOptionGroup[]){
+            CLI_MODEL_GROUP(BatchArgs, load, "the model:"),
+            CLI_QUANT_GROUP(BatchArgs, load, NULL),
+            CLI_TRACE_GROUP(BatchArgs, load, "tracing (with --trace DIR, as for generate):"),
+            {0}},
     .after = "\n"
              "exit status: 0 when every request was served, 1 when some failed (each has\n"
              "its error line), 2 when the model or the requests file cannot be read.\n",

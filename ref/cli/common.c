@@ -180,8 +180,8 @@ int cli_trace_option(int c, const char *arg, TraceOptions *t, StepError *err) {
     return ok ? 1 : -1;
 }
 
-/* arg as one of an option's two values: 1 with *second telling which, or
- * -1 with err naming both. */
+/* arg as one of an option's two values: true with *is_second telling
+ * which, or false with err naming both. */
 bool cli_parse_either(const char *arg, const char *option, const char *first, const char *second,
                       bool *is_second, StepError *err) {
     if (strcmp(arg, first) == 0 || strcmp(arg, second) == 0) {
@@ -191,61 +191,70 @@ bool cli_parse_either(const char *arg, const char *option, const char *first, co
     return step_fail(err, "%s takes %s or %s, got '%s'", option, first, second, arg);
 }
 
-/* cli_parse_either as the group functions return it: 1, or -1 refused. */
-static int parse_either(const char *arg, const char *option, const char *first, const char *second,
-                        bool *is_second, StepError *err) {
-    return cli_parse_either(arg, option, first, second, is_second, err) ? 1 : -1;
-}
-
-/* "float32" or "int8". */
-static int parse_precision(const char *arg, const char *option, bool *int8, StepError *err) {
-    return parse_either(arg, option, "float32", "int8", int8, err);
-}
+/* The quantization group's options whose value is one of two words, the
+ * first the default: which option, its words, and (in cli_quant_option)
+ * what the second word sets. */
+static const struct {
+    int id;
+    const char *option, *first, *second;
+} QUANT_EITHER[] = {
+    {OPT_QUANT_WEIGHTS, "--quant-weights", "float32", "int8"},
+    {OPT_QUANT_ACTIVATIONS, "--quant-activations", "float32", "int8"},
+    {OPT_QUANT_KV, "--quant-kv", "float32", "int8"},
+    {OPT_KERNELS, "--kernels", "fast", "plain"},
+    {OPT_WEIGHTS, "--weights", "stored", "f32"},
+    {OPT_MLA, "--mla", "rebuilt", "absorbed"},
+    {OPT_GELU, "--gelu", "exact", "ggml"},
+    {OPT_KV_ROUNDING, "--kv-rounding", "none", "llama.cpp"},
+};
 
 int cli_quant_option(int c, const char *arg, CliQuant *q, StepError *err) {
     switch (c) {
-        case OPT_QUANT_WEIGHTS:
-            return parse_precision(arg, "--quant-weights", &q->weights, err);
-        case OPT_QUANT_ACTIVATIONS:
-            return parse_precision(arg, "--quant-activations", &q->run.activations, err);
-        case OPT_QUANT_KV:
-            return parse_precision(arg, "--quant-kv", &q->run.kv, err);
         case OPT_QUANT_GROUP:
             return cli_parse_int(arg, "--quant-group", 1, 1 << 20, &q->run.group, err) ? 1 : -1;
-        case OPT_KERNELS: {
-            bool plain = false;
-            int r = parse_either(arg, "--kernels", "fast", "plain", &plain, err);
-            q->kernels = plain ? KERNELS_PLAIN : KERNELS_FAST;
-            return r;
-        }
         case OPT_THREADS:
             return cli_parse_int(arg, "--threads", 1, THREADS_MAX, &q->threads, err) ? 1 : -1;
-        case OPT_WEIGHTS: {
-            bool f32 = false;
-            int r = parse_either(arg, "--weights", "stored", "f32", &f32, err);
-            q->weights_mode = f32 ? WEIGHTS_F32 : WEIGHTS_STORED;
-            return r;
-        }
-        case OPT_MLA: {
-            bool absorbed = false;
-            int r = parse_either(arg, "--mla", "rebuilt", "absorbed", &absorbed, err);
-            q->mla_form = absorbed ? MLA_ABSORBED : MLA_REBUILT;
-            return r;
-        }
-        case OPT_GELU:
-            return parse_either(arg, "--gelu", "exact", "ggml", &q->gelu_ggml, err);
         case OPT_KV_DTYPE: {
             static const char *const names[3] = {"f32", "f16", "bf16"};
             for (int i = 0; i < 3; i++)
                 if (strcmp(arg, names[i]) == 0) return q->kv_dtype = i, 1;
             return step_fail(err, "--kv-dtype takes f32, f16 or bf16, got '%.40s'", arg), -1;
         }
-        case OPT_KV_ROUNDING:
-            return parse_either(arg, "--kv-rounding", "none", "llama.cpp", &q->kv_rounding_ggml,
-                                err);
-        default:
-            return 0;
     }
+    size_t i = 0, n = sizeof QUANT_EITHER / sizeof QUANT_EITHER[0];
+    while (i < n && QUANT_EITHER[i].id != c) i++;
+    if (i == n) return 0;
+    bool second;
+    if (!cli_parse_either(arg, QUANT_EITHER[i].option, QUANT_EITHER[i].first,
+                          QUANT_EITHER[i].second, &second, err))
+        return -1;
+    switch (c) {
+        case OPT_QUANT_WEIGHTS:
+            q->weights = second;
+            break;
+        case OPT_QUANT_ACTIVATIONS:
+            q->run.activations = second;
+            break;
+        case OPT_QUANT_KV:
+            q->run.kv = second;
+            break;
+        case OPT_KERNELS:
+            q->kernels = second ? KERNELS_PLAIN : KERNELS_FAST;
+            break;
+        case OPT_WEIGHTS:
+            q->weights_mode = second ? WEIGHTS_F32 : WEIGHTS_STORED;
+            break;
+        case OPT_MLA:
+            q->mla_form = second ? MLA_ABSORBED : MLA_REBUILT;
+            break;
+        case OPT_GELU:
+            q->gelu_ggml = second;
+            break;
+        case OPT_KV_ROUNDING:
+            q->kv_rounding_ggml = second;
+            break;
+    }
+    return 1;
 }
 
 /* What an open found that did not stop it: a warning. */

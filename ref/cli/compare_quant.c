@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "trace/trace_diff.h"
+#include "ref/cli/command.h"
 #include "ref/cli/commands.h"
 #include "ref/cli/common.h"
 #include "ref/cli/options.h"
@@ -74,12 +75,10 @@ static DiffRun as_set(const ScoreResult *r, int vocab, int *pos) {
     return s;
 }
 
-int cli_compare_quant(int argc, char **argv) {
-    CompareQuantArgs args = {.group = 32};
-    StepError err;
-    int parsed = cli_options_parse(&COMPARE_QUANT_COMMAND, argc, argv, &args, NULL, &err);
-    if (parsed == 0) return 0;
-    bool ok = parsed > 0;
+static int compare_quant(void *args, int n_operands, char **operands, StepError *err) {
+    const CompareQuantArgs *cq = args;
+    (void)n_operands, (void)operands;
+    bool ok;
     /* The float32 model, and the same file loaded again for its int8
      * weights (a mapped file's pages are shared between the two). Every
      * step below either succeeds or says why in err, then goes to done. */
@@ -90,53 +89,51 @@ int cli_compare_quant(int argc, char **argv) {
     ScoreResult base = {.keep_logits = true};
     cJSON *rows = NULL;
     DiffTolerance tol;
-    if (!ok) goto done;
-    if (!(ok = cli_load_model(args.model, args.tokenizer, &m, &tok, NULL, &err))) goto done;
+    if (!(ok = cli_load_model(cq->model, cq->tokenizer, &m, &tok, NULL, err))) goto done;
     if (m.weight_group > 0) {
-        ok = step_fail(&err, "compare-quant: the model must be float32");
+        ok = step_fail(err, "compare-quant: the model must be float32");
         goto done;
     }
-    ok = file_read_text(args.text, "text", &text, &err) &&
-         tokenizer_encode(&tok, text, true, &ids, &n, &err);
+    ok = file_read_text(cq->text, "text", &text, err) &&
+         tokenizer_encode(&tok, text, true, &ids, &n, err);
     if (!ok) goto done;
     if (n > m.config.seq_len) n = m.config.seq_len; /* the window: the rest is not scored */
     if (n < 2) {
-        ok = step_fail(&err, "compare-quant: %s has no text to score", args.text);
+        ok = step_fail(err, "compare-quant: %s has no text to score", cq->text);
         goto done;
     }
     pos = malloc((size_t)n * sizeof(int));
     rows = cJSON_CreateArray();
     if (pos == NULL || rows == NULL) {
-        ok = step_fail(&err, "compare-quant: out of memory");
+        ok = step_fail(err, "compare-quant: out of memory");
         goto done;
     }
     for (int i = 0; i < n; i++) pos[i] = i;
-    ok = score_tokens(&m, ids, n, 0, NULL, NULL, &base, &err) &&
-         cli_load_model(args.model, NULL, &mq, NULL, NULL, &err) &&
-         model_quantize(&mq, args.group, &err) && (args.plain || model_pack_q8(&mq, false, &err)) &&
-         (args.plain || model_use_threads(&mq, args.threads, &err)) &&
-         diff_tolerance_preset(&tol, "int8", &err);
+    ok = score_tokens(&m, ids, n, 0, NULL, NULL, &base, err) &&
+         cli_load_model(cq->model, NULL, &mq, NULL, NULL, err) &&
+         model_quantize(&mq, cq->group, err) && (cq->plain || model_pack_q8(&mq, false, err)) &&
+         (cq->plain || model_use_threads(&mq, cq->threads, err)) &&
+         diff_tolerance_preset(&tol, "int8", err);
     if (!ok) goto done;
     const QuantConfig configs[] = {
-        {"W", true, {false, false, args.group}},    {"A", false, {true, false, args.group}},
-        {"KV", false, {false, true, args.group}},   {"W+A", true, {true, false, args.group}},
-        {"W+A+KV", true, {true, true, args.group}},
+        {"W", true, {false, false, cq->group}},    {"A", false, {true, false, cq->group}},
+        {"KV", false, {false, true, cq->group}},   {"W+A", true, {true, false, cq->group}},
+        {"W+A+KV", true, {true, true, cq->group}},
     };
-    if (!args.json) {
-        printf("%s: %d tokens scored, float32 perplexity %.4f, group %d\n\n", args.text, n,
-               base.perplexity, args.group);
+    if (!cq->json) {
+        printf("%s: %d tokens scored, float32 perplexity %.4f, group %d\n\n", cq->text, n,
+               base.perplexity, cq->group);
         printf("| config | max abs dlogit | mean abs dlogit | Mean KLD | 99.0%% KLD | Same top p "
                "| PPL(Q) | PPL(base) |\n|---|---|---|---|---|---|---|---|\n");
     }
     for (size_t i = 0; ok && i < sizeof configs / sizeof configs[0]; i++) {
         ScoreResult q = {.keep_logits = true};
         DiffReport r;
-        ok =
-            score_tokens(configs[i].weights ? &mq : &m, ids, n, 0, &configs[i].run, NULL, &q, &err);
+        ok = score_tokens(configs[i].weights ? &mq : &m, ids, n, 0, &configs[i].run, NULL, &q, err);
         DiffRun a = as_set(&base, m.config.vocab_size, pos),
                 b = as_set(&q, m.config.vocab_size, pos);
-        if (ok) ok = trace_diff(&a, &b, &tol, false, &r, &err);
-        if (ok && !args.json) {
+        if (ok) ok = trace_diff(&a, &b, &tol, false, &r, err);
+        if (ok && !cq->json) {
             printf("| %s | %.4f | %.5f | %.6f | %.6f | %.2f%% | %.4f | %.4f |\n", configs[i].name,
                    r.max_abs, r.mean_abs, r.kl_mean, r.kl_p99, 100.0 * r.top1_agree / r.n,
                    q.perplexity, base.perplexity);
@@ -152,23 +149,23 @@ int cli_compare_quant(int argc, char **argv) {
                  cJSON_AddNumberToObject(row, "top1_agreement", (double)r.top1_agree / r.n) &&
                  cJSON_AddNumberToObject(row, "ppl_quant", q.perplexity) &&
                  cJSON_AddNumberToObject(row, "ppl_base", base.perplexity);
-            if (!ok) step_fail(&err, "compare-quant: out of memory");
+            if (!ok) step_fail(err, "compare-quant: out of memory");
         }
         score_result_free(&q);
     }
-    if (ok && args.json) {
+    if (ok && cq->json) {
         cJSON *o = cJSON_CreateObject();
         char *printed = NULL;
-        ok = o != NULL && cJSON_AddStringToObject(o, "text", args.text) &&
+        ok = o != NULL && cJSON_AddStringToObject(o, "text", cq->text) &&
              cJSON_AddNumberToObject(o, "tokens", n) &&
-             cJSON_AddNumberToObject(o, "group", args.group) &&
+             cJSON_AddNumberToObject(o, "group", cq->group) &&
              cJSON_AddItemToObject(o, "configs", rows);
         if (ok) rows = NULL; /* o owns it */
         ok = ok && (printed = cJSON_Print(o)) != NULL;
         if (ok)
             puts(printed);
         else
-            step_fail(&err, "compare-quant: out of memory");
+            step_fail(err, "compare-quant: out of memory");
         cJSON_free(printed);
         cJSON_Delete(o);
     }
@@ -178,9 +175,10 @@ done:
     free(pos), free(ids), free(text);
     model_free(&m), model_free(&mq);
     tokenizer_free(&tok);
-    if (!ok) {
-        cli_print_error(&err);
-        return EXIT_BAD_INPUT;
-    }
-    return 0;
+    return ok ? 0 : EXIT_BAD_INPUT;
+}
+
+int cli_compare_quant(int argc, char **argv) {
+    CompareQuantArgs a = {.group = 32};
+    return cli_command_run(&COMPARE_QUANT_COMMAND, argc, argv, &a, compare_quant);
 }

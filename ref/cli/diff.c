@@ -10,6 +10,7 @@
 #include "trace/diff_pair.h"
 #include "trace/diff_text.h"
 #include "trace/trace_diff.h"
+#include "ref/cli/command.h"
 #include "ref/cli/commands.h"
 #include "ref/cli/common.h"
 #include "ref/cli/options.h"
@@ -61,6 +62,16 @@ static cJSON *point_json(const DiffPoint *p) {
     return o;
 }
 
+/* The first position where the two runs differ (-1: none) under pos_key
+ * and, when there is one, what each side has there. */
+static void add_first_difference(cJSON *o, const char *pos_key, int pos, const char *ref_key,
+                                 int ref, const char *cand_key, int cand) {
+    cJSON_AddNumberToObject(o, pos_key, pos);
+    if (pos < 0) return;
+    cJSON_AddNumberToObject(o, ref_key, ref);
+    cJSON_AddNumberToObject(o, cand_key, cand);
+}
+
 static void print_json(const char *ref_path, const char *cand_path, const DiffRun *ref,
                        const DiffTolerance *t, const DiffReport *r, const DiffNameHint *hint) {
     cJSON *o = cJSON_CreateObject();
@@ -69,11 +80,8 @@ static void print_json(const char *ref_path, const char *cand_path, const DiffRu
     cJSON *in = cJSON_AddObjectToObject(o, "inputs");
     cJSON_AddBoolToObject(in, "checked", r->inputs_checked);
     cJSON_AddNumberToObject(in, "positions", r->inputs_compared);
-    cJSON_AddNumberToObject(in, "differ_from", r->inputs_differ_pos);
-    if (r->inputs_differ_pos >= 0) {
-        cJSON_AddNumberToObject(in, "reference_token", r->ref_token);
-        cJSON_AddNumberToObject(in, "candidate_token", r->cand_token);
-    }
+    add_first_difference(in, "differ_from", r->inputs_differ_pos, "reference_token", r->ref_token,
+                         "candidate_token", r->cand_token);
     cJSON_AddNumberToObject(o, "positions", r->n);
     cJSON_AddNumberToObject(o, "vocab_size", r->vocab_size);
     cJSON_AddBoolToObject(o, "logprobs", r->logprobs);
@@ -140,10 +148,9 @@ static void print_json(const char *ref_path, const char *cand_path, const DiffRu
         cJSON_AddNumberToObject(o, "top1_agreement", (double)r->top1_agree / r->n);
         cJSON_AddNumberToObject(o, "dp_top_rms", r->dp_top_rms);
         cJSON *fa = cJSON_AddObjectToObject(o, "first_argmax_diff");
-        cJSON_AddNumberToObject(fa, "pos", r->first_argmax_pos);
+        add_first_difference(fa, "pos", r->first_argmax_pos, "reference", r->ref_argmax,
+                             "candidate", r->cand_argmax);
         if (r->first_argmax_pos >= 0) {
-            cJSON_AddNumberToObject(fa, "reference", r->ref_argmax);
-            cJSON_AddNumberToObject(fa, "candidate", r->cand_argmax);
             cJSON_AddBoolToObject(fa, "reference_in_candidate_top5", r->ref_in_cand_top5);
             cJSON_AddBoolToObject(fa, "candidate_in_reference_top5", r->cand_in_ref_top5);
         }
@@ -255,6 +262,7 @@ static const CliOption DIFF_OPTIONS[] = {
      .help = "print the report as one JSON object"},
     CLI_OPTIONS_END};
 
+/* The help's closing lines, after the options. */
 static const char DIFF_EXIT_STATUS[] =
     "\n"
     "exit status: 0 within tolerance, 1 outside or incomplete, 2 when the files\n"
@@ -269,40 +277,38 @@ static const CliCommandOptions DIFF_COMMAND = {.command = "diff",
                                                .after = DIFF_EXIT_STATUS,
                                                .usage = DIFF_USAGE};
 
-/* The help's closing lines, after the options. */
+static int diff(void *diff_args, int n, char **paths, StepError *err) {
+    DiffArgs *args = diff_args;
+    (void)n; /* REF and CANDIDATE, as the table says */
+    bool ok = true, json = args->json, forced = args->forced, halves = args->halves;
+    if (args->atol.value < 0 || args->rtol.value < 0)
+        ok = step_fail(err, "--atol and --rtol must be >= 0");
+    /* explicit tolerances: the preset's rule (elementwise for int8), reported as custom */
+    if (ok && (args->atol.set || args->rtol.set))
+        ok = diff_tolerance_custom(&args->tol, args->atol.set ? args->atol.value : -1,
+                                   args->rtol.set ? args->rtol.value : -1, err);
+    HookNames names = {0};
+    DiffRun ref = {0}, cand = {0};
+    DiffReport report;
+    if (ok)
+        ok = diff_pair_read(&ref, &cand, paths[0], paths[1], NULL, args->engine, halves, &names,
+                            err);
+    if (ok) ok = trace_diff(&ref, &cand, &args->tol, forced, &report, err);
+    DiffNameHint hint = {0};
+    if (ok) diff_name_hint(&report, args->engine != NULL ? &names : NULL, &hint);
+    hook_names_free(&names);
+    if (ok && json)
+        print_json(paths[0], paths[1], &ref, &args->tol, &report, &hint);
+    else if (ok)
+        diff_text_write(stdout, paths[0], paths[1], &ref, &cand, &args->tol, &report, &hint);
+    diff_run_free(&ref), diff_run_free(&cand);
+    if (!ok) return EXIT_BAD_INPUT;
+    return report.pass ? 0 : 1;
+}
 
 int cli_diff(int argc, char **argv) {
     DiffArgs args = {0};
     StepError err;
     diff_tolerance_preset(&args.tol, "fp32", &err);
-    int first, parsed = cli_options_parse(&DIFF_COMMAND, argc, argv, &args, &first, &err);
-    if (parsed == 0) return 0;
-    bool ok = parsed > 0, json = args.json, forced = args.forced, halves = args.halves;
-    if (ok && (args.atol.value < 0 || args.rtol.value < 0))
-        ok = step_fail(&err, "--atol and --rtol must be >= 0");
-    /* explicit tolerances: the preset's rule (elementwise for int8), reported as custom */
-    if (ok && (args.atol.set || args.rtol.set))
-        ok = diff_tolerance_custom(&args.tol, args.atol.set ? args.atol.value : -1,
-                                   args.rtol.set ? args.rtol.value : -1, &err);
-    HookNames names = {0};
-    DiffRun ref = {0}, cand = {0};
-    DiffReport report;
-    if (ok)
-        ok = diff_pair_read(&ref, &cand, argv[first], argv[first + 1], NULL, args.engine, halves,
-                            &names, &err);
-    if (ok) ok = trace_diff(&ref, &cand, &args.tol, forced, &report, &err);
-    DiffNameHint hint = {0};
-    if (ok) diff_name_hint(&report, args.engine != NULL ? &names : NULL, &hint);
-    hook_names_free(&names);
-    if (ok && json)
-        print_json(argv[first], argv[first + 1], &ref, &args.tol, &report, &hint);
-    else if (ok)
-        diff_text_write(stdout, argv[first], argv[first + 1], &ref, &cand, &args.tol, &report,
-                        &hint);
-    diff_run_free(&ref), diff_run_free(&cand);
-    if (!ok) {
-        cli_print_error(&err);
-        return EXIT_BAD_INPUT;
-    }
-    return report.pass ? 0 : 1;
+    return cli_command_run(&DIFF_COMMAND, argc, argv, &args, diff);
 }

@@ -129,12 +129,8 @@ static const CliCommandOptions GENERATE_COMMAND = {
     .options = GENERATE_OPTIONS,
     .groups =
         (const CliOptionGroup[]){
-            {.options = CLI_MODEL_OPTIONS,
-             .base = offsetof(GenerateArgs, load),
-             .heading = "the model:"},
-            {.options = CLI_QUANT_OPTIONS,
-             .base = offsetof(GenerateArgs, load.quant),
-             .heading = "quantization (docs/quantization.md):"},
+            CLI_MODEL_GROUP(GenerateArgs, load, "the model:"),
+            CLI_QUANT_GROUP(GenerateArgs, load, "quantization (docs/quantization.md):"),
             {.options = CONTEXT_OPTIONS,
              .heading = "the KV cache and the context window (docs/kv-cache.md):"},
             {.options = CLI_TEMPERATURE_OPTIONS,
@@ -142,7 +138,7 @@ static const CliCommandOptions GENERATE_COMMAND = {
              .heading = "sampling (docs/sampling.md):"},
             {.options = CLI_SAMPLER_OPTIONS, .base = offsetof(GenerateArgs, gen.sampler)},
             {.options = TRACE_FILE_OPTIONS, .heading = "tracing (docs/trace-format.md):"},
-            {.options = CLI_TRACE_OPTIONS, .base = offsetof(GenerateArgs, load.trace)},
+            CLI_TRACE_GROUP(GenerateArgs, load, NULL),
             {0}},
     .usage = GENERATE_USAGE,
 };

@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "ref/util/build_info.h"
+#include "ref/cli/command.h"
 #include "ref/cli/commands.h"
 #include "ref/cli/common.h"
 #include "ref/cli/options.h"
@@ -371,27 +372,23 @@ static const CliOption GOLDEN_OPTIONS[] = {
 static const CliCommandOptions GOLDEN_COMMAND = {
     .command = "golden", .options = GOLDEN_OPTIONS, .usage = GOLDEN_USAGE};
 
-int cli_golden(int argc, char **argv) {
-    if (argc > 1 && strcmp(argv[1], "merge") == 0) return cli_golden_merge(argc - 1, argv + 1);
-    GoldenArgs args = {.run = {.hooks = "default", .shard = 1, .shards = 1}};
-    GoldenRun *run = &args.run;
-    StepError err;
-    int parsed = cli_options_parse(&GOLDEN_COMMAND, argc, argv, &args, NULL, &err);
-    if (parsed == 0) return 0;
-    bool ok = parsed > 0;
-    if (ok) {
-        run->no_bos_prompt = tokenizer_adds_bos(run->model, run->tokenizer) ? NULL : PROMPTS[0];
-        ok = golden_folder_replace(args.out, write_set, run, &err);
-    }
-    if (!ok) {
-        cli_print_error(&err);
-        return cli_signal_caught() ? 128 + cli_signal_caught() : EXIT_BAD_INPUT;
-    }
+static int golden(void *golden_args, int n, char **operands, StepError *err) {
+    GoldenArgs *args = golden_args;
+    GoldenRun *run = &args->run;
+    (void)n, (void)operands;
+    run->no_bos_prompt = tokenizer_adds_bos(run->model, run->tokenizer) ? NULL : PROMPTS[0];
+    if (!golden_folder_replace(args->out, write_set, run, err)) return EXIT_BAD_INPUT;
     if (run->shards > 1)
         fprintf(stderr,
                 "part %d of %d of a golden set written to %s (stepwise golden merge joins them)\n",
-                run->shard, run->shards, args.out);
+                run->shard, run->shards, args->out);
     else
-        fprintf(stderr, "golden set written to %s (manifest.json lists its files)\n", args.out);
+        fprintf(stderr, "golden set written to %s (manifest.json lists its files)\n", args->out);
     return 0;
+}
+
+int cli_golden(int argc, char **argv) {
+    if (argc > 1 && strcmp(argv[1], "merge") == 0) return cli_golden_merge(argc - 1, argv + 1);
+    GoldenArgs args = {.run = {.hooks = "default", .shard = 1, .shards = 1}};
+    return cli_command_run(&GOLDEN_COMMAND, argc, argv, &args, golden);
 }

@@ -15,6 +15,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "ref/cli/command.h"
 #include "ref/cli/commands.h"
 #include "ref/cli/common.h"
 #include "ref/cli/golden_folder.h"
@@ -142,22 +143,20 @@ static const CliCommandOptions MERGE_COMMAND = {.command = "golden merge",
                                                 .operand_input = "part",
                                                 .usage = MERGE_USAGE};
 
-int cli_golden_merge(int argc, char **argv) {
-    MergeArgs args = {0};
-    StepError err;
-    int first, parsed = cli_options_parse(&MERGE_COMMAND, argc, argv, &args, &first, &err);
-    if (parsed == 0) return 0;
-    bool ok = parsed > 0;
+static int merge(void *merge_args, int n, char **parts, StepError *err) {
+    const MergeArgs *args = merge_args;
     GoldenParts mg = {0};
-    if (ok) ok = golden_parts_check(&mg, (const char **)argv + first, argc - first, &err);
-    if (ok) ok = golden_folder_replace(args.out, write_merged, &mg, &err);
+    bool ok = golden_parts_check(&mg, (const char **)parts, n, err) &&
+              golden_folder_replace(args->out, write_merged, &mg, err);
     int n_files = mg.n_files, n_parts = mg.n_parts;
     golden_parts_free(&mg);
-    if (!ok) {
-        cli_print_error(&err);
-        return cli_signal_caught() ? 128 + cli_signal_caught() : EXIT_BAD_INPUT;
-    }
+    if (!ok) return EXIT_BAD_INPUT;
     fprintf(stderr, "golden set of %d files from %d parts written to %s\n", n_files, n_parts,
-            args.out);
+            args->out);
     return 0;
+}
+
+int cli_golden_merge(int argc, char **argv) {
+    MergeArgs args = {0};
+    return cli_command_run(&MERGE_COMMAND, argc, argv, &args, merge);
 }

@@ -82,6 +82,17 @@ extern const CliOption CLI_QUANT_OPTIONS[];
 /* --model and --tokenizer, over a CliModelRun (common.h). */
 extern const CliOption CLI_MODEL_OPTIONS[];
 
+/* The groups of a command that runs a model, over the CliModelRun at
+ * `run` in its arguments Args, each under its heading (or none): --model
+ * and --tokenizer, how the model runs (CLI_QUANT_OPTIONS), its trace
+ * (CLI_TRACE_OPTIONS). */
+#define CLI_MODEL_GROUP(Args, run, model_heading)                                                  \
+    { .options = CLI_MODEL_OPTIONS, .base = offsetof(Args, run), .heading = (model_heading) }
+#define CLI_QUANT_GROUP(Args, run, quant_heading)                                                  \
+    { .options = CLI_QUANT_OPTIONS, .base = offsetof(Args, run.quant), .heading = (quant_heading) }
+#define CLI_TRACE_GROUP(Args, run, trace_heading)                                                  \
+    { .options = CLI_TRACE_OPTIONS, .base = offsetof(Args, run.trace), .heading = (trace_heading) }
+
 /* A parse function several commands' tables share: a chat template name
  * (chat.h) into a ChatTemplate. */
 bool cli_option_chat_template(const CliOption *o, const char *value, void *dest, StepError *err);

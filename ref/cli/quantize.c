@@ -3,6 +3,7 @@
 #include <stddef.h>
 #include <stdio.h>
 
+#include "ref/cli/command.h"
 #include "ref/cli/commands.h"
 #include "ref/cli/common.h"
 #include "ref/cli/options.h"
@@ -37,34 +38,32 @@ static const CliOption QUANTIZE_OPTIONS[] = {
 static const CliCommandOptions QUANTIZE_COMMAND = {
     .command = "quantize", .options = QUANTIZE_OPTIONS, .usage = QUANTIZE_USAGE};
 
-int cli_quantize(int argc, char **argv) {
-    QuantizeArgs a = {.group = 32};
-    StepError err;
-    int parsed = cli_options_parse(&QUANTIZE_COMMAND, argc, argv, &a, NULL, &err);
-    if (parsed == 0) return 0;
-    bool ok = parsed > 0;
-    if (ok) ok = file_check_output(a.out, "--out", &err);
+static int quantize(void *args, int n, char **operands, StepError *err) {
+    const QuantizeArgs *a = args;
+    (void)n, (void)operands;
+    bool ok = file_check_output(a->out, "--out", err);
     Model m = {0};
     CliProgress progress;
     cli_progress_init(&progress, false);
     ProgressSink sink = cli_progress_sink(&progress);
     if (ok) cli_progress_note(&progress, "loading the model");
-    if (ok) ok = cli_load_model_only(a.model, WEIGHTS_F32, &m, &sink, &err);
-    if (ok && m.weight_group > 0) ok = step_fail(&err, "quantize: %s is already int8", a.model);
+    if (ok) ok = cli_load_model_only(a->model, WEIGHTS_F32, &m, &sink, err);
+    if (ok && m.weight_group > 0) ok = step_fail(err, "quantize: %s is already int8", a->model);
     m.progress = &sink;
-    if (ok) ok = model_quantize(&m, a.group, &err);
+    if (ok) ok = model_quantize(&m, a->group, err);
     cli_progress_note(&progress, "writing the int8 model");
-    if (ok) ok = model_save_q8(&m, a.out, &err);
+    if (ok) ok = model_save_q8(&m, a->out, err);
     cli_progress_clear(&progress);
     m.progress = NULL;
     if (ok)
         fprintf(stderr, "wrote %s: %llu bytes of weights in int8 (group %d), %llu in float32\n",
-                a.out, (unsigned long long)quant_weight_bytes(&m.config, a.group), a.group,
+                a->out, (unsigned long long)quant_weight_bytes(&m.config, a->group), a->group,
                 (unsigned long long)(config_param_count(&m.config) * sizeof(float)));
     model_free(&m);
-    if (!ok) {
-        cli_print_error(&err);
-        return EXIT_BAD_INPUT;
-    }
-    return 0;
+    return ok ? 0 : EXIT_BAD_INPUT;
+}
+
+int cli_quantize(int argc, char **argv) {
+    QuantizeArgs a = {.group = 32};
+    return cli_command_run(&QUANTIZE_COMMAND, argc, argv, &a, quantize);
 }

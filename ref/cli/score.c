@@ -105,16 +105,12 @@ static const CliOption SCORE_OPTIONS[] = {
 static const CliCommandOptions SCORE_COMMAND = {
     .command = "score",
     .options = SCORE_OPTIONS,
-    .groups = (const CliOptionGroup[]){{.options = CLI_MODEL_OPTIONS,
-                                        .base = offsetof(ScoreArgs, load),
-                                        .heading = "the model:"},
-                                       {.options = CLI_QUANT_OPTIONS,
-                                        .base = offsetof(ScoreArgs, load.quant)},
-                                       {.options = CLI_TRACE_OPTIONS,
-                                        .base = offsetof(ScoreArgs, load.trace),
-                                        .heading = "what the --out file holds "
-                                                   "(docs/trace-format.md):"},
-                                       {0}},
+    .groups =
+        (const CliOptionGroup[]){
+            CLI_MODEL_GROUP(ScoreArgs, load, "the model:"),
+            CLI_QUANT_GROUP(ScoreArgs, load, NULL),
+            CLI_TRACE_GROUP(ScoreArgs, load, "what the --out file holds (docs/trace-format.md):"),
+            {0}},
     .usage = SCORE_USAGE};
 
 static int parse_score_args(int argc, char **argv, ScoreArgs *a, StepError *err) {

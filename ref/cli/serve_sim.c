@@ -114,11 +114,9 @@ static const CliOption SERVE_SIM_OPTIONS[] = {
 static const CliCommandOptions SERVE_SIM_COMMAND = {
     .command = "serve-sim",
     .options = SERVE_SIM_OPTIONS,
-    .groups = (const CliOptionGroup[]){{.options = CLI_MODEL_OPTIONS,
-                                        .base = offsetof(ServeSimArgs, load),
-                                        .heading = "the model (to time its passes):"},
-                                       {.options = CLI_QUANT_OPTIONS,
-                                        .base = offsetof(ServeSimArgs, load.quant)},
+    .groups = (const CliOptionGroup[]){CLI_MODEL_GROUP(ServeSimArgs, load,
+                                                       "the model (to time its passes):"),
+                                       CLI_QUANT_GROUP(ServeSimArgs, load, NULL),
                                        {0}},
     .after = "\n"
              "exit status: 0 when the simulation ran (requests it could never serve are\n"

@@ -11,6 +11,7 @@
 #include "trace/diff_tensors.h"
 #include "trace/trace_reader.h"
 #include "trace/trace_validate.h"
+#include "ref/cli/command.h"
 #include "ref/cli/commands.h"
 #include "ref/cli/common.h"
 #include "ref/cli/options.h"
@@ -160,24 +161,19 @@ static const CliCommandOptions VIEW_COMMAND = {.command = "view",
                                                .operand_input = "trace",
                                                .usage = VIEW_USAGE};
 
-int cli_view(int argc, char **argv) {
-    ViewArgs args = {0};
-    StepError err;
-    int first, parsed = cli_options_parse(&VIEW_COMMAND, argc, argv, &args, &first, &err);
-    if (parsed == 0) return 0;
-    bool ok = parsed > 0;
-    const char *out = args.out; /* or the default, below */
-    int n = argc - first;
-    if (ok && (args.example ? n != 0 : n < 1 || n > 2))
-        ok = step_fail(&err, "view: expects one or two traces, or --example (see --help)");
+static int view(void *view_args, int n, char **paths, StepError *err) {
+    const ViewArgs *args = view_args;
+    bool ok = true;
+    const char *out = args->out; /* or the default, below */
+    if (args->example ? n != 0 : n < 1 || n > 2)
+        ok = step_fail(err, "view: expects one or two traces, or --example (see --help)");
     char default_out[4096];
     if (ok && out == NULL) {
-        const char *t = args.example ? NULL : argv[first];
+        const char *t = args->example ? NULL : paths[0];
         size_t len = t ? strlen(t) : 0;
         if (t == NULL || strcmp(t, "-") == 0 || len < 7 || strcmp(t + len - 6, ".jsonl") != 0 ||
             len + 1 > sizeof default_out)
-            ok =
-                step_fail(&err, "view: give -o PAGE.html (the default is only for a .jsonl trace)");
+            ok = step_fail(err, "view: give -o PAGE.html (the default is only for a .jsonl trace)");
         else
             snprintf(default_out, sizeof default_out, "%.*s.html", (int)(len - 6), t),
                 out = default_out;
@@ -185,37 +181,38 @@ int cli_view(int argc, char **argv) {
     /* The default page is no option, so the tables' rule (options.h) is
      * applied to it here: it is no trace and no tokenizer, even by a link. */
     for (int i = 0; ok && out == default_out && i < n; i++)
-        ok = cli_output_not_input("view", "-o", out, false, "trace", argv[first + i], &err);
-    if (ok && out == default_out && args.tokenizer != NULL)
-        ok = cli_output_not_input("view", "-o", out, false, "--tokenizer", args.tokenizer, &err);
-    if (ok) ok = file_check_output(out, "-o", &err);
+        ok = cli_output_not_input("view", "-o", out, false, "trace", paths[i], err);
+    if (ok && out == default_out && args->tokenizer != NULL)
+        ok = cli_output_not_input("view", "-o", out, false, "--tokenizer", args->tokenizer, err);
+    if (ok) ok = file_check_output(out, "-o", err);
     cJSON *data = cJSON_CreateObject(), *traces = cJSON_AddArrayToObject(data, "traces");
     for (int i = 0; ok && i < n; i++) {
-        cJSON *t = trace_is_valid(argv[first + i], &err) ? read_trace(argv[first + i], &err) : NULL;
+        cJSON *t = trace_is_valid(paths[i], err) ? read_trace(paths[i], err) : NULL;
         ok = t != NULL;
         if (ok) cJSON_AddItemToArray(traces, t);
     }
     Tokenizer tok;
-    if (ok && args.tokenizer != NULL && (ok = tokenizer_open(args.tokenizer, 0, &tok, &err))) {
+    if (ok && args->tokenizer != NULL && (ok = tokenizer_open(args->tokenizer, 0, &tok, err))) {
         cJSON *pieces = cJSON_AddArrayToObject(data, "pieces");
         for (int i = 0; i < tok.vocab_size; i++)
             cJSON_AddItemToArray(pieces, cJSON_CreateString(tok.pieces[i]));
         tokenizer_free(&tok);
     }
     char *page = ok ? page_of(data) : NULL;
-    if (ok && page == NULL) ok = step_fail(&err, "view: out of memory");
+    if (ok && page == NULL) ok = step_fail(err, "view: out of memory");
     AtomicFile f = {0};
-    if (ok) ok = atomic_file_open(&f, out, &err);
+    if (ok) ok = atomic_file_open(&f, out, err);
     if (ok) {
         fputs(page, f.file);
-        ok = atomic_file_commit(&f, &err);
+        ok = atomic_file_commit(&f, err);
     }
     if (ok) fprintf(stderr, "wrote %s: open it in a browser (file://)\n", out);
     free(page);
     cJSON_Delete(data);
-    if (!ok) {
-        cli_print_error(&err);
-        return EXIT_BAD_INPUT;
-    }
-    return 0;
+    return ok ? 0 : EXIT_BAD_INPUT;
+}
+
+int cli_view(int argc, char **argv) {
+    ViewArgs args = {0};
+    return cli_command_run(&VIEW_COMMAND, argc, argv, &args, view);
 }
