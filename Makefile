@@ -58,7 +58,7 @@ LLAMA_CPP_PACKAGES := node-llama-cpp@3.22.1 @node-llama-cpp/linux-x64@3.22.1
 
 .PHONY: screenshots inject diff-check convert-check npm-fixtures tokenizer-json-check
 .PHONY: llama-cpp-peer llama-cpp-check lib lib-check unit-checks-a unit-checks-b
-.PHONY: all help deps build test install uninstall unit-tests sanitize fuzz fuzz-build fuzz-seeds fuzz-smoke bad-inputs notebooks doc-check valgrind fmt fmt-check demo models kv-tables golden bench bench-smoke bench-1b bench-batch bench-scale clean mutants
+.PHONY: all help deps build test install uninstall unit-tests sanitize fuzz fuzz-build fuzz-seeds fuzz-smoke bad-inputs notebooks notebooks-run notebook-pages doc-check valgrind fmt fmt-check demo models kv-tables golden bench bench-smoke bench-1b bench-batch bench-scale clean mutants
 
 all: build
 
@@ -70,7 +70,9 @@ help:
 	@echo "make demo      install what is missing, build, generate a story (stories260K if present)"
 	@echo "make models    copy the real models from \$$STEPWISE_MODELS, or download and verify them"
 	@echo "make fmt       clang-format every C file in place"
-	@echo "make notebooks execute every notebook and render it to HTML in build/notebooks"
+	@echo "make notebooks execute every notebook and render it to HTML in build/notebooks;"
+	@echo "               check the pages of docs/notebooks/ against them"
+	@echo "make notebook-pages  execute every notebook and write its page in docs/notebooks/"
 	@echo "make doc-check run the commands of docs/ marked runnable and check their output"
 	@echo "make valgrind  run the tests and a traced generation under valgrind"
 	@echo "make kv-tables print the measured tables of docs/kv-cache.md"
@@ -511,10 +513,26 @@ fuzz-smoke: fuzz-build fuzz-seeds
 	done
 
 # Every notebook, executed headless (a failed assertion fails the target),
-# then rendered to HTML for a projector: build/notebooks/.
+# then rendered to HTML for a projector: build/notebooks/. Then the check
+# that the pages of docs/notebooks/ are what the notebooks give now, apart
+# from the outputs of cells tagged timing (tests/notebook_pages.py).
 NOTEBOOKS := $(sort $(wildcard notebooks/*.ipynb))
-notebooks: build $(BUILD)/bench/forward
+notebooks: notebooks-run
+	@/usr/bin/python3 tests/notebook_pages.py --self-test
+	@/usr/bin/python3 tests/notebook_pages.py check $(BUILD)/notebooks $(NOTEBOOKS)
+
+# The notebooks as pages a student reads without running them: each executed
+# notebook rendered to docs/notebooks/NN-name.md and its figures to
+# docs/notebooks/img/; this run is the reference run of the timed cells,
+# recorded in docs/runs/DATE-notebook-pages.txt. Every notebook must run
+# (no skips): a page is never rendered from an older run.
+notebook-pages: notebooks-run
+	@/usr/bin/python3 tests/notebook_pages.py write $(BUILD)/notebooks $(NOTEBOOKS)
+
+notebooks-run: build $(BUILD)/bench/forward
 	@mkdir -p $(BUILD)/notebooks
+	@# how busy the machine was, for the record of a reference run
+	@cat /proc/loadavg > $(BUILD)/notebooks/loadavg-before 2>/dev/null || true
 	@/usr/bin/python3 tests/notebooks_clean.py $(NOTEBOOKS)
 	@set -e; ran=0; skipped=0; for nb in $(NOTEBOOKS); do \
 	  if grep -q 'st.stories()\|st.model(' "$$nb" && [ ! -f "$(STEPWISE_MODELS)/stories260K.bin" ]; then \

@@ -54,7 +54,10 @@ def show_figure(name, dpi=80):
     hidden = legend_covers_data(plt.gcf())
     assert not hidden, "%s: a legend covers data: %s" % (name, ", ".join(sorted({w for _, w in hidden})))
     path = os.path.join(OUT, name)
-    plt.savefig(path, dpi=dpi, bbox_inches="tight")
+    # No Software line (matplotlib's version): the PNG's bytes are the
+    # drawing's alone, the same from two runs of the same code, as the pages
+    # of docs/notebooks/ are compared (tests/notebook_pages.py).
+    plt.savefig(path, dpi=dpi, bbox_inches="tight", metadata={"Software": None})
     plt.close()
     display(Image(filename=path))
     return path

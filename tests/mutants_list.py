@@ -510,6 +510,19 @@ MUTANTS = [
      '    "serve": {"util", "kernels", "text", "core"},',
      '    "serve": {"util", "kernels", "text", "core", "formats"},', "layout",
      "check_layers.py lets the serving layer use the formats, which no include of it does"),
+    # ---- tests/: the notebooks' pages (issue 72: docs/notebooks/ checked against the code)
+    ("pages-timed-mask-greedy", "tests/notebook_pages.py", 'r"\\n(.*?)" + re.escape(TIMED_END)',
+     'r"\\n(.*)" + re.escape(TIMED_END)', "docs",
+     "the mask of timed outputs runs from the first to the last: every untimed output between them unchecked"),
+    ("pages-untimed-figure-exists", "tests/notebook_pages.py", 'check(have == data, "img/%s: the figure',
+     'check(have is not None, "img/%s: the figure', "docs",
+     "an untimed figure only required to exist, not to be the one the notebook draws now"),
+    ("pages-links-from-notebooks", "tests/notebook_pages.py", "os.path.relpath(resolved, PAGES_DIR)",
+     "os.path.relpath(resolved, NOTEBOOKS_DIR)", "docs",
+     "the notebooks' links left as they are in notebooks/: from docs/notebooks/ they lead nowhere"),
+    ("pages-record-prefix", "tests/notebook_pages.py", 'return "\\n" + section in "\\n" + record_text',
+     'return section[:-len("== end ==\\n")] in record_text', "docs",
+     "a timed output counted as the record's when the record holds it with more lines after it"),
 ]
 
 EQUIVALENT = {}
