@@ -87,7 +87,7 @@ MUTANTS = [
      "    if (a->f16_probs && pos == 0)\n", "quant",
      "--kv-rounding llama.cpp: the fast attention rounds the probabilities at position 0 only"),
     # the work counters of every attention and cache (tests/test_kv_cache.c, issue 67)
-    ("kv-read-one-row", "ref/forward.c", "w->kv_bytes_read += pairs * row_bytes * 2u;",
+    ("kv-read-one-row", "ref/forward_jobs.c", "w->kv_bytes_read += pairs * row_bytes * 2u;",
      "w->kv_bytes_read += pairs * row_bytes;", "forward", "the cache bytes read count the K rows, not the V rows"),
     ("kv-written-one-row", "ref/forward.c", "rs->work.kv_bytes_written += (uint64_t)T * row_bytes * 2u;",
      "rs->work.kv_bytes_written += (uint64_t)T * row_bytes;", "forward",
