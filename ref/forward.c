@@ -174,10 +174,11 @@ static bool attention_watched(const HookSite *site, int T) {
 }
 
 /* One row's part of attention in layer l: RoPE on its queries and new keys
- * (k, v: its rows of the pass's new K and V), the new rows into its cache,
- * then causal attention over its cache into out. */
-static void attend_row(const Model *m, const PassScratch *s, const ForwardRow *row, int l, float *q,
-                       float *k, float *v, float *out) {
+ * (k, v: its rows of the pass's new K and V) by their positions (pos: the
+ * row's), the new rows into its cache slots, then attention over its cache
+ * by the visibility rule into out. */
+static void attend_row(const Model *m, const PassScratch *s, const ForwardRow *row, const int *pos,
+                       int l, float *q, float *k, float *v, float *out) {
     const Config *c = &m->config;
     SeqState *rs = row->state;
     int T = row->n_tokens, pos0 = row->pos0, kv_dim = config_kv_dim(c);
@@ -189,9 +190,9 @@ static void attend_row(const Model *m, const PassScratch *s, const ForwardRow *r
     if (c->position == POS_ROPE) {   /* GPT-2's positions came in with the embedding */
         int rot = config_rope_dims(c);
         const float *cos_t, *sin_t;
-        rope_tables_for(&m->rope, c, spec.window > 0, pos0 + T - 1, &cos_t, &sin_t);
-        rope_forward(q, T, config_q_dim(c), head_dim, rot, pos0, cos_t, sin_t, c->rope_layout);
-        rope_forward(k, T, kv_dim, head_dim, rot, pos0, cos_t, sin_t, c->rope_layout);
+        rope_tables_for(&m->rope, c, spec.window > 0, positions_last(pos, T), &cos_t, &sin_t);
+        rope_forward(q, T, config_q_dim(c), head_dim, rot, pos, cos_t, sin_t, c->rope_layout);
+        rope_forward(k, T, kv_dim, head_dim, rot, pos, cos_t, sin_t, c->rope_layout);
     }
     rs->work.kv_bytes_written += (uint64_t)T * row_bytes * 2u;
     hook_emit_rows(&site, HOOK_ATTN_Q, q, T, n_heads, head_dim);
@@ -210,11 +211,11 @@ static void attend_row(const Model *m, const PassScratch *s, const ForwardRow *r
     }
     emit_kv_rows(&site, key_l + (size_t)pos0 * kv_dim, value_l + (size_t)pos0 * kv_dim, T, kv_dim);
     if (!model_fast(m) || attention_watched(&site, T)) {
-        attention_forward(out, q, key_l, value_l, rs->scores, T, pos0, &spec, &site);
+        attention_forward(out, q, key_l, value_l, rs->scores, T, pos, &spec, &site);
     } else {
-        attention_threads(m, out, q, key_l, value_l, rs, T, pos0, &spec, s->exp);
+        attention_threads(m, out, q, key_l, value_l, rs, T, pos, pos0 + T, &spec, s->exp);
     }
-    count_attention(&rs->work, &spec, T, pos0, row_bytes);
+    count_attention(&rs->work, &spec, T, pos, row_bytes);
 }
 
 /* The architecture's extras between the projections and RoPE, for all N
@@ -258,8 +259,9 @@ static void attention_block(const Model *m, PassScratch *s, const ForwardRow *ro
         rows_emit(rows, n_rows, l, HOOK_ATTN_Q_PRE, s->q, c->n_heads, config_head_dim(c));
         rows_emit(rows, n_rows, l, HOOK_ATTN_K_PRE, s->k_new, c->n_kv_heads, config_head_dim(c));
         EACH_ROW(r, t0, rows, n_rows) /* xb [N, q_dim] = each row's attention output */
-        attend_row(m, s, &rows[r], l, s->q + (size_t)t0 * q_dim, s->k_new + (size_t)t0 * kv_dim,
-                   s->v_new + (size_t)t0 * kv_dim, s->xb + (size_t)t0 * q_dim);
+        attend_row(m, s, &rows[r], s->positions + t0, l, s->q + (size_t)t0 * q_dim,
+                   s->k_new + (size_t)t0 * kv_dim, s->v_new + (size_t)t0 * kv_dim,
+                   s->xb + (size_t)t0 * q_dim);
     }
     rows_emit(rows, n_rows, l, HOOK_ATTN_Z, s->xb, c->n_heads, config_v_head_dim(c));
     linear_rows_of(m, s, rows, n_rows, s->xb2, s->xb, N, &mats[MAT_WO]);
@@ -364,7 +366,8 @@ static void add_positions(const Model *m, PassScratch *s, const ForwardRow *rows
     int dim = m->config.dim;
     EACH_ROW(r, t0, rows, n_rows) {
         for (int t = 0; t < rows[r].n_tokens; t++)
-            memcpy(s->xb + (size_t)(t0 + t) * dim, model_vector(m, VEC_POSITIONS, rows[r].pos0 + t),
+            memcpy(s->xb + (size_t)(t0 + t) * dim,
+                   model_vector(m, VEC_POSITIONS, s->positions[t0 + t]),
                    (size_t)dim * sizeof(float));
         rows[r].state->work.weight_bytes += (uint64_t)rows[r].n_tokens * dim * sizeof(float);
     }
@@ -378,6 +381,7 @@ const float *forward(const Model *m, PassScratch *s, const ForwardRow *rows, int
     EACH_ROW(r, t0, rows, n_rows) { /* x [N, dim] = the embedding rows of every token */
         SeqState *rs = rows[r].state;
         rs->work = (WorkCount){0};
+        row_positions(&rows[r], s->positions + t0); /* each token's position, for the pass */
         for (int t = 0; t < rows[r].n_tokens; t++)
             rs->work.weight_bytes +=
                 embed_token(m, rows[r].tokens[t], s->x + (size_t)(t0 + t) * dim);

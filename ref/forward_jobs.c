@@ -73,7 +73,8 @@ typedef struct {
     float *out;
     const float *q, *key_l, *key_t, *value_l; /* key_t: NULL, or key_l transposed */
     SeqState *rs;
-    int T, pos0;
+    int T;
+    const int *positions;
     const AttentionSpec *spec;
     ExpKind exp;
 } AttentionJob;
@@ -81,17 +82,17 @@ typedef struct {
 static void attention_heads(void *ctx, int h0, int h1) {
     const AttentionJob *j = ctx;
     attention_heads_fast(j->out, j->q, j->key_l, j->key_t, j->value_l, j->rs->scores,
-                         j->rs->cache.capacity, j->T, j->pos0, j->spec, h0, h1, j->exp);
+                         j->rs->cache.capacity, j->T, j->positions, j->spec, h0, h1, j->exp);
 }
 
 void attention_threads(const Model *m, float *out, const float *q, const float *key_l,
-                       const float *value_l, SeqState *rs, int T, int pos0,
+                       const float *value_l, SeqState *rs, int T, const int *positions, int slots,
                        const AttentionSpec *spec, ExpKind exp) {
     /* many queries read every key: transpose them once, here, before
      * the heads are shared out (each KV head once, whatever the split) */
     const float *key_t = NULL;
     if (T >= ATTENTION_TRANSPOSE_MIN_QUERIES && rs->key_t != NULL) {
-        keys_transpose(rs->key_t, rs->cache.capacity, key_l, pos0 + T, spec->n_kv_heads,
+        keys_transpose(rs->key_t, rs->cache.capacity, key_l, slots, spec->n_kv_heads,
                        spec->head_dim);
         key_t = rs->key_t;
     }
@@ -102,17 +103,20 @@ void attention_threads(const Model *m, float *out, const float *q, const float *
                         .value_l = value_l,
                         .rs = rs,
                         .T = T,
-                        .pos0 = pos0,
+                        .positions = positions,
                         .spec = spec,
                         .exp = exp};
     parallel_for(model_threads(m), spec->n_heads, attention_heads, &job);
 }
 
-void count_attention(WorkCount *w, const AttentionSpec *spec, int T, int pos0, uint64_t row_bytes) {
-    uint64_t pairs = attention_pairs(spec, T, pos0);
+void count_attention(WorkCount *w, const AttentionSpec *spec, int T, const int *positions,
+                     uint64_t row_bytes) {
+    uint64_t pairs = 0; /* the (query, key) pairs: attention_visible's */
+    for (int t = 0; t < T; t++) pairs += (uint64_t)attention_seen(spec, positions[t]);
     w->macs += pairs * (uint64_t)spec->n_heads * (uint64_t)spec->head_dim * 2u;
     w->kv_bytes_read += pairs * row_bytes * 2u;
 }
+
 uint64_t forward_body_macs(const Config *c, int T, int pos0) {
     uint64_t d = (uint64_t)c->dim, h = (uint64_t)c->hidden_dim, L = (uint64_t)c->n_layers;
     uint64_t mlp = c->mlp == MLP_GELU ? 2u : 3u;       /* GPT-2's has no up */
@@ -131,12 +135,13 @@ uint64_t forward_body_macs(const Config *c, int T, int pos0) {
     uint64_t per_token = L * attn + dense * mlp * d * h + (L - dense) * (uint64_t)moe_token_macs(c);
     /* attention: the (query, position) pairs each layer scores and mixes
      * (attention_pairs, as forward counts them) */
-    if (config_mla(c))
-        return per_token * (uint64_t)T + L * mla_attention_macs(c, MLA_REBUILT, T, pos0);
-    uint64_t pairs = 0;
+    uint64_t pairs = 0, mla = 0;
     for (int l = 0; l < c->n_layers; l++) {
         AttentionSpec spec = config_attention_spec(c, l);
-        pairs += attention_pairs(&spec, T, pos0);
+        uint64_t seen = attention_pairs(&spec, T, pos0);
+        pairs += seen;
+        if (config_mla(c)) mla += mla_attention_macs(c, MLA_REBUILT, T, seen, pos0 + T);
     }
+    if (config_mla(c)) return per_token * (uint64_t)T + mla;
     return per_token * (uint64_t)T + pairs * (uint64_t)c->n_heads * config_head_dim(c) * 2u;
 }

@@ -56,17 +56,20 @@ void residual_rows(const Model *m, float *x, const float *y, int N, int C);
 
 /* One row's attention by the fast kernels (fast_layers.h), its query heads
  * shared out over m's threads: out [T, n_heads × head_dim] for the queries
- * q [T, q_dim] at positions pos0.. over key_l and value_l, rs's cache of
- * the layer as floats. A pass of many queries has the keys transposed once
- * first (rs->key_t), each KV head once whatever the split. */
+ * q [T, q_dim], query t at positions[t], over key_l and value_l, rs's
+ * cache of the layer as floats, its first `slots` slots filled. A pass of
+ * many queries has the keys transposed once first (rs->key_t), each KV
+ * head once whatever the split. */
 void attention_threads(const Model *m, float *out, const float *q, const float *key_l,
-                       const float *value_l, SeqState *rs, int T, int pos0,
+                       const float *value_l, SeqState *rs, int T, const int *positions, int slots,
                        const AttentionSpec *spec, ExpKind exp);
 
-/* Attention of T queries from pos0 in a layer, into w: each (query,
- * position) pair it scores and mixes (attention_pairs) costs head_dim
- * multiply-adds a head twice and reads a K and a V row. */
-void count_attention(WorkCount *w, const AttentionSpec *spec, int T, int pos0, uint64_t row_bytes);
+/* Attention of T queries at positions[0..T) in a layer, into w: each
+ * (query, key) pair it scores and mixes (attention_seen: the visibility
+ * rule's) costs head_dim multiply-adds a head twice and reads a K and a V
+ * row. */
+void count_attention(WorkCount *w, const AttentionSpec *spec, int T, const int *positions,
+                     uint64_t row_bytes);
 
 /* Multiply-adds of the blocks (every layer's matmuls and attention, not
  * the classifier) for T tokens at positions pos0.. : what forward's work
