@@ -134,13 +134,14 @@ void run_state_free(RunState *s);
  * A cache slot and a position are two things. Token t's K and V rows go to
  * cache slot pos0 + t, its index in the sequence. Its position is data:
  * positions[t], what RoPE turns it by, the row of a learned position
- * embedding it gets, and the q of the visibility rule (attention_visible:
- * a query at position q reads the keys of slots 0 .. q, the key in slot k
- * at position k). Every caller today passes NULL: each token at its
- * sequence index, position = slot. A position must not pass its token's
- * slot (positions[t] <= pos0 + t: a query reads no slot not yet written).
- * Room for later: M-RoPE (Qwen2-VL) would give each token a few position
- * ids, one a section of RoPE's dimensions, beside the index the rule reads. */
+ * embedding it gets, and the q of the visibility rule and the work count
+ * (attention_visible, attention_seen). The rule places a cached key at
+ * its slot's index (a query at q reads slots 0 .. q), so a position must
+ * be its token's slot for attention to read the keys it should, and
+ * every caller today passes NULL: each token at its sequence index. A
+ * caller whose positions differ from the slots (M-RoPE's ids, Qwen2-VL,
+ * one a section of RoPE's dimensions; a context shift that re-numbers)
+ * would keep a key position per slot for the rule beside them: not done. */
 typedef struct {
     SeqState *state;
     const StepObserver *obs; /* its hooks, or NULL */

@@ -9,6 +9,7 @@
 
 #include "ref/kernels/exp.h"
 #include "ref/kernels/fast_layers.h"
+#include "ref/forward_jobs.h"
 #include "ref/layers.h"
 
 /* GELU's tanh form in double: 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))). */
@@ -144,6 +145,29 @@ Test(layers, chunk_and_sink_attention_by_hand) {
         cr_expect(step == plain[t], "decode step %d: %.9g, in the pass %.9g", t, (double)step,
                   (double)plain[t]);
     }
+}
+
+/* Positions are data: RoPE turns each row by its own position, in any
+ * order, and the work count reads each query's. By hand: one head of 2
+ * dimensions, θ = 1 (tables cos p, sin p), x = (1, 0) at positions 2, 0
+ * and 1 becomes (cos 2, sin 2), (1, 0), (cos 1, sin 1). With a window of
+ * 3, queries at positions 4 and 0 see 3 keys (2..4) and 1 (0): 4 pairs,
+ * each 2 · 2 heads · 8 multiply-adds and a K and a V row of 10 bytes. */
+Test(layers, rope_and_the_work_count_read_each_tokens_position) {
+    float cos_t[3], sin_t[3], x[6] = {1, 0, 1, 0, 1, 0};
+    for (int p = 0; p < 3; p++) cos_t[p] = cosf((float)p), sin_t[p] = sinf((float)p);
+    const int positions[3] = {2, 0, 1};
+    rope_forward(x, 3, 2, 2, 2, positions, cos_t, sin_t, ROPE_INTERLEAVED);
+    const double want[6] = {cos(2.0), sin(2.0), 1.0, 0.0, cos(1.0), sin(1.0)};
+    for (int i = 0; i < 6; i++)
+        cr_expect(fabs(x[i] - want[i]) < 1e-6, "x[%d] = %.9g, by hand %.9g", i, (double)x[i],
+                  want[i]);
+    const AttentionSpec a = {.n_heads = 2, .n_kv_heads = 1, .head_dim = 8, .window = 3};
+    const int queries[2] = {4, 0};
+    WorkCount w = {0};
+    count_attention(&w, &a, 2, queries, 10);
+    cr_expect_eq(w.macs, 4u * 2u * 8u * 2u, "macs %llu", (unsigned long long)w.macs);
+    cr_expect_eq(w.kv_bytes_read, 4u * 10u * 2u, "bytes %llu", (unsigned long long)w.kv_bytes_read);
 }
 
 /* The fast attention gives the plain loops' bits (layers.c: one position
