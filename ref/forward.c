@@ -5,105 +5,15 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ref/forward_jobs.h"
 #include "ref/layers.h"
 #include "ref/mla.h"
 #include "ref/moe.h"
 #include "ref/linear.h"
-#include "ref/kernels/fast_layers.h"
-#include "ref/kernels/threads.h"
 #include "ref/util/float16.h"
 
 /* Passes of at least this many tokens report their progress per layer. */
 #define PROGRESS_TOKENS 256
-
-/* Attention of T queries from pos0 in a layer: each (query, position)
- * pair it scores and mixes (attention_pairs) costs head_dim multiply-adds
- * a head twice and reads a K and a V row. */
-static void count_attention(WorkCount *w, const AttentionSpec *spec, int T, int pos0,
-                            uint64_t row_bytes) {
-    uint64_t pairs = attention_pairs(spec, T, pos0);
-    w->macs += pairs * (uint64_t)spec->n_heads * (uint64_t)spec->head_dim * 2u;
-    w->kv_bytes_read += pairs * row_bytes * 2u;
-}
-
-/* The per-token steps between the matmuls (RMSNorm, SwiGLU, the residual
- * add), shared out over threads by tokens: each token's row is computed
- * exactly as on one thread. With the plain kernels, one call over all N. */
-typedef enum {
-    ROWS_RMSNORM,
-    ROWS_LAYERNORM,
-    ROWS_SWIGLU,
-    ROWS_SWIGLU_MANY, /* the fast path's: the exponentials many at once, the same bits */
-    ROWS_GEGLU,
-    ROWS_GEGLU_GGML, /* through ggml's float16 table (gelu_f16_table) */
-    ROWS_GELU,
-    ROWS_GELU_GGML,
-    ROWS_RESIDUAL
-} RowsOp;
-
-typedef struct {
-    RowsOp op;
-    float *out;                 /* [N, C]: a norm's output, a GLU's gate, gelu's x, residual's x */
-    const float *in;            /* [N, C]: a norm's x, a GLU's up, residual's y */
-    const float *weight, *bias; /* a norm's (bias: LayerNorm's) */
-    int C;
-    float eps;
-    ExpKind exp; /* ROWS_SWIGLU_MANY's: the run state's */
-} RowsJob;
-
-static void rows_task(void *ctx, int t0, int t1) {
-    const RowsJob *j = ctx;
-    size_t at = (size_t)t0 * j->C;
-    switch (j->op) {
-        case ROWS_RMSNORM:
-            rmsnorm_forward(j->out + at, j->in + at, j->weight, t1 - t0, j->C, j->eps);
-            break;
-        case ROWS_LAYERNORM:
-            layernorm_forward(j->out + at, j->in + at, j->weight, j->bias, t1 - t0, j->C, j->eps);
-            break;
-        case ROWS_SWIGLU:
-            swiglu_forward(j->out + at, j->in + at, (t1 - t0) * j->C);
-            break;
-        case ROWS_SWIGLU_MANY:
-            swiglu_many_forward(j->out + at, j->in + at, (t1 - t0) * j->C, j->exp);
-            break;
-        case ROWS_GEGLU:
-            geglu_forward(j->out + at, j->in + at, (t1 - t0) * j->C);
-            break;
-        case ROWS_GEGLU_GGML:
-            geglu_ggml_forward(j->out + at, j->in + at, (t1 - t0) * j->C);
-            break;
-        case ROWS_GELU:
-            gelu_forward(j->out + at, (t1 - t0) * j->C);
-            break;
-        case ROWS_GELU_GGML:
-            gelu_ggml_forward(j->out + at, (t1 - t0) * j->C);
-            break;
-        case ROWS_RESIDUAL:
-            residual_forward(j->out + at, j->in + at, (t1 - t0) * j->C);
-            break;
-    }
-}
-
-/* out [N, C] = the block's norm of x: rmsnorm with weight, or (NORM_LAYER)
- * layernorm with weight and bias (out may be x). */
-static void norm_rows(const Model *m, float *out, const float *x, const float *weight,
-                      const float *bias, int N, int C) {
-    RowsJob job = {.op = m->config.norm == NORM_LAYER ? ROWS_LAYERNORM : ROWS_RMSNORM,
-                   .out = out,
-                   .in = x,
-                   .weight = weight,
-                   .bias = bias,
-                   .C = C,
-                   .eps = config_norm_eps(&m->config)};
-    parallel_for(model_threads(m), N, rows_task, &job);
-}
-
-/* x [N, C] = gelu(x). */
-static void gelu_rows(const Model *m, float *x, int N, int C) {
-    RowsJob job = {.op = m->config.gelu_f16_table ? ROWS_GELU_GGML : ROWS_GELU, .out = x, .C = C};
-    parallel_for(model_threads(m), N, rows_task, &job);
-}
 
 /* gate [N, C] = silu(gate) ⊙ up, or (GeGLU) gelu(gate) ⊙ up. */
 static void glu_rows(const Model *m, const PassScratch *s, float *gate, const float *up, int N,
@@ -116,13 +26,7 @@ static void glu_rows(const Model *m, const PassScratch *s, float *gate, const fl
                    .in = up,
                    .C = C,
                    .exp = s->exp};
-    parallel_for(model_threads(m), N, rows_task, &job);
-}
-
-/* x [N, C] += y. */
-static void residual_rows(const Model *m, float *x, const float *y, int N, int C) {
-    RowsJob job = {.op = ROWS_RESIDUAL, .out = x, .in = y, .C = C};
-    parallel_for(model_threads(m), N, rows_task, &job);
+    rows_parallel(m, N, &job);
 }
 
 /* Store T new K and V rows (k_new, v_new [T, kv_dim]) of layer l from pos0
@@ -225,22 +129,6 @@ static float *layer_values(SeqState *rs, int l) {
                : rs->cache.value + (size_t)l * rs->cache.capacity * rs->cache.kv_dim;
 }
 
-/* One row's attention, shared out over threads by query heads. */
-typedef struct {
-    float *out;
-    const float *q, *key_l, *key_t, *value_l; /* key_t: NULL, or key_l transposed */
-    SeqState *rs;
-    int T, pos0;
-    const AttentionSpec *spec;
-    ExpKind exp;
-} AttentionJob;
-
-static void attention_heads(void *ctx, int h0, int h1) {
-    const AttentionJob *j = ctx;
-    attention_heads_fast(j->out, j->q, j->key_l, j->key_t, j->value_l, j->rs->scores,
-                         j->rs->cache.capacity, j->T, j->pos0, j->spec, h0, h1, j->exp);
-}
-
 /* x rounded to float16 (dtype 1) or bfloat16 (2): its 16 bits, and back. */
 static uint16_t to_half(float x, int dtype) {
     return dtype == 1 ? float_to_half(x) : float_to_bf16(x);
@@ -286,10 +174,11 @@ static bool attention_watched(const HookSite *site, int T) {
 }
 
 /* One row's part of attention in layer l: RoPE on its queries and new keys
- * (k, v: its rows of the pass's new K and V), the new rows into its cache,
- * then causal attention over its cache into out. */
-static void attend_row(const Model *m, const PassScratch *s, const ForwardRow *row, int l, float *q,
-                       float *k, float *v, float *out) {
+ * (k, v: its rows of the pass's new K and V) by their positions (pos: the
+ * row's), the new rows into its cache slots, then attention over its cache
+ * by the visibility rule into out. */
+static void attend_row(const Model *m, const PassScratch *s, const ForwardRow *row, const int *pos,
+                       int l, float *q, float *k, float *v, float *out) {
     const Config *c = &m->config;
     SeqState *rs = row->state;
     int T = row->n_tokens, pos0 = row->pos0, kv_dim = config_kv_dim(c);
@@ -301,9 +190,9 @@ static void attend_row(const Model *m, const PassScratch *s, const ForwardRow *r
     if (c->position == POS_ROPE) {   /* GPT-2's positions came in with the embedding */
         int rot = config_rope_dims(c);
         const float *cos_t, *sin_t;
-        rope_tables_for(&m->rope, c, spec.window > 0, pos0 + T - 1, &cos_t, &sin_t);
-        rope_forward(q, T, config_q_dim(c), head_dim, rot, pos0, cos_t, sin_t, c->rope_layout);
-        rope_forward(k, T, kv_dim, head_dim, rot, pos0, cos_t, sin_t, c->rope_layout);
+        rope_tables_for(&m->rope, c, spec.window > 0, positions_last(pos, T), &cos_t, &sin_t);
+        rope_forward(q, T, config_q_dim(c), head_dim, rot, pos, cos_t, sin_t, c->rope_layout);
+        rope_forward(k, T, kv_dim, head_dim, rot, pos, cos_t, sin_t, c->rope_layout);
     }
     rs->work.kv_bytes_written += (uint64_t)T * row_bytes * 2u;
     hook_emit_rows(&site, HOOK_ATTN_Q, q, T, n_heads, head_dim);
@@ -322,28 +211,11 @@ static void attend_row(const Model *m, const PassScratch *s, const ForwardRow *r
     }
     emit_kv_rows(&site, key_l + (size_t)pos0 * kv_dim, value_l + (size_t)pos0 * kv_dim, T, kv_dim);
     if (!model_fast(m) || attention_watched(&site, T)) {
-        attention_forward(out, q, key_l, value_l, rs->scores, T, pos0, &spec, &site);
+        attention_forward(out, q, key_l, value_l, rs->scores, T, pos, &spec, &site);
     } else {
-        /* many queries read every key: transpose them once, here, before
-         * the heads are shared out (each KV head once, whatever the split) */
-        const float *key_t = NULL;
-        if (T >= ATTENTION_TRANSPOSE_MIN_QUERIES && rs->key_t != NULL) {
-            keys_transpose(rs->key_t, rs->cache.capacity, key_l, pos0 + T, n_kv, head_dim);
-            key_t = rs->key_t;
-        }
-        AttentionJob job = {.out = out,
-                            .q = q,
-                            .key_l = key_l,
-                            .key_t = key_t,
-                            .value_l = value_l,
-                            .rs = rs,
-                            .T = T,
-                            .pos0 = pos0,
-                            .spec = &spec,
-                            .exp = s->exp};
-        parallel_for(model_threads(m), n_heads, attention_heads, &job);
+        attention_threads(m, out, q, key_l, value_l, rs, T, pos, pos0 + T, &spec, s->exp);
     }
-    count_attention(&rs->work, &spec, T, pos0, row_bytes);
+    count_attention(&rs->work, &spec, T, pos, row_bytes);
 }
 
 /* The architecture's extras between the projections and RoPE, for all N
@@ -387,8 +259,9 @@ static void attention_block(const Model *m, PassScratch *s, const ForwardRow *ro
         rows_emit(rows, n_rows, l, HOOK_ATTN_Q_PRE, s->q, c->n_heads, config_head_dim(c));
         rows_emit(rows, n_rows, l, HOOK_ATTN_K_PRE, s->k_new, c->n_kv_heads, config_head_dim(c));
         EACH_ROW(r, t0, rows, n_rows) /* xb [N, q_dim] = each row's attention output */
-        attend_row(m, s, &rows[r], l, s->q + (size_t)t0 * q_dim, s->k_new + (size_t)t0 * kv_dim,
-                   s->v_new + (size_t)t0 * kv_dim, s->xb + (size_t)t0 * q_dim);
+        attend_row(m, s, &rows[r], s->positions + t0, l, s->q + (size_t)t0 * q_dim,
+                   s->k_new + (size_t)t0 * kv_dim, s->v_new + (size_t)t0 * kv_dim,
+                   s->xb + (size_t)t0 * q_dim);
     }
     rows_emit(rows, n_rows, l, HOOK_ATTN_Z, s->xb, c->n_heads, config_v_head_dim(c));
     linear_rows_of(m, s, rows, n_rows, s->xb2, s->xb, N, &mats[MAT_WO]);
@@ -493,7 +366,8 @@ static void add_positions(const Model *m, PassScratch *s, const ForwardRow *rows
     int dim = m->config.dim;
     EACH_ROW(r, t0, rows, n_rows) {
         for (int t = 0; t < rows[r].n_tokens; t++)
-            memcpy(s->xb + (size_t)(t0 + t) * dim, model_vector(m, VEC_POSITIONS, rows[r].pos0 + t),
+            memcpy(s->xb + (size_t)(t0 + t) * dim,
+                   model_vector(m, VEC_POSITIONS, s->positions[t0 + t]),
                    (size_t)dim * sizeof(float));
         rows[r].state->work.weight_bytes += (uint64_t)rows[r].n_tokens * dim * sizeof(float);
     }
@@ -507,6 +381,7 @@ const float *forward(const Model *m, PassScratch *s, const ForwardRow *rows, int
     EACH_ROW(r, t0, rows, n_rows) { /* x [N, dim] = the embedding rows of every token */
         SeqState *rs = rows[r].state;
         rs->work = (WorkCount){0};
+        row_positions(&rows[r], s->positions + t0); /* each token's position, for the pass */
         for (int t = 0; t < rows[r].n_tokens; t++)
             rs->work.weight_bytes +=
                 embed_token(m, rows[r].tokens[t], s->x + (size_t)(t0 + t) * dim);
@@ -533,34 +408,6 @@ const float *forward(const Model *m, PassScratch *s, const ForwardRow *rows, int
         }
     }
     return classify(m, s, rows, n_rows);
-}
-
-uint64_t forward_body_macs(const Config *c, int T, int pos0) {
-    uint64_t d = (uint64_t)c->dim, h = (uint64_t)c->hidden_dim, L = (uint64_t)c->n_layers;
-    uint64_t mlp = c->mlp == MLP_GELU ? 2u : 3u;       /* GPT-2's has no up */
-    uint64_t dense = (uint64_t)config_dense_layers(c); /* the others' MLP is experts (moe.h) */
-    /* the attention's matrices a token runs through, from the one table of
-     * shapes: wq, wk, wv and wo, or MLA's query path, kv_a and wo (kv_b is
-     * mla_attention_macs', run over positions, not tokens) */
-    static const MatrixKind per_token_kinds[] = {MAT_WQ,  MAT_WK,  MAT_WV,  MAT_WO,
-                                                 MAT_Q_A, MAT_Q_B, MAT_KV_A};
-    uint64_t attn = 0;
-    for (size_t i = 0; i < sizeof per_token_kinds / sizeof per_token_kinds[0]; i++) {
-        int rows, cols;
-        layer_matrix_shape(c, per_token_kinds[i], &rows, &cols);
-        attn += (uint64_t)rows * (uint64_t)cols;
-    }
-    uint64_t per_token = L * attn + dense * mlp * d * h + (L - dense) * (uint64_t)moe_token_macs(c);
-    /* attention: the (query, position) pairs each layer scores and mixes
-     * (attention_pairs, as forward counts them) */
-    if (config_mla(c))
-        return per_token * (uint64_t)T + L * mla_attention_macs(c, MLA_REBUILT, T, pos0);
-    uint64_t pairs = 0;
-    for (int l = 0; l < c->n_layers; l++) {
-        AttentionSpec spec = config_attention_spec(c, l);
-        pairs += attention_pairs(&spec, T, pos0);
-    }
-    return per_token * (uint64_t)T + pairs * (uint64_t)c->n_heads * config_head_dim(c) * 2u;
 }
 
 const float *forward_tokens(const Model *m, RunState *s, const int *tokens, int T, int pos0,

@@ -9,15 +9,11 @@
 #define STEPWISE_FORWARD_H
 
 #include "ref/util/error.h"
+#include "ref/forward_jobs.h"
 #include "ref/hooks.h"
 #include "ref/layers.h"
 #include "ref/model/model.h"
 #include "ref/run_state.h"
-
-/* Multiply-adds of the blocks (every layer's matmuls and attention, not
- * the classifier) for T tokens at positions pos0.. : what forward's work
- * counters add up for them. */
-uint64_t forward_body_macs(const Config *c, int T, int pos0);
 
 /* The transformer over rows[0..n_rows): the matmuls take every row's tokens
  * at once (each weight row read once for all of them); RoPE, the cache and

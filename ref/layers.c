@@ -53,12 +53,12 @@ void gelu_forward(float *x, int n) {
     }
 }
 
-void rope_forward(float *x, int T, int width, int head_dim, int rot, int pos0,
+void rope_forward(float *x, int T, int width, int head_dim, int rot, const int *positions,
                   const float *rope_cos, const float *rope_sin, RopeLayout layout) {
     int pairs = rot / 2; /* the tables' rows hold as many */
     for (int t = 0; t < T; t++) {
-        const float *c = rope_cos + (size_t)(pos0 + t) * pairs;
-        const float *s = rope_sin + (size_t)(pos0 + t) * pairs;
+        const float *c = rope_cos + (size_t)positions[t] * pairs; /* its position's angles */
+        const float *s = rope_sin + (size_t)positions[t] * pairs;
         for (int h0 = 0; h0 < width; h0 += head_dim) {
             float *xh = x + (size_t)t * width + h0;
             for (int pair = 0; pair < pairs; pair++) { /* dimensions past rot pass through */
@@ -105,23 +105,23 @@ static void softcap_forward(float *x, int n, float cap) {
     for (int i = 0; i < n; i++) x[i] = tanhf(x[i] / cap) * cap;
 }
 
-/* Query t's head h: scores against positions 0..pos0+t, softmax over
- * those its window keeps (first..pos), and the weighted sum of their
- * values, into out's row t, head h. scores: [pos0+t+1]. A sliding layer's
- * scores row holds every position's q·k, the ones its window then drops
+/* Query t's head h, at position pos: scores against positions 0..pos,
+ * softmax over those it sees (attention_visible: first..pos, less any gap
+ * between the sinks and its band), and the weighted sum of their values,
+ * into out's row t, head h. scores: [pos+1]. A layer with a window or chunks has
+ * in its scores row every position's q·k, the ones the rule then drops
  * too; its pattern is 0 there. */
 static void attention_query_head(float *out, const float *q, const float *key_cache,
-                                 const float *value_cache, float *scores, int t, int h, int pos0,
+                                 const float *value_cache, float *scores, int t, int h, int pos,
                                  const AttentionSpec *a, const HookSite *site) {
     int head_dim = a->head_dim, dim = a->n_heads * head_dim, kv_dim = a->n_kv_heads * head_dim;
     int v_dim = a->v_head_dim > 0 ? a->v_head_dim : head_dim; /* a value's width (MLA: narrower) */
     int group = a->n_heads / a->n_kv_heads;                   /* query heads per KV head */
-    int pos = pos0 + t; /* this query sees positions first..pos */
-    int first = window_first_seen(a->window, pos);
+    int first = attention_first_seen(a, pos); /* it sees positions first..pos (attention_visible) */
     float div = sqrtf(a->query_scale);
     const float *qh = q + (size_t)t * dim + (size_t)h * head_dim;
     int kv_off = (h / group) * head_dim;
-    /* the positions the window drops are scored only for a hook that shows
+    /* the positions the rule drops are scored only for a hook that shows
      * them; the others' scores are the same sums either way */
     bool shown = site != NULL && hook_wanted(site->obs, HOOK_ATTN_SCORES, site->layer, pos);
     int from = shown ? 0 : first;
@@ -129,15 +129,21 @@ static void attention_query_head(float *out, const float *q, const float *key_ca
                 head_dim, div);
     if (a->softcap > 0) softcap_forward(scores + from, pos + 1 - from, a->softcap);
     hook_emit_head(site, HOOK_ATTN_SCORES, t, h, scores, pos + 1);
+    /* a key it does not see weighs e^-inf = 0: the softmax's max, sum and
+     * quotients of the others are theirs alone */
+    for (int p = first; p <= pos; p++)
+        if (!attention_visible(a, pos, p)) scores[p] = -INFINITY;
     softmax_forward(scores + first, pos + 1 - first);
-    memset(scores, 0, (size_t)first * sizeof(float)); /* outside the window */
+    memset(scores, 0, (size_t)first * sizeof(float)); /* before the first it sees */
     hook_emit_head(site, HOOK_ATTN_PATTERN, t, h, scores, pos + 1);
     if (a->f16_probs) /* llama.cpp's float16 operand for the multiply by V */
         for (int p = first; p <= pos; p++) scores[p] = half_round(scores[p]);
-    /* out = Σ_p softmax(scores)[p] · v_p, accumulated in position order */
+    /* out = Σ_p softmax(scores)[p] · v_p over the positions it sees, in
+     * position order */
     float *oh = out + ((size_t)t * a->n_heads + (size_t)h) * v_dim;
     memset(oh, 0, (size_t)v_dim * sizeof(float));
     for (int p = first; p <= pos; p++) {
+        if (!attention_visible(a, pos, p)) continue;
         const float *v = value_cache + ((size_t)p * a->n_kv_heads + (size_t)(h / group)) * v_dim;
         float w = scores[p];
         for (int i = 0; i < v_dim; i++) oh[i] += w * v[i];
@@ -145,11 +151,12 @@ static void attention_query_head(float *out, const float *q, const float *key_ca
 }
 
 void attention_forward(float *out, const float *q, const float *key_cache, const float *value_cache,
-                       float *scores, int T, int pos0, const AttentionSpec *a,
+                       float *scores, int T, const int *positions, const AttentionSpec *a,
                        const HookSite *site) {
     for (int t = 0; t < T; t++) {
         for (int h = 0; h < a->n_heads; h++)
-            attention_query_head(out, q, key_cache, value_cache, scores, t, h, pos0, a, site);
+            attention_query_head(out, q, key_cache, value_cache, scores, t, h, positions[t], a,
+                                 site);
     }
 }
 

@@ -36,22 +36,23 @@ void gelu_forward(float *x, int n);
  * of its position and the pair's frequency: pair i is (2i, 2i+1) with
  * ROPE_INTERLEAVED, (i, i + rot/2) with ROPE_HALVES, for the rot / 2 pairs
  * of the first rot dimensions of each head (rot = head_dim but for Phi-3's
- * partial RoPE: the rest pass through). x is T rows for positions
- * pos0..pos0+T-1, with heads of head_dim; cos/sin tables are [positions,
+ * partial RoPE: the rest pass through). x is T rows, row t at
+ * positions[t], with heads of head_dim; cos/sin tables are [positions,
  * rot / 2]. */
-void rope_forward(float *x, int T, int width, int head_dim, int rot, int pos0,
+void rope_forward(float *x, int T, int width, int head_dim, int rot, const int *positions,
                   const float *rope_cos, const float *rope_sin, RopeLayout layout);
 
-/* Causal attention of T queries at positions pos0..pos0+T-1 over the cached
- * keys and values of positions 0..pos0+t (inclusive) for query t, or of
- * its last `window` of them on a sliding layer.
+/* Attention of T queries, query t at positions[t], over the cached keys
+ * and values of positions 0..positions[t] (the key of cache slot k at
+ * position k), those the visibility rule lets it see (attention_visible:
+ * causal, and a's window, chunk and sinks).
  * q: [T, n_heads × head_dim]; key_cache: [positions, n_kv_heads × head_dim];
  * value_cache: [positions, n_kv_heads × v_head_dim]; out: [T, n_heads ×
  * v_head_dim] (v_head_dim: MLA's narrower value, else head_dim); query head h reading KV head
- * h / (n_heads / n_kv_heads); scores: scratch of [pos0 + T] floats.
+ * h / (n_heads / n_kv_heads); scores: scratch of [max positions[t] + 1] floats.
  * site (may be NULL) receives each head's scores and pattern when wanted. */
 void attention_forward(float *out, const float *q, const float *key_cache, const float *value_cache,
-                       float *scores, int T, int pos0, const AttentionSpec *a,
+                       float *scores, int T, const int *positions, const AttentionSpec *a,
                        const HookSite *site);
 
 /* In place over n values: x[i] = x[i] + y[i]. */

@@ -34,10 +34,11 @@
 void mla_attention(const Model *m, PassScratch *s, const ForwardRow *rows, int n_rows, int N,
                    int l);
 
-/* The multiply-adds of one layer's MLA for T tokens from pos0 beyond its
- * projections (counted as linears): the rebuilt form's kv_b over every
- * position seen, then each head's scores and sums. forward_body_macs
- * adds them, and mla_attention counts the same. */
-uint64_t mla_attention_macs(const Config *c, MlaForm form, int T, int pos0);
+/* The multiply-adds of one layer's MLA for T tokens beyond its
+ * projections (counted as linears), that see `pairs` (query, key) pairs
+ * between them (attention_pairs) over a cache of `slots` rows: the rebuilt
+ * form's kv_b over every slot, then each head's scores and sums.
+ * forward_body_macs adds them, and mla_attention counts the same. */
+uint64_t mla_attention_macs(const Config *c, MlaForm form, int T, uint64_t pairs, int slots);
 
 #endif

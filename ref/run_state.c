@@ -119,8 +119,9 @@ bool pass_scratch_init(PassScratch *p, const Config *c, int max_tokens, const Qu
     /* new K and V rows before they go to an int8 cache, or a batch's rows */
     p->k_new = malloc(T * kv_dim * sizeof(float));
     p->v_new = malloc(T * kv_dim * sizeof(float));
-    bool ok =
-        p->x && p->xb && p->xb2 && p->q && p->hb && p->hb2 && p->logits && p->k_new && p->v_new;
+    p->positions = malloc(T * sizeof(int));
+    bool ok = p->x && p->xb && p->xb2 && p->q && p->hb && p->hb2 && p->logits && p->k_new &&
+              p->v_new && p->positions;
     if (ok && c->n_experts > 0) { /* a mixture of experts' scratch */
         size_t E = (size_t)c->n_experts, k = (size_t)c->n_experts_used;
         size_t eh = (size_t)c->expert_hidden_dim;
@@ -162,7 +163,8 @@ void pass_scratch_free(PassScratch *p) {
                    p->hb2,        p->logits,    p->k_new,       p->v_new,       p->xq,
                    p->xs,         p->xsum,      p->xfake,       p->mla_q_a,     p->mla_kv_a,
                    p->moe_logits, p->moe_probs, p->moe_experts, p->moe_weights, p->moe_rows,
-                   p->moe_gate,   p->moe_x,     p->moe_y,       p->moe_h1,      p->moe_h3};
+                   p->moe_gate,   p->moe_x,     p->moe_y,       p->moe_h1,      p->moe_h3,
+                   p->positions};
     for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) free(all[i]);
     memset(p, 0, sizeof *p);
 }
@@ -195,4 +197,15 @@ void rows_emit(const ForwardRow *rows, int n_rows, int layer, HookPoint point, c
         hook_emit_rows(&site, point, x + (size_t)t0 * heads * head_dim, rows[r].n_tokens, heads,
                        head_dim);
     }
+}
+
+void row_positions(const ForwardRow *row, int *positions) {
+    for (int t = 0; t < row->n_tokens; t++)
+        positions[t] = row->positions != NULL ? row->positions[t] : row->pos0 + t;
+}
+
+int positions_last(const int *positions, int n) {
+    int last = positions[0];
+    for (int t = 1; t < n; t++) last = positions[t] > last ? positions[t] : last;
+    return last;
 }

@@ -84,6 +84,7 @@ typedef struct {
     float *hb2;    /* [max_tokens, max(hidden_dim, S)] up */
     float *logits; /* [max_tokens, vocab_size] */
     float *k_new, *v_new; /* [max_tokens, kv_dim] new rows: before int8 storage, or a batch's */
+    int *positions;       /* [max_tokens] each token's position (ForwardRow), for the pass */
     /* scratch used only when quantizing activations */
     int8_t *xq;    /* [max(dim, hidden_dim)] one quantized input row */
     float *xs;     /* its scales */
@@ -125,18 +126,31 @@ bool run_state_init_quant(RunState *s, const Config *c, int capacity, int max_to
 void run_state_free(RunState *s);
 
 /* One row of a forward pass: a sequence's state (its KV cache and work
- * count), its observer, and the n_tokens tokens it feeds at
- * positions pos0, pos0 + 1, ... Prefill is one row of the whole prompt,
+ * count), its observer, and the n_tokens tokens it feeds, the sequence's
+ * tokens pos0, pos0 + 1, ... Prefill is one row of the whole prompt,
  * decode one row of one token, a batched decode step B rows of one token,
- * and a recompute without a cache one row of the whole window from 0. */
+ * and a recompute without a cache one row of the whole window from 0.
+ *
+ * A cache slot and a position are two things. Token t's K and V rows go to
+ * cache slot pos0 + t, its index in the sequence. Its position is data:
+ * positions[t], what RoPE turns it by, the row of a learned position
+ * embedding it gets, and the q of the visibility rule and the work count
+ * (attention_visible, attention_seen). The rule places a cached key at
+ * its slot's index (a query at q reads slots 0 .. q), so a position must
+ * be its token's slot for attention to read the keys it should, and
+ * every caller today passes NULL: each token at its sequence index. A
+ * caller whose positions differ from the slots (M-RoPE's ids, Qwen2-VL,
+ * one a section of RoPE's dimensions; a context shift that re-numbers)
+ * would keep a key position per slot for the rule beside them: not done. */
 typedef struct {
     SeqState *state;
     const StepObserver *obs; /* its hooks, or NULL */
     const int *tokens;       /* [n_tokens] */
     int n_tokens;
-    int pos0;
-    bool all_logits; /* the logits of every token, not only the last one's */
-    bool no_logits;  /* none at all: a prefill chunk before the last (its cache rows only) */
+    int pos0;             /* the first token's cache slot (its index in the sequence) */
+    const int *positions; /* [n_tokens] each token's position, or NULL: pos0 + t, its slot */
+    bool all_logits;      /* the logits of every token, not only the last one's */
+    bool no_logits;       /* none at all: a prefill chunk before the last (its cache rows only) */
 } ForwardRow;
 
 /* Emit x [N, heads × head_dim] at `point` of `layer`, each row of a pass
@@ -144,5 +158,12 @@ typedef struct {
  * own observer. */
 void rows_emit(const ForwardRow *rows, int n_rows, int layer, HookPoint point, const float *x,
                int heads, int head_dim);
+
+/* positions [n_tokens] = row's tokens' positions: row->positions, or each
+ * token's slot pos0 + t (the one place that default is written). */
+void row_positions(const ForwardRow *row, int *positions);
+
+/* The greatest of positions [n] (n >= 1): how far RoPE's tables must reach. */
+int positions_last(const int *positions, int n);
 
 #endif

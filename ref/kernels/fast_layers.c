@@ -202,27 +202,31 @@ static void softcap(float *x, int n, float cap) {
 }
 
 /* Scores into weights, as layers.c's: the soft-cap, the softmax with the
- * exponentials many at once, 0 outside the window, llama.cpp's rounding. */
+ * exponentials many at once over the positions the query sees
+ * (attention_visible: a key in a gap weighs e^-inf = 0), 0 before the
+ * first, llama.cpp's rounding. */
 static void head_weights(float *scores, int first, int pos, const AttentionSpec *a, ExpKind exp) {
     if (a->softcap > 0) softcap(scores + first, pos + 1 - first, a->softcap);
+    if (attention_has_gaps(a))
+        for (int p = first; p <= pos; p++)
+            if (!attention_visible(a, pos, p)) scores[p] = -INFINITY;
     softmax_many(scores + first, pos + 1 - first, exp);
-    memset(scores, 0, (size_t)first * sizeof(float)); /* outside the window */
+    memset(scores, 0, (size_t)first * sizeof(float)); /* before the first it sees */
     if (a->f16_probs)
         for (int p = first; p <= pos; p++) scores[p] = half_round(scores[p]);
 }
 
-/* Query t's head h, as layers.c's attention_query_head computes it, by the
- * kernels above: the scores of the positions its window keeps (from kt,
+/* Query t's head h, at position pos, as layers.c's attention_query_head
+ * computes it, by the kernels above: the scores of the positions it sees (from kt,
  * the KV head's keys transposed with stride kt_n, or four positions at a
  * time), the weights (head_weights), and the values 64 (then 16)
  * dimensions at a time. */
 static void query_head(float *out, const float *q, const float *key_cache, const float *value_cache,
-                       float *scores, int t, int h, int pos0, const AttentionSpec *a,
+                       float *scores, int t, int h, int pos, const AttentionSpec *a,
                        const float *kt, int kt_n, ExpKind exp) {
     int head_dim = a->head_dim, dim = a->n_heads * head_dim, kv_dim = a->n_kv_heads * head_dim;
-    int group = a->n_heads / a->n_kv_heads; /* query heads per KV head */
-    int pos = pos0 + t;                     /* this query sees positions first..pos */
-    int first = window_first_seen(a->window, pos);
+    int group = a->n_heads / a->n_kv_heads;   /* query heads per KV head */
+    int first = attention_first_seen(a, pos); /* it sees first..pos (attention_visible) */
     float div = sqrtf(a->query_scale);
     const float *qh = q + (size_t)t * dim + (size_t)h * head_dim;
     int kv_head_off = (h / group) * head_dim;
@@ -244,10 +248,10 @@ static void query_head(float *out, const float *q, const float *key_cache, const
  * each, with the keys and values read once for the four (group_scores4,
  * group_values4). scores: head h's row, the others stride floats apart. */
 static void query_heads4(float *out, const float *q, const float *key_cache,
-                         const float *value_cache, float *scores, int stride, int t, int h,
-                         int pos0, const AttentionSpec *a, ExpKind exp) {
+                         const float *value_cache, float *scores, int stride, int t, int h, int pos,
+                         const AttentionSpec *a, ExpKind exp) {
     int head_dim = a->head_dim, dim = a->n_heads * head_dim, kv_dim = a->n_kv_heads * head_dim;
-    int pos = pos0 + t, first = window_first_seen(a->window, pos);
+    int first = attention_first_seen(a, pos);
     int kv_head_off = (h / (a->n_heads / a->n_kv_heads)) * head_dim;
     const float *qh = q + (size_t)t * dim + (size_t)h * head_dim; /* the four, head_dim apart */
     float qt[4 * GROUP4_MAX_HEAD_DIM];
@@ -272,8 +276,9 @@ void keys_transpose(float *key_t, int stride, const float *key_cache, int n, int
 }
 
 void attention_heads_fast(float *out, const float *q, const float *key_cache, const float *key_t,
-                          const float *value_cache, float *scores, int stride, int T, int pos0,
-                          const AttentionSpec *a, int h0, int h1, ExpKind exp) {
+                          const float *value_cache, float *scores, int stride, int T,
+                          const int *positions, const AttentionSpec *a, int h0, int h1,
+                          ExpKind exp) {
     int group = a->n_heads / a->n_kv_heads;
     for (int h = h0; h < h1;) {
         /* four heads of one KV head together when the keys are not
@@ -282,14 +287,14 @@ void attention_heads_fast(float *out, const float *q, const float *key_cache, co
             a->head_dim <= GROUP4_MAX_HEAD_DIM) {
             for (int t = 0; t < T; t++)
                 query_heads4(out, q, key_cache, value_cache, scores + (size_t)h * stride, stride, t,
-                             h, pos0, a, exp);
+                             h, positions[t], a, exp);
             h += 4;
             continue;
         }
         const float *kt = key_t != NULL ? key_t + (size_t)(h / group) * a->head_dim * stride : NULL;
         for (int t = 0; t < T; t++)
-            query_head(out, q, key_cache, value_cache, scores + (size_t)h * stride, t, h, pos0, a,
-                       kt, stride, exp);
+            query_head(out, q, key_cache, value_cache, scores + (size_t)h * stride, t, h,
+                       positions[t], a, kt, stride, exp);
         h++;
     }
 }

@@ -22,14 +22,15 @@ void keys_transpose(float *key_t, int stride, const float *key_cache, int n, int
                     int head_dim);
 
 /* attention_forward's numbers (layers.h) for query heads h0..h1-1 of T
- * queries at pos0..pos0+T-1, head by head (a thread's share). scores:
- * scratch of [n_heads, stride] floats, one row per head, stride >= pos0 +
- * T. key_t: NULL, or the keys transposed by keys_transpose with the same
+ * queries, query t at positions[t], head by head (a thread's share).
+ * scores: scratch of [n_heads, stride] floats, one row per head, stride >
+ * every positions[t]. key_t: NULL, or the keys transposed by keys_transpose with the same
  * stride, from which sixteen positions' scores advance together. exp:
  * exp_kind_of_libm(), for the softmax's exponentials (expf's bits). */
 void attention_heads_fast(float *out, const float *q, const float *key_cache, const float *key_t,
-                          const float *value_cache, float *scores, int stride, int T, int pos0,
-                          const AttentionSpec *a, int h0, int h1, ExpKind exp);
+                          const float *value_cache, float *scores, int stride, int T,
+                          const int *positions, const AttentionSpec *a, int h0, int h1,
+                          ExpKind exp);
 
 /* swiglu_forward (layers.h) with the exponentials many at once (exp.h:
  * the C library's bits when kind is exp_kind_of_libm(), so the same
