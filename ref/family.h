@@ -72,6 +72,8 @@ typedef struct {
     const char *hf_class;      /* config.json's architectures[0] */
     const char *hf_model_type; /* config.json's model_type */
     const char *gguf;          /* llama.cpp's general.architecture (Mixtral's: llama) */
+    const char *summary;       /* what sets it apart, for make-model's --arch help ("q/k/v
+                                  biases"), or NULL */
     /* the block */
     BlockNorm norm;
     MlpKind mlp;

@@ -275,8 +275,42 @@ HEADER_NAMES = {"rope_theta": "rope_theta", "rms_norm_eps": "norm_eps", "query_p
                 "sliding_window": "sliding_window", "rope_local_base_freq": "rope_local_theta"}
 
 
+# Every preset with its Hugging Face repository, and every --arch family: make-model's help is
+# made from the presets' and the families' tables, so a row added there is listed (a hand-written
+# help once left deepseek-v2-lite out).
+PRESET_SOURCES = {
+    "smollm2-135m": "HuggingFaceTB/SmolLM2-135M", "qwen3-0.6b": "Qwen/Qwen3-0.6B",
+    "llama-3.2-1b": "meta-llama/Llama-3.2-1B", "llama-3-8b": "meta-llama/Meta-Llama-3-8B",
+    "llama-2-7b": "meta-llama/Llama-2-7b-hf", "llama-2-13b": "meta-llama/Llama-2-13b-hf",
+    "tinyllama-1.1b": "TinyLlama/TinyLlama-1.1B-Chat-v1.0", "gpt2": "openai-community/gpt2",
+    "gpt2-medium": "openai-community/gpt2-medium", "phi-3-mini-4k": "microsoft/Phi-3-mini-4k-instruct",
+    "mixtral-8x7b": "mistralai/Mixtral-8x7B-v0.1", "qwen3-30b-a3b": "Qwen/Qwen3-30B-A3B",
+    "gemma-2-2b": "google/gemma-2-2b", "gemma-3-1b": "google/gemma-3-1b-pt",
+    "deepseek-v2-lite": "deepseek-ai/DeepSeek-V2-Lite"}
+FAMILIES = ("llama", "mistral", "qwen2", "qwen3", "gpt2", "phi3", "gemma2", "gemma3", "mixtral", "qwen3moe",
+            "deepseek2")
+
+
+def check_help_lists(check):
+    """make-model --help's --arch and --preset: every family and every preset (with its repository)."""
+    text = run_stepwise(BIN, "make-model", "--help").stdout
+    flat = " ".join(text.split())
+    arch = flat[flat.index("--arch A"):flat.index("--dtype")]
+    preset = flat[flat.index("--preset P"):]
+    missing = [f for f in FAMILIES if f + " " not in arch + " " and f + "," not in arch]
+    check(not missing, "make-model --help: --arch lists every family" + (f" (not {missing})" if missing else ""))
+    missing = [n for n, src in PRESET_SOURCES.items() if f"{n} ({src}" not in preset]
+    check(not missing, "make-model --help: --preset lists every preset with its repository"
+          + (f" (not {missing})" if missing else ""))
+    r = run_stepwise(BIN, "make-model", "--preset", "no-such-model", "--out", "/dev/null/x", expect=(2,))
+    missing = [n for n in PRESET_SOURCES if n not in r.stderr]
+    check(r.returncode == 2 and not missing, "an unknown --preset is refused, naming every preset"
+          + (f" (not {missing})" if missing else ""))
+
+
 def main():
     check = Checks()
+    check_help_lists(check)
     with tempfile.TemporaryDirectory() as tmp:
         for name, want in PUBLISHED.items():
             info = json.loads(run_stepwise(BIN, "inspect", "--preset", name, "--json").stdout)

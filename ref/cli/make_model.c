@@ -189,13 +189,7 @@ static const CliOption OWN_OPTIONS[] = {
 static const CliOption FOLDER_OPTIONS[] = {
     {"format", "hf", OPTION_CUSTOM, .parse = parse_option, .id = OPT_FORMAT,
      .help = "write OUT as a folder: config.json and safetensors"},
-    {"arch", "A", OPTION_CUSTOM, .parse = parse_option, .id = OPT_ARCH,
-     .help = "llama (default), mistral, qwen2 (q/k/v biases), qwen3\n"
-             "(q/k norms), gpt2 (LayerNorm, GELU MLP, learned positions,\n"
-             "biases: GPT2LMHeadModel's Conv1D tensors), phi3 (Llama's\n"
-             "block, q/k/v and gate/up fused in the files), gemma2, gemma3,\n"
-             "mixtral, qwen3moe or deepseek2 (multi-head latent attention:\n"
-             "--head-dim, --kv-lora-rank and --qk-rope-dim; experts optional)"},
+    {"arch", "A", OPTION_CUSTOM, .parse = parse_option, .id = OPT_ARCH}, /* help: arch_help */
     {"dtype", "T", OPTION_CUSTOM, .parse = parse_option, .id = OPT_DTYPE,
      .help = "f32 (default), f16 or bf16 (rounded to nearest even)"},
     {"shards", "N", OPTION_INT, offsetof(MakeModelArgs, folder.shards), 1, 64,
@@ -215,18 +209,7 @@ static const CliOption MOE_OWN_OPTIONS[] = {
     CLI_OPTIONS_END};
 
 static const CliOption PRESET_OPTIONS[] = {
-    {"preset", "P", OPTION_CUSTOM, .parse = parse_option, .id = OPT_PRESET,
-     .help = "smollm2-135m (HuggingFaceTB/SmolLM2-135M), qwen3-0.6b\n"
-             "(Qwen/Qwen3-0.6B), llama-3.2-1b (meta-llama/Llama-3.2-1B),\n"
-             "llama-3-8b (meta-llama/Meta-Llama-3-8B; 16 GB in bf16),\n"
-             "llama-2-7b (meta-llama/Llama-2-7b-hf; MHA, 13 GB in bf16),\n"
-             "llama-2-13b (meta-llama/Llama-2-13b-hf; 26 GB in bf16),\n"
-             "tinyllama-1.1b (TinyLlama/TinyLlama-1.1B-Chat-v1.0), gpt2\n"
-             "(openai-community/gpt2, 124M), gpt2-medium (355M), phi-3-mini-4k\n"
-             "(microsoft/Phi-3-mini-4k-instruct), gemma-2-2b\n"
-             "(google/gemma-2-2b), gemma-3-1b (google/gemma-3-1b-pt),\n"
-             "mixtral-8x7b (mistralai/Mixtral-8x7B-v0.1; 93 GB in bf16) or\n"
-             "qwen3-30b-a3b (Qwen/Qwen3-30B-A3B; 61 GB in bf16)"},
+    {"preset", "P", OPTION_CUSTOM, .parse = parse_option, .id = OPT_PRESET}, /* help: presets' */
     CLI_OPTIONS_END};
 
 /* The help's heading for each group of the table's options (the shape's
@@ -245,6 +228,8 @@ static const char *const GROUP_HEADINGS[] = {[CF_ATTENTION] =
  * and the command's own. Made at run time, as the table is data. */
 typedef struct {
     CliOption own[CONFIG_FIELD_COUNT + 4];
+    CliOption folder[8], preset[2]; /* FOLDER_OPTIONS and PRESET_OPTIONS, their help made */
+    char arch_help[640], preset_help[1024];
     CliOption fields[N_GROUPS][CONFIG_FIELD_COUNT + 4];
     char help[CONFIG_FIELD_COUNT][320];
     CliOptionGroup groups[N_GROUPS + 3];
@@ -275,7 +260,36 @@ static CliOption field_option(const ConfigField *f, size_t base, char *help, siz
                        .help = help};
 }
 
-static void make_model_options(MakeModelOptions *o) {
+/* --arch's help, from the family table: "llama (default), mistral, qwen2
+ * (q/k/v biases), ... or deepseek2 (...)", a row's summary beside it. */
+static void arch_help(char *buf, size_t size, const Family *default_family) {
+    size_t at = 0;
+    buf[0] = '\0';
+    for (int i = 0; i < FAMILY_COUNT && at < size; i++) {
+        const Family *f = &FAMILY_LIST[i];
+        const char *summary = f == default_family ? "default" : f->summary;
+        at += (size_t)snprintf(buf + at, size - at, "%s%s%s%s%s",
+                               i == 0                  ? ""
+                               : i == FAMILY_COUNT - 1 ? " or "
+                                                       : ", ",
+                               f->name, summary ? " (" : "", summary ? summary : "",
+                               summary ? ")" : "");
+    }
+    cli_help_wrap(buf, 64);
+}
+
+/* A copy of table, option `name`'s help set to help. */
+static void options_with_help(CliOption *out, size_t n, const CliOption *table, const char *name,
+                              const char *help) {
+    size_t i = 0;
+    for (; table[i].name != NULL && i + 1 < n; i++) {
+        out[i] = table[i];
+        if (strcmp(table[i].name, name) == 0) out[i].help = help;
+    }
+    out[i] = (CliOption)CLI_OPTIONS_END;
+}
+
+static void make_model_options(MakeModelOptions *o, const Family *default_family) {
     int n_own = 0, n_in[N_GROUPS] = {0}, n_groups = 0;
     for (int i = 0; i < CONFIG_FIELD_COUNT; i++) {
         const ConfigField *f = &CONFIG_FIELD_LIST[i];
@@ -290,7 +304,14 @@ static void make_model_options(MakeModelOptions *o) {
     }
     for (const CliOption *own = OWN_OPTIONS; own->name != NULL; own++) o->own[n_own++] = *own;
     o->own[n_own] = (CliOption)CLI_OPTIONS_END;
-    o->groups[n_groups++] = (CliOptionGroup){.options = FOLDER_OPTIONS,
+    arch_help(o->arch_help, sizeof o->arch_help, default_family);
+    options_with_help(o->folder, sizeof o->folder / sizeof o->folder[0], FOLDER_OPTIONS, "arch",
+                      o->arch_help);
+    model_presets_text(o->preset_help, sizeof o->preset_help, true);
+    cli_help_wrap(o->preset_help, 64);
+    options_with_help(o->preset, sizeof o->preset / sizeof o->preset[0], PRESET_OPTIONS, "preset",
+                      o->preset_help);
+    o->groups[n_groups++] = (CliOptionGroup){.options = o->folder,
                                              .heading = "A Hugging Face model directory instead "
                                                         "(docs/hf-models.md):"};
     for (int g = 0; g < N_GROUPS; g++) {
@@ -303,7 +324,7 @@ static void make_model_options(MakeModelOptions *o) {
             o->groups[n_groups++] = (CliOptionGroup){.options = MOE_OWN_OPTIONS};
     }
     o->groups[n_groups++] = (CliOptionGroup){
-        .options = PRESET_OPTIONS,
+        .options = o->preset,
         .heading = "A real model's shape, from its published config.json (random weights; a\n"
                    "folder unless --format llama2c, which only tinyllama-1.1b fits; options\n"
                    "given beside it win, --seq-len 2048 say):"};
@@ -324,7 +345,7 @@ int cli_make_model(int argc, char **argv) {
                           .folder = {.family = family_find("llama"), .dtype = ST_F32, .shards = 1}};
     model_fields_mark(&args.c);
     MakeModelOptions options;
-    make_model_options(&options);
+    make_model_options(&options, args.folder.family);
     StepError err;
     int parsed = cli_options_parse(&options.command, argc, argv, &args, NULL, &err);
     if (parsed == 0) return 0;

@@ -195,6 +195,15 @@ int cli_options_parse(const CliCommandOptions *c, int argc, char **argv, void *a
     return status;
 }
 
+void cli_help_wrap(char *text, int width) {
+    char *line = text, *space = NULL;
+    for (char *p = text; *p != '\0'; p++) {
+        if (*p == '\n') line = p + 1, space = NULL;
+        if (*p == ' ') space = p;
+        if (p - line >= width && space != NULL) *space = '\n', line = space + 1, space = NULL;
+    }
+}
+
 /* "  --name VALUE" (or "  -o, --name VALUE") into buf: its width. */
 static int option_head(const CliOption *o, char *buf, size_t size) {
     const char *value = o->value ? o->value : "", *space = o->value && !o->optional ? " " : "";

@@ -133,4 +133,9 @@ bool cli_output_not_input(const char *command, const char *out_name, const char 
  * lines after them. */
 void cli_options_help(const CliCommandOptions *c, FILE *to);
 
+/* Break text's one line into lines of at most width characters, in place,
+ * at its spaces (a word longer than width stays whole): for an option's
+ * help made at run time from a table (make-model's --arch and --preset). */
+void cli_help_wrap(char *text, int width);
+
 #endif

@@ -1,6 +1,7 @@
 /* cli/presets.c: see presets.h. */
 #include "ref/cli/presets.h"
 
+#include <stdio.h>
 #include <string.h>
 
 static const ModelPreset PRESETS[] = {
@@ -50,6 +51,7 @@ static const ModelPreset PRESETS[] = {
                                  .original_context = 8192}}},
     {.name = "llama-3-8b",
      .source = "meta-llama/Meta-Llama-3-8B",
+     .note = "16 GB in bf16",
      .family = "llama",
      .untied = true,
      .config = {.dim = 4096,
@@ -66,6 +68,7 @@ static const ModelPreset PRESETS[] = {
      * classic example of a cache's size: 0.5 MiB a token in fp16 at 7B */
     {.name = "llama-2-7b",
      .source = "meta-llama/Llama-2-7b-hf",
+     .note = "MHA, 13 GB in bf16",
      .family = "llama",
      .untied = true,
      .config = {.dim = 4096,
@@ -80,6 +83,7 @@ static const ModelPreset PRESETS[] = {
                 .norm_eps = 1e-5f}},
     {.name = "llama-2-13b",
      .source = "meta-llama/Llama-2-13b-hf",
+     .note = "26 GB in bf16",
      .family = "llama",
      .untied = true,
      .config = {.dim = 5120,
@@ -108,6 +112,7 @@ static const ModelPreset PRESETS[] = {
                 .norm_eps = 1e-5f}},
     {.name = "gpt2",
      .source = "openai-community/gpt2",
+     .note = "124M",
      .family = "gpt2",
      .config = {.dim = 768,
                 .hidden_dim = 3072,
@@ -120,6 +125,7 @@ static const ModelPreset PRESETS[] = {
                 .norm_eps = 1e-5f}},
     {.name = "gpt2-medium",
      .source = "openai-community/gpt2-medium",
+     .note = "355M",
      .family = "gpt2",
      .config = {.dim = 1024,
                 .hidden_dim = 4096,
@@ -147,6 +153,7 @@ static const ModelPreset PRESETS[] = {
                 .sliding_window = 2047}},
     {.name = "mixtral-8x7b",
      .source = "mistralai/Mixtral-8x7B-v0.1",
+     .note = "93 GB in bf16",
      .family = "mixtral",
      .untied = true,
      .config = {.dim = 4096,
@@ -162,6 +169,7 @@ static const ModelPreset PRESETS[] = {
                 .n_experts = 8}}, /* each expert hidden_dim wide: the family's rule */
     {.name = "qwen3-30b-a3b",
      .source = "Qwen/Qwen3-30B-A3B",
+     .note = "61 GB in bf16",
      .family = "qwen3moe",
      .untied = true,
      .config = {.dim = 2048,
@@ -246,16 +254,26 @@ static const ModelPreset PRESETS[] = {
 };
 #define N_PRESETS (int)(sizeof PRESETS / sizeof PRESETS[0])
 
+void model_presets_text(char *buf, size_t size, bool sources) {
+    size_t at = 0;
+    buf[0] = '\0';
+    for (int i = 0; i < N_PRESETS && at < size; i++) {
+        const ModelPreset *p = &PRESETS[i];
+        const char *sep = i == 0 ? "" : !sources || i < N_PRESETS - 1 ? ", " : " or ";
+        if (sources)
+            at += (size_t)snprintf(buf + at, size - at, "%s%s (%s%s%s)", sep, p->name, p->source,
+                                   p->note ? "; " : "", p->note ? p->note : "");
+        else
+            at += (size_t)snprintf(buf + at, size - at, "%s%s", sep, p->name);
+    }
+}
+
 const ModelPreset *model_preset_find(const char *name, StepError *err) {
     for (int i = 0; i < N_PRESETS; i++)
         if (strcmp(PRESETS[i].name, name) == 0) return &PRESETS[i];
-    step_fail(err,
-              "unknown --preset '%.64s' (smollm2-135m, qwen3-0.6b, llama-3.2-1b, "
-              "llama-3-8b, llama-2-7b, llama-2-13b, tinyllama-1.1b, gpt2, gpt2-medium, "
-              "phi-3-mini-4k, gemma-2-2b, "
-              "gemma-3-1b, mixtral-8x7b, "
-              "qwen3-30b-a3b, deepseek-v2-lite)",
-              name);
+    char names[512];
+    model_presets_text(names, sizeof names, false);
+    step_fail(err, "unknown --preset '%.64s' (%s)", name, names);
     return NULL;
 }
 

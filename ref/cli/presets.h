@@ -12,11 +12,16 @@
  * and memory (make bench-scale), not for text. */
 typedef struct {
     const char *name, *source;
+    const char *note;   /* a word on its size for --preset's help ("16 GB in bf16"), or NULL */
     const char *family; /* its row of family.h (make-model's --arch name) */
     bool untied;        /* a classifier of its own */
     Config config;      /* its shape and numbers (config_table.h), as its config.json gives
                            them; a number left 0 is the family's default (family.h) */
 } ModelPreset;
+
+/* "name (source; note), ... or name (source)" of every preset, one line:
+ * --preset's help (cli_help_wrap breaks it). */
+void model_presets_text(char *buf, size_t size, bool sources);
 
 /* The preset called name, or NULL (err names the known ones). */
 const ModelPreset *model_preset_find(const char *name, StepError *err);
