@@ -13,6 +13,12 @@ the attention of position p. A budget that holds only one prompt evicts,
 and still gives the same outputs; a budget below one position's rows, and
 one that is not a number, are refused in one line with exit 2.
 
+A chat of three turns (tests/chat_turns.py), which resends its history each
+turn: every prompt's ids and the tokens resent counted by hand with
+sentencepiece, the positions prefilled without the cache (every prompt
+whole) and with it (each turn copies the prompt before), and the same
+tokens out.
+
     /usr/bin/python3 tests/prefix_cache_check.py build/stepwise
 """
 import json
@@ -20,7 +26,8 @@ import os
 import sys
 import tempfile
 
-from check_util import Checks, run_stepwise, stories260k
+import chat_turns
+from check_util import Checks, run_stepwise, stories260k, tok512_encoder
 
 BIN = os.path.abspath(sys.argv[1] if len(sys.argv) > 1 else "build/stepwise")
 SYSTEM = "You are a helpful storyteller who tells short stories about animals in the forest. " * 4
@@ -38,6 +45,60 @@ def body_macs(c, T, pos0):
     q, kv, hd = c["n_heads"] * c["head_dim"], c["n_kv_heads"] * c["head_dim"], c["head_dim"]
     per_token = L * (d * q + 2 * d * kv + q * d + 3 * d * h)
     return per_token * T + sum(L * (pos0 + t + 1) * c["n_heads"] * hd * 2 for t in range(T))
+
+
+def chat_checks(check, m, tmp):
+    """A chat of three turns (tests/chat_turns.py): each turn's request resends
+    the conversation so far. Counted by hand with sentencepiece's encoder,
+    each part encoded on its own as docs/batching.md's llama2 template says:
+    turn 1 is BOS [INST] <<SYS>> system <</SYS>> user1 [/INST]; turn k + 1 is
+    turn k's prompt, its answer and EOS (resent), then BOS [INST] user [/INST]
+    (new). Without the cache every prompt is prefilled whole; with it, turn
+    k + 1 copies the rows of turn k's whole prompt and prefills the rest, so
+    the three prefill the last prompt's length in all; the same tokens out."""
+    enc = tok512_encoder()
+    if enc is None:
+        check.skip("the chat's resent tokens: no sentencepiece or tok512.model")
+        return
+    requests = chat_turns.turns(BIN, m[1], m[3])
+    ids, resent, added = [], [], []
+    for k, r in enumerate(requests):
+        msgs = r["messages"]
+        if k == 0:
+            turn = [1] + enc("[INST]") + enc("<<SYS>>") + enc(r["system"]) + enc("<</SYS>>")
+            resent.append(0)
+        else:
+            history = ids[-1] + enc(msgs[-2]["content"]) + [2]  # the last answer, then EOS
+            resent.append(len(history))
+            turn = history + [1] + enc("[INST]")
+        turn += enc(msgs[-1]["content"]) + enc("[/INST]")
+        added.append(len(turn) - resent[-1])
+        ids.append(turn)
+    path = os.path.join(tmp, "chat.jsonl")
+    with open(path, "w", encoding="utf-8") as f:
+        f.writelines(json.dumps(r) + "\n" for r in requests)
+    served = {}
+    for cache in (False, True):
+        out = run_stepwise(BIN, "batch", *m, "--requests", path, "--max-batch", "1", "--quiet",
+                           *(["--prefix-cache"] if cache else []))
+        served[cache] = [json.loads(line) for line in out.stdout.splitlines()]
+    plain, cached = served[False], served[True]
+    lengths = [len(x) for x in ids]
+    check([r["tokens"][:r["prompt_tokens"]] for r in plain] == ids,
+          f"a chat of three turns: each turn's prompt is sentencepiece's ids of the conversation so far "
+          f"({lengths} tokens; {resent} of them resent, {added} new)")
+    check(all(ids[k + 1][:lengths[k]] == ids[k] for k in range(2)),
+          "each turn resends the turn before whole: its prompt begins with the last one's")
+    check([r["tokens"] for r in plain] == [r["tokens"] for r in cached],
+          "the chat: the same tokens with and without the prefix cache")
+    without = sum(r["prompt_tokens"] - r["metrics"]["prefix_tokens_reused"] for r in plain)
+    reused = [r["metrics"]["prefix_tokens_reused"] for r in cached]
+    with_cache = sum(r["prompt_tokens"] for r in cached) - sum(reused)
+    check(without == sum(lengths) and reused == [0] + lengths[:2] and with_cache == lengths[-1],
+          f"the chat prefills {without} positions without the cache (the hand's {sum(lengths)}), "
+          f"{with_cache} with it (the last prompt's {lengths[-1]}): each turn copies the rows of "
+          f"the prompt before, {reused}; of the {sum(resent)} resent, "
+          f"{sum(resent) - sum(reused)} (the answers and their EOS) are prefilled again")
 
 
 def main():
@@ -92,6 +153,7 @@ def main():
                              bad, expect=(2,))
             check(words in r.stderr and len(r.stderr.strip().splitlines()) == 1,
                   f"--prefix-cache-bytes {bad} refused: {r.stderr.strip()}")
+        chat_checks(check, m, tmp)
         # inspect's accounting: positions a budget holds, and the whole bill
         budget, ctx, reqs = 1000000, 256, 32
         o = json.loads(run_stepwise(BIN, "inspect", *m[:2], "--json", "--context", str(ctx),

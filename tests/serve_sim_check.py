@@ -18,6 +18,11 @@ draws, compressed in time); a budget of fewer blocks than the requests
 need makes requests wait and the report says how long; costs measured
 on stories260K are written, read back and give the same report as the
 run that measured them; hostile cost files and options exit 2 in one line.
+The capacity worked out by hand from the step costs (mu, the page's
+"Capacity" section) is what the simulation finishes with every slot busy,
+within a tolerance worked out by hand from the draws; p95 TTFT rises with
+the utilisation rho = lambda/mu; past mu the p95 follows the line
+0.95 n (1/mu - 1/lambda) of an unbounded queue.
 
     /usr/bin/python3 tests/serve_sim_check.py build/stepwise
 """
@@ -191,6 +196,58 @@ def compare(check, costs, costs_path, n, rate, prompt, new, seed, batch, chunk, 
     return got
 
 
+def request_seconds(c, P, N, batch):
+    """What one request of P prompt tokens and N new ones holds a server whose
+    every step is full (docs/serving-under-load.md, "Capacity"): its prefill,
+    a batch-th of each of its N - 1 decode steps' fixed part, its rows, and
+    the positions those rows attend, P + 1 up to P + N - 1."""
+    d, p = c["decode"], c["prefill"]
+    return (p["fixed_s"] + p["per_row_s"] * P + p["per_attended_s"] * P * (P + 1) / 2
+            + (N - 1) * (d["fixed_s"] / batch + d["per_row_s"])
+            + d["per_attended_s"] * ((N - 1) * P + (N - 1) * N / 2))
+
+
+def capacity_checks(check, tmp):
+    """The capacity worked by hand, mu = 1 / E[t(P, N)] over the lengths' 49 x 49
+    equally likely pairs, is what serve-sim finishes with every request sent
+    at once, within 3 standard deviations of the mean of n draws plus the
+    run's end (at most 64 steps of fewer rows, each paying its fixed part
+    whole); the utilisation's latency knee (p95 TTFT at rho = 0.5 below that
+    at 0.9); and past capacity the p95 TTFT on the line 0.95 n (1/mu - 1/lambda)
+    worked by hand, within 3 standard deviations of the k-th arrival's time
+    (k / lambda^2) and of k requests' service (k sigma^2)."""
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    committed = os.path.join(root, "data", "step-costs", "m15-1thread.json")
+    for costs_path, name in ((committed, "the committed 15M costs"), (os.path.join(tmp, "costs.json"), "the test's costs")):
+        c = json.load(open(costs_path, encoding="utf-8"))
+        ts = [request_seconds(c, P, N, 16) for P in range(16, 65) for N in range(16, 65)]
+        mean = sum(ts) / len(ts)
+        sd = math.sqrt(sum((x - mean) ** 2 for x in ts) / len(ts))
+        mu, n = 1 / mean, 8000
+        tolerance = 3 * sd / mean / math.sqrt(n) + 64 * c["decode"]["fixed_s"] / (n * mean)
+        s = sim_json(costs_path, "--rate", "0", "--num-requests", str(n), "--max-batch", "16")[0]["summary"]
+        got = s["served"] / s["seconds"]
+        check(abs(got / mu - 1) <= tolerance,
+              f"{name}: capacity {got:.3f} requests/s simulated, {mu:.3f} by hand "
+              f"({abs(got / mu - 1):.3%} apart, tolerance {tolerance:.3%})")
+
+        def summary(rho, requests):
+            return sim_json(costs_path, "--rate", "%.4f" % (rho * mu), "--num-requests", str(requests),
+                            "--max-batch", "16")[0]["summary"]
+        half, busy = summary(0.5, 8000)["ttft_ms"]["p95"], summary(0.9, 8000)["ttft_ms"]["p95"]
+        check(half < busy, f"{name}: p95 TTFT {half:.2f} ms at rho 0.5, {busy:.2f} ms at 0.9")
+        lam = float("%.4f" % (1.2 * mu))
+        k = 0.95 * n
+        line = k * (1 / mu - 1 / lam)
+        spread = 3 * math.sqrt(k / lam ** 2 + k * sd ** 2)
+        over = summary(1.2, n)
+        got = over["ttft_ms"]["p95"] / 1000
+        check(abs(got - line) <= spread and over["served"] / over["seconds"] < mu * (1 + tolerance),
+              f"{name}: at rho 1.2 the p95 TTFT of {n} requests is {got:.2f} s, the line "
+              f"0.95 n (1/mu - 1/lambda) {line:.2f} s (within {spread:.2f} s); served "
+              f"{over['served'] / over['seconds']:.3f} a second, no more than mu")
+
+
 def refused_under_memcheck(check, tmp):
     """Cost files serve-sim cannot read, under valgrind's memcheck: exit 2
     and no error. A read that failed before the costs were set left stack
@@ -301,6 +358,7 @@ def main():
                            (["--kv-memory", "100"], "less than one block")]:
             r = stepwise("serve-sim", "--step-costs", costs_path, *args, expect=(2,))
             check(r.stderr.count("\n") == 1, f"{what} is refused in one line: {r.stderr.strip()}")
+        capacity_checks(check, tmp)
         refused_under_memcheck(check, tmp)
     return check.summary("serve_sim_check")
 
