@@ -19,6 +19,7 @@ import re
 import subprocess
 import sys
 import tempfile
+import textwrap
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from check_util import Checks, TIMEOUT  # noqa: E402
@@ -87,12 +88,36 @@ def declared(source, shared):
     return names
 
 
+def check_wrapped(check):
+    """make-model's --arch and --preset helps, made from the family and preset tables and broken
+    by cli_help_wrap at 64 columns, are the greedy wrap of their words (Python's textwrap, words
+    never split): each line as full as the next word allows, none wider than 64."""
+    lines = subprocess.run([BIN, "make-model", "--help"], capture_output=True, text=True,
+                           timeout=TIMEOUT).stdout.split("\n")
+    for option in ("arch", "preset"):
+        head = [re.match(r"(  --%s \w+ +)\S" % option, line) for line in lines]
+        at = next((i for i, m in enumerate(head) if m), None)
+        if at is None:
+            check(False, "make-model --help lists --%s" % option)
+            continue
+        column = len(head[at].group(1))
+        got = [lines[at][column:]]
+        for line in lines[at + 1:]:  # its lines under the first, at its column
+            if not line.startswith(" " * column) or line[column:column + 1] in ("", " "):
+                break
+            got.append(line[column:])
+        want = textwrap.wrap(" ".join(got), 64, break_long_words=False, break_on_hyphens=False)
+        check(got == want, "make-model --help: --%s's %d lines are its words wrapped at 64 columns%s" % (
+            option, len(got), "" if got == want else " (%r, want %r)" % (got, want)))
+
+
 def main():
     shared = macros()
     listed_commands = subprocess.run([BIN, "--help"], capture_output=True, text=True, timeout=TIMEOUT).stdout
     block = listed_commands.split("commands:\n")[1].split("\n\n")[0]
     commands = re.findall(r"^  ([a-z][a-z-]+) ", block, re.M)
     check = Checks()
+    check_wrapped(check)
     for command in commands:
         source = os.path.join(CLI, command.replace("-", "_") + ".c")
         text = subprocess.run([BIN, command, "--help"], capture_output=True, text=True, timeout=TIMEOUT).stdout
