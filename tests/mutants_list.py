@@ -172,6 +172,11 @@ MUTANTS = [
     ("convert-ignored-field-unchecked", "ref/formats/gguf_convert.c", "    if (ignored != NULL)\n",
      "    if (ignored != NULL && 0)\n", "arch",
      "convert writes a field llama.cpp's architecture ignores (a llama file with shared experts)"),
+    ("family-gemma3-27b-layers", "ref/family.c", ".gguf_scale_layers = 62,", ".gguf_scale_layers = 48,", "arch",
+     "Gemma 3 27B's scale by dim / heads keyed to 48 layers (12B's), not llama.cpp's 62"),
+    ("family-qwen3moe-norm-topk-hf", "ref/family.c", '{"expert_norm_topk", 1, FAMILY_IN_MAKE}},',
+     '{"expert_norm_topk", 1, FAMILY_IN_MAKE | FAMILY_IN_HF}},', "arch",
+     "a Qwen3-MoE config.json without norm_topk_prob renormalised (Qwen3MoeConfig's default is False)"),
     # ---- ref/: experts, context, scoring
     ("fast-probs-unrounded", "ref/kernels/fast_layers.c", "    if (a->f16_probs)\n",
      "    if (0)\n", "quant",

@@ -9,6 +9,8 @@
 
 #include "ref/family.h"
 #include "ref/formats/gguf_convert.h"
+#include "ref/formats/gguf_model.h"
+#include "ref/formats/hf_config.h"
 #include "ref/model/model.h"
 #include "tests/helpers.h"
 
@@ -167,4 +169,78 @@ Test(family, convert_refuses_a_field_llama_cpp_ignores) {
     cr_expect_null(family_llama_cpp_ignored(family_find("gemma2"), &g));
     g.rope_local_theta = 10000;
     cr_expect_str_eq(family_llama_cpp_ignored(family_find("gemma2"), &g)->name, "rope_local_theta");
+}
+
+/* llama.cpp's gemma2 and gemma3 loaders take a 27B model by its layer
+ * count (llama-model.cpp: gemma2's case 46, gemma3's case 62: LLM_TYPE_27B)
+ * and scale its scores by 1/√(n_embd / n_head), every other shape's by
+ * 1/√head_dim. A model of dim 32 and 4 heads of width 16: at 46 (62)
+ * layers llama.cpp's query_pre_attn_scalar is 32 / 4 = 8, so convert
+ * writes the model whose scale is 8 and the file reads back as 8; one
+ * layer fewer, llama.cpp's is 16, and convert refuses the 8. */
+Test(family, llama_cpp_scales_a_gemma_27b_by_dim_over_heads) {
+    const struct {
+        const char *family;
+        int layers;
+    } cases[] = {{"gemma2", 46}, {"gemma3", 62}};
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+        for (int fewer = 0; fewer <= 1; fewer++) {
+            const Family *f = family_find(cases[i].family);
+            Config c = small(f);
+            c.n_layers = cases[i].layers - fewer;
+            c.head_dim = 16;
+            c.query_scale = 8;
+            family_defaults_apply(f, FAMILY_IN_MAKE, &c, NULL);
+            Model m;
+            StepError err;
+            cr_assert(model_init_random(&m, &c, 7, &err), "%s", err.message);
+            const char *path = temp_path("family-27b.gguf");
+            remove(path);
+            GgufSaveReport r;
+            bool saved = gguf_model_save(&m, NULL, GGUF_OUT_F32, "t", path, &r, &err);
+            model_free(&m);
+            cr_expect_eq(saved, !fewer, "%s, %d layers, scale 8: %s", f->name, c.n_layers,
+                         saved ? "written" : err.message);
+            if (!saved) {
+                cr_expect(strstr(err.message, "query_pre_attn_scalar 16") != NULL, "%s",
+                          err.message);
+                continue;
+            }
+            Model back;
+            GgufLoadReport lr;
+            cr_assert(gguf_model_load(&back, NULL, path, WEIGHTS_F32, NULL, &lr, &err), "%s",
+                      err.message);
+            cr_expect_float_eq(config_query_scale(&back.config), 8.0f, 0, "%s read back: %g",
+                               f->name, (double)config_query_scale(&back.config));
+            model_free(&back);
+            remove(path);
+        }
+}
+
+/* A config.json that leaves norm_topk_prob out keeps its class's default:
+ * Qwen3MoeConfig's norm_topk_prob=False (the k weights not renormalised);
+ * MixtralConfig has no such key and always renormalises. */
+Test(family, a_config_json_without_norm_topk_prob_keeps_its_class_default) {
+    const struct {
+        const char *cls, *extra;
+        bool norm;
+    } cases[] = {
+        {"Qwen3MoeForCausalLM", "\"num_experts\": 4, \"moe_intermediate_size\": 8", false},
+        {"MixtralForCausalLM", "\"num_local_experts\": 4", true},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char text[1024], arch[64];
+        snprintf(text, sizeof text,
+                 "{\"architectures\": [\"%s\"], \"hidden_size\": 32, \"intermediate_size\": 48, "
+                 "\"num_hidden_layers\": 2, \"num_attention_heads\": 4, \"vocab_size\": 61, "
+                 "\"max_position_embeddings\": 16, \"num_experts_per_tok\": 2, %s}",
+                 cases[i].cls, cases[i].extra);
+        Config c;
+        StepError err;
+        cr_assert(hf_config_parse(text, "config.json", &c, arch, sizeof arch, &err), "%s: %s",
+                  cases[i].cls, err.message);
+        cr_expect_eq(c.n_experts, 4, "%s", cases[i].cls);
+        cr_expect_eq(c.expert_norm_topk, cases[i].norm, "%s: norm_topk %d", cases[i].cls,
+                     (int)c.expert_norm_topk);
+    }
 }
