@@ -2213,6 +2213,40 @@ def family_table_cases():
               "qwen3moe, deepseek2)" % arch.decode()], files={"m.gguf": blob})
 
 
+def attack_cases():
+    """A name a file gives, holding control characters (a newline, a carriage
+    return, an escape, a tab), in the message that refuses it: the error stays
+    one line (step_fail writes each control character as '?'), the rest of
+    the name as given. From a GGUF file's general.architecture and a
+    config.json's architectures."""
+    import gguf_write
+    import hf_reference as hf
+    one_line = lambda r: len(r.stderr.splitlines()) == 1 or "stderr is %d lines: %r" % (
+        len(r.stderr.splitlines()), r.stderr[:300])
+    name = b"ll\nama\r\x1b[31m"
+    key = gguf_write.gguf_string("general.architecture")
+    plain = gguf_write.kv_str
+    gguf_write.kv_str = lambda k, v: (key + struct.pack("<IQ", 8, len(name)) + name
+                                      if k == "general.architecture" else plain(k, v))
+    try:
+        blob = gguf_write.tiny_gguf("llama")
+    finally:
+        gguf_write.kv_str = plain
+    case("attack: GGUF general.architecture with a newline and an escape",
+         ["score", "--model", "{m.gguf}", "--tokens", "1,2", "--top-n", "0", "--out", "{s.jsonl}"], 2,
+         ["general.architecture ll?ama??[31m is not supported (llama, qwen2"], files={"m.gguf": blob},
+         check=one_line)
+    cfg = dict(hf.BASE, architectures=["LlamaForCausalLM"])
+    good = path("attack-hf")
+    hf.write_model_dir(good, cfg, hf.hf_tensors(cfg, 1), "F32")
+    weights = open(os.path.join(good, "model.safetensors"), "rb").read()
+    case("attack: config.json architectures with a newline and a tab", ["generate", "--model", "{hf}",
+                                                                       "--tokenizer", TINY],
+         2, ["architecture Llama?For?Causal?LM is not supported"],
+         files={"hf/config.json": json.dumps(dict(cfg, architectures=["Llama\nFor\tCausal\u001bLM"])),
+                "hf/model.safetensors": weights}, creates=("hf",), check=one_line)
+
+
 def main():
     global FIXTURES
     os.chdir(ROOT)
@@ -2220,7 +2254,7 @@ def main():
     for make in (model_cases, tokenizer_cases, json_model_cases, request_cases, trace_cases,
                  diff_cases, diff_round_four_cases, option_cases, numeric_class_cases, output_cases, output_alias_cases, signal_cases, hf_cases, gpt2_cases, gemma_cases, moe_cases, deepseek2_cases, longrope_cases, gguf_cases, gguf_round_four_cases,
                  tokenizer_json_cases, hostile_round_two_cases, hostile_round_three_cases,
-                 serve_sim_cases, alias_link_cases, family_table_cases):
+                 serve_sim_cases, alias_link_cases, family_table_cases, attack_cases):
         make()
     FIXTURES = listing()  # after the cases, some of which make their fixtures
     only = sys.argv[2] if len(sys.argv) > 2 else None  # a part of the names: those cases alone

@@ -10,6 +10,10 @@ bool step_fail(StepError *err, const char *fmt, ...) {
         va_start(ap, fmt);
         vsnprintf(err->message, sizeof err->message, fmt, ap);
         va_end(ap);
+        /* one line, whatever a file's name or value brings into it: a
+         * control character (a newline, a carriage return, an escape) as '?' */
+        for (char *p = err->message; *p != '\0'; p++)
+            if ((unsigned char)*p < 0x20 || *p == 0x7f) *p = '?';
     }
     return false;
 }

@@ -9,7 +9,7 @@
 #include <stdbool.h>
 
 typedef struct {
-    char message[512]; /* one line, no trailing newline */
+    char message[512]; /* one line, no trailing newline: no control character (step_fail) */
 } StepError;
 
 /* Format the message into err (if not NULL) and return false, so a caller can
