@@ -244,3 +244,29 @@ Test(family, a_config_json_without_norm_topk_prob_keeps_its_class_default) {
                      (int)c.expert_norm_topk);
     }
 }
+
+/* A block no row has, in the traits no field says (the MLP, the norm):
+ * Llama's fields with GeGLU's MLP, GPT-2's with RMSNorm. config_family
+ * names llama and gpt2 from the fields alone, and llama.cpp's llama runs
+ * SwiGLU, its gpt2 LayerNorm: convert refuses each, naming the mix, and
+ * writes nothing. */
+Test(family, convert_refuses_a_block_no_family_has) {
+    Config llama = small(family_find("llama")), gpt2 = small(family_find("gpt2"));
+    llama.mlp = MLP_GEGLU;
+    gpt2.norm = NORM_RMS;
+    const Config *cases[] = {&llama, &gpt2};
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        Model m;
+        StepError err;
+        cr_assert(model_init_random(&m, cases[i], 7, &err), "%s", err.message);
+        const char *path = temp_path("family-mix.gguf");
+        remove(path);
+        GgufSaveReport r;
+        cr_expect_not(gguf_model_save(&m, NULL, GGUF_OUT_F32, "t", path, &r, &err), "case %zu", i);
+        cr_expect(strstr(err.message, "no GGUF architecture has this model's mix") != NULL,
+                  "case %zu: %s", i, err.message);
+        struct stat st;
+        cr_expect_neq(stat(path, &st), 0, "case %zu: nothing is written", i);
+        model_free(&m);
+    }
+}
