@@ -2245,6 +2245,14 @@ def attack_cases():
          2, ["architecture Llama?For?Causal?LM is not supported"],
          files={"hf/config.json": json.dumps(dict(cfg, architectures=["Llama\nFor\tCausal\u001bLM"])),
                 "hf/model.safetensors": weights}, creates=("hf",), check=one_line)
+    # Hugging Face's Auto classes pick the model by model_type: a config.json whose
+    # model_type is another family's than its class's would run as another model there
+    for model_type, shown in (("qwen2", "qwen2"), (5, "(not a string)")):
+        case("attack: config.json LlamaForCausalLM with model_type %r" % (model_type,),
+             ["generate", "--model", "{hf}", "--tokenizer", TINY], 2,
+             ["model_type %s is not LlamaForCausalLM's llama" % shown],
+             files={"hf/config.json": json.dumps(dict(cfg, model_type=model_type)),
+                    "hf/model.safetensors": weights}, creates=("hf",))
 
 
 def main():

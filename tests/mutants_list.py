@@ -376,6 +376,10 @@ MUTANTS = [
      "return ok && add_text(b, \"<|im_start|>\", \"marker\", n) && add_text(b, \"assistant\", \"marker\", n);",
      "return ok;", "serve", "ChatML without the opening of the assistant's turn"),
     # ---- ref/formats
+    ("hf-model-type-any", "ref/formats/hf_config.c",
+     "(cJSON_IsString(type) && strcmp(type->valuestring, (*a)->hf_model_type) == 0))",
+     "cJSON_IsString(type))", "cli",
+     "a config.json whose model_type is another family's than its class's read as the class's"),
     ("hf-eps-key", "ref/config_table.h", "\"rms_norm_eps\", \"attention.layer_norm_rms_epsilon\"",
      "\"rms_norm_epsilon\", \"attention.layer_norm_rms_epsilon\"", "arch",
      "config.json's rms_norm_eps read (and written) under another name"),

@@ -157,7 +157,17 @@ static bool read_architecture(const cJSON *root, const Family **a, const char *w
     const cJSON *list = cJSON_GetObjectItemCaseSensitive(root, "architectures");
     const cJSON *first = cJSON_IsArray(list) ? list->child : NULL;
     const char *name = cJSON_IsString(first) ? first->valuestring : NULL;
-    if ((*a = family_from_hf_class(name)) != NULL) return true;
+    if ((*a = family_from_hf_class(name)) != NULL) {
+        /* Hugging Face's Auto classes pick the model by model_type (when
+         * given): another family's would run another model there */
+        const cJSON *type = cJSON_GetObjectItemCaseSensitive(root, "model_type");
+        if (type == NULL || cJSON_IsNull(type) ||
+            (cJSON_IsString(type) && strcmp(type->valuestring, (*a)->hf_model_type) == 0))
+            return true;
+        return step_fail(err, "%s: model_type %.60s is not %s's %s", what,
+                         cJSON_IsString(type) ? type->valuestring : "(not a string)", name,
+                         (*a)->hf_model_type);
+    }
     char classes[512];
     family_classes_text(classes, sizeof classes);
     return step_fail(err, "%s: architecture %.60s is not supported (%s)", what,
