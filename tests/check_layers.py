@@ -34,7 +34,8 @@ import os
 import re
 import sys
 
-INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
+# "ref/x.h" and <ref/x.h> alike: -I. lets either spelling reach a header of ours
+INCLUDE = re.compile(r'^\s*#\s*include\s+(["<])([^">]+)[">]', re.M)
 
 
 ENGINE_PARTS = ("kernels", "formats", "text", "serve", "util")
@@ -106,6 +107,10 @@ def self_test():
          edges + [("u.c", "m.h", "util", "cli")], dict(ALLOWED, util={"cli"}), 1),
     ]
     failed = 0
+    found = INCLUDE.findall('#include "ref/layers.h"\n#include <ref/cli/common.h>\n#include <stdio.h>\n')
+    if [name for _, name in found] != ["ref/layers.h", "ref/cli/common.h", "stdio.h"]:
+        failed += 1
+        print("check_layers: self-test: an include in angle brackets is not read: %s" % found)
     for what, e, allowed, want in cases:
         got = layer_problems(e, allowed)
         if len(got) != want:
@@ -124,10 +129,10 @@ def main():
     deps, problems, edges = {}, [], []
     for f in files:
         here = module_of(f)
-        for name in INCLUDE.findall(open(f).read()):
+        for quote, name in INCLUDE.findall(open(f).read()):
             target = os.path.normpath(name)
-            if not os.path.exists(target):
-                if os.path.exists(os.path.join(os.path.dirname(f), name)):
+            if not os.path.exists(target):  # <error.h> is the C library's, not ref/util's
+                if quote == '"' and os.path.exists(os.path.join(os.path.dirname(f), name)):
                     problems.append("%s includes \"%s\": includes are from the project's root" % (f, name))
                 continue  # generated or system-like; not a module of ours
             edges.append((f, name, layer_of(f), layer_of(target)))
