@@ -548,6 +548,10 @@ MUTANTS = [
     ("bench-1b-prompt-past-window", "tests/bench_1b.py", "PROMPTS = (64, 512)", "PROMPTS = (64, 1024)", "bench",
      "make bench-1b's long prompt leaves no room in the 1B folder's window for the decode after it"),
     # ---- tests/: the layering (issue 68: the permissions say what the includes do)
+    ("layers-quoted-includes-only", "tests/check_layers.py",
+     "INCLUDE = re.compile(r'^\\s*#\\s*include\\s+([\"<])([^\">]+)[\">]', re.M)",
+     "INCLUDE = re.compile(r'^\\s*#\\s*include\\s+([\"])([^\"]+)[\"]', re.M)", "layout",
+     "check_layers.py blind to an include in angle brackets (<ref/cli/common.h> compiles under -I.)"),
     ("layers-unused-permission", "tests/check_layers.py",
      '    "serve": {"util", "kernels", "text", "core"},',
      '    "serve": {"util", "kernels", "text", "core", "formats"},', "layout",
