@@ -2253,6 +2253,14 @@ def attack_cases():
              ["model_type %s is not LlamaForCausalLM's llama" % shown],
              files={"hf/config.json": json.dumps(dict(cfg, model_type=model_type)),
                     "hf/model.safetensors": weights}, creates=("hf",))
+    # a llama2.c checkpoint has no place for a family's traits: --arch gemma2 (or a GPT-2
+    # preset) written as one was a plain llama, the family dropped without a word
+    for extra, family in ((["--arch", "gemma2", "--dim", "16", "--hidden", "24", "--layers", "1", "--heads", "4",
+                            "--vocab", "13", "--seq-len", "16"], "gemma2"),
+                          (["--preset", "gpt2", "--format", "llama2c", "--layers", "1", "--seq-len", "16"], "gpt2")):
+        case("attack: make-model " + " ".join(extra[:2]) + " as a llama2.c checkpoint",
+             ["make-model", *extra, "--out", "{m.bin}"], 2,
+             ["a llama2.c checkpoint holds llama's block alone, not %s's: use --format hf" % family])
 
 
 def main():

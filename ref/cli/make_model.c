@@ -357,8 +357,13 @@ int cli_make_model(int argc, char **argv) {
     FolderOptions folder = args.folder;
     const ModelPreset *preset = args.preset;
     if (preset != NULL && !args.arch_given) folder.family = family_find(preset->family);
-    if (preset != NULL && !folder.format_given) folder.hf = true; /* a folder unless told */
-    if (!folder.hf) folder.family = family_find("llama");         /* llama2.c's block alone */
+    if (preset != NULL && !folder.format_given) folder.hf = true;  /* a folder unless told */
+    if (ok && !folder.hf && folder.family != family_find("llama")) /* no place for its traits */
+        ok = step_fail(&err,
+                       "make-model: a llama2.c checkpoint holds llama's block alone, not %s's: use "
+                       "--format hf",
+                       folder.family->name);
+    if (!folder.hf) folder.family = family_find("llama"); /* llama2.c's block alone */
     const Family *family = folder.family;
     ok = ok && fields_fit(&c, !folder.hf && preset == NULL, family, &err);
     if (ok && !folder.hf && (folder.shards > 1 || folder.tokenizer_from))
