@@ -1,5 +1,5 @@
-/* run_state.c: a sequence's state (its KV cache, float32 or int8, and
- * its attention's room) and a pass's scratch. */
+/* run_state.c: a sequence's state (its KV cache, run/kv_cache.h, and its
+ * attention's room) and a pass's scratch. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -7,56 +7,26 @@
 
 #include "ref/kernels/fast_layers.h"
 
-/* The cache: float32, or int8 codes with a scale per (position, KV head).
- * Its size comes from the same functions `inspect` prints. */
-static bool kv_cache_alloc(KVCache *k, const Config *c, int capacity, bool int8) {
-    size_t rows = (size_t)c->n_layers * (size_t)capacity;
-    bool mla = config_mla(c); /* the rotary key and the latent (mla.h) */
-    size_t kv_dim = mla ? (size_t)c->qk_rope_head_dim : (size_t)config_kv_dim(c);
-    size_t v_dim = mla ? (size_t)c->kv_lora_rank : kv_dim;
-    *k = (KVCache){.capacity = capacity,
-                   .n_layers = c->n_layers,
-                   .kv_dim = (int)kv_dim,
-                   .v_dim = (int)v_dim,
-                   .n_kv_heads = c->n_kv_heads,
-                   .int8 = int8,
-                   .bytes = kv_cache_bytes_of(c, capacity, int8)};
-    if (!int8 && c->kv_dtype != 0 && !mla) { /* an engine's 16-bit cache, as it holds it */
-        k->half = c->kv_dtype;
-        k->key_h = malloc(rows * kv_dim * sizeof(uint16_t));
-        k->value_h = malloc(rows * v_dim * sizeof(uint16_t));
-        return k->key_h && k->value_h;
-    }
-    if (!int8) {
-        k->key = malloc(rows * kv_dim * sizeof(float));
-        k->value = malloc(rows * v_dim * sizeof(float));
-        return k->key && k->value;
-    }
-    k->key_q = malloc(rows * kv_dim);
-    k->value_q = malloc(rows * kv_dim);
-    k->key_s = malloc(rows * (size_t)c->n_kv_heads * sizeof(float));
-    k->value_s = malloc(rows * (size_t)c->n_kv_heads * sizeof(float));
-    return k->key_q && k->value_q && k->key_s && k->value_s;
-}
-
-bool seq_state_init(SeqState *s, const Config *c, int capacity, int max_tokens, bool kv_int8,
+bool seq_state_init(SeqState *s, const Config *c, int capacity, int max_tokens, KvType kv,
                     StepError *err) {
     memset(s, 0, sizeof *s);
     if (capacity < 1 || capacity > c->seq_len || max_tokens < 1 || max_tokens > capacity)
         return step_fail(err, "run state: capacity %d / max_tokens %d outside [1, seq_len %d]",
                          capacity, max_tokens, c->seq_len);
-    if (kv_int8 && config_mla(c))
-        return step_fail(err, "run state: an int8 cache of MLA's latents is not supported");
+    if (!kv_type_exists(c, kv))
+        return kv == KV_INT8
+                   ? step_fail(err, "run state: an int8 cache of MLA's latents is not supported")
+                   : step_fail(err, "run state: no %s cache for this model", KV_TYPE_NAMES[kv]);
     size_t kv_dim = (size_t)config_kv_dim(c), q_dim = (size_t)config_q_dim(c);
     size_t v_out = (size_t)c->n_heads * (size_t)config_v_head_dim(c);
-    bool ok = kv_cache_alloc(&s->cache, c, capacity, kv_int8);
+    bool ok = kv_cache_alloc(&s->cache, c, capacity, kv);
     s->scores = malloc((size_t)c->n_heads * capacity * sizeof(float));
     ok = ok && s->scores;
     if (ok && max_tokens >= ATTENTION_TRANSPOSE_MIN_QUERIES) {
         s->key_t = malloc((size_t)capacity * kv_dim * sizeof(float));
         ok = s->key_t != NULL;
     }
-    if (ok && (kv_int8 || s->cache.half != 0)) { /* a layer's rows widened for attention */
+    if (ok && kv_cache_widened(&s->cache)) { /* a layer's rows widened for attention */
         s->layer_k = malloc((size_t)capacity * kv_dim * sizeof(float));
         s->layer_v = malloc((size_t)capacity * kv_dim * sizeof(float));
         ok = s->layer_k && s->layer_v;
@@ -81,10 +51,8 @@ bool seq_state_init(SeqState *s, const Config *c, int capacity, int max_tokens, 
 }
 
 void seq_state_free(SeqState *s) {
-    void *all[] = {s->cache.key,   s->cache.value,   s->cache.key_q, s->cache.value_q,
-                   s->cache.key_s, s->cache.value_s, s->cache.key_h, s->cache.value_h,
-                   s->scores,      s->layer_k,       s->layer_v,     s->key_t,
-                   s->mla_kv_b,    s->mla_latent};
+    kv_cache_free(&s->cache);
+    void *all[] = {s->scores, s->layer_k, s->layer_v, s->key_t, s->mla_kv_b, s->mla_latent};
     for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) free(all[i]);
     memset(s, 0, sizeof *s);
 }
@@ -173,8 +141,14 @@ bool run_state_init(RunState *s, const Config *c, int capacity, int max_tokens, 
 
 bool run_state_init_quant(RunState *s, const Config *c, int capacity, int max_tokens,
                           const QuantRuntime *q, StepError *err) {
+    return run_state_init_kv(s, c, capacity, max_tokens, q, KV_F32, err);
+}
+
+bool run_state_init_kv(RunState *s, const Config *c, int capacity, int max_tokens,
+                       const QuantRuntime *q, KvType kv, StepError *err) {
     memset(s, 0, sizeof *s);
-    if (!seq_state_init(&s->seq, c, capacity, max_tokens, q != NULL && q->kv, err)) return false;
+    KvType type = kv_type_for(c, kv, q != NULL && q->kv);
+    if (!seq_state_init(&s->seq, c, capacity, max_tokens, type, err)) return false;
     if (!pass_scratch_init(&s->pass, c, max_tokens, q, err)) {
         seq_state_free(&s->seq);
         return false;

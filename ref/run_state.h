@@ -14,30 +14,8 @@
 #include "ref/hooks.h"
 #include "ref/kernels/exp.h"
 #include "ref/kernels/quant.h"
+#include "ref/run/kv_cache.h"
 #include "ref/work.h"
-
-/* The keys and values of every position seen so far. Q is never cached: a
- * query is only used by its own position. Multi-head latent attention
- * (config_mla) caches instead, in the same two arrays, the rotary key
- * shared by the heads (key, kv_dim = qk_rope_head_dim, after RoPE) and the
- * normed latent every head's key and value are made from (value, v_dim =
- * kv_lora_rank): mla.h. */
-typedef struct {
-    int capacity; /* positions it can hold */
-    int n_layers;
-    int kv_dim; /* a key row's width */
-    int v_dim;  /* a value row's: kv_dim, but MLA's latent */
-    int n_kv_heads;
-    bool int8;      /* codes and scales (key_q ..), not floats (QuantRuntime.kv) */
-    int half;       /* 1 float16, 2 bfloat16 (config's kv_dtype): key_h, value_h, not floats */
-    uint64_t bytes; /* of key and value together: kv_cache_bytes(_q8)(config, capacity) */
-    float *key;     /* [n_layers, capacity, kv_dim] (after RoPE); NULL when int8 or half */
-    float *value;   /* [n_layers, capacity, v_dim]; NULL when int8 or half */
-    uint16_t *key_h, *value_h; /* half: [n_layers, capacity, kv_dim] their 16 bits */
-    /* int8 (QuantRuntime.kv): codes and one scale per (position, KV head) */
-    int8_t *key_q, *value_q; /* [n_layers, capacity, kv_dim] */
-    float *key_s, *value_s;  /* [n_layers, capacity, n_kv_heads] */
-} KVCache;
 
 /* One sequence's state: its cache, what its last pass did, and the room
  * its attention works in, sized by the cache's capacity. Kept from pass to
@@ -61,8 +39,9 @@ typedef struct {
 } SeqState;
 
 /* Allocate a sequence whose cache holds `capacity` positions (at most
- * seq_len), in int8 when kv_int8, for passes of up to max_tokens tokens. */
-bool seq_state_init(SeqState *s, const Config *c, int capacity, int max_tokens, bool kv_int8,
+ * seq_len) of type kv (kv_type_for; refused unless kv_type_exists), for
+ * passes of up to max_tokens tokens. */
+bool seq_state_init(SeqState *s, const Config *c, int capacity, int max_tokens, KvType kv,
                     StepError *err);
 void seq_state_free(SeqState *s);
 
@@ -122,6 +101,11 @@ bool run_state_init(RunState *s, const Config *c, int capacity, int max_tokens, 
  * float32). */
 bool run_state_init_quant(RunState *s, const Config *c, int capacity, int max_tokens,
                           const QuantRuntime *q, StepError *err);
+
+/* The same with the cache the run asked for (RunOptions' kv: KV_F32, KV_F16
+ * or KV_BF16) unless q asks for int8: kv_type_for. */
+bool run_state_init_kv(RunState *s, const Config *c, int capacity, int max_tokens,
+                       const QuantRuntime *q, KvType kv, StepError *err);
 void run_state_free(RunState *s);
 
 /* One row of a forward pass: a sequence's state (its KV cache and work

@@ -88,8 +88,8 @@ bool sequence_init(Sequence *q, const Model *m, const int *prompt, int n_prompt,
         sequence_free(q);
         return false;
     }
-    if (!run_state_init_quant(&q->s, c, capacity, long_passes ? capacity : n_prompt, &opt->quant,
-                              err)) {
+    if (!run_state_init_kv(&q->s, c, capacity, long_passes ? capacity : n_prompt, &opt->quant,
+                           m->run.kv, err)) {
         sequence_free(q);
         return false;
     }

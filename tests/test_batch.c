@@ -400,7 +400,7 @@ Test(batch, prefix_cache_matches_from_the_first_token) {
     for (size_t i = 0; i < n; i++)
         src.seq.cache.key[i] = (float)i, src.seq.cache.value[i] = -(float)i;
     PrefixCache p;
-    cr_assert(prefix_cache_init(&p, &m.config, false, 1 << 20, &e), "%s", e.message);
+    cr_assert(prefix_cache_init(&p, &m.config, KV_F32, 1 << 20, &e), "%s", e.message);
     int kept[] = {5, 1, 2, 3}, other_first[] = {6, 1, 2, 3, 4}, shared3[] = {5, 1, 2, 9, 4};
     cr_assert(prefix_cache_put(&p, kept, 4, &src.seq.cache));
     cr_expect_eq(prefix_cache_take(&p, other_first, 5, &dst.seq.cache), 0,

@@ -25,7 +25,7 @@ typedef struct {
     float softcap;
     int window;
     bool f16_probs; /* the probabilities rounded to float16 before they weight V (llama.cpp's
-                       rounding with a float16 cache: config's kv_rounding_ggml) */
+                       rounding with a float16 cache: the run's kv_rounding_ggml) */
 } AttentionSpec;
 
 /* The (query, position) pairs T queries from pos0 score and mix: query t

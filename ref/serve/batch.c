@@ -23,7 +23,8 @@ static int generated(const BatchRequest *r) {
 }
 
 static uint64_t cache_bytes(const Model *m, const BatchRequest *r) {
-    return kv_cache_bytes_of(&m->config, r->result.cache_capacity, r->result.kv_int8);
+    return kv_cache_bytes_of(&m->config, r->result.cache_capacity,
+                             kv_type_for(&m->config, m->run.kv, r->result.kv_int8));
 }
 
 static int compare_doubles(const void *a, const void *b) {
