@@ -175,15 +175,15 @@ static uint64_t embed_token(const Model *m, int token, float *x) {
     for (int r = 0, t0 = 0; r < (n_rows); t0 += (rows)[r++].n_tokens)
 
 /* Row r's cache of layer l as floats: the cache itself, or (int8, 16-bit)
- * the layer read back into the row's scratch. */
-static float *layer_keys(SeqState *rs, int l) {
+ * the layer read back into the pass's scratch. */
+static float *layer_keys(const PassScratch *s, SeqState *rs, int l) {
     return kv_cache_widened(&rs->cache)
-               ? rs->layer_k
+               ? s->layer_k
                : rs->cache.key + (size_t)l * rs->cache.capacity * rs->cache.kv_dim;
 }
-static float *layer_values(SeqState *rs, int l) {
+static float *layer_values(const PassScratch *s, SeqState *rs, int l) {
     return kv_cache_widened(&rs->cache)
-               ? rs->layer_v
+               ? s->layer_v
                : rs->cache.value + (size_t)l * rs->cache.capacity * rs->cache.kv_dim;
 }
 
@@ -191,7 +191,8 @@ static float *layer_values(SeqState *rs, int l) {
 typedef struct {
     float *out;
     const float *q, *key_l, *key_t, *value_l; /* key_t: NULL, or key_l transposed */
-    SeqState *rs;
+    float *scores;                            /* the pass's [n_heads, stride] */
+    int stride;                               /* the pass's capacity */
     int T, pos0;
     const AttentionSpec *spec;
     ExpKind exp;
@@ -199,8 +200,8 @@ typedef struct {
 
 static void attention_heads(void *ctx, int h0, int h1) {
     const AttentionJob *j = ctx;
-    attention_heads_fast(j->out, j->q, j->key_l, j->key_t, j->value_l, j->rs->scores,
-                         j->rs->cache.capacity, j->T, j->pos0, j->spec, h0, h1, j->exp);
+    attention_heads_fast(j->out, j->q, j->key_l, j->key_t, j->value_l, j->scores, j->stride, j->T,
+                         j->pos0, j->spec, h0, h1, j->exp);
 }
 
 /* x [n] rounded to float16 in place (llama.cpp's query for K.Q). */
@@ -248,33 +249,33 @@ static void attend_row(const Model *m, const PassScratch *s, const ForwardRow *r
     hook_emit_rows(&site, HOOK_ATTN_V, v, T, n_kv, head_dim);
     /* with llama.cpp's rounding (a float16 cache) the query as it multiplies K */
     if (m->run.kv_rounding_ggml) round_f16(q, (size_t)T * config_q_dim(c));
-    float *key_l = layer_keys(rs, l), *value_l = layer_values(rs, l);
+    float *key_l = layer_keys(s, rs, l), *value_l = layer_values(s, rs, l);
     if (rs->cache.type == KV_INT8) {
-        kv_cache_store_q8(&rs->cache, l, pos0, T, head_dim, k, v, row->obs, rs->layer_k,
-                          rs->layer_v);
+        kv_cache_store_q8(&rs->cache, l, pos0, T, head_dim, k, v, row->obs, s->layer_k, s->layer_v);
     } else if (kv_type_half(rs->cache.type)) { /* an engine's float16 or bfloat16 cache */
-        kv_cache_store_half(&rs->cache, l, pos0, T, k, v, rs->layer_k, rs->layer_v);
+        kv_cache_store_half(&rs->cache, l, pos0, T, k, v, s->layer_k, s->layer_v);
     } else { /* K is cached after RoPE; Q never is */
         memcpy(key_l + (size_t)pos0 * kv_dim, k, (size_t)T * kv_dim * sizeof(float));
         memcpy(value_l + (size_t)pos0 * kv_dim, v, (size_t)T * kv_dim * sizeof(float));
     }
     emit_kv_rows(&site, key_l + (size_t)pos0 * kv_dim, value_l + (size_t)pos0 * kv_dim, T, kv_dim);
     if (m->run.attention == KERNEL_PLAIN || attention_watched(&site, T)) {
-        attention_forward(out, q, key_l, value_l, rs->scores, T, pos0, &spec, &site);
+        attention_forward(out, q, key_l, value_l, s->scores, T, pos0, &spec, &site);
     } else {
         /* many queries read every key: transpose them once, here, before
          * the heads are shared out (each KV head once, whatever the split) */
         const float *key_t = NULL;
-        if (T >= ATTENTION_TRANSPOSE_MIN_QUERIES && rs->key_t != NULL) {
-            keys_transpose(rs->key_t, rs->cache.capacity, key_l, pos0 + T, n_kv, head_dim);
-            key_t = rs->key_t;
+        if (T >= ATTENTION_TRANSPOSE_MIN_QUERIES && s->key_t != NULL) {
+            keys_transpose(s->key_t, s->capacity, key_l, pos0 + T, n_kv, head_dim);
+            key_t = s->key_t;
         }
         AttentionJob job = {.out = out,
                             .q = q,
                             .key_l = key_l,
                             .key_t = key_t,
                             .value_l = value_l,
-                            .rs = rs,
+                            .scores = s->scores,
+                            .stride = s->capacity,
                             .T = T,
                             .pos0 = pos0,
                             .spec = &spec,
@@ -466,7 +467,11 @@ const float *forward(const Model *m, PassScratch *s, const ForwardRow *rows, int
             const ForwardRow *row = &rows[r];
             int last = row->pos0 + row->n_tokens - 1;
             HookSite site = {.obs = row->obs, .layer = l, .pos0 = row->pos0, .tokens = row->tokens};
-            emit_kv_snapshot(&site, layer_keys(row->state, l), layer_values(row->state, l),
+            if (!hook_wanted(site.obs, HOOK_KV_SNAPSHOT, l, last)) continue;
+            KVCache *k = &row->state->cache;
+            if (kv_cache_widened(k)) /* the pass's copy is the last row's: this row's again */
+                kv_cache_widen(k, l, last + 1, config_head_dim(c), s->layer_k, s->layer_v);
+            emit_kv_snapshot(&site, layer_keys(s, row->state, l), layer_values(s, row->state, l),
                              config_kv_dim(c), last, row->tokens[row->n_tokens - 1]);
         }
     }

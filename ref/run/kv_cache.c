@@ -119,13 +119,7 @@ void kv_cache_store_q8(KVCache *k, int l, int pos0, int T, int head_dim, const f
             obs->quant(obs->ctx, &rv);
         }
     }
-    for (int p = 0; p < pos0 + T; p++) {
-        size_t row = base + (size_t)p;
-        dequantize_row(k->key_q + row * kv, k->key_s + row * H, k->kv_dim, head_dim,
-                       layer_k + p * kv);
-        dequantize_row(k->value_q + row * kv, k->value_s + row * H, k->kv_dim, head_dim,
-                       layer_v + p * kv);
-    }
+    kv_cache_widen(k, l, pos0 + T, head_dim, layer_k, layer_v);
 }
 
 /* x rounded to float16 or bfloat16: its 16 bits, and back. */
@@ -143,8 +137,23 @@ void kv_cache_store_half(KVCache *k, int l, int pos0, int T, const float *k_new,
         k->key_h[base + (size_t)pos0 * kv + i] = to_half(k_new[i], k->type);
         k->value_h[base + (size_t)pos0 * kv + i] = to_half(v_new[i], k->type);
     }
-    for (size_t i = 0; i < (size_t)(pos0 + T) * kv; i++) {
-        layer_k[i] = from_half(k->key_h[base + i], k->type);
-        layer_v[i] = from_half(k->value_h[base + i], k->type);
+    kv_cache_widen(k, l, pos0 + T, 0, layer_k, layer_v);
+}
+
+void kv_cache_widen(const KVCache *k, int l, int n, int head_dim, float *layer_k, float *layer_v) {
+    size_t kv = (size_t)k->kv_dim, H = (size_t)k->n_kv_heads, base = (size_t)l * k->capacity;
+    if (k->type != KV_INT8) {
+        for (size_t i = 0; i < (size_t)n * kv; i++) {
+            layer_k[i] = from_half(k->key_h[base * kv + i], k->type);
+            layer_v[i] = from_half(k->value_h[base * kv + i], k->type);
+        }
+        return;
+    }
+    for (int p = 0; p < n; p++) {
+        size_t row = base + (size_t)p;
+        dequantize_row(k->key_q + row * kv, k->key_s + row * H, k->kv_dim, head_dim,
+                       layer_k + p * kv);
+        dequantize_row(k->value_q + row * kv, k->value_s + row * H, k->kv_dim, head_dim,
+                       layer_v + p * kv);
     }
 }

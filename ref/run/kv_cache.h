@@ -82,6 +82,11 @@ bool kv_cache_widened(const KVCache *k);
 void kv_cache_store_q8(KVCache *k, int l, int pos0, int T, int head_dim, const float *k_new,
                        const float *v_new, const StepObserver *obs, float *layer_k, float *layer_v);
 
+/* Layer l's rows 0..n-1 of a widened cache (int8: in groups of head_dim,
+ * one scale each; 16-bit: head_dim unused) read back as floats into
+ * layer_k, layer_v [n, kv_dim]. */
+void kv_cache_widen(const KVCache *k, int l, int n, int head_dim, float *layer_k, float *layer_v);
+
 /* The same in the 16-bit cache (an engine's float16 or bfloat16 cache),
  * then the layer's rows widened: the values a cache of that type holds,
  * exactly. */

@@ -201,7 +201,7 @@ bool step_costs_measure(const Model *m, const QuantRuntime *q, int max_batch, in
                .out = out};
     int max_tokens = long_context > max_batch ? long_context : max_batch;
     KvType kv = kv_type_for(c, m->run.kv, q != NULL && q->kv);
-    bool ok = pass_scratch_init(&b.scratch, c, max_tokens, q, err);
+    bool ok = pass_scratch_init(&b.scratch, c, max_tokens, c->seq_len, kv, q, err);
     b.seqs = calloc((size_t)max_batch, sizeof *b.seqs);
     b.pos = calloc((size_t)max_batch, sizeof *b.pos);
     b.tokens = malloc((size_t)c->seq_len * sizeof *b.tokens);
@@ -210,7 +210,7 @@ bool step_costs_measure(const Model *m, const QuantRuntime *q, int max_batch, in
     if (ok && !(b.seqs && b.pos && b.tokens && out->points))
         ok = step_fail(err, "step costs: out of memory");
     for (; ok && ready < max_batch; ready++)
-        ok = seq_state_init(&b.seqs[ready], c, c->seq_len, max_tokens, kv, err);
+        ok = seq_state_init(&b.seqs[ready], c, c->seq_len, kv, err);
     if (ok) {
         XorshiftRng rng = {.state = 42};
         for (int i = 0; i < c->seq_len; i++)
