@@ -376,6 +376,27 @@ Test(trace, the_header_records_the_run_s_choices) {
                       !cJSON_HasObjectItem(arch, "kv_rounding_ggml") &&
                       !cJSON_HasObjectItem(arch, "gelu_f16_table"),
                   "%s: a run's choice in the model's arch", cases[i].options);
+        if (i == 1) { /* an older trace: version 1, no run_options, still valid */
+            cJSON *old = cJSON_Duplicate(run, true);
+            cJSON_ReplaceItemInObject(old, "format_version", cJSON_CreateNumber(1));
+            cJSON_DeleteItemFromObject(old, "run_options");
+            char *line = cJSON_PrintUnformatted(old);
+            char v1[512], args[1024];
+            snprintf(v1, sizeof v1, "%s", temp_path("run-options-v1.jsonl"));
+            FILE *f = fopen(v1, "w");
+            cr_assert_not_null(f);
+            fprintf(f, "%s\n", line);
+            for (int k = 1; k < t.n; k++) {
+                char *rest = cJSON_PrintUnformatted(t.lines[k]);
+                fprintf(f, "%s\n", rest);
+                free(rest);
+            }
+            fclose(f);
+            free(line), cJSON_Delete(old);
+            snprintf(args, sizeof args, "trace validate %s", v1);
+            cr_expect_eq(run_stepwise(args, out, sizeof out, err, sizeof err), 0,
+                         "a version 1 trace refused: %s%s", out, err);
+        }
         if (!gelu)
             cr_expect_eq(
                 cJSON_GetObjectItem(cJSON_GetObjectItem(run, "kv_cache"), "bytes_per_token")
