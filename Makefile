@@ -27,7 +27,7 @@ DEB_PACKAGES := libcjson-dev libcriterion-dev libpcre2-dev libutf8proc-dev clang
 # ENGINE_DIRS, tests/check_layers.py says which may use which) and the trace
 # layer (trace/); the command line (ref/cli/) is linked on top of it and
 # nothing below calls it. Includes are from the project's root (-I.).
-ENGINE_DIRS := ref ref/model ref/kernels ref/formats ref/text ref/serve ref/util
+ENGINE_DIRS := ref ref/model ref/run ref/kernels ref/formats ref/text ref/serve ref/util
 LIB_SRC  := $(foreach d,$(ENGINE_DIRS),$(wildcard $(d)/*.c)) $(wildcard ref/api/*.c) $(wildcard trace/*.c)
 CLI_SRC  := $(wildcard ref/cli/*.c)
 CLI_OBJ  := $(patsubst %.c,$(BUILD)/obj/%.o,$(CLI_SRC))

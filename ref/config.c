@@ -65,8 +65,7 @@ AttentionSpec config_attention_spec(const Config *c, int l) {
                            .v_head_dim = config_v_head_dim(c),
                            .query_scale = config_query_scale(c),
                            .softcap = c->attn_softcap,
-                           .window = slides ? c->sliding_window : 0,
-                           .f16_probs = c->kv_rounding_ggml};
+                           .window = slides ? c->sliding_window : 0};
 }
 
 float config_query_scale(const Config *c) {
@@ -369,9 +368,7 @@ uint64_t kv_row_bytes(const Config *c, bool int8) {
     /* MLA's row is the latent and the rotary key, each with a scale in int8 */
     uint64_t floats = config_mla(c) ? config_cache_floats(c) : (uint64_t)config_kv_dim(c);
     uint64_t scales = config_mla(c) ? 2u : (uint64_t)c->n_kv_heads;
-    /* an engine's float16 or bfloat16 cache (kv_dtype): two bytes a value */
-    size_t value = c->kv_dtype != 0 && !config_mla(c) ? 2u : sizeof(float);
-    return int8 ? floats + scales * sizeof(float) : floats * value;
+    return int8 ? floats + scales * sizeof(float) : floats * sizeof(float);
 }
 
 /* Rows a position caches in a layer: K and V, or MLA's one. */
@@ -385,10 +382,6 @@ uint64_t kv_cache_bytes(const Config *c, int tokens) {
 
 uint64_t kv_cache_bytes_q8(const Config *c, int tokens) {
     return (uint64_t)tokens * (uint64_t)c->n_layers * cache_rows(c) * kv_row_bytes(c, true);
-}
-
-uint64_t kv_cache_bytes_of(const Config *c, int tokens, bool int8) {
-    return (uint64_t)tokens * (uint64_t)c->n_layers * cache_rows(c) * kv_row_bytes(c, int8);
 }
 
 /* The table of config_table.h as data. */

@@ -248,8 +248,4 @@ uint64_t kv_cache_bytes(const Config *c, int tokens);
  * tokens × n_layers × 2 × (kv_dim + n_kv_heads × 4). */
 uint64_t kv_cache_bytes_q8(const Config *c, int tokens);
 
-/* The cache of the type a run chose: kv_cache_bytes_q8 when int8, else
- * kv_cache_bytes. Every report of a run's cache size uses this. */
-uint64_t kv_cache_bytes_of(const Config *c, int tokens, bool int8);
-
 #endif

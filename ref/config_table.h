@@ -112,15 +112,6 @@
       "", "", "sliding-pattern", "gemma2 gemma3", \
       "layer l slides unless (l + 1) % N == 0 (gemma2: 2,\n" \
       "gemma3: 6; 0: every layer)") \
-    X(CF_ATTENTION, INT, kv_dtype, "kv_dtype", 0, 1, 2, CF_IF_SET, \
-      "", "", "", "", \
-      "K and V rounded as an engine's cache holds them: 1 float16, 2\n" \
-      "bfloat16 (0: float32; a run's choice: --kv-dtype)") \
-    X(CF_ATTENTION, BOOL, kv_rounding_ggml, "kv_rounding_ggml", 0, 0, 1, CF_IF_SET, \
-      "", "", "", "", \
-      "with a float16 cache, llama.cpp's other rounding points: the query\n" \
-      "to float16 for K.Q, the probabilities to float16 before they\n" \
-      "weight V (a run's choice: --kv-rounding llama.cpp)") \
     \
     X(CF_ROPE, FLOAT, rope_theta, "rope_theta", 10000, 1, CF_HUGE, CF_ALWAYS, \
       "rope_theta", "rope.freq_base", "rope-theta", "", \
@@ -152,10 +143,6 @@
       "", "", "", "", \
       "the token's embedding row is multiplied by this (Gemma's\n" \
       "sqrt(dim))") \
-    X(CF_MLP, BOOL, gelu_f16_table, "gelu_f16_table", 0, 0, 1, CF_IF_SET, \
-      "", "", "", "", \
-      "GELU as ggml computes it, through a float16 table: f16(gelu(f16(x)))\n" \
-      "inside (-10, 10) (llama.cpp's; a run's choice: --gelu ggml)") \
     X(CF_MLP, FLOAT, final_softcap, "final_softcap", 0, 1e-30, 1e9, CF_IF_SET, \
       "final_logit_softcapping", "final_logit_softcapping", "final-softcap", "gemma2 gemma3", \
       "logits capped as tanh(z / X) * X (gemma2: 30; 0: none)") \

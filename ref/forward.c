@@ -10,6 +10,7 @@
 #include "ref/mla.h"
 #include "ref/moe.h"
 #include "ref/linear.h"
+#include "ref/run/kv_cache.h"
 #include "ref/util/float16.h"
 
 /* Passes of at least this many tokens report their progress per layer. */
@@ -18,53 +19,15 @@
 /* gate [N, C] = silu(gate) ⊙ up, or (GeGLU) gelu(gate) ⊙ up. */
 static void glu_rows(const Model *m, const PassScratch *s, float *gate, const float *up, int N,
                      int C) {
-    bool table = m->config.gelu_f16_table;
-    RowsJob job = {.op = m->config.mlp == MLP_GEGLU ? (table ? ROWS_GEGLU_GGML : ROWS_GEGLU)
-                         : model_fast(m)            ? ROWS_SWIGLU_MANY
-                                                    : ROWS_SWIGLU,
+    bool table = m->run.gelu_f16_table;
+    RowsJob job = {.op = m->config.mlp == MLP_GEGLU  ? (table ? ROWS_GEGLU_GGML : ROWS_GEGLU)
+                         : m->run.mlp == KERNEL_FAST ? ROWS_SWIGLU_MANY
+                                                     : ROWS_SWIGLU,
                    .out = gate,
                    .in = up,
                    .C = C,
                    .exp = s->exp};
     rows_parallel(m, N, &job);
-}
-
-/* Store T new K and V rows (k_new, v_new [T, kv_dim]) of layer l from pos0
- * as int8 (one scale per KV head), then read the layer's rows
- * 0..pos0+T-1 back as floats (s->layer_k, s->layer_v) for attention. */
-static void kv_store_q8(SeqState *s, int l, int pos0, int T, int head_dim, const float *k_new,
-                        const float *v_new, const StepObserver *obs) {
-    KVCache *k = &s->cache;
-    size_t kv = (size_t)k->kv_dim, H = (size_t)k->n_kv_heads, base = (size_t)l * k->capacity;
-    for (int t = 0; t < T; t++) {
-        size_t row = base + (size_t)(pos0 + t);
-        quantize_row(k_new + t * kv, k->kv_dim, head_dim, k->key_q + row * kv, k->key_s + row * H);
-        quantize_row(v_new + t * kv, k->kv_dim, head_dim, k->value_q + row * kv,
-                     k->value_s + row * H);
-        if (obs != NULL && obs->quant != NULL) {
-            QuantRecord rk = {.tensor = "kv.k",
-                              .layer = l,
-                              .pos = pos0 + t,
-                              .rows = 1,
-                              .n = k->kv_dim,
-                              .group = head_dim,
-                              .values = k_new + t * kv,
-                              .codes = k->key_q + row * kv,
-                              .scales = k->key_s + row * H};
-            QuantRecord rv = rk;
-            rv.tensor = "kv.v", rv.values = v_new + t * kv;
-            rv.codes = k->value_q + row * kv, rv.scales = k->value_s + row * H;
-            obs->quant(obs->ctx, &rk);
-            obs->quant(obs->ctx, &rv);
-        }
-    }
-    for (int p = 0; p < pos0 + T; p++) {
-        size_t row = base + (size_t)p;
-        dequantize_row(k->key_q + row * kv, k->key_s + row * H, k->kv_dim, head_dim,
-                       s->layer_k + p * kv);
-        dequantize_row(k->value_q + row * kv, k->value_s + row * H, k->kv_dim, head_dim,
-                       s->layer_v + p * kv);
-    }
 }
 
 static void emit_kv_rows(const HookSite *site, const float *k, const float *v, int T, int kv_dim) {
@@ -116,43 +79,17 @@ static uint64_t embed_token(const Model *m, int token, float *x) {
 #define EACH_ROW(r, t0, rows, n_rows)                                                              \
     for (int r = 0, t0 = 0; r < (n_rows); t0 += (rows)[r++].n_tokens)
 
-/* Row r's cache of layer l as floats: the cache itself, or (int8) the
- * layer read back into the row's scratch. */
-static float *layer_keys(SeqState *rs, int l) {
-    return rs->cache.int8 || rs->cache.half != 0
-               ? rs->layer_k
+/* Row r's cache of layer l as floats: the cache itself, or (int8, 16-bit)
+ * the layer read back into the pass's scratch. */
+static float *layer_keys(const PassScratch *s, SeqState *rs, int l) {
+    return kv_cache_widened(&rs->cache)
+               ? s->layer_k
                : rs->cache.key + (size_t)l * rs->cache.capacity * rs->cache.kv_dim;
 }
-static float *layer_values(SeqState *rs, int l) {
-    return rs->cache.int8 || rs->cache.half != 0
-               ? rs->layer_v
+static float *layer_values(const PassScratch *s, SeqState *rs, int l) {
+    return kv_cache_widened(&rs->cache)
+               ? s->layer_v
                : rs->cache.value + (size_t)l * rs->cache.capacity * rs->cache.kv_dim;
-}
-
-/* x rounded to float16 (dtype 1) or bfloat16 (2): its 16 bits, and back. */
-static uint16_t to_half(float x, int dtype) {
-    return dtype == 1 ? float_to_half(x) : float_to_bf16(x);
-}
-static float from_half(uint16_t h, int dtype) {
-    return dtype == 1 ? half_to_float(h) : bf16_widen(h);
-}
-
-/* Store T new K and V rows of layer l from pos0 in the 16-bit cache (an
- * engine's float16 or bfloat16 cache: kv_dtype), then widen the layer's
- * rows 0..pos0+T-1 (s->layer_k, s->layer_v) for attention: the values a
- * cache of that type holds, exactly. */
-static void kv_store_half(SeqState *s, int l, int pos0, int T, const float *k_new,
-                          const float *v_new) {
-    KVCache *k = &s->cache;
-    size_t kv = (size_t)k->kv_dim, base = (size_t)l * k->capacity * kv;
-    for (size_t i = 0; i < (size_t)T * kv; i++) {
-        k->key_h[base + (size_t)pos0 * kv + i] = to_half(k_new[i], k->half);
-        k->value_h[base + (size_t)pos0 * kv + i] = to_half(v_new[i], k->half);
-    }
-    for (size_t i = 0; i < (size_t)(pos0 + T) * kv; i++) {
-        s->layer_k[i] = from_half(k->key_h[base + i], k->half);
-        s->layer_v[i] = from_half(k->value_h[base + i], k->half);
-    }
 }
 
 /* x [n] rounded to float16 in place (llama.cpp's query for K.Q). */
@@ -183,11 +120,12 @@ static void attend_row(const Model *m, const PassScratch *s, const ForwardRow *r
     SeqState *rs = row->state;
     int T = row->n_tokens, pos0 = row->pos0, kv_dim = config_kv_dim(c);
     int head_dim = config_head_dim(c), n_heads = c->n_heads, n_kv = c->n_kv_heads;
-    uint64_t row_bytes = kv_row_bytes(c, rs->cache.int8);
+    uint64_t row_bytes = kv_type_row_bytes(c, rs->cache.type);
     HookSite site = {.obs = row->obs, .layer = l, .pos0 = pos0, .tokens = row->tokens};
     AttentionSpec spec =
-        config_attention_spec(c, l); /* the layer's window, RoPE's and the scores' */
-    if (c->position == POS_ROPE) {   /* GPT-2's positions came in with the embedding */
+        config_attention_spec(c, l);          /* the layer's window, RoPE's and the scores' */
+    spec.f16_probs = m->run.kv_rounding_ggml; /* llama.cpp's rounding of the probabilities */
+    if (c->position == POS_ROPE) {            /* GPT-2's positions came in with the embedding */
         int rot = config_rope_dims(c);
         const float *cos_t, *sin_t;
         rope_tables_for(&m->rope, c, spec.window > 0, positions_last(pos, T), &cos_t, &sin_t);
@@ -199,21 +137,21 @@ static void attend_row(const Model *m, const PassScratch *s, const ForwardRow *r
     hook_emit_rows(&site, HOOK_ATTN_K, k, T, n_kv, head_dim);
     hook_emit_rows(&site, HOOK_ATTN_V, v, T, n_kv, head_dim);
     /* with llama.cpp's rounding (a float16 cache) the query as it multiplies K */
-    if (c->kv_rounding_ggml) round_f16(q, (size_t)T * config_q_dim(c));
-    float *key_l = layer_keys(rs, l), *value_l = layer_values(rs, l);
-    if (rs->cache.int8) {
-        kv_store_q8(rs, l, pos0, T, head_dim, k, v, row->obs);
-    } else if (rs->cache.half != 0) { /* an engine's float16 or bfloat16 cache (kv_dtype) */
-        kv_store_half(rs, l, pos0, T, k, v);
+    if (m->run.kv_rounding_ggml) round_f16(q, (size_t)T * config_q_dim(c));
+    float *key_l = layer_keys(s, rs, l), *value_l = layer_values(s, rs, l);
+    if (rs->cache.type == KV_INT8) {
+        kv_cache_store_q8(&rs->cache, l, pos0, T, head_dim, k, v, row->obs, s->layer_k, s->layer_v);
+    } else if (kv_type_half(rs->cache.type)) { /* an engine's float16 or bfloat16 cache */
+        kv_cache_store_half(&rs->cache, l, pos0, T, k, v, s->layer_k, s->layer_v);
     } else { /* K is cached after RoPE; Q never is */
         memcpy(key_l + (size_t)pos0 * kv_dim, k, (size_t)T * kv_dim * sizeof(float));
         memcpy(value_l + (size_t)pos0 * kv_dim, v, (size_t)T * kv_dim * sizeof(float));
     }
     emit_kv_rows(&site, key_l + (size_t)pos0 * kv_dim, value_l + (size_t)pos0 * kv_dim, T, kv_dim);
-    if (!model_fast(m) || attention_watched(&site, T)) {
-        attention_forward(out, q, key_l, value_l, rs->scores, T, pos, &spec, &site);
+    if (m->run.attention == KERNEL_PLAIN || attention_watched(&site, T)) {
+        attention_forward(out, q, key_l, value_l, s->scores, T, pos, &spec, &site);
     } else {
-        attention_threads(m, out, q, key_l, value_l, rs, T, pos, pos0 + T, &spec, s->exp);
+        attention_threads(m, out, q, key_l, value_l, s, T, pos, pos0 + T, &spec);
     }
     count_attention(&rs->work, &spec, T, pos, row_bytes);
 }
@@ -403,7 +341,11 @@ const float *forward(const Model *m, PassScratch *s, const ForwardRow *rows, int
             const ForwardRow *row = &rows[r];
             int last = row->pos0 + row->n_tokens - 1;
             HookSite site = {.obs = row->obs, .layer = l, .pos0 = row->pos0, .tokens = row->tokens};
-            emit_kv_snapshot(&site, layer_keys(row->state, l), layer_values(row->state, l),
+            if (!hook_wanted(site.obs, HOOK_KV_SNAPSHOT, l, last)) continue;
+            KVCache *k = &row->state->cache;
+            if (kv_cache_widened(k)) /* the pass's copy is the last row's: this row's again */
+                kv_cache_widen(k, l, last + 1, config_head_dim(c), s->layer_k, s->layer_v);
+            emit_kv_snapshot(&site, layer_keys(s, row->state, l), layer_values(s, row->state, l),
                              config_kv_dim(c), last, row->tokens[row->n_tokens - 1]);
         }
     }

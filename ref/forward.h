@@ -18,8 +18,9 @@
 /* The transformer over rows[0..n_rows): the matmuls take every row's tokens
  * at once (each weight row read once for all of them); RoPE, the cache and
  * attention are each row's own (rows[r].state, a SeqState). scratch holds
- * the activations of all the tokens (its max_tokens >= their number) and
- * the quantization of activations. Each row's logits, cache
+ * the activations of all the tokens (its max_tokens >= their number), the
+ * quantization of activations, and the room attention works in, one row
+ * at a time (its capacity >= every row's cache's). Each row's logits, cache
  * rows, hooks and work (rows[r].state->work) are bitwise what it would get
  * alone. Returns the logits [wanted, vocab_size]: row by row, each row's
  * wanted tokens (all of them, or its last). */

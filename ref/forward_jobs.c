@@ -59,7 +59,7 @@ void norm_rows(const Model *m, float *out, const float *x, const float *weight, 
 }
 
 void gelu_rows(const Model *m, float *x, int N, int C) {
-    RowsJob job = {.op = m->config.gelu_f16_table ? ROWS_GELU_GGML : ROWS_GELU, .out = x, .C = C};
+    RowsJob job = {.op = m->run.gelu_f16_table ? ROWS_GELU_GGML : ROWS_GELU, .out = x, .C = C};
     rows_parallel(m, N, &job);
 }
 
@@ -72,7 +72,8 @@ void residual_rows(const Model *m, float *x, const float *y, int N, int C) {
 typedef struct {
     float *out;
     const float *q, *key_l, *key_t, *value_l; /* key_t: NULL, or key_l transposed */
-    SeqState *rs;
+    float *scores;                            /* the pass's [n_heads, stride] */
+    int stride;                               /* the pass's capacity */
     int T;
     const int *positions;
     const AttentionSpec *spec;
@@ -81,31 +82,31 @@ typedef struct {
 
 static void attention_heads(void *ctx, int h0, int h1) {
     const AttentionJob *j = ctx;
-    attention_heads_fast(j->out, j->q, j->key_l, j->key_t, j->value_l, j->rs->scores,
-                         j->rs->cache.capacity, j->T, j->positions, j->spec, h0, h1, j->exp);
+    attention_heads_fast(j->out, j->q, j->key_l, j->key_t, j->value_l, j->scores, j->stride, j->T,
+                         j->positions, j->spec, h0, h1, j->exp);
 }
 
 void attention_threads(const Model *m, float *out, const float *q, const float *key_l,
-                       const float *value_l, SeqState *rs, int T, const int *positions, int slots,
-                       const AttentionSpec *spec, ExpKind exp) {
+                       const float *value_l, const PassScratch *s, int T, const int *positions,
+                       int slots, const AttentionSpec *spec) {
     /* many queries read every key: transpose them once, here, before
      * the heads are shared out (each KV head once, whatever the split) */
     const float *key_t = NULL;
-    if (T >= ATTENTION_TRANSPOSE_MIN_QUERIES && rs->key_t != NULL) {
-        keys_transpose(rs->key_t, rs->cache.capacity, key_l, slots, spec->n_kv_heads,
-                       spec->head_dim);
-        key_t = rs->key_t;
+    if (T >= ATTENTION_TRANSPOSE_MIN_QUERIES && s->key_t != NULL) {
+        keys_transpose(s->key_t, s->capacity, key_l, slots, spec->n_kv_heads, spec->head_dim);
+        key_t = s->key_t;
     }
     AttentionJob job = {.out = out,
                         .q = q,
                         .key_l = key_l,
                         .key_t = key_t,
                         .value_l = value_l,
-                        .rs = rs,
+                        .scores = s->scores,
+                        .stride = s->capacity,
                         .T = T,
                         .positions = positions,
                         .spec = spec,
-                        .exp = exp};
+                        .exp = s->exp};
     parallel_for(model_threads(m), spec->n_heads, attention_heads, &job);
 }
 

@@ -24,7 +24,7 @@ typedef enum {
     ROWS_SWIGLU,
     ROWS_SWIGLU_MANY, /* the fast path's: the exponentials many at once, the same bits */
     ROWS_GEGLU,
-    ROWS_GEGLU_GGML, /* through ggml's float16 table (gelu_f16_table) */
+    ROWS_GEGLU_GGML, /* through ggml's float16 table (the run's gelu_f16_table) */
     ROWS_GELU,
     ROWS_GELU_GGML,
     ROWS_RESIDUAL
@@ -56,13 +56,13 @@ void residual_rows(const Model *m, float *x, const float *y, int N, int C);
 
 /* One row's attention by the fast kernels (fast_layers.h), its query heads
  * shared out over m's threads: out [T, n_heads × head_dim] for the queries
- * q [T, q_dim], query t at positions[t], over key_l and value_l, rs's
- * cache of the layer as floats, its first `slots` slots filled. A pass of
- * many queries has the keys transposed once first (rs->key_t), each KV
- * head once whatever the split. */
+ * q [T, q_dim], query t at positions[t], over key_l and value_l, the row's
+ * cache of the layer as floats, its first `slots` slots filled; the scores
+ * in the pass's room (s->scores). A pass of many queries has the keys
+ * transposed once first (s->key_t), each KV head once whatever the split. */
 void attention_threads(const Model *m, float *out, const float *q, const float *key_l,
-                       const float *value_l, SeqState *rs, int T, const int *positions, int slots,
-                       const AttentionSpec *spec, ExpKind exp);
+                       const float *value_l, const PassScratch *s, int T, const int *positions,
+                       int slots, const AttentionSpec *spec);
 
 /* Attention of T queries at positions[0..T) in a layer, into w: each
  * (query, key) pair it scores and mixes (attention_seen: the visibility

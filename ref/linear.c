@@ -5,12 +5,8 @@
 #include "ref/kernels/quant.h"
 #include "ref/kernels/q8_packed.h"
 
-bool model_fast(const Model *m) {
-    return m->fast_kernels;
-}
-
 ThreadPool *model_threads(const Model *m) {
-    return model_fast(m) ? m->pool : NULL;
+    return m->run.matmul == KERNEL_FAST ? m->pool : NULL;
 }
 
 /* One packed matmul, shared out over threads by blocks of output rows. */

@@ -8,10 +8,9 @@
 #include "ref/run_state.h"
 #include "ref/kernels/threads.h"
 
-/* Whether m runs on the fast kernels (m->fast_kernels: chosen once, when
- * its weights were packed), and the threads they may split work over: its
- * pool; the plain kernels stay one obvious loop on one thread. */
-bool model_fast(const Model *m);
+/* The threads m's kernels may split work over: its pool when the run chose
+ * the fast kernels (m->run, chosen once, when its weights were packed); the
+ * plain kernels stay one obvious loop on one thread. */
 ThreadPool *model_threads(const Model *m);
 
 /* A linear's input x [T, C], prepared once for every linear that reads it

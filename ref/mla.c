@@ -37,7 +37,7 @@ uint64_t mla_attention_macs(const Config *c, MlaForm form, int T, uint64_t pairs
 
 /* The rebuilt form: every head's key [P, H, hd] (its no-rope part from
  * kv_b, then the shared rotary key) and value [P, H, v] for the P = pos0 +
- * T positions seen, from their latents, into rs->layer_k and layer_v;
+ * T positions seen, from their latents, into the pass's layer_k and layer_v;
  * then attention as MHA's. kv_b runs over the latents max_tokens rows at a
  * time (the pass's scratch s holds that many); each row's sums are its own. */
 static void attend_rebuilt(const Model *m, PassScratch *s, const ForwardRow *row, const int *pos,
@@ -52,25 +52,24 @@ static void attend_rebuilt(const Model *m, PassScratch *s, const ForwardRow *row
     for (int p0 = 0; p0 < P; p0 += s->max_tokens) {
         int n = P - p0 < s->max_tokens ? P - p0 : s->max_tokens;
         LinearInput in = linear_input(s, latent + (size_t)p0 * d.rank, n, w);
-        linear_forward(m, rs->mla_kv_b + (size_t)p0 * kvb, &in, w);
+        linear_forward(m, s->mla_kv_b + (size_t)p0 * kvb, &in, w);
     }
     rs->work.weight_bytes += matrix_bytes(w);
     for (int p = 0; p < P; p++)
         for (int h = 0; h < d.H; h++) {
-            const float *from = rs->mla_kv_b + (size_t)p * kvb + (size_t)h * (d.nope + d.v);
-            float *k = rs->layer_k + ((size_t)p * d.H + h) * d.hd;
+            const float *from = s->mla_kv_b + (size_t)p * kvb + (size_t)h * (d.nope + d.v);
+            float *k = s->layer_k + ((size_t)p * d.H + h) * d.hd;
             memcpy(k, from, (size_t)d.nope * sizeof(float));
             memcpy(k + d.nope, k_rope + (size_t)p * d.rope, (size_t)d.rope * sizeof(float));
-            memcpy(rs->layer_v + ((size_t)p * d.H + h) * d.v, from + d.nope,
+            memcpy(s->layer_v + ((size_t)p * d.H + h) * d.v, from + d.nope,
                    (size_t)d.v * sizeof(float));
         }
-    hook_emit_rows(site, HOOK_ATTN_K, rs->layer_k + (size_t)row->pos0 * d.H * d.hd, row->n_tokens,
+    hook_emit_rows(site, HOOK_ATTN_K, s->layer_k + (size_t)row->pos0 * d.H * d.hd, row->n_tokens,
                    d.H, d.hd);
-    hook_emit_rows(site, HOOK_ATTN_V, rs->layer_v + (size_t)row->pos0 * d.H * d.v, row->n_tokens,
+    hook_emit_rows(site, HOOK_ATTN_V, s->layer_v + (size_t)row->pos0 * d.H * d.v, row->n_tokens,
                    d.H, d.v);
     AttentionSpec spec = config_attention_spec(c, l);
-    attention_forward(out, q, rs->layer_k, rs->layer_v, rs->scores, row->n_tokens, pos, &spec,
-                      site);
+    attention_forward(out, q, s->layer_k, s->layer_v, s->scores, row->n_tokens, pos, &spec, site);
 }
 
 /* The absorbed form, query t of the row (at position pos) and head h:
@@ -112,8 +111,9 @@ static void absorbed_query_head(const MlaShape *d, const AttentionSpec *a, const
     }
 }
 
-static void attend_absorbed(const Model *m, const ForwardRow *row, const int *pos, int l,
-                            const float *q, float *out, const HookSite *site) {
+static void attend_absorbed(const Model *m, const PassScratch *s, const ForwardRow *row,
+                            const int *pos, int l, const float *q, float *out,
+                            const HookSite *site) {
     const Config *c = &m->config;
     MlaShape d = mla_shape(c);
     SeqState *rs = row->state;
@@ -123,12 +123,12 @@ static void attend_absorbed(const Model *m, const ForwardRow *row, const int *po
     float div = sqrtf(config_query_scale(c));
     AttentionSpec spec = config_attention_spec(c, l);
     for (int h = 0; h < d.H; h++) {
-        float *w_head = rs->mla_kv_b; /* head h's nope + v rows of kv_b, widened once */
+        float *w_head = s->mla_kv_b; /* head h's nope + v rows of kv_b, widened once */
         for (int r = 0; r < d.nope + d.v; r++)
             matrix_row(w, h * (d.nope + d.v) + r, w_head + (size_t)r * d.rank);
         for (int t = 0; t < row->n_tokens; t++)
             absorbed_query_head(&d, &spec, w_head, q + ((size_t)t * d.H + h) * d.hd, latent, k_rope,
-                                rs->scores, rs->mla_latent, div, t, pos[t], h,
+                                s->scores, s->mla_latent, div, t, pos[t], h,
                                 out + ((size_t)t * d.H + h) * d.v, site);
     }
     rs->work.weight_bytes += matrix_bytes(w);
@@ -167,7 +167,7 @@ static void mla_row(const Model *m, PassScratch *s, const ForwardRow *row, const
     hook_emit_rows(&site, HOOK_ATTN_LATENT, latent, T, 1, d.rank);
     hook_emit_rows(&site, HOOK_ATTN_K_ROPE, k_rope, T, 1, d.rope);
     if (m->mla_form == MLA_ABSORBED)
-        attend_absorbed(m, row, pos, l, q, out, &site);
+        attend_absorbed(m, s, row, pos, l, q, out, &site);
     else
         attend_rebuilt(m, s, row, pos, l, q, out, &site);
     rs->work.macs += mla_attention_macs(c, m->mla_form, T, pairs, pos0 + T);

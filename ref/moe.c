@@ -141,7 +141,7 @@ static void shared_experts(const Model *m, PassScratch *s, int N, int l) {
     LinearInput x = linear_input(s, s->xb, N, &mats[MAT_SHARED_GATE]); /* once, for both */
     linear_forward(m, s->hb, &x, &mats[MAT_SHARED_GATE]);
     linear_forward(m, s->hb2, &x, &mats[MAT_SHARED_UP]);
-    if (model_fast(m))
+    if (m->run.mlp == KERNEL_FAST)
         swiglu_many_forward(s->hb, s->hb2, N * S, s->exp);
     else
         swiglu_forward(s->hb, s->hb2, N * S);
@@ -171,7 +171,7 @@ void moe_forward(const Model *m, PassScratch *s, const ForwardRow *rows, int n_r
         LinearInput x = linear_input(s, s->moe_x, n, gate);
         linear_forward(m, s->moe_h1, &x, gate);                             /* [n, eh] */
         linear_forward(m, s->moe_h3, &x, model_expert(m, l, e, EXPERT_UP)); /* [n, eh] */
-        if (model_fast(m))
+        if (m->run.mlp == KERNEL_FAST)
             swiglu_many_forward(s->moe_h1, s->moe_h3, n * eh, s->exp);
         else
             swiglu_forward(s->moe_h1, s->moe_h3, n * eh);

@@ -1,5 +1,5 @@
-/* run_state.c: a sequence's state (its KV cache, float32 or int8, and
- * its attention's room) and a pass's scratch. */
+/* run_state.c: a sequence's state (its KV cache, run/kv_cache.h) and a
+ * pass's scratch (its activations and attention's room). */
 #include <stdlib.h>
 #include <string.h>
 
@@ -7,93 +7,74 @@
 
 #include "ref/kernels/fast_layers.h"
 
-/* The cache: float32, or int8 codes with a scale per (position, KV head).
- * Its size comes from the same functions `inspect` prints. */
-static bool kv_cache_alloc(KVCache *k, const Config *c, int capacity, bool int8) {
-    size_t rows = (size_t)c->n_layers * (size_t)capacity;
-    bool mla = config_mla(c); /* the rotary key and the latent (mla.h) */
-    size_t kv_dim = mla ? (size_t)c->qk_rope_head_dim : (size_t)config_kv_dim(c);
-    size_t v_dim = mla ? (size_t)c->kv_lora_rank : kv_dim;
-    *k = (KVCache){.capacity = capacity,
-                   .n_layers = c->n_layers,
-                   .kv_dim = (int)kv_dim,
-                   .v_dim = (int)v_dim,
-                   .n_kv_heads = c->n_kv_heads,
-                   .int8 = int8,
-                   .bytes = kv_cache_bytes_of(c, capacity, int8)};
-    if (!int8 && c->kv_dtype != 0 && !mla) { /* an engine's 16-bit cache, as it holds it */
-        k->half = c->kv_dtype;
-        k->key_h = malloc(rows * kv_dim * sizeof(uint16_t));
-        k->value_h = malloc(rows * v_dim * sizeof(uint16_t));
-        return k->key_h && k->value_h;
-    }
-    if (!int8) {
-        k->key = malloc(rows * kv_dim * sizeof(float));
-        k->value = malloc(rows * v_dim * sizeof(float));
-        return k->key && k->value;
-    }
-    k->key_q = malloc(rows * kv_dim);
-    k->value_q = malloc(rows * kv_dim);
-    k->key_s = malloc(rows * (size_t)c->n_kv_heads * sizeof(float));
-    k->value_s = malloc(rows * (size_t)c->n_kv_heads * sizeof(float));
-    return k->key_q && k->value_q && k->key_s && k->value_s;
-}
-
-bool seq_state_init(SeqState *s, const Config *c, int capacity, int max_tokens, bool kv_int8,
-                    StepError *err) {
+bool seq_state_init(SeqState *s, const Config *c, int capacity, KvType kv, StepError *err) {
     memset(s, 0, sizeof *s);
-    if (capacity < 1 || capacity > c->seq_len || max_tokens < 1 || max_tokens > capacity)
-        return step_fail(err, "run state: capacity %d / max_tokens %d outside [1, seq_len %d]",
-                         capacity, max_tokens, c->seq_len);
-    if (kv_int8 && config_mla(c))
-        return step_fail(err, "run state: an int8 cache of MLA's latents is not supported");
-    size_t kv_dim = (size_t)config_kv_dim(c), q_dim = (size_t)config_q_dim(c);
-    size_t v_out = (size_t)c->n_heads * (size_t)config_v_head_dim(c);
-    bool ok = kv_cache_alloc(&s->cache, c, capacity, kv_int8);
-    s->scores = malloc((size_t)c->n_heads * capacity * sizeof(float));
-    ok = ok && s->scores;
-    if (ok && max_tokens >= ATTENTION_TRANSPOSE_MIN_QUERIES) {
-        s->key_t = malloc((size_t)capacity * kv_dim * sizeof(float));
-        ok = s->key_t != NULL;
-    }
-    if (ok && (kv_int8 || s->cache.half != 0)) { /* a layer's rows widened for attention */
-        s->layer_k = malloc((size_t)capacity * kv_dim * sizeof(float));
-        s->layer_v = malloc((size_t)capacity * kv_dim * sizeof(float));
-        ok = s->layer_k && s->layer_v;
-    }
-    if (ok && config_mla(c)) { /* mla.h's */
-        size_t rank = (size_t)c->kv_lora_rank;
-        size_t kv_b =
-            (size_t)c->n_heads * (size_t)(config_head_dim(c) - c->qk_rope_head_dim) + v_out;
-        size_t head_rows = kv_b / (size_t)c->n_heads * rank; /* the absorbed form's one head */
-        size_t kv_b_all = (size_t)capacity * kv_b;
-        s->mla_kv_b = malloc((kv_b_all > head_rows ? kv_b_all : head_rows) * sizeof(float));
-        s->mla_latent = malloc(2 * rank * sizeof(float));
-        s->layer_k = malloc((size_t)capacity * q_dim * sizeof(float));
-        s->layer_v = malloc((size_t)capacity * v_out * sizeof(float));
-        ok = s->mla_kv_b && s->mla_latent && s->layer_k && s->layer_v;
-    }
-    if (!ok) {
-        seq_state_free(s);
+    if (capacity < 1 || capacity > c->seq_len)
+        return step_fail(err, "run state: capacity %d outside [1, seq_len %d]", capacity,
+                         c->seq_len);
+    if (!kv_type_exists(c, kv))
+        return kv == KV_INT8
+                   ? step_fail(err, "run state: an int8 cache of MLA's latents is not supported")
+                   : step_fail(err, "run state: no %s cache for this model", KV_TYPE_NAMES[kv]);
+    if (!kv_cache_alloc(&s->cache, c, capacity, kv))
         return step_fail(err, "run state: out of memory for %d positions", capacity);
-    }
     return true;
 }
 
 void seq_state_free(SeqState *s) {
-    void *all[] = {s->cache.key,   s->cache.value,   s->cache.key_q, s->cache.value_q,
-                   s->cache.key_s, s->cache.value_s, s->cache.key_h, s->cache.value_h,
-                   s->scores,      s->layer_k,       s->layer_v,     s->key_t,
-                   s->mla_kv_b,    s->mla_latent};
-    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) free(all[i]);
+    kv_cache_free(&s->cache);
     memset(s, 0, sizeof *s);
 }
 
-bool pass_scratch_init(PassScratch *p, const Config *c, int max_tokens, const QuantRuntime *q,
-                       StepError *err) {
+/* The room attention works in, in floats: one row at a time, over at most
+ * `capacity` positions. */
+typedef struct {
+    size_t scores, layer_k, layer_v, key_t, mla_kv_b, mla_latent;
+} AttentionRoom;
+
+static AttentionRoom attention_room(const Config *c, int max_tokens, int capacity, KvType kv) {
+    size_t P = (size_t)capacity, kv_dim = (size_t)config_kv_dim(c);
+    AttentionRoom r = {.scores = (size_t)c->n_heads * P};
+    if (config_mla(c)) { /* mla.h's: every head's keys and values rebuilt from the latents */
+        size_t rank = (size_t)c->kv_lora_rank;
+        size_t v_out = (size_t)c->n_heads * (size_t)config_v_head_dim(c);
+        size_t kv_b =
+            (size_t)c->n_heads * (size_t)(config_head_dim(c) - c->qk_rope_head_dim) + v_out;
+        size_t head_rows = kv_b / (size_t)c->n_heads * rank; /* the absorbed form's one head */
+        r.mla_kv_b = P * kv_b > head_rows ? P * kv_b : head_rows;
+        r.mla_latent = 2 * rank;
+        r.layer_k = P * (size_t)config_q_dim(c);
+        r.layer_v = P * v_out;
+        return r;
+    }
+    if (max_tokens >= ATTENTION_TRANSPOSE_MIN_QUERIES) r.key_t = P * kv_dim;
+    if (kv == KV_INT8 || kv_type_half(kv)) /* a layer's rows widened for attention */
+        r.layer_k = r.layer_v = P * kv_dim;
+    return r;
+}
+
+uint64_t pass_attention_bytes(const Config *c, int max_tokens, int capacity, KvType kv) {
+    AttentionRoom r = attention_room(c, max_tokens, capacity, kv);
+    return (uint64_t)(r.scores + r.layer_k + r.layer_v + r.key_t + r.mla_kv_b + r.mla_latent) *
+           sizeof(float);
+}
+
+/* NULL for none. */
+static float *floats_or_null(size_t n, bool *ok) {
+    if (n == 0) return NULL;
+    float *p = malloc(n * sizeof(float));
+    *ok = *ok && p != NULL;
+    return p;
+}
+
+bool pass_scratch_init(PassScratch *p, const Config *c, int max_tokens, int capacity, KvType kv,
+                       const QuantRuntime *q, StepError *err) {
     memset(p, 0, sizeof *p);
     if (max_tokens < 1)
         return step_fail(err, "run state: max_tokens %d is not positive", max_tokens);
+    if (capacity < 1 || capacity > c->seq_len)
+        return step_fail(err, "run state: capacity %d outside [1, seq_len %d]", capacity,
+                         c->seq_len);
     p->int8_activations = q != NULL && q->activations; /* q->kv is the sequences' */
     p->activation_group = q != NULL && q->group >= 1 ? q->group : 32;
     p->exp = exp_kind_of_libm(); /* once: the library does not change while it runs */
@@ -151,6 +132,17 @@ bool pass_scratch_init(PassScratch *p, const Config *c, int max_tokens, const Qu
         p->mla_kv_a = malloc(T * (rank + rope) * sizeof(float));
         ok = (c->q_lora_rank == 0 || p->mla_q_a) && p->mla_kv_a;
     }
+    if (ok) { /* attention's room, one row at a time */
+        AttentionRoom r = attention_room(c, max_tokens, capacity, kv);
+        p->capacity = capacity;
+        p->attention_bytes = pass_attention_bytes(c, max_tokens, capacity, kv);
+        p->scores = floats_or_null(r.scores, &ok);
+        p->layer_k = floats_or_null(r.layer_k, &ok);
+        p->layer_v = floats_or_null(r.layer_v, &ok);
+        p->key_t = floats_or_null(r.key_t, &ok);
+        p->mla_kv_b = floats_or_null(r.mla_kv_b, &ok);
+        p->mla_latent = floats_or_null(r.mla_latent, &ok);
+    }
     if (!ok) {
         pass_scratch_free(p);
         return step_fail(err, "run state: out of memory for passes of %d tokens", max_tokens);
@@ -164,7 +156,8 @@ void pass_scratch_free(PassScratch *p) {
                    p->xs,         p->xsum,      p->xfake,       p->mla_q_a,     p->mla_kv_a,
                    p->moe_logits, p->moe_probs, p->moe_experts, p->moe_weights, p->moe_rows,
                    p->moe_gate,   p->moe_x,     p->moe_y,       p->moe_h1,      p->moe_h3,
-                   p->positions};
+                   p->scores,     p->layer_k,   p->layer_v,     p->key_t,       p->mla_kv_b,
+                   p->mla_latent, p->positions};
     for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) free(all[i]);
     memset(p, 0, sizeof *p);
 }
@@ -175,9 +168,18 @@ bool run_state_init(RunState *s, const Config *c, int capacity, int max_tokens, 
 
 bool run_state_init_quant(RunState *s, const Config *c, int capacity, int max_tokens,
                           const QuantRuntime *q, StepError *err) {
+    return run_state_init_kv(s, c, capacity, max_tokens, q, KV_F32, err);
+}
+
+bool run_state_init_kv(RunState *s, const Config *c, int capacity, int max_tokens,
+                       const QuantRuntime *q, KvType kv, StepError *err) {
     memset(s, 0, sizeof *s);
-    if (!seq_state_init(&s->seq, c, capacity, max_tokens, q != NULL && q->kv, err)) return false;
-    if (!pass_scratch_init(&s->pass, c, max_tokens, q, err)) {
+    if (capacity < 1 || capacity > c->seq_len || max_tokens < 1 || max_tokens > capacity)
+        return step_fail(err, "run state: capacity %d / max_tokens %d outside [1, seq_len %d]",
+                         capacity, max_tokens, c->seq_len);
+    KvType type = kv_type_for(c, kv, q != NULL && q->kv);
+    if (!seq_state_init(&s->seq, c, capacity, type, err)) return false;
+    if (!pass_scratch_init(&s->pass, c, max_tokens, capacity, type, q, err)) {
         seq_state_free(&s->seq);
         return false;
     }

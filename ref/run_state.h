@@ -1,8 +1,8 @@
 /* run_state.h: what a forward pass reads and writes, in two parts: a
- * sequence's state (its KV cache, kept from pass to pass, and the room its
- * attention works in) and a pass's scratch (the activations of the tokens
- * it runs, shared by every row of a batched pass); and a row of a pass: a
- * sequence, its observer and the tokens it feeds. forward.h runs the pass;
+ * sequence's state (its KV cache, kept from pass to pass: run/kv_cache.h)
+ * and a pass's scratch (the activations of the tokens it runs and the room
+ * its attention works in, shared by every row of a batched pass); and a
+ * row of a pass: a sequence, its observer and the tokens it feeds. forward.h runs the pass;
  * the blocks that need the scratch (moe.h, mla.h) read it from here. */
 #ifndef STEPWISE_RUN_STATE_H
 #define STEPWISE_RUN_STATE_H
@@ -14,63 +14,31 @@
 #include "ref/hooks.h"
 #include "ref/kernels/exp.h"
 #include "ref/kernels/quant.h"
+#include "ref/run/kv_cache.h"
 #include "ref/work.h"
 
-/* The keys and values of every position seen so far. Q is never cached: a
- * query is only used by its own position. Multi-head latent attention
- * (config_mla) caches instead, in the same two arrays, the rotary key
- * shared by the heads (key, kv_dim = qk_rope_head_dim, after RoPE) and the
- * normed latent every head's key and value are made from (value, v_dim =
- * kv_lora_rank): mla.h. */
-typedef struct {
-    int capacity; /* positions it can hold */
-    int n_layers;
-    int kv_dim; /* a key row's width */
-    int v_dim;  /* a value row's: kv_dim, but MLA's latent */
-    int n_kv_heads;
-    bool int8;      /* codes and scales (key_q ..), not floats (QuantRuntime.kv) */
-    int half;       /* 1 float16, 2 bfloat16 (config's kv_dtype): key_h, value_h, not floats */
-    uint64_t bytes; /* of key and value together: kv_cache_bytes(_q8)(config, capacity) */
-    float *key;     /* [n_layers, capacity, kv_dim] (after RoPE); NULL when int8 or half */
-    float *value;   /* [n_layers, capacity, v_dim]; NULL when int8 or half */
-    uint16_t *key_h, *value_h; /* half: [n_layers, capacity, kv_dim] their 16 bits */
-    /* int8 (QuantRuntime.kv): codes and one scale per (position, KV head) */
-    int8_t *key_q, *value_q; /* [n_layers, capacity, kv_dim] */
-    float *key_s, *value_s;  /* [n_layers, capacity, n_kv_heads] */
-} KVCache;
-
-/* One sequence's state: its cache, what its last pass did, and the room
- * its attention works in, sized by the cache's capacity. Kept from pass to
- * pass (a request owns one); a batched pass runs many against one
- * PassScratch. */
+/* One sequence's state: its cache and what its last pass did. Kept from
+ * pass to pass (a request owns one); the room attention works in is the
+ * pass's (PassScratch), not sized by each sequence's context: a batched
+ * pass runs many sequences against one. */
 typedef struct {
     KVCache cache;
-    WorkCount work;           /* of the last forward pass it was a row of */
-    float *scores;            /* [n_heads, capacity] attention scores, a row per query head */
-    float *layer_k, *layer_v; /* [capacity, kv_dim] one layer's int8 or 16-bit cache, widened; MLA's
-                                 keys and values rebuilt, [capacity, n_heads x head_dim] and
-                                 [capacity, n_heads x v_head_dim] (else NULL) */
-    /* [n_kv_heads, head_dim, capacity] one layer's keys transposed, for the
-     * fast path's passes of many queries (NULL when its passes take fewer
-     * than ATTENTION_TRANSPOSE_MIN_QUERIES tokens) */
-    float *key_t;
-    /* multi-head latent attention's (mla.h), NULL without it */
-    float *mla_kv_b;   /* [capacity, n_heads x (nope + v_head_dim)] kv_b of every latent
-                          (the absorbed form: one head's kv_b rows, [nope + v, kv_lora_rank]) */
-    float *mla_latent; /* [2 x kv_lora_rank] a head's absorbed query, then its latent output */
+    WorkCount work; /* of the last forward pass it was a row of */
 } SeqState;
 
 /* Allocate a sequence whose cache holds `capacity` positions (at most
- * seq_len), in int8 when kv_int8, for passes of up to max_tokens tokens. */
-bool seq_state_init(SeqState *s, const Config *c, int capacity, int max_tokens, bool kv_int8,
-                    StepError *err);
+ * seq_len) of type kv (kv_type_for; refused unless kv_type_exists). */
+bool seq_state_init(SeqState *s, const Config *c, int capacity, KvType kv, StepError *err);
 void seq_state_free(SeqState *s);
 
 /* A pass's scratch: the activations of up to max_tokens tokens (of one
- * row, or of every row of a batched pass), and the quantization of them. */
+ * row, or of every row of a batched pass), the quantization of them, and
+ * the room one row's attention works in (rows run attention one after the
+ * other), for rows whose caches hold at most `capacity` positions. */
 typedef struct {
     int max_tokens;
-    ExpKind exp; /* the C library's expf, which the fast path's exp_many follows (exp.h) */
+    int capacity; /* the most positions a row's attention sees */
+    ExpKind exp;  /* the C library's expf, which the fast path's exp_many follows (exp.h) */
     bool int8_activations; /* each matrix's input quantized (QuantRuntime.activations) */
     int activation_group;  /* in groups of this many (with float weights; int8 weights impose
                               theirs) */
@@ -101,12 +69,32 @@ typedef struct {
     float *moe_gate;               /* [max_tokens] and their weights */
     float *moe_x, *moe_y;          /* [max_tokens, dim] */
     float *moe_h1, *moe_h3;        /* [max_tokens, expert_hidden_dim] */
+    /* one row's attention at a time */
+    float *scores;            /* [n_heads, capacity] attention scores, a row per query head */
+    float *layer_k, *layer_v; /* [capacity, kv_dim] one layer's int8 or 16-bit cache, widened; MLA's
+                                 keys and values rebuilt, [capacity, n_heads x head_dim] and
+                                 [capacity, n_heads x v_head_dim] (else NULL) */
+    /* [n_kv_heads, head_dim, capacity] one layer's keys transposed, for the
+     * fast path's passes of many queries (NULL when the pass takes fewer
+     * than ATTENTION_TRANSPOSE_MIN_QUERIES tokens, or with MLA) */
+    float *key_t;
+    /* multi-head latent attention's (mla.h), NULL without it */
+    float *mla_kv_b;   /* [capacity, n_heads x (nope + v_head_dim)] kv_b of every latent
+                          (the absorbed form: one head's kv_b rows, [nope + v, kv_lora_rank]) */
+    float *mla_latent; /* [2 x kv_lora_rank] a head's absorbed query, then its latent output */
+    uint64_t attention_bytes; /* of the six above: pass_attention_bytes */
 } PassScratch;
 
-/* Allocate scratch for passes of up to max_tokens tokens, quantizing
+/* Bytes of the room attention works in, for passes of up to max_tokens
+ * tokens over caches of type kv holding at most `capacity` positions: what
+ * pass_scratch_init allocates for it, once a pass, not once a sequence. */
+uint64_t pass_attention_bytes(const Config *c, int max_tokens, int capacity, KvType kv);
+
+/* Allocate scratch for passes of up to max_tokens tokens over sequences
+ * whose caches, of type kv, hold at most `capacity` positions, quantizing
  * activations as q says (NULL: float32; q->kv is the sequences'). */
-bool pass_scratch_init(PassScratch *p, const Config *c, int max_tokens, const QuantRuntime *q,
-                       StepError *err);
+bool pass_scratch_init(PassScratch *p, const Config *c, int max_tokens, int capacity, KvType kv,
+                       const QuantRuntime *q, StepError *err);
 void pass_scratch_free(PassScratch *p);
 
 /* One request run alone: its sequence and its own scratch. */
@@ -123,6 +111,11 @@ bool run_state_init(RunState *s, const Config *c, int capacity, int max_tokens, 
  * float32). */
 bool run_state_init_quant(RunState *s, const Config *c, int capacity, int max_tokens,
                           const QuantRuntime *q, StepError *err);
+
+/* The same with the cache the run asked for (RunOptions' kv: KV_F32, KV_F16
+ * or KV_BF16) unless q asks for int8: kv_type_for. */
+bool run_state_init_kv(RunState *s, const Config *c, int capacity, int max_tokens,
+                       const QuantRuntime *q, KvType kv, StepError *err);
 void run_state_free(RunState *s);
 
 /* One row of a forward pass: a sequence's state (its KV cache and work

@@ -44,7 +44,7 @@ bool score_tokens(const Model *m, const int *tokens, int n, int top_n, const Qua
     }
     if (top_n > c->vocab_size) top_n = c->vocab_size;
     RunState s;
-    if (!run_state_init_quant(&s, c, n, n, quant, err)) return false;
+    if (!run_state_init_kv(&s, c, n, n, quant, m->run.kv, err)) return false;
     double *lp = malloc((size_t)c->vocab_size * sizeof(double));
     result->positions = calloc((size_t)n, sizeof(ScoredPosition));
     if (lp == NULL || result->positions == NULL) {

@@ -49,6 +49,12 @@ static void run_pass(Sequence *q, PassPhase phase, const int *tokens, int T, int
     run_pass_rows(q, phase, tokens, T, pos0, all_logits, false);
 }
 
+int sequence_capacity(const Config *c, int n_prompt, const GenerateOptions *opt) {
+    long fed = (long)n_prompt + opt->steps - 1, window = generate_window(opt, c);
+    long capacity = fed < window ? fed : window;
+    return capacity < 1 ? 1 : capacity > c->seq_len ? c->seq_len : (int)capacity;
+}
+
 bool sequence_init(Sequence *q, const Model *m, const int *prompt, int n_prompt,
                    const GenerateOptions *opt, const StepObserver *obs, const TokenSink *sink,
                    GenerateResult *result, StepError *err) {
@@ -66,11 +72,9 @@ bool sequence_init(Sequence *q, const Model *m, const int *prompt, int n_prompt,
             return step_fail(err, "prompt token %d is outside the vocabulary [0, %d)", prompt[i],
                              c->vocab_size);
     }
-    /* Positions actually fed: the prompt, then every generated token but the
-     * last, capped by the window. The cache is sized for exactly that. Passes
-     * of more than the prompt (recompute, rebuild) need scratch for them all. */
-    long fed = (long)n_prompt + opt->steps - 1;
-    int capacity = fed < window ? (int)fed : window;
+    /* Passes of more than the prompt (recompute, rebuild) need scratch for
+     * them all. */
+    int capacity = sequence_capacity(c, n_prompt, opt);
     bool long_passes = opt->no_kv_cache || opt->policy != CONTEXT_STOP;
     *q = (Sequence){
         .m = m, .opt = opt, .obs = obs, .sink = sink, .window = window, .result = result};
@@ -88,8 +92,8 @@ bool sequence_init(Sequence *q, const Model *m, const int *prompt, int n_prompt,
         sequence_free(q);
         return false;
     }
-    if (!run_state_init_quant(&q->s, c, capacity, long_passes ? capacity : n_prompt, &opt->quant,
-                              err)) {
+    if (!run_state_init_kv(&q->s, c, capacity, long_passes ? capacity : n_prompt, &opt->quant,
+                           m->run.kv, err)) {
         sequence_free(q);
         return false;
     }

@@ -30,8 +30,14 @@ typedef struct {
     int retrieved;    /* retrieve: chunk tokens at [keep, keep + retrieved) */
 } Sequence;
 
+/* The positions a run of an n_prompt-token prompt with opt can feed: the
+ * prompt, then every generated token but the last, capped by the window;
+ * its cache (and a pass serving it) is sized for exactly that. In [1,
+ * seq_len] whatever opt says. */
+int sequence_capacity(const Config *c, int n_prompt, const GenerateOptions *opt);
+
 /* Check the prompt and options and allocate the state (the cache for the
- * positions this run can feed). */
+ * positions this run can feed: sequence_capacity). */
 bool sequence_init(Sequence *q, const Model *m, const int *prompt, int n_prompt,
                    const GenerateOptions *opt, const StepObserver *obs, const TokenSink *sink,
                    GenerateResult *result, StepError *err);

@@ -149,6 +149,32 @@ Test(batch, every_request_is_bitwise_what_generate_gives_on_a_gqa_model, .timeou
     expect_invariance(model_args, cases, 5, sizes, 4);
 }
 
+/* The same with caches attention reads widened (int8, bfloat16) and the
+ * whole cache traced after each pass (kv_snapshot): a batched pass widens
+ * each row's layer into the pass's one room (issue 68), so a row's
+ * snapshot must be its own rows again, not the last row's. */
+Test(batch, every_request_is_bitwise_what_generate_gives_with_widened_caches, .timeout = 120) {
+    if (model_file("tok512.bin") == NULL) cr_skip_test("tok512 not found");
+    char path[512];
+    make_gqa40(path, sizeof path, "gqa-widened.bin");
+    const Case cases[] = {
+        {"w1", "{\"id\":\"w1\",\"prompt\":\"Once upon a time\",\"max_tokens\":12}",
+         "--prompt 'Once upon a time' --steps 12"},
+        {"w2", "{\"id\":\"w2\",\"prompt\":\"A\",\"max_tokens\":7,\"temperature\":1.2,\"seed\":9}",
+         "--prompt A --steps 7 --temperature 1.2 --seed 9"},
+        {"w3", "{\"id\":\"w3\",\"prompt\":\"The big red ball\",\"max_tokens\":9}",
+         "--prompt 'The big red ball' --steps 9"},
+    };
+    int sizes[] = {1, 3};
+    const char *caches[] = {"--quant-kv int8", "--kv-dtype bf16"};
+    for (int c = 0; c < 2; c++) {
+        char model_args[2048];
+        snprintf(model_args, sizeof model_args, "--model %s --tokenizer %s --trace-kv=full %s",
+                 path, model_file("tok512.bin"), caches[c]);
+        expect_invariance(model_args, cases, 3, sizes, 2);
+    }
+}
+
 /* A request that exactly fills the context (issue 67): the GQA model above
  * holds 40 positions; "Once upon a time" is BOS and 4 pieces (403, 407,
  * 261, 378: tests/llama_cpp_check.py's ids). 5 + 36 = 41 ids feed all 40
@@ -400,7 +426,7 @@ Test(batch, prefix_cache_matches_from_the_first_token) {
     for (size_t i = 0; i < n; i++)
         src.seq.cache.key[i] = (float)i, src.seq.cache.value[i] = -(float)i;
     PrefixCache p;
-    cr_assert(prefix_cache_init(&p, &m.config, false, 1 << 20, &e), "%s", e.message);
+    cr_assert(prefix_cache_init(&p, &m.config, KV_F32, 1 << 20, &e), "%s", e.message);
     int kept[] = {5, 1, 2, 3}, other_first[] = {6, 1, 2, 3, 4}, shared3[] = {5, 1, 2, 9, 4};
     cr_assert(prefix_cache_put(&p, kept, 4, &src.seq.cache));
     cr_expect_eq(prefix_cache_take(&p, other_first, 5, &dst.seq.cache), 0,

@@ -232,7 +232,7 @@ Test(kv_cache, work_counts_every_attention_and_cache) {
         for (int cache = 0; cache < 4; cache++) { /* float32, float16, bfloat16, int8 */
             Model m;
             random_model(&m, 8, 12, 2, 4, kvs[i], 32, 16, false);
-            m.config.kv_dtype = cache == 1 || cache == 2 ? cache : 0;
+            m.run.kv = cache == 1 ? KV_F16 : cache == 2 ? KV_BF16 : KV_F32;
             uint64_t kv_dim = (uint64_t)kvs[i] * 2;
             uint64_t row = cache == 0   ? 4 * kv_dim
                            : cache == 3 ? kv_dim + 4 * (uint64_t)kvs[i]
@@ -245,9 +245,10 @@ Test(kv_cache, work_counts_every_attention_and_cache) {
             GenerateResult r = run(&m, prompt, 3, &opt, &rec);
             cr_assert_eq(rec.n_passes, 4);
             /* inspect's bytes a token, from the same row */
-            cr_expect_eq(kv_cache_bytes_of(&m.config, 1, cache == 3),
-                         2 * (uint64_t)m.config.n_layers * row,
-                         "kv heads %d, cache %d: bytes a token", kvs[i], cache);
+            cr_expect_eq(
+                kv_cache_bytes_of(&m.config, 1, kv_type_for(&m.config, m.run.kv, cache == 3)),
+                2 * (uint64_t)m.config.n_layers * row, "kv heads %d, cache %d: bytes a token",
+                kvs[i], cache);
             for (int p = 0; p < 4; p++) {
                 int T = p == 0 ? 3 : 1, pos0 = p == 0 ? 0 : 2 + p;
                 WorkCount want = closed_form_rows(&m.config, T, pos0, 1, row);

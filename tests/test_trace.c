@@ -330,3 +330,78 @@ Test(trace, show_draws_the_step_as_a_person_reads_it) {
     cr_expect_eq(run_stepwise(args, out, sizeof out, err, sizeof err), 2);
     cr_expect(strstr(err, "nothing recorded at position 99") != NULL, "%s", err);
 }
+
+/* Format version 2: the run's choices (run/run_options.h) sit in the
+ * header's run_options block, not in the model's arch, and the cache's
+ * bytes are those of the type chosen: stories260K's row is 5 layers x 2 (K,
+ * V) x 32 values, 4 bytes each in float32 (1280 a token), 2 in f16 and bf16
+ * (640), and 32 codes + 4 scales of 4 bytes in int8 (480). */
+Test(trace, the_header_records_the_run_s_choices) {
+    char gpt2[512], opts[4096], path[512];
+    snprintf(gpt2, sizeof gpt2, "%s", temp_path("gpt2-run-options"));
+    snprintf(opts, sizeof opts,
+             "make-model --format hf --dim 32 --hidden 48 --layers 1 --heads 2 --vocab 512 "
+             "--seq-len 16 --arch gpt2 --out %s",
+             gpt2);
+    cr_assert_eq(run_stepwise(opts, out, sizeof out, err, sizeof err), 0, "%s", err);
+    const struct {
+        const char *options, *kv_cache, *kv_rounding, *gelu;
+        double bytes_per_token;
+    } cases[] = {
+        {"", "f32", "none", "exact", 1280},
+        {"--kv-dtype f16 --kv-rounding llama.cpp", "f16", "llama.cpp", "exact", 640},
+        {"--kv-dtype bf16", "bf16", "none", "exact", 640},
+        {"--quant-kv int8", "int8", "none", "exact", 480},
+        {"--gelu ggml", "f32", "none", "ggml", 0}, /* the GPT-2 model */
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        bool gelu = cases[i].bytes_per_token == 0;
+        snprintf(path, sizeof path, "%s", temp_path("run-options.jsonl"));
+        snprintf(opts, sizeof opts, "%s %s --steps 3 --quiet", cases[i].options,
+                 gelu ? "" : stories_args());
+        if (gelu)
+            snprintf(opts + strlen(opts), sizeof opts - strlen(opts), " --model %s --tokenizer %s",
+                     gpt2, model_file("tok512.bin"));
+        generate_trace(opts, path);
+        Trace t = read_trace(path);
+        const cJSON *run = t.lines[0];
+        cr_expect_eq(cJSON_GetObjectItem(run, "format_version")->valuedouble, 2.0);
+        const cJSON *r = cJSON_GetObjectItem(run, "run_options");
+        cr_assert_not_null(r, "%s: no run_options", cases[i].options);
+        cr_expect_str_eq(cJSON_GetObjectItem(r, "kv_cache")->valuestring, cases[i].kv_cache);
+        cr_expect_str_eq(cJSON_GetObjectItem(r, "kv_rounding")->valuestring, cases[i].kv_rounding);
+        cr_expect_str_eq(cJSON_GetObjectItem(r, "gelu")->valuestring, cases[i].gelu);
+        const cJSON *arch = cJSON_GetObjectItem(cJSON_GetObjectItem(run, "model"), "arch");
+        cr_expect(!cJSON_HasObjectItem(arch, "kv_dtype") &&
+                      !cJSON_HasObjectItem(arch, "kv_rounding_ggml") &&
+                      !cJSON_HasObjectItem(arch, "gelu_f16_table"),
+                  "%s: a run's choice in the model's arch", cases[i].options);
+        if (i == 1) { /* an older trace: version 1, no run_options, still valid */
+            cJSON *old = cJSON_Duplicate(run, true);
+            cJSON_ReplaceItemInObject(old, "format_version", cJSON_CreateNumber(1));
+            cJSON_DeleteItemFromObject(old, "run_options");
+            char *line = cJSON_PrintUnformatted(old);
+            char v1[512], args[1024];
+            snprintf(v1, sizeof v1, "%s", temp_path("run-options-v1.jsonl"));
+            FILE *f = fopen(v1, "w");
+            cr_assert_not_null(f);
+            fprintf(f, "%s\n", line);
+            for (int k = 1; k < t.n; k++) {
+                char *rest = cJSON_PrintUnformatted(t.lines[k]);
+                fprintf(f, "%s\n", rest);
+                free(rest);
+            }
+            fclose(f);
+            free(line), cJSON_Delete(old);
+            snprintf(args, sizeof args, "trace validate %s", v1);
+            cr_expect_eq(run_stepwise(args, out, sizeof out, err, sizeof err), 0,
+                         "a version 1 trace refused: %s%s", out, err);
+        }
+        if (!gelu)
+            cr_expect_eq(
+                cJSON_GetObjectItem(cJSON_GetObjectItem(run, "kv_cache"), "bytes_per_token")
+                    ->valuedouble,
+                cases[i].bytes_per_token, "%s", cases[i].options);
+        free_trace(&t);
+    }
+}

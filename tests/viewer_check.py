@@ -210,7 +210,7 @@ def check_present(page, trace):
               f"{size}: type at least 20 px on the page and 18 in the panels ({font}); the charts' text "
               f"drawn {view['chart_text_height']} px tall")
         cap = view["caption"]
-        check(cap is not None and "x 4 bytes)" in cap["text"] and cap["scroll_width"] <= cap["client_width"]
+        check(cap is not None and "x 4 bytes; the cache: f32)" in cap["text"] and cap["scroll_width"] <= cap["client_width"]
               and cap["right"] <= view["window_width"] and view["page_width"] <= view["window_width"],
               f"{size}: the KV panel's caption is whole ({cap and cap['scroll_width']} px of text in "
               f"{cap and cap['client_width']}, ending at {cap and round(cap['right'])} of "

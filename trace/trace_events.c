@@ -110,10 +110,10 @@ static cJSON *model_json(const Config *c) {
 }
 
 /* The cache of the type the run allocates (float32, or int8 with a scale
- * per KV head). */
-static cJSON *kv_cache_json(const Config *c, bool int8) {
+ * per KV head, or an engine's 16-bit cache). */
+static cJSON *kv_cache_json(const Config *c, KvType type) {
     cJSON *k = cJSON_CreateObject();
-    bool half = !int8 && c->kv_dtype != 0 && !config_mla(c); /* an engine's 16-bit cache */
+    bool int8 = type == KV_INT8, half = kv_type_half(type);
     cJSON_AddStringToObject(k, "formula",
                             int8   ? "tokens x n_layers x 2 (K and V) x n_kv_heads x (head_dim x 1 "
                                      "byte + a 4-byte scale)"
@@ -121,10 +121,20 @@ static cJSON *kv_cache_json(const Config *c, bool int8) {
                                      "bytes"
                                    : "tokens x n_layers x n_kv_heads x head_dim x 2 (K and V) x 4 "
                                      "bytes");
-    cJSON_AddNumberToObject(k, "bytes_per_token", (double)kv_cache_bytes_of(c, 1, int8));
+    cJSON_AddNumberToObject(k, "bytes_per_token", (double)kv_cache_bytes_of(c, 1, type));
     cJSON_AddNumberToObject(k, "bytes_full_context",
-                            (double)kv_cache_bytes_of(c, c->seq_len, int8));
+                            (double)kv_cache_bytes_of(c, c->seq_len, type));
     return k;
+}
+
+/* The run's choices apart from the model (run/run_options.h): what the
+ * model's files do not say and a run may change. */
+static cJSON *run_options_json(const RunOptions *run, KvType type) {
+    cJSON *r = cJSON_CreateObject();
+    cJSON_AddStringToObject(r, "kv_cache", KV_TYPE_NAMES[type]);
+    cJSON_AddStringToObject(r, "kv_rounding", run->kv_rounding_ggml ? "llama.cpp" : "none");
+    cJSON_AddStringToObject(r, "gelu", run->gelu_f16_table ? "ggml" : "exact");
+    return r;
 }
 
 static cJSON *trace_settings_json(const TraceOptions *o) {
@@ -159,7 +169,9 @@ cJSON *trace_event_run(const Config *c, const SamplerParams *sampler, const Trac
     cJSON_AddNumberToObject(e, "format_version", TRACE_FORMAT_VERSION);
     cJSON_AddStringToObject(e, "mode", info->mode);
     cJSON_AddItemToObject(e, "model", model_json(c));
-    cJSON_AddItemToObject(e, "kv_cache", kv_cache_json(c, info->quant.kv));
+    KvType kv = kv_type_for(c, info->run.kv, info->quant.kv);
+    cJSON_AddItemToObject(e, "run_options", run_options_json(&info->run, kv));
+    cJSON_AddItemToObject(e, "kv_cache", kv_cache_json(c, kv));
     if (sampler != NULL) cJSON_AddItemToObject(e, "sampler", trace_sampler_params(sampler));
     cJSON_AddItemToObject(e, "prompt", trace_text(info->prompt, strlen(info->prompt)));
     cJSON_AddItemToObject(e, "prompt_tokens", trace_int_array(info->prompt_tokens, info->n_prompt));

@@ -12,11 +12,14 @@
 #include "ref/hooks.h"
 #include "ref/kernels/quant.h"
 #include "ref/sampler.h"
+#include "ref/run/run_options.h"
 #include "ref/score.h"
 #include "ref/text/tokenizer.h"
 #include "trace/trace_options.h"
 
-#define TRACE_FORMAT_VERSION 1
+/* 2: the run's choices in the header's run_options block (version 1 had
+ * them in model.arch); readers take both (docs/trace-format.md). */
+#define TRACE_FORMAT_VERSION 2
 
 /* What the run header describes beyond the model and sampler. */
 typedef struct {
@@ -31,6 +34,7 @@ typedef struct {
     const cJSON *model_files;   /* the model's files and their SHA-256 (cli/identity.h), or NULL */
     int weight_group;           /* the weights' group when int8, else 0 */
     QuantRuntime quant;         /* activations and KV cache */
+    RunOptions run;             /* the run's choices (Model.run): the run_options block */
 } TraceRunInfo;
 
 /* A model's shape as JSON: dim, hidden_dim, n_layers, n_heads, n_kv_heads,
@@ -43,9 +47,11 @@ cJSON *trace_config_json(const Config *c);
  * adds it as "arch" when the model is not llama2.c's architecture. */
 cJSON *trace_arch_json(const Config *c);
 
-/* {"event":"run", ...}: format version, model and derived facts, KV-cache
+/* {"event":"run", ...}: format version, model and derived facts, the run's
+ * choices (run_options: the cache's type, the rounding choices), KV-cache
  * sizes, sampler, prompt, trace settings; what varies between builds and
- * machines sits under "environment". */
+ * machines sits under "environment". The kernels are not recorded: they
+ * never change a number. */
 cJSON *trace_event_run(const Config *c, const SamplerParams *sampler, const TraceRunInfo *info,
                        const TraceOptions *opt);
 

@@ -91,7 +91,7 @@ sw_status sw_model_open(const char *path, const char *tokenizer, const sw_open_o
                       &(ModelPrepare){.kernels = o.plain_kernels ? KERNELS_PLAIN : KERNELS_FAST,
                                       .threads = o.threads > 0 ? o.threads : 1,
                                       .gelu_f16_table = o.gelu_ggml != 0,
-                                      .kv_dtype = o.kv_dtype,
+                                      .kv = (KvType)o.kv_dtype,
                                       .kv_rounding_ggml = o.kv_rounding_ggml != 0},
                       &e);
     if (!ready) {

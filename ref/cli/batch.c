@@ -139,9 +139,11 @@ static void on_admitted(void *ctx, BatchRequest *r) {
     char path[4096];
     StepError err;
     snprintf(path, sizeof path, "%s/%s.jsonl", b->a->trace_dir, r->id);
-    *to = (TraceObserver){.options = &b->a->load.trace,
-                          .tokenizer = b->tok,
-                          .bytes_per_token = kv_cache_bytes_of(&b->m->config, 1, r->opt.quant.kv)};
+    *to = (TraceObserver){
+        .options = &b->a->load.trace,
+        .tokenizer = b->tok,
+        .bytes_per_token = kv_cache_bytes_of(
+            &b->m->config, 1, kv_type_for(&b->m->config, b->m->run.kv, r->opt.quant.kv))};
     if ((to->writer = trace_writer_open(path, &err)) == NULL) {
         r->error = strdup(err.message);
         b->trace_failures++;
@@ -166,7 +168,8 @@ static void on_admitted(void *ctx, BatchRequest *r) {
                          .model_source = b->m->source,
                          .model_files = b->model_files,
                          .weight_group = b->m->weight_group,
-                         .quant = r->opt.quant};
+                         .quant = r->opt.quant,
+                         .run = b->m->run};
     trace_observer_write(to,
                          trace_event_run(&b->m->config, &r->opt.sampler, &info, &b->a->load.trace));
     trace_observer_write(to, trace_event_tokenize(b->tok, r->prompt_text ? r->prompt_text : "",
@@ -344,7 +347,8 @@ static int run_batch(void *args, Model *m, Tokenizer *tok, CliProgress *progress
     BatchSink sink = {&b, on_admitted, on_finished};
     PrefixCache prefix = {0};
     if (ok && a->prefix_cache)
-        ok = prefix_cache_init(&prefix, &m->config, a->load.quant.run.kv,
+        ok = prefix_cache_init(&prefix, &m->config,
+                               kv_type_for(&m->config, m->run.kv, a->load.quant.run.kv),
                                (uint64_t)a->prefix_cache_bytes, err);
     if (ok)
         ok = batch_run(m, reqs, n, a->max_batch, a->prefill_chunk, &a->load.quant.run,

@@ -292,7 +292,7 @@ static bool prepare_model(Model *m, const CliQuant *q, StepError *err) {
                       .threads = q->threads,
                       .mla_form = q->mla_form,
                       .gelu_f16_table = q->gelu_ggml,
-                      .kv_dtype = q->kv_dtype,
+                      .kv = (KvType)q->kv_dtype,
                       .kv_rounding_ggml = q->kv_rounding_ggml};
     return model_prepare(m, &p, err);
 }
@@ -315,7 +315,7 @@ bool cli_load_model_to_run(const char *model_path, const char *tokenizer_path, c
     if (ok && q->run.kv && q->kv_dtype != 0)
         ok = step_fail(err, "--quant-kv int8 and --kv-dtype %s: the cache holds one type",
                        q->kv_dtype == 1 ? "f16" : "bf16");
-    if (ok && q->run.kv && config_mla(&m->config)) /* before any output is opened */
+    if (ok && q->run.kv && !kv_type_exists(&m->config, KV_INT8)) /* before any output is opened */
         ok = step_fail(err, "%s: an int8 cache of MLA's latents is not supported",
                        model_path ? model_path : "the model");
     if (ok) m->progress = &sink;
@@ -368,7 +368,8 @@ cJSON *cli_done_event(const Model *m, const Tokenizer *tok, const GenerateResult
     char *text = tokenizer_decode_tokens(tok, r->tokens, r->n_tokens, -1);
     char *completion = tokenizer_decode_tokens(
         tok, r->tokens + r->n_prompt, r->n_tokens - r->n_prompt, r->tokens[r->n_prompt - 1]);
-    uint64_t per_token = kv_cache_bytes_of(&m->config, 1, r->kv_int8);
+    uint64_t per_token =
+        kv_cache_bytes_of(&m->config, 1, kv_type_for(&m->config, m->run.kv, r->kv_int8));
     TraceDone d = {.stop_reason = stop_reason_name(r->stop_reason),
                    .tokens = r->tokens,
                    .n_tokens = r->n_tokens,

@@ -286,7 +286,8 @@ static int run_generate(void *args, Model *m, Tokenizer *tok, CliProgress *progr
     RunTrace t = {
         .obs = {.options = &a->load.trace,
                 .tokenizer = tok,
-                .bytes_per_token = kv_cache_bytes_of(&m->config, 1, a->load.quant.run.kv)}};
+                .bytes_per_token = kv_cache_bytes_of(
+                    &m->config, 1, kv_type_for(&m->config, m->run.kv, a->load.quant.run.kv))}};
     cJSON *files = NULL;  /* the model's files and SHA-256, for the run header */
     cJSON *merges = NULL; /* the encoder's merges, held until the header is out */
     int *prompt = NULL, n_prompt = 0;
@@ -344,7 +345,8 @@ static int run_generate(void *args, Model *m, Tokenizer *tok, CliProgress *progr
                          .model_source = m->source,
                          .model_files = files,
                          .weight_group = m->weight_group,
-                         .quant = a->gen.quant};
+                         .quant = a->gen.quant,
+                         .run = m->run};
     trace_write(&t, trace_event_run(&m->config, &a->gen.sampler, &info, &a->load.trace));
     if (t.open) trace_weight_quant_events(&t.obs, m);
     trace_write(&t, trace_event_tokenize(tok, a->prompt, prompt, n_prompt));

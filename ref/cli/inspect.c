@@ -135,7 +135,7 @@ static cJSON *report_json(const char *name, const char *source, const cJSON *fil
     cJSON_AddBoolToObject(q, "this_file", is_q8);
     cJSON_AddNumberToObject(q, "group", group);
     cJSON_AddNumberToObject(q, "weight_bytes", (double)quant_weight_bytes(c, group));
-    if (config_mla(c)) { /* no int8 cache of latents yet */
+    if (!kv_type_exists(c, KV_INT8)) { /* no int8 cache of latents yet */
         cJSON_AddNullToObject(q, "kv_bytes_per_token");
         cJSON_AddNullToObject(q, "kv_bytes_total");
     } else {
@@ -183,7 +183,7 @@ static cJSON *capacity_json(const Config *c, int context, uint64_t memory, const
         for (int k = 0; k < CAPACITY_KINDS; k++) {
             char key[40];
             snprintf(key, sizeof key, "requests_%s", BILL_DTYPE_NAMES[CAPACITY_DTYPES[k]]);
-            if (config_mla(c) && CAPACITY_DTYPES[k] == DTYPE_INT8) { /* no int8 latents */
+            if (CAPACITY_DTYPES[k] == DTYPE_INT8 && !kv_type_exists(c, KV_INT8)) {
                 cJSON_AddNullToObject(row, key);
                 continue;
             }
@@ -303,7 +303,7 @@ int cli_inspect(int argc, char **argv) {
     } else if (ok) {
         ok = cli_load_model_only(args.model, WEIGHTS_STORED, &m, NULL, &err);
     }
-    if (ok && config_mla(&m.config) && args.kv == DTYPE_INT8)
+    if (ok && args.kv == DTYPE_INT8 && !kv_type_exists(&m.config, KV_INT8))
         ok = step_fail(&err,
                        "inspect: MLA (%s) has no int8 form of its cache of latents yet: "
                        "--kv-dtype takes f32, bf16 or f16",

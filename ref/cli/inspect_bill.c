@@ -58,7 +58,8 @@ PrefixFacts inspect_prefix_facts(const Config *c, int context, int requests, uin
                                  const Bill *b) {
     CacheFacts f = inspect_cache_facts(c, context, requests, b);
     PrefixFacts p = {.budget = budget,
-                     .positions = budget / prefix_cache_position_bytes(c, b->kv == DTYPE_INT8)};
+                     .positions = budget / prefix_cache_position_bytes(
+                                               c, b->kv == DTYPE_INT8 ? KV_INT8 : KV_F32)};
     p.prompts = p.positions / (uint64_t)context;
     p.total = f.weight_bytes + f.total + budget;
     return p;

@@ -95,12 +95,13 @@ void inspect_print_prefix(const Config *c, int context, int requests, uint64_t b
     CacheFacts f = inspect_cache_facts(c, context, requests, b);
     PrefixFacts p = inspect_prefix_facts(c, context, requests, budget, b);
     printf("\nprefix cache (batch --prefix-cache: prompts' rows, shared by every request):\n");
-    printf("  a budget of %llu bytes holds %llu / %llu (%s rows, and a 4-byte token id) = "
-           "%llu positions: %llu prompt%s of %d tokens\n",
-           (unsigned long long)budget, (unsigned long long)budget,
-           (unsigned long long)prefix_cache_position_bytes(c, b->kv == DTYPE_INT8),
-           b->kv == DTYPE_INT8 ? "int8" : "float32", (unsigned long long)p.positions,
-           (unsigned long long)p.prompts, p.prompts == 1 ? "" : "s", context);
+    printf(
+        "  a budget of %llu bytes holds %llu / %llu (%s rows, and a 4-byte token id) = "
+        "%llu positions: %llu prompt%s of %d tokens\n",
+        (unsigned long long)budget, (unsigned long long)budget,
+        (unsigned long long)prefix_cache_position_bytes(c, b->kv == DTYPE_INT8 ? KV_INT8 : KV_F32),
+        b->kv == DTYPE_INT8 ? "int8" : "float32", (unsigned long long)p.positions,
+        (unsigned long long)p.prompts, p.prompts == 1 ? "" : "s", context);
     printf("  weights + %d request cache%s + prefix cache = %llu + %llu + %llu = %llu bytes "
            "(%.2f MiB) at most\n",
            requests, requests == 1 ? "" : "s", (unsigned long long)f.weight_bytes,
@@ -251,7 +252,7 @@ static void print_capacity_row(const Config *c, const char *label, int context, 
                                const Bill *b) {
     printf("| %s | %s |", label, config_attention_kind(c));
     for (int k = 0; k < CAPACITY_KINDS; k++) {
-        if (config_mla(c) && CAPACITY_DTYPES[k] == DTYPE_INT8) {
+        if (CAPACITY_DTYPES[k] == DTYPE_INT8 && !kv_type_exists(c, KV_INT8)) {
             printf(" - |");
             continue;
         }

@@ -189,9 +189,11 @@ static int run_score(void *args, Model *m, Tokenizer *tok, CliProgress *progress
         cJSON_Delete(files);
         return EXIT_BAD_INPUT;
     }
-    TraceObserver to = {.options = &a->load.trace,
-                        .tokenizer = tok,
-                        .bytes_per_token = kv_cache_bytes_of(&m->config, 1, a->load.quant.run.kv)};
+    TraceObserver to = {
+        .options = &a->load.trace,
+        .tokenizer = tok,
+        .bytes_per_token = kv_cache_bytes_of(
+            &m->config, 1, kv_type_for(&m->config, m->run.kv, a->load.quant.run.kv))};
     TensorFile tf = {0};
     if ((a->tensors != NULL && !tensor_file_open(&tf, err)) ||
         (to.writer = trace_writer_open(a->out, err)) == NULL) {
@@ -209,7 +211,8 @@ static int run_score(void *args, Model *m, Tokenizer *tok, CliProgress *progress
                          .model_source = m->source,
                          .model_files = files,
                          .weight_group = m->weight_group,
-                         .quant = a->load.quant.run};
+                         .quant = a->load.quant.run,
+                         .run = m->run};
     trace_observer_write(&to, trace_event_run(&m->config, NULL, &info, &a->load.trace));
     cJSON_Delete(files);
     if (a->text != NULL) trace_observer_write(&to, trace_event_tokenize(tok, a->text, ids, n));

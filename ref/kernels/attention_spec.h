@@ -23,7 +23,7 @@ typedef struct {
                        attention: chunk c is positions c·chunk .. c·chunk + chunk - 1) */
     int sink;       /* ... and always positions 0 .. sink - 1 (attention sinks, StreamingLLM) */
     bool f16_probs; /* the probabilities rounded to float16 before they weight V (llama.cpp's
-                       rounding with a float16 cache: config's kv_rounding_ggml) */
+                       rounding with a float16 cache: the run's kv_rounding_ggml) */
 } AttentionSpec;
 
 /* The first position of the band a query at q sees: the later of its

@@ -3,7 +3,7 @@
  * multiply-add, several at once (four positions' scores, 64 dimensions
  * of the values, four query heads of one KV head on each key and value
  * row read, the exponentials many at once), so the same bits. The block
- * calls them when model_prepare chose the fast kernels (model_fast) and no
+ * calls them when the run chose the fast kernels (RunOptions, run/run_options.h) and no
  * observer watches the layer's attention: they fire no hooks (layers.c's
  * loops do, query by query). */
 #ifndef STEPWISE_KERNELS_FAST_LAYERS_H

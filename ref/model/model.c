@@ -356,6 +356,11 @@ bool model_reserve_layout(Model *m, const Config *c, StepError *err) {
     return true;
 }
 
+void model_choose_fast_kernels(Model *m) {
+    m->fast_kernels = true;
+    m->run.matmul = m->run.attention = m->run.mlp = KERNEL_FAST;
+}
+
 bool model_use_threads(Model *m, int n_threads, StepError *err) {
     thread_pool_free(m->pool);
     return thread_pool_create(&m->pool, n_threads > 0 ? n_threads : threads_online(), err);

@@ -10,6 +10,7 @@
 #include "ref/util/progress.h"
 #include "ref/util/rng.h"
 #include "ref/model/weight_layout.h"
+#include "ref/run/run_options.h"
 
 struct ThreadPool; /* threads.h */
 
@@ -71,8 +72,11 @@ typedef struct {
                                      in groups of 32, however they are held now */
     bool fast_kernels;            /* the kernels, chosen once: false (the plain loops) as
                                      loaded; packing the weights (model_prepare: model_pack,
-                                     model_pack_q8) makes it true, and the block then takes
-                                     the fast kernels (linear.c, kernels/fast_layers.h) */
+                                     model_pack_q8) makes it true, and chooses the run's
+                                     fast kernels (run below) */
+    RunOptions run;               /* how this run computes the model, chosen once (packing:
+                                     the kernels; model_prepare: the cache's type and the
+                                     rounding choices); the block reads it, never the Config */
     RopeTables rope;              /* RoPE's cos and sin for every position (model_rope_init) */
     MlaForm mla_form;             /* MLA's form (model_prepare; MLA_REBUILT as loaded) */
     struct ThreadPool *pool;      /* the threads the fast kernels split work over (owned;
@@ -232,6 +236,10 @@ bool model_reserve_layout(Model *m, const Config *c, StepError *err);
  * per online processor). The plain kernels always run on one. Results are
  * the same bits for any n. */
 bool model_use_threads(Model *m, int n_threads, StepError *err);
+
+/* The weights are packed: the run's matmuls, attention and MLP take the
+ * fast kernels from here on (m->fast_kernels, m->run). */
+void model_choose_fast_kernels(Model *m);
 
 /* Expert e's matrix of kind k in MoE layer l (config_layer_moe). */
 Matrix *model_expert(const Model *m, int l, int e, ExpertKind k);

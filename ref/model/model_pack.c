@@ -43,6 +43,6 @@ bool model_pack(Model *m, StepError *err) {
      * (added, not multiplied). The rest of the storage goes. */
     ok = ok && model_compact_storage(m, err);
     if (!ok) return step_fail(err, "pack: out of memory for the weights");
-    m->fast_kernels = true; /* the block's fast kernels from here on (model_fast) */
+    model_choose_fast_kernels(m); /* the block's fast kernels from here on */
     return true;
 }

@@ -8,14 +8,16 @@ bool model_prepare(Model *m, const ModelPrepare *p, StepError *err) {
     m->mla_form = p->mla_form;
     if (p->gelu_f16_table && m->config.mlp == MLP_SWIGLU)
         return step_fail(err, "--gelu ggml: this model's MLP has no GELU (SwiGLU)");
-    if (p->gelu_f16_table) m->config.gelu_f16_table = true;
-    if (p->kv_dtype < 0 || p->kv_dtype > 2)
-        return step_fail(err, "kv_dtype %d: 0 (float32), 1 (float16) or 2 (bfloat16)", p->kv_dtype);
-    if (p->kv_dtype != 0 && config_mla(&m->config))
+    if (p->kv != KV_F32 && p->kv != KV_F16 && p->kv != KV_BF16)
+        return step_fail(err, "kv_dtype %d: 0 (float32), 1 (float16) or 2 (bfloat16)", (int)p->kv);
+    if (p->kv != KV_F32 && config_mla(&m->config))
         return step_fail(err, "--kv-dtype: MLA's cache of latents is float32 here");
-    if (p->kv_rounding_ggml && p->kv_dtype != 1)
+    if (p->kv_rounding_ggml && p->kv != KV_F16)
         return step_fail(err, "--kv-rounding llama.cpp goes with --kv-dtype f16");
-    m->config.kv_dtype = p->kv_dtype, m->config.kv_rounding_ggml = p->kv_rounding_ggml;
+    /* the run's choices, apart from what the model's files say (run/run_options.h);
+     * the kernels are chosen below, by packing or not */
+    m->run.gelu_f16_table = p->gelu_f16_table;
+    m->run.kv = p->kv, m->run.kv_rounding_ggml = p->kv_rounding_ggml;
     bool q8_0 = p->int8_activations && p->quant_group == 0 && m->weight_group == 0 && m->q8_0_file;
     /* the fast kernels pack a Q8_0 file's blocks straight from the file */
     if (q8_0 && p->kernels == KERNELS_FAST && model_adopt_q8_blocks(m)) q8_0 = false;

@@ -24,14 +24,16 @@ typedef struct {
     bool int8_activations; /* the activations run in int8 too (QuantRuntime.activations) */
     int threads;           /* the fast kernels' threads; 0: one per online processor */
     MlaForm mla_form;      /* how MLA reads its cache (model.h); MLA_REBUILT: the default */
-    bool gelu_f16_table;   /* GELU through ggml's float16 table (config_table.h's
+    bool gelu_f16_table;   /* GELU through ggml's float16 table (RunOptions'
                               gelu_f16_table); refused for a model with no GELU */
-    int kv_dtype;          /* K and V rounded to float16 (1) or bfloat16 (2) as cached
-                              (config's kv_dtype; 0: float32); not for MLA's latents */
-    bool kv_rounding_ggml; /* with kv_dtype 1, llama.cpp's other rounding points */
+    KvType kv;             /* K and V rounded to float16 or bfloat16 as cached (KV_F16,
+                              KV_BF16; KV_F32: float32); not for MLA's latents */
+    bool kv_rounding_ggml; /* with KV_F16, llama.cpp's other rounding points */
 } ModelPrepare;
 
-/* Prepare m as p says, reporting to m->progress. A Q8_0 file under int8
+/* Prepare m as p says, reporting to m->progress, and record the run's
+ * choices in m->run (run/run_options.h): the kernels, the cache's type,
+ * the rounding choices. A Q8_0 file under int8
  * activations and no quant_group runs as the int8 weights its blocks are
  * (their codes and scales as stored, groups of 32), not widened to floats
  * that int8 activations then multiply. */

@@ -145,7 +145,7 @@ bool model_pack_q8(Model *m, bool int8_activations, StepError *err) {
         matrix_free(&m->classifier), m->classifier = classifier;
         /* a tied embedding is looked up in the packed classifier, as floats are */
         if (tied) matrix_free(&m->embedding), m->embedding = matrix_borrow(&m->classifier);
-        m->fast_kernels = true; /* the block's fast kernels from here on (model_fast) */
+        model_choose_fast_kernels(m); /* the block's fast kernels from here on */
     }
     return ok || step_fail(err, "int8 packing: out of memory");
 }

@@ -23,7 +23,8 @@ static int generated(const BatchRequest *r) {
 }
 
 static uint64_t cache_bytes(const Model *m, const BatchRequest *r) {
-    return kv_cache_bytes_of(&m->config, r->result.cache_capacity, r->result.kv_int8);
+    return kv_cache_bytes_of(&m->config, r->result.cache_capacity,
+                             kv_type_for(&m->config, m->run.kv, r->result.kv_int8));
 }
 
 static int compare_doubles(const void *a, const void *b) {
@@ -206,9 +207,17 @@ bool batch_run(const Model *m, BatchRequest *reqs, int n, int max_batch, int pre
     BatchRequest **decoding = malloc((size_t)max_batch * sizeof *decoding);
     ForwardRow *rows = malloc((size_t)max_batch * sizeof *rows);
     double *itl = malloc((size_t)max_steps * sizeof(double));
-    PassScratch scratch; /* the step's activations; each request's cache is its own */
+    PassScratch scratch; /* the step's activations and attention's room; each request's cache
+                            is its own */
+    int capacity = 1;    /* the largest cache a request may have */
+    for (int i = 0; i < n; i++) {
+        int cap = sequence_capacity(&m->config, reqs[i].n_prompt, &reqs[i].opt);
+        capacity = cap > capacity ? cap : capacity;
+    }
+    KvType kv = kv_type_for(&m->config, m->run.kv, activations != NULL && activations->kv);
     bool allocated = order && active && decoding && rows && itl;
-    if (!allocated || !pass_scratch_init(&scratch, &m->config, max_batch, activations, err)) {
+    if (!allocated ||
+        !pass_scratch_init(&scratch, &m->config, max_batch, capacity, kv, activations, err)) {
         free(order), free(active), free(decoding), free(rows), free(itl);
         return allocated ? false : step_fail(err, "batch: out of memory");
     }

@@ -4,22 +4,22 @@
 #include <stdlib.h>
 #include <string.h>
 
-uint64_t prefix_cache_position_bytes(const Config *c, bool kv_int8) {
-    return kv_cache_bytes_of(c, 1, kv_int8) + sizeof(int);
+uint64_t prefix_cache_position_bytes(const Config *c, KvType kv) {
+    return kv_cache_bytes_of(c, 1, kv) + sizeof(int);
 }
 
-bool prefix_cache_init(PrefixCache *p, const Config *c, bool kv_int8, uint64_t budget,
+bool prefix_cache_init(PrefixCache *p, const Config *c, KvType kv, uint64_t budget,
                        StepError *err) {
     memset(p, 0, sizeof *p);
-    uint64_t one = prefix_cache_position_bytes(c, kv_int8);
+    uint64_t one = prefix_cache_position_bytes(c, kv);
     if (budget < one)
         return step_fail(err,
                          "--prefix-cache-bytes %llu cannot hold one position (%llu bytes: its "
                          "rows and token id)",
                          (unsigned long long)budget, (unsigned long long)one);
     p->budget = budget;
-    p->position_bytes[0] = prefix_cache_position_bytes(c, false);
-    p->position_bytes[1] = prefix_cache_position_bytes(c, true);
+    for (int t = 0; t < KV_TYPES; t++)
+        p->position_bytes[t] = prefix_cache_position_bytes(c, (KvType)t);
     return true;
 }
 
@@ -51,12 +51,12 @@ static void transfer(PrefixEntry *e, const KVCache *k, int n, bool into_cache) {
     RowArray arrays[4];
     size_t kv = (size_t)k->kv_dim, scales = (size_t)k->n_kv_heads * sizeof(float);
     int n_arrays = 0;
-    if (e->int8) {
+    if (e->type == KV_INT8) {
         arrays[n_arrays++] = (RowArray){k->key_q, e->key_q, kv};
         arrays[n_arrays++] = (RowArray){k->value_q, e->value_q, kv};
         arrays[n_arrays++] = (RowArray){k->key_s, e->key_s, scales};
         arrays[n_arrays++] = (RowArray){k->value_s, e->value_s, scales};
-    } else if (e->half != 0) {
+    } else if (kv_type_half(e->type)) {
         arrays[n_arrays++] = (RowArray){k->key_h, e->key_h, kv * sizeof(uint16_t)};
         arrays[n_arrays++] =
             (RowArray){k->value_h, e->value_h, (size_t)k->v_dim * sizeof(uint16_t)};
@@ -82,10 +82,9 @@ static int common_prefix(const int *a, int na, const int *b, int nb) {
 }
 
 int prefix_cache_take(PrefixCache *p, const int *tokens, int n, KVCache *dst) {
-    bool int8 = dst->int8;
     int best = 0, at = -1;
     for (int i = 0; i < p->n; i++) {
-        if (p->entries[i].int8 != int8 || p->entries[i].half != dst->half) continue;
+        if (p->entries[i].type != dst->type) continue;
         int shared = common_prefix(p->entries[i].tokens, p->entries[i].n, tokens, n);
         if (shared > best) best = shared, at = i;
     }
@@ -98,15 +97,14 @@ int prefix_cache_take(PrefixCache *p, const int *tokens, int n, KVCache *dst) {
 }
 
 bool prefix_cache_put(PrefixCache *p, const int *tokens, int n, const KVCache *src) {
-    bool int8 = src->int8;
     for (int i = 0; i < p->n; i++) { /* already held as (the start of) a kept prompt */
-        if (p->entries[i].int8 == int8 && p->entries[i].half == src->half && p->entries[i].n >= n &&
+        if (p->entries[i].type == src->type && p->entries[i].n >= n &&
             common_prefix(p->entries[i].tokens, p->entries[i].n, tokens, n) == n) {
             p->entries[i].last_used = ++p->clock;
             return true;
         }
     }
-    uint64_t bytes = (uint64_t)n * p->position_bytes[int8];
+    uint64_t bytes = (uint64_t)n * p->position_bytes[src->type];
     if (bytes > p->budget || n < 1) return true;       /* too large to keep: not an error */
     while (p->bytes + bytes > p->budget && p->n > 0) { /* evict the least recently used */
         int lru = 0;
@@ -123,17 +121,16 @@ bool prefix_cache_put(PrefixCache *p, const int *tokens, int n, const KVCache *s
         if (grown == NULL) return false;
         p->entries = grown, p->cap = cap;
     }
-    PrefixEntry e = {
-        .n = n, .int8 = int8, .half = src->half, .bytes = bytes, .last_used = ++p->clock};
+    PrefixEntry e = {.n = n, .type = src->type, .bytes = bytes, .last_used = ++p->clock};
     size_t rows = (size_t)src->n_layers * n, kv = (size_t)src->kv_dim;
     size_t heads = (size_t)src->n_kv_heads;
     e.tokens = malloc((size_t)n * sizeof(int));
     bool ok = e.tokens != NULL;
-    if (!int8 && src->half != 0) {
+    if (kv_type_half(src->type)) {
         e.key_h = malloc(rows * kv * sizeof(uint16_t));
         e.value_h = malloc(rows * (size_t)src->v_dim * sizeof(uint16_t));
         ok = ok && e.key_h && e.value_h;
-    } else if (!int8) {
+    } else if (src->type != KV_INT8) {
         e.key = malloc(rows * kv * sizeof(float));
         e.value = malloc(rows * (size_t)src->v_dim * sizeof(float));
         ok = ok && e.key && e.value;

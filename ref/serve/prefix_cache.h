@@ -18,8 +18,7 @@
 typedef struct {
     int *tokens; /* [n] */
     int n;
-    bool int8;
-    int half;                  /* the cache's kv_dtype: 16-bit rows (key_h, value_h) */
+    KvType type;               /* the cache's (run/kv_cache.h) */
     float *key, *value;        /* float32: [n_layers, n, kv_dim] */
     uint16_t *key_h, *value_h; /* half: [n_layers, n, kv_dim] */
     int8_t *key_q, *value_q;   /* int8: [n_layers, n, kv_dim] */
@@ -31,21 +30,20 @@ typedef struct {
 typedef struct {
     PrefixEntry *entries;
     int n, cap;
-    uint64_t bytes, budget;     /* held, and the most it may hold */
-    uint64_t position_bytes[2]; /* a kept position's charge: [0] float32 rows, [1] int8 */
-    uint64_t clock;             /* uses so far: the LRU order */
-    int evicted;                /* prompts dropped to make room */
+    uint64_t bytes, budget;            /* held, and the most it may hold */
+    uint64_t position_bytes[KV_TYPES]; /* a kept position's charge, by the rows' type */
+    uint64_t clock;                    /* uses so far: the LRU order */
+    int evicted;                       /* prompts dropped to make room */
 } PrefixCache;
 
 /* What the cache charges for one position it keeps: the position's K and V
- * rows in every layer (float32, or int8 codes and scales as kv_int8) and
- * its token id, which a later prompt is matched against. */
-uint64_t prefix_cache_position_bytes(const Config *c, bool kv_int8);
+ * rows in every layer (of type kv: float32, 16-bit, or int8 codes and
+ * scales) and its token id, which a later prompt is matched against. */
+uint64_t prefix_cache_position_bytes(const Config *c, KvType kv);
 
 /* An empty cache of at most budget bytes: refused when the budget cannot
  * hold one position (prefix_cache_position_bytes). */
-bool prefix_cache_init(PrefixCache *p, const Config *c, bool kv_int8, uint64_t budget,
-                       StepError *err);
+bool prefix_cache_init(PrefixCache *p, const Config *c, KvType kv, uint64_t budget, StepError *err);
 
 /* Copy into dst the rows of the longest prefix of tokens[0..n) the cache
  * holds, at most n - 1 positions (the last token is always computed: its

@@ -200,7 +200,8 @@ bool step_costs_measure(const Model *m, const QuantRuntime *q, int max_batch, in
                .long_context = long_context,
                .out = out};
     int max_tokens = long_context > max_batch ? long_context : max_batch;
-    bool ok = pass_scratch_init(&b.scratch, c, max_tokens, q, err);
+    KvType kv = kv_type_for(c, m->run.kv, q != NULL && q->kv);
+    bool ok = pass_scratch_init(&b.scratch, c, max_tokens, c->seq_len, kv, q, err);
     b.seqs = calloc((size_t)max_batch, sizeof *b.seqs);
     b.pos = calloc((size_t)max_batch, sizeof *b.pos);
     b.tokens = malloc((size_t)c->seq_len * sizeof *b.tokens);
@@ -209,7 +210,7 @@ bool step_costs_measure(const Model *m, const QuantRuntime *q, int max_batch, in
     if (ok && !(b.seqs && b.pos && b.tokens && out->points))
         ok = step_fail(err, "step costs: out of memory");
     for (; ok && ready < max_batch; ready++)
-        ok = seq_state_init(&b.seqs[ready], c, c->seq_len, max_tokens, q != NULL && q->kv, err);
+        ok = seq_state_init(&b.seqs[ready], c, c->seq_len, kv, err);
     if (ok) {
         XorshiftRng rng = {.state = 42};
         for (int i = 0; i < c->seq_len; i++)
@@ -218,7 +219,7 @@ bool step_costs_measure(const Model *m, const QuantRuntime *q, int max_batch, in
         measure_prefills(&b, repeats);
         for (int k = 0; k < CONTEXTS; k++) measure_decodes(&b, contexts[k], repeats);
         out->seq_len = c->seq_len;
-        out->kv_bytes_per_position = kv_cache_bytes_of(c, 1, q != NULL && q->kv);
+        out->kv_bytes_per_position = kv_cache_bytes_of(c, 1, kv);
         out->threads = m->pool != NULL ? thread_pool_size(m->pool) : 1;
         ok = step_costs_fit(out->points, out->n_points, PASS_KIND_DECODE, &out->decode, err) &&
              step_costs_fit(out->points, out->n_points, PASS_KIND_PREFILL, &out->prefill, err);

@@ -230,9 +230,9 @@ static bool batch_decodes(const Model *m, const QuantRuntime *q, const int *toke
         ForwardRow *rows = malloc((size_t)B * sizeof *rows);
         PassScratch scratch = {0};
         int ready = 0;
-        bool ok = seqs && rows && pass_scratch_init(&scratch, &m->config, B, q, err);
-        for (; ok && ready < B; ready++)
-            ok = seq_state_init(&seqs[ready], &m->config, D, 1, q->kv, err);
+        KvType kv = kv_type_for(&m->config, m->run.kv, q->kv);
+        bool ok = seqs && rows && pass_scratch_init(&scratch, &m->config, B, D, kv, q, err);
+        for (; ok && ready < B; ready++) ok = seq_state_init(&seqs[ready], &m->config, D, kv, err);
         double rate[100];
         for (int r = 0; ok && r < runs; r++) {
             double t = now();
