@@ -1949,6 +1949,13 @@ def signal_cases():
          ["interrupted (SIGTERM)"], creates=("sc.jsonl",), stdin=("signal", signal.SIGTERM, 0.3),
          check=lambda r: '"event":"error"' in open(path("sc.jsonl")).read().splitlines()[-1]
          or "sc.jsonl does not end with its error event")
+    # a folder of about 270 MB (bf16), written in about a second: the signal lands mid-write
+    case("signal: make-model --format hf, SIGTERM mid-write leaves no partial folder",
+         ["make-model", "--format", "hf", "--dim", "512", "--hidden", "2048", "--layers", "24",
+          "--heads", "8", "--vocab", "32000", "--seq-len", "64", "--dtype", "bf16", "--out", "{mmsig}"],
+         128 + 15, ["interrupted"], stdin=("signal", signal.SIGTERM, 0.3),
+         check=lambda r: not any(n.startswith("mmsig") for n in os.listdir(TMP)) or "left " + str(
+             [n for n in os.listdir(TMP) if n.startswith("mmsig")]))
     case("signal: golden, SIGTERM mid-run leaves no partial set",
          ["golden", "--model", "{big.bin}", "--tokenizer", "{tok.bin}", "--out", "{gs}"],
          128 + 15, ["interrupted"], stdin=("signal", signal.SIGTERM, 0.3),

@@ -505,6 +505,10 @@ MUTANTS = [
      'if (ok && !folder.hf && folder.family != family_find("llama"))',
      'if (ok && !folder.hf && folder.family == NULL)', "cli",
      "make-model --arch gemma2 (or --preset gpt2 --format llama2c) writes a plain llama checkpoint"),
+    ("make-model-folder-signal-ignored", "ref/cli/make_model.c", "if (ok && cli_signal_caught()) {",
+     "if (ok && cli_signal_caught() < 0) {", "cli",
+     "make-model --format hf stopped by SIGTERM renames its folder into place and exits 0 (bad_inputs'"
+     " make-model signal case)"),
     ("help-wrap-one-wide", "ref/cli/options.c", "if (p - line >= width && space != NULL)",
      "if (p - line > width && space != NULL)", "cli",
      "make-model's generated --arch and --preset helps wrapped a column past 64 (cli_help_check's greedy wrap)"),

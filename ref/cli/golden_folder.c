@@ -14,20 +14,6 @@
 #include "ref/util/file_util.h"
 #include "ref/util/json_util.h"
 
-/* Remove a folder this command made, and the files in it. */
-static void remove_folder(const char *dir) {
-    DIR *d = opendir(dir);
-    struct dirent *entry;
-    char path[PATH_MAX];
-    while (d != NULL && (entry = readdir(d)) != NULL) {
-        if (strcmp(entry->d_name, ".") == 0 || strcmp(entry->d_name, "..") == 0) continue;
-        if (snprintf(path, sizeof path, "%s/%s", dir, entry->d_name) < (int)sizeof path)
-            unlink(path);
-    }
-    if (d != NULL) closedir(d);
-    rmdir(dir);
-}
-
 /* Whether the manifest at path is a stepwise golden set's (format and
  * version), and whether it lists name among its files. */
 static cJSON *read_golden_manifest(const char *path) {
@@ -135,9 +121,9 @@ bool golden_folder_replace(const char *dir, GoldenFill fill, void *ctx, StepErro
         ok = step_fail(err, "golden: cannot rename %s to %s: %s", tmp, dir, strerror(errno));
         if (old_moved && rename(old, dir) == 0) old_moved = false; /* the old set back */
     }
-    if (!ok) remove_folder(tmp);
+    if (!ok) folder_remove_made(tmp);
     if (old_moved)
-        remove_folder(old); /* the old set, replaced */
+        folder_remove_made(old); /* the old set, replaced */
     else if (old_made)
         rmdir(old); /* the empty folder mkdtemp made */
     cli_signals_defer_end();

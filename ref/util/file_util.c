@@ -334,3 +334,16 @@ bool file_name_is_plain(const char *s, size_t max_len) {
     }
     return true;
 }
+
+void folder_remove_made(const char *dir) {
+    DIR *d = opendir(dir);
+    struct dirent *entry;
+    char path[PATH_MAX];
+    while (d != NULL && (entry = readdir(d)) != NULL) {
+        if (strcmp(entry->d_name, ".") == 0 || strcmp(entry->d_name, "..") == 0) continue;
+        if (snprintf(path, sizeof path, "%s/%s", dir, entry->d_name) < (int)sizeof path)
+            unlink(path);
+    }
+    if (d != NULL) closedir(d);
+    rmdir(dir);
+}

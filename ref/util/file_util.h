@@ -42,6 +42,10 @@ bool file_map_input(const char *path, const char *what, const char *format, size
  * refuses a directory, a missing parent folder and a dangling symlink. */
 bool file_check_output(const char *path, const char *what, StepError *err);
 
+/* Remove a folder this command made, and the files in it (not folders
+ * within: the folders made hold files only). */
+void folder_remove_made(const char *dir);
+
 /* How an output would write over an input, both as the user named them
  * (file_alias). An output that does not exist yet cannot: nothing is there
  * to replace. Identity is the device and inode stat() gives (it follows
