@@ -505,10 +505,15 @@ MUTANTS = [
      'if (ok && !folder.hf && folder.family != family_find("llama"))',
      'if (ok && !folder.hf && folder.family == NULL)', "cli",
      "make-model --arch gemma2 (or --preset gpt2 --format llama2c) writes a plain llama checkpoint"),
-    ("make-model-folder-signal-ignored", "ref/cli/make_model.c", "if (ok && cli_signal_caught()) {",
-     "if (ok && cli_signal_caught() < 0) {", "cli",
-     "make-model --format hf stopped by SIGTERM renames its folder into place and exits 0 (bad_inputs'"
+    ("make-model-folder-signal-ignored", "ref/cli/make_model.c",
+     "return cli_signal_caught() ? 128 + cli_signal_caught() : EXIT_BAD_INPUT;",
+     "return EXIT_BAD_INPUT;", "cli",
+     "make-model --format hf stopped by SIGTERM exits 2, not 128 + the signal (bad_inputs'"
      " make-model signal case)"),
+    ("folder-whole-signal-ignored", "ref/cli/folder_whole.c", "if (ok && cli_signal_caught())",
+     "if (ok && cli_signal_caught() < 0)", "cli",
+     "make-model's folder (cli_folder_write_whole, golden's too) is renamed into place after a"
+     " signal (bad_inputs' make-model signal case)"),
     ("help-wrap-one-wide", "ref/cli/options.c", "if (p - line >= width && space != NULL)",
      "if (p - line > width && space != NULL)", "cli",
      "make-model's generated --arch and --preset helps wrapped a column past 64 (cli_help_check's greedy wrap)"),

@@ -10,7 +10,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "ref/cli/signals.h"
+#include "ref/cli/folder_whole.h"
 #include "ref/util/file_util.h"
 #include "ref/util/json_util.h"
 
@@ -95,39 +95,7 @@ static bool replaceable(const char *dir, StepError *err) {
 }
 
 bool golden_folder_replace(const char *dir, GoldenFill fill, void *ctx, StepError *err) {
-    char tmp[PATH_MAX], old[PATH_MAX];
-    if (!replaceable(dir, err)) return false;
-    if (snprintf(tmp, sizeof tmp, "%s.XXXXXX", dir) >= (int)sizeof tmp ||
-        snprintf(old, sizeof old, "%s.old.XXXXXX", dir) >= (int)sizeof old)
-        return step_fail(err, "golden: --out %s: name too long", dir);
-    cli_signals_defer_begin(); /* from before the folder exists: a signal stops between files */
-    if (mkdtemp(tmp) == NULL) {
-        cli_signals_defer_end();
-        return step_fail(err, "golden: cannot create a folder beside %s: %s", dir, strerror(errno));
-    }
-    chmod(tmp, 0755);
-    bool ok = fill(ctx, tmp, err);
-    if (ok && cli_signal_caught())
-        ok = step_fail(err, "golden: interrupted (%s)", cli_signal_name(cli_signal_caught()));
-    struct stat st;
-    bool had_old = ok && stat(dir, &st) == 0;
-    /* An old set moves aside under a fresh name (mkdtemp makes it, rename
-     * replaces the empty folder), the new one moves in, the old is removed. */
-    bool old_made = had_old && mkdtemp(old) != NULL, old_moved = old_made && rename(dir, old) == 0;
-    if (had_old && !old_moved)
-        ok =
-            step_fail(err, "golden: cannot move the old set at %s aside: %s", dir, strerror(errno));
-    if (ok && rename(tmp, dir) != 0) {
-        ok = step_fail(err, "golden: cannot rename %s to %s: %s", tmp, dir, strerror(errno));
-        if (old_moved && rename(old, dir) == 0) old_moved = false; /* the old set back */
-    }
-    if (!ok) folder_remove_made(tmp);
-    if (old_moved)
-        folder_remove_made(old); /* the old set, replaced */
-    else if (old_made)
-        rmdir(old); /* the empty folder mkdtemp made */
-    cli_signals_defer_end();
-    return ok;
+    return replaceable(dir, err) && cli_folder_write_whole("golden", dir, fill, ctx, err);
 }
 
 bool golden_manifest_write(const cJSON *manifest, const char *dir, StepError *err) {

@@ -7,12 +7,13 @@
 
 #include "ref/util/error.h"
 
-/* Fill a new folder: write every file of the set into dir. */
+/* Fill a new folder: write every file of the set into dir
+ * (cli_folder_write_whole's FolderFill). */
 typedef bool (*GoldenFill)(void *ctx, const char *dir, StepError *err);
 
-/* Make the set at dir: fill() writes into a new folder beside it, which is
- * renamed into place only when whole, so that a failure or a signal leaves
- * no partial set and an older set at dir (a folder with a manifest.json) is
+/* Make the set at dir (cli_folder_write_whole: written beside it, renamed
+ * into place only when whole), so that a failure or a signal leaves no
+ * partial set and an older set at dir (a folder with a manifest.json) is
  * replaced in one step. Any other non-empty folder at dir is refused. */
 bool golden_folder_replace(const char *dir, GoldenFill fill, void *ctx, StepError *err);
 

@@ -2,7 +2,6 @@
  * shape, for shapes the real models do not have (MHA, GQA, MQA, untied,
  * the 15M benchmark shape). */
 #include <errno.h>
-#include <limits.h>
 #include <math.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -17,6 +16,7 @@
 #include "ref/cli/common.h"
 #include "ref/cli/options.h"
 #include "ref/cli/presets.h"
+#include "ref/cli/folder_whole.h"
 #include "ref/cli/signals.h"
 #include "ref/util/file_util.h"
 #include "ref/formats/hf_write.h"
@@ -341,36 +341,21 @@ static void make_model_options(MakeModelOptions *o, const Family *default_family
                                      .after = MAKE_MODEL_AFTER};
 }
 
-/* The folder written whole or not at all: under a fresh name beside out,
- * renamed into place once complete, with signals deferred from before the
- * folder exists. A first SIGINT, SIGTERM or SIGHUP lets the write end, then
- * removes it: *signal gets the signal, out never exists half-written (a
- * second signal ends the process at once, leaving only the fresh name). */
-static bool save_folder_whole(const Model *m, uint64_t seed, const Family *family, const char *out,
-                              const FolderOptions *f, int *signal, StepError *err) {
-    struct stat st;
-    char tmp[PATH_MAX];
-    if (lstat(out, &st) == 0) return step_fail(err, "%s: cannot create: %s", out, strerror(EEXIST));
-    if (snprintf(tmp, sizeof tmp, "%s.XXXXXX", out) >= (int)sizeof tmp)
-        return step_fail(err, "make-model: --out %s: name too long", out);
-    cli_signals_defer_begin();
-    /* mkdtemp picks the fresh name; the writer makes the folder itself */
-    bool ok =
-        (mkdtemp(tmp) != NULL && rmdir(tmp) == 0) ||
-        step_fail(err, "make-model: cannot create a folder beside %s: %s", out, strerror(errno));
-    ok = ok &&
-         hf_model_save_random(m, seed, family, tmp, f->dtype, f->shards, f->tokenizer_from, err);
-    if (ok && cli_signal_caught()) {
-        *signal = cli_signal_caught();
-        ok = step_fail(err, "make-model: interrupted (%s)", cli_signal_name(*signal));
-        folder_remove_made(tmp);
-    }
-    if (ok && rename(tmp, out) != 0) {
-        ok = step_fail(err, "make-model: cannot rename %s to %s: %s", tmp, out, strerror(errno));
-        folder_remove_made(tmp);
-    }
-    cli_signals_defer_end();
-    return ok;
+/* make-model's folder as cli_folder_write_whole fills it: the random
+ * weights of m's layout, into dir (made empty beside --out; the writer
+ * makes its folder itself). */
+typedef struct {
+    const Model *layout;
+    uint64_t seed;
+    const Family *family;
+    const FolderOptions *folder;
+} RandomFolder;
+
+static bool fill_random_folder(void *ctx, const char *dir, StepError *err) {
+    const RandomFolder *r = ctx;
+    return (rmdir(dir) == 0 || step_fail(err, "%s: %s", dir, strerror(errno))) &&
+           hf_model_save_random(r->layout, r->seed, r->family, dir, r->folder->dtype,
+                                r->folder->shards, r->folder->tokenizer_from, err);
 }
 
 int cli_make_model(int argc, char **argv) {
@@ -441,19 +426,24 @@ int cli_make_model(int argc, char **argv) {
     if (ok && c.n_kv_heads == 0) c.n_kv_heads = c.n_heads;
     c.shared_classifier = !untied;
     Model m = {0};
-    int signal = 0;
+    RandomFolder random = {
+        .layout = &m, .seed = (uint64_t)seed, .family = family, .folder = &folder};
+    struct stat st;
     /* a folder is written tensor by tensor, each drawn as it is written: an
-     * 8B shape needs no 32 GB of float32 */
+     * 8B shape needs no 32 GB of float32; whole or not at all, beside --out
+     * first (a folder there is not replaced) */
     if (ok && folder.hf)
         ok = model_reserve_layout(&m, &c, &err) &&
-             save_folder_whole(&m, (uint64_t)seed, family, out, &folder, &signal, &err);
+             (lstat(out, &st) != 0 ||
+              step_fail(&err, "%s: cannot create: %s", out, strerror(EEXIST))) &&
+             cli_folder_write_whole("make-model", out, fill_random_folder, &random, &err);
     else if (ok)
         ok =
             model_init_random(&m, &c, (uint64_t)seed, &err) && model_save_checkpoint(&m, out, &err);
     model_free(&m);
     if (!ok) {
         cli_print_error(&err);
-        return signal != 0 ? 128 + signal : EXIT_BAD_INPUT;
+        return cli_signal_caught() ? 128 + cli_signal_caught() : EXIT_BAD_INPUT;
     }
     fprintf(stderr, "wrote %s: %s, %llu parameters, %d layers, %d heads, %d KV heads\n", out,
             config_attention_kind(&c), (unsigned long long)config_param_count(&c), c.n_layers,
