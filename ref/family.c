@@ -185,15 +185,19 @@ static bool first_gguf(int i) {
     return family_from_gguf(FAMILY_LIST[i].gguf) == &FAMILY_LIST[i];
 }
 
-void family_names_text(char *buf, size_t size) {
+void family_names_text(char *buf, size_t size, bool summaries, const Family *marked) {
     size_t at = 0;
     buf[0] = '\0';
-    for (int i = 0; i < FAMILY_COUNT && at < size; i++)
-        at += (size_t)snprintf(buf + at, size - at, "%s%s",
+    for (int i = 0; i < FAMILY_COUNT && at < size; i++) {
+        const Family *f = &FAMILY_LIST[i];
+        const char *summary = !summaries ? NULL : f == marked ? "default" : f->summary;
+        at += (size_t)snprintf(buf + at, size - at, "%s%s%s%s%s",
                                i == 0                  ? ""
                                : i == FAMILY_COUNT - 1 ? " or "
                                                        : ", ",
-                               FAMILY_LIST[i].name);
+                               f->name, summary ? " (" : "", summary ? summary : "",
+                               summary ? ")" : "");
+    }
 }
 
 void family_classes_text(char *buf, size_t size) {

@@ -112,8 +112,10 @@ const Family *family_of_config(const Config *c);
 
 /* "llama, mistral, ... or deepseek2" (make-model's names), "LlamaForCausalLM,
  * ..., DeepseekV2ForCausalLM" (the classes), "llama, qwen2, ..." (the GGUF
- * architectures, each once): for messages. */
-void family_names_text(char *buf, size_t size);
+ * architectures, each once): for messages. With `summaries`, each name
+ * followed by its row's summary, and `marked` (may be NULL) by "default":
+ * make-model's --arch help, "llama (default), ..., qwen2 (q/k/v biases)". */
+void family_names_text(char *buf, size_t size, bool summaries, const Family *marked);
 void family_classes_text(char *buf, size_t size);
 void family_gguf_text(char *buf, size_t size);
 

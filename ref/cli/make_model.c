@@ -164,7 +164,7 @@ static bool parse_option(const CliOption *o, const char *value, void *dest, Step
             const Family *family = family_find(value); /* kept as it was when unknown */
             if (family != NULL) return f->family = family, true;
             char names[256];
-            family_names_text(names, sizeof names);
+            family_names_text(names, sizeof names, false, NULL);
             return step_fail(err, "make-model: --arch is %s, not '%s'", names, value);
         }
         case OPT_DTYPE:
@@ -194,7 +194,8 @@ static const CliOption OWN_OPTIONS[] = {
 static const CliOption FOLDER_OPTIONS[] = {
     {"format", "hf", OPTION_CUSTOM, .parse = parse_option, .id = OPT_FORMAT,
      .help = "write OUT as a folder: config.json and safetensors"},
-    {"arch", "A", OPTION_CUSTOM, .parse = parse_option, .id = OPT_ARCH}, /* help: arch_help */
+    {"arch", "A", OPTION_CUSTOM, .parse = parse_option,
+     .id = OPT_ARCH}, /* help: the table's (family_names_text) */
     {"dtype", "T", OPTION_CUSTOM, .parse = parse_option, .id = OPT_DTYPE,
      .help = "f32 (default), f16 or bf16 (rounded to nearest even)"},
     {"shards", "N", OPTION_INT, offsetof(MakeModelArgs, folder.shards), 1, 64,
@@ -265,24 +266,6 @@ static CliOption field_option(const ConfigField *f, size_t base, char *help, siz
                        .help = help};
 }
 
-/* --arch's help, from the family table: "llama (default), mistral, qwen2
- * (q/k/v biases), ... or deepseek2 (...)", a row's summary beside it. */
-static void arch_help(char *buf, size_t size, const Family *default_family) {
-    size_t at = 0;
-    buf[0] = '\0';
-    for (int i = 0; i < FAMILY_COUNT && at < size; i++) {
-        const Family *f = &FAMILY_LIST[i];
-        const char *summary = f == default_family ? "default" : f->summary;
-        at += (size_t)snprintf(buf + at, size - at, "%s%s%s%s%s",
-                               i == 0                  ? ""
-                               : i == FAMILY_COUNT - 1 ? " or "
-                                                       : ", ",
-                               f->name, summary ? " (" : "", summary ? summary : "",
-                               summary ? ")" : "");
-    }
-    cli_help_wrap(buf, 64);
-}
-
 /* A copy of table, option `name`'s help set to help. */
 static void options_with_help(CliOption *out, size_t n, const CliOption *table, const char *name,
                               const char *help) {
@@ -309,7 +292,8 @@ static void make_model_options(MakeModelOptions *o, const Family *default_family
     }
     for (const CliOption *own = OWN_OPTIONS; own->name != NULL; own++) o->own[n_own++] = *own;
     o->own[n_own] = (CliOption)CLI_OPTIONS_END;
-    arch_help(o->arch_help, sizeof o->arch_help, default_family);
+    family_names_text(o->arch_help, sizeof o->arch_help, true, default_family);
+    cli_help_wrap(o->arch_help, 64);
     options_with_help(o->folder, sizeof o->folder / sizeof o->folder[0], FOLDER_OPTIONS, "arch",
                       o->arch_help);
     model_presets_text(o->preset_help, sizeof o->preset_help, true);
